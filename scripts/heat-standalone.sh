@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# heat-standalone.sh — a REAL OpenStack Heat (27.0.1) for caldera's tests, on loopback only.
+#
+#   scripts/heat-standalone.sh install   # apt postgresql if missing; venv target/heat-venv (cached)
+#   scripts/heat-standalone.sh start     # install if needed, fresh DB, start Heat; last stdout line:
+#                                        #   HEAT_URL=http://127.0.0.1:8004/v1/admin
+#   scripts/heat-standalone.sh stop      # stop Heat (PostgreSQL is left running; `stop --all`
+#                                        #   also stops the PostgreSQL cluster)
+#   scripts/heat-standalone.sh env       # prints: export HEAT_URL=http://127.0.0.1:8004/v1/admin
+#   scripts/heat-standalone.sh status    # exit 0 if Heat answers, 1 otherwise
+#
+#   eval "$(scripts/heat-standalone.sh start | grep '^HEAT_URL=')"; export HEAT_URL
+#
+# What runs: ONE Python process (scripts/heat_standalone.py) holding the Heat engine service
+# (EngineService + convergence worker) and the Heat v1 API (paste app `heat-api`, flavor
+# `noauth`, served by a threaded wsgiref server). `transport_url = fake://` (in-memory RPC) is why
+# it must be one process. No Keystone: any request is accepted; headers X-Auth-User /
+# X-Auth-Project (default `admin`) choose the identity; the project in URLs is `admin`.
+# DB: the Debian PostgreSQL cluster (localhost only), role/db `heat`; `start` drops and recreates
+# the `heat` database each time (clean state) unless HEAT_KEEP_DB=1.
+#
+# Environment knobs:
+#   HEAT_PORT (8004)          API port on 127.0.0.1
+#   HEAT_MAX_EVENTS (1000)    [DEFAULT] max_events_per_stack
+#   HEAT_STACK_TIMEOUT (1800) [DEFAULT] stack_action_timeout, seconds
+#   HEAT_START_TIMEOUT (120)  seconds to wait for the API to answer 200
+#   HEAT_KEEP_DB (0)          1 = keep the existing `heat` database on start
+#   HEAT_DEBUG (0)            1 = debug logging in target/heat-run/heat.log
+#   HEAT_PYTHON (python3)     interpreter used to create the venv
+# Files: target/heat-venv (venv, reused while it imports heat 27.0.1 + psycopg2),
+#        target/heat-run/{heat.conf,heat.log,heat-stdout.log,heat.pid,db-sync.log}.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/target/heat-venv"
+RUN="$ROOT/target/heat-run"
+PORT="${HEAT_PORT:-8004}"
+HOST=127.0.0.1
+HEAT_VERSION=27.0.1
+CONSTRAINTS="$ROOT/scripts/heat-constraints.txt"
+STAMP="$VENV/.caldera-heat-$HEAT_VERSION"
+PIDFILE="$RUN/heat.pid"
+URL="http://$HOST:$PORT/v1/admin"
+DB_NAME=heat
+DB_USER=heat
+DB_PASS=heat
+
+log() { echo "heat-standalone: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+as_postgres() { runuser -u postgres -- "$@"; }
+
+# ---------------------------------------------------------------- install
+pg_server_installed() {
+    command -v pg_lsclusters >/dev/null 2>&1 && compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null
+}
+
+apt_updated=0
+apt_install() {
+    [ "$(id -u)" = 0 ] || die "need root to apt-get install $*"
+    if [ "$apt_updated" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+        apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+venv_ok() {
+    [ -f "$STAMP" ] && [ -x "$VENV/bin/python" ] &&
+        "$VENV/bin/python" -c 'import heat.engine.service, psycopg2, oslo_service.backend' >/dev/null 2>&1
+}
+
+cmd_install() {
+    local t0=$SECONDS
+    if ! pg_server_installed; then
+        log "installing PostgreSQL (apt)"
+        apt_install postgresql
+    fi
+    if venv_ok; then
+        log "venv $VENV ok (openstack-heat $HEAT_VERSION)"
+        return 0
+    fi
+    local py="${HEAT_PYTHON:-python3}"
+    command -v "$py" >/dev/null 2>&1 || py=/usr/bin/python3
+    if ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+        log "installing python3-venv (apt)"
+        apt_install python3-venv
+        py=/usr/bin/python3
+    fi
+    log "creating venv $VENV with $py ($("$py" --version 2>&1))"
+    rm -rf "$VENV"
+    mkdir -p "$(dirname "$VENV")"
+    "$py" -m venv "$VENV"
+    local cons=()
+    [ -f "$CONSTRAINTS" ] && cons=(-c "$CONSTRAINTS")
+    "$VENV/bin/pip" install -q --no-input "${cons[@]}" "openstack-heat==$HEAT_VERSION" psycopg2-binary >&2
+    venv_ok_check=$("$VENV/bin/python" -c 'import heat.engine.service, psycopg2; print("ok")' 2>&1) ||
+        die "venv does not import heat: $venv_ok_check"
+    touch "$STAMP"
+    log "installed in $((SECONDS - t0)) s"
+}
+
+# ---------------------------------------------------------------- postgres
+pg_cluster() {  # prints "VERSION NAME PORT STATUS" of the first cluster
+    pg_lsclusters -h 2>/dev/null | awk 'NR==1 {print $1, $2, $3, $4}'
+}
+
+ensure_postgres() {
+    local c ver name port status
+    c="$(pg_cluster)"
+    if [ -z "$c" ]; then
+        ver="$(basename "$(dirname "$(dirname "$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -1)")")")"
+        log "creating PostgreSQL cluster $ver/main"
+        pg_createcluster "$ver" main >&2
+        c="$(pg_cluster)"
+    fi
+    read -r ver name port status <<<"$c"
+    if [ "$status" != online ]; then
+        log "starting PostgreSQL $ver/$name"
+        pg_ctlcluster "$ver" "$name" start >&2 || service postgresql start >&2
+    fi
+    local i
+    for i in $(seq 1 60); do
+        as_postgres psql -p "$port" -Atqc 'select 1' >/dev/null 2>&1 && break
+        sleep 0.5
+    done
+    as_postgres psql -p "$port" -Atqc 'select 1' >/dev/null || die "PostgreSQL $ver/$name does not answer"
+    PG_PORT="$port"
+}
+
+reset_database() {
+    local exists
+    as_postgres psql -p "$PG_PORT" -v ON_ERROR_STOP=1 -qAt >/dev/null <<SQL
+DO \$\$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$DB_USER') THEN
+    CREATE ROLE $DB_USER LOGIN PASSWORD '$DB_PASS';
+  END IF;
+END \$\$;
+SQL
+    exists="$(as_postgres psql -p "$PG_PORT" -Atqc "select 1 from pg_database where datname='$DB_NAME'")"
+    if [ "${HEAT_KEEP_DB:-0}" = 1 ] && [ "$exists" = 1 ]; then
+        return 0
+    fi
+    if [ "$exists" = 1 ]; then
+        as_postgres psql -p "$PG_PORT" -v ON_ERROR_STOP=1 -qc "DROP DATABASE $DB_NAME WITH (FORCE)" >/dev/null
+    fi
+    as_postgres psql -p "$PG_PORT" -v ON_ERROR_STOP=1 -qc "CREATE DATABASE $DB_NAME OWNER $DB_USER" >/dev/null
+}
+
+# ---------------------------------------------------------------- heat
+write_conf() {
+    local debug=false
+    [ "${HEAT_DEBUG:-0}" = 1 ] && debug=true
+    cat >"$RUN/heat.conf" <<EOF
+# written by scripts/heat-standalone.sh — regenerated on every start
+[DEFAULT]
+debug = $debug
+log_dir = $RUN
+log_file = heat.log
+host = caldera-heat
+# in-memory RPC: API and engine live in one process (scripts/heat_standalone.py)
+transport_url = fake://
+rpc_response_timeout = 600
+executor_thread_pool_size = 64
+num_engine_workers = 1
+convergence_engine = true
+# no Keystone
+deferred_auth_method = password
+keystone_backend = heat.engine.clients.os.keystone.fake_keystoneclient.FakeKeystoneClient
+heat_metadata_server_url = http://$HOST:8000
+heat_waitcondition_server_url = http://$HOST:8000/v1/waitcondition
+# limits for big nested test stacks
+max_resources_per_stack = -1
+max_stacks_per_tenant = -1
+max_events_per_stack = ${HEAT_MAX_EVENTS:-1000}
+max_json_body_size = 16777216
+max_template_size = 4194304
+stack_action_timeout = ${HEAT_STACK_TIMEOUT:-1800}
+periodic_interval = 60
+
+[database]
+connection = postgresql+psycopg2://$DB_USER:$DB_PASS@$HOST:$PG_PORT/$DB_NAME
+max_pool_size = 10
+max_overflow = 64
+
+[paste_deploy]
+flavor = noauth
+api_paste_config = $VENV/etc/heat/api-paste.ini
+
+[oslo_policy]
+enforce_scope = false
+enforce_new_defaults = false
+
+[oslo_messaging_notifications]
+driver = noop
+EOF
+}
+
+heat_pid() {  # prints the pid if the pid file names a live heat_standalone.py process
+    local pid
+    [ -f "$PIDFILE" ] || return 1
+    pid="$(cat "$PIDFILE" 2>/dev/null)" || return 1
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+        grep -q heat_standalone "/proc/$pid/cmdline" 2>/dev/null || return 1
+    echo "$pid"
+}
+
+http_code() {
+    curl -s -o /dev/null -m 10 -w '%{http_code}' "$URL/stacks" 2>/dev/null || true
+}
+
+cmd_stop() {
+    local pid i
+    if pid="$(heat_pid)"; then
+        log "stopping Heat (pid $pid)"
+        kill -TERM "$pid" 2>/dev/null || true
+        for i in $(seq 1 60); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.25
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            log "pid $pid still alive after 15 s: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    else
+        log "Heat is not running"
+    fi
+    rm -f "$PIDFILE"
+    if [ "${1:-}" = --all ] && pg_server_installed; then
+        local ver name port status
+        read -r ver name port status <<<"$(pg_cluster)"
+        if [ "${status:-}" = online ]; then
+            log "stopping PostgreSQL $ver/$name"
+            pg_ctlcluster "$ver" "$name" stop >&2 || true
+        fi
+    fi
+}
+
+cmd_start() {
+    local t0=$SECONDS pid
+    cmd_install
+    heat_pid >/dev/null && cmd_stop
+    # something else on the port?
+    if [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://$HOST:$PORT/" 2>/dev/null || true)" != 000 ]; then
+        die "port $PORT on $HOST is already in use (set HEAT_PORT)"
+    fi
+    mkdir -p "$RUN"
+    ensure_postgres
+    reset_database
+    write_conf
+    log "heat-manage db_sync"
+    if ! "$VENV/bin/heat-manage" --config-file "$RUN/heat.conf" db_sync >"$RUN/db-sync.log" 2>&1; then
+        tail -n 30 "$RUN/db-sync.log" >&2
+        die "heat-manage db_sync failed (log: $RUN/db-sync.log)"
+    fi
+    : >"$RUN/heat.log"
+    log "starting Heat on $HOST:$PORT"
+    "$VENV/bin/python" "$ROOT/scripts/heat_standalone.py" \
+        --config-file "$RUN/heat.conf" --bind "$HOST" --port "$PORT" --pid-file "$PIDFILE" \
+        </dev/null >"$RUN/heat-stdout.log" 2>&1 &
+    pid=$!
+    echo "$pid" >"$PIDFILE"
+    local deadline=$((SECONDS + ${HEAT_START_TIMEOUT:-120})) code=000
+    while :; do
+        code="$(http_code)"
+        [ "$code" = 200 ] && break
+        if ! kill -0 "$pid" 2>/dev/null; then
+            log "Heat process exited; last lines of $RUN/heat-stdout.log and heat.log:"
+            tail -n 20 "$RUN/heat-stdout.log" >&2 || true
+            tail -n 40 "$RUN/heat.log" >&2 || true
+            rm -f "$PIDFILE"
+            die "Heat failed to start"
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            log "GET $URL/stacks still answers $code after ${HEAT_START_TIMEOUT:-120} s; log tail:"
+            tail -n 20 "$RUN/heat-stdout.log" >&2 || true
+            tail -n 40 "$RUN/heat.log" >&2 || true
+            cmd_stop
+            die "Heat did not become ready"
+        fi
+        sleep 0.3
+    done
+    log "Heat ready (pid $pid) in $((SECONDS - t0)) s; log $RUN/heat.log"
+    echo "HEAT_URL=$URL"
+}
+
+cmd_status() {
+    local pid
+    if pid="$(heat_pid)" && [ "$(http_code)" = 200 ]; then
+        echo "running pid=$pid HEAT_URL=$URL"
+        return 0
+    fi
+    echo "not running"
+    return 1
+}
+
+case "${1:-}" in
+    install) cmd_install ;;
+    start) cmd_start ;;
+    stop) shift; cmd_stop "${1:-}" ;;
+    env) echo "export HEAT_URL=$URL" ;;
+    status) cmd_status ;;
+    *) sed -n '2,30p' "$0" >&2; exit 2 ;;
+esac

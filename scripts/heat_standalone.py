@@ -1,0 +1,141 @@
+"""Single-process standalone OpenStack Heat (API + engine) for caldera's tests.
+
+Started by scripts/heat-standalone.sh; not meant to be run by hand (it needs a
+heat.conf that the shell script writes). Why one process: heat.conf uses
+`transport_url = fake://`, oslo.messaging's in-memory driver, whose queues
+exist only inside one process. So the engine service (EngineService, which
+also starts the convergence WorkerService and the EngineListener) runs here,
+in this process, and the Heat v1 API WSGI app (paste app `heat-api`, flavor
+`noauth`) is served by a threaded wsgiref server from the same process.
+
+Heat 27 runs on oslo.service's *threading* backend (no eventlet): every RPC
+message is handled on a thread of oslo.messaging's executor pool, and every
+HTTP request gets its own thread here, so concurrent requests and concurrent
+stacks work.
+
+Usage: python heat_standalone.py --config-file heat.conf --bind 127.0.0.1 \
+           --port 8004 [--pid-file heat.pid]
+"""
+
+# The backend must be chosen before anything imports oslo_service.service.
+from oslo_service import backend
+
+backend.init_backend(backend.BackendType.THREADING)
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import socketserver  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+from wsgiref import simple_server  # noqa: E402
+
+from oslo_config import cfg  # noqa: E402
+import oslo_i18n as i18n  # noqa: E402
+from oslo_log import log as logging  # noqa: E402
+
+CONF = cfg.CONF
+
+
+class ThreadingWSGIServer(socketserver.ThreadingMixIn,
+                          simple_server.WSGIServer):
+    daemon_threads = True
+    # Loopback test server: many clients may connect at once.
+    request_queue_size = 128
+    allow_reuse_address = True
+
+
+class QuietHandler(simple_server.WSGIRequestHandler):
+    """Request handler that logs through oslo.log instead of stderr."""
+
+    def log_message(self, fmt, *args):
+        logging.getLogger('heat.standalone.http').info(
+            "%s %s", self.address_string(), fmt % args)
+
+    def address_string(self):
+        return self.client_address[0]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('--config-file', required=True)
+    p.add_argument('--bind', default='127.0.0.1')
+    p.add_argument('--port', type=int, default=8004)
+    p.add_argument('--pid-file')
+    a = p.parse_args()
+
+    i18n.enable_lazy()
+    logging.register_options(CONF)
+    from heat import version
+    CONF(args=['--config-file', a.config_file], project='heat',
+         prog='heat-standalone',
+         version=version.version_info.version_string())
+    logging.setup(CONF, 'heat')
+    log = logging.getLogger('heat.standalone')
+
+    from heat.common import config
+    from heat.common import messaging
+    from heat.common import profiler
+    from heat.engine import template
+    from heat.rpc import api as rpc_api
+
+    config.set_config_defaults()
+    messaging.setup()
+    config.startup_sanity_check()
+    mgr = template._get_template_extension_manager()
+    if not mgr or not mgr.names():
+        sys.exit("ERROR: No template format plugins registered")
+    profiler.setup('heat-engine', CONF.host)
+
+    # Engine first, so the API's first RPC call has a listener.
+    from heat.engine import service as engine_service
+    engine = engine_service.EngineService(CONF.host, rpc_api.ENGINE_TOPIC)
+    engine.start()
+    log.info("engine %s started in-process (host %s)", engine.engine_id,
+             CONF.host)
+
+    app = config.load_paste_app('heat-api')
+    server = ThreadingWSGIServer((a.bind, a.port), QuietHandler)
+    server.set_app(app)
+
+    if a.pid_file:
+        with open(a.pid_file, 'w') as f:
+            f.write('%d\n' % os.getpid())
+
+    stopping = threading.Event()
+
+    def shutdown(signum, frame):
+        if stopping.is_set():
+            return
+        stopping.set()
+        log.info("signal %s: shutting down", signum)
+        # serve_forever() runs in this (main) thread: shut it down from
+        # another one.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+
+    log.info("Heat API listening on http://%s:%d/v1/admin", a.bind, a.port)
+    print("heat standalone: listening on http://%s:%d" % (a.bind, a.port),
+          flush=True)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        server.server_close()
+        # Stopping the engine waits for in-flight stack threads; don't let a
+        # stuck one block exit forever.
+        t = threading.Thread(target=engine.stop, daemon=True)
+        t.start()
+        t.join(10)
+        if a.pid_file:
+            try:
+                os.unlink(a.pid_file)
+            except OSError:
+                pass
+        log.info("stopped")
+        os._exit(0)
+
+
+if __name__ == '__main__':
+    main()

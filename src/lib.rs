@@ -1,0 +1,13 @@
+//! caldera: a terminal console for operators of OpenStack Magnum and Heat.
+//!
+//! Layers, from the wire up:
+//! - `config`: clouds.yaml discovery and caldera's own settings.
+//! - `api`: HTTP transport (budget, retries, auth) and typed Heat/Magnum/Nova/Keystone clients.
+//! - `fetch`: the chunked, paginated, concurrent fetcher every list goes through.
+//! - `model`: the domain types the console and the commands see.
+//! - `ops`: operations built on the clients (node IPs, event following, failures).
+//! - `sim`: the built-in simulated cloud.
+//! - `cli`: headless commands; `tui`: the console.
+
+pub mod model;
+pub mod service;

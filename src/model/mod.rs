@@ -1,0 +1,15 @@
+//! Domain model shared by the I/O layer, the operations and the console.
+//!
+//! These are the types the UI sees. Wire formats (Heat, Magnum, Nova JSON) live in
+//! `crate::api::*::wire` and are converted into these types at the edge, so nothing
+//! untyped (no `serde_json::Value`) flows past the client layer.
+
+mod cluster;
+mod node;
+mod stack;
+mod status;
+
+pub use cluster::{Cluster, DriverKind, Health, NodeGroup, Role};
+pub use node::{Node, NodeAddress, NodeKey};
+pub use stack::{StackEvent, StackRef, StackResource, StackSummary};
+pub use status::{Status, StatusState};

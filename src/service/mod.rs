@@ -1,0 +1,135 @@
+//! The read/act seam between the I/O layer and its users (console, headless commands).
+//!
+//! The console's workers hold an `Arc<dyn CloudService>` and never see HTTP. A real cloud
+//! (Keystone + Heat + Magnum + Nova), a no-auth standalone Heat and the built-in simulator
+//! are all served by implementations of this trait; tests use in-memory fakes.
+
+use crate::model::{Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What kind of failure, so the console can word it and decide on retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorKind {
+    /// Bad or missing configuration.
+    Config,
+    /// Authentication failed or the token could not be renewed.
+    Auth,
+    /// The server answered with an HTTP error (status in the message).
+    Http,
+    /// Timeout, connection refused or reset, TLS failure.
+    Transport,
+    /// The body could not be understood (truncated, malformed, missing field).
+    Decode,
+    /// The thing asked for does not exist.
+    NotFound,
+    /// The operation is not offered by this cloud or driver.
+    Unsupported,
+    /// Blocked by a guard rail (read-only mode, confirmation missing).
+    Refused,
+}
+
+/// An error the console can show and clone. It never contains a secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ServiceError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ServiceError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ServiceError {}
+
+pub type ServiceResult<T> = Result<T, ServiceError>;
+
+/// Facts about the connected cloud for the console's header.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CloudInfo {
+    /// The clouds.yaml name, `simulator`, or `standalone`.
+    pub cloud: String,
+    pub region: Option<String>,
+    pub project: Option<String>,
+    /// e.g. `container-infra 1.10`, `heat v1`.
+    pub api_versions: Vec<String>,
+    pub is_simulator: bool,
+    pub read_only: bool,
+    /// Whether a Magnum endpoint is present (else clusters come from Heat-native stacks only).
+    pub has_magnum: bool,
+}
+
+/// Request budget use, for the header.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct BudgetStats {
+    pub in_flight: u32,
+    pub max_in_flight: u32,
+    /// Requests started in the last second.
+    pub per_second: f64,
+    pub max_per_second: f64,
+    pub total_requests: u64,
+    pub total_retries: u64,
+}
+
+/// One step of a streamed node fetch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeUpdate {
+    /// The member list is known: `total` members (statuses filled, IPs maybe not yet).
+    Members(Vec<crate::model::Node>),
+    /// Addresses for one member arrived.
+    Address(NodeAddress),
+    /// One member's address lookup failed; the rest keep coming.
+    AddressFailed { member: String, error: ServiceError },
+    /// Every member has been tried.
+    Done,
+}
+
+/// Where an event follower is; opaque to callers, passed back on each poll.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventCursor {
+    /// Id of the newest event delivered so far (Heat's `marker`).
+    pub marker: Option<String>,
+    /// Event ids already delivered, to drop duplicates when Heat answers from the start.
+    pub seen: std::collections::HashSet<String>,
+}
+
+/// Everything the console reads from a cloud. Implementations own all I/O.
+pub trait CloudService: Send + Sync + 'static {
+    fn info(&self) -> CloudInfo;
+    fn budget(&self) -> BudgetStats;
+
+    fn list_clusters(&self) -> BoxFuture<'static, ServiceResult<Vec<Cluster>>>;
+    fn list_nodegroups(&self, cluster: Cluster) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>>;
+    fn list_stacks(&self) -> BoxFuture<'static, ServiceResult<Vec<StackSummary>>>;
+
+    /// Members of a node group with statuses, then their addresses as they are found.
+    fn stream_nodes(&self, nodegroup: NodeGroup) -> BoxStream<'static, ServiceResult<NodeUpdate>>;
+
+    /// Resources of a stack down to `nested_depth`.
+    fn stack_resources(
+        &self,
+        stack: StackRef,
+        nested_depth: u32,
+    ) -> BoxFuture<'static, ServiceResult<Vec<StackResource>>>;
+
+    /// New events since `cursor`, oldest first, without duplicates; returns the advanced cursor.
+    fn poll_events(
+        &self,
+        stack: StackRef,
+        nested_depth: u32,
+        cursor: EventCursor,
+    ) -> BoxFuture<'static, ServiceResult<(Vec<StackEvent>, EventCursor)>>;
+}
