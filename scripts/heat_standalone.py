@@ -23,6 +23,7 @@ from oslo_service import backend
 backend.init_backend(backend.BackendType.THREADING)
 
 import argparse  # noqa: E402
+import faulthandler  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import socketserver  # noqa: E402
@@ -114,6 +115,8 @@ def main():
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, shutdown)
+    # `kill -USR2 <pid>` dumps every thread's stack to heat-stdout.log.
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
     signal.signal(signal.SIGINT, shutdown)
 
     log.info("Heat API listening on http://%s:%d/v1/admin", a.bind, a.port)

@@ -10,4 +10,5 @@
 //! - `cli`: headless commands; `tui`: the console.
 
 pub mod model;
+pub mod ops;
 pub mod service;
