@@ -161,7 +161,7 @@ host = caldera-heat
 # in-memory RPC: API and engine live in one process (scripts/heat_standalone.py)
 transport_url = fake://
 rpc_response_timeout = 600
-executor_thread_pool_size = 64
+executor_thread_pool_size = ${HEAT_RPC_THREADS:-64}
 num_engine_workers = 1
 convergence_engine = true
 # no Keystone
@@ -257,6 +257,7 @@ cmd_start() {
     log "starting Heat on $HOST:$PORT"
     "$VENV/bin/python" "$ROOT/scripts/heat_standalone.py" \
         --config-file "$RUN/heat.conf" --bind "$HOST" --port "$PORT" --pid-file "$PIDFILE" \
+        --leaf-trigger-delay "${HEAT_LEAF_DELAY:-1}" \
         </dev/null >"$RUN/heat-stdout.log" 2>&1 &
     pid=$!
     echo "$pid" >"$PIDFILE"
