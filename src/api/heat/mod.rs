@@ -1,0 +1,9 @@
+//! Heat (orchestration v1).
+
+pub mod client;
+pub mod wire;
+
+pub use client::{
+    EventQuery, HeatClient, OutputInfo, OutputValue, PreviewChanges, ResourceInfo, ResourceQuery,
+    SortDir, StackAction, StackCreate, StackDetail, StackListQuery, StackUpdate,
+};
