@@ -175,7 +175,12 @@ pub struct Catalog {
 impl Catalog {
     /// The endpoint URL of `service_type` for `interface` (`public`, `internal`, `admin`;
     /// `publicURL` style accepted) in `region` (any region when `None`).
-    pub fn endpoint(&self, service_type: &str, interface: &str, region: Option<&str>) -> Option<String> {
+    pub fn endpoint(
+        &self,
+        service_type: &str,
+        interface: &str,
+        region: Option<&str>,
+    ) -> Option<String> {
         let interface = interface.trim_end_matches("URL");
         self.services
             .iter()
@@ -216,8 +221,9 @@ impl fmt::Debug for Token {
 impl Token {
     /// The `X-Auth-Token` header value, marked sensitive so HTTP-level debugging hides it.
     pub fn header_value(&self) -> ApiResult<HeaderValue> {
-        let mut v = HeaderValue::from_str(self.value.expose())
-            .map_err(|_| ApiError::Auth("Keystone returned a token that is not a valid header value".into()))?;
+        let mut v = HeaderValue::from_str(self.value.expose()).map_err(|_| {
+            ApiError::Auth("Keystone returned a token that is not a valid header value".into())
+        })?;
         v.set_sensitive(true);
         Ok(v)
     }
@@ -225,7 +231,9 @@ impl Token {
     /// Whether to renew now: less than `margin` or a tenth of the lifetime left, whichever is
     /// smaller (so short-lived tokens are not renewed on every request).
     pub fn needs_renewal(&self, now: DateTime<Utc>, margin: Duration) -> bool {
-        let lifetime = (self.expires_at - self.issued_at).to_std().unwrap_or_default();
+        let lifetime = (self.expires_at - self.issued_at)
+            .to_std()
+            .unwrap_or_default();
         let threshold = margin.min(lifetime / 10);
         match (self.expires_at - now).to_std() {
             Ok(left) => left <= threshold,

@@ -302,14 +302,18 @@ mod tests {
             server_message(body),
             "The request you have made requires authentication."
         );
-        let se: ServiceError = ApiError::http(Method::POST, "http://k/v3/auth/tokens", 401, body, None).into();
+        let se: ServiceError =
+            ApiError::http(Method::POST, "http://k/v3/auth/tokens", 401, body, None).into();
         assert_eq!(se.kind, ErrorKind::Auth);
     }
 
     #[test]
     fn non_json_body_gives_excerpt() {
         let body = b"<html>\n  <body>502   Bad Gateway</body></html>";
-        assert_eq!(server_message(body), "<html> <body>502 Bad Gateway</body></html>");
+        assert_eq!(
+            server_message(body),
+            "<html> <body>502 Bad Gateway</body></html>"
+        );
         let long = vec![b'x'; 500];
         assert_eq!(server_message(&long).chars().count(), 201);
         assert_eq!(server_message(b""), "(empty body)");
@@ -321,6 +325,9 @@ mod tests {
             redact_url("http://user:pw@h:5000/v3?x=1&token=abc"),
             "http://h:5000/v3?x=1&token=***"
         );
-        assert_eq!(redact_url("http://h/v1/p/stacks?limit=5"), "http://h/v1/p/stacks?limit=5");
+        assert_eq!(
+            redact_url("http://h/v1/p/stacks?limit=5"),
+            "http://h/v1/p/stacks?limit=5"
+        );
     }
 }

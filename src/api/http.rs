@@ -206,13 +206,12 @@ impl Transport {
                 path: path.clone(),
                 detail: format!("cannot read: {e}"),
             })?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                ConfigError::File {
+            let certs =
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ConfigError::File {
                     what: "cacert".into(),
                     path: path.clone(),
                     detail: format!("not a PEM certificate: {e}"),
-                }
-            })?;
+                })?;
             if certs.is_empty() {
                 return Err(ConfigError::File {
                     what: "cacert".into(),
@@ -360,7 +359,11 @@ impl Transport {
         }
     }
 
-    async fn exchange(&self, builder: reqwest::RequestBuilder, req: &Request) -> ApiResult<Response> {
+    async fn exchange(
+        &self,
+        builder: reqwest::RequestBuilder,
+        req: &Request,
+    ) -> ApiResult<Response> {
         let resp = builder
             .send()
             .await
@@ -386,7 +389,10 @@ impl Transport {
     }
 
     /// Like [`get_json`](Self::get_json) for a prepared GET request; returns the headers too.
-    pub async fn get_json_with<T: DeserializeOwned>(&self, req: Request) -> ApiResult<(T, HeaderMap)> {
+    pub async fn get_json_with<T: DeserializeOwned>(
+        &self,
+        req: Request,
+    ) -> ApiResult<(T, HeaderMap)> {
         let resp = self.get_following(req).await?;
         let value = resp.json()?;
         Ok((value, resp.headers))

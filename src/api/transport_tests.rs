@@ -94,7 +94,13 @@ async fn post_is_not_retried_after_a_timeout() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, ApiError::Transport { kind: TransportKind::Timeout, .. }),
+        matches!(
+            err,
+            ApiError::Transport {
+                kind: TransportKind::Timeout,
+                ..
+            }
+        ),
         "{err:?}"
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -160,7 +166,13 @@ async fn dropped_connection_is_a_transport_error_and_retried() {
     let t = transport(RetryPolicy::never(), unlimited(), 2000);
     let err = t.get_json::<Ok1>(&server.url("/x")).await.unwrap_err();
     assert!(
-        matches!(err, ApiError::Transport { kind: TransportKind::Other, .. }),
+        matches!(
+            err,
+            ApiError::Transport {
+                kind: TransportKind::Other,
+                ..
+            }
+        ),
         "{err:?}"
     );
     let t = transport(fast_retry(3), unlimited(), 2000);
@@ -174,7 +186,13 @@ async fn connection_refused_is_a_connect_error() {
     let t = transport(fast_retry(2), unlimited(), 1000);
     let err = t.get_json::<Ok1>(&format!("{url}/x")).await.unwrap_err();
     assert!(
-        matches!(err, ApiError::Transport { kind: TransportKind::Connect, .. }),
+        matches!(
+            err,
+            ApiError::Transport {
+                kind: TransportKind::Connect,
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert_eq!(t.budget().stats().total_retries, 1);
@@ -182,7 +200,8 @@ async fn connection_refused_is_a_connect_error() {
 
 #[tokio::test]
 async fn truncated_json_is_a_decode_error_saying_truncated() {
-    let server = FaultServer::start(|_| Reply::json(200, r#"{"stacks": [{"id": "a", "stack_na"#)).await;
+    let server =
+        FaultServer::start(|_| Reply::json(200, r#"{"stacks": [{"id": "a", "stack_na"#)).await;
     let t = transport(RetryPolicy::never(), unlimited(), 2000);
     let err = t
         .get_json::<serde_json::Value>(&server.url("/stacks"))
@@ -197,13 +216,20 @@ async fn truncated_json_is_a_decode_error_saying_truncated() {
 #[tokio::test]
 async fn wrong_content_type_is_named() {
     let server = FaultServer::start(|_| {
-        Reply::with_headers(200, &[("content-type", "text/html")], "<html>login page</html>")
+        Reply::with_headers(
+            200,
+            &[("content-type", "text/html")],
+            "<html>login page</html>",
+        )
     })
     .await;
     let t = transport(RetryPolicy::never(), unlimited(), 2000);
     let err = t.get_json::<Ok1>(&server.url("/x")).await.unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("expected JSON but got content type 'text/html'"), "{msg}");
+    assert!(
+        msg.contains("expected JSON but got content type 'text/html'"),
+        "{msg}"
+    );
     assert!(msg.contains("login page"), "{msg}");
 }
 
@@ -282,10 +308,20 @@ async fn budget_per_second_limit_is_enforced_server_side() {
             .iter()
             .filter(|t| **t < *start + Duration::from_millis(950))
             .count();
-        assert!(window <= 8, "{window} requests within a second from {start:?}");
+        assert!(
+            window <= 8,
+            "{window} requests within a second from {start:?}"
+        );
     }
-    let span = times.iter().max().unwrap().saturating_sub(*times.iter().min().unwrap());
-    assert!(span >= Duration::from_millis(1900), "20 at 8/s took only {span:?}");
+    let span = times
+        .iter()
+        .max()
+        .unwrap()
+        .saturating_sub(*times.iter().min().unwrap());
+    assert!(
+        span >= Duration::from_millis(1900),
+        "20 at 8/s took only {span:?}"
+    );
 }
 
 #[tokio::test]
@@ -304,7 +340,11 @@ async fn dropping_a_fan_out_stops_requests() {
     let seen = server.hit_count();
     assert!(seen <= 8, "{seen} requests started for one result");
     tokio::time::sleep(Duration::from_millis(700)).await;
-    assert_eq!(server.hit_count(), seen, "requests kept starting after the stream was dropped");
+    assert_eq!(
+        server.hit_count(),
+        seen,
+        "requests kept starting after the stream was dropped"
+    );
     // The server also sees the outstanding requests go away (client closed the connections).
     assert_eq!(server.in_flight(), 0);
 }
@@ -320,13 +360,14 @@ async fn fan_out_yields_fast_before_slow_and_reports_failures() {
     .await;
     let t = transport(RetryPolicy::never(), unlimited(), 5000);
     let base = server.url("/m/");
-    let out: Vec<(&str, Result<Ok1, ApiError>)> = fan_out(["slow", "fast", "gone", "mid"], 4, |k| {
-        let t = t.clone();
-        let url = format!("{base}{k}");
-        async move { t.get_json::<Ok1>(&url).await }
-    })
-    .collect()
-    .await;
+    let out: Vec<(&str, Result<Ok1, ApiError>)> =
+        fan_out(["slow", "fast", "gone", "mid"], 4, |k| {
+            let t = t.clone();
+            let url = format!("{base}{k}");
+            async move { t.get_json::<Ok1>(&url).await }
+        })
+        .collect()
+        .await;
     let order: Vec<&str> = out.iter().map(|(k, _)| *k).collect();
     assert_eq!(order, ["fast", "gone", "mid", "slow"]);
     let gone = out[1].1.as_ref().unwrap_err();
@@ -337,20 +378,29 @@ async fn fan_out_yields_fast_before_slow_and_reports_failures() {
 #[tokio::test]
 async fn redirects_are_reported_or_followed_explicitly() {
     let server = FaultServer::start(|hit| match hit.path.as_str() {
-        "/v1/p/stacks/web" => Reply::with_headers(302, &[("Location", "/v1/p/stacks/web/1234")], ""),
+        "/v1/p/stacks/web" => {
+            Reply::with_headers(302, &[("Location", "/v1/p/stacks/web/1234")], "")
+        }
         "/v1/p/stacks/away" => Reply::with_headers(302, &[("Location", "http://192.0.2.1/x")], ""),
         "/v1/p/stacks/web/1234" => Reply::ok(json!({"ok": 9})),
         _ => Reply::status(404),
     })
     .await;
     let t = transport(RetryPolicy::never(), unlimited(), 2000);
-    match t.get_redirect_location(&server.url("/v1/p/stacks/web")).await.unwrap() {
+    match t
+        .get_redirect_location(&server.url("/v1/p/stacks/web"))
+        .await
+        .unwrap()
+    {
         Redirect::Location(l) => assert_eq!(l, server.url("/v1/p/stacks/web/1234")),
         Redirect::Direct(r) => panic!("expected a redirect, got {}", r.status),
     }
     let got: Ok1 = t.get_json(&server.url("/v1/p/stacks/web")).await.unwrap();
     assert_eq!(got.ok, 9);
-    let err = t.get_json::<Ok1>(&server.url("/v1/p/stacks/away")).await.unwrap_err();
+    let err = t
+        .get_json::<Ok1>(&server.url("/v1/p/stacks/away"))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("another host"), "{err}");
     // A POST answered with a redirect is returned as is, never re-sent.
     let resp = t
@@ -369,7 +419,11 @@ async fn bad_cacert_path_is_a_config_error_naming_it() {
     .err()
     .unwrap();
     assert!(matches!(err, ApiError::Config(_)));
-    assert!(err.to_string().starts_with("cacert /nonexistent/ca.pem: cannot read"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("cacert /nonexistent/ca.pem: cannot read"),
+        "{err}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ca.pem");
     std::fs::write(&path, "not a certificate").unwrap();
@@ -379,5 +433,26 @@ async fn bad_cacert_path_is_a_config_error_naming_it() {
     })
     .err()
     .unwrap();
-    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn transport_headers_are_sent_and_bodies_are_json() {
+    let server = FaultServer::start(|_| Reply::ok(json!({"ok": 1}))).await;
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        "X-Auth-User",
+        reqwest::header::HeaderValue::from_static("admin"),
+    );
+    let t = transport(RetryPolicy::never(), unlimited(), 2000).with_headers(headers);
+    t.send_json(Method::POST, &server.url("/x"), Some(&json!({"a": [1]})))
+        .await
+        .unwrap();
+    let hit = &server.hits()[0];
+    assert_eq!(hit.header("x-auth-user"), Some("admin"));
+    assert_eq!(hit.header("content-type"), Some("application/json"));
+    assert_eq!(hit.json(), json!({"a": [1]}));
 }

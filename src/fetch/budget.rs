@@ -89,7 +89,9 @@ impl RequestBudget {
                         starts.push_back(now);
                         None
                     } else {
-                        starts.front().map(|oldest| (*oldest + WINDOW).saturating_duration_since(now))
+                        starts
+                            .front()
+                            .map(|oldest| (*oldest + WINDOW).saturating_duration_since(now))
                     }
                 };
                 match wait {
@@ -206,7 +208,11 @@ mod tests {
             starts.push(t0.elapsed());
         }
         // 12 starts at 5/s need at least two full windows.
-        assert!(t0.elapsed() >= Duration::from_millis(1990), "{:?}", t0.elapsed());
+        assert!(
+            t0.elapsed() >= Duration::from_millis(1990),
+            "{:?}",
+            t0.elapsed()
+        );
         // No one-second window holds more than five starts.
         for (i, s) in starts.iter().enumerate() {
             let in_window = starts[i..].iter().filter(|t| **t < *s + WINDOW).count();

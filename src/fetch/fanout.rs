@@ -6,7 +6,11 @@ use futures::stream::{self, Stream, StreamExt};
 use std::future::Future;
 
 /// Yields `(key, f(key).await)` in completion order.
-pub fn fan_out<K, I, F, Fut, V>(items: I, concurrency: usize, mut f: F) -> impl Stream<Item = (K, V)>
+pub fn fan_out<K, I, F, Fut, V>(
+    items: I,
+    concurrency: usize,
+    mut f: F,
+) -> impl Stream<Item = (K, V)>
 where
     I: IntoIterator<Item = K>,
     K: Clone,

@@ -107,7 +107,11 @@ mod tests {
             assert_eq!(got, (0..n).collect::<Vec<_>>(), "n={n} limit={limit}");
             // Full pages need one more request to see the end; short pages stop at once.
             let expected_calls = n / limit + 1;
-            assert_eq!(calls.lock().unwrap().len(), expected_calls, "n={n} limit={limit}");
+            assert_eq!(
+                calls.lock().unwrap().len(),
+                expected_calls,
+                "n={n} limit={limit}"
+            );
         }
     }
 

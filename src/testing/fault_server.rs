@@ -38,7 +38,10 @@ impl Hit {
 
     /// The value of query parameter `key` (first occurrence), decoded.
     pub fn param(&self, key: &str) -> Option<String> {
-        self.params().into_iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.params()
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     pub fn params(&self) -> Vec<(String, String)> {
@@ -226,7 +229,11 @@ impl FaultServer {
     }
 
     pub fn hit_count(&self) -> usize {
-        self.state.hits.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.state
+            .hits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 
     pub fn peak_in_flight(&self) -> usize {

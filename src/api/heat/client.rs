@@ -155,7 +155,10 @@ pub struct StackUpdate {
     pub timeout_mins: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disable_rollback: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_opt_tags")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_opt_tags"
+    )]
     pub tags: Option<Vec<String>>,
     /// PATCH instead of PUT. Not part of the body.
     #[serde(skip)]
@@ -263,7 +266,9 @@ fn resource_from(r: wire::ResourceItem) -> ResourceInfo {
     let nested = link(&r.links, "nested").and_then(stack_ref_from_href);
     ResourceInfo {
         resource: StackResource {
-            logical_id: r.logical_resource_id.unwrap_or_else(|| r.resource_name.clone()),
+            logical_id: r
+                .logical_resource_id
+                .unwrap_or_else(|| r.resource_name.clone()),
             name: r.resource_name,
             physical_id: r.physical_resource_id,
             resource_type: r.resource_type,
@@ -313,9 +318,9 @@ impl HeatClient {
             )))
         })?;
         if base.cannot_be_a_base() {
-            return Err(ApiError::Config(crate::config::ConfigError::Invalid(format!(
-                "Heat endpoint '{heat_base}' is not an http(s) URL"
-            ))));
+            return Err(ApiError::Config(crate::config::ConfigError::Invalid(
+                format!("Heat endpoint '{heat_base}' is not an http(s) URL"),
+            )));
         }
         Ok(HeatClient { transport, base })
     }
@@ -438,11 +443,16 @@ impl HeatClient {
 
     /// `GET /stacks/{name}/{id}`. Resolving outputs evaluates every output, which on a large
     /// stack is the slow call; pass `false` unless the outputs are needed.
-    pub async fn get_stack(&self, stack: &StackRef, resolve_outputs: bool) -> ApiResult<StackDetail> {
+    pub async fn get_stack(
+        &self,
+        stack: &StackRef,
+        resolve_outputs: bool,
+    ) -> ApiResult<StackDetail> {
         let mut url = self.stack_url(stack, &[]);
         let mut req = Request::get(url.as_str());
         if !resolve_outputs {
-            url.query_pairs_mut().append_pair("resolve_outputs", "false");
+            url.query_pairs_mut()
+                .append_pair("resolve_outputs", "false");
             req = Request::get(url.as_str());
         } else {
             // Measured: 10 s for 200 members on first show; allow well beyond the default.
@@ -556,7 +566,11 @@ impl HeatClient {
     }
 
     /// One page of a stack's events (`path` left empty; the caller knows the tree).
-    pub async fn list_events_page(&self, stack: &StackRef, query: &EventQuery) -> ApiResult<Vec<StackEvent>> {
+    pub async fn list_events_page(
+        &self,
+        stack: &StackRef,
+        query: &EventQuery,
+    ) -> ApiResult<Vec<StackEvent>> {
         let url = self.events_url(self.stack_url(stack, &["events"]), query);
         let list: wire::EventList = self.transport.get_json(url.as_str()).await?;
         Ok(list.events.into_iter().map(event_from).collect())
@@ -597,7 +611,10 @@ impl HeatClient {
         resource: &str,
         query: &EventQuery,
     ) -> ApiResult<Vec<StackEvent>> {
-        let url = self.events_url(self.stack_url(stack, &["resources", resource, "events"]), query);
+        let url = self.events_url(
+            self.stack_url(stack, &["resources", resource, "events"]),
+            query,
+        );
         let list: wire::EventList = self.transport.get_json(url.as_str()).await?;
         Ok(list.events.into_iter().map(event_from).collect())
     }
@@ -647,7 +664,8 @@ impl HeatClient {
             .send_json(method, url.as_str(), Some(update))
             .await?;
         let preview: wire::PreviewUpdate = resp.json()?;
-        let names = |v: Vec<wire::PreviewResource>| v.into_iter().map(|r| r.resource_name).collect();
+        let names =
+            |v: Vec<wire::PreviewResource>| v.into_iter().map(|r| r.resource_name).collect();
         let c = preview.resource_changes;
         Ok(PreviewChanges {
             added: names(c.added),

@@ -3,6 +3,9 @@
 pub mod client;
 pub mod wire;
 
+#[cfg(test)]
+mod tests;
+
 pub use client::{
     EventQuery, HeatClient, OutputInfo, OutputValue, PreviewChanges, ResourceInfo, ResourceQuery,
     SortDir, StackAction, StackCreate, StackDetail, StackListQuery, StackUpdate,
