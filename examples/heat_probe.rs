@@ -36,7 +36,12 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut names = Vec::new();
     while let Some(s) = stacks.next().await {
         let s = s?;
-        println!("stack {} {} {}", s.stack.path(), s.status, s.status_reason.unwrap_or_default());
+        println!(
+            "stack {} {} {}",
+            s.stack.path(),
+            s.status,
+            s.status_reason.unwrap_or_default()
+        );
         names.push(s.stack.name);
     }
     println!("listed {} stacks in {:?}", names.len(), t.elapsed());
@@ -46,7 +51,11 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let stack = heat.resolve(&name).await?;
     println!("resolved {name} -> {}", stack.path());
     let detail = heat.get_stack(&stack, false).await?;
-    println!("show: {} params={}", detail.summary.status, detail.parameters.len());
+    println!(
+        "show: {} params={}",
+        detail.summary.status,
+        detail.parameters.len()
+    );
     let t = Instant::now();
     let res = heat
         .list_resources(
@@ -57,7 +66,11 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             },
         )
         .await?;
-    println!("{} resources (nested_depth=2) in {:?}", res.len(), t.elapsed());
+    println!(
+        "{} resources (nested_depth=2) in {:?}",
+        res.len(),
+        t.elapsed()
+    );
     let events = heat
         .list_events_page(
             &stack,

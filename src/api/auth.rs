@@ -7,6 +7,7 @@
 
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::http::{Request, Transport};
+pub use crate::config::clouds::{Credentials, DomainRef, ProjectScope, UserRef};
 use crate::config::Secret;
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
@@ -18,42 +19,6 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DomainRef {
-    Id(String),
-    Name(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UserRef {
-    Id(String),
-    Name { name: String, domain: DomainRef },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProjectScope {
-    Id(String),
-    Name { name: String, domain: DomainRef },
-}
-
-/// How to authenticate. `Debug` is derived: secrets are [`Secret`]s and print as `***`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Credentials {
-    Password {
-        user: UserRef,
-        password: Secret,
-        scope: Option<ProjectScope>,
-    },
-    /// Application credentials carry their own scope.
-    ApplicationCredential {
-        id: Option<String>,
-        name: Option<String>,
-        /// Required with `name`.
-        user: Option<UserRef>,
-        secret: Secret,
-    },
-}
 
 fn domain_json(d: &DomainRef) -> serde_json::Value {
     match d {
