@@ -207,6 +207,20 @@ impl Token {
     }
 }
 
+#[cfg(test)]
+impl Token {
+    pub(crate) fn for_tests(issued_at: DateTime<Utc>, expires_at: DateTime<Utc>) -> Token {
+        Token {
+            value: Secret::new("test-token"),
+            expires_at,
+            issued_at,
+            catalog: Catalog::default(),
+            project: None,
+            user: None,
+        }
+    }
+}
+
 /// Normalises an auth URL to its v3 root: `https://k:5000`, `.../v3/`, `.../identity` all work.
 pub fn v3_root(auth_url: &str) -> String {
     let trimmed = auth_url.trim_end_matches('/');

@@ -10,5 +10,8 @@ pub mod time;
 #[cfg(test)]
 mod transport_tests;
 
+#[cfg(test)]
+mod auth_tests;
+
 pub use error::{ApiError, ApiResult, TransportKind};
 pub use http::{Request, Response, Transport, TransportConfig};
