@@ -52,7 +52,10 @@ fn token_reply(hit: &Hit, near_expiry: bool) -> Reply {
     }
     let now = Utc::now();
     let (issued, expires) = if near_expiry {
-        (now - ChronoDuration::hours(1), now + ChronoDuration::seconds(5))
+        (
+            now - ChronoDuration::hours(1),
+            now + ChronoDuration::seconds(5),
+        )
     } else {
         (now, now + ChronoDuration::hours(1))
     };
@@ -96,7 +99,8 @@ async fn fake() -> Fake {
         if n == 0 || n < vf.load(Ordering::SeqCst) {
             return Reply::json(
                 401,
-                json!({"error": {"message": "The request you have made requires authentication."}}).to_string(),
+                json!({"error": {"message": "The request you have made requires authentication."}})
+                    .to_string(),
             );
         }
         Reply::delay(20, Reply::ok(json!({"token_used": token})))
@@ -141,26 +145,54 @@ async fn issues_a_token_and_reads_the_catalog() {
     let token = tm.token().await.unwrap();
     assert_eq!(tm.auth_url(), fake.server.url("/identity/v3"));
     assert_eq!(token.project.as_ref().map(|p| p.id.as_str()), Some("p1"));
-    assert_eq!(token.user.as_ref().and_then(|u| u.name.as_deref()), Some("ops"));
+    assert_eq!(
+        token.user.as_ref().and_then(|u| u.name.as_deref()),
+        Some("ops")
+    );
     let c = &token.catalog;
-    assert_eq!(c.endpoint("orchestration", "public", Some("RegionOne")).as_deref(), Some("https://heat.example/v1/p1"));
-    assert_eq!(c.endpoint("orchestration", "internalURL", Some("RegionOne")).as_deref(), Some("http://heat.internal:8004/v1/p1"));
-    assert_eq!(c.endpoint("orchestration", "public", Some("RegionTwo")).as_deref(), Some("https://heat.two/v1/p1"));
-    assert_eq!(c.endpoint("container-infra", "public", None).as_deref(), Some("https://magnum.example/v1"));
+    assert_eq!(
+        c.endpoint("orchestration", "public", Some("RegionOne"))
+            .as_deref(),
+        Some("https://heat.example/v1/p1")
+    );
+    assert_eq!(
+        c.endpoint("orchestration", "internalURL", Some("RegionOne"))
+            .as_deref(),
+        Some("http://heat.internal:8004/v1/p1")
+    );
+    assert_eq!(
+        c.endpoint("orchestration", "public", Some("RegionTwo"))
+            .as_deref(),
+        Some("https://heat.two/v1/p1")
+    );
+    assert_eq!(
+        c.endpoint("container-infra", "public", None).as_deref(),
+        Some("https://magnum.example/v1")
+    );
     assert_eq!(c.endpoint("compute", "public", None), None);
     // The request body had the right shape and the service gets the token in a header.
     let body = fake.server.hits()[0].json();
     assert_eq!(body["auth"]["identity"]["methods"], json!(["password"]));
     assert_eq!(body["auth"]["identity"]["password"]["user"]["name"], "ops");
-    assert_eq!(body["auth"]["identity"]["password"]["user"]["domain"]["name"], "Default");
-    assert_eq!(body["auth"]["scope"]["project"], json!({"name": "k8s", "domain": {"id": "default"}}));
+    assert_eq!(
+        body["auth"]["identity"]["password"]["user"]["domain"]["name"],
+        "Default"
+    );
+    assert_eq!(
+        body["auth"]["scope"]["project"],
+        json!({"name": "k8s", "domain": {"id": "default"}})
+    );
     let used: Used = t.get_json(&fake.server.url("/v1/p1/stacks")).await.unwrap();
     assert_eq!(used.token_used, "tok-1");
     // The token is reused, not re-issued.
     let _: Used = t.get_json(&fake.server.url("/v1/p1/stacks")).await.unwrap();
     assert_eq!(tm.issued_count(), 1);
     // The token is not in any URL the server saw.
-    assert!(fake.server.hits().iter().all(|h| !h.query.clone().unwrap_or_default().contains("tok-")));
+    assert!(fake.server.hits().iter().all(|h| !h
+        .query
+        .clone()
+        .unwrap_or_default()
+        .contains("tok-")));
 }
 
 #[tokio::test]
@@ -171,18 +203,25 @@ async fn renews_before_expiry() {
     let a: Used = t.get_json(&fake.server.url("/v1/p1/stacks")).await.unwrap();
     let b: Used = t.get_json(&fake.server.url("/v1/p1/stacks")).await.unwrap();
     // Five seconds left of an hour: under the 60 s margin, so each use renews.
-    assert_eq!((a.token_used.as_str(), b.token_used.as_str()), ("tok-1", "tok-2"));
+    assert_eq!(
+        (a.token_used.as_str(), b.token_used.as_str()),
+        ("tok-1", "tok-2")
+    );
     fake.near_expiry.store(false, Ordering::SeqCst);
     let c: Used = t.get_json(&fake.server.url("/v1/p1/stacks")).await.unwrap();
     let d: Used = t.get_json(&fake.server.url("/v1/p1/stacks")).await.unwrap();
-    assert_eq!((c.token_used.as_str(), d.token_used.as_str()), ("tok-3", "tok-3"));
+    assert_eq!(
+        (c.token_used.as_str(), d.token_used.as_str()),
+        ("tok-3", "tok-3")
+    );
     assert_eq!(tm.issued_count(), 3);
 }
 
 #[test]
 fn renewal_threshold_is_the_smaller_of_margin_and_a_tenth() {
     let issued = Utc::now();
-    let token = |lifetime_s: i64| Token::for_tests(issued, issued + ChronoDuration::seconds(lifetime_s));
+    let token =
+        |lifetime_s: i64| Token::for_tests(issued, issued + ChronoDuration::seconds(lifetime_s));
     let margin = Duration::from_secs(60);
     let hour = token(3600);
     assert!(!hour.needs_renewal(issued + ChronoDuration::seconds(3500), margin));
@@ -202,7 +241,11 @@ async fn renews_once_on_401_and_retries_even_a_post() {
     // Keystone revoked tok-1 (e.g. the password was rotated elsewhere).
     fake.valid_from.store(2, Ordering::SeqCst);
     let resp = t
-        .send_json(Method::POST, &fake.server.url("/v1/p1/stacks"), Some(&json!({})))
+        .send_json(
+            Method::POST,
+            &fake.server.url("/v1/p1/stacks"),
+            Some(&json!({})),
+        )
         .await
         .unwrap();
     assert_eq!(resp.json::<Used>().unwrap().token_used, "tok-2");
@@ -227,7 +270,12 @@ async fn persistent_401_fails_after_one_renewal() {
         .unwrap_err();
     assert_eq!(err.status(), Some(401));
     assert_eq!(tm.issued_count(), 2);
-    let service_hits = fake.server.hits().iter().filter(|h| h.path == "/v1/p1/stacks").count();
+    let service_hits = fake
+        .server
+        .hits()
+        .iter()
+        .filter(|h| h.path == "/v1/p1/stacks")
+        .count();
     assert_eq!(service_hits, 2);
 }
 
@@ -245,7 +293,9 @@ async fn concurrent_401s_share_one_renewal() {
     })
     .collect()
     .await;
-    assert!(results.iter().all(|(_, r)| r.as_ref().map(|u| u.token_used == "tok-2").unwrap_or(false)));
+    assert!(results
+        .iter()
+        .all(|(_, r)| r.as_ref().map(|u| u.token_used == "tok-2").unwrap_or(false)));
     assert_eq!(tm.issued_count(), 2, "twenty 401s caused one renewal");
 }
 
@@ -274,11 +324,18 @@ async fn bad_password_is_an_auth_error_with_keystones_message() {
         .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, ApiError::Auth(_)), "{err:?}");
-    assert!(msg.contains("HTTP 401: The request you have made requires authentication."), "{msg}");
+    assert!(
+        msg.contains("HTTP 401: The request you have made requires authentication."),
+        "{msg}"
+    );
     assert!(!msg.contains("wrong-password-123"));
     assert_eq!(tm.issued_count(), 0);
     // The service was never called without a token.
-    assert!(fake.server.hits().iter().all(|h| h.path.ends_with("/auth/tokens")));
+    assert!(fake
+        .server
+        .hits()
+        .iter()
+        .all(|h| h.path.ends_with("/auth/tokens")));
 }
 
 #[tokio::test]
@@ -293,7 +350,10 @@ async fn application_credential_body_has_no_scope() {
     let (_, tm) = authed(&fake, creds);
     tm.token().await.unwrap();
     let body = fake.server.hits()[0].json();
-    assert_eq!(body["auth"]["identity"]["methods"], json!(["application_credential"]));
+    assert_eq!(
+        body["auth"]["identity"]["methods"],
+        json!(["application_credential"])
+    );
     assert_eq!(
         body["auth"]["identity"]["application_credential"],
         json!({"name": "caldera", "user": {"id": "u1"}, "secret": PASSWORD})

@@ -67,6 +67,10 @@ pub enum ApiError {
     #[error(transparent)]
     Config(#[from] ConfigError),
 
+    /// The server does not offer what was asked (e.g. a Magnum microversion too old for resize).
+    #[error("{0}")]
+    Unsupported(String),
+
     #[error("request cancelled")]
     Cancelled,
 }
@@ -257,6 +261,7 @@ impl From<ApiError> for ServiceError {
             ApiError::Decode { .. } => ErrorKind::Decode,
             ApiError::Auth(_) => ErrorKind::Auth,
             ApiError::Config(_) => ErrorKind::Config,
+            ApiError::Unsupported(_) => ErrorKind::Unsupported,
         };
         ServiceError::new(kind, err.to_string())
     }

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod error;
 pub mod heat;
 pub mod http;
+pub mod magnum;
 pub mod time;
 
 #[cfg(test)]
