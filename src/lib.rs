@@ -9,6 +9,12 @@
 //! - `sim`: the built-in simulated cloud.
 //! - `cli`: headless commands; `tui`: the console.
 
+pub mod api;
+pub mod config;
+pub mod fetch;
 pub mod model;
 pub mod ops;
 pub mod service;
+
+#[cfg(test)]
+pub(crate) mod testing;
