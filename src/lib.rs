@@ -18,3 +18,4 @@ pub mod service;
 
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod cli;

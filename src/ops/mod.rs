@@ -4,4 +4,5 @@
 
 pub mod event_tracker;
 pub mod failures;
+pub mod ips;
 pub mod stack_paths;
