@@ -2,10 +2,12 @@
 //! Magnum and Nova. Knows nothing of the console; converts wire JSON into `crate::model` types.
 
 pub mod auth;
+pub mod cloud;
 pub mod error;
 pub mod heat;
 pub mod http;
 pub mod magnum;
+pub mod nova;
 pub mod time;
 
 #[cfg(test)]
@@ -13,6 +15,9 @@ mod transport_tests;
 
 #[cfg(test)]
 mod auth_tests;
+
+#[cfg(test)]
+mod cloud_tests;
 
 pub use error::{ApiError, ApiResult, TransportKind};
 pub use http::{Request, Response, Transport, TransportConfig};
