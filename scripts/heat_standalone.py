@@ -124,6 +124,11 @@ def main():
 
     # Engine first, so the API's first RPC call has a listener.
     from heat.engine import service as engine_service
+    # Stock start() raises [database] max_overflow to executor_thread_pool_size
+    # (1000 here); keep the configured pool instead: threads that wait on a
+    # resource hold no DB connection.
+    engine_service.EngineService._configure_db_conn_pool_size = (
+        lambda self: None)
     engine = engine_service.EngineService(CONF.host, rpc_api.ENGINE_TOPIC)
     engine.start()
     log.info("engine %s started in-process (host %s)", engine.engine_id,

@@ -16,6 +16,7 @@ pub mod model;
 pub mod ops;
 pub mod service;
 
+pub mod cli;
+pub mod templates;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod cli;

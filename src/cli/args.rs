@@ -61,9 +61,9 @@ pub struct ConnectArgs {
     #[arg(long, global = true, default_value_t = 16)]
     pub max_in_flight: u32,
 
-    /// Most requests started per second, process-wide.
-    #[arg(long, global = true, default_value_t = 50.0)]
-    pub max_per_second: f64,
+    /// Most requests started per second, process-wide (0: no limit).
+    #[arg(long, global = true, default_value_t = 50)]
+    pub max_per_second: u32,
 }
 
 #[derive(Debug, Clone, Args, Default)]

@@ -86,7 +86,10 @@ pub enum IpEvent {
     /// The members are known (in index order); addresses follow.
     Members(Vec<Member>),
     Address(NodeAddress, IpSource),
-    Failed { member: String, reason: String },
+    Failed {
+        member: String,
+        reason: String,
+    },
     Done(IpStats),
 }
 
@@ -107,12 +110,7 @@ pub async fn list_members(heat: &HeatClient, target: &StackRef) -> Result<Vec<Me
 
 /// Picks the members out of a `nested_depth=1` listing of a node group stack.
 pub fn members_from_listing(target: &StackRef, listing: &[ResourceInfo]) -> Vec<Member> {
-    let is_root = |r: &ResourceInfo| {
-        r.resource
-            .owner
-            .as_ref()
-            .is_none_or(|o| o.id == target.id)
-    };
+    let is_root = |r: &ResourceInfo| r.resource.owner.as_ref().is_none_or(|o| o.id == target.id);
     let groups: Vec<&ResourceInfo> = listing
         .iter()
         .filter(|r| is_root(r) && r.resource.resource_type == "OS::Heat::ResourceGroup")
@@ -125,7 +123,12 @@ pub fn members_from_listing(target: &StackRef, listing: &[ResourceInfo]) -> Vec<
     let mut members: Vec<Member> = match group.and_then(|g| g.resource.nested.clone()) {
         Some(group_stack) => listing
             .iter()
-            .filter(|r| r.resource.owner.as_ref().is_some_and(|o| o.id == group_stack.id))
+            .filter(|r| {
+                r.resource
+                    .owner
+                    .as_ref()
+                    .is_some_and(|o| o.id == group_stack.id)
+            })
             .map(member_from)
             .collect(),
         None => listing
@@ -199,8 +202,10 @@ pub fn stream_ips(
             _ = closed.closed() => {}
         }
     });
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
-        .boxed()
+    futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    })
+    .boxed()
 }
 
 type Sink = mpsc::Sender<Result<IpEvent, ApiError>>;
@@ -230,7 +235,11 @@ async fn run(heat: HeatClient, target: StackRef, options: IpOptions, tx: Sink) {
         }
     };
     let mut state = Progress::new(started, members.len());
-    if tx.send(Ok(IpEvent::Members(members.clone()))).await.is_err() {
+    if tx
+        .send(Ok(IpEvent::Members(members.clone())))
+        .await
+        .is_err()
+    {
         return;
     }
 
@@ -307,10 +316,13 @@ async fn run(heat: HeatClient, target: StackRef, options: IpOptions, tx: Sink) {
         let reason = output_errors
             .remove(&member.name)
             .or_else(|| {
-                member
-                    .status
-                    .is_failed()
-                    .then(|| format!("{}: {}", member.status, member.status_reason.clone().unwrap_or_default()))
+                member.status.is_failed().then(|| {
+                    format!(
+                        "{}: {}",
+                        member.status,
+                        member.status_reason.clone().unwrap_or_default()
+                    )
+                })
             })
             .unwrap_or_else(|| "no address found".to_string());
         state.stats.failed += 1;
@@ -383,7 +395,13 @@ impl Progress {
     }
 
     /// Sends one member's addresses unless already sent; false when the consumer is gone.
-    async fn emit(&mut self, tx: &Sink, member: &str, addresses: Vec<String>, source: IpSource) -> bool {
+    async fn emit(
+        &mut self,
+        tx: &Sink,
+        member: &str,
+        addresses: Vec<String>,
+        source: IpSource,
+    ) -> bool {
         if !self.emitted.insert(member.to_string()) {
             return true;
         }
@@ -412,7 +430,10 @@ mod tests {
     #[test]
     fn flattens_address_shapes() {
         assert_eq!(addresses_in(&json!("10.0.0.1")), vec!["10.0.0.1"]);
-        assert_eq!(addresses_in(&json!(["10.0.0.1", "fd00::1"])), vec!["10.0.0.1", "fd00::1"]);
+        assert_eq!(
+            addresses_in(&json!(["10.0.0.1", "fd00::1"])),
+            vec!["10.0.0.1", "fd00::1"]
+        );
         assert_eq!(
             addresses_in(&json!({"private": [{"addr": "10.0.0.9", "version": 4}]})),
             vec!["10.0.0.9"]

@@ -4,6 +4,8 @@
 //! (Keystone + Heat + Magnum + Nova), a no-auth standalone Heat and the built-in simulator
 //! are all served by implementations of this trait; tests use in-memory fakes.
 
+pub mod live;
+
 use crate::model::{
     Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary,
 };
@@ -100,12 +102,20 @@ pub enum NodeUpdate {
 }
 
 /// Where an event follower is; opaque to callers, passed back on each poll.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct EventCursor {
-    /// Id of the newest event delivered so far (Heat's `marker`).
-    pub marker: Option<String>,
-    /// Event ids already delivered, to drop duplicates when Heat answers from the start.
-    pub seen: std::collections::HashSet<String>,
+    pub(crate) tracker: crate::ops::event_tracker::EventTracker,
+}
+
+impl EventCursor {
+    /// Events delivered through this cursor so far.
+    pub fn delivered(&self) -> u64 {
+        self.tracker.delivered()
+    }
+    /// Duplicates the server sent again and the cursor dropped.
+    pub fn duplicates_dropped(&self) -> u64 {
+        self.tracker.duplicates_dropped()
+    }
 }
 
 /// Everything the console reads from a cloud. Implementations own all I/O.
