@@ -4,7 +4,9 @@
 //! (Keystone + Heat + Magnum + Nova), a no-auth standalone Heat and the built-in simulator
 //! are all served by implementations of this trait; tests use in-memory fakes.
 
-use crate::model::{Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary};
+use crate::model::{
+    Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary,
+};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -112,7 +114,10 @@ pub trait CloudService: Send + Sync + 'static {
     fn budget(&self) -> BudgetStats;
 
     fn list_clusters(&self) -> BoxFuture<'static, ServiceResult<Vec<Cluster>>>;
-    fn list_nodegroups(&self, cluster: Cluster) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>>;
+    fn list_nodegroups(
+        &self,
+        cluster: Cluster,
+    ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>>;
     fn list_stacks(&self) -> BoxFuture<'static, ServiceResult<Vec<StackSummary>>>;
 
     /// Members of a node group with statuses, then their addresses as they are found.
