@@ -15,6 +15,9 @@ pub const MAX_MINOR: u32 = 12;
 /// Magnum's `[api] max_limit`.
 const MAX_LIMIT: usize = 1000;
 
+/// (sort key, uuid, index) of a listed item.
+type SortItem = (String, String, usize);
+
 fn version_headers(r: Reply, minor: u32) -> Reply {
     r.with_header(
         "OpenStack-API-Minimum-Version",
@@ -355,9 +358,9 @@ fn cluster_detail(w: &World, sh: &Shared, c: usize) -> Value {
 /// `sort_dir`; a `next` link when the page is full.
 fn page<'a>(
     req: &Req,
-    items: &'a mut [(String, String, usize)],
+    items: &'a mut [SortItem],
     url: &str,
-) -> Result<(&'a [(String, String, usize)], Option<String>), Reply> {
+) -> Result<(&'a [SortItem], Option<String>), Reply> {
     let limit = match req.q("limit") {
         Some(l) => match l.parse::<i64>() {
             Ok(n) if n > 0 => (n as usize).min(MAX_LIMIT),

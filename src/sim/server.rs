@@ -251,10 +251,15 @@ fn to_response(reply: Reply, truncate: bool) -> Response {
     let len = bytes.len();
     let body = if truncate && len > 1 {
         // Half the body, then an error: hyper closes the connection short of Content-Length.
+        // The pause lets the headers and the first half leave before the connection dies.
+        use futures::StreamExt;
         let half = bytes.slice(..len / 2);
-        let chunks: Vec<Result<Bytes, io::Error>> =
-            vec![Ok(half), Err(io::Error::other("fault: truncated body"))];
-        AxBody::from_stream(futures::stream::iter(chunks))
+        let first = futures::stream::once(async move { Ok::<Bytes, io::Error>(half) });
+        let fail = futures::stream::once(async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Err::<Bytes, io::Error>(io::Error::other("fault: truncated body"))
+        });
+        AxBody::from_stream(first.chain(fail))
     } else {
         AxBody::from(bytes)
     };

@@ -657,9 +657,11 @@ pub fn tick(w: &mut World, g: usize) {
         op.active
             .iter()
             .copied()
-            .filter(|i| match grp.members.get(i).map(|m| m.phase) {
-                None | Some(Phase::Idle) | Some(Phase::Failed(_)) => true,
-                _ => false,
+            .filter(|i| {
+                matches!(
+                    grp.members.get(i).map(|m| m.phase),
+                    None | Some(Phase::Idle) | Some(Phase::Failed(_))
+                )
             })
             .collect()
     };

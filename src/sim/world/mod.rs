@@ -415,7 +415,7 @@ mod tests {
             );
         }
         let n = w.stack(ix).unwrap().events.len();
-        assert!(n <= 10 && n >= 5, "{n}");
+        assert!((5..=10).contains(&n), "{n}");
         assert_eq!(w.stack(ix).unwrap().events.back().unwrap().seq, 25);
     }
 }
