@@ -2,6 +2,7 @@
 
 mod common;
 mod faults;
+mod fixtures;
 mod heat;
 mod keystone;
 mod magnum;

@@ -35,7 +35,9 @@ pub fn stack_summary(w: &World, base: &str, ix: usize) -> Value {
         "stack_owner": w.cfg.user_name,
         "parent": s.parent.and_then(|p| w.stack(p)).map(|p| Value::String(p.id.clone())).unwrap_or(Value::Null),
         "stack_user_project_id": w.cfg.project_id,
-        "tags": s.tags,
+        // Heat 27 lists an empty tag list as null (stack show says []).
+        "tags": if s.tags.is_empty() { Value::Null } else { json!(s.tags) },
+        "project": w.cfg.project_id,
         "stack_status": s.status.to_string(),
         "stack_status_reason": s.reason,
     })
@@ -91,6 +93,10 @@ pub fn stack_detail(w: &World, base: &str, ix: usize, resolve_outputs: bool) -> 
         return Value::Null;
     };
     let mut v = stack_summary(w, base, ix);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("project");
+    }
+    v["tags"] = json!(s.tags);
     let params: Map<String, Value> = s
         .params
         .iter()

@@ -263,11 +263,33 @@ impl World {
         // down for small limits so some history always remains.
         let batch = (max / 5).clamp(1, 200);
         let stack_type = self.intern("OS::Heat::Stack");
-        let Some(st) = self.stacks.get_mut(stack_ix).and_then(Option::as_mut) else {
+        let Some(st) = self.stack(stack_ix) else {
             return;
         };
+        let creating = status == Status::new(Action::Create, State::InProgress);
         let (name, rtype, phys) =
             match resource.and_then(|r| st.resources.iter().find(|x| &*x.name == r)) {
+                // While a resource is being created Heat has no resource_id yet and
+                // records its physical resource name (a nested stack's name), as the
+                // captured events show.
+                Some(r) if creating && r.nested.is_some() => {
+                    let nested = r.nested.and_then(|n| self.stack(n)).map(|n| n.name.clone());
+                    (
+                        r.name.clone(),
+                        r.rtype.clone(),
+                        nested.unwrap_or_default().into_boxed_str(),
+                    )
+                }
+                Some(r) if creating && &*r.rtype == "OS::Nova::Server" => {
+                    let short: String = r
+                        .physical_id
+                        .chars()
+                        .filter(|c| *c != '-')
+                        .take(12)
+                        .collect();
+                    let n = format!("{}-{}-{short}", st.name, r.name);
+                    (r.name.clone(), r.rtype.clone(), n.into_boxed_str())
+                }
                 Some(r) => (
                     r.name.clone(),
                     r.rtype.clone(),
@@ -279,6 +301,9 @@ impl World {
                     st.id.clone().into_boxed_str(),
                 ),
             };
+        let Some(st) = self.stacks.get_mut(stack_ix).and_then(Option::as_mut) else {
+            return;
+        };
         st.events.push_back(Event {
             seq,
             id,
