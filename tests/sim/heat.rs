@@ -518,6 +518,21 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
     let r = api.get(&api.heat(&format!("{group}/resources/0"))).await;
     assert_eq!(r.body["resource"]["resource_status"], "CHECK_FAILED");
     assert_eq!(r.body["resource"]["resource_status_reason"], "disk gone");
+    // The next update replaces the unhealthy member, and only it.
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"environment": {"resource_registry": {"resources": {"nodes": {}}}}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    let r = api.get(&api.heat(&format!("{group}/resources/0"))).await;
+    assert_eq!(r.body["resource"]["resource_status"], "UPDATE_COMPLETE");
+    let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
+    assert_ne!(r.body["resource"]["resource_status"], "UPDATE_COMPLETE");
     api.h.shutdown().await;
 }
 
@@ -546,5 +561,111 @@ async fn output_resolution_costs_time_per_member() {
     });
     assert_eq!(a.status, StatusCode::OK);
     assert!(b < Duration::from_millis(100), "{b:?}");
+    api.h.shutdown().await;
+}
+
+async fn wait_resource(api: &Api, url: &str, want: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = api.get(url).await;
+        if r.body["resource"]["resource_status"] == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url}: {:?}",
+            r.body["resource"]["resource_status"]
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn rollback_restores_updated_members_and_cancel_without_rollback_fails() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ng8", 3, None).await;
+    let group = group_stack_path(&api, &path).await;
+    let f = api.h.faults();
+    f.stick_node("ng8", 2);
+    api.call(
+        Method::PATCH,
+        &api.heat(&path),
+        Some(json!({"parameters": {"image": "img-v2"}})),
+        &[],
+    )
+    .await;
+    for m in ["0", "1"] {
+        wait_resource(
+            &api,
+            &api.heat(&format!("{group}/resources/{m}")),
+            "UPDATE_COMPLETE",
+        )
+        .await;
+    }
+    f.heal_nodes("ng8");
+    let r = api
+        .call(
+            Method::POST,
+            &api.heat(&format!("{path}/actions")),
+            Some(json!({"cancel_update": null})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let st = api.wait_status(&path, "ROLLBACK_COMPLETE", 20).await;
+    assert_eq!(
+        st["stack"]["stack_status_reason"],
+        "Stack ROLLBACK completed successfully"
+    );
+    let servers = api
+        .get(&format!("{}/servers/detail", api.h.nova_url()))
+        .await
+        .body;
+    for s in servers["servers"].as_array().unwrap() {
+        assert_eq!(s["image"]["id"], "img-v1", "{}", s["name"]);
+    }
+    let evs = api.all_events(&path, "&sort_dir=asc", 100).await;
+    let reasons: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["resource_name"] == "ng8")
+        .map(|e| e["resource_status_reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.ends_with(&[
+            "Stack UPDATE started",
+            "Stack UPDATE cancelled",
+            "Stack ROLLBACK started",
+            "Stack ROLLBACK completed successfully"
+        ]),
+        "{reasons:?}"
+    );
+
+    f.stick_node("ng8", 1);
+    api.call(
+        Method::PATCH,
+        &api.heat(&path),
+        Some(json!({"parameters": {"image": "img-v3"}})),
+        &[],
+    )
+    .await;
+    wait_resource(
+        &api,
+        &api.heat(&format!("{group}/resources/0")),
+        "UPDATE_COMPLETE",
+    )
+    .await;
+    let r = api
+        .call(
+            Method::POST,
+            &api.heat(&format!("{path}/actions")),
+            Some(json!({"cancel_without_rollback": null})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let st = api.wait_status(&path, "UPDATE_FAILED", 5).await;
+    assert_eq!(st["stack"]["stack_status_reason"], "Stack UPDATE cancelled");
+    let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
+    assert_eq!(r.body["resource"]["resource_status"], "UPDATE_FAILED");
     api.h.shutdown().await;
 }

@@ -75,25 +75,40 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req, ix: usize, resource: Option<&
             }
         }
     }
-    if by_type {
-        evs.sort_by(|a, b| (&*a.1.rtype, a.1.seq).cmp(&(&*b.1.rtype, b.1.seq)));
-    } else {
-        evs.sort_by_key(|(_, e)| (e.time_ms, e.seq));
-    }
-    if desc {
-        evs.reverse();
-    }
+    // Order as Heat's query does (sort key, then insertion id), in the requested direction.
+    let cmp = |a: &(usize, &Event), b: &(usize, &Event)| {
+        let o = if by_type {
+            (&*a.1.rtype, a.1.seq).cmp(&(&*b.1.rtype, b.1.seq))
+        } else {
+            (a.1.time_ms, a.1.seq).cmp(&(b.1.time_ms, b.1.seq))
+        };
+        if desc {
+            o.reverse()
+        } else {
+            o
+        }
+    };
     // A marker Heat no longer has (purged) is ignored: the answer starts from the top.
-    let start = req
+    let marker = req
         .q("marker")
         .and_then(parse_uuid)
-        .and_then(|m| evs.iter().position(|(_, e)| e.id == m))
-        .map(|p| p + 1)
-        .unwrap_or(0);
-    let end = match limit {
-        Some(l) if l >= 0 => (start + l as usize).min(evs.len()),
-        _ => evs.len(),
-    };
+        .and_then(|m| evs.iter().find(|(_, e)| e.id == m).copied());
+    if let Some(m) = marker {
+        evs.retain(|x| cmp(x, &m) == std::cmp::Ordering::Greater);
+    }
+    // Only the page needs sorting: select it first (nested listings can hold 100k events).
+    if let Some(l) = limit.filter(|l| *l >= 0).map(|l| l as usize) {
+        if l < evs.len() {
+            if l == 0 {
+                evs.clear();
+            } else {
+                evs.select_nth_unstable_by(l - 1, cmp);
+                evs.truncate(l);
+            }
+        }
+    }
+    evs.sort_by(cmp);
+    let (start, end) = (0, evs.len());
     let page: Vec<serde_json::Value> = evs[start.min(end)..end]
         .iter()
         .map(|(s, e)| event_json(w, &sh.cfg.base, *s, e, root, false))

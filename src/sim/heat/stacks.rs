@@ -56,8 +56,8 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
             )
         })
         .collect();
-    // Heat defaults to created_at desc, but an explicit key without a direction is asc.
-    let desc = match sort_dir(req, keys.is_empty()) {
+    // Heat's stack query defaults to desc whatever the keys (unlike events).
+    let desc = match sort_dir(req, true) {
         Ok(d) => d,
         Err(r) => return r,
     };
@@ -67,6 +67,24 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         (f("id"), f("name"), f("status"), f("action"), f("owner_id"));
     let tenants: Vec<&str> = f("tenant");
     let users: Vec<&str> = f("username");
+    // Tag filters take comma-separated lists: all of `tags`, any of `tags_any`, etc.
+    let tag_list = |k: &str| -> Vec<String> {
+        req.q(k)
+            .map(|v| v.split(',').map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let (all_t, any_t, not_all_t, not_any_t) = (
+        tag_list("tags"),
+        tag_list("tags_any"),
+        tag_list("not_tags"),
+        tag_list("not_tags_any"),
+    );
+    let tags_ok = |t: &[String]| {
+        (all_t.is_empty() || all_t.iter().all(|x| t.contains(x)))
+            && (any_t.is_empty() || any_t.iter().any(|x| t.contains(x)))
+            && (not_all_t.is_empty() || !not_all_t.iter().all(|x| t.contains(x)))
+            && (not_any_t.is_empty() || !not_any_t.iter().any(|x| t.contains(x)))
+    };
     let mut items: Vec<usize> = w
         .stacks()
         .filter(|(_, s)| show_nested || s.parent.is_none())
@@ -83,6 +101,7 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         })
         .filter(|_| tenants.is_empty() || tenants.contains(&w.cfg.project_id.as_str()))
         .filter(|_| users.is_empty() || users.contains(&w.cfg.user_name.as_str()))
+        .filter(|(_, s)| tags_ok(&s.tags))
         .map(|(i, _)| i)
         .collect();
     let keyed = |ix: usize| -> (Vec<String>, String) {

@@ -593,6 +593,14 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
 
     let to_delete: Vec<u32> = current.difference(&desired).copied().collect();
     let to_create: Vec<u32> = desired.difference(&current).copied().collect();
+    // Members that failed or were marked unhealthy (CHECK_FAILED) are updated by the next
+    // update even when their definition did not change, like Heat.
+    let unhealthy = |i: &u32| {
+        w.stack(rg)
+            .and_then(|s| s.resource(&i.to_string()))
+            .map(|r| r.status.state == State::Failed)
+            .unwrap_or(false)
+    };
     let to_update: Vec<u32> = desired
         .intersection(&current)
         .copied()
@@ -602,6 +610,7 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
                 .get(i)
                 .map(|m| m.image != image || matches!(m.phase, Phase::Failed(_)))
                 .unwrap_or(false)
+                || unhealthy(i)
         })
         .collect();
     for i in to_update {
@@ -788,7 +797,15 @@ pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
                 );
             }
             Phase::Paused(..) => {
-                w.set_resource_status(rg, &i.to_string(), aborted, "UPDATE aborted");
+                // Heat interrupts the wait and says so, leaving the resource's state as is.
+                let name = i.to_string();
+                let cur = w
+                    .stack(rg)
+                    .and_then(|s| s.resource(&name))
+                    .map(|r| r.status);
+                if let Some(cur) = cur {
+                    w.emit(rg, Some(&name), cur, "Failure occurred while waiting.");
+                }
             }
             Phase::Running { .. } => {
                 // Deletions finish regardless: the machine is already going away.
