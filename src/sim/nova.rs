@@ -11,20 +11,53 @@ use std::cmp::Reverse;
 /// Nova's `osapi_max_limit`.
 const MAX_LIMIT: usize = 1000;
 
+/// Newest compute microversion the simulator claims.
+const MAX_MINOR: u32 = 96;
+
+/// The requested microversion (`OpenStack-API-Version: compute 2.N`, the older
+/// `X-OpenStack-Nova-API-Version`, or `latest`); 2.1 when absent.
+fn negotiate(req: &Req) -> Result<u32, Reply> {
+    let raw = req
+        .header("openstack-api-version")
+        .and_then(|v| {
+            v.split(',')
+                .map(str::trim)
+                .find_map(|p| p.strip_prefix("compute "))
+        })
+        .or_else(|| req.header("x-openstack-nova-api-version"))
+        .map(str::trim);
+    let Some(raw) = raw else { return Ok(1) };
+    if raw == "latest" {
+        return Ok(MAX_MINOR);
+    }
+    match raw.split_once('.').map(|(a, b)| (a.parse::<u32>(), b.parse::<u32>())) {
+        Some((Ok(2), Ok(m))) if (1..=MAX_MINOR).contains(&m) => Ok(m),
+        Some((Ok(_), Ok(_))) => Err(nova_error(
+            StatusCode::NOT_ACCEPTABLE,
+            &format!("Version {raw} is not supported by the API. Minimum is 2.1 and maximum is 2.{MAX_MINOR}."),
+        )),
+        _ => Err(nova_error(StatusCode::BAD_REQUEST, &format!("Invalid API version request string {raw}"))),
+    }
+}
+
 pub fn handle(sh: &Shared, req: &Req) -> Reply {
     let base = &sh.cfg.base;
+    let minor = match negotiate(req) {
+        Ok(m) => m,
+        Err(e) => return e,
+    };
     let r = match (req.method, req.segs.as_slice()) {
         (&Method::GET, []) => Reply::json(
             StatusCode::MULTIPLE_CHOICES,
             json!({"choices": [version(base)]}),
         ),
         (&Method::GET, ["v2.1"]) => Reply::ok(json!({"version": version(base)})),
-        (&Method::GET, ["v2.1", "servers"]) => list(sh, req, false),
-        (&Method::GET, ["v2.1", "servers", "detail"]) => list(sh, req, true),
+        (&Method::GET, ["v2.1", "servers"]) => list(sh, req, false, minor),
+        (&Method::GET, ["v2.1", "servers", "detail"]) => list(sh, req, true, minor),
         (&Method::GET, ["v2.1", "servers", id]) => {
             let mut w = lock(&sh.world);
             w.tick();
-            match server_json(&w, base, id, true) {
+            match server_json(&w, base, id, true, minor) {
                 Some(v) => Reply::ok(json!({"server": v})),
                 None => nova_error(
                     StatusCode::NOT_FOUND,
@@ -34,8 +67,8 @@ pub fn handle(sh: &Shared, req: &Req) -> Reply {
         }
         _ => nova_error(StatusCode::NOT_FOUND, "The resource could not be found."),
     };
-    r.with_header("OpenStack-API-Version", "compute 2.1")
-        .with_header("X-OpenStack-Nova-API-Version", "2.1")
+    r.with_header("OpenStack-API-Version", format!("compute 2.{minor}"))
+        .with_header("X-OpenStack-Nova-API-Version", format!("2.{minor}"))
         .with_header(
             "Vary",
             "OpenStack-API-Version, X-OpenStack-Nova-API-Version",
@@ -67,7 +100,7 @@ fn status_of(phase: Phase) -> (&'static str, Value) {
     }
 }
 
-fn server_json(w: &World, base: &str, id: &str, detail: bool) -> Option<Value> {
+fn server_json(w: &World, base: &str, id: &str, detail: bool, minor: u32) -> Option<Value> {
     let r = w.servers.get(id)?;
     let grp = &w.groups[r.group];
     let m = grp.members.get(&r.index)?;
@@ -93,7 +126,13 @@ fn server_json(w: &World, base: &str, id: &str, detail: bool) -> Option<Value> {
     v["addresses"] = json!({"private": [{"addr": m.ip, "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac(&m.ip)}]});
     v["metadata"] = Value::Object(meta);
     v["image"] = json!({"id": m.image, "links": [{"rel": "bookmark", "href": format!("{base}/compute/images/{}", m.image)}]});
-    v["flavor"] = json!({"id": grp.flavor, "links": [{"rel": "bookmark", "href": format!("{base}/compute/flavors/{}", grp.flavor)}]});
+    // From 2.47 Nova embeds the flavor instead of linking it.
+    v["flavor"] = if minor >= 47 {
+        let (vcpus, ram, disk) = flavor_size(&grp.flavor);
+        json!({"original_name": grp.flavor, "vcpus": vcpus, "ram": ram, "disk": disk, "ephemeral": 0, "swap": 0, "extra_specs": {}})
+    } else {
+        json!({"id": grp.flavor, "links": [{"rel": "bookmark", "href": format!("{base}/compute/flavors/{}", grp.flavor)}]})
+    };
     v["created"] = json!(iso_z(m.created_ms));
     v["updated"] = json!(iso_z(m.since_ms));
     v["tenant_id"] = json!(w.cfg.project_id);
@@ -125,7 +164,7 @@ fn mac(ip: &str) -> String {
     }
 }
 
-fn list(sh: &Shared, req: &Req, detail: bool) -> Reply {
+fn list(sh: &Shared, req: &Req, detail: bool, minor: u32) -> Reply {
     let limit = match req.q("limit") {
         None => MAX_LIMIT,
         Some(l) => match l.parse::<usize>() {
@@ -179,7 +218,7 @@ fn list(sh: &Shared, req: &Req, detail: bool) -> Reply {
                 continue;
             }
         }
-        if let Some(v) = server_json(w, &sh.cfg.base, id, detail) {
+        if let Some(v) = server_json(w, &sh.cfg.base, id, detail, minor) {
             out.push(v);
             last = Some(id.clone());
         }
@@ -196,4 +235,17 @@ fn list(sh: &Shared, req: &Req, detail: bool) -> Reply {
 
 fn out_len(body: &Value) -> usize {
     body["servers"].as_array().map(Vec::len).unwrap_or(0)
+}
+
+/// vCPUs, RAM (MiB) and disk (GiB) for the flavor names the scenarios use.
+fn flavor_size(name: &str) -> (u32, u32, u32) {
+    let size = name.rsplit('.').next().unwrap_or("");
+    match size {
+        "small" => (1, 2048, 20),
+        "medium" => (2, 4096, 40),
+        "large" => (4, 8192, 80),
+        "xlarge" => (8, 16384, 160),
+        "2xlarge" => (16, 65536, 160),
+        _ => (2, 4096, 40),
+    }
 }

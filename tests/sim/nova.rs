@@ -45,3 +45,18 @@ async fn servers_page_through_every_server_once() {
     assert_eq!(r.body["badRequest"]["code"], 400);
     api.h.shutdown().await;
 }
+
+#[tokio::test]
+async fn compute_microversions() {
+    let api = Api::start(crate::common::fast("small")).await;
+    let url = format!("{}/servers/detail?limit=1", api.h.nova_url());
+    let r = api.get(&url).await;
+    assert_eq!(r.headers["openstack-api-version"], "compute 2.1");
+    assert!(r.body["servers"][0]["flavor"]["id"].is_string());
+    let r = api.call(reqwest::Method::GET, &url, None, &[("OpenStack-API-Version", "compute 2.79")]).await;
+    assert_eq!(r.headers["openstack-api-version"], "compute 2.79");
+    assert_eq!(r.body["servers"][0]["flavor"]["original_name"], "m1.large");
+    let r = api.call(reqwest::Method::GET, &url, None, &[("OpenStack-API-Version", "compute 2.200")]).await;
+    assert_eq!(r.status, StatusCode::NOT_ACCEPTABLE);
+    api.h.shutdown().await;
+}
