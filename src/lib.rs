@@ -17,6 +17,7 @@ pub mod ops;
 pub mod service;
 
 pub mod cli;
+pub mod sim;
 pub mod templates;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -1,0 +1,183 @@
+//! Heat orchestration API v1 at `/orchestration/v1/{project}`.
+//!
+//! Routing follows Heat's: a stack is addressed as `{name}/{id}`; a name alone answers
+//! 302 to `{name}/{id}[/resources|events|template|actions|environment|files]` (keeping the
+//! query), and 404 for anything else (e.g. `outputs`, as Heat 27 does).
+
+mod events;
+mod render;
+mod resources;
+mod stacks;
+
+use crate::sim::http::{heat_error, Reply, Req};
+use crate::sim::server::{lock, Shared};
+use crate::sim::world::{stack_not_found, World};
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+
+pub fn handle(sh: &Shared, req: &Req) -> Reply {
+    let base = sh.cfg.base.as_str();
+    match req.segs.as_slice() {
+        [] => return versions(base),
+        ["v1"] => return versions(base),
+        _ => {}
+    }
+    let [v1, project, rest @ ..] = req.segs.as_slice() else {
+        return not_found_path();
+    };
+    if *v1 != "v1" {
+        return not_found_path();
+    }
+    if *project != sh.cfg.project_id && *project != sh.cfg.project_name {
+        return heat_error(
+            StatusCode::FORBIDDEN,
+            "HTTPForbidden",
+            "You are not authorized to complete this action.",
+        );
+    }
+    let mut w = lock(&sh.world);
+    // Bring the world up to date so every answer reflects "now".
+    w.tick();
+    route(&mut w, sh, req, rest)
+}
+
+fn versions(base: &str) -> Reply {
+    Reply::json(
+        StatusCode::MULTIPLE_CHOICES,
+        json!({"versions": [{"id": "v1.0", "status": "CURRENT", "links": [{"rel": "self", "href": format!("{base}/orchestration/v1/")}]}]}),
+    )
+}
+
+fn not_found_path() -> Reply {
+    heat_error(
+        StatusCode::NOT_FOUND,
+        "HTTPNotFound",
+        "The resource could not be found.",
+    )
+}
+
+pub(crate) fn stack_404(ident: &str) -> Reply {
+    heat_error(
+        StatusCode::NOT_FOUND,
+        "EntityNotFound",
+        &stack_not_found(ident),
+    )
+}
+
+/// Sub-paths Heat's name-only lookup redirects.
+const LOOKUP_PATHS: &[&str] = &[
+    "resources",
+    "events",
+    "template",
+    "actions",
+    "environment",
+    "files",
+];
+
+fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str]) -> Reply {
+    let m = req.method;
+    match rest {
+        ["stacks"] if m == Method::GET => stacks::list(w, sh, req),
+        ["stacks"] if m == Method::POST => stacks::create(w, sh, req),
+        ["stacks", name] if m == Method::GET => redirect(w, sh, req, name, &[]),
+        ["stacks", name, second, tail @ ..] => {
+            // `{name}/{id}` when `second` is that stack's id; otherwise a name lookup.
+            match w.stack_by_id(second) {
+                Some(ix) => {
+                    let ok = w
+                        .stack(ix)
+                        .map(|s| s.name == *name || s.id == *name)
+                        .unwrap_or(false);
+                    if !ok {
+                        return stack_404(name);
+                    }
+                    stack_route(w, sh, req, ix, tail)
+                }
+                None if LOOKUP_PATHS.contains(second) && m == Method::GET => {
+                    let mut sub = vec![*second];
+                    sub.extend_from_slice(tail);
+                    redirect(w, sh, req, name, &sub)
+                }
+                None if LOOKUP_PATHS.contains(second) => heat_error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "HTTPMethodNotAllowed",
+                    "The server does not support the method requested.",
+                ),
+                None => match w.find_stack(name) {
+                    Some(_) if LOOKUP_PATHS.contains(second) || *second == "outputs" => {
+                        not_found_path()
+                    }
+                    Some(_) => stack_404(second),
+                    None => stack_404(name),
+                },
+            }
+        }
+        _ => not_found_path(),
+    }
+}
+
+fn redirect(w: &World, sh: &Shared, req: &Req, name: &str, sub: &[&str]) -> Reply {
+    let Some(ix) = w.find_stack(name) else {
+        return stack_404(name);
+    };
+    let mut loc = render::stack_url(w, &sh.cfg.base, ix);
+    for s in sub {
+        loc.push('/');
+        loc.push_str(s);
+    }
+    if let Some(q) = req.raw_query.filter(|q| !q.is_empty()) {
+        loc.push('?');
+        loc.push_str(q);
+    }
+    let body = json!({"explanation": "The resource was found at", "code": 302, "title": "Found", "location": loc});
+    Reply::json(StatusCode::FOUND, body).with_header("Location", loc)
+}
+
+fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) -> Reply {
+    let m = req.method;
+    match tail {
+        [] if m == Method::GET => stacks::show(w, sh, req, ix),
+        [] if m == Method::PATCH => stacks::update(w, sh, req, ix, true),
+        [] if m == Method::PUT => stacks::update(w, sh, req, ix, false),
+        ["outputs"] if m == Method::GET => stacks::outputs_list(w, ix),
+        ["outputs", key] if m == Method::GET => stacks::output_show(w, sh, ix, key),
+        ["template"] if m == Method::GET => stacks::template(w, ix),
+        ["environment"] if m == Method::GET => Reply::ok(
+            w.stack(ix)
+                .map(|s| s.environment.clone())
+                .unwrap_or_default(),
+        ),
+        ["files"] if m == Method::GET => Reply::ok(json!({})),
+        ["actions"] if m == Method::POST => stacks::action(w, req, ix),
+        ["resources"] if m == Method::GET => resources::list(w, sh, req, ix),
+        ["resources", r] if m == Method::GET => resources::show(w, sh, req, ix, r),
+        ["resources", r] if m == Method::PATCH => resources::mark_unhealthy(w, req, ix, r),
+        ["resources", r, "signal"] if m == Method::POST => resources::signal(w, req, ix, r),
+        ["resources", r, "events"] if m == Method::GET => events::list(w, sh, req, ix, Some(r)),
+        ["resources", r, "events", id] if m == Method::GET => events::show(w, sh, ix, r, id),
+        ["events"] if m == Method::GET => events::list(w, sh, req, ix, None),
+        [] | ["outputs", ..] | ["resources", ..] | ["events"] | ["actions"] => heat_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "HTTPMethodNotAllowed",
+            "The server does not support the method requested.",
+        ),
+        _ => not_found_path(),
+    }
+}
+
+/// Heat's list filters: a value may be repeated; `status`/`action` match Heat's separate
+/// columns, and a full `ACTION_STATE` is accepted too for convenience.
+pub(crate) fn status_matches(
+    values: &[&str],
+    status: crate::sim::world::Status,
+    part: &str,
+) -> bool {
+    values.is_empty()
+        || values.iter().any(|v| {
+            let full = status.to_string();
+            match part {
+                "status" => *v == status.state.as_str() || *v == full,
+                _ => *v == status.action.as_str() || *v == full,
+            }
+        })
+}

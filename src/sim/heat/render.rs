@@ -1,0 +1,228 @@
+//! Heat's JSON shapes for stacks, resources, outputs and events (field names, links and
+//! texts as captured from a real Heat 27; see tests/fixtures/heat/).
+
+use crate::sim::clock::iso_z;
+use crate::sim::world::{format_uuid, group, Event, Resource, StackRole, World};
+use serde_json::{json, Map, Value};
+
+pub fn stack_url(w: &World, base: &str, ix: usize) -> String {
+    match w.stack(ix) {
+        Some(s) => format!(
+            "{base}/orchestration/v1/{}/stacks/{}/{}",
+            w.cfg.project_id, s.name, s.id
+        ),
+        None => String::new(),
+    }
+}
+
+fn opt_time(t: Option<i64>) -> Value {
+    t.map(|t| Value::String(iso_z(t))).unwrap_or(Value::Null)
+}
+
+/// The fields of a stack list item.
+pub fn stack_summary(w: &World, base: &str, ix: usize) -> Value {
+    let Some(s) = w.stack(ix) else {
+        return Value::Null;
+    };
+    json!({
+        "id": s.id,
+        "stack_name": s.name,
+        "links": [{"href": stack_url(w, base, ix), "rel": "self"}],
+        "creation_time": iso_z(s.created_ms),
+        "updated_time": opt_time(s.updated_ms),
+        "deletion_time": null,
+        "description": s.description,
+        "stack_owner": w.cfg.user_name,
+        "parent": s.parent.and_then(|p| w.stack(p)).map(|p| Value::String(p.id.clone())).unwrap_or(Value::Null),
+        "stack_user_project_id": w.cfg.project_id,
+        // Heat 27 lists an empty tag list as null (stack show says []).
+        "tags": if s.tags.is_empty() { Value::Null } else { json!(s.tags) },
+        "project": w.cfg.project_id,
+        "stack_status": s.status.to_string(),
+        "stack_status_reason": s.reason,
+    })
+}
+
+/// How many members resolving this stack's outputs walks through.
+pub fn output_members(w: &World, ix: usize) -> usize {
+    match w.stack(ix).map(|s| s.role) {
+        Some(StackRole::NodeGroup(g)) | Some(StackRole::Group(g)) => {
+            w.groups[g].members.len().max(1)
+        }
+        _ => 1,
+    }
+}
+
+pub fn output_value(w: &World, ix: usize, key: &str) -> Option<Value> {
+    let s = w.stack(ix)?;
+    match (s.role, key) {
+        (StackRole::NodeGroup(g), "ips") => Some(json!(w.groups[g].ips())),
+        (StackRole::NodeGroup(g), "names") => Some(json!(w.groups[g]
+            .members
+            .values()
+            .map(|m| m.server_name.as_str())
+            .collect::<Vec<_>>())),
+        (StackRole::NodeGroup(g), "count") => Some(json!(w.groups[g].members.len())),
+        (StackRole::NodeGroup(g), "refs_map") => Some(group::refs_map(w, g)),
+        (StackRole::Member(g, i), "ip") => w.groups[g].members.get(&i).map(|m| json!(m.ip)),
+        (StackRole::Cluster(c), "api_address") => Some(json!(w.clusters[c].api_address)),
+        _ => None,
+    }
+}
+
+pub fn outputs(w: &World, ix: usize, resolve: bool) -> Value {
+    let Some(s) = w.stack(ix) else {
+        return json!([]);
+    };
+    Value::Array(
+        s.outputs
+            .iter()
+            .map(|o| {
+                let mut v = json!({"output_key": o.key, "description": o.description});
+                if resolve {
+                    v["output_value"] = output_value(w, ix, o.key).unwrap_or(Value::Null);
+                }
+                v
+            })
+            .collect(),
+    )
+}
+
+pub fn stack_detail(w: &World, base: &str, ix: usize, resolve_outputs: bool) -> Value {
+    let Some(s) = w.stack(ix) else {
+        return Value::Null;
+    };
+    let mut v = stack_summary(w, base, ix);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("project");
+    }
+    v["tags"] = json!(s.tags);
+    let params: Map<String, Value> = s
+        .params
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    v["parameters"] = Value::Object(params);
+    v["template_description"] = json!(s.description);
+    v["notification_topics"] = json!([]);
+    v["capabilities"] = json!([]);
+    v["disable_rollback"] = json!(s.disable_rollback);
+    v["timeout_mins"] = json!(s.timeout_mins);
+    // Heat leaves `outputs` out entirely when they are not resolved.
+    if resolve_outputs {
+        v["outputs"] = outputs(w, ix, true);
+    }
+    v
+}
+
+/// Attributes of a resource, as `with_detail=true` and resource show resolve them.
+pub fn attributes(w: &World, stack_ix: usize, r: &Resource) -> Value {
+    let Some(s) = w.stack(stack_ix) else {
+        return json!({});
+    };
+    match (s.role, &*r.rtype) {
+        (_, "OS::Heat::Value") => json!({"value": r.value}),
+        (StackRole::Member(g, i), "OS::Nova::Server") => match w.groups[g].members.get(&i) {
+            Some(m) => {
+                json!({"name": m.server_name, "networks": {"private": [m.ip]}, "first_address": m.ip})
+            }
+            None => json!({}),
+        },
+        (StackRole::Group(g), _) => {
+            let idx: Option<u32> = r.name.parse().ok();
+            match idx.and_then(|i| w.groups[g].members.get(&i)) {
+                Some(m) => json!({"ip": m.ip, "OS::stack_id": r.physical_id}),
+                None => json!({}),
+            }
+        }
+        (StackRole::NodeGroup(g), "OS::Heat::ResourceGroup") => {
+            let grp = &w.groups[g];
+            let refs: Vec<String> = grp
+                .members
+                .values()
+                .filter_map(|m| w.stack(m.stack).map(|s| s.id.clone()))
+                .collect();
+            json!({
+                "refs": refs,
+                "refs_map": group::refs_map(w, g),
+                "removed_rsrc_list": grp.blacklist.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+            })
+        }
+        _ => json!({}),
+    }
+}
+
+pub fn resource_json(
+    w: &World,
+    base: &str,
+    stack_ix: usize,
+    r: &Resource,
+    detail: bool,
+    nested_item: bool,
+) -> Value {
+    let surl = stack_url(w, base, stack_ix);
+    let mut links = vec![
+        json!({"href": format!("{surl}/resources/{}", r.name), "rel": "self"}),
+        json!({"href": surl, "rel": "stack"}),
+    ];
+    if let Some(n) = r.nested.filter(|n| w.stack(*n).is_some()) {
+        links.push(json!({"href": stack_url(w, base, n), "rel": "nested"}));
+    }
+    let mut v = json!({
+        "updated_time": iso_z(r.updated_ms),
+        "creation_time": iso_z(r.created_ms),
+        "logical_resource_id": &*r.name,
+        "resource_name": &*r.name,
+        "physical_resource_id": r.physical_id,
+        "resource_status": r.status.to_string(),
+        "resource_status_reason": r.reason,
+        "resource_type": &*r.rtype,
+        "links": links,
+        "required_by": r.required_by.iter().map(|x| &**x).collect::<Vec<_>>(),
+    });
+    if nested_item {
+        if let Some(owner) = w.stack(stack_ix).and_then(|s| s.owner_resource.clone()) {
+            v["parent_resource"] = json!(&*owner);
+        }
+    }
+    if detail {
+        v["description"] = json!(r.description);
+        v["attributes"] = attributes(w, stack_ix, r);
+    }
+    v
+}
+
+pub fn event_json(
+    w: &World,
+    base: &str,
+    stack_ix: usize,
+    e: &Event,
+    root: Option<usize>,
+    detail: bool,
+) -> Value {
+    let surl = stack_url(w, base, stack_ix);
+    let id = format_uuid(e.id);
+    let mut links = vec![
+        json!({"href": format!("{surl}/resources/{}/events/{id}", e.resource_name), "rel": "self"}),
+        json!({"href": format!("{surl}/resources/{}", e.resource_name), "rel": "resource"}),
+        json!({"href": surl, "rel": "stack"}),
+    ];
+    if let Some(r) = root {
+        links.push(json!({"href": stack_url(w, base, r), "rel": "root_stack"}));
+    }
+    let mut v = json!({
+        "id": id,
+        "event_time": iso_z(e.time_ms),
+        "resource_name": &*e.resource_name,
+        "logical_resource_id": &*e.resource_name,
+        "physical_resource_id": &*e.physical_id,
+        "resource_status": e.status.to_string(),
+        "resource_status_reason": &*e.reason,
+        "links": links,
+    });
+    if detail {
+        v["resource_type"] = json!(&*e.rtype);
+        v["resource_properties"] = json!({});
+    }
+    v
+}

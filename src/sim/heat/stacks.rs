@@ -1,0 +1,547 @@
+//! Stack list, create, show, update (PUT/PATCH), outputs, template and actions.
+
+use super::render::{
+    output_members, output_value, outputs, stack_detail, stack_summary, stack_url,
+};
+use super::stack_404;
+use crate::sim::http::{heat_error, Reply, Req};
+use crate::sim::server::Shared;
+use crate::sim::world::build::create_group;
+use crate::sim::world::group::{self, hooks_from_env, UpdateRequest};
+use crate::sim::world::{completed, started, Action, GroupSpec, StackRole, State, Status, World};
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+fn bad(msg: &str) -> Reply {
+    heat_error(StatusCode::BAD_REQUEST, "HTTPBadRequest", msg)
+}
+
+pub(crate) fn int_param(req: &Req, key: &str) -> Result<Option<i64>, Reply> {
+    match req.q(key) {
+        None => Ok(None),
+        Some(v) => v
+            .parse::<i64>()
+            .map(Some)
+            .map_err(|_| bad(&format!("Only integer is acceptable by '{key}'."))),
+    }
+}
+
+pub(crate) fn sort_dir(req: &Req, default_desc: bool) -> Result<bool, Reply> {
+    match req.q("sort_dir") {
+        None => Ok(default_desc),
+        Some("asc") => Ok(false),
+        Some("desc") => Ok(true),
+        Some(_) => Err(heat_error(
+            StatusCode::BAD_REQUEST,
+            "Invalid",
+            "Invalid input: Unknown sort direction, must be 'desc' or 'asc'",
+        )),
+    }
+}
+
+pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
+    let limit = match int_param(req, "limit") {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    let keys: Vec<&str> = req
+        .q_all("sort_keys")
+        .into_iter()
+        .flat_map(|k| k.split(','))
+        .filter(|k| {
+            matches!(
+                *k,
+                "stack_name" | "stack_status" | "creation_time" | "updated_time"
+            )
+        })
+        .collect();
+    // Heat's stack query defaults to desc whatever the keys (unlike events).
+    let desc = match sort_dir(req, true) {
+        Ok(d) => d,
+        Err(r) => return r,
+    };
+    let show_nested = req.q_bool("show_nested").unwrap_or(false);
+    let f = |k: &str| req.q_all(k);
+    let (ids, names, statuses, actions, owners) =
+        (f("id"), f("name"), f("status"), f("action"), f("owner_id"));
+    let tenants: Vec<&str> = f("tenant");
+    let users: Vec<&str> = f("username");
+    // Tag filters take comma-separated lists: all of `tags`, any of `tags_any`, etc.
+    let tag_list = |k: &str| -> Vec<String> {
+        req.q(k)
+            .map(|v| v.split(',').map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let (all_t, any_t, not_all_t, not_any_t) = (
+        tag_list("tags"),
+        tag_list("tags_any"),
+        tag_list("not_tags"),
+        tag_list("not_tags_any"),
+    );
+    let tags_ok = |t: &[String]| {
+        (all_t.is_empty() || all_t.iter().all(|x| t.contains(x)))
+            && (any_t.is_empty() || any_t.iter().any(|x| t.contains(x)))
+            && (not_all_t.is_empty() || !not_all_t.iter().all(|x| t.contains(x)))
+            && (not_any_t.is_empty() || !not_any_t.iter().any(|x| t.contains(x)))
+    };
+    let mut items: Vec<usize> = w
+        .stacks()
+        .filter(|(_, s)| show_nested || s.parent.is_none())
+        .filter(|(_, s)| ids.is_empty() || ids.contains(&s.id.as_str()))
+        .filter(|(_, s)| names.is_empty() || names.contains(&s.name.as_str()))
+        .filter(|(_, s)| super::status_matches(&statuses, s.status, "status"))
+        .filter(|(_, s)| super::status_matches(&actions, s.status, "action"))
+        .filter(|(_, s)| {
+            owners.is_empty()
+                || s.parent
+                    .and_then(|p| w.stack(p))
+                    .map(|p| owners.contains(&p.id.as_str()))
+                    .unwrap_or(false)
+        })
+        .filter(|_| tenants.is_empty() || tenants.contains(&w.cfg.project_id.as_str()))
+        .filter(|_| users.is_empty() || users.contains(&w.cfg.user_name.as_str()))
+        .filter(|(_, s)| tags_ok(&s.tags))
+        .map(|(i, _)| i)
+        .collect();
+    let keyed = |ix: usize| -> (Vec<String>, String) {
+        let s = w.stack(ix).expect("listed stacks exist");
+        let mut k = Vec::new();
+        let ks: &[&str] = if keys.is_empty() {
+            &["creation_time"]
+        } else {
+            &keys
+        };
+        for key in ks {
+            k.push(match *key {
+                "stack_name" => s.name.clone(),
+                "stack_status" => s.status.to_string(),
+                "updated_time" => format!("{:020}", s.updated_ms.unwrap_or(0)),
+                _ => format!("{:020}", s.created_ms),
+            });
+        }
+        (k, s.id.clone())
+    };
+    let mut sorted: Vec<((Vec<String>, String), usize)> =
+        items.drain(..).map(|i| (keyed(i), i)).collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    if desc {
+        sorted.reverse();
+    }
+    let count = sorted.len();
+    let start = match req.q("marker") {
+        Some(m) => sorted
+            .iter()
+            .position(|(k, _)| k.1 == m)
+            .map(|p| p + 1)
+            .unwrap_or(0),
+        None => 0,
+    };
+    let end = match limit {
+        Some(l) if l >= 0 => (start + l as usize).min(count),
+        _ => count,
+    };
+    let page: Vec<Value> = sorted[start.min(count)..end.max(start.min(count))]
+        .iter()
+        .map(|(_, ix)| stack_summary(w, &sh.cfg.base, *ix))
+        .collect();
+    let mut body = json!({ "stacks": page });
+    if req.q_bool("with_count").unwrap_or(false) {
+        body["count"] = json!(count);
+    }
+    Reply::ok(body)
+}
+
+pub fn show(w: &mut World, sh: &Shared, req: &Req, ix: usize) -> Reply {
+    let resolve = req.q_bool("resolve_outputs").unwrap_or(true);
+    let body = json!({ "stack": stack_detail(w, &sh.cfg.base, ix, resolve) });
+    let has_outputs = w.stack(ix).map(|s| !s.outputs.is_empty()).unwrap_or(false);
+    let mut r = Reply::ok(body);
+    if resolve && has_outputs {
+        // Heat evaluates every output of the stack, walking each member: the slow call.
+        r = r.with_delay(sh.cfg.output_cost_per_member * output_members(w, ix) as u32);
+    }
+    r
+}
+
+pub fn outputs_list(w: &mut World, ix: usize) -> Reply {
+    Reply::ok(json!({ "outputs": outputs(w, ix, false) }))
+}
+
+pub fn output_show(w: &mut World, sh: &Shared, ix: usize, key: &str) -> Reply {
+    let Some(desc) = w
+        .stack(ix)
+        .and_then(|s| s.outputs.iter().find(|o| o.key == key))
+        .map(|o| o.description)
+    else {
+        return heat_error(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            &format!("Specified output key {key} not found."),
+        );
+    };
+    let value = output_value(w, ix, key).unwrap_or(Value::Null);
+    Reply::ok(json!({"output": {"output_key": key, "description": desc, "output_value": value}}))
+        .with_delay(sh.cfg.output_cost_per_member * output_members(w, ix) as u32)
+}
+
+pub fn template(w: &mut World, ix: usize) -> Reply {
+    let Some(s) = w.stack(ix) else {
+        return stack_404("");
+    };
+    let mut resources = serde_json::Map::new();
+    for r in &s.resources {
+        resources.insert(r.name.to_string(), json!({"type": &*r.rtype}));
+    }
+    let params: serde_json::Map<String, Value> = s
+        .params
+        .keys()
+        .filter(|k| !k.starts_with("OS::"))
+        .map(|k| (k.clone(), json!({"type": "string"})))
+        .collect();
+    Reply::ok(json!({
+        "heat_template_version": "2021-04-16",
+        "description": s.description,
+        "parameters": params,
+        "resources": resources,
+        "outputs": s.outputs.iter().map(|o| (o.key.to_string(), json!({"description": o.description}))).collect::<serde_json::Map<_, _>>(),
+    }))
+}
+
+fn param_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Merges `environment.resource_registry.resources` of a PATCH into the stack's.
+fn merge_env(old: &Value, new: &Value) -> Value {
+    let mut out = old.clone();
+    if let Some(res) = new
+        .pointer("/resource_registry/resources")
+        .and_then(|v| v.as_object())
+    {
+        if out.pointer("/resource_registry/resources").is_none() {
+            out["resource_registry"] = json!({"resources": {}});
+        }
+        if let Some(dst) = out
+            .pointer_mut("/resource_registry/resources")
+            .and_then(|v| v.as_object_mut())
+        {
+            for (k, v) in res {
+                dst.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if let Some(p) = new.get("parameters").and_then(|v| v.as_object()) {
+        if !out
+            .get("parameters")
+            .map(|v| v.is_object())
+            .unwrap_or(false)
+        {
+            out["parameters"] = json!({});
+        }
+        if let Some(dst) = out.get_mut("parameters").and_then(|v| v.as_object_mut()) {
+            for (k, v) in p {
+                dst.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Builds the parameters of an update: PATCH merges into the existing ones, PUT starts
+/// from the template defaults; unknown names are refused like Heat does.
+fn merged_params(
+    current: &BTreeMap<String, String>,
+    defaults: &BTreeMap<String, String>,
+    body: &Value,
+    patch: bool,
+) -> Result<BTreeMap<String, String>, Reply> {
+    let mut params = if patch {
+        current.clone()
+    } else {
+        defaults.clone()
+    };
+    for k in current.keys().filter(|k| k.starts_with("OS::")) {
+        params.insert(k.clone(), current[k].clone());
+    }
+    for c in body
+        .get("clear_parameters")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
+        if let Some(k) = c.as_str() {
+            if let Some(d) = defaults.get(k) {
+                params.insert(k.to_string(), d.clone());
+            }
+        }
+    }
+    let mut given: Vec<(String, String)> = Vec::new();
+    if let Some(p) = body
+        .pointer("/environment/parameters")
+        .and_then(|v| v.as_object())
+    {
+        given.extend(p.iter().map(|(k, v)| (k.clone(), param_string(v))));
+    }
+    if let Some(p) = body.get("parameters").and_then(|v| v.as_object()) {
+        given.extend(p.iter().map(|(k, v)| (k.clone(), param_string(v))));
+    }
+    for (k, v) in given {
+        if !current.contains_key(&k) || k.starts_with("OS::") {
+            return Err(heat_error(
+                StatusCode::BAD_REQUEST,
+                "UnknownUserParameter",
+                &format!("The Parameter ({k}) was not defined in template."),
+            ));
+        }
+        params.insert(k, v);
+    }
+    Ok(params)
+}
+
+fn group_defaults(current: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut d = current.clone();
+    d.insert("removal_policies".into(), "[]".into());
+    d.insert("update_max_batch_size".into(), "0".into());
+    d
+}
+
+pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> Reply {
+    let body = match req.json_body() {
+        Ok(b) => b,
+        Err(e) => return bad(&e),
+    };
+    if !patch && body.get("template").is_none() && body.get("template_url").is_none() {
+        return bad("No template specified");
+    }
+    let Some(st) = w.stack(ix) else {
+        return stack_404("");
+    };
+    if st.status.state == State::InProgress {
+        return heat_error(
+            StatusCode::CONFLICT,
+            "ActionInProgress",
+            &format!(
+                "Stack {} already has an action ({}) in progress.",
+                st.name,
+                st.status.action.as_str()
+            ),
+        );
+    }
+    let role = st.role;
+    let current = st.params.clone();
+    let env = match (patch, body.get("environment")) {
+        (true, Some(e)) => merge_env(&st.environment, e),
+        (false, Some(e)) => e.clone(),
+        (true, None) => st.environment.clone(),
+        (false, None) => json!({"parameters": {}, "resource_registry": {"resources": {}}}),
+    };
+    let defaults = group_defaults(&current);
+    let params = match merged_params(&current, &defaults, &body, patch) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    if let Some(tags) = body.get("tags") {
+        let tags: Vec<String> = match tags {
+            Value::String(s) => s
+                .split(',')
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect(),
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|t| t.as_str().map(str::to_string))
+                .collect(),
+            _ => vec![],
+        };
+        if let Some(s) = w.stack_mut(ix) {
+            s.tags = tags;
+        }
+    }
+    if let Some(s) = w.stack_mut(ix) {
+        s.environment = env.clone();
+        if let Some(t) = body.get("timeout_mins").and_then(|v| v.as_u64()) {
+            s.timeout_mins = Some(t as u32);
+        }
+        if let Some(d) = body.get("disable_rollback").and_then(|v| v.as_bool()) {
+            s.disable_rollback = d;
+        }
+    }
+    match role {
+        StackRole::NodeGroup(g) => {
+            if let Some(c) = params.get("count") {
+                if c.trim().parse::<u32>().is_err() {
+                    return bad(&format!(
+                        "Parameter 'count' is invalid: Value '{c}' is not an integer"
+                    ));
+                }
+            }
+            if let Err(e) = group::removal_names(
+                w,
+                g,
+                params
+                    .get("removal_policies")
+                    .map(String::as_str)
+                    .unwrap_or("[]"),
+            ) {
+                return bad(&e);
+            }
+            let hooks = Some(hooks_from_env(&env));
+            if let Err(e) = group::start_update(
+                w,
+                g,
+                UpdateRequest {
+                    params,
+                    hooks,
+                    action: Action::Update,
+                },
+            ) {
+                return bad(&e);
+            }
+        }
+        StackRole::Group(_) | StackRole::Member(..) => {
+            return heat_error(
+                StatusCode::BAD_REQUEST,
+                "NotSupported",
+                "Updating a nested stack directly is not supported; update its parent.",
+            );
+        }
+        StackRole::Cluster(_) => {
+            // Nothing underneath changes: the update completes at once, as Heat does when
+            // no resource needs work.
+            if let Some(s) = w.stack_mut(ix) {
+                s.params = params;
+            }
+            w.set_stack_status(
+                ix,
+                Status::new(Action::Update, State::InProgress),
+                started(Action::Update),
+            );
+            w.set_stack_status(
+                ix,
+                Status::new(Action::Update, State::Complete),
+                completed(Action::Update),
+            );
+        }
+    }
+    let _ = sh;
+    Reply::empty(StatusCode::ACCEPTED)
+}
+
+pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
+    let body = match req.json_body() {
+        Ok(b) => b,
+        Err(e) => return bad(&e),
+    };
+    let Some(obj) = body.as_object() else {
+        return bad("Invalid action");
+    };
+    if obj.len() != 1 {
+        return bad("Multiple actions specified");
+    }
+    let key = obj.keys().next().map(String::as_str).unwrap_or("");
+    let Some(st) = w.stack(ix) else {
+        return stack_404("");
+    };
+    let (role, status) = (st.role, st.status);
+    match key {
+        "cancel_update" | "cancel_without_rollback" => {
+            let rollback = key == "cancel_update";
+            match role {
+                StackRole::NodeGroup(g) => match group::cancel(w, g, rollback) {
+                    Ok(()) => Reply::empty(StatusCode::OK),
+                    Err(e) => heat_error(StatusCode::BAD_REQUEST, "NotSupported", &e),
+                },
+                _ => heat_error(
+                    StatusCode::BAD_REQUEST,
+                    "NotSupported",
+                    &format!("Cancelling update when stack is {status} is not supported"),
+                ),
+            }
+        }
+        "check" => {
+            if status.state == State::InProgress {
+                return heat_error(
+                    StatusCode::CONFLICT,
+                    "ActionInProgress",
+                    &format!(
+                        "Stack {} already has an action ({}) in progress.",
+                        st.name,
+                        status.action.as_str()
+                    ),
+                );
+            }
+            w.set_stack_status(
+                ix,
+                Status::new(Action::Check, State::InProgress),
+                started(Action::Check),
+            );
+            w.set_stack_status(
+                ix,
+                Status::new(Action::Check, State::Complete),
+                completed(Action::Check),
+            );
+            Reply::empty(StatusCode::OK)
+        }
+        "suspend" | "resume" => heat_error(
+            StatusCode::BAD_REQUEST,
+            "NotSupported",
+            &format!("{key} is not supported by the caldera simulator"),
+        ),
+        other => bad(&format!("Invalid action {other}")),
+    }
+}
+
+/// `POST /stacks`: creates a standalone node group (the shape caldera's templates make)
+/// from its parameters; the template body itself is not interpreted.
+pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
+    let body = match req.json_body() {
+        Ok(b) => b,
+        Err(e) => return bad(&e),
+    };
+    let Some(name) = body.get("stack_name").and_then(|v| v.as_str()) else {
+        return bad("No stack name specified");
+    };
+    if w.find_stack(name).is_some() {
+        return heat_error(
+            StatusCode::CONFLICT,
+            "StackExists",
+            &format!("The Stack ({name}) already exists."),
+        );
+    }
+    let p = body.get("parameters").cloned().unwrap_or(json!({}));
+    let get = |k: &str, d: &str| p.get(k).map(param_string).unwrap_or_else(|| d.to_string());
+    let count = match get("count", "1").trim().parse::<u32>() {
+        Ok(c) => c,
+        Err(_) => {
+            return bad(&format!(
+                "Parameter 'count' is invalid: Value '{}' is not an integer",
+                get("count", "")
+            ))
+        }
+    };
+    let mut spec = GroupSpec::new(
+        name,
+        "worker",
+        count,
+        &get("image", "img-v1"),
+        &get("flavor", "m1.small"),
+        &get("availability_zone", "nova"),
+    );
+    if let Some(env) = body.get("environment") {
+        spec.hooks = hooks_from_env(env);
+    }
+    let g = create_group(w, None, spec, Some(name.to_string()));
+    let ix = w.groups[g].ng_stack;
+    let id = w.stack(ix).map(|s| s.id.clone()).unwrap_or_default();
+    let url = stack_url(w, &sh.cfg.base, ix);
+    Reply::json(
+        StatusCode::CREATED,
+        json!({"stack": {"id": id, "links": [{"href": url, "rel": "self"}]}}),
+    )
+    .with_header("Location", url)
+}

@@ -1,0 +1,257 @@
+//! The built-in simulated cloud: Keystone v3, Heat v1, Magnum v1 and Nova v2.1 served
+//! over real HTTP on a loopback port, backed by one in-memory world whose node groups
+//! create, update, pause on hooks and fail as simulated time passes.
+//!
+//! `cargo run` with no cloud configured opens the console on it, and every scale and
+//! fault test runs against it, so it answers with the real services' shapes (field
+//! names, links, status and reason texts, error bodies, paging) rather than a
+//! convenient approximation. Where it deviates from the real services, the module that
+//! does so says why.
+
+pub mod clock;
+pub mod faults;
+mod heat;
+mod http;
+mod keystone;
+mod magnum;
+mod nova;
+pub mod scenario;
+mod server;
+pub mod world;
+
+pub use faults::{Fault, FaultControl, FaultKind};
+
+use server::{ConnKill, KillableListener, ServerConfig, Shared};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use world::{Ids, World, WorldConfig};
+
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// Where to listen; port 0 picks a free one.
+    pub addr: SocketAddr,
+    pub scenario: String,
+    pub seed: u64,
+    /// Simulated seconds per real second.
+    pub speed: f64,
+    pub token_ttl: Duration,
+    pub max_events_per_stack: usize,
+    /// What resolving outputs costs per member (stack show, output show), like Heat.
+    pub output_cost_per_member: Duration,
+    /// What resolving a resource's attributes costs (`with_detail=true`).
+    pub detail_cost_per_resource: Duration,
+    /// Median simulated durations of a member's create and update (log-normal).
+    pub create_median: Duration,
+    pub update_median: Duration,
+    /// Faults active from the start.
+    pub faults: Vec<Fault>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            scenario: "demo".into(),
+            seed: 42,
+            speed: 1.0,
+            token_ttl: Duration::from_secs(3600),
+            max_events_per_stack: 1000,
+            output_cost_per_member: Duration::from_millis(50),
+            detail_cost_per_resource: Duration::from_millis(5),
+            create_median: Duration::from_secs(90),
+            update_median: Duration::from_secs(45),
+            faults: vec![],
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Scenario(String),
+    #[error("the scenario builder failed: {0}")]
+    Build(String),
+}
+
+pub fn scenario_names() -> &'static [&'static str] {
+    scenario::NAMES
+}
+
+pub struct SimHandle {
+    pub addr: SocketAddr,
+    /// `http://addr/identity/v3`
+    pub auth_url: String,
+    pub username: String,
+    pub password: String,
+    pub project_name: String,
+    pub project_id: String,
+    pub user_domain_name: String,
+    pub project_domain_name: String,
+    pub application_credential_id: String,
+    pub application_credential_secret: String,
+    faults: FaultControl,
+    world: Arc<Mutex<World>>,
+    stop: CancellationToken,
+    server: tokio::task::JoinHandle<()>,
+    ticker: tokio::task::JoinHandle<()>,
+}
+
+impl SimHandle {
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+    pub fn heat_url(&self) -> String {
+        format!("http://{}/orchestration/v1/{}", self.addr, self.project_id)
+    }
+    pub fn magnum_url(&self) -> String {
+        format!("http://{}/container-infra/v1", self.addr)
+    }
+    pub fn nova_url(&self) -> String {
+        format!("http://{}/compute/v2.1", self.addr)
+    }
+    pub fn faults(&self) -> FaultControl {
+        self.faults.clone()
+    }
+
+    /// Runs `f` on the world (tests use it to check state the API does not show).
+    pub fn with_world<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
+        f(&mut server::lock(&self.world))
+    }
+
+    /// A clouds.yaml entry for this simulator.
+    pub fn clouds_yaml(&self, cloud: &str) -> String {
+        format!(
+            "clouds:\n  {cloud}:\n    auth_type: password\n    auth:\n      auth_url: {}\n      username: {}\n      password: {}\n      project_name: {}\n      user_domain_name: {}\n      project_domain_name: {}\n    region_name: RegionOne\n    interface: public\n    identity_api_version: 3\n",
+            self.auth_url, self.username, self.password, self.project_name, self.user_domain_name, self.project_domain_name
+        )
+    }
+
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = self.server.await;
+        let _ = self.ticker.await;
+    }
+}
+
+pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
+    let listener = tokio::net::TcpListener::bind(opts.addr)
+        .await
+        .map_err(|source| SimError::Bind {
+            addr: opts.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| SimError::Bind {
+        addr: opts.addr,
+        source,
+    })?;
+    let base = format!("http://{addr}");
+    // Identity ids come from their own stream so they do not shift with the world's.
+    let mut idg = Ids::new(opts.seed ^ 0x1d3e_7717);
+    let project_id = idg.hex(32);
+    let user_id = idg.hex(32);
+    let cfg = ServerConfig {
+        base: base.clone(),
+        token_ttl: opts.token_ttl,
+        output_cost_per_member: opts.output_cost_per_member,
+        detail_cost_per_resource: opts.detail_cost_per_resource,
+        user_name: "operator".into(),
+        user_id: user_id.clone(),
+        password: "caldera-sim".into(),
+        project_name: "demo".into(),
+        project_id: project_id.clone(),
+        domain: "Default".into(),
+        app_cred_id: idg.hex(32),
+        app_cred_secret: "caldera-sim-secret".into(),
+    };
+    let wcfg = WorldConfig {
+        project_id: project_id.clone(),
+        project_name: cfg.project_name.clone(),
+        user_id,
+        user_name: cfg.user_name.clone(),
+        max_events_per_stack: opts.max_events_per_stack,
+        create_median_ms: opts.create_median.as_millis() as f64,
+        update_median_ms: opts.update_median.as_millis() as f64,
+        duration_sigma: 0.35,
+    };
+    let (seed, speed, scen) = (opts.seed, opts.speed, opts.scenario.clone());
+    let world = tokio::task::spawn_blocking(move || -> Result<World, String> {
+        let now = chrono::Utc::now().timestamp_millis();
+        let mut w = World::new(clock::SimClock::new(now, speed), seed, wcfg);
+        scenario::build(&mut w, &scen)?;
+        // The live clock starts where the scenario's timeline ends: now.
+        w.clock = clock::SimClock::new(chrono::Utc::now().timestamp_millis(), speed);
+        Ok(w)
+    })
+    .await
+    .map_err(|e| SimError::Build(e.to_string()))?
+    .map_err(SimError::Scenario)?;
+    let world = Arc::new(Mutex::new(world));
+    let faults = FaultControl::new(opts.seed, world.clone(), opts.faults.clone());
+    let shared = Arc::new(Shared {
+        world: world.clone(),
+        faults: faults.clone(),
+        tokens: Mutex::new(Default::default()),
+        cfg: cfg.clone(),
+    });
+    let app = axum::Router::new()
+        .fallback(server::dispatch)
+        .with_state(shared);
+    let stop = CancellationToken::new();
+    let stop2 = stop.clone();
+    let server = tokio::spawn(async move {
+        let svc = app.into_make_service_with_connect_info::<ConnKill>();
+        let _ = axum::serve(KillableListener(listener), svc)
+            .with_graceful_shutdown(async move { stop2.cancelled().await })
+            .await;
+    });
+    let ticker = tokio::spawn(server::ticker(world.clone(), stop.clone()));
+    Ok(SimHandle {
+        addr,
+        auth_url: format!("{base}/identity/v3"),
+        username: cfg.user_name,
+        password: cfg.password,
+        project_name: cfg.project_name,
+        project_id,
+        user_domain_name: "Default".into(),
+        project_domain_name: "Default".into(),
+        application_credential_id: cfg.app_cred_id,
+        application_credential_secret: cfg.app_cred_secret,
+        faults,
+        world,
+        stop,
+        server,
+        ticker,
+    })
+}
+
+/// Serves until Ctrl-C, printing where and how to connect.
+pub async fn run_cli(opts: SimOptions) -> Result<(), SimError> {
+    let scen = opts.scenario.clone();
+    let h = start(opts).await?;
+    println!(
+        "caldera simulated cloud (scenario '{scen}') listening on {}",
+        h.base_url()
+    );
+    println!(
+        "auth URL: {}\nusername: {}  password: {}  project: {}  domain: {}",
+        h.auth_url, h.username, h.password, h.project_name, h.user_domain_name
+    );
+    println!(
+        "application credential: id {} secret {}",
+        h.application_credential_id, h.application_credential_secret
+    );
+    println!(
+        "(these credentials are fake and only valid for this simulator)\n\n# clouds.yaml\n{}",
+        h.clouds_yaml("caldera-sim")
+    );
+    let _ = tokio::signal::ctrl_c().await;
+    h.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,350 @@
+//! Built-in scenarios. Each builds its history on a virtual timeline with the same engine
+//! that runs live, then the timeline is slid so that its end is "now": the console opens
+//! on a cloud that already has events, durations and members at mixed stages.
+
+use crate::sim::world::build::{create_cluster, create_template, run_virtual};
+use crate::sim::world::group::{self, HookRule, Phase, UpdateRequest};
+use crate::sim::world::{Action, ClusterSpec, GroupSpec, World};
+
+pub const NAMES: &[&str] = &["demo", "empty", "small", "bench-1000", "bench-10000"];
+
+const MIN: i64 = 60_000;
+const HOUR: i64 = 60 * MIN;
+
+/// Builds `name` into `w` (which must be empty). `bench-N` / `scale-N` accept any N.
+pub fn build(w: &mut World, name: &str) -> Result<(), String> {
+    let real_now = w.clock.now_ms();
+    let start = real_now - 12 * HOUR;
+    w.virtual_now = Some(start);
+    match name {
+        "demo" => demo(w),
+        "empty" => {}
+        "small" => small(w),
+        other => {
+            let n = other
+                .strip_prefix("bench-")
+                .or_else(|| other.strip_prefix("scale-"))
+                .and_then(|n| n.parse::<u32>().ok());
+            match n {
+                Some(n) if n <= 100_000 => bench(w, n),
+                _ => {
+                    w.virtual_now = None;
+                    return Err(format!(
+                        "unknown scenario '{name}' (known: {})",
+                        NAMES.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    let end = w.virtual_now.unwrap_or(real_now);
+    w.virtual_now = None;
+    w.shift_times(real_now - end);
+    Ok(())
+}
+
+fn spec(name: &str, role: &str, count: u32, image: &str, flavor: &str, zone: &str) -> GroupSpec {
+    GroupSpec::new(name, role, count, image, flavor, zone)
+}
+
+fn all_idle(w: &World) -> bool {
+    w.groups.iter().all(|g| g.op.is_none())
+}
+
+fn finish_all(w: &mut World) {
+    let until = w.now() + 6 * HOUR;
+    run_virtual(w, until, 1000, all_idle);
+}
+
+fn advance(w: &mut World, ms: i64) {
+    let until = w.now() + ms;
+    run_virtual(w, until, 1000, |_| false);
+}
+
+fn group_of(w: &World, cluster: usize, ng: &str) -> usize {
+    w.clusters[cluster]
+        .groups
+        .iter()
+        .copied()
+        .find(|g| w.groups[*g].name == ng)
+        .unwrap_or(0)
+}
+
+fn update_group(w: &mut World, g: usize, set: &[(&str, String)]) {
+    let mut params = w
+        .stack(w.groups[g].ng_stack)
+        .map(|s| s.params.clone())
+        .unwrap_or_default();
+    for (k, v) in set {
+        params.insert(k.to_string(), v.clone());
+    }
+    let _ = group::start_update(
+        w,
+        g,
+        UpdateRequest {
+            params,
+            hooks: None,
+            action: Action::Update,
+        },
+    );
+}
+
+fn small(w: &mut World) {
+    let t = create_template(w, "k8s-v1.29", "fedora-coreos-39", "v1.29.4");
+    create_template(w, "k8s-v1.30", "fedora-coreos-40", "v1.30.2");
+    let mut master = spec(
+        "default-master",
+        "master",
+        1,
+        "fedora-coreos-39",
+        "m1.medium",
+        "az-1",
+    );
+    master.is_default = true;
+    let mut worker = spec(
+        "default-worker",
+        "worker",
+        3,
+        "fedora-coreos-39",
+        "m1.large",
+        "az-1",
+    );
+    worker.is_default = true;
+    worker.max_count = Some(20);
+    create_cluster(
+        w,
+        ClusterSpec {
+            name: "small".into(),
+            template: t,
+            groups: vec![master, worker],
+        },
+    );
+    finish_all(w);
+}
+
+fn bench(w: &mut World, n: u32) {
+    let t = create_template(w, "k8s-v1.29", "fedora-coreos-39", "v1.29.4");
+    create_template(w, "k8s-v1.30", "fedora-coreos-40", "v1.30.2");
+    let mut master = spec(
+        "default-master",
+        "master",
+        3,
+        "fedora-coreos-39",
+        "m1.large",
+        "az-1",
+    );
+    master.is_default = true;
+    let mut worker = spec(
+        "default-worker",
+        "worker",
+        n,
+        "fedora-coreos-39",
+        "m1.xlarge",
+        "az-1",
+    );
+    worker.is_default = true;
+    create_cluster(
+        w,
+        ClusterSpec {
+            name: format!("bench-{n}"),
+            template: t,
+            groups: vec![master, worker],
+        },
+    );
+    finish_all(w);
+}
+
+fn demo(w: &mut World) {
+    let old = create_template(w, "k8s-v1.29", "fedora-coreos-39", "v1.29.4");
+    let new = create_template(w, "k8s-v1.30", "fedora-coreos-40", "v1.30.2");
+    let img_old = "fedora-coreos-39";
+    let img_new = w.templates[new].image.clone();
+
+    // prod-east: 1000 workers rolling out an image upgrade, heterogeneous groups.
+    let mut masters = spec("default-master", "master", 3, img_old, "m1.large", "az-1");
+    masters.is_default = true;
+    let mut workers = spec(
+        "default-worker",
+        "worker",
+        1000,
+        img_old,
+        "m1.xlarge",
+        "az-1",
+    );
+    workers.is_default = true;
+    workers.max_count = Some(1500);
+    workers.min_count = 100;
+    let mut az2 = spec("workers-az2", "worker", 40, img_old, "m1.large", "az-2");
+    az2.max_count = Some(200);
+    let mut az3 = spec("workers-az3", "worker", 20, img_old, "c1.xlarge", "az-3");
+    az3.max_count = Some(100);
+    let gpu = spec("gpu-az3", "worker", 4, img_old, "g1.large", "az-3");
+    let prod = create_cluster(
+        w,
+        ClusterSpec {
+            name: "prod-east".into(),
+            template: old,
+            groups: vec![masters, workers, az2, az3, gpu],
+        },
+    );
+
+    let mut m = spec("default-master", "master", 1, img_old, "m1.medium", "az-1");
+    m.is_default = true;
+    let mut wk = spec("default-worker", "worker", 3, img_old, "m1.medium", "az-2");
+    wk.is_default = true;
+    create_cluster(
+        w,
+        ClusterSpec {
+            name: "dev-small".into(),
+            template: old,
+            groups: vec![m, wk],
+        },
+    );
+    advance(w, 10 * MIN);
+
+    // batch-jobs: one member cannot be scheduled, so the node group fails to create.
+    let mut m = spec("default-master", "master", 1, img_old, "m1.medium", "az-1");
+    m.is_default = true;
+    let mut wk = spec("default-worker", "worker", 8, img_old, "r1.2xlarge", "az-2");
+    wk.is_default = true;
+    wk.fail.insert(
+        5,
+        "No valid host was found. There are not enough hosts available.".into(),
+    );
+    create_cluster(
+        w,
+        ClusterSpec {
+            name: "batch-jobs".into(),
+            template: old,
+            groups: vec![m, wk],
+        },
+    );
+    advance(w, 10 * MIN);
+
+    let mut m = spec("default-master", "master", 1, img_old, "m1.medium", "az-1");
+    m.is_default = true;
+    let mut wk = spec("default-worker", "worker", 6, img_old, "m1.large", "az-3");
+    wk.is_default = true;
+    let staging = create_cluster(
+        w,
+        ClusterSpec {
+            name: "staging".into(),
+            template: old,
+            groups: vec![m, wk],
+        },
+    );
+    finish_all(w);
+
+    // staging: an image update whose member 2 never finishes (stuck IN_PROGRESS).
+    advance(w, HOUR);
+    let sg = group_of(w, staging, "default-worker");
+    w.groups[sg].stuck.insert(2);
+    update_group(w, sg, &[("image", img_new.clone())]);
+    advance(w, 4 * HOUR);
+
+    // prod-east: upgrade of default-worker in batches of 50, three members of the
+    // current batch held by pre-update hooks (an operator releases them one by one).
+    let pg = group_of(w, prod, "default-worker");
+    w.groups[pg].hooks = ["412", "433", "447"]
+        .iter()
+        .map(|p| HookRule {
+            pattern: p.to_string(),
+            hooks: vec!["pre-update".into()],
+        })
+        .collect();
+    if let Some(s) = w.stack_mut(w.groups[pg].ng_stack) {
+        s.environment["resource_registry"]["resources"]["nodes"] = serde_json::json!({
+            "412": {"hooks": ["pre-update"]}, "433": {"hooks": ["pre-update"]}, "447": {"hooks": ["pre-update"]}
+        });
+    }
+    update_group(
+        w,
+        pg,
+        &[
+            ("image", img_new.clone()),
+            ("update_max_batch_size", "50".into()),
+        ],
+    );
+    w.groups[pg].version = w.templates[new].coe_version.clone();
+    let updated = move |w: &World, n: usize| {
+        w.groups[pg]
+            .members
+            .values()
+            .filter(|m| m.image == img_new && matches!(m.phase, Phase::Idle))
+            .count()
+            >= n
+    };
+    let until = w.now() + 6 * HOUR;
+    run_virtual(w, until, 1000, |w| updated(w, 418));
+
+    // prod-east workers-az3: a scale-out from 20 to 60 that has just started.
+    let g3 = group_of(w, prod, "workers-az3");
+    update_group(w, g3, &[("count", "60".into())]);
+    let until = w.now() + HOUR;
+    run_virtual(w, until, 1000, |w| updated(w, 428));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::clock::SimClock;
+    use crate::sim::world::{Phase, WorldConfig};
+
+    fn world() -> World {
+        World::new(
+            SimClock::new(1_800_000_000_000, 1.0),
+            42,
+            WorldConfig {
+                project_id: "p".into(),
+                project_name: "demo".into(),
+                user_id: "u".into(),
+                user_name: "operator".into(),
+                max_events_per_stack: 1000,
+                create_median_ms: 90_000.0,
+                update_median_ms: 45_000.0,
+                duration_sigma: 0.35,
+            },
+        )
+    }
+
+    #[test]
+    fn demo_has_mixed_stages() {
+        let mut w = world();
+        build(&mut w, "demo").unwrap();
+        let prod = w.cluster_by_ident("prod-east").unwrap();
+        let pg = group_of(&w, prod, "default-worker");
+        let c = group::phase_counts(&w.groups[pg]);
+        assert_eq!(c.get("paused"), Some(&3), "{c:?}");
+        assert!(c.get("running").copied().unwrap_or(0) > 0, "{c:?}");
+        assert!(c.get("pending").copied().unwrap_or(0) > 400, "{c:?}");
+        let g3 = group_of(&w, prod, "workers-az3");
+        assert!(w.groups[g3]
+            .members
+            .values()
+            .any(|m| matches!(m.phase, Phase::Running { .. })));
+        let failed = w.cluster_by_ident("batch-jobs").unwrap();
+        let fg = group_of(&w, failed, "default-worker");
+        assert_eq!(
+            w.stack(w.groups[fg].ng_stack).unwrap().status.to_string(),
+            "CREATE_FAILED"
+        );
+        let st = w.cluster_by_ident("staging").unwrap();
+        let sg = group_of(&w, st, "default-worker");
+        assert_eq!(
+            w.stack(w.groups[sg].ng_stack).unwrap().status.to_string(),
+            "UPDATE_IN_PROGRESS"
+        );
+        // Timeline slid to now: nothing is in the future.
+        let now = w.now();
+        assert!(w
+            .stacks()
+            .all(|(_, s)| s.events.iter().all(|e| e.time_ms <= now + 1000)));
+    }
+
+    #[test]
+    fn unknown_scenario_is_an_error() {
+        let mut w = world();
+        assert!(build(&mut w, "nope").is_err());
+        assert!(build(&mut w, "bench-3").is_ok());
+    }
+}

@@ -1,0 +1,358 @@
+//! Building clusters and node groups, and running the engine on a virtual timeline so a
+//! scenario starts with a realistic history (events, durations, mixed member stages).
+
+use super::group::{self, hooks_from_env, HookRule, UpdateRequest};
+use super::{
+    Action, Cluster, ClusterTemplate, Group, Output, Resource, Stack, StackRole, State, Status,
+    World,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+#[derive(Debug, Clone)]
+pub struct GroupSpec {
+    pub name: String,
+    pub role: String,
+    pub is_default: bool,
+    pub count: u32,
+    pub image: String,
+    pub flavor: String,
+    pub zone: String,
+    pub min_count: u32,
+    pub max_count: Option<u32>,
+    pub hooks: Vec<HookRule>,
+    pub fail: HashMap<u32, String>,
+    pub stuck: BTreeSet<u32>,
+}
+
+impl GroupSpec {
+    pub fn new(
+        name: &str,
+        role: &str,
+        count: u32,
+        image: &str,
+        flavor: &str,
+        zone: &str,
+    ) -> GroupSpec {
+        GroupSpec {
+            name: name.into(),
+            role: role.into(),
+            is_default: false,
+            count,
+            image: image.into(),
+            flavor: flavor.into(),
+            zone: zone.into(),
+            min_count: if role == "master" { 1 } else { 0 },
+            max_count: None,
+            hooks: vec![],
+            fail: HashMap::new(),
+            stuck: BTreeSet::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    pub name: String,
+    pub template: usize,
+    pub groups: Vec<GroupSpec>,
+}
+
+pub fn create_template(w: &mut World, name: &str, image: &str, coe_version: &str) -> usize {
+    let uuid = w.ids.uuid();
+    let now = w.now();
+    w.templates.push(ClusterTemplate {
+        uuid,
+        name: name.into(),
+        image: image.into(),
+        coe_version: coe_version.into(),
+        created_ms: now,
+    });
+    w.templates.len() - 1
+}
+
+fn base_stack(
+    w: &mut World,
+    name: String,
+    parent: Option<usize>,
+    owner: Option<&str>,
+    role: StackRole,
+    description: &str,
+) -> Stack {
+    let now = w.now();
+    let id = w.ids.uuid();
+    let mut params = BTreeMap::new();
+    params.insert("OS::stack_id".to_string(), id.clone());
+    params.insert("OS::project_id".to_string(), w.cfg.project_id.clone());
+    params.insert("OS::stack_name".to_string(), name.clone());
+    Stack {
+        id,
+        name,
+        parent,
+        owner_resource: owner.map(|o| w.intern(o)),
+        status: Status::new(Action::Init, State::Complete),
+        reason: String::new(),
+        created_ms: now,
+        updated_ms: None,
+        params,
+        description: description.into(),
+        tags: vec![],
+        disable_rollback: true,
+        timeout_mins: None,
+        environment: serde_json::json!({"parameters": {}, "resource_registry": {"resources": {}}}),
+        resources: vec![],
+        events: Default::default(),
+        outputs: vec![],
+        role,
+    }
+}
+
+fn resource(
+    w: &mut World,
+    name: &str,
+    rtype: &str,
+    physical_id: String,
+    value: Option<String>,
+) -> Resource {
+    let now = w.now();
+    Resource {
+        name: w.intern(name),
+        rtype: w.intern(rtype),
+        physical_id,
+        status: Status::new(Action::Init, State::Complete),
+        reason: String::new(),
+        created_ms: now,
+        updated_ms: now,
+        nested: None,
+        required_by: vec![],
+        value,
+        description: "",
+    }
+}
+
+/// A cluster: its own small stack (created at once) and one stack per node group, each
+/// created through the engine (so it takes simulated time).
+pub fn create_cluster(w: &mut World, spec: ClusterSpec) -> usize {
+    let cix = w.clusters.len();
+    let uuid = w.ids.uuid();
+    let suffix = w.ids.suffix();
+    let now = w.now();
+    let api_ip = format!("172.24.{}.{}", 4 + cix, 10);
+    let mut st = base_stack(
+        w,
+        format!("{}-{}", spec.name, suffix),
+        None,
+        None,
+        StackRole::Cluster(cix),
+        "caldera cluster: network and API load balancer.",
+    );
+    let net_id = w.ids.uuid();
+    st.resources
+        .push(resource(w, "network", "OS::Heat::None", net_id, None));
+    let lb = format!("{}-api_address-{}", st.name, w.ids.suffix());
+    let mut api = resource(
+        w,
+        "api_address",
+        "OS::Heat::Value",
+        lb,
+        Some(api_ip.clone()),
+    );
+    api.required_by = vec![];
+    st.resources.push(api);
+    st.outputs = vec![Output {
+        key: "api_address",
+        description: "The cluster's API address.",
+    }];
+    let six = w.add_stack(st);
+    let create = Action::Create;
+    w.set_stack_status(
+        six,
+        Status::new(create, State::InProgress),
+        super::started(create),
+    );
+    for r in ["network", "api_address"] {
+        w.set_resource_status(
+            six,
+            r,
+            Status::new(create, State::InProgress),
+            super::STATE_CHANGED,
+        );
+        w.set_resource_status(
+            six,
+            r,
+            Status::new(create, State::Complete),
+            super::STATE_CHANGED,
+        );
+    }
+    w.set_stack_status(
+        six,
+        Status::new(create, State::Complete),
+        super::completed(create),
+    );
+    let mut labels = BTreeMap::new();
+    labels.insert(
+        "kube_tag".to_string(),
+        w.templates[spec.template].coe_version.clone(),
+    );
+    w.clusters.push(Cluster {
+        uuid,
+        name: spec.name.clone(),
+        template: spec.template,
+        keypair: "ops-key".into(),
+        stack: six,
+        groups: vec![],
+        created_ms: now,
+        updated_ms: None,
+        create_timeout: 60,
+        labels,
+        api_address: format!("https://{api_ip}:6443"),
+        docker_volume_size: 50,
+        health_reason_override: None,
+    });
+    for g in spec.groups {
+        let gix = create_group(w, Some(cix), g, None);
+        w.clusters[cix].groups.push(gix);
+    }
+    cix
+}
+
+/// A node-group stack (`nodes`: an OS::Heat::ResourceGroup) and its creation.
+/// `exact_name` names the node-group stack (a Heat stack create); otherwise Heat-style
+/// `{cluster}-{group}-{suffix}`.
+pub fn create_group(
+    w: &mut World,
+    cluster: Option<usize>,
+    spec: GroupSpec,
+    exact_name: Option<String>,
+) -> usize {
+    let gix = w.groups.len();
+    let prefix = match cluster {
+        Some(c) => format!("{}-{}", w.clusters[c].name, spec.name),
+        None => spec.name.clone(),
+    };
+    let suffix = w.ids.suffix();
+    let ng_name = exact_name.unwrap_or_else(|| format!("{prefix}-{suffix}"));
+    let mut ng = base_stack(
+        w,
+        ng_name,
+        None,
+        None,
+        StackRole::NodeGroup(gix),
+        "caldera node group: an OS::Heat::ResourceGroup of Caldera::Node members.",
+    );
+    let rg_suffix = w.ids.suffix();
+    let rg = base_stack(
+        w,
+        format!("{}-nodes-{}", ng.name, rg_suffix),
+        None,
+        Some("nodes"),
+        StackRole::Group(gix),
+        "",
+    );
+    let mut nodes = resource(w, "nodes", "OS::Heat::ResourceGroup", rg.id.clone(), None);
+    ng.outputs = vec![
+        Output {
+            key: "refs_map",
+            description: "Member name (\"0\", \"1\", ...) -> member nested stack id.",
+        },
+        Output {
+            key: "ips",
+            description: "Member IP addresses, in member index order.",
+        },
+        Output {
+            key: "names",
+            description: "Member node names, in member index order.",
+        },
+        Output {
+            key: "count",
+            description: "Current number of members.",
+        },
+    ];
+    let mut env = serde_json::json!({"parameters": {}, "resource_registry": {"resources": {}}});
+    if !spec.hooks.is_empty() {
+        let mut nodes_env = serde_json::Map::new();
+        for h in &spec.hooks {
+            nodes_env.insert(h.pattern.clone(), serde_json::json!({"hooks": h.hooks}));
+        }
+        env["resource_registry"]["resources"]["nodes"] = serde_json::Value::Object(nodes_env);
+    }
+    ng.environment = env;
+    let ng_ix = w.add_stack(ng);
+    let rg_ix = w.add_stack(rg);
+    if let Some(s) = w.stack_mut(rg_ix) {
+        s.parent = Some(ng_ix);
+    }
+    nodes.nested = Some(rg_ix);
+    if let Some(s) = w.stack_mut(ng_ix) {
+        s.resources.push(nodes);
+    }
+    let now = w.now();
+    let mut labels = BTreeMap::new();
+    labels.insert("availability_zone".to_string(), spec.zone.clone());
+    let version = cluster
+        .map(|c| w.templates[w.clusters[c].template].coe_version.clone())
+        .unwrap_or_default();
+    let uuid = w.ids.uuid();
+    let hooks = spec.hooks.clone();
+    w.groups.push(Group {
+        uuid,
+        name: spec.name.clone(),
+        role: spec.role.clone(),
+        is_default: spec.is_default,
+        cluster,
+        ng_stack: ng_ix,
+        rg_stack: rg_ix,
+        flavor: spec.flavor.clone(),
+        zone: spec.zone.clone(),
+        min_count: spec.min_count,
+        max_count: spec.max_count,
+        labels,
+        version,
+        created_ms: now,
+        members: BTreeMap::new(),
+        blacklist: BTreeSet::new(),
+        hooks: hooks.clone(),
+        fail: spec.fail.clone(),
+        stuck: spec.stuck.clone(),
+        ip_base: u32::from(std::net::Ipv4Addr::new(10, (gix % 250) as u8 + 1, 0, 0)),
+        next_ip: 10,
+        op: None,
+    });
+    let name = w.stack(ng_ix).map(|s| s.name.clone()).unwrap_or_default();
+    let mut params = w.stack(ng_ix).map(|s| s.params.clone()).unwrap_or_default();
+    params.insert("OS::stack_name".into(), name);
+    params.insert("count".into(), spec.count.to_string());
+    params.insert("image".into(), spec.image.clone());
+    params.insert("flavor".into(), spec.flavor.clone());
+    params.insert("availability_zone".into(), spec.zone.clone());
+    params.insert("removal_policies".into(), "[]".into());
+    params.insert("name_prefix".into(), prefix);
+    params.insert("update_max_batch_size".into(), "0".into());
+    let env_hooks = w
+        .stack(ng_ix)
+        .map(|s| hooks_from_env(&s.environment))
+        .unwrap_or_default();
+    debug_assert_eq!(env_hooks, hooks);
+    // A fresh stack cannot be busy, so this cannot fail on "in progress"; bad counts were
+    // ruled out by the types above.
+    let _ = group::start_update(
+        w,
+        gix,
+        UpdateRequest {
+            params,
+            hooks: None,
+            action: Action::Create,
+        },
+    );
+    gix
+}
+
+/// Runs the engine on the virtual timeline from its current point until `until` ms,
+/// or until `stop` says so, in steps of `step_ms`.
+pub fn run_virtual(w: &mut World, until: i64, step_ms: i64, stop: impl Fn(&World) -> bool) {
+    let mut t = w.virtual_now.unwrap_or(until);
+    while t < until && !stop(w) {
+        t = (t + step_ms).min(until);
+        w.virtual_now = Some(t);
+        w.tick();
+    }
+}

@@ -1,0 +1,896 @@
+//! Node-group dynamics: a ResourceGroup whose members are nested stacks (`server` +
+//! `address`). Members are created, updated (batch by batch when a rolling update asks for
+//! it), paused on hooks and deleted as simulated time passes, emitting the events real
+//! Heat emits: for each member its resource in the group stack, its own nested stack and
+//! its `server`; then the group stack, the `nodes` resource and the node-group stack.
+
+use super::{
+    completed, started, Action, Resource, ServerRef, Stack, StackRole, State, Status, World,
+    STATE_CHANGED,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+/// A hook registered in the environment for members whose name matches `pattern`
+/// (fnmatch-style `*`, `?`, `[...]`, as Heat's resource_registry does).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookRule {
+    pub pattern: String,
+    pub hooks: Vec<String>,
+}
+
+/// How a member fails when it is created or updated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailSpec {
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Idle,
+    /// Queued in the current rolling update, waiting for its batch.
+    Pending(Action),
+    /// Waiting for a hook (`pre-create`, `pre-update`, `pre-delete`) to be cleared.
+    Paused(Action, &'static str),
+    Running {
+        action: Action,
+        due: i64,
+    },
+    Failed(Action),
+}
+
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub stack: usize,
+    pub server_id: String,
+    pub server_name: String,
+    pub ip: String,
+    pub image: String,
+    pub created_ms: i64,
+    pub phase: Phase,
+    pub since_ms: i64,
+    pub fault: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct GroupOp {
+    /// The node-group stack's action (CREATE, UPDATE or ROLLBACK).
+    pub action: Action,
+    /// Members per batch for image updates; 0 updates every member at once.
+    pub batch: usize,
+    pub queue: VecDeque<u32>,
+    /// Members of the current batch (and creates/deletes), running or paused.
+    pub active: BTreeSet<u32>,
+    pub target_image: String,
+    /// Parameters before the update, restored by a rollback.
+    pub previous_params: BTreeMap<String, String>,
+    pub failed: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub uuid: String,
+    pub name: String,
+    pub role: String,
+    pub is_default: bool,
+    pub cluster: Option<usize>,
+    pub ng_stack: usize,
+    pub rg_stack: usize,
+    pub flavor: String,
+    pub zone: String,
+    pub min_count: u32,
+    pub max_count: Option<u32>,
+    pub labels: BTreeMap<String, String>,
+    pub version: String,
+    pub created_ms: i64,
+    pub members: BTreeMap<u32, Member>,
+    /// Names removed through removal_policies: never reused, as in Heat.
+    pub blacklist: BTreeSet<u32>,
+    pub hooks: Vec<HookRule>,
+    /// Injected faults: members that fail create/update, members that never finish.
+    pub fail: HashMap<u32, String>,
+    pub stuck: BTreeSet<u32>,
+    pub ip_base: u32,
+    pub next_ip: u32,
+    pub op: Option<GroupOp>,
+}
+
+impl Group {
+    pub fn image(&self, w: &World) -> String {
+        w.stack(self.ng_stack)
+            .and_then(|s| s.params.get("image").cloned())
+            .unwrap_or_default()
+    }
+
+    pub fn hook_for(&self, member: u32, hook: &str) -> bool {
+        let name = member.to_string();
+        self.hooks
+            .iter()
+            .any(|h| h.hooks.iter().any(|x| x == hook) && fnmatch(&h.pattern, &name))
+    }
+
+    pub fn ips(&self) -> Vec<String> {
+        self.members.values().map(|m| m.ip.clone()).collect()
+    }
+}
+
+/// What an update asks of a node group, already merged with the existing parameters.
+#[derive(Debug, Clone)]
+pub struct UpdateRequest {
+    pub params: BTreeMap<String, String>,
+    pub hooks: Option<Vec<HookRule>>,
+    pub action: Action,
+}
+
+/// fnmatch as Heat's registry uses it for resource names.
+pub fn fnmatch(pattern: &str, name: &str) -> bool {
+    fn rec(p: &[char], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some('*') => (0..=n.len()).any(|i| rec(&p[1..], &n[i..])),
+            Some('?') => !n.is_empty() && rec(&p[1..], &n[1..]),
+            Some('[') => {
+                let Some(end) = p.iter().position(|c| *c == ']') else {
+                    return n.first() == Some(&'[') && rec(&p[1..], &n[1..]);
+                };
+                let Some(c) = n.first() else { return false };
+                let set = &p[1..end];
+                let (neg, set) = match set.first() {
+                    Some('!') => (true, &set[1..]),
+                    _ => (false, set),
+                };
+                let mut hit = false;
+                let mut i = 0;
+                while i < set.len() {
+                    if i + 2 < set.len() && set[i + 1] == '-' {
+                        hit |= set[i] <= *c && *c <= set[i + 2];
+                        i += 3;
+                    } else {
+                        hit |= set[i] == *c;
+                        i += 1;
+                    }
+                }
+                hit != neg && rec(&p[end + 1..], &n[1..])
+            }
+            Some(c) => n.first() == Some(c) && rec(&p[1..], &n[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    rec(&p, &n)
+}
+
+/// Parses hook rules for the `nodes` group out of a Heat environment.
+pub fn hooks_from_env(env: &serde_json::Value) -> Vec<HookRule> {
+    let mut out = Vec::new();
+    let Some(nodes) = env
+        .pointer("/resource_registry/resources/nodes")
+        .and_then(|v| v.as_object())
+    else {
+        return out;
+    };
+    for (pattern, def) in nodes {
+        let hooks = match def.get("hooks") {
+            Some(serde_json::Value::String(s)) => vec![s.clone()],
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            _ => continue,
+        };
+        out.push(HookRule {
+            pattern: pattern.clone(),
+            hooks,
+        });
+    }
+    out
+}
+
+/// Member names listed in `removal_policies` (a JSON list of `{resource_list: [...]}`).
+/// Entries may be member names or member stack ids (Heat accepts refs too).
+pub fn removal_names(w: &World, g: usize, raw: &str) -> Result<Vec<u32>, String> {
+    let v: serde_json::Value = if raw.trim().is_empty() {
+        serde_json::Value::Array(vec![])
+    } else {
+        serde_json::from_str(raw).map_err(|e| format!("Invalid removal_policies: {e}"))?
+    };
+    let mut out = Vec::new();
+    for pol in v.as_array().into_iter().flatten() {
+        for item in pol
+            .get("resource_list")
+            .and_then(|l| l.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let s = match item {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Number(n) => n.to_string(),
+                _ => continue,
+            };
+            if let Ok(i) = s.parse::<u32>() {
+                out.push(i);
+            } else if let Some((i, _)) = w.groups[g].members.iter().find(|(_, m)| {
+                w.stack(m.stack).map(|st| st.id == s).unwrap_or(false)
+                    || m.server_id == s
+                    || m.server_name == s
+            }) {
+                out.push(*i);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn stack_ref(w: &World, ix: usize) -> String {
+    w.stack(ix)
+        .map(|s| format!("{}/{}", s.name, s.id))
+        .unwrap_or_default()
+}
+
+/// Adds member `i` (its resource in the group stack, its nested stack and server) in INIT state.
+pub fn add_member(w: &mut World, g: usize, i: u32) {
+    let now = w.now();
+    let rg = w.groups[g].rg_stack;
+    let rg_name = w.stack(rg).map(|s| s.name.clone()).unwrap_or_default();
+    let suffix = w.ids.suffix();
+    let stack_name = format!("{rg_name}-{i}-{suffix}");
+    let stack_id = w.ids.uuid();
+    let server_id = w.ids.uuid();
+    let addr_suffix = w.ids.suffix();
+    let ip_n = w.groups[g].ip_base + w.groups[g].next_ip;
+    w.groups[g].next_ip += 1;
+    let ip = std::net::Ipv4Addr::from(ip_n).to_string();
+    let image = w.groups[g].image(w);
+    let cluster_name = w.groups[g]
+        .cluster
+        .map(|c| w.clusters[c].name.clone())
+        .unwrap_or_else(|| "node".into());
+    let server_name = format!("{}-{}-{}", cluster_name, w.groups[g].name, i);
+    let init = Status::new(Action::Init, State::Complete);
+    let t_server = w.intern("OS::Nova::Server");
+    let t_value = w.intern("OS::Heat::Value");
+    let t_member = w.intern("Caldera::Node");
+    let n_server = w.intern("server");
+    let n_address = w.intern("address");
+    let name_i = w.intern(&i.to_string());
+    let mut params = BTreeMap::new();
+    params.insert("OS::stack_id".to_string(), stack_id.clone());
+    params.insert("OS::project_id".to_string(), w.cfg.project_id.clone());
+    params.insert("OS::stack_name".to_string(), stack_name.clone());
+    params.insert("name".to_string(), server_name.clone());
+    params.insert("image".to_string(), image.clone());
+    params.insert("index".to_string(), i.to_string());
+    let res = |name: &std::sync::Arc<str>,
+               t: &std::sync::Arc<str>,
+               phys: String,
+               value: Option<String>| Resource {
+        name: name.clone(),
+        rtype: t.clone(),
+        physical_id: phys,
+        status: init,
+        reason: String::new(),
+        created_ms: now,
+        updated_ms: now,
+        nested: None,
+        required_by: vec![],
+        value,
+        description: "",
+    };
+    let member_stack = Stack {
+        id: stack_id.clone(),
+        name: stack_name.clone(),
+        parent: Some(rg),
+        owner_resource: Some(name_i.clone()),
+        status: init,
+        reason: String::new(),
+        created_ms: now,
+        updated_ms: None,
+        params,
+        description: "caldera node: one machine and its address.".into(),
+        tags: vec![],
+        disable_rollback: true,
+        timeout_mins: None,
+        environment: serde_json::json!({}),
+        resources: vec![
+            res(&n_server, &t_server, server_id.clone(), None),
+            res(
+                &n_address,
+                &t_value,
+                format!("{stack_name}-address-{addr_suffix}"),
+                Some(ip.clone()),
+            ),
+        ],
+        events: Default::default(),
+        outputs: vec![super::Output {
+            key: "ip",
+            description: "The node's fixed IP address.",
+        }],
+        role: StackRole::Member(g, i),
+    };
+    let mix = w.add_stack(member_stack);
+    if let Some(st) = w.stack_mut(rg) {
+        let mut r = res(&name_i, &t_member, stack_id, None);
+        r.nested = Some(mix);
+        // Keep the group's resources in member order, like the refs list.
+        let pos = st
+            .resources
+            .iter()
+            .position(|x| x.name.parse::<u32>().map(|n| n > i).unwrap_or(false));
+        match pos {
+            Some(p) => st.resources.insert(p, r),
+            None => st.resources.push(r),
+        }
+    }
+    w.register_server(
+        &server_id,
+        ServerRef {
+            group: g,
+            index: i,
+            created_ms: now,
+        },
+    );
+    w.groups[g].members.insert(
+        i,
+        Member {
+            stack: mix,
+            server_id,
+            server_name,
+            ip,
+            image,
+            created_ms: now,
+            phase: Phase::Idle,
+            since_ms: now,
+            fault: None,
+        },
+    );
+}
+
+fn hook_name(action: Action) -> &'static str {
+    match action {
+        Action::Create => "pre-create",
+        Action::Delete => "pre-delete",
+        _ => "pre-update",
+    }
+}
+
+/// Starts work on a member, pausing first if a hook matches it.
+fn begin(w: &mut World, g: usize, i: u32, action: Action, hooks_apply: bool) {
+    let hook = hook_name(action);
+    if hooks_apply && w.groups[g].hook_for(i, hook) {
+        let now = w.now();
+        let rg = w.groups[g].rg_stack;
+        let name = i.to_string();
+        // The paused event carries the resource's state from before the action, like Heat.
+        let cur = w
+            .stack(rg)
+            .and_then(|s| s.resource(&name))
+            .map(|r| r.status);
+        let status = cur.unwrap_or(Status::new(Action::Init, State::Complete));
+        w.emit(
+            rg,
+            Some(&name),
+            status,
+            format!("{} paused until Hook {} is cleared", action.as_str(), hook),
+        );
+        if let Some(m) = w.groups[g].members.get_mut(&i) {
+            m.phase = Phase::Paused(action, hook);
+            m.since_ms = now;
+        }
+        return;
+    }
+    run(w, g, i, action);
+}
+
+fn run(w: &mut World, g: usize, i: u32, action: Action) {
+    let now = w.now();
+    let rg = w.groups[g].rg_stack;
+    let Some(m) = w.groups[g].members.get(&i) else {
+        return;
+    };
+    let mstack = m.stack;
+    let name = i.to_string();
+    let ip = Status::new(action, State::InProgress);
+    w.set_resource_status(rg, &name, ip, STATE_CHANGED);
+    w.set_stack_status(mstack, ip, started(action));
+    w.set_resource_status(mstack, "server", ip, STATE_CHANGED);
+    let (median, sigma) = match action {
+        Action::Create => (w.cfg.create_median_ms, w.cfg.duration_sigma),
+        Action::Delete => (w.cfg.create_median_ms / 4.0, w.cfg.duration_sigma),
+        _ => (w.cfg.update_median_ms, w.cfg.duration_sigma),
+    };
+    let d = w.ids.lognormal_ms(median, sigma);
+    let stuck = w.groups[g].stuck.contains(&i) && action != Action::Delete;
+    let due = if stuck { i64::MAX } else { now + d };
+    if let Some(m) = w.groups[g].members.get_mut(&i) {
+        m.phase = Phase::Running { action, due };
+        m.since_ms = now;
+    }
+}
+
+fn finish(w: &mut World, g: usize, i: u32, action: Action) {
+    let now = w.now();
+    let rg = w.groups[g].rg_stack;
+    let Some(m) = w.groups[g].members.get(&i) else {
+        return;
+    };
+    let mstack = m.stack;
+    let server_id = m.server_id.clone();
+    let name = i.to_string();
+    let a = action.as_str();
+    if action == Action::Delete {
+        let done = Status::new(Action::Delete, State::Complete);
+        w.set_resource_status(mstack, "server", done, STATE_CHANGED);
+        w.set_stack_status(mstack, done, completed(Action::Delete));
+        w.set_resource_status(rg, &name, done, STATE_CHANGED);
+        if let Some(st) = w.stack_mut(rg) {
+            st.resources.retain(|r| *r.name != *name);
+        }
+        w.remove_stack(mstack);
+        w.unregister_server(&server_id);
+        w.groups[g].members.remove(&i);
+        return;
+    }
+    if let Some(msg) = w.groups[g].fail.get(&i).cloned() {
+        let failed = Status::new(action, State::Failed);
+        let server_reason = format!("ResourceInError: resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+        w.set_resource_status(mstack, "server", failed, &server_reason);
+        w.set_stack_status(
+            mstack,
+            failed,
+            format!("Resource {a} failed: {server_reason}"),
+        );
+        let member_reason = format!("ResourceInError: resources[{i}].resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+        w.set_resource_status(rg, &name, failed, &member_reason);
+        if let Some(m) = w.groups[g].members.get_mut(&i) {
+            m.phase = Phase::Failed(action);
+            m.since_ms = now;
+            m.fault = Some(msg.clone());
+        }
+        fail_op(w, g, i, &msg);
+        return;
+    }
+    let done = Status::new(action, State::Complete);
+    w.set_resource_status(mstack, "server", done, STATE_CHANGED);
+    if action == Action::Create {
+        w.set_resource_status(
+            mstack,
+            "address",
+            Status::new(Action::Create, State::InProgress),
+            STATE_CHANGED,
+        );
+        w.set_resource_status(mstack, "address", done, STATE_CHANGED);
+    }
+    w.set_stack_status(mstack, done, completed(action));
+    w.set_resource_status(rg, &name, done, STATE_CHANGED);
+    let target = w.groups[g].op.as_ref().map(|o| o.target_image.clone());
+    if let Some(m) = w.groups[g].members.get_mut(&i) {
+        m.phase = Phase::Idle;
+        m.since_ms = now;
+        m.fault = None;
+        if let Some(t) = target {
+            m.image = t.clone();
+        }
+    }
+    if let Some(t) = w.groups[g].op.as_ref().map(|o| o.target_image.clone()) {
+        if let Some(st) = w.stack_mut(mstack) {
+            st.params.insert("image".into(), t);
+        }
+    }
+}
+
+/// The first member failure fails the group stack, the `nodes` resource and the
+/// node-group stack at once (Heat does not wait for the other members).
+fn fail_op(w: &mut World, g: usize, i: u32, msg: &str) {
+    let Some(op) = w.groups[g].op.as_mut() else {
+        return;
+    };
+    if op.failed.is_some() {
+        return;
+    }
+    op.failed = Some(msg.to_string());
+    let action = op.action;
+    let nested_action = if action == Action::Rollback {
+        Action::Update
+    } else {
+        action
+    };
+    let (rg, ng) = (w.groups[g].rg_stack, w.groups[g].ng_stack);
+    let inner = format!("ResourceInError: resources[{i}].resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+    let a = nested_action.as_str();
+    w.set_stack_status(
+        rg,
+        Status::new(nested_action, State::Failed),
+        format!("Resource {a} failed: {inner}"),
+    );
+    let nodes_reason = format!("ResourceInError: resources.nodes.resources[{i}].resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+    w.set_resource_status(
+        ng,
+        "nodes",
+        Status::new(nested_action, State::Failed),
+        &nodes_reason,
+    );
+    w.set_stack_status(
+        ng,
+        Status::new(action, State::Failed),
+        format!("Resource {} failed: {nodes_reason}", action.as_str()),
+    );
+}
+
+/// Starts an update (or the initial create) of a node group.
+pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), String> {
+    let ng = w.groups[g].ng_stack;
+    let rg = w.groups[g].rg_stack;
+    let count: u32 = req
+        .params
+        .get("count")
+        .map(|c| {
+            c.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("Value '{c}' is not an integer"))
+        })
+        .transpose()?
+        .unwrap_or(0);
+    let removal = removal_names(
+        w,
+        g,
+        req.params
+            .get("removal_policies")
+            .map(String::as_str)
+            .unwrap_or("[]"),
+    )?;
+    let batch: usize = req
+        .params
+        .get("update_max_batch_size")
+        .and_then(|b| b.parse().ok())
+        .unwrap_or(0);
+    let image = req.params.get("image").cloned().unwrap_or_default();
+    let previous_params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
+    let creating = req.action == Action::Create;
+
+    if let Some(h) = req.hooks {
+        w.groups[g].hooks = h;
+    }
+    for i in removal {
+        w.groups[g].blacklist.insert(i);
+    }
+    let desired: BTreeSet<u32> = (0u32..)
+        .filter(|i| !w.groups[g].blacklist.contains(i))
+        .take(count as usize)
+        .collect();
+    let current: BTreeSet<u32> = w.groups[g].members.keys().copied().collect();
+    if let Some(st) = w.stack_mut(ng) {
+        st.params = req.params.clone();
+    }
+    let mut op = GroupOp {
+        action: req.action,
+        batch,
+        queue: VecDeque::new(),
+        active: BTreeSet::new(),
+        target_image: image.clone(),
+        previous_params,
+        failed: None,
+    };
+    let nested_action = if req.action == Action::Rollback {
+        Action::Update
+    } else {
+        req.action
+    };
+    w.set_stack_status(
+        ng,
+        Status::new(req.action, State::InProgress),
+        started(req.action),
+    );
+    w.set_resource_status(
+        ng,
+        "nodes",
+        Status::new(nested_action, State::InProgress),
+        STATE_CHANGED,
+    );
+    w.set_stack_status(
+        rg,
+        Status::new(nested_action, State::InProgress),
+        started(nested_action),
+    );
+
+    let to_delete: Vec<u32> = current.difference(&desired).copied().collect();
+    let to_create: Vec<u32> = desired.difference(&current).copied().collect();
+    // Members that failed or were marked unhealthy (CHECK_FAILED) are updated by the next
+    // update even when their definition did not change, like Heat.
+    let unhealthy = |i: &u32| {
+        w.stack(rg)
+            .and_then(|s| s.resource(&i.to_string()))
+            .map(|r| r.status.state == State::Failed)
+            .unwrap_or(false)
+    };
+    let to_update: Vec<u32> = desired
+        .intersection(&current)
+        .copied()
+        .filter(|i| {
+            w.groups[g]
+                .members
+                .get(i)
+                .map(|m| m.image != image || matches!(m.phase, Phase::Failed(_)))
+                .unwrap_or(false)
+                || unhealthy(i)
+        })
+        .collect();
+    for i in to_update {
+        if let Some(m) = w.groups[g].members.get_mut(&i) {
+            m.phase = Phase::Pending(Action::Update);
+        }
+        op.queue.push_back(i);
+    }
+    w.groups[g].op = Some(op);
+    let hooks_apply = req.action != Action::Rollback;
+    for i in to_delete {
+        if let Some(op) = w.groups[g].op.as_mut() {
+            op.active.insert(i);
+        }
+        begin(w, g, i, Action::Delete, hooks_apply);
+    }
+    for i in to_create {
+        add_member(w, g, i);
+        if let Some(op) = w.groups[g].op.as_mut() {
+            op.active.insert(i);
+        }
+        // Hooks pause creates only while the stack itself is being created, like Heat.
+        begin(w, g, i, Action::Create, hooks_apply && creating);
+    }
+    tick(w, g);
+    Ok(())
+}
+
+/// Advances one group: finishes due members, starts the next batch, completes the op.
+pub fn tick(w: &mut World, g: usize) {
+    let now = w.now();
+    let Some(op) = w.groups[g].op.as_ref() else {
+        return;
+    };
+    let due: Vec<(u32, Action)> = op
+        .active
+        .iter()
+        .filter_map(|i| match w.groups[g].members.get(i).map(|m| m.phase) {
+            Some(Phase::Running { action, due }) if due <= now => Some((*i, action)),
+            _ => None,
+        })
+        .collect();
+    for (i, action) in due {
+        finish(w, g, i, action);
+        if let Some(op) = w.groups[g].op.as_mut() {
+            op.active.remove(&i);
+        }
+    }
+    // Members that failed or vanished no longer hold their batch.
+    let settled: Vec<u32> = {
+        let grp = &w.groups[g];
+        let op = grp.op.as_ref().expect("op checked above");
+        op.active
+            .iter()
+            .copied()
+            .filter(|i| {
+                matches!(
+                    grp.members.get(i).map(|m| m.phase),
+                    None | Some(Phase::Idle) | Some(Phase::Failed(_))
+                )
+            })
+            .collect()
+    };
+    if let Some(op) = w.groups[g].op.as_mut() {
+        for i in settled {
+            op.active.remove(&i);
+        }
+    }
+    let (start_batch, failed) = {
+        let op = w.groups[g].op.as_ref().expect("op checked above");
+        (
+            op.active.is_empty() && !op.queue.is_empty() && op.failed.is_none(),
+            op.failed.is_some(),
+        )
+    };
+    if start_batch {
+        let (batch, action) = {
+            let op = w.groups[g].op.as_mut().expect("op checked above");
+            let n = if op.batch == 0 {
+                op.queue.len()
+            } else {
+                op.batch
+            };
+            let b: Vec<u32> = (0..n).filter_map(|_| op.queue.pop_front()).collect();
+            op.active.extend(b.iter().copied());
+            (b, op.action)
+        };
+        for i in batch {
+            begin(w, g, i, Action::Update, action != Action::Rollback);
+        }
+    }
+    let op = w.groups[g].op.as_ref().expect("op checked above");
+    if op.active.is_empty() && (op.queue.is_empty() || failed) {
+        let op = w.groups[g].op.take().expect("op checked above");
+        // Members still queued when a failure stopped the update keep their old state.
+        for i in op.queue {
+            if let Some(m) = w.groups[g].members.get_mut(&i) {
+                m.phase = Phase::Idle;
+            }
+        }
+        if op.failed.is_none() {
+            let (rg, ng) = (w.groups[g].rg_stack, w.groups[g].ng_stack);
+            let nested_action = if op.action == Action::Rollback {
+                Action::Update
+            } else {
+                op.action
+            };
+            w.set_stack_status(
+                rg,
+                Status::new(nested_action, State::Complete),
+                completed(nested_action),
+            );
+            w.set_resource_status(
+                ng,
+                "nodes",
+                Status::new(nested_action, State::Complete),
+                STATE_CHANGED,
+            );
+            w.set_stack_status(
+                ng,
+                Status::new(op.action, State::Complete),
+                completed(op.action),
+            );
+        }
+    }
+}
+
+/// `POST .../resources/{member}/signal {"unset_hook": ...}` on the group stack.
+pub fn clear_hook(w: &mut World, g: usize, i: u32, hook: &str) -> Result<(), String> {
+    let Some(m) = w.groups[g].members.get(&i) else {
+        return Err(format!("The Resource ({i}) could not be found."));
+    };
+    match m.phase {
+        Phase::Paused(action, h) if h == hook => {
+            let rg = w.groups[g].rg_stack;
+            let name = i.to_string();
+            let status = w
+                .stack(rg)
+                .and_then(|s| s.resource(&name))
+                .map(|r| r.status)
+                .unwrap_or(Status::new(Action::Init, State::Complete));
+            w.emit(rg, Some(&name), status, format!("Hook {hook} is cleared"));
+            run(w, g, i, action);
+            Ok(())
+        }
+        _ => Err(format!(
+            "The \"{hook}\" hook is not defined on Caldera::Node \"{i}\""
+        )),
+    }
+}
+
+/// `cancel_update` (roll back to the previous parameters) or `cancel_without_rollback`.
+pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
+    let ng = w.groups[g].ng_stack;
+    let status = w.stack(ng).map(|s| s.status).ok_or("gone")?;
+    if status != Status::new(Action::Update, State::InProgress) {
+        return Err(format!(
+            "Cancelling update when stack is {status} is not supported"
+        ));
+    }
+    let Some(op) = w.groups[g].op.take() else {
+        return Err(format!(
+            "Cancelling update when stack is {status} is not supported"
+        ));
+    };
+    let rg = w.groups[g].rg_stack;
+    // Stop the members that are running or paused: their resources end FAILED.
+    let aborted = Status::new(Action::Update, State::Failed);
+    for i in op.active.iter().copied().collect::<Vec<_>>() {
+        let Some(m) = w.groups[g].members.get(&i) else {
+            continue;
+        };
+        let (mstack, phase) = (m.stack, m.phase);
+        match phase {
+            Phase::Running { action, .. } if action != Action::Delete => {
+                let a = Status::new(action, State::Failed);
+                w.set_resource_status(mstack, "server", a, &format!("{} aborted", action.as_str()));
+                w.set_stack_status(mstack, a, format!("Stack {} cancelled", action.as_str()));
+                w.set_resource_status(
+                    rg,
+                    &i.to_string(),
+                    a,
+                    &format!("{} aborted", action.as_str()),
+                );
+            }
+            Phase::Paused(..) => {
+                // Heat interrupts the wait and says so, leaving the resource's state as is.
+                let name = i.to_string();
+                let cur = w
+                    .stack(rg)
+                    .and_then(|s| s.resource(&name))
+                    .map(|r| r.status);
+                if let Some(cur) = cur {
+                    w.emit(rg, Some(&name), cur, "Failure occurred while waiting.");
+                }
+            }
+            Phase::Running { .. } => {
+                // Deletions finish regardless: the machine is already going away.
+                finish(w, g, i, Action::Delete);
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(m) = w.groups[g].members.get_mut(&i) {
+            m.phase = Phase::Idle;
+        }
+    }
+    for i in op.queue.iter() {
+        if let Some(m) = w.groups[g].members.get_mut(i) {
+            m.phase = Phase::Idle;
+        }
+    }
+    w.set_stack_status(rg, aborted, "Stack UPDATE cancelled".into());
+    w.set_resource_status(ng, "nodes", aborted, "UPDATE aborted");
+    w.set_stack_status(ng, aborted, "Stack UPDATE cancelled".into());
+    if rollback {
+        start_update(
+            w,
+            g,
+            UpdateRequest {
+                params: op.previous_params,
+                hooks: None,
+                action: Action::Rollback,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Node-group membership counts by phase, for Magnum's statuses and the tests.
+pub fn phase_counts(grp: &Group) -> HashMap<&'static str, usize> {
+    let mut m = HashMap::new();
+    for mem in grp.members.values() {
+        let k = match mem.phase {
+            Phase::Idle => "idle",
+            Phase::Pending(_) => "pending",
+            Phase::Paused(..) => "paused",
+            Phase::Running { .. } => "running",
+            Phase::Failed(_) => "failed",
+        };
+        *m.entry(k).or_insert(0) += 1;
+    }
+    m
+}
+
+/// `refs_map` output value: member name -> `arn:...` of its nested stack, like Heat.
+pub fn refs_map(w: &World, g: usize) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (i, mem) in &w.groups[g].members {
+        m.insert(
+            i.to_string(),
+            serde_json::Value::String(format!(
+                "arn:openstack:heat::{}:stacks/{}",
+                w.cfg.project_id,
+                stack_ref(w, mem.stack)
+            )),
+        );
+    }
+    serde_json::Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnmatch_like_python() {
+        assert!(fnmatch("*", "12"));
+        assert!(fnmatch("1?", "12"));
+        assert!(!fnmatch("1?", "1"));
+        assert!(fnmatch("44[7-9]", "448"));
+        assert!(!fnmatch("44[7-9]", "446"));
+        assert!(fnmatch("[!0]", "5"));
+        assert!(!fnmatch("3", "31"));
+    }
+
+    #[test]
+    fn hooks_parse() {
+        let env = serde_json::json!({"resource_registry": {"resources": {"nodes": {"*": {"hooks": ["pre-update"]}, "3": {"hooks": "pre-create"}}}}});
+        let h = hooks_from_env(&env);
+        assert_eq!(h.len(), 2);
+    }
+}

@@ -1,0 +1,202 @@
+use crate::common::{fast, Api};
+use caldera::sim::{Fault, FaultKind};
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn status_faults_throttling_and_latency() {
+    let api = Api::start(fast("small")).await;
+    let f = api.h.faults();
+    f.fail_next(2, 503);
+    let r = api.get(&api.heat("/stacks")).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.body["code"], 503, "Heat's error shape");
+    let r = api.mget("/clusters").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.body["errors"][0]["status"], 503, "Magnum's error shape");
+    assert_eq!(api.get(&api.heat("/stacks")).await.status, StatusCode::OK);
+
+    f.throttle_next(1, 7);
+    let r = api.get(&api.heat("/stacks")).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.headers["retry-after"], "7");
+    assert_eq!(api.get(&api.heat("/stacks")).await.status, StatusCode::OK);
+
+    f.add(
+        Fault::new(FaultKind::Status(500))
+            .times(1)
+            .on_path("/compute"),
+    );
+    assert_eq!(api.get(&api.heat("/stacks")).await.status, StatusCode::OK);
+    let r = api
+        .get(&format!("{}/servers/detail", api.h.nova_url()))
+        .await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(r.body["computeFault"]["code"], 500);
+
+    f.set_latency(Duration::from_millis(150));
+    let t = Instant::now();
+    api.get(&api.heat("/stacks")).await;
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    f.set_latency(Duration::ZERO);
+    // Keystone is spared by default so clients can still log in.
+    f.error_rate(1.0, 500);
+    let r = crate::common::password_token(&api.http, &api.h).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    assert_eq!(
+        api.get(&api.heat("/stacks")).await.status,
+        StatusCode::INTERNAL_SERVER_ERROR
+    );
+    f.clear();
+    assert!(f.injected() >= 6, "{}", f.injected());
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn truncated_bodies_and_dropped_connections() {
+    let api = Api::start(fast("small")).await;
+    let f = api.h.faults();
+    f.truncate_next(1);
+    let r = api
+        .http
+        .get(api.heat("/stacks"))
+        .header("X-Auth-Token", &api.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "the headers arrive");
+    let body = r.bytes().await;
+    assert!(body.is_err(), "the body is cut short of its Content-Length");
+
+    f.drop_next(1);
+    let r = api
+        .http
+        .get(api.heat("/stacks"))
+        .header("X-Auth-Token", &api.token)
+        .send()
+        .await;
+    assert!(r.is_err(), "no response at all: {r:?}");
+    assert_eq!(api.get(&api.heat("/stacks")).await.status, StatusCode::OK);
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn failing_and_stuck_nodes() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ngf", 3, None).await;
+    let f = api.h.faults();
+    assert!(f.fail_node("ngf", 1, "No valid host was found."));
+    assert!(f.stick_node("ngf", 2));
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"parameters": {"image": "img-v2"}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let st = api.wait_status(&path, "UPDATE_FAILED", 20).await;
+    let reason = st["stack"]["stack_status_reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("Resource UPDATE failed: ")
+            && reason.contains("resources.nodes.resources[1]"),
+        "{reason}"
+    );
+    // Member 2 never finishes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let r = api
+        .get(&api.heat(&format!(
+            "{path}/resources?nested_depth=2&type=OS::Nova::Server&status=IN_PROGRESS"
+        )))
+        .await;
+    assert_eq!(r.body["resources"].as_array().unwrap().len(), 1);
+    let r = api
+        .get(&api.heat(&format!("{path}/resources?nested_depth=2&status=FAILED")))
+        .await;
+    let names: Vec<&str> = r.body["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["resource_name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"nodes") && names.contains(&"1") && names.contains(&"server"),
+        "{names:?}"
+    );
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn same_seed_same_cloud() {
+    // A near-frozen clock: the comparison is about the built world, not live progress.
+    let frozen = || {
+        let mut o = fast("demo");
+        o.speed = 1e-4;
+        o
+    };
+    let a = Api::start(frozen()).await;
+    let b = Api::start(frozen()).await;
+    let ids = |api: &Api| {
+        api.h.with_world(|w| {
+            (
+                w.stacks().map(|(_, s)| s.id.clone()).collect::<Vec<_>>(),
+                w.clusters
+                    .iter()
+                    .map(|c| c.uuid.clone())
+                    .collect::<Vec<_>>(),
+                w.server_order.len(),
+            )
+        })
+    };
+    assert_eq!(ids(&a), ids(&b));
+    let la = a.get(&a.heat("/stacks")).await.body["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["id"].clone(), s["stack_status"].clone()))
+        .collect::<Vec<_>>();
+    let lb = b.get(&b.heat("/stacks")).await.body["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["id"].clone(), s["stack_status"].clone()))
+        .collect::<Vec<_>>();
+    assert_eq!(la, lb);
+    let mut o = frozen();
+    o.seed = 7;
+    let c = Api::start(o).await;
+    assert_ne!(ids(&a).1, ids(&c).1);
+    a.h.shutdown().await;
+    b.h.shutdown().await;
+    c.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn truncated_body_is_short_of_content_length_on_the_wire() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let api = Api::start(fast("small")).await;
+    api.h.faults().truncate_next(1);
+    let mut s = tokio::net::TcpStream::connect(api.h.addr).await.unwrap();
+    let path = api.heat("/stacks").replace(&api.h.base_url(), "");
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Auth-Token: {}\r\n\r\n",
+        api.token
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf).await;
+    let text = String::from_utf8_lossy(&buf);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(body.len() < len, "{} of {len} bytes", body.len());
+    assert!(serde_json::from_str::<serde_json::Value>(body).is_err());
+    api.h.shutdown().await;
+}

@@ -1,0 +1,671 @@
+use crate::common::{fast, Api};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::time::Duration;
+
+#[tokio::test]
+async fn name_lookup_redirects_like_heat() {
+    let api = Api::start(fast("small")).await;
+    let r = api.get(&api.heat("/stacks")).await;
+    let stacks = r.body["stacks"].as_array().unwrap();
+    assert!(
+        stacks.iter().all(|s| s["parent"].is_null()),
+        "nested stacks hidden by default"
+    );
+    let ng = stacks
+        .iter()
+        .find(|s| {
+            s["stack_name"]
+                .as_str()
+                .unwrap()
+                .starts_with("small-default-worker-")
+        })
+        .unwrap();
+    let (name, id) = (
+        ng["stack_name"].as_str().unwrap(),
+        ng["id"].as_str().unwrap(),
+    );
+
+    let r = api.get(&api.heat(&format!("/stacks/{name}"))).await;
+    assert_eq!(r.status, StatusCode::FOUND);
+    assert_eq!(
+        r.headers["location"].to_str().unwrap(),
+        api.heat(&format!("/stacks/{name}/{id}"))
+    );
+    let r = api
+        .get(&api.heat(&format!("/stacks/{name}/resources?nested_depth=2")))
+        .await;
+    assert_eq!(r.status, StatusCode::FOUND);
+    assert_eq!(
+        r.headers["location"].to_str().unwrap(),
+        api.heat(&format!("/stacks/{name}/{id}/resources?nested_depth=2"))
+    );
+    // outputs/{key} needs name/id on Heat 27.
+    assert_eq!(
+        api.get(&api.heat(&format!("/stacks/{name}/outputs/ips")))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    let r = api
+        .get(&api.heat(&format!("/stacks/{name}/{id}/outputs/ips")))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.body["output"]["output_value"].as_array().unwrap().len(),
+        3
+    );
+    let r = api.get(&api.heat("/stacks/nope")).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        r.body["error"]["message"],
+        "The Stack (nope) could not be found."
+    );
+    assert_eq!(r.body["code"], 404);
+
+    // Stack show: outputs only when resolved.
+    let r = api.get(&api.heat(&format!("/stacks/{name}/{id}"))).await;
+    let st = &r.body["stack"];
+    assert_eq!(st["stack_status"], "CREATE_COMPLETE");
+    assert_eq!(
+        st["stack_status_reason"],
+        "Stack CREATE completed successfully"
+    );
+    assert_eq!(st["parameters"]["count"], "3");
+    let keys: Vec<&str> = st["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["output_key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["refs_map", "ips", "names", "count"]);
+    let r = api
+        .get(&api.heat(&format!("/stacks/{name}/{id}?resolve_outputs=false")))
+        .await;
+    assert!(r.body["stack"].get("outputs").is_none());
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn stack_list_pages_cover_every_stack_once() {
+    let api = Api::start(fast("small")).await;
+    let all = api
+        .get(&api.heat("/stacks?show_nested=true&with_count=true"))
+        .await;
+    let total = all.body["count"].as_u64().unwrap() as usize;
+    assert!(total > 8, "{total}");
+    let mut seen = HashSet::new();
+    let mut marker = String::new();
+    loop {
+        let url = if marker.is_empty() {
+            api.heat("/stacks?show_nested=true&limit=3")
+        } else {
+            api.heat(&format!("/stacks?show_nested=true&limit=3&marker={marker}"))
+        };
+        let page = api.get(&url).await.body["stacks"]
+            .as_array()
+            .unwrap()
+            .clone();
+        for s in &page {
+            assert!(seen.insert(s["id"].as_str().unwrap().to_string()));
+        }
+        if page.len() < 3 {
+            break;
+        }
+        marker = page.last().unwrap()["id"].as_str().unwrap().to_string();
+    }
+    assert_eq!(seen.len(), total);
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn resource_filters_and_unknown_filter() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ng1", 4, None).await;
+    let r = api
+        .get(&api.heat(&format!(
+            "{path}/resources?nested_depth=2&with_detail=true&type=OS::Heat::Value"
+        )))
+        .await;
+    let res = r.body["resources"].as_array().unwrap();
+    assert_eq!(res.len(), 4);
+    for x in res {
+        assert_eq!(x["resource_name"], "address");
+        assert!(x["attributes"]["value"]
+            .as_str()
+            .unwrap()
+            .starts_with("10."));
+        assert!(x["parent_resource"].is_string());
+        let rels: Vec<&str> = x["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["rel"].as_str().unwrap())
+            .collect();
+        assert_eq!(rels, ["self", "stack"]);
+    }
+    let r = api
+        .get(&api.heat(&format!("{path}/resources?nested_depth=1&name=0&name=1")))
+        .await;
+    assert_eq!(r.body["resources"].as_array().unwrap().len(), 2);
+    let r = api.get(&api.heat(&format!("{path}/resources"))).await;
+    let nodes = &r.body["resources"][0];
+    assert_eq!(nodes["resource_type"], "OS::Heat::ResourceGroup");
+    assert!(nodes["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l["rel"] == "nested"));
+    let r = api
+        .get(&api.heat(&format!(
+            "{path}/resources?nested_depth=2&status=COMPLETE&type=OS::Nova::Server"
+        )))
+        .await;
+    assert_eq!(r.body["resources"].as_array().unwrap().len(), 4);
+    let r = api
+        .get(&api.heat(&format!("{path}/resources?colour=blue")))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.body["error"]["message"],
+        "Invalid filter parameters ['colour']"
+    );
+    assert_eq!(r.body["title"], "Bad Request");
+    let r = api.get(&api.heat(&format!("{path}/resources/nodes"))).await;
+    assert_eq!(
+        r.body["resource"]["attributes"]["refs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn nested_events_and_paging() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ng2", 5, None).await;
+    let own = api.get(&api.heat(&format!("{path}/events"))).await.body["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    // Default order is newest first; the stack's own events carry its name.
+    assert_eq!(own[0]["resource_name"], "ng2");
+    assert_eq!(own[0]["resource_status"], "CREATE_COMPLETE");
+    assert_eq!(
+        own[0]["resource_status_reason"],
+        "Stack CREATE completed successfully"
+    );
+    assert!(own.iter().all(|e| e["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["rel"] != "root_stack")));
+
+    let nested = api
+        .all_events(&path, "&nested_depth=2&sort_dir=asc", 7)
+        .await;
+    let ids: HashSet<&str> = nested.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), nested.len(), "each event exactly once");
+    let unpaged = api
+        .get(&api.heat(&format!("{path}/events?nested_depth=2")))
+        .await
+        .body["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(unpaged, nested.len());
+    // 5 members x (member resource 2, stack 2, server 2, address 2) + group 2 + nodes 2 + stack 2.
+    assert_eq!(nested.len(), 5 * 8 + 6);
+    assert_eq!(nested[0]["resource_status"], "CREATE_IN_PROGRESS");
+    let root = api.heat(&path);
+    for e in &nested {
+        let links = e["links"].as_array().unwrap();
+        assert_eq!(
+            links.iter().find(|l| l["rel"] == "root_stack").unwrap()["href"],
+            root.as_str()
+        );
+    }
+    let server_evs: Vec<&Value> = nested
+        .iter()
+        .filter(|e| e["resource_name"] == "server")
+        .collect();
+    assert_eq!(server_evs.len(), 10);
+    assert!(server_evs[0]["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l["rel"] == "stack" && l["href"] != root.as_str()));
+
+    let r = api.get(&api.heat(&format!("{path}/events?nested_depth=2&resource_status=IN_PROGRESS&resource_type=OS::Nova::Server"))).await;
+    assert_eq!(r.body["events"].as_array().unwrap().len(), 5);
+    let r = api
+        .get(&api.heat(&format!("{path}/resources/nodes/events")))
+        .await;
+    assert_eq!(r.body["events"].as_array().unwrap().len(), 2);
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn purged_marker_answers_from_the_start() {
+    let mut opts = fast("empty");
+    opts.max_events_per_stack = 10;
+    let api = Api::start(opts).await;
+    let path = api.create_group("ng3", 2, None).await;
+    let first = api
+        .get(&api.heat(&format!("{path}/events?sort_dir=asc&limit=1")))
+        .await
+        .body["events"][0]
+        .clone();
+    let marker = first["id"].as_str().unwrap().to_string();
+    for i in 0..6 {
+        let r = api
+            .call(
+                Method::PATCH,
+                &api.heat(&path),
+                Some(json!({"parameters": {"image": format!("img-{i}")}})),
+                &[],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+        api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    }
+    let all = api
+        .get(&api.heat(&format!("{path}/events?sort_dir=asc")))
+        .await
+        .body["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(all.len() <= 10);
+    assert!(all.iter().all(|e| e["id"] != first["id"]), "oldest purged");
+    let after = api
+        .get(&api.heat(&format!("{path}/events?sort_dir=asc&marker={marker}")))
+        .await
+        .body["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(after, all, "a purged marker is ignored");
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn patch_merges_parameters_and_put_replaces() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ng4", 3, None).await;
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"parameters": {"image": "img-v2"}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    // A second update while the first runs is refused.
+    let r2 = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"parameters": {"count": 4}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r2.status, StatusCode::CONFLICT);
+    let st = api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    assert_eq!(st["stack"]["parameters"]["image"], "img-v2");
+    assert_eq!(st["stack"]["parameters"]["count"], "3");
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"parameters": {"nope": 1}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.body["error"]["type"], "UnknownUserParameter");
+    let r = api
+        .call(
+            Method::PUT,
+            &api.heat(&path),
+            Some(json!({"parameters": {"count": 2}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "PUT needs a template");
+    let r = api
+        .call(
+            Method::PUT,
+            &api.heat(&path),
+            Some(json!({"template": {}, "parameters": {"count": 2}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    let st = api.get(&api.heat(&path)).await.body;
+    assert_eq!(st["stack"]["parameters"]["count"], "2");
+    assert_eq!(
+        st["stack"]["outputs"][1]["output_value"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    api.h.shutdown().await;
+}
+
+async fn group_stack_path(api: &Api, path: &str) -> String {
+    let r = api.get(&api.heat(&format!("{path}/resources/nodes"))).await;
+    let nested = r.body["resource"]["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["rel"] == "nested")
+        .unwrap()["href"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    nested.strip_prefix(&api.h.heat_url()).unwrap().to_string()
+}
+
+#[tokio::test]
+async fn hooks_pause_members_until_cleared() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ng5", 3, None).await;
+    let env =
+        json!({"resource_registry": {"resources": {"nodes": {"*": {"hooks": ["pre-update"]}}}}});
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"parameters": {"image": "img-v2"}, "environment": env})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let group = group_stack_path(&api, &path).await;
+    let evs = api.get(&api.heat(&format!("{group}/events"))).await.body["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let pauses: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["resource_status_reason"] == "UPDATE paused until Hook pre-update is cleared")
+        .collect();
+    assert_eq!(pauses.len(), 3);
+    assert_eq!(
+        pauses[0]["resource_status"], "CREATE_COMPLETE",
+        "state before the update"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    api.wait_status(&path, "UPDATE_IN_PROGRESS", 1).await;
+
+    // Clearing a hook on a member that is not paused is refused.
+    let r = api
+        .call(
+            Method::POST,
+            &api.heat(&format!("{group}/resources/1/signal")),
+            Some(json!({"unset_hook": "pre-create"})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = api
+        .call(
+            Method::POST,
+            &api.heat(&format!("{group}/resources/1/signal")),
+            Some(json!({"unset_hook": "pre-update"})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let evs = api
+        .get(&api.heat(&format!("{group}/resources/1/events?sort_dir=asc")))
+        .await
+        .body["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let reasons: Vec<&str> = evs
+        .iter()
+        .map(|e| e["resource_status_reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.contains(&"Hook pre-update is cleared"),
+        "{reasons:?}"
+    );
+    // Member 1 finishes its update while 0 and 2 still wait.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
+        if r.body["resource"]["resource_status"] == "UPDATE_COMPLETE" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = api.get(&api.heat(&format!("{group}/resources/0"))).await;
+    assert_eq!(r.body["resource"]["resource_status"], "CREATE_COMPLETE");
+    api.wait_status(&path, "UPDATE_IN_PROGRESS", 1).await;
+    for m in ["0", "2"] {
+        let r = api
+            .call(
+                Method::POST,
+                &api.heat(&format!("{group}/resources/{m}/signal")),
+                Some(json!({"unset_hook": "pre-update"})),
+                &[],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK);
+    }
+    let st = api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    assert_eq!(
+        st["stack"]["stack_status_reason"],
+        "Stack UPDATE completed successfully"
+    );
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancel_update_rolls_back_and_mark_unhealthy() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ng6", 2, None).await;
+    let env =
+        json!({"resource_registry": {"resources": {"nodes": {"*": {"hooks": "pre-update"}}}}});
+    api.call(
+        Method::PATCH,
+        &api.heat(&path),
+        Some(json!({"parameters": {"image": "img-v2"}, "environment": env})),
+        &[],
+    )
+    .await;
+    let r = api
+        .call(
+            Method::POST,
+            &api.heat(&format!("{path}/actions")),
+            Some(json!({"cancel_update": null})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let st = api.wait_status(&path, "ROLLBACK_COMPLETE", 20).await;
+    assert_eq!(st["stack"]["parameters"]["image"], "img-v1");
+    let r = api
+        .call(
+            Method::POST,
+            &api.heat(&format!("{path}/actions")),
+            Some(json!({"cancel_update": null})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+
+    let group = group_stack_path(&api, &path).await;
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&format!("{group}/resources/0")),
+            Some(json!({"mark_unhealthy": true, "resource_status_reason": "disk gone"})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let r = api.get(&api.heat(&format!("{group}/resources/0"))).await;
+    assert_eq!(r.body["resource"]["resource_status"], "CHECK_FAILED");
+    assert_eq!(r.body["resource"]["resource_status_reason"], "disk gone");
+    // The next update replaces the unhealthy member, and only it.
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"environment": {"resource_registry": {"resources": {"nodes": {}}}}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    let r = api.get(&api.heat(&format!("{group}/resources/0"))).await;
+    assert_eq!(r.body["resource"]["resource_status"], "UPDATE_COMPLETE");
+    let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
+    assert_ne!(r.body["resource"]["resource_status"], "UPDATE_COMPLETE");
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn output_resolution_costs_time_per_member() {
+    let mut opts = fast("empty");
+    opts.output_cost_per_member = Duration::from_millis(20);
+    let api = Api::start(opts).await;
+    let path = api.create_group("ng7", 10, None).await;
+    let t = std::time::Instant::now();
+    api.get(&api.heat(&path)).await;
+    let slow = t.elapsed();
+    let t = std::time::Instant::now();
+    api.get(&api.heat(&format!("{path}?resolve_outputs=false")))
+        .await;
+    let fast_ = t.elapsed();
+    assert!(slow >= Duration::from_millis(200), "{slow:?}");
+    assert!(fast_ < Duration::from_millis(100), "{fast_:?}");
+    // The sleep does not hold the world: other requests go through meanwhile.
+    let show_url = api.heat(&path);
+    let (a, b) = tokio::join!(api.get(&show_url), async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let t = std::time::Instant::now();
+        api.get(&api.heat("/stacks")).await;
+        t.elapsed()
+    });
+    assert_eq!(a.status, StatusCode::OK);
+    assert!(b < Duration::from_millis(100), "{b:?}");
+    api.h.shutdown().await;
+}
+
+async fn wait_resource(api: &Api, url: &str, want: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = api.get(url).await;
+        if r.body["resource"]["resource_status"] == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url}: {:?}",
+            r.body["resource"]["resource_status"]
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn rollback_restores_updated_members_and_cancel_without_rollback_fails() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ng8", 3, None).await;
+    let group = group_stack_path(&api, &path).await;
+    let f = api.h.faults();
+    f.stick_node("ng8", 2);
+    api.call(
+        Method::PATCH,
+        &api.heat(&path),
+        Some(json!({"parameters": {"image": "img-v2"}})),
+        &[],
+    )
+    .await;
+    for m in ["0", "1"] {
+        wait_resource(
+            &api,
+            &api.heat(&format!("{group}/resources/{m}")),
+            "UPDATE_COMPLETE",
+        )
+        .await;
+    }
+    f.heal_nodes("ng8");
+    let r = api
+        .call(
+            Method::POST,
+            &api.heat(&format!("{path}/actions")),
+            Some(json!({"cancel_update": null})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let st = api.wait_status(&path, "ROLLBACK_COMPLETE", 20).await;
+    assert_eq!(
+        st["stack"]["stack_status_reason"],
+        "Stack ROLLBACK completed successfully"
+    );
+    let servers = api
+        .get(&format!("{}/servers/detail", api.h.nova_url()))
+        .await
+        .body;
+    for s in servers["servers"].as_array().unwrap() {
+        assert_eq!(s["image"]["id"], "img-v1", "{}", s["name"]);
+    }
+    let evs = api.all_events(&path, "&sort_dir=asc", 100).await;
+    let reasons: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["resource_name"] == "ng8")
+        .map(|e| e["resource_status_reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.ends_with(&[
+            "Stack UPDATE started",
+            "Stack UPDATE cancelled",
+            "Stack ROLLBACK started",
+            "Stack ROLLBACK completed successfully"
+        ]),
+        "{reasons:?}"
+    );
+
+    f.stick_node("ng8", 1);
+    api.call(
+        Method::PATCH,
+        &api.heat(&path),
+        Some(json!({"parameters": {"image": "img-v3"}})),
+        &[],
+    )
+    .await;
+    wait_resource(
+        &api,
+        &api.heat(&format!("{group}/resources/0")),
+        "UPDATE_COMPLETE",
+    )
+    .await;
+    let r = api
+        .call(
+            Method::POST,
+            &api.heat(&format!("{path}/actions")),
+            Some(json!({"cancel_without_rollback": null})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let st = api.wait_status(&path, "UPDATE_FAILED", 5).await;
+    assert_eq!(st["stack"]["stack_status_reason"], "Stack UPDATE cancelled");
+    let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
+    assert_eq!(r.body["resource"]["resource_status"], "UPDATE_FAILED");
+    api.h.shutdown().await;
+}

@@ -1,0 +1,127 @@
+use crate::common::{fast, password_token, Api};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+#[tokio::test]
+async fn discovery_and_password_auth_with_catalog() {
+    let api = Api::start(fast("empty")).await;
+    let base = api.h.base_url();
+    let r = api
+        .http
+        .get(format!("{base}/identity"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::MULTIPLE_CHOICES);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["versions"]["values"][0]["id"], "v3.14");
+    let r = api.http.get(&api.h.auth_url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["version"]["links"][0]["href"],
+        format!("{}/", api.h.auth_url)
+    );
+
+    let r = password_token(&api.http, &api.h).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    assert!(r.headers().contains_key("x-subject-token"));
+    let v: Value = r.json().await.unwrap();
+    let tok = &v["token"];
+    assert!(tok["expires_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(tok["project"]["id"], api.h.project_id);
+    assert_eq!(tok["methods"][0], "password");
+    let cat = tok["catalog"].as_array().unwrap();
+    let url = |ty: &str| {
+        let svc = cat.iter().find(|s| s["type"] == ty).unwrap();
+        let eps = svc["endpoints"].as_array().unwrap();
+        assert_eq!(eps.len(), 3);
+        assert!(eps.iter().all(|e| e["region_id"] == "RegionOne"));
+        eps.iter().find(|e| e["interface"] == "public").unwrap()["url"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(url("orchestration"), api.h.heat_url());
+    assert_eq!(url("container-infra"), api.h.magnum_url());
+    assert_eq!(url("compute"), api.h.nova_url());
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn wrong_credentials_and_missing_token_are_401() {
+    let api = Api::start(fast("empty")).await;
+    let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {"name": api.h.username, "domain": {"name": "Default"}, "password": "wrong"}}}}});
+    let r = api
+        .http
+        .post(format!("{}/auth/tokens", api.h.auth_url))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], 401);
+    assert_eq!(v["error"]["title"], "Unauthorized");
+
+    let r = api
+        .http
+        .get(format!("{}/stacks", api.h.heat_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = api
+        .http
+        .get(format!("{}/stacks", api.h.heat_url()))
+        .header("X-Auth-Token", "bogus")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().contains_key("www-authenticate"));
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn application_credentials_and_validation() {
+    let api = Api::start(fast("empty")).await;
+    let body = json!({"auth": {"identity": {"methods": ["application_credential"], "application_credential": {"id": api.h.application_credential_id, "secret": api.h.application_credential_secret}}}});
+    let r = api
+        .http
+        .post(format!("{}/auth/tokens", api.h.auth_url))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let tok = r.headers()["x-subject-token"].to_str().unwrap().to_string();
+    let r = api
+        .http
+        .get(format!("{}/auth/tokens", api.h.auth_url))
+        .header("X-Auth-Token", &api.token)
+        .header("X-Subject-Token", &tok)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["token"]["methods"][0], "application_credential");
+    assert!(v["token"]["catalog"].is_array());
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn tokens_expire() {
+    let mut opts = fast("empty");
+    opts.token_ttl = Duration::from_millis(600);
+    let api = Api::start(opts).await;
+    assert_eq!(api.get(&api.heat("/stacks")).await.status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        api.get(&api.heat("/stacks")).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    api.h.shutdown().await;
+}

@@ -1,0 +1,267 @@
+use crate::common::{fast, Api};
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use std::collections::HashSet;
+use std::time::Duration;
+
+const V: (&str, &str) = ("OpenStack-API-Version", "container-infra 1.12");
+
+#[tokio::test]
+async fn microversion_headers_and_406() {
+    let api = Api::start(fast("small")).await;
+    let r = api
+        .call(
+            Method::GET,
+            &api.magnum("/clusters"),
+            None,
+            &[("OpenStack-API-Version", "container-infra 1.9")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.headers["openstack-api-minimum-version"],
+        "container-infra 1.1"
+    );
+    assert_eq!(
+        r.headers["openstack-api-maximum-version"],
+        "container-infra 1.12"
+    );
+    assert_eq!(r.headers["openstack-api-version"], "container-infra 1.9");
+    let r = api
+        .call(
+            Method::GET,
+            &api.magnum("/clusters"),
+            None,
+            &[("OpenStack-API-Version", "container-infra 1.99")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_ACCEPTABLE);
+    assert_eq!(r.body["errors"][0]["status"], 406);
+    assert!(r.body["errors"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("[1.1, 1.12]"));
+    let r = api
+        .call(
+            Method::GET,
+            &api.magnum("/clusters"),
+            None,
+            &[("OpenStack-API-Version", "container-infra latest")],
+        )
+        .await;
+    assert_eq!(r.headers["openstack-api-version"], "container-infra 1.12");
+    // Node groups need 1.9.
+    let r = api.get(&api.magnum("/clusters/small/nodegroups")).await;
+    assert_eq!(r.status, StatusCode::NOT_ACCEPTABLE);
+    let r = api
+        .http
+        .get(format!("{}/container-infra/", api.h.base_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = api.mget("/clusters/nope").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        r.body["errors"][0]["detail"],
+        "Cluster nope could not be found."
+    );
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn cluster_paging_and_detail() {
+    let api = Api::start(fast("demo")).await;
+    let mut seen = HashSet::new();
+    let mut url = api.magnum("/clusters?limit=1");
+    loop {
+        let r = api.call(Method::GET, &url, None, &[V]).await;
+        let list = r.body["clusters"].as_array().unwrap();
+        for c in list {
+            assert!(seen.insert(c["uuid"].as_str().unwrap().to_string()));
+            assert!(
+                c.get("status_reason").is_none(),
+                "list has no status_reason"
+            );
+        }
+        match r.body["next"].as_str() {
+            Some(n) => url = n.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 4);
+    let r = api.mget("/clusters/prod-east").await;
+    let c = &r.body;
+    assert_eq!(c["status"], "UPDATE_IN_PROGRESS");
+    // Requested counts: 1000 + 40 + 60 (az3 is scaling out from 20) + 4.
+    assert_eq!(c["node_count"], 1104);
+    assert_eq!(c["master_count"], 3);
+    assert_eq!(c["master_addresses"].as_array().unwrap().len(), 3);
+    assert!(c["api_address"].as_str().unwrap().starts_with("https://"));
+    let r = api.mget("/clusters/batch-jobs").await;
+    assert_eq!(r.body["status"], "CREATE_FAILED");
+    assert_eq!(r.body["health_status"], "UNHEALTHY");
+    assert!(r.body["status_reason"]
+        .as_str()
+        .unwrap()
+        .contains("No valid host was found"));
+    let r = api.mget("/clusters/prod-east/nodegroups?role=worker").await;
+    let ngs = r.body["nodegroups"].as_array().unwrap();
+    assert_eq!(ngs.len(), 4);
+    let r = api.mget("/clusters/prod-east/nodegroups/workers-az2").await;
+    assert_eq!(r.body["labels"]["availability_zone"], "az-2");
+    assert_eq!(r.body["node_addresses"].as_array().unwrap().len(), 40);
+    assert_eq!(r.body["max_node_count"], 200);
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn resize_removes_named_nodes_and_never_reuses_names() {
+    let api = Api::start(fast("small")).await;
+    let ng = api
+        .mget("/clusters/small/nodegroups/default-worker")
+        .await
+        .body;
+    let stack_id = ng["stack_id"].as_str().unwrap().to_string();
+    let servers = api
+        .get(&format!("{}/servers/detail", api.h.nova_url()))
+        .await
+        .body["servers"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let victim = servers
+        .iter()
+        .find(|s| s["name"] == "small-default-worker-1")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = api
+        .call(Method::POST, &api.magnum("/clusters/small/actions/resize"), Some(json!({"node_count": 3, "nodes_to_remove": [victim], "nodegroup": "default-worker"})), &[V])
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let r = api.mget("/clusters/small").await;
+    assert_eq!(r.body["status"], "UPDATE_IN_PROGRESS");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = api.mget("/clusters/small/nodegroups/default-worker").await;
+        if r.body["status"] == "UPDATE_COMPLETE" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            r.body["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(members(&api, &stack_id).await, vec![0, 2, 3]);
+    // Scale down and up again: "1" stays retired.
+    let r = api
+        .call(
+            Method::POST,
+            &api.magnum("/clusters/small/actions/resize"),
+            Some(json!({"node_count": 5})),
+            &[V],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let r = api
+        .call(
+            Method::POST,
+            &api.magnum("/clusters/small/actions/resize"),
+            Some(json!({"node_count": 6})),
+            &[V],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "busy node group");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while api
+        .mget("/clusters/small/nodegroups/default-worker")
+        .await
+        .body["status"]
+        != "UPDATE_COMPLETE"
+    {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(members(&api, &stack_id).await, vec![0, 2, 3, 4, 5]);
+    let r = api.mget("/clusters/small/nodegroups/default-worker").await;
+    assert_eq!(r.body["node_count"], 5);
+    assert_eq!(r.body["node_addresses"].as_array().unwrap().len(), 5);
+    let r = api
+        .call(
+            Method::POST,
+            &api.magnum("/clusters/small/actions/resize"),
+            Some(json!({"node_count": 50})),
+            &[V],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "above max_node_count");
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn upgrade_rolls_in_batches() {
+    let api = Api::start(fast("small")).await;
+    let tpl = api.mget("/clustertemplates").await.body["clustertemplates"][1]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = api
+        .call(
+            Method::POST,
+            &api.magnum("/clusters/small/actions/upgrade"),
+            Some(json!({"cluster_template": tpl, "max_batch_size": 1})),
+            &[V],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let ng = api
+        .mget("/clusters/small/nodegroups/default-worker")
+        .await
+        .body;
+    let path = api.stack_path(ng["stack_id"].as_str().unwrap()).await;
+    api.wait_status(&path, "UPDATE_COMPLETE", 30).await;
+    let evs = api
+        .all_events(
+            &path,
+            "&nested_depth=2&sort_dir=asc&resource_type=OS::Nova::Server&resource_action=UPDATE",
+            100,
+        )
+        .await;
+    // One server at a time: each update starts after the previous one completed.
+    let statuses: Vec<&str> = evs
+        .iter()
+        .map(|e| e["resource_status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["UPDATE_IN_PROGRESS", "UPDATE_COMPLETE"].repeat(3)
+    );
+    let ng = api
+        .mget("/clusters/small/nodegroups/default-worker")
+        .await
+        .body;
+    assert_eq!(ng["image_id"], "fedora-coreos-40");
+    assert_eq!(ng["version"], "v1.30.2");
+    api.h.shutdown().await;
+}
+
+async fn members(api: &Api, stack_id: &str) -> Vec<u32> {
+    let path = api.stack_path(stack_id).await;
+    let r = api
+        .get(&api.heat(&format!(
+            "{path}/resources?nested_depth=1&type=Caldera::Node"
+        )))
+        .await;
+    let mut names: Vec<u32> = r.body["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["resource_name"].as_str().unwrap().parse().unwrap())
+        .collect();
+    names.sort();
+    names
+}
