@@ -11,3 +11,4 @@
 
 pub mod model;
 pub mod service;
+pub mod tui;

@@ -4,6 +4,8 @@
 //! (Keystone + Heat + Magnum + Nova), a no-auth standalone Heat and the built-in simulator
 //! are all served by implementations of this trait; tests use in-memory fakes.
 
+pub mod fake;
+
 use crate::model::{Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
