@@ -9,8 +9,8 @@ use super::{
     BudgetStats, CloudInfo, CloudService, EventCursor, NodeUpdate, ServiceError, ServiceResult,
 };
 use crate::model::{
-    Cluster, DriverKind, Health, Node, NodeAddress, NodeGroup, NodeKey, Role, StackEvent,
-    StackRef, StackResource, StackSummary, Status,
+    Cluster, DriverKind, Health, Node, NodeAddress, NodeGroup, NodeKey, Role, StackEvent, StackRef,
+    StackResource, StackSummary, Status,
 };
 use chrono::{DateTime, Duration as ChronoDuration, TimeZone, Utc};
 use futures::future::BoxFuture;
@@ -109,7 +109,11 @@ impl FakeCloud {
     /// A demo cloud: `prod-k8s` mid-upgrade with `workers` worker nodes in two groups
     /// (80% / 20%), plus a healthy, a failed and a Heat-native cluster.
     pub fn demo(workers: u32) -> Self {
-        let now = demo_epoch();
+        FakeCloud::demo_at(demo_epoch(), workers)
+    }
+
+    /// The demo cloud built around `now` (the example uses the wall clock).
+    pub fn demo_at(now: DateTime<Utc>, workers: u32) -> Self {
         let mut d = FakeData {
             info: CloudInfo {
                 cloud: "simulator".into(),
@@ -187,18 +191,22 @@ impl FakeCloud {
     /// One step of the rolling upgrade: the in-progress batch completes, the next batch of
     /// paused members is released, the clock moves 10 s, events are appended.
     pub fn advance(&self) {
+        let next = self.lock().now + ChronoDuration::seconds(10);
+        self.advance_to(next);
+    }
+
+    /// One step of the rolling upgrade, happening at `now`.
+    pub fn advance_to(&self, now: DateTime<Utc>) {
         let mut d = self.lock();
         d.step += 1;
-        d.now += ChronoDuration::seconds(10);
-        let now = d.now;
+        d.now = now;
         let ng_ids: Vec<(String, Option<String>)> = d
             .nodegroups
             .iter()
             .filter(|g| g.status.is_in_progress())
             .map(|g| (g.id.clone(), g.stack_id.clone()))
             .collect();
-        let mut new_events: Vec<(String, Vec<(String, Vec<String>, &'static str, String)>)> =
-            Vec::new();
+        let mut new_events: Vec<(String, Vec<NewEvent>)> = Vec::new();
         for (ng_id, stack_id) in ng_ids {
             let Some(nodes) = d.nodes.get_mut(&ng_id) else {
                 continue;
@@ -210,7 +218,8 @@ impl FakeCloud {
                     let fail = n.index.is_some_and(|i| i % 61 == 60);
                     if fail {
                         n.status = Status::parse("UPDATE_FAILED");
-                        n.status_reason = Some("Timed out waiting for kubelet to become Ready".into());
+                        n.status_reason =
+                            Some("Timed out waiting for kubelet to become Ready".into());
                     } else {
                         n.status = Status::parse("UPDATE_COMPLETE");
                         n.status_reason = Some("state changed".into());
@@ -220,7 +229,11 @@ impl FakeCloud {
                     evs.push((
                         n.key.member.clone(),
                         vec!["nodes".to_string()],
-                        if fail { "UPDATE_FAILED" } else { "UPDATE_COMPLETE" },
+                        if fail {
+                            "UPDATE_FAILED"
+                        } else {
+                            "UPDATE_COMPLETE"
+                        },
                         n.status_reason.clone().unwrap_or_default(),
                     ));
                 }
@@ -260,7 +273,11 @@ impl FakeCloud {
             }
         }
         for (sid, evs) in new_events {
-            let stack = d.stacks.iter().find(|s| s.stack.id == sid).map(|s| s.stack.clone());
+            let stack = d
+                .stacks
+                .iter()
+                .find(|s| s.stack.id == sid)
+                .map(|s| s.stack.clone());
             for (res, path, status, reason) in evs {
                 d.event_seq += 1;
                 let seq = d.event_seq;
@@ -309,6 +326,9 @@ impl FakeCloud {
     }
 }
 
+/// (resource name, path, status, reason) of an event `advance` emits.
+type NewEvent = (String, Vec<String>, &'static str, String);
+
 #[allow(clippy::too_many_arguments)]
 fn add_cluster(
     d: &mut FakeData,
@@ -326,8 +346,16 @@ fn add_cluster(
         id: format!("{name}-stack-id"),
     };
     let upgrading = status == "UPDATE_IN_PROGRESS";
-    let masters: u32 = groups.iter().filter(|g| g.1 == Role::Master).map(|g| g.2).sum();
-    let workers: u32 = groups.iter().filter(|g| g.1 != Role::Master).map(|g| g.2).sum();
+    let masters: u32 = groups
+        .iter()
+        .filter(|g| g.1 == Role::Master)
+        .map(|g| g.2)
+        .sum();
+    let workers: u32 = groups
+        .iter()
+        .filter(|g| g.1 != Role::Master)
+        .map(|g| g.2)
+        .sum();
     d.clusters.push(Cluster {
         id: cid.clone(),
         name: name.into(),
@@ -374,13 +402,24 @@ fn add_cluster(
             name: (*gname).into(),
             cluster_id: cid.clone(),
             role: *role,
-            flavor: Some(if gname.contains("gpu") { "g1.xlarge" } else { "m1.large" }.into()),
+            flavor: Some(
+                if gname.contains("gpu") {
+                    "g1.xlarge"
+                } else {
+                    "m1.large"
+                }
+                .into(),
+            ),
             image: Some(OLD_IMAGE.into()),
             version: Some("v1.30.4".into()),
             zone: Some((*zone).into()),
             node_count: *count,
             min_node_count: Some(if *role == Role::Master { *count } else { 1 }),
-            max_node_count: if *role == Role::Master { Some(*count) } else { Some(count * 2) },
+            max_node_count: if *role == Role::Master {
+                Some(*count)
+            } else {
+                Some(count * 2)
+            },
             status: Status::parse(ng_status),
             status_reason: if ng_upgrading {
                 Some("Rolling update paused on pre-update hooks".into())
@@ -419,19 +458,55 @@ fn add_cluster(
                 let done = (*count as usize * 3 / 10) as u32;
                 if i < done {
                     if i % 53 == 17 {
-                        ("UPDATE_FAILED", "Timed out waiting for kubelet to become Ready", false, OLD_IMAGE, 300 + i as i64)
+                        (
+                            "UPDATE_FAILED",
+                            "Timed out waiting for kubelet to become Ready",
+                            false,
+                            OLD_IMAGE,
+                            300 + i as i64,
+                        )
                     } else {
-                        ("UPDATE_COMPLETE", "state changed", false, NEW_IMAGE, 60 + (i as i64 * 7) % 900)
+                        (
+                            "UPDATE_COMPLETE",
+                            "state changed",
+                            false,
+                            NEW_IMAGE,
+                            60 + (i as i64 * 7) % 900,
+                        )
                     }
                 } else if i < done + BATCH as u32 {
-                    ("UPDATE_IN_PROGRESS", "state changed", false, OLD_IMAGE, 20 + i as i64 % 40)
+                    (
+                        "UPDATE_IN_PROGRESS",
+                        "state changed",
+                        false,
+                        OLD_IMAGE,
+                        20 + i as i64 % 40,
+                    )
                 } else {
-                    ("UPDATE_IN_PROGRESS", "UPDATE paused until Hook pre-update is cleared", true, OLD_IMAGE, 720 + i as i64 % 30)
+                    (
+                        "UPDATE_IN_PROGRESS",
+                        "UPDATE paused until Hook pre-update is cleared",
+                        true,
+                        OLD_IMAGE,
+                        720 + i as i64 % 30,
+                    )
                 }
             } else if status == "CREATE_FAILED" {
-                ("CREATE_FAILED", "ResourceInError: Went to status ERROR due to \"No valid host was found\"", false, OLD_IMAGE, 2400)
+                (
+                    "CREATE_FAILED",
+                    "ResourceInError: Went to status ERROR due to \"No valid host was found\"",
+                    false,
+                    OLD_IMAGE,
+                    2400,
+                )
             } else {
-                ("CREATE_COMPLETE", "state changed", false, OLD_IMAGE, 86400 + i as i64)
+                (
+                    "CREATE_COMPLETE",
+                    "state changed",
+                    false,
+                    OLD_IMAGE,
+                    86400 + i as i64,
+                )
             };
             nodes.push(Node {
                 key: NodeKey {
@@ -499,7 +574,10 @@ fn add_cluster(
                 logical_id: "kube-master".into(),
                 physical_id: None,
                 status: Status::parse("CREATE_FAILED"),
-                status_reason: Some("ResourceInError: Went to status ERROR due to \"No valid host was found\"".into()),
+                status_reason: Some(
+                    "ResourceInError: Went to status ERROR due to \"No valid host was found\""
+                        .into(),
+                ),
                 stack: Some(cluster_stack.clone()),
                 path: vec!["kube_masters".into(), "0".into()],
             }],
@@ -511,7 +589,10 @@ fn add_cluster(
 /// Resources of a node group stack, generated from its nodes: `nodes` (a ResourceGroup)
 /// with one member per node, and each member's `server`, `port` and `deployment`.
 fn nodegroup_resources(d: &FakeData, stack: &StackRef, depth: u32) -> Option<Vec<StackResource>> {
-    let ng = d.nodegroups.iter().find(|g| g.stack_id.as_deref() == Some(&stack.id))?;
+    let ng = d
+        .nodegroups
+        .iter()
+        .find(|g| g.stack_id.as_deref() == Some(&stack.id))?;
     let nodes = d.nodes.get(&ng.id)?;
     let group_ref = StackRef {
         name: format!("{}-nodes", stack.name),
@@ -573,7 +654,11 @@ fn nodegroup_resources(d: &FakeData, stack: &StackRef, depth: u32) -> Option<Vec
                     } else {
                         None
                     },
-                    updated_at: if res == "server" { n.since } else { Some(d.now - ChronoDuration::hours(2)) },
+                    updated_at: if res == "server" {
+                        n.since
+                    } else {
+                        Some(d.now - ChronoDuration::hours(2))
+                    },
                     owner: Some(member_ref.clone()),
                     nested: None,
                     parent_resource: Some(n.key.member.clone()),
@@ -603,7 +688,10 @@ impl CloudService for FakeCloud {
         self.answer(FakeOp::ListClusters, |d| d.clusters.clone())
     }
 
-    fn list_nodegroups(&self, cluster: Cluster) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>> {
+    fn list_nodegroups(
+        &self,
+        cluster: Cluster,
+    ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>> {
         self.answer(FakeOp::ListNodegroups, move |d| {
             d.nodegroups
                 .iter()
@@ -652,7 +740,12 @@ impl CloudService for FakeCloud {
                 steps.push(Ok(NodeUpdate::Address(NodeAddress {
                     member: n.key.member.clone(),
                     index: n.index,
-                    addresses: vec![format!("10.{}.{}.{}", 10 + i / 65536, (i / 256) % 256, i % 256)],
+                    addresses: vec![format!(
+                        "10.{}.{}.{}",
+                        10 + i / 65536,
+                        (i / 256) % 256,
+                        i % 256
+                    )],
                 })));
             }
         }
@@ -715,9 +808,17 @@ mod tests {
         let clusters = fake.list_clusters().await.unwrap();
         assert_eq!(clusters.len(), 4);
         let ngs = fake.list_nodegroups(clusters[0].clone()).await.unwrap();
-        let total: u32 = ngs.iter().filter(|g| g.role == Role::Worker).map(|g| g.node_count).sum();
+        let total: u32 = ngs
+            .iter()
+            .filter(|g| g.role == Role::Worker)
+            .map(|g| g.node_count)
+            .sum();
         assert_eq!(total, 1000);
-        let worker = ngs.iter().find(|g| g.name == "default-worker").unwrap().clone();
+        let worker = ngs
+            .iter()
+            .find(|g| g.name == "default-worker")
+            .unwrap()
+            .clone();
         let updates: Vec<_> = fake.stream_nodes(worker.clone()).collect().await;
         assert!(matches!(updates.last(), Some(Ok(NodeUpdate::Done))));
         let stack = StackRef {
@@ -741,7 +842,10 @@ mod tests {
         let fake = FakeCloud::demo(10);
         fake.set_error(
             FakeOp::ListClusters,
-            Some(ServiceError::new(super::super::ErrorKind::Transport, "connection refused")),
+            Some(ServiceError::new(
+                super::super::ErrorKind::Transport,
+                "connection refused",
+            )),
         );
         assert!(fake.list_clusters().await.is_err());
         fake.set_error(FakeOp::ListClusters, None);

@@ -44,11 +44,23 @@ pub enum Command {
 /// `(name, aliases, help)` of every palette command, for parsing, completion and help.
 pub const COMMANDS: &[(&str, &[&str], &str)] = &[
     ("clusters", &["cl", "cluster"], "list clusters"),
-    ("ng", &["nodegroups", "nodegroup"], "node groups of the current cluster"),
+    (
+        "ng",
+        &["nodegroups", "nodegroup"],
+        "node groups of the current cluster",
+    ),
     ("nodes", &["no", "node"], "nodes of the current node group"),
     ("stacks", &["st", "stack"], "list Heat stacks"),
-    ("events", &["ev", "event"], "event tail of the current stack"),
-    ("tree", &["tr", "resources", "res"], "stack tree and why-stuck"),
+    (
+        "events",
+        &["ev", "event"],
+        "event tail of the current stack",
+    ),
+    (
+        "tree",
+        &["tr", "resources", "res"],
+        "stack tree and why-stuck",
+    ),
     ("dash", &["dashboard", "db"], "cluster dashboard"),
     ("theme", &[], "switch theme: :theme NAME"),
     ("faults", &["f"], "toggle faults-only"),
@@ -92,28 +104,82 @@ impl Command {
 /// Work for the background workers.
 #[derive(Debug, Clone)]
 pub enum Request {
-    Clusters { gen: u64 },
-    Stacks { gen: u64 },
-    NodeGroups { cluster: Cluster, gen: u64 },
-    Nodes { nodegroup: NodeGroup, gen: u64 },
+    Clusters {
+        gen: u64,
+    },
+    Stacks {
+        gen: u64,
+    },
+    NodeGroups {
+        cluster: Cluster,
+        gen: u64,
+    },
+    Nodes {
+        nodegroup: NodeGroup,
+        gen: u64,
+    },
     /// Stop streaming a node group (its view was left).
-    StopNodes { nodegroup_id: String },
-    Events { stack: StackTarget, cursor: EventCursor, gen: u64 },
-    Tree { stack: StackTarget, depth: u32, gen: u64 },
-    Save { path: PathBuf, contents: String },
+    StopNodes {
+        nodegroup_id: String,
+    },
+    Events {
+        stack: StackTarget,
+        cursor: EventCursor,
+        gen: u64,
+    },
+    Tree {
+        stack: StackTarget,
+        depth: u32,
+        gen: u64,
+    },
+    Save {
+        path: PathBuf,
+        contents: String,
+    },
 }
 
 /// Answers from the workers.
 #[derive(Debug)]
 pub enum Reply {
-    Clusters { gen: u64, result: ServiceResult<Vec<Cluster>> },
-    Stacks { gen: u64, result: ServiceResult<Vec<StackSummary>> },
-    NodeGroups { cluster_id: String, gen: u64, result: ServiceResult<Vec<NodeGroup>> },
-    Nodes { nodegroup_id: String, gen: u64, update: ServiceResult<NodeUpdate> },
-    NodesEnded { nodegroup_id: String, gen: u64 },
-    Events { stack_id: String, gen: u64, result: ServiceResult<(Vec<StackEvent>, EventCursor)> },
-    Tree { stack_id: String, gen: u64, result: ServiceResult<Vec<StackResource>> },
-    Saved { path: PathBuf, result: Result<usize, String> },
+    Clusters {
+        gen: u64,
+        result: ServiceResult<Vec<Cluster>>,
+    },
+    Stacks {
+        gen: u64,
+        result: ServiceResult<Vec<StackSummary>>,
+    },
+    NodeGroups {
+        cluster_id: String,
+        gen: u64,
+        result: ServiceResult<Vec<NodeGroup>>,
+    },
+    Nodes {
+        nodegroup_id: String,
+        gen: u64,
+        update: ServiceResult<NodeUpdate>,
+    },
+    NodesEnded {
+        nodegroup_id: String,
+        gen: u64,
+    },
+    Events {
+        stack_id: String,
+        /// The stack's name, when the worker had to look it up.
+        stack_name: Option<String>,
+        gen: u64,
+        result: ServiceResult<(Vec<StackEvent>, EventCursor)>,
+    },
+    Tree {
+        stack_id: String,
+        stack_name: Option<String>,
+        gen: u64,
+        result: ServiceResult<Vec<StackResource>>,
+    },
+    Saved {
+        path: PathBuf,
+        result: Result<usize, String>,
+    },
 }
 
 #[cfg(test)]
@@ -125,7 +191,10 @@ mod tests {
         assert_eq!(Command::parse(":clusters"), Ok(Command::Clusters));
         assert_eq!(Command::parse("nodegroups"), Ok(Command::NodeGroups));
         assert_eq!(Command::parse(" :q "), Ok(Command::Quit));
-        assert_eq!(Command::parse("theme light"), Ok(Command::Theme("light".into())));
+        assert_eq!(
+            Command::parse("theme light"),
+            Ok(Command::Theme("light".into()))
+        );
         assert!(Command::parse("theme").is_err());
         assert!(Command::parse("bogus").unwrap_err().contains("bogus"));
     }

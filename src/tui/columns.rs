@@ -55,7 +55,8 @@ pub fn node_state(r: &NodeRow) -> CellState {
 }
 
 fn first_line(s: Option<&str>) -> String {
-    s.map(|s| s.lines().next().unwrap_or("").to_string()).unwrap_or_default()
+    s.map(|s| s.lines().next().unwrap_or("").to_string())
+        .unwrap_or_default()
 }
 
 // ---------------------------------------------------------------- clusters
@@ -102,7 +103,11 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
         Column {
             title: "NGS",
             width: Constraint::Length(4),
-            text: |c, _| c.nodegroup_count.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
+            text: |c, _| {
+                c.nodegroup_count
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "-".into())
+            },
             sort: |c, _| SortKey::opt_int(c.nodegroup_count.map(i64::from)),
             style: plain,
         },
@@ -203,7 +208,12 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         Column {
             title: "STACK",
             width: Constraint::Length(10),
-            text: |g, _| g.stack_id.as_deref().map(|s| s.chars().take(10).collect()).unwrap_or_default(),
+            text: |g, _| {
+                g.stack_id
+                    .as_deref()
+                    .map(|s| s.chars().take(10).collect())
+                    .unwrap_or_default()
+            },
             sort: |g, _| SortKey::opt_str(g.stack_id.as_deref()),
             style: muted,
         },
@@ -233,13 +243,18 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         Column {
             title: "#",
             width: Constraint::Length(5),
-            text: |r, _| r.node.index.map(|i| i.to_string()).unwrap_or_else(|| r.node.key.member.clone()),
+            text: |r, _| {
+                r.node
+                    .index
+                    .map(|i| i.to_string())
+                    .unwrap_or_else(|| r.node.key.member.clone())
+            },
             sort: |r, _| SortKey::opt_int(r.node.index.map(i64::from)),
             style: muted,
         },
         Column {
             title: "NAME",
-            width: Constraint::Min(16),
+            width: Constraint::Fill(1),
             text: |r, _| r.node.name.clone(),
             sort: |r, _| SortKey::str(&r.node.name),
             style: plain,
@@ -254,7 +269,9 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
             },
             sort: |r, _| {
                 SortKey::opt_int(r.node.ip.as_deref().and_then(|ip| {
-                    ip.parse::<std::net::Ipv4Addr>().ok().map(|a| u32::from(a) as i64)
+                    ip.parse::<std::net::Ipv4Addr>()
+                        .ok()
+                        .map(|a| u32::from(a) as i64)
                 }))
             },
             style: |r, ctx| {
@@ -275,9 +292,19 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         Column {
             title: "HOOK",
             width: Constraint::Length(6),
-            text: |r, _| if r.node.hook_paused { "paused".into() } else { String::new() },
+            text: |r, _| {
+                if r.node.hook_paused {
+                    "paused".into()
+                } else {
+                    String::new()
+                }
+            },
             sort: |r, _| SortKey::Int(r.node.hook_paused as i64),
-            style: |_, ctx| Style::default().fg(ctx.theme.paused).add_modifier(Modifier::BOLD),
+            style: |_, ctx| {
+                Style::default()
+                    .fg(ctx.theme.paused)
+                    .add_modifier(Modifier::BOLD)
+            },
         },
         Column {
             title: "IMAGE",
@@ -297,7 +324,9 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
             title: "REASON",
             width: Constraint::Fill(2),
             text: |r, _| match (&r.ip_error, r.node.ip.is_none()) {
-                (Some(e), true) => format!("{} | IP: {e}", first_line(r.node.status_reason.as_deref())),
+                (Some(e), true) => {
+                    format!("{} | IP: {e}", first_line(r.node.status_reason.as_deref()))
+                }
                 _ => first_line(r.node.status_reason.as_deref()),
             },
             sort: |r, _| SortKey::opt_str(r.node.status_reason.as_deref()),
@@ -413,7 +442,11 @@ pub fn event_columns() -> Vec<Column<StackEvent>> {
             style: |e, ctx| {
                 if e.status.is_failed() {
                     Style::default().fg(ctx.theme.failed)
-                } else if e.status_reason.as_deref().is_some_and(|r| r.contains("Hook")) {
+                } else if e
+                    .status_reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("Hook"))
+                {
                     Style::default().fg(ctx.theme.paused)
                 } else {
                     ctx.theme.muted()
@@ -438,7 +471,7 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
     vec![
         Column {
             title: "RESOURCE",
-            width: Constraint::Min(24),
+            width: Constraint::Fill(1),
             text: |r, _| format!("{}{}", r.prefix, r.resource.name),
             sort: |r, _| SortKey::str(&r.path),
             style: |r, ctx| status_style(&r.resource.status, ctx),

@@ -74,12 +74,19 @@ pub fn default_config_path() -> Option<PathBuf> {
 }
 
 /// Parse a config file's text and apply it over `out`.
-fn apply_config(src: &str, origin: &str, out: &mut Resolved, theme_from_cli: bool) -> Option<String> {
+fn apply_config(
+    src: &str,
+    origin: &str,
+    out: &mut Resolved,
+    theme_from_cli: bool,
+) -> Option<String> {
     let file: ConfigFile = match toml::from_str(src) {
         Ok(f) => f,
         Err(e) => {
-            out.problems
-                .push(format!("{} (using defaults)", FileError::from_toml(origin, src, &e)));
+            out.problems.push(format!(
+                "{} (using defaults)",
+                FileError::from_toml(origin, src, &e)
+            ));
             return None;
         }
     };
@@ -88,8 +95,15 @@ fn apply_config(src: &str, origin: &str, out: &mut Resolved, theme_from_cli: boo
         if v.is_finite() && v >= 0.2 {
             out.refresh = Duration::from_secs_f64(v);
         } else {
-            out.problems
-                .push(FileError::at(origin, src, Some(r.span()), "refresh_secs must be at least 0.2").to_string());
+            out.problems.push(
+                FileError::at(
+                    origin,
+                    src,
+                    Some(r.span()),
+                    "refresh_secs must be at least 0.2",
+                )
+                .to_string(),
+            );
         }
     }
     if let Some(f) = file.fps {
@@ -97,8 +111,10 @@ fn apply_config(src: &str, origin: &str, out: &mut Resolved, theme_from_cli: boo
         if (1..=240).contains(&v) {
             out.fps = v;
         } else {
-            out.problems
-                .push(FileError::at(origin, src, Some(f.span()), "fps must be between 1 and 240").to_string());
+            out.problems.push(
+                FileError::at(origin, src, Some(f.span()), "fps must be between 1 and 240")
+                    .to_string(),
+            );
         }
     }
     if let Some(ro) = file.read_only {
@@ -109,8 +125,10 @@ fn apply_config(src: &str, origin: &str, out: &mut Resolved, theme_from_cli: boo
     for name in names {
         let spanned = &file.keys[name];
         if let Err(msg) = out.keys.set(name, spanned.get_ref()) {
-            out.problems
-                .push(FileError::at(origin, src, Some(spanned.span()), format!("[keys] {msg}")).to_string());
+            out.problems.push(
+                FileError::at(origin, src, Some(spanned.span()), format!("[keys] {msg}"))
+                    .to_string(),
+            );
         }
     }
     if theme_from_cli {
@@ -146,7 +164,8 @@ pub fn resolve(options: &ConsoleOptions) -> Resolved {
                     }
                 }
                 Err(e) if explicit || e.kind() != std::io::ErrorKind::NotFound => {
-                    out.problems.push(format!("{}: cannot read config: {e}", path.display()));
+                    out.problems
+                        .push(format!("{}: cannot read config: {e}", path.display()));
                 }
                 Err(_) => {}
             }
@@ -209,16 +228,32 @@ mod tests {
 
     #[test]
     fn broken_config_names_file_and_line_and_falls_back() {
-        let r = resolve_text("theme = \"light\"\nfps = \"fast\"\n", Path::new("/home/u/.config/caldera/config.toml"));
+        let r = resolve_text(
+            "theme = \"light\"\nfps = \"fast\"\n",
+            Path::new("/home/u/.config/caldera/config.toml"),
+        );
         assert_eq!(r.theme.name, "dark");
         assert_eq!(r.problems.len(), 1);
-        assert!(r.problems[0].starts_with("/home/u/.config/caldera/config.toml:2:7:"), "{}", r.problems[0]);
+        assert!(
+            r.problems[0].starts_with("/home/u/.config/caldera/config.toml:2:7:"),
+            "{}",
+            r.problems[0]
+        );
         assert!(r.problems[0].contains("using defaults"));
 
-        let r = resolve_text("[keys]\nquit = [\"q\"]\nfly = [\"x\"]\nup = [\"hyper-k\"]\n", Path::new("c.toml"));
+        let r = resolve_text(
+            "[keys]\nquit = [\"q\"]\nfly = [\"x\"]\nup = [\"hyper-k\"]\n",
+            Path::new("c.toml"),
+        );
         assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
-        assert!(r.problems.iter().any(|p| p.starts_with("c.toml:3:") && p.contains("fly")));
-        assert!(r.problems.iter().any(|p| p.starts_with("c.toml:4:") && p.contains("hyper-k")));
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| p.starts_with("c.toml:3:") && p.contains("fly")));
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| p.starts_with("c.toml:4:") && p.contains("hyper-k")));
 
         let r = resolve_text("theme = \"neon\"\n", Path::new("c.toml"));
         assert_eq!(r.theme.name, "dark");

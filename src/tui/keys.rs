@@ -75,13 +75,19 @@ impl KeyBinding {
         let mut rest = raw;
         loop {
             let lower = rest.to_ascii_lowercase();
-            if rest.chars().count() > 1 && (lower.starts_with("ctrl-") || lower.starts_with("ctrl+")) {
+            if rest.chars().count() > 1
+                && (lower.starts_with("ctrl-") || lower.starts_with("ctrl+"))
+            {
                 mods |= KeyModifiers::CONTROL;
                 rest = &rest[5..];
-            } else if rest.chars().count() > 1 && (lower.starts_with("alt-") || lower.starts_with("alt+")) {
+            } else if rest.chars().count() > 1
+                && (lower.starts_with("alt-") || lower.starts_with("alt+"))
+            {
                 mods |= KeyModifiers::ALT;
                 rest = &rest[4..];
-            } else if rest.chars().count() > 1 && (lower.starts_with("shift-") || lower.starts_with("shift+")) {
+            } else if rest.chars().count() > 1
+                && (lower.starts_with("shift-") || lower.starts_with("shift+"))
+            {
                 mods |= KeyModifiers::SHIFT;
                 rest = &rest[6..];
             } else {
@@ -110,8 +116,13 @@ impl KeyBinding {
             "backspace" => KeyCode::Backspace,
             "delete" | "del" => KeyCode::Delete,
             "insert" | "ins" => KeyCode::Insert,
-            f if f.len() >= 2 && f.starts_with('f') && f[1..].chars().all(|c| c.is_ascii_digit()) => {
-                let n: u8 = f[1..].parse().map_err(|_| format!("bad function key {raw:?}"))?;
+            f if f.len() >= 2
+                && f.starts_with('f')
+                && f[1..].chars().all(|c| c.is_ascii_digit()) =>
+            {
+                let n: u8 = f[1..]
+                    .parse()
+                    .map_err(|_| format!("bad function key {raw:?}"))?;
                 KeyCode::F(n)
             }
             _ => {
@@ -136,7 +147,8 @@ impl KeyBinding {
 
     /// The binding an incoming key event matches (shift folded into the character).
     pub fn from_event(ev: &KeyEvent) -> KeyBinding {
-        let mut mods = ev.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
+        let mut mods =
+            ev.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
         let code = match ev.code {
             KeyCode::Char(c) => {
                 mods.remove(KeyModifiers::SHIFT);
@@ -214,34 +226,230 @@ type Default5 = (
 );
 
 const DEFAULTS: &[Default5] = &[
-    (KeyAction::Quit, "quit", KeyContext::Global, &["q", "ctrl-c"], "Quit caldera", Some("quit")),
-    (KeyAction::Help, "help", KeyContext::Global, &["?"], "Show this help", Some("help")),
-    (KeyAction::Palette, "palette", KeyContext::Global, &[":"], "Command palette (:clusters :ng :nodes :stacks :events :tree :dash :theme :q)", Some("cmd")),
-    (KeyAction::Filter, "filter", KeyContext::Global, &["/"], "Filter the table: text, re:REGEX, !inverse", Some("filter")),
-    (KeyAction::Back, "back", KeyContext::Global, &["esc", "-"], "Back to the previous view (or clear the filter)", Some("back")),
-    (KeyAction::Refresh, "refresh", KeyContext::Global, &["r", "ctrl-r"], "Refresh the current view now", None),
-    (KeyAction::Freeze, "freeze", KeyContext::Global, &["z"], "Freeze the screen (data is kept and applied on thaw)", None),
-    (KeyAction::FaultsOnly, "faults_only", KeyContext::Global, &["F"], "Show faults only (failed, unhealthy, no IP)", Some("faults")),
-    (KeyAction::Dashboard, "dashboard", KeyContext::Global, &["d"], "Cluster dashboard: node groups, heat map, events", Some("dash")),
-    (KeyAction::Events, "events", KeyContext::Global, &["e"], "Event tail of the selected stack", Some("events")),
-    (KeyAction::Tree, "tree", KeyContext::Global, &["t"], "Stack tree and why-stuck of the selected stack", Some("tree")),
-    (KeyAction::Up, "up", KeyContext::Table, &["up", "k"], "Move up", None),
-    (KeyAction::Down, "down", KeyContext::Table, &["down", "j"], "Move down", None),
-    (KeyAction::PageUp, "page_up", KeyContext::Table, &["pgup", "ctrl-b"], "Page up", None),
-    (KeyAction::PageDown, "page_down", KeyContext::Table, &["pgdn", "ctrl-f"], "Page down", None),
-    (KeyAction::Top, "top", KeyContext::Table, &["home", "g"], "First row", None),
-    (KeyAction::Bottom, "bottom", KeyContext::Table, &["end", "G"], "Last row", None),
-    (KeyAction::Open, "open", KeyContext::Table, &["enter"], "Open / drill down", Some("open")),
-    (KeyAction::Mark, "mark", KeyContext::Table, &["space"], "Mark or unmark the row", Some("mark")),
-    (KeyAction::ClearMarks, "clear_marks", KeyContext::Table, &["M"], "Clear all marks", None),
-    (KeyAction::SortNext, "sort_next", KeyContext::Table, &["s"], "Sort by the next column", Some("sort")),
-    (KeyAction::SortReverse, "sort_reverse", KeyContext::Table, &["S"], "Reverse the sort direction", None),
-    (KeyAction::HeatMap, "heat_map", KeyContext::Nodes, &["m"], "Show or hide the fleet heat map", Some("map")),
-    (KeyAction::Follow, "follow", KeyContext::Events, &["f"], "Follow the tail (jump to newest)", Some("follow")),
-    (KeyAction::PausePoll, "pause", KeyContext::Events, &["p"], "Pause or resume polling for events", Some("pause")),
-    (KeyAction::TimeMode, "time_mode", KeyContext::Events, &["T"], "Relative or absolute times", Some("time")),
-    (KeyAction::Wrap, "wrap", KeyContext::Events, &["w"], "Wrap long lines", Some("wrap")),
-    (KeyAction::Save, "save", KeyContext::Events, &["W"], "Save the (filtered) events to a file", Some("save")),
+    (
+        KeyAction::Quit,
+        "quit",
+        KeyContext::Global,
+        &["q", "ctrl-c"],
+        "Quit caldera",
+        Some("quit"),
+    ),
+    (
+        KeyAction::Help,
+        "help",
+        KeyContext::Global,
+        &["?"],
+        "Show this help",
+        Some("help"),
+    ),
+    (
+        KeyAction::Palette,
+        "palette",
+        KeyContext::Global,
+        &[":"],
+        "Command palette (:clusters :ng :nodes :stacks :events :tree :dash :theme :q)",
+        Some("cmd"),
+    ),
+    (
+        KeyAction::Filter,
+        "filter",
+        KeyContext::Global,
+        &["/"],
+        "Filter the table: text, re:REGEX, !inverse",
+        Some("filter"),
+    ),
+    (
+        KeyAction::Back,
+        "back",
+        KeyContext::Global,
+        &["esc", "-"],
+        "Back to the previous view (or clear the filter)",
+        Some("back"),
+    ),
+    (
+        KeyAction::Refresh,
+        "refresh",
+        KeyContext::Global,
+        &["r", "ctrl-r"],
+        "Refresh the current view now",
+        None,
+    ),
+    (
+        KeyAction::Freeze,
+        "freeze",
+        KeyContext::Global,
+        &["z"],
+        "Freeze the screen (data is kept and applied on thaw)",
+        None,
+    ),
+    (
+        KeyAction::FaultsOnly,
+        "faults_only",
+        KeyContext::Global,
+        &["F"],
+        "Show faults only (failed, unhealthy, no IP)",
+        Some("faults"),
+    ),
+    (
+        KeyAction::Dashboard,
+        "dashboard",
+        KeyContext::Global,
+        &["d"],
+        "Cluster dashboard: node groups, heat map, events",
+        Some("dash"),
+    ),
+    (
+        KeyAction::Events,
+        "events",
+        KeyContext::Global,
+        &["e"],
+        "Event tail of the selected stack",
+        Some("events"),
+    ),
+    (
+        KeyAction::Tree,
+        "tree",
+        KeyContext::Global,
+        &["t"],
+        "Stack tree and why-stuck of the selected stack",
+        Some("tree"),
+    ),
+    (
+        KeyAction::Up,
+        "up",
+        KeyContext::Table,
+        &["up", "k"],
+        "Move up",
+        None,
+    ),
+    (
+        KeyAction::Down,
+        "down",
+        KeyContext::Table,
+        &["down", "j"],
+        "Move down",
+        None,
+    ),
+    (
+        KeyAction::PageUp,
+        "page_up",
+        KeyContext::Table,
+        &["pgup", "ctrl-b"],
+        "Page up",
+        None,
+    ),
+    (
+        KeyAction::PageDown,
+        "page_down",
+        KeyContext::Table,
+        &["pgdn", "ctrl-f"],
+        "Page down",
+        None,
+    ),
+    (
+        KeyAction::Top,
+        "top",
+        KeyContext::Table,
+        &["home", "g"],
+        "First row",
+        None,
+    ),
+    (
+        KeyAction::Bottom,
+        "bottom",
+        KeyContext::Table,
+        &["end", "G"],
+        "Last row",
+        None,
+    ),
+    (
+        KeyAction::Open,
+        "open",
+        KeyContext::Table,
+        &["enter"],
+        "Open / drill down",
+        Some("open"),
+    ),
+    (
+        KeyAction::Mark,
+        "mark",
+        KeyContext::Table,
+        &["space"],
+        "Mark or unmark the row",
+        Some("mark"),
+    ),
+    (
+        KeyAction::ClearMarks,
+        "clear_marks",
+        KeyContext::Table,
+        &["M"],
+        "Clear all marks",
+        None,
+    ),
+    (
+        KeyAction::SortNext,
+        "sort_next",
+        KeyContext::Table,
+        &["s"],
+        "Sort by the next column",
+        Some("sort"),
+    ),
+    (
+        KeyAction::SortReverse,
+        "sort_reverse",
+        KeyContext::Table,
+        &["S"],
+        "Reverse the sort direction",
+        None,
+    ),
+    (
+        KeyAction::HeatMap,
+        "heat_map",
+        KeyContext::Nodes,
+        &["m"],
+        "Show or hide the fleet heat map",
+        Some("map"),
+    ),
+    (
+        KeyAction::Follow,
+        "follow",
+        KeyContext::Events,
+        &["f"],
+        "Follow the tail (jump to newest)",
+        Some("follow"),
+    ),
+    (
+        KeyAction::PausePoll,
+        "pause",
+        KeyContext::Events,
+        &["p"],
+        "Pause or resume polling for events",
+        Some("pause"),
+    ),
+    (
+        KeyAction::TimeMode,
+        "time_mode",
+        KeyContext::Events,
+        &["T"],
+        "Relative or absolute times",
+        Some("time"),
+    ),
+    (
+        KeyAction::Wrap,
+        "wrap",
+        KeyContext::Events,
+        &["w"],
+        "Wrap long lines",
+        Some("wrap"),
+    ),
+    (
+        KeyAction::Save,
+        "save",
+        KeyContext::Events,
+        &["W"],
+        "Save the (filtered) events to a file",
+        Some("save"),
+    ),
 ];
 
 /// The key table in use.
@@ -258,7 +466,10 @@ impl Default for KeyMap {
                 action: *action,
                 name,
                 context: *context,
-                keys: keys.iter().filter_map(|k| KeyBinding::parse(k).ok()).collect(),
+                keys: keys
+                    .iter()
+                    .filter_map(|k| KeyBinding::parse(k).ok())
+                    .collect(),
                 help,
                 hint: *hint,
             })
@@ -274,13 +485,19 @@ impl KeyMap {
 
     /// Replace an action's keys. Errors name the problem (unknown action or key).
     pub fn set(&mut self, action_name: &str, keys: &[String]) -> Result<(), String> {
-        let parsed: Result<Vec<KeyBinding>, String> = keys.iter().map(|k| KeyBinding::parse(k)).collect();
+        let parsed: Result<Vec<KeyBinding>, String> =
+            keys.iter().map(|k| KeyBinding::parse(k)).collect();
         let parsed = parsed?;
         let entry = self
             .entries
             .iter_mut()
             .find(|e| e.name == action_name)
-            .ok_or_else(|| format!("unknown action {action_name:?} (known: {})", KeyMap::action_names().join(", ")))?;
+            .ok_or_else(|| {
+                format!(
+                    "unknown action {action_name:?} (known: {})",
+                    KeyMap::action_names().join(", ")
+                )
+            })?;
         entry.keys = parsed;
         Ok(())
     }
@@ -310,7 +527,12 @@ impl KeyMap {
     /// `(context title, [(keys, help)])` for the help screen, in table order.
     pub fn help_sections(&self) -> Vec<(&'static str, Vec<(String, &'static str)>)> {
         let mut out: Vec<(&'static str, Vec<(String, &'static str)>)> = Vec::new();
-        for ctx in [KeyContext::Global, KeyContext::Table, KeyContext::Nodes, KeyContext::Events] {
+        for ctx in [
+            KeyContext::Global,
+            KeyContext::Table,
+            KeyContext::Nodes,
+            KeyContext::Events,
+        ] {
             let rows: Vec<(String, &'static str)> = self
                 .entries
                 .iter()
@@ -341,7 +563,10 @@ impl KeyMap {
 }
 
 pub fn join_keys(keys: &[KeyBinding]) -> String {
-    keys.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+    keys.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Apply `[keys]` overrides; returns the problems (the good ones still apply).
@@ -364,23 +589,62 @@ mod tests {
 
     #[test]
     fn parses_and_prints_keys() {
-        for raw in ["q", "ctrl-c", "G", "enter", "esc", "space", "pgdn", "f5", "shift-tab", "?", "-"] {
+        for raw in [
+            "q",
+            "ctrl-c",
+            "G",
+            "enter",
+            "esc",
+            "space",
+            "pgdn",
+            "f5",
+            "shift-tab",
+            "?",
+            "-",
+        ] {
             let k = KeyBinding::parse(raw).unwrap();
             let again = KeyBinding::parse(&k.to_string().replace('↑', "up")).unwrap();
             assert_eq!(k, again, "{raw}");
         }
-        assert_eq!(KeyBinding::parse("shift-g").unwrap(), KeyBinding::parse("G").unwrap());
+        assert_eq!(
+            KeyBinding::parse("shift-g").unwrap(),
+            KeyBinding::parse("G").unwrap()
+        );
         assert!(KeyBinding::parse("hyper-x").is_err());
     }
 
     #[test]
     fn lookup_respects_context_and_shift() {
         let m = KeyMap::default();
-        assert_eq!(m.lookup(&key(KeyCode::Char('G'), KeyModifiers::SHIFT), &[KeyContext::Table]), Some(KeyAction::Bottom));
-        assert_eq!(m.lookup(&key(KeyCode::Char('c'), KeyModifiers::CONTROL), &[]), Some(KeyAction::Quit));
-        assert_eq!(m.lookup(&key(KeyCode::Char('f'), KeyModifiers::NONE), &[KeyContext::Events, KeyContext::Table]), Some(KeyAction::Follow));
-        assert_eq!(m.lookup(&key(KeyCode::Char('f'), KeyModifiers::NONE), &[KeyContext::Table]), None);
-        assert_eq!(m.lookup(&key(KeyCode::Char('j'), KeyModifiers::NONE), &[]), None);
+        assert_eq!(
+            m.lookup(
+                &key(KeyCode::Char('G'), KeyModifiers::SHIFT),
+                &[KeyContext::Table]
+            ),
+            Some(KeyAction::Bottom)
+        );
+        assert_eq!(
+            m.lookup(&key(KeyCode::Char('c'), KeyModifiers::CONTROL), &[]),
+            Some(KeyAction::Quit)
+        );
+        assert_eq!(
+            m.lookup(
+                &key(KeyCode::Char('f'), KeyModifiers::NONE),
+                &[KeyContext::Events, KeyContext::Table]
+            ),
+            Some(KeyAction::Follow)
+        );
+        assert_eq!(
+            m.lookup(
+                &key(KeyCode::Char('f'), KeyModifiers::NONE),
+                &[KeyContext::Table]
+            ),
+            None
+        );
+        assert_eq!(
+            m.lookup(&key(KeyCode::Char('j'), KeyModifiers::NONE), &[]),
+            None
+        );
     }
 
     #[test]
@@ -389,7 +653,9 @@ mod tests {
         let help = m.help_sections();
         let all: Vec<&(String, &str)> = help.iter().flat_map(|(_, rows)| rows).collect();
         assert_eq!(all.len(), m.entries.len());
-        assert!(all.iter().any(|(k, h)| k == "q ctrl-c" && h.starts_with("Quit")));
+        assert!(all
+            .iter()
+            .any(|(k, h)| k == "q ctrl-c" && h.starts_with("Quit")));
         let mut o = HashMap::new();
         o.insert("quit".to_string(), vec!["ctrl-q".to_string()]);
         o.insert("frobnicate".to_string(), vec!["x".to_string()]);
@@ -397,9 +663,21 @@ mod tests {
         assert_eq!(errs.len(), 1);
         assert!(errs[0].contains("frobnicate"));
         let help = m.help_sections();
-        assert!(help[0].1.iter().any(|(k, h)| k == "ctrl-q" && h.starts_with("Quit")));
-        assert_eq!(m.lookup(&key(KeyCode::Char('q'), KeyModifiers::NONE), &[]), None);
-        assert_eq!(m.lookup(&key(KeyCode::Char('q'), KeyModifiers::CONTROL), &[]), Some(KeyAction::Quit));
-        assert!(m.hints(&[KeyContext::Table]).iter().any(|(k, l)| k == "ctrl-q" && *l == "quit"));
+        assert!(help[0]
+            .1
+            .iter()
+            .any(|(k, h)| k == "ctrl-q" && h.starts_with("Quit")));
+        assert_eq!(
+            m.lookup(&key(KeyCode::Char('q'), KeyModifiers::NONE), &[]),
+            None
+        );
+        assert_eq!(
+            m.lookup(&key(KeyCode::Char('q'), KeyModifiers::CONTROL), &[]),
+            Some(KeyAction::Quit)
+        );
+        assert!(m
+            .hints(&[KeyContext::Table])
+            .iter()
+            .any(|(k, l)| k == "ctrl-q" && *l == "quit"));
     }
 }

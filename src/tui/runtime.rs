@@ -9,12 +9,15 @@ use super::worker::Worker;
 use crate::service::CloudService;
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use crossterm::execute;
-use crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
 use futures::StreamExt;
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use std::io::{stdout, Stdout};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -51,8 +54,15 @@ pub fn init_logging(filter: &str) -> Option<tracing_appender::non_blocking::Work
     Some(guard)
 }
 
-/// Leave the alternate screen, disable raw mode, show the cursor. Idempotent.
+/// Whether the terminal is in raw mode on the alternate screen (ours to restore).
+static TERMINAL_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Leave the alternate screen, disable raw mode, show the cursor. Runs once per setup
+/// (leaving the alternate screen twice would move the cursor over printed text).
 fn restore_terminal() {
+    if !TERMINAL_ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
     let _ = disable_raw_mode();
     let _ = execute!(stdout(), LeaveAlternateScreen, crossterm::cursor::Show);
 }
@@ -83,7 +93,10 @@ impl Drop for TerminalGuard {
 }
 
 /// Run the console until the user quits.
-pub async fn run(service: Arc<dyn CloudService>, options: ConsoleOptions) -> Result<(), ConsoleError> {
+pub async fn run(
+    service: Arc<dyn CloudService>,
+    options: ConsoleOptions,
+) -> Result<(), ConsoleError> {
     let resolved = resolve(&options);
     for p in &resolved.problems {
         tracing::warn!("config: {p}");
@@ -93,6 +106,7 @@ pub async fn run(service: Arc<dyn CloudService>, options: ConsoleOptions) -> Res
     app.budget = service.budget();
     install_panic_hook();
     enable_raw_mode()?;
+    TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
     let _guard = TerminalGuard;
     execute!(stdout(), EnterAlternateScreen)?;
     let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;

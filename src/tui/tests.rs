@@ -126,7 +126,10 @@ async fn snapshot_clusters_loading_loaded_error_empty() {
     let mut h = Harness::demo(1000);
     h.fake.set_error(
         FakeOp::ListClusters,
-        Some(ServiceError::new(ErrorKind::Transport, "GET /v1/clusters: connection refused")),
+        Some(ServiceError::new(
+            ErrorKind::Transport,
+            "GET /v1/clusters: connection refused",
+        )),
     );
     h.settle().await;
     snap!(h, "clusters_error");
@@ -142,7 +145,10 @@ async fn snapshot_stale_after_failed_refresh() {
     h.settle().await;
     h.fake.set_error(
         FakeOp::ListClusters,
-        Some(ServiceError::new(ErrorKind::Http, "HTTP 503 from container-infra")),
+        Some(ServiceError::new(
+            ErrorKind::Http,
+            "HTTP 503 from container-infra",
+        )),
     );
     h.key(KeyAction::Refresh);
     h.settle().await;
@@ -161,14 +167,17 @@ async fn snapshot_dashboard_1000_nodes() {
 async fn snapshot_nodegroups_and_nodes_1000() {
     let mut h = Harness::demo(1000);
     h.settle().await;
-    h.app.update(Action::Command(super::action::Command::NodeGroups));
+    h.app
+        .update(Action::Command(super::action::Command::NodeGroups));
     h.settle().await;
     snap!(h, "nodegroups");
     h.key(KeyAction::Down);
     h.key(KeyAction::Open);
     snap!(h, "nodes_loading");
     h.settle().await;
-    assert!(matches!(&h.app.view().kind, ViewKind::Nodes { nodegroup, .. } if nodegroup.name == "default-worker"));
+    assert!(
+        matches!(&h.app.view().kind, ViewKind::Nodes { nodegroup, .. } if nodegroup.name == "default-worker")
+    );
     snap!(h, "nodes_800");
     // Faults only.
     h.key(KeyAction::FaultsOnly);
@@ -180,7 +189,10 @@ async fn snapshot_nodes_error_and_10000() {
     let mut h = Harness::demo(1000);
     h.fake.set_error(
         FakeOp::StreamNodes,
-        Some(ServiceError::new(ErrorKind::Http, "GET stacks/prod-k8s-default-worker/resources: HTTP 500")),
+        Some(ServiceError::new(
+            ErrorKind::Http,
+            "GET stacks/prod-k8s-default-worker/resources: HTTP 500",
+        )),
     );
     h.open_prod().await;
     h.key(KeyAction::Down);
@@ -254,7 +266,9 @@ async fn snapshot_stacks_help_palette() {
 async fn snapshot_light_and_high_contrast_render() {
     let mut h = Harness::demo(100);
     h.open_prod().await;
-    h.app.update(Action::Command(super::action::Command::Theme("high-contrast".into())));
+    h.app.update(Action::Command(super::action::Command::Theme(
+        "high-contrast".into(),
+    )));
     snap!(h, "dashboard_high_contrast");
     assert_eq!(h.app.theme.name, "high-contrast");
 }
@@ -300,7 +314,10 @@ async fn refreshes_coalesce_one_pending_per_view() {
             budget: h.fake.budget(),
         });
     }
-    assert!(h.app.take_requests().is_empty(), "pending request must not be repeated");
+    assert!(
+        h.app.take_requests().is_empty(),
+        "pending request must not be repeated"
+    );
 }
 
 #[tokio::test]
@@ -329,8 +346,20 @@ async fn node_selection_survives_live_updates() {
     h.app.prepare();
     assert_eq!(h.app.view().table.selected_id().map(str::to_string), before);
     let pos = h.app.view().table.selected_pos();
-    let rows = &h.app.store.nodes.values().find(|s| s.rows.len() == 800).unwrap().rows;
-    let sel = h.app.view().table.selected(rows).map(|r| r.node.key.member.clone());
+    let rows = &h
+        .app
+        .store
+        .nodes
+        .values()
+        .find(|s| s.rows.len() == 800)
+        .unwrap()
+        .rows;
+    let sel = h
+        .app
+        .view()
+        .table
+        .selected(rows)
+        .map(|r| r.node.key.member.clone());
     assert_eq!(sel, before, "selected row at {pos:?}");
 }
 
@@ -341,7 +370,15 @@ async fn events_follow_new_events_and_save_to_file() {
     h.key(KeyAction::Down);
     h.key(KeyAction::Events);
     h.settle().await;
-    let count = |h: &Harness| h.app.store.events.values().map(|l| l.events.len()).max().unwrap_or(0);
+    let count = |h: &Harness| {
+        h.app
+            .store
+            .events
+            .values()
+            .map(|l| l.events.len())
+            .max()
+            .unwrap_or(0)
+    };
     let n0 = count(&h);
     h.fake.advance();
     h.key(KeyAction::Refresh);
@@ -349,7 +386,11 @@ async fn events_follow_new_events_and_save_to_file() {
     let n1 = count(&h);
     assert!(n1 > n0, "{n1} > {n0}");
     h.app.prepare();
-    assert_eq!(h.app.view().table.selected_pos(), Some(n1 - 1), "follow keeps the newest selected");
+    assert_eq!(
+        h.app.view().table.selected_pos(),
+        Some(n1 - 1),
+        "follow keeps the newest selected"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ev.txt");
@@ -375,7 +416,13 @@ async fn palette_history_and_unknown_command() {
     h.press(KeyCode::Char(':'));
     h.type_str("bogus");
     h.press(KeyCode::Enter);
-    assert!(h.app.status.as_ref().unwrap().text.contains("unknown command"));
+    assert!(h
+        .app
+        .status
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("unknown command"));
     h.press(KeyCode::Char(':'));
     h.type_str("stacks");
     h.press(KeyCode::Enter);
@@ -422,7 +469,11 @@ async fn back_clears_filter_first_then_pops() {
 async fn config_problems_show_in_status_line() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("config.toml");
-    std::fs::write(&cfg, "theme = \"dark\"\n[keys]\nquit = [\"q\"]\nzap = [\"z\"]\n").unwrap();
+    std::fs::write(
+        &cfg,
+        "theme = \"dark\"\n[keys]\nquit = [\"q\"]\nzap = [\"z\"]\n",
+    )
+    .unwrap();
     let fake = FakeCloud::demo(10);
     let opts = ConsoleOptions {
         config_path: Some(cfg.clone()),
@@ -431,6 +482,9 @@ async fn config_problems_show_in_status_line() {
     };
     let app = App::new(fake.info(), resolve(&opts), demo_epoch());
     let status = app.status.as_ref().unwrap().text.clone();
-    assert!(status.contains(&format!("{}:4:", cfg.display())), "{status}");
+    assert!(
+        status.contains(&format!("{}:4:", cfg.display())),
+        "{status}"
+    );
     assert!(status.contains("zap"), "{status}");
 }

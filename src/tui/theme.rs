@@ -12,7 +12,10 @@ use toml::Spanned;
 pub const BUILTIN: &[(&str, &str)] = &[
     ("dark", include_str!("../../themes/dark.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
 ];
 
 /// Where a configuration problem is: a file (or built-in name), line and column (1-based).
@@ -41,12 +44,22 @@ pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(src.len());
     let before = src.get(..offset).unwrap_or(src);
     let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|s| s.chars().count()).unwrap_or(0) + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|s| s.chars().count())
+        .unwrap_or(0)
+        + 1;
     (line, col)
 }
 
 impl FileError {
-    pub fn at(origin: &str, src: &str, span: Option<std::ops::Range<usize>>, message: impl Into<String>) -> Self {
+    pub fn at(
+        origin: &str,
+        src: &str,
+        span: Option<std::ops::Range<usize>>,
+        message: impl Into<String>,
+    ) -> Self {
         let (line, column) = match span {
             Some(s) => {
                 let (l, c) = line_col(src, s.start);
@@ -213,7 +226,8 @@ impl Theme {
 
     /// Parse a theme file. Colours it leaves out come from `base` (default: the dark theme).
     pub fn from_toml(src: &str, origin: &str, base: Option<&Theme>) -> Result<Theme, FileError> {
-        let file: ThemeFile = toml::from_str(src).map_err(|e| FileError::from_toml(origin, src, &e))?;
+        let file: ThemeFile =
+            toml::from_str(src).map_err(|e| FileError::from_toml(origin, src, &e))?;
         let mut theme = base.cloned().unwrap_or_else(Theme::fallback);
         file.colors.apply(&mut theme, origin, src)?;
         theme.name = file.name.unwrap_or_else(|| {
@@ -246,7 +260,10 @@ impl Theme {
         Style::default().fg(self.title).add_modifier(Modifier::BOLD)
     }
     pub fn selected(&self) -> Style {
-        Style::default().fg(self.selected_fg).bg(self.selected_bg).add_modifier(Modifier::BOLD)
+        Style::default()
+            .fg(self.selected_fg)
+            .bg(self.selected_bg)
+            .add_modifier(Modifier::BOLD)
     }
     pub fn header(&self) -> Style {
         Style::default().fg(self.header_fg).bg(self.header_bg)
@@ -347,7 +364,11 @@ pub fn load_theme(spec: &str, user_dir: Option<&Path>) -> Result<Theme, FileErro
         column: None,
         message: format!(
             "no such theme (built-in: {})",
-            BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            BUILTIN
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     })
 }
@@ -378,7 +399,12 @@ mod tests {
     fn syntax_and_unknown_key_errors_have_lines() {
         let e = Theme::from_toml("[colors]\nfg = \n", "t.toml", None).unwrap_err();
         assert_eq!(e.line, Some(2), "{e}");
-        let e = Theme::from_toml("[colors]\nfg = \"red\"\nsparkle = \"red\"\n", "t.toml", None).unwrap_err();
+        let e = Theme::from_toml(
+            "[colors]\nfg = \"red\"\nsparkle = \"red\"\n",
+            "t.toml",
+            None,
+        )
+        .unwrap_err();
         assert_eq!(e.line, Some(3), "{e}");
         assert!(e.message.contains("sparkle"), "{e}");
     }
@@ -386,7 +412,11 @@ mod tests {
     #[test]
     fn partial_theme_inherits_and_user_dir_loads() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("mine.toml"), "[colors]\nfailed = \"#ff0000\"\n").unwrap();
+        std::fs::write(
+            dir.path().join("mine.toml"),
+            "[colors]\nfailed = \"#ff0000\"\n",
+        )
+        .unwrap();
         let t = load_theme("mine", Some(dir.path())).unwrap();
         assert_eq!(t.failed, Color::Rgb(255, 0, 0));
         assert_eq!(t.complete, Theme::default_theme().complete);

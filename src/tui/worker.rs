@@ -27,7 +27,10 @@ async fn resolve(
     target: StackTarget,
 ) -> StackRef {
     if let Some(name) = target.name {
-        return StackRef { name, id: target.id };
+        return StackRef {
+            name,
+            id: target.id,
+        };
     }
     if let Some(r) = cache.lock().ok().and_then(|c| c.get(&target.id).cloned()) {
         return r;
@@ -102,7 +105,11 @@ impl Worker {
             Request::NodeGroups { cluster, gen } => self.spawn(async move {
                 let cluster_id = cluster.id.clone();
                 let result = svc.list_nodegroups(cluster).await;
-                let _ = tx.send(Reply::NodeGroups { cluster_id, gen, result });
+                let _ = tx.send(Reply::NodeGroups {
+                    cluster_id,
+                    gen,
+                    result,
+                });
             }),
             Request::Nodes { nodegroup, gen } => {
                 let id = nodegroup.id.clone();
@@ -139,8 +146,14 @@ impl Worker {
                 self.spawn(async move {
                     let stack_id = stack.id.clone();
                     let sref = resolve(&svc, &cache, stack).await;
+                    let stack_name = (sref.name != sref.id).then(|| sref.name.clone());
                     let result = svc.poll_events(sref, 5, cursor).await;
-                    let _ = tx.send(Reply::Events { stack_id, gen, result });
+                    let _ = tx.send(Reply::Events {
+                        stack_id,
+                        stack_name,
+                        gen,
+                        result,
+                    });
                 })
             }
             Request::Tree { stack, depth, gen } => {
@@ -148,8 +161,14 @@ impl Worker {
                 self.spawn(async move {
                     let stack_id = stack.id.clone();
                     let sref = resolve(&svc, &cache, stack).await;
+                    let stack_name = (sref.name != sref.id).then(|| sref.name.clone());
                     let result = svc.stack_resources(sref, depth).await;
-                    let _ = tx.send(Reply::Tree { stack_id, gen, result });
+                    let _ = tx.send(Reply::Tree {
+                        stack_id,
+                        stack_name,
+                        gen,
+                        result,
+                    });
                 })
             }
             Request::Save { path, contents } => self.spawn(async move {

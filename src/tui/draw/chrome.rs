@@ -14,7 +14,10 @@ use ratatui::Frame;
 fn badge<'a>(text: &'a str, bg: ratatui::style::Color, app: &App) -> Span<'a> {
     Span::styled(
         text,
-        Style::default().fg(app.theme.badge_fg).bg(bg).add_modifier(Modifier::BOLD),
+        Style::default()
+            .fg(app.theme.badge_fg)
+            .bg(bg)
+            .add_modifier(Modifier::BOLD),
     )
 }
 
@@ -24,20 +27,19 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     let key = hs.add_modifier(Modifier::BOLD);
     let info = &app.info;
     let mut spans = vec![
-        Span::styled(" caldera ", Style::default().fg(th.accent).bg(th.header_bg).add_modifier(Modifier::BOLD)),
-        Span::styled(" cloud ", hs),
+        Span::styled(
+            " caldera ",
+            Style::default()
+                .fg(th.accent)
+                .bg(th.header_bg)
+                .add_modifier(Modifier::BOLD),
+        ),
+        Span::styled("│ ", hs),
         Span::styled(info.cloud.clone(), key),
     ];
-    if let Some(r) = &info.region {
-        spans.push(Span::styled(" │ region ", hs));
-        spans.push(Span::styled(r.clone(), key));
-    }
-    if let Some(p) = &info.project {
-        spans.push(Span::styled(" │ project ", hs));
-        spans.push(Span::styled(p.clone(), key));
-    }
-    if !info.api_versions.is_empty() {
-        spans.push(Span::styled(format!(" │ {}", info.api_versions.join(", ")), hs));
+    for part in [&info.region, &info.project].into_iter().flatten() {
+        spans.push(Span::styled(" · ", hs));
+        spans.push(Span::styled(part.clone(), key));
     }
     // Data age of the view's main data, with a stale marker.
     if let Some(meta) = app.view().primary_meta(&app.store) {
@@ -56,13 +58,24 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         }
     }
     let b = &app.budget;
+    let busy = b.max_in_flight > 0 && b.in_flight >= b.max_in_flight;
+    spans.push(Span::styled(" │ req ", hs));
     spans.push(Span::styled(
         format!(
-            " │ req {}/{} · {:.0}/{:.0}/s · {} ({} retries) ",
-            b.in_flight, b.max_in_flight, b.per_second, b.max_per_second, b.total_requests, b.total_retries
+            "{}/{} {:.0}/{:.0}/s",
+            b.in_flight, b.max_in_flight, b.per_second, b.max_per_second
         ),
-        hs,
+        if busy { hs.fg(th.warning) } else { key },
     ));
+    if b.total_retries > 0 {
+        spans.push(Span::styled(format!(" ({} retries)", b.total_retries), hs));
+    }
+    if !info.api_versions.is_empty() {
+        spans.push(Span::styled(
+            format!(" │ {}", info.api_versions.join(", ")),
+            hs,
+        ));
+    }
     let mut right: Vec<Span> = Vec::new();
     if app.read_only {
         right.push(badge(" READ-ONLY ", th.readonly_bg, app));
@@ -107,9 +120,13 @@ pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
     let th = &app.theme;
     if let Mode::Input(input) = &app.mode {
         let prompt_w = input.prompt().chars().count() as u16 + 1;
-        let [p, rest] = Layout::horizontal([Constraint::Length(prompt_w), Constraint::Min(1)]).areas(area);
+        let [p, rest] =
+            Layout::horizontal([Constraint::Length(prompt_w), Constraint::Min(1)]).areas(area);
         frame.render_widget(
-            Paragraph::new(Span::styled(format!(" {}", input.prompt()), th.accent().add_modifier(Modifier::BOLD))),
+            Paragraph::new(Span::styled(
+                format!(" {}", input.prompt()),
+                th.accent().add_modifier(Modifier::BOLD),
+            )),
             p,
         );
         frame.render_widget(&input.textarea, rest);
@@ -123,14 +140,20 @@ pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
         Level::Warn => th.warning(),
         Level::Error => th.error(),
     };
-    frame.render_widget(Paragraph::new(Span::styled(format!(" {}", s.text), style)), area);
+    frame.render_widget(
+        Paragraph::new(Span::styled(format!(" {}", s.text), style)),
+        area,
+    );
 }
 
 pub fn footer(app: &App, frame: &mut Frame, area: Rect) {
     let th = &app.theme;
     let mut spans = Vec::new();
     for (k, label) in app.keys.hints(&app.key_contexts()) {
-        spans.push(Span::styled(format!(" {k}"), th.accent().add_modifier(Modifier::BOLD)));
+        spans.push(Span::styled(
+            format!(" {k}"),
+            th.accent().add_modifier(Modifier::BOLD),
+        ));
         spans.push(Span::styled(format!(" {label} "), th.muted()));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
@@ -143,14 +166,20 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect) {
         lines.push(Line::from(Span::styled(section, th.title())));
         for (keys, help) in rows {
             lines.push(Line::from(vec![
-                Span::styled(format!("  {keys:<16}"), th.accent().add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!("  {keys:<16}"),
+                    th.accent().add_modifier(Modifier::BOLD),
+                ),
                 Span::styled(help, Style::default().fg(th.fg)),
             ]));
         }
     }
     lines.push(Line::from(Span::styled("Commands (:)", th.title())));
     for (name, aliases, help) in COMMANDS {
-        let names = std::iter::once(*name).chain(aliases.iter().copied()).collect::<Vec<_>>().join(" ");
+        let names = std::iter::once(*name)
+            .chain(aliases.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ");
         lines.push(Line::from(vec![
             Span::styled(format!("  :{names:<22}"), th.accent()),
             Span::styled(*help, Style::default().fg(th.fg)),
@@ -178,7 +207,11 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
     debug_assert_eq!(input.kind, InputKind::Palette);
     let th = &app.theme;
     let typed = input.text();
-    let word = typed.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+    let word = typed
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let mut lines: Vec<Line> = Vec::new();
     if !input.candidates.is_empty() {
         lines.push(Line::from(Span::styled(
@@ -187,9 +220,15 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
         )));
     }
     for (name, aliases, help) in COMMANDS {
-        if word.is_empty() || name.starts_with(&word) || aliases.iter().any(|a| a.starts_with(&word)) {
+        if word.is_empty()
+            || name.starts_with(&word)
+            || aliases.iter().any(|a| a.starts_with(&word))
+        {
             lines.push(Line::from(vec![
-                Span::styled(format!(" :{name:<9}"), th.accent().add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!(" :{name:<9}"),
+                    th.accent().add_modifier(Modifier::BOLD),
+                ),
                 Span::styled(format!("{:<26}", aliases.join(" ")), th.muted()),
                 Span::styled(*help, Style::default().fg(th.fg)),
             ]));
@@ -197,7 +236,16 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
     }
     if !app.history.is_empty() {
         lines.push(Line::from(Span::styled(
-            format!(" history (↑↓): {}", app.history.iter().rev().take(5).cloned().collect::<Vec<_>>().join("  ")),
+            format!(
+                " history (↑↓): {}",
+                app.history
+                    .iter()
+                    .rev()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            ),
             th.muted(),
         )));
     }
@@ -211,14 +259,15 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
     };
     clear(frame, area);
     frame.render_widget(
-        Paragraph::new(lines)
-            .style(th.style())
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .border_style(th.accent())
-                    .title(Span::styled(" command (tab completes, enter runs, esc closes) ", th.title())),
-            ),
+        Paragraph::new(lines).style(th.style()).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(th.accent())
+                .title(Span::styled(
+                    " command (tab completes, enter runs, esc closes) ",
+                    th.title(),
+                )),
+        ),
         area,
     );
 }

@@ -19,9 +19,15 @@ fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
     let th = &app.theme;
     let mut spans = vec![
         Span::styled(format!(" {} ", c.name), th.title()),
-        Span::styled(format!("{} ", c.status.raw), th.status_style(c.status.state)),
+        Span::styled(
+            format!("{} ", c.status.raw),
+            th.status_style(c.status.state),
+        ),
         Span::styled(format!("{} ", c.health.as_str()), th.health_style(c.health)),
-        Span::styled(format!("masters {} workers {} ", c.master_count, c.node_count), Style::default().fg(th.fg)),
+        Span::styled(
+            format!("masters {} workers {} ", c.master_count, c.node_count),
+            Style::default().fg(th.fg),
+        ),
     ];
     if let Some(v) = &c.coe_version {
         spans.push(Span::styled(format!("{v} "), th.muted()));
@@ -45,7 +51,11 @@ fn merged_tail<'a>(app: &'a App, ids: &[String], n: usize) -> Vec<&'a StackEvent
     for id in ids {
         if let Some(log) = app.store.events.get(id) {
             let start = log.events.len().saturating_sub(n);
-            out.extend(log.events[start..].iter().filter(|e| !app.faults_only || e.status.is_failed()));
+            out.extend(
+                log.events[start..]
+                    .iter()
+                    .filter(|e| !app.faults_only || e.status.is_failed()),
+            );
         }
     }
     out.sort_by(|a, b| a.time.cmp(&b.time).then(a.id.cmp(&b.id)));
@@ -87,13 +97,14 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     }
     let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now);
     let inner_w = rest.width.saturating_sub(2);
-    let map_max = (rest.height * 55 / 100).max(4);
+    let map_max = (rest.height * 60 / 100).max(4);
     let map_h = if view.show_heat_map {
         (layout(&heat, inner_w, map_max.saturating_sub(3)).0 + 3).min(map_max)
     } else {
         0
     };
-    let [map_area, tail_area] = Layout::vertical([Constraint::Length(map_h), Constraint::Min(3)]).areas(rest);
+    let [map_area, tail_area] =
+        Layout::vertical([Constraint::Length(map_h), Constraint::Min(3)]).areas(rest);
     if map_h > 0 {
         let block = Block::default()
             .borders(Borders::ALL)
@@ -102,23 +113,41 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
         let inner = block.inner(map_area);
         frame.render_widget(block, map_area);
         let [sum, map] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
-        frame.render_widget(Paragraph::new(summary_line(app, &rollout, Some((ok, failed, total, done)))), sum);
+        frame.render_widget(
+            Paragraph::new(summary_line(app, &rollout, Some((ok, failed, total, done)))),
+            sum,
+        );
         if heat.is_empty() {
             frame.render_widget(
-                Paragraph::new(Span::styled("Loading nodes…", Style::default().fg(th.in_progress))),
+                Paragraph::new(Span::styled(
+                    "Loading nodes…",
+                    Style::default().fg(th.in_progress),
+                )),
                 map,
             );
         } else {
-            frame.render_widget(HeatMap { groups: &heat, theme: th }, map);
+            frame.render_widget(
+                HeatMap {
+                    groups: &heat,
+                    theme: th,
+                },
+                map,
+            );
         }
     }
 
     // Event tail.
-    let ids: Vec<String> = dashboard_stacks(cluster, &groups).into_iter().map(|s| s.id).collect();
+    let ids: Vec<String> = dashboard_stacks(cluster, &groups)
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
-        .title(Span::styled(format!(" Events {} ", tail_badges(app, &view.tail)), th.title()));
+        .title(Span::styled(
+            format!(" Events {} ", tail_badges(app, &view.tail)),
+            th.title(),
+        ));
     let inner = block.inner(tail_area);
     let errors: Vec<String> = ids
         .iter()
@@ -137,6 +166,17 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
             th.muted().add_modifier(Modifier::ITALIC),
         )));
     }
-    lines.extend(tail.into_iter().map(|e| event_line(e, &ctx)));
+    let source = |e: &StackEvent| -> Option<String> {
+        let sid = e.stack.as_ref().map(|s| s.id.as_str());
+        groups
+            .iter()
+            .find(|g| g.stack_id.as_deref().is_some() && g.stack_id.as_deref() == sid)
+            .map(|g| g.name.clone())
+            .or_else(|| Some(cluster.name.clone()))
+    };
+    lines.extend(
+        tail.into_iter()
+            .map(|e| event_line(e, &ctx, source(e).as_deref())),
+    );
     frame.render_widget(Paragraph::new(lines).block(block), tail_area);
 }

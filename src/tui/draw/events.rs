@@ -30,26 +30,47 @@ pub fn tail_badges(app: &App, tail: &TailOptions) -> String {
 }
 
 /// One event as a line of spans.
-pub fn event_line<'a>(e: &StackEvent, ctx: &RowCtx) -> Line<'a> {
+/// `source` prefixes the line (the dashboard names the node group an event is from).
+pub fn event_line<'a>(e: &StackEvent, ctx: &RowCtx, source: Option<&str>) -> Line<'a> {
     let th = ctx.theme;
     let reason_style = if e.status.is_failed() {
         Style::default().fg(th.failed)
-    } else if e.status_reason.as_deref().is_some_and(|r| r.contains("Hook")) {
+    } else if e
+        .status_reason
+        .as_deref()
+        .is_some_and(|r| r.contains("Hook"))
+    {
         Style::default().fg(th.paused)
     } else {
         th.muted()
     };
-    Line::from(vec![
+    let mut spans = vec![
         Span::styled(format!("{:>9} ", event_time(e, ctx)), th.muted()),
-        Span::styled(format!("{:<19} ", e.status.raw), th.status_style(e.status.state)),
+        Span::styled(
+            format!("{:<19} ", e.status.raw),
+            th.status_style(e.status.state),
+        ),
+    ];
+    if let Some(src) = source {
+        spans.push(Span::styled(
+            format!("[{src}] "),
+            Style::default().fg(th.accent),
+        ));
+    }
+    spans.extend([
         Span::styled(format!("{} ", event_path(e)), Style::default().fg(th.fg)),
         Span::styled(first_line_pub(e.status_reason.as_deref()), reason_style),
-    ])
+    ]);
+    Line::from(spans)
 }
 
 pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area: Rect) {
     let log = app.store.events.get(&stack.id);
-    let title = format!("Events of {} {}", stack.label(), tail_badges(app, &view.tail));
+    let title = format!(
+        "Events of {} {}",
+        stack.label(),
+        tail_badges(app, &view.tail)
+    );
     let Some(log) = log.filter(|l| l.meta.fetched_at.is_some() || !l.events.is_empty()) else {
         message_box(app, frame, area, &title, log.map(|l| &l.meta));
         return;
@@ -86,7 +107,7 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
         .filter_map(|&i| log.events.get(i))
         .enumerate()
         .map(|(k, e)| {
-            let line = event_line(e, &ctx);
+            let line = event_line(e, &ctx, None);
             if start + k + 1 == end {
                 line.style(Style::default().add_modifier(Modifier::REVERSED))
             } else {
@@ -97,7 +118,9 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
     let w = inner.width.max(1) as usize;
     let total: usize = lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum();
     let total = total.min(u16::MAX as usize) as u16;
-    let para = Paragraph::new(lines).block(block).wrap(Wrap { trim: false });
+    let para = Paragraph::new(lines)
+        .block(block)
+        .wrap(Wrap { trim: false });
     let scroll = total.saturating_sub(inner.height);
     frame.render_widget(para.scroll((scroll, 0)), area);
 }

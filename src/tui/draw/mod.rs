@@ -46,7 +46,9 @@ impl App {
         match &view.kind {
             ViewKind::Clusters => panes::clusters(self, view, frame, area),
             ViewKind::Stacks => panes::stacks(self, view, frame, area),
-            ViewKind::NodeGroups { cluster } => panes::nodegroups(self, view, cluster, frame, area, true),
+            ViewKind::NodeGroups { cluster } => {
+                panes::nodegroups(self, view, cluster, frame, area, true)
+            }
             ViewKind::Dashboard { cluster } => dashboard::draw(self, view, cluster, frame, area),
             ViewKind::Nodes { nodegroup, .. } => nodes::draw(self, view, nodegroup, frame, area),
             ViewKind::Events { stack } => events::draw(self, view, stack, frame, area),

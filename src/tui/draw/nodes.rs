@@ -51,7 +51,8 @@ impl Rollout {
 
     /// Nodes per minute over the last 10 minutes and the time left at that pace.
     pub fn pace(&self) -> Option<(f64, i64)> {
-        let remaining = self.counts[CellState::InProgress as usize] + self.counts[CellState::Paused as usize];
+        let remaining =
+            self.counts[CellState::InProgress as usize] + self.counts[CellState::Paused as usize];
         if self.done_recent == 0 || remaining == 0 {
             return None;
         }
@@ -61,7 +62,11 @@ impl Rollout {
 }
 
 /// Legend + counts line shared by the nodes pane and the dashboard.
-pub fn summary_line<'a>(app: &App, r: &Rollout, ips: Option<(usize, usize, usize, bool)>) -> Line<'a> {
+pub fn summary_line<'a>(
+    app: &App,
+    r: &Rollout,
+    ips: Option<(usize, usize, usize, bool)>,
+) -> Line<'a> {
     let th = &app.theme;
     let mut spans: Vec<Span> = Vec::new();
     if let Some((ok, failed, total, done)) = ips {
@@ -70,7 +75,10 @@ pub fn summary_line<'a>(app: &App, r: &Rollout, ips: Option<(usize, usize, usize
             Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
         ));
         if failed > 0 {
-            spans.push(Span::styled(format!(" ({failed} failed)"), Style::default().fg(th.failed)));
+            spans.push(Span::styled(
+                format!(" ({failed} failed)"),
+                Style::default().fg(th.failed),
+            ));
         }
         if !done {
             spans.push(Span::styled(" ⟳", th.muted()));
@@ -88,12 +96,22 @@ pub fn summary_line<'a>(app: &App, r: &Rollout, ips: Option<(usize, usize, usize
         if n == 0 && s == CellState::Unknown {
             continue;
         }
-        spans.push(Span::styled(format!("{} ", s.glyph()), Style::default().fg(th.state_color(s))));
-        spans.push(Span::styled(format!("{} {n}  ", s.label()), Style::default().fg(th.fg)));
+        spans.push(Span::styled(
+            format!("{} ", s.glyph()),
+            Style::default().fg(th.state_color(s)),
+        ));
+        spans.push(Span::styled(
+            format!("{} {n}  ", s.label()),
+            Style::default().fg(th.fg),
+        ));
     }
     if let (Some(p50), Some(p95)) = (r.active_p50, r.active_p95) {
         spans.push(Span::styled(
-            format!("updating p50 {} p95 {}  ", short_duration(p50), short_duration(p95)),
+            format!(
+                "updating p50 {} p95 {}  ",
+                short_duration(p50),
+                short_duration(p95)
+            ),
             th.muted(),
         ));
     }
@@ -113,9 +131,9 @@ pub fn zone_groups(set: &NodeSet, prefix: &str, selected: Option<&str>) -> Vec<H
         let zone = row.node.zone.as_deref().unwrap_or("-");
         let g = zones.entry(zone).or_insert_with(|| HeatGroup {
             label: if prefix.is_empty() {
-                format!("zone {zone}")
+                zone.to_string()
             } else {
-                format!("{prefix} · {zone}")
+                format!("{prefix}/{zone}")
             },
             states: Vec::new(),
             selected: None,
@@ -131,12 +149,21 @@ pub fn zone_groups(set: &NodeSet, prefix: &str, selected: Option<&str>) -> Vec<H
 pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, area: Rect) {
     let Some(set) = app.store.nodes.get(&nodegroup.id).filter(|s| s.has_members) else {
         let meta = app.store.nodes.get(&nodegroup.id).map(|s| &s.meta);
-        message_box(app, frame, area, &format!("Nodes of {}", nodegroup.name), meta);
+        message_box(
+            app,
+            frame,
+            area,
+            &format!("Nodes of {}", nodegroup.name),
+            meta,
+        );
         return;
     };
     let th = &app.theme;
     let rollout = Rollout::compute(set.rows.iter(), app.now);
-    let selected = view.table.selected(&set.rows).map(|r| r.node.key.member.as_str());
+    let selected = view
+        .table
+        .selected(&set.rows)
+        .map(|r| r.node.key.member.as_str());
     let groups = if view.show_heat_map {
         zone_groups(set, "", selected)
     } else {
@@ -170,7 +197,13 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
             .title(Span::styled(" Fleet heat map ", th.title()));
         let inner = block.inner(map);
         frame.render_widget(block, map);
-        frame.render_widget(HeatMap { groups: &groups, theme: th }, inner);
+        frame.render_widget(
+            HeatMap {
+                groups: &groups,
+                theme: th,
+            },
+            inner,
+        );
     }
     let title = format!("Nodes of {} ({})", nodegroup.name, nodegroup.role.as_str());
     data_table(

@@ -58,7 +58,13 @@ pub fn data_table<T: TableRow>(
 }
 
 /// The box shown where data is not (yet) available.
-pub fn message_box(app: &App, frame: &mut Frame, area: Rect, title: &str, meta: Option<&FetchMeta>) {
+pub fn message_box(
+    app: &App,
+    frame: &mut Frame,
+    area: Rect,
+    title: &str,
+    meta: Option<&FetchMeta>,
+) {
     let th = &app.theme;
     let block = Block::default()
         .borders(Borders::ALL)
@@ -67,18 +73,29 @@ pub fn message_box(app: &App, frame: &mut Frame, area: Rect, title: &str, meta: 
     let lines: Vec<Line> = match meta {
         Some(m) if m.error.is_some() => vec![
             Line::from(Span::styled("Could not load:", th.error())),
-            Line::from(Span::styled(m.error.clone().unwrap_or_default(), Style::default().fg(th.error))),
             Line::from(Span::styled(
-                format!("retrying every {}s · r to retry now", app.refresh.as_secs().max(1)),
+                m.error.clone().unwrap_or_default(),
+                Style::default().fg(th.error),
+            )),
+            Line::from(Span::styled(
+                format!(
+                    "retrying every {}s · r to retry now",
+                    app.refresh.as_secs().max(1)
+                ),
                 th.muted(),
             )),
         ],
         _ => vec![Line::from(Span::styled(
             "Loading…",
-            Style::default().fg(th.in_progress).add_modifier(Modifier::ITALIC),
+            Style::default()
+                .fg(th.in_progress)
+                .add_modifier(Modifier::ITALIC),
         ))],
     };
-    frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: true }), area);
+    frame.render_widget(
+        Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
+        area,
+    );
 }
 
 pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
@@ -113,7 +130,14 @@ pub fn stacks(app: &App, view: &View, frame: &mut Frame, area: Rect) {
     );
 }
 
-pub fn nodegroups(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: Rect, focused: bool) {
+pub fn nodegroups(
+    app: &App,
+    view: &View,
+    cluster: &Cluster,
+    frame: &mut Frame,
+    area: Rect,
+    focused: bool,
+) {
     let slot = app.store.nodegroups.get(&cluster.id);
     let title = format!("Node groups of {}", cluster.name);
     data_table(

@@ -22,12 +22,19 @@ pub fn stuck_lines<'a>(app: &App, tree: &TreeData, max: usize) -> Vec<Line<'a>> 
     }
     let paused = tree.stuck.iter().filter(|s| s.paused_on_hook).count();
     let mut lines = Vec::new();
-    let shown = if tree.stuck.len() > max { max.saturating_sub(1) } else { tree.stuck.len() };
+    let shown = if tree.stuck.len() > max {
+        max.saturating_sub(1)
+    } else {
+        tree.stuck.len()
+    };
     for s in tree.stuck.iter().take(shown) {
         let r = &tree.rows[s.row];
         let res = &r.resource;
         let (mark, style) = if res.status.is_failed() {
-            ("✖", Style::default().fg(th.failed).add_modifier(Modifier::BOLD))
+            (
+                "✖",
+                Style::default().fg(th.failed).add_modifier(Modifier::BOLD),
+            )
         } else if s.paused_on_hook {
             ("‖", Style::default().fg(th.paused))
         } else {
@@ -35,21 +42,35 @@ pub fn stuck_lines<'a>(app: &App, tree: &TreeData, max: usize) -> Vec<Line<'a>> 
         };
         let mut spans = vec![
             Span::styled(format!(" {mark} "), style),
-            Span::styled(r.path.clone(), Style::default().fg(th.fg).add_modifier(Modifier::BOLD)),
-            Span::styled(format!("  {} in {}", age(app.now, res.updated_at), res.status.raw), style),
+            Span::styled(
+                r.path.clone(),
+                Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(
+                format!("  {} in {}", age(app.now, res.updated_at), res.status.raw),
+                style,
+            ),
         ];
         if let Some(m) = s.siblings_median.filter(|_| s.siblings > 0) {
-            spans.push(Span::styled(
+            let level = &tree.rows[s.level_row];
+            let median = short_duration((app.now - m).num_seconds());
+            let text = if s.level_row == s.row {
+                format!(" (siblings median {median}, {} siblings)", s.siblings)
+            } else {
                 format!(
-                    ", siblings median {} ({} siblings)",
-                    short_duration((app.now - m).num_seconds()),
+                    " ({} {}; siblings median {median}, {} siblings)",
+                    level.resource.name,
+                    age(app.now, level.resource.updated_at),
                     s.siblings
-                ),
-                th.muted(),
-            ));
+                )
+            };
+            spans.push(Span::styled(text, th.muted()));
         }
         if let Some(reason) = res.status_reason.as_deref() {
-            spans.push(Span::styled(format!(" — {}", first_line_pub(Some(reason))), th.muted()));
+            spans.push(Span::styled(
+                format!(" — {}", first_line_pub(Some(reason))),
+                th.muted(),
+            ));
         }
         lines.push(Line::from(spans));
     }
@@ -76,7 +97,8 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
     let th = &app.theme;
     let want = tree.stuck.len().min(8) as u16 + 2;
     let stuck_h = want.min(area.height / 2).max(3);
-    let [top, bottom] = Layout::vertical([Constraint::Min(3), Constraint::Length(stuck_h)]).areas(area);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(stuck_h)]).areas(area);
     data_table(
         app,
         frame,
@@ -93,7 +115,10 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
         .borders(Borders::ALL)
         .border_style(th.border())
         .title(Span::styled(
-            format!(" Why stuck: {} deepest in progress / failed ", tree.stuck.len()),
+            format!(
+                " Why stuck: {} deepest in progress / failed ",
+                tree.stuck.len()
+            ),
             th.title(),
         ));
     let lines = stuck_lines(app, tree, stuck_h.saturating_sub(2) as usize);

@@ -15,7 +15,9 @@ use tui_textarea::TextArea;
 pub enum InputKind {
     Palette,
     /// The filter as it was, restored on Esc.
-    Filter { previous: String },
+    Filter {
+        previous: String,
+    },
     SavePath,
 }
 
@@ -59,7 +61,11 @@ pub fn complete(line: &str, theme_names: &[String]) -> (String, Vec<String>) {
     let trimmed = line.trim_start();
     if let Some(arg) = trimmed.strip_prefix("theme ") {
         let arg = arg.trim_start();
-        let hits: Vec<String> = theme_names.iter().filter(|n| n.starts_with(arg)).cloned().collect();
+        let hits: Vec<String> = theme_names
+            .iter()
+            .filter(|n| n.starts_with(arg))
+            .cloned()
+            .collect();
         return match hits.len() {
             0 => (line.to_string(), vec![]),
             1 => (format!("theme {}", hits[0]), vec![]),
@@ -91,7 +97,13 @@ fn common_prefix(words: &[String]) -> String {
     };
     let mut len = first.len();
     for w in &words[1..] {
-        len = len.min(first.bytes().zip(w.bytes()).take_while(|(a, b)| a == b).count());
+        len = len.min(
+            first
+                .bytes()
+                .zip(w.bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
     }
     first[..len].to_string()
 }
@@ -249,7 +261,11 @@ mod tests {
 
     #[test]
     fn completes_commands_aliases_and_themes() {
-        let themes = vec!["dark".to_string(), "light".to_string(), "high-contrast".to_string()];
+        let themes = vec![
+            "dark".to_string(),
+            "light".to_string(),
+            "high-contrast".to_string(),
+        ];
         assert_eq!(complete("cl", &themes), ("clusters".to_string(), vec![]));
         let (line, c) = complete("t", &themes);
         assert_eq!(line, "t");

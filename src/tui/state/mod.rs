@@ -8,7 +8,9 @@ pub mod store;
 pub mod view;
 
 use super::action::{Action, Command, Reply, Request};
-use super::columns::{cluster_columns, event_columns, node_columns, nodegroup_columns, stack_columns, tree_columns};
+use super::columns::{
+    cluster_columns, event_columns, node_columns, nodegroup_columns, stack_columns, tree_columns,
+};
 use super::config::Resolved;
 use super::keys::{KeyAction, KeyContext, KeyMap};
 use super::theme::Theme;
@@ -175,7 +177,9 @@ impl App {
         match self.view().kind {
             ViewKind::Nodes { .. } => vec![KeyContext::Nodes, KeyContext::Table],
             ViewKind::Events { .. } => vec![KeyContext::Events, KeyContext::Table],
-            ViewKind::Dashboard { .. } => vec![KeyContext::Events, KeyContext::Nodes, KeyContext::Table],
+            ViewKind::Dashboard { .. } => {
+                vec![KeyContext::Events, KeyContext::Nodes, KeyContext::Table]
+            }
             _ => vec![KeyContext::Table],
         }
     }
@@ -242,7 +246,12 @@ impl App {
             KeyAction::Palette => self.open_input(input::InputKind::Palette, ""),
             KeyAction::Filter => {
                 let current = self.view().table.filter().raw().to_string();
-                self.open_input(input::InputKind::Filter { previous: current.clone() }, &current);
+                self.open_input(
+                    input::InputKind::Filter {
+                        previous: current.clone(),
+                    },
+                    &current,
+                );
             }
             KeyAction::Back => {
                 if self.view_mut().table.clear_filter() {
@@ -329,12 +338,20 @@ impl App {
             Reply::Stacks { gen, result } => {
                 self.store.stacks.finish(gen, result, now);
             }
-            Reply::NodeGroups { cluster_id, gen, result } => {
+            Reply::NodeGroups {
+                cluster_id,
+                gen,
+                result,
+            } => {
                 if let Some(slot) = self.store.nodegroups.get_mut(&cluster_id) {
                     slot.finish(gen, result, now);
                 }
             }
-            Reply::Nodes { nodegroup_id, gen, update } => {
+            Reply::Nodes {
+                nodegroup_id,
+                gen,
+                update,
+            } => {
                 if let Some(set) = self.store.nodes.get_mut(&nodegroup_id) {
                     set.apply(gen, update, now);
                 }
@@ -344,23 +361,54 @@ impl App {
                     set.ended(gen);
                 }
             }
-            Reply::Events { stack_id, gen, result } => {
+            Reply::Events {
+                stack_id,
+                stack_name,
+                gen,
+                result,
+            } => {
+                self.learn_stack_name(&stack_id, stack_name);
                 if let Some(log) = self.store.events.get_mut(&stack_id) {
                     log.finish(gen, result, now);
                 }
             }
-            Reply::Tree { stack_id, gen, result } => {
+            Reply::Tree {
+                stack_id,
+                stack_name,
+                gen,
+                result,
+            } => {
+                self.learn_stack_name(&stack_id, stack_name);
                 if let Some(slot) = self.store.trees.get_mut(&stack_id) {
                     let result = result.map(|rs| build_tree(&stack_id, rs));
                     slot.finish(gen, result, now);
                 }
             }
             Reply::Saved { path, result } => match result {
-                Ok(n) => self.set_status(Level::Info, format!("saved {n} events to {}", path.display())),
-                Err(e) => self.set_status(Level::Error, format!("cannot save {}: {e}", path.display())),
+                Ok(n) => self.set_status(
+                    Level::Info,
+                    format!("saved {n} events to {}", path.display()),
+                ),
+                Err(e) => {
+                    self.set_status(Level::Error, format!("cannot save {}: {e}", path.display()))
+                }
             },
         }
         self.dirty = true;
+    }
+
+    /// Name the views that only knew a stack's id.
+    fn learn_stack_name(&mut self, id: &str, name: Option<String>) {
+        let Some(name) = name else {
+            return;
+        };
+        for v in &mut self.nav {
+            if let ViewKind::Events { stack } | ViewKind::Tree { stack, .. } = &mut v.kind {
+                if stack.id == id && stack.name.is_none() {
+                    stack.name = Some(name.clone());
+                }
+            }
+        }
     }
 
     /// Start the fetches the current view needs: when due (one pending per slot), or all
@@ -427,8 +475,20 @@ impl App {
         }
     }
 
-    fn want_nodegroups(&mut self, cluster: &Cluster, force: bool, now: DateTime<Utc>, every: Duration) {
-        let due = self.store.nodegroups.entry(cluster.id.clone()).or_default().meta.due(now, every);
+    fn want_nodegroups(
+        &mut self,
+        cluster: &Cluster,
+        force: bool,
+        now: DateTime<Utc>,
+        every: Duration,
+    ) {
+        let due = self
+            .store
+            .nodegroups
+            .entry(cluster.id.clone())
+            .or_default()
+            .meta
+            .due(now, every);
         if force || due {
             let gen = self.gen();
             if let Some(slot) = self.store.nodegroups.get_mut(&cluster.id) {
@@ -442,7 +502,13 @@ impl App {
     }
 
     fn want_nodes(&mut self, g: &NodeGroup, force: bool, now: DateTime<Utc>, every: Duration) {
-        let due = self.store.nodes.entry(g.id.clone()).or_default().meta.due(now, every);
+        let due = self
+            .store
+            .nodes
+            .entry(g.id.clone())
+            .or_default()
+            .meta
+            .due(now, every);
         if force || due {
             let gen = self.gen();
             if let Some(set) = self.store.nodes.get_mut(&g.id) {
@@ -455,7 +521,13 @@ impl App {
         }
     }
 
-    fn want_events(&mut self, stack: &view::StackTarget, force: bool, now: DateTime<Utc>, every: Duration) {
+    fn want_events(
+        &mut self,
+        stack: &view::StackTarget,
+        force: bool,
+        now: DateTime<Utc>,
+        every: Duration,
+    ) {
         let log = self.store.events.entry(stack.id.clone()).or_default();
         // A forced refresh of a pending poll would only repeat it; events never go stale.
         if log.meta.due(now, every) || (force && !log.meta.in_flight) {
@@ -520,11 +592,18 @@ impl App {
         match &view.kind {
             ViewKind::Clusters => {
                 let items = store.clusters.data.as_deref().unwrap_or(&[]);
-                view.table.sync(items, &cols.clusters, &ctx, store.clusters.meta.version, faults);
+                view.table.sync(
+                    items,
+                    &cols.clusters,
+                    &ctx,
+                    store.clusters.meta.version,
+                    faults,
+                );
             }
             ViewKind::Stacks => {
                 let items = store.stacks.data.as_deref().unwrap_or(&[]);
-                view.table.sync(items, &cols.stacks, &ctx, store.stacks.meta.version, faults);
+                view.table
+                    .sync(items, &cols.stacks, &ctx, store.stacks.meta.version, faults);
             }
             ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => {
                 let slot = store.nodegroups.get(&cluster.id);
@@ -539,7 +618,9 @@ impl App {
                 if let Some(set) = store.nodes.get(&nodegroup.id) {
                     // Addresses only reorder or refilter when a filter, an IP sort or
                     // faults-only looks at them.
-                    let ip_matters = view.table.filter().is_active() || view.table.sort.column.is_some() || faults;
+                    let ip_matters = view.table.filter().is_active()
+                        || view.table.sort.column.is_some()
+                        || faults;
                     let v = if ip_matters {
                         set.meta.version.wrapping_mul(1 << 32) ^ set.ip_version
                     } else {
@@ -547,12 +628,21 @@ impl App {
                     };
                     view.table.sync(&set.rows, &cols.nodes, &ctx, v, faults);
                 } else {
-                    view.table.sync::<NodeRow>(&[], &cols.nodes, &ctx, 0, faults);
+                    view.table
+                        .sync::<NodeRow>(&[], &cols.nodes, &ctx, 0, faults);
                 }
             }
             ViewKind::Events { stack } => {
-                let items = store.events.get(&stack.id).map(|l| l.events.as_slice()).unwrap_or(&[]);
-                let v = store.events.get(&stack.id).map(|l| l.meta.version).unwrap_or(0);
+                let items = store
+                    .events
+                    .get(&stack.id)
+                    .map(|l| l.events.as_slice())
+                    .unwrap_or(&[]);
+                let v = store
+                    .events
+                    .get(&stack.id)
+                    .map(|l| l.meta.version)
+                    .unwrap_or(0);
                 view.table.sync(items, &cols.events, &ctx, v, faults);
                 if view.tail.follow {
                     view.table.bottom(items);
@@ -565,7 +655,11 @@ impl App {
                     .and_then(|s| s.data.as_ref())
                     .map(|t| t.rows.as_slice())
                     .unwrap_or(&[]);
-                let v = store.trees.get(&stack.id).map(|s| s.meta.version).unwrap_or(0);
+                let v = store
+                    .trees
+                    .get(&stack.id)
+                    .map(|s| s.meta.version)
+                    .unwrap_or(0);
                 view.table.sync(rows, &cols.tree, &ctx, v, faults);
                 if let Some(f) = focus.clone() {
                     if let Some(r) = rows.iter().find(|r| r.resource.name == f) {
@@ -590,21 +684,41 @@ impl App {
             view.tail.follow = false;
         }
         match &view.kind {
-            ViewKind::Clusters => op.run(&mut view.table, store.clusters.data.as_deref().unwrap_or(&[]), cols.clusters.len()),
-            ViewKind::Stacks => op.run(&mut view.table, store.stacks.data.as_deref().unwrap_or(&[]), cols.stacks.len()),
+            ViewKind::Clusters => op.run(
+                &mut view.table,
+                store.clusters.data.as_deref().unwrap_or(&[]),
+                cols.clusters.len(),
+            ),
+            ViewKind::Stacks => op.run(
+                &mut view.table,
+                store.stacks.data.as_deref().unwrap_or(&[]),
+                cols.stacks.len(),
+            ),
             ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => op.run(
                 &mut view.table,
-                store.nodegroups.get(&cluster.id).and_then(|s| s.data.as_deref()).unwrap_or(&[]),
+                store
+                    .nodegroups
+                    .get(&cluster.id)
+                    .and_then(|s| s.data.as_deref())
+                    .unwrap_or(&[]),
                 cols.nodegroups.len(),
             ),
             ViewKind::Nodes { nodegroup, .. } => op.run(
                 &mut view.table,
-                store.nodes.get(&nodegroup.id).map(|s| s.rows.as_slice()).unwrap_or(&[]),
+                store
+                    .nodes
+                    .get(&nodegroup.id)
+                    .map(|s| s.rows.as_slice())
+                    .unwrap_or(&[]),
                 cols.nodes.len(),
             ),
             ViewKind::Events { stack } => op.run(
                 &mut view.table,
-                store.events.get(&stack.id).map(|l| l.events.as_slice()).unwrap_or(&[]),
+                store
+                    .events
+                    .get(&stack.id)
+                    .map(|l| l.events.as_slice())
+                    .unwrap_or(&[]),
                 cols.events.len(),
             ),
             ViewKind::Tree { stack, .. } => op.run(

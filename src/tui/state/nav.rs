@@ -18,7 +18,10 @@ impl App {
     fn selected_cluster(&self) -> Option<Cluster> {
         let v = self.view();
         match &v.kind {
-            ViewKind::Clusters => v.table.selected(self.store.clusters.data.as_deref().unwrap_or(&[])).cloned(),
+            ViewKind::Clusters => v
+                .table
+                .selected(self.store.clusters.data.as_deref().unwrap_or(&[]))
+                .cloned(),
             _ => v.cluster().cloned(),
         }
     }
@@ -33,7 +36,9 @@ impl App {
                     .get(&cluster.id)
                     .and_then(|s| s.data.as_deref())
                     .unwrap_or(&[]);
-                v.table.selected(items).map(|g| (cluster.clone(), g.clone()))
+                v.table
+                    .selected(items)
+                    .map(|g| (cluster.clone(), g.clone()))
             }
             ViewKind::Nodes { cluster, nodegroup } => Some((cluster.clone(), nodegroup.clone())),
             _ => None,
@@ -67,10 +72,11 @@ impl App {
                 .table
                 .selected(self.store.stacks.data.as_deref().unwrap_or(&[]))
                 .map(|s| StackTarget::from_ref(&s.stack)),
-            ViewKind::NodeGroups { .. } | ViewKind::Dashboard { .. } | ViewKind::Nodes { .. } => self
-                .selected_nodegroup()
-                .and_then(|(_, g)| g.stack_id)
-                .map(|id| self.stack_target(&id)),
+            ViewKind::NodeGroups { .. } | ViewKind::Dashboard { .. } | ViewKind::Nodes { .. } => {
+                self.selected_nodegroup()
+                    .and_then(|(_, g)| g.stack_id)
+                    .map(|id| self.stack_target(&id))
+            }
             ViewKind::Events { stack } | ViewKind::Tree { stack, .. } => Some(stack.clone()),
         }
     }
@@ -130,18 +136,39 @@ impl App {
             ViewKind::Nodes { nodegroup, .. } => {
                 let member = v
                     .table
-                    .selected(self.store.nodes.get(&nodegroup.id).map(|s| s.rows.as_slice()).unwrap_or(&[]))
+                    .selected(
+                        self.store
+                            .nodes
+                            .get(&nodegroup.id)
+                            .map(|s| s.rows.as_slice())
+                            .unwrap_or(&[]),
+                    )
                     .map(|r| r.node.key.member.clone());
-                match nodegroup.stack_id.as_deref().map(|id| self.stack_target(id)) {
-                    Some(stack) => self.push(ViewKind::Tree { stack, focus: member }),
+                match nodegroup
+                    .stack_id
+                    .as_deref()
+                    .map(|id| self.stack_target(id))
+                {
+                    Some(stack) => self.push(ViewKind::Tree {
+                        stack,
+                        focus: member,
+                    }),
                     None => self.set_status(Level::Warn, "this node group has no stack"),
                 }
             }
             ViewKind::Events { stack } => {
-                let items = self.store.events.get(&stack.id).map(|l| l.events.as_slice()).unwrap_or(&[]);
+                let items = self
+                    .store
+                    .events
+                    .get(&stack.id)
+                    .map(|l| l.events.as_slice())
+                    .unwrap_or(&[]);
                 let target = v.table.selected(items).map(|e| {
                     (
-                        e.stack.as_ref().map(StackTarget::from_ref).unwrap_or_else(|| stack.clone()),
+                        e.stack
+                            .as_ref()
+                            .map(StackTarget::from_ref)
+                            .unwrap_or_else(|| stack.clone()),
                         e.resource_name.clone(),
                     )
                 });
@@ -160,7 +187,11 @@ impl App {
                     .and_then(|s| s.data.as_ref())
                     .map(|t| t.rows.as_slice())
                     .unwrap_or(&[]);
-                match v.table.selected(rows).and_then(|r| r.resource.nested.clone()) {
+                match v
+                    .table
+                    .selected(rows)
+                    .and_then(|r| r.resource.nested.clone())
+                {
                     Some(nested) => self.push(ViewKind::Tree {
                         stack: StackTarget::from_ref(&nested),
                         focus: None,

@@ -121,7 +121,12 @@ pub struct NodeSet {
 }
 
 impl NodeSet {
-    pub fn apply(&mut self, gen: u64, update: ServiceResult<NodeUpdate>, now: DateTime<Utc>) -> bool {
+    pub fn apply(
+        &mut self,
+        gen: u64,
+        update: ServiceResult<NodeUpdate>,
+        now: DateTime<Utc>,
+    ) -> bool {
         if !self.meta.accept(gen) {
             return false;
         }
@@ -275,6 +280,9 @@ pub struct TreeRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stuck {
     pub row: usize,
+    /// The row compared with its siblings: the resource itself, or its parent when the
+    /// resource has fewer than 3 siblings (a member's server is compared member to member).
+    pub level_row: usize,
     /// How many resources share its owner stack.
     pub siblings: usize,
     /// Median of the siblings' `updated_at`.
@@ -327,7 +335,16 @@ pub fn build_tree(root_id: &str, resources: Vec<StackResource>) -> TreeData {
     }
     let mut order: Vec<(usize, usize, String, String)> = Vec::with_capacity(resources.len());
     let mut visited = std::collections::HashSet::new();
-    walk(root_id, 0, "", "", &children, &resources, &mut visited, &mut order);
+    walk(
+        root_id,
+        0,
+        "",
+        "",
+        &children,
+        &resources,
+        &mut visited,
+        &mut order,
+    );
     let mut slots: Vec<Option<StackResource>> = resources.into_iter().map(Some).collect();
     let mut rows: Vec<TreeRow> = Vec::with_capacity(order.len());
     let mut row_of: HashMap<usize, usize> = HashMap::new();
@@ -381,10 +398,24 @@ fn walk(
         } else {
             format!("{path} > {}", r.name)
         };
-        out.push((i, depth, format!("{indent}{}", if last { "└─ " } else { "├─ " }), p.clone()));
+        out.push((
+            i,
+            depth,
+            format!("{indent}{}", if last { "└─ " } else { "├─ " }),
+            p.clone(),
+        ));
         if let Some(n) = &r.nested {
             let child_indent = format!("{indent}{}", if last { "   " } else { "│  " });
-            walk(&n.id, depth + 1, &child_indent, &p, children, resources, visited, out);
+            walk(
+                &n.id,
+                depth + 1,
+                &child_indent,
+                &p,
+                children,
+                resources,
+                visited,
+                out,
+            );
         }
     }
 }
@@ -406,6 +437,20 @@ fn find_stuck(rows: &[TreeRow]) -> Vec<Stuck> {
             busy_stacks.insert(owner);
         }
     }
+    let mut owner_row: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(n) = &r.resource.nested {
+            owner_row.insert(n.id.as_str(), i);
+        }
+    }
+    let owner_of = |i: usize| {
+        rows[i]
+            .resource
+            .owner
+            .as_ref()
+            .map(|o| o.id.as_str())
+            .unwrap_or("")
+    };
     let medians: HashMap<&str, DateTime<Utc>> = by_owner
         .into_iter()
         .map(|(k, mut v)| {
@@ -425,10 +470,21 @@ fn find_stuck(rows: &[TreeRow]) -> Vec<Stuck> {
                     .is_some_and(|n| busy_stacks.contains(n.id.as_str()))
         })
         .map(|(i, r)| {
-            let owner = r.resource.owner.as_ref().map(|o| o.id.as_str()).unwrap_or("");
+            let mut level = i;
+            if owner_count.get(owner_of(i)).copied().unwrap_or(1) < 4 {
+                if let Some(&p) = owner_row.get(owner_of(i)) {
+                    level = p;
+                }
+            }
+            let owner = owner_of(level);
             Stuck {
                 row: i,
-                siblings: owner_count.get(owner).copied().unwrap_or(1).saturating_sub(1),
+                level_row: level,
+                siblings: owner_count
+                    .get(owner)
+                    .copied()
+                    .unwrap_or(1)
+                    .saturating_sub(1),
                 siblings_median: medians.get(owner).copied(),
                 paused_on_hook: is_hook_pause(&r.resource),
             }
@@ -521,7 +577,9 @@ mod tests {
         assert_eq!(t.stuck.len(), 1);
         let s = &t.stuck[0];
         assert_eq!(t.rows[s.row].path, "nodes > 1 > server");
-        assert_eq!(s.siblings, 1);
+        // Fewer than 3 siblings: compared at the member level ("1" among 0, 1, 2).
+        assert_eq!(t.rows[s.level_row].path, "nodes > 1");
+        assert_eq!(s.siblings, 2);
     }
 
     #[test]

@@ -23,15 +23,29 @@ impl StackTarget {
     }
 }
 
+/// A handful of these live on the navigation stack; boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum ViewKind {
     Clusters,
     Stacks,
-    NodeGroups { cluster: Cluster },
-    Dashboard { cluster: Cluster },
-    Nodes { cluster: Cluster, nodegroup: NodeGroup },
-    Events { stack: StackTarget },
-    Tree { stack: StackTarget, focus: Option<String> },
+    NodeGroups {
+        cluster: Cluster,
+    },
+    Dashboard {
+        cluster: Cluster,
+    },
+    Nodes {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    Events {
+        stack: StackTarget,
+    },
+    Tree {
+        stack: StackTarget,
+        focus: Option<String>,
+    },
 }
 
 /// Event-tail options (also used by the dashboard's tail).
@@ -100,9 +114,9 @@ impl View {
 
     pub fn cluster(&self) -> Option<&Cluster> {
         match &self.kind {
-            ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } | ViewKind::Nodes { cluster, .. } => {
-                Some(cluster)
-            }
+            ViewKind::NodeGroups { cluster }
+            | ViewKind::Dashboard { cluster }
+            | ViewKind::Nodes { cluster, .. } => Some(cluster),
             _ => None,
         }
     }

@@ -25,27 +25,61 @@ pub enum Density {
     Half,
 }
 
-fn rows_for(groups: &[HeatGroup], width: usize, per_cell: usize) -> usize {
-    let width = width.max(1);
+/// Width of the label column (0: labels get their own line, on narrow areas).
+fn label_width(groups: &[HeatGroup], width: u16) -> u16 {
+    if width < 60 {
+        return 0;
+    }
+    let longest = groups
+        .iter()
+        .map(|g| g.label.chars().count())
+        .max()
+        .unwrap_or(0) as u16;
+    (longest + 1).clamp(8, 24)
+}
+
+fn rows_for(groups: &[HeatGroup], width: u16, per_cell: usize) -> usize {
+    let lw = label_width(groups, width);
+    let cells = (width.saturating_sub(lw) as usize).max(1);
     groups
         .iter()
-        .map(|g| 1 + g.states.len().div_ceil(width * per_cell))
+        .map(|g| {
+            let rows = g.states.len().div_ceil(cells * per_cell).max(1);
+            if lw == 0 {
+                rows + 1
+            } else {
+                rows
+            }
+        })
         .sum()
 }
 
 /// How many rows the map wants at this width, and at which density it will draw.
 pub fn layout(groups: &[HeatGroup], width: u16, max_rows: u16) -> (u16, Density) {
-    let full = rows_for(groups, width as usize, 1);
+    let full = rows_for(groups, width, 1);
     if full <= max_rows as usize {
         return (full as u16, Density::Full);
     }
-    let half = rows_for(groups, width as usize, 2);
+    let half = rows_for(groups, width, 2);
     (half.min(max_rows as usize) as u16, Density::Half)
 }
 
 pub struct HeatMap<'a> {
     pub groups: &'a [HeatGroup],
     pub theme: &'a Theme,
+}
+
+fn group_note(g: &HeatGroup) -> String {
+    let failed = g.states.iter().filter(|s| **s == CellState::Failed).count();
+    let paused = g.states.iter().filter(|s| **s == CellState::Paused).count();
+    let mut note = format!("{}", g.states.len());
+    if failed > 0 {
+        note.push_str(&format!(" {failed}{}", CellState::Failed.glyph()));
+    }
+    if paused > 0 {
+        note.push_str(&format!(" {paused}{}", CellState::Paused.glyph()));
+    }
+    note
 }
 
 impl Widget for HeatMap<'_> {
@@ -55,7 +89,13 @@ impl Widget for HeatMap<'_> {
         }
         let th = self.theme;
         let (_, density) = layout(self.groups, area.width, area.height);
-        let width = area.width as usize;
+        let lw = label_width(self.groups, area.width);
+        let cells = (area.width - lw) as usize;
+        let x0 = area.x + lw;
+        let per_row = match density {
+            Density::Full => cells,
+            Density::Half => cells * 2,
+        };
         let mut y = area.y;
         let bottom = area.y + area.height;
         let mut hidden = 0usize;
@@ -64,73 +104,72 @@ impl Widget for HeatMap<'_> {
                 hidden += g.states.len();
                 continue;
             }
-            let mut counts = [0usize; 5];
-            for s in &g.states {
-                counts[*s as usize] += 1;
-            }
-            let label = format!(
-                "{} ({}){}{}",
-                g.label,
-                g.states.len(),
-                if counts[CellState::Failed as usize] > 0 {
-                    format!("  {} failed", counts[CellState::Failed as usize])
-                } else {
-                    String::new()
-                },
-                if counts[CellState::Paused as usize] > 0 {
-                    format!("  {} paused", counts[CellState::Paused as usize])
-                } else {
-                    String::new()
+            if lw == 0 {
+                let label = format!("{} ({})", g.label, group_note(g));
+                buf.set_stringn(area.x, y, &label, area.width as usize, th.muted());
+                y += 1;
+                if y >= bottom {
+                    hidden += g.states.len();
+                    continue;
                 }
-            );
-            buf.set_stringn(area.x, y, &label, width, th.muted());
-            y += 1;
-            match density {
-                Density::Full => {
-                    for (row_i, chunk) in g.states.chunks(width).enumerate() {
-                        if y >= bottom {
-                            hidden += g.states.len().saturating_sub(row_i * width);
-                            break;
-                        }
+            } else {
+                buf.set_stringn(
+                    area.x,
+                    y,
+                    &g.label,
+                    lw as usize - 1,
+                    Style::default().fg(th.fg),
+                );
+                if y + 1 < bottom && g.states.len() > per_row {
+                    buf.set_stringn(area.x, y + 1, group_note(g), lw as usize - 1, th.muted());
+                }
+            }
+            for (row_i, chunk) in g.states.chunks(per_row.max(1)).enumerate() {
+                if y >= bottom {
+                    hidden += g.states.len().saturating_sub(row_i * per_row);
+                    break;
+                }
+                match density {
+                    Density::Full => {
                         for (x, s) in chunk.iter().enumerate() {
-                            let idx = row_i * width + x;
+                            let idx = row_i * per_row + x;
                             let mut style = Style::default().fg(th.state_color(*s));
                             let mut glyph = s.glyph();
                             if g.selected == Some(idx) {
                                 style = style.bg(th.selected_bg).add_modifier(Modifier::BOLD);
                                 glyph = '◆';
                             }
-                            if let Some(cell) = buf.cell_mut((area.x + x as u16, y)) {
+                            if let Some(cell) = buf.cell_mut((x0 + x as u16, y)) {
                                 cell.set_char(glyph).set_style(style);
                             }
                         }
-                        y += 1;
                     }
-                }
-                Density::Half => {
-                    let per_row = width * 2;
-                    for (row_i, chunk) in g.states.chunks(per_row).enumerate() {
-                        if y >= bottom {
-                            hidden += g.states.len().saturating_sub(row_i * per_row);
-                            break;
-                        }
-                        let (top, low) = chunk.split_at(chunk.len().min(width));
+                    Density::Half => {
+                        let (top, low) = chunk.split_at(chunk.len().min(cells));
                         for (x, s) in top.iter().enumerate() {
-                            let bg = low.get(x).map(|b| th.state_color(*b)).unwrap_or(Color::Reset);
-                            if let Some(cell) = buf.cell_mut((area.x + x as u16, y)) {
+                            let bg = low
+                                .get(x)
+                                .map(|b| th.state_color(*b))
+                                .unwrap_or(Color::Reset);
+                            if let Some(cell) = buf.cell_mut((x0 + x as u16, y)) {
                                 cell.set_char('▀')
                                     .set_style(Style::default().fg(th.state_color(*s)).bg(bg));
                             }
                         }
-                        y += 1;
                     }
                 }
+                y += 1;
             }
         }
         if hidden > 0 && area.width > 20 {
             let msg = format!(" +{hidden} nodes not shown ");
             let x = area.x + area.width.saturating_sub(msg.chars().count() as u16);
-            buf.set_string(x, bottom - 1, msg, th.warning().add_modifier(Modifier::REVERSED));
+            buf.set_string(
+                x,
+                bottom - 1,
+                msg,
+                th.warning().add_modifier(Modifier::REVERSED),
+            );
         }
     }
 }
@@ -146,7 +185,10 @@ mod tests {
             states: vec![CellState::Complete; 1000],
             selected: None,
         }];
+        // Label column of 8: 110 cells per row.
         assert_eq!(layout(&g, 118, 30), (10, Density::Full));
-        assert_eq!(layout(&g, 118, 8), (6, Density::Half));
+        assert_eq!(layout(&g, 118, 8), (5, Density::Half));
+        // Narrow: labels on their own line.
+        assert_eq!(layout(&g, 50, 30), (21, Density::Full));
     }
 }

@@ -39,7 +39,11 @@ fn title_line<'a, T>(
     ];
     if let Some(c) = state.sort.column.and_then(|c| columns.get(c)) {
         spans.push(Span::styled(
-            format!("sort:{}{} ", c.title, if state.sort.descending { "↓" } else { "↑" }),
+            format!(
+                "sort:{}{} ",
+                c.title,
+                if state.sort.descending { "↓" } else { "↑" }
+            ),
             th.accent(),
         ));
     }
@@ -87,7 +91,10 @@ pub fn draw_table<T: TableRow>(
         let text = if items.is_empty() {
             look.empty_text.to_string()
         } else {
-            format!("No rows match ({} hidden by filter or faults-only)", items.len())
+            format!(
+                "No rows match ({} hidden by filter or faults-only)",
+                items.len()
+            )
         };
         frame.render_widget(Paragraph::new(Span::styled(text, th.muted())), inner);
         return;
@@ -117,7 +124,11 @@ pub fn draw_table<T: TableRow>(
         let id = item.row_id();
         let mark = if state.is_marked(&id) { "●" } else { " " };
         let cells = std::iter::once(Cell::from(Span::styled(mark, Style::default().fg(th.mark))))
-            .chain(columns.iter().map(|c| Cell::from(Span::styled((c.text)(item, ctx), (c.style)(item, ctx)))));
+            .chain(
+                columns
+                    .iter()
+                    .map(|c| Cell::from(Span::styled((c.text)(item, ctx), (c.style)(item, ctx)))),
+            );
         let row = Row::new(cells);
         if Some(offset + k) == selected && look.focused {
             row.style(th.selected())

@@ -34,11 +34,20 @@ impl Filter {
             return f;
         }
         if let Some(pattern) = text.strip_prefix("re:") {
-            match RegexBuilder::new(pattern).case_insensitive(true).size_limit(1 << 20).build() {
+            match RegexBuilder::new(pattern)
+                .case_insensitive(true)
+                .size_limit(1 << 20)
+                .build()
+            {
                 Ok(re) => f.matcher = Some(Matcher::Regex(re)),
                 Err(e) => {
                     let msg = e.to_string();
-                    let last = msg.lines().last().unwrap_or("invalid regex").trim().to_string();
+                    let last = msg
+                        .lines()
+                        .last()
+                        .unwrap_or("invalid regex")
+                        .trim()
+                        .to_string();
                     f.error = Some(last);
                     f.inverse = false;
                 }

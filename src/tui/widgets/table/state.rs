@@ -93,8 +93,11 @@ impl TableState {
         }));
         if let Some(col) = self.sort.column.filter(|c| *c < columns.len()) {
             let key = columns[col].sort;
-            let mut keyed: Vec<(super::SortKey, usize)> =
-                self.view.iter().map(|&i| (key(&items[i], ctx), i)).collect();
+            let mut keyed: Vec<(super::SortKey, usize)> = self
+                .view
+                .iter()
+                .map(|&i| (key(&items[i], ctx), i))
+                .collect();
             let desc = self.sort.descending;
             keyed.sort_by(|a, b| compare(&a.0, &b.0, desc).then(a.1.cmp(&b.1)));
             self.view = keyed.into_iter().map(|(_, i)| i).collect();
@@ -111,7 +114,11 @@ impl TableState {
             return;
         }
         if let Some(id) = &self.selected_id {
-            if let Some(pos) = self.view.iter().position(|&i| items[i].row_id() == id.as_str()) {
+            if let Some(pos) = self
+                .view
+                .iter()
+                .position(|&i| items[i].row_id() == id.as_str())
+            {
                 self.selected_pos = pos;
                 return;
             }
@@ -149,7 +156,11 @@ impl TableState {
     /// Select a row by id now (if present) and remember it for the next sync.
     pub fn select_id<T: TableRow>(&mut self, id: &str, items: &[T]) {
         self.selected_id = Some(id.to_string());
-        if let Some(pos) = self.view.iter().position(|&i| items.get(i).is_some_and(|it| it.row_id() == id)) {
+        if let Some(pos) = self
+            .view
+            .iter()
+            .position(|&i| items.get(i).is_some_and(|it| it.row_id() == id))
+        {
             self.selected_pos = pos;
             self.scroll_to_selection();
         }
@@ -340,8 +351,10 @@ mod tests {
             abs_time: false,
         };
         let items = rows(&[("a", 1), ("b", 2), ("c", 3), ("d", 4)]);
-        let mut t = TableState::default();
-        t.page = 10;
+        let mut t = TableState {
+            page: 10,
+            ..TableState::default()
+        };
         t.sync(&items, &cols(), &ctx, 1, false);
         t.move_by(2, &items);
         assert_eq!(t.selected_id(), Some("c"));
@@ -369,7 +382,13 @@ mod tests {
             theme: &theme,
             abs_time: false,
         };
-        let items: Vec<R> = (0..100).map(|i| R { id: i.to_string(), n: i, bad: false }).collect();
+        let items: Vec<R> = (0..100)
+            .map(|i| R {
+                id: i.to_string(),
+                n: i,
+                bad: false,
+            })
+            .collect();
         let mut t = TableState {
             page: 10,
             ..TableState::default()
