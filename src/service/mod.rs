@@ -6,9 +6,7 @@
 
 pub mod fake;
 
-use crate::model::{
-    Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary,
-};
+use crate::model::{Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -116,10 +114,7 @@ pub trait CloudService: Send + Sync + 'static {
     fn budget(&self) -> BudgetStats;
 
     fn list_clusters(&self) -> BoxFuture<'static, ServiceResult<Vec<Cluster>>>;
-    fn list_nodegroups(
-        &self,
-        cluster: Cluster,
-    ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>>;
+    fn list_nodegroups(&self, cluster: Cluster) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>>;
     fn list_stacks(&self) -> BoxFuture<'static, ServiceResult<Vec<StackSummary>>>;
 
     /// Members of a node group with statuses, then their addresses as they are found.
