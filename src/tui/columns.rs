@@ -10,6 +10,9 @@ use ratatui::layout::Constraint;
 use ratatui::style::{Modifier, Style};
 use std::borrow::Cow;
 
+/// How long a changed row stays highlighted.
+pub const FLASH_SECS: i64 = 4;
+
 /// `42s`, `12m`, `3h`, `41d`.
 pub fn short_duration(secs: i64) -> String {
     let s = secs.max(0);
@@ -287,7 +290,17 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
             width: Constraint::Length(19),
             text: |r, _| r.node.status.raw.clone(),
             sort: |r, _| SortKey::str(&r.node.status.raw),
-            style: |r, ctx| Style::default().fg(ctx.theme.state_color(node_state(r))),
+            style: |r, ctx| {
+                let s = Style::default().fg(ctx.theme.state_color(node_state(r)));
+                // A status that just changed flashes for a few seconds.
+                if r.changed_at
+                    .is_some_and(|t| (ctx.now - t).num_seconds() < FLASH_SECS)
+                {
+                    s.add_modifier(Modifier::REVERSED | Modifier::BOLD)
+                } else {
+                    s
+                }
+            },
         },
         Column {
             title: "HOOK",

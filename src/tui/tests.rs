@@ -257,7 +257,11 @@ async fn snapshot_stacks_help_palette() {
     snap!(h, "stacks");
     h.press(KeyCode::Char('?'));
     snap!(h, "help");
-    assert!(matches!(h.app.mode, Mode::Help));
+    assert!(matches!(h.app.mode, Mode::Help(0)));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::PageDown);
+    assert!(matches!(h.app.mode, Mode::Help(n) if n > 1));
+    snap!(h, "help_scrolled");
     h.press(KeyCode::Esc);
     assert!(matches!(h.app.mode, Mode::Normal));
 }
@@ -487,4 +491,47 @@ async fn config_problems_show_in_status_line() {
         "{status}"
     );
     assert!(status.contains("zap"), "{status}");
+}
+
+#[tokio::test]
+async fn ten_thousand_nodes_stay_cheap_per_frame() {
+    use std::time::Instant;
+    let mut h = Harness::demo(10_000);
+    h.open_prod().await;
+    let frame = |h: &mut Harness, n: u32| {
+        let t = Instant::now();
+        for _ in 0..n {
+            h.render(120, 40);
+        }
+        t.elapsed() / n
+    };
+    let dash = frame(&mut h, 5);
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let nodes = frame(&mut h, 5);
+    // A new member list (live update) with a filter and a sort active: full recompute.
+    h.press(KeyCode::Char('/'));
+    h.type_str("fedora");
+    h.press(KeyCode::Enter);
+    h.key(KeyAction::SortNext);
+    h.key(KeyAction::SortNext);
+    h.key(KeyAction::SortNext);
+    let t = Instant::now();
+    h.fake.advance();
+    h.key(KeyAction::Refresh);
+    h.settle().await;
+    let refresh = t.elapsed();
+    let recompute = frame(&mut h, 1);
+    let t = Instant::now();
+    for _ in 0..1000 {
+        h.key(KeyAction::Down);
+    }
+    let keys = t.elapsed() / 1000;
+    eprintln!(
+        "10k nodes (120x40, debug build): dashboard frame {dash:?}, nodes frame {nodes:?}, \
+         refresh+stream of 8000 nodes {refresh:?}, frame after refresh {recompute:?}, key {keys:?}"
+    );
+    assert!(h.app.view().table.len() == 8000);
+    assert!(dash.as_millis() < 500 && nodes.as_millis() < 500 && keys.as_millis() < 20);
 }

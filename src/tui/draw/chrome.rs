@@ -8,7 +8,7 @@ use crate::tui::state::{App, Level, Mode};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 fn badge<'a>(text: &'a str, bg: ratatui::style::Color, app: &App) -> Span<'a> {
@@ -159,7 +159,7 @@ pub fn footer(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-pub fn help(app: &App, frame: &mut Frame, body: Rect) {
+pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
     let th = &app.theme;
     let mut lines: Vec<Line> = Vec::new();
     for (section, rows) in app.keys.help_sections() {
@@ -186,20 +186,30 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect) {
         ]));
     }
     lines.push(Line::from(Span::styled(
-        "Filter: text (case-insensitive), re:REGEX, a leading ! inverts. Any key closes.",
+        "Filter: text (case-insensitive), re:REGEX, a leading ! inverts. j/k/pgdn scroll, any other key closes.",
         th.muted(),
     )));
-    let area = centered(body, 100, lines.len() as u16 + 2);
+    let total = lines.len() as u16;
+    let area = centered(body, 100, total + 2);
+    let scroll = scroll.min(total.saturating_sub(area.height.saturating_sub(2)));
     clear(frame, area);
     let para = Paragraph::new(lines)
         .block(
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(th.accent())
-                .title(Span::styled(" Help ", th.title())),
+                .title(Span::styled(" Help ", th.title()))
+                .title_bottom(Span::styled(
+                    format!(
+                        " {}-{} of {total} ",
+                        scroll + 1,
+                        (scroll + area.height.saturating_sub(2)).min(total)
+                    ),
+                    th.muted(),
+                )),
         )
         .style(th.style())
-        .wrap(Wrap { trim: false });
+        .scroll((scroll, 0));
     frame.render_widget(para, area);
 }
 

@@ -85,6 +85,7 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     let mut heat = Vec::new();
     let mut all_rows = Vec::new();
     let (mut ok, mut failed, mut total, mut done) = (0, 0, 0, true);
+    let expected: usize = groups.iter().map(|g| g.node_count as usize).sum();
     for g in &groups {
         if let Some(set) = app.store.nodes.get(&g.id) {
             heat.extend(zone_groups(set, &g.name, None));
@@ -114,7 +115,12 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
         frame.render_widget(block, map_area);
         let [sum, map] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
         frame.render_widget(
-            Paragraph::new(summary_line(app, &rollout, Some((ok, failed, total, done)))),
+            Paragraph::new(summary_line(
+                app,
+                &rollout,
+                Some((ok, failed, total, done)),
+                (all_rows.len() == groups.len()).then_some(expected),
+            )),
             sum,
         );
         if heat.is_empty() {

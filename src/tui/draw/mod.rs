@@ -33,7 +33,7 @@ impl App {
         chrome::status_line(self, frame, status);
         chrome::footer(self, frame, footer);
         match &self.mode {
-            Mode::Help => chrome::help(self, frame, body),
+            Mode::Help(scroll) => chrome::help(self, frame, body, *scroll),
             Mode::Input(input) if input.kind == super::state::input::InputKind::Palette => {
                 chrome::palette_popup(self, input, frame, body)
             }

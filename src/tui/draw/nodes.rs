@@ -62,13 +62,26 @@ impl Rollout {
 }
 
 /// Legend + counts line shared by the nodes pane and the dashboard.
+/// `expected`: the node count Magnum reports, reconciled with the Heat members and IPs.
 pub fn summary_line<'a>(
     app: &App,
     r: &Rollout,
     ips: Option<(usize, usize, usize, bool)>,
+    expected: Option<usize>,
 ) -> Line<'a> {
     let th = &app.theme;
     let mut spans: Vec<Span> = Vec::new();
+    if let (Some(want), Some((_, _, members, _))) = (expected, ips) {
+        if want != members {
+            spans.push(Span::styled(
+                format!(" count {want} ≠ members {members} "),
+                Style::default()
+                    .fg(th.badge_fg)
+                    .bg(th.warning)
+                    .add_modifier(Modifier::BOLD),
+            ));
+        }
+    }
     if let Some((ok, failed, total, done)) = ips {
         spans.push(Span::styled(
             format!(" IPs {ok}/{total}"),
@@ -187,6 +200,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
             app,
             &rollout,
             Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
+            Some(nodegroup.node_count as usize),
         )),
         summary,
     );

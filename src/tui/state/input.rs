@@ -5,7 +5,7 @@ use super::view::ViewKind;
 use super::{App, Level, Mode};
 use crate::tui::action::{Action, Command, Request, COMMANDS};
 use crate::tui::columns::{event_path, first_line_pub};
-use crate::tui::keys::KeyAction;
+use crate::tui::keys::{KeyAction, KeyContext};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::{Modifier, Style};
 use std::path::PathBuf;
@@ -130,12 +130,17 @@ impl App {
         }
         match &self.mode {
             Mode::Input(_) => self.on_input_key(key),
-            Mode::Help => {
-                let action = self.keys.lookup(&key, &[]);
-                if action == Some(KeyAction::Quit) && key.code != KeyCode::Char('q') {
-                    self.should_quit = true;
+            Mode::Help(scroll) => {
+                // Scroll keys scroll the help; any other key closes it.
+                let scroll = *scroll;
+                match self.keys.lookup(&key, &[KeyContext::Table]) {
+                    Some(KeyAction::Down) => self.mode = Mode::Help(scroll.saturating_add(1)),
+                    Some(KeyAction::Up) => self.mode = Mode::Help(scroll.saturating_sub(1)),
+                    Some(KeyAction::PageDown) => self.mode = Mode::Help(scroll.saturating_add(10)),
+                    Some(KeyAction::PageUp) => self.mode = Mode::Help(scroll.saturating_sub(10)),
+                    Some(KeyAction::Top) => self.mode = Mode::Help(0),
+                    _ => self.mode = Mode::Normal,
                 }
-                self.mode = Mode::Normal;
             }
             Mode::Normal => {
                 let contexts = self.key_contexts();

@@ -59,11 +59,14 @@ pub enum Level {
 pub struct StatusLine {
     pub text: String,
     pub level: Level,
+    /// When it was set (info messages go away after a few seconds).
+    pub at: DateTime<Utc>,
 }
 
 pub enum Mode {
     Normal,
-    Help,
+    /// The help overlay, scrolled down by this many lines.
+    Help(u16),
     Input(Box<InputState>),
 }
 
@@ -105,6 +108,7 @@ impl App {
             Some(StatusLine {
                 text: resolved.problems.join(" | "),
                 level: Level::Error,
+                at: now,
             })
         };
         let read_only = resolved.read_only || info.read_only;
@@ -155,6 +159,7 @@ impl App {
         self.status = Some(StatusLine {
             text: text.into(),
             level,
+            at: self.now,
         });
         self.dirty = true;
     }
@@ -204,6 +209,14 @@ impl App {
                 self.read_only = self.read_only || self.info.read_only;
                 self.budget = budget;
                 self.dirty = moved_second && !self.frozen;
+                if self
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| s.level == Level::Info && (now - s.at).num_seconds() >= 5)
+                {
+                    self.status = None;
+                    self.dirty = true;
+                }
                 self.plan_refresh(false);
             }
             Action::Resize(w, h) => self.size = (w, h),
@@ -232,7 +245,7 @@ impl App {
             }
             Command::Faults => self.on_action(KeyAction::FaultsOnly),
             Command::Refresh => self.on_action(KeyAction::Refresh),
-            Command::Help => self.mode = Mode::Help,
+            Command::Help => self.mode = Mode::Help(0),
             Command::Quit => self.should_quit = true,
         }
     }
@@ -242,7 +255,7 @@ impl App {
         self.prepare();
         match k {
             KeyAction::Quit => self.should_quit = true,
-            KeyAction::Help => self.mode = Mode::Help,
+            KeyAction::Help => self.mode = Mode::Help(0),
             KeyAction::Palette => self.open_input(input::InputKind::Palette, ""),
             KeyAction::Filter => {
                 let current = self.view().table.filter().raw().to_string();

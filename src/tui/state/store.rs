@@ -103,6 +103,8 @@ impl<T> Slot<T> {
 pub struct NodeRow {
     pub node: Node,
     pub ip_error: Option<String>,
+    /// When the node's status last changed while we watched (rows flash for a moment).
+    pub changed_at: Option<DateTime<Utc>>,
 }
 
 /// The nodes of one node group as they stream in.
@@ -137,22 +139,37 @@ impl NodeSet {
                 self.meta.version += 1;
             }
             Ok(NodeUpdate::Members(nodes)) => {
-                let old: HashMap<String, (Option<String>, Option<String>)> = self
+                let old: HashMap<String, NodeRow> = self
                     .rows
                     .drain(..)
-                    .map(|r| (r.node.key.member.clone(), (r.node.ip, r.ip_error)))
+                    .map(|r| (r.node.key.member.clone(), r))
                     .collect();
+                let first = !self.has_members;
                 self.rows = nodes
                     .into_iter()
                     .map(|mut n| {
                         let mut ip_error = None;
-                        if let Some((ip, err)) = old.get(&n.key.member) {
+                        let mut changed_at = None;
+                        if let Some(prev) = old.get(&n.key.member) {
                             if n.ip.is_none() {
-                                n.ip = ip.clone();
-                                ip_error = err.clone();
+                                n.ip = prev.node.ip.clone();
+                                ip_error = prev.ip_error.clone();
                             }
+                            changed_at = if prev.node.status != n.status
+                                || prev.node.hook_paused != n.hook_paused
+                            {
+                                Some(now)
+                            } else {
+                                prev.changed_at
+                            };
+                        } else if !first {
+                            changed_at = Some(now);
                         }
-                        NodeRow { node: n, ip_error }
+                        NodeRow {
+                            node: n,
+                            ip_error,
+                            changed_at,
+                        }
                     })
                     .collect();
                 self.index = self
