@@ -8,7 +8,7 @@ use crate::model::{Cluster, StackEvent};
 use crate::tui::state::dashboard_stacks;
 use crate::tui::state::view::View;
 use crate::tui::state::App;
-use crate::tui::widgets::heatmap::{layout, HeatMap};
+use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -107,10 +107,19 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     let [map_area, tail_area] =
         Layout::vertical([Constraint::Length(map_h), Constraint::Min(3)]).areas(rest);
     if map_h > 0 {
+        let note = scale_note(
+            &heat,
+            map_area.width.saturating_sub(2),
+            map_area.height.saturating_sub(3),
+        );
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Span::styled(" Fleet heat map ", th.title()));
+            .title(Span::styled(" Fleet heat map ", th.title()))
+            .title(Span::styled(
+                note.map(|n| format!(" {n} ")).unwrap_or_default(),
+                th.warning(),
+            ));
         let inner = block.inner(map_area);
         frame.render_widget(block, map_area);
         let [sum, map] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);

@@ -7,7 +7,7 @@ use crate::tui::state::store::{NodeRow, NodeSet};
 use crate::tui::state::view::View;
 use crate::tui::state::App;
 use crate::tui::theme::CellState;
-use crate::tui::widgets::heatmap::{layout, HeatGroup, HeatMap};
+use crate::tui::widgets::heatmap::{layout, scale_note, HeatGroup, HeatMap};
 use chrono::{DateTime, Utc};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -205,10 +205,19 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         summary,
     );
     if map_h > 0 {
+        let note = scale_note(
+            &groups,
+            map.width.saturating_sub(2),
+            map.height.saturating_sub(2),
+        );
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Span::styled(" Fleet heat map ", th.title()));
+            .title(Span::styled(" Fleet heat map ", th.title()))
+            .title(Span::styled(
+                note.map(|n| format!(" {n} ")).unwrap_or_default(),
+                th.warning(),
+            ));
         let inner = block.inner(map);
         frame.render_widget(block, map);
         frame.render_widget(

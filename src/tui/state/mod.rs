@@ -191,6 +191,7 @@ impl App {
 
     /// Apply one action.
     pub fn update(&mut self, action: Action) {
+        let was_dirty = self.dirty;
         self.dirty = true;
         match action {
             Action::Key(k) => self.on_action(k),
@@ -208,7 +209,8 @@ impl App {
                 self.info = *info;
                 self.read_only = self.read_only || self.info.read_only;
                 self.budget = budget;
-                self.dirty = moved_second && !self.frozen;
+                // Ages on screen move once a second; nothing else changes on a tick.
+                self.dirty = was_dirty || (moved_second && !self.frozen);
                 if self
                     .status
                     .as_ref()

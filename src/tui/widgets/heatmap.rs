@@ -35,7 +35,7 @@ fn label_width(groups: &[HeatGroup], width: u16) -> u16 {
         .map(|g| g.label.chars().count())
         .max()
         .unwrap_or(0) as u16;
-    (longest + 1).clamp(8, 24)
+    (longest + 1).clamp(14, 24)
 }
 
 fn rows_for(groups: &[HeatGroup], width: u16, per_cell: usize) -> usize {
@@ -60,13 +60,75 @@ pub fn layout(groups: &[HeatGroup], width: u16, max_rows: u16) -> (u16, Density)
     if full <= max_rows as usize {
         return (full as u16, Density::Full);
     }
-    let half = rows_for(groups, width, 2);
+    let k = nodes_per_half_cell(groups, width, max_rows);
+    let half = rows_for(groups, width, 2 * k);
     (half.min(max_rows as usize) as u16, Density::Half)
+}
+
+/// Nodes per half cell so that everything fits: 1 when it can, else the smallest
+/// aggregation (each half cell then shows the worst state of its nodes), at most 256.
+pub fn nodes_per_half_cell(groups: &[HeatGroup], width: u16, max_rows: u16) -> usize {
+    let mut k = 1;
+    while k < 256 && rows_for(groups, width, 2 * k) > max_rows as usize {
+        k += 1;
+    }
+    k
+}
+
+/// The map's scale for a title: `None` at one node per cell.
+pub fn scale_note(groups: &[HeatGroup], width: u16, max_rows: u16) -> Option<String> {
+    match layout(groups, width, max_rows).1 {
+        Density::Full => None,
+        Density::Half => match nodes_per_half_cell(groups, width, max_rows) {
+            1 => Some("2 nodes per cell".into()),
+            k => Some(format!("{} nodes per cell, worst shown", 2 * k)),
+        },
+    }
+}
+
+/// Severity for aggregation: the worst state of a cell's nodes is shown.
+fn severity(s: CellState) -> u8 {
+    match s {
+        CellState::Complete => 0,
+        CellState::Unknown => 1,
+        CellState::InProgress => 2,
+        CellState::Paused => 3,
+        CellState::Failed => 4,
+    }
+}
+
+/// Groups with `k` nodes folded into each cell (worst state wins).
+fn aggregate(groups: &[HeatGroup], k: usize) -> Vec<HeatGroup> {
+    groups
+        .iter()
+        .map(|g| HeatGroup {
+            label: g.label.clone(),
+            states: g
+                .states
+                .chunks(k)
+                .map(|c| {
+                    c.iter()
+                        .copied()
+                        .max_by_key(|s| severity(*s))
+                        .unwrap_or(CellState::Unknown)
+                })
+                .collect(),
+            selected: g.selected.map(|i| i / k),
+        })
+        .collect()
 }
 
 pub struct HeatMap<'a> {
     pub groups: &'a [HeatGroup],
     pub theme: &'a Theme,
+}
+
+impl HeatMap<'_> {
+    /// Draw `groups` (possibly folded) with the notes of the original groups.
+    fn draw(&self, groups: &[HeatGroup], notes: &[String], area: Rect, buf: &mut Buffer) {
+        let (_, density) = layout(groups, area.width, area.height);
+        self.draw_body(groups, notes, density, area, buf);
+    }
 }
 
 fn group_note(g: &HeatGroup) -> String {
@@ -87,9 +149,31 @@ impl Widget for HeatMap<'_> {
         if area.width == 0 || area.height == 0 {
             return;
         }
-        let th = self.theme;
+        let notes: Vec<String> = self.groups.iter().map(group_note).collect();
         let (_, density) = layout(self.groups, area.width, area.height);
-        let lw = label_width(self.groups, area.width);
+        if density == Density::Half {
+            let k = nodes_per_half_cell(self.groups, area.width, area.height);
+            if k > 1 {
+                let folded = aggregate(self.groups, k);
+                self.draw(&folded, &notes, area, buf);
+                return;
+            }
+        }
+        self.draw(self.groups, &notes, area, buf);
+    }
+}
+
+impl HeatMap<'_> {
+    fn draw_body(
+        &self,
+        groups: &[HeatGroup],
+        notes: &[String],
+        density: Density,
+        area: Rect,
+        buf: &mut Buffer,
+    ) {
+        let th = self.theme;
+        let lw = label_width(groups, area.width);
         let cells = (area.width - lw) as usize;
         let x0 = area.x + lw;
         let per_row = match density {
@@ -99,13 +183,13 @@ impl Widget for HeatMap<'_> {
         let mut y = area.y;
         let bottom = area.y + area.height;
         let mut hidden = 0usize;
-        for g in self.groups {
+        for (g, note) in groups.iter().zip(notes) {
             if y >= bottom {
                 hidden += g.states.len();
                 continue;
             }
             if lw == 0 {
-                let label = format!("{} ({})", g.label, group_note(g));
+                let label = format!("{} ({note})", g.label);
                 buf.set_stringn(area.x, y, &label, area.width as usize, th.muted());
                 y += 1;
                 if y >= bottom {
@@ -121,7 +205,7 @@ impl Widget for HeatMap<'_> {
                     Style::default().fg(th.fg),
                 );
                 if y + 1 < bottom && g.states.len() > per_row {
-                    buf.set_stringn(area.x, y + 1, group_note(g), lw as usize - 1, th.muted());
+                    buf.set_stringn(area.x, y + 1, note, lw as usize - 1, th.muted());
                 }
             }
             for (row_i, chunk) in g.states.chunks(per_row.max(1)).enumerate() {
@@ -185,9 +269,17 @@ mod tests {
             states: vec![CellState::Complete; 1000],
             selected: None,
         }];
-        // Label column of 8: 110 cells per row.
+        // Label column of 14: 104 cells per row.
         assert_eq!(layout(&g, 118, 30), (10, Density::Full));
         assert_eq!(layout(&g, 118, 8), (5, Density::Half));
+        // Too many: folded, 2 nodes per half cell.
+        let big = vec![HeatGroup {
+            label: "workers".into(),
+            states: vec![CellState::Complete; 10_000],
+            selected: None,
+        }];
+        assert_eq!(nodes_per_half_cell(&big, 118, 30), 2);
+        assert_eq!(layout(&big, 118, 30), (25, Density::Half));
         // Narrow: labels on their own line.
         assert_eq!(layout(&g, 50, 30), (21, Density::Full));
     }
