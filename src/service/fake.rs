@@ -670,6 +670,52 @@ fn nodegroup_resources(d: &FakeData, stack: &StackRef, depth: u32) -> Option<Vec
     Some(out)
 }
 
+/// Resources of a stack nested in a node group stack (the group or a member), down to
+/// `depth` more levels.
+fn nested_resources(d: &FakeData, stack: &StackRef, depth: u32) -> Option<Vec<StackResource>> {
+    for g in &d.nodegroups {
+        let Some(sid) = &g.stack_id else {
+            continue;
+        };
+        let root = StackRef {
+            name: sid.clone(),
+            id: sid.clone(),
+        };
+        let name = d
+            .stacks
+            .iter()
+            .find(|s| &s.stack.id == sid)
+            .map(|s| s.stack.name.clone())
+            .unwrap_or_else(|| sid.clone());
+        let all = nodegroup_resources(d, &StackRef { name, ..root }, 2)?;
+        if !all
+            .iter()
+            .any(|r| r.owner.as_ref().is_some_and(|o| o.id == stack.id))
+        {
+            continue;
+        }
+        // Breadth-first from the asked stack, `depth` levels of nesting below it.
+        let mut wanted = vec![stack.id.clone()];
+        let mut out = Vec::new();
+        for _ in 0..=depth {
+            let level: Vec<&StackResource> = all
+                .iter()
+                .filter(|r| r.owner.as_ref().is_some_and(|o| wanted.contains(&o.id)))
+                .collect();
+            if level.is_empty() {
+                break;
+            }
+            wanted = level
+                .iter()
+                .filter_map(|r| r.nested.as_ref().map(|n| n.id.clone()))
+                .collect();
+            out.extend(level.into_iter().cloned());
+        }
+        return Some(out);
+    }
+    None
+}
+
 impl CloudService for FakeCloud {
     fn info(&self) -> CloudInfo {
         let d = self.lock();
@@ -771,6 +817,7 @@ impl CloudService for FakeCloud {
         self.answer(FakeOp::StackResources, move |d| {
             nodegroup_resources(d, &stack, nested_depth)
                 .or_else(|| d.resources.get(&stack.id).cloned())
+                .or_else(|| nested_resources(d, &stack, nested_depth))
                 .unwrap_or_default()
         })
     }

@@ -77,6 +77,7 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
     vec![
         Column {
             title: "NAME",
+            hide_below: 0,
             width: Constraint::Min(12),
             text: |c, _| c.name.clone(),
             sort: |c, _| SortKey::str(&c.name),
@@ -84,6 +85,7 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
         },
         Column {
             title: "STATUS",
+            hide_below: 0,
             width: Constraint::Length(20),
             text: |c, _| c.status.raw.clone(),
             sort: |c, _| SortKey::str(&c.status.raw),
@@ -91,6 +93,7 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
         },
         Column {
             title: "HEALTH",
+            hide_below: 0,
             width: Constraint::Length(9),
             text: |c, _| c.health.as_str().to_string(),
             sort: |c, _| SortKey::str(c.health.as_str()),
@@ -98,6 +101,7 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
         },
         Column {
             title: "M/W",
+            hide_below: 0,
             width: Constraint::Length(9),
             text: |c, _| format!("{}/{}", c.master_count, c.node_count),
             sort: |c, _| SortKey::Int(c.node_count as i64 + c.master_count as i64),
@@ -105,6 +109,7 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
         },
         Column {
             title: "NGS",
+            hide_below: 90,
             width: Constraint::Length(4),
             text: |c, _| {
                 c.nodegroup_count
@@ -116,6 +121,7 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
         },
         Column {
             title: "AGE",
+            hide_below: 0,
             width: Constraint::Length(5),
             text: |c, ctx| age(ctx.now, c.created_at),
             sort: |c, _| ts(c.created_at),
@@ -123,6 +129,7 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
         },
         Column {
             title: "REASON",
+            hide_below: 0,
             width: Constraint::Fill(3),
             text: |c, _| first_line(c.status_reason.as_deref()),
             sort: |c, _| SortKey::opt_str(c.status_reason.as_deref()),
@@ -152,6 +159,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
     vec![
         Column {
             title: "NAME",
+            hide_below: 0,
             width: Constraint::Min(14),
             text: |g, _| g.name.clone(),
             sort: |g, _| SortKey::str(&g.name),
@@ -159,6 +167,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "ROLE",
+            hide_below: 0,
             width: Constraint::Length(6),
             text: |g, _| g.role.as_str().to_string(),
             sort: |g, _| SortKey::str(g.role.as_str()),
@@ -166,7 +175,8 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "NODES",
-            width: Constraint::Length(11),
+            hide_below: 0,
+            width: Constraint::Length(13),
             text: |g, _| match (g.min_node_count, g.max_node_count) {
                 (Some(a), Some(b)) => format!("{} ({a}-{b})", g.node_count),
                 (Some(a), None) => format!("{} ({a}-)", g.node_count),
@@ -177,6 +187,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "STATUS",
+            hide_below: 0,
             width: Constraint::Length(19),
             text: |g, _| g.status.raw.clone(),
             sort: |g, _| SortKey::str(&g.status.raw),
@@ -184,6 +195,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "FLAVOR",
+            hide_below: 120,
             width: Constraint::Length(9),
             text: |g, _| g.flavor.clone().unwrap_or_default(),
             sort: |g, _| SortKey::opt_str(g.flavor.as_deref()),
@@ -191,6 +203,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "IMAGE/VERSION",
+            hide_below: 100,
             width: Constraint::Length(26),
             text: |g, _| match (&g.image, &g.version) {
                 (Some(i), Some(v)) => format!("{i} {v}"),
@@ -203,6 +216,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "ZONE",
+            hide_below: 110,
             width: Constraint::Length(7),
             text: |g, _| g.zone.clone().unwrap_or_default(),
             sort: |g, _| SortKey::opt_str(g.zone.as_deref()),
@@ -210,6 +224,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "STACK",
+            hide_below: 130,
             width: Constraint::Length(10),
             text: |g, _| {
                 g.stack_id
@@ -222,6 +237,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "REASON",
+            hide_below: 0,
             width: Constraint::Fill(2),
             text: |g, _| first_line(g.status_reason.as_deref()),
             sort: |g, _| SortKey::opt_str(g.status_reason.as_deref()),
@@ -245,6 +261,7 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
     vec![
         Column {
             title: "#",
+            hide_below: 0,
             width: Constraint::Length(5),
             text: |r, _| {
                 r.node
@@ -257,13 +274,15 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         },
         Column {
             title: "NAME",
-            width: Constraint::Fill(1),
+            hide_below: 95,
+            width: Constraint::Min(14),
             text: |r, _| r.node.name.clone(),
             sort: |r, _| SortKey::str(&r.node.name),
             style: plain,
         },
         Column {
             title: "IP",
+            hide_below: 0,
             width: Constraint::Length(15),
             text: |r, _| match (&r.node.ip, &r.ip_error) {
                 (Some(ip), _) => ip.clone(),
@@ -287,6 +306,7 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         },
         Column {
             title: "STATUS",
+            hide_below: 0,
             width: Constraint::Length(19),
             text: |r, _| r.node.status.raw.clone(),
             sort: |r, _| SortKey::str(&r.node.status.raw),
@@ -304,6 +324,7 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         },
         Column {
             title: "HOOK",
+            hide_below: 0,
             width: Constraint::Length(6),
             text: |r, _| {
                 if r.node.hook_paused {
@@ -321,6 +342,7 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         },
         Column {
             title: "IMAGE",
+            hide_below: 100,
             width: Constraint::Length(17),
             text: |r, _| r.node.image.clone().unwrap_or_default(),
             sort: |r, _| SortKey::opt_str(r.node.image.as_deref()),
@@ -328,6 +350,7 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         },
         Column {
             title: "IN STATE",
+            hide_below: 0,
             width: Constraint::Length(8),
             text: |r, ctx| age(ctx.now, r.node.since),
             sort: |r, _| SortKey::opt_int(r.node.since.map(|t| -t.timestamp())),
@@ -335,6 +358,7 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         },
         Column {
             title: "REASON",
+            hide_below: 0,
             width: Constraint::Fill(2),
             text: |r, _| match (&r.ip_error, r.node.ip.is_none()) {
                 (Some(e), true) => {
@@ -363,6 +387,7 @@ pub fn stack_columns() -> Vec<Column<StackSummary>> {
     vec![
         Column {
             title: "NAME",
+            hide_below: 0,
             width: Constraint::Min(20),
             text: |s, _| s.stack.name.clone(),
             sort: |s, _| SortKey::str(&s.stack.name),
@@ -370,6 +395,7 @@ pub fn stack_columns() -> Vec<Column<StackSummary>> {
         },
         Column {
             title: "STATUS",
+            hide_below: 0,
             width: Constraint::Length(20),
             text: |s, _| s.status.raw.clone(),
             sort: |s, _| SortKey::str(&s.status.raw),
@@ -377,6 +403,7 @@ pub fn stack_columns() -> Vec<Column<StackSummary>> {
         },
         Column {
             title: "CREATED",
+            hide_below: 90,
             width: Constraint::Length(8),
             text: |s, ctx| age(ctx.now, s.created_at),
             sort: |s, _| ts(s.created_at),
@@ -384,6 +411,7 @@ pub fn stack_columns() -> Vec<Column<StackSummary>> {
         },
         Column {
             title: "UPDATED",
+            hide_below: 0,
             width: Constraint::Length(8),
             text: |s, ctx| age(ctx.now, s.updated_at),
             sort: |s, _| ts(s.updated_at),
@@ -391,6 +419,7 @@ pub fn stack_columns() -> Vec<Column<StackSummary>> {
         },
         Column {
             title: "REASON",
+            hide_below: 0,
             width: Constraint::Fill(2),
             text: |s, _| first_line(s.status_reason.as_deref()),
             sort: |s, _| SortKey::opt_str(s.status_reason.as_deref()),
@@ -428,6 +457,7 @@ pub fn event_columns() -> Vec<Column<StackEvent>> {
     vec![
         Column {
             title: "TIME",
+            hide_below: 0,
             width: Constraint::Length(9),
             text: event_time,
             sort: |e, _| SortKey::Int(e.time.timestamp()),
@@ -435,6 +465,7 @@ pub fn event_columns() -> Vec<Column<StackEvent>> {
         },
         Column {
             title: "STATUS",
+            hide_below: 0,
             width: Constraint::Length(19),
             text: |e, _| e.status.raw.clone(),
             sort: |e, _| SortKey::str(&e.status.raw),
@@ -442,6 +473,7 @@ pub fn event_columns() -> Vec<Column<StackEvent>> {
         },
         Column {
             title: "RESOURCE",
+            hide_below: 0,
             width: Constraint::Length(28),
             text: |e, _| event_path(e),
             sort: |e, _| SortKey::str(&e.display_path()),
@@ -449,6 +481,7 @@ pub fn event_columns() -> Vec<Column<StackEvent>> {
         },
         Column {
             title: "REASON",
+            hide_below: 0,
             width: Constraint::Fill(2),
             text: |e, _| first_line(e.status_reason.as_deref()),
             sort: |e, _| SortKey::opt_str(e.status_reason.as_deref()),
@@ -484,13 +517,15 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
     vec![
         Column {
             title: "RESOURCE",
-            width: Constraint::Fill(1),
+            hide_below: 0,
+            width: Constraint::Min(20),
             text: |r, _| format!("{}{}", r.prefix, r.resource.name),
             sort: |r, _| SortKey::str(&r.path),
             style: |r, ctx| status_style(&r.resource.status, ctx),
         },
         Column {
             title: "TYPE",
+            hide_below: 100,
             width: Constraint::Length(24),
             text: |r, _| r.resource.resource_type.clone(),
             sort: |r, _| SortKey::str(&r.resource.resource_type),
@@ -498,6 +533,7 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
         },
         Column {
             title: "STATUS",
+            hide_below: 0,
             width: Constraint::Length(19),
             text: |r, _| r.resource.status.raw.clone(),
             sort: |r, _| SortKey::str(&r.resource.status.raw),
@@ -505,6 +541,7 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
         },
         Column {
             title: "IN STATE",
+            hide_below: 0,
             width: Constraint::Length(8),
             text: |r, ctx| age(ctx.now, r.resource.updated_at),
             sort: |r, _| SortKey::opt_int(r.resource.updated_at.map(|t| -t.timestamp())),
@@ -512,6 +549,7 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
         },
         Column {
             title: "REASON",
+            hide_below: 0,
             width: Constraint::Fill(2),
             text: |r, _| first_line(r.resource.status_reason.as_deref()),
             sort: |r, _| SortKey::opt_str(r.resource.status_reason.as_deref()),

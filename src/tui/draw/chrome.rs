@@ -102,16 +102,32 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
 
 pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
     let th = &app.theme;
-    let mut spans = vec![Span::styled(format!(" {}", app.info.cloud), th.muted())];
-    let n = app.nav.len();
-    for (i, v) in app.nav.iter().enumerate() {
-        spans.push(Span::styled(" › ", th.muted()));
+    let crumbs: Vec<String> = std::iter::once(app.info.cloud.clone())
+        .chain(app.nav.iter().map(|v| v.crumb()))
+        .collect();
+    // Too long: drop the oldest crumbs (the current view always shows).
+    let width = |cs: &[String]| cs.iter().map(|c| c.chars().count() + 3).sum::<usize>();
+    let mut skip = 0;
+    while skip + 1 < crumbs.len() && width(&crumbs[skip..]) + 2 > area.width as usize {
+        skip += 1;
+    }
+    let n = crumbs.len();
+    let mut spans = vec![Span::raw(" ")];
+    if skip > 0 {
+        spans.push(Span::styled("… › ", th.muted()));
+    }
+    for (i, c) in crumbs.iter().enumerate().skip(skip) {
         let style = if i + 1 == n {
             Style::default().fg(th.accent).add_modifier(Modifier::BOLD)
+        } else if i == 0 {
+            th.muted()
         } else {
             Style::default().fg(th.fg)
         };
-        spans.push(Span::styled(v.crumb(), style));
+        spans.push(Span::styled(c.clone(), style));
+        if i + 1 < n {
+            spans.push(Span::styled(" › ", th.muted()));
+        }
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

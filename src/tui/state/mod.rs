@@ -417,6 +417,7 @@ impl App {
         let Some(name) = name else {
             return;
         };
+        self.store.stack_names.insert(id.to_string(), name.clone());
         for v in &mut self.nav {
             if let ViewKind::Events { stack } | ViewKind::Tree { stack, .. } = &mut v.kind {
                 if stack.id == id && stack.name.is_none() {

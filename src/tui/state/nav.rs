@@ -53,7 +53,8 @@ impl App {
             .data
             .as_deref()
             .and_then(|ss| ss.iter().find(|s| s.stack.id == id))
-            .map(|s| s.stack.name.clone());
+            .map(|s| s.stack.name.clone())
+            .or_else(|| self.store.stack_names.get(id).cloned());
         StackTarget {
             id: id.to_string(),
             name,

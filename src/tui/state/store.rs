@@ -534,6 +534,8 @@ pub struct Store {
     pub events: HashMap<String, EventLog>,
     /// By stack id.
     pub trees: HashMap<String, Slot<TreeData>>,
+    /// Stack names learnt from the workers, by id.
+    pub stack_names: HashMap<String, String>,
 }
 
 #[cfg(test)]

@@ -103,8 +103,14 @@ pub fn draw_table<T: TableRow>(
     let offset = state.visible_offset(body_height);
     let end = (offset + body_height).min(state.len());
     let selected = state.selected_pos();
+    // Narrow screens drop the less important columns (sorting still uses every column).
+    let shown: Vec<(usize, &Column<T>)> = columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| inner.width >= c.hide_below)
+        .collect();
     let header = Row::new(
-        std::iter::once(Cell::from(" ")).chain(columns.iter().enumerate().map(|(i, c)| {
+        std::iter::once(Cell::from(" ")).chain(shown.iter().map(|&(i, c)| {
             let arrow = match state.sort.column {
                 Some(s) if s == i => {
                     if state.sort.descending {
@@ -125,9 +131,9 @@ pub fn draw_table<T: TableRow>(
         let mark = if state.is_marked(&id) { "●" } else { " " };
         let cells = std::iter::once(Cell::from(Span::styled(mark, Style::default().fg(th.mark))))
             .chain(
-                columns
-                    .iter()
-                    .map(|c| Cell::from(Span::styled((c.text)(item, ctx), (c.style)(item, ctx)))),
+                shown.iter().map(|(_, c)| {
+                    Cell::from(Span::styled((c.text)(item, ctx), (c.style)(item, ctx)))
+                }),
             );
         let row = Row::new(cells);
         if Some(offset + k) == selected && look.focused {
@@ -139,7 +145,7 @@ pub fn draw_table<T: TableRow>(
         }
     });
     let widths: Vec<Constraint> = std::iter::once(Constraint::Length(1))
-        .chain(columns.iter().map(|c| c.width))
+        .chain(shown.iter().map(|(_, c)| c.width))
         .collect();
     let table = Table::new(rows, widths).header(header).column_spacing(1);
     frame.render_widget(table, inner);

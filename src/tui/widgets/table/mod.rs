@@ -38,6 +38,8 @@ pub trait TableRow {
 /// One column: title, width, text, sort key and style, all plain functions.
 pub struct Column<T> {
     pub title: &'static str,
+    /// Hide the column when the table is narrower than this (0: always shown).
+    pub hide_below: u16,
     pub width: Constraint,
     pub text: fn(&T, &RowCtx) -> String,
     pub sort: fn(&T, &RowCtx) -> SortKey,

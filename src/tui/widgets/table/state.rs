@@ -267,6 +267,7 @@ mod tests {
         vec![
             Column {
                 title: "ID",
+                hide_below: 0,
                 width: Constraint::Length(5),
                 text: |r, _| r.id.clone(),
                 sort: |r, _| SortKey::str(&r.id),
@@ -274,6 +275,7 @@ mod tests {
             },
             Column {
                 title: "N",
+                hide_below: 0,
                 width: Constraint::Length(5),
                 text: |r, _| r.n.to_string(),
                 sort: |r, _| SortKey::Int(r.n),
