@@ -535,3 +535,69 @@ async fn ten_thousand_nodes_stay_cheap_per_frame() {
     assert!(h.app.view().table.len() == 8000);
     assert!(dash.as_millis() < 500 && nodes.as_millis() < 500 && keys.as_millis() < 20);
 }
+
+#[tokio::test]
+async fn snapshot_empty_panes_and_read_only() {
+    let mut h = Harness::demo(1000);
+    h.app.read_only = true;
+    h.settle().await;
+    h.key(KeyAction::Down); // staging: healthy, no events
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.app.plan_refresh(false);
+    h.settle().await;
+    snap!(h, "dashboard_no_events_read_only");
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Events);
+    h.settle().await;
+    snap!(h, "events_empty");
+    let mut h = Harness::demo(1000);
+    h.fake
+        .with_data(|d| d.nodegroups.retain(|g| !g.cluster_id.starts_with("edge")));
+    h.settle().await;
+    h.key(KeyAction::Bottom); // edge-native: no node groups left
+    h.app
+        .update(Action::Command(super::action::Command::NodeGroups));
+    h.settle().await;
+    snap!(h, "nodegroups_empty");
+}
+
+#[tokio::test]
+async fn statuses_are_coloured_from_the_theme() {
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.app.update(Action::Resize(120, 20));
+    h.app.prepare();
+    let mut terminal = Terminal::new(TestBackend::new(120, 20)).unwrap();
+    terminal.draw(|f| h.app.draw(f)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    let find = |text: &str| -> (u16, u16) {
+        for y in 0..buf.area.height {
+            let line: String = (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect();
+            if let Some(x) = line.find(text) {
+                return (line[..x].chars().count() as u16, y);
+            }
+        }
+        panic!("{text} not on screen");
+    };
+    let (x, y) = find("CREATE_FAILED");
+    assert_eq!(buf[(x, y)].fg, h.app.theme.failed);
+    let (x, y) = find("UPDATE_IN_PROGRESS");
+    assert_eq!(buf[(x, y)].fg, h.app.theme.in_progress);
+    let (x, y) = find(" HEALTHY");
+    assert_eq!(buf[(x + 1, y)].fg, h.app.theme.healthy);
+    let (x, y) = find("SIMULATOR");
+    assert_eq!(buf[(x, y)].bg, h.app.theme.simulator_bg);
+}
+
+#[tokio::test]
+async fn freeze_keeps_the_screen_and_applies_on_thaw() {
+    let mut h = Harness::demo(10);
+    h.key(KeyAction::Freeze);
+    h.settle().await;
+    assert!(h.app.store.clusters.data.is_none(), "frozen: answers wait");
+    h.key(KeyAction::Freeze);
+    assert_eq!(h.app.store.clusters.data.as_ref().map(Vec::len), Some(4));
+}
