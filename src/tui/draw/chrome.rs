@@ -260,6 +260,13 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
             ]));
         }
     }
+    if word == "theme" {
+        let names = crate::tui::theme::theme_names(app.theme_dir.as_deref());
+        lines.push(Line::from(Span::styled(
+            format!(" themes: {}", names.join("  ")),
+            th.accent(),
+        )));
+    }
     if !app.history.is_empty() {
         lines.push(Line::from(Span::styled(
             format!(

@@ -125,25 +125,28 @@ pub fn draw_table<T: TableRow>(
         })),
     )
     .style(th.header().add_modifier(Modifier::BOLD));
-    let rows = state.view()[offset..end].iter().enumerate().map(|(k, &i)| {
-        let item = &items[i];
-        let id = item.row_id();
-        let mark = if state.is_marked(&id) { "●" } else { " " };
-        let cells = std::iter::once(Cell::from(Span::styled(mark, Style::default().fg(th.mark))))
-            .chain(
-                shown.iter().map(|(_, c)| {
-                    Cell::from(Span::styled((c.text)(item, ctx), (c.style)(item, ctx)))
-                }),
-            );
-        let row = Row::new(cells);
-        if Some(offset + k) == selected && look.focused {
-            row.style(th.selected())
-        } else if Some(offset + k) == selected {
-            row.style(Style::default().add_modifier(Modifier::REVERSED))
-        } else {
-            row
-        }
-    });
+    // (An index past the data would mean a missed sync; such rows are skipped, not a panic.)
+    let rows = state.view()[offset..end]
+        .iter()
+        .enumerate()
+        .filter_map(|(k, &i)| items.get(i).map(|it| (k, it)))
+        .map(|(k, item)| {
+            let id = item.row_id();
+            let mark = if state.is_marked(&id) { "●" } else { " " };
+            let cells =
+                std::iter::once(Cell::from(Span::styled(mark, Style::default().fg(th.mark))))
+                    .chain(shown.iter().map(|(_, c)| {
+                        Cell::from(Span::styled((c.text)(item, ctx), (c.style)(item, ctx)))
+                    }));
+            let row = Row::new(cells);
+            if Some(offset + k) == selected && look.focused {
+                row.style(th.selected())
+            } else if Some(offset + k) == selected {
+                row.style(Style::default().add_modifier(Modifier::REVERSED))
+            } else {
+                row
+            }
+        });
     let widths: Vec<Constraint> = std::iter::once(Constraint::Length(1))
         .chain(shown.iter().map(|(_, c)| c.width))
         .collect();
