@@ -68,8 +68,15 @@ pub fn layout(groups: &[HeatGroup], width: u16, max_rows: u16) -> (u16, Density)
 /// Nodes per half cell so that everything fits: 1 when it can, else the smallest
 /// aggregation (each half cell then shows the worst state of its nodes), at most 256.
 pub fn nodes_per_half_cell(groups: &[HeatGroup], width: u16, max_rows: u16) -> usize {
+    // Folding cannot go below one row per group (plus label lines when narrow).
+    let floor = if label_width(groups, width) == 0 {
+        groups.len() * 2
+    } else {
+        groups.len()
+    };
+    let target = (max_rows as usize).max(floor);
     let mut k = 1;
-    while k < 256 && rows_for(groups, width, 2 * k) > max_rows as usize {
+    while k < 256 && rows_for(groups, width, 2 * k) > target {
         k += 1;
     }
     k
@@ -280,6 +287,16 @@ mod tests {
         }];
         assert_eq!(nodes_per_half_cell(&big, 118, 30), 2);
         assert_eq!(layout(&big, 118, 30), (25, Density::Half));
+        // More groups than rows: fold only until each group takes one row.
+        let many = vec![
+            HeatGroup {
+                label: "a".into(),
+                states: vec![CellState::Complete; 300],
+                selected: None,
+            };
+            5
+        ];
+        assert_eq!(nodes_per_half_cell(&many, 78, 4), 3);
         // Narrow: labels on their own line.
         assert_eq!(layout(&g, 50, 30), (21, Density::Full));
     }
