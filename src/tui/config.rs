@@ -1,6 +1,18 @@
 //! `$XDG_CONFIG_HOME/caldera/config.toml` and the command-line options, resolved into
 //! the theme, key map and settings the console runs with. Problems never stop the
 //! console: they are collected (file, line, column, message) for the status line.
+//!
+//! ```toml
+//! theme = "high-contrast"      # a built-in name, a user theme name, or a path
+//! refresh_secs = 5             # how often the active view refreshes
+//! fps = 30                     # redraws per second at most
+//! read_only = true
+//!
+//! [keys]                       # action = [keys]; names as in the `?` help
+//! quit = ["q", "ctrl-q"]
+//! sort_next = [">"]
+//! faults_only = ["x"]
+//! ```
 
 use super::keys::KeyMap;
 use super::theme::{load_theme, user_theme_dir, FileError, Theme};
@@ -185,7 +197,7 @@ pub fn resolve(options: &ConsoleOptions) -> Resolved {
 
 /// Resolve a config given as text (tests and `--config -`).
 pub fn resolve_text(src: &str, origin: &Path) -> Resolved {
-    let dir = tempfile_free_dir();
+    let dir: Option<PathBuf> = None;
     let mut out = Resolved {
         theme: Theme::default_theme(),
         keys: KeyMap::default(),
@@ -202,10 +214,6 @@ pub fn resolve_text(src: &str, origin: &Path) -> Resolved {
         }
     }
     out
-}
-
-fn tempfile_free_dir() -> Option<PathBuf> {
-    None
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ pub struct Rollout {
     /// Time in state of the nodes being updated (not paused), p50 / p95, seconds.
     pub active_p50: Option<i64>,
     pub active_p95: Option<i64>,
+    /// Nodes updating for more than 3x the median (and over a minute).
+    pub stragglers: usize,
 }
 
 impl Rollout {
@@ -43,8 +45,11 @@ impl Rollout {
         }
         active.sort_unstable();
         if !active.is_empty() {
-            r.active_p50 = Some(active[active.len() / 2]);
+            let p50 = active[active.len() / 2];
+            r.active_p50 = Some(p50);
             r.active_p95 = Some(active[(active.len() * 95 / 100).min(active.len() - 1)]);
+            let limit = (3 * p50).max(60);
+            r.stragglers = active.iter().filter(|a| **a > limit).count();
         }
         r
     }
@@ -126,6 +131,12 @@ pub fn summary_line<'a>(
                 short_duration(p95)
             ),
             th.muted(),
+        ));
+    }
+    if r.stragglers > 0 {
+        spans.push(Span::styled(
+            format!("{} stragglers  ", r.stragglers),
+            Style::default().fg(th.warning).add_modifier(Modifier::BOLD),
         ));
     }
     if let Some((per_min, eta)) = r.pace() {
@@ -241,4 +252,60 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         "This node group has no members.",
         true,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Node, NodeKey, Status};
+    use chrono::Duration;
+
+    fn row(i: u32, status: &str, paused: bool, age: i64, now: DateTime<Utc>) -> NodeRow {
+        NodeRow {
+            node: Node {
+                key: NodeKey {
+                    nodegroup: "g".into(),
+                    member: i.to_string(),
+                },
+                index: Some(i),
+                name: format!("n{i}"),
+                zone: None,
+                ip: None,
+                status: Status::parse(status),
+                status_reason: None,
+                image: None,
+                since: Some(now - Duration::seconds(age)),
+                hook_paused: paused,
+                stack_id: None,
+            },
+            ip_error: None,
+            changed_at: None,
+        }
+    }
+
+    #[test]
+    fn rollout_counts_pace_and_stragglers() {
+        let now = Utc::now();
+        let mut rows = vec![
+            row(0, "UPDATE_COMPLETE", false, 30, now),
+            row(1, "UPDATE_COMPLETE", false, 90, now),
+            row(2, "UPDATE_COMPLETE", false, 3000, now),
+            row(3, "UPDATE_FAILED", false, 100, now),
+            row(4, "UPDATE_IN_PROGRESS", true, 700, now),
+        ];
+        for (i, age) in [40, 45, 50, 55, 900].into_iter().enumerate() {
+            rows.push(row(10 + i as u32, "UPDATE_IN_PROGRESS", false, age, now));
+        }
+        let r = Rollout::compute(rows.iter(), now);
+        assert_eq!(r.counts[CellState::Complete as usize], 3);
+        assert_eq!(r.counts[CellState::Failed as usize], 1);
+        assert_eq!(r.counts[CellState::Paused as usize], 1);
+        assert_eq!(r.counts[CellState::InProgress as usize], 5);
+        assert_eq!(r.done_recent, 2);
+        assert_eq!(r.active_p50, Some(50));
+        assert_eq!(r.stragglers, 1);
+        let (per_min, eta) = r.pace().unwrap();
+        assert!((per_min - 0.2).abs() < 1e-9);
+        assert_eq!(eta, 1800);
+    }
 }

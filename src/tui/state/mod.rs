@@ -592,8 +592,7 @@ impl App {
 
     /// Bring the visible tables' caches up to date (call before drawing).
     pub fn prepare(&mut self) {
-        let (w, h) = self.size;
-        let _ = w;
+        let h = self.size.1;
         let faults = self.faults_only;
         let ctx = RowCtx {
             now: self.now,
