@@ -1,0 +1,564 @@
+//! The columns of every table (title, width, text, sort key, style) and the row
+//! identities. Filtering searches the same texts that are shown.
+
+use super::state::store::{NodeRow, TreeRow};
+use super::theme::CellState;
+use super::widgets::table::{muted, plain, Column, RowCtx, SortKey, TableRow};
+use crate::model::{Cluster, Health, NodeGroup, StackEvent, StackSummary, Status};
+use chrono::{DateTime, Utc};
+use ratatui::layout::Constraint;
+use ratatui::style::{Modifier, Style};
+use std::borrow::Cow;
+
+/// How long a changed row stays highlighted.
+pub const FLASH_SECS: i64 = 4;
+
+/// `42s`, `12m`, `3h`, `41d`.
+pub fn short_duration(secs: i64) -> String {
+    let s = secs.max(0);
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m", s / 60)
+    } else if s < 86_400 {
+        format!("{}h", s / 3600)
+    } else {
+        format!("{}d", s / 86_400)
+    }
+}
+
+/// Age of `t` at `now`, or `-`.
+pub fn age(now: DateTime<Utc>, t: Option<DateTime<Utc>>) -> String {
+    t.map(|t| short_duration((now - t).num_seconds()))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn ts(t: Option<DateTime<Utc>>) -> SortKey {
+    SortKey::opt_int(t.map(|t| t.timestamp()))
+}
+
+fn status_style(s: &Status, ctx: &RowCtx) -> Style {
+    ctx.theme.status_style(s.state)
+}
+
+/// Heat map / colour state of a node.
+pub fn node_state(r: &NodeRow) -> CellState {
+    let n = &r.node;
+    if n.status.is_failed() {
+        CellState::Failed
+    } else if n.hook_paused {
+        CellState::Paused
+    } else if n.status.is_in_progress() {
+        CellState::InProgress
+    } else if n.status.is_complete() {
+        CellState::Complete
+    } else {
+        CellState::Unknown
+    }
+}
+
+fn first_line(s: Option<&str>) -> String {
+    s.map(|s| s.lines().next().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------- clusters
+
+impl TableRow for Cluster {
+    fn row_id(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.id)
+    }
+    fn is_fault(&self) -> bool {
+        self.status.is_failed() || self.health == Health::Unhealthy
+    }
+}
+
+pub fn cluster_columns() -> Vec<Column<Cluster>> {
+    vec![
+        Column {
+            title: "NAME",
+            hide_below: 0,
+            width: Constraint::Min(12),
+            text: |c, _| c.name.clone(),
+            sort: |c, _| SortKey::str(&c.name),
+            style: |c, ctx| status_style(&c.status, ctx).add_modifier(Modifier::BOLD),
+        },
+        Column {
+            title: "STATUS",
+            hide_below: 0,
+            width: Constraint::Length(20),
+            text: |c, _| c.status.raw.clone(),
+            sort: |c, _| SortKey::str(&c.status.raw),
+            style: |c, ctx| status_style(&c.status, ctx),
+        },
+        Column {
+            title: "HEALTH",
+            hide_below: 0,
+            width: Constraint::Length(9),
+            text: |c, _| c.health.as_str().to_string(),
+            sort: |c, _| SortKey::str(c.health.as_str()),
+            style: |c, ctx| ctx.theme.health_style(c.health),
+        },
+        Column {
+            title: "M/W",
+            hide_below: 0,
+            width: Constraint::Length(9),
+            text: |c, _| format!("{}/{}", c.master_count, c.node_count),
+            sort: |c, _| SortKey::Int(c.node_count as i64 + c.master_count as i64),
+            style: plain,
+        },
+        Column {
+            title: "NGS",
+            hide_below: 90,
+            width: Constraint::Length(4),
+            text: |c, _| {
+                c.nodegroup_count
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "-".into())
+            },
+            sort: |c, _| SortKey::opt_int(c.nodegroup_count.map(i64::from)),
+            style: plain,
+        },
+        Column {
+            title: "AGE",
+            hide_below: 0,
+            width: Constraint::Length(5),
+            text: |c, ctx| age(ctx.now, c.created_at),
+            sort: |c, _| ts(c.created_at),
+            style: muted,
+        },
+        Column {
+            title: "REASON",
+            hide_below: 0,
+            width: Constraint::Fill(3),
+            text: |c, _| first_line(c.status_reason.as_deref()),
+            sort: |c, _| SortKey::opt_str(c.status_reason.as_deref()),
+            style: |c, ctx| {
+                if c.status.is_failed() {
+                    Style::default().fg(ctx.theme.failed)
+                } else {
+                    ctx.theme.muted()
+                }
+            },
+        },
+    ]
+}
+
+// ---------------------------------------------------------------- node groups
+
+impl TableRow for NodeGroup {
+    fn row_id(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.id)
+    }
+    fn is_fault(&self) -> bool {
+        self.status.is_failed()
+    }
+}
+
+pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
+    vec![
+        Column {
+            title: "NAME",
+            hide_below: 0,
+            width: Constraint::Min(14),
+            text: |g, _| g.name.clone(),
+            sort: |g, _| SortKey::str(&g.name),
+            style: |g, ctx| status_style(&g.status, ctx).add_modifier(Modifier::BOLD),
+        },
+        Column {
+            title: "ROLE",
+            hide_below: 0,
+            width: Constraint::Length(6),
+            text: |g, _| g.role.as_str().to_string(),
+            sort: |g, _| SortKey::str(g.role.as_str()),
+            style: plain,
+        },
+        Column {
+            title: "NODES",
+            hide_below: 0,
+            width: Constraint::Length(13),
+            text: |g, _| match (g.min_node_count, g.max_node_count) {
+                (Some(a), Some(b)) => format!("{} ({a}-{b})", g.node_count),
+                (Some(a), None) => format!("{} ({a}-)", g.node_count),
+                _ => g.node_count.to_string(),
+            },
+            sort: |g, _| SortKey::Int(g.node_count as i64),
+            style: plain,
+        },
+        Column {
+            title: "STATUS",
+            hide_below: 0,
+            width: Constraint::Length(19),
+            text: |g, _| g.status.raw.clone(),
+            sort: |g, _| SortKey::str(&g.status.raw),
+            style: |g, ctx| status_style(&g.status, ctx),
+        },
+        Column {
+            title: "FLAVOR",
+            hide_below: 120,
+            width: Constraint::Length(9),
+            text: |g, _| g.flavor.clone().unwrap_or_default(),
+            sort: |g, _| SortKey::opt_str(g.flavor.as_deref()),
+            style: muted,
+        },
+        Column {
+            title: "IMAGE/VERSION",
+            hide_below: 100,
+            width: Constraint::Length(26),
+            text: |g, _| match (&g.image, &g.version) {
+                (Some(i), Some(v)) => format!("{i} {v}"),
+                (Some(i), None) => i.clone(),
+                (None, Some(v)) => v.clone(),
+                _ => String::new(),
+            },
+            sort: |g, _| SortKey::opt_str(g.image.as_deref()),
+            style: muted,
+        },
+        Column {
+            title: "ZONE",
+            hide_below: 110,
+            width: Constraint::Length(7),
+            text: |g, _| g.zone.clone().unwrap_or_default(),
+            sort: |g, _| SortKey::opt_str(g.zone.as_deref()),
+            style: muted,
+        },
+        Column {
+            title: "STACK",
+            hide_below: 130,
+            width: Constraint::Length(10),
+            text: |g, _| {
+                g.stack_id
+                    .as_deref()
+                    .map(|s| s.chars().take(10).collect())
+                    .unwrap_or_default()
+            },
+            sort: |g, _| SortKey::opt_str(g.stack_id.as_deref()),
+            style: muted,
+        },
+        Column {
+            title: "REASON",
+            hide_below: 0,
+            width: Constraint::Fill(2),
+            text: |g, _| first_line(g.status_reason.as_deref()),
+            sort: |g, _| SortKey::opt_str(g.status_reason.as_deref()),
+            style: muted,
+        },
+    ]
+}
+
+// ---------------------------------------------------------------- nodes
+
+impl TableRow for NodeRow {
+    fn row_id(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.node.key.member)
+    }
+    fn is_fault(&self) -> bool {
+        self.node.status.is_failed() || self.ip_error.is_some()
+    }
+}
+
+pub fn node_columns() -> Vec<Column<NodeRow>> {
+    vec![
+        Column {
+            title: "#",
+            hide_below: 0,
+            width: Constraint::Length(5),
+            text: |r, _| {
+                r.node
+                    .index
+                    .map(|i| i.to_string())
+                    .unwrap_or_else(|| r.node.key.member.clone())
+            },
+            sort: |r, _| SortKey::opt_int(r.node.index.map(i64::from)),
+            style: muted,
+        },
+        Column {
+            title: "NAME",
+            hide_below: 95,
+            width: Constraint::Min(14),
+            text: |r, _| r.node.name.clone(),
+            sort: |r, _| SortKey::str(&r.node.name),
+            style: plain,
+        },
+        Column {
+            title: "IP",
+            hide_below: 0,
+            width: Constraint::Length(15),
+            text: |r, _| match (&r.node.ip, &r.ip_error) {
+                (Some(ip), _) => ip.clone(),
+                (None, Some(_)) => "lookup failed".into(),
+                (None, None) => "…".into(),
+            },
+            sort: |r, _| {
+                SortKey::opt_int(r.node.ip.as_deref().and_then(|ip| {
+                    ip.parse::<std::net::Ipv4Addr>()
+                        .ok()
+                        .map(|a| u32::from(a) as i64)
+                }))
+            },
+            style: |r, ctx| {
+                if r.ip_error.is_some() && r.node.ip.is_none() {
+                    Style::default().fg(ctx.theme.failed)
+                } else {
+                    Style::default().fg(ctx.theme.fg)
+                }
+            },
+        },
+        Column {
+            title: "STATUS",
+            hide_below: 0,
+            width: Constraint::Length(19),
+            text: |r, _| r.node.status.raw.clone(),
+            sort: |r, _| SortKey::str(&r.node.status.raw),
+            style: |r, ctx| {
+                let s = Style::default().fg(ctx.theme.state_color(node_state(r)));
+                // A status that just changed flashes for a few seconds.
+                if r.changed_at
+                    .is_some_and(|t| (ctx.now - t).num_seconds() < FLASH_SECS)
+                {
+                    s.add_modifier(Modifier::REVERSED | Modifier::BOLD)
+                } else {
+                    s
+                }
+            },
+        },
+        Column {
+            title: "HOOK",
+            hide_below: 0,
+            width: Constraint::Length(6),
+            text: |r, _| {
+                if r.node.hook_paused {
+                    "paused".into()
+                } else {
+                    String::new()
+                }
+            },
+            sort: |r, _| SortKey::Int(r.node.hook_paused as i64),
+            style: |_, ctx| {
+                Style::default()
+                    .fg(ctx.theme.paused)
+                    .add_modifier(Modifier::BOLD)
+            },
+        },
+        Column {
+            title: "IMAGE",
+            hide_below: 100,
+            width: Constraint::Length(17),
+            text: |r, _| r.node.image.clone().unwrap_or_default(),
+            sort: |r, _| SortKey::opt_str(r.node.image.as_deref()),
+            style: muted,
+        },
+        Column {
+            title: "IN STATE",
+            hide_below: 0,
+            width: Constraint::Length(8),
+            text: |r, ctx| age(ctx.now, r.node.since),
+            sort: |r, _| SortKey::opt_int(r.node.since.map(|t| -t.timestamp())),
+            style: plain,
+        },
+        Column {
+            title: "REASON",
+            hide_below: 0,
+            width: Constraint::Fill(2),
+            text: |r, _| match (&r.ip_error, r.node.ip.is_none()) {
+                (Some(e), true) => {
+                    format!("{} | IP: {e}", first_line(r.node.status_reason.as_deref()))
+                }
+                _ => first_line(r.node.status_reason.as_deref()),
+            },
+            sort: |r, _| SortKey::opt_str(r.node.status_reason.as_deref()),
+            style: muted,
+        },
+    ]
+}
+
+// ---------------------------------------------------------------- stacks
+
+impl TableRow for StackSummary {
+    fn row_id(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.stack.id)
+    }
+    fn is_fault(&self) -> bool {
+        self.status.is_failed()
+    }
+}
+
+pub fn stack_columns() -> Vec<Column<StackSummary>> {
+    vec![
+        Column {
+            title: "NAME",
+            hide_below: 0,
+            width: Constraint::Min(20),
+            text: |s, _| s.stack.name.clone(),
+            sort: |s, _| SortKey::str(&s.stack.name),
+            style: |s, ctx| status_style(&s.status, ctx).add_modifier(Modifier::BOLD),
+        },
+        Column {
+            title: "STATUS",
+            hide_below: 0,
+            width: Constraint::Length(20),
+            text: |s, _| s.status.raw.clone(),
+            sort: |s, _| SortKey::str(&s.status.raw),
+            style: |s, ctx| status_style(&s.status, ctx),
+        },
+        Column {
+            title: "CREATED",
+            hide_below: 90,
+            width: Constraint::Length(8),
+            text: |s, ctx| age(ctx.now, s.created_at),
+            sort: |s, _| ts(s.created_at),
+            style: muted,
+        },
+        Column {
+            title: "UPDATED",
+            hide_below: 0,
+            width: Constraint::Length(8),
+            text: |s, ctx| age(ctx.now, s.updated_at),
+            sort: |s, _| ts(s.updated_at),
+            style: muted,
+        },
+        Column {
+            title: "REASON",
+            hide_below: 0,
+            width: Constraint::Fill(2),
+            text: |s, _| first_line(s.status_reason.as_deref()),
+            sort: |s, _| SortKey::opt_str(s.status_reason.as_deref()),
+            style: muted,
+        },
+    ]
+}
+
+// ---------------------------------------------------------------- events
+
+impl TableRow for StackEvent {
+    fn row_id(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.id)
+    }
+    fn is_fault(&self) -> bool {
+        self.status.is_failed()
+    }
+}
+
+/// An event's time as the events pane shows it.
+pub fn event_time(e: &StackEvent, ctx: &RowCtx) -> String {
+    if ctx.abs_time {
+        e.time.format("%H:%M:%S").to_string()
+    } else {
+        format!("{} ago", short_duration((ctx.now - e.time).num_seconds()))
+    }
+}
+
+/// `  nodes > 17 > server` with two spaces per nesting level.
+pub fn event_path(e: &StackEvent) -> String {
+    format!("{}{}", "  ".repeat(e.path.len()), e.display_path())
+}
+
+pub fn event_columns() -> Vec<Column<StackEvent>> {
+    vec![
+        Column {
+            title: "TIME",
+            hide_below: 0,
+            width: Constraint::Length(9),
+            text: event_time,
+            sort: |e, _| SortKey::Int(e.time.timestamp()),
+            style: muted,
+        },
+        Column {
+            title: "STATUS",
+            hide_below: 0,
+            width: Constraint::Length(19),
+            text: |e, _| e.status.raw.clone(),
+            sort: |e, _| SortKey::str(&e.status.raw),
+            style: |e, ctx| status_style(&e.status, ctx),
+        },
+        Column {
+            title: "RESOURCE",
+            hide_below: 0,
+            width: Constraint::Length(28),
+            text: |e, _| event_path(e),
+            sort: |e, _| SortKey::str(&e.display_path()),
+            style: plain,
+        },
+        Column {
+            title: "REASON",
+            hide_below: 0,
+            width: Constraint::Fill(2),
+            text: |e, _| first_line(e.status_reason.as_deref()),
+            sort: |e, _| SortKey::opt_str(e.status_reason.as_deref()),
+            style: |e, ctx| {
+                if e.status.is_failed() {
+                    Style::default().fg(ctx.theme.failed)
+                } else if e
+                    .status_reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("Hook"))
+                {
+                    Style::default().fg(ctx.theme.paused)
+                } else {
+                    ctx.theme.muted()
+                }
+            },
+        },
+    ]
+}
+
+// ---------------------------------------------------------------- stack tree
+
+impl TableRow for TreeRow {
+    fn row_id(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.path)
+    }
+    fn is_fault(&self) -> bool {
+        self.resource.status.is_failed() || self.resource.status.is_in_progress()
+    }
+}
+
+pub fn tree_columns() -> Vec<Column<TreeRow>> {
+    vec![
+        Column {
+            title: "RESOURCE",
+            hide_below: 0,
+            width: Constraint::Min(20),
+            text: |r, _| format!("{}{}", r.prefix, r.resource.name),
+            sort: |r, _| SortKey::str(&r.path),
+            style: |r, ctx| status_style(&r.resource.status, ctx),
+        },
+        Column {
+            title: "TYPE",
+            hide_below: 100,
+            width: Constraint::Length(24),
+            text: |r, _| r.resource.resource_type.clone(),
+            sort: |r, _| SortKey::str(&r.resource.resource_type),
+            style: muted,
+        },
+        Column {
+            title: "STATUS",
+            hide_below: 0,
+            width: Constraint::Length(19),
+            text: |r, _| r.resource.status.raw.clone(),
+            sort: |r, _| SortKey::str(&r.resource.status.raw),
+            style: |r, ctx| status_style(&r.resource.status, ctx),
+        },
+        Column {
+            title: "IN STATE",
+            hide_below: 0,
+            width: Constraint::Length(8),
+            text: |r, ctx| age(ctx.now, r.resource.updated_at),
+            sort: |r, _| SortKey::opt_int(r.resource.updated_at.map(|t| -t.timestamp())),
+            style: plain,
+        },
+        Column {
+            title: "REASON",
+            hide_below: 0,
+            width: Constraint::Fill(2),
+            text: |r, _| first_line(r.resource.status_reason.as_deref()),
+            sort: |r, _| SortKey::opt_str(r.resource.status_reason.as_deref()),
+            style: muted,
+        },
+    ]
+}
+
+/// The first line of an optional text (for one-line displays and saved files).
+pub fn first_line_pub(s: Option<&str>) -> String {
+    first_line(s)
+}

@@ -1,0 +1,197 @@
+//! The cluster dashboard: cluster line, node groups, the fleet heat map of every node
+//! group, and the merged event tail of the cluster's stacks.
+
+use super::events::{event_line, tail_badges};
+use super::nodes::{summary_line, zone_groups, Rollout};
+use super::panes::nodegroups;
+use crate::model::{Cluster, StackEvent};
+use crate::tui::state::dashboard_stacks;
+use crate::tui::state::view::View;
+use crate::tui::state::App;
+use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
+    let th = &app.theme;
+    let mut spans = vec![
+        Span::styled(format!(" {} ", c.name), th.title()),
+        Span::styled(
+            format!("{} ", c.status.raw),
+            th.status_style(c.status.state),
+        ),
+        Span::styled(format!("{} ", c.health.as_str()), th.health_style(c.health)),
+        Span::styled(
+            format!("masters {} workers {} ", c.master_count, c.node_count),
+            Style::default().fg(th.fg),
+        ),
+    ];
+    if let Some(v) = &c.coe_version {
+        spans.push(Span::styled(format!("{v} "), th.muted()));
+    }
+    if let Some(r) = &c.status_reason {
+        spans.push(Span::styled(
+            format!("— {}", r.lines().next().unwrap_or("")),
+            if c.status.is_failed() {
+                Style::default().fg(th.failed)
+            } else {
+                th.muted()
+            },
+        ));
+    }
+    Line::from(spans)
+}
+
+/// The newest `n` events over several logs, oldest first.
+fn merged_tail<'a>(app: &'a App, ids: &[String], n: usize) -> Vec<&'a StackEvent> {
+    let mut out: Vec<&StackEvent> = Vec::new();
+    for id in ids {
+        if let Some(log) = app.store.events.get(id) {
+            let start = log.events.len().saturating_sub(n);
+            out.extend(
+                log.events[start..]
+                    .iter()
+                    .filter(|e| !app.faults_only || e.status.is_failed()),
+            );
+        }
+    }
+    out.sort_by(|a, b| a.time.cmp(&b.time).then(a.id.cmp(&b.id)));
+    let start = out.len().saturating_sub(n);
+    out.split_off(start)
+}
+
+pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: Rect) {
+    let th = &app.theme;
+    let groups = app
+        .store
+        .nodegroups
+        .get(&cluster.id)
+        .and_then(|s| s.data.clone())
+        .unwrap_or_default();
+    let ng_h = (groups.len() as u16 + 3).clamp(4, 9);
+    let [head, ng_area, rest] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(ng_h),
+        Constraint::Min(4),
+    ])
+    .areas(area);
+    frame.render_widget(Paragraph::new(cluster_line(app, cluster)), head);
+    nodegroups(app, view, cluster, frame, ng_area, true);
+
+    // Heat map over all node groups.
+    let mut heat = Vec::new();
+    let mut all_rows = Vec::new();
+    let (mut ok, mut failed, mut total, mut done) = (0, 0, 0, true);
+    let expected: usize = groups.iter().map(|g| g.node_count as usize).sum();
+    for g in &groups {
+        if let Some(set) = app.store.nodes.get(&g.id) {
+            heat.extend(zone_groups(set, &g.name, None));
+            all_rows.push(set);
+            ok += set.ips_ok;
+            failed += set.ips_failed;
+            total += set.rows.len();
+            done &= set.done;
+        }
+    }
+    let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now);
+    let inner_w = rest.width.saturating_sub(2);
+    let map_max = (rest.height * 60 / 100).max(4);
+    let map_h = if view.show_heat_map {
+        (layout(&heat, inner_w, map_max.saturating_sub(3)).0 + 3).min(map_max)
+    } else {
+        0
+    };
+    let [map_area, tail_area] =
+        Layout::vertical([Constraint::Length(map_h), Constraint::Min(3)]).areas(rest);
+    if map_h > 0 {
+        let note = scale_note(
+            &heat,
+            map_area.width.saturating_sub(2),
+            map_area.height.saturating_sub(3),
+        );
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(th.border())
+            .title(Span::styled(" Fleet heat map ", th.title()))
+            .title(Span::styled(
+                note.map(|n| format!(" {n} ")).unwrap_or_default(),
+                th.warning(),
+            ));
+        let inner = block.inner(map_area);
+        frame.render_widget(block, map_area);
+        let [sum, map] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+        frame.render_widget(
+            Paragraph::new(summary_line(
+                app,
+                &rollout,
+                Some((ok, failed, total, done)),
+                (all_rows.len() == groups.len()).then_some(expected),
+            )),
+            sum,
+        );
+        if heat.is_empty() {
+            frame.render_widget(
+                Paragraph::new(Span::styled(
+                    "Loading nodes…",
+                    Style::default().fg(th.in_progress),
+                )),
+                map,
+            );
+        } else {
+            frame.render_widget(
+                HeatMap {
+                    groups: &heat,
+                    theme: th,
+                },
+                map,
+            );
+        }
+    }
+
+    // Event tail.
+    let ids: Vec<String> = dashboard_stacks(cluster, &groups)
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(th.border())
+        .title(Span::styled(
+            format!(" Events {} ", tail_badges(app, &view.tail)),
+            th.title(),
+        ));
+    let inner = block.inner(tail_area);
+    let errors: Vec<String> = ids
+        .iter()
+        .filter_map(|id| app.store.events.get(id).and_then(|l| l.meta.error.clone()))
+        .collect();
+    let mut lines: Vec<Line> = Vec::new();
+    if let Some(e) = errors.first() {
+        lines.push(Line::from(Span::styled(format!("events: {e}"), th.error())));
+    }
+    let n = (inner.height as usize).saturating_sub(lines.len());
+    let ctx = app.row_ctx();
+    let tail = merged_tail(app, &ids, n);
+    if tail.is_empty() && errors.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "No events yet.",
+            th.muted().add_modifier(Modifier::ITALIC),
+        )));
+    }
+    let source = |e: &StackEvent| -> Option<String> {
+        let sid = e.stack.as_ref().map(|s| s.id.as_str());
+        groups
+            .iter()
+            .find(|g| g.stack_id.as_deref().is_some() && g.stack_id.as_deref() == sid)
+            .map(|g| g.name.clone())
+            .or_else(|| Some(cluster.name.clone()))
+    };
+    lines.extend(
+        tail.into_iter()
+            .map(|e| event_line(e, &ctx, source(e).as_deref())),
+    );
+    frame.render_widget(Paragraph::new(lines).block(block), tail_area);
+}

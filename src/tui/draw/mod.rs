@@ -1,0 +1,74 @@
+//! Drawing: a pure function of the app state. Layout: header, breadcrumbs, the view,
+//! the status / input line and the key hints; help and palette overlays on top.
+
+mod chrome;
+mod dashboard;
+mod events;
+mod nodes;
+mod panes;
+mod tree;
+
+use super::state::view::ViewKind;
+use super::state::{App, Mode};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::widgets::{Block, Clear};
+use ratatui::Frame;
+
+impl App {
+    /// Draw the whole screen. Takes `&self`: drawing cannot change the state.
+    pub fn draw(&self, frame: &mut Frame) {
+        let area = frame.area();
+        frame.render_widget(Block::default().style(self.theme.style()), area);
+        let [header, crumbs, body, status, footer] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Length(1),
+            Constraint::Min(3),
+            Constraint::Length(1),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        chrome::header(self, frame, header);
+        chrome::breadcrumbs(self, frame, crumbs);
+        self.draw_body(frame, body);
+        chrome::status_line(self, frame, status);
+        chrome::footer(self, frame, footer);
+        match &self.mode {
+            Mode::Help(scroll) => chrome::help(self, frame, body, *scroll),
+            Mode::Input(input) if input.kind == super::state::input::InputKind::Palette => {
+                chrome::palette_popup(self, input, frame, body)
+            }
+            _ => {}
+        }
+    }
+
+    fn draw_body(&self, frame: &mut Frame, area: Rect) {
+        let view = self.view();
+        match &view.kind {
+            ViewKind::Clusters => panes::clusters(self, view, frame, area),
+            ViewKind::Stacks => panes::stacks(self, view, frame, area),
+            ViewKind::NodeGroups { cluster } => {
+                panes::nodegroups(self, view, cluster, frame, area, true)
+            }
+            ViewKind::Dashboard { cluster } => dashboard::draw(self, view, cluster, frame, area),
+            ViewKind::Nodes { nodegroup, .. } => nodes::draw(self, view, nodegroup, frame, area),
+            ViewKind::Events { stack } => events::draw(self, view, stack, frame, area),
+            ViewKind::Tree { stack, .. } => tree::draw(self, view, stack, frame, area),
+        }
+    }
+}
+
+/// A rectangle centred in `area`, at most `w` x `h`.
+pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+pub(crate) fn clear(frame: &mut Frame, area: Rect) {
+    frame.render_widget(Clear, area);
+}

@@ -1,0 +1,311 @@
+//! The nodes pane: rollout summary, fleet heat map (per zone) and the nodes table.
+
+use super::panes::{data_table, message_box};
+use crate::model::NodeGroup;
+use crate::tui::columns::{node_state, short_duration};
+use crate::tui::state::store::{NodeRow, NodeSet};
+use crate::tui::state::view::View;
+use crate::tui::state::App;
+use crate::tui::theme::CellState;
+use crate::tui::widgets::heatmap::{layout, scale_note, HeatGroup, HeatMap};
+use chrono::{DateTime, Utc};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+use std::collections::BTreeMap;
+
+/// Per-state counts, throughput and time-in-state of a set of nodes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rollout {
+    pub counts: [usize; 5],
+    /// Nodes that reached COMPLETE in the last 10 minutes.
+    pub done_recent: usize,
+    /// Time in state of the nodes being updated (not paused), p50 / p95, seconds.
+    pub active_p50: Option<i64>,
+    pub active_p95: Option<i64>,
+    /// Nodes updating for more than 3x the median (and over a minute).
+    pub stragglers: usize,
+}
+
+impl Rollout {
+    pub fn compute<'a>(rows: impl Iterator<Item = &'a NodeRow>, now: DateTime<Utc>) -> Rollout {
+        let mut r = Rollout::default();
+        let mut active: Vec<i64> = Vec::new();
+        for row in rows {
+            let s = node_state(row);
+            r.counts[s as usize] += 1;
+            let age = row.node.since.map(|t| (now - t).num_seconds());
+            match s {
+                CellState::Complete if age.is_some_and(|a| a <= 600) => r.done_recent += 1,
+                CellState::InProgress => active.extend(age),
+                _ => {}
+            }
+        }
+        active.sort_unstable();
+        if !active.is_empty() {
+            let p50 = active[active.len() / 2];
+            r.active_p50 = Some(p50);
+            r.active_p95 = Some(active[(active.len() * 95 / 100).min(active.len() - 1)]);
+            let limit = (3 * p50).max(60);
+            r.stragglers = active.iter().filter(|a| **a > limit).count();
+        }
+        r
+    }
+
+    /// Nodes per minute over the last 10 minutes and the time left at that pace.
+    pub fn pace(&self) -> Option<(f64, i64)> {
+        let remaining =
+            self.counts[CellState::InProgress as usize] + self.counts[CellState::Paused as usize];
+        if self.done_recent == 0 || remaining == 0 {
+            return None;
+        }
+        let per_min = self.done_recent as f64 / 10.0;
+        Some((per_min, (remaining as f64 / per_min * 60.0) as i64))
+    }
+}
+
+/// Legend + counts line shared by the nodes pane and the dashboard.
+/// `expected`: the node count Magnum reports, reconciled with the Heat members and IPs.
+pub fn summary_line<'a>(
+    app: &App,
+    r: &Rollout,
+    ips: Option<(usize, usize, usize, bool)>,
+    expected: Option<usize>,
+) -> Line<'a> {
+    let th = &app.theme;
+    let mut spans: Vec<Span> = Vec::new();
+    if let (Some(want), Some((_, _, members, _))) = (expected, ips) {
+        if want != members {
+            spans.push(Span::styled(
+                format!(" count {want} ≠ members {members} "),
+                Style::default()
+                    .fg(th.badge_fg)
+                    .bg(th.warning)
+                    .add_modifier(Modifier::BOLD),
+            ));
+        }
+    }
+    if let Some((ok, failed, total, done)) = ips {
+        spans.push(Span::styled(
+            format!(" IPs {ok}/{total}"),
+            Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
+        ));
+        if failed > 0 {
+            spans.push(Span::styled(
+                format!(" ({failed} failed)"),
+                Style::default().fg(th.failed),
+            ));
+        }
+        if !done {
+            spans.push(Span::styled(" ⟳", th.muted()));
+        }
+        spans.push(Span::raw("  "));
+    }
+    for s in [
+        CellState::Complete,
+        CellState::InProgress,
+        CellState::Paused,
+        CellState::Failed,
+        CellState::Unknown,
+    ] {
+        let n = r.counts[s as usize];
+        if n == 0 && s == CellState::Unknown {
+            continue;
+        }
+        spans.push(Span::styled(
+            format!("{} ", s.glyph()),
+            Style::default().fg(th.state_color(s)),
+        ));
+        spans.push(Span::styled(
+            format!("{} {n}  ", s.label()),
+            Style::default().fg(th.fg),
+        ));
+    }
+    if let (Some(p50), Some(p95)) = (r.active_p50, r.active_p95) {
+        spans.push(Span::styled(
+            format!(
+                "updating p50 {} p95 {}  ",
+                short_duration(p50),
+                short_duration(p95)
+            ),
+            th.muted(),
+        ));
+    }
+    if r.stragglers > 0 {
+        spans.push(Span::styled(
+            format!("{} stragglers  ", r.stragglers),
+            Style::default().fg(th.warning).add_modifier(Modifier::BOLD),
+        ));
+    }
+    if let Some((per_min, eta)) = r.pace() {
+        spans.push(Span::styled(
+            format!("{per_min:.1} nodes/min ETA {}", short_duration(eta)),
+            th.accent(),
+        ));
+    }
+    Line::from(spans)
+}
+
+/// Heat groups of one node group, one per zone (zones in name order).
+pub fn zone_groups(set: &NodeSet, prefix: &str, selected: Option<&str>) -> Vec<HeatGroup> {
+    let mut zones: BTreeMap<&str, HeatGroup> = BTreeMap::new();
+    for row in &set.rows {
+        let zone = row.node.zone.as_deref().unwrap_or("-");
+        let g = zones.entry(zone).or_insert_with(|| HeatGroup {
+            label: if prefix.is_empty() {
+                zone.to_string()
+            } else {
+                format!("{prefix}/{zone}")
+            },
+            states: Vec::new(),
+            selected: None,
+        });
+        if selected == Some(row.node.key.member.as_str()) {
+            g.selected = Some(g.states.len());
+        }
+        g.states.push(node_state(row));
+    }
+    zones.into_values().collect()
+}
+
+pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, area: Rect) {
+    let Some(set) = app.store.nodes.get(&nodegroup.id).filter(|s| s.has_members) else {
+        let meta = app.store.nodes.get(&nodegroup.id).map(|s| &s.meta);
+        message_box(
+            app,
+            frame,
+            area,
+            &format!("Nodes of {}", nodegroup.name),
+            meta,
+        );
+        return;
+    };
+    let th = &app.theme;
+    let rollout = Rollout::compute(set.rows.iter(), app.now);
+    let selected = view
+        .table
+        .selected(&set.rows)
+        .map(|r| r.node.key.member.as_str());
+    let groups = if view.show_heat_map {
+        zone_groups(set, "", selected)
+    } else {
+        Vec::new()
+    };
+    let inner_w = area.width.saturating_sub(2);
+    let max_map = (area.height * 45 / 100).max(3);
+    let map_h = if groups.is_empty() {
+        0
+    } else {
+        layout(&groups, inner_w, max_map.saturating_sub(2)).0 + 2
+    };
+    let [summary, map, table] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(map_h),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    frame.render_widget(
+        Paragraph::new(summary_line(
+            app,
+            &rollout,
+            Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
+            Some(nodegroup.node_count as usize),
+        )),
+        summary,
+    );
+    if map_h > 0 {
+        let note = scale_note(
+            &groups,
+            map.width.saturating_sub(2),
+            map.height.saturating_sub(2),
+        );
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(th.border())
+            .title(Span::styled(" Fleet heat map ", th.title()))
+            .title(Span::styled(
+                note.map(|n| format!(" {n} ")).unwrap_or_default(),
+                th.warning(),
+            ));
+        let inner = block.inner(map);
+        frame.render_widget(block, map);
+        frame.render_widget(
+            HeatMap {
+                groups: &groups,
+                theme: th,
+            },
+            inner,
+        );
+    }
+    let title = format!("Nodes of {} ({})", nodegroup.name, nodegroup.role.as_str());
+    data_table(
+        app,
+        frame,
+        table,
+        &title,
+        Some(&set.rows),
+        Some(&set.meta),
+        &app.cols.nodes,
+        &view.table,
+        "This node group has no members.",
+        true,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Node, NodeKey, Status};
+    use chrono::Duration;
+
+    fn row(i: u32, status: &str, paused: bool, age: i64, now: DateTime<Utc>) -> NodeRow {
+        NodeRow {
+            node: Node {
+                key: NodeKey {
+                    nodegroup: "g".into(),
+                    member: i.to_string(),
+                },
+                index: Some(i),
+                name: format!("n{i}"),
+                zone: None,
+                ip: None,
+                status: Status::parse(status),
+                status_reason: None,
+                image: None,
+                since: Some(now - Duration::seconds(age)),
+                hook_paused: paused,
+                stack_id: None,
+            },
+            ip_error: None,
+            changed_at: None,
+        }
+    }
+
+    #[test]
+    fn rollout_counts_pace_and_stragglers() {
+        let now = Utc::now();
+        let mut rows = vec![
+            row(0, "UPDATE_COMPLETE", false, 30, now),
+            row(1, "UPDATE_COMPLETE", false, 90, now),
+            row(2, "UPDATE_COMPLETE", false, 3000, now),
+            row(3, "UPDATE_FAILED", false, 100, now),
+            row(4, "UPDATE_IN_PROGRESS", true, 700, now),
+        ];
+        for (i, age) in [40, 45, 50, 55, 900].into_iter().enumerate() {
+            rows.push(row(10 + i as u32, "UPDATE_IN_PROGRESS", false, age, now));
+        }
+        let r = Rollout::compute(rows.iter(), now);
+        assert_eq!(r.counts[CellState::Complete as usize], 3);
+        assert_eq!(r.counts[CellState::Failed as usize], 1);
+        assert_eq!(r.counts[CellState::Paused as usize], 1);
+        assert_eq!(r.counts[CellState::InProgress as usize], 5);
+        assert_eq!(r.done_recent, 2);
+        assert_eq!(r.active_p50, Some(50));
+        assert_eq!(r.stragglers, 1);
+        let (per_min, eta) = r.pace().unwrap();
+        assert!((per_min - 0.2).abs() < 1e-9);
+        assert_eq!(eta, 1800);
+    }
+}

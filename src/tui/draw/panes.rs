@@ -1,0 +1,155 @@
+//! Simple table panes (clusters, stacks, node groups) and the shared
+//! loading / error / stale handling.
+
+use crate::model::Cluster;
+use crate::tui::state::store::FetchMeta;
+use crate::tui::state::view::View;
+use crate::tui::state::App;
+use crate::tui::widgets::table::{draw_table, Column, TableLook, TableRow, TableState};
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::Frame;
+
+/// Draw a table, or "loading" / the error where the table would be; a stale marker
+/// with the error in the title when old data is shown after a failed refresh.
+#[allow(clippy::too_many_arguments)]
+pub fn data_table<T: TableRow>(
+    app: &App,
+    frame: &mut Frame,
+    area: Rect,
+    title: &str,
+    items: Option<&[T]>,
+    meta: Option<&FetchMeta>,
+    columns: &[Column<T>],
+    table: &TableState,
+    empty_text: &str,
+    focused: bool,
+) {
+    let th = &app.theme;
+    let ctx = app.row_ctx();
+    match items {
+        Some(items) => {
+            let mut badges = Vec::new();
+            if let Some(e) = meta.and_then(|m| m.error.as_deref()) {
+                badges.push(Span::styled(
+                    format!(" STALE: {e} "),
+                    Style::default().fg(th.badge_fg).bg(th.error),
+                ));
+            }
+            draw_table(
+                frame,
+                area,
+                items,
+                columns,
+                table,
+                &ctx,
+                TableLook {
+                    title,
+                    badges,
+                    focused,
+                    empty_text,
+                },
+            );
+        }
+        None => message_box(app, frame, area, title, meta),
+    }
+}
+
+/// The box shown where data is not (yet) available.
+pub fn message_box(
+    app: &App,
+    frame: &mut Frame,
+    area: Rect,
+    title: &str,
+    meta: Option<&FetchMeta>,
+) {
+    let th = &app.theme;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(th.border())
+        .title(Span::styled(format!(" {title} "), th.title()));
+    let lines: Vec<Line> = match meta {
+        Some(m) if m.error.is_some() => vec![
+            Line::from(Span::styled("Could not load:", th.error())),
+            Line::from(Span::styled(
+                m.error.clone().unwrap_or_default(),
+                Style::default().fg(th.error),
+            )),
+            Line::from(Span::styled(
+                format!(
+                    "retrying every {}s · r to retry now",
+                    app.refresh.as_secs().max(1)
+                ),
+                th.muted(),
+            )),
+        ],
+        _ => vec![Line::from(Span::styled(
+            "Loading…",
+            Style::default()
+                .fg(th.in_progress)
+                .add_modifier(Modifier::ITALIC),
+        ))],
+    };
+    frame.render_widget(
+        Paragraph::new(lines).block(block).wrap(Wrap { trim: true }),
+        area,
+    );
+}
+
+pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
+    let slot = &app.store.clusters;
+    data_table(
+        app,
+        frame,
+        area,
+        "Clusters",
+        slot.data.as_deref(),
+        Some(&slot.meta),
+        &app.cols.clusters,
+        &view.table,
+        "No clusters in this project.",
+        true,
+    );
+}
+
+pub fn stacks(app: &App, view: &View, frame: &mut Frame, area: Rect) {
+    let slot = &app.store.stacks;
+    data_table(
+        app,
+        frame,
+        area,
+        "Stacks",
+        slot.data.as_deref(),
+        Some(&slot.meta),
+        &app.cols.stacks,
+        &view.table,
+        "No stacks in this project.",
+        true,
+    );
+}
+
+pub fn nodegroups(
+    app: &App,
+    view: &View,
+    cluster: &Cluster,
+    frame: &mut Frame,
+    area: Rect,
+    focused: bool,
+) {
+    let slot = app.store.nodegroups.get(&cluster.id);
+    let title = format!("Node groups of {}", cluster.name);
+    data_table(
+        app,
+        frame,
+        area,
+        &title,
+        slot.and_then(|s| s.data.as_deref()),
+        slot.map(|s| &s.meta),
+        &app.cols.nodegroups,
+        &view.table,
+        "This cluster has no node groups.",
+        focused,
+    );
+}

@@ -1,0 +1,683 @@
+//! The key table: every action with its default keys, its context and its help text.
+//! The handler, the `?` help and the footer hints all read this one table, and the
+//! `[keys]` section of the config file overrides it.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::collections::HashMap;
+use std::fmt;
+
+/// Where a binding applies. Specific contexts are looked up before `Table`, then `Global`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyContext {
+    Global,
+    Table,
+    Events,
+    Nodes,
+}
+
+impl KeyContext {
+    pub fn title(self) -> &'static str {
+        match self {
+            KeyContext::Global => "Global",
+            KeyContext::Table => "Tables",
+            KeyContext::Events => "Event tail",
+            KeyContext::Nodes => "Nodes",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyAction {
+    Quit,
+    Help,
+    Palette,
+    Filter,
+    Back,
+    Refresh,
+    Freeze,
+    FaultsOnly,
+    Dashboard,
+    Events,
+    Tree,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    Open,
+    Mark,
+    ClearMarks,
+    SortNext,
+    SortReverse,
+    TimeMode,
+    Follow,
+    PausePoll,
+    Wrap,
+    Save,
+    HeatMap,
+}
+
+/// One key: a code and modifiers, e.g. `ctrl-c`, `G`, `enter`, `shift-tab`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyBinding {
+    pub code: KeyCode,
+    pub mods: KeyModifiers,
+}
+
+impl KeyBinding {
+    pub fn parse(raw: &str) -> Result<KeyBinding, String> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Err("empty key".into());
+        }
+        let mut mods = KeyModifiers::NONE;
+        let mut rest = raw;
+        loop {
+            let lower = rest.to_ascii_lowercase();
+            if rest.chars().count() > 1
+                && (lower.starts_with("ctrl-") || lower.starts_with("ctrl+"))
+            {
+                mods |= KeyModifiers::CONTROL;
+                rest = &rest[5..];
+            } else if rest.chars().count() > 1
+                && (lower.starts_with("alt-") || lower.starts_with("alt+"))
+            {
+                mods |= KeyModifiers::ALT;
+                rest = &rest[4..];
+            } else if rest.chars().count() > 1
+                && (lower.starts_with("shift-") || lower.starts_with("shift+"))
+            {
+                mods |= KeyModifiers::SHIFT;
+                rest = &rest[6..];
+            } else {
+                break;
+            }
+        }
+        let lower = rest.to_ascii_lowercase();
+        let code = match lower.as_str() {
+            "enter" | "return" => KeyCode::Enter,
+            "esc" | "escape" => KeyCode::Esc,
+            "space" => KeyCode::Char(' '),
+            "tab" if mods.contains(KeyModifiers::SHIFT) => {
+                mods.remove(KeyModifiers::SHIFT);
+                KeyCode::BackTab
+            }
+            "tab" => KeyCode::Tab,
+            "backtab" => KeyCode::BackTab,
+            "up" => KeyCode::Up,
+            "down" => KeyCode::Down,
+            "left" => KeyCode::Left,
+            "right" => KeyCode::Right,
+            "pgup" | "pageup" => KeyCode::PageUp,
+            "pgdn" | "pagedown" => KeyCode::PageDown,
+            "home" => KeyCode::Home,
+            "end" => KeyCode::End,
+            "backspace" => KeyCode::Backspace,
+            "delete" | "del" => KeyCode::Delete,
+            "insert" | "ins" => KeyCode::Insert,
+            f if f.len() >= 2
+                && f.starts_with('f')
+                && f[1..].chars().all(|c| c.is_ascii_digit()) =>
+            {
+                let n: u8 = f[1..]
+                    .parse()
+                    .map_err(|_| format!("bad function key {raw:?}"))?;
+                KeyCode::F(n)
+            }
+            _ => {
+                let mut chars = rest.chars();
+                match (chars.next(), chars.next()) {
+                    (Some(c), None) => {
+                        if mods.contains(KeyModifiers::SHIFT) && c.is_ascii_alphabetic() {
+                            mods.remove(KeyModifiers::SHIFT);
+                            KeyCode::Char(c.to_ascii_uppercase())
+                        } else if mods.contains(KeyModifiers::CONTROL) {
+                            KeyCode::Char(c.to_ascii_lowercase())
+                        } else {
+                            KeyCode::Char(c)
+                        }
+                    }
+                    _ => return Err(format!("unknown key {raw:?}")),
+                }
+            }
+        };
+        Ok(KeyBinding { code, mods })
+    }
+
+    /// The binding an incoming key event matches (shift folded into the character).
+    pub fn from_event(ev: &KeyEvent) -> KeyBinding {
+        let mut mods =
+            ev.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
+        let code = match ev.code {
+            KeyCode::Char(c) => {
+                mods.remove(KeyModifiers::SHIFT);
+                if mods.contains(KeyModifiers::CONTROL) {
+                    KeyCode::Char(c.to_ascii_lowercase())
+                } else {
+                    KeyCode::Char(c)
+                }
+            }
+            KeyCode::BackTab => {
+                mods.remove(KeyModifiers::SHIFT);
+                KeyCode::BackTab
+            }
+            other => other,
+        };
+        KeyBinding { code, mods }
+    }
+}
+
+impl fmt::Display for KeyBinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.mods.contains(KeyModifiers::CONTROL) {
+            f.write_str("ctrl-")?;
+        }
+        if self.mods.contains(KeyModifiers::ALT) {
+            f.write_str("alt-")?;
+        }
+        if self.mods.contains(KeyModifiers::SHIFT) {
+            f.write_str("shift-")?;
+        }
+        match self.code {
+            KeyCode::Char(' ') => f.write_str("space"),
+            KeyCode::Char(c) => write!(f, "{c}"),
+            KeyCode::Enter => f.write_str("enter"),
+            KeyCode::Esc => f.write_str("esc"),
+            KeyCode::Tab => f.write_str("tab"),
+            KeyCode::BackTab => f.write_str("shift-tab"),
+            KeyCode::Up => f.write_str("↑"),
+            KeyCode::Down => f.write_str("↓"),
+            KeyCode::Left => f.write_str("←"),
+            KeyCode::Right => f.write_str("→"),
+            KeyCode::PageUp => f.write_str("pgup"),
+            KeyCode::PageDown => f.write_str("pgdn"),
+            KeyCode::Home => f.write_str("home"),
+            KeyCode::End => f.write_str("end"),
+            KeyCode::Backspace => f.write_str("backspace"),
+            KeyCode::Delete => f.write_str("del"),
+            KeyCode::F(n) => write!(f, "f{n}"),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+/// One row of the key table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyEntry {
+    pub action: KeyAction,
+    /// The name used in the config file's `[keys]` section.
+    pub name: &'static str,
+    pub context: KeyContext,
+    pub keys: Vec<KeyBinding>,
+    pub help: &'static str,
+    /// Short label for the footer, when the action deserves a hint there.
+    pub hint: Option<&'static str>,
+}
+
+/// The defaults: (action, config name, context, keys, help, footer hint).
+type Default5 = (
+    KeyAction,
+    &'static str,
+    KeyContext,
+    &'static [&'static str],
+    &'static str,
+    Option<&'static str>,
+);
+
+const DEFAULTS: &[Default5] = &[
+    (
+        KeyAction::Quit,
+        "quit",
+        KeyContext::Global,
+        &["q", "ctrl-c"],
+        "Quit caldera",
+        Some("quit"),
+    ),
+    (
+        KeyAction::Help,
+        "help",
+        KeyContext::Global,
+        &["?"],
+        "Show this help",
+        Some("help"),
+    ),
+    (
+        KeyAction::Palette,
+        "palette",
+        KeyContext::Global,
+        &[":"],
+        "Command palette (:clusters :ng :nodes :stacks :events :tree :dash :theme :q)",
+        Some("cmd"),
+    ),
+    (
+        KeyAction::Filter,
+        "filter",
+        KeyContext::Global,
+        &["/"],
+        "Filter the table: text, re:REGEX, !inverse",
+        Some("filter"),
+    ),
+    (
+        KeyAction::Back,
+        "back",
+        KeyContext::Global,
+        &["esc", "-"],
+        "Back to the previous view (or clear the filter)",
+        Some("back"),
+    ),
+    (
+        KeyAction::Refresh,
+        "refresh",
+        KeyContext::Global,
+        &["r", "ctrl-r"],
+        "Refresh the current view now",
+        None,
+    ),
+    (
+        KeyAction::Freeze,
+        "freeze",
+        KeyContext::Global,
+        &["z"],
+        "Freeze the screen (data is kept and applied on thaw)",
+        None,
+    ),
+    (
+        KeyAction::FaultsOnly,
+        "faults_only",
+        KeyContext::Global,
+        &["F"],
+        "Show faults only (failed, unhealthy, no IP)",
+        Some("faults"),
+    ),
+    (
+        KeyAction::Dashboard,
+        "dashboard",
+        KeyContext::Global,
+        &["d"],
+        "Cluster dashboard: node groups, heat map, events",
+        Some("dash"),
+    ),
+    (
+        KeyAction::Events,
+        "events",
+        KeyContext::Global,
+        &["e"],
+        "Event tail of the selected stack",
+        Some("events"),
+    ),
+    (
+        KeyAction::Tree,
+        "tree",
+        KeyContext::Global,
+        &["t"],
+        "Stack tree and why-stuck of the selected stack",
+        Some("tree"),
+    ),
+    (
+        KeyAction::Up,
+        "up",
+        KeyContext::Table,
+        &["up", "k"],
+        "Move up",
+        None,
+    ),
+    (
+        KeyAction::Down,
+        "down",
+        KeyContext::Table,
+        &["down", "j"],
+        "Move down",
+        None,
+    ),
+    (
+        KeyAction::PageUp,
+        "page_up",
+        KeyContext::Table,
+        &["pgup", "ctrl-b"],
+        "Page up",
+        None,
+    ),
+    (
+        KeyAction::PageDown,
+        "page_down",
+        KeyContext::Table,
+        &["pgdn", "ctrl-f"],
+        "Page down",
+        None,
+    ),
+    (
+        KeyAction::Top,
+        "top",
+        KeyContext::Table,
+        &["home", "g"],
+        "First row",
+        None,
+    ),
+    (
+        KeyAction::Bottom,
+        "bottom",
+        KeyContext::Table,
+        &["end", "G"],
+        "Last row",
+        None,
+    ),
+    (
+        KeyAction::Open,
+        "open",
+        KeyContext::Table,
+        &["enter"],
+        "Open / drill down",
+        Some("open"),
+    ),
+    (
+        KeyAction::Mark,
+        "mark",
+        KeyContext::Table,
+        &["space"],
+        "Mark or unmark the row",
+        Some("mark"),
+    ),
+    (
+        KeyAction::ClearMarks,
+        "clear_marks",
+        KeyContext::Table,
+        &["M"],
+        "Clear all marks",
+        None,
+    ),
+    (
+        KeyAction::SortNext,
+        "sort_next",
+        KeyContext::Table,
+        &["s"],
+        "Sort by the next column",
+        Some("sort"),
+    ),
+    (
+        KeyAction::SortReverse,
+        "sort_reverse",
+        KeyContext::Table,
+        &["S"],
+        "Reverse the sort direction",
+        None,
+    ),
+    (
+        KeyAction::HeatMap,
+        "heat_map",
+        KeyContext::Nodes,
+        &["m"],
+        "Show or hide the fleet heat map",
+        Some("map"),
+    ),
+    (
+        KeyAction::Follow,
+        "follow",
+        KeyContext::Events,
+        &["f"],
+        "Follow the tail (jump to newest)",
+        Some("follow"),
+    ),
+    (
+        KeyAction::PausePoll,
+        "pause",
+        KeyContext::Events,
+        &["p"],
+        "Pause or resume polling for events",
+        Some("pause"),
+    ),
+    (
+        KeyAction::TimeMode,
+        "time_mode",
+        KeyContext::Events,
+        &["T"],
+        "Relative or absolute times",
+        Some("time"),
+    ),
+    (
+        KeyAction::Wrap,
+        "wrap",
+        KeyContext::Events,
+        &["w"],
+        "Wrap long lines",
+        Some("wrap"),
+    ),
+    (
+        KeyAction::Save,
+        "save",
+        KeyContext::Events,
+        &["W"],
+        "Save the (filtered) events to a file",
+        Some("save"),
+    ),
+];
+
+/// The key table in use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyMap {
+    pub entries: Vec<KeyEntry>,
+}
+
+impl Default for KeyMap {
+    fn default() -> Self {
+        let entries = DEFAULTS
+            .iter()
+            .map(|(action, name, context, keys, help, hint)| KeyEntry {
+                action: *action,
+                name,
+                context: *context,
+                keys: keys
+                    .iter()
+                    .filter_map(|k| KeyBinding::parse(k).ok())
+                    .collect(),
+                help,
+                hint: *hint,
+            })
+            .collect();
+        KeyMap { entries }
+    }
+}
+
+impl KeyMap {
+    pub fn action_names() -> Vec<&'static str> {
+        DEFAULTS.iter().map(|d| d.1).collect()
+    }
+
+    /// Replace an action's keys. Errors name the problem (unknown action or key).
+    pub fn set(&mut self, action_name: &str, keys: &[String]) -> Result<(), String> {
+        let parsed: Result<Vec<KeyBinding>, String> =
+            keys.iter().map(|k| KeyBinding::parse(k)).collect();
+        let parsed = parsed?;
+        let entry = self
+            .entries
+            .iter_mut()
+            .find(|e| e.name == action_name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown action {action_name:?} (known: {})",
+                    KeyMap::action_names().join(", ")
+                )
+            })?;
+        entry.keys = parsed;
+        Ok(())
+    }
+
+    /// The action for a key in the given contexts (most specific first); global last.
+    pub fn lookup(&self, ev: &KeyEvent, contexts: &[KeyContext]) -> Option<KeyAction> {
+        let kb = KeyBinding::from_event(ev);
+        contexts
+            .iter()
+            .chain(std::iter::once(&KeyContext::Global))
+            .find_map(|ctx| {
+                self.entries
+                    .iter()
+                    .find(|e| e.context == *ctx && e.keys.contains(&kb))
+                    .map(|e| e.action)
+            })
+    }
+
+    pub fn keys_for(&self, action: KeyAction) -> &[KeyBinding] {
+        self.entries
+            .iter()
+            .find(|e| e.action == action)
+            .map(|e| e.keys.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// `(context title, [(keys, help)])` for the help screen, in table order.
+    pub fn help_sections(&self) -> Vec<(&'static str, Vec<(String, &'static str)>)> {
+        let mut out: Vec<(&'static str, Vec<(String, &'static str)>)> = Vec::new();
+        for ctx in [
+            KeyContext::Global,
+            KeyContext::Table,
+            KeyContext::Nodes,
+            KeyContext::Events,
+        ] {
+            let rows: Vec<(String, &'static str)> = self
+                .entries
+                .iter()
+                .filter(|e| e.context == ctx)
+                .map(|e| (join_keys(&e.keys), e.help))
+                .collect();
+            if !rows.is_empty() {
+                out.push((ctx.title(), rows));
+            }
+        }
+        out
+    }
+
+    /// `(first key, label)` footer hints for the contexts in view.
+    pub fn hints(&self, contexts: &[KeyContext]) -> Vec<(String, &'static str)> {
+        let mut order: Vec<KeyContext> = contexts.to_vec();
+        order.push(KeyContext::Global);
+        let mut out = Vec::new();
+        for ctx in order {
+            for e in self.entries.iter().filter(|e| e.context == ctx) {
+                if let (Some(label), Some(k)) = (e.hint, e.keys.first()) {
+                    out.push((k.to_string(), label));
+                }
+            }
+        }
+        out
+    }
+}
+
+pub fn join_keys(keys: &[KeyBinding]) -> String {
+    keys.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Apply `[keys]` overrides; returns the problems (the good ones still apply).
+pub fn apply_overrides(map: &mut KeyMap, overrides: &HashMap<String, Vec<String>>) -> Vec<String> {
+    let mut names: Vec<&String> = overrides.keys().collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|name| map.set(name, &overrides[name]).err())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode, mods: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, mods)
+    }
+
+    #[test]
+    fn parses_and_prints_keys() {
+        for raw in [
+            "q",
+            "ctrl-c",
+            "G",
+            "enter",
+            "esc",
+            "space",
+            "pgdn",
+            "f5",
+            "shift-tab",
+            "?",
+            "-",
+        ] {
+            let k = KeyBinding::parse(raw).unwrap();
+            let again = KeyBinding::parse(&k.to_string().replace('↑', "up")).unwrap();
+            assert_eq!(k, again, "{raw}");
+        }
+        assert_eq!(
+            KeyBinding::parse("shift-g").unwrap(),
+            KeyBinding::parse("G").unwrap()
+        );
+        assert!(KeyBinding::parse("hyper-x").is_err());
+    }
+
+    #[test]
+    fn lookup_respects_context_and_shift() {
+        let m = KeyMap::default();
+        assert_eq!(
+            m.lookup(
+                &key(KeyCode::Char('G'), KeyModifiers::SHIFT),
+                &[KeyContext::Table]
+            ),
+            Some(KeyAction::Bottom)
+        );
+        assert_eq!(
+            m.lookup(&key(KeyCode::Char('c'), KeyModifiers::CONTROL), &[]),
+            Some(KeyAction::Quit)
+        );
+        assert_eq!(
+            m.lookup(
+                &key(KeyCode::Char('f'), KeyModifiers::NONE),
+                &[KeyContext::Events, KeyContext::Table]
+            ),
+            Some(KeyAction::Follow)
+        );
+        assert_eq!(
+            m.lookup(
+                &key(KeyCode::Char('f'), KeyModifiers::NONE),
+                &[KeyContext::Table]
+            ),
+            None
+        );
+        assert_eq!(
+            m.lookup(&key(KeyCode::Char('j'), KeyModifiers::NONE), &[]),
+            None
+        );
+    }
+
+    #[test]
+    fn help_is_generated_from_the_table_and_follows_overrides() {
+        let mut m = KeyMap::default();
+        let help = m.help_sections();
+        let all: Vec<&(String, &str)> = help.iter().flat_map(|(_, rows)| rows).collect();
+        assert_eq!(all.len(), m.entries.len());
+        assert!(all
+            .iter()
+            .any(|(k, h)| k == "q ctrl-c" && h.starts_with("Quit")));
+        let mut o = HashMap::new();
+        o.insert("quit".to_string(), vec!["ctrl-q".to_string()]);
+        o.insert("frobnicate".to_string(), vec!["x".to_string()]);
+        let errs = apply_overrides(&mut m, &o);
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].contains("frobnicate"));
+        let help = m.help_sections();
+        assert!(help[0]
+            .1
+            .iter()
+            .any(|(k, h)| k == "ctrl-q" && h.starts_with("Quit")));
+        assert_eq!(
+            m.lookup(&key(KeyCode::Char('q'), KeyModifiers::NONE), &[]),
+            None
+        );
+        assert_eq!(
+            m.lookup(&key(KeyCode::Char('q'), KeyModifiers::CONTROL), &[]),
+            Some(KeyAction::Quit)
+        );
+        assert!(m
+            .hints(&[KeyContext::Table])
+            .iter()
+            .any(|(k, l)| k == "ctrl-q" && *l == "quit"));
+    }
+}

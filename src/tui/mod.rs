@@ -1,0 +1,39 @@
+//! The console: a k9s-like terminal UI over a [`CloudService`](crate::service::CloudService).
+//!
+//! ```no_run
+//! # async fn demo(svc: std::sync::Arc<dyn caldera::service::CloudService>) {
+//! let _log = caldera::tui::init_logging("info"); // $XDG_STATE_HOME/caldera/caldera.log
+//! caldera::tui::run(svc, caldera::tui::ConsoleOptions::default()).await.ok();
+//! # }
+//! ```
+//!
+//! Layout of the module:
+//! - `state`: the one app state; typed [`action::Action`]s in, [`action::Request`]s out,
+//!   worker [`action::Reply`]s tagged with a generation (stale ones dropped);
+//! - `draw`: a pure function of the state (`App::draw(&self, frame)`);
+//! - `widgets`: the data table (state / sort / filter / draw kept apart) and the heat map;
+//! - `keys`: the key table (handling, `?` help and footer hints all come from it);
+//! - `theme`, `config`: TOML themes (`themes/*.toml` built in, user ones in
+//!   `$XDG_CONFIG_HOME/caldera/themes`) and `$XDG_CONFIG_HOME/caldera/config.toml`,
+//!   with `file:line:col` errors and fallback to the defaults;
+//! - `worker`: background tasks doing all I/O through the service;
+//! - `runtime`: terminal setup, panic hook, logging and the event loop.
+//!
+//! Try it without a cloud: `cargo run --example fake_console -- --nodes 1000`.
+
+pub mod action;
+pub mod columns;
+pub mod config;
+mod draw;
+pub mod keys;
+mod runtime;
+pub mod state;
+pub mod theme;
+pub mod widgets;
+pub mod worker;
+
+pub use config::ConsoleOptions;
+pub use runtime::{init_logging, log_path, run, ConsoleError};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+//! Terminal setup and teardown, the panic hook, logging, and the event loop: one
+//! `tokio::select!` over terminal events, worker answers, a clock tick and a render
+//! timer capped at the configured FPS; drawing happens only when something changed.
+
+use super::action::Action;
+use super::config::{resolve, ConsoleOptions};
+use super::state::App;
+use super::worker::Worker;
+use crate::service::CloudService;
+use crossterm::event::{Event, EventStream, KeyEventKind};
+use crossterm::execute;
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use futures::StreamExt;
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use std::io::{stdout, Stdout};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsoleError {
+    #[error("terminal: {0}")]
+    Terminal(#[from] std::io::Error),
+}
+
+/// `$XDG_STATE_HOME/caldera/caldera.log` (data dir as a fallback).
+pub fn log_path() -> Option<PathBuf> {
+    dirs::state_dir()
+        .or_else(dirs::data_dir)
+        .map(|d| d.join("caldera").join("caldera.log"))
+}
+
+/// Log to the file (never the terminal). `filter` is an env-filter string such as
+/// `info` or `caldera=debug`; `RUST_LOG` wins when set. Keep the guard alive.
+pub fn init_logging(filter: &str) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let path = log_path()?;
+    let dir = path.parent()?;
+    std::fs::create_dir_all(dir).ok()?;
+    let file = tracing_appender::rolling::never(dir, path.file_name()?);
+    let (writer, guard) = tracing_appender::non_blocking(file);
+    let env = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
+    tracing_subscriber::fmt()
+        .with_env_filter(env)
+        .with_writer(writer)
+        .with_ansi(false)
+        .try_init()
+        .ok()?;
+    Some(guard)
+}
+
+/// Whether the terminal is in raw mode on the alternate screen (ours to restore).
+static TERMINAL_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// Leave the alternate screen, disable raw mode, show the cursor. Runs once per setup
+/// (leaving the alternate screen twice would move the cursor over printed text).
+fn restore_terminal() {
+    if !TERMINAL_ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let _ = disable_raw_mode();
+    let _ = execute!(stdout(), LeaveAlternateScreen, crossterm::cursor::Show);
+}
+
+static UI_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
+
+/// On a panic of the UI thread: restore the terminal first, then let the previous hook
+/// print. Panics of worker threads are logged (the screen stays usable).
+fn install_panic_hook() {
+    let _ = UI_THREAD.set(std::thread::current().id());
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if UI_THREAD.get() == Some(&std::thread::current().id()) {
+            restore_terminal();
+            previous(info);
+        } else {
+            tracing::error!("worker panicked: {info}");
+        }
+    }));
+}
+
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Run the console until the user quits.
+pub async fn run(
+    service: Arc<dyn CloudService>,
+    options: ConsoleOptions,
+) -> Result<(), ConsoleError> {
+    let resolved = resolve(&options);
+    for p in &resolved.problems {
+        tracing::warn!("config: {p}");
+    }
+    let fps = resolved.fps;
+    let mut app = App::new(service.info(), resolved, chrono::Utc::now());
+    app.budget = service.budget();
+    install_panic_hook();
+    enable_raw_mode()?;
+    TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
+    let _guard = TerminalGuard;
+    execute!(stdout(), EnterAlternateScreen)?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
+    terminal.clear()?;
+    let size = terminal.size()?;
+    app.update(Action::Resize(size.width, size.height));
+    let result = event_loop(&mut terminal, &mut app, service, fps).await;
+    terminal.show_cursor()?;
+    result
+}
+
+async fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    app: &mut App,
+    service: Arc<dyn CloudService>,
+    fps: u32,
+) -> Result<(), ConsoleError> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut worker = Worker::new(service.clone(), tx);
+    let mut events = EventStream::new();
+    let mut render = tokio::time::interval(Duration::from_secs_f64(1.0 / fps.max(1) as f64));
+    render.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        for req in app.take_requests() {
+            worker.submit(req);
+        }
+        tokio::select! {
+            ev = events.next() => match ev {
+                Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => app.on_key(key),
+                Some(Ok(Event::Resize(w, h))) => app.update(Action::Resize(w, h)),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    tracing::error!("terminal event error: {e}");
+                    break;
+                }
+                None => break,
+            },
+            Some(reply) = rx.recv() => {
+                app.update(Action::Reply(reply));
+                // Drain a burst (e.g. streamed addresses) without starving input.
+                for _ in 0..4096 {
+                    match rx.try_recv() {
+                        Ok(r) => app.update(Action::Reply(r)),
+                        Err(_) => break,
+                    }
+                }
+            },
+            _ = tick.tick() => app.update(Action::Tick {
+                now: chrono::Utc::now(),
+                info: Box::new(service.info()),
+                budget: service.budget(),
+            }),
+            _ = render.tick() => {
+                if app.dirty {
+                    app.prepare();
+                    terminal.draw(|f| app.draw(f))?;
+                    app.dirty = false;
+                }
+            }
+        }
+        if app.should_quit {
+            break;
+        }
+    }
+    worker.shutdown();
+    Ok(())
+}

@@ -1,0 +1,205 @@
+//! Navigation: drill-down with Enter, the `:` commands and the view shortcuts, all of
+//! which work from the "context" (the view's cluster / node group / stack or the
+//! selected row).
+
+use super::view::{StackTarget, View, ViewKind};
+use super::{App, Level};
+use crate::model::{Cluster, NodeGroup};
+
+impl App {
+    fn push(&mut self, kind: ViewKind) {
+        if self.view().kind == kind {
+            return;
+        }
+        self.nav.push(View::new(kind));
+        self.after_nav();
+    }
+
+    fn selected_cluster(&self) -> Option<Cluster> {
+        let v = self.view();
+        match &v.kind {
+            ViewKind::Clusters => v
+                .table
+                .selected(self.store.clusters.data.as_deref().unwrap_or(&[]))
+                .cloned(),
+            _ => v.cluster().cloned(),
+        }
+    }
+
+    fn selected_nodegroup(&self) -> Option<(Cluster, NodeGroup)> {
+        let v = self.view();
+        match &v.kind {
+            ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => {
+                let items = self
+                    .store
+                    .nodegroups
+                    .get(&cluster.id)
+                    .and_then(|s| s.data.as_deref())
+                    .unwrap_or(&[]);
+                v.table
+                    .selected(items)
+                    .map(|g| (cluster.clone(), g.clone()))
+            }
+            ViewKind::Nodes { cluster, nodegroup } => Some((cluster.clone(), nodegroup.clone())),
+            _ => None,
+        }
+    }
+
+    /// A stack id made into a target, with its name if the stack list knows it.
+    fn stack_target(&self, id: &str) -> StackTarget {
+        let name = self
+            .store
+            .stacks
+            .data
+            .as_deref()
+            .and_then(|ss| ss.iter().find(|s| s.stack.id == id))
+            .map(|s| s.stack.name.clone())
+            .or_else(|| self.store.stack_names.get(id).cloned());
+        StackTarget {
+            id: id.to_string(),
+            name,
+        }
+    }
+
+    /// The stack the `e` / `t` keys and `:events` / `:tree` act on.
+    fn context_stack(&self) -> Option<StackTarget> {
+        let v = self.view();
+        match &v.kind {
+            ViewKind::Clusters => self
+                .selected_cluster()
+                .and_then(|c| c.stack_id)
+                .map(|id| self.stack_target(&id)),
+            ViewKind::Stacks => v
+                .table
+                .selected(self.store.stacks.data.as_deref().unwrap_or(&[]))
+                .map(|s| StackTarget::from_ref(&s.stack)),
+            ViewKind::NodeGroups { .. } | ViewKind::Dashboard { .. } | ViewKind::Nodes { .. } => {
+                self.selected_nodegroup()
+                    .and_then(|(_, g)| g.stack_id)
+                    .map(|id| self.stack_target(&id))
+            }
+            ViewKind::Events { stack } | ViewKind::Tree { stack, .. } => Some(stack.clone()),
+        }
+    }
+
+    pub(super) fn nav_clusters(&mut self) {
+        self.nav.truncate(1);
+        self.after_nav();
+    }
+
+    pub(super) fn nav_stacks(&mut self) {
+        self.push(ViewKind::Stacks);
+    }
+
+    pub(super) fn nav_nodegroups(&mut self) {
+        match self.selected_cluster() {
+            Some(cluster) => self.push(ViewKind::NodeGroups { cluster }),
+            None => self.set_status(Level::Warn, "no cluster selected"),
+        }
+    }
+
+    pub(super) fn nav_dashboard(&mut self) {
+        match self.selected_cluster() {
+            Some(cluster) => self.push(ViewKind::Dashboard { cluster }),
+            None => self.set_status(Level::Warn, "no cluster selected"),
+        }
+    }
+
+    pub(super) fn nav_nodes(&mut self) {
+        match self.selected_nodegroup() {
+            Some((cluster, nodegroup)) => self.push(ViewKind::Nodes { cluster, nodegroup }),
+            None => self.set_status(Level::Warn, "no node group selected (open a cluster first)"),
+        }
+    }
+
+    pub(super) fn nav_events(&mut self) {
+        match self.context_stack() {
+            Some(stack) => self.push(ViewKind::Events { stack }),
+            None => self.set_status(Level::Warn, "no stack here"),
+        }
+    }
+
+    pub(super) fn nav_tree(&mut self) {
+        match self.context_stack() {
+            Some(stack) => self.push(ViewKind::Tree { stack, focus: None }),
+            None => self.set_status(Level::Warn, "no stack here"),
+        }
+    }
+
+    /// Enter: cluster -> dashboard -> nodes -> member in the stack tree -> nested stack.
+    pub(super) fn open_selected(&mut self) {
+        self.prepare();
+        let v = self.view();
+        match &v.kind {
+            ViewKind::Clusters => self.nav_dashboard(),
+            ViewKind::Stacks => self.nav_tree(),
+            ViewKind::NodeGroups { .. } | ViewKind::Dashboard { .. } => self.nav_nodes(),
+            ViewKind::Nodes { nodegroup, .. } => {
+                let member = v
+                    .table
+                    .selected(
+                        self.store
+                            .nodes
+                            .get(&nodegroup.id)
+                            .map(|s| s.rows.as_slice())
+                            .unwrap_or(&[]),
+                    )
+                    .map(|r| r.node.key.member.clone());
+                match nodegroup
+                    .stack_id
+                    .as_deref()
+                    .map(|id| self.stack_target(id))
+                {
+                    Some(stack) => self.push(ViewKind::Tree {
+                        stack,
+                        focus: member,
+                    }),
+                    None => self.set_status(Level::Warn, "this node group has no stack"),
+                }
+            }
+            ViewKind::Events { stack } => {
+                let items = self
+                    .store
+                    .events
+                    .get(&stack.id)
+                    .map(|l| l.events.as_slice())
+                    .unwrap_or(&[]);
+                let target = v.table.selected(items).map(|e| {
+                    (
+                        e.stack
+                            .as_ref()
+                            .map(StackTarget::from_ref)
+                            .unwrap_or_else(|| stack.clone()),
+                        e.resource_name.clone(),
+                    )
+                });
+                if let Some((stack, focus)) = target {
+                    self.push(ViewKind::Tree {
+                        stack,
+                        focus: Some(focus),
+                    });
+                }
+            }
+            ViewKind::Tree { stack, .. } => {
+                let rows = self
+                    .store
+                    .trees
+                    .get(&stack.id)
+                    .and_then(|s| s.data.as_ref())
+                    .map(|t| t.rows.as_slice())
+                    .unwrap_or(&[]);
+                match v
+                    .table
+                    .selected(rows)
+                    .and_then(|r| r.resource.nested.clone())
+                {
+                    Some(nested) => self.push(ViewKind::Tree {
+                        stack: StackTarget::from_ref(&nested),
+                        focus: None,
+                    }),
+                    None => self.set_status(Level::Info, "this resource has no nested stack"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,617 @@
+//! The data the console holds: one slot per thing fetched, each with its fetch
+//! bookkeeping (generation, in flight, when, error), so stale answers are dropped,
+//! refreshes coalesce and errors are shown where the data would be.
+
+use crate::model::{Cluster, Node, NodeGroup, StackEvent, StackResource, StackSummary};
+use crate::service::{EventCursor, NodeUpdate, ServiceResult};
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Fetch bookkeeping shared by every slot.
+#[derive(Debug, Clone, Default)]
+pub struct FetchMeta {
+    /// The generation of the newest request; answers with another generation are stale.
+    pub gen: u64,
+    pub in_flight: bool,
+    /// When data last arrived.
+    pub fetched_at: Option<DateTime<Utc>>,
+    /// When a request was last started.
+    pub attempted_at: Option<DateTime<Utc>>,
+    /// The last request's error (data, if any, is then stale).
+    pub error: Option<String>,
+    /// Bumped on every change of the data.
+    pub version: u64,
+    /// Stale answers dropped (for tests and the log).
+    pub dropped: u64,
+}
+
+impl FetchMeta {
+    /// Whether a periodic refresh should start now (one pending request at most).
+    pub fn due(&self, now: DateTime<Utc>, every: Duration) -> bool {
+        if self.in_flight {
+            // A request that never answered (a lost task) does not block refreshes forever.
+            return self
+                .attempted_at
+                .is_some_and(|t| (now - t).num_seconds() > 120);
+        }
+        match self.attempted_at {
+            None => true,
+            Some(t) => (now - t).to_std().map(|d| d >= every).unwrap_or(false),
+        }
+    }
+
+    pub fn begin(&mut self, gen: u64, now: DateTime<Utc>) {
+        self.gen = gen;
+        self.in_flight = true;
+        self.attempted_at = Some(now);
+    }
+
+    /// Whether an answer of generation `gen` is current; counts the dropped ones.
+    pub fn accept(&mut self, gen: u64) -> bool {
+        if gen != self.gen {
+            self.dropped += 1;
+            tracing::debug!(gen, current = self.gen, "dropping stale answer");
+            return false;
+        }
+        true
+    }
+
+    pub fn is_loading(&self) -> bool {
+        self.in_flight && self.fetched_at.is_none()
+    }
+}
+
+/// A fetched value.
+#[derive(Debug, Clone)]
+pub struct Slot<T> {
+    pub meta: FetchMeta,
+    pub data: Option<T>,
+}
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Slot {
+            meta: FetchMeta::default(),
+            data: None,
+        }
+    }
+}
+
+impl<T> Slot<T> {
+    /// Apply an answer; false if it was stale.
+    pub fn finish(&mut self, gen: u64, result: ServiceResult<T>, now: DateTime<Utc>) -> bool {
+        if !self.meta.accept(gen) {
+            return false;
+        }
+        self.meta.in_flight = false;
+        match result {
+            Ok(v) => {
+                self.data = Some(v);
+                self.meta.error = None;
+                self.meta.fetched_at = Some(now);
+            }
+            Err(e) => self.meta.error = Some(e.message),
+        }
+        self.meta.version += 1;
+        true
+    }
+}
+
+/// A node as the nodes table shows it: the node and its address lookup failure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRow {
+    pub node: Node,
+    pub ip_error: Option<String>,
+    /// When the node's status last changed while we watched (rows flash for a moment).
+    pub changed_at: Option<DateTime<Utc>>,
+}
+
+/// The nodes of one node group as they stream in.
+#[derive(Debug, Clone, Default)]
+pub struct NodeSet {
+    pub meta: FetchMeta,
+    pub rows: Vec<NodeRow>,
+    index: HashMap<String, usize>,
+    pub ips_ok: usize,
+    pub ips_failed: usize,
+    /// Every member has been tried in the current stream.
+    pub done: bool,
+    pub has_members: bool,
+    /// Bumped when addresses change (the structure `meta.version` does not move).
+    pub ip_version: u64,
+}
+
+impl NodeSet {
+    pub fn apply(
+        &mut self,
+        gen: u64,
+        update: ServiceResult<NodeUpdate>,
+        now: DateTime<Utc>,
+    ) -> bool {
+        if !self.meta.accept(gen) {
+            return false;
+        }
+        match update {
+            Err(e) => {
+                self.meta.error = Some(e.message);
+                self.meta.in_flight = false;
+                self.meta.version += 1;
+            }
+            Ok(NodeUpdate::Members(nodes)) => {
+                let old: HashMap<String, NodeRow> = self
+                    .rows
+                    .drain(..)
+                    .map(|r| (r.node.key.member.clone(), r))
+                    .collect();
+                let first = !self.has_members;
+                self.rows = nodes
+                    .into_iter()
+                    .map(|mut n| {
+                        let mut ip_error = None;
+                        let mut changed_at = None;
+                        if let Some(prev) = old.get(&n.key.member) {
+                            if n.ip.is_none() {
+                                n.ip = prev.node.ip.clone();
+                                ip_error = prev.ip_error.clone();
+                            }
+                            changed_at = if prev.node.status != n.status
+                                || prev.node.hook_paused != n.hook_paused
+                            {
+                                Some(now)
+                            } else {
+                                prev.changed_at
+                            };
+                        } else if !first {
+                            changed_at = Some(now);
+                        }
+                        NodeRow {
+                            node: n,
+                            ip_error,
+                            changed_at,
+                        }
+                    })
+                    .collect();
+                self.index = self
+                    .rows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.node.key.member.clone(), i))
+                    .collect();
+                self.recount();
+                self.has_members = true;
+                self.done = false;
+                self.meta.error = None;
+                self.meta.fetched_at = Some(now);
+                self.meta.version += 1;
+            }
+            Ok(NodeUpdate::Address(addr)) => {
+                if let Some(&i) = self.index.get(&addr.member) {
+                    let row = &mut self.rows[i];
+                    if row.node.ip.is_none() {
+                        self.ips_ok += 1;
+                    }
+                    if row.ip_error.take().is_some() {
+                        self.ips_failed = self.ips_failed.saturating_sub(1);
+                    }
+                    row.node.ip = addr.addresses.first().cloned();
+                    self.ip_version += 1;
+                }
+            }
+            Ok(NodeUpdate::AddressFailed { member, error }) => {
+                if let Some(&i) = self.index.get(&member) {
+                    let row = &mut self.rows[i];
+                    if row.ip_error.is_none() && row.node.ip.is_none() {
+                        self.ips_failed += 1;
+                    }
+                    if row.node.ip.is_none() {
+                        row.ip_error = Some(error.message);
+                    }
+                    self.ip_version += 1;
+                }
+            }
+            Ok(NodeUpdate::Done) => {
+                self.done = true;
+                self.meta.in_flight = false;
+                self.meta.fetched_at = Some(now);
+                self.ip_version += 1;
+            }
+        }
+        true
+    }
+
+    /// The stream ended (possibly without `Done`).
+    pub fn ended(&mut self, gen: u64) {
+        if gen == self.meta.gen {
+            self.meta.in_flight = false;
+        }
+    }
+
+    fn recount(&mut self) {
+        self.ips_ok = self.rows.iter().filter(|r| r.node.ip.is_some()).count();
+        self.ips_failed = self
+            .rows
+            .iter()
+            .filter(|r| r.node.ip.is_none() && r.ip_error.is_some())
+            .count();
+    }
+}
+
+/// The event tail of one stack.
+#[derive(Debug, Clone, Default)]
+pub struct EventLog {
+    pub meta: FetchMeta,
+    pub events: Vec<StackEvent>,
+    pub cursor: EventCursor,
+}
+
+/// At most this many events are kept per stack (oldest dropped).
+pub const EVENT_CAP: usize = 20_000;
+
+impl EventLog {
+    pub fn finish(
+        &mut self,
+        gen: u64,
+        result: ServiceResult<(Vec<StackEvent>, EventCursor)>,
+        now: DateTime<Utc>,
+    ) -> bool {
+        if !self.meta.accept(gen) {
+            return false;
+        }
+        self.meta.in_flight = false;
+        match result {
+            Ok((new, cursor)) => {
+                self.cursor = cursor;
+                self.meta.error = None;
+                self.meta.fetched_at = Some(now);
+                if !new.is_empty() {
+                    self.events.extend(new);
+                    if self.events.len() > EVENT_CAP {
+                        let extra = self.events.len() - EVENT_CAP;
+                        self.events.drain(..extra);
+                    }
+                    self.meta.version += 1;
+                }
+            }
+            Err(e) => {
+                self.meta.error = Some(e.message);
+                self.meta.version += 1;
+            }
+        }
+        true
+    }
+}
+
+/// One line of the stack tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeRow {
+    pub depth: usize,
+    /// Box-drawing prefix (`│ ├─ `).
+    pub prefix: String,
+    pub resource: StackResource,
+    /// `nodes > 17 > server`.
+    pub path: String,
+}
+
+/// A resource that explains why a stack is stuck.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stuck {
+    pub row: usize,
+    /// The row compared with its siblings: the resource itself, or its parent when the
+    /// resource has fewer than 3 siblings (a member's server is compared member to member).
+    pub level_row: usize,
+    /// How many resources share its owner stack.
+    pub siblings: usize,
+    /// Median of the siblings' `updated_at`.
+    pub siblings_median: Option<DateTime<Utc>>,
+    pub paused_on_hook: bool,
+}
+
+/// The stack tree with its why-stuck analysis.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TreeData {
+    pub rows: Vec<TreeRow>,
+    /// Deepest IN_PROGRESS / FAILED resources: failed first, then active, then paused;
+    /// oldest first within each.
+    pub stuck: Vec<Stuck>,
+}
+
+fn is_hook_pause(r: &StackResource) -> bool {
+    r.status_reason
+        .as_deref()
+        .is_some_and(|s| s.contains("paused until Hook"))
+}
+
+/// Build the tree (depth-first, parents before children) from a flat resource list.
+pub fn build_tree(root_id: &str, resources: Vec<StackResource>) -> TreeData {
+    let mut children: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut known_stacks: std::collections::HashSet<String> = std::collections::HashSet::new();
+    known_stacks.insert(root_id.to_string());
+    for r in &resources {
+        if let Some(n) = &r.nested {
+            known_stacks.insert(n.id.clone());
+        }
+    }
+    for (i, r) in resources.iter().enumerate() {
+        let owner = r
+            .owner
+            .as_ref()
+            .map(|o| o.id.clone())
+            .filter(|id| known_stacks.contains(id))
+            .unwrap_or_else(|| root_id.to_string());
+        children.entry(owner).or_default().push(i);
+    }
+    for list in children.values_mut() {
+        list.sort_by(|&a, &b| {
+            let (ra, rb) = (&resources[a], &resources[b]);
+            match (ra.name.parse::<u64>(), rb.name.parse::<u64>()) {
+                (Ok(x), Ok(y)) => x.cmp(&y),
+                _ => ra.name.cmp(&rb.name),
+            }
+        });
+    }
+    let mut order: Vec<(usize, usize, String, String)> = Vec::with_capacity(resources.len());
+    let mut visited = std::collections::HashSet::new();
+    walk(
+        root_id,
+        0,
+        "",
+        "",
+        &children,
+        &resources,
+        &mut visited,
+        &mut order,
+    );
+    let mut slots: Vec<Option<StackResource>> = resources.into_iter().map(Some).collect();
+    let mut rows: Vec<TreeRow> = Vec::with_capacity(order.len());
+    let mut row_of: HashMap<usize, usize> = HashMap::new();
+    for (i, depth, prefix, path) in order {
+        if let Some(r) = slots.get_mut(i).and_then(Option::take) {
+            row_of.insert(i, rows.len());
+            rows.push(TreeRow {
+                depth,
+                prefix,
+                resource: r,
+                path,
+            });
+        }
+    }
+    // Resources never reached (cycles, unknown owners) go at the end, flat.
+    for r in slots.into_iter().flatten() {
+        let path = r.name.clone();
+        rows.push(TreeRow {
+            depth: 0,
+            prefix: "?─ ".into(),
+            resource: r,
+            path,
+        });
+    }
+    let stuck = find_stuck(&rows);
+    TreeData { rows, stuck }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk(
+    stack_id: &str,
+    depth: usize,
+    indent: &str,
+    path: &str,
+    children: &HashMap<String, Vec<usize>>,
+    resources: &[StackResource],
+    visited: &mut std::collections::HashSet<String>,
+    out: &mut Vec<(usize, usize, String, String)>,
+) {
+    if depth > 32 || !visited.insert(stack_id.to_string()) {
+        return;
+    }
+    let Some(kids) = children.get(stack_id) else {
+        return;
+    };
+    for (k, &i) in kids.iter().enumerate() {
+        let last = k + 1 == kids.len();
+        let r = &resources[i];
+        let p = if path.is_empty() {
+            r.name.clone()
+        } else {
+            format!("{path} > {}", r.name)
+        };
+        out.push((
+            i,
+            depth,
+            format!("{indent}{}", if last { "└─ " } else { "├─ " }),
+            p.clone(),
+        ));
+        if let Some(n) = &r.nested {
+            let child_indent = format!("{indent}{}", if last { "   " } else { "│  " });
+            walk(
+                &n.id,
+                depth + 1,
+                &child_indent,
+                &p,
+                children,
+                resources,
+                visited,
+                out,
+            );
+        }
+    }
+}
+
+fn find_stuck(rows: &[TreeRow]) -> Vec<Stuck> {
+    // A resource is a candidate if active or failed and no resource of its nested
+    // stack is active or failed.
+    let mut busy_stacks: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut by_owner: HashMap<&str, Vec<DateTime<Utc>>> = HashMap::new();
+    let mut owner_count: HashMap<&str, usize> = HashMap::new();
+    for r in rows {
+        let res = &r.resource;
+        let owner = res.owner.as_ref().map(|o| o.id.as_str()).unwrap_or("");
+        *owner_count.entry(owner).or_default() += 1;
+        if let Some(t) = res.updated_at {
+            by_owner.entry(owner).or_default().push(t);
+        }
+        if res.status.is_in_progress() || res.status.is_failed() {
+            busy_stacks.insert(owner);
+        }
+    }
+    let mut owner_row: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(n) = &r.resource.nested {
+            owner_row.insert(n.id.as_str(), i);
+        }
+    }
+    let owner_of = |i: usize| {
+        rows[i]
+            .resource
+            .owner
+            .as_ref()
+            .map(|o| o.id.as_str())
+            .unwrap_or("")
+    };
+    let medians: HashMap<&str, DateTime<Utc>> = by_owner
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort();
+            (k, v[v.len() / 2])
+        })
+        .collect();
+    let mut out: Vec<Stuck> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            let res = &r.resource;
+            (res.status.is_in_progress() || res.status.is_failed())
+                && !res
+                    .nested
+                    .as_ref()
+                    .is_some_and(|n| busy_stacks.contains(n.id.as_str()))
+        })
+        .map(|(i, r)| {
+            let mut level = i;
+            if owner_count.get(owner_of(i)).copied().unwrap_or(1) < 4 {
+                if let Some(&p) = owner_row.get(owner_of(i)) {
+                    level = p;
+                }
+            }
+            let owner = owner_of(level);
+            Stuck {
+                row: i,
+                level_row: level,
+                siblings: owner_count
+                    .get(owner)
+                    .copied()
+                    .unwrap_or(1)
+                    .saturating_sub(1),
+                siblings_median: medians.get(owner).copied(),
+                paused_on_hook: is_hook_pause(&r.resource),
+            }
+        })
+        .collect();
+    out.sort_by_key(|s| {
+        let r = &rows[s.row].resource;
+        let class = if r.status.is_failed() {
+            0
+        } else if !s.paused_on_hook {
+            1
+        } else {
+            2
+        };
+        (class, r.updated_at)
+    });
+    out
+}
+
+/// Everything fetched, by key.
+#[derive(Debug, Default)]
+pub struct Store {
+    pub clusters: Slot<Vec<Cluster>>,
+    pub stacks: Slot<Vec<StackSummary>>,
+    /// By cluster id.
+    pub nodegroups: HashMap<String, Slot<Vec<NodeGroup>>>,
+    /// By node group id.
+    pub nodes: HashMap<String, NodeSet>,
+    /// By stack id.
+    pub events: HashMap<String, EventLog>,
+    /// By stack id.
+    pub trees: HashMap<String, Slot<TreeData>>,
+    /// Stack names learnt from the workers, by id.
+    pub stack_names: HashMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{StackRef, Status};
+
+    fn res(name: &str, owner: &str, status: &str, nested: Option<&str>, t: i64) -> StackResource {
+        StackResource {
+            name: name.into(),
+            logical_id: name.into(),
+            physical_id: None,
+            resource_type: "T".into(),
+            status: Status::parse(status),
+            status_reason: Some(format!("{name} reason")),
+            updated_at: Some(DateTime::from_timestamp(t, 0).unwrap()),
+            owner: Some(StackRef {
+                name: owner.into(),
+                id: owner.into(),
+            }),
+            nested: nested.map(|n| StackRef {
+                name: n.into(),
+                id: n.into(),
+            }),
+            parent_resource: None,
+            required_by: vec![],
+        }
+    }
+
+    #[test]
+    fn tree_is_depth_first_and_finds_deepest_stuck() {
+        let rs = vec![
+            res("net", "root", "CREATE_COMPLETE", None, 0),
+            res("nodes", "root", "UPDATE_IN_PROGRESS", Some("g"), 0),
+            res("0", "g", "UPDATE_COMPLETE", Some("m0"), 100),
+            res("1", "g", "UPDATE_IN_PROGRESS", Some("m1"), 10),
+            res("2", "g", "UPDATE_COMPLETE", None, 110),
+            res("server", "m1", "UPDATE_IN_PROGRESS", None, 10),
+            res("port", "m1", "CREATE_COMPLETE", None, 5),
+            res("server", "m0", "UPDATE_COMPLETE", None, 100),
+        ];
+        let t = build_tree("root", rs);
+        let paths: Vec<&str> = t.rows.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "net",
+                "nodes",
+                "nodes > 0",
+                "nodes > 0 > server",
+                "nodes > 1",
+                "nodes > 1 > port",
+                "nodes > 1 > server",
+                "nodes > 2"
+            ]
+        );
+        assert_eq!(t.rows[6].prefix, "   │  └─ ");
+        assert_eq!(t.stuck.len(), 1);
+        let s = &t.stuck[0];
+        assert_eq!(t.rows[s.row].path, "nodes > 1 > server");
+        // Fewer than 3 siblings: compared at the member level ("1" among 0, 1, 2).
+        assert_eq!(t.rows[s.level_row].path, "nodes > 1");
+        assert_eq!(s.siblings, 2);
+    }
+
+    #[test]
+    fn stale_generation_is_dropped() {
+        let mut slot: Slot<Vec<u32>> = Slot::default();
+        let now = Utc::now();
+        slot.meta.begin(1, now);
+        slot.meta.begin(2, now);
+        assert!(!slot.finish(1, Ok(vec![1]), now));
+        assert!(slot.data.is_none());
+        assert_eq!(slot.meta.dropped, 1);
+        assert!(slot.finish(2, Ok(vec![2]), now));
+        assert_eq!(slot.data, Some(vec![2]));
+        assert!(!slot.meta.in_flight);
+    }
+}

@@ -1,0 +1,137 @@
+//! The navigation stack's entries: what a view shows and its own table state.
+
+use super::store::Store;
+use crate::model::{Cluster, NodeGroup, StackRef};
+use crate::tui::widgets::table::TableState;
+
+/// A stack to read, by id; the name is resolved by the worker when unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackTarget {
+    pub id: String,
+    pub name: Option<String>,
+}
+
+impl StackTarget {
+    pub fn from_ref(r: &StackRef) -> Self {
+        StackTarget {
+            id: r.id.clone(),
+            name: Some(r.name.clone()),
+        }
+    }
+    pub fn label(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
+    }
+}
+
+/// A handful of these live on the navigation stack; boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum ViewKind {
+    Clusters,
+    Stacks,
+    NodeGroups {
+        cluster: Cluster,
+    },
+    Dashboard {
+        cluster: Cluster,
+    },
+    Nodes {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    Events {
+        stack: StackTarget,
+    },
+    Tree {
+        stack: StackTarget,
+        focus: Option<String>,
+    },
+}
+
+/// Event-tail options (also used by the dashboard's tail).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TailOptions {
+    pub follow: bool,
+    pub abs_time: bool,
+    pub wrap: bool,
+    pub paused: bool,
+}
+
+impl Default for TailOptions {
+    fn default() -> Self {
+        TailOptions {
+            follow: true,
+            abs_time: false,
+            wrap: false,
+            paused: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct View {
+    pub kind: ViewKind,
+    /// The view's main table (clusters, node groups, nodes, events, tree rows, stacks).
+    pub table: TableState,
+    pub tail: TailOptions,
+    pub show_heat_map: bool,
+}
+
+impl View {
+    pub fn new(kind: ViewKind) -> View {
+        View {
+            kind,
+            table: TableState::default(),
+            tail: TailOptions::default(),
+            show_heat_map: true,
+        }
+    }
+
+    /// The breadcrumb segment for this view.
+    pub fn crumb(&self) -> String {
+        match &self.kind {
+            ViewKind::Clusters => "clusters".into(),
+            ViewKind::Stacks => "stacks".into(),
+            ViewKind::NodeGroups { cluster } => format!("{} (node groups)", cluster.name),
+            ViewKind::Dashboard { cluster } => cluster.name.clone(),
+            ViewKind::Nodes { nodegroup, .. } => nodegroup.name.clone(),
+            ViewKind::Events { stack } => format!("events {}", stack.label()),
+            ViewKind::Tree { stack, .. } => stack.label().to_string(),
+        }
+    }
+
+    pub fn title(&self) -> &'static str {
+        match &self.kind {
+            ViewKind::Clusters => "Clusters",
+            ViewKind::Stacks => "Stacks",
+            ViewKind::NodeGroups { .. } => "Node groups",
+            ViewKind::Dashboard { .. } => "Dashboard",
+            ViewKind::Nodes { .. } => "Nodes",
+            ViewKind::Events { .. } => "Events",
+            ViewKind::Tree { .. } => "Stack tree",
+        }
+    }
+
+    pub fn cluster(&self) -> Option<&Cluster> {
+        match &self.kind {
+            ViewKind::NodeGroups { cluster }
+            | ViewKind::Dashboard { cluster }
+            | ViewKind::Nodes { cluster, .. } => Some(cluster),
+            _ => None,
+        }
+    }
+
+    /// The data slot whose age the header shows, as (fetched_at, error, loading).
+    pub fn primary_meta<'a>(&self, store: &'a Store) -> Option<&'a super::store::FetchMeta> {
+        match &self.kind {
+            ViewKind::Clusters => Some(&store.clusters.meta),
+            ViewKind::Stacks => Some(&store.stacks.meta),
+            ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => {
+                store.nodegroups.get(&cluster.id).map(|s| &s.meta)
+            }
+            ViewKind::Nodes { nodegroup, .. } => store.nodes.get(&nodegroup.id).map(|s| &s.meta),
+            ViewKind::Events { stack } => store.events.get(&stack.id).map(|s| &s.meta),
+            ViewKind::Tree { stack, .. } => store.trees.get(&stack.id).map(|s| &s.meta),
+        }
+    }
+}

@@ -1,0 +1,603 @@
+//! Console tests over the fake cloud: snapshots of every pane at 80x24 and 200x60 with
+//! a fixed clock, plus behaviour (navigation, generations, selection by id, input).
+
+use super::action::{Action, Reply, Request};
+use super::config::{resolve, ConsoleOptions};
+use super::keys::KeyAction;
+use super::state::view::ViewKind;
+use super::state::{App, Mode};
+use super::worker::Worker;
+use crate::service::fake::{demo_epoch, FakeCloud, FakeOp};
+use crate::service::{CloudService, ErrorKind, ServiceError};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::sync::Arc;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+struct Harness {
+    app: App,
+    fake: FakeCloud,
+    worker: Worker,
+    rx: UnboundedReceiver<Reply>,
+    outstanding: usize,
+}
+
+fn options() -> ConsoleOptions {
+    ConsoleOptions {
+        no_config: true,
+        theme_dir: Some(std::path::PathBuf::from("/nonexistent")),
+        ..ConsoleOptions::default()
+    }
+}
+
+impl Harness {
+    fn new(fake: FakeCloud) -> Harness {
+        let svc: Arc<dyn CloudService> = Arc::new(fake.clone());
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let worker = Worker::new(svc.clone(), tx);
+        let mut app = App::new(svc.info(), resolve(&options()), demo_epoch());
+        app.budget = svc.budget();
+        Harness {
+            app,
+            fake,
+            worker,
+            rx,
+            outstanding: 0,
+        }
+    }
+
+    fn demo(nodes: u32) -> Harness {
+        Harness::new(FakeCloud::demo(nodes))
+    }
+
+    /// Hand the app's requests to the worker and apply every answer until quiet.
+    async fn settle(&mut self) {
+        loop {
+            for req in self.app.take_requests() {
+                if !matches!(req, Request::StopNodes { .. }) {
+                    self.outstanding += 1;
+                }
+                self.worker.submit(req);
+            }
+            if self.outstanding == 0 {
+                break;
+            }
+            let reply = tokio::time::timeout(std::time::Duration::from_secs(10), self.rx.recv())
+                .await
+                .expect("worker answered")
+                .expect("channel open");
+            if !matches!(reply, Reply::Nodes { .. }) {
+                self.outstanding -= 1;
+            }
+            self.app.update(Action::Reply(reply));
+        }
+    }
+
+    fn key(&mut self, k: KeyAction) {
+        self.app.update(Action::Key(k));
+    }
+
+    fn press(&mut self, code: KeyCode) {
+        self.app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+
+    fn type_str(&mut self, s: &str) {
+        for c in s.chars() {
+            self.press(KeyCode::Char(c));
+        }
+    }
+
+    fn render(&mut self, w: u16, h: u16) -> String {
+        self.app.update(Action::Resize(w, h));
+        self.app.prepare();
+        let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+        terminal.draw(|f| self.app.draw(f)).expect("draw");
+        terminal.backend().to_string()
+    }
+
+    /// Open prod-k8s (first cluster) and go to `view`.
+    async fn open_prod(&mut self) {
+        self.settle().await;
+        self.key(KeyAction::Open);
+        self.settle().await;
+        // The dashboard asks for nodes once the node groups are known.
+        self.app.plan_refresh(false);
+        self.settle().await;
+    }
+}
+
+macro_rules! snap {
+    ($h:expr, $name:literal) => {
+        insta::assert_snapshot!(concat!($name, "_80x24"), $h.render(80, 24));
+        insta::assert_snapshot!(concat!($name, "_200x60"), $h.render(200, 60));
+    };
+}
+
+// ------------------------------------------------------------------ snapshots
+
+#[tokio::test]
+async fn snapshot_clusters_loading_loaded_error_empty() {
+    let mut h = Harness::demo(1000);
+    snap!(h, "clusters_loading");
+    h.settle().await;
+    snap!(h, "clusters");
+
+    let mut h = Harness::demo(1000);
+    h.fake.set_error(
+        FakeOp::ListClusters,
+        Some(ServiceError::new(
+            ErrorKind::Transport,
+            "GET /v1/clusters: connection refused",
+        )),
+    );
+    h.settle().await;
+    snap!(h, "clusters_error");
+
+    let mut h = Harness::new(FakeCloud::default());
+    h.settle().await;
+    snap!(h, "clusters_empty");
+}
+
+#[tokio::test]
+async fn snapshot_stale_after_failed_refresh() {
+    let mut h = Harness::demo(1000);
+    h.settle().await;
+    h.fake.set_error(
+        FakeOp::ListClusters,
+        Some(ServiceError::new(
+            ErrorKind::Http,
+            "HTTP 503 from container-infra",
+        )),
+    );
+    h.key(KeyAction::Refresh);
+    h.settle().await;
+    snap!(h, "clusters_stale");
+}
+
+#[tokio::test]
+async fn snapshot_dashboard_1000_nodes() {
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Dashboard { .. }));
+    snap!(h, "dashboard_1000");
+}
+
+#[tokio::test]
+async fn snapshot_nodegroups_and_nodes_1000() {
+    let mut h = Harness::demo(1000);
+    h.settle().await;
+    h.app
+        .update(Action::Command(super::action::Command::NodeGroups));
+    h.settle().await;
+    snap!(h, "nodegroups");
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    snap!(h, "nodes_loading");
+    h.settle().await;
+    assert!(
+        matches!(&h.app.view().kind, ViewKind::Nodes { nodegroup, .. } if nodegroup.name == "default-worker")
+    );
+    snap!(h, "nodes_800");
+    // Faults only.
+    h.key(KeyAction::FaultsOnly);
+    snap!(h, "nodes_faults_only");
+}
+
+#[tokio::test]
+async fn snapshot_nodes_error_and_10000() {
+    let mut h = Harness::demo(1000);
+    h.fake.set_error(
+        FakeOp::StreamNodes,
+        Some(ServiceError::new(
+            ErrorKind::Http,
+            "GET stacks/prod-k8s-default-worker/resources: HTTP 500",
+        )),
+    );
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    snap!(h, "nodes_error");
+
+    let mut h = Harness::demo(10_000);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    snap!(h, "nodes_8000");
+}
+
+#[tokio::test]
+async fn snapshot_events_tail_modes() {
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Events);
+    h.settle().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Events { .. }));
+    snap!(h, "events");
+    h.key(KeyAction::TimeMode);
+    h.key(KeyAction::Wrap);
+    snap!(h, "events_abs_wrap");
+    h.key(KeyAction::Wrap);
+    h.key(KeyAction::PausePoll);
+    h.press(KeyCode::Char('/'));
+    h.type_str("re:hook.*cleared|FAILED");
+    snap!(h, "events_filter_typing");
+    h.press(KeyCode::Enter);
+    snap!(h, "events_filtered");
+}
+
+#[tokio::test]
+async fn snapshot_tree_and_why_stuck() {
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Tree);
+    h.settle().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Tree { .. }));
+    snap!(h, "tree");
+    // Enter on the ResourceGroup drills into its nested stack.
+    h.key(KeyAction::Open);
+    h.settle().await;
+    snap!(h, "tree_nested");
+    assert_eq!(h.app.nav.len(), 4);
+}
+
+#[tokio::test]
+async fn snapshot_stacks_help_palette() {
+    let mut h = Harness::demo(1000);
+    h.settle().await;
+    h.press(KeyCode::Char(':'));
+    h.type_str("st");
+    snap!(h, "palette_typing");
+    h.press(KeyCode::Enter);
+    h.settle().await;
+    snap!(h, "stacks");
+    h.press(KeyCode::Char('?'));
+    snap!(h, "help");
+    assert!(matches!(h.app.mode, Mode::Help(0)));
+    h.press(KeyCode::Char('j'));
+    h.press(KeyCode::PageDown);
+    assert!(matches!(h.app.mode, Mode::Help(n) if n > 1));
+    snap!(h, "help_scrolled");
+    h.press(KeyCode::Esc);
+    assert!(matches!(h.app.mode, Mode::Normal));
+}
+
+#[tokio::test]
+async fn snapshot_light_and_high_contrast_render() {
+    let mut h = Harness::demo(100);
+    h.open_prod().await;
+    h.app.update(Action::Command(super::action::Command::Theme(
+        "high-contrast".into(),
+    )));
+    snap!(h, "dashboard_high_contrast");
+    assert_eq!(h.app.theme.name, "high-contrast");
+}
+
+// ------------------------------------------------------------------ behaviour
+
+#[tokio::test]
+async fn stale_generation_is_dropped_after_forced_refresh() {
+    let mut h = Harness::demo(10);
+    let first = h.app.take_requests();
+    let Some(Request::Clusters { gen: old }) = first.first().cloned() else {
+        panic!("expected a clusters request, got {first:?}");
+    };
+    h.key(KeyAction::Refresh);
+    let second = h.app.take_requests();
+    let Some(Request::Clusters { gen: new }) = second.first().cloned() else {
+        panic!("expected a clusters request");
+    };
+    assert!(new > old);
+    // The old answer arrives late with different data: dropped.
+    h.app.update(Action::Reply(Reply::Clusters {
+        gen: old,
+        result: Ok(vec![]),
+    }));
+    assert!(h.app.store.clusters.data.is_none());
+    assert_eq!(h.app.store.clusters.meta.dropped, 1);
+    let clusters = h.fake.list_clusters().await.unwrap();
+    h.app.update(Action::Reply(Reply::Clusters {
+        gen: new,
+        result: Ok(clusters),
+    }));
+    assert_eq!(h.app.store.clusters.data.as_ref().map(Vec::len), Some(4));
+}
+
+#[tokio::test]
+async fn refreshes_coalesce_one_pending_per_view() {
+    let mut h = Harness::demo(10);
+    assert_eq!(h.app.take_requests().len(), 1);
+    for s in 1..5 {
+        h.app.update(Action::Tick {
+            now: demo_epoch() + chrono::Duration::seconds(s * 10),
+            info: Box::new(h.fake.info()),
+            budget: h.fake.budget(),
+        });
+    }
+    assert!(
+        h.app.take_requests().is_empty(),
+        "pending request must not be repeated"
+    );
+}
+
+#[tokio::test]
+async fn node_selection_survives_live_updates() {
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.key(KeyAction::SortNext); // sort by '#'
+    h.key(KeyAction::SortNext); // by NAME
+    h.key(KeyAction::SortNext); // by IP
+    h.key(KeyAction::SortReverse);
+    h.app.prepare();
+    for _ in 0..37 {
+        h.key(KeyAction::Down);
+    }
+    h.app.prepare();
+    let before = h.app.view().table.selected_id().map(str::to_string);
+    assert!(before.is_some());
+    for _ in 0..3 {
+        h.fake.advance();
+    }
+    h.key(KeyAction::Refresh);
+    h.settle().await;
+    h.app.prepare();
+    assert_eq!(h.app.view().table.selected_id().map(str::to_string), before);
+    let pos = h.app.view().table.selected_pos();
+    let rows = &h
+        .app
+        .store
+        .nodes
+        .values()
+        .find(|s| s.rows.len() == 800)
+        .unwrap()
+        .rows;
+    let sel = h
+        .app
+        .view()
+        .table
+        .selected(rows)
+        .map(|r| r.node.key.member.clone());
+    assert_eq!(sel, before, "selected row at {pos:?}");
+}
+
+#[tokio::test]
+async fn events_follow_new_events_and_save_to_file() {
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Events);
+    h.settle().await;
+    let count = |h: &Harness| {
+        h.app
+            .store
+            .events
+            .values()
+            .map(|l| l.events.len())
+            .max()
+            .unwrap_or(0)
+    };
+    let n0 = count(&h);
+    h.fake.advance();
+    h.key(KeyAction::Refresh);
+    h.settle().await;
+    let n1 = count(&h);
+    assert!(n1 > n0, "{n1} > {n0}");
+    h.app.prepare();
+    assert_eq!(
+        h.app.view().table.selected_pos(),
+        Some(n1 - 1),
+        "follow keeps the newest selected"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ev.txt");
+    h.key(KeyAction::Save);
+    assert!(matches!(h.app.mode, Mode::Input(_)));
+    // Replace the suggested name with our path.
+    for _ in 0..80 {
+        h.press(KeyCode::Backspace);
+    }
+    h.type_str(&path.display().to_string());
+    h.press(KeyCode::Enter);
+    h.settle().await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), n1);
+    assert!(text.contains("UPDATE_IN_PROGRESS"));
+    assert!(h.app.status.as_ref().unwrap().text.contains("saved"));
+}
+
+#[tokio::test]
+async fn palette_history_and_unknown_command() {
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.press(KeyCode::Char(':'));
+    h.type_str("bogus");
+    h.press(KeyCode::Enter);
+    assert!(h
+        .app
+        .status
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("unknown command"));
+    h.press(KeyCode::Char(':'));
+    h.type_str("stacks");
+    h.press(KeyCode::Enter);
+    assert!(matches!(h.app.view().kind, ViewKind::Stacks));
+    h.press(KeyCode::Char(':'));
+    h.press(KeyCode::Up);
+    let Mode::Input(input) = &h.app.mode else {
+        panic!("palette open");
+    };
+    assert_eq!(input.text(), "stacks");
+    h.press(KeyCode::Up);
+    let Mode::Input(input) = &h.app.mode else {
+        panic!("palette open");
+    };
+    assert_eq!(input.text(), "bogus");
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char(':'));
+    h.type_str("q");
+    h.press(KeyCode::Enter);
+    assert!(h.app.should_quit);
+}
+
+#[tokio::test]
+async fn back_clears_filter_first_then_pops() {
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.key(KeyAction::Open);
+    h.settle().await;
+    assert_eq!(h.app.nav.len(), 2);
+    h.press(KeyCode::Char('/'));
+    h.type_str("!master");
+    h.press(KeyCode::Enter);
+    h.app.prepare();
+    assert_eq!(h.app.view().table.len(), 2);
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.nav.len(), 2);
+    h.app.prepare();
+    assert_eq!(h.app.view().table.len(), 3);
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.nav.len(), 1);
+}
+
+#[tokio::test]
+async fn config_problems_show_in_status_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        "theme = \"dark\"\n[keys]\nquit = [\"q\"]\nzap = [\"z\"]\n",
+    )
+    .unwrap();
+    let fake = FakeCloud::demo(10);
+    let opts = ConsoleOptions {
+        config_path: Some(cfg.clone()),
+        theme_dir: Some(dir.path().to_path_buf()),
+        ..ConsoleOptions::default()
+    };
+    let app = App::new(fake.info(), resolve(&opts), demo_epoch());
+    let status = app.status.as_ref().unwrap().text.clone();
+    assert!(
+        status.contains(&format!("{}:4:", cfg.display())),
+        "{status}"
+    );
+    assert!(status.contains("zap"), "{status}");
+}
+
+#[tokio::test]
+async fn ten_thousand_nodes_stay_cheap_per_frame() {
+    use std::time::Instant;
+    let mut h = Harness::demo(10_000);
+    h.open_prod().await;
+    let frame = |h: &mut Harness, n: u32| {
+        let t = Instant::now();
+        for _ in 0..n {
+            h.render(120, 40);
+        }
+        t.elapsed() / n
+    };
+    let dash = frame(&mut h, 5);
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let nodes = frame(&mut h, 5);
+    // A new member list (live update) with a filter and a sort active: full recompute.
+    h.press(KeyCode::Char('/'));
+    h.type_str("fedora");
+    h.press(KeyCode::Enter);
+    h.key(KeyAction::SortNext);
+    h.key(KeyAction::SortNext);
+    h.key(KeyAction::SortNext);
+    let t = Instant::now();
+    h.fake.advance();
+    h.key(KeyAction::Refresh);
+    h.settle().await;
+    let refresh = t.elapsed();
+    let recompute = frame(&mut h, 1);
+    let t = Instant::now();
+    for _ in 0..1000 {
+        h.key(KeyAction::Down);
+    }
+    let keys = t.elapsed() / 1000;
+    eprintln!(
+        "10k nodes (120x40, debug build): dashboard frame {dash:?}, nodes frame {nodes:?}, \
+         refresh+stream of 8000 nodes {refresh:?}, frame after refresh {recompute:?}, key {keys:?}"
+    );
+    assert!(h.app.view().table.len() == 8000);
+    assert!(dash.as_millis() < 500 && nodes.as_millis() < 500 && keys.as_millis() < 20);
+}
+
+#[tokio::test]
+async fn snapshot_empty_panes_and_read_only() {
+    let mut h = Harness::demo(1000);
+    h.app.read_only = true;
+    h.settle().await;
+    h.key(KeyAction::Down); // staging: healthy, no events
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.app.plan_refresh(false);
+    h.settle().await;
+    snap!(h, "dashboard_no_events_read_only");
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Events);
+    h.settle().await;
+    snap!(h, "events_empty");
+    let mut h = Harness::demo(1000);
+    h.fake
+        .with_data(|d| d.nodegroups.retain(|g| !g.cluster_id.starts_with("edge")));
+    h.settle().await;
+    h.key(KeyAction::Bottom); // edge-native: no node groups left
+    h.app
+        .update(Action::Command(super::action::Command::NodeGroups));
+    h.settle().await;
+    snap!(h, "nodegroups_empty");
+}
+
+#[tokio::test]
+async fn statuses_are_coloured_from_the_theme() {
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.app.update(Action::Resize(120, 20));
+    h.app.prepare();
+    let mut terminal = Terminal::new(TestBackend::new(120, 20)).unwrap();
+    terminal.draw(|f| h.app.draw(f)).unwrap();
+    let buf = terminal.backend().buffer().clone();
+    let find = |text: &str| -> (u16, u16) {
+        for y in 0..buf.area.height {
+            let line: String = (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect();
+            if let Some(x) = line.find(text) {
+                return (line[..x].chars().count() as u16, y);
+            }
+        }
+        panic!("{text} not on screen");
+    };
+    let (x, y) = find("CREATE_FAILED");
+    assert_eq!(buf[(x, y)].fg, h.app.theme.failed);
+    let (x, y) = find("UPDATE_IN_PROGRESS");
+    assert_eq!(buf[(x, y)].fg, h.app.theme.in_progress);
+    let (x, y) = find(" HEALTHY");
+    assert_eq!(buf[(x + 1, y)].fg, h.app.theme.healthy);
+    let (x, y) = find("SIMULATOR");
+    assert_eq!(buf[(x, y)].bg, h.app.theme.simulator_bg);
+}
+
+#[tokio::test]
+async fn freeze_keeps_the_screen_and_applies_on_thaw() {
+    let mut h = Harness::demo(10);
+    h.key(KeyAction::Freeze);
+    h.settle().await;
+    assert!(h.app.store.clusters.data.is_none(), "frozen: answers wait");
+    h.key(KeyAction::Freeze);
+    assert_eq!(h.app.store.clusters.data.as_ref().map(Vec::len), Some(4));
+}

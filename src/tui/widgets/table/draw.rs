@@ -1,0 +1,155 @@
+//! Drawing a table: only the rows inside the viewport are turned into `Row`s.
+
+use super::{Column, RowCtx, TableRow, TableState};
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use ratatui::Frame;
+
+/// How a table is framed.
+pub struct TableLook<'a> {
+    pub title: &'a str,
+    /// Extra spans after the title (e.g. a stale marker).
+    pub badges: Vec<Span<'a>>,
+    pub focused: bool,
+    /// Shown when there are no rows at all.
+    pub empty_text: &'a str,
+}
+
+/// The title line: name, counts, sort, filter, marks.
+fn title_line<'a, T>(
+    look: &TableLook<'a>,
+    state: &TableState,
+    total: usize,
+    columns: &[Column<T>],
+    ctx: &RowCtx,
+) -> Line<'a> {
+    let th = ctx.theme;
+    let mut spans = vec![
+        Span::styled(format!(" {} ", look.title), th.title()),
+        Span::styled(
+            if state.len() == total {
+                format!("[{total}] ")
+            } else {
+                format!("[{}/{}] ", state.len(), total)
+            },
+            th.muted(),
+        ),
+    ];
+    if let Some(c) = state.sort.column.and_then(|c| columns.get(c)) {
+        spans.push(Span::styled(
+            format!(
+                "sort:{}{} ",
+                c.title,
+                if state.sort.descending { "↓" } else { "↑" }
+            ),
+            th.accent(),
+        ));
+    }
+    let f = state.filter();
+    if !f.raw().is_empty() {
+        spans.push(Span::styled(format!("/{} ", f.raw()), th.accent()));
+        if let Some(e) = f.error() {
+            spans.push(Span::styled(format!("(bad regex: {e}) "), th.error()));
+        }
+    }
+    if !state.marks().is_empty() {
+        spans.push(Span::styled(
+            format!("marked {} ", state.marks().len()),
+            Style::default().fg(th.mark).add_modifier(Modifier::BOLD),
+        ));
+    }
+    spans.extend(look.badges.iter().cloned());
+    Line::from(spans)
+}
+
+pub fn draw_table<T: TableRow>(
+    frame: &mut Frame,
+    area: Rect,
+    items: &[T],
+    columns: &[Column<T>],
+    state: &TableState,
+    ctx: &RowCtx,
+    look: TableLook,
+) {
+    let th = ctx.theme;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(if look.focused {
+            Style::default().fg(th.accent)
+        } else {
+            th.border()
+        })
+        .title(title_line(&look, state, items.len(), columns, ctx));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    if state.is_empty() {
+        let text = if items.is_empty() {
+            look.empty_text.to_string()
+        } else {
+            format!(
+                "No rows match ({} hidden by filter or faults-only)",
+                items.len()
+            )
+        };
+        frame.render_widget(Paragraph::new(Span::styled(text, th.muted())), inner);
+        return;
+    }
+    let body_height = inner.height.saturating_sub(1) as usize;
+    let offset = state.visible_offset(body_height);
+    let end = (offset + body_height).min(state.len());
+    let selected = state.selected_pos();
+    // Narrow screens drop the less important columns (sorting still uses every column).
+    let shown: Vec<(usize, &Column<T>)> = columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| inner.width >= c.hide_below)
+        .collect();
+    let header = Row::new(
+        std::iter::once(Cell::from(" ")).chain(shown.iter().map(|&(i, c)| {
+            let arrow = match state.sort.column {
+                Some(s) if s == i => {
+                    if state.sort.descending {
+                        "↓"
+                    } else {
+                        "↑"
+                    }
+                }
+                _ => "",
+            };
+            Cell::from(format!("{}{}", c.title, arrow))
+        })),
+    )
+    .style(th.header().add_modifier(Modifier::BOLD));
+    // (An index past the data would mean a missed sync; such rows are skipped, not a panic.)
+    let rows = state.view()[offset..end]
+        .iter()
+        .enumerate()
+        .filter_map(|(k, &i)| items.get(i).map(|it| (k, it)))
+        .map(|(k, item)| {
+            let id = item.row_id();
+            let mark = if state.is_marked(&id) { "●" } else { " " };
+            let cells =
+                std::iter::once(Cell::from(Span::styled(mark, Style::default().fg(th.mark))))
+                    .chain(shown.iter().map(|(_, c)| {
+                        Cell::from(Span::styled((c.text)(item, ctx), (c.style)(item, ctx)))
+                    }));
+            let row = Row::new(cells);
+            if Some(offset + k) == selected && look.focused {
+                row.style(th.selected())
+            } else if Some(offset + k) == selected {
+                row.style(Style::default().add_modifier(Modifier::REVERSED))
+            } else {
+                row
+            }
+        });
+    let widths: Vec<Constraint> = std::iter::once(Constraint::Length(1))
+        .chain(shown.iter().map(|(_, c)| c.width))
+        .collect();
+    let table = Table::new(rows, widths).header(header).column_spacing(1);
+    frame.render_widget(table, inner);
+}

@@ -1,0 +1,184 @@
+//! Background workers: every request runs as its own task through the
+//! `CloudService`; answers go back on one channel tagged with their generation.
+//! Node streams can be cancelled; stack names are resolved (and cached) here.
+
+use super::action::{Reply, Request};
+use super::state::view::StackTarget;
+use crate::model::StackRef;
+use crate::service::CloudService;
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+pub struct Worker {
+    service: Arc<dyn CloudService>,
+    tx: UnboundedSender<Reply>,
+    node_streams: HashMap<String, CancellationToken>,
+    stack_names: Arc<Mutex<HashMap<String, StackRef>>>,
+    shutdown: CancellationToken,
+}
+
+/// Find a stack's name (Heat URLs want `name/id`), from the cache or the stack list.
+async fn resolve(
+    service: &Arc<dyn CloudService>,
+    cache: &Arc<Mutex<HashMap<String, StackRef>>>,
+    target: StackTarget,
+) -> StackRef {
+    if let Some(name) = target.name {
+        return StackRef {
+            name,
+            id: target.id,
+        };
+    }
+    if let Some(r) = cache.lock().ok().and_then(|c| c.get(&target.id).cloned()) {
+        return r;
+    }
+    if let Ok(stacks) = service.list_stacks().await {
+        if let Ok(mut c) = cache.lock() {
+            for s in stacks {
+                c.insert(s.stack.id.clone(), s.stack);
+            }
+        }
+    }
+    cache
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&target.id).cloned())
+        .unwrap_or(StackRef {
+            name: target.id.clone(),
+            id: target.id,
+        })
+}
+
+impl Worker {
+    pub fn new(service: Arc<dyn CloudService>, tx: UnboundedSender<Reply>) -> Worker {
+        Worker {
+            service,
+            tx,
+            node_streams: HashMap::new(),
+            stack_names: Arc::new(Mutex::new(HashMap::new())),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// Stop everything (on quit).
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
+    fn spawn<F>(&self, fut: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let stop = self.shutdown.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                _ = fut => {}
+            }
+        });
+    }
+
+    pub fn submit(&mut self, req: Request) {
+        let svc = self.service.clone();
+        let tx = self.tx.clone();
+        tracing::debug!(?req, "request");
+        match req {
+            Request::Clusters { gen } => self.spawn(async move {
+                let result = svc.list_clusters().await;
+                let _ = tx.send(Reply::Clusters { gen, result });
+            }),
+            Request::Stacks { gen } => {
+                let cache = self.stack_names.clone();
+                self.spawn(async move {
+                    let result = svc.list_stacks().await;
+                    if let (Ok(stacks), Ok(mut c)) = (&result, cache.lock()) {
+                        for s in stacks {
+                            c.insert(s.stack.id.clone(), s.stack.clone());
+                        }
+                    }
+                    let _ = tx.send(Reply::Stacks { gen, result });
+                })
+            }
+            Request::NodeGroups { cluster, gen } => self.spawn(async move {
+                let cluster_id = cluster.id.clone();
+                let result = svc.list_nodegroups(cluster).await;
+                let _ = tx.send(Reply::NodeGroups {
+                    cluster_id,
+                    gen,
+                    result,
+                });
+            }),
+            Request::Nodes { nodegroup, gen } => {
+                let id = nodegroup.id.clone();
+                if let Some(old) = self.node_streams.remove(&id) {
+                    old.cancel();
+                }
+                let token = CancellationToken::new();
+                self.node_streams.insert(id.clone(), token.clone());
+                self.spawn(async move {
+                    let mut stream = svc.stream_nodes(nodegroup);
+                    loop {
+                        tokio::select! {
+                            _ = token.cancelled() => break,
+                            item = stream.next() => match item {
+                                Some(update) => {
+                                    if tx.send(Reply::Nodes { nodegroup_id: id.clone(), gen, update }).is_err() {
+                                        break;
+                                    }
+                                }
+                                None => break,
+                            }
+                        }
+                    }
+                    let _ = tx.send(Reply::NodesEnded { nodegroup_id: id, gen });
+                });
+            }
+            Request::StopNodes { nodegroup_id } => {
+                if let Some(t) = self.node_streams.remove(&nodegroup_id) {
+                    t.cancel();
+                }
+            }
+            Request::Events { stack, cursor, gen } => {
+                let cache = self.stack_names.clone();
+                self.spawn(async move {
+                    let stack_id = stack.id.clone();
+                    let sref = resolve(&svc, &cache, stack).await;
+                    let stack_name = (sref.name != sref.id).then(|| sref.name.clone());
+                    let result = svc.poll_events(sref, 5, cursor).await;
+                    let _ = tx.send(Reply::Events {
+                        stack_id,
+                        stack_name,
+                        gen,
+                        result,
+                    });
+                })
+            }
+            Request::Tree { stack, depth, gen } => {
+                let cache = self.stack_names.clone();
+                self.spawn(async move {
+                    let stack_id = stack.id.clone();
+                    let sref = resolve(&svc, &cache, stack).await;
+                    let stack_name = (sref.name != sref.id).then(|| sref.name.clone());
+                    let result = svc.stack_resources(sref, depth).await;
+                    let _ = tx.send(Reply::Tree {
+                        stack_id,
+                        stack_name,
+                        gen,
+                        result,
+                    });
+                })
+            }
+            Request::Save { path, contents } => self.spawn(async move {
+                let lines = contents.lines().count();
+                let result = tokio::fs::write(&path, contents)
+                    .await
+                    .map(|_| lines)
+                    .map_err(|e| e.to_string());
+                let _ = tx.send(Reply::Saved { path, result });
+            }),
+        }
+    }
+}
