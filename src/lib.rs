@@ -19,6 +19,6 @@ pub mod service;
 pub mod cli;
 pub mod sim;
 pub mod templates;
-pub mod tui;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod tui;

@@ -2,8 +2,12 @@
 
 use caldera::cli::args::{Cli, Command};
 use caldera::cli::{commands, connect};
+use caldera::service::live::LiveService;
+use caldera::sim::SimOptions;
+use caldera::tui::{self, ConsoleOptions};
 use clap::Parser;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -17,7 +21,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let result = runtime.block_on(run(cli));
+    // Don't wait for stray blocking tasks (e.g. a stdin reader) once the work is done.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("caldera: {e}");
@@ -27,16 +34,54 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> commands::CmdResult {
+    // Logs go to a file, never to the terminal the console draws on.
+    let _log = tui::init_logging("info");
     match cli.command {
-        Some(Command::Sim { .. }) => Err("the simulator is not built into this binary yet".into()),
+        Some(Command::Sim {
+            addr,
+            scenario,
+            seed,
+            speed,
+        }) => {
+            let options = SimOptions {
+                addr,
+                scenario,
+                seed,
+                speed,
+                ..SimOptions::default()
+            };
+            caldera::sim::run_cli(options).await?;
+            Ok(())
+        }
         Some(command) => {
             let endpoint = connect::choose(&cli.conn, false)?;
-            let conn = connect::connect(&endpoint, &cli.conn).await?;
-            for warning in conn.warnings() {
+            let opened = connect::open(&endpoint, &cli.conn).await?;
+            for warning in opened.conn.warnings() {
                 eprintln!("warning: {warning}");
             }
-            commands::run(command, conn).await
+            let result = commands::run(command, opened.conn.clone()).await;
+            opened.close().await;
+            result
         }
-        None => Err("the console is not built into this binary yet".into()),
+        None => {
+            let endpoint = connect::choose(&cli.conn, true)?;
+            if matches!(endpoint, connect::Endpoint::Simulator) {
+                eprintln!("caldera: no cloud configured; starting the built-in simulated cloud");
+            }
+            let opened = connect::open(&endpoint, &cli.conn).await?;
+            let mut conn = opened.conn.clone();
+            if cli.console.read_only {
+                conn.set_read_only(true);
+            }
+            let options = ConsoleOptions {
+                theme: cli.console.theme.clone(),
+                read_only: cli.console.read_only || conn.info().read_only,
+                ..ConsoleOptions::default()
+            };
+            let service = Arc::new(LiveService::new(conn));
+            let result = tui::run(service, options).await;
+            opened.close().await;
+            result.map_err(Into::into)
+        }
     }
 }

@@ -3,9 +3,13 @@
 
 use super::args::ConnectArgs;
 use crate::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
-use crate::api::ApiError;
-use crate::config::{load_cloud, CloudConfig, ConfigError, DiscoveryEnv};
+use crate::config::clouds::{DomainRef, ProjectScope, UserRef};
+use crate::config::{
+    load_cloud, CalderaSettings, CloudConfig, ConfigError, Credentials, DiscoveryEnv, Secret,
+};
 use crate::fetch::BudgetConfig;
+use crate::sim::{SimHandle, SimOptions};
+use std::path::PathBuf;
 
 /// Where the process will get its data from.
 #[derive(Debug)]
@@ -59,14 +63,79 @@ pub fn connect_options(args: &ConnectArgs) -> ConnectOptions {
     }
 }
 
-/// Connects to a non-simulator endpoint.
-pub async fn connect(endpoint: &Endpoint, args: &ConnectArgs) -> Result<CloudConnection, ApiError> {
+/// A live connection, and the in-process simulator behind it when there is one (dropping
+/// the simulator's handle does not stop it; call `close`).
+pub struct Opened {
+    pub conn: CloudConnection,
+    pub simulator: Option<SimHandle>,
+}
+
+impl Opened {
+    pub async fn close(self) {
+        if let Some(sim) = self.simulator {
+            sim.shutdown().await;
+        }
+    }
+}
+
+/// Connects to the endpoint; for the simulator, starts it on a free loopback port first and
+/// connects through its Keystone, exactly as to a real cloud.
+pub async fn open(
+    endpoint: &Endpoint,
+    args: &ConnectArgs,
+) -> Result<Opened, Box<dyn std::error::Error + Send + Sync>> {
     let options = connect_options(args);
     match endpoint {
-        Endpoint::NoAuth(endpoints) => CloudConnection::no_auth(endpoints, &options).await,
-        Endpoint::Cloud(cloud) => CloudConnection::from_cloud(cloud, &options).await,
-        Endpoint::Simulator => Err(ApiError::Config(ConfigError::Invalid(
-            "the simulator is started by the caller".into(),
-        ))),
+        Endpoint::NoAuth(endpoints) => Ok(Opened {
+            conn: CloudConnection::no_auth(endpoints, &options).await?,
+            simulator: None,
+        }),
+        Endpoint::Cloud(cloud) => Ok(Opened {
+            conn: CloudConnection::from_cloud(cloud, &options).await?,
+            simulator: None,
+        }),
+        Endpoint::Simulator => {
+            let sim = crate::sim::start(SimOptions::default()).await?;
+            let mut conn = match CloudConnection::from_cloud(&simulator_cloud(&sim), &options).await
+            {
+                Ok(conn) => conn,
+                Err(e) => {
+                    sim.shutdown().await;
+                    return Err(e.into());
+                }
+            };
+            conn.set_simulator();
+            Ok(Opened {
+                conn,
+                simulator: Some(sim),
+            })
+        }
+    }
+}
+
+/// The cloud configuration of a running simulator (its fake user and project).
+pub fn simulator_cloud(sim: &SimHandle) -> CloudConfig {
+    CloudConfig {
+        name: "simulator".into(),
+        source: PathBuf::from("(built-in simulator)"),
+        secure_source: None,
+        auth_url: sim.auth_url.clone(),
+        credentials: Credentials::Password {
+            user: UserRef::Name {
+                name: sim.username.clone(),
+                domain: DomainRef::Name(sim.user_domain_name.clone()),
+            },
+            password: Secret::new(sim.password.clone()),
+            scope: Some(ProjectScope::Name {
+                name: sim.project_name.clone(),
+                domain: DomainRef::Name(sim.project_domain_name.clone()),
+            }),
+        },
+        region_name: Some("RegionOne".into()),
+        interface: "public".into(),
+        verify: true,
+        cacert: None,
+        caldera: CalderaSettings::default(),
+        secret_files: Vec::new(),
     }
 }
