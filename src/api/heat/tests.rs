@@ -612,5 +612,9 @@ async fn first_page_arrives_before_the_last_is_fetched() {
     assert_eq!(rest.len(), 29);
     // The first item came with the first page, not after all four requests.
     assert!(first_at < Duration::from_millis(400), "{first_at:?}");
-    assert!(t0.elapsed() >= Duration::from_millis(550), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(550),
+        "{:?}",
+        t0.elapsed()
+    );
 }
