@@ -288,7 +288,7 @@ async fn budget_per_second_limit_is_enforced_server_side() {
         RetryPolicy::never(),
         BudgetConfig {
             max_in_flight: 32,
-            max_per_second: Some(8.0),
+            max_per_second: Some(8),
         },
         5000,
     );

@@ -13,42 +13,15 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BudgetConfig {
     pub max_in_flight: u32,
-    /// Request starts per second; `None` for no rate limit. Rates of 1 and more allow
-    /// `floor(rate)` starts in any one-second window; slower rates allow one start per
-    /// `1/rate` seconds.
-    pub max_per_second: Option<f64>,
-}
-
-impl BudgetConfig {
-    /// From command-line style numbers: a rate that is zero, negative or not finite means
-    /// no rate limit.
-    pub fn from_limits(max_in_flight: u32, max_per_second: f64) -> BudgetConfig {
-        BudgetConfig {
-            max_in_flight,
-            max_per_second: (max_per_second.is_finite() && max_per_second > 0.0)
-                .then_some(max_per_second),
-        }
-    }
-
-    /// The sliding window and how many starts it admits.
-    fn window(&self) -> Option<(Duration, usize)> {
-        let rate = self.max_per_second?;
-        if !(rate.is_finite() && rate > 0.0) {
-            return None;
-        }
-        if rate >= 1.0 {
-            Some((Duration::from_secs(1), rate.floor() as usize))
-        } else {
-            Some((Duration::from_secs_f64(1.0 / rate), 1))
-        }
-    }
+    /// Starts allowed in any one-second window; `None` for no rate limit.
+    pub max_per_second: Option<u32>,
 }
 
 impl Default for BudgetConfig {
     fn default() -> Self {
         BudgetConfig {
             max_in_flight: 8,
-            max_per_second: Some(25.0),
+            max_per_second: Some(25),
         }
     }
 }
@@ -84,7 +57,7 @@ impl RequestBudget {
             inner: Arc::new(Inner {
                 config: BudgetConfig {
                     max_in_flight: max,
-                    max_per_second: config.max_per_second,
+                    max_per_second: config.max_per_second.map(|n| n.max(1)),
                 },
                 slots: Arc::new(Semaphore::new(max as usize)),
                 gate: tokio::sync::Mutex::new(()),
@@ -105,20 +78,20 @@ impl RequestBudget {
         // The semaphore is never closed, so this is always Ok; if it were closed, running
         // unbudgeted beats failing the request.
         let slot = self.inner.slots.clone().acquire_owned().await.ok();
-        if let Some((window, limit)) = self.inner.config.window() {
+        if let Some(limit) = self.inner.config.max_per_second {
             let _gate = self.inner.gate.lock().await;
             loop {
                 let now = Instant::now();
                 let wait = {
                     let mut starts = lock(&self.inner.starts);
-                    prune(&mut starts, now, window);
-                    if starts.len() < limit {
+                    prune(&mut starts, now);
+                    if starts.len() < limit as usize {
                         starts.push_back(now);
                         None
                     } else {
                         starts
                             .front()
-                            .map(|oldest| (*oldest + window).saturating_duration_since(now))
+                            .map(|oldest| (*oldest + WINDOW).saturating_duration_since(now))
                     }
                 };
                 match wait {
@@ -129,7 +102,7 @@ impl RequestBudget {
         } else {
             let now = Instant::now();
             let mut starts = lock(&self.inner.starts);
-            prune(&mut starts, now, WINDOW);
+            prune(&mut starts, now);
             starts.push_back(now);
         }
         self.inner.total.fetch_add(1, Ordering::Relaxed);
@@ -147,20 +120,21 @@ impl RequestBudget {
             .config
             .max_in_flight
             .saturating_sub(self.inner.slots.available_permits() as u32);
-        // Starts within the last second (the list may hold a longer window for slow rates).
         let per_second = {
-            let starts = lock(&self.inner.starts);
-            let now = Instant::now();
-            starts
-                .iter()
-                .filter(|t| now.duration_since(**t) < WINDOW)
-                .count() as f64
+            let mut starts = lock(&self.inner.starts);
+            prune(&mut starts, Instant::now());
+            starts.len() as f64
         };
         BudgetStats {
             in_flight,
             max_in_flight: self.inner.config.max_in_flight,
             per_second,
-            max_per_second: self.inner.config.max_per_second.unwrap_or(f64::INFINITY),
+            max_per_second: self
+                .inner
+                .config
+                .max_per_second
+                .map(f64::from)
+                .unwrap_or(f64::INFINITY),
             total_requests: self.inner.total.load(Ordering::Relaxed),
             total_retries: self.inner.retries.load(Ordering::Relaxed),
         }
@@ -173,9 +147,9 @@ impl Default for RequestBudget {
     }
 }
 
-fn prune(starts: &mut VecDeque<Instant>, now: Instant, window: Duration) {
+fn prune(starts: &mut VecDeque<Instant>, now: Instant) {
     while let Some(front) = starts.front() {
-        if now.duration_since(*front) >= window {
+        if now.duration_since(*front) >= WINDOW {
             starts.pop_front();
         } else {
             break;
@@ -225,7 +199,7 @@ mod tests {
     async fn per_second_limit_spreads_starts() {
         let budget = RequestBudget::new(BudgetConfig {
             max_in_flight: 100,
-            max_per_second: Some(5.0),
+            max_per_second: Some(5),
         });
         let t0 = Instant::now();
         let mut starts = Vec::new();
@@ -247,30 +221,5 @@ mod tests {
         let stats = budget.stats();
         assert!(stats.per_second <= 5.0);
         assert_eq!(stats.max_per_second, 5.0);
-    }
-
-    #[tokio::test]
-    async fn slow_rates_space_starts() {
-        // 0.5/s: one start per two seconds.
-        let slow = RequestBudget::new(BudgetConfig::from_limits(4, 0.5));
-        let t0 = Instant::now();
-        drop(slow.acquire().await);
-        drop(slow.acquire().await);
-        assert!(
-            t0.elapsed() >= Duration::from_millis(1990),
-            "{:?}",
-            t0.elapsed()
-        );
-        assert_eq!(BudgetConfig::from_limits(3, 0.0).max_per_second, None);
-        assert_eq!(
-            BudgetConfig::from_limits(3, f64::INFINITY).max_per_second,
-            None
-        );
-        assert_eq!(
-            RequestBudget::new(BudgetConfig::from_limits(3, 0.0))
-                .stats()
-                .max_per_second,
-            f64::INFINITY
-        );
     }
 }
