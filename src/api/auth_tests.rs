@@ -400,3 +400,28 @@ fn auth_urls_are_normalised_to_v3() {
     assert_eq!(v3_root("https://k/identity/v2.0"), "https://k/identity/v3");
     assert_eq!(v3_root("https://k/identity"), "https://k/identity/v3");
 }
+
+#[tokio::test]
+async fn requests_and_responses_do_not_debug_print_secrets() {
+    let fake = fake().await;
+    let req = Request::new(Method::POST, fake.server.url("/identity/v3/auth/tokens"))
+        .json(&json!({"auth": {"identity": {"password": {"user": {"password": PASSWORD}}}}}))
+        .unwrap();
+    assert!(!format!("{req:?}").contains(PASSWORD));
+    // The raw Keystone response carries the token in X-Subject-Token.
+    let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {"password": PASSWORD}}}}});
+    let resp = base_transport()
+        .send(
+            Request::new(Method::POST, fake.server.url("/identity/v3/auth/tokens"))
+                .json(&body)
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.header("x-subject-token"), Some("tok-1"));
+    let dbg = format!("{resp:?}");
+    assert!(
+        !dbg.contains("tok-1") && dbg.contains("x-subject-token"),
+        "{dbg}"
+    );
+}
