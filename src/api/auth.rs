@@ -242,7 +242,10 @@ pub struct TokenManager {
 struct TmInner {
     /// A transport without auth (for Keystone itself).
     transport: Transport,
-    auth_url: String,
+    /// The auth URL as configured.
+    given_url: String,
+    /// The v3 root, found by version discovery on first use.
+    v3: tokio::sync::OnceCell<String>,
     credentials: Credentials,
     margin: Duration,
     current: tokio::sync::Mutex<Option<Arc<Token>>>,
@@ -252,7 +255,7 @@ struct TmInner {
 impl fmt::Debug for TokenManager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TokenManager")
-            .field("auth_url", &self.inner.auth_url)
+            .field("auth_url", &self.inner.given_url)
             .field("credentials", &self.inner.credentials)
             .finish()
     }
@@ -264,7 +267,8 @@ impl TokenManager {
         TokenManager {
             inner: Arc::new(TmInner {
                 transport,
-                auth_url: v3_root(auth_url),
+                given_url: auth_url.trim_end_matches('/').to_string(),
+                v3: tokio::sync::OnceCell::new(),
                 credentials,
                 margin: Duration::from_secs(60),
                 current: tokio::sync::Mutex::new(None),
@@ -273,8 +277,65 @@ impl TokenManager {
         }
     }
 
+    /// The Keystone v3 root in use (after discovery), or the configured URL before first use.
     pub fn auth_url(&self) -> &str {
-        &self.inner.auth_url
+        self.inner
+            .v3
+            .get()
+            .map(String::as_str)
+            .unwrap_or(&self.inner.given_url)
+    }
+
+    /// The v3 root: the configured URL when it ends in `/v3`; else what Keystone's version
+    /// document at that URL points to; else the URL with `/v3` appended.
+    async fn v3_url(&self) -> &str {
+        self.inner
+            .v3
+            .get_or_init(|| async {
+                let given = &self.inner.given_url;
+                if given.ends_with("/v3") {
+                    return given.clone();
+                }
+                match self.discover(given).await {
+                    Some(found) => found,
+                    None => v3_root(given),
+                }
+            })
+            .await
+    }
+
+    /// Reads Keystone's version document (`300 Multiple Choices` at the root, or a single
+    /// `version`) and returns the `self` link of the v3 entry.
+    async fn discover(&self, url: &str) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Link {
+            href: String,
+            #[serde(default)]
+            rel: String,
+        }
+        #[derive(Deserialize)]
+        struct Version {
+            id: String,
+            #[serde(default)]
+            links: Vec<Link>,
+        }
+        #[derive(Deserialize)]
+        struct Values {
+            values: Vec<Version>,
+        }
+        #[derive(Deserialize)]
+        struct Doc {
+            versions: Option<Values>,
+            version: Option<Version>,
+        }
+        let resp = self.inner.transport.send(Request::get(url)).await.ok()?;
+        let doc: Doc = resp.json().ok()?;
+        let mut versions = doc.versions.map(|v| v.values).unwrap_or_default();
+        versions.extend(doc.version);
+        let v3 = versions.into_iter().find(|v| v.id.starts_with("v3"))?;
+        let href = v3.links.into_iter().find(|l| l.rel == "self")?.href;
+        tracing::debug!(auth_url = %url, v3 = %href, "keystone version discovered");
+        Some(href.trim_end_matches('/').to_string())
     }
 
     /// How many tokens have been issued (for tests and the header).
@@ -311,7 +372,7 @@ impl TokenManager {
     }
 
     async fn issue(&self) -> ApiResult<Token> {
-        let url = format!("{}/auth/tokens", self.inner.auth_url);
+        let url = format!("{}/auth/tokens", self.v3_url().await);
         let req = Request::new(Method::POST, &url).json(&self.inner.credentials.request_body())?;
         let resp = match self.inner.transport.send(req).await {
             Ok(resp) => resp,
@@ -336,7 +397,7 @@ impl TokenManager {
             .to_string();
         let body: TokenBody = resp.json()?;
         self.inner.issued.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(auth_url = %self.inner.auth_url, expires_at = %body.token.expires_at, "token issued");
+        tracing::debug!(auth_url = %self.auth_url(), expires_at = %body.token.expires_at, "token issued");
         Ok(Token {
             value: Secret::new(value),
             expires_at: body.token.expires_at,

@@ -133,6 +133,15 @@ fn authed(fake: &Fake, creds: Credentials) -> (Transport, TokenManager) {
     (plain.with_auth(tm.clone()), tm)
 }
 
+/// The token requests the fake Keystone received (discovery GETs left out).
+fn token_posts(server: &FaultServer) -> Vec<Hit> {
+    server
+        .hits()
+        .into_iter()
+        .filter(|h| h.method == "POST" && h.path.ends_with("/auth/tokens"))
+        .collect()
+}
+
 #[derive(Debug, serde::Deserialize)]
 struct Used {
     token_used: String,
@@ -171,7 +180,7 @@ async fn issues_a_token_and_reads_the_catalog() {
     );
     assert_eq!(c.endpoint("compute", "public", None), None);
     // The request body had the right shape and the service gets the token in a header.
-    let body = fake.server.hits()[0].json();
+    let body = token_posts(&fake.server)[0].json();
     assert_eq!(body["auth"]["identity"]["methods"], json!(["password"]));
     assert_eq!(body["auth"]["identity"]["password"]["user"]["name"], "ops");
     assert_eq!(
@@ -330,12 +339,13 @@ async fn bad_password_is_an_auth_error_with_keystones_message() {
     );
     assert!(!msg.contains("wrong-password-123"));
     assert_eq!(tm.issued_count(), 0);
-    // The service was never called without a token.
+    // The service was never called without a token (only Keystone was: discovery + token).
     assert!(fake
         .server
         .hits()
         .iter()
-        .all(|h| h.path.ends_with("/auth/tokens")));
+        .all(|h| h.path.starts_with("/identity")));
+    assert_eq!(token_posts(&fake.server).len(), 1);
 }
 
 #[tokio::test]
@@ -349,7 +359,7 @@ async fn application_credential_body_has_no_scope() {
     };
     let (_, tm) = authed(&fake, creds);
     tm.token().await.unwrap();
-    let body = fake.server.hits()[0].json();
+    let body = token_posts(&fake.server)[0].json();
     assert_eq!(
         body["auth"]["identity"]["methods"],
         json!(["application_credential"])
@@ -399,4 +409,82 @@ fn auth_urls_are_normalised_to_v3() {
     assert_eq!(v3_root("https://k:5000/v3/"), "https://k:5000/v3");
     assert_eq!(v3_root("https://k/identity/v2.0"), "https://k/identity/v3");
     assert_eq!(v3_root("https://k/identity"), "https://k/identity/v3");
+}
+
+#[tokio::test]
+async fn requests_and_responses_do_not_debug_print_secrets() {
+    let fake = fake().await;
+    let req = Request::new(Method::POST, fake.server.url("/identity/v3/auth/tokens"))
+        .json(&json!({"auth": {"identity": {"password": {"user": {"password": PASSWORD}}}}}))
+        .unwrap();
+    assert!(!format!("{req:?}").contains(PASSWORD));
+    // The raw Keystone response carries the token in X-Subject-Token.
+    let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {"password": PASSWORD}}}}});
+    let resp = base_transport()
+        .send(
+            Request::new(Method::POST, fake.server.url("/identity/v3/auth/tokens"))
+                .json(&body)
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.header("x-subject-token"), Some("tok-1"));
+    let dbg = format!("{resp:?}");
+    assert!(
+        !dbg.contains("tok-1") && dbg.contains("x-subject-token"),
+        "{dbg}"
+    );
+}
+
+#[tokio::test]
+async fn keystone_version_discovery_finds_v3() {
+    let base = Arc::new(std::sync::Mutex::new(String::new()));
+    let b = base.clone();
+    let server = FaultServer::start(move |hit| {
+        let base = b.lock().unwrap().clone();
+        match (hit.method.as_str(), hit.path.as_str()) {
+            ("GET", "/") => Reply::json(
+                300,
+                json!({"versions": {"values": [
+                    {"id": "v2.0", "status": "deprecated", "links": [{"rel": "self", "href": format!("{base}/v2.0/")}]},
+                    {"id": "v3.14", "status": "stable", "links": [{"rel": "self", "href": format!("{base}/keystone-v3/")}]}
+                ]}})
+                .to_string(),
+            ),
+            ("POST", "/keystone-v3/auth/tokens") => token_reply(hit, false),
+            _ => Reply::status(404),
+        }
+    })
+    .await;
+    *base.lock().unwrap() = server.url("");
+    let tm = TokenManager::new(base_transport(), &server.url("/"), password_creds(PASSWORD));
+    tm.token().await.unwrap();
+    assert_eq!(tm.auth_url(), server.url("/keystone-v3"));
+    // Discovery happens once.
+    tm.invalidate(&tm.token().await.unwrap()).await;
+    tm.token().await.unwrap();
+    let gets = server.hits().iter().filter(|h| h.method == "GET").count();
+    assert_eq!(gets, 1);
+    assert_eq!(tm.issued_count(), 2);
+}
+
+#[tokio::test]
+async fn keystone_without_a_version_document_gets_v3_appended() {
+    let fake = fake().await;
+    let tm = TokenManager::new(
+        base_transport(),
+        &fake.server.url("/identity"),
+        password_creds(PASSWORD),
+    );
+    tm.token().await.unwrap();
+    assert_eq!(tm.auth_url(), fake.server.url("/identity/v3"));
+    // Given with /v3, no discovery request at all.
+    let fresh = self::fake().await;
+    let tm = TokenManager::new(
+        base_transport(),
+        &fresh.server.url("/identity/v3/"),
+        password_creds(PASSWORD),
+    );
+    tm.token().await.unwrap();
+    assert!(fresh.server.hits().iter().all(|h| h.method == "POST"));
 }

@@ -15,6 +15,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, LOCATION
 use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -61,8 +62,9 @@ struct Inner {
     headers: HeaderMap,
 }
 
-/// One request to send.
-#[derive(Debug, Clone)]
+/// One request to send. `Debug` shows no header values and no body: a Keystone request body
+/// holds a password.
+#[derive(Clone)]
 pub struct Request {
     pub method: Method,
     pub url: String,
@@ -117,14 +119,43 @@ impl Request {
     }
 }
 
-/// A response whose body has been read in full.
-#[derive(Debug, Clone)]
+/// A response whose body has been read in full. `Debug` shows header names only: Keystone's
+/// `X-Subject-Token` is a header.
+#[derive(Clone)]
 pub struct Response {
     pub method: Method,
     pub url: String,
     pub status: u16,
     pub headers: HeaderMap,
     pub body: Bytes,
+}
+
+fn header_names(headers: &HeaderMap) -> Vec<&str> {
+    headers.keys().map(|k| k.as_str()).collect()
+}
+
+impl fmt::Debug for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Request")
+            .field("method", &self.method)
+            .field("url", &crate::api::error::redact_url(&self.url))
+            .field("headers", &header_names(&self.headers))
+            .field("body_bytes", &self.body.as_ref().map(|b| b.len()))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Response {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Response")
+            .field("method", &self.method)
+            .field("url", &crate::api::error::redact_url(&self.url))
+            .field("status", &self.status)
+            .field("headers", &header_names(&self.headers))
+            .field("body_bytes", &self.body.len())
+            .finish()
+    }
 }
 
 impl Response {

@@ -19,5 +19,8 @@ mod auth_tests;
 #[cfg(test)]
 mod cloud_tests;
 
+#[cfg(test)]
+mod tls_tests;
+
 pub use error::{ApiError, ApiResult, TransportKind};
 pub use http::{Request, Response, Transport, TransportConfig};

@@ -577,3 +577,44 @@ async fn malformed_bodies_name_the_field() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn dropping_the_stack_stream_stops_paging() {
+    use futures::StreamExt;
+    let server = FaultServer::start(|hit| Reply::delay(50, stack_pages(hit, 1000))).await;
+    let heat = client(&server);
+    let stream = heat.list_stacks(StackListQuery {
+        limit: Some(10),
+        ..StackListQuery::default()
+    });
+    let first: Vec<_> = stream.take(15).collect().await;
+    assert_eq!(first.len(), 15);
+    // Two pages were needed for fifteen stacks; none is fetched after the stream is dropped.
+    assert_eq!(server.hit_count(), 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.hit_count(), 2);
+}
+
+#[tokio::test]
+async fn first_page_arrives_before_the_last_is_fetched() {
+    use futures::StreamExt;
+    let server = FaultServer::start(|hit| Reply::delay(150, stack_pages(hit, 30))).await;
+    let heat = client(&server);
+    let mut stream = Box::pin(heat.list_stacks(StackListQuery {
+        limit: Some(10),
+        ..StackListQuery::default()
+    }));
+    let t0 = std::time::Instant::now();
+    let first = stream.next().await.unwrap().unwrap();
+    let first_at = t0.elapsed();
+    assert_eq!(first.stack.id, "s000");
+    let rest: Vec<_> = stream.collect().await;
+    assert_eq!(rest.len(), 29);
+    // The first item came with the first page, not after all four requests.
+    assert!(first_at < Duration::from_millis(400), "{first_at:?}");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(550),
+        "{:?}",
+        t0.elapsed()
+    );
+}
