@@ -20,35 +20,44 @@
 # the `heat` database each time (clean state) unless HEAT_KEEP_DB=1.
 #
 # Environment knobs:
-#   HEAT_PORT (8004)          API port on 127.0.0.1
+#   HEAT_PORT (8004)          API port on 127.0.0.1; another port gets its own run dir
+#                             (target/heat-run-PORT) and database (heat_PORT)
 #   HEAT_MAX_EVENTS (1000)    [DEFAULT] max_events_per_stack
 #   HEAT_STACK_TIMEOUT (1800) [DEFAULT] stack_action_timeout, seconds
 #   HEAT_START_TIMEOUT (120)  seconds to wait for the API to answer 200
 #   HEAT_KEEP_DB (0)          1 = keep the existing `heat` database on start
 #   HEAT_DEBUG (0)            1 = debug logging in target/heat-run/heat.log
 #   HEAT_PYTHON (python3)     interpreter used to create the venv
+#   HEAT_VENV (target/heat-venv)  where the venv lives
+#   HEAT_RUN_DIR (target/heat-run[-PORT])  conf, logs and pid file
+#   HEAT_LEAF_DELAY (1)       seconds between the leaf resources a traversal starts: stock
+#                             Heat 27 sleeps 1 s after each, so a group of N starts its
+#                             members one per second; 0 starts them all at once (faster)
+#   HEAT_RPC_THREADS (1000)   executor_thread_pool_size (see heat.conf comment)
 # Files: target/heat-venv (venv, reused while it imports heat 27.0.1 + psycopg2),
 #        target/heat-run/{heat.conf,heat.log,heat-stdout.log,heat.pid,db-sync.log}.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/target/heat-venv"
-RUN="$ROOT/target/heat-run"
+VENV="${HEAT_VENV:-$ROOT/target/heat-venv}"
 PORT="${HEAT_PORT:-8004}"
+# Instances on other ports get their own run dir and database, so several can run at once.
+if [ "$PORT" = 8004 ]; then SUFFIX=""; else SUFFIX="-$PORT"; fi
+RUN="${HEAT_RUN_DIR:-$ROOT/target/heat-run$SUFFIX}"
 HOST=127.0.0.1
 HEAT_VERSION=27.0.1
 CONSTRAINTS="$ROOT/scripts/heat-constraints.txt"
 STAMP="$VENV/.caldera-heat-$HEAT_VERSION"
 PIDFILE="$RUN/heat.pid"
 URL="http://$HOST:$PORT/v1/admin"
-DB_NAME=heat
+DB_NAME="heat${SUFFIX//-/_}"
 DB_USER=heat
 DB_PASS=heat
 
 log() { echo "heat-standalone: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-as_postgres() { runuser -u postgres -- "$@"; }
+as_postgres() { (cd / && runuser -u postgres -- "$@"); }
 
 # ---------------------------------------------------------------- install
 pg_server_installed() {
@@ -164,7 +173,8 @@ rpc_response_timeout = 600
 # Every in-progress resource check holds an RPC executor thread while it
 # waits (a nested-stack member waits for its whole nested stack), so a small
 # pool deadlocks big groups: 64 threads all held by group members whose own
-# resources then never get a thread. Idle threads cost nothing.
+# resources then never get a thread. (futurist grows each of the 3 RPC pools
+# towards its maximum and never shrinks it; idle threads cost little memory.)
 executor_thread_pool_size = ${HEAT_RPC_THREADS:-1000}
 num_engine_workers = 1
 convergence_engine = true
@@ -308,5 +318,5 @@ case "${1:-}" in
     stop) shift; cmd_stop "${1:-}" ;;
     env) echo "export HEAT_URL=$URL" ;;
     status) cmd_status ;;
-    *) sed -n '2,30p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
 esac

@@ -1,0 +1,164 @@
+//! The node IP stream against the simulator: addresses arrive while the rest are still being
+//! fetched, every member exactly once, matching the server's own aggregate output.
+
+use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use caldera::api::heat::HeatClient;
+use caldera::cli::connect::simulator_cloud;
+use caldera::model::StackRef;
+use caldera::ops::ips::{addresses_in, stream_ips, IpEvent, IpOptions, IpSource};
+use caldera::sim::{self, SimHandle, SimOptions};
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::time::Duration;
+
+const MEMBERS: usize = 120;
+
+async fn bench_sim(detail_cost: Duration) -> (SimHandle, CloudConnection, StackRef) {
+    let sim = sim::start(SimOptions {
+        scenario: format!("bench-{MEMBERS}"),
+        detail_cost_per_resource: detail_cost,
+        output_cost_per_member: Duration::from_millis(2),
+        ..SimOptions::default()
+    })
+    .await
+    .expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+        .await
+        .expect("connect through the simulator's Keystone");
+    let magnum = conn.magnum.clone().expect("simulator has Magnum");
+    let cluster = magnum
+        .get_cluster(&format!("bench-{MEMBERS}"))
+        .await
+        .expect("cluster");
+    let groups = magnum.list_nodegroups(&cluster.id, None).await.expect("groups");
+    let worker = groups
+        .iter()
+        .find(|g| g.name == "default-worker")
+        .expect("worker group");
+    let stack = conn
+        .heat
+        .resolve(worker.stack_id.as_deref().expect("group stack"))
+        .await
+        .expect("resolve group stack");
+    (sim, conn, stack)
+}
+
+/// The server's truth: the monolithic aggregate output, member index order.
+async fn aggregate_ips(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
+    let out = heat.show_output(stack, "ips").await.expect("aggregate output");
+    addresses_in(&out.value)
+}
+
+async fn collect(heat: HeatClient, stack: StackRef, options: IpOptions) -> Vec<IpEvent> {
+    stream_ips(heat, stack, options)
+        .map(|e| e.expect("no stream error"))
+        .collect()
+        .await
+}
+
+fn addresses_by_member(events: &[IpEvent]) -> HashMap<String, Vec<String>> {
+    let mut out = HashMap::new();
+    for e in events {
+        if let IpEvent::Address(a, _) = e {
+            assert!(
+                out.insert(a.member.clone(), a.addresses.clone()).is_none(),
+                "member {} delivered twice",
+                a.member
+            );
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_addresses_stream_before_the_slow_listing_completes() {
+    // The typed listing costs 20 ms per resource here (seconds in all): the per-member
+    // outputs must fill the screen long before it answers.
+    let (sim, conn, stack) = bench_sim(Duration::from_millis(20)).await;
+    let events = collect(conn.heat.clone(), stack.clone(), IpOptions::default()).await;
+
+    assert!(matches!(events.first(), Some(IpEvent::Members(m)) if m.len() == MEMBERS));
+    assert!(matches!(events.last(), Some(IpEvent::Done(_))));
+    let first_address = events
+        .iter()
+        .find_map(|e| match e {
+            IpEvent::Address(_, source) => Some(*source),
+            _ => None,
+        })
+        .expect("some address");
+    assert_eq!(first_address, IpSource::MemberOutput);
+    let Some(IpEvent::Done(stats)) = events.last() else {
+        unreachable!()
+    };
+    assert_eq!(stats.found, MEMBERS);
+    assert_eq!(stats.failed, 0);
+    assert!(stats.first_address_after < Some(stats.elapsed));
+
+    let got = addresses_by_member(&events);
+    let truth = aggregate_ips(&conn.heat, &stack).await;
+    assert_eq!(truth.len(), MEMBERS);
+    for (i, ip) in truth.iter().enumerate() {
+        assert_eq!(got.get(&i.to_string()), Some(&vec![ip.clone()]), "member {i}");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fast_listing_completes_the_set_and_stops_the_fan_out() {
+    let (sim, conn, stack) = bench_sim(Duration::ZERO).await;
+    let options = IpOptions {
+        concurrency: 1,
+        ..IpOptions::default()
+    };
+    let events = collect(conn.heat.clone(), stack.clone(), options).await;
+    let Some(IpEvent::Done(stats)) = events.last() else {
+        panic!("stream did not finish: {:?}", events.last())
+    };
+    assert_eq!(stats.found, MEMBERS);
+    assert!(
+        stats.from_listing > MEMBERS / 2,
+        "the one-call listing should deliver most members: {stats:?}"
+    );
+    let got = addresses_by_member(&events);
+    let truth = aggregate_ips(&conn.heat, &stack).await;
+    for (i, ip) in truth.iter().enumerate() {
+        assert_eq!(got.get(&i.to_string()), Some(&vec![ip.clone()]), "member {i}");
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
+    let (sim, conn, stack) = bench_sim(Duration::ZERO).await;
+    // Both sources fail for member 7: the typed listing is refused, and its output call 500s.
+    let member7 = {
+        let listing = caldera::ops::ips::list_members(&conn.heat, &stack)
+            .await
+            .expect("members");
+        listing
+            .into_iter()
+            .find(|m| m.name == "7")
+            .and_then(|m| m.stack)
+            .expect("member 7 stack")
+    };
+    let faults = sim.faults();
+    faults.add(
+        sim::faults::Fault::new(sim::faults::FaultKind::Status(500))
+            .on_path(&format!("/orchestration/v1/{}/stacks/{}/{}/outputs", sim.project_id, member7.name, member7.id)),
+    );
+    let options = IpOptions {
+        typed_listing: false,
+        ..IpOptions::default()
+    };
+    let events = collect(conn.heat.clone(), stack.clone(), options).await;
+    let failed: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            IpEvent::Failed { member, .. } => Some(member.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed, vec!["7"]);
+    assert_eq!(addresses_by_member(&events).len(), MEMBERS - 1);
+    sim.shutdown().await;
+}
