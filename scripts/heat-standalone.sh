@@ -161,7 +161,11 @@ host = caldera-heat
 # in-memory RPC: API and engine live in one process (scripts/heat_standalone.py)
 transport_url = fake://
 rpc_response_timeout = 600
-executor_thread_pool_size = 64
+# Every in-progress resource check holds an RPC executor thread while it
+# waits (a nested-stack member waits for its whole nested stack), so a small
+# pool deadlocks big groups: 64 threads all held by group members whose own
+# resources then never get a thread. Idle threads cost nothing.
+executor_thread_pool_size = ${HEAT_RPC_THREADS:-1000}
 num_engine_workers = 1
 convergence_engine = true
 # no Keystone
@@ -180,8 +184,11 @@ periodic_interval = 60
 
 [database]
 connection = postgresql+psycopg2://$DB_USER:$DB_PASS@$HOST:$PG_PORT/$DB_NAME
-max_pool_size = 10
-max_overflow = 64
+# heat_standalone.py keeps these (stock Heat raises max_overflow to
+# executor_thread_pool_size, which would exceed PostgreSQL's max_connections).
+max_pool_size = 20
+max_overflow = 50
+pool_timeout = 120
 
 [paste_deploy]
 flavor = noauth
@@ -257,6 +264,7 @@ cmd_start() {
     log "starting Heat on $HOST:$PORT"
     "$VENV/bin/python" "$ROOT/scripts/heat_standalone.py" \
         --config-file "$RUN/heat.conf" --bind "$HOST" --port "$PORT" --pid-file "$PIDFILE" \
+        --leaf-trigger-delay "${HEAT_LEAF_DELAY:-1}" \
         </dev/null >"$RUN/heat-stdout.log" 2>&1 &
     pid=$!
     echo "$pid" >"$PIDFILE"

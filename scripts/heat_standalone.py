@@ -23,6 +23,7 @@ from oslo_service import backend
 backend.init_backend(backend.BackendType.THREADING)
 
 import argparse  # noqa: E402
+import faulthandler  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import socketserver  # noqa: E402
@@ -56,12 +57,41 @@ class QuietHandler(simple_server.WSGIRequestHandler):
         return self.client_address[0]
 
 
+def _patch_leaf_trigger_delay(delay):
+    """Change Stack._converge_create_or_update's pause between leaves.
+
+    Stock Heat (heat/engine/stack.py) casts check_resource for each leaf of
+    the dependency graph and then calls time.sleep(1) before the next one,
+    so a ResourceGroup of N members starts its members one per second. That
+    module's only other sleep is time.sleep(0), so swap its `time` module for
+    a shim that maps sleep(1) to sleep(delay).
+    """
+    import time as real_time
+
+    from heat.engine import stack as stack_module
+
+    class _Time(object):
+        def __getattr__(self, name):
+            return getattr(real_time, name)
+
+        @staticmethod
+        def sleep(secs):
+            if secs == 1:
+                secs = delay
+            real_time.sleep(secs)
+
+    stack_module.time = _Time()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--config-file', required=True)
     p.add_argument('--bind', default='127.0.0.1')
     p.add_argument('--port', type=int, default=8004)
     p.add_argument('--pid-file')
+    p.add_argument('--leaf-trigger-delay', type=float, default=1.0,
+                   help='seconds between triggering the leaf resources of '
+                        'a convergence traversal (stock Heat: 1)')
     a = p.parse_args()
 
     i18n.enable_lazy()
@@ -87,8 +117,18 @@ def main():
         sys.exit("ERROR: No template format plugins registered")
     profiler.setup('heat-engine', CONF.host)
 
+    if a.leaf_trigger_delay != 1.0:
+        _patch_leaf_trigger_delay(a.leaf_trigger_delay)
+        log.info("leaf trigger delay %.3f s (stock Heat: 1 s)",
+                 a.leaf_trigger_delay)
+
     # Engine first, so the API's first RPC call has a listener.
     from heat.engine import service as engine_service
+    # Stock start() raises [database] max_overflow to executor_thread_pool_size
+    # (1000 here); keep the configured pool instead: threads that wait on a
+    # resource hold no DB connection.
+    engine_service.EngineService._configure_db_conn_pool_size = (
+        lambda self: None)
     engine = engine_service.EngineService(CONF.host, rpc_api.ENGINE_TOPIC)
     engine.start()
     log.info("engine %s started in-process (host %s)", engine.engine_id,
@@ -114,6 +154,8 @@ def main():
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, shutdown)
+    # `kill -USR2 <pid>` dumps every thread's stack to heat-stdout.log.
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
     signal.signal(signal.SIGINT, shutdown)
 
     log.info("Heat API listening on http://%s:%d/v1/admin", a.bind, a.port)

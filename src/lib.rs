@@ -9,6 +9,15 @@
 //! - `sim`: the built-in simulated cloud.
 //! - `cli`: headless commands; `tui`: the console.
 
+pub mod api;
+pub mod config;
+pub mod fetch;
 pub mod model;
+pub mod ops;
 pub mod service;
+
+pub mod cli;
+pub mod templates;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod tui;

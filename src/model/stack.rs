@@ -64,10 +64,20 @@ pub struct StackEvent {
 }
 
 impl StackEvent {
-    /// `stack > nested > resource` as the events pane shows it.
+    /// A nested stack's own event (Heat names the resource after the stack itself).
+    pub fn is_stack_event(&self) -> bool {
+        self.stack
+            .as_ref()
+            .is_some_and(|s| s.name == self.resource_name)
+    }
+
+    /// `stack > nested > resource` as the events pane shows it. A nested stack's own events
+    /// end at the resource that owns the stack rather than its generated name.
     pub fn display_path(&self) -> String {
         let mut parts: Vec<&str> = self.path.iter().map(String::as_str).collect();
-        parts.push(&self.resource_name);
+        if !self.is_stack_event() || parts.is_empty() {
+            parts.push(&self.resource_name);
+        }
         parts.join(" > ")
     }
 }

@@ -76,6 +76,9 @@ mod tests {
         assert_eq!(Status::parse("CREATE_FAILED").state, StatusState::Failed);
         assert_eq!(Status::parse("CHECK_COMPLETE").action, "CHECK");
         assert_eq!(Status::parse("weird").state, StatusState::Unknown);
-        assert_eq!(Status::from_parts("CREATE", "COMPLETE").raw, "CREATE_COMPLETE");
+        assert_eq!(
+            Status::from_parts("CREATE", "COMPLETE").raw,
+            "CREATE_COMPLETE"
+        );
     }
 }

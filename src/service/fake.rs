@@ -830,17 +830,10 @@ impl CloudService for FakeCloud {
     ) -> BoxFuture<'static, ServiceResult<(Vec<StackEvent>, EventCursor)>> {
         self.answer(FakeOp::PollEvents, move |d| {
             let mut cursor = cursor;
-            let all = d.events.get(&stack.id).map(Vec::as_slice).unwrap_or(&[]);
-            let mut out = Vec::new();
-            for e in all {
-                if cursor.seen.insert(e.id.clone()) {
-                    out.push(e.clone());
-                }
-            }
-            if let Some(last) = out.last() {
-                cursor.marker = Some(last.id.clone());
-            }
-            (out, cursor)
+            // Like Heat after a purge: always answer from the start; the cursor dedups.
+            let page = d.events.get(&stack.id).cloned().unwrap_or_default();
+            let fresh = cursor.tracker.ingest(page);
+            (fresh, cursor)
         })
     }
 }

@@ -5,8 +5,11 @@
 //! are all served by implementations of this trait; tests use in-memory fakes.
 
 pub mod fake;
+pub mod live;
 
-use crate::model::{Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary};
+use crate::model::{
+    Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary,
+};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -100,12 +103,20 @@ pub enum NodeUpdate {
 }
 
 /// Where an event follower is; opaque to callers, passed back on each poll.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct EventCursor {
-    /// Id of the newest event delivered so far (Heat's `marker`).
-    pub marker: Option<String>,
-    /// Event ids already delivered, to drop duplicates when Heat answers from the start.
-    pub seen: std::collections::HashSet<String>,
+    pub(crate) tracker: crate::ops::event_tracker::EventTracker,
+}
+
+impl EventCursor {
+    /// Events delivered through this cursor so far.
+    pub fn delivered(&self) -> u64 {
+        self.tracker.delivered()
+    }
+    /// Duplicates the server sent again and the cursor dropped.
+    pub fn duplicates_dropped(&self) -> u64 {
+        self.tracker.duplicates_dropped()
+    }
 }
 
 /// Everything the console reads from a cloud. Implementations own all I/O.
@@ -114,7 +125,10 @@ pub trait CloudService: Send + Sync + 'static {
     fn budget(&self) -> BudgetStats;
 
     fn list_clusters(&self) -> BoxFuture<'static, ServiceResult<Vec<Cluster>>>;
-    fn list_nodegroups(&self, cluster: Cluster) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>>;
+    fn list_nodegroups(
+        &self,
+        cluster: Cluster,
+    ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>>;
     fn list_stacks(&self) -> BoxFuture<'static, ServiceResult<Vec<StackSummary>>>;
 
     /// Members of a node group with statuses, then their addresses as they are found.

@@ -1,0 +1,240 @@
+//! `CloudConnection`: everything needed to talk to one cloud — the shared transport and budget,
+//! the Heat client and, when the cloud has them, the Magnum and Nova clients.
+//!
+//! Built either from a clouds.yaml cloud (Keystone token + catalog) or from explicit no-auth
+//! URLs for a standalone Heat (`--heat-url`), which identifies itself with `X-Auth-User` /
+//! `X-Auth-Project` headers the way Heat's noauth middleware expects.
+
+use crate::api::auth::TokenManager;
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::heat::HeatClient;
+use crate::api::http::{Transport, TransportConfig};
+use crate::api::magnum::MagnumClient;
+use crate::api::nova::NovaClient;
+use crate::config::clouds::exposed_secret_files;
+use crate::config::{CalderaSettings, CloudConfig};
+use crate::fetch::{BudgetConfig, RequestBudget, RetryPolicy};
+use crate::service::{BudgetStats, CloudInfo};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use std::time::Duration;
+
+/// Transport settings shared by both ways of connecting.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub budget: BudgetConfig,
+    pub retry: RetryPolicy,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        let t = TransportConfig::default();
+        ConnectOptions {
+            timeout: t.timeout,
+            connect_timeout: t.connect_timeout,
+            budget: BudgetConfig::default(),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Endpoints of a cloud without Keystone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoAuthEndpoints {
+    /// Including `/v1/{project}`, e.g. `http://127.0.0.1:8004/v1/admin`.
+    pub heat_url: String,
+    pub magnum_url: Option<String>,
+    pub nova_url: Option<String>,
+    pub user: String,
+    pub project: String,
+}
+
+impl NoAuthEndpoints {
+    pub fn heat_only(heat_url: impl Into<String>) -> NoAuthEndpoints {
+        NoAuthEndpoints {
+            heat_url: heat_url.into(),
+            magnum_url: None,
+            nova_url: None,
+            user: "admin".into(),
+            project: "admin".into(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct CloudConnection {
+    pub heat: HeatClient,
+    pub magnum: Option<MagnumClient>,
+    pub nova: Option<NovaClient>,
+    pub settings: CalderaSettings,
+    transport: Transport,
+    info: CloudInfo,
+    warnings: Vec<String>,
+}
+
+impl CloudConnection {
+    /// Authenticates with Keystone and finds Heat (required), Magnum and Nova (optional) in the
+    /// catalog for the cloud's interface and region.
+    pub async fn from_cloud(
+        cloud: &CloudConfig,
+        opts: &ConnectOptions,
+    ) -> ApiResult<CloudConnection> {
+        let plain = Transport::new(&TransportConfig {
+            timeout: opts.timeout,
+            connect_timeout: opts.connect_timeout,
+            verify: cloud.verify,
+            cacert: cloud.cacert.clone(),
+            budget: RequestBudget::new(opts.budget),
+            retry: opts.retry,
+        })?;
+        let tokens = TokenManager::new(plain.clone(), &cloud.auth_url, cloud.credentials.clone());
+        let token = tokens.token().await?;
+        let transport = plain.with_auth(tokens);
+        let region = cloud.region_name.as_deref();
+        let find = |service: &str| token.catalog.endpoint(service, &cloud.interface, region);
+        let heat_url = find("orchestration").ok_or_else(|| {
+            ApiError::Unsupported(format!(
+                "cloud '{}': the service catalog has no orchestration (Heat) endpoint for interface '{}'{}",
+                cloud.name,
+                cloud.interface,
+                region.map(|r| format!(" in region '{r}'")).unwrap_or_default()
+            ))
+        })?;
+        let heat = HeatClient::new(transport.clone(), &heat_url)?;
+        let magnum = find("container-infra")
+            .map(|u| MagnumClient::new(transport.clone(), &u))
+            .transpose()?;
+        let nova = find("compute")
+            .map(|u| NovaClient::new(transport.clone(), &u))
+            .transpose()?;
+        let mut warnings = Vec::new();
+        for path in exposed_secret_files(cloud) {
+            warnings.push(format!(
+                "{} holds a password or secret and is readable by group or others; run chmod 600 on it",
+                path.display()
+            ));
+        }
+        let mut conn = CloudConnection {
+            heat,
+            magnum,
+            nova,
+            settings: cloud.caldera,
+            transport,
+            info: CloudInfo {
+                cloud: cloud.name.clone(),
+                region: cloud.region_name.clone(),
+                project: token
+                    .project
+                    .as_ref()
+                    .map(|p| p.name.clone().unwrap_or_else(|| p.id.clone())),
+                api_versions: vec!["heat v1".into()],
+                is_simulator: false,
+                read_only: cloud.caldera.read_only,
+                has_magnum: false,
+            },
+            warnings,
+        };
+        conn.probe_magnum().await;
+        Ok(conn)
+    }
+
+    /// A standalone Heat (and optionally Magnum/Nova) without Keystone.
+    pub async fn no_auth(
+        endpoints: &NoAuthEndpoints,
+        opts: &ConnectOptions,
+    ) -> ApiResult<CloudConnection> {
+        let header = |v: &str, what: &str| {
+            HeaderValue::from_str(v).map_err(|_| {
+                ApiError::Config(crate::config::ConfigError::Invalid(format!(
+                    "{what} '{v}' cannot be sent as a header"
+                )))
+            })
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            HeaderName::from_static("x-auth-user"),
+            header(&endpoints.user, "user")?,
+        );
+        headers.insert(
+            HeaderName::from_static("x-auth-project"),
+            header(&endpoints.project, "project")?,
+        );
+        let transport = Transport::new(&TransportConfig {
+            timeout: opts.timeout,
+            connect_timeout: opts.connect_timeout,
+            verify: true,
+            cacert: None,
+            budget: RequestBudget::new(opts.budget),
+            retry: opts.retry,
+        })?
+        .with_headers(headers);
+        let heat = HeatClient::new(transport.clone(), &endpoints.heat_url)?;
+        let magnum = endpoints
+            .magnum_url
+            .as_deref()
+            .map(|u| MagnumClient::new(transport.clone(), u))
+            .transpose()?;
+        let nova = endpoints
+            .nova_url
+            .as_deref()
+            .map(|u| NovaClient::new(transport.clone(), u))
+            .transpose()?;
+        let mut conn = CloudConnection {
+            heat,
+            magnum,
+            nova,
+            settings: CalderaSettings::default(),
+            transport,
+            info: CloudInfo {
+                cloud: "standalone".into(),
+                region: None,
+                project: Some(endpoints.project.clone()),
+                api_versions: vec!["heat v1".into()],
+                is_simulator: false,
+                read_only: false,
+                has_magnum: false,
+            },
+            warnings: Vec::new(),
+        };
+        conn.probe_magnum().await;
+        Ok(conn)
+    }
+
+    /// Negotiates Magnum's microversion for the header. A Magnum that does not answer is kept
+    /// (it may come back) but noted in the warnings rather than failing the whole connection.
+    async fn probe_magnum(&mut self) {
+        let Some(magnum) = &self.magnum else {
+            return;
+        };
+        self.info.has_magnum = true;
+        match magnum.version_label().await {
+            Ok(label) => self.info.api_versions.push(label),
+            Err(e) => self
+                .warnings
+                .push(format!("Magnum version negotiation failed: {e}")),
+        }
+    }
+
+    pub fn info(&self) -> CloudInfo {
+        self.info.clone()
+    }
+
+    pub fn budget(&self) -> BudgetStats {
+        self.transport.budget().stats()
+    }
+
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Things the operator should know at startup (exposed password files, Magnum problems).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Marks the connection read-only (e.g. `--read-only` on the command line).
+    pub fn set_read_only(&mut self, read_only: bool) {
+        self.info.read_only = read_only || self.settings.read_only;
+    }
+}

@@ -1,0 +1,12 @@
+//! Heat (orchestration v1).
+
+pub mod client;
+pub mod wire;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::{
+    EventQuery, HeatClient, OutputInfo, OutputValue, PreviewChanges, ResourceInfo, ResourceQuery,
+    SortDir, StackAction, StackCreate, StackDetail, StackListQuery, StackUpdate,
+};

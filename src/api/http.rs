@@ -1,0 +1,481 @@
+//! The HTTP transport every client shares: one reqwest client (connection pool, TLS settings),
+//! the process-wide request budget, the retry policy and the token.
+//!
+//! Redirects are never followed by reqwest: Heat answers name-only stack URLs with a 302, and
+//! heatclient's behaviour (resolve once, then use `name/id`) needs to see it. `get_json` follows
+//! a same-origin redirect for GETs explicitly; nothing else does.
+
+use crate::api::auth::TokenManager;
+use crate::api::error::{excerpt, ApiError, ApiResult};
+use crate::config::ConfigError;
+use crate::fetch::retry::{parse_retry_after, RetryPolicy};
+use crate::fetch::RequestBudget;
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Settings for building a [`Transport`].
+#[derive(Clone)]
+pub struct TransportConfig {
+    /// Whole-request timeout (connect + send + body).
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// `false` accepts any certificate (clouds.yaml `verify: false`).
+    pub verify: bool,
+    /// An extra root certificate (PEM), clouds.yaml `cacert`.
+    pub cacert: Option<PathBuf>,
+    pub budget: RequestBudget,
+    pub retry: RetryPolicy,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            verify: true,
+            cacert: None,
+            budget: RequestBudget::default(),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Cheap to clone; clones share the connection pool, the budget and the token.
+#[derive(Clone)]
+pub struct Transport {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: reqwest::Client,
+    budget: RequestBudget,
+    retry: RetryPolicy,
+    auth: Option<TokenManager>,
+    /// Sent on every request (no-auth identity headers).
+    headers: HeaderMap,
+}
+
+/// One request to send.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: Method,
+    pub url: String,
+    pub headers: HeaderMap,
+    /// A JSON body.
+    pub body: Option<Bytes>,
+    /// Overrides the transport's timeout (e.g. a stack show that resolves outputs).
+    pub timeout: Option<Duration>,
+}
+
+impl Request {
+    pub fn new(method: Method, url: impl Into<String>) -> Request {
+        Request {
+            method,
+            url: url.into(),
+            headers: HeaderMap::new(),
+            body: None,
+            timeout: None,
+        }
+    }
+
+    pub fn get(url: impl Into<String>) -> Request {
+        Request::new(Method::GET, url)
+    }
+
+    /// Serialises `body` as JSON.
+    pub fn json<B: Serialize + ?Sized>(mut self, body: &B) -> ApiResult<Request> {
+        let bytes = serde_json::to_vec(body).map_err(|e| ApiError::Decode {
+            method: self.method.clone(),
+            url: self.url.clone(),
+            detail: format!("cannot encode request body: {e}"),
+        })?;
+        self.body = Some(Bytes::from(bytes));
+        Ok(self)
+    }
+
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Request {
+        self.headers.insert(name, value);
+        self
+    }
+
+    pub fn headers(mut self, headers: &HeaderMap) -> Request {
+        for (k, v) in headers {
+            self.headers.insert(k.clone(), v.clone());
+        }
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Request {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// A response whose body has been read in full.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub method: Method,
+    pub url: String,
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Decodes the body into `T`; errors name the URL and the JSON path of the problem.
+    pub fn json<T: DeserializeOwned>(&self) -> ApiResult<T> {
+        decode_json(
+            &self.method,
+            &self.url,
+            self.header(CONTENT_TYPE.as_str()),
+            &self.body,
+        )
+    }
+
+    pub fn is_redirect(&self) -> bool {
+        (300..400).contains(&self.status)
+    }
+}
+
+/// Decodes a JSON body, naming the failing field's path (`stacks[3]: missing field ...`) and
+/// calling a body that ends early truncated.
+pub fn decode_json<T: DeserializeOwned>(
+    method: &Method,
+    url: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> ApiResult<T> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let outcome: Result<T, (String, serde_json::Error)> =
+        match serde_path_to_error::deserialize::<_, T>(&mut de) {
+            Ok(v) => de.end().map(|_| v).map_err(|e| (String::new(), e)),
+            Err(e) => {
+                let path = e.path().to_string();
+                Err((path, e.into_inner()))
+            }
+        };
+    outcome.map_err(|(path, inner)| {
+        let mut detail = match inner.classify() {
+            serde_json::error::Category::Eof => {
+                format!("truncated body ({} bytes): {inner}", body.len())
+            }
+            _ if path.is_empty() || path == "." => inner.to_string(),
+            _ => format!("at {path}: {inner}"),
+        };
+        let is_json = content_type
+            .map(|ct| ct.to_ascii_lowercase().contains("json"))
+            .unwrap_or(true);
+        if !is_json {
+            detail = format!(
+                "expected JSON but got content type '{}': {detail}; body starts: {}",
+                content_type.unwrap_or(""),
+                excerpt(&body[..body.len().min(120)])
+            );
+        }
+        ApiError::Decode {
+            method: method.clone(),
+            url: crate::api::error::redact_url(url),
+            detail,
+        }
+    })
+}
+
+impl Transport {
+    pub fn new(config: &TransportConfig) -> ApiResult<Transport> {
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(config.timeout)
+            .connect_timeout(config.connect_timeout)
+            .user_agent(concat!("caldera/", env!("CARGO_PKG_VERSION")));
+        if !config.verify {
+            builder = builder.danger_accept_invalid_certs(true);
+        }
+        if let Some(path) = &config.cacert {
+            let pem = std::fs::read(path).map_err(|e| ConfigError::File {
+                what: "cacert".into(),
+                path: path.clone(),
+                detail: format!("cannot read: {e}"),
+            })?;
+            let certs =
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ConfigError::File {
+                    what: "cacert".into(),
+                    path: path.clone(),
+                    detail: format!("not a PEM certificate: {e}"),
+                })?;
+            if certs.is_empty() {
+                return Err(ConfigError::File {
+                    what: "cacert".into(),
+                    path: path.clone(),
+                    detail: "contains no PEM certificate".into(),
+                }
+                .into());
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let client = builder.build().map_err(|e| {
+            ApiError::Config(ConfigError::Invalid(format!(
+                "cannot build the HTTP client: {e}"
+            )))
+        })?;
+        Ok(Transport {
+            inner: Arc::new(Inner {
+                client,
+                budget: config.budget.clone(),
+                retry: config.retry,
+                auth: None,
+                headers: HeaderMap::new(),
+            }),
+        })
+    }
+
+    /// The same transport (pool, budget) authenticating with `auth`.
+    pub fn with_auth(&self, auth: TokenManager) -> Transport {
+        self.derive(|inner| inner.auth = Some(auth))
+    }
+
+    /// The same transport sending `headers` on every request.
+    pub fn with_headers(&self, headers: HeaderMap) -> Transport {
+        self.derive(|inner| {
+            for (k, v) in &headers {
+                inner.headers.insert(k.clone(), v.clone());
+            }
+        })
+    }
+
+    /// The same transport with another retry policy.
+    pub fn with_retry(&self, retry: RetryPolicy) -> Transport {
+        self.derive(|inner| inner.retry = retry)
+    }
+
+    fn derive(&self, f: impl FnOnce(&mut Inner)) -> Transport {
+        let mut inner = Inner {
+            client: self.inner.client.clone(),
+            budget: self.inner.budget.clone(),
+            retry: self.inner.retry,
+            auth: self.inner.auth.clone(),
+            headers: self.inner.headers.clone(),
+        };
+        f(&mut inner);
+        Transport {
+            inner: Arc::new(inner),
+        }
+    }
+
+    pub fn budget(&self) -> &RequestBudget {
+        &self.inner.budget
+    }
+
+    pub fn auth(&self) -> Option<&TokenManager> {
+        self.inner.auth.as_ref()
+    }
+
+    /// Sends a request through the budget with retries and token renewal. Answers with status
+    /// 2xx or 3xx are returned; others become [`ApiError::Http`].
+    pub async fn send(&self, req: Request) -> ApiResult<Response> {
+        let mut attempt: u32 = 0;
+        let mut renewed = false;
+        loop {
+            attempt += 1;
+            // Take the token before the budget permit: a renewal is itself a request, and holding
+            // a permit while waiting for it could starve a budget of one.
+            let token = match &self.inner.auth {
+                Some(auth) => Some(auth.token().await?),
+                None => None,
+            };
+            let permit = self.inner.budget.acquire().await;
+            let mut builder = self
+                .inner
+                .client
+                .request(req.method.clone(), &req.url)
+                .headers(self.inner.headers.clone())
+                .headers(req.headers.clone());
+            if let Some(token) = &token {
+                builder = builder.header("X-Auth-Token", token.header_value()?);
+            }
+            if let Some(body) = &req.body {
+                builder = builder
+                    .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                    .body(body.clone());
+            }
+            if let Some(timeout) = req.timeout {
+                builder = builder.timeout(timeout);
+            }
+            let started = Instant::now();
+            let outcome = self.exchange(builder, &req).await;
+            drop(permit);
+            let elapsed_ms = started.elapsed().as_millis() as u64;
+            let err = match outcome {
+                Ok(resp) => {
+                    tracing::debug!(method = %req.method, url = %req.url, status = resp.status, elapsed_ms, attempt, "http");
+                    if resp.status < 400 {
+                        return Ok(resp);
+                    }
+                    if resp.status == 401 && !renewed {
+                        if let (Some(auth), Some(token)) = (&self.inner.auth, &token) {
+                            // A 401 means the request was not processed, so repeating it (even a
+                            // POST) once with a fresh token is safe.
+                            auth.invalidate(token).await;
+                            renewed = true;
+                            attempt -= 1;
+                            continue;
+                        }
+                    }
+                    let retry_after = resp
+                        .header(RETRY_AFTER.as_str())
+                        .and_then(|v| parse_retry_after(v, SystemTime::now()));
+                    ApiError::http(
+                        req.method.clone(),
+                        &req.url,
+                        resp.status,
+                        &resp.body,
+                        retry_after,
+                    )
+                }
+                Err(err) => {
+                    tracing::debug!(method = %req.method, url = %req.url, elapsed_ms, attempt, error = %err, "http failed");
+                    err
+                }
+            };
+            if self.inner.retry.should_retry(&req.method, &err, attempt) {
+                self.inner.budget.record_retry();
+                let delay = self.inner.retry.delay(attempt, &err);
+                tracing::debug!(method = %req.method, url = %req.url, attempt, delay_ms = delay.as_millis() as u64, "retrying");
+                tokio::time::sleep(delay).await;
+                continue;
+            }
+            return Err(err);
+        }
+    }
+
+    async fn exchange(
+        &self,
+        builder: reqwest::RequestBuilder,
+        req: &Request,
+    ) -> ApiResult<Response> {
+        let resp = builder
+            .send()
+            .await
+            .map_err(|e| ApiError::from_reqwest(req.method.clone(), &req.url, &e))?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|e| ApiError::from_reqwest(req.method.clone(), &req.url, &e))?;
+        Ok(Response {
+            method: req.method.clone(),
+            url: req.url.clone(),
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// GETs `url` and decodes the JSON body, following up to three same-origin redirects.
+    pub async fn get_json<T: DeserializeOwned>(&self, url: &str) -> ApiResult<T> {
+        self.get_json_with(Request::get(url)).await.map(|(v, _)| v)
+    }
+
+    /// Like [`get_json`](Self::get_json) for a prepared GET request; returns the headers too.
+    pub async fn get_json_with<T: DeserializeOwned>(
+        &self,
+        req: Request,
+    ) -> ApiResult<(T, HeaderMap)> {
+        let resp = self.get_following(req).await?;
+        let value = resp.json()?;
+        Ok((value, resp.headers))
+    }
+
+    /// Sends a GET, following same-origin redirects (at most three) explicitly.
+    pub async fn get_following(&self, mut req: Request) -> ApiResult<Response> {
+        for _ in 0..=3 {
+            let resp = self.send(req.clone()).await?;
+            if !resp.is_redirect() {
+                return Ok(resp);
+            }
+            let next = redirect_target(&resp)?;
+            let same_origin = match (url::Url::parse(&req.url), url::Url::parse(&next)) {
+                (Ok(a), Ok(b)) => a.origin() == b.origin(),
+                _ => false,
+            };
+            if !same_origin {
+                return Err(ApiError::Decode {
+                    method: req.method.clone(),
+                    url: crate::api::error::redact_url(&req.url),
+                    detail: format!(
+                        "redirected to another host ({}), not followed",
+                        crate::api::error::redact_url(&next)
+                    ),
+                });
+            }
+            req.url = next;
+        }
+        Err(ApiError::Decode {
+            method: req.method.clone(),
+            url: crate::api::error::redact_url(&req.url),
+            detail: "too many redirects".into(),
+        })
+    }
+
+    /// Sends `method url` with an optional JSON body; the response is returned undecoded
+    /// (Heat answers actions with an empty 200/202 body, creates with JSON).
+    pub async fn send_json<B: Serialize + ?Sized>(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&B>,
+    ) -> ApiResult<Response> {
+        let mut req = Request::new(method, url);
+        if let Some(body) = body {
+            req = req.json(body)?;
+        }
+        self.send(req).await
+    }
+
+    /// GETs `url` without following a redirect: the redirect's absolute `Location`, or the
+    /// response itself when the server answered 200 directly.
+    pub async fn get_redirect_location(&self, url: &str) -> ApiResult<Redirect> {
+        let resp = self.send(Request::get(url)).await?;
+        if resp.is_redirect() {
+            Ok(Redirect::Location(redirect_target(&resp)?))
+        } else {
+            Ok(Redirect::Direct(resp))
+        }
+    }
+}
+
+/// What `get_redirect_location` found.
+#[derive(Debug, Clone)]
+pub enum Redirect {
+    Location(String),
+    Direct(Response),
+}
+
+/// The absolute URL a 3xx points to (relative `Location`s are resolved against the request).
+fn redirect_target(resp: &Response) -> ApiResult<String> {
+    let decode_err = |detail: &str| ApiError::Decode {
+        method: resp.method.clone(),
+        url: crate::api::error::redact_url(&resp.url),
+        detail: detail.to_string(),
+    };
+    let location = resp
+        .header(LOCATION.as_str())
+        .ok_or_else(|| decode_err(&format!("HTTP {} without a Location header", resp.status)))?;
+    let base = url::Url::parse(&resp.url).map_err(|_| decode_err("request URL is not a URL"))?;
+    let target = base
+        .join(location)
+        .map_err(|_| decode_err(&format!("bad Location header '{location}'")))?;
+    Ok(target.to_string())
+}

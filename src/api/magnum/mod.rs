@@ -1,0 +1,9 @@
+//! Magnum (container-infra v1).
+
+pub mod client;
+pub mod wire;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::{MagnumClient, Microversion, ResizeRequest, UpgradeRequest};

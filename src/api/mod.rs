@@ -1,0 +1,23 @@
+//! The I/O layer: HTTP transport (budget, retries, auth) and typed clients for Keystone, Heat,
+//! Magnum and Nova. Knows nothing of the console; converts wire JSON into `crate::model` types.
+
+pub mod auth;
+pub mod cloud;
+pub mod error;
+pub mod heat;
+pub mod http;
+pub mod magnum;
+pub mod nova;
+pub mod time;
+
+#[cfg(test)]
+mod transport_tests;
+
+#[cfg(test)]
+mod auth_tests;
+
+#[cfg(test)]
+mod cloud_tests;
+
+pub use error::{ApiError, ApiResult, TransportKind};
+pub use http::{Request, Response, Transport, TransportConfig};

@@ -1,0 +1,268 @@
+//! Nova: just enough to find servers and their addresses (for node IPs when Heat outputs do not
+//! carry them, and for reconciliation).
+
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::http::Transport;
+use crate::fetch::{paginate, Page};
+use futures::Stream;
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use url::Url;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressKind {
+    Fixed,
+    Floating,
+    Unknown,
+}
+
+/// One address of a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerAddress {
+    pub network: String,
+    pub addr: String,
+    pub kind: AddressKind,
+    /// 4 or 6.
+    pub version: Option<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    pub id: String,
+    pub name: String,
+    pub status: String,
+    /// Flattened over networks, in Nova's order within each network.
+    pub addresses: Vec<ServerAddress>,
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl ServerInfo {
+    /// Fixed addresses as plain strings (what the nodes view shows).
+    pub fn fixed_ips(&self) -> Vec<String> {
+        self.addresses
+            .iter()
+            .filter(|a| a.kind != AddressKind::Floating)
+            .map(|a| a.addr.clone())
+            .collect()
+    }
+}
+
+// ---- wire ----
+
+#[derive(Debug, Deserialize)]
+struct ServerList {
+    servers: Vec<ServerWire>,
+    #[serde(default)]
+    servers_links: Vec<LinkWire>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LinkWire {
+    href: String,
+    #[serde(default)]
+    rel: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct ServerWire {
+    id: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default, deserialize_with = "de_null_map")]
+    addresses: BTreeMap<String, Vec<AddressWire>>,
+    #[serde(default, deserialize_with = "de_null_map")]
+    metadata: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct AddressWire {
+    addr: String,
+    #[serde(default)]
+    version: Option<u8>,
+    #[serde(rename = "OS-EXT-IPS:type", default)]
+    kind: Option<String>,
+}
+
+fn de_null_map<'de, D: Deserializer<'de>, V: Deserialize<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, V>, D::Error> {
+    Ok(Option::<BTreeMap<String, V>>::deserialize(d)?.unwrap_or_default())
+}
+
+fn server_from(s: ServerWire) -> ServerInfo {
+    let addresses = s
+        .addresses
+        .into_iter()
+        .flat_map(|(network, addrs)| {
+            addrs.into_iter().map(move |a| ServerAddress {
+                network: network.clone(),
+                addr: a.addr,
+                kind: match a.kind.as_deref() {
+                    Some("fixed") => AddressKind::Fixed,
+                    Some("floating") => AddressKind::Floating,
+                    _ => AddressKind::Unknown,
+                },
+                version: a.version,
+            })
+        })
+        .collect();
+    ServerInfo {
+        id: s.id,
+        name: s.name,
+        status: s.status,
+        addresses,
+        metadata: s.metadata,
+    }
+}
+
+#[derive(Clone)]
+pub struct NovaClient {
+    transport: Transport,
+    base: Url,
+}
+
+/// Filters for `GET /servers/detail`, e.g. `("name", "^k8s-1-")` (Nova treats name as a regex).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerQuery {
+    pub limit: Option<u32>,
+    pub filters: Vec<(String, String)>,
+}
+
+impl NovaClient {
+    /// `endpoint` is the compute catalog URL (`.../v2.1` or `.../v2.1/{project}`).
+    pub fn new(transport: Transport, endpoint: &str) -> ApiResult<NovaClient> {
+        let base = Url::parse(endpoint.trim_end_matches('/')).map_err(|e| {
+            ApiError::Config(crate::config::ConfigError::Invalid(format!(
+                "Nova endpoint '{endpoint}' is not a URL: {e}"
+            )))
+        })?;
+        Ok(NovaClient { transport, base })
+    }
+
+    fn servers_url(&self, query: &ServerQuery, marker: Option<&str>) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut p) = url.path_segments_mut() {
+            p.pop_if_empty();
+            p.extend(["servers", "detail"]);
+        }
+        {
+            let mut q = url.query_pairs_mut();
+            if let Some(limit) = query.limit {
+                q.append_pair("limit", &limit.to_string());
+            }
+            if let Some(m) = marker {
+                q.append_pair("marker", m);
+            }
+            for (k, v) in &query.filters {
+                q.append_pair(k, v);
+            }
+        }
+        url
+    }
+
+    pub async fn list_servers_page(
+        &self,
+        query: &ServerQuery,
+        marker: Option<&str>,
+    ) -> ApiResult<Page<ServerInfo>> {
+        let url = self.servers_url(query, marker);
+        let list: ServerList = self.transport.get_json(url.as_str()).await?;
+        // Nova adds a `next` link while more servers remain; its marker is the last id.
+        let next = list
+            .servers_links
+            .iter()
+            .find(|l| l.rel == "next")
+            .and_then(|l| Url::parse(&l.href).ok())
+            .and_then(|u| {
+                u.query_pairs()
+                    .find(|(k, _)| k == "marker")
+                    .map(|(_, v)| v.into_owned())
+            });
+        Ok(Page {
+            items: list.servers.into_iter().map(server_from).collect(),
+            next,
+            total: None,
+        })
+    }
+
+    /// Every server matching `query`, page by page.
+    pub fn list_servers_detail(
+        &self,
+        query: ServerQuery,
+    ) -> impl Stream<Item = ApiResult<ServerInfo>> + Send + 'static {
+        let client = self.clone();
+        paginate(move |marker| {
+            let client = client.clone();
+            let query = query.clone();
+            async move { client.list_servers_page(&query, marker.as_deref()).await }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::http::TransportConfig;
+    use crate::fetch::RetryPolicy;
+    use crate::testing::fault_server::{FaultServer, Reply};
+    use futures::TryStreamExt;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn pages_through_servers_and_flattens_addresses() {
+        let base = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let b = base.clone();
+        let server = FaultServer::start(move |hit| {
+            let base = b.lock().unwrap().clone();
+            let page = match hit.param("marker").as_deref() {
+                None => json!({"servers": [
+                    {"id": "s1", "name": "k8s-1-node-0", "status": "ACTIVE",
+                     "addresses": {"private": [
+                        {"addr": "10.0.0.5", "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": "fa:16:3e:00:00:01"},
+                        {"addr": "172.24.4.9", "version": 4, "OS-EXT-IPS:type": "floating"}]},
+                     "metadata": {"heat_stack": "x"}, "flavor": {"id": "m1"}},
+                    {"id": "s2", "name": "k8s-1-node-1", "status": "ERROR", "addresses": {}, "metadata": {}}],
+                    "servers_links": [{"rel": "next", "href": format!("{base}/v2.1/servers/detail?limit=2&marker=s2")}]}),
+                Some("s2") => json!({"servers": [
+                    {"id": "s3", "name": "k8s-1-node-2", "status": "BUILD", "addresses": null, "metadata": null}]}),
+                _ => json!({"servers": []}),
+            };
+            Reply::ok(page)
+        })
+        .await;
+        *base.lock().unwrap() = server.url("");
+        let t = Transport::new(&TransportConfig {
+            retry: RetryPolicy::never(),
+            ..TransportConfig::default()
+        })
+        .unwrap();
+        let nova = NovaClient::new(t, &server.url("/v2.1/")).unwrap();
+        let servers: Vec<ServerInfo> = nova
+            .list_servers_detail(ServerQuery {
+                limit: Some(2),
+                filters: vec![("name".into(), "^k8s-1-".into())],
+            })
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(
+            servers.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+            ["s1", "s2", "s3"]
+        );
+        let hits = server.hits();
+        assert_eq!(hits.len(), 2);
+        assert_eq!(hits[0].path, "/v2.1/servers/detail");
+        assert_eq!(hits[0].param("name").as_deref(), Some("^k8s-1-"));
+        assert_eq!(hits[1].param("marker").as_deref(), Some("s2"));
+        let s1 = &servers[0];
+        assert_eq!(s1.addresses.len(), 2);
+        assert_eq!(s1.addresses[0].kind, AddressKind::Fixed);
+        assert_eq!(s1.addresses[1].kind, AddressKind::Floating);
+        assert_eq!(s1.addresses[1].network, "private");
+        assert_eq!(s1.fixed_ips(), ["10.0.0.5"]);
+        assert_eq!(s1.metadata.get("heat_stack").map(String::as_str), Some("x"));
+        assert!(servers[2].addresses.is_empty());
+    }
+}

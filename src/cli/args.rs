@@ -1,0 +1,160 @@
+//! Command-line arguments. The console is the default; the subcommands are headless.
+
+use super::output::Format;
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "caldera",
+    version,
+    about = "A terminal console for operators of OpenStack Magnum and Heat",
+    long_about = "A terminal console for operators of OpenStack Magnum and Heat.\n\n\
+        With no subcommand it opens the console: on the cloud chosen by --cloud / OS_CLOUD from \
+        clouds.yaml, on standalone no-auth endpoints (--heat-url, --magnum-url), or, when no \
+        cloud is configured at all, on the built-in simulated cloud."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub conn: ConnectArgs,
+
+    #[command(flatten)]
+    pub console: ConsoleArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// How to reach a cloud, shared by the console and every headless command.
+#[derive(Debug, Clone, Args, Default)]
+pub struct ConnectArgs {
+    /// Cloud name in clouds.yaml (default: OS_CLOUD, or the only cloud in the file).
+    #[arg(long, global = true, env = "OS_CLOUD")]
+    pub cloud: Option<String>,
+
+    /// Region to pick endpoints from (default: the cloud's region_name).
+    #[arg(long, global = true)]
+    pub region: Option<String>,
+
+    /// Heat endpoint for a standalone no-auth Heat, e.g. http://127.0.0.1:8004/v1/admin.
+    #[arg(long, global = true, env = "CALDERA_HEAT_URL")]
+    pub heat_url: Option<String>,
+
+    /// Magnum endpoint for a standalone no-auth Magnum, e.g. http://127.0.0.1:9511/v1.
+    #[arg(long, global = true, env = "CALDERA_MAGNUM_URL")]
+    pub magnum_url: Option<String>,
+
+    /// Nova endpoint for standalone mode, e.g. http://127.0.0.1:8774/v2.1.
+    #[arg(long, global = true, env = "CALDERA_NOVA_URL")]
+    pub nova_url: Option<String>,
+
+    /// Use the built-in simulated cloud even if a cloud is configured.
+    #[arg(long, global = true)]
+    pub simulator: bool,
+
+    /// Items per page for paginated listings.
+    #[arg(long, global = true, default_value_t = 200)]
+    pub page_size: u32,
+
+    /// Most requests in flight at once, process-wide.
+    #[arg(long, global = true, default_value_t = 16)]
+    pub max_in_flight: u32,
+
+    /// Most requests started per second, process-wide (0: no limit).
+    #[arg(long, global = true, default_value_t = 50)]
+    pub max_per_second: u32,
+}
+
+#[derive(Debug, Clone, Args, Default)]
+pub struct ConsoleArgs {
+    /// Theme name (dark, light, high-contrast) or path to a theme file.
+    #[arg(long, global = true)]
+    pub theme: Option<String>,
+
+    /// Block every action that changes the cloud.
+    #[arg(long, global = true)]
+    pub read_only: bool,
+
+    /// Log file (default: caldera.log in the XDG state directory).
+    #[arg(long, global = true)]
+    pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List clusters (Magnum and Heat-native).
+    Clusters {
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// List the node groups of a cluster.
+    Nodegroups {
+        /// Cluster name or id.
+        cluster: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// List Heat stacks.
+    Stacks {
+        /// Include nested stacks.
+        #[arg(long)]
+        nested: bool,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Show a stack's events; with --follow, keep following them.
+    Events {
+        /// Stack name or id.
+        stack: String,
+        /// Keep polling for new events until interrupted (or until the stack settles with --until-complete).
+        #[arg(long)]
+        follow: bool,
+        /// Include events of nested stacks down to this depth.
+        #[arg(long, default_value_t = 0)]
+        nested_depth: u32,
+        /// Seconds between polls when following.
+        #[arg(long, default_value_t = 2.0)]
+        interval: f64,
+        /// With --follow: stop once the stack is no longer IN_PROGRESS.
+        #[arg(long)]
+        until_complete: bool,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Stream the IP addresses of every node of a cluster, node group or stack.
+    Ips {
+        /// Cluster, node group (CLUSTER/NODEGROUP) or stack name or id.
+        target: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+        /// Per-member lookups in flight at once.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        /// Name of each member's output holding its address.
+        #[arg(long, default_value = "ip")]
+        output_key: String,
+    },
+    /// The deepest failed resources of a stack, with dotted paths and reasons.
+    Failures {
+        /// Stack name or id.
+        stack: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Serve the built-in simulated cloud over HTTP.
+    Sim {
+        /// Address to listen on (loopback).
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        addr: SocketAddr,
+        /// Scenario: demo, empty, bench-1000, bench-10000.
+        #[arg(long, default_value = "demo")]
+        scenario: String,
+        /// Seed for the simulated dynamics.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Simulated clock speed factor.
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+    },
+}

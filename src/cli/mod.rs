@@ -1,0 +1,6 @@
+//! Headless commands: data on stdout, progress on stderr.
+
+pub mod args;
+pub mod commands;
+pub mod connect;
+pub mod output;

@@ -1,0 +1,106 @@
+//! Plain output for headless commands: aligned tables, JSON lines/arrays, CSV.
+
+use std::io::{self, Write};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Table,
+    Json,
+    Csv,
+}
+
+/// A simple table: header plus rows of cells, printed with aligned columns.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Self {
+        Table {
+            header: header.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn push<S: Into<String>>(&mut self, row: impl IntoIterator<Item = S>) {
+        self.rows.push(row.into_iter().map(Into::into).collect());
+    }
+
+    pub fn write_aligned(&self, out: &mut impl Write) -> io::Result<()> {
+        let cols = self.header.len();
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, cell) in row.iter().enumerate().take(cols) {
+                widths[i] = widths[i].max(cell.chars().count());
+            }
+        }
+        write_row(out, &self.header, &widths)?;
+        for row in &self.rows {
+            write_row(out, row, &widths)?;
+        }
+        Ok(())
+    }
+
+    pub fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
+        writeln!(out, "{}", csv_line(&self.header))?;
+        for row in &self.rows {
+            writeln!(out, "{}", csv_line(row))?;
+        }
+        Ok(())
+    }
+}
+
+fn write_row(out: &mut impl Write, cells: &[String], widths: &[usize]) -> io::Result<()> {
+    let mut line = String::new();
+    for (i, width) in widths.iter().enumerate() {
+        let cell = cells.get(i).map(String::as_str).unwrap_or("");
+        if i + 1 == widths.len() {
+            line.push_str(cell);
+        } else {
+            line.push_str(cell);
+            let pad = width.saturating_sub(cell.chars().count()) + 2;
+            line.extend(std::iter::repeat_n(' ', pad));
+        }
+    }
+    writeln!(out, "{}", line.trim_end())
+}
+
+/// One CSV line (RFC 4180 quoting).
+pub fn csv_line(cells: &[String]) -> String {
+    cells
+        .iter()
+        .map(|c| {
+            if c.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", c.replace('"', "\"\""))
+            } else {
+                c.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligns_columns_and_quotes_csv() {
+        let mut t = Table::new(["name", "ip"]);
+        t.push(["node-1", "10.0.0.1"]);
+        t.push(["n,2", "10.0.0.22"]);
+        let mut buf = Vec::new();
+        t.write_aligned(&mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert_eq!(text, "name    ip\nnode-1  10.0.0.1\nn,2     10.0.0.22\n");
+        let mut buf = Vec::new();
+        t.write_csv(&mut buf).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "name,ip\nnode-1,10.0.0.1\n\"n,2\",10.0.0.22\n"
+        );
+    }
+}

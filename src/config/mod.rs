@@ -1,0 +1,12 @@
+//! Configuration: clouds.yaml discovery and the secrets it holds.
+
+pub mod clouds;
+pub mod error;
+pub mod secret;
+
+pub use clouds::{load_cloud, CalderaSettings, CloudConfig, Credentials, DiscoveryEnv};
+pub use error::ConfigError;
+pub use secret::Secret;
+
+#[cfg(test)]
+mod clouds_tests;

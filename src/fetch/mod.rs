@@ -1,0 +1,13 @@
+//! The fetcher every list goes through: the shared request budget, retry policy, pagination
+//! and bounded fan-out. The HTTP transport (`api::http`) applies budget and retries to every
+//! request, so paginated and fanned-out requests are budgeted too.
+
+pub mod budget;
+pub mod fanout;
+pub mod paginate;
+pub mod retry;
+
+pub use budget::{BudgetConfig, BudgetPermit, RequestBudget};
+pub use fanout::fan_out;
+pub use paginate::{paginate, Page};
+pub use retry::RetryPolicy;

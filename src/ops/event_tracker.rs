@@ -1,0 +1,172 @@
+//! De-duplicating, gap-free bookkeeping for following Heat events.
+//!
+//! Heat pages events by `marker` (an event id) in `(created_at, id)` order. Two things break a
+//! naive follower such as `openstack stack event list --follow`:
+//! - an event written a moment late with an earlier timestamp sorts *before* the marker and is
+//!   never returned (a gap), so each poll starts from a marker some seconds behind the newest
+//!   event and the overlap is de-duplicated;
+//! - once Heat purges old events (`max_events_per_stack`) a purged marker is ignored and the
+//!   server answers from the start (duplicates), so every event id ever delivered is remembered.
+
+use crate::model::StackEvent;
+use chrono::{DateTime, Duration, Utc};
+use std::collections::{HashSet, VecDeque};
+
+/// Upper bound on remembered ids; older ids are forgotten first. Far above any stack's
+/// retained events, so forgetting only matters for days-long follows.
+const MAX_REMEMBERED: usize = 500_000;
+
+#[derive(Debug, Clone)]
+pub struct EventTracker {
+    seen: HashSet<String>,
+    seen_order: VecDeque<String>,
+    /// Recently delivered events `(time, id)` in delivery order, for choosing a resume marker.
+    recent: VecDeque<(DateTime<Utc>, String)>,
+    overlap: Duration,
+    delivered: u64,
+    duplicates_dropped: u64,
+}
+
+impl Default for EventTracker {
+    fn default() -> Self {
+        EventTracker::new(Duration::seconds(10))
+    }
+}
+
+impl EventTracker {
+    /// `overlap`: how far behind the newest event each poll re-reads.
+    pub fn new(overlap: Duration) -> Self {
+        EventTracker {
+            seen: HashSet::new(),
+            seen_order: VecDeque::new(),
+            recent: VecDeque::new(),
+            overlap,
+            delivered: 0,
+            duplicates_dropped: 0,
+        }
+    }
+
+    /// Takes one page as the server returned it; returns the events not delivered before,
+    /// oldest first.
+    pub fn ingest(&mut self, page: Vec<StackEvent>) -> Vec<StackEvent> {
+        let mut fresh = Vec::new();
+        for event in page {
+            if self.seen.contains(&event.id) {
+                self.duplicates_dropped += 1;
+                continue;
+            }
+            self.remember(&event.id);
+            fresh.push(event);
+        }
+        fresh.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.id.cmp(&b.id)));
+        for event in &fresh {
+            self.recent.push_back((event.time, event.id.clone()));
+        }
+        self.delivered += fresh.len() as u64;
+        self.trim_recent();
+        fresh
+    }
+
+    /// The marker to start the next poll from: the newest delivered event that is at least
+    /// `overlap` older than the newest one, so late writers inside that window are caught.
+    pub fn resume_marker(&self) -> Option<String> {
+        let newest = self.recent.iter().map(|(t, _)| *t).max()?;
+        let cutoff = newest - self.overlap;
+        self.recent
+            .iter()
+            .filter(|(t, _)| *t <= cutoff)
+            .max_by(|a, b| a.0.cmp(&b.0))
+            .or_else(|| self.recent.iter().min_by(|a, b| a.0.cmp(&b.0)))
+            .map(|(_, id)| id.clone())
+    }
+
+    pub fn has_seen(&self, id: &str) -> bool {
+        self.seen.contains(id)
+    }
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+    pub fn duplicates_dropped(&self) -> u64 {
+        self.duplicates_dropped
+    }
+
+    fn remember(&mut self, id: &str) {
+        self.seen.insert(id.to_string());
+        self.seen_order.push_back(id.to_string());
+        while self.seen_order.len() > MAX_REMEMBERED {
+            if let Some(old) = self.seen_order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+    }
+
+    /// Keeps only what `resume_marker` may need: events inside the overlap window plus the
+    /// newest one just outside it.
+    fn trim_recent(&mut self) {
+        let Some(newest) = self.recent.iter().map(|(t, _)| *t).max() else {
+            return;
+        };
+        let cutoff = newest - self.overlap;
+        let mut sorted: Vec<(DateTime<Utc>, String)> = self.recent.drain(..).collect();
+        sorted.sort();
+        let first_inside = sorted.partition_point(|(t, _)| *t <= cutoff);
+        let keep_from = first_inside.saturating_sub(1);
+        self.recent = sorted.into_iter().skip(keep_from).collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Status;
+    use chrono::TimeZone;
+
+    fn ev(id: &str, secs: i64) -> StackEvent {
+        StackEvent {
+            id: id.into(),
+            time: Utc
+                .timestamp_opt(1_700_000_000 + secs, 0)
+                .single()
+                .expect("valid time"),
+            resource_name: "r".into(),
+            logical_id: "r".into(),
+            physical_id: None,
+            status: Status::parse("CREATE_IN_PROGRESS"),
+            status_reason: None,
+            stack: None,
+            path: vec![],
+        }
+    }
+
+    #[test]
+    fn drops_duplicates_when_server_answers_from_the_start() {
+        let mut t = EventTracker::new(Duration::seconds(5));
+        let first = t.ingest(vec![ev("a", 0), ev("b", 1), ev("c", 2)]);
+        assert_eq!(first.len(), 3);
+        // Purged marker: server replays from its oldest retained event.
+        let again = t.ingest(vec![ev("b", 1), ev("c", 2), ev("d", 3)]);
+        let ids: Vec<&str> = again.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, vec!["d"]);
+        assert_eq!(t.duplicates_dropped(), 2);
+        assert_eq!(t.delivered(), 4);
+    }
+
+    #[test]
+    fn delivers_oldest_first_and_resumes_behind_the_newest() {
+        let mut t = EventTracker::new(Duration::seconds(5));
+        let out = t.ingest(vec![ev("z", 30), ev("x", 10), ev("y", 20), ev("w", 26)]);
+        let ids: Vec<&str> = out.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, vec!["x", "y", "w", "z"]);
+        // newest 30, cutoff 25: the newest event at or before 25 is y (20)... w is 26, inside.
+        assert_eq!(t.resume_marker().as_deref(), Some("y"));
+        // A late event inside the window is still delivered once.
+        let late = t.ingest(vec![ev("w", 26), ev("late", 27), ev("z", 30)]);
+        assert_eq!(late.len(), 1);
+        assert_eq!(late[0].id, "late");
+    }
+
+    #[test]
+    fn no_marker_before_anything_was_seen() {
+        assert_eq!(EventTracker::default().resume_marker(), None);
+    }
+}

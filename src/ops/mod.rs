@@ -1,0 +1,8 @@
+//! Operations built on the clients: node IPs, event following, failures.
+//!
+//! Pure bookkeeping lives in its own modules so it can be tested without a server.
+
+pub mod event_tracker;
+pub mod failures;
+pub mod ips;
+pub mod stack_paths;

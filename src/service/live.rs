@@ -1,0 +1,332 @@
+//! `LiveService`: the console's seam served by real HTTP clients (a real cloud, a standalone
+//! Heat, or the built-in simulator reached over loopback).
+
+use super::{
+    BudgetStats, CloudInfo, CloudService, EventCursor, NodeUpdate, ServiceError, ServiceResult,
+};
+use crate::api::cloud::CloudConnection;
+use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
+use crate::fetch::fan_out;
+use crate::model::{
+    Cluster, Node, NodeGroup, NodeKey, StackEvent, StackRef, StackResource, StackSummary,
+};
+use crate::ops::ips::{stream_ips, IpEvent, IpOptions, Member};
+use crate::ops::stack_paths::StackPaths;
+use futures::future::BoxFuture;
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use futures::FutureExt;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Events asked for per page while following.
+const EVENT_PAGE: u32 = 200;
+/// Details fetched at once when a list lacks fields the console shows (status_reason...).
+const DETAIL_CONCURRENCY: usize = 4;
+
+#[derive(Clone)]
+pub struct LiveService {
+    conn: CloudConnection,
+    ip_options: IpOptions,
+    /// Nesting learned per root stack, so nested events get readable paths.
+    paths: Arc<Mutex<HashMap<String, StackPaths>>>,
+}
+
+impl LiveService {
+    pub fn new(conn: CloudConnection) -> Self {
+        LiveService {
+            conn,
+            ip_options: IpOptions::default(),
+            paths: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    pub fn with_ip_options(mut self, options: IpOptions) -> Self {
+        self.ip_options = options;
+        self
+    }
+
+    pub fn connection(&self) -> &CloudConnection {
+        &self.conn
+    }
+}
+
+fn node_from_member(nodegroup: &NodeGroup, m: &Member) -> Node {
+    let paused = m
+        .status_reason
+        .as_deref()
+        .is_some_and(|r| r.contains("paused until Hook"));
+    Node {
+        key: NodeKey {
+            nodegroup: nodegroup.id.clone(),
+            member: m.name.clone(),
+        },
+        index: m.index,
+        name: m.name.clone(),
+        zone: nodegroup.zone.clone(),
+        ip: None,
+        status: m.status.clone(),
+        status_reason: m.status_reason.clone(),
+        image: None,
+        since: None,
+        hook_paused: paused,
+        stack_id: m.stack.as_ref().map(|s| s.id.clone()),
+    }
+}
+
+/// Resolves `stack_id` (an id or a name) to `name/id`.
+async fn resolve(heat: &HeatClient, stack: &str) -> ServiceResult<StackRef> {
+    heat.resolve(stack).await.map_err(ServiceError::from)
+}
+
+impl CloudService for LiveService {
+    fn info(&self) -> CloudInfo {
+        self.conn.info()
+    }
+
+    fn budget(&self) -> BudgetStats {
+        self.conn.budget()
+    }
+
+    fn list_clusters(&self) -> BoxFuture<'static, ServiceResult<Vec<Cluster>>> {
+        let magnum = self.conn.magnum.clone();
+        async move {
+            let Some(magnum) = magnum else {
+                return Ok(Vec::new());
+            };
+            let listed: Vec<Cluster> = magnum
+                .list_clusters(None)
+                .try_collect()
+                .await
+                .map_err(ServiceError::from)?;
+            // The list lacks status_reason and friends; fetch details alongside, and keep the
+            // list entry when a detail call fails.
+            let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
+            let mut fetches = fan_out(ids, DETAIL_CONCURRENCY, |id: String| {
+                let magnum = magnum.clone();
+                async move { magnum.get_cluster(&id).await }
+            });
+            let mut details: HashMap<String, Cluster> = HashMap::new();
+            while let Some((id, result)) = fetches.next().await {
+                if let Ok(cluster) = result {
+                    details.insert(id, cluster);
+                }
+            }
+            Ok(listed
+                .into_iter()
+                .map(|c| details.get(&c.id).cloned().unwrap_or(c))
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn list_nodegroups(
+        &self,
+        cluster: Cluster,
+    ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>> {
+        let magnum = self.conn.magnum.clone();
+        async move {
+            let Some(magnum) = magnum else {
+                return Ok(Vec::new());
+            };
+            let listed = magnum
+                .list_nodegroups(&cluster.id, None)
+                .await
+                .map_err(ServiceError::from)?;
+            let ids: Vec<String> = listed.iter().map(|n| n.id.clone()).collect();
+            let mut fetches = fan_out(ids, DETAIL_CONCURRENCY, |id: String| {
+                let magnum = magnum.clone();
+                let cluster = cluster.id.clone();
+                async move { magnum.get_nodegroup(&cluster, &id).await }
+            });
+            let mut details: HashMap<String, NodeGroup> = HashMap::new();
+            while let Some((id, result)) = fetches.next().await {
+                if let Ok(nodegroup) = result {
+                    details.insert(id, nodegroup);
+                }
+            }
+            Ok(listed
+                .into_iter()
+                .map(|n| details.get(&n.id).cloned().unwrap_or(n))
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn list_stacks(&self) -> BoxFuture<'static, ServiceResult<Vec<StackSummary>>> {
+        let heat = self.conn.heat.clone();
+        async move {
+            heat.list_stacks(Default::default())
+                .try_collect()
+                .await
+                .map_err(ServiceError::from)
+        }
+        .boxed()
+    }
+
+    fn stream_nodes(&self, nodegroup: NodeGroup) -> BoxStream<'static, ServiceResult<NodeUpdate>> {
+        let heat = self.conn.heat.clone();
+        let options = self.ip_options.clone();
+        let Some(stack_id) = nodegroup.stack_id.clone() else {
+            let err = ServiceError::new(
+                super::ErrorKind::NotFound,
+                format!("node group {} has no Heat stack", nodegroup.name),
+            );
+            return futures::stream::once(async move { Err(err) }).boxed();
+        };
+        futures::stream::once(async move { resolve(&heat, &stack_id).await.map(|s| (heat, s)) })
+            .flat_map(move |resolved| match resolved {
+                Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+                Ok((heat, stack)) => {
+                    let nodegroup = nodegroup.clone();
+                    stream_ips(heat, stack, options.clone())
+                        .map(move |event| {
+                            event.map_err(ServiceError::from).map(|event| match event {
+                                IpEvent::Members(members) => NodeUpdate::Members(
+                                    members
+                                        .iter()
+                                        .map(|m| node_from_member(&nodegroup, m))
+                                        .collect(),
+                                ),
+                                IpEvent::Address(address, _) => NodeUpdate::Address(address),
+                                IpEvent::Failed { member, reason } => NodeUpdate::AddressFailed {
+                                    member,
+                                    error: ServiceError::new(super::ErrorKind::NotFound, reason),
+                                },
+                                IpEvent::Done(_) => NodeUpdate::Done,
+                            })
+                        })
+                        .boxed()
+                }
+            })
+            .boxed()
+    }
+
+    fn stack_resources(
+        &self,
+        stack: StackRef,
+        nested_depth: u32,
+    ) -> BoxFuture<'static, ServiceResult<Vec<StackResource>>> {
+        let heat = self.conn.heat.clone();
+        let paths = self.paths.clone();
+        async move {
+            let listing = heat
+                .list_resources(
+                    &stack,
+                    &ResourceQuery {
+                        nested_depth: Some(nested_depth),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .map_err(ServiceError::from)?;
+            let resources: Vec<StackResource> = listing.into_iter().map(|r| r.resource).collect();
+            if let Ok(mut paths) = paths.lock() {
+                paths
+                    .entry(stack.id.clone())
+                    .or_insert_with(|| StackPaths::new(&stack))
+                    .learn(&resources);
+            }
+            Ok(resources)
+        }
+        .boxed()
+    }
+
+    fn poll_events(
+        &self,
+        stack: StackRef,
+        nested_depth: u32,
+        cursor: EventCursor,
+    ) -> BoxFuture<'static, ServiceResult<(Vec<StackEvent>, EventCursor)>> {
+        let heat = self.conn.heat.clone();
+        let paths = self.paths.clone();
+        async move {
+            let mut cursor = cursor;
+            let mut events = follow_step(&heat, &stack, nested_depth, &mut cursor).await?;
+            if nested_depth > 0 {
+                label_paths(&heat, &paths, &stack, nested_depth, &mut events).await;
+            }
+            Ok((events, cursor))
+        }
+        .boxed()
+    }
+}
+
+/// One poll: every event after the cursor's resume marker, page by page, without duplicates.
+pub async fn follow_step(
+    heat: &HeatClient,
+    stack: &StackRef,
+    nested_depth: u32,
+    cursor: &mut EventCursor,
+) -> ServiceResult<Vec<StackEvent>> {
+    let mut marker = cursor.tracker.resume_marker();
+    let mut fresh = Vec::new();
+    loop {
+        let query = EventQuery {
+            limit: Some(EVENT_PAGE),
+            marker: marker.clone(),
+            sort_dir: Some(SortDir::Asc),
+            nested_depth: (nested_depth > 0).then_some(nested_depth),
+            ..Default::default()
+        };
+        let page = heat
+            .list_events_page(stack, &query)
+            .await
+            .map_err(ServiceError::from)?;
+        let full = page.len() >= EVENT_PAGE as usize;
+        let last = page.last().map(|e| e.id.clone());
+        fresh.extend(cursor.tracker.ingest(page));
+        match last {
+            // A full page whose last id we already started from would loop forever.
+            Some(last) if full && Some(&last) != marker.as_ref() => marker = Some(last),
+            _ => break,
+        }
+    }
+    fresh.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.id.cmp(&b.id)));
+    Ok(fresh)
+}
+
+/// Fills `path` of nested events from the learned nesting; learns again (once) when an event
+/// comes from a stack not seen before, e.g. a member created since the last listing.
+async fn label_paths(
+    heat: &HeatClient,
+    paths: &Mutex<HashMap<String, StackPaths>>,
+    root: &StackRef,
+    nested_depth: u32,
+    events: &mut [StackEvent],
+) {
+    let unknown = |paths: &Mutex<HashMap<String, StackPaths>>, events: &[StackEvent]| {
+        let Ok(map) = paths.lock() else { return false };
+        let known = map.get(&root.id);
+        events.iter().any(|e| {
+            e.stack
+                .as_ref()
+                .is_some_and(|s| known.is_none_or(|k| !k.knows(&s.id)))
+        })
+    };
+    if unknown(paths, events) {
+        let query = ResourceQuery {
+            nested_depth: Some(nested_depth),
+            ..Default::default()
+        };
+        match heat.list_resources(root, &query).await {
+            Ok(listing) => {
+                let resources: Vec<StackResource> =
+                    listing.into_iter().map(|r| r.resource).collect();
+                if let Ok(mut map) = paths.lock() {
+                    map.entry(root.id.clone())
+                        .or_insert_with(|| StackPaths::new(root))
+                        .learn(&resources);
+                }
+            }
+            Err(e) => tracing::debug!("could not learn nested stack paths: {e}"),
+        }
+    }
+    let Ok(map) = paths.lock() else { return };
+    let known = map.get(&root.id);
+    for event in events.iter_mut() {
+        let Some(owner) = &event.stack else { continue };
+        event.path = known
+            .and_then(|k| k.path_of(&owner.id))
+            .unwrap_or_else(|| vec![owner.name.clone()]);
+    }
+}
