@@ -2,8 +2,11 @@
 
 use caldera::cli::args::{Cli, Command};
 use caldera::cli::{commands, connect};
+use caldera::service::live::LiveService;
+use caldera::tui::{self, ConsoleOptions};
 use clap::Parser;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -37,6 +40,22 @@ async fn run(cli: Cli) -> commands::CmdResult {
             }
             commands::run(command, conn).await
         }
-        None => Err("the console is not built into this binary yet".into()),
+        None => {
+            let endpoint = connect::choose(&cli.conn, false)?;
+            let conn = connect::connect(&endpoint, &cli.conn).await?;
+            let notices = conn.warnings().iter().map(ToString::to_string).collect();
+            let service = Arc::new(LiveService::new(conn));
+            let _log = match &cli.console.log_file {
+                Some(path) => tui::init_logging_to(path, "info"),
+                None => tui::init_logging("info"),
+            };
+            let options = ConsoleOptions {
+                theme: cli.console.theme.clone(),
+                read_only: cli.console.read_only,
+                notices,
+                ..ConsoleOptions::default()
+            };
+            tui::run(service, options).await.map_err(|e| e.to_string().into())
+        }
     }
 }
