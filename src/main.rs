@@ -55,7 +55,9 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 notices,
                 ..ConsoleOptions::default()
             };
-            tui::run(service, options).await.map_err(|e| e.to_string().into())
+            tui::run(service, options)
+                .await
+                .map_err(|e| e.to_string().into())
         }
     }
 }

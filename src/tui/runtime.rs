@@ -46,7 +46,10 @@ pub fn init_logging_to(
     path: &std::path::Path,
     filter: &str,
 ) -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
     std::fs::create_dir_all(dir).ok()?;
     let file = tracing_appender::rolling::never(dir, path.file_name()?);
     let (writer, guard) = tracing_appender::non_blocking(file);
