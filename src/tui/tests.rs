@@ -601,3 +601,38 @@ async fn freeze_keeps_the_screen_and_applies_on_thaw() {
     h.key(KeyAction::Freeze);
     assert_eq!(h.app.store.clusters.data.as_ref().map(Vec::len), Some(4));
 }
+
+#[tokio::test]
+async fn every_view_draws_at_tiny_sizes_without_panicking() {
+    let mut h = Harness::demo(300);
+    h.settle().await;
+    let sizes = [(1, 1), (10, 3), (30, 8), (45, 12)];
+    let mut draw_all = |h: &mut Harness| {
+        for (w, hh) in sizes {
+            h.render(w, hh);
+        }
+    };
+    draw_all(&mut h);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.app.plan_refresh(false);
+    h.settle().await;
+    draw_all(&mut h);
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    draw_all(&mut h);
+    h.key(KeyAction::Tree);
+    h.settle().await;
+    draw_all(&mut h);
+    h.key(KeyAction::Events);
+    h.settle().await;
+    draw_all(&mut h);
+    h.key(KeyAction::Wrap);
+    draw_all(&mut h);
+    h.key(KeyAction::Help);
+    draw_all(&mut h);
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char(':'));
+    draw_all(&mut h);
+}
