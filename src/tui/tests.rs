@@ -607,7 +607,7 @@ async fn every_view_draws_at_tiny_sizes_without_panicking() {
     let mut h = Harness::demo(300);
     h.settle().await;
     let sizes = [(1, 1), (10, 3), (30, 8), (45, 12)];
-    let mut draw_all = |h: &mut Harness| {
+    let draw_all = |h: &mut Harness| {
         for (w, hh) in sizes {
             h.render(w, hh);
         }
