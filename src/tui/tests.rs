@@ -401,9 +401,8 @@ async fn events_follow_new_events_and_save_to_file() {
     h.key(KeyAction::Save);
     assert!(matches!(h.app.mode, Mode::Input(_)));
     // Replace the suggested name with our path.
-    for _ in 0..80 {
-        h.press(KeyCode::Backspace);
-    }
+    h.app
+        .on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
     h.type_str(&path.display().to_string());
     h.press(KeyCode::Enter);
     h.settle().await;
