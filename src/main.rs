@@ -35,7 +35,10 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> commands::CmdResult {
     // Logs go to a file, never to the terminal the console draws on.
-    let _log = tui::init_logging("info");
+    let _log = match &cli.console.log_file {
+        Some(path) => tui::init_logging_to(path, "info"),
+        None => tui::init_logging("info"),
+    };
     match cli.command {
         Some(Command::Sim {
             addr,
@@ -73,9 +76,11 @@ async fn run(cli: Cli) -> commands::CmdResult {
             if cli.console.read_only {
                 conn.set_read_only(true);
             }
+            let notices = conn.warnings().iter().map(ToString::to_string).collect();
             let options = ConsoleOptions {
                 theme: cli.console.theme.clone(),
                 read_only: cli.console.read_only || conn.info().read_only,
+                notices,
                 ..ConsoleOptions::default()
             };
             let service = Arc::new(LiveService::new(conn));

@@ -830,10 +830,10 @@ impl CloudService for FakeCloud {
     ) -> BoxFuture<'static, ServiceResult<(Vec<StackEvent>, EventCursor)>> {
         self.answer(FakeOp::PollEvents, move |d| {
             let mut cursor = cursor;
-            let all = d.events.get(&stack.id).map(Vec::as_slice).unwrap_or(&[]);
-            // The same de-duplication the live follower uses.
-            let out = cursor.tracker.ingest(all.to_vec());
-            (out, cursor)
+            // Like Heat after a purge: always answer from the start; the cursor dedups.
+            let page = d.events.get(&stack.id).cloned().unwrap_or_default();
+            let fresh = cursor.tracker.ingest(page);
+            (fresh, cursor)
         })
     }
 }

@@ -188,7 +188,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         Column {
             title: "STATUS",
             hide_below: 0,
-            width: Constraint::Length(19),
+            width: Constraint::Length(20),
             text: |g, _| g.status.raw.clone(),
             sort: |g, _| SortKey::str(&g.status.raw),
             style: |g, ctx| status_style(&g.status, ctx),
@@ -307,7 +307,7 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         Column {
             title: "STATUS",
             hide_below: 0,
-            width: Constraint::Length(19),
+            width: Constraint::Length(20),
             text: |r, _| r.node.status.raw.clone(),
             sort: |r, _| SortKey::str(&r.node.status.raw),
             style: |r, ctx| {
@@ -466,7 +466,7 @@ pub fn event_columns() -> Vec<Column<StackEvent>> {
         Column {
             title: "STATUS",
             hide_below: 0,
-            width: Constraint::Length(19),
+            width: Constraint::Length(20),
             text: |e, _| e.status.raw.clone(),
             sort: |e, _| SortKey::str(&e.status.raw),
             style: |e, ctx| status_style(&e.status, ctx),
@@ -534,7 +534,7 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
         Column {
             title: "STATUS",
             hide_below: 0,
-            width: Constraint::Length(19),
+            width: Constraint::Length(20),
             text: |r, _| r.resource.status.raw.clone(),
             sort: |r, _| SortKey::str(&r.resource.status.raw),
             style: |r, ctx| status_style(&r.resource.status, ctx),

@@ -40,6 +40,8 @@ pub struct ConsoleOptions {
     pub fps: u32,
     /// Where user themes live; `None` means `$XDG_CONFIG_HOME/caldera/themes`.
     pub theme_dir: Option<PathBuf>,
+    /// Messages for the status line at start (e.g. connection warnings).
+    pub notices: Vec<String>,
 }
 
 impl Default for ConsoleOptions {
@@ -53,6 +55,7 @@ impl Default for ConsoleOptions {
             refresh: Duration::from_secs(5),
             fps: 30,
             theme_dir: None,
+            notices: Vec::new(),
         }
     }
 }
@@ -183,6 +186,7 @@ pub fn resolve(options: &ConsoleOptions) -> Resolved {
             }
         }
     }
+    out.problems.extend(options.notices.iter().cloned());
     for msg in super::keys::apply_overrides(&mut out.keys, &options.key_overrides) {
         out.problems.push(format!("--key: {msg}"));
     }

@@ -33,7 +33,7 @@ pub mod widgets;
 pub mod worker;
 
 pub use config::ConsoleOptions;
-pub use runtime::{init_logging, log_path, run, ConsoleError};
+pub use runtime::{init_logging, init_logging_to, log_path, run, ConsoleError};
 
 #[cfg(test)]
 mod tests;

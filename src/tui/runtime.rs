@@ -38,8 +38,18 @@ pub fn log_path() -> Option<PathBuf> {
 /// Log to the file (never the terminal). `filter` is an env-filter string such as
 /// `info` or `caldera=debug`; `RUST_LOG` wins when set. Keep the guard alive.
 pub fn init_logging(filter: &str) -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    let path = log_path()?;
-    let dir = path.parent()?;
+    init_logging_to(&log_path()?, filter)
+}
+
+/// Like [`init_logging`], to a given file.
+pub fn init_logging_to(
+    path: &std::path::Path,
+    filter: &str,
+) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
     std::fs::create_dir_all(dir).ok()?;
     let file = tracing_appender::rolling::never(dir, path.file_name()?);
     let (writer, guard) = tracing_appender::non_blocking(file);

@@ -401,9 +401,8 @@ async fn events_follow_new_events_and_save_to_file() {
     h.key(KeyAction::Save);
     assert!(matches!(h.app.mode, Mode::Input(_)));
     // Replace the suggested name with our path.
-    for _ in 0..80 {
-        h.press(KeyCode::Backspace);
-    }
+    h.app
+        .on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
     h.type_str(&path.display().to_string());
     h.press(KeyCode::Enter);
     h.settle().await;
@@ -600,4 +599,39 @@ async fn freeze_keeps_the_screen_and_applies_on_thaw() {
     assert!(h.app.store.clusters.data.is_none(), "frozen: answers wait");
     h.key(KeyAction::Freeze);
     assert_eq!(h.app.store.clusters.data.as_ref().map(Vec::len), Some(4));
+}
+
+#[tokio::test]
+async fn every_view_draws_at_tiny_sizes_without_panicking() {
+    let mut h = Harness::demo(300);
+    h.settle().await;
+    let sizes = [(1, 1), (10, 3), (30, 8), (45, 12)];
+    let draw_all = |h: &mut Harness| {
+        for (w, hh) in sizes {
+            h.render(w, hh);
+        }
+    };
+    draw_all(&mut h);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.app.plan_refresh(false);
+    h.settle().await;
+    draw_all(&mut h);
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    draw_all(&mut h);
+    h.key(KeyAction::Tree);
+    h.settle().await;
+    draw_all(&mut h);
+    h.key(KeyAction::Events);
+    h.settle().await;
+    draw_all(&mut h);
+    h.key(KeyAction::Wrap);
+    draw_all(&mut h);
+    h.key(KeyAction::Help);
+    draw_all(&mut h);
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char(':'));
+    draw_all(&mut h);
 }

@@ -47,7 +47,7 @@ pub fn event_line<'a>(e: &StackEvent, ctx: &RowCtx, source: Option<&str>) -> Lin
     let mut spans = vec![
         Span::styled(format!("{:>9} ", event_time(e, ctx)), th.muted()),
         Span::styled(
-            format!("{:<19} ", e.status.raw),
+            format!("{:<20} ", e.status.raw),
             th.status_style(e.status.state),
         ),
     ];

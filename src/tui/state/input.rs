@@ -169,6 +169,14 @@ impl App {
                 self.mode = Mode::Normal;
                 self.submit_input(kind, text);
             }
+            // Readline habit: ctrl-u clears the line.
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                input.set_text("");
+                input.candidates.clear();
+                if let InputKind::Filter { .. } = input.kind {
+                    self.view_mut().table.set_filter("");
+                }
+            }
             KeyCode::Tab if input.kind == InputKind::Palette => {
                 let names = crate::tui::theme::theme_names(self.theme_dir.as_deref());
                 let (line, candidates) = complete(&input.text(), &names);
@@ -225,11 +233,15 @@ impl App {
                     return;
                 }
                 let contents = self.events_text();
+                let path = match (path.strip_prefix("~/"), dirs::home_dir()) {
+                    (Some(rest), Some(home)) => home.join(rest),
+                    _ => PathBuf::from(path),
+                };
                 self.outbox.push(Request::Save {
-                    path: PathBuf::from(path),
+                    path: path.clone(),
                     contents,
                 });
-                self.set_status(Level::Info, format!("saving to {path}…"));
+                self.set_status(Level::Info, format!("saving to {}…", path.display()));
             }
         }
     }

@@ -326,11 +326,17 @@ impl App {
                 let v = self.view_mut();
                 v.tail.abs_time = !v.tail.abs_time;
             }
+            KeyAction::Wrap if matches!(self.view().kind, ViewKind::Dashboard { .. }) => {
+                self.set_status(Level::Info, "wrap and save work in the events view (e)");
+            }
             KeyAction::Wrap => {
                 let v = self.view_mut();
                 v.tail.wrap = !v.tail.wrap;
             }
             KeyAction::Save => {
+                if matches!(self.view().kind, ViewKind::Dashboard { .. }) {
+                    self.set_status(Level::Info, "wrap and save work in the events view (e)");
+                }
                 if let ViewKind::Events { stack } = &self.view().kind {
                     let name = format!(
                         "caldera-events-{}-{}.txt",
