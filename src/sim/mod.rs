@@ -98,6 +98,7 @@ pub struct SimHandle {
     pub application_credential_secret: String,
     faults: FaultControl,
     world: Arc<Mutex<World>>,
+    shared: Arc<Shared>,
     stop: CancellationToken,
     server: tokio::task::JoinHandle<()>,
     ticker: tokio::task::JoinHandle<()>,
@@ -123,6 +124,11 @@ impl SimHandle {
     /// Runs `f` on the world (tests use it to check state the API does not show).
     pub fn with_world<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
         f(&mut server::lock(&self.world))
+    }
+
+    /// The ids of the tokens Keystone has issued (tests look for them where they must not be).
+    pub fn issued_tokens(&self) -> Vec<String> {
+        server::lock(&self.shared.tokens).ids()
     }
 
     /// A clouds.yaml entry for this simulator.
@@ -202,7 +208,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
     });
     let app = axum::Router::new()
         .fallback(server::dispatch)
-        .with_state(shared);
+        .with_state(shared.clone());
     let stop = CancellationToken::new();
     let stop2 = stop.clone();
     let server = tokio::spawn(async move {
@@ -225,6 +231,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         application_credential_secret: cfg.app_cred_secret,
         faults,
         world,
+        shared,
         stop,
         server,
         ticker,
