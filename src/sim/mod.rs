@@ -47,6 +47,10 @@ pub struct SimOptions {
     pub update_median: Duration,
     /// Faults active from the start.
     pub faults: Vec<Fault>,
+    /// The fake user's password and application-credential secret (tests pick unusual
+    /// ones so they can search output for them).
+    pub password: String,
+    pub app_cred_secret: String,
 }
 
 impl Default for SimOptions {
@@ -63,6 +67,8 @@ impl Default for SimOptions {
             create_median: Duration::from_secs(90),
             update_median: Duration::from_secs(45),
             faults: vec![],
+            password: "caldera-sim".into(),
+            app_cred_secret: "caldera-sim-secret".into(),
         }
     }
 }
@@ -169,12 +175,12 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         detail_cost_per_resource: opts.detail_cost_per_resource,
         user_name: "operator".into(),
         user_id: user_id.clone(),
-        password: "caldera-sim".into(),
+        password: opts.password.clone(),
         project_name: "demo".into(),
         project_id: project_id.clone(),
         domain: "Default".into(),
         app_cred_id: idg.hex(32),
-        app_cred_secret: "caldera-sim-secret".into(),
+        app_cred_secret: opts.app_cred_secret.clone(),
     };
     let wcfg = WorldConfig {
         project_id: project_id.clone(),
