@@ -100,7 +100,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..SimOptions::default()
     })
     .await?;
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default()).await?;
+    let conn =
+        CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default()).await?;
     let svc = Arc::new(LiveService::new(conn.clone()));
     let clusters = svc.list_clusters().await?;
     let cluster = clusters
@@ -249,7 +250,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let rate = (events - last_events) as f64 * 60.0 / sample.as_secs_f64();
                 last_events = events;
                 let (ids, recent) = c.cursor.lock().map(|m| *m).unwrap_or_default();
-                let retained: usize = sim_ref.with_world(|w| w.stacks().map(|(_, s)| s.events.len()).sum());
+                let retained: usize =
+                    sim_ref.with_world(|w| w.stacks().map(|(_, s)| s.events.len()).sum());
                 println!(
                     "| {t:.0} | {rss:.1} | {events} | {rate:.0} | {} | {} | {} | {} | {} | {ids} / {recent} | {} | {retained} |",
                     c.duplicates.load(Relaxed),
@@ -308,14 +310,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // Memory trend after a one-minute warm-up: least-squares slope in MB per minute.
-    let tail: Vec<(f64, f64)> = samples.iter().copied().filter(|(t, _)| *t >= 60.0).collect();
+    let tail: Vec<(f64, f64)> = samples
+        .iter()
+        .copied()
+        .filter(|(t, _)| *t >= 60.0)
+        .collect();
     let slope = if tail.len() >= 3 {
         let n = tail.len() as f64;
         let mx = tail.iter().map(|p| p.0).sum::<f64>() / n;
         let my = tail.iter().map(|p| p.1).sum::<f64>() / n;
         let sxy: f64 = tail.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
         let sxx: f64 = tail.iter().map(|p| (p.0 - mx).powi(2)).sum();
-        if sxx > 0.0 { sxy / sxx * 60.0 } else { 0.0 }
+        if sxx > 0.0 {
+            sxy / sxx * 60.0
+        } else {
+            0.0
+        }
     } else {
         0.0
     };
@@ -356,7 +366,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         sim.issued_tokens().len(),
         cursor.remembered()
     );
-    println!("Heat retains {retained} events of the followed tree; not seen by the follower: {missing}");
+    println!(
+        "Heat retains {retained} events of the followed tree; not seen by the follower: {missing}"
+    );
     sim.shutdown().await;
     if missing > 0 {
         return Err(format!("{missing} retained events never reached the follower").into());

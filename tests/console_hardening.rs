@@ -151,7 +151,12 @@ async fn live_console_shows_errors_in_place_and_recovers() {
         screen.contains("expected JSON") || screen.contains("text/html"),
         "{screen}"
     );
-    for cmd in [Command::NodeGroups, Command::Nodes, Command::Events, Command::Tree] {
+    for cmd in [
+        Command::NodeGroups,
+        Command::Nodes,
+        Command::Events,
+        Command::Tree,
+    ] {
         h.app.update(Action::Command(cmd));
         h.settle().await;
         h.render(120, 40);
@@ -221,7 +226,16 @@ async fn resize_storms_in_every_view_never_panic() {
         Command::Faults,
     ];
     // Degenerate sizes first, in every view.
-    let tiny = [(0, 0), (1, 1), (0, 24), (80, 0), (1, 40), (200, 1), (2, 2), (10, 3)];
+    let tiny = [
+        (0, 0),
+        (1, 1),
+        (0, 24),
+        (80, 0),
+        (1, 40),
+        (200, 1),
+        (2, 2),
+        (10, 3),
+    ];
     for cmd in &commands {
         h.app.update(Action::Command(cmd.clone()));
         h.settle().await;
@@ -260,8 +274,9 @@ async fn resize_storms_in_every_view_never_panic() {
             }
         }
         if round % 23 == 0 {
-            h.app
-                .update(Action::Command(commands[rng.gen_range(0..commands.len())].clone()));
+            h.app.update(Action::Command(
+                commands[rng.gen_range(0..commands.len())].clone(),
+            ));
             fake.advance();
         }
         h.settle().await;
@@ -269,5 +284,8 @@ async fn resize_storms_in_every_view_never_panic() {
     assert_eq!(draws, 400);
     // Still a working console: a normal-size frame shows the header.
     let screen = h.render(120, 30);
-    assert!(screen.contains("SIMULATOR") || screen.contains("caldera"), "{screen}");
+    assert!(
+        screen.contains("SIMULATOR") || screen.contains("caldera"),
+        "{screen}"
+    );
 }

@@ -395,8 +395,16 @@ async fn bad_bodies_are_decode_errors_naming_the_problem_and_not_retried() {
             raw(200, "application/json", r#"{"stacks": {"id": 1}}"#),
             &["unexpected response", "stacks"],
         ),
-        ("null body", raw(200, "application/json", "null"), &["unexpected response"]),
-        ("empty body", raw(200, "application/json", ""), &["unexpected response"]),
+        (
+            "null body",
+            raw(200, "application/json", "null"),
+            &["unexpected response"],
+        ),
+        (
+            "empty body",
+            raw(200, "application/json", ""),
+            &["unexpected response"],
+        ),
         (
             "null required field",
             Fault::new(FaultKind::Mangle(null_status)).times(1),
@@ -432,7 +440,14 @@ async fn bad_bodies_are_decode_errors_naming_the_problem_and_not_retried() {
     let err = svc.list_clusters().await.expect_err("null list");
     assert_eq!(err.kind, ErrorKind::Decode, "{err}");
     // An HTTP error with a non-JSON body keeps a short excerpt of it.
-    f.add(raw(502, "text/html", "<html><h1>502 Bad Gateway</h1> nginx</html>").times(9));
+    f.add(
+        raw(
+            502,
+            "text/html",
+            "<html><h1>502 Bad Gateway</h1> nginx</html>",
+        )
+        .times(9),
+    );
     let err = list_page(&conn).await.expect_err("502 html");
     assert_words(&err, &["HTTP 502", "Bad Gateway"]);
     f.clear();
@@ -502,7 +517,10 @@ async fn token_expiring_in_the_middle_of_a_paginated_fetch() {
     let t = Instant::now();
     let during = collect(conn.clone(), query).await;
     let pages = baseline.len().div_ceil(limit) as u64;
-    assert_eq!(during, baseline, "same stacks, same order, no gaps or repeats");
+    assert_eq!(
+        during, baseline,
+        "same stacks, same order, no gaps or repeats"
+    );
     let issued = sim.issued_tokens().len() - issued_before;
     assert!(
         issued as f64 >= (t.elapsed().as_secs_f64() / 1.5).floor() - 1.0 && issued >= 2,
@@ -687,10 +705,7 @@ async fn event_follower_through_a_fault_burst_matches_the_full_listing() {
                         &stack,
                         &StackUpdate {
                             existing: true,
-                            parameters: BTreeMap::from([(
-                                "image".to_string(),
-                                json!("img-v2"),
-                            )]),
+                            parameters: BTreeMap::from([("image".to_string(), json!("img-v2"))]),
                             ..Default::default()
                         },
                     )
@@ -733,4 +748,3 @@ async fn event_follower_through_a_fault_burst_matches_the_full_listing() {
     assert!(all.len() > 12 * 4, "a real rollout: {} events", all.len());
     sim.shutdown().await;
 }
-

@@ -165,7 +165,10 @@ async fn sim_seeds() -> Vec<Seed> {
     });
     let v: Value = serde_json::from_slice(&clusters).unwrap_or_default();
     if let Some(id) = v.pointer("/clusters/0/uuid").and_then(Value::as_str) {
-        for path in [format!("/clusters/{id}"), format!("/clusters/{id}/nodegroups")] {
+        for path in [
+            format!("/clusters/{id}"),
+            format!("/clusters/{id}/nodegroups"),
+        ] {
             seeds.push(Seed {
                 tag: TAG_MAGNUM,
                 data: get(format!("{}{path}", sim.magnum_url())).await,
@@ -245,10 +248,39 @@ fn mutate_json(rng: &mut StdRng, v: &mut Value, depth: usize) {
 }
 
 const TOKENS: &[&[u8]] = &[
-    b"null", b"\"\"", b"[]", b"{}", b"-", b"1e999", b"\\u0000", b"\\ud800", b"\"", b"\n",
-    b": ", b"- ", b"&a", b"*a", b"!!binary", b"<<: *a", b"{{", b"]]", b"[[keys]]", b"=",
-    b"ctrl-", b"shift+alt-", b"\xff\xfe", b"\t", b"#", b"'", b"\"\"\"", b"0x", b"#zzzzzz",
-    b"~", b"\r\n", b"%", b"\x00",
+    b"null",
+    b"\"\"",
+    b"[]",
+    b"{}",
+    b"-",
+    b"1e999",
+    b"\\u0000",
+    b"\\ud800",
+    b"\"",
+    b"\n",
+    b": ",
+    b"- ",
+    b"&a",
+    b"*a",
+    b"!!binary",
+    b"<<: *a",
+    b"{{",
+    b"]]",
+    b"[[keys]]",
+    b"=",
+    b"ctrl-",
+    b"shift+alt-",
+    b"\xff\xfe",
+    b"\t",
+    b"#",
+    b"'",
+    b"\"\"\"",
+    b"0x",
+    b"#zzzzzz",
+    b"~",
+    b"\r\n",
+    b"%",
+    b"\x00",
 ];
 
 fn mutate_bytes(rng: &mut StdRng, data: &mut Vec<u8>) {

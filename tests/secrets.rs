@@ -98,7 +98,12 @@ fn assert_clean(what: &str, text: &str, secrets: &[String]) {
 async fn no_secret_in_output_logs_or_errors() {
     let sim = start_sim().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let good = write_clouds(dir.path(), "clouds.yaml", &clouds_yaml(&sim, PASSWORD), 0o600);
+    let good = write_clouds(
+        dir.path(),
+        "clouds.yaml",
+        &clouds_yaml(&sim, PASSWORD),
+        0o600,
+    );
     let bad = write_clouds(
         dir.path(),
         "bad.yaml",
@@ -109,7 +114,16 @@ async fn no_secret_in_output_logs_or_errors() {
     let f = sim.faults();
     let mut runs = Vec::new();
 
-    runs.push(caldera(dir.path(), &good, &log, "stacks", &["--cloud", "pw", "stacks"]).await);
+    runs.push(
+        caldera(
+            dir.path(),
+            &good,
+            &log,
+            "stacks",
+            &["--cloud", "pw", "stacks"],
+        )
+        .await,
+    );
     runs.push(
         caldera(
             dir.path(),
@@ -162,7 +176,11 @@ async fn no_secret_in_output_logs_or_errors() {
     for r in &runs {
         assert!(r.ok, "{} failed: {}", r.label, r.stderr);
     }
-    assert!(runs[0].stdout.contains("CREATE_COMPLETE"), "{}", runs[0].stdout);
+    assert!(
+        runs[0].stdout.contains("CREATE_COMPLETE"),
+        "{}",
+        runs[0].stdout
+    );
     assert!(!bad_pw.ok && !failing.ok && !dropped.ok);
     assert!(
         bad_pw.stderr.contains("authentication failed") || bad_pw.stderr.contains("401"),
@@ -204,7 +222,14 @@ async fn readable_clouds_yaml_with_a_password_is_warned_about() {
         &clouds_yaml(&sim, PASSWORD),
         0o600,
     );
-    let r = caldera(dir.path(), &open, &log, "open", &["--cloud", "pw", "stacks"]).await;
+    let r = caldera(
+        dir.path(),
+        &open,
+        &log,
+        "open",
+        &["--cloud", "pw", "stacks"],
+    )
+    .await;
     assert!(r.ok, "{}", r.stderr);
     assert!(
         r.stderr.contains("warning:")
@@ -251,8 +276,8 @@ async fn readable_clouds_yaml_with_a_password_is_warned_about() {
     );
     app.update(caldera::tui::action::Action::Resize(200, 30));
     app.prepare();
-    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 30))
-        .expect("terminal");
+    let mut term =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 30)).expect("terminal");
     term.draw(|f| app.draw(f)).expect("draw");
     let screen = term.backend().to_string();
     assert!(

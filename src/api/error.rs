@@ -121,7 +121,9 @@ impl ApiError {
         let mut detail = error_chain(err);
         if detail.contains("InvalidContentType") {
             // rustls got a plain-HTTP answer to its ClientHello.
-            detail.push_str(" (the server does not speak TLS on this port; should the URL be http://?)");
+            detail.push_str(
+                " (the server does not speak TLS on this port; should the URL be http://?)",
+            );
         }
         ApiError::Transport {
             method,

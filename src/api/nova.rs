@@ -272,8 +272,7 @@ mod tests {
 pub fn fuzz_decode(body: &[u8]) {
     let m = reqwest::Method::GET;
     let ct = Some("application/json");
-    if let Ok(l) =
-        crate::api::http::decode_json::<ServerList>(&m, "http://fuzz/servers", ct, body)
+    if let Ok(l) = crate::api::http::decode_json::<ServerList>(&m, "http://fuzz/servers", ct, body)
     {
         for s in l.servers {
             let s = server_from(s);

@@ -215,7 +215,10 @@ mod tests {
     fn ids_are_keyed_exactly() {
         let a = "e3a2ad07-97b8-4f17-adea-0f0255583a89";
         assert_eq!(IdKey::of(a), IdKey::of(&a.to_uppercase()));
-        assert_ne!(IdKey::of(a), IdKey::of("e3a2ad07-97b8-4f17-adea-0f0255583a8a"));
+        assert_ne!(
+            IdKey::of(a),
+            IdKey::of("e3a2ad07-97b8-4f17-adea-0f0255583a8a")
+        );
         assert_eq!(IdKey::of("r-1"), IdKey::of("r-1"));
         assert_ne!(IdKey::of("r-1"), IdKey::of("r-2"));
         assert_eq!(parse_uuid("e3a2ad07x97b8-4f17-adea-0f0255583a89"), None);

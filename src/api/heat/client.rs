@@ -746,7 +746,10 @@ pub fn fuzz_decode(body: &[u8]) {
     }
     if let Ok(s) = decode_json::<wire::StackShow>(&m, u, ct, body) {
         let _ = summary_from(&s.stack.item);
-        let _ = s.stack.outputs.map(|o| o.into_iter().map(output_from).count());
+        let _ = s
+            .stack
+            .outputs
+            .map(|o| o.into_iter().map(output_from).count());
     }
     if let Ok(o) = decode_json::<wire::OutputShow>(&m, u, ct, body) {
         let _ = output_from(o.output);

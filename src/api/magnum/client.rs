@@ -381,7 +381,11 @@ pub fn fuzz_decode(body: &[u8]) {
         let _ = cluster_from(c);
     }
     if let Ok(l) = decode_json::<wire::NodeGroupList>(&m, u, ct, body) {
-        let _ = l.nodegroups.into_iter().map(|n| nodegroup_from(n, "c")).count();
+        let _ = l
+            .nodegroups
+            .into_iter()
+            .map(|n| nodegroup_from(n, "c"))
+            .count();
     }
     if let Ok(n) = decode_json::<wire::NodeGroupItem>(&m, u, ct, body) {
         let _ = nodegroup_from(n, "c");
