@@ -274,7 +274,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     faults.clear();
     faults.heal_nodes(&stack.id);
     let mut cursor = cursor;
-    for _ in 0..120 {
+    let settle = Instant::now();
+    while settle.elapsed() < Duration::from_secs(60) {
         let st = sim.with_world(|w| {
             w.find_stack(&stack.id)
                 .and_then(|ix| w.stack(ix))
