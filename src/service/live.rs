@@ -288,9 +288,7 @@ pub async fn follow_step(
         fresh.extend(cursor.tracker.ingest(page));
         match last {
             // A full page whose last id we already started from would loop forever.
-            Some(last) if full && !reached && Some(&last) != marker.as_ref() => {
-                marker = Some(last)
-            }
+            Some(last) if full && !reached && Some(&last) != marker.as_ref() => marker = Some(last),
             _ => break,
         }
     }
