@@ -5,7 +5,7 @@ use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::HeatClient;
 use caldera::cli::connect::simulator_cloud;
 use caldera::model::StackRef;
-use caldera::ops::ips::{addresses_in, stream_ips, IpEvent, IpOptions, IpSource};
+use caldera::ops::ips::{addresses_in, stream_ips, stream_ips_with, IpEvent, IpOptions, IpSource};
 use caldera::sim::{self, SimHandle, SimOptions};
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -176,5 +176,35 @@ async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
         .collect();
     assert_eq!(failed, vec!["7"]);
     assert_eq!(addresses_by_member(&events).len(), MEMBERS - 1);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nova_servers_alone_deliver_every_member() {
+    // Only the Nova source: the path for templates without an address output.
+    let (sim, conn, stack) = bench_sim(Duration::ZERO).await;
+    let options = IpOptions {
+        typed_listing: false,
+        fan_out: false,
+        ..IpOptions::default()
+    };
+    let events: Vec<IpEvent> =
+        stream_ips_with(conn.heat.clone(), conn.nova.clone(), stack.clone(), options)
+            .map(|e| e.expect("no stream error"))
+            .collect()
+            .await;
+    let Some(IpEvent::Done(stats)) = events.last() else {
+        panic!("stream did not finish: {:?}", events.last())
+    };
+    assert_eq!(stats.from_nova, MEMBERS, "{stats:?}");
+    let got = addresses_by_member(&events);
+    let truth = aggregate_ips(&conn.heat, &stack).await;
+    for (i, ip) in truth.iter().enumerate() {
+        assert_eq!(
+            got.get(&i.to_string()),
+            Some(&vec![ip.clone()]),
+            "member {i}"
+        );
+    }
     sim.shutdown().await;
 }

@@ -27,6 +27,9 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
+/// Servers asked of Nova per page.
+const NOVA_PAGE: u32 = 500;
+
 /// How to find each member's address.
 #[derive(Debug, Clone)]
 pub struct IpOptions {
@@ -427,40 +430,40 @@ async fn nova_addresses(
     if member_of.is_empty() {
         return;
     }
-    let mut pages = Box::pin(nova.list_servers_detail(ServerQuery {
-        limit: Some(1000),
+    let query = ServerQuery {
+        limit: Some(NOVA_PAGE),
         filters: Vec::new(),
-    }));
-    let mut batch = Vec::new();
+    };
+    let mut marker: Option<String> = None;
     let mut matched = 0;
-    while let Some(server) = pages.next().await {
-        let server = match server {
-            Ok(s) => s,
+    loop {
+        let page = match nova.list_servers_page(&query, marker.as_deref()).await {
+            Ok(page) => page,
             Err(e) => {
                 tracing::info!("Nova server listing failed: {e}");
-                break;
+                return;
             }
         };
-        if let Some(member) = member_of.get(&server.id) {
-            let ips = server.fixed_ips();
-            if !ips.is_empty() {
-                batch.push((member.clone(), ips));
-                matched += 1;
-            }
+        let batch: Vec<(String, Vec<String>)> = page
+            .items
+            .iter()
+            .filter_map(|server| {
+                let member = member_of.get(&server.id)?;
+                let ips = server.fixed_ips();
+                (!ips.is_empty()).then(|| (member.clone(), ips))
+            })
+            .collect();
+        matched += batch.len();
+        if !batch.is_empty() && out.send(batch).await.is_err() {
+            return;
         }
-        // Send what a page brought as soon as it has something, and stop paging once
-        // every member's server has been seen.
-        if batch.len() >= 64 || matched == member_of.len() {
-            if out.send(std::mem::take(&mut batch)).await.is_err() {
-                return;
+        // Stop once every member's server has been seen, or at the last page.
+        match page.next {
+            Some(next) if matched < member_of.len() && Some(&next) != marker.as_ref() => {
+                marker = Some(next)
             }
-            if matched == member_of.len() {
-                return;
-            }
+            _ => return,
         }
-    }
-    if !batch.is_empty() {
-        let _ = out.send(batch).await;
     }
 }
 
