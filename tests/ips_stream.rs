@@ -55,6 +55,25 @@ async fn aggregate_ips(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
     addresses_in(&out.value)
 }
 
+/// Every member delivered exactly once, with the address the server's aggregate output has.
+async fn assert_each_member_once_as_the_server_says(
+    heat: &HeatClient,
+    stack: &StackRef,
+    events: &[IpEvent],
+) {
+    let got = addresses_by_member(events);
+    let truth = aggregate_ips(heat, stack).await;
+    assert_eq!(truth.len(), MEMBERS);
+    assert_eq!(got.len(), MEMBERS);
+    for (i, ip) in truth.iter().enumerate() {
+        assert_eq!(
+            got.get(&i.to_string()),
+            Some(&vec![ip.clone()]),
+            "member {i}"
+        );
+    }
+}
+
 async fn collect(heat: HeatClient, stack: StackRef, options: IpOptions) -> Vec<IpEvent> {
     stream_ips(heat, stack, options)
         .map(|e| e.expect("no stream error"))
@@ -100,16 +119,7 @@ async fn first_addresses_stream_before_the_slow_listing_completes() {
     assert_eq!(stats.failed, 0);
     assert!(stats.first_address_after < Some(stats.elapsed));
 
-    let got = addresses_by_member(&events);
-    let truth = aggregate_ips(&conn.heat, &stack).await;
-    assert_eq!(truth.len(), MEMBERS);
-    for (i, ip) in truth.iter().enumerate() {
-        assert_eq!(
-            got.get(&i.to_string()),
-            Some(&vec![ip.clone()]),
-            "member {i}"
-        );
-    }
+    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
     sim.shutdown().await;
 }
 
@@ -129,15 +139,7 @@ async fn fast_listing_completes_the_set_and_stops_the_fan_out() {
         stats.from_listing > MEMBERS / 2,
         "the one-call listing should deliver most members: {stats:?}"
     );
-    let got = addresses_by_member(&events);
-    let truth = aggregate_ips(&conn.heat, &stack).await;
-    for (i, ip) in truth.iter().enumerate() {
-        assert_eq!(
-            got.get(&i.to_string()),
-            Some(&vec![ip.clone()]),
-            "member {i}"
-        );
-    }
+    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
     sim.shutdown().await;
 }
 
@@ -197,14 +199,6 @@ async fn nova_servers_alone_deliver_every_member() {
         panic!("stream did not finish: {:?}", events.last())
     };
     assert_eq!(stats.from_nova, MEMBERS, "{stats:?}");
-    let got = addresses_by_member(&events);
-    let truth = aggregate_ips(&conn.heat, &stack).await;
-    for (i, ip) in truth.iter().enumerate() {
-        assert_eq!(
-            got.get(&i.to_string()),
-            Some(&vec![ip.clone()]),
-            "member {i}"
-        );
-    }
+    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
     sim.shutdown().await;
 }
