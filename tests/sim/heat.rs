@@ -305,7 +305,7 @@ async fn patch_merges_parameters_and_put_replaces() {
         )
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED);
-    // A second update while the first runs is refused.
+    // A second update while the first runs supersedes it (Heat 27 convergence): 202.
     let r2 = api
         .call(
             Method::PATCH,
@@ -314,10 +314,23 @@ async fn patch_merges_parameters_and_put_replaces() {
             &[],
         )
         .await;
-    assert_eq!(r2.status, StatusCode::CONFLICT);
+    assert_eq!(r2.status, StatusCode::ACCEPTED);
     let st = api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
     assert_eq!(st["stack"]["parameters"]["image"], "img-v2");
-    assert_eq!(st["stack"]["parameters"]["count"], "3");
+    assert_eq!(st["stack"]["parameters"]["count"], "4");
+    let out = api
+        .get(&api.heat(&format!("{path}/outputs/ips")))
+        .await
+        .body;
+    assert_eq!(out["output"]["output_value"].as_array().unwrap().len(), 4);
+    let servers = api
+        .get(&format!("{}/servers/detail", api.h.nova_url()))
+        .await
+        .body;
+    for s in servers["servers"].as_array().unwrap() {
+        assert_eq!(s["image"]["id"], "img-v2", "{}", s["name"]);
+    }
+    // Heat 27 drops unknown parameters (202) and refuses a bad count synchronously.
     let r = api
         .call(
             Method::PATCH,
@@ -326,8 +339,23 @@ async fn patch_merges_parameters_and_put_replaces() {
             &[],
         )
         .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let st = api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    assert!(st["stack"]["parameters"].get("nope").is_none());
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"parameters": {"count": "x"}})),
+            &[],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.body["error"]["type"], "UnknownUserParameter");
+    assert_eq!(r.body["error"]["type"], "StackValidationFailed");
+    assert_eq!(
+        r.body["error"]["message"],
+        "Parameter 'count' is invalid: could not convert string to float: 'x'"
+    );
     let r = api
         .call(
             Method::PUT,
@@ -493,6 +521,26 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    // As on Heat 27, the rollback honours the hooks too: both members pause again.
+    let group = group_stack_path(&api, &path).await;
+    let evs = api.all_events(&group, "&sort_dir=asc", 100).await;
+    let pauses = evs
+        .iter()
+        .filter(|e| e["resource_status_reason"] == "UPDATE paused until Hook pre-update is cleared")
+        .count();
+    assert_eq!(pauses, 4);
+    api.wait_status(&path, "ROLLBACK_IN_PROGRESS", 1).await;
+    for m in ["0", "1"] {
+        let r = api
+            .call(
+                Method::POST,
+                &api.heat(&format!("{group}/resources/{m}/signal")),
+                Some(json!({"unset_hook": "pre-update"})),
+                &[],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK);
+    }
     let st = api.wait_status(&path, "ROLLBACK_COMPLETE", 20).await;
     assert_eq!(st["stack"]["parameters"]["image"], "img-v1");
     let r = api
@@ -505,7 +553,6 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 
-    let group = group_stack_path(&api, &path).await;
     let r = api
         .call(
             Method::PATCH,
@@ -519,6 +566,11 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
     assert_eq!(r.body["resource"]["resource_status"], "CHECK_FAILED");
     assert_eq!(r.body["resource"]["resource_status_reason"], "disk gone");
     // The next update replaces the unhealthy member, and only it.
+    let before = api
+        .get(&api.heat(&format!("{group}/resources/1")))
+        .await
+        .body["resource"]["updated_time"]
+        .clone();
     let r = api
         .call(
             Method::PATCH,
@@ -532,7 +584,7 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
     let r = api.get(&api.heat(&format!("{group}/resources/0"))).await;
     assert_eq!(r.body["resource"]["resource_status"], "UPDATE_COMPLETE");
     let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
-    assert_ne!(r.body["resource"]["resource_status"], "UPDATE_COMPLETE");
+    assert_eq!(r.body["resource"]["updated_time"], before);
     api.h.shutdown().await;
 }
 
@@ -631,10 +683,11 @@ async fn rollback_restores_updated_members_and_cancel_without_rollback_fails() {
         .map(|e| e["resource_status_reason"].as_str().unwrap())
         .collect();
     assert!(
+        // The order Heat 27 writes them (measured).
         reasons.ends_with(&[
             "Stack UPDATE started",
-            "Stack UPDATE cancelled",
             "Stack ROLLBACK started",
+            "Resource UPDATE failed: resources.nodes: Stack UPDATE cancelled",
             "Stack ROLLBACK completed successfully"
         ]),
         "{reasons:?}"
@@ -667,5 +720,210 @@ async fn rollback_restores_updated_members_and_cancel_without_rollback_fails() {
     assert_eq!(st["stack"]["stack_status_reason"], "Stack UPDATE cancelled");
     let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
     assert_eq!(r.body["resource"]["resource_status"], "UPDATE_FAILED");
+    api.h.shutdown().await;
+}
+
+/// Error answers as measured on a real Heat 27 (texts, types, statuses).
+#[tokio::test]
+async fn error_bodies_match_heat_27() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ngx", 2, None).await;
+    let group = group_stack_path(&api, &path).await;
+    let (gname, gid) = {
+        let mut it = group.trim_start_matches("/stacks/").split('/');
+        (
+            it.next().unwrap().to_string(),
+            it.next().unwrap().to_string(),
+        )
+    };
+    let err = |r: &crate::common::Resp| {
+        (
+            r.status.as_u16(),
+            r.body["error"]["type"].as_str().unwrap_or("").to_string(),
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    let post = |url: String, body: Value| {
+        let api = &api;
+        async move { api.call(Method::POST, &url, Some(body), &[]).await }
+    };
+    let r = post(
+        api.heat(&format!("{group}/resources/1/signal")),
+        json!({"unset_hook": "pre-create"}),
+    )
+    .await;
+    let member_id = api
+        .get(&api.heat(&format!("{group}/resources/1")))
+        .await
+        .body["resource"]["physical_resource_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        err(&r),
+        (400, "InvalidBreakPointHook".into(), format!("The \"pre-create\" hook is not defined on TemplateResource \"1\" [{member_id}] Stack \"{gname}\" [{gid}]"))
+    );
+    let r = post(
+        api.heat(&format!("{group}/resources/1/signal")),
+        json!({"unset_hook": "pre-foo"}),
+    )
+    .await;
+    assert!(err(&r)
+        .2
+        .starts_with("Invalid hook type \"pre-foo\" for TemplateResource \"1\""));
+    let r = post(
+        api.heat(&format!("{group}/resources/1/signal")),
+        json!({"foo": "bar"}),
+    )
+    .await;
+    assert_eq!(
+        err(&r),
+        (
+            400,
+            "ResourceActionNotSupported".into(),
+            "signal is not supported for resource.".into()
+        )
+    );
+    let r = post(
+        api.heat(&format!("{path}/actions")),
+        json!({"frobnicate": null}),
+    )
+    .await;
+    assert_eq!(
+        err(&r),
+        (
+            400,
+            "HTTPBadRequest".into(),
+            "Invalid action frobnicate specified".into()
+        )
+    );
+    let r = post(
+        api.heat(&format!("{path}/actions")),
+        json!({"check": null, "suspend": null}),
+    )
+    .await;
+    assert_eq!(err(&r).2, "Multiple actions specified");
+    let r = api
+        .get(&api.heat(&format!("{path}/events?sort_dir=up")))
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), &r.body["error"]["type"]),
+        (400, &json!("ValueError"))
+    );
+    assert!(r.body["error"].get("message").is_none());
+    let r = api
+        .get(&api.heat("/stacks/ngx/00000000-0000-0000-0000-000000000000"))
+        .await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "EntityNotFound".into(),
+            "The Stack (ngx) could not be found.".into()
+        )
+    );
+    let r = api.get(&api.heat("/stacks/ngx/outputs")).await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "EntityNotFound".into(),
+            "The Stack (ngx) could not be found.".into()
+        )
+    );
+    let r = api.get(&api.heat(&format!("{path}/outputs/nope"))).await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "NotFound".into(),
+            "Specified output key {} not found.".into()
+        )
+    );
+    let r = api.get(&api.heat(&format!("{path}/resources/nope"))).await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "ResourceNotFound".into(),
+            "The Resource (nope) could not be found in Stack ngx.".into()
+        )
+    );
+    let r = api
+        .get(&api.heat(&format!("{path}/resources/nope/events")))
+        .await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "HTTPNotFound".into(),
+            "No events found for resource nope".into()
+        )
+    );
+    let r = api
+        .get(&api.heat(&format!("{path}/resources?nested_depth=x")))
+        .await;
+    assert_eq!(err(&r).2, "Only integer is acceptable by 'nested_depth'.");
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&format!("{path}/resources/nodes")),
+            Some(json!({"mark_unhealthy": "maybe"})),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        err(&r).2,
+        "Unrecognized value \"maybe\" for \"mark_unhealthy\", acceptable values are: true, false."
+    );
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&format!("{path}/resources/nodes")),
+            Some(json!({"foo": 1})),
+            &[],
+        )
+        .await;
+    assert_eq!(err(&r).2, "Invalid keys in resource mark unhealthy {'foo'}");
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&format!("{path}/resources/nodes")),
+            Some(json!({})),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        err(&r).2,
+        "Missing mandatory (mark_unhealthy) key from mark unhealthy request"
+    );
+    let r = post(
+        api.heat("/stacks"),
+        json!({"stack_name": "ngx", "template": {}}),
+    )
+    .await;
+    assert_eq!(
+        err(&r),
+        (
+            409,
+            "StackExists".into(),
+            "The Stack (ngx) already exists.".into()
+        )
+    );
+    // Name-only lookups redirect whatever the method.
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat("/stacks/ngx"),
+            Some(json!({"parameters": {}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FOUND);
+    assert_eq!(r.headers["location"].to_str().unwrap(), api.heat(&path));
+    assert!(r.body.as_str().unwrap().starts_with("302 Found"));
     api.h.shutdown().await;
 }

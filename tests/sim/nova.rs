@@ -53,10 +53,24 @@ async fn compute_microversions() {
     let r = api.get(&url).await;
     assert_eq!(r.headers["openstack-api-version"], "compute 2.1");
     assert!(r.body["servers"][0]["flavor"]["id"].is_string());
-    let r = api.call(reqwest::Method::GET, &url, None, &[("OpenStack-API-Version", "compute 2.79")]).await;
+    let r = api
+        .call(
+            reqwest::Method::GET,
+            &url,
+            None,
+            &[("OpenStack-API-Version", "compute 2.79")],
+        )
+        .await;
     assert_eq!(r.headers["openstack-api-version"], "compute 2.79");
     assert_eq!(r.body["servers"][0]["flavor"]["original_name"], "m1.large");
-    let r = api.call(reqwest::Method::GET, &url, None, &[("OpenStack-API-Version", "compute 2.200")]).await;
+    let r = api
+        .call(
+            reqwest::Method::GET,
+            &url,
+            None,
+            &[("OpenStack-API-Version", "compute 2.200")],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::NOT_ACCEPTABLE);
     api.h.shutdown().await;
 }

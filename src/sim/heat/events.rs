@@ -44,11 +44,10 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req, ix: usize, resource: Option<&
             .map(|s| s.resource(r).is_some() || s.events.iter().any(|e| &*e.resource_name == r))
             .unwrap_or(false);
         if !exists {
-            let sname = w.stack(ix).map(|s| s.name.clone()).unwrap_or_default();
             return heat_error(
                 StatusCode::NOT_FOUND,
-                "ResourceNotFound",
-                &format!("The Resource ({r}) could not be found in Stack {sname}."),
+                "HTTPNotFound",
+                &format!("No events found for resource {r}"),
             );
         }
     }

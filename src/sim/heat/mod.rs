@@ -79,7 +79,8 @@ fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str]) -> Reply {
     match rest {
         ["stacks"] if m == Method::GET => stacks::list(w, sh, req),
         ["stacks"] if m == Method::POST => stacks::create(w, sh, req),
-        ["stacks", name] if m == Method::GET => redirect(w, sh, req, name, &[]),
+        // Name-only lookups redirect whatever the method (measured: PATCH too).
+        ["stacks", name] => redirect(w, sh, req, name, &[]),
         ["stacks", name, second, tail @ ..] => {
             // `{name}/{id}` when `second` is that stack's id; otherwise a name lookup.
             match w.stack_by_id(second) {
@@ -93,23 +94,13 @@ fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str]) -> Reply {
                     }
                     stack_route(w, sh, req, ix, tail)
                 }
-                None if LOOKUP_PATHS.contains(second) && m == Method::GET => {
+                None if LOOKUP_PATHS.contains(second) => {
                     let mut sub = vec![*second];
                     sub.extend_from_slice(tail);
                     redirect(w, sh, req, name, &sub)
                 }
-                None if LOOKUP_PATHS.contains(second) => heat_error(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    "HTTPMethodNotAllowed",
-                    "The server does not support the method requested.",
-                ),
-                None => match w.find_stack(name) {
-                    Some(_) if LOOKUP_PATHS.contains(second) || *second == "outputs" => {
-                        not_found_path()
-                    }
-                    Some(_) => stack_404(second),
-                    None => stack_404(name),
-                },
+                // Heat reads `second` as a stack id and reports the stack by name.
+                None => stack_404(name),
             }
         }
         _ => not_found_path(),
@@ -129,8 +120,10 @@ fn redirect(w: &World, sh: &Shared, req: &Req, name: &str, sub: &[&str]) -> Repl
         loc.push('?');
         loc.push_str(q);
     }
-    let body = json!({"explanation": "The resource was found at", "code": 302, "title": "Found", "location": loc});
-    Reply::json(StatusCode::FOUND, body).with_header("Location", loc)
+    let body = format!(
+        "302 Found\n\nThe resource was found at {loc}; you should be redirected automatically.  "
+    );
+    Reply::text(StatusCode::FOUND, body).with_header("Location", loc)
 }
 
 fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) -> Reply {

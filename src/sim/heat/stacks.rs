@@ -32,10 +32,15 @@ pub(crate) fn sort_dir(req: &Req, default_desc: bool) -> Result<bool, Reply> {
         None => Ok(default_desc),
         Some("asc") => Ok(false),
         Some("desc") => Ok(true),
-        Some(_) => Err(heat_error(
+        // Heat 27 lets a ValueError escape here: the body has no message (measured).
+        Some(_) => Err(Reply::json(
             StatusCode::BAD_REQUEST,
-            "Invalid",
-            "Invalid input: Unknown sort direction, must be 'desc' or 'asc'",
+            json!({
+                "code": 400,
+                "title": "Bad Request",
+                "explanation": "The server could not comply with the request since it is either malformed or otherwise incorrect.",
+                "error": {"type": "ValueError", "traceback": null},
+            }),
         )),
     }
 }
@@ -177,7 +182,8 @@ pub fn output_show(w: &mut World, sh: &Shared, ix: usize, key: &str) -> Reply {
         return heat_error(
             StatusCode::NOT_FOUND,
             "NotFound",
-            &format!("Specified output key {key} not found."),
+            // Sic: Heat 27 does not fill in the key (measured).
+            "Specified output key {} not found.",
         );
     };
     let value = output_value(w, ix, key).unwrap_or(Value::Null);
@@ -291,16 +297,33 @@ fn merged_params(
         given.extend(p.iter().map(|(k, v)| (k.clone(), param_string(v))));
     }
     for (k, v) in given {
+        // Heat 27 answers 202 to unknown parameters on PATCH and drops them (measured).
         if !current.contains_key(&k) || k.starts_with("OS::") {
-            return Err(heat_error(
-                StatusCode::BAD_REQUEST,
-                "UnknownUserParameter",
-                &format!("The Parameter ({k}) was not defined in template."),
-            ));
+            continue;
         }
         params.insert(k, v);
     }
     Ok(params)
+}
+
+/// Validates `count` the way Heat's number parameter does (Python float conversion,
+/// then the template's `range: {min: 0}` constraint).
+fn count_param(raw: &str) -> Result<u32, Reply> {
+    let invalid = |msg: String| {
+        heat_error(
+            StatusCode::BAD_REQUEST,
+            "StackValidationFailed",
+            &format!("Parameter 'count' is invalid: {msg}"),
+        )
+    };
+    let v: f64 = raw
+        .trim()
+        .parse()
+        .map_err(|_| invalid(format!("could not convert string to float: '{raw}'")))?;
+    if v < 0.0 {
+        return Err(invalid(format!("{v} is out of range (min: 0, max: None).")));
+    }
+    Ok(v as u32)
 }
 
 fn group_defaults(current: &BTreeMap<String, String>) -> BTreeMap<String, String> {
@@ -321,17 +344,8 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
     let Some(st) = w.stack(ix) else {
         return stack_404("");
     };
-    if st.status.state == State::InProgress {
-        return heat_error(
-            StatusCode::CONFLICT,
-            "ActionInProgress",
-            &format!(
-                "Stack {} already has an action ({}) in progress.",
-                st.name,
-                st.status.action.as_str()
-            ),
-        );
-    }
+    // No 409 here: Heat 27 (convergence) accepts an update while one is in progress and
+    // lets the new traversal supersede the old one (measured).
     let role = st.role;
     let current = st.params.clone();
     let env = match (patch, body.get("environment")) {
@@ -341,7 +355,7 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
         (false, None) => json!({"parameters": {}, "resource_registry": {"resources": {}}}),
     };
     let defaults = group_defaults(&current);
-    let params = match merged_params(&current, &defaults, &body, patch) {
+    let mut params = match merged_params(&current, &defaults, &body, patch) {
         Ok(p) => p,
         Err(r) => return r,
     };
@@ -373,11 +387,12 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
     }
     match role {
         StackRole::NodeGroup(g) => {
-            if let Some(c) = params.get("count") {
-                if c.trim().parse::<u32>().is_err() {
-                    return bad(&format!(
-                        "Parameter 'count' is invalid: Value '{c}' is not an integer"
-                    ));
+            if let Some(c) = params.get("count").cloned() {
+                match count_param(&c) {
+                    Ok(n) => {
+                        params.insert("count".into(), n.to_string());
+                    }
+                    Err(e) => return e,
                 }
             }
             if let Err(e) = group::removal_names(
@@ -429,7 +444,7 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
         }
     }
     let _ = sh;
-    Reply::empty(StatusCode::ACCEPTED)
+    Reply::accepted()
 }
 
 pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
@@ -453,7 +468,7 @@ pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
             let rollback = key == "cancel_update";
             match role {
                 StackRole::NodeGroup(g) => match group::cancel(w, g, rollback) {
-                    Ok(()) => Reply::empty(StatusCode::OK),
+                    Ok(()) => Reply::null(),
                     Err(e) => heat_error(StatusCode::BAD_REQUEST, "NotSupported", &e),
                 },
                 _ => heat_error(
@@ -485,14 +500,14 @@ pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
                 Status::new(Action::Check, State::Complete),
                 completed(Action::Check),
             );
-            Reply::empty(StatusCode::OK)
+            Reply::null()
         }
         "suspend" | "resume" => heat_error(
             StatusCode::BAD_REQUEST,
             "NotSupported",
             &format!("{key} is not supported by the caldera simulator"),
         ),
-        other => bad(&format!("Invalid action {other}")),
+        other => bad(&format!("Invalid action {other} specified")),
     }
 }
 
@@ -515,14 +530,9 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     }
     let p = body.get("parameters").cloned().unwrap_or(json!({}));
     let get = |k: &str, d: &str| p.get(k).map(param_string).unwrap_or_else(|| d.to_string());
-    let count = match get("count", "1").trim().parse::<u32>() {
+    let count = match count_param(&get("count", "1")) {
         Ok(c) => c,
-        Err(_) => {
-            return bad(&format!(
-                "Parameter 'count' is invalid: Value '{}' is not an integer",
-                get("count", "")
-            ))
-        }
+        Err(e) => return e,
     };
     let mut spec = GroupSpec::new(
         name,

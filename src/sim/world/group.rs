@@ -543,7 +543,13 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         .and_then(|b| b.parse().ok())
         .unwrap_or(0);
     let image = req.params.get("image").cloned().unwrap_or_default();
-    let previous_params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
+    // Heat (convergence) accepts an update while another runs: the new traversal
+    // supersedes the old one, which is cancelled.
+    let superseded = w.groups[g].op.take();
+    let previous_params = match &superseded {
+        Some(old) => old.previous_params.clone(),
+        None => w.stack(ng).map(|s| s.params.clone()).unwrap_or_default(),
+    };
     let creating = req.action == Action::Create;
 
     if let Some(h) = req.hooks {
@@ -579,6 +585,29 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         Status::new(req.action, State::InProgress),
         started(req.action),
     );
+    // Members the superseded traversal was working on: running ones carry on, waiting ones
+    // (queued or paused on a hook) are taken up again by the new traversal.
+    let mut carried = BTreeSet::new();
+    let mut retake = BTreeSet::new();
+    if let Some(old) = &superseded {
+        cancelled_traversal_events(w, g, old.action);
+        for i in old.active.iter().chain(old.queue.iter()).copied() {
+            let Some(m) = w.groups[g].members.get_mut(&i) else {
+                continue;
+            };
+            match m.phase {
+                Phase::Running { .. } => {
+                    carried.insert(i);
+                }
+                Phase::Paused(..) | Phase::Pending(_) => {
+                    m.phase = Phase::Idle;
+                    retake.insert(i);
+                }
+                _ => {}
+            }
+        }
+    }
+    op.active.extend(carried.iter().copied());
     w.set_resource_status(
         ng,
         "nodes",
@@ -591,7 +620,11 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         started(nested_action),
     );
 
-    let to_delete: Vec<u32> = current.difference(&desired).copied().collect();
+    let to_delete: Vec<u32> = current
+        .difference(&desired)
+        .copied()
+        .filter(|i| !carried.contains(i))
+        .collect();
     let to_create: Vec<u32> = desired.difference(&current).copied().collect();
     // Members that failed or were marked unhealthy (CHECK_FAILED) are updated by the next
     // update even when their definition did not change, like Heat.
@@ -611,7 +644,9 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
                 .map(|m| m.image != image || matches!(m.phase, Phase::Failed(_)))
                 .unwrap_or(false)
                 || unhealthy(i)
+                || retake.contains(i)
         })
+        .filter(|i| !carried.contains(i))
         .collect();
     for i in to_update {
         if let Some(m) = w.groups[g].members.get_mut(&i) {
@@ -620,7 +655,8 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         op.queue.push_back(i);
     }
     w.groups[g].op = Some(op);
-    let hooks_apply = req.action != Action::Rollback;
+    // Hooks hold members in rollbacks too (measured on Heat 27).
+    let hooks_apply = true;
     for i in to_delete {
         if let Some(op) = w.groups[g].op.as_mut() {
             op.active.insert(i);
@@ -687,7 +723,7 @@ pub fn tick(w: &mut World, g: usize) {
         )
     };
     if start_batch {
-        let (batch, action) = {
+        let batch = {
             let op = w.groups[g].op.as_mut().expect("op checked above");
             let n = if op.batch == 0 {
                 op.queue.len()
@@ -696,10 +732,10 @@ pub fn tick(w: &mut World, g: usize) {
             };
             let b: Vec<u32> = (0..n).filter_map(|_| op.queue.pop_front()).collect();
             op.active.extend(b.iter().copied());
-            (b, op.action)
+            b
         };
         for i in batch {
-            begin(w, g, i, Action::Update, action != Action::Rollback);
+            begin(w, g, i, Action::Update, true);
         }
     }
     let op = w.groups[g].op.as_ref().expect("op checked above");
@@ -762,81 +798,99 @@ pub fn clear_hook(w: &mut World, g: usize, i: u32, hook: &str) -> Result<(), Str
     }
 }
 
-/// `cancel_update` (roll back to the previous parameters) or `cancel_without_rollback`.
-pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
-    let ng = w.groups[g].ng_stack;
-    let status = w.stack(ng).map(|s| s.status).ok_or("gone")?;
-    if status != Status::new(Action::Update, State::InProgress) {
-        return Err(format!(
-            "Cancelling update when stack is {status} is not supported"
-        ));
-    }
-    let Some(op) = w.groups[g].op.take() else {
-        return Err(format!(
-            "Cancelling update when stack is {status} is not supported"
-        ));
-    };
+/// The events of a traversal that is cancelled (by `cancel_*` or a newer update), in the
+/// order Heat 27 writes them; the node-group stack's own event does not change its status.
+fn cancelled_traversal_events(w: &mut World, g: usize, old_action: Action) {
+    let (rg, ng) = (w.groups[g].rg_stack, w.groups[g].ng_stack);
+    let failed = Status::new(Action::Update, State::Failed);
+    w.set_stack_status(rg, failed, "Stack UPDATE cancelled".into());
+    w.set_resource_status(ng, "nodes", failed, CANCELLED_NODES);
+    w.emit(
+        ng,
+        None,
+        Status::new(old_action, State::Failed),
+        format!("Resource UPDATE failed: {CANCELLED_NODES}"),
+    );
+}
+
+/// Stops members whose create/update is running: they end FAILED (deletions finish).
+/// (Member-level reasons here are the simulator's: not captured from Heat yet.)
+fn interrupt_running(w: &mut World, g: usize, members: &[u32]) {
     let rg = w.groups[g].rg_stack;
-    // Stop the members that are running or paused: their resources end FAILED.
-    let aborted = Status::new(Action::Update, State::Failed);
-    for i in op.active.iter().copied().collect::<Vec<_>>() {
+    for &i in members {
         let Some(m) = w.groups[g].members.get(&i) else {
             continue;
         };
         let (mstack, phase) = (m.stack, m.phase);
         match phase {
-            Phase::Running { action, .. } if action != Action::Delete => {
+            Phase::Running {
+                action: Action::Delete,
+                ..
+            } => finish(w, g, i, Action::Delete),
+            Phase::Running { action, .. } => {
                 let a = Status::new(action, State::Failed);
-                w.set_resource_status(mstack, "server", a, &format!("{} aborted", action.as_str()));
-                w.set_stack_status(mstack, a, format!("Stack {} cancelled", action.as_str()));
-                w.set_resource_status(
-                    rg,
-                    &i.to_string(),
-                    a,
-                    &format!("{} aborted", action.as_str()),
-                );
-            }
-            Phase::Paused(..) => {
-                // Heat interrupts the wait and says so, leaving the resource's state as is.
-                let name = i.to_string();
-                let cur = w
-                    .stack(rg)
-                    .and_then(|s| s.resource(&name))
-                    .map(|r| r.status);
-                if let Some(cur) = cur {
-                    w.emit(rg, Some(&name), cur, "Failure occurred while waiting.");
+                let verb = action.as_str();
+                w.set_resource_status(mstack, "server", a, &format!("{verb} aborted"));
+                w.set_stack_status(mstack, a, format!("Stack {verb} cancelled"));
+                w.set_resource_status(rg, &i.to_string(), a, &format!("Stack {verb} cancelled"));
+                if let Some(m) = w.groups[g].members.get_mut(&i) {
+                    m.phase = Phase::Idle;
                 }
-            }
-            Phase::Running { .. } => {
-                // Deletions finish regardless: the machine is already going away.
-                finish(w, g, i, Action::Delete);
-                continue;
             }
             _ => {}
         }
-        if let Some(m) = w.groups[g].members.get_mut(&i) {
-            m.phase = Phase::Idle;
-        }
     }
-    for i in op.queue.iter() {
-        if let Some(m) = w.groups[g].members.get_mut(i) {
-            m.phase = Phase::Idle;
-        }
+}
+
+const CANCELLED_NODES: &str = "resources.nodes: Stack UPDATE cancelled";
+
+/// `cancel_update` (roll back to the previous parameters) or `cancel_without_rollback`.
+pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
+    let ng = w.groups[g].ng_stack;
+    let status = w.stack(ng).map(|s| s.status).ok_or("gone")?;
+    let refuse = || format!("Cancelling update when stack is {status} is not supported");
+    if status != Status::new(Action::Update, State::InProgress) || w.groups[g].op.is_none() {
+        return Err(refuse());
     }
-    w.set_stack_status(rg, aborted, "Stack UPDATE cancelled".into());
-    w.set_resource_status(ng, "nodes", aborted, "UPDATE aborted");
-    w.set_stack_status(ng, aborted, "Stack UPDATE cancelled".into());
+    // Members being updated are stopped and fail (a rollback then takes them up again);
+    // waiting ones are left as they were.
+    let members: Vec<u32> = w.groups[g]
+        .op
+        .as_ref()
+        .map(|o| o.active.iter().chain(o.queue.iter()).copied().collect())
+        .unwrap_or_default();
     if rollback {
-        start_update(
+        interrupt_running(w, g, &members);
+        let params = w.groups[g]
+            .op
+            .as_ref()
+            .map(|o| o.previous_params.clone())
+            .unwrap_or_default();
+        return start_update(
             w,
             g,
             UpdateRequest {
-                params: op.previous_params,
+                params,
                 hooks: None,
                 action: Action::Rollback,
             },
-        )?;
+        );
     }
+    w.set_stack_status(
+        ng,
+        Status::new(Action::Update, State::Failed),
+        "Stack UPDATE cancelled".into(),
+    );
+    interrupt_running(w, g, &members);
+    for i in members {
+        if let Some(m) = w.groups[g].members.get_mut(&i) {
+            if matches!(m.phase, Phase::Pending(_) | Phase::Paused(..)) {
+                m.phase = Phase::Idle;
+            }
+        }
+    }
+    w.groups[g].op = None;
+    cancelled_traversal_events(w, g, Action::Update);
     Ok(())
 }
 
