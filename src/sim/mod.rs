@@ -180,7 +180,10 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         update_median_ms: opts.update_median.as_millis() as f64,
         duration_sigma: 0.35,
     };
-    let (seed, speed, scen) = (opts.seed, opts.speed, opts.scenario.clone());
+    let (scen, mut initial_faults) = scenario::parse(&opts.scenario).map_err(SimError::Scenario)?;
+    let scen = scen.to_string();
+    initial_faults.extend(opts.faults.iter().cloned());
+    let (seed, speed) = (opts.seed, opts.speed);
     let world = tokio::task::spawn_blocking(move || -> Result<World, String> {
         let now = chrono::Utc::now().timestamp_millis();
         let mut w = World::new(clock::SimClock::new(now, speed), seed, wcfg);
@@ -193,7 +196,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
     .map_err(|e| SimError::Build(e.to_string()))?
     .map_err(SimError::Scenario)?;
     let world = Arc::new(Mutex::new(world));
-    let faults = FaultControl::new(opts.seed, world.clone(), opts.faults.clone());
+    let faults = FaultControl::new(opts.seed, world.clone(), initial_faults);
     let shared = Arc::new(Shared {
         world: world.clone(),
         faults: faults.clone(),

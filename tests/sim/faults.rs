@@ -200,3 +200,15 @@ async fn truncated_body_is_short_of_content_length_on_the_wire() {
     assert!(serde_json::from_str::<serde_json::Value>(body).is_err());
     api.h.shutdown().await;
 }
+
+#[tokio::test]
+async fn scenario_modifiers_add_faults() {
+    let mut o = fast("empty+slow");
+    o.seed = 3;
+    let api = Api::start(o).await;
+    let t = Instant::now();
+    assert_eq!(api.get(&api.heat("/stacks")).await.status, StatusCode::OK);
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    assert!(caldera::sim::start(fast("empty+nope")).await.is_err());
+    api.h.shutdown().await;
+}
