@@ -125,6 +125,22 @@ async fn failing_and_stuck_nodes() {
         names.contains(&"nodes") && names.contains(&"1") && names.contains(&"server"),
         "{names:?}"
     );
+    // Recovery as operators do it: fix the cause, PATCH again. The new traversal takes
+    // over the stuck member and retries the failed one.
+    assert!(f.heal_nodes("ngf"));
+    let r = api
+        .call(Method::PATCH, &api.heat(&path), Some(json!({})), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    let r = api
+        .get(&api.heat(&format!(
+            "{path}/resources?nested_depth=2&type=OS::Nova::Server"
+        )))
+        .await;
+    for x in r.body["resources"].as_array().unwrap() {
+        assert_eq!(x["resource_status"], "UPDATE_COMPLETE", "{x}");
+    }
     api.h.shutdown().await;
 }
 

@@ -62,7 +62,12 @@ pub fn output_value(w: &World, ix: usize, key: &str) -> Option<Value> {
             .values()
             .map(|m| m.server_name.as_str())
             .collect::<Vec<_>>())),
-        (StackRole::NodeGroup(g), "count") => Some(json!(w.groups[g].members.len())),
+        // `get_param: count`, so the requested count even while members come and go.
+        (StackRole::NodeGroup(_), "count") => Some(json!(s
+            .params
+            .get("count")
+            .and_then(|c| c.parse::<u64>().ok())
+            .unwrap_or(0))),
         (StackRole::NodeGroup(g), "refs_map") => Some(group::refs_map(w, g)),
         (StackRole::Member(g, i), "ip") => w.groups[g].members.get(&i).map(|m| json!(m.ip)),
         (StackRole::Cluster(c), "api_address") => Some(json!(w.clusters[c].api_address)),

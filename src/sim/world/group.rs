@@ -398,7 +398,8 @@ fn run(w: &mut World, g: usize, i: u32, action: Action) {
         _ => (w.cfg.update_median_ms, w.cfg.duration_sigma),
     };
     let d = w.ids.lognormal_ms(median, sigma);
-    let stuck = w.groups[g].stuck.contains(&i) && action != Action::Delete;
+    // A stuck member hangs once (like a resource whose engine died); a retry can finish.
+    let stuck = action != Action::Delete && w.groups[g].stuck.remove(&i);
     let due = if stuck { i64::MAX } else { now + d };
     if let Some(m) = w.groups[g].members.get_mut(&i) {
         m.phase = Phase::Running { action, due };
@@ -596,6 +597,11 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
                 continue;
             };
             match m.phase {
+                // A member stuck for good (its engine died) is taken over: Heat's new
+                // traversal fails the orphaned resource and works on it again.
+                Phase::Running { due: i64::MAX, .. } => {
+                    retake.insert(i);
+                }
                 Phase::Running { .. } => {
                     carried.insert(i);
                 }
@@ -607,6 +613,8 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
             }
         }
     }
+    let orphans: Vec<u32> = retake.iter().copied().collect();
+    interrupt_running(w, g, &orphans);
     op.active.extend(carried.iter().copied());
     w.set_resource_status(
         ng,
