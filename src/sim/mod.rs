@@ -45,6 +45,9 @@ pub struct SimOptions {
     /// Median simulated durations of a member's create and update (log-normal).
     pub create_median: Duration,
     pub update_median: Duration,
+    /// Simulated time between two member starts (Heat 27 starts the leaves of a
+    /// traversal one per second); zero starts them all at once.
+    pub leaf_delay: Duration,
     /// Faults active from the start.
     pub faults: Vec<Fault>,
 }
@@ -62,6 +65,7 @@ impl Default for SimOptions {
             detail_cost_per_resource: Duration::from_millis(5),
             create_median: Duration::from_secs(90),
             update_median: Duration::from_secs(45),
+            leaf_delay: Duration::from_secs(1),
             faults: vec![],
         }
     }
@@ -179,6 +183,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         create_median_ms: opts.create_median.as_millis() as f64,
         update_median_ms: opts.update_median.as_millis() as f64,
         duration_sigma: 0.35,
+        leaf_delay_ms: opts.leaf_delay.as_millis() as i64,
     };
     let (scen, mut initial_faults) = scenario::parse(&opts.scenario).map_err(SimError::Scenario)?;
     let scen = scen.to_string();

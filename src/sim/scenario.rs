@@ -342,6 +342,7 @@ mod tests {
                 create_median_ms: 90_000.0,
                 update_median_ms: 45_000.0,
                 duration_sigma: 0.35,
+                leaf_delay_ms: 1000,
             },
         )
     }

@@ -387,6 +387,8 @@ async fn patch_merges_parameters_and_put_replaces() {
     api.h.shutdown().await;
 }
 
+const PAUSED: &str = "UPDATE paused until Hook pre-update is cleared";
+
 async fn group_stack_path(api: &Api, path: &str) -> String {
     let r = api.get(&api.heat(&format!("{path}/resources/nodes"))).await;
     let nested = r.body["resource"]["links"]
@@ -417,10 +419,8 @@ async fn hooks_pause_members_until_cleared() {
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED);
     let group = group_stack_path(&api, &path).await;
-    let evs = api.get(&api.heat(&format!("{group}/events"))).await.body["events"]
-        .as_array()
-        .unwrap()
-        .clone();
+    // Members reach their hooks one leaf delay apart.
+    let evs = api.wait_events(&group, PAUSED, 3).await;
     let pauses: Vec<&Value> = evs
         .iter()
         .filter(|e| e["resource_status_reason"] == "UPDATE paused until Hook pre-update is cleared")
@@ -512,6 +512,8 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
         &[],
     )
     .await;
+    let group = group_stack_path(&api, &path).await;
+    api.wait_events(&group, PAUSED, 2).await;
     let r = api
         .call(
             Method::POST,
@@ -522,13 +524,7 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     // As on Heat 27, the rollback honours the hooks too: both members pause again.
-    let group = group_stack_path(&api, &path).await;
-    let evs = api.all_events(&group, "&sort_dir=asc", 100).await;
-    let pauses = evs
-        .iter()
-        .filter(|e| e["resource_status_reason"] == "UPDATE paused until Hook pre-update is cleared")
-        .count();
-    assert_eq!(pauses, 4);
+    api.wait_events(&group, PAUSED, 4).await;
     api.wait_status(&path, "ROLLBACK_IN_PROGRESS", 1).await;
     for m in ["0", "1"] {
         let r = api
@@ -925,5 +921,34 @@ async fn error_bodies_match_heat_27() {
     assert_eq!(r.status, StatusCode::FOUND);
     assert_eq!(r.headers["location"].to_str().unwrap(), api.heat(&path));
     assert!(r.body.as_str().unwrap().starts_with("302 Found"));
+    api.h.shutdown().await;
+}
+
+/// Heat 27 starts the members of a traversal one per second, in no particular order.
+#[tokio::test]
+async fn members_start_one_leaf_delay_apart() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ngl", 6, None).await;
+    let group = group_stack_path(&api, &path).await;
+    let evs = api
+        .all_events(
+            &group,
+            "&sort_dir=asc&resource_status=IN_PROGRESS&resource_action=CREATE",
+            100,
+        )
+        .await;
+    let starts: Vec<(&str, &str)> = evs
+        .iter()
+        .filter(|e| e["resource_name"].as_str().unwrap().parse::<u32>().is_ok())
+        .map(|e| {
+            (
+                e["event_time"].as_str().unwrap(),
+                e["resource_name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(starts.len(), 6);
+    let times: std::collections::BTreeSet<&str> = starts.iter().map(|s| s.0).collect();
+    assert_eq!(times.len(), 6, "one start per simulated second: {starts:?}");
     api.h.shutdown().await;
 }

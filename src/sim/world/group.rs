@@ -29,6 +29,13 @@ pub enum Phase {
     Idle,
     /// Queued in the current rolling update, waiting for its batch.
     Pending(Action),
+    /// Scheduled to start at `at`: Heat starts the leaves of a traversal one per second
+    /// (stock leaf delay), in no particular order.
+    Starting {
+        action: Action,
+        at: i64,
+        hooks: bool,
+    },
     /// Waiting for a hook (`pre-create`, `pre-update`, `pre-delete`) to be cleared.
     Paused(Action, &'static str),
     Running {
@@ -64,6 +71,8 @@ pub struct GroupOp {
     /// Parameters before the update, restored by a rollback.
     pub previous_params: BTreeMap<String, String>,
     pub failed: Option<String>,
+    /// When the next scheduled member may start (see `Phase::Starting`).
+    pub next_start: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -575,6 +584,7 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         target_image: image.clone(),
         previous_params,
         failed: None,
+        next_start: 0,
     };
     let nested_action = if req.action == Action::Rollback {
         Action::Update
@@ -605,7 +615,7 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
                 Phase::Running { .. } => {
                     carried.insert(i);
                 }
-                Phase::Paused(..) | Phase::Pending(_) => {
+                Phase::Paused(..) | Phase::Pending(_) | Phase::Starting { .. } => {
                     m.phase = Phase::Idle;
                     retake.insert(i);
                 }
@@ -663,29 +673,74 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         op.queue.push_back(i);
     }
     w.groups[g].op = Some(op);
-    // Hooks hold members in rollbacks too (measured on Heat 27).
-    let hooks_apply = true;
-    for i in to_delete {
-        if let Some(op) = w.groups[g].op.as_mut() {
-            op.active.insert(i);
-        }
-        begin(w, g, i, Action::Delete, hooks_apply);
-    }
+    // Hooks hold members in rollbacks too (measured on Heat 27); they pause creates only
+    // while the stack itself is being created.
+    let mut start: Vec<(u32, Action, bool)> = to_delete
+        .into_iter()
+        .map(|i| (i, Action::Delete, true))
+        .collect();
     for i in to_create {
         add_member(w, g, i);
-        if let Some(op) = w.groups[g].op.as_mut() {
-            op.active.insert(i);
-        }
-        // Hooks pause creates only while the stack itself is being created, like Heat.
-        begin(w, g, i, Action::Create, hooks_apply && creating);
+        start.push((i, Action::Create, creating));
     }
+    schedule(w, g, start);
     tick(w, g);
     Ok(())
+}
+
+/// Starts members one leaf delay apart, in a shuffled order (as Heat's traversal does).
+fn schedule(w: &mut World, g: usize, mut items: Vec<(u32, Action, bool)>) {
+    let delay = w.cfg.leaf_delay_ms;
+    if delay <= 0 {
+        for (i, action, hooks) in items {
+            if let Some(op) = w.groups[g].op.as_mut() {
+                op.active.insert(i);
+            }
+            begin(w, g, i, action, hooks);
+        }
+        return;
+    }
+    for k in (1..items.len()).rev() {
+        let j = (w.ids.unit() * (k + 1) as f64) as usize;
+        items.swap(k, j.min(k));
+    }
+    let now = w.now();
+    let grp = &mut w.groups[g];
+    let Some(op) = grp.op.as_mut() else {
+        return;
+    };
+    let mut t = op.next_start.max(now);
+    for (i, action, hooks) in items {
+        op.active.insert(i);
+        if let Some(m) = grp.members.get_mut(&i) {
+            m.phase = Phase::Starting {
+                action,
+                at: t,
+                hooks,
+            };
+        }
+        t += delay;
+    }
+    op.next_start = t;
 }
 
 /// Advances one group: finishes due members, starts the next batch, completes the op.
 pub fn tick(w: &mut World, g: usize) {
     let now = w.now();
+    let Some(op) = w.groups[g].op.as_ref() else {
+        return;
+    };
+    let starting: Vec<(u32, Action, bool)> = op
+        .active
+        .iter()
+        .filter_map(|i| match w.groups[g].members.get(i).map(|m| m.phase) {
+            Some(Phase::Starting { action, at, hooks }) if at <= now => Some((*i, action, hooks)),
+            _ => None,
+        })
+        .collect();
+    for (i, action, hooks) in starting {
+        begin(w, g, i, action, hooks);
+    }
     let Some(op) = w.groups[g].op.as_ref() else {
         return;
     };
@@ -739,12 +794,18 @@ pub fn tick(w: &mut World, g: usize) {
                 op.batch
             };
             let b: Vec<u32> = (0..n).filter_map(|_| op.queue.pop_front()).collect();
-            op.active.extend(b.iter().copied());
             b
         };
-        for i in batch {
-            begin(w, g, i, Action::Update, true);
-        }
+        schedule(
+            w,
+            g,
+            batch
+                .into_iter()
+                .map(|i| (i, Action::Update, true))
+                .collect(),
+        );
+        // Without a leaf delay the batch may already have started (and, with no work,
+        // finished); the completion check below sees it either way.
     }
     let op = w.groups[g].op.as_ref().expect("op checked above");
     if op.active.is_empty() && (op.queue.is_empty() || failed) {
@@ -908,7 +969,7 @@ pub fn phase_counts(grp: &Group) -> HashMap<&'static str, usize> {
     for mem in grp.members.values() {
         let k = match mem.phase {
             Phase::Idle => "idle",
-            Phase::Pending(_) => "pending",
+            Phase::Pending(_) | Phase::Starting { .. } => "pending",
             Phase::Paused(..) => "paused",
             Phase::Running { .. } => "running",
             Phase::Failed(_) => "failed",

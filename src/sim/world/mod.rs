@@ -29,6 +29,8 @@ pub struct WorldConfig {
     pub create_median_ms: f64,
     pub update_median_ms: f64,
     pub duration_sigma: f64,
+    /// Simulated time between two member starts of one traversal (Heat's leaf delay).
+    pub leaf_delay_ms: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -136,8 +138,10 @@ impl World {
             for m in g.members.values_mut() {
                 sh(&mut m.created_ms);
                 sh(&mut m.since_ms);
-                if let Phase::Running { due, .. } = &mut m.phase {
-                    sh(due);
+                match &mut m.phase {
+                    Phase::Running { due, .. } => sh(due),
+                    Phase::Starting { at, .. } => sh(at),
+                    _ => {}
                 }
             }
         }
@@ -405,6 +409,7 @@ mod tests {
             create_median_ms: 1000.0,
             update_median_ms: 1000.0,
             duration_sigma: 0.3,
+            leaf_delay_ms: 0,
         }
     }
 
