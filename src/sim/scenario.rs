@@ -5,7 +5,7 @@
 use crate::sim::faults::{Fault, FaultKind};
 use crate::sim::world::build::{create_cluster, create_template, run_virtual};
 use crate::sim::world::group::{self, HookRule, Phase, UpdateRequest};
-use crate::sim::world::{Action, ClusterSpec, GroupSpec, World};
+use crate::sim::world::{Action, ClusterSpec, FailSpec, GroupSpec, World};
 
 pub const NAMES: &[&str] = &["demo", "empty", "small", "bench-1000", "bench-10000"];
 
@@ -248,7 +248,7 @@ fn demo(w: &mut World) {
     wk.is_default = true;
     wk.fail.insert(
         5,
-        "No valid host was found. There are not enough hosts available.".into(),
+        FailSpec::nova("No valid host was found. There are not enough hosts available."),
     );
     create_cluster(
         w,

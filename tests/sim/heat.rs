@@ -952,3 +952,78 @@ async fn members_start_one_leaf_delay_apart() {
     assert_eq!(times.len(), 6, "one start per simulated second: {starts:?}");
     api.h.shutdown().await;
 }
+
+/// Listing details measured on Heat 27 (tests/fixtures/heat/README.md).
+#[tokio::test]
+async fn listing_details_match_heat_27() {
+    let api = Api::start(fast("empty")).await;
+    // caldera's test template parameter, as with the real Heat.
+    let body = json!({"stack_name": "ngd", "template": {}, "parameters": {"count": 3, "node_fail_index": 2}});
+    let r = api
+        .call(Method::POST, &api.heat("/stacks"), Some(body), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let path = api.stack_path("ngd").await;
+    api.wait_status(&path, "CREATE_FAILED", 20).await;
+    let st = api
+        .get(&api.heat(&format!("{path}?resolve_outputs=false")))
+        .await
+        .body;
+    assert_eq!(
+        st["stack"]["stack_status_reason"],
+        "Resource CREATE failed: ValueError: resources.nodes.resources[2].resources.server: Test Resource failed server"
+    );
+    // Events keep action and status apart.
+    let q = |s: &str| api.heat(&format!("{path}/events?nested_depth=2&{s}"));
+    assert!(!api.get(&q("resource_status=FAILED")).await.body["events"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(
+        api.get(&q("resource_status=CREATE_FAILED")).await.body["events"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // Resources and stacks accept both forms.
+    let r = api
+        .get(&api.heat(&format!(
+            "{path}/resources?nested_depth=3&status=CREATE_FAILED"
+        )))
+        .await;
+    assert_eq!(r.body["resources"].as_array().unwrap().len(), 3);
+    for k in [
+        "status=FAILED",
+        "status=CREATE_FAILED",
+        "stack_status=CREATE_FAILED",
+    ] {
+        let r = api.get(&api.heat(&format!("/stacks?{k}"))).await;
+        assert_eq!(r.body["stacks"].as_array().unwrap().len(), 1, "{k}");
+    }
+    let r = api.get(&api.heat("/stacks")).await;
+    assert_eq!(r.body["stacks"][0]["description"], "");
+    // A member that failed before its address existed is null in `ips`.
+    let r = api.get(&api.heat(&format!("{path}/outputs/ips"))).await;
+    let ips = r.body["output"]["output_value"].as_array().unwrap();
+    assert!(ips[2].is_null() && ips[0].is_string(), "{ips:?}");
+    // JSON clients get webob's JSON status pages.
+    let r = api
+        .call(
+            Method::GET,
+            &api.heat("/stacks/ngd"),
+            None,
+            &[("Accept", "application/json")],
+        )
+        .await;
+    assert_eq!(r.body["code"], "302 Found");
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({})),
+            &[("Accept", "application/json")],
+        )
+        .await;
+    assert_eq!(r.body["code"], "202 Accepted");
+    api.h.shutdown().await;
+}

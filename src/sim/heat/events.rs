@@ -65,8 +65,8 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req, ix: usize, resource: Option<&
         let Some(st) = w.stack(s) else { continue };
         for e in &st.events {
             let ok = resource.map(|r| &*e.resource_name == r).unwrap_or(true)
-                && super::status_matches(&st_f, e.status, "status")
-                && super::status_matches(&act_f, e.status, "action")
+                && super::status_matches(&st_f, e.status, "event_status")
+                && super::status_matches(&act_f, e.status, "event_action")
                 && (name_f.is_empty() || name_f.contains(&&*e.resource_name))
                 && (type_f.is_empty() || type_f.contains(&&*e.rtype));
             if ok {

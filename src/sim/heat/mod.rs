@@ -120,10 +120,45 @@ fn redirect(w: &World, sh: &Shared, req: &Req, name: &str, sub: &[&str]) -> Repl
         loc.push('?');
         loc.push_str(q);
     }
-    let body = format!(
-        "302 Found\n\nThe resource was found at {loc}; you should be redirected automatically.  "
-    );
-    Reply::text(StatusCode::FOUND, body).with_header("Location", loc)
+    // webob renders its status pages as JSON for JSON clients, as text otherwise.
+    let reply = if wants_json(req) {
+        Reply::json(
+            StatusCode::FOUND,
+            json!({
+                "message": format!("The resource was found at <a href=\"{loc}\">{loc}</a>;\nyou should be redirected automatically.\n\n"),
+                "code": "302 Found",
+                "title": "Found",
+            }),
+        )
+    } else {
+        Reply::text(
+            StatusCode::FOUND,
+            format!("302 Found\n\nThe resource was found at {loc}; you should be redirected automatically.  "),
+        )
+    };
+    reply.with_header("Location", loc)
+}
+
+pub(crate) fn wants_json(req: &Req) -> bool {
+    req.header("accept")
+        .map(|a| a.contains("json"))
+        .unwrap_or(false)
+}
+
+/// Heat's 202 for updates (a webob status page).
+pub(crate) fn accepted(req: &Req) -> Reply {
+    if wants_json(req) {
+        Reply::json(
+            StatusCode::ACCEPTED,
+            json!({
+                "message": "The request is accepted for processing.<br /><br />\n\n\n",
+                "code": "202 Accepted",
+                "title": "Accepted",
+            }),
+        )
+    } else {
+        Reply::accepted()
+    }
 }
 
 fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) -> Reply {
@@ -170,6 +205,10 @@ pub(crate) fn status_matches(
             let full = status.to_string();
             match part {
                 "status" => *v == status.state.as_str() || *v == full,
+                // Events keep action and status apart: `CREATE_FAILED` matches nothing
+                // there (measured), unlike resources and stacks.
+                "event_status" => *v == status.state.as_str(),
+                "event_action" => *v == status.action.as_str(),
                 _ => *v == status.action.as_str() || *v == full,
             }
         })

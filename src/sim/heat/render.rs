@@ -2,7 +2,7 @@
 //! texts as captured from a real Heat 27; see tests/fixtures/heat/).
 
 use crate::sim::clock::iso_z;
-use crate::sim::world::{format_uuid, group, Event, Resource, StackRole, World};
+use crate::sim::world::{format_uuid, group, Action, Event, Resource, StackRole, World};
 use serde_json::{json, Map, Value};
 
 pub fn stack_url(w: &World, base: &str, ix: usize) -> String {
@@ -31,7 +31,8 @@ pub fn stack_summary(w: &World, base: &str, ix: usize) -> Value {
         "creation_time": iso_z(s.created_ms),
         "updated_time": opt_time(s.updated_ms),
         "deletion_time": null,
-        "description": s.description,
+        // Heat 27 lists every stack with an empty description (stack show has the real one).
+        "description": "",
         "stack_owner": w.cfg.user_name,
         "parent": s.parent.and_then(|p| w.stack(p)).map(|p| Value::String(p.id.clone())).unwrap_or(Value::Null),
         "stack_user_project_id": w.cfg.project_id,
@@ -56,7 +57,25 @@ pub fn output_members(w: &World, ix: usize) -> usize {
 pub fn output_value(w: &World, ix: usize, key: &str) -> Option<Value> {
     let s = w.stack(ix)?;
     match (s.role, key) {
-        (StackRole::NodeGroup(g), "ips") => Some(json!(w.groups[g].ips())),
+        // A member whose address was never created (it failed first) is null, like Heat.
+        (StackRole::NodeGroup(g), "ips") => Some(Value::Array(
+            w.groups[g]
+                .members
+                .values()
+                .map(|m| {
+                    let created = w
+                        .stack(m.stack)
+                        .and_then(|st| st.resource("address"))
+                        .map(|r| r.status.action != Action::Init)
+                        .unwrap_or(false);
+                    if created {
+                        json!(m.ip)
+                    } else {
+                        Value::Null
+                    }
+                })
+                .collect(),
+        )),
         (StackRole::NodeGroup(g), "names") => Some(json!(w.groups[g]
             .members
             .values()
@@ -101,6 +120,7 @@ pub fn stack_detail(w: &World, base: &str, ix: usize, resolve_outputs: bool) -> 
     if let Some(o) = v.as_object_mut() {
         o.remove("project");
     }
+    v["description"] = json!(s.description);
     v["tags"] = json!(s.tags);
     let params: Map<String, Value> = s
         .params

@@ -68,8 +68,10 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     };
     let show_nested = req.q_bool("show_nested").unwrap_or(false);
     let f = |k: &str| req.q_all(k);
-    let (ids, names, statuses, actions, owners) =
-        (f("id"), f("name"), f("status"), f("action"), f("owner_id"));
+    let (ids, names, actions, owners) = (f("id"), f("name"), f("action"), f("owner_id"));
+    // `status` and `stack_status` both filter (bare or ACTION_STATE form), as measured.
+    let mut statuses = f("status");
+    statuses.extend(f("stack_status"));
     let tenants: Vec<&str> = f("tenant");
     let users: Vec<&str> = f("username");
     // Tag filters take comma-separated lists: all of `tags`, any of `tags_any`, etc.
@@ -444,7 +446,7 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
         }
     }
     let _ = sh;
-    Reply::accepted()
+    super::accepted(req)
 }
 
 pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
@@ -545,6 +547,7 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     if let Some(env) = body.get("environment") {
         spec.hooks = hooks_from_env(env);
     }
+    spec.node_fail_index = get("node_fail_index", "-1").trim().parse().unwrap_or(-1);
     let g = create_group(w, None, spec, Some(name.to_string()));
     let ix = w.groups[g].ng_stack;
     let id = w.stack(ix).map(|s| s.id.clone()).unwrap_or_default();

@@ -18,10 +18,36 @@ pub struct HookRule {
     pub hooks: Vec<String>,
 }
 
-/// How a member fails when it is created or updated.
+/// How a member fails when it is created or updated: Heat words it
+/// `{class}: {path to the server}: {message}` at every level.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailSpec {
-    pub reason: String,
+    pub class: String,
+    pub message: String,
+    /// What Nova reports as the server's fault.
+    pub nova_fault: String,
+}
+
+impl FailSpec {
+    /// A Nova server that goes to ERROR (e.g. "No valid host was found.").
+    pub fn nova(reason: &str) -> FailSpec {
+        FailSpec {
+            class: "ResourceInError".into(),
+            message: format!("Went to status ERROR due to \"Message: {reason}, Code: 500\""),
+            nova_fault: reason.into(),
+        }
+    }
+    /// OS::Heat::TestResource with `fail: true` (caldera's test templates, `node_fail_index`).
+    pub fn test_resource() -> FailSpec {
+        FailSpec {
+            class: "ValueError".into(),
+            message: "Test Resource failed server".into(),
+            nova_fault: "Test Resource failed server".into(),
+        }
+    }
+    fn at(&self, path: &str) -> String {
+        format!("{}: {path}: {}", self.class, self.message)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +122,7 @@ pub struct Group {
     pub blacklist: BTreeSet<u32>,
     pub hooks: Vec<HookRule>,
     /// Injected faults: members that fail create/update, members that never finish.
-    pub fail: HashMap<u32, String>,
+    pub fail: HashMap<u32, FailSpec>,
     pub stuck: BTreeSet<u32>,
     pub ip_base: u32,
     pub next_ip: u32,
@@ -439,23 +465,23 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
         w.groups[g].members.remove(&i);
         return;
     }
-    if let Some(msg) = w.groups[g].fail.get(&i).cloned() {
+    if let Some(spec) = w.groups[g].fail.get(&i).cloned() {
         let failed = Status::new(action, State::Failed);
-        let server_reason = format!("ResourceInError: resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+        let server_reason = spec.at("resources.server");
         w.set_resource_status(mstack, "server", failed, &server_reason);
         w.set_stack_status(
             mstack,
             failed,
             format!("Resource {a} failed: {server_reason}"),
         );
-        let member_reason = format!("ResourceInError: resources[{i}].resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+        let member_reason = spec.at(&format!("resources[{i}].resources.server"));
         w.set_resource_status(rg, &name, failed, &member_reason);
         if let Some(m) = w.groups[g].members.get_mut(&i) {
             m.phase = Phase::Failed(action);
             m.since_ms = now;
-            m.fault = Some(msg.clone());
+            m.fault = Some(spec.nova_fault.clone());
         }
-        fail_op(w, g, i, &msg);
+        fail_op(w, g, i, &spec);
         return;
     }
     let done = Status::new(action, State::Complete);
@@ -489,14 +515,14 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
 
 /// The first member failure fails the group stack, the `nodes` resource and the
 /// node-group stack at once (Heat does not wait for the other members).
-fn fail_op(w: &mut World, g: usize, i: u32, msg: &str) {
+fn fail_op(w: &mut World, g: usize, i: u32, spec: &FailSpec) {
     let Some(op) = w.groups[g].op.as_mut() else {
         return;
     };
     if op.failed.is_some() {
         return;
     }
-    op.failed = Some(msg.to_string());
+    op.failed = Some(spec.message.clone());
     let action = op.action;
     let nested_action = if action == Action::Rollback {
         Action::Update
@@ -504,14 +530,14 @@ fn fail_op(w: &mut World, g: usize, i: u32, msg: &str) {
         action
     };
     let (rg, ng) = (w.groups[g].rg_stack, w.groups[g].ng_stack);
-    let inner = format!("ResourceInError: resources[{i}].resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+    let inner = spec.at(&format!("resources[{i}].resources.server"));
     let a = nested_action.as_str();
     w.set_stack_status(
         rg,
         Status::new(nested_action, State::Failed),
         format!("Resource {a} failed: {inner}"),
     );
-    let nodes_reason = format!("ResourceInError: resources.nodes.resources[{i}].resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+    let nodes_reason = spec.at(&format!("resources.nodes.resources[{i}].resources.server"));
     w.set_resource_status(
         ng,
         "nodes",
@@ -575,6 +601,18 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
     let current: BTreeSet<u32> = w.groups[g].members.keys().copied().collect();
     if let Some(st) = w.stack_mut(ng) {
         st.params = req.params.clone();
+    }
+    // caldera's test template: `node_fail_index` makes that member's machine fail.
+    if let Some(idx) = req
+        .params
+        .get("node_fail_index")
+        .and_then(|v| v.trim().parse::<i64>().ok())
+    {
+        let grp = &mut w.groups[g];
+        grp.fail.retain(|_, f| *f != FailSpec::test_resource());
+        if idx >= 0 {
+            grp.fail.insert(idx as u32, FailSpec::test_resource());
+        }
     }
     let mut op = GroupOp {
         action: req.action,
@@ -730,30 +768,34 @@ pub fn tick(w: &mut World, g: usize) {
     let Some(op) = w.groups[g].op.as_ref() else {
         return;
     };
-    let starting: Vec<(u32, Action, bool)> = op
+    let mut starting: Vec<(i64, u32, Action, bool)> = op
         .active
         .iter()
         .filter_map(|i| match w.groups[g].members.get(i).map(|m| m.phase) {
-            Some(Phase::Starting { action, at, hooks }) if at <= now => Some((*i, action, hooks)),
+            Some(Phase::Starting { action, at, hooks }) if at <= now => {
+                Some((at, *i, action, hooks))
+            }
             _ => None,
         })
         .collect();
-    for (i, action, hooks) in starting {
-        begin(w, g, i, action, hooks);
+    starting.sort_by_key(|x| (x.0, x.1));
+    for (at, i, action, hooks) in starting {
+        w.at_time(at, |w| begin(w, g, i, action, hooks));
     }
     let Some(op) = w.groups[g].op.as_ref() else {
         return;
     };
-    let due: Vec<(u32, Action)> = op
+    let mut due: Vec<(i64, u32, Action)> = op
         .active
         .iter()
         .filter_map(|i| match w.groups[g].members.get(i).map(|m| m.phase) {
-            Some(Phase::Running { action, due }) if due <= now => Some((*i, action)),
+            Some(Phase::Running { action, due }) if due <= now => Some((due, *i, action)),
             _ => None,
         })
         .collect();
-    for (i, action) in due {
-        finish(w, g, i, action);
+    due.sort_by_key(|x| (x.0, x.1));
+    for (at, i, action) in due {
+        w.at_time(at, |w| finish(w, g, i, action));
         if let Some(op) = w.groups[g].op.as_mut() {
             op.active.remove(&i);
         }

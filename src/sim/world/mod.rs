@@ -86,6 +86,8 @@ pub struct World {
     type_cache: HashMap<String, Arc<str>>,
     /// While a scenario builds its history, time is driven by hand instead of the clock.
     pub virtual_now: Option<i64>,
+    /// Time of the newest event: events are never stamped earlier (paging relies on it).
+    pub last_event_ms: i64,
 }
 
 impl World {
@@ -105,6 +107,7 @@ impl World {
             servers: HashMap::new(),
             type_cache: HashMap::new(),
             virtual_now: None,
+            last_event_ms: i64::MIN,
         }
     }
 
@@ -112,9 +115,23 @@ impl World {
         self.virtual_now.unwrap_or_else(|| self.clock.now_ms())
     }
 
+    /// Runs `f` as if at `at` (when that is in the past and not before the newest event),
+    /// so a member that was due between two ticks gets its events at its own time.
+    pub fn at_time<T>(&mut self, at: i64, f: impl FnOnce(&mut World) -> T) -> T {
+        let now = self.now();
+        let t = at.max(self.last_event_ms).min(now);
+        let saved = self.virtual_now.replace(t);
+        let r = f(self);
+        self.virtual_now = saved;
+        r
+    }
+
     /// Moves every timestamp by `delta` ms: a scenario builds its history on a virtual
     /// timeline and then slides it so that its end is "now".
     pub fn shift_times(&mut self, delta: i64) {
+        if self.last_event_ms != i64::MIN {
+            self.last_event_ms += delta;
+        }
         let sh = |t: &mut i64| {
             if *t != i64::MAX {
                 *t += delta
@@ -258,7 +275,8 @@ impl World {
         status: Status,
         reason: impl Into<Box<str>>,
     ) {
-        let now = self.now();
+        let now = self.now().max(self.last_event_ms);
+        self.last_event_ms = now;
         let id = self.ids.uuid_bits();
         self.seq += 1;
         let seq = self.seq;
