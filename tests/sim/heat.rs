@@ -1027,3 +1027,35 @@ async fn listing_details_match_heat_27() {
     assert_eq!(r.body["code"], "202 Accepted");
     api.h.shutdown().await;
 }
+
+#[tokio::test]
+async fn delete_soft_deletes_like_heat() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ngdel", 3, None).await;
+    let r = api.call(Method::DELETE, &api.heat(&path), None, &[]).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let st = api.wait_status(&path, "DELETE_COMPLETE", 20).await;
+    assert_eq!(
+        st["stack"]["stack_status_reason"],
+        "Stack DELETE completed successfully"
+    );
+    assert!(st["stack"]["deletion_time"].is_string());
+    assert_eq!(
+        api.get(&api.heat("/stacks/ngdel")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let list = api.get(&api.heat("/stacks")).await.body;
+    assert!(list["stacks"].as_array().unwrap().is_empty());
+    let list = api.get(&api.heat("/stacks?show_deleted=True")).await.body;
+    assert_eq!(list["stacks"].as_array().unwrap().len(), 1);
+    let servers = api
+        .get(&format!("{}/servers/detail", api.h.nova_url()))
+        .await
+        .body;
+    assert!(servers["servers"].as_array().unwrap().is_empty());
+    let r = api
+        .call(Method::PATCH, &api.heat(&path), Some(json!({})), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    api.h.shutdown().await;
+}

@@ -167,6 +167,7 @@ fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) 
         [] if m == Method::GET => stacks::show(w, sh, req, ix),
         [] if m == Method::PATCH => stacks::update(w, sh, req, ix, true),
         [] if m == Method::PUT => stacks::update(w, sh, req, ix, false),
+        [] if m == Method::DELETE => stacks::delete(w, ix),
         ["outputs"] if m == Method::GET => stacks::outputs_list(w, ix),
         ["outputs", key] if m == Method::GET => stacks::output_show(w, sh, ix, key),
         ["template"] if m == Method::GET => stacks::template(w, ix),

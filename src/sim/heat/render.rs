@@ -30,7 +30,7 @@ pub fn stack_summary(w: &World, base: &str, ix: usize) -> Value {
         "links": [{"href": stack_url(w, base, ix), "rel": "self"}],
         "creation_time": iso_z(s.created_ms),
         "updated_time": opt_time(s.updated_ms),
-        "deletion_time": null,
+        "deletion_time": opt_time(s.deleted_ms),
         // Heat 27 lists every stack with an empty description (stack show has the real one).
         "description": "",
         "stack_owner": w.cfg.user_name,

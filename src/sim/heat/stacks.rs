@@ -67,6 +67,7 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         Err(r) => return r,
     };
     let show_nested = req.q_bool("show_nested").unwrap_or(false);
+    let show_deleted = req.q_bool("show_deleted").unwrap_or(false);
     let f = |k: &str| req.q_all(k);
     let (ids, names, actions, owners) = (f("id"), f("name"), f("action"), f("owner_id"));
     // `status` and `stack_status` both filter (bare or ACTION_STATE form), as measured.
@@ -95,6 +96,7 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     let mut items: Vec<usize> = w
         .stacks()
         .filter(|(_, s)| show_nested || s.parent.is_none())
+        .filter(|(_, s)| show_deleted || s.deleted_ms.is_none())
         .filter(|(_, s)| ids.is_empty() || ids.contains(&s.id.as_str()))
         .filter(|(_, s)| names.is_empty() || names.contains(&s.name.as_str()))
         .filter(|(_, s)| super::status_matches(&statuses, s.status, "status"))
@@ -346,6 +348,9 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
     let Some(st) = w.stack(ix) else {
         return stack_404("");
     };
+    if st.deleted_ms.is_some() {
+        return stack_404(&st.name.clone());
+    }
     // No 409 here: Heat 27 (convergence) accepts an update while one is in progress and
     // lets the new traversal supersede the old one (measured).
     let role = st.role;
@@ -557,4 +562,42 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         json!({"stack": {"id": id, "links": [{"href": url, "rel": "self"}]}}),
     )
     .with_header("Location", url)
+}
+
+/// `DELETE /stacks/{name}/{id}`: 204; node groups delete their members over time.
+pub fn delete(w: &mut World, ix: usize) -> Reply {
+    let Some(st) = w.stack(ix) else {
+        return stack_404("");
+    };
+    if st.deleted_ms.is_some() {
+        return Reply::empty(StatusCode::NO_CONTENT);
+    }
+    match st.role {
+        StackRole::NodeGroup(g) => {
+            if let Err(e) = group::delete(w, g) {
+                return bad(&e);
+            }
+        }
+        StackRole::Cluster(_) => {
+            w.set_stack_status(
+                ix,
+                Status::new(Action::Delete, State::InProgress),
+                started(Action::Delete),
+            );
+            w.set_stack_status(
+                ix,
+                Status::new(Action::Delete, State::Complete),
+                completed(Action::Delete),
+            );
+            w.mark_deleted(ix);
+        }
+        StackRole::Group(_) | StackRole::Member(..) => {
+            return heat_error(
+                StatusCode::BAD_REQUEST,
+                "NotSupported",
+                "Deleting a nested stack directly is not supported; update or delete its parent.",
+            );
+        }
+    }
+    Reply::empty(StatusCode::NO_CONTENT)
 }

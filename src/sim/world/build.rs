@@ -96,6 +96,7 @@ fn base_stack(
         reason: String::new(),
         created_ms: now,
         updated_ms: None,
+        deleted_ms: None,
         params,
         description: description.into(),
         tags: vec![],

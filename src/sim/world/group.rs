@@ -319,6 +319,7 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         reason: String::new(),
         created_ms: now,
         updated_ms: None,
+        deleted_ms: None,
         params,
         description: "caldera node: one machine and its address.".into(),
         tags: vec![],
@@ -881,8 +882,27 @@ pub fn tick(w: &mut World, g: usize) {
                 Status::new(op.action, State::Complete),
                 completed(op.action),
             );
+            if op.action == Action::Delete {
+                w.mark_deleted(ng);
+            }
         }
     }
+}
+
+/// `DELETE` of a node-group stack: every member goes, then the group, then the stack.
+pub fn delete(w: &mut World, g: usize) -> Result<(), String> {
+    let ng = w.groups[g].ng_stack;
+    let mut params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
+    params.insert("count".into(), "0".into());
+    start_update(
+        w,
+        g,
+        UpdateRequest {
+            params,
+            hooks: None,
+            action: Action::Delete,
+        },
+    )
 }
 
 /// `POST .../resources/{member}/signal {"unset_hook": ...}` on the group stack.

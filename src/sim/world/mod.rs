@@ -206,6 +206,25 @@ impl World {
         }
     }
 
+    /// A deleted stack: gone from the name lookup and the list, still shown by id (Heat
+    /// soft-deletes); its nested group stack disappears.
+    pub fn mark_deleted(&mut self, ix: usize) {
+        let now = self.now();
+        let nested: Vec<usize> = self
+            .stack(ix)
+            .map(|s| s.resources.iter().filter_map(|r| r.nested).collect())
+            .unwrap_or_default();
+        for n in nested {
+            self.remove_stack(n);
+        }
+        if let Some(s) = self.stacks.get_mut(ix).and_then(Option::as_mut) {
+            s.deleted_ms = Some(now);
+            s.resources.clear();
+            let name = s.name.clone();
+            self.by_name.remove(&name);
+        }
+    }
+
     pub fn stack(&self, ix: usize) -> Option<&Stack> {
         self.stacks.get(ix).and_then(Option::as_ref)
     }
@@ -443,6 +462,7 @@ mod tests {
             reason: String::new(),
             created_ms: 0,
             updated_ms: None,
+            deleted_ms: None,
             params: BTreeMap::new(),
             description: String::new(),
             tags: vec![],
