@@ -88,7 +88,13 @@ pub fn output_value(w: &World, ix: usize, key: &str) -> Option<Value> {
             .and_then(|c| c.parse::<u64>().ok())
             .unwrap_or(0))),
         (StackRole::NodeGroup(g), "refs_map") => Some(group::refs_map(w, g)),
-        (StackRole::Member(g, i), "ip") => w.groups[g].members.get(&i).map(|m| json!(m.ip)),
+        (StackRole::Member(g, i), key) => w.groups[g].members.get(&i).and_then(|m| match key {
+            "ip" => Some(json!(m.ip)),
+            "image" => Some(json!(m.image)),
+            "name" => Some(json!(m.server_name)),
+            "server_id" => Some(json!(m.server_id)),
+            _ => None,
+        }),
         (StackRole::Cluster(c), "api_address") => Some(json!(w.clusters[c].api_address)),
         _ => None,
     }
@@ -153,26 +159,30 @@ pub fn attributes(w: &World, stack_ix: usize, r: &Resource) -> Value {
             }
             None => json!({}),
         },
+        // A member (template resource) exposes its nested stack's outputs.
         (StackRole::Group(g), _) => {
             let idx: Option<u32> = r.name.parse().ok();
             match idx.and_then(|i| w.groups[g].members.get(&i)) {
-                Some(m) => json!({"ip": m.ip, "OS::stack_id": r.physical_id}),
+                Some(m) => {
+                    let addressed = w
+                        .stack(m.stack)
+                        .and_then(|st| st.resource("address"))
+                        .map(|a| a.status.action != Action::Init)
+                        .unwrap_or(false);
+                    let ip = if addressed { json!(m.ip) } else { Value::Null };
+                    json!({"image": m.image, "name": m.server_name, "server_id": m.server_id, "ip": ip})
+                }
                 None => json!({}),
             }
         }
-        (StackRole::NodeGroup(g), "OS::Heat::ResourceGroup") => {
-            let grp = &w.groups[g];
-            let refs: Vec<String> = grp
-                .members
-                .values()
-                .filter_map(|m| w.stack(m.stack).map(|s| s.id.clone()))
-                .collect();
-            json!({
-                "refs": refs,
-                "refs_map": group::refs_map(w, g),
-                "removed_rsrc_list": grp.blacklist.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
-            })
-        }
+        // What Heat 27 shows for the group without naming an attribute (measured): the
+        // list-valued attributes come out null.
+        (StackRole::NodeGroup(g), "OS::Heat::ResourceGroup") => json!({
+            "refs_map": null,
+            "refs": null,
+            "removed_rsrc_list": w.groups[g].blacklist.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+            "attributes": null,
+        }),
         _ => json!({}),
     }
 }

@@ -90,10 +90,10 @@ pub fn show(w: &mut World, sh: &Shared, _req: &Req, ix: usize, name: &str) -> Re
     let Some(r) = w.stack(ix).and_then(|s| s.resource(name)) else {
         return resource_404(w, ix, name);
     };
-    let mut v = resource_json(w, &sh.cfg.base, ix, r, false, false);
+    // Like a nested listing item, a resource of a nested stack names its parent resource.
+    let mut v = resource_json(w, &sh.cfg.base, ix, r, false, true);
     v["attributes"] = attributes(w, ix, r);
     v["description"] = json!(r.description);
-    v["metadata"] = json!({});
     Reply::ok(json!({ "resource": v }))
 }
 

@@ -294,6 +294,14 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
     params.insert("name".to_string(), server_name.clone());
     params.insert("image".to_string(), image.clone());
     params.insert("index".to_string(), i.to_string());
+    let fail_index = w
+        .stack(w.groups[g].ng_stack)
+        .and_then(|s| s.params.get("node_fail_index").cloned());
+    params.insert(
+        "fail_index".to_string(),
+        fail_index.unwrap_or_else(|| "-1".into()),
+    );
+    params.insert("action_wait_secs".to_string(), "0".to_string());
     let res = |name: &std::sync::Arc<str>,
                t: &std::sync::Arc<str>,
                phys: String,
@@ -336,10 +344,14 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
             ),
         ],
         events: Default::default(),
-        outputs: vec![super::Output {
-            key: "ip",
-            description: "The node's fixed IP address.",
-        }],
+        // node.yaml's outputs, in Heat's order, with Heat's default description.
+        outputs: ["image", "name", "server_id", "ip"]
+            .into_iter()
+            .map(|key| super::Output {
+                key,
+                description: "No description given",
+            })
+            .collect(),
         role: StackRole::Member(g, i),
     };
     let mix = w.add_stack(member_stack);
