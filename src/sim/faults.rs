@@ -149,7 +149,9 @@ impl FaultControl {
         let mut w = lock(&self.world);
         match find_group(&w, group) {
             Some(g) => {
-                w.groups[g].fail.insert(index, reason.to_string());
+                w.groups[g]
+                    .fail
+                    .insert(index, crate::sim::world::FailSpec::nova(reason));
                 true
             }
             None => false,

@@ -45,6 +45,9 @@ pub struct SimOptions {
     /// Median simulated durations of a member's create and update (log-normal).
     pub create_median: Duration,
     pub update_median: Duration,
+    /// Simulated time between two member starts (Heat 27 starts the leaves of a
+    /// traversal one per second); zero starts them all at once.
+    pub leaf_delay: Duration,
     /// Faults active from the start.
     pub faults: Vec<Fault>,
 }
@@ -62,6 +65,7 @@ impl Default for SimOptions {
             detail_cost_per_resource: Duration::from_millis(5),
             create_median: Duration::from_secs(90),
             update_median: Duration::from_secs(45),
+            leaf_delay: Duration::from_secs(1),
             faults: vec![],
         }
     }
@@ -179,8 +183,12 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         create_median_ms: opts.create_median.as_millis() as f64,
         update_median_ms: opts.update_median.as_millis() as f64,
         duration_sigma: 0.35,
+        leaf_delay_ms: opts.leaf_delay.as_millis() as i64,
     };
-    let (seed, speed, scen) = (opts.seed, opts.speed, opts.scenario.clone());
+    let (scen, mut initial_faults) = scenario::parse(&opts.scenario).map_err(SimError::Scenario)?;
+    let scen = scen.to_string();
+    initial_faults.extend(opts.faults.iter().cloned());
+    let (seed, speed) = (opts.seed, opts.speed);
     let world = tokio::task::spawn_blocking(move || -> Result<World, String> {
         let now = chrono::Utc::now().timestamp_millis();
         let mut w = World::new(clock::SimClock::new(now, speed), seed, wcfg);
@@ -193,7 +201,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
     .map_err(|e| SimError::Build(e.to_string()))?
     .map_err(SimError::Scenario)?;
     let world = Arc::new(Mutex::new(world));
-    let faults = FaultControl::new(opts.seed, world.clone(), opts.faults.clone());
+    let faults = FaultControl::new(opts.seed, world.clone(), initial_faults);
     let shared = Arc::new(Shared {
         world: world.clone(),
         faults: faults.clone(),
