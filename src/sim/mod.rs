@@ -5,8 +5,20 @@
 //! `cargo run` with no cloud configured opens the console on it, and every scale and
 //! fault test runs against it, so it answers with the real services' shapes (field
 //! names, links, status and reason texts, error bodies, paging) rather than a
-//! convenient approximation. Where it deviates from the real services, the module that
-//! does so says why.
+//! convenient approximation. Heat behaviour was checked against a real Heat 27
+//! (tests/fixtures/heat/ and tests/sim/). Where it deviates, the module that does so says
+//! why.
+//!
+//! - Scenarios ([`scenario_names`]): `demo` (a 1000-worker rolling upgrade held by three
+//!   pre-update hooks, a scale-out, a stuck update, a failed create, a healthy cluster),
+//!   `small`, `empty`, `bench-N`. A name may carry fault modifiers: `demo+flaky+slow`
+//!   (see [`scenario::MODIFIERS`]).
+//! - Faults at runtime: [`SimHandle::faults`] ([`FaultControl`]): statuses, 429, latency,
+//!   dropped connections, truncated bodies, failing and stuck nodes.
+//! - Timing: a simulated clock (`speed`), log-normal member durations, Heat's one-second
+//!   leaf delay between member starts, output resolution that costs time per member.
+//! - Layout: `server` (HTTP, faults, auth), `keystone`, `heat/`, `magnum`, `nova` (wire
+//!   formats), `world/` (state and dynamics), `scenario`, `clock`, `faults`.
 
 pub mod clock;
 pub mod faults;
@@ -259,6 +271,20 @@ pub async fn run_cli(opts: SimOptions) -> Result<(), SimError> {
         "(these credentials are fake and only valid for this simulator)\n\n# clouds.yaml\n{}",
         h.clouds_yaml("caldera-sim")
     );
+    println!(
+        "# or in the environment (openstack CLI):\nexport OS_AUTH_URL={} OS_USERNAME={} OS_PASSWORD={} OS_PROJECT_NAME={} OS_USER_DOMAIN_NAME={} OS_PROJECT_DOMAIN_NAME={} OS_IDENTITY_API_VERSION=3\n",
+        h.auth_url, h.username, h.password, h.project_name, h.user_domain_name, h.project_domain_name
+    );
+    let mods: Vec<String> = scenario::MODIFIERS
+        .iter()
+        .map(|(k, v)| format!("+{k} ({v})"))
+        .collect();
+    println!(
+        "scenarios: {}; modifiers: {}",
+        scenario_names().join(", "),
+        mods.join(", ")
+    );
+    println!("Ctrl-C stops the simulator.");
     let _ = tokio::signal::ctrl_c().await;
     h.shutdown().await;
     Ok(())
