@@ -12,6 +12,8 @@
 pub mod api;
 pub mod config;
 pub mod fetch;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod model;
 pub mod ops;
 pub mod service;

@@ -410,3 +410,24 @@ impl TokenManager {
         })
     }
 }
+
+/// Fuzzing entry: a Keystone token body (catalog included) and endpoint lookup.
+#[doc(hidden)]
+pub fn fuzz_decode(body: &[u8]) {
+    let m = reqwest::Method::POST;
+    let ct = Some("application/json");
+    if let Ok(b) =
+        crate::api::http::decode_json::<TokenBody>(&m, "http://fuzz/v3/auth/tokens", ct, body)
+    {
+        let catalog = Catalog {
+            services: b.token.catalog,
+        };
+        for (service, interface) in [("orchestration", "public"), ("compute", "internalURL")] {
+            let _ = catalog.endpoint(service, interface, Some("RegionOne"));
+            let _ = catalog.endpoint(service, interface, None);
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(body) {
+        let _ = v3_root(text);
+    }
+}

@@ -25,6 +25,7 @@ pub struct ConnectOptions {
     pub connect_timeout: Duration,
     pub budget: BudgetConfig,
     pub retry: RetryPolicy,
+    pub max_body_bytes: usize,
 }
 
 impl Default for ConnectOptions {
@@ -35,6 +36,7 @@ impl Default for ConnectOptions {
             connect_timeout: t.connect_timeout,
             budget: BudgetConfig::default(),
             retry: RetryPolicy::default(),
+            max_body_bytes: t.max_body_bytes,
         }
     }
 }
@@ -87,6 +89,7 @@ impl CloudConnection {
             cacert: cloud.cacert.clone(),
             budget: RequestBudget::new(opts.budget),
             retry: opts.retry,
+            max_body_bytes: opts.max_body_bytes,
         })?;
         let tokens = TokenManager::new(plain.clone(), &cloud.auth_url, cloud.credentials.clone());
         let token = tokens.token().await?;
@@ -167,6 +170,7 @@ impl CloudConnection {
             cacert: None,
             budget: RequestBudget::new(opts.budget),
             retry: opts.retry,
+            max_body_bytes: opts.max_body_bytes,
         })?
         .with_headers(headers);
         let heat = HeatClient::new(transport.clone(), &endpoints.heat_url)?;

@@ -118,11 +118,18 @@ impl ApiError {
         } else {
             TransportKind::Other
         };
+        let mut detail = error_chain(err);
+        if detail.contains("InvalidContentType") {
+            // rustls got a plain-HTTP answer to its ClientHello.
+            detail.push_str(
+                " (the server does not speak TLS on this port; should the URL be http://?)",
+            );
+        }
         ApiError::Transport {
             method,
             url: redact_url(url),
             kind,
-            detail: error_chain(err),
+            detail,
         }
     }
 }
@@ -130,7 +137,18 @@ impl ApiError {
 /// reqwest reports TLS failures as connect errors; the certificate wording lives in the sources.
 fn is_tls(err: &reqwest::Error) -> bool {
     let chain = error_chain(err).to_ascii_lowercase();
-    chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake")
+    // rustls's own wording for handshakes that go wrong before any certificate is seen.
+    [
+        "certificate",
+        "tls",
+        "handshake",
+        "corrupt message",
+        "fatal alert",
+        "peer is incompatible",
+        "peer misbehaved",
+    ]
+    .iter()
+    .any(|w| chain.contains(w))
 }
 
 /// "outer: inner: innermost", because reqwest's top-level message alone ("error sending request")

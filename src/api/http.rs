@@ -32,7 +32,13 @@ pub struct TransportConfig {
     pub cacert: Option<PathBuf>,
     pub budget: RequestBudget,
     pub retry: RetryPolicy,
+    /// Largest response body read into memory; a longer one is an error, not an OOM kill.
+    pub max_body_bytes: usize,
 }
+
+/// Big enough for a resource listing of a 10,000-member group with nested depth (tens of
+/// MB), small enough that a broken proxy streaming garbage cannot take the console down.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
 
 impl Default for TransportConfig {
     fn default() -> Self {
@@ -43,6 +49,7 @@ impl Default for TransportConfig {
             cacert: None,
             budget: RequestBudget::default(),
             retry: RetryPolicy::default(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
     }
 }
@@ -60,6 +67,7 @@ struct Inner {
     auth: Option<TokenManager>,
     /// Sent on every request (no-auth identity headers).
     headers: HeaderMap,
+    max_body_bytes: usize,
 }
 
 /// One request to send. `Debug` shows no header values and no body: a Keystone request body
@@ -267,6 +275,7 @@ impl Transport {
                 retry: config.retry,
                 auth: None,
                 headers: HeaderMap::new(),
+                max_body_bytes: config.max_body_bytes,
             }),
         })
     }
@@ -297,6 +306,7 @@ impl Transport {
             retry: self.inner.retry,
             auth: self.inner.auth.clone(),
             headers: self.inner.headers.clone(),
+            max_body_bytes: self.inner.max_body_bytes,
         };
         f(&mut inner);
         Transport {
@@ -395,16 +405,34 @@ impl Transport {
         builder: reqwest::RequestBuilder,
         req: &Request,
     ) -> ApiResult<Response> {
-        let resp = builder
+        let mut resp = builder
             .send()
             .await
             .map_err(|e| ApiError::from_reqwest(req.method.clone(), &req.url, &e))?;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
-        let body = resp
-            .bytes()
+        let limit = self.inner.max_body_bytes;
+        let too_big = |len: u64| ApiError::Decode {
+            method: req.method.clone(),
+            url: crate::api::error::redact_url(&req.url),
+            detail: format!("response body of {len}+ bytes exceeds the limit of {limit} bytes"),
+        };
+        // Refuse early when the server says how long the body is; count otherwise.
+        if let Some(len) = resp.content_length().filter(|l| *l > limit as u64) {
+            return Err(too_big(len));
+        }
+        let mut body = Vec::with_capacity(resp.content_length().unwrap_or(0) as usize);
+        while let Some(chunk) = resp
+            .chunk()
             .await
-            .map_err(|e| ApiError::from_reqwest(req.method.clone(), &req.url, &e))?;
+            .map_err(|e| ApiError::from_reqwest(req.method.clone(), &req.url, &e))?
+        {
+            if body.len() + chunk.len() > limit {
+                return Err(too_big((body.len() + chunk.len()) as u64));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let body = Bytes::from(body);
         Ok(Response {
             method: req.method.clone(),
             url: req.url.clone(),

@@ -266,3 +266,17 @@ mod tests {
         assert!(servers[2].addresses.is_empty());
     }
 }
+
+/// Fuzzing entry: Nova server bodies through decoding and conversion.
+#[doc(hidden)]
+pub fn fuzz_decode(body: &[u8]) {
+    let m = reqwest::Method::GET;
+    let ct = Some("application/json");
+    if let Ok(l) = crate::api::http::decode_json::<ServerList>(&m, "http://fuzz/servers", ct, body)
+    {
+        for s in l.servers {
+            let s = server_from(s);
+            let _ = s.fixed_ips();
+        }
+    }
+}

@@ -27,6 +27,7 @@ fn transport(retry: RetryPolicy, budget: BudgetConfig, timeout_ms: u64) -> Trans
         cacert: None,
         budget: RequestBudget::new(budget),
         retry,
+        ..TransportConfig::default()
     })
     .unwrap()
 }

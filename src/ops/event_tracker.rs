@@ -16,10 +16,50 @@ use std::collections::{HashSet, VecDeque};
 /// retained events, so forgetting only matters for days-long follows.
 const MAX_REMEMBERED: usize = 500_000;
 
+/// A remembered event id in 16 bytes: Heat's ids are UUIDs, kept as their 128 bits; any
+/// other id is reduced to a 128-bit hash (two independently keyed SipHashes), where a
+/// collision is as likely as guessing a UUID. Strings cost ~3x more per id in the two
+/// collections below, and a long follow of a big tree remembers hundreds of thousands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct IdKey(u128);
+
+impl IdKey {
+    fn of(id: &str) -> IdKey {
+        if let Some(v) = parse_uuid(id) {
+            return IdKey(v);
+        }
+        use std::hash::{Hash, Hasher};
+        let half = |salt: u64| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            salt.hash(&mut h);
+            id.hash(&mut h);
+            h.finish() as u128
+        };
+        // Deterministic within the process, which is all the tracker needs.
+        IdKey((half(0x9e37_79b9_7f4a_7c15) << 64) | half(0xc2b2_ae3d_27d4_eb4f))
+    }
+}
+
+/// `8-4-4-4-12` hex digits, either case; anything else is not a UUID.
+fn parse_uuid(s: &str) -> Option<u128> {
+    let b = s.as_bytes();
+    if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+        return None;
+    }
+    let mut v: u128 = 0;
+    for (i, c) in b.iter().enumerate() {
+        if [8, 13, 18, 23].contains(&i) {
+            continue;
+        }
+        v = (v << 4) | (*c as char).to_digit(16)? as u128;
+    }
+    Some(v)
+}
+
 #[derive(Debug, Clone)]
 pub struct EventTracker {
-    seen: HashSet<String>,
-    seen_order: VecDeque<String>,
+    seen: HashSet<IdKey>,
+    seen_order: VecDeque<IdKey>,
     /// Recently delivered events `(time, id)` in delivery order, for choosing a resume marker.
     recent: VecDeque<(DateTime<Utc>, String)>,
     overlap: Duration,
@@ -51,7 +91,7 @@ impl EventTracker {
     pub fn ingest(&mut self, page: Vec<StackEvent>) -> Vec<StackEvent> {
         let mut fresh = Vec::new();
         for event in page {
-            if self.seen.contains(&event.id) {
+            if self.seen.contains(&IdKey::of(&event.id)) {
                 self.duplicates_dropped += 1;
                 continue;
             }
@@ -81,7 +121,7 @@ impl EventTracker {
     }
 
     pub fn has_seen(&self, id: &str) -> bool {
-        self.seen.contains(id)
+        self.seen.contains(&IdKey::of(id))
     }
     pub fn delivered(&self) -> u64 {
         self.delivered
@@ -89,10 +129,16 @@ impl EventTracker {
     pub fn duplicates_dropped(&self) -> u64 {
         self.duplicates_dropped
     }
+    /// Ids held for de-duplication, and events held for choosing the resume marker (the
+    /// soak watches both stay bounded).
+    pub fn remembered(&self) -> (usize, usize) {
+        (self.seen.len(), self.recent.len())
+    }
 
     fn remember(&mut self, id: &str) {
-        self.seen.insert(id.to_string());
-        self.seen_order.push_back(id.to_string());
+        let key = IdKey::of(id);
+        self.seen.insert(key);
+        self.seen_order.push_back(key);
         while self.seen_order.len() > MAX_REMEMBERED {
             if let Some(old) = self.seen_order.pop_front() {
                 self.seen.remove(&old);
@@ -163,6 +209,24 @@ mod tests {
         let late = t.ingest(vec![ev("w", 26), ev("late", 27), ev("z", 30)]);
         assert_eq!(late.len(), 1);
         assert_eq!(late[0].id, "late");
+    }
+
+    #[test]
+    fn ids_are_keyed_exactly() {
+        let a = "e3a2ad07-97b8-4f17-adea-0f0255583a89";
+        assert_eq!(IdKey::of(a), IdKey::of(&a.to_uppercase()));
+        assert_ne!(
+            IdKey::of(a),
+            IdKey::of("e3a2ad07-97b8-4f17-adea-0f0255583a8a")
+        );
+        assert_eq!(IdKey::of("r-1"), IdKey::of("r-1"));
+        assert_ne!(IdKey::of("r-1"), IdKey::of("r-2"));
+        assert_eq!(parse_uuid("e3a2ad07x97b8-4f17-adea-0f0255583a89"), None);
+        assert_eq!(parse_uuid("g3a2ad07-97b8-4f17-adea-0f0255583a89"), None);
+        let mut t = EventTracker::default();
+        assert_eq!(t.ingest(vec![ev(a, 0), ev("x", 1)]).len(), 2);
+        assert!(t.has_seen(a) && t.has_seen("x") && !t.has_seen("y"));
+        assert_eq!(t.ingest(vec![ev(a, 0), ev("x", 1)]).len(), 0);
     }
 
     #[test]

@@ -117,6 +117,14 @@ impl EventCursor {
     pub fn duplicates_dropped(&self) -> u64 {
         self.tracker.duplicates_dropped()
     }
+    /// Whether an event id went through this cursor (within its memory bound).
+    pub fn has_seen(&self, id: &str) -> bool {
+        self.tracker.has_seen(id)
+    }
+    /// What the cursor holds: ids remembered for de-duplication, recent events.
+    pub fn remembered(&self) -> (usize, usize) {
+        self.tracker.remembered()
+    }
 }
 
 /// Everything the console reads from a cloud. Implementations own all I/O.

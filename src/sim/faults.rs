@@ -6,10 +6,11 @@
 use crate::sim::world::World;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum FaultKind {
     /// Answer with this HTTP status (500, 503, ...) and the service's error body.
     Status(u16),
@@ -21,9 +22,19 @@ pub enum FaultKind {
     Truncate,
     /// Delay the answer.
     Latency(Duration),
+    /// Answer with exactly this status, content type and body instead of the service's
+    /// answer: malformed JSON, HTML error pages from a proxy, enormous bodies.
+    Raw {
+        status: u16,
+        content_type: String,
+        body: bytes::Bytes,
+    },
+    /// The service's real answer with its JSON body passed through this function first:
+    /// nulls and missing fields where the real services would never leave them out.
+    Mangle(fn(&mut serde_json::Value)),
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Fault {
     pub kind: FaultKind,
     /// How many more requests it applies to; `None` = until cleared.
@@ -65,7 +76,7 @@ impl Fault {
 }
 
 /// What the server does with one request.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Decision {
     pub latency: Duration,
     pub action: Option<FaultKind>,
@@ -75,6 +86,9 @@ pub(crate) struct FaultState {
     faults: Vec<Fault>,
     rng: StdRng,
     injected: u64,
+    /// Requests seen per (method, path), so tests can check what a client sent (retries,
+    /// no repeated POSTs). Bounded by the number of distinct paths the world has.
+    requests: HashMap<(String, String), u64>,
 }
 
 /// Runtime handle on the simulator's faults (cheap to clone).
@@ -96,6 +110,7 @@ impl FaultControl {
                 faults: initial,
                 rng: StdRng::seed_from_u64(seed ^ 0x5eed_fa17),
                 injected: 0,
+                requests: HashMap::new(),
             })),
             world,
         }
@@ -136,6 +151,29 @@ impl FaultControl {
 
     pub fn truncate_next(&self, n: u32) {
         self.add(Fault::new(FaultKind::Truncate).times(n));
+    }
+
+    /// Requests the server received with `method` on paths starting with `path_prefix`
+    /// (faulted ones included).
+    pub fn requests(&self, method: &str, path_prefix: &str) -> u64 {
+        lock(&self.state)
+            .requests
+            .iter()
+            .filter(|((m, p), _)| m.eq_ignore_ascii_case(method) && p.starts_with(path_prefix))
+            .map(|(_, n)| *n)
+            .sum()
+    }
+
+    /// Forgets the request counts.
+    pub fn reset_requests(&self) {
+        lock(&self.state).requests.clear();
+    }
+
+    pub(crate) fn record(&self, method: &str, path: &str) {
+        *lock(&self.state)
+            .requests
+            .entry((method.to_string(), path.to_string()))
+            .or_insert(0) += 1;
     }
 
     /// How many requests a fault has hit so far.
@@ -190,6 +228,7 @@ impl FaultControl {
             faults,
             rng,
             injected,
+            ..
         } = &mut *st;
         for f in faults.iter_mut() {
             if !f.matches(path) || f.remaining == Some(0) {

@@ -25,6 +25,11 @@ pub struct Tokens {
 }
 
 impl Tokens {
+    /// Every token id issued and not yet forgotten.
+    pub fn ids(&self) -> Vec<String> {
+        self.map.keys().cloned().collect()
+    }
+
     fn insert(&mut self, id: String, t: Token) {
         // Forget long-expired tokens so a client renewing in a loop cannot grow the map.
         let now = Utc::now();

@@ -62,6 +62,10 @@ pub struct SimOptions {
     pub leaf_delay: Duration,
     /// Faults active from the start.
     pub faults: Vec<Fault>,
+    /// The fake user's password and application-credential secret (tests pick unusual
+    /// ones so they can search output for them).
+    pub password: String,
+    pub app_cred_secret: String,
 }
 
 impl Default for SimOptions {
@@ -79,6 +83,8 @@ impl Default for SimOptions {
             update_median: Duration::from_secs(45),
             leaf_delay: Duration::from_secs(1),
             faults: vec![],
+            password: "caldera-sim".into(),
+            app_cred_secret: "caldera-sim-secret".into(),
         }
     }
 }
@@ -114,6 +120,7 @@ pub struct SimHandle {
     pub application_credential_secret: String,
     faults: FaultControl,
     world: Arc<Mutex<World>>,
+    shared: Arc<Shared>,
     stop: CancellationToken,
     server: tokio::task::JoinHandle<()>,
     ticker: tokio::task::JoinHandle<()>,
@@ -139,6 +146,11 @@ impl SimHandle {
     /// Runs `f` on the world (tests use it to check state the API does not show).
     pub fn with_world<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
         f(&mut server::lock(&self.world))
+    }
+
+    /// The ids of the tokens Keystone has issued (tests look for them where they must not be).
+    pub fn issued_tokens(&self) -> Vec<String> {
+        server::lock(&self.shared.tokens).ids()
     }
 
     /// A clouds.yaml entry for this simulator.
@@ -179,12 +191,12 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         detail_cost_per_resource: opts.detail_cost_per_resource,
         user_name: "operator".into(),
         user_id: user_id.clone(),
-        password: "caldera-sim".into(),
+        password: opts.password.clone(),
         project_name: "demo".into(),
         project_id: project_id.clone(),
         domain: "Default".into(),
         app_cred_id: idg.hex(32),
-        app_cred_secret: "caldera-sim-secret".into(),
+        app_cred_secret: opts.app_cred_secret.clone(),
     };
     let wcfg = WorldConfig {
         project_id: project_id.clone(),
@@ -222,7 +234,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
     });
     let app = axum::Router::new()
         .fallback(server::dispatch)
-        .with_state(shared);
+        .with_state(shared.clone());
     let stop = CancellationToken::new();
     let stop2 = stop.clone();
     let server = tokio::spawn(async move {
@@ -245,6 +257,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         application_credential_secret: cfg.app_cred_secret,
         faults,
         world,
+        shared,
         stop,
         server,
         ticker,

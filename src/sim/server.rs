@@ -141,11 +141,13 @@ pub async fn dispatch(
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_string();
+    sh.faults.record(method.as_str(), &path);
     let decision = sh.faults.decide(&path);
     if !decision.latency.is_zero() {
         tokio::time::sleep(decision.latency).await;
     }
     let mut truncate = false;
+    let mut mangle = None;
     match decision.action {
         Some(FaultKind::Drop) => {
             conn.0.store(true, Ordering::Relaxed);
@@ -171,11 +173,27 @@ pub async fn dispatch(
             .with_header("Retry-After", retry_after_secs.to_string());
             return to_response(r, false);
         }
+        Some(FaultKind::Raw {
+            status,
+            content_type,
+            body,
+        }) => {
+            let mut resp = Response::new(AxBody::from(body));
+            *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            if let Ok(v) = HeaderValue::from_str(&content_type) {
+                resp.headers_mut().insert("content-type", v);
+            }
+            return resp;
+        }
+        Some(FaultKind::Mangle(f)) => mangle = Some(f),
         Some(FaultKind::Truncate) => truncate = true,
         Some(FaultKind::Latency(_)) | None => {}
     }
     let query = parse_query(uri.query());
-    let reply = route(&sh, &method, &path, uri.query(), query, &headers, &body);
+    let mut reply = route(&sh, &method, &path, uri.query(), query, &headers, &body);
+    if let (Some(f), Body::Json(v)) = (mangle, &mut reply.body) {
+        f(v);
+    }
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }

@@ -732,3 +732,38 @@ impl HeatClient {
         Ok(())
     }
 }
+
+/// Fuzzing entry: every Heat body this client decodes, through the decoder and the
+/// conversion to the model, as a response to a GET would be. Must never panic.
+#[doc(hidden)]
+pub fn fuzz_decode(body: &[u8]) {
+    use crate::api::http::decode_json;
+    let m = Method::GET;
+    let u = "http://fuzz/v1/p/stacks";
+    let ct = Some("application/json");
+    if let Ok(l) = decode_json::<wire::StackList>(&m, u, ct, body) {
+        let _ = l.stacks.iter().map(summary_from).count();
+    }
+    if let Ok(s) = decode_json::<wire::StackShow>(&m, u, ct, body) {
+        let _ = summary_from(&s.stack.item);
+        let _ = s
+            .stack
+            .outputs
+            .map(|o| o.into_iter().map(output_from).count());
+    }
+    if let Ok(o) = decode_json::<wire::OutputShow>(&m, u, ct, body) {
+        let _ = output_from(o.output);
+    }
+    let _ = decode_json::<wire::OutputList>(&m, u, ct, body);
+    if let Ok(l) = decode_json::<wire::ResourceList>(&m, u, ct, body) {
+        let _ = l.resources.into_iter().map(resource_from).count();
+    }
+    if let Ok(l) = decode_json::<wire::EventList>(&m, u, ct, body) {
+        let _ = l.events.into_iter().map(event_from).count();
+    }
+    let _ = decode_json::<wire::StackCreated>(&m, u, ct, body);
+    let _ = decode_json::<wire::PreviewUpdate>(&m, u, ct, body);
+    if let Ok(text) = std::str::from_utf8(body) {
+        let _ = stack_ref_from_href(text);
+    }
+}

@@ -365,3 +365,34 @@ impl MagnumClient {
         Ok(accepted.uuid)
     }
 }
+
+/// Fuzzing entry: Magnum list and show bodies through decoding and conversion.
+#[doc(hidden)]
+pub fn fuzz_decode(body: &[u8]) {
+    use crate::api::http::decode_json;
+    let m = Method::GET;
+    let u = "http://fuzz/v1/clusters";
+    let ct = Some("application/json");
+    if let Ok(l) = decode_json::<wire::ClusterList>(&m, u, ct, body) {
+        let _ = l.clusters.into_iter().map(cluster_from).count();
+        let _ = l.next.as_deref().map(marker_of);
+    }
+    if let Ok(c) = decode_json::<wire::ClusterItem>(&m, u, ct, body) {
+        let _ = cluster_from(c);
+    }
+    if let Ok(l) = decode_json::<wire::NodeGroupList>(&m, u, ct, body) {
+        let _ = l
+            .nodegroups
+            .into_iter()
+            .map(|n| nodegroup_from(n, "c"))
+            .count();
+    }
+    if let Ok(n) = decode_json::<wire::NodeGroupItem>(&m, u, ct, body) {
+        let _ = nodegroup_from(n, "c");
+    }
+    let _ = decode_json::<wire::ActionAccepted>(&m, u, ct, body);
+    if let Ok(text) = std::str::from_utf8(body) {
+        let _ = Microversion::parse(text);
+        let _ = marker_of(text);
+    }
+}

@@ -1,0 +1,5 @@
+#![no_main]
+//! cargo-fuzz target: `caldera::fuzzing::console_config` must not panic on any input.
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| caldera::fuzzing::console_config(data));
