@@ -30,7 +30,10 @@ async fn bench_sim(detail_cost: Duration) -> (SimHandle, CloudConnection, StackR
         .get_cluster(&format!("bench-{MEMBERS}"))
         .await
         .expect("cluster");
-    let groups = magnum.list_nodegroups(&cluster.id, None).await.expect("groups");
+    let groups = magnum
+        .list_nodegroups(&cluster.id, None)
+        .await
+        .expect("groups");
     let worker = groups
         .iter()
         .find(|g| g.name == "default-worker")
@@ -45,7 +48,10 @@ async fn bench_sim(detail_cost: Duration) -> (SimHandle, CloudConnection, StackR
 
 /// The server's truth: the monolithic aggregate output, member index order.
 async fn aggregate_ips(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
-    let out = heat.show_output(stack, "ips").await.expect("aggregate output");
+    let out = heat
+        .show_output(stack, "ips")
+        .await
+        .expect("aggregate output");
     addresses_in(&out.value)
 }
 
@@ -98,7 +104,11 @@ async fn first_addresses_stream_before_the_slow_listing_completes() {
     let truth = aggregate_ips(&conn.heat, &stack).await;
     assert_eq!(truth.len(), MEMBERS);
     for (i, ip) in truth.iter().enumerate() {
-        assert_eq!(got.get(&i.to_string()), Some(&vec![ip.clone()]), "member {i}");
+        assert_eq!(
+            got.get(&i.to_string()),
+            Some(&vec![ip.clone()]),
+            "member {i}"
+        );
     }
     sim.shutdown().await;
 }
@@ -122,7 +132,11 @@ async fn fast_listing_completes_the_set_and_stops_the_fan_out() {
     let got = addresses_by_member(&events);
     let truth = aggregate_ips(&conn.heat, &stack).await;
     for (i, ip) in truth.iter().enumerate() {
-        assert_eq!(got.get(&i.to_string()), Some(&vec![ip.clone()]), "member {i}");
+        assert_eq!(
+            got.get(&i.to_string()),
+            Some(&vec![ip.clone()]),
+            "member {i}"
+        );
     }
     sim.shutdown().await;
 }
@@ -143,8 +157,10 @@ async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
     };
     let faults = sim.faults();
     faults.add(
-        sim::faults::Fault::new(sim::faults::FaultKind::Status(500))
-            .on_path(&format!("/orchestration/v1/{}/stacks/{}/{}/outputs", sim.project_id, member7.name, member7.id)),
+        sim::faults::Fault::new(sim::faults::FaultKind::Status(500)).on_path(&format!(
+            "/orchestration/v1/{}/stacks/{}/{}/outputs",
+            sim.project_id, member7.name, member7.id
+        )),
     );
     let options = IpOptions {
         typed_listing: false,
