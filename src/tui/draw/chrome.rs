@@ -63,7 +63,7 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     }
     let b = &app.budget;
     let busy = b.max_in_flight > 0 && b.in_flight >= b.max_in_flight;
-    let mut req = vec![
+    let req = vec![
         Span::styled(" │ req ", hs),
         Span::styled(
             format!(
