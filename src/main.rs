@@ -68,7 +68,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
         }
         None => {
             let endpoint = connect::choose(&cli.conn, true)?;
-            if matches!(endpoint, connect::Endpoint::Simulator) {
+            if matches!(endpoint, connect::Endpoint::Simulator) && !cli.conn.simulator {
                 eprintln!("caldera: no cloud configured; starting the built-in simulated cloud");
             }
             let opened = connect::open(&endpoint, &cli.conn).await?;
