@@ -75,6 +75,8 @@ pub(crate) struct FaultState {
     faults: Vec<Fault>,
     rng: StdRng,
     injected: u64,
+    /// Every request the server saw (benchmarks count a client's requests with it).
+    seen: u64,
 }
 
 /// Runtime handle on the simulator's faults (cheap to clone).
@@ -96,6 +98,7 @@ impl FaultControl {
                 faults: initial,
                 rng: StdRng::seed_from_u64(seed ^ 0x5eed_fa17),
                 injected: 0,
+                seen: 0,
             })),
             world,
         }
@@ -143,6 +146,11 @@ impl FaultControl {
         lock(&self.state).injected
     }
 
+    /// How many requests the server has seen so far (Keystone included).
+    pub fn requests_seen(&self) -> u64 {
+        lock(&self.state).seen
+    }
+
     /// Makes member `index` of a node group fail its next create/update with `reason`.
     /// `group` is a node-group stack name or id, or `cluster/nodegroup` (Magnum names).
     pub fn fail_node(&self, group: &str, index: u32, reason: &str) -> bool {
@@ -184,10 +192,12 @@ impl FaultControl {
     pub(crate) fn decide(&self, path: &str) -> Decision {
         let mut st = lock(&self.state);
         let mut d = Decision::default();
+        st.seen += 1;
         let FaultState {
             faults,
             rng,
             injected,
+            ..
         } = &mut *st;
         for f in faults.iter_mut() {
             if !f.matches(path) || f.remaining == Some(0) {
