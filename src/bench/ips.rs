@@ -49,6 +49,9 @@ pub struct HeatArgs {
     /// reused (then "cold" only holds if nothing resolved their outputs since creation).
     #[arg(long, default_value = "caldera-bench-200")]
     pub prefix: String,
+    /// Explicit stack names instead of the prefix: CALDERA,SHOW,OUTPUT.
+    #[arg(long, value_delimiter = ',')]
+    pub stacks: Vec<String>,
     /// Warm runs of each path.
     #[arg(long, default_value_t = 3)]
     pub warm_runs: usize,
@@ -127,6 +130,7 @@ fn table(rows: &[Row], base: &Row, members: u32) -> Md {
         "all IPs (median)",
         "min-max",
         "found",
+        "first vs caldera",
         "all vs caldera",
     ]);
     for r in rows {
@@ -138,6 +142,7 @@ fn table(rows: &[Row], base: &Row, members: u32) -> Md {
             opt_secs(r.all()),
             r.spread(),
             format!("{}/{members}", r.found()),
+            ratio(r.first(), base.first()),
             ratio(r.all(), base.all()),
         ]);
     }
@@ -344,7 +349,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
             },
         ),
         (
-            "caldera --max-in-flight 64 --max-per-second 0, 64 at once".into(),
+            "caldera ips --concurrency 64 --max-in-flight 64 --max-per-second 0".into(),
             budget(64, None),
             IpOptions {
                 concurrency: 64,
@@ -352,7 +357,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
             },
         ),
         (
-            "caldera, outputs only, 64 at once, no rate limit".into(),
+            "caldera, per-member outputs only, same tuning".into(),
             budget(64, None),
             IpOptions {
                 concurrency: 64,
@@ -362,10 +367,12 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
         ),
     ];
     let mut rows = Vec::new();
-    for (name, conn_opts, ip_opts) in variants {
+    for (i, (name, conn_opts, ip_opts)) in variants.into_iter().enumerate() {
         eprintln!("{name}");
         let mut row = Row::new(name);
-        for _ in 0..args.runs.max(1) {
+        // The headline row gets every run; the breakdown rows at most three.
+        let runs = if i == 0 { args.runs } else { args.runs.min(3) };
+        for _ in 0..runs.max(1) {
             let conn = CloudConnection::from_cloud(&cloud, &conn_opts).await?;
             let s = caldera_once(&conn, &stack, ip_opts.clone()).await;
             log_sample(&row.name, &s);
@@ -554,10 +561,14 @@ pub async fn run_heat(args: HeatArgs, osc: Option<Osc>) -> BenchResult {
     let endpoints = NoAuthEndpoints::heat_only(args.heat_url.clone());
     let conn = CloudConnection::no_auth(&endpoints, &budget(16, Some(50))).await?;
     let heat = conn.heat.clone();
-    let names: Vec<String> = ["caldera", "show", "output"]
-        .iter()
-        .map(|s| format!("{}-{s}", args.prefix))
-        .collect();
+    let names: Vec<String> = if args.stacks.len() == 3 {
+        args.stacks.clone()
+    } else {
+        ["caldera", "show", "output"]
+            .iter()
+            .map(|s| format!("{}-{s}", args.prefix))
+            .collect()
+    };
     let t = Instant::now();
     let stacks = ensure_stacks(
         &heat,
