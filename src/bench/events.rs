@@ -166,7 +166,10 @@ fn score(out: &mut Outcome, truth: &HashMap<String, i64>, delivered: &[(String, 
     out.misses = truth.keys().filter(|id| !seen.contains(*id)).count();
 }
 
-async fn caldera_run(args: &EventArgs, interval: f64) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
+async fn caldera_run(
+    args: &EventArgs,
+    interval: f64,
+) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     let name = format!("events-caldera-{}", (interval * 1000.0) as u64);
     let (h, conn, stack, written_before) = start_create(args, &name).await?;
     let created = Instant::now();
@@ -217,7 +220,9 @@ async fn caldera_run(args: &EventArgs, interval: f64) -> Result<Outcome, Box<dyn
     let truth = truth.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let mut out = Outcome {
         written: h.with_world(|w| w.events_emitted()) - written_before,
-        name: format!("caldera, poll every {interval} s (`caldera events --follow --until-complete`)"),
+        name: format!(
+            "caldera, poll every {interval} s (`caldera events --follow --until-complete`)"
+        ),
         requests,
         follow_secs,
         create_secs: create_secs.unwrap_or(follow_secs),
@@ -239,7 +244,10 @@ fn osc_event_id(line: &str) -> Option<String> {
     (hex == 32 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')).then(|| id.to_string())
 }
 
-async fn osc_run(args: &EventArgs, osc: &Osc) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
+async fn osc_run(
+    args: &EventArgs,
+    osc: &Osc,
+) -> Result<Outcome, Box<dyn std::error::Error + Send + Sync>> {
     let name = "events-osc".to_string();
     let (h, _conn, stack, written_before) = start_create(args, &name).await?;
     let created = Instant::now();
@@ -252,7 +260,15 @@ async fn osc_run(args: &EventArgs, osc: &Osc) -> Result<Outcome, Box<dyn std::er
     let depth = args.nested_depth.to_string();
     let mut child = osc.spawn(
         &target,
-        &["stack", "event", "list", &stack.id, "--nested-depth", &depth, "--follow"],
+        &[
+            "stack",
+            "event",
+            "list",
+            &stack.id,
+            "--nested-depth",
+            &depth,
+            "--follow",
+        ],
     )?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let stderr = child.stderr.take().ok_or("no stderr")?;
@@ -321,7 +337,10 @@ pub async fn run(args: EventArgs, osc: Option<Osc>) -> BenchResult {
     if let Some(osc) = &osc {
         eprintln!("openstack stack event list --follow...");
         let o = osc_run(&args, osc).await?;
-        eprintln!("  {} lines, {} unique, {} misses", o.delivered, o.unique, o.misses);
+        eprintln!(
+            "  {} lines, {} unique, {} misses",
+            o.delivered, o.unique, o.misses
+        );
         outcomes.push(o);
     }
     println!(
@@ -343,7 +362,10 @@ pub async fn run(args: EventArgs, osc: Option<Osc>) -> BenchResult {
         "requests/min",
         "requests",
     ]);
-    let ms = |v: Option<f64>| v.map(|x| format!("{:.2} s", x / 1000.0)).unwrap_or("-".into());
+    let ms = |v: Option<f64>| {
+        v.map(|x| format!("{:.2} s", x / 1000.0))
+            .unwrap_or("-".into())
+    };
     for o in &outcomes {
         t.row(vec![
             o.name.clone(),
@@ -416,11 +438,18 @@ mod tests {
 
     #[test]
     fn scores_duplicates_misses_and_lag() {
-        let truth: HashMap<String, i64> =
-            [("a".to_string(), 1000), ("b".into(), 2000), ("c".into(), 3000)]
-                .into_iter()
-                .collect();
-        let delivered = vec![("a".to_string(), 1500), ("b".into(), 2600), ("a".into(), 4000)];
+        let truth: HashMap<String, i64> = [
+            ("a".to_string(), 1000),
+            ("b".into(), 2000),
+            ("c".into(), 3000),
+        ]
+        .into_iter()
+        .collect();
+        let delivered = vec![
+            ("a".to_string(), 1500),
+            ("b".into(), 2600),
+            ("a".into(), 4000),
+        ];
         let mut o = Outcome::default();
         score(&mut o, &truth, &delivered);
         assert_eq!((o.emitted, o.delivered, o.unique), (3, 3, 2));

@@ -578,8 +578,16 @@ pub async fn run_heat(args: HeatArgs, osc: Option<Osc>) -> BenchResult {
     )
     .await?;
     let waited = t.elapsed();
-    println!("\n### IPs of {} members on a real Heat 27 (standalone, no-auth, 127.0.0.1)\n", args.members);
-    let mut t = Md::new(&["stack", "status", "created by", "create time (Heat's clock)"]);
+    println!(
+        "\n### IPs of {} members on a real Heat 27 (standalone, no-auth, 127.0.0.1)\n",
+        args.members
+    );
+    let mut t = Md::new(&[
+        "stack",
+        "status",
+        "created by",
+        "create time (Heat's clock)",
+    ]);
     for b in &stacks {
         t.row(vec![
             b.stack.name.clone(),
@@ -615,7 +623,13 @@ pub async fn run_heat(args: HeatArgs, osc: Option<Osc>) -> BenchResult {
     cold.push(row);
     if let Some(osc) = &osc {
         let mut row = Row::new(format!("`openstack stack show {}`", b.name));
-        let s = osc_once(osc, &target, &["stack", "show", &b.name, "-f", "json"], "ips").await;
+        let s = osc_once(
+            osc,
+            &target,
+            &["stack", "show", &b.name, "-f", "json"],
+            "ips",
+        )
+        .await;
         log_sample("cold osc stack show", &s);
         row.samples.push(s);
         cold.push(row);
@@ -666,7 +680,13 @@ pub async fn run_heat(args: HeatArgs, osc: Option<Osc>) -> BenchResult {
         let mut row = Row::new(format!("`openstack stack show {}`", b.name));
         for _ in 0..runs {
             row.samples.push(
-                osc_once(osc, &target, &["stack", "show", &b.name, "-f", "json"], "ips").await,
+                osc_once(
+                    osc,
+                    &target,
+                    &["stack", "show", &b.name, "-f", "json"],
+                    "ips",
+                )
+                .await,
             );
         }
         warm.push(row);

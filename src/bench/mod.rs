@@ -222,7 +222,10 @@ mod tests {
     fn medians_and_percentiles() {
         let ms = Duration::from_millis;
         assert_eq!(median(&[ms(3), ms(1), ms(2)]), Some(ms(2)));
-        assert_eq!(median(&[ms(4), ms(1), ms(2), ms(3)]), Some(Duration::from_micros(2500)));
+        assert_eq!(
+            median(&[ms(4), ms(1), ms(2), ms(3)]),
+            Some(Duration::from_micros(2500))
+        );
         assert_eq!(median(&[]), None);
         assert_eq!(median_f64(&[1.0, f64::NAN, 3.0, 2.0]), Some(2.0));
         assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0], 0.5), Some(2.0));

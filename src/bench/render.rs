@@ -140,7 +140,11 @@ fn parse_size(s: &str) -> (u16, u16) {
         .unwrap_or((200, 60))
 }
 
-async fn measure(nodes: u32, size: (u16, u16), frames: usize) -> Result<Figures, Box<dyn std::error::Error + Send + Sync>> {
+async fn measure(
+    nodes: u32,
+    size: (u16, u16),
+    frames: usize,
+) -> Result<Figures, Box<dyn std::error::Error + Send + Sync>> {
     let rss_before = memory_mib().0;
     // The demo puts 80% of its workers in `default-worker`: that group gets exactly `nodes`.
     let fake = FakeCloud::demo_at(chrono::Utc::now(), nodes * 5 / 4);
