@@ -7,7 +7,7 @@
 //! - `model`: the domain types the console and the commands see.
 //! - `ops`: operations built on the clients (node IPs, event following, failures).
 //! - `sim`: the built-in simulated cloud.
-//! - `cli`: headless commands; `tui`: the console.
+//! - `cli`: headless commands; `tui`: the console; `bench`: side-by-side benchmarks.
 
 pub mod api;
 pub mod config;
@@ -18,6 +18,7 @@ pub mod model;
 pub mod ops;
 pub mod service;
 
+pub mod bench;
 pub mod cli;
 pub mod sim;
 pub mod templates;

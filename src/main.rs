@@ -56,6 +56,8 @@ async fn run(cli: Cli) -> commands::CmdResult {
             caldera::sim::run_cli(options).await?;
             Ok(())
         }
+        // Benchmarks start their own simulators and connections.
+        Some(Command::Bench(args)) => caldera::bench::run(args).await,
         Some(command) => {
             let endpoint = connect::choose(&cli.conn, false)?;
             let opened = connect::open(&endpoint, &cli.conn).await?;

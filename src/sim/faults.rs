@@ -89,6 +89,8 @@ pub(crate) struct FaultState {
     /// Requests seen per (method, path), so tests can check what a client sent (retries,
     /// no repeated POSTs). Bounded by the number of distinct paths the world has.
     requests: HashMap<(String, String), u64>,
+    /// Every request the server saw (benchmarks count a client's requests with it).
+    seen: u64,
 }
 
 /// Runtime handle on the simulator's faults (cheap to clone).
@@ -111,6 +113,7 @@ impl FaultControl {
                 rng: StdRng::seed_from_u64(seed ^ 0x5eed_fa17),
                 injected: 0,
                 requests: HashMap::new(),
+                seen: 0,
             })),
             world,
         }
@@ -181,6 +184,11 @@ impl FaultControl {
         lock(&self.state).injected
     }
 
+    /// How many requests the server has seen so far (Keystone included).
+    pub fn requests_seen(&self) -> u64 {
+        lock(&self.state).seen
+    }
+
     /// Makes member `index` of a node group fail its next create/update with `reason`.
     /// `group` is a node-group stack name or id, or `cluster/nodegroup` (Magnum names).
     pub fn fail_node(&self, group: &str, index: u32, reason: &str) -> bool {
@@ -224,6 +232,7 @@ impl FaultControl {
     pub(crate) fn decide(&self, path: &str) -> Decision {
         let mut st = lock(&self.state);
         let mut d = Decision::default();
+        st.seen += 1;
         let FaultState {
             faults,
             rng,

@@ -153,6 +153,12 @@ impl SimHandle {
         server::lock(&self.shared.tokens).ids()
     }
 
+    /// The world itself, for observers that outlive a borrow of the handle (benchmarks read
+    /// every event as it is emitted, before Heat-like purging drops it).
+    pub fn world_handle(&self) -> Arc<Mutex<World>> {
+        self.world.clone()
+    }
+
     /// A clouds.yaml entry for this simulator.
     pub fn clouds_yaml(&self, cloud: &str) -> String {
         format!(

@@ -285,6 +285,11 @@ impl World {
         out
     }
 
+    /// Events emitted so far, purged ones included (benchmarks compare what clients saw).
+    pub fn events_emitted(&self) -> u64 {
+        self.seq
+    }
+
     /// Records an event on a stack, purging the oldest ones beyond `max_events_per_stack`
     /// the way Heat does (a batch at a time), so memory stays bounded however long it runs.
     pub fn emit(
