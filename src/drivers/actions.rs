@@ -53,7 +53,13 @@ pub async fn scale(
     confirm: Option<&str>,
 ) -> ServiceResult<()> {
     let target = plan.target.label();
-    ctx.check("scale", &target, &plan.target.cluster, Reach::Fleet, confirm)?;
+    ctx.check(
+        "scale",
+        &target,
+        &plan.target.cluster,
+        Reach::Fleet,
+        confirm,
+    )?;
     let entry = Entry::new(&ctx.actor, "scale", &target, Outcome::Started)
         .plan(plan.lines())
         .calls(plan.calls.clone());

@@ -75,7 +75,9 @@ mod tests {
             },
             false,
         );
-        let e = ro.check("scale", "c1", Reach::Nodes, Some("c1")).unwrap_err();
+        let e = ro
+            .check("scale", "c1", Reach::Nodes, Some("c1"))
+            .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Refused);
         assert!(e.message.contains("read-only"));
         assert!(Guard::new(CalderaSettings::default(), true)
@@ -91,9 +93,15 @@ mod tests {
         );
         let e = prod.check("rollout", "c1", Reach::Fleet, None).unwrap_err();
         assert!(e.message.contains("--confirm c1"), "{e}");
-        assert!(prod.check("rollout", "c1", Reach::Fleet, Some("c2")).is_err());
-        assert!(prod.check("rollout", "c1", Reach::Fleet, Some("c1")).is_ok());
+        assert!(prod
+            .check("rollout", "c1", Reach::Fleet, Some("c2"))
+            .is_err());
+        assert!(prod
+            .check("rollout", "c1", Reach::Fleet, Some("c1"))
+            .is_ok());
         assert!(prod.check("node action", "c1", Reach::Nodes, None).is_ok());
-        assert!(Guard::default().check("scale", "c1", Reach::Fleet, None).is_ok());
+        assert!(Guard::default()
+            .check("scale", "c1", Reach::Fleet, None)
+            .is_ok());
     }
 }

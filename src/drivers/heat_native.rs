@@ -20,8 +20,7 @@
 //! exactly that, so the plan's added/removed lists are what Heat will do.
 
 use super::{
-    member_order, refused, Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScalePlan,
-    ScaleRequest,
+    member_order, refused, Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScalePlan, ScaleRequest,
 };
 use crate::api::heat::{HeatClient, ResourceQuery, StackCreate, StackListQuery, StackUpdate};
 use crate::journal::ApiCall;
@@ -562,7 +561,10 @@ impl Driver for HeatNativeDriver {
 /// The status of a node group's stack, for waiting on an action.
 pub async fn stack_status(heat: &HeatClient, stack: &StackRef) -> ServiceResult<(Status, String)> {
     let d = heat.get_stack(stack, false).await.map_err(err)?;
-    Ok((d.summary.status, d.summary.status_reason.unwrap_or_default()))
+    Ok((
+        d.summary.status,
+        d.summary.status_reason.unwrap_or_default(),
+    ))
 }
 
 #[cfg(test)]
@@ -618,7 +620,9 @@ mod tests {
         assert_eq!(down.removed, vec!["3", "7"]);
         assert!(down.added.is_empty(), "{:?}", down.added);
         assert_eq!(down.members_after.len(), 12);
-        assert!(down.calls[0].body.contains("\"resource_list\":[\"3\",\"7\"]"));
+        assert!(down.calls[0]
+            .body
+            .contains("\"resource_list\":[\"3\",\"7\"]"));
         // Growing again never reuses 3 or 7.
         let again = plan_scale_pure(
             &t,

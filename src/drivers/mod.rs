@@ -183,8 +183,10 @@ pub trait Driver: Send + Sync {
     ) -> BoxFuture<'a, ServiceResult<Vec<NodeGroupTarget>>>;
 
     /// The members of a node group, in index order.
-    fn list_nodes<'a>(&'a self, target: &'a NodeGroupTarget)
-        -> BoxFuture<'a, ServiceResult<Vec<Node>>>;
+    fn list_nodes<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+    ) -> BoxFuture<'a, ServiceResult<Vec<Node>>>;
 
     /// Reads the current members and works out exactly what `request` would do.
     fn plan_scale<'a>(
@@ -200,6 +202,8 @@ pub trait Driver: Send + Sync {
         spec: &'a NodeGroupSpec,
     ) -> BoxFuture<'a, ServiceResult<NodeGroupTarget>>;
 
-    fn delete_nodegroup<'a>(&'a self, target: &'a NodeGroupTarget)
-        -> BoxFuture<'a, ServiceResult<()>>;
+    fn delete_nodegroup<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+    ) -> BoxFuture<'a, ServiceResult<()>>;
 }

@@ -69,8 +69,12 @@ pub enum Outcome {
     /// Recorded before the calls are made: the intent.
     Started,
     Ok,
-    Failed { error: String },
-    Refused { error: String },
+    Failed {
+        error: String,
+    },
+    Refused {
+        error: String,
+    },
 }
 
 /// One journal line.
@@ -307,11 +311,12 @@ impl Journal {
                 w(writeln!(out, "{}", line.join(",")))?;
             }
         } else {
-            let text = serde_json::to_string_pretty(&entries).map_err(|e| JournalError::Corrupt {
-                path: self.path.clone(),
-                line: 0,
-                detail: e.to_string(),
-            })?;
+            let text =
+                serde_json::to_string_pretty(&entries).map_err(|e| JournalError::Corrupt {
+                    path: self.path.clone(),
+                    line: 0,
+                    detail: e.to_string(),
+                })?;
             w(writeln!(out, "{text}"))?;
         }
         Ok(entries.len())
@@ -340,8 +345,11 @@ mod tests {
             user: "alice".into(),
         };
         j.append(
-            &Entry::new(&actor, "scale", "c1/workers", Outcome::Started)
-                .calls(vec![ApiCall::new("PATCH", "/stacks/a/b", "{\"count\":3}")]),
+            &Entry::new(&actor, "scale", "c1/workers", Outcome::Started).calls(vec![ApiCall::new(
+                "PATCH",
+                "/stacks/a/b",
+                "{\"count\":3}",
+            )]),
         )
         .unwrap();
         j.append(&Entry::new(&actor, "scale", "c1/workers", Outcome::Ok).rollout("r1"))

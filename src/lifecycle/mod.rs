@@ -237,7 +237,10 @@ pub async fn run_hook(
         .env("CALDERA_CLUSTER", &ctx.cluster)
         .env("CALDERA_NODEGROUP", &ctx.nodegroup)
         .env("CALDERA_ROLLOUT", ctx.rollout.clone().unwrap_or_default())
-        .env("CALDERA_NODE_NAME", ctx.node_name.clone().unwrap_or_default())
+        .env(
+            "CALDERA_NODE_NAME",
+            ctx.node_name.clone().unwrap_or_default(),
+        )
         .env(
             "CALDERA_NODE_INDEX",
             ctx.node_index.map(|i| i.to_string()).unwrap_or_default(),

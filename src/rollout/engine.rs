@@ -9,7 +9,7 @@
 //! second one, never releases a member twice: Heat itself refuses to clear a hook that is
 //! not pending.
 
-use super::observe::HeatObserver;
+use super::observe::{newest_event, HeatObserver};
 use super::plan::{hooks_environment, RolloutPlan};
 use super::status::{NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::api::heat::{HeatClient, StackAction, StackUpdate};
@@ -146,6 +146,14 @@ pub async fn start(
             detail.summary.status
         )));
     }
+    // The baseline: what Heat's group stack said last before our PATCH.
+    let mut plan = plan;
+    let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
+    let group = driver.group_stack(&plan.stack).await?;
+    if let Some((id, time)) = newest_event(&heat, &group).await? {
+        plan.since_event = Some(id);
+        plan.since_time = Some(time);
+    }
     let calls = plan.calls();
     ctx.record(
         &Entry::new(&ctx.actor, "rollout.start", &target, Outcome::Started)
@@ -181,7 +189,9 @@ pub async fn reattach(
         Reach::Nodes,
         None,
     )?;
-    ctx.record(&Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id))?;
+    ctx.record(
+        &Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id),
+    )?;
     spawn(heat, ctx, plan, options).await
 }
 
@@ -219,7 +229,13 @@ async fn spawn(
 ) -> ServiceResult<RolloutHandle> {
     let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
     let group = driver.group_stack(&plan.stack).await?;
-    let mut obs = HeatObserver::new(heat.clone(), plan.stack.clone(), group, plan.created_at);
+    let mut obs = HeatObserver::new(
+        heat.clone(),
+        plan.stack.clone(),
+        group,
+        plan.since_event.clone(),
+        plan.since_time,
+    );
     obs.attach(&plan.image).await?;
     let (journal_offset, memory) = journal_memory(&ctx.journal, &plan.id)?;
     let runner = Runner {
@@ -236,6 +252,7 @@ async fn spawn(
         batch_finished: memory.batch_finished,
         passthrough: BTreeSet::new(),
         timed_out: BTreeSet::new(),
+        released_local: BTreeMap::new(),
         journal_offset,
         ignore_failures_until_update: None,
         plan,
@@ -271,10 +288,7 @@ fn journal_memory(journal: &Journal, id: &str) -> ServiceResult<(u64, Memory)> {
         .read_from(0)
         .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
     let mut m = Memory::default();
-    for e in entries
-        .iter()
-        .filter(|e| e.rollout.as_deref() == Some(id))
-    {
+    for e in entries.iter().filter(|e| e.rollout.as_deref() == Some(id)) {
         let ok = e.outcome == Outcome::Ok;
         match e.action.as_str() {
             "hook.pre_node" if ok => {
@@ -364,6 +378,9 @@ struct Runner {
     /// Members released only because Heat paused them again though already updated.
     passthrough: BTreeSet<String>,
     timed_out: BTreeSet<String>,
+    /// When we first knew each member released, on our clock (timeouts must not depend on
+    /// the difference between our clock and Heat's).
+    released_local: BTreeMap<String, std::time::Instant>,
     journal_offset: u64,
     /// After a resume PATCH: old failures stand until Heat starts the new group update.
     ignore_failures_until_update: Option<u32>,
@@ -425,7 +442,7 @@ impl Runner {
             self.update_status();
             if let Some(state) = end {
                 self.status.state = state;
-                self.status.compute(Utc::now());
+                self.status.compute(self.now());
                 let outcome = match &self.status.state {
                     RolloutState::Completed | RolloutState::CompletedWithSkips => Outcome::Ok,
                     other => Outcome::Failed {
@@ -726,11 +743,7 @@ impl Runner {
                 self.is_done(m)
                     && !self.post_node_done.contains(m)
                     && !self.passthrough.contains(m)
-                    && self
-                        .obs
-                        .members
-                        .get(m)
-                        .is_some_and(|t| t.done_at.is_some())
+                    && self.obs.members.get(m).is_some_and(|t| t.done_at.is_some())
             })
             .collect();
         for (b, m) in finished {
@@ -760,11 +773,7 @@ impl Runner {
                 return None;
             }
             self.batch_started.insert(b);
-            self.write(self.record(
-                "rollout.batch_started",
-                &self.batch_target(b),
-                Outcome::Ok,
-            ));
+            self.write(self.record("rollout.batch_started", &self.batch_target(b), Outcome::Ok));
         }
         let members = self.plan.batches[b].clone();
         for m in members {
@@ -774,8 +783,12 @@ impl Runner {
             let Some(t) = self.obs.members.get(&m).cloned() else {
                 continue;
             };
-            if let Some(at) = t.released_at {
-                let age = (Utc::now() - at).to_std().unwrap_or_default();
+            if t.released_at.is_some() {
+                let age = self
+                    .released_local
+                    .entry(m.clone())
+                    .or_insert_with(std::time::Instant::now)
+                    .elapsed();
                 if age > self.plan.options.node_timeout() && self.timed_out.insert(m.clone()) {
                     let reason = format!(
                         "node {m} not done {}s after release (timeout)",
@@ -823,11 +836,7 @@ impl Runner {
             return false;
         }
         self.batch_finished.insert(k);
-        self.write(self.record(
-            "rollout.batch_finished",
-            &self.batch_target(k),
-            Outcome::Ok,
-        ));
+        self.write(self.record("rollout.batch_finished", &self.batch_target(k), Outcome::Ok));
         true
     }
 
@@ -891,16 +900,18 @@ impl Runner {
                 None => RolloutState::Running,
             };
         }
-        self.status.compute(Utc::now());
+        self.status.compute(self.now());
+    }
+
+    /// Durations and rates are in Heat's time: its newest event, or our clock if later.
+    fn now(&self) -> chrono::DateTime<Utc> {
+        let now = Utc::now();
+        self.obs.last_event_time.map_or(now, |t| t.max(now))
     }
 }
 
 /// Appends a request for a rollout running in another process (or the next one to attach).
-pub fn request(
-    ctx: &ActionContext,
-    plan: &RolloutPlan,
-    control: &Control,
-) -> ServiceResult<()> {
+pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> ServiceResult<()> {
     let target = plan.target.label();
     let entry = match control {
         Control::Pause => Entry::new(&ctx.actor, REQUEST_PAUSE, &target, Outcome::Ok),
@@ -910,9 +921,12 @@ pub fn request(
         Control::Abort(mode) => {
             Entry::new(&ctx.actor, REQUEST_ABORT, &target, Outcome::Ok).spec(mode)
         }
-        Control::Skip(m) => {
-            Entry::new(&ctx.actor, REQUEST_SKIP, &format!("{target}/{m}"), Outcome::Ok)
-        }
+        Control::Skip(m) => Entry::new(
+            &ctx.actor,
+            REQUEST_SKIP,
+            &format!("{target}/{m}"),
+            Outcome::Ok,
+        ),
     };
     ctx.record(&entry.rollout(&plan.id))
 }

@@ -43,8 +43,8 @@ pub struct HeatObserver {
     heat: HeatClient,
     pub nodegroup_stack: StackRef,
     pub group: StackRef,
-    /// Events older than this belong to earlier actions.
-    since: DateTime<Utc>,
+    /// Events older than this (Heat's time) belong to earlier actions.
+    since: Option<DateTime<Utc>>,
     seen: HashSet<String>,
     marker: Option<String>,
     pub members: BTreeMap<String, MemberTrack>,
@@ -56,6 +56,8 @@ pub struct HeatObserver {
     pub stack_image: Option<String>,
     /// Every event applied, oldest first (tests check batches against Heat's own times).
     pub log: Vec<StackEvent>,
+    /// Heat's time of the newest event seen.
+    pub last_event_time: Option<DateTime<Utc>>,
 }
 
 fn err(e: crate::api::ApiError) -> ServiceError {
@@ -67,21 +69,23 @@ impl HeatObserver {
         heat: HeatClient,
         nodegroup_stack: StackRef,
         group: StackRef,
-        since: DateTime<Utc>,
+        since_event: Option<String>,
+        since: Option<DateTime<Utc>>,
     ) -> HeatObserver {
         HeatObserver {
             heat,
             nodegroup_stack,
             group,
             since,
-            seen: HashSet::new(),
-            marker: None,
+            seen: since_event.iter().cloned().collect(),
+            marker: since_event,
             members: BTreeMap::new(),
             group_updates: 0,
             stack_status: Status::parse("UNKNOWN"),
             stack_reason: String::new(),
             stack_image: None,
             log: Vec::new(),
+            last_event_time: None,
         }
     }
 
@@ -166,10 +170,11 @@ impl HeatObserver {
     }
 
     fn apply(&mut self, e: StackEvent) {
-        // Heat's event times have one-second resolution.
-        if e.time < self.since - chrono::Duration::seconds(1) {
+        // Only when the marker was purged does Heat send older events again.
+        if self.since.is_some_and(|t| e.time < t) {
             return;
         }
+        self.last_event_time = Some(e.time);
         if e.resource_name == self.group.name {
             if e.status.raw == "UPDATE_IN_PROGRESS" {
                 self.group_updates += 1;
@@ -219,4 +224,23 @@ impl HeatObserver {
         let out = self.heat.show_output(&stack, "ip").await.ok()?;
         out.value.as_str().map(str::to_string)
     }
+}
+
+/// The newest event of a stack (its id and Heat's time), the baseline of a new action.
+pub async fn newest_event(
+    heat: &HeatClient,
+    stack: &StackRef,
+) -> ServiceResult<Option<(String, DateTime<Utc>)>> {
+    let page = heat
+        .list_events_page(
+            stack,
+            &EventQuery {
+                limit: Some(1),
+                sort_dir: Some(SortDir::Desc),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(err)?;
+    Ok(page.into_iter().next().map(|e| (e.id, e.time)))
 }

@@ -63,6 +63,12 @@ pub struct RolloutPlan {
     /// Member names per batch, in release order.
     pub batches: Vec<Vec<String>>,
     pub created_at: DateTime<Utc>,
+    /// The group stack's newest event before the rollout's PATCH (id and Heat's time):
+    /// events up to it belong to earlier actions. Heat's clock, not ours, decides.
+    #[serde(default)]
+    pub since_event: Option<String>,
+    #[serde(default)]
+    pub since_time: Option<DateTime<Utc>>,
 }
 
 /// Splits members (in order) into canary batches of one, then batches of `batch_size`.
@@ -112,6 +118,8 @@ impl RolloutPlan {
             extra_parameters,
             options,
             created_at: Utc::now(),
+            since_event: None,
+            since_time: None,
         }
     }
 
@@ -223,12 +231,7 @@ mod tests {
         );
         assert_eq!(
             b,
-            vec![
-                vec!["0"],
-                vec!["1", "2"],
-                vec!["3", "4"],
-                vec!["5", "6"]
-            ]
+            vec![vec!["0"], vec!["1", "2"], vec!["3", "4"], vec!["5", "6"]]
         );
         let b = make_batches(
             &members[..2],

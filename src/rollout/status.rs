@@ -61,13 +61,19 @@ pub enum RolloutState {
     Starting,
     Running,
     /// Stopped releasing; `resume` continues. The reason says why (operator, failure, hook).
-    Paused { reason: String },
-    Aborted { reason: String },
+    Paused {
+        reason: String,
+    },
+    Aborted {
+        reason: String,
+    },
     Completed,
     /// Every member but the skipped ones was updated; the skipped stay on their hooks.
     CompletedWithSkips,
     /// Stopped on a failure with `pause_on_failure` off.
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
 }
 
 impl RolloutState {

@@ -18,6 +18,17 @@ pub struct HookRule {
     pub hooks: Vec<String>,
 }
 
+/// The fault message of a member failed by the template's `node_fail_index` parameter.
+pub const TEMPLATE_FAIL: &str = "Test Resource failed server";
+
+/// caldera's templates fail the member whose index equals `node_fail_index` (-1: none).
+pub fn fail_index(raw: &str) -> Option<u32> {
+    raw.trim()
+        .parse::<i64>()
+        .ok()
+        .and_then(|i| u32::try_from(i).ok())
+}
+
 /// How a member fails when it is created or updated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailSpec {
@@ -548,6 +559,14 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
 
     if let Some(h) = req.hooks {
         w.groups[g].hooks = h;
+    }
+    // caldera's templates fail the member whose index is `node_fail_index`, on create and
+    // on update; a later update with another value lets it through.
+    if let Some(raw) = req.params.get("node_fail_index") {
+        w.groups[g].fail.retain(|_, msg| msg != TEMPLATE_FAIL);
+        if let Some(i) = fail_index(raw) {
+            w.groups[g].fail.insert(i, TEMPLATE_FAIL.to_string());
+        }
     }
     for i in removal {
         w.groups[g].blacklist.insert(i);
