@@ -367,18 +367,7 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
         Err(r) => return r,
     };
     if let Some(tags) = body.get("tags") {
-        let tags: Vec<String> = match tags {
-            Value::String(s) => s
-                .split(',')
-                .filter(|t| !t.is_empty())
-                .map(str::to_string)
-                .collect(),
-            Value::Array(a) => a
-                .iter()
-                .filter_map(|t| t.as_str().map(str::to_string))
-                .collect(),
-            _ => vec![],
-        };
+        let tags = tag_values(Some(tags));
         if let Some(s) = w.stack_mut(ix) {
             s.tags = tags;
         }
@@ -537,7 +526,13 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     }
     let p = body.get("parameters").cloned().unwrap_or(json!({}));
     let get = |k: &str, d: &str| p.get(k).map(param_string).unwrap_or_else(|| d.to_string());
-    let count = match count_param(&get("count", "1")) {
+    // A template without a `nodes` group (caldera's cluster.yaml) makes a stack with no
+    // members: an empty group is the simulator's closest shape for it.
+    let has_group = body
+        .pointer("/template/resources/nodes")
+        .is_some_and(|r| !r.is_null());
+    let default_count = if has_group { "1" } else { "0" };
+    let count = match count_param(&get("count", default_count)) {
         Ok(c) => c,
         Err(e) => return e,
     };
@@ -555,6 +550,18 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     spec.node_fail_index = get("node_fail_index", "-1").trim().parse().unwrap_or(-1);
     let g = create_group(w, None, spec, Some(name.to_string()));
     let ix = w.groups[g].ng_stack;
+    let tags = tag_values(body.get("tags"));
+    if let Some(s) = w.stack_mut(ix) {
+        s.tags = tags;
+    }
+    if has_group {
+        // The template's own parameters, so PATCHes naming them are accepted like Heat's.
+        if let Some(s) = w.stack_mut(ix) {
+            for (k, d) in [("node_fail_index", "-1"), ("action_wait_secs", "0")] {
+                s.params.insert(k.to_string(), get(k, d));
+            }
+        }
+    }
     let id = w.stack(ix).map(|s| s.id.clone()).unwrap_or_default();
     let url = stack_url(w, &sh.cfg.base, ix);
     Reply::json(
@@ -600,4 +607,20 @@ pub fn delete(w: &mut World, ix: usize) -> Reply {
         }
     }
     Reply::empty(StatusCode::NO_CONTENT)
+}
+
+/// `tags` as Heat takes them: a comma-separated string or a list.
+fn tag_values(tags: Option<&Value>) -> Vec<String> {
+    match tags {
+        Some(Value::String(s)) => s
+            .split(',')
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_string))
+            .collect(),
+        _ => vec![],
+    }
 }
