@@ -17,6 +17,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const ENTER: &str = "\r";
 const ESC: &str = "\x1b";
 const TAB: &str = "\t";
+const CTRL_C: &str = "\x03";
 const CTRL_U: &str = "\x15";
 const CTRL_Z: &str = "\x1a";
 
@@ -295,4 +296,26 @@ fn suspend_and_resume() {
     let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
     assert_eq!(log.matches("resumed").count(), 2, "{log}");
     assert!(log.contains("SIGINT: quitting"), "{log}");
+}
+
+#[test]
+fn ctrl_c_key_and_sighup_quit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // In raw mode ctrl-c arrives as a key, not as SIGINT.
+    let mut c = Console::start(100, 30);
+    clusters_shown(&mut c);
+    c.send(CTRL_C);
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    assert_restored(&mut c);
+
+    // The terminal going away (SIGHUP) ends the console too, instead of leaving it
+    // running with no one to see it.
+    let mut c = Console::start(100, 30);
+    clusters_shown(&mut c);
+    c.signal(libc::SIGHUP);
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
+    assert!(log.contains("SIGHUP: quitting"), "{log}");
 }
