@@ -17,6 +17,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const ENTER: &str = "\r";
 const ESC: &str = "\x1b";
 const TAB: &str = "\t";
+const CTRL_C: &str = "\x03";
 const CTRL_U: &str = "\x15";
 const CTRL_Z: &str = "\x1a";
 
@@ -27,6 +28,25 @@ fn rows<'a>(s: &'a Screen, marker: &str) -> Vec<&'a str> {
         .lines()
         .filter(|l| l.starts_with('│') && l.contains(marker))
         .collect()
+}
+
+/// The pane titled `title` is filtered by `raw` (input line closed, the filter in the
+/// title), shows fewer rows than it has, and every row on screen passes `row_ok`.
+///
+/// All of it is one condition, polled until it holds: a read can catch the terminal in
+/// the middle of a frame (title redrawn, rows not yet), and the filter applies while it
+/// is typed, so one look at the screen proves only what it checks.
+fn filtered(s: &Screen, title: &str, raw: &str, row_ok: impl Fn(&str) -> bool) -> bool {
+    let input_closed = !s.text.lines().any(|l| l.starts_with(" /"));
+    let in_title = s
+        .line_with(title)
+        .is_some_and(|l| l.contains(&format!("] /{raw} ─")));
+    let shown = rows(s, " ago ");
+    input_closed
+        && in_title
+        && counter(s, title).is_some_and(|(shown, all)| shown < all)
+        && !shown.is_empty()
+        && shown.iter().all(|r| row_ok(r))
 }
 
 /// The `[shown/total]` (or `[total]`) counter of the pane titled `title`.
@@ -65,21 +85,20 @@ fn assert_restored(c: &mut Console) {
 
 /// The cluster list as it first appears, and the raw mode the console runs in.
 fn clusters_shown(c: &mut Console) {
-    let s = c.wait_for("the demo clusters", |s| {
+    c.wait_for("the demo clusters", |s| {
         s.alternate
             && s.has_all(&[
                 "SIMULATOR",
+                "simulator › clusters",
                 "Clusters [4]",
                 "prod-east",
                 "dev-small",
-                "batch-jobs",
                 "staging",
             ])
+            && s.line_with("batch-jobs")
+                .is_some_and(|l| l.contains("CREATE_FAILED"))
     });
-    assert!(s.has("clusters"), "breadcrumbs:\n{}", s.text);
     assert!(!c.cooked(), "the console runs in raw mode");
-    let failed = s.line_with("batch-jobs").expect("batch-jobs row");
-    assert!(failed.contains("CREATE_FAILED"), "{failed}");
 }
 
 /// From the cluster list into prod-east (filtered to it first, so that the row order of
@@ -107,17 +126,15 @@ fn open_default_worker(c: &mut Console) {
 }
 
 /// Every node's address arrives: the IP counter reaches the node count.
-fn ips_filled(c: &mut Console) -> Screen {
+fn ips_filled(c: &mut Console) {
     let ips = Regex::new(r"IPs (\d+)/(\d+)").expect("regex");
     let ip = Regex::new(r"\b10\.\d+\.\d+\.\d+\b").expect("regex");
-    let s = c.wait_for("every IP", |s| {
+    c.wait_for("every IP", |s| {
         s.numbers(&ips)
             .is_some_and(|n| n[0] == n[1] && n[1] == 1000)
             && ip.is_match(&s.text)
+            && counter(s, "Nodes of default-worker").is_some_and(|(_, all)| all == 1000)
     });
-    let (_, total) = counter(&s, "Nodes of default-worker").expect("nodes counter");
-    assert_eq!(total, 1000, "{}", s.text);
-    s
 }
 
 #[test]
@@ -128,27 +145,25 @@ fn walkthrough_160x48() {
     open_prod_east(&mut c);
 
     // The dashboard: node groups, the fleet heat map and the live event tail.
-    let s = c.wait_for("the dashboard panes", |s| {
+    c.wait_for("the dashboard panes", |s| {
         s.has_all(&["Fleet heat map", "complete", "in progress", "Events"])
+            && counter(s, "Node groups of prod-east") == Some((5, 5))
     });
-    let (_, groups) = counter(&s, "Node groups of prod-east").expect("node group counter");
-    assert_eq!(groups, 5, "{}", s.text);
 
     open_default_worker(&mut c);
-    let s = ips_filled(&mut c);
-    assert!(
-        s.has("Fleet heat map"),
-        "heat map on the nodes pane:\n{}",
-        s.text
-    );
+    ips_filled(&mut c);
+    c.wait_for("the heat map on the nodes pane", |s| {
+        s.has_all(&["Fleet heat map", "Nodes of default-worker"])
+    });
 
     // The event tail: nested paths, and new events arriving while it is open.
     let title = "Events of prod-east-default-worker";
     let nested = Regex::new(r"nodes > \d+ > server").expect("regex");
     let s = c.press("e", "the event tail", |s| {
-        s.has(title) && nested.is_match(&s.text) && counter(s, title).is_some()
+        s.has_all(&[title, "› default-worker › events"])
+            && nested.is_match(&s.text)
+            && counter(s, title).is_some()
     });
-    assert!(s.has("› default-worker › events"), "{}", s.text);
     let (_, before) = counter(&s, title).expect("events counter");
     c.wait_for("new events", |s| {
         counter(s, title).is_some_and(|(_, now)| now > before)
@@ -156,29 +171,19 @@ fn walkthrough_160x48() {
 
     // `/` filters: substring, regex, inverse. Each narrows the table, and every row on
     // screen obeys it.
-    let s = c.press(&format!("/server{ENTER}"), "substring filter", |s| {
-        s.has("/server") && counter(s, title).is_some_and(|(shown, all)| shown < all)
+    c.press(&format!("/server{ENTER}"), "the substring filter", |s| {
+        filtered(s, title, "server", |r| r.contains("server"))
     });
-    let shown = rows(&s, " ago ");
-    assert!(!shown.is_empty(), "{}", s.text);
-    assert!(shown.iter().all(|r| r.contains("server")), "{}", s.text);
-
     let re = Regex::new(r"nodes > 4[0-4]\d > server").expect("regex");
-    let s = c.press(
-        &format!("/{CTRL_U}re:nodes > 4[0-4][0-9] > server{ENTER}"),
-        "regex filter",
-        |s| s.has("/re:") && counter(s, title).is_some_and(|(shown, all)| shown < all),
-    );
-    let shown = rows(&s, " ago ");
-    assert!(!shown.is_empty(), "{}", s.text);
-    assert!(shown.iter().all(|r| re.is_match(r)), "{}", s.text);
-
-    let s = c.press(&format!("/{CTRL_U}!server{ENTER}"), "inverse filter", |s| {
-        s.has("/!server") && counter(s, title).is_some_and(|(shown, all)| shown < all)
+    let raw = "re:nodes > 4[0-4][0-9] > server";
+    c.press(&format!("/{CTRL_U}{raw}{ENTER}"), "the regex filter", |s| {
+        filtered(s, title, raw, |r| re.is_match(r))
     });
-    let shown = rows(&s, " ago ");
-    assert!(!shown.is_empty(), "{}", s.text);
-    assert!(shown.iter().all(|r| !r.contains("server")), "{}", s.text);
+    c.press(
+        &format!("/{CTRL_U}!server{ENTER}"),
+        "the inverse filter",
+        |s| filtered(s, title, "!server", |r| !r.contains("server")),
+    );
 
     // `?` lists the key bindings (from the key table), any key closes it.
     c.press("?", "the help", |s| {
@@ -259,8 +264,9 @@ fn suspend_and_resume() {
     // ctrl-z: the shell's screen back in cooked mode, the process stopped.
     c.send(CTRL_Z);
     c.wait_until("caldera stopped by ctrl-z", |c| c.stopped());
-    assert!(!c.screen().alternate, "still on the alternate screen");
     assert!(c.cooked(), "raw mode left on while stopped");
+    // Polled: the last bytes may still be on their way through the pty.
+    c.wait_for("the shell's screen", |s| !s.alternate && !s.cursor_hidden);
 
     // `fg`: the console takes the terminal again and draws everything anew.
     c.signal(libc::SIGCONT);
@@ -274,8 +280,8 @@ fn suspend_and_resume() {
     // SIGTSTP from outside (`kill -TSTP`) does the same.
     c.signal(libc::SIGTSTP);
     c.wait_until("caldera stopped by SIGTSTP", |c| c.stopped());
-    assert!(!c.screen().alternate, "still on the alternate screen");
     assert!(c.cooked(), "raw mode left on while stopped");
+    c.wait_for("the shell's screen", |s| !s.alternate && !s.cursor_hidden);
     c.signal(libc::SIGCONT);
     c.wait_for("the console redrawn", |s| {
         s.alternate && s.has("Clusters [4]")
@@ -290,4 +296,26 @@ fn suspend_and_resume() {
     let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
     assert_eq!(log.matches("resumed").count(), 2, "{log}");
     assert!(log.contains("SIGINT: quitting"), "{log}");
+}
+
+#[test]
+fn ctrl_c_key_and_sighup_quit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // In raw mode ctrl-c arrives as a key, not as SIGINT.
+    let mut c = Console::start(100, 30);
+    clusters_shown(&mut c);
+    c.send(CTRL_C);
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    assert_restored(&mut c);
+
+    // The terminal going away (SIGHUP) ends the console too, instead of leaving it
+    // running with no one to see it.
+    let mut c = Console::start(100, 30);
+    clusters_shown(&mut c);
+    c.signal(libc::SIGHUP);
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
+    assert!(log.contains("SIGHUP: quitting"), "{log}");
 }

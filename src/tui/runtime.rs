@@ -145,7 +145,9 @@ pub async fn run(
         Ok(()) => tracing::info!("console closed"),
         Err(e) => tracing::error!("console failed: {e}"),
     }
-    terminal.show_cursor()?;
+    // Not an error worth reporting: after a hang-up there is no terminal to show it on,
+    // and restoring the terminal (the guard) shows the cursor again anyway.
+    let _ = terminal.show_cursor();
     result
 }
 

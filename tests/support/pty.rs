@@ -205,8 +205,12 @@ impl Console {
                 self.fail(&format!("timed out waiting for {what}"));
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                // One last look: the final frame may have landed after the check.
-                std::thread::sleep(Duration::from_millis(200));
+                // One last look once everything written has been read: the final frame
+                // may have landed after the check.
+                while !self.output.lock().expect("output lock").closed && Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
                 let screen = self.screen();
                 if cond(&screen) {
                     return screen;
