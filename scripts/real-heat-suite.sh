@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs caldera's tests against a real OpenStack Heat on 127.0.0.1.
 # Installs PostgreSQL (Debian) and Heat (PyPI, venv cached under target/) when missing,
-# starts Heat, runs `cargo test --test real_heat -- --ignored`, and stops Heat afterwards.
+# starts Heat, runs every tests/real_heat*.rs with `--ignored`, and stops Heat afterwards.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -12,6 +12,10 @@ url_line="$(scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
 export HEAT_URL="${url_line#HEAT_URL=}"
 echo "real Heat at $HEAT_URL"
 
-# The real-Heat tests are #[ignore]d in a plain `cargo test` (they need this server);
-# --ignored runs exactly them. Two threads: one Heat engine on a 2-core machine.
-cargo test --locked --test real_heat -- --ignored --test-threads=2
+# The real-Heat tests (tests/real_heat*.rs) are #[ignore]d in a plain `cargo test` (they need
+# this server); --ignored runs exactly them. Two threads: one Heat engine on a 2-core machine.
+suites=()
+for f in tests/real_heat*.rs; do
+  suites+=(--test "$(basename "$f" .rs)")
+done
+cargo test --locked "${suites[@]}" -- --ignored --test-threads=2

@@ -56,6 +56,8 @@ async fn run(cli: Cli) -> commands::CmdResult {
             caldera::sim::run_cli(options).await?;
             Ok(())
         }
+        // Benchmarks start their own simulators and connections.
+        Some(Command::Bench(args)) => caldera::bench::run(args).await,
         Some(command) => {
             let endpoint = connect::choose(&cli.conn, false)?;
             let opened = connect::open(&endpoint, &cli.conn).await?;
@@ -68,7 +70,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
         }
         None => {
             let endpoint = connect::choose(&cli.conn, true)?;
-            if matches!(endpoint, connect::Endpoint::Simulator) {
+            if matches!(endpoint, connect::Endpoint::Simulator) && !cli.conn.simulator {
                 eprintln!("caldera: no cloud configured; starting the built-in simulated cloud");
             }
             let opened = connect::open(&endpoint, &cli.conn).await?;

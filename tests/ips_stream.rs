@@ -5,7 +5,7 @@ use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::HeatClient;
 use caldera::cli::connect::simulator_cloud;
 use caldera::model::StackRef;
-use caldera::ops::ips::{addresses_in, stream_ips, IpEvent, IpOptions, IpSource};
+use caldera::ops::ips::{addresses_in, stream_ips, stream_ips_with, IpEvent, IpOptions, IpSource};
 use caldera::sim::{self, SimHandle, SimOptions};
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -55,6 +55,25 @@ async fn aggregate_ips(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
     addresses_in(&out.value)
 }
 
+/// Every member delivered exactly once, with the address the server's aggregate output has.
+async fn assert_each_member_once_as_the_server_says(
+    heat: &HeatClient,
+    stack: &StackRef,
+    events: &[IpEvent],
+) {
+    let got = addresses_by_member(events);
+    let truth = aggregate_ips(heat, stack).await;
+    assert_eq!(truth.len(), MEMBERS);
+    assert_eq!(got.len(), MEMBERS);
+    for (i, ip) in truth.iter().enumerate() {
+        assert_eq!(
+            got.get(&i.to_string()),
+            Some(&vec![ip.clone()]),
+            "member {i}"
+        );
+    }
+}
+
 async fn collect(heat: HeatClient, stack: StackRef, options: IpOptions) -> Vec<IpEvent> {
     stream_ips(heat, stack, options)
         .map(|e| e.expect("no stream error"))
@@ -100,16 +119,7 @@ async fn first_addresses_stream_before_the_slow_listing_completes() {
     assert_eq!(stats.failed, 0);
     assert!(stats.first_address_after < Some(stats.elapsed));
 
-    let got = addresses_by_member(&events);
-    let truth = aggregate_ips(&conn.heat, &stack).await;
-    assert_eq!(truth.len(), MEMBERS);
-    for (i, ip) in truth.iter().enumerate() {
-        assert_eq!(
-            got.get(&i.to_string()),
-            Some(&vec![ip.clone()]),
-            "member {i}"
-        );
-    }
+    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
     sim.shutdown().await;
 }
 
@@ -129,15 +139,7 @@ async fn fast_listing_completes_the_set_and_stops_the_fan_out() {
         stats.from_listing > MEMBERS / 2,
         "the one-call listing should deliver most members: {stats:?}"
     );
-    let got = addresses_by_member(&events);
-    let truth = aggregate_ips(&conn.heat, &stack).await;
-    for (i, ip) in truth.iter().enumerate() {
-        assert_eq!(
-            got.get(&i.to_string()),
-            Some(&vec![ip.clone()]),
-            "member {i}"
-        );
-    }
+    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
     sim.shutdown().await;
 }
 
@@ -176,5 +178,27 @@ async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
         .collect();
     assert_eq!(failed, vec!["7"]);
     assert_eq!(addresses_by_member(&events).len(), MEMBERS - 1);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nova_servers_alone_deliver_every_member() {
+    // Only the Nova source: the path for templates without an address output.
+    let (sim, conn, stack) = bench_sim(Duration::ZERO).await;
+    let options = IpOptions {
+        typed_listing: false,
+        fan_out: false,
+        ..IpOptions::default()
+    };
+    let events: Vec<IpEvent> =
+        stream_ips_with(conn.heat.clone(), conn.nova.clone(), stack.clone(), options)
+            .map(|e| e.expect("no stream error"))
+            .collect()
+            .await;
+    let Some(IpEvent::Done(stats)) = events.last() else {
+        panic!("stream did not finish: {:?}", events.last())
+    };
+    assert_eq!(stats.from_nova, MEMBERS, "{stats:?}");
+    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
     sim.shutdown().await;
 }

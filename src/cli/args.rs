@@ -142,6 +142,8 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
+    /// Benchmarks side by side with the tools operators use today (prints markdown tables).
+    Bench(crate::bench::BenchArgs),
     /// Serve the built-in simulated cloud over HTTP.
     Sim {
         /// Address to listen on (loopback).

@@ -6,7 +6,7 @@ use crate::api::cloud::CloudConnection;
 use crate::api::heat::{HeatClient, ResourceQuery, StackListQuery};
 use crate::model::{Cluster, NodeGroup, StackEvent, StackRef};
 use crate::ops::failures::deepest_failures;
-use crate::ops::ips::{stream_ips, IpEvent, IpOptions};
+use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions};
 use crate::service::live::LiveService;
 use crate::service::{CloudService, EventCursor, ServiceError};
 use futures::StreamExt;
@@ -58,6 +58,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
         }
         Command::Failures { stack, format } => failures(&conn.heat, &stack, format).await,
         Command::Sim { .. } => Err("`caldera sim` is handled before connecting".into()),
+        Command::Bench(_) => Err("`caldera bench` is handled before connecting".into()),
     }
 }
 
@@ -339,7 +340,8 @@ async fn ips(
     let (mut found, mut failed, mut members) = (0usize, 0usize, 0usize);
     let mut first: Option<Duration> = None;
     for (group, stack) in targets {
-        let mut stream = stream_ips(conn.heat.clone(), stack, options.clone());
+        let mut stream =
+            stream_ips_with(conn.heat.clone(), conn.nova.clone(), stack, options.clone());
         while let Some(event) = stream.next().await {
             match event? {
                 IpEvent::Members(m) => {

@@ -7,7 +7,11 @@
 //!   request that returns every member's address resource with its resolved attributes (the
 //!   fastest way to the *whole* set on real Heat: 200 members in about 1.1 s);
 //! - **per-member outputs**: `outputs/{key}` on each member's nested stack, a bounded fan-out in
-//!   index order, so the first addresses appear after two round trips.
+//!   index order, so the first addresses appear after two round trips;
+//! - **Nova**, where the cloud has it: the members' `OS::Nova::Server` resources (one typed
+//!   listing without details, so cheap) map server ids to members, then `servers/detail` pages
+//!   deliver addresses a page at a time. This is the path that works for any template whose
+//!   machines are Nova servers (Magnum's own templates among them).
 //!
 //! When the typed listing answers, every member it covers is emitted and the fan-out stops.
 //! If it fails (old Heat, another template), the fan-out simply runs to the end. A member
@@ -15,12 +19,16 @@
 
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
+use crate::api::nova::{NovaClient, ServerQuery};
 use crate::fetch::fan_out;
 use crate::model::{NodeAddress, StackRef, Status};
 use futures::stream::{BoxStream, StreamExt};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+/// Servers asked of Nova per page.
+const NOVA_PAGE: u32 = 500;
 
 /// How to find each member's address.
 #[derive(Debug, Clone)]
@@ -37,6 +45,10 @@ pub struct IpOptions {
     pub typed_listing: bool,
     /// Skip the per-member fan-out (for measuring the typed listing alone).
     pub fan_out: bool,
+    /// Use Nova's server listing when a Nova client is given.
+    pub nova_servers: bool,
+    /// Resource type of a member's machine, for mapping Nova servers to members.
+    pub server_type: String,
 }
 
 impl Default for IpOptions {
@@ -48,6 +60,8 @@ impl Default for IpOptions {
             address_attribute: "value".to_string(),
             typed_listing: true,
             fan_out: true,
+            nova_servers: true,
+            server_type: "OS::Nova::Server".to_string(),
         }
     }
 }
@@ -68,6 +82,7 @@ pub struct Member {
 pub enum IpSource {
     TypedListing,
     MemberOutput,
+    NovaServers,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -79,6 +94,7 @@ pub struct IpStats {
     pub elapsed: Duration,
     pub from_listing: usize,
     pub from_outputs: usize,
+    pub from_nova: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -193,11 +209,21 @@ pub fn stream_ips(
     target: StackRef,
     options: IpOptions,
 ) -> BoxStream<'static, Result<IpEvent, ApiError>> {
+    stream_ips_with(heat, None, target, options)
+}
+
+/// Like [`stream_ips`], with Nova as a third source when the cloud has it.
+pub fn stream_ips_with(
+    heat: HeatClient,
+    nova: Option<NovaClient>,
+    target: StackRef,
+    options: IpOptions,
+) -> BoxStream<'static, Result<IpEvent, ApiError>> {
     let (tx, rx) = mpsc::channel(256);
     tokio::spawn(async move {
         let closed = tx.clone();
         tokio::select! {
-            _ = run(heat, target, options, tx) => {}
+            _ = run(heat, nova, target, options, tx) => {}
             // The consumer went away: dropping `run` cancels every request in flight.
             _ = closed.closed() => {}
         }
@@ -210,8 +236,29 @@ pub fn stream_ips(
 
 type Sink = mpsc::Sender<Result<IpEvent, ApiError>>;
 
-async fn run(heat: HeatClient, target: StackRef, options: IpOptions, tx: Sink) {
+async fn run(
+    heat: HeatClient,
+    nova: Option<NovaClient>,
+    target: StackRef,
+    options: IpOptions,
+    tx: Sink,
+) {
     let started = Instant::now();
+    // Nova pages arrive through a channel, one batch of (member, addresses) per page.
+    let (nova_tx, mut nova_rx) = mpsc::channel::<Vec<(String, Vec<String>)>>(16);
+    let nova_task = match nova.filter(|_| options.nova_servers) {
+        Some(nova) => Some(AbortOnDrop(tokio::spawn(nova_addresses(
+            heat.clone(),
+            nova,
+            target.clone(),
+            options.server_type.clone(),
+            nova_tx,
+        )))),
+        None => {
+            drop(nova_tx);
+            None
+        }
+    };
     // Started before the member listing so both round trips overlap; aborted if we return.
     let mut typed = options.typed_listing.then(|| {
         let heat = heat.clone();
@@ -264,9 +311,10 @@ async fn run(heat: HeatClient, target: StackRef, options: IpOptions, tx: Sink) {
     let mut output_errors: HashMap<String, String> = HashMap::new();
     let mut typed_done = typed.is_none();
     let mut outputs_done = !options.fan_out;
+    let mut nova_done = nova_task.is_none();
 
     loop {
-        if (typed_done && outputs_done) || state.emitted.len() == members.len() {
+        if (typed_done && outputs_done && nova_done) || state.emitted.len() == members.len() {
             break;
         }
         tokio::select! {
@@ -286,6 +334,18 @@ async fn run(heat: HeatClient, target: StackRef, options: IpOptions, tx: Sink) {
                         tracing::info!("typed address listing failed, per-member outputs continue: {e}");
                     }
                     Err(join) => tracing::warn!("typed address listing task ended: {join}"),
+                }
+            }
+            batch = nova_rx.recv(), if !nova_done => {
+                match batch {
+                    None => nova_done = true,
+                    Some(batch) => {
+                        for (member, addresses) in batch {
+                            if !state.emit(&tx, &member, addresses, IpSource::NovaServers).await {
+                                return;
+                            }
+                        }
+                    }
                 }
             }
             next = outputs.next(), if !outputs_done => {
@@ -308,6 +368,7 @@ async fn run(heat: HeatClient, target: StackRef, options: IpOptions, tx: Sink) {
         }
     }
     drop(outputs);
+    drop(nova_task);
 
     for member in &members {
         if state.emitted.contains(&member.name) {
@@ -336,6 +397,74 @@ async fn run(heat: HeatClient, target: StackRef, options: IpOptions, tx: Sink) {
     }
     state.stats.elapsed = started.elapsed();
     let _ = tx.send(Ok(IpEvent::Done(state.stats))).await;
+}
+
+/// Maps the members' servers to members, then pages through Nova's servers sending each
+/// page's matches. Errors end this source quietly: the other sources carry on.
+async fn nova_addresses(
+    heat: HeatClient,
+    nova: NovaClient,
+    target: StackRef,
+    server_type: String,
+    out: mpsc::Sender<Vec<(String, Vec<String>)>>,
+) {
+    let query = ResourceQuery {
+        nested_depth: Some(2),
+        with_detail: false,
+        filters: vec![("type".to_string(), server_type)],
+    };
+    let servers = match heat.list_resources(&target, &query).await {
+        Ok(listing) => listing,
+        Err(e) => {
+            tracing::info!("server listing for Nova lookups failed: {e}");
+            return;
+        }
+    };
+    let member_of: HashMap<String, String> = servers
+        .into_iter()
+        .filter_map(|r| {
+            let member = r.resource.parent_resource?;
+            Some((r.resource.physical_id?, member))
+        })
+        .collect();
+    if member_of.is_empty() {
+        return;
+    }
+    let query = ServerQuery {
+        limit: Some(NOVA_PAGE),
+        filters: Vec::new(),
+    };
+    let mut marker: Option<String> = None;
+    let mut matched = 0;
+    loop {
+        let page = match nova.list_servers_page(&query, marker.as_deref()).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::info!("Nova server listing failed: {e}");
+                return;
+            }
+        };
+        let batch: Vec<(String, Vec<String>)> = page
+            .items
+            .iter()
+            .filter_map(|server| {
+                let member = member_of.get(&server.id)?;
+                let ips = server.fixed_ips();
+                (!ips.is_empty()).then(|| (member.clone(), ips))
+            })
+            .collect();
+        matched += batch.len();
+        if !batch.is_empty() && out.send(batch).await.is_err() {
+            return;
+        }
+        // Stop once every member's server has been seen, or at the last page.
+        match page.next {
+            Some(next) if matched < member_of.len() && Some(&next) != marker.as_ref() => {
+                marker = Some(next)
+            }
+            _ => return,
+        }
+    }
 }
 
 /// `(member name, addresses)` from a typed listing, keyed by the member that owns each
@@ -409,6 +538,7 @@ impl Progress {
         match source {
             IpSource::TypedListing => self.stats.from_listing += 1,
             IpSource::MemberOutput => self.stats.from_outputs += 1,
+            IpSource::NovaServers => self.stats.from_nova += 1,
         }
         if self.stats.first_address_after.is_none() {
             self.stats.first_address_after = Some(self.started.elapsed());

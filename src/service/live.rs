@@ -10,7 +10,7 @@ use crate::fetch::fan_out;
 use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, StackEvent, StackRef, StackResource, StackSummary,
 };
-use crate::ops::ips::{stream_ips, IpEvent, IpOptions, Member};
+use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions, Member};
 use crate::ops::stack_paths::StackPaths;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
@@ -165,6 +165,7 @@ impl CloudService for LiveService {
 
     fn stream_nodes(&self, nodegroup: NodeGroup) -> BoxStream<'static, ServiceResult<NodeUpdate>> {
         let heat = self.conn.heat.clone();
+        let nova = self.conn.nova.clone();
         let options = self.ip_options.clone();
         let Some(stack_id) = nodegroup.stack_id.clone() else {
             let err = ServiceError::new(
@@ -178,7 +179,7 @@ impl CloudService for LiveService {
                 Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
                 Ok((heat, stack)) => {
                     let nodegroup = nodegroup.clone();
-                    stream_ips(heat, stack, options.clone())
+                    stream_ips_with(heat, nova.clone(), stack, options.clone())
                         .map(move |event| {
                             event.map_err(ServiceError::from).map(|event| match event {
                                 IpEvent::Members(members) => NodeUpdate::Members(

@@ -89,6 +89,8 @@ pub(crate) struct FaultState {
     /// Requests seen per (method, path), so tests can check what a client sent (retries,
     /// no repeated POSTs). Bounded by the number of distinct paths the world has.
     requests: HashMap<(String, String), u64>,
+    /// Every request the server saw (benchmarks count a client's requests with it).
+    seen: u64,
 }
 
 /// Runtime handle on the simulator's faults (cheap to clone).
@@ -111,6 +113,7 @@ impl FaultControl {
                 rng: StdRng::seed_from_u64(seed ^ 0x5eed_fa17),
                 injected: 0,
                 requests: HashMap::new(),
+                seen: 0,
             })),
             world,
         }
@@ -181,13 +184,20 @@ impl FaultControl {
         lock(&self.state).injected
     }
 
+    /// How many requests the server has seen so far (Keystone included).
+    pub fn requests_seen(&self) -> u64 {
+        lock(&self.state).seen
+    }
+
     /// Makes member `index` of a node group fail its next create/update with `reason`.
     /// `group` is a node-group stack name or id, or `cluster/nodegroup` (Magnum names).
     pub fn fail_node(&self, group: &str, index: u32, reason: &str) -> bool {
         let mut w = lock(&self.world);
         match find_group(&w, group) {
             Some(g) => {
-                w.groups[g].fail.insert(index, reason.to_string());
+                w.groups[g]
+                    .fail
+                    .insert(index, crate::sim::world::FailSpec::nova(reason));
                 true
             }
             None => false,
@@ -222,6 +232,7 @@ impl FaultControl {
     pub(crate) fn decide(&self, path: &str) -> Decision {
         let mut st = lock(&self.state);
         let mut d = Decision::default();
+        st.seen += 1;
         let FaultState {
             faults,
             rng,

@@ -61,6 +61,8 @@ pub fn parse_query(q: Option<&str>) -> Vec<(String, String)> {
 pub enum Body {
     Empty,
     Json(Value),
+    /// webob's plain-text bodies (Heat's 202 and 302).
+    Text(String),
 }
 
 pub struct Reply {
@@ -83,6 +85,25 @@ impl Reply {
     }
     pub fn ok(v: Value) -> Reply {
         Reply::json(StatusCode::OK, v)
+    }
+    pub fn text(status: StatusCode, text: String) -> Reply {
+        Reply {
+            status,
+            headers: vec![],
+            body: Body::Text(text),
+            delay: Duration::ZERO,
+        }
+    }
+    /// Heat's 202 for updates.
+    pub fn accepted() -> Reply {
+        Reply::text(
+            StatusCode::ACCEPTED,
+            "202 Accepted\n\nThe request is accepted for processing.\n\n   ".into(),
+        )
+    }
+    /// Heat's `null` body (signal, actions).
+    pub fn null() -> Reply {
+        Reply::json(StatusCode::OK, Value::Null)
     }
     pub fn empty(status: StatusCode) -> Reply {
         Reply {

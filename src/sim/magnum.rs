@@ -565,7 +565,7 @@ fn template_json(w: &World, sh: &Shared, t: usize) -> Value {
 
 fn busy(w: &World, c: usize, g: usize) -> Option<Reply> {
     let (st, _) = stack_status(w, w.groups[g].ng_stack);
-    if st.state == State::InProgress || w.groups[g].op.is_some() {
+    if st.state == State::InProgress {
         return Some(magnum_error(
             StatusCode::CONFLICT,
             &format!(

@@ -5,8 +5,20 @@
 //! `cargo run` with no cloud configured opens the console on it, and every scale and
 //! fault test runs against it, so it answers with the real services' shapes (field
 //! names, links, status and reason texts, error bodies, paging) rather than a
-//! convenient approximation. Where it deviates from the real services, the module that
-//! does so says why.
+//! convenient approximation. Heat behaviour was checked against a real Heat 27
+//! (tests/fixtures/heat/ and tests/sim/). Where it deviates, the module that does so says
+//! why.
+//!
+//! - Scenarios ([`scenario_names`]): `demo` (a 1000-worker rolling upgrade held by three
+//!   pre-update hooks, a scale-out, a stuck update, a failed create, a healthy cluster),
+//!   `small`, `empty`, `bench-N`. A name may carry fault modifiers: `demo+flaky+slow`
+//!   (see [`scenario::MODIFIERS`]).
+//! - Faults at runtime: [`SimHandle::faults`] ([`FaultControl`]): statuses, 429, latency,
+//!   dropped connections, truncated bodies, failing and stuck nodes.
+//! - Timing: a simulated clock (`speed`), log-normal member durations, Heat's one-second
+//!   leaf delay between member starts, output resolution that costs time per member.
+//! - Layout: `server` (HTTP, faults, auth), `keystone`, `heat/`, `magnum`, `nova` (wire
+//!   formats), `world/` (state and dynamics), `scenario`, `clock`, `faults`.
 
 pub mod clock;
 pub mod faults;
@@ -45,6 +57,9 @@ pub struct SimOptions {
     /// Median simulated durations of a member's create and update (log-normal).
     pub create_median: Duration,
     pub update_median: Duration,
+    /// Simulated time between two member starts (Heat 27 starts the leaves of a
+    /// traversal one per second); zero starts them all at once.
+    pub leaf_delay: Duration,
     /// Faults active from the start.
     pub faults: Vec<Fault>,
     /// The fake user's password and application-credential secret (tests pick unusual
@@ -66,6 +81,7 @@ impl Default for SimOptions {
             detail_cost_per_resource: Duration::from_millis(5),
             create_median: Duration::from_secs(90),
             update_median: Duration::from_secs(45),
+            leaf_delay: Duration::from_secs(1),
             faults: vec![],
             password: "caldera-sim".into(),
             app_cred_secret: "caldera-sim-secret".into(),
@@ -137,6 +153,12 @@ impl SimHandle {
         server::lock(&self.shared.tokens).ids()
     }
 
+    /// The world itself, for observers that outlive a borrow of the handle (benchmarks read
+    /// every event as it is emitted, before Heat-like purging drops it).
+    pub fn world_handle(&self) -> Arc<Mutex<World>> {
+        self.world.clone()
+    }
+
     /// A clouds.yaml entry for this simulator.
     pub fn clouds_yaml(&self, cloud: &str) -> String {
         format!(
@@ -191,8 +213,12 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         create_median_ms: opts.create_median.as_millis() as f64,
         update_median_ms: opts.update_median.as_millis() as f64,
         duration_sigma: 0.35,
+        leaf_delay_ms: opts.leaf_delay.as_millis() as i64,
     };
-    let (seed, speed, scen) = (opts.seed, opts.speed, opts.scenario.clone());
+    let (scen, mut initial_faults) = scenario::parse(&opts.scenario).map_err(SimError::Scenario)?;
+    let scen = scen.to_string();
+    initial_faults.extend(opts.faults.iter().cloned());
+    let (seed, speed) = (opts.seed, opts.speed);
     let world = tokio::task::spawn_blocking(move || -> Result<World, String> {
         let now = chrono::Utc::now().timestamp_millis();
         let mut w = World::new(clock::SimClock::new(now, speed), seed, wcfg);
@@ -205,7 +231,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
     .map_err(|e| SimError::Build(e.to_string()))?
     .map_err(SimError::Scenario)?;
     let world = Arc::new(Mutex::new(world));
-    let faults = FaultControl::new(opts.seed, world.clone(), opts.faults.clone());
+    let faults = FaultControl::new(opts.seed, world.clone(), initial_faults);
     let shared = Arc::new(Shared {
         world: world.clone(),
         faults: faults.clone(),
@@ -264,6 +290,20 @@ pub async fn run_cli(opts: SimOptions) -> Result<(), SimError> {
         "(these credentials are fake and only valid for this simulator)\n\n# clouds.yaml\n{}",
         h.clouds_yaml("caldera-sim")
     );
+    println!(
+        "# or in the environment (openstack CLI):\nexport OS_AUTH_URL={} OS_USERNAME={} OS_PASSWORD={} OS_PROJECT_NAME={} OS_USER_DOMAIN_NAME={} OS_PROJECT_DOMAIN_NAME={} OS_IDENTITY_API_VERSION=3\n",
+        h.auth_url, h.username, h.password, h.project_name, h.user_domain_name, h.project_domain_name
+    );
+    let mods: Vec<String> = scenario::MODIFIERS
+        .iter()
+        .map(|(k, v)| format!("+{k} ({v})"))
+        .collect();
+    println!(
+        "scenarios: {}; modifiers: {}",
+        scenario_names().join(", "),
+        mods.join(", ")
+    );
+    println!("Ctrl-C stops the simulator.");
     let _ = tokio::signal::ctrl_c().await;
     h.shutdown().await;
     Ok(())

@@ -89,7 +89,11 @@ fn status_of(phase: Phase) -> (&'static str, Value) {
             action: Action::Create,
             ..
         }
-        | Phase::Paused(Action::Create, _) => ("BUILD", json!("spawning")),
+        | Phase::Paused(Action::Create, _)
+        | Phase::Starting {
+            action: Action::Create,
+            ..
+        } => ("BUILD", json!("scheduling")),
         Phase::Running {
             action: Action::Delete,
             ..

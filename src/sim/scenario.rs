@@ -2,11 +2,50 @@
 //! that runs live, then the timeline is slid so that its end is "now": the console opens
 //! on a cloud that already has events, durations and members at mixed stages.
 
+use crate::sim::faults::{Fault, FaultKind};
 use crate::sim::world::build::{create_cluster, create_template, run_virtual};
 use crate::sim::world::group::{self, HookRule, Phase, UpdateRequest};
-use crate::sim::world::{Action, ClusterSpec, GroupSpec, World};
+use crate::sim::world::{Action, ClusterSpec, FailSpec, GroupSpec, World};
 
 pub const NAMES: &[&str] = &["demo", "empty", "small", "bench-1000", "bench-10000"];
+
+/// Fault modifiers a scenario name may carry after `+` (e.g. `demo+flaky+slow`), so the
+/// `caldera sim` command can serve a misbehaving cloud without code.
+pub const MODIFIERS: &[(&str, &str)] = &[
+    ("flaky", "5% of service requests answer 503"),
+    ("slow", "every service request takes 200 ms more"),
+    (
+        "throttled",
+        "10% of service requests answer 429 with Retry-After: 2",
+    ),
+    ("drops", "2% of service requests lose their connection"),
+];
+
+/// Splits `demo+flaky` into the scenario and its faults.
+pub fn parse(name: &str) -> Result<(&str, Vec<Fault>), String> {
+    let mut parts = name.split('+');
+    let base = parts.next().unwrap_or("");
+    let mut faults = Vec::new();
+    for m in parts {
+        faults.push(match m {
+            "flaky" => Fault::new(FaultKind::Status(503)).rate(0.05),
+            "slow" => Fault::new(FaultKind::Latency(std::time::Duration::from_millis(200))),
+            "throttled" => Fault::new(FaultKind::Throttle {
+                retry_after_secs: 2,
+            })
+            .rate(0.10),
+            "drops" => Fault::new(FaultKind::Drop).rate(0.02),
+            other => {
+                let known: Vec<&str> = MODIFIERS.iter().map(|(k, _)| *k).collect();
+                return Err(format!(
+                    "unknown scenario modifier '+{other}' (known: {})",
+                    known.join(", ")
+                ));
+            }
+        });
+    }
+    Ok((base, faults))
+}
 
 const MIN: i64 = 60_000;
 const HOUR: i64 = 60 * MIN;
@@ -123,6 +162,14 @@ fn small(w: &mut World) {
 }
 
 fn bench(w: &mut World, n: u32) {
+    // Static nodes: build them without the leaf delay (10 000 one-second starts would
+    // cost a minute of virtual stepping), then restore it for live operations.
+    let leaf = std::mem::replace(&mut w.cfg.leaf_delay_ms, 0);
+    bench_nodes(w, n);
+    w.cfg.leaf_delay_ms = leaf;
+}
+
+fn bench_nodes(w: &mut World, n: u32) {
     let t = create_template(w, "k8s-v1.29", "fedora-coreos-39", "v1.29.4");
     create_template(w, "k8s-v1.30", "fedora-coreos-40", "v1.30.2");
     let mut master = spec(
@@ -209,7 +256,7 @@ fn demo(w: &mut World) {
     wk.is_default = true;
     wk.fail.insert(
         5,
-        "No valid host was found. There are not enough hosts available.".into(),
+        FailSpec::nova("No valid host was found. There are not enough hosts available."),
     );
     create_cluster(
         w,
@@ -303,6 +350,7 @@ mod tests {
                 create_median_ms: 90_000.0,
                 update_median_ms: 45_000.0,
                 duration_sigma: 0.35,
+                leaf_delay_ms: 1000,
             },
         )
     }

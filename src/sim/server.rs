@@ -262,9 +262,13 @@ fn root_or_404(sh: &Shared, path: &str) -> Reply {
 }
 
 fn to_response(reply: Reply, truncate: bool) -> Response {
-    let bytes = match reply.body {
-        Body::Empty => Bytes::new(),
-        Body::Json(v) => Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+    let (bytes, ctype) = match reply.body {
+        Body::Empty => (Bytes::new(), "application/json"),
+        Body::Json(v) => (
+            Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+            "application/json",
+        ),
+        Body::Text(t) => (Bytes::from(t), "text/plain; charset=UTF-8"),
     };
     let len = bytes.len();
     let body = if truncate && len > 1 {
@@ -285,7 +289,7 @@ fn to_response(reply: Reply, truncate: bool) -> Response {
     *resp.status_mut() = reply.status;
     let h = resp.headers_mut();
     if len > 0 {
-        h.insert("content-type", HeaderValue::from_static("application/json"));
+        h.insert("content-type", HeaderValue::from_static(ctype));
         h.insert("content-length", HeaderValue::from(len));
     }
     for (k, v) in reply.headers {

@@ -176,7 +176,8 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         Column {
             title: "NODES",
             hide_below: 0,
-            width: Constraint::Length(13),
+            // "1000 (100-1500)" whole.
+            width: Constraint::Length(15),
             text: |g, _| match (g.min_node_count, g.max_node_count) {
                 (Some(a), Some(b)) => format!("{} ({a}-{b})", g.node_count),
                 (Some(a), None) => format!("{} ({a}-)", g.node_count),

@@ -29,6 +29,7 @@ impl KeyContext {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KeyAction {
     Quit,
+    Suspend,
     Help,
     Palette,
     Filter,
@@ -233,6 +234,14 @@ const DEFAULTS: &[Default5] = &[
         &["q", "ctrl-c"],
         "Quit caldera",
         Some("quit"),
+    ),
+    (
+        KeyAction::Suspend,
+        "suspend",
+        KeyContext::Global,
+        &["ctrl-z"],
+        "Suspend to the shell (resume with fg)",
+        None,
     ),
     (
         KeyAction::Help,

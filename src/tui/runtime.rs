@@ -1,6 +1,10 @@
 //! Terminal setup and teardown, the panic hook, logging, and the event loop: one
-//! `tokio::select!` over terminal events, worker answers, a clock tick and a render
-//! timer capped at the configured FPS; drawing happens only when something changed.
+//! `tokio::select!` over terminal events, worker answers, signals, a clock tick and a
+//! render timer capped at the configured FPS; drawing happens only when something changed.
+//!
+//! Signals: SIGTERM, SIGHUP and SIGINT quit cleanly (terminal restored, exit code 0);
+//! SIGTSTP and ctrl-z give the terminal back and stop the process, SIGCONT (`fg`) takes
+//! the terminal again and redraws everything.
 
 use super::action::Action;
 use super::config::{resolve, ConsoleOptions};
@@ -21,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::Duration;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -77,6 +82,13 @@ fn restore_terminal() {
     let _ = execute!(stdout(), LeaveAlternateScreen, crossterm::cursor::Show);
 }
 
+/// Raw mode on the alternate screen; [`restore_terminal`] undoes it.
+fn enter_terminal() -> std::io::Result<()> {
+    enable_raw_mode()?;
+    TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
+    execute!(stdout(), EnterAlternateScreen)
+}
+
 static UI_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
 
 /// On a panic of the UI thread: restore the terminal first, then let the previous hook
@@ -115,16 +127,27 @@ pub async fn run(
     let mut app = App::new(service.info(), resolved, chrono::Utc::now());
     app.budget = service.budget();
     install_panic_hook();
-    enable_raw_mode()?;
-    TERMINAL_ACTIVE.store(true, Ordering::SeqCst);
     let _guard = TerminalGuard;
-    execute!(stdout(), EnterAlternateScreen)?;
+    enter_terminal()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
     terminal.clear()?;
     let size = terminal.size()?;
     app.update(Action::Resize(size.width, size.height));
+    tracing::info!(
+        "console started on {} ({}x{}, read-only: {})",
+        app.info.cloud,
+        size.width,
+        size.height,
+        app.read_only
+    );
     let result = event_loop(&mut terminal, &mut app, service, fps).await;
-    terminal.show_cursor()?;
+    match &result {
+        Ok(()) => tracing::info!("console closed"),
+        Err(e) => tracing::error!("console failed: {e}"),
+    }
+    // Not an error worth reporting: after a hang-up there is no terminal to show it on,
+    // and restoring the terminal (the guard) shows the cursor again anyway.
+    let _ = terminal.show_cursor();
     result
 }
 
@@ -141,11 +164,28 @@ async fn event_loop(
     render.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut sigterm = listen(SignalKind::terminate());
+    let mut sighup = listen(SignalKind::hangup());
+    let mut sigint = listen(SignalKind::interrupt());
+    let mut sigtstp = listen(SignalKind::from_raw(signal_hook::consts::SIGTSTP));
     loop {
         for req in app.take_requests() {
             worker.submit(req);
         }
         tokio::select! {
+            Some(()) = received(&mut sigterm) => {
+                tracing::info!("SIGTERM: quitting");
+                break;
+            },
+            Some(()) = received(&mut sighup) => {
+                tracing::info!("SIGHUP: quitting");
+                break;
+            },
+            Some(()) = received(&mut sigint) => {
+                tracing::info!("SIGINT: quitting");
+                break;
+            },
+            Some(()) = received(&mut sigtstp) => app.should_suspend = true,
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => app.on_key(key),
                 Some(Ok(Event::Resize(w, h))) => app.update(Action::Resize(w, h)),
@@ -182,7 +222,52 @@ async fn event_loop(
         if app.should_quit {
             break;
         }
+        if app.should_suspend {
+            app.should_suspend = false;
+            suspend(terminal, app)?;
+        }
     }
     worker.shutdown();
+    Ok(())
+}
+
+/// A signal stream, or none (logged) if it cannot be set up: the console still runs.
+fn listen(kind: SignalKind) -> Option<Signal> {
+    signal(kind)
+        .inspect_err(|e| tracing::warn!("cannot listen for signal {kind:?}: {e}"))
+        .ok()
+}
+
+/// The next delivery of a signal; never, for one that could not be set up.
+async fn received(sig: &mut Option<Signal>) -> Option<()> {
+    match sig {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Give the terminal back to the shell, stop until SIGCONT, then take it again.
+fn suspend(
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    app: &mut App,
+) -> Result<(), ConsoleError> {
+    tracing::info!("suspending");
+    restore_terminal();
+    // SIGSTOP, not SIGTSTP: our own SIGTSTP listener would catch that one. The shell
+    // sees a stopped job either way. Only this process stops (not its process group),
+    // which is the whole job when started from a shell.
+    if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGSTOP) {
+        tracing::error!("cannot stop: {e}");
+    }
+    // Running again: the shell had the screen, so everything is drawn anew, at the
+    // size the terminal has now.
+    tracing::info!("resumed");
+    enter_terminal()?;
+    terminal.clear()?;
+    // ratatui believes the cursor is still hidden; leaving raw mode showed it.
+    terminal.hide_cursor()?;
+    let size = terminal.size()?;
+    app.update(Action::Resize(size.width, size.height));
+    app.dirty = true;
     Ok(())
 }

@@ -135,8 +135,22 @@ async fn snapshot_clusters_loading_loaded_error_empty() {
     snap!(h, "clusters_error");
 
     let mut h = Harness::new(FakeCloud::default());
+    h.app.info.has_magnum = true;
     h.settle().await;
     snap!(h, "clusters_empty");
+    assert!(!h.render(80, 24).contains("No Magnum endpoint"));
+}
+
+#[tokio::test]
+async fn heat_only_cloud_says_why_there_are_no_clusters() {
+    let mut h = Harness::new(FakeCloud::default());
+    h.app.info.has_magnum = false;
+    h.settle().await;
+    let screen = h.render(100, 24);
+    assert!(
+        screen.contains("No Magnum endpoint on this cloud") && screen.contains(":stacks"),
+        "{screen}"
+    );
 }
 
 #[tokio::test]

@@ -187,6 +187,16 @@ impl CellState {
             CellState::Unknown => "unknown",
         }
     }
+    /// For narrow screens, after the count: "12 updating".
+    pub fn short_label(self) -> &'static str {
+        match self {
+            CellState::Complete => "done",
+            CellState::InProgress => "updating",
+            CellState::Paused => "on hook",
+            CellState::Failed => "failed",
+            CellState::Unknown => "unknown",
+        }
+    }
 }
 
 impl Theme {

@@ -78,7 +78,8 @@ impl Api {
         let body = if bytes.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).unwrap()
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
         };
         Resp {
             status,
@@ -172,6 +173,29 @@ impl Api {
             if n < page {
                 return out;
             }
+        }
+    }
+}
+
+impl Api {
+    /// Waits until `stack` has at least `n` events with `reason`; returns all its events.
+    pub async fn wait_events(&self, stack: &str, reason: &str, n: usize) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let evs = self.all_events(stack, "", 500).await;
+            if evs
+                .iter()
+                .filter(|e| e["resource_status_reason"] == reason)
+                .count()
+                >= n
+            {
+                return evs;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{stack}: fewer than {n} '{reason}'"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 }

@@ -125,6 +125,22 @@ async fn failing_and_stuck_nodes() {
         names.contains(&"nodes") && names.contains(&"1") && names.contains(&"server"),
         "{names:?}"
     );
+    // Recovery as operators do it: fix the cause, PATCH again. The new traversal takes
+    // over the stuck member and retries the failed one.
+    assert!(f.heal_nodes("ngf"));
+    let r = api
+        .call(Method::PATCH, &api.heat(&path), Some(json!({})), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    let r = api
+        .get(&api.heat(&format!(
+            "{path}/resources?nested_depth=2&type=OS::Nova::Server"
+        )))
+        .await;
+    for x in r.body["resources"].as_array().unwrap() {
+        assert_eq!(x["resource_status"], "UPDATE_COMPLETE", "{x}");
+    }
     api.h.shutdown().await;
 }
 
@@ -198,5 +214,17 @@ async fn truncated_body_is_short_of_content_length_on_the_wire() {
         .unwrap();
     assert!(body.len() < len, "{} of {len} bytes", body.len());
     assert!(serde_json::from_str::<serde_json::Value>(body).is_err());
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn scenario_modifiers_add_faults() {
+    let mut o = fast("empty+slow");
+    o.seed = 3;
+    let api = Api::start(o).await;
+    let t = Instant::now();
+    assert_eq!(api.get(&api.heat("/stacks")).await.status, StatusCode::OK);
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    assert!(caldera::sim::start(fast("empty+nope")).await.is_err());
     api.h.shutdown().await;
 }

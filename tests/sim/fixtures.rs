@@ -144,6 +144,84 @@ async fn bodies_have_real_heat_fields() {
     b.sort();
     assert_eq!(a, b);
 
+    // Resource show: a member (template resource) and its address, the group.
+    let group_path = {
+        let r = api
+            .get(&api.heat(&format!("{path}/resources/nodes")))
+            .await
+            .body;
+        let href = r["resource"]["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["rel"] == "nested")
+            .unwrap()["href"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        href.strip_prefix(&api.h.heat_url()).unwrap().to_string()
+    };
+    let real = fixture("resource-show-member");
+    let sim = api
+        .get(&api.heat(&format!("{group_path}/resources/1")))
+        .await
+        .body;
+    same_keys("member resource show", &real["resource"], &sim["resource"]);
+    same_keys(
+        "member attributes",
+        &real["resource"]["attributes"],
+        &sim["resource"]["attributes"],
+    );
+    assert_eq!(rels(&real["resource"]), rels(&sim["resource"]));
+    let real = fixture("resource-show-group");
+    let sim = api
+        .get(&api.heat(&format!("{path}/resources/nodes")))
+        .await
+        .body;
+    same_keys("group resource show", &real["resource"], &sim["resource"]);
+    assert_eq!(
+        real["resource"]["attributes"],
+        sim["resource"]["attributes"]
+    );
+    let member_stack = sim_nested(&api, &format!("{group_path}/resources/1")).await;
+    let real = fixture("resource-show-value");
+    let sim = api
+        .get(&api.heat(&format!("{member_stack}/resources/address")))
+        .await
+        .body;
+    same_keys("value resource show", &real["resource"], &sim["resource"]);
+
+    // A member's nested stack: parameters and outputs of node.yaml.
+    let real = fixture("stack-show-member-nested");
+    let sim = api.get(&api.heat(&member_stack)).await.body;
+    same_keys("member stack show", &real["stack"], &sim["stack"]);
+    same_keys(
+        "member stack parameters",
+        &real["stack"]["parameters"],
+        &sim["stack"]["parameters"],
+    );
+    let okeys = |v: &Value| {
+        v["stack"]["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["output_key"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(okeys(&real), okeys(&sim));
+
+    // Event show adds resource_type and resource_properties, and has no root_stack link.
+    let real = fixture("event-show-hook-paused");
+    let ev = api
+        .get(&api.heat(&format!("{path}/events?limit=1")))
+        .await
+        .body["events"][0]
+        .clone();
+    let self_href = ev["links"][0]["href"].as_str().unwrap().to_string();
+    let sim = api.get(&self_href).await.body;
+    same_keys("event show", &real["event"], &sim["event"]);
+    assert_eq!(rels(&real["event"]), rels(&sim["event"]));
+
     let real = fixture("output-show-ips");
     let sim = api
         .get(&api.heat(&format!("{path}/outputs/ips")))
@@ -152,4 +230,18 @@ async fn bodies_have_real_heat_fields() {
     same_keys("output show", &real["output"], &sim["output"]);
     assert_eq!(real["output"]["description"], sim["output"]["description"]);
     api.h.shutdown().await;
+}
+
+async fn sim_nested(api: &Api, resource_path: &str) -> String {
+    let r = api.get(&api.heat(resource_path)).await.body;
+    let href = r["resource"]["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["rel"] == "nested")
+        .unwrap()["href"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    href.strip_prefix(&api.h.heat_url()).unwrap().to_string()
 }

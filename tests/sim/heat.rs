@@ -172,14 +172,18 @@ async fn resource_filters_and_unknown_filter() {
         "Invalid filter parameters ['colour']"
     );
     assert_eq!(r.body["title"], "Bad Request");
+    // Heat 27 shows the group's list attributes as null (measured); members show outputs.
     let r = api.get(&api.heat(&format!("{path}/resources/nodes"))).await;
-    assert_eq!(
-        r.body["resource"]["attributes"]["refs"]
-            .as_array()
-            .unwrap()
-            .len(),
-        4
+    assert!(r.body["resource"]["attributes"]["refs"].is_null());
+    assert!(r.body["resource"].get("parent_resource").is_none());
+    let group = group_stack_path(&api, &path).await;
+    let r = api.get(&api.heat(&format!("{group}/resources/2"))).await;
+    let attrs = &r.body["resource"]["attributes"];
+    assert!(
+        attrs["ip"].is_string() && attrs["server_id"].is_string(),
+        "{attrs}"
     );
+    assert_eq!(r.body["resource"]["parent_resource"], "nodes");
     api.h.shutdown().await;
 }
 
@@ -305,7 +309,7 @@ async fn patch_merges_parameters_and_put_replaces() {
         )
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED);
-    // A second update while the first runs is refused.
+    // A second update while the first runs supersedes it (Heat 27 convergence): 202.
     let r2 = api
         .call(
             Method::PATCH,
@@ -314,10 +318,23 @@ async fn patch_merges_parameters_and_put_replaces() {
             &[],
         )
         .await;
-    assert_eq!(r2.status, StatusCode::CONFLICT);
+    assert_eq!(r2.status, StatusCode::ACCEPTED);
     let st = api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
     assert_eq!(st["stack"]["parameters"]["image"], "img-v2");
-    assert_eq!(st["stack"]["parameters"]["count"], "3");
+    assert_eq!(st["stack"]["parameters"]["count"], "4");
+    let out = api
+        .get(&api.heat(&format!("{path}/outputs/ips")))
+        .await
+        .body;
+    assert_eq!(out["output"]["output_value"].as_array().unwrap().len(), 4);
+    let servers = api
+        .get(&format!("{}/servers/detail", api.h.nova_url()))
+        .await
+        .body;
+    for s in servers["servers"].as_array().unwrap() {
+        assert_eq!(s["image"]["id"], "img-v2", "{}", s["name"]);
+    }
+    // Heat 27 drops unknown parameters (202) and refuses a bad count synchronously.
     let r = api
         .call(
             Method::PATCH,
@@ -326,8 +343,23 @@ async fn patch_merges_parameters_and_put_replaces() {
             &[],
         )
         .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let st = api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    assert!(st["stack"]["parameters"].get("nope").is_none());
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"parameters": {"count": "x"}})),
+            &[],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.body["error"]["type"], "UnknownUserParameter");
+    assert_eq!(r.body["error"]["type"], "StackValidationFailed");
+    assert_eq!(
+        r.body["error"]["message"],
+        "Parameter 'count' is invalid: could not convert string to float: 'x'"
+    );
     let r = api
         .call(
             Method::PUT,
@@ -359,6 +391,8 @@ async fn patch_merges_parameters_and_put_replaces() {
     api.h.shutdown().await;
 }
 
+const PAUSED: &str = "UPDATE paused until Hook pre-update is cleared";
+
 async fn group_stack_path(api: &Api, path: &str) -> String {
     let r = api.get(&api.heat(&format!("{path}/resources/nodes"))).await;
     let nested = r.body["resource"]["links"]
@@ -389,10 +423,8 @@ async fn hooks_pause_members_until_cleared() {
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED);
     let group = group_stack_path(&api, &path).await;
-    let evs = api.get(&api.heat(&format!("{group}/events"))).await.body["events"]
-        .as_array()
-        .unwrap()
-        .clone();
+    // Members reach their hooks one leaf delay apart.
+    let evs = api.wait_events(&group, PAUSED, 3).await;
     let pauses: Vec<&Value> = evs
         .iter()
         .filter(|e| e["resource_status_reason"] == "UPDATE paused until Hook pre-update is cleared")
@@ -484,6 +516,8 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
         &[],
     )
     .await;
+    let group = group_stack_path(&api, &path).await;
+    api.wait_events(&group, PAUSED, 2).await;
     let r = api
         .call(
             Method::POST,
@@ -493,6 +527,20 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    // As on Heat 27, the rollback honours the hooks too: both members pause again.
+    api.wait_events(&group, PAUSED, 4).await;
+    api.wait_status(&path, "ROLLBACK_IN_PROGRESS", 1).await;
+    for m in ["0", "1"] {
+        let r = api
+            .call(
+                Method::POST,
+                &api.heat(&format!("{group}/resources/{m}/signal")),
+                Some(json!({"unset_hook": "pre-update"})),
+                &[],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK);
+    }
     let st = api.wait_status(&path, "ROLLBACK_COMPLETE", 20).await;
     assert_eq!(st["stack"]["parameters"]["image"], "img-v1");
     let r = api
@@ -505,7 +553,6 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 
-    let group = group_stack_path(&api, &path).await;
     let r = api
         .call(
             Method::PATCH,
@@ -519,6 +566,11 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
     assert_eq!(r.body["resource"]["resource_status"], "CHECK_FAILED");
     assert_eq!(r.body["resource"]["resource_status_reason"], "disk gone");
     // The next update replaces the unhealthy member, and only it.
+    let before = api
+        .get(&api.heat(&format!("{group}/resources/1")))
+        .await
+        .body["resource"]["updated_time"]
+        .clone();
     let r = api
         .call(
             Method::PATCH,
@@ -532,7 +584,7 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
     let r = api.get(&api.heat(&format!("{group}/resources/0"))).await;
     assert_eq!(r.body["resource"]["resource_status"], "UPDATE_COMPLETE");
     let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
-    assert_ne!(r.body["resource"]["resource_status"], "UPDATE_COMPLETE");
+    assert_eq!(r.body["resource"]["updated_time"], before);
     api.h.shutdown().await;
 }
 
@@ -631,10 +683,11 @@ async fn rollback_restores_updated_members_and_cancel_without_rollback_fails() {
         .map(|e| e["resource_status_reason"].as_str().unwrap())
         .collect();
     assert!(
+        // The order Heat 27 writes them (measured).
         reasons.ends_with(&[
             "Stack UPDATE started",
-            "Stack UPDATE cancelled",
             "Stack ROLLBACK started",
+            "Resource UPDATE failed: resources.nodes: Stack UPDATE cancelled",
             "Stack ROLLBACK completed successfully"
         ]),
         "{reasons:?}"
@@ -667,5 +720,346 @@ async fn rollback_restores_updated_members_and_cancel_without_rollback_fails() {
     assert_eq!(st["stack"]["stack_status_reason"], "Stack UPDATE cancelled");
     let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
     assert_eq!(r.body["resource"]["resource_status"], "UPDATE_FAILED");
+    api.h.shutdown().await;
+}
+
+/// Error answers as measured on a real Heat 27 (texts, types, statuses).
+#[tokio::test]
+async fn error_bodies_match_heat_27() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ngx", 2, None).await;
+    let group = group_stack_path(&api, &path).await;
+    let (gname, gid) = {
+        let mut it = group.trim_start_matches("/stacks/").split('/');
+        (
+            it.next().unwrap().to_string(),
+            it.next().unwrap().to_string(),
+        )
+    };
+    let err = |r: &crate::common::Resp| {
+        (
+            r.status.as_u16(),
+            r.body["error"]["type"].as_str().unwrap_or("").to_string(),
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    let post = |url: String, body: Value| {
+        let api = &api;
+        async move { api.call(Method::POST, &url, Some(body), &[]).await }
+    };
+    let r = post(
+        api.heat(&format!("{group}/resources/1/signal")),
+        json!({"unset_hook": "pre-create"}),
+    )
+    .await;
+    let member_id = api
+        .get(&api.heat(&format!("{group}/resources/1")))
+        .await
+        .body["resource"]["physical_resource_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        err(&r),
+        (400, "InvalidBreakPointHook".into(), format!("The \"pre-create\" hook is not defined on TemplateResource \"1\" [{member_id}] Stack \"{gname}\" [{gid}]"))
+    );
+    let r = post(
+        api.heat(&format!("{group}/resources/1/signal")),
+        json!({"unset_hook": "pre-foo"}),
+    )
+    .await;
+    assert!(err(&r)
+        .2
+        .starts_with("Invalid hook type \"pre-foo\" for TemplateResource \"1\""));
+    let r = post(
+        api.heat(&format!("{group}/resources/1/signal")),
+        json!({"foo": "bar"}),
+    )
+    .await;
+    assert_eq!(
+        err(&r),
+        (
+            400,
+            "ResourceActionNotSupported".into(),
+            "signal is not supported for resource.".into()
+        )
+    );
+    let r = post(
+        api.heat(&format!("{path}/actions")),
+        json!({"frobnicate": null}),
+    )
+    .await;
+    assert_eq!(
+        err(&r),
+        (
+            400,
+            "HTTPBadRequest".into(),
+            "Invalid action frobnicate specified".into()
+        )
+    );
+    let r = post(
+        api.heat(&format!("{path}/actions")),
+        json!({"check": null, "suspend": null}),
+    )
+    .await;
+    assert_eq!(err(&r).2, "Multiple actions specified");
+    let r = api
+        .get(&api.heat(&format!("{path}/events?sort_dir=up")))
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), &r.body["error"]["type"]),
+        (400, &json!("ValueError"))
+    );
+    assert!(r.body["error"].get("message").is_none());
+    let r = api
+        .get(&api.heat("/stacks/ngx/00000000-0000-0000-0000-000000000000"))
+        .await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "EntityNotFound".into(),
+            "The Stack (ngx) could not be found.".into()
+        )
+    );
+    let r = api.get(&api.heat("/stacks/ngx/outputs")).await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "EntityNotFound".into(),
+            "The Stack (ngx) could not be found.".into()
+        )
+    );
+    let r = api.get(&api.heat(&format!("{path}/outputs/nope"))).await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "NotFound".into(),
+            "Specified output key {} not found.".into()
+        )
+    );
+    let r = api.get(&api.heat(&format!("{path}/resources/nope"))).await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "ResourceNotFound".into(),
+            "The Resource (nope) could not be found in Stack ngx.".into()
+        )
+    );
+    let r = api
+        .get(&api.heat(&format!("{path}/resources/nope/events")))
+        .await;
+    assert_eq!(
+        err(&r),
+        (
+            404,
+            "HTTPNotFound".into(),
+            "No events found for resource nope".into()
+        )
+    );
+    let r = api
+        .get(&api.heat(&format!("{path}/resources?nested_depth=x")))
+        .await;
+    assert_eq!(err(&r).2, "Only integer is acceptable by 'nested_depth'.");
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&format!("{path}/resources/nodes")),
+            Some(json!({"mark_unhealthy": "maybe"})),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        err(&r).2,
+        "Unrecognized value \"maybe\" for \"mark_unhealthy\", acceptable values are: true, false."
+    );
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&format!("{path}/resources/nodes")),
+            Some(json!({"foo": 1})),
+            &[],
+        )
+        .await;
+    assert_eq!(err(&r).2, "Invalid keys in resource mark unhealthy {'foo'}");
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&format!("{path}/resources/nodes")),
+            Some(json!({})),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        err(&r).2,
+        "Missing mandatory (mark_unhealthy) key from mark unhealthy request"
+    );
+    let r = post(
+        api.heat("/stacks"),
+        json!({"stack_name": "ngx", "template": {}}),
+    )
+    .await;
+    assert_eq!(
+        err(&r),
+        (
+            409,
+            "StackExists".into(),
+            "The Stack (ngx) already exists.".into()
+        )
+    );
+    // Name-only lookups redirect whatever the method.
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat("/stacks/ngx"),
+            Some(json!({"parameters": {}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FOUND);
+    assert_eq!(r.headers["location"].to_str().unwrap(), api.heat(&path));
+    assert!(r.body.as_str().unwrap().starts_with("302 Found"));
+    api.h.shutdown().await;
+}
+
+/// Heat 27 starts the members of a traversal one per second, in no particular order.
+#[tokio::test]
+async fn members_start_one_leaf_delay_apart() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ngl", 6, None).await;
+    let group = group_stack_path(&api, &path).await;
+    let evs = api
+        .all_events(
+            &group,
+            "&sort_dir=asc&resource_status=IN_PROGRESS&resource_action=CREATE",
+            100,
+        )
+        .await;
+    let starts: Vec<(&str, &str)> = evs
+        .iter()
+        .filter(|e| e["resource_name"].as_str().unwrap().parse::<u32>().is_ok())
+        .map(|e| {
+            (
+                e["event_time"].as_str().unwrap(),
+                e["resource_name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(starts.len(), 6);
+    let times: std::collections::BTreeSet<&str> = starts.iter().map(|s| s.0).collect();
+    assert_eq!(times.len(), 6, "one start per simulated second: {starts:?}");
+    api.h.shutdown().await;
+}
+
+/// Listing details measured on Heat 27 (tests/fixtures/heat/README.md).
+#[tokio::test]
+async fn listing_details_match_heat_27() {
+    let api = Api::start(fast("empty")).await;
+    // caldera's test template parameter, as with the real Heat.
+    let body = json!({"stack_name": "ngd", "template": {}, "parameters": {"count": 3, "node_fail_index": 2}});
+    let r = api
+        .call(Method::POST, &api.heat("/stacks"), Some(body), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let path = api.stack_path("ngd").await;
+    api.wait_status(&path, "CREATE_FAILED", 20).await;
+    let st = api
+        .get(&api.heat(&format!("{path}?resolve_outputs=false")))
+        .await
+        .body;
+    assert_eq!(
+        st["stack"]["stack_status_reason"],
+        "Resource CREATE failed: ValueError: resources.nodes.resources[2].resources.server: Test Resource failed server"
+    );
+    // Events keep action and status apart.
+    let q = |s: &str| api.heat(&format!("{path}/events?nested_depth=2&{s}"));
+    assert!(!api.get(&q("resource_status=FAILED")).await.body["events"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(
+        api.get(&q("resource_status=CREATE_FAILED")).await.body["events"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // Resources and stacks accept both forms.
+    let r = api
+        .get(&api.heat(&format!(
+            "{path}/resources?nested_depth=3&status=CREATE_FAILED"
+        )))
+        .await;
+    assert_eq!(r.body["resources"].as_array().unwrap().len(), 3);
+    for k in [
+        "status=FAILED",
+        "status=CREATE_FAILED",
+        "stack_status=CREATE_FAILED",
+    ] {
+        let r = api.get(&api.heat(&format!("/stacks?{k}"))).await;
+        assert_eq!(r.body["stacks"].as_array().unwrap().len(), 1, "{k}");
+    }
+    let r = api.get(&api.heat("/stacks")).await;
+    assert_eq!(r.body["stacks"][0]["description"], "");
+    // A member that failed before its address existed is null in `ips`.
+    let r = api.get(&api.heat(&format!("{path}/outputs/ips"))).await;
+    let ips = r.body["output"]["output_value"].as_array().unwrap();
+    assert!(ips[2].is_null() && ips[0].is_string(), "{ips:?}");
+    // JSON clients get webob's JSON status pages.
+    let r = api
+        .call(
+            Method::GET,
+            &api.heat("/stacks/ngd"),
+            None,
+            &[("Accept", "application/json")],
+        )
+        .await;
+    assert_eq!(r.body["code"], "302 Found");
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({})),
+            &[("Accept", "application/json")],
+        )
+        .await;
+    assert_eq!(r.body["code"], "202 Accepted");
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn delete_soft_deletes_like_heat() {
+    let api = Api::start(fast("empty")).await;
+    let path = api.create_group("ngdel", 3, None).await;
+    let r = api.call(Method::DELETE, &api.heat(&path), None, &[]).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let st = api.wait_status(&path, "DELETE_COMPLETE", 20).await;
+    assert_eq!(
+        st["stack"]["stack_status_reason"],
+        "Stack DELETE completed successfully"
+    );
+    assert!(st["stack"]["deletion_time"].is_string());
+    assert_eq!(
+        api.get(&api.heat("/stacks/ngdel")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let list = api.get(&api.heat("/stacks")).await.body;
+    assert!(list["stacks"].as_array().unwrap().is_empty());
+    let list = api.get(&api.heat("/stacks?show_deleted=True")).await.body;
+    assert_eq!(list["stacks"].as_array().unwrap().len(), 1);
+    let servers = api
+        .get(&format!("{}/servers/detail", api.h.nova_url()))
+        .await
+        .body;
+    assert!(servers["servers"].as_array().unwrap().is_empty());
+    let r = api
+        .call(Method::PATCH, &api.heat(&path), Some(json!({})), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
     api.h.shutdown().await;
 }

@@ -62,7 +62,10 @@ async fn compute_microversions() {
         )
         .await;
     assert_eq!(r.headers["openstack-api-version"], "compute 2.79");
-    assert_eq!(r.body["servers"][0]["flavor"]["original_name"], "m1.large");
+    let flavor = r.body["servers"][0]["flavor"]["original_name"]
+        .as_str()
+        .unwrap();
+    assert!(["m1.medium", "m1.large"].contains(&flavor), "{flavor}");
     let r = api
         .call(
             reqwest::Method::GET,

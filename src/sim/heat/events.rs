@@ -44,11 +44,10 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req, ix: usize, resource: Option<&
             .map(|s| s.resource(r).is_some() || s.events.iter().any(|e| &*e.resource_name == r))
             .unwrap_or(false);
         if !exists {
-            let sname = w.stack(ix).map(|s| s.name.clone()).unwrap_or_default();
             return heat_error(
                 StatusCode::NOT_FOUND,
-                "ResourceNotFound",
-                &format!("The Resource ({r}) could not be found in Stack {sname}."),
+                "HTTPNotFound",
+                &format!("No events found for resource {r}"),
             );
         }
     }
@@ -66,8 +65,8 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req, ix: usize, resource: Option<&
         let Some(st) = w.stack(s) else { continue };
         for e in &st.events {
             let ok = resource.map(|r| &*e.resource_name == r).unwrap_or(true)
-                && super::status_matches(&st_f, e.status, "status")
-                && super::status_matches(&act_f, e.status, "action")
+                && super::status_matches(&st_f, e.status, "event_status")
+                && super::status_matches(&act_f, e.status, "event_action")
                 && (name_f.is_empty() || name_f.contains(&&*e.resource_name))
                 && (type_f.is_empty() || type_f.contains(&&*e.rtype));
             if ok {

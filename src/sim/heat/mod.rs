@@ -79,7 +79,8 @@ fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str]) -> Reply {
     match rest {
         ["stacks"] if m == Method::GET => stacks::list(w, sh, req),
         ["stacks"] if m == Method::POST => stacks::create(w, sh, req),
-        ["stacks", name] if m == Method::GET => redirect(w, sh, req, name, &[]),
+        // Name-only lookups redirect whatever the method (measured: PATCH too).
+        ["stacks", name] => redirect(w, sh, req, name, &[]),
         ["stacks", name, second, tail @ ..] => {
             // `{name}/{id}` when `second` is that stack's id; otherwise a name lookup.
             match w.stack_by_id(second) {
@@ -93,23 +94,13 @@ fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str]) -> Reply {
                     }
                     stack_route(w, sh, req, ix, tail)
                 }
-                None if LOOKUP_PATHS.contains(second) && m == Method::GET => {
+                None if LOOKUP_PATHS.contains(second) => {
                     let mut sub = vec![*second];
                     sub.extend_from_slice(tail);
                     redirect(w, sh, req, name, &sub)
                 }
-                None if LOOKUP_PATHS.contains(second) => heat_error(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    "HTTPMethodNotAllowed",
-                    "The server does not support the method requested.",
-                ),
-                None => match w.find_stack(name) {
-                    Some(_) if LOOKUP_PATHS.contains(second) || *second == "outputs" => {
-                        not_found_path()
-                    }
-                    Some(_) => stack_404(second),
-                    None => stack_404(name),
-                },
+                // Heat reads `second` as a stack id and reports the stack by name.
+                None => stack_404(name),
             }
         }
         _ => not_found_path(),
@@ -129,8 +120,45 @@ fn redirect(w: &World, sh: &Shared, req: &Req, name: &str, sub: &[&str]) -> Repl
         loc.push('?');
         loc.push_str(q);
     }
-    let body = json!({"explanation": "The resource was found at", "code": 302, "title": "Found", "location": loc});
-    Reply::json(StatusCode::FOUND, body).with_header("Location", loc)
+    // webob renders its status pages as JSON for JSON clients, as text otherwise.
+    let reply = if wants_json(req) {
+        Reply::json(
+            StatusCode::FOUND,
+            json!({
+                "message": format!("The resource was found at <a href=\"{loc}\">{loc}</a>;\nyou should be redirected automatically.\n\n"),
+                "code": "302 Found",
+                "title": "Found",
+            }),
+        )
+    } else {
+        Reply::text(
+            StatusCode::FOUND,
+            format!("302 Found\n\nThe resource was found at {loc}; you should be redirected automatically.  "),
+        )
+    };
+    reply.with_header("Location", loc)
+}
+
+pub(crate) fn wants_json(req: &Req) -> bool {
+    req.header("accept")
+        .map(|a| a.contains("json"))
+        .unwrap_or(false)
+}
+
+/// Heat's 202 for updates (a webob status page).
+pub(crate) fn accepted(req: &Req) -> Reply {
+    if wants_json(req) {
+        Reply::json(
+            StatusCode::ACCEPTED,
+            json!({
+                "message": "The request is accepted for processing.<br /><br />\n\n\n",
+                "code": "202 Accepted",
+                "title": "Accepted",
+            }),
+        )
+    } else {
+        Reply::accepted()
+    }
 }
 
 fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) -> Reply {
@@ -139,6 +167,7 @@ fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) 
         [] if m == Method::GET => stacks::show(w, sh, req, ix),
         [] if m == Method::PATCH => stacks::update(w, sh, req, ix, true),
         [] if m == Method::PUT => stacks::update(w, sh, req, ix, false),
+        [] if m == Method::DELETE => stacks::delete(w, ix),
         ["outputs"] if m == Method::GET => stacks::outputs_list(w, ix),
         ["outputs", key] if m == Method::GET => stacks::output_show(w, sh, ix, key),
         ["template"] if m == Method::GET => stacks::template(w, ix),
@@ -177,6 +206,10 @@ pub(crate) fn status_matches(
             let full = status.to_string();
             match part {
                 "status" => *v == status.state.as_str() || *v == full,
+                // Events keep action and status apart: `CREATE_FAILED` matches nothing
+                // there (measured), unlike resources and stacks.
+                "event_status" => *v == status.state.as_str(),
+                "event_action" => *v == status.action.as_str(),
                 _ => *v == status.action.as_str() || *v == full,
             }
         })

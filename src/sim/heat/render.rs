@@ -2,7 +2,7 @@
 //! texts as captured from a real Heat 27; see tests/fixtures/heat/).
 
 use crate::sim::clock::iso_z;
-use crate::sim::world::{format_uuid, group, Event, Resource, StackRole, World};
+use crate::sim::world::{format_uuid, group, Action, Event, Resource, StackRole, World};
 use serde_json::{json, Map, Value};
 
 pub fn stack_url(w: &World, base: &str, ix: usize) -> String {
@@ -30,8 +30,9 @@ pub fn stack_summary(w: &World, base: &str, ix: usize) -> Value {
         "links": [{"href": stack_url(w, base, ix), "rel": "self"}],
         "creation_time": iso_z(s.created_ms),
         "updated_time": opt_time(s.updated_ms),
-        "deletion_time": null,
-        "description": s.description,
+        "deletion_time": opt_time(s.deleted_ms),
+        // Heat 27 lists every stack with an empty description (stack show has the real one).
+        "description": "",
         "stack_owner": w.cfg.user_name,
         "parent": s.parent.and_then(|p| w.stack(p)).map(|p| Value::String(p.id.clone())).unwrap_or(Value::Null),
         "stack_user_project_id": w.cfg.project_id,
@@ -56,15 +57,44 @@ pub fn output_members(w: &World, ix: usize) -> usize {
 pub fn output_value(w: &World, ix: usize, key: &str) -> Option<Value> {
     let s = w.stack(ix)?;
     match (s.role, key) {
-        (StackRole::NodeGroup(g), "ips") => Some(json!(w.groups[g].ips())),
+        // A member whose address was never created (it failed first) is null, like Heat.
+        (StackRole::NodeGroup(g), "ips") => Some(Value::Array(
+            w.groups[g]
+                .members
+                .values()
+                .map(|m| {
+                    let created = w
+                        .stack(m.stack)
+                        .and_then(|st| st.resource("address"))
+                        .map(|r| r.status.action != Action::Init)
+                        .unwrap_or(false);
+                    if created {
+                        json!(m.ip)
+                    } else {
+                        Value::Null
+                    }
+                })
+                .collect(),
+        )),
         (StackRole::NodeGroup(g), "names") => Some(json!(w.groups[g]
             .members
             .values()
             .map(|m| m.server_name.as_str())
             .collect::<Vec<_>>())),
-        (StackRole::NodeGroup(g), "count") => Some(json!(w.groups[g].members.len())),
+        // `get_param: count`, so the requested count even while members come and go.
+        (StackRole::NodeGroup(_), "count") => Some(json!(s
+            .params
+            .get("count")
+            .and_then(|c| c.parse::<u64>().ok())
+            .unwrap_or(0))),
         (StackRole::NodeGroup(g), "refs_map") => Some(group::refs_map(w, g)),
-        (StackRole::Member(g, i), "ip") => w.groups[g].members.get(&i).map(|m| json!(m.ip)),
+        (StackRole::Member(g, i), key) => w.groups[g].members.get(&i).and_then(|m| match key {
+            "ip" => Some(json!(m.ip)),
+            "image" => Some(json!(m.image)),
+            "name" => Some(json!(m.server_name)),
+            "server_id" => Some(json!(m.server_id)),
+            _ => None,
+        }),
         (StackRole::Cluster(c), "api_address") => Some(json!(w.clusters[c].api_address)),
         _ => None,
     }
@@ -96,6 +126,7 @@ pub fn stack_detail(w: &World, base: &str, ix: usize, resolve_outputs: bool) -> 
     if let Some(o) = v.as_object_mut() {
         o.remove("project");
     }
+    v["description"] = json!(s.description);
     v["tags"] = json!(s.tags);
     let params: Map<String, Value> = s
         .params
@@ -128,26 +159,30 @@ pub fn attributes(w: &World, stack_ix: usize, r: &Resource) -> Value {
             }
             None => json!({}),
         },
+        // A member (template resource) exposes its nested stack's outputs.
         (StackRole::Group(g), _) => {
             let idx: Option<u32> = r.name.parse().ok();
             match idx.and_then(|i| w.groups[g].members.get(&i)) {
-                Some(m) => json!({"ip": m.ip, "OS::stack_id": r.physical_id}),
+                Some(m) => {
+                    let addressed = w
+                        .stack(m.stack)
+                        .and_then(|st| st.resource("address"))
+                        .map(|a| a.status.action != Action::Init)
+                        .unwrap_or(false);
+                    let ip = if addressed { json!(m.ip) } else { Value::Null };
+                    json!({"image": m.image, "name": m.server_name, "server_id": m.server_id, "ip": ip})
+                }
                 None => json!({}),
             }
         }
-        (StackRole::NodeGroup(g), "OS::Heat::ResourceGroup") => {
-            let grp = &w.groups[g];
-            let refs: Vec<String> = grp
-                .members
-                .values()
-                .filter_map(|m| w.stack(m.stack).map(|s| s.id.clone()))
-                .collect();
-            json!({
-                "refs": refs,
-                "refs_map": group::refs_map(w, g),
-                "removed_rsrc_list": grp.blacklist.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
-            })
-        }
+        // What Heat 27 shows for the group without naming an attribute (measured): the
+        // list-valued attributes come out null.
+        (StackRole::NodeGroup(g), "OS::Heat::ResourceGroup") => json!({
+            "refs_map": null,
+            "refs": null,
+            "removed_rsrc_list": w.groups[g].blacklist.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+            "attributes": null,
+        }),
         _ => json!({}),
     }
 }

@@ -90,10 +90,10 @@ pub fn show(w: &mut World, sh: &Shared, _req: &Req, ix: usize, name: &str) -> Re
     let Some(r) = w.stack(ix).and_then(|s| s.resource(name)) else {
         return resource_404(w, ix, name);
     };
-    let mut v = resource_json(w, &sh.cfg.base, ix, r, false, false);
+    // Like a nested listing item, a resource of a nested stack names its parent resource.
+    let mut v = resource_json(w, &sh.cfg.base, ix, r, false, true);
     v["attributes"] = attributes(w, ix, r);
     v["description"] = json!(r.description);
-    v["metadata"] = json!({});
     Reply::ok(json!({ "resource": v }))
 }
 
@@ -102,6 +102,23 @@ pub fn mark_unhealthy(w: &mut World, req: &Req, ix: usize, name: &str) -> Reply 
         Ok(b) => b,
         Err(e) => return heat_error(StatusCode::BAD_REQUEST, "HTTPBadRequest", &e),
     };
+    if let Some(obj) = body.as_object() {
+        let bad: Vec<String> = obj
+            .keys()
+            .filter(|k| *k != "mark_unhealthy" && *k != "resource_status_reason")
+            .map(|k| format!("'{k}'"))
+            .collect();
+        if !bad.is_empty() {
+            return heat_error(
+                StatusCode::BAD_REQUEST,
+                "HTTPBadRequest",
+                &format!(
+                    "Invalid keys in resource mark unhealthy {{{}}}",
+                    bad.join(", ")
+                ),
+            );
+        }
+    }
     let Some(mark) = body.get("mark_unhealthy") else {
         return heat_error(
             StatusCode::BAD_REQUEST,
@@ -109,12 +126,36 @@ pub fn mark_unhealthy(w: &mut World, req: &Req, ix: usize, name: &str) -> Reply 
             "Missing mandatory (mark_unhealthy) key from mark unhealthy request",
         );
     };
-    let Some(mark) = mark.as_bool() else {
-        return heat_error(
-            StatusCode::BAD_REQUEST,
-            "HTTPBadRequest",
-            "Unrecognized value \"mark_unhealthy\", acceptable values are: true, false",
-        );
+    // Heat accepts booleans and their usual spellings.
+    let mark = match mark {
+        Value::Bool(b) => *b,
+        Value::String(t)
+            if matches!(
+                t.to_ascii_lowercase().as_str(),
+                "true" | "t" | "1" | "yes" | "y" | "on"
+            ) =>
+        {
+            true
+        }
+        Value::String(t)
+            if matches!(
+                t.to_ascii_lowercase().as_str(),
+                "false" | "f" | "0" | "no" | "n" | "off"
+            ) =>
+        {
+            false
+        }
+        other => {
+            let shown = match other {
+                Value::String(t) => t.clone(),
+                v => v.to_string(),
+            };
+            return heat_error(
+                StatusCode::BAD_REQUEST,
+                "HTTPBadRequest",
+                &format!("Unrecognized value \"{shown}\" for \"mark_unhealthy\", acceptable values are: true, false."),
+            );
+        }
     };
     let Some(r) = w.stack(ix).and_then(|s| s.resource(name)) else {
         return resource_404(w, ix, name);
@@ -146,7 +187,7 @@ pub fn mark_unhealthy(w: &mut World, req: &Req, ix: usize, name: &str) -> Reply 
             "state changed by resource_mark_unhealthy api",
         );
     }
-    Reply::empty(StatusCode::OK)
+    Reply::null()
 }
 
 pub fn signal(w: &mut World, req: &Req, ix: usize, name: &str) -> Reply {
@@ -158,7 +199,15 @@ pub fn signal(w: &mut World, req: &Req, ix: usize, name: &str) -> Reply {
         return resource_404(w, ix, name);
     }
     let role = w.stack(ix).map(|s| s.role);
+    let label = resource_label(w, ix, name);
     let hook = body.get("unset_hook").and_then(Value::as_str);
+    let not_defined = |h: &str| {
+        heat_error(
+            StatusCode::BAD_REQUEST,
+            "InvalidBreakPointHook",
+            &format!("The \"{h}\" hook is not defined on {label}"),
+        )
+    };
     match (role, hook) {
         (_, Some(h))
             if !matches!(
@@ -174,31 +223,39 @@ pub fn signal(w: &mut World, req: &Req, ix: usize, name: &str) -> Reply {
             heat_error(
                 StatusCode::BAD_REQUEST,
                 "InvalidBreakPointHook",
-                &format!("{h} is not a valid hook type"),
+                &format!("Invalid hook type \"{h}\" for {label}"),
             )
         }
-        (Some(StackRole::Group(g)), Some(h)) => {
-            let Ok(i) = name.parse::<u32>() else {
-                return heat_error(
-                    StatusCode::BAD_REQUEST,
-                    "InvalidBreakPointHook",
-                    &format!("The \"{h}\" hook is not defined on {name}"),
-                );
-            };
-            match group::clear_hook(w, g, i, h) {
-                Ok(()) => Reply::empty(StatusCode::OK),
-                Err(e) => heat_error(StatusCode::BAD_REQUEST, "InvalidBreakPointHook", &e),
-            }
-        }
-        (_, Some(h)) => heat_error(
-            StatusCode::BAD_REQUEST,
-            "InvalidBreakPointHook",
-            &format!("The \"{h}\" hook is not defined on {name}"),
-        ),
+        (Some(StackRole::Group(g)), Some(h)) => match name.parse::<u32>() {
+            Ok(i) if group::clear_hook(w, g, i, h).is_ok() => Reply::null(),
+            _ => not_defined(h),
+        },
+        (_, Some(h)) => not_defined(h),
         (_, None) => heat_error(
             StatusCode::BAD_REQUEST,
             "ResourceActionNotSupported",
-            &format!("Signal resource during {name} is not supported."),
+            "signal is not supported for resource.",
         ),
     }
+}
+
+/// How Heat names a resource in messages: `TemplateResource "1" [id] Stack "name" [id]`.
+fn resource_label(w: &World, ix: usize, name: &str) -> String {
+    let Some(st) = w.stack(ix) else {
+        return name.to_string();
+    };
+    let Some(r) = st.resource(name) else {
+        return name.to_string();
+    };
+    let class = match &*r.rtype {
+        "OS::Heat::ResourceGroup" => "ResourceGroup",
+        "OS::Nova::Server" => "Server",
+        "OS::Heat::Value" => "Value",
+        "OS::Heat::None" => "NoneResource",
+        _ => "TemplateResource",
+    };
+    format!(
+        "{class} \"{name}\" [{}] Stack \"{}\" [{}]",
+        r.physical_id, st.name, st.id
+    )
 }

@@ -32,10 +32,15 @@ pub(crate) fn sort_dir(req: &Req, default_desc: bool) -> Result<bool, Reply> {
         None => Ok(default_desc),
         Some("asc") => Ok(false),
         Some("desc") => Ok(true),
-        Some(_) => Err(heat_error(
+        // Heat 27 lets a ValueError escape here: the body has no message (measured).
+        Some(_) => Err(Reply::json(
             StatusCode::BAD_REQUEST,
-            "Invalid",
-            "Invalid input: Unknown sort direction, must be 'desc' or 'asc'",
+            json!({
+                "code": 400,
+                "title": "Bad Request",
+                "explanation": "The server could not comply with the request since it is either malformed or otherwise incorrect.",
+                "error": {"type": "ValueError", "traceback": null},
+            }),
         )),
     }
 }
@@ -62,9 +67,12 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         Err(r) => return r,
     };
     let show_nested = req.q_bool("show_nested").unwrap_or(false);
+    let show_deleted = req.q_bool("show_deleted").unwrap_or(false);
     let f = |k: &str| req.q_all(k);
-    let (ids, names, statuses, actions, owners) =
-        (f("id"), f("name"), f("status"), f("action"), f("owner_id"));
+    let (ids, names, actions, owners) = (f("id"), f("name"), f("action"), f("owner_id"));
+    // `status` and `stack_status` both filter (bare or ACTION_STATE form), as measured.
+    let mut statuses = f("status");
+    statuses.extend(f("stack_status"));
     let tenants: Vec<&str> = f("tenant");
     let users: Vec<&str> = f("username");
     // Tag filters take comma-separated lists: all of `tags`, any of `tags_any`, etc.
@@ -88,6 +96,7 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     let mut items: Vec<usize> = w
         .stacks()
         .filter(|(_, s)| show_nested || s.parent.is_none())
+        .filter(|(_, s)| show_deleted || s.deleted_ms.is_none())
         .filter(|(_, s)| ids.is_empty() || ids.contains(&s.id.as_str()))
         .filter(|(_, s)| names.is_empty() || names.contains(&s.name.as_str()))
         .filter(|(_, s)| super::status_matches(&statuses, s.status, "status"))
@@ -177,7 +186,8 @@ pub fn output_show(w: &mut World, sh: &Shared, ix: usize, key: &str) -> Reply {
         return heat_error(
             StatusCode::NOT_FOUND,
             "NotFound",
-            &format!("Specified output key {key} not found."),
+            // Sic: Heat 27 does not fill in the key (measured).
+            "Specified output key {} not found.",
         );
     };
     let value = output_value(w, ix, key).unwrap_or(Value::Null);
@@ -291,16 +301,33 @@ fn merged_params(
         given.extend(p.iter().map(|(k, v)| (k.clone(), param_string(v))));
     }
     for (k, v) in given {
+        // Heat 27 answers 202 to unknown parameters on PATCH and drops them (measured).
         if !current.contains_key(&k) || k.starts_with("OS::") {
-            return Err(heat_error(
-                StatusCode::BAD_REQUEST,
-                "UnknownUserParameter",
-                &format!("The Parameter ({k}) was not defined in template."),
-            ));
+            continue;
         }
         params.insert(k, v);
     }
     Ok(params)
+}
+
+/// Validates `count` the way Heat's number parameter does (Python float conversion,
+/// then the template's `range: {min: 0}` constraint).
+fn count_param(raw: &str) -> Result<u32, Reply> {
+    let invalid = |msg: String| {
+        heat_error(
+            StatusCode::BAD_REQUEST,
+            "StackValidationFailed",
+            &format!("Parameter 'count' is invalid: {msg}"),
+        )
+    };
+    let v: f64 = raw
+        .trim()
+        .parse()
+        .map_err(|_| invalid(format!("could not convert string to float: '{raw}'")))?;
+    if v < 0.0 {
+        return Err(invalid(format!("{v} is out of range (min: 0, max: None).")));
+    }
+    Ok(v as u32)
 }
 
 fn group_defaults(current: &BTreeMap<String, String>) -> BTreeMap<String, String> {
@@ -321,17 +348,11 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
     let Some(st) = w.stack(ix) else {
         return stack_404("");
     };
-    if st.status.state == State::InProgress {
-        return heat_error(
-            StatusCode::CONFLICT,
-            "ActionInProgress",
-            &format!(
-                "Stack {} already has an action ({}) in progress.",
-                st.name,
-                st.status.action.as_str()
-            ),
-        );
+    if st.deleted_ms.is_some() {
+        return stack_404(&st.name.clone());
     }
+    // No 409 here: Heat 27 (convergence) accepts an update while one is in progress and
+    // lets the new traversal supersede the old one (measured).
     let role = st.role;
     let current = st.params.clone();
     let env = match (patch, body.get("environment")) {
@@ -341,23 +362,12 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
         (false, None) => json!({"parameters": {}, "resource_registry": {"resources": {}}}),
     };
     let defaults = group_defaults(&current);
-    let params = match merged_params(&current, &defaults, &body, patch) {
+    let mut params = match merged_params(&current, &defaults, &body, patch) {
         Ok(p) => p,
         Err(r) => return r,
     };
     if let Some(tags) = body.get("tags") {
-        let tags: Vec<String> = match tags {
-            Value::String(s) => s
-                .split(',')
-                .filter(|t| !t.is_empty())
-                .map(str::to_string)
-                .collect(),
-            Value::Array(a) => a
-                .iter()
-                .filter_map(|t| t.as_str().map(str::to_string))
-                .collect(),
-            _ => vec![],
-        };
+        let tags = tag_values(Some(tags));
         if let Some(s) = w.stack_mut(ix) {
             s.tags = tags;
         }
@@ -373,11 +383,12 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
     }
     match role {
         StackRole::NodeGroup(g) => {
-            if let Some(c) = params.get("count") {
-                if c.trim().parse::<u32>().is_err() {
-                    return bad(&format!(
-                        "Parameter 'count' is invalid: Value '{c}' is not an integer"
-                    ));
+            if let Some(c) = params.get("count").cloned() {
+                match count_param(&c) {
+                    Ok(n) => {
+                        params.insert("count".into(), n.to_string());
+                    }
+                    Err(e) => return e,
                 }
             }
             if let Err(e) = group::removal_names(
@@ -429,7 +440,7 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
         }
     }
     let _ = sh;
-    Reply::empty(StatusCode::ACCEPTED)
+    super::accepted(req)
 }
 
 pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
@@ -453,7 +464,7 @@ pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
             let rollback = key == "cancel_update";
             match role {
                 StackRole::NodeGroup(g) => match group::cancel(w, g, rollback) {
-                    Ok(()) => Reply::empty(StatusCode::OK),
+                    Ok(()) => Reply::null(),
                     Err(e) => heat_error(StatusCode::BAD_REQUEST, "NotSupported", &e),
                 },
                 _ => heat_error(
@@ -485,14 +496,14 @@ pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
                 Status::new(Action::Check, State::Complete),
                 completed(Action::Check),
             );
-            Reply::empty(StatusCode::OK)
+            Reply::null()
         }
         "suspend" | "resume" => heat_error(
             StatusCode::BAD_REQUEST,
             "NotSupported",
             &format!("{key} is not supported by the caldera simulator"),
         ),
-        other => bad(&format!("Invalid action {other}")),
+        other => bad(&format!("Invalid action {other} specified")),
     }
 }
 
@@ -515,14 +526,15 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     }
     let p = body.get("parameters").cloned().unwrap_or(json!({}));
     let get = |k: &str, d: &str| p.get(k).map(param_string).unwrap_or_else(|| d.to_string());
-    let count = match get("count", "1").trim().parse::<u32>() {
+    // A template without a `nodes` group (caldera's cluster.yaml) makes a stack with no
+    // members: an empty group is the simulator's closest shape for it.
+    let has_group = body
+        .pointer("/template/resources/nodes")
+        .is_some_and(|r| !r.is_null());
+    let default_count = if has_group { "1" } else { "0" };
+    let count = match count_param(&get("count", default_count)) {
         Ok(c) => c,
-        Err(_) => {
-            return bad(&format!(
-                "Parameter 'count' is invalid: Value '{}' is not an integer",
-                get("count", "")
-            ))
-        }
+        Err(e) => return e,
     };
     let mut spec = GroupSpec::new(
         name,
@@ -535,8 +547,21 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     if let Some(env) = body.get("environment") {
         spec.hooks = hooks_from_env(env);
     }
+    spec.node_fail_index = get("node_fail_index", "-1").trim().parse().unwrap_or(-1);
     let g = create_group(w, None, spec, Some(name.to_string()));
     let ix = w.groups[g].ng_stack;
+    let tags = tag_values(body.get("tags"));
+    if let Some(s) = w.stack_mut(ix) {
+        s.tags = tags;
+    }
+    if has_group {
+        // The template's own parameters, so PATCHes naming them are accepted like Heat's.
+        if let Some(s) = w.stack_mut(ix) {
+            for (k, d) in [("node_fail_index", "-1"), ("action_wait_secs", "0")] {
+                s.params.insert(k.to_string(), get(k, d));
+            }
+        }
+    }
     let id = w.stack(ix).map(|s| s.id.clone()).unwrap_or_default();
     let url = stack_url(w, &sh.cfg.base, ix);
     Reply::json(
@@ -544,4 +569,58 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         json!({"stack": {"id": id, "links": [{"href": url, "rel": "self"}]}}),
     )
     .with_header("Location", url)
+}
+
+/// `DELETE /stacks/{name}/{id}`: 204; node groups delete their members over time.
+pub fn delete(w: &mut World, ix: usize) -> Reply {
+    let Some(st) = w.stack(ix) else {
+        return stack_404("");
+    };
+    if st.deleted_ms.is_some() {
+        return Reply::empty(StatusCode::NO_CONTENT);
+    }
+    match st.role {
+        StackRole::NodeGroup(g) => {
+            if let Err(e) = group::delete(w, g) {
+                return bad(&e);
+            }
+        }
+        StackRole::Cluster(_) => {
+            w.set_stack_status(
+                ix,
+                Status::new(Action::Delete, State::InProgress),
+                started(Action::Delete),
+            );
+            w.set_stack_status(
+                ix,
+                Status::new(Action::Delete, State::Complete),
+                completed(Action::Delete),
+            );
+            w.mark_deleted(ix);
+        }
+        StackRole::Group(_) | StackRole::Member(..) => {
+            return heat_error(
+                StatusCode::BAD_REQUEST,
+                "NotSupported",
+                "Deleting a nested stack directly is not supported; update or delete its parent.",
+            );
+        }
+    }
+    Reply::empty(StatusCode::NO_CONTENT)
+}
+
+/// `tags` as Heat takes them: a comma-separated string or a list.
+fn tag_values(tags: Option<&Value>) -> Vec<String> {
+    match tags {
+        Some(Value::String(s)) => s
+            .split(',')
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_string))
+            .collect(),
+        _ => vec![],
+    }
 }

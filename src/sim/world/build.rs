@@ -20,8 +20,10 @@ pub struct GroupSpec {
     pub min_count: u32,
     pub max_count: Option<u32>,
     pub hooks: Vec<HookRule>,
-    pub fail: HashMap<u32, String>,
+    pub fail: HashMap<u32, super::group::FailSpec>,
     pub stuck: BTreeSet<u32>,
+    /// caldera's test template parameter: this member's machine fails (-1: none).
+    pub node_fail_index: i64,
 }
 
 impl GroupSpec {
@@ -46,6 +48,7 @@ impl GroupSpec {
             hooks: vec![],
             fail: HashMap::new(),
             stuck: BTreeSet::new(),
+            node_fail_index: -1,
         }
     }
 }
@@ -93,6 +96,7 @@ fn base_stack(
         reason: String::new(),
         created_ms: now,
         updated_ms: None,
+        deleted_ms: None,
         params,
         description: description.into(),
         tags: vec![],
@@ -327,6 +331,8 @@ pub fn create_group(
     params.insert("removal_policies".into(), "[]".into());
     params.insert("name_prefix".into(), prefix);
     params.insert("update_max_batch_size".into(), "0".into());
+    params.insert("node_fail_index".into(), spec.node_fail_index.to_string());
+    params.insert("action_wait_secs".into(), "0".into());
     let env_hooks = w
         .stack(ng_ix)
         .map(|s| hooks_from_env(&s.environment))

@@ -18,10 +18,36 @@ pub struct HookRule {
     pub hooks: Vec<String>,
 }
 
-/// How a member fails when it is created or updated.
+/// How a member fails when it is created or updated: Heat words it
+/// `{class}: {path to the server}: {message}` at every level.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailSpec {
-    pub reason: String,
+    pub class: String,
+    pub message: String,
+    /// What Nova reports as the server's fault.
+    pub nova_fault: String,
+}
+
+impl FailSpec {
+    /// A Nova server that goes to ERROR (e.g. "No valid host was found.").
+    pub fn nova(reason: &str) -> FailSpec {
+        FailSpec {
+            class: "ResourceInError".into(),
+            message: format!("Went to status ERROR due to \"Message: {reason}, Code: 500\""),
+            nova_fault: reason.into(),
+        }
+    }
+    /// OS::Heat::TestResource with `fail: true` (caldera's test templates, `node_fail_index`).
+    pub fn test_resource() -> FailSpec {
+        FailSpec {
+            class: "ValueError".into(),
+            message: "Test Resource failed server".into(),
+            nova_fault: "Test Resource failed server".into(),
+        }
+    }
+    fn at(&self, path: &str) -> String {
+        format!("{}: {path}: {}", self.class, self.message)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +55,13 @@ pub enum Phase {
     Idle,
     /// Queued in the current rolling update, waiting for its batch.
     Pending(Action),
+    /// Scheduled to start at `at`: Heat starts the leaves of a traversal one per second
+    /// (stock leaf delay), in no particular order.
+    Starting {
+        action: Action,
+        at: i64,
+        hooks: bool,
+    },
     /// Waiting for a hook (`pre-create`, `pre-update`, `pre-delete`) to be cleared.
     Paused(Action, &'static str),
     Running {
@@ -64,6 +97,8 @@ pub struct GroupOp {
     /// Parameters before the update, restored by a rollback.
     pub previous_params: BTreeMap<String, String>,
     pub failed: Option<String>,
+    /// When the next scheduled member may start (see `Phase::Starting`).
+    pub next_start: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -87,7 +122,7 @@ pub struct Group {
     pub blacklist: BTreeSet<u32>,
     pub hooks: Vec<HookRule>,
     /// Injected faults: members that fail create/update, members that never finish.
-    pub fail: HashMap<u32, String>,
+    pub fail: HashMap<u32, FailSpec>,
     pub stuck: BTreeSet<u32>,
     pub ip_base: u32,
     pub next_ip: u32,
@@ -259,6 +294,14 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
     params.insert("name".to_string(), server_name.clone());
     params.insert("image".to_string(), image.clone());
     params.insert("index".to_string(), i.to_string());
+    let fail_index = w
+        .stack(w.groups[g].ng_stack)
+        .and_then(|s| s.params.get("node_fail_index").cloned());
+    params.insert(
+        "fail_index".to_string(),
+        fail_index.unwrap_or_else(|| "-1".into()),
+    );
+    params.insert("action_wait_secs".to_string(), "0".to_string());
     let res = |name: &std::sync::Arc<str>,
                t: &std::sync::Arc<str>,
                phys: String,
@@ -284,6 +327,7 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         reason: String::new(),
         created_ms: now,
         updated_ms: None,
+        deleted_ms: None,
         params,
         description: "caldera node: one machine and its address.".into(),
         tags: vec![],
@@ -300,10 +344,14 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
             ),
         ],
         events: Default::default(),
-        outputs: vec![super::Output {
-            key: "ip",
-            description: "The node's fixed IP address.",
-        }],
+        // node.yaml's outputs, in Heat's order, with Heat's default description.
+        outputs: ["image", "name", "server_id", "ip"]
+            .into_iter()
+            .map(|key| super::Output {
+                key,
+                description: "No description given",
+            })
+            .collect(),
         role: StackRole::Member(g, i),
     };
     let mix = w.add_stack(member_stack);
@@ -398,7 +446,8 @@ fn run(w: &mut World, g: usize, i: u32, action: Action) {
         _ => (w.cfg.update_median_ms, w.cfg.duration_sigma),
     };
     let d = w.ids.lognormal_ms(median, sigma);
-    let stuck = w.groups[g].stuck.contains(&i) && action != Action::Delete;
+    // A stuck member hangs once (like a resource whose engine died); a retry can finish.
+    let stuck = action != Action::Delete && w.groups[g].stuck.remove(&i);
     let due = if stuck { i64::MAX } else { now + d };
     if let Some(m) = w.groups[g].members.get_mut(&i) {
         m.phase = Phase::Running { action, due };
@@ -429,23 +478,23 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
         w.groups[g].members.remove(&i);
         return;
     }
-    if let Some(msg) = w.groups[g].fail.get(&i).cloned() {
+    if let Some(spec) = w.groups[g].fail.get(&i).cloned() {
         let failed = Status::new(action, State::Failed);
-        let server_reason = format!("ResourceInError: resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+        let server_reason = spec.at("resources.server");
         w.set_resource_status(mstack, "server", failed, &server_reason);
         w.set_stack_status(
             mstack,
             failed,
             format!("Resource {a} failed: {server_reason}"),
         );
-        let member_reason = format!("ResourceInError: resources[{i}].resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+        let member_reason = spec.at(&format!("resources[{i}].resources.server"));
         w.set_resource_status(rg, &name, failed, &member_reason);
         if let Some(m) = w.groups[g].members.get_mut(&i) {
             m.phase = Phase::Failed(action);
             m.since_ms = now;
-            m.fault = Some(msg.clone());
+            m.fault = Some(spec.nova_fault.clone());
         }
-        fail_op(w, g, i, &msg);
+        fail_op(w, g, i, &spec);
         return;
     }
     let done = Status::new(action, State::Complete);
@@ -479,14 +528,14 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
 
 /// The first member failure fails the group stack, the `nodes` resource and the
 /// node-group stack at once (Heat does not wait for the other members).
-fn fail_op(w: &mut World, g: usize, i: u32, msg: &str) {
+fn fail_op(w: &mut World, g: usize, i: u32, spec: &FailSpec) {
     let Some(op) = w.groups[g].op.as_mut() else {
         return;
     };
     if op.failed.is_some() {
         return;
     }
-    op.failed = Some(msg.to_string());
+    op.failed = Some(spec.message.clone());
     let action = op.action;
     let nested_action = if action == Action::Rollback {
         Action::Update
@@ -494,14 +543,14 @@ fn fail_op(w: &mut World, g: usize, i: u32, msg: &str) {
         action
     };
     let (rg, ng) = (w.groups[g].rg_stack, w.groups[g].ng_stack);
-    let inner = format!("ResourceInError: resources[{i}].resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+    let inner = spec.at(&format!("resources[{i}].resources.server"));
     let a = nested_action.as_str();
     w.set_stack_status(
         rg,
         Status::new(nested_action, State::Failed),
         format!("Resource {a} failed: {inner}"),
     );
-    let nodes_reason = format!("ResourceInError: resources.nodes.resources[{i}].resources.server: Went to status ERROR due to \"Message: {msg}, Code: 500\"");
+    let nodes_reason = spec.at(&format!("resources.nodes.resources[{i}].resources.server"));
     w.set_resource_status(
         ng,
         "nodes",
@@ -543,7 +592,13 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         .and_then(|b| b.parse().ok())
         .unwrap_or(0);
     let image = req.params.get("image").cloned().unwrap_or_default();
-    let previous_params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
+    // Heat (convergence) accepts an update while another runs: the new traversal
+    // supersedes the old one, which is cancelled.
+    let superseded = w.groups[g].op.take();
+    let previous_params = match &superseded {
+        Some(old) => old.previous_params.clone(),
+        None => w.stack(ng).map(|s| s.params.clone()).unwrap_or_default(),
+    };
     let creating = req.action == Action::Create;
 
     if let Some(h) = req.hooks {
@@ -560,6 +615,18 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
     if let Some(st) = w.stack_mut(ng) {
         st.params = req.params.clone();
     }
+    // caldera's test template: `node_fail_index` makes that member's machine fail.
+    if let Some(idx) = req
+        .params
+        .get("node_fail_index")
+        .and_then(|v| v.trim().parse::<i64>().ok())
+    {
+        let grp = &mut w.groups[g];
+        grp.fail.retain(|_, f| *f != FailSpec::test_resource());
+        if idx >= 0 {
+            grp.fail.insert(idx as u32, FailSpec::test_resource());
+        }
+    }
     let mut op = GroupOp {
         action: req.action,
         batch,
@@ -568,6 +635,7 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         target_image: image.clone(),
         previous_params,
         failed: None,
+        next_start: 0,
     };
     let nested_action = if req.action == Action::Rollback {
         Action::Update
@@ -579,6 +647,36 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         Status::new(req.action, State::InProgress),
         started(req.action),
     );
+    // Members the superseded traversal was working on: running ones carry on, waiting ones
+    // (queued or paused on a hook) are taken up again by the new traversal.
+    let mut carried = BTreeSet::new();
+    let mut retake = BTreeSet::new();
+    if let Some(old) = &superseded {
+        cancelled_traversal_events(w, g, old.action);
+        for i in old.active.iter().chain(old.queue.iter()).copied() {
+            let Some(m) = w.groups[g].members.get_mut(&i) else {
+                continue;
+            };
+            match m.phase {
+                // A member stuck for good (its engine died) is taken over: Heat's new
+                // traversal fails the orphaned resource and works on it again.
+                Phase::Running { due: i64::MAX, .. } => {
+                    retake.insert(i);
+                }
+                Phase::Running { .. } => {
+                    carried.insert(i);
+                }
+                Phase::Paused(..) | Phase::Pending(_) | Phase::Starting { .. } => {
+                    m.phase = Phase::Idle;
+                    retake.insert(i);
+                }
+                _ => {}
+            }
+        }
+    }
+    let orphans: Vec<u32> = retake.iter().copied().collect();
+    interrupt_running(w, g, &orphans);
+    op.active.extend(carried.iter().copied());
     w.set_resource_status(
         ng,
         "nodes",
@@ -591,7 +689,11 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         started(nested_action),
     );
 
-    let to_delete: Vec<u32> = current.difference(&desired).copied().collect();
+    let to_delete: Vec<u32> = current
+        .difference(&desired)
+        .copied()
+        .filter(|i| !carried.contains(i))
+        .collect();
     let to_create: Vec<u32> = desired.difference(&current).copied().collect();
     // Members that failed or were marked unhealthy (CHECK_FAILED) are updated by the next
     // update even when their definition did not change, like Heat.
@@ -611,7 +713,9 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
                 .map(|m| m.image != image || matches!(m.phase, Phase::Failed(_)))
                 .unwrap_or(false)
                 || unhealthy(i)
+                || retake.contains(i)
         })
+        .filter(|i| !carried.contains(i))
         .collect();
     for i in to_update {
         if let Some(m) = w.groups[g].members.get_mut(&i) {
@@ -620,23 +724,55 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         op.queue.push_back(i);
     }
     w.groups[g].op = Some(op);
-    let hooks_apply = req.action != Action::Rollback;
-    for i in to_delete {
-        if let Some(op) = w.groups[g].op.as_mut() {
-            op.active.insert(i);
-        }
-        begin(w, g, i, Action::Delete, hooks_apply);
-    }
+    // Hooks hold members in rollbacks too (measured on Heat 27); they pause creates only
+    // while the stack itself is being created.
+    let mut start: Vec<(u32, Action, bool)> = to_delete
+        .into_iter()
+        .map(|i| (i, Action::Delete, true))
+        .collect();
     for i in to_create {
         add_member(w, g, i);
-        if let Some(op) = w.groups[g].op.as_mut() {
-            op.active.insert(i);
-        }
-        // Hooks pause creates only while the stack itself is being created, like Heat.
-        begin(w, g, i, Action::Create, hooks_apply && creating);
+        start.push((i, Action::Create, creating));
     }
+    schedule(w, g, start);
     tick(w, g);
     Ok(())
+}
+
+/// Starts members one leaf delay apart, in a shuffled order (as Heat's traversal does).
+fn schedule(w: &mut World, g: usize, mut items: Vec<(u32, Action, bool)>) {
+    let delay = w.cfg.leaf_delay_ms;
+    if delay <= 0 {
+        for (i, action, hooks) in items {
+            if let Some(op) = w.groups[g].op.as_mut() {
+                op.active.insert(i);
+            }
+            begin(w, g, i, action, hooks);
+        }
+        return;
+    }
+    for k in (1..items.len()).rev() {
+        let j = (w.ids.unit() * (k + 1) as f64) as usize;
+        items.swap(k, j.min(k));
+    }
+    let now = w.now();
+    let grp = &mut w.groups[g];
+    let Some(op) = grp.op.as_mut() else {
+        return;
+    };
+    let mut t = op.next_start.max(now);
+    for (i, action, hooks) in items {
+        op.active.insert(i);
+        if let Some(m) = grp.members.get_mut(&i) {
+            m.phase = Phase::Starting {
+                action,
+                at: t,
+                hooks,
+            };
+        }
+        t += delay;
+    }
+    op.next_start = t;
 }
 
 /// Advances one group: finishes due members, starts the next batch, completes the op.
@@ -645,16 +781,34 @@ pub fn tick(w: &mut World, g: usize) {
     let Some(op) = w.groups[g].op.as_ref() else {
         return;
     };
-    let due: Vec<(u32, Action)> = op
+    let mut starting: Vec<(i64, u32, Action, bool)> = op
         .active
         .iter()
         .filter_map(|i| match w.groups[g].members.get(i).map(|m| m.phase) {
-            Some(Phase::Running { action, due }) if due <= now => Some((*i, action)),
+            Some(Phase::Starting { action, at, hooks }) if at <= now => {
+                Some((at, *i, action, hooks))
+            }
             _ => None,
         })
         .collect();
-    for (i, action) in due {
-        finish(w, g, i, action);
+    starting.sort_by_key(|x| (x.0, x.1));
+    for (at, i, action, hooks) in starting {
+        w.at_time(at, |w| begin(w, g, i, action, hooks));
+    }
+    let Some(op) = w.groups[g].op.as_ref() else {
+        return;
+    };
+    let mut due: Vec<(i64, u32, Action)> = op
+        .active
+        .iter()
+        .filter_map(|i| match w.groups[g].members.get(i).map(|m| m.phase) {
+            Some(Phase::Running { action, due }) if due <= now => Some((due, *i, action)),
+            _ => None,
+        })
+        .collect();
+    due.sort_by_key(|x| (x.0, x.1));
+    for (at, i, action) in due {
+        w.at_time(at, |w| finish(w, g, i, action));
         if let Some(op) = w.groups[g].op.as_mut() {
             op.active.remove(&i);
         }
@@ -687,7 +841,7 @@ pub fn tick(w: &mut World, g: usize) {
         )
     };
     if start_batch {
-        let (batch, action) = {
+        let batch = {
             let op = w.groups[g].op.as_mut().expect("op checked above");
             let n = if op.batch == 0 {
                 op.queue.len()
@@ -695,12 +849,18 @@ pub fn tick(w: &mut World, g: usize) {
                 op.batch
             };
             let b: Vec<u32> = (0..n).filter_map(|_| op.queue.pop_front()).collect();
-            op.active.extend(b.iter().copied());
-            (b, op.action)
+            b
         };
-        for i in batch {
-            begin(w, g, i, Action::Update, action != Action::Rollback);
-        }
+        schedule(
+            w,
+            g,
+            batch
+                .into_iter()
+                .map(|i| (i, Action::Update, true))
+                .collect(),
+        );
+        // Without a leaf delay the batch may already have started (and, with no work,
+        // finished); the completion check below sees it either way.
     }
     let op = w.groups[g].op.as_ref().expect("op checked above");
     if op.active.is_empty() && (op.queue.is_empty() || failed) {
@@ -734,8 +894,27 @@ pub fn tick(w: &mut World, g: usize) {
                 Status::new(op.action, State::Complete),
                 completed(op.action),
             );
+            if op.action == Action::Delete {
+                w.mark_deleted(ng);
+            }
         }
     }
+}
+
+/// `DELETE` of a node-group stack: every member goes, then the group, then the stack.
+pub fn delete(w: &mut World, g: usize) -> Result<(), String> {
+    let ng = w.groups[g].ng_stack;
+    let mut params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
+    params.insert("count".into(), "0".into());
+    start_update(
+        w,
+        g,
+        UpdateRequest {
+            params,
+            hooks: None,
+            action: Action::Delete,
+        },
+    )
 }
 
 /// `POST .../resources/{member}/signal {"unset_hook": ...}` on the group stack.
@@ -762,81 +941,99 @@ pub fn clear_hook(w: &mut World, g: usize, i: u32, hook: &str) -> Result<(), Str
     }
 }
 
-/// `cancel_update` (roll back to the previous parameters) or `cancel_without_rollback`.
-pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
-    let ng = w.groups[g].ng_stack;
-    let status = w.stack(ng).map(|s| s.status).ok_or("gone")?;
-    if status != Status::new(Action::Update, State::InProgress) {
-        return Err(format!(
-            "Cancelling update when stack is {status} is not supported"
-        ));
-    }
-    let Some(op) = w.groups[g].op.take() else {
-        return Err(format!(
-            "Cancelling update when stack is {status} is not supported"
-        ));
-    };
+/// The events of a traversal that is cancelled (by `cancel_*` or a newer update), in the
+/// order Heat 27 writes them; the node-group stack's own event does not change its status.
+fn cancelled_traversal_events(w: &mut World, g: usize, old_action: Action) {
+    let (rg, ng) = (w.groups[g].rg_stack, w.groups[g].ng_stack);
+    let failed = Status::new(Action::Update, State::Failed);
+    w.set_stack_status(rg, failed, "Stack UPDATE cancelled".into());
+    w.set_resource_status(ng, "nodes", failed, CANCELLED_NODES);
+    w.emit(
+        ng,
+        None,
+        Status::new(old_action, State::Failed),
+        format!("Resource UPDATE failed: {CANCELLED_NODES}"),
+    );
+}
+
+/// Stops members whose create/update is running: they end FAILED (deletions finish).
+/// (Member-level reasons here are the simulator's: not captured from Heat yet.)
+fn interrupt_running(w: &mut World, g: usize, members: &[u32]) {
     let rg = w.groups[g].rg_stack;
-    // Stop the members that are running or paused: their resources end FAILED.
-    let aborted = Status::new(Action::Update, State::Failed);
-    for i in op.active.iter().copied().collect::<Vec<_>>() {
+    for &i in members {
         let Some(m) = w.groups[g].members.get(&i) else {
             continue;
         };
         let (mstack, phase) = (m.stack, m.phase);
         match phase {
-            Phase::Running { action, .. } if action != Action::Delete => {
+            Phase::Running {
+                action: Action::Delete,
+                ..
+            } => finish(w, g, i, Action::Delete),
+            Phase::Running { action, .. } => {
                 let a = Status::new(action, State::Failed);
-                w.set_resource_status(mstack, "server", a, &format!("{} aborted", action.as_str()));
-                w.set_stack_status(mstack, a, format!("Stack {} cancelled", action.as_str()));
-                w.set_resource_status(
-                    rg,
-                    &i.to_string(),
-                    a,
-                    &format!("{} aborted", action.as_str()),
-                );
-            }
-            Phase::Paused(..) => {
-                // Heat interrupts the wait and says so, leaving the resource's state as is.
-                let name = i.to_string();
-                let cur = w
-                    .stack(rg)
-                    .and_then(|s| s.resource(&name))
-                    .map(|r| r.status);
-                if let Some(cur) = cur {
-                    w.emit(rg, Some(&name), cur, "Failure occurred while waiting.");
+                let verb = action.as_str();
+                w.set_resource_status(mstack, "server", a, &format!("{verb} aborted"));
+                w.set_stack_status(mstack, a, format!("Stack {verb} cancelled"));
+                w.set_resource_status(rg, &i.to_string(), a, &format!("Stack {verb} cancelled"));
+                if let Some(m) = w.groups[g].members.get_mut(&i) {
+                    m.phase = Phase::Idle;
                 }
-            }
-            Phase::Running { .. } => {
-                // Deletions finish regardless: the machine is already going away.
-                finish(w, g, i, Action::Delete);
-                continue;
             }
             _ => {}
         }
-        if let Some(m) = w.groups[g].members.get_mut(&i) {
-            m.phase = Phase::Idle;
-        }
     }
-    for i in op.queue.iter() {
-        if let Some(m) = w.groups[g].members.get_mut(i) {
-            m.phase = Phase::Idle;
-        }
+}
+
+const CANCELLED_NODES: &str = "resources.nodes: Stack UPDATE cancelled";
+
+/// `cancel_update` (roll back to the previous parameters) or `cancel_without_rollback`.
+pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
+    let ng = w.groups[g].ng_stack;
+    let status = w.stack(ng).map(|s| s.status).ok_or("gone")?;
+    let refuse = || format!("Cancelling update when stack is {status} is not supported");
+    if status != Status::new(Action::Update, State::InProgress) || w.groups[g].op.is_none() {
+        return Err(refuse());
     }
-    w.set_stack_status(rg, aborted, "Stack UPDATE cancelled".into());
-    w.set_resource_status(ng, "nodes", aborted, "UPDATE aborted");
-    w.set_stack_status(ng, aborted, "Stack UPDATE cancelled".into());
+    // Members being updated are stopped and fail (a rollback then takes them up again);
+    // waiting ones are left as they were.
+    let members: Vec<u32> = w.groups[g]
+        .op
+        .as_ref()
+        .map(|o| o.active.iter().chain(o.queue.iter()).copied().collect())
+        .unwrap_or_default();
     if rollback {
-        start_update(
+        interrupt_running(w, g, &members);
+        let params = w.groups[g]
+            .op
+            .as_ref()
+            .map(|o| o.previous_params.clone())
+            .unwrap_or_default();
+        return start_update(
             w,
             g,
             UpdateRequest {
-                params: op.previous_params,
+                params,
                 hooks: None,
                 action: Action::Rollback,
             },
-        )?;
+        );
     }
+    w.set_stack_status(
+        ng,
+        Status::new(Action::Update, State::Failed),
+        "Stack UPDATE cancelled".into(),
+    );
+    interrupt_running(w, g, &members);
+    for i in members {
+        if let Some(m) = w.groups[g].members.get_mut(&i) {
+            if matches!(m.phase, Phase::Pending(_) | Phase::Paused(..)) {
+                m.phase = Phase::Idle;
+            }
+        }
+    }
+    w.groups[g].op = None;
+    cancelled_traversal_events(w, g, Action::Update);
     Ok(())
 }
 
@@ -846,7 +1043,7 @@ pub fn phase_counts(grp: &Group) -> HashMap<&'static str, usize> {
     for mem in grp.members.values() {
         let k = match mem.phase {
             Phase::Idle => "idle",
-            Phase::Pending(_) => "pending",
+            Phase::Pending(_) | Phase::Starting { .. } => "pending",
             Phase::Paused(..) => "paused",
             Phase::Running { .. } => "running",
             Phase::Failed(_) => "failed",

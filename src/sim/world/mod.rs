@@ -29,6 +29,8 @@ pub struct WorldConfig {
     pub create_median_ms: f64,
     pub update_median_ms: f64,
     pub duration_sigma: f64,
+    /// Simulated time between two member starts of one traversal (Heat's leaf delay).
+    pub leaf_delay_ms: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -84,6 +86,8 @@ pub struct World {
     type_cache: HashMap<String, Arc<str>>,
     /// While a scenario builds its history, time is driven by hand instead of the clock.
     pub virtual_now: Option<i64>,
+    /// Time of the newest event: events are never stamped earlier (paging relies on it).
+    pub last_event_ms: i64,
 }
 
 impl World {
@@ -103,6 +107,7 @@ impl World {
             servers: HashMap::new(),
             type_cache: HashMap::new(),
             virtual_now: None,
+            last_event_ms: i64::MIN,
         }
     }
 
@@ -110,9 +115,23 @@ impl World {
         self.virtual_now.unwrap_or_else(|| self.clock.now_ms())
     }
 
+    /// Runs `f` as if at `at` (when that is in the past and not before the newest event),
+    /// so a member that was due between two ticks gets its events at its own time.
+    pub fn at_time<T>(&mut self, at: i64, f: impl FnOnce(&mut World) -> T) -> T {
+        let now = self.now();
+        let t = at.max(self.last_event_ms).min(now);
+        let saved = self.virtual_now.replace(t);
+        let r = f(self);
+        self.virtual_now = saved;
+        r
+    }
+
     /// Moves every timestamp by `delta` ms: a scenario builds its history on a virtual
     /// timeline and then slides it so that its end is "now".
     pub fn shift_times(&mut self, delta: i64) {
+        if self.last_event_ms != i64::MIN {
+            self.last_event_ms += delta;
+        }
         let sh = |t: &mut i64| {
             if *t != i64::MAX {
                 *t += delta
@@ -136,8 +155,10 @@ impl World {
             for m in g.members.values_mut() {
                 sh(&mut m.created_ms);
                 sh(&mut m.since_ms);
-                if let Phase::Running { due, .. } = &mut m.phase {
-                    sh(due);
+                match &mut m.phase {
+                    Phase::Running { due, .. } => sh(due),
+                    Phase::Starting { at, .. } => sh(at),
+                    _ => {}
                 }
             }
         }
@@ -182,6 +203,25 @@ impl World {
         if let Some(s) = self.stacks.get_mut(ix).and_then(Option::take) {
             self.by_id.remove(&s.id);
             self.by_name.remove(&s.name);
+        }
+    }
+
+    /// A deleted stack: gone from the name lookup and the list, still shown by id (Heat
+    /// soft-deletes); its nested group stack disappears.
+    pub fn mark_deleted(&mut self, ix: usize) {
+        let now = self.now();
+        let nested: Vec<usize> = self
+            .stack(ix)
+            .map(|s| s.resources.iter().filter_map(|r| r.nested).collect())
+            .unwrap_or_default();
+        for n in nested {
+            self.remove_stack(n);
+        }
+        if let Some(s) = self.stacks.get_mut(ix).and_then(Option::as_mut) {
+            s.deleted_ms = Some(now);
+            s.resources.clear();
+            let name = s.name.clone();
+            self.by_name.remove(&name);
         }
     }
 
@@ -245,6 +285,11 @@ impl World {
         out
     }
 
+    /// Events emitted so far, purged ones included (benchmarks compare what clients saw).
+    pub fn events_emitted(&self) -> u64 {
+        self.seq
+    }
+
     /// Records an event on a stack, purging the oldest ones beyond `max_events_per_stack`
     /// the way Heat does (a batch at a time), so memory stays bounded however long it runs.
     pub fn emit(
@@ -254,7 +299,8 @@ impl World {
         status: Status,
         reason: impl Into<Box<str>>,
     ) {
-        let now = self.now();
+        let now = self.now().max(self.last_event_ms);
+        self.last_event_ms = now;
         let id = self.ids.uuid_bits();
         self.seq += 1;
         let seq = self.seq;
@@ -405,6 +451,7 @@ mod tests {
             create_median_ms: 1000.0,
             update_median_ms: 1000.0,
             duration_sigma: 0.3,
+            leaf_delay_ms: 0,
         }
     }
 
@@ -420,6 +467,7 @@ mod tests {
             reason: String::new(),
             created_ms: 0,
             updated_ms: None,
+            deleted_ms: None,
             params: BTreeMap::new(),
             description: String::new(),
             tags: vec![],

@@ -153,6 +153,8 @@ pub struct Stack {
     pub reason: String,
     pub created_ms: i64,
     pub updated_ms: Option<i64>,
+    /// Set once the stack is DELETE_COMPLETE: Heat still shows it by id.
+    pub deleted_ms: Option<i64>,
     pub params: BTreeMap<String, String>,
     pub description: String,
     pub tags: Vec<String>,

@@ -26,7 +26,10 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     let hs = th.header();
     let key = hs.add_modifier(Modifier::BOLD);
     let info = &app.info;
-    let mut spans = vec![
+    // Segments in order of importance: on a narrow terminal whole segments are dropped
+    // from the end, never cut in the middle of a number.
+    let mut segments: Vec<Vec<Span>> = Vec::new();
+    let mut who = vec![
         Span::styled(
             " caldera ",
             Style::default()
@@ -38,43 +41,50 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         Span::styled(info.cloud.clone(), key),
     ];
     for part in [&info.region, &info.project].into_iter().flatten() {
-        spans.push(Span::styled(" · ", hs));
-        spans.push(Span::styled(part.clone(), key));
+        who.push(Span::styled(" · ", hs));
+        who.push(Span::styled(part.clone(), key));
     }
+    segments.push(who);
     // Data age of the view's main data, with a stale marker.
     if let Some(meta) = app.view().primary_meta(&app.store) {
         let age = meta
             .fetched_at
             .map(|t| short_duration((app.now - t).num_seconds()))
             .unwrap_or_else(|| "-".into());
-        spans.push(Span::styled(" │ data ", hs));
-        spans.push(Span::styled(age, key));
+        let mut data = vec![Span::styled(" │ data ", hs), Span::styled(age, key)];
         if meta.in_flight {
-            spans.push(Span::styled(" ⟳", hs));
+            data.push(Span::styled(" ⟳", hs));
         }
         if meta.error.is_some() {
-            spans.push(Span::raw(" "));
-            spans.push(badge(" STALE ", th.error, app));
+            data.push(Span::raw(" "));
+            data.push(badge(" STALE ", th.error, app));
         }
+        segments.push(data);
     }
     let b = &app.budget;
     let busy = b.max_in_flight > 0 && b.in_flight >= b.max_in_flight;
-    spans.push(Span::styled(" │ req ", hs));
-    spans.push(Span::styled(
-        format!(
-            "{}/{} {:.0}/{:.0}/s",
-            b.in_flight, b.max_in_flight, b.per_second, b.max_per_second
+    let req = vec![
+        Span::styled(" │ req ", hs),
+        Span::styled(
+            format!(
+                "{}/{} {:.0}/{:.0}/s",
+                b.in_flight, b.max_in_flight, b.per_second, b.max_per_second
+            ),
+            if busy { hs.fg(th.warning) } else { key },
         ),
-        if busy { hs.fg(th.warning) } else { key },
-    ));
+    ];
+    segments.push(req);
     if b.total_retries > 0 {
-        spans.push(Span::styled(format!(" ({} retries)", b.total_retries), hs));
+        segments.push(vec![Span::styled(
+            format!(" ({} retries)", b.total_retries),
+            hs,
+        )]);
     }
     if !info.api_versions.is_empty() {
-        spans.push(Span::styled(
+        segments.push(vec![Span::styled(
             format!(" │ {}", info.api_versions.join(", ")),
             hs,
-        ));
+        )]);
     }
     let mut right: Vec<Span> = Vec::new();
     if app.read_only {
@@ -96,6 +106,11 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     let right_w: u16 = right.iter().map(|s| s.width() as u16).sum();
     let [left_area, right_area] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(right_w)]).areas(area);
+    let width = |segs: &[Vec<Span>]| -> usize { segs.iter().flatten().map(Span::width).sum() };
+    while segments.len() > 1 && width(&segments) > left_area.width as usize {
+        segments.pop();
+    }
+    let spans: Vec<Span> = segments.into_iter().flatten().collect();
     frame.render_widget(Paragraph::new(Line::from(spans)).style(hs), left_area);
     frame.render_widget(Paragraph::new(Line::from(right)).style(hs), right_area);
 }
@@ -164,8 +179,9 @@ pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
 
 pub fn footer(app: &App, frame: &mut Frame, area: Rect) {
     let th = &app.theme;
+    let hints = fit_hints(app.keys.hints(&app.key_contexts()), area.width as usize);
     let mut spans = Vec::new();
-    for (k, label) in app.keys.hints(&app.key_contexts()) {
+    for (k, label) in hints {
         spans.push(Span::styled(
             format!(" {k}"),
             th.accent().add_modifier(Modifier::BOLD),
@@ -173,6 +189,27 @@ pub fn footer(app: &App, frame: &mut Frame, area: Rect) {
         spans.push(Span::styled(format!(" {label} "), th.muted()));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The hints that fit whole in `width` columns, in order; when some must go, the `help`
+/// hint stays (it is the way to find all the others).
+fn fit_hints(hints: Vec<(String, &'static str)>, width: usize) -> Vec<(String, &'static str)> {
+    let w = |(k, label): &(String, &str)| k.chars().count() + label.chars().count() + 3;
+    if hints.iter().map(w).sum::<usize>() <= width {
+        return hints;
+    }
+    let help = hints.iter().find(|h| h.1 == "help").cloned();
+    let mut used = help.as_ref().map(w).unwrap_or(0);
+    let mut shown = Vec::new();
+    for h in hints.into_iter().filter(|h| h.1 != "help") {
+        if used + w(&h) > width {
+            break;
+        }
+        used += w(&h);
+        shown.push(h);
+    }
+    shown.extend(help);
+    shown
 }
 
 pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
@@ -303,4 +340,34 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
         ),
         area,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_hints;
+
+    fn hints() -> Vec<(String, &'static str)> {
+        ["open", "mark", "sort", "quit", "help", "cmd"]
+            .iter()
+            .zip(["enter", "space", "s", "q", "?", ":"])
+            .map(|(label, k)| (k.to_string(), *label))
+            .collect()
+    }
+
+    #[test]
+    fn hints_that_fit_are_kept_whole_and_in_order() {
+        let all = hints();
+        let width: usize = all.iter().map(|(k, l)| k.len() + l.len() + 3).sum();
+        assert_eq!(fit_hints(all.clone(), width), all);
+    }
+
+    #[test]
+    fn narrow_footers_drop_whole_hints_but_keep_help() {
+        // " enter open " (12) + " space mark " (12) fit in 30 with " ? help " (8); " s sort " does not.
+        let shown = fit_hints(hints(), 32);
+        let labels: Vec<&str> = shown.iter().map(|h| h.1).collect();
+        assert_eq!(labels, ["open", "mark", "help"]);
+        let shown = fit_hints(hints(), 8);
+        assert_eq!(shown, [("?".to_string(), "help")]);
+    }
 }

@@ -129,6 +129,7 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
                 &rollout,
                 Some((ok, failed, total, done)),
                 (all_rows.len() == groups.len()).then_some(expected),
+                sum.width,
             )),
             sum,
         );

@@ -68,11 +68,28 @@ impl Rollout {
 
 /// Legend + counts line shared by the nodes pane and the dashboard.
 /// `expected`: the node count Magnum reports, reconciled with the Heat members and IPs.
+/// Too wide for `width` columns, the legend uses short labels, so that the failed and
+/// paused counts stay on screen at 80 columns.
 pub fn summary_line<'a>(
     app: &App,
     r: &Rollout,
     ips: Option<(usize, usize, usize, bool)>,
     expected: Option<usize>,
+    width: u16,
+) -> Line<'a> {
+    let full = summary_line_labels(app, r, ips, expected, false);
+    if full.width() <= width as usize {
+        return full;
+    }
+    summary_line_labels(app, r, ips, expected, true)
+}
+
+fn summary_line_labels<'a>(
+    app: &App,
+    r: &Rollout,
+    ips: Option<(usize, usize, usize, bool)>,
+    expected: Option<usize>,
+    short: bool,
 ) -> Line<'a> {
     let th = &app.theme;
     let mut spans: Vec<Span> = Vec::new();
@@ -101,7 +118,7 @@ pub fn summary_line<'a>(
         if !done {
             spans.push(Span::styled(" ⟳", th.muted()));
         }
-        spans.push(Span::raw("  "));
+        spans.push(Span::raw(if short { " " } else { "  " }));
     }
     for s in [
         CellState::Complete,
@@ -118,10 +135,12 @@ pub fn summary_line<'a>(
             format!("{} ", s.glyph()),
             Style::default().fg(th.state_color(s)),
         ));
-        spans.push(Span::styled(
-            format!("{} {n}  ", s.label()),
-            Style::default().fg(th.fg),
-        ));
+        let text = if short {
+            format!("{n} {} ", s.short_label())
+        } else {
+            format!("{} {n}  ", s.label())
+        };
+        spans.push(Span::styled(text, Style::default().fg(th.fg)));
     }
     if let (Some(p50), Some(p95)) = (r.active_p50, r.active_p95) {
         spans.push(Span::styled(
@@ -212,6 +231,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
             &rollout,
             Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
             Some(nodegroup.node_count as usize),
+            summary.width,
         )),
         summary,
     );

@@ -109,7 +109,12 @@ pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
         Some(&slot.meta),
         &app.cols.clusters,
         &view.table,
-        "No clusters in this project.",
+        if app.info.has_magnum {
+            "No clusters in this project."
+        } else {
+            // A Heat-only cloud: an empty list would read as "no clusters exist".
+            "No Magnum endpoint on this cloud, so no clusters to list. Heat stacks: :stacks"
+        },
         true,
     );
 }

@@ -128,6 +128,12 @@ impl App {
             self.should_quit = true;
             return;
         }
+        // Like ctrl-c, suspending works from every mode (an open input line included),
+        // as it does in a shell; the key itself comes from the table.
+        if self.keys.lookup(&key, &[KeyContext::Global]) == Some(KeyAction::Suspend) {
+            self.should_suspend = true;
+            return;
+        }
         match &self.mode {
             Mode::Input(_) => self.on_input_key(key),
             Mode::Help(scroll) => {

@@ -94,6 +94,9 @@ pub struct App {
     outbox: Vec<Request>,
     next_gen: u64,
     pub should_quit: bool,
+    /// The user asked to suspend (ctrl-z): the runtime gives the terminal back, stops
+    /// the process and takes the terminal again on SIGCONT.
+    pub should_suspend: bool,
     /// Something changed since the last draw.
     pub dirty: bool,
     pub size: (u16, u16),
@@ -132,6 +135,7 @@ impl App {
             outbox: Vec::new(),
             next_gen: 0,
             should_quit: false,
+            should_suspend: false,
             dirty: true,
             size: (80, 24),
             cols: Columns::default(),
@@ -257,6 +261,7 @@ impl App {
         self.prepare();
         match k {
             KeyAction::Quit => self.should_quit = true,
+            KeyAction::Suspend => self.should_suspend = true,
             KeyAction::Help => self.mode = Mode::Help(0),
             KeyAction::Palette => self.open_input(input::InputKind::Palette, ""),
             KeyAction::Filter => {

@@ -1,0 +1,326 @@
+//! The Magnum driver: node groups of Magnum clusters, changed through Magnum's own actions
+//! (`resize` with `nodes_to_remove`, `upgrade` with `max_batch_size`). Magnum decides which
+//! members go and how batches run; caldera plans, records and follows.
+//!
+//! Microversions: resize needs container-infra 1.7, upgrade 1.8, naming a node group 1.9.
+//! When the cloud's Magnum is older the plan says so and nothing is sent.
+
+use super::{
+    member_order, unsupported, Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScalePlan,
+    ScaleRequest,
+};
+use crate::api::heat::{HeatClient, ResourceQuery};
+use crate::api::magnum::client::{
+    Microversion, ResizeRequest, UpgradeRequest, NODEGROUPS, RESIZE, UPGRADE,
+};
+use crate::api::magnum::MagnumClient;
+use crate::journal::ApiCall;
+use crate::model::{DriverKind, Node, NodeKey};
+use crate::service::{ErrorKind, ServiceError, ServiceResult};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+#[derive(Clone)]
+pub struct MagnumDriver {
+    magnum: MagnumClient,
+    /// To list members of the node group's stack, where Magnum runs on Heat.
+    heat: Option<HeatClient>,
+}
+
+fn err(e: crate::api::ApiError) -> ServiceError {
+    ServiceError::from(e)
+}
+
+/// A Magnum upgrade, spelled out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MagnumUpgradePlan {
+    pub target: NodeGroupTarget,
+    pub cluster_template: String,
+    pub max_batch_size: u32,
+    pub calls: Vec<ApiCall>,
+}
+
+impl MagnumUpgradePlan {
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![
+            format!(
+                "upgrade {} to cluster template {} ({} node(s) at a time, batches run by Magnum)",
+                self.target.label(),
+                self.cluster_template,
+                self.max_batch_size
+            ),
+            "  API calls:".into(),
+        ];
+        out.extend(self.calls.iter().map(|c| format!("    {c}")));
+        out
+    }
+}
+
+fn needs(v: Microversion, needed: Microversion, what: &str) -> ServiceResult<()> {
+    if v < needed {
+        return Err(unsupported(format!(
+            "{what} needs Magnum container-infra {needed}; this cloud's Magnum serves up to {v}"
+        )));
+    }
+    Ok(())
+}
+
+impl MagnumDriver {
+    pub fn new(magnum: MagnumClient, heat: Option<HeatClient>) -> MagnumDriver {
+        MagnumDriver { magnum, heat }
+    }
+
+    fn cluster_id(target: &NodeGroupTarget) -> ServiceResult<&str> {
+        target
+            .cluster_id
+            .as_deref()
+            .ok_or_else(|| ServiceError::new(ErrorKind::NotFound, "no Magnum cluster id"))
+    }
+
+    pub async fn plan_upgrade(
+        &self,
+        target: &NodeGroupTarget,
+        cluster_template: &str,
+        max_batch_size: u32,
+    ) -> ServiceResult<MagnumUpgradePlan> {
+        let v = self.magnum.version().await.map_err(err)?;
+        needs(v, UPGRADE, "upgrading a cluster")?;
+        needs(v, NODEGROUPS, "upgrading one node group")?;
+        let id = Self::cluster_id(target)?;
+        let body = UpgradeRequest {
+            cluster_template: cluster_template.to_string(),
+            max_batch_size: Some(max_batch_size.max(1)),
+            nodegroup: Some(target.nodegroup.clone()),
+        };
+        Ok(MagnumUpgradePlan {
+            target: target.clone(),
+            cluster_template: cluster_template.to_string(),
+            max_batch_size: max_batch_size.max(1),
+            calls: vec![ApiCall::new(
+                "POST",
+                format!("/v1/clusters/{id}/actions/upgrade"),
+                serde_json::to_string(&body).unwrap_or_default(),
+            )],
+        })
+    }
+
+    pub async fn apply_upgrade(&self, plan: &MagnumUpgradePlan) -> ServiceResult<()> {
+        let id = Self::cluster_id(&plan.target)?;
+        let body = UpgradeRequest {
+            cluster_template: plan.cluster_template.clone(),
+            max_batch_size: Some(plan.max_batch_size),
+            nodegroup: Some(plan.target.nodegroup.clone()),
+        };
+        self.magnum.upgrade(id, &body).await.map_err(err)?;
+        Ok(())
+    }
+}
+
+impl Driver for MagnumDriver {
+    fn kind(&self) -> DriverKind {
+        DriverKind::Magnum
+    }
+
+    fn find_nodegroup<'a>(
+        &'a self,
+        cluster: &'a str,
+        nodegroup: &'a str,
+    ) -> BoxFuture<'a, ServiceResult<NodeGroupTarget>> {
+        async move {
+            let c = self.magnum.get_cluster(cluster).await.map_err(err)?;
+            let ng = self
+                .magnum
+                .get_nodegroup(&c.id, nodegroup)
+                .await
+                .map_err(err)?;
+            let stack = match (&self.heat, &ng.stack_id) {
+                (Some(heat), Some(id)) => heat.resolve(id).await.ok(),
+                _ => None,
+            };
+            Ok(NodeGroupTarget {
+                cluster: c.name,
+                nodegroup: ng.name,
+                driver: DriverKind::Magnum,
+                stack,
+                cluster_id: Some(c.id),
+                limits: Limits {
+                    min: ng.min_node_count.unwrap_or(0),
+                    max: ng.max_node_count,
+                },
+            })
+        }
+        .boxed()
+    }
+
+    fn list_nodegroups<'a>(
+        &'a self,
+        cluster: &'a str,
+    ) -> BoxFuture<'a, ServiceResult<Vec<NodeGroupTarget>>> {
+        async move {
+            let c = self.magnum.get_cluster(cluster).await.map_err(err)?;
+            let groups = self
+                .magnum
+                .list_nodegroups(&c.id, None)
+                .await
+                .map_err(err)?;
+            Ok(groups
+                .into_iter()
+                .map(|ng| NodeGroupTarget {
+                    cluster: c.name.clone(),
+                    nodegroup: ng.name,
+                    driver: DriverKind::Magnum,
+                    stack: None,
+                    cluster_id: Some(c.id.clone()),
+                    limits: Limits {
+                        min: ng.min_node_count.unwrap_or(0),
+                        max: ng.max_node_count,
+                    },
+                })
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn list_nodes<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+    ) -> BoxFuture<'a, ServiceResult<Vec<Node>>> {
+        async move {
+            // Magnum does not list nodes; where the node group runs on a Heat stack, its
+            // members are the ResourceGroup's.
+            let (Some(heat), Some(stack)) = (&self.heat, &target.stack) else {
+                return Err(unsupported(format!(
+                    "Magnum does not list the nodes of {}; its Heat stack is not reachable",
+                    target.label()
+                )));
+            };
+            let top = heat
+                .list_resources(stack, &ResourceQuery::default())
+                .await
+                .map_err(err)?;
+            let Some(group) = top
+                .iter()
+                .find(|r| r.resource.resource_type == "OS::Heat::ResourceGroup")
+                .and_then(|r| r.resource.nested.clone())
+            else {
+                return Ok(Vec::new());
+            };
+            let members = heat
+                .list_resources(&group, &ResourceQuery::default())
+                .await
+                .map_err(err)?;
+            let mut nodes: Vec<Node> = members
+                .into_iter()
+                .map(|r| Node {
+                    key: NodeKey {
+                        nodegroup: target.nodegroup.clone(),
+                        member: r.resource.name.clone(),
+                    },
+                    index: r.resource.name.parse().ok(),
+                    name: r.resource.name.clone(),
+                    zone: None,
+                    ip: None,
+                    status: r.resource.status.clone(),
+                    status_reason: r.resource.status_reason.clone(),
+                    image: None,
+                    since: r.resource.updated_at,
+                    hook_paused: false,
+                    stack_id: r.resource.nested.as_ref().map(|s| s.id.clone()),
+                })
+                .collect();
+            nodes.sort_by(|a, b| member_order(&a.name, &b.name));
+            Ok(nodes)
+        }
+        .boxed()
+    }
+
+    fn plan_scale<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+        request: &'a ScaleRequest,
+    ) -> BoxFuture<'a, ServiceResult<ScalePlan>> {
+        async move {
+            let v = self.magnum.version().await.map_err(err)?;
+            needs(v, RESIZE, "resizing a cluster")?;
+            needs(v, NODEGROUPS, "resizing one node group")?;
+            let id = Self::cluster_id(target)?;
+            let ng = self
+                .magnum
+                .get_nodegroup(id, &target.nodegroup)
+                .await
+                .map_err(err)?;
+            let from = ng.node_count;
+            let to = request
+                .count
+                .unwrap_or_else(|| from.saturating_sub(request.remove.len() as u32));
+            target.limits.check(to)?;
+            let body = ResizeRequest {
+                node_count: to,
+                nodes_to_remove: request.remove.clone(),
+                nodegroup: Some(target.nodegroup.clone()),
+            };
+            // Magnum picks the members to add and, beyond `nodes_to_remove`, which to remove;
+            // the plan names what is known.
+            let known: BTreeSet<String> = request.remove.iter().cloned().collect();
+            Ok(ScalePlan {
+                target: target.clone(),
+                from,
+                to,
+                members_after: Vec::new(),
+                added: Vec::new(),
+                removed: known.into_iter().collect(),
+                removal_list: Vec::new(),
+                calls: vec![ApiCall::new(
+                    "POST",
+                    format!("/v1/clusters/{id}/actions/resize"),
+                    serde_json::to_string(&body).unwrap_or_default(),
+                )],
+            })
+        }
+        .boxed()
+    }
+
+    fn apply_scale<'a>(&'a self, plan: &'a ScalePlan) -> BoxFuture<'a, ServiceResult<()>> {
+        async move {
+            let id = Self::cluster_id(&plan.target)?;
+            let body = ResizeRequest {
+                node_count: plan.to,
+                nodes_to_remove: plan.removed.clone(),
+                nodegroup: Some(plan.target.nodegroup.clone()),
+            };
+            self.magnum.resize(id, &body).await.map_err(err)?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn create_nodegroup<'a>(
+        &'a self,
+        spec: &'a NodeGroupSpec,
+    ) -> BoxFuture<'a, ServiceResult<NodeGroupTarget>> {
+        async move {
+            Err(unsupported(format!(
+                "creating Magnum node group {}/{} is not offered by caldera yet \
+                 (use `openstack coe nodegroup create`)",
+                spec.cluster, spec.nodegroup
+            )))
+        }
+        .boxed()
+    }
+
+    fn delete_nodegroup<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+    ) -> BoxFuture<'a, ServiceResult<()>> {
+        async move {
+            Err(unsupported(format!(
+                "deleting Magnum node group {} is not offered by caldera yet \
+                 (use `openstack coe nodegroup delete`)",
+                target.label()
+            )))
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,209 @@
+//! Drivers: how a cluster's node groups are created, scaled, upgraded and deleted.
+//!
+//! One trait, [`Driver`], two implementations:
+//! - [`heat_native::HeatNativeDriver`]: clusters made of caldera's own Heat templates
+//!   (`templates/cluster/`): a cluster stack plus one stack per node group whose
+//!   `OS::Heat::ResourceGroup` members are node stacks. Found by stack tags (see
+//!   [`heat_native`]). Upgrades are node-by-node rollouts driven by `crate::rollout`.
+//! - [`magnum::MagnumDriver`]: Magnum clusters, through Magnum's resize and upgrade actions.
+//!
+//! Every change is first a *plan* (the members added/removed or updated and the exact API
+//! calls), shown to the operator; `crate::drivers::actions` applies a plan behind the guard
+//! rails and writes it to the journal.
+
+pub mod actions;
+pub mod guard;
+pub mod heat_native;
+pub mod magnum;
+
+use crate::journal::ApiCall;
+use crate::model::{DriverKind, Node, StackRef};
+use crate::service::{ErrorKind, ServiceError, ServiceResult};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+/// A node group an action is aimed at, resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeGroupTarget {
+    pub cluster: String,
+    pub nodegroup: String,
+    pub driver: DriverKind,
+    /// Heat-native: the node group's stack. Magnum: the node group's stack when Magnum says.
+    pub stack: Option<StackRef>,
+    /// Magnum: the cluster's uuid.
+    pub cluster_id: Option<String>,
+    pub limits: Limits,
+}
+
+impl NodeGroupTarget {
+    /// `cluster/nodegroup`, the form commands take and the journal records.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.cluster, self.nodegroup)
+    }
+}
+
+/// How many members a node group may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Limits {
+    pub min: u32,
+    pub max: Option<u32>,
+}
+
+impl Limits {
+    pub fn check(&self, count: u32) -> ServiceResult<()> {
+        if count < self.min {
+            return Err(refused(format!(
+                "{count} nodes is below the node group's minimum of {}",
+                self.min
+            )));
+        }
+        if let Some(max) = self.max {
+            if count > max {
+                return Err(refused(format!(
+                    "{count} nodes is above the node group's maximum of {max}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the operator asks of a scale.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScaleRequest {
+    /// The new member count; `None` = current count minus the removed members.
+    pub count: Option<u32>,
+    /// Members (names such as `"3"`) to remove first.
+    pub remove: Vec<String>,
+}
+
+/// A scale, spelled out before anything happens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScalePlan {
+    pub target: NodeGroupTarget,
+    pub from: u32,
+    pub to: u32,
+    /// Members after the scale, in index order.
+    pub members_after: Vec<String>,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Heat-native: every name in the group's removal list after this scale (names removed
+    /// once are never reused by Heat).
+    pub removal_list: Vec<String>,
+    pub calls: Vec<ApiCall>,
+}
+
+impl ScalePlan {
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "scale {} ({:?}) from {} to {} nodes",
+            self.target.label(),
+            self.target.driver,
+            self.from,
+            self.to
+        )];
+        out.push(format!(
+            "  add    {}: {}",
+            self.added.len(),
+            list_or_none(&self.added)
+        ));
+        out.push(format!(
+            "  remove {}: {}",
+            self.removed.len(),
+            list_or_none(&self.removed)
+        ));
+        out.push("  API calls:".into());
+        out.extend(self.calls.iter().map(|c| format!("    {c}")));
+        out
+    }
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// A new node group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeGroupSpec {
+    pub cluster: String,
+    pub nodegroup: String,
+    pub count: u32,
+    pub image: String,
+    pub limits: Limits,
+    /// Heat-native: seconds each test machine takes per action (tests only; 0 on Nova).
+    pub action_wait_secs: u32,
+}
+
+/// What an upgrade asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpgradeTarget {
+    /// Heat-native: the new image of every member.
+    Image(String),
+    /// Magnum: the cluster template to move to.
+    ClusterTemplate(String),
+}
+
+/// Node ordering by member index (`"2"` before `"10"`), names that are not numbers last.
+pub fn member_order(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        _ => a.cmp(b),
+    }
+}
+
+pub(crate) fn refused(msg: impl Into<String>) -> ServiceError {
+    ServiceError::new(ErrorKind::Refused, msg)
+}
+
+pub(crate) fn unsupported(msg: impl Into<String>) -> ServiceError {
+    ServiceError::new(ErrorKind::Unsupported, msg)
+}
+
+/// The operations every driver offers. Reads may be called freely; `apply_*` change the cloud
+/// and are only called by `actions` after the guard rails passed and the journal has the plan.
+pub trait Driver: Send + Sync {
+    fn kind(&self) -> DriverKind;
+
+    /// Finds `nodegroup` of `cluster`.
+    fn find_nodegroup<'a>(
+        &'a self,
+        cluster: &'a str,
+        nodegroup: &'a str,
+    ) -> BoxFuture<'a, ServiceResult<NodeGroupTarget>>;
+
+    fn list_nodegroups<'a>(
+        &'a self,
+        cluster: &'a str,
+    ) -> BoxFuture<'a, ServiceResult<Vec<NodeGroupTarget>>>;
+
+    /// The members of a node group, in index order.
+    fn list_nodes<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+    ) -> BoxFuture<'a, ServiceResult<Vec<Node>>>;
+
+    /// Reads the current members and works out exactly what `request` would do.
+    fn plan_scale<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+        request: &'a ScaleRequest,
+    ) -> BoxFuture<'a, ServiceResult<ScalePlan>>;
+
+    fn apply_scale<'a>(&'a self, plan: &'a ScalePlan) -> BoxFuture<'a, ServiceResult<()>>;
+
+    fn create_nodegroup<'a>(
+        &'a self,
+        spec: &'a NodeGroupSpec,
+    ) -> BoxFuture<'a, ServiceResult<NodeGroupTarget>>;
+
+    fn delete_nodegroup<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+    ) -> BoxFuture<'a, ServiceResult<()>>;
+}

@@ -1,0 +1,286 @@
+//! A rollout plan: which members, in which batches, with which gates, and the API calls.
+//! Shown to the operator before anything happens and written to the journal as the
+//! rollout's spec, which a restarted process reads back to reattach.
+
+use crate::drivers::heat_native::{stack_path, GROUP_RESOURCE};
+use crate::drivers::{member_order, NodeGroupTarget};
+use crate::journal::ApiCall;
+use crate::model::StackRef;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How a rollout proceeds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolloutOptions {
+    /// Members released together after the canaries.
+    pub batch_size: usize,
+    /// The first members, released one at a time before any bigger batch.
+    pub canary: usize,
+    /// Time to wait after a batch before the next one, watching for failures (ms).
+    pub gate_wait_ms: u64,
+    /// Pause when a member fails (otherwise the rollout ends as failed).
+    pub pause_on_failure: bool,
+    /// Longest a member may take from release to done before the rollout pauses (ms).
+    pub node_timeout_ms: u64,
+}
+
+impl Default for RolloutOptions {
+    fn default() -> Self {
+        RolloutOptions {
+            batch_size: 1,
+            canary: 0,
+            gate_wait_ms: 0,
+            pause_on_failure: true,
+            node_timeout_ms: 30 * 60 * 1000,
+        }
+    }
+}
+
+impl RolloutOptions {
+    pub fn node_timeout(&self) -> Duration {
+        Duration::from_millis(self.node_timeout_ms)
+    }
+    pub fn gate_wait(&self) -> Duration {
+        Duration::from_millis(self.gate_wait_ms)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolloutPlan {
+    /// Unique per rollout; ties the journal lines together.
+    pub id: String,
+    pub target: NodeGroupTarget,
+    /// The node-group stack.
+    pub stack: StackRef,
+    pub image: String,
+    /// The group's image before the rollout, when known.
+    pub from_image: Option<String>,
+    /// Other parameters set by the same PATCH, as JSON text (`"-1"`, `"\"x\""`).
+    pub extra_parameters: BTreeMap<String, String>,
+    pub options: RolloutOptions,
+    /// Member names per batch, in release order.
+    pub batches: Vec<Vec<String>>,
+    pub created_at: DateTime<Utc>,
+    /// The group stack's newest event before the rollout's PATCH (id and Heat's time):
+    /// events up to it belong to earlier actions. Heat's clock, not ours, decides.
+    #[serde(default)]
+    pub since_event: Option<String>,
+    #[serde(default)]
+    pub since_time: Option<DateTime<Utc>>,
+}
+
+/// Splits members (in order) into canary batches of one, then batches of `batch_size`.
+pub fn make_batches(members: &[String], options: &RolloutOptions) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let canary = options.canary.min(members.len());
+    for m in &members[..canary] {
+        out.push(vec![m.clone()]);
+    }
+    for chunk in members[canary..].chunks(options.batch_size.max(1)) {
+        out.push(chunk.to_vec());
+    }
+    out
+}
+
+/// `{"resource_registry": {"resources": {"nodes": {"*": {"hooks": ["pre-update"]}}}}}`:
+/// every member stops before its update until we clear its hook (form measured on Heat 27).
+pub fn hooks_environment() -> serde_json::Value {
+    serde_json::json!({"resource_registry": {"resources": {GROUP_RESOURCE: {"*": {"hooks": ["pre-update"]}}}}})
+}
+
+pub fn new_rollout_id() -> String {
+    let now = Utc::now();
+    let n: u32 = rand::random();
+    format!("r{}-{:08x}", now.format("%Y%m%dT%H%M%S"), n)
+}
+
+impl RolloutPlan {
+    pub fn new(
+        target: NodeGroupTarget,
+        stack: StackRef,
+        image: &str,
+        from_image: Option<String>,
+        members: &[String],
+        options: RolloutOptions,
+        extra_parameters: BTreeMap<String, String>,
+    ) -> RolloutPlan {
+        let mut ordered = members.to_vec();
+        ordered.sort_by(|a, b| member_order(a, b));
+        RolloutPlan {
+            id: new_rollout_id(),
+            batches: make_batches(&ordered, &options),
+            target,
+            stack,
+            image: image.to_string(),
+            from_image,
+            extra_parameters,
+            options,
+            created_at: Utc::now(),
+            since_event: None,
+            since_time: None,
+        }
+    }
+
+    pub fn members(&self) -> impl Iterator<Item = &String> {
+        self.batches.iter().flatten()
+    }
+
+    /// The batch a member is in (0-based).
+    pub fn batch_of(&self, member: &str) -> Option<usize> {
+        self.batches
+            .iter()
+            .position(|b| b.iter().any(|m| m == member))
+    }
+
+    /// The parameters of the starting PATCH.
+    pub fn parameters(&self) -> BTreeMap<String, serde_json::Value> {
+        let mut p: BTreeMap<String, serde_json::Value> = self
+            .extra_parameters
+            .iter()
+            .map(|(k, v)| {
+                let value = serde_json::from_str(v)
+                    .unwrap_or_else(|_| serde_json::Value::String(v.clone()));
+                (k.clone(), value)
+            })
+            .collect();
+        p.insert("image".into(), serde_json::json!(self.image));
+        p
+    }
+
+    pub fn start_update(&self) -> crate::api::heat::StackUpdate {
+        crate::api::heat::StackUpdate {
+            parameters: self.parameters(),
+            environment: Some(hooks_environment()),
+            existing: true,
+            ..Default::default()
+        }
+    }
+
+    /// The API calls, in order: one PATCH, then one signal per member (on the group's
+    /// nested stack, named at run time).
+    pub fn calls(&self) -> Vec<ApiCall> {
+        let mut calls = vec![ApiCall::new(
+            "PATCH",
+            stack_path(&self.stack),
+            crate::drivers::heat_native::update_body_text(&self.start_update()),
+        )];
+        for m in self.members() {
+            calls.push(ApiCall::new(
+                "POST",
+                format!("/stacks/<{GROUP_RESOURCE} nested stack>/resources/{m}/signal"),
+                r#"{"unset_hook":"pre-update"}"#,
+            ));
+        }
+        calls
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        let o = &self.options;
+        let mut out = vec![
+            format!(
+                "rollout {} of {}: image {} -> {}",
+                self.id,
+                self.target.label(),
+                self.from_image.as_deref().unwrap_or("?"),
+                self.image
+            ),
+            format!(
+                "  {} nodes in {} batches (canary {}, then {} at a time); gate {:.1}s after each batch; node timeout {}s; {} on failure",
+                self.members().count(),
+                self.batches.len(),
+                o.canary,
+                o.batch_size.max(1),
+                o.gate_wait_ms as f64 / 1000.0,
+                o.node_timeout_ms / 1000,
+                if o.pause_on_failure { "pause" } else { "stop" }
+            ),
+        ];
+        for (i, b) in self.batches.iter().enumerate() {
+            out.push(format!("  batch {:>3}: {}", i + 1, b.join(", ")));
+        }
+        out.push("  API calls:".into());
+        let calls = self.calls();
+        let shown = calls.len().min(4);
+        out.extend(calls[..shown].iter().map(|c| format!("    {c}")));
+        if calls.len() > shown {
+            out.push(format!(
+                "    ... {} more signals, one per member",
+                calls.len() - shown
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canaries_then_batches() {
+        let members: Vec<String> = (0..7).map(|i| i.to_string()).collect();
+        let b = make_batches(
+            &members,
+            &RolloutOptions {
+                batch_size: 2,
+                canary: 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            b,
+            vec![vec!["0"], vec!["1", "2"], vec!["3", "4"], vec!["5", "6"]]
+        );
+        let b = make_batches(
+            &members[..2],
+            &RolloutOptions {
+                batch_size: 3,
+                canary: 5,
+                ..Default::default()
+            },
+        );
+        assert_eq!(b, vec![vec!["0"], vec!["1"]]);
+    }
+
+    #[test]
+    fn patch_carries_image_extra_parameters_and_hooks() {
+        let target = NodeGroupTarget {
+            cluster: "c".into(),
+            nodegroup: "w".into(),
+            driver: crate::model::DriverKind::HeatNative,
+            stack: None,
+            cluster_id: None,
+            limits: Default::default(),
+        };
+        let stack = StackRef {
+            name: "c-w".into(),
+            id: "1".into(),
+        };
+        let mut extra = BTreeMap::new();
+        extra.insert("node_fail_index".to_string(), "3".to_string());
+        let members: Vec<String> = ["10", "2", "1"].iter().map(|s| s.to_string()).collect();
+        let plan = RolloutPlan::new(
+            target,
+            stack,
+            "img-v2",
+            Some("img-v1".into()),
+            &members,
+            RolloutOptions::default(),
+            extra,
+        );
+        assert_eq!(plan.batches, vec![vec!["1"], vec!["2"], vec!["10"]]);
+        let calls = plan.calls();
+        assert_eq!(calls.len(), 4);
+        assert_eq!(calls[0].method, "PATCH");
+        let body: serde_json::Value = serde_json::from_str(&calls[0].body).unwrap();
+        assert_eq!(body["parameters"]["image"], "img-v2");
+        assert_eq!(body["parameters"]["node_fail_index"], 3);
+        assert_eq!(
+            body["environment"]["resource_registry"]["resources"]["nodes"]["*"]["hooks"][0],
+            "pre-update"
+        );
+        assert!(plan.lines().iter().any(|l| l.contains("batch   3: 10")));
+    }
+}

@@ -1,0 +1,273 @@
+//! `RolloutStatus`: the typed snapshot the console and `caldera rollout status` show.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodePhase {
+    /// Not reached yet: its batch has not started.
+    Pending,
+    /// Its batch started; Heat has not paused it on the hook yet.
+    Waiting,
+    /// Paused on the `pre-update` hook, ready to be released.
+    Paused,
+    /// Released; Heat is updating it.
+    Updating,
+    Done,
+    Failed,
+    /// The operator skipped it: never released by this rollout.
+    Skipped,
+}
+
+impl NodePhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodePhase::Pending => "pending",
+            NodePhase::Waiting => "waiting",
+            NodePhase::Paused => "paused",
+            NodePhase::Updating => "updating",
+            NodePhase::Done => "done",
+            NodePhase::Failed => "failed",
+            NodePhase::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeProgress {
+    pub name: String,
+    pub index: Option<u32>,
+    /// 0-based batch.
+    pub batch: usize,
+    pub phase: NodePhase,
+    /// When Heat cleared its hook (Heat's event time).
+    pub released_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Heat's reason when it failed.
+    pub reason: Option<String>,
+}
+
+impl NodeProgress {
+    pub fn duration_ms(&self) -> Option<i64> {
+        Some((self.finished_at? - self.released_at?).num_milliseconds())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum RolloutState {
+    /// The PATCH is being sent or Heat has not started the update yet.
+    Starting,
+    Running,
+    /// Stopped releasing; `resume` continues. The reason says why (operator, failure, hook).
+    Paused {
+        reason: String,
+    },
+    Aborted {
+        reason: String,
+    },
+    Completed,
+    /// Every member but the skipped ones was updated; the skipped stay on their hooks.
+    CompletedWithSkips,
+    /// Stopped on a failure with `pause_on_failure` off.
+    Failed {
+        reason: String,
+    },
+}
+
+impl RolloutState {
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            RolloutState::Aborted { .. }
+                | RolloutState::Completed
+                | RolloutState::CompletedWithSkips
+                | RolloutState::Failed { .. }
+        )
+    }
+    pub fn label(&self) -> String {
+        match self {
+            RolloutState::Starting => "starting".into(),
+            RolloutState::Running => "running".into(),
+            RolloutState::Paused { reason } => format!("paused: {reason}"),
+            RolloutState::Aborted { reason } => format!("aborted: {reason}"),
+            RolloutState::Completed => "completed".into(),
+            RolloutState::CompletedWithSkips => "completed (skipped nodes left on hooks)".into(),
+            RolloutState::Failed { reason } => format!("failed: {reason}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RolloutStatus {
+    pub id: String,
+    pub target: String,
+    pub image: String,
+    pub state: RolloutState,
+    pub nodes: Vec<NodeProgress>,
+    /// 0-based batch being worked on.
+    pub current_batch: Option<usize>,
+    pub batches: usize,
+    /// The node-group stack's status as Heat reports it.
+    pub stack_status: String,
+    pub done: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub remaining: usize,
+    /// Nodes per minute since the first release.
+    pub throughput_per_min: Option<f64>,
+    pub p50_ms: Option<i64>,
+    pub p95_ms: Option<i64>,
+    pub eta_secs: Option<f64>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The value at quantile `q` (0..=1) of sorted `v`, nearest-rank.
+pub fn quantile(sorted: &[i64], q: f64) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+impl RolloutStatus {
+    /// Fills the counters and timing figures from `nodes`.
+    pub fn compute(&mut self, now: DateTime<Utc>) {
+        let count = |p: NodePhase| self.nodes.iter().filter(|n| n.phase == p).count();
+        self.done = count(NodePhase::Done);
+        self.failed = count(NodePhase::Failed);
+        self.skipped = count(NodePhase::Skipped);
+        self.remaining = self.nodes.len() - self.done - self.skipped;
+        let mut durations: Vec<i64> = self
+            .nodes
+            .iter()
+            .filter(|n| n.phase == NodePhase::Done)
+            .filter_map(|n| n.duration_ms())
+            .collect();
+        durations.sort_unstable();
+        self.p50_ms = quantile(&durations, 0.5);
+        self.p95_ms = quantile(&durations, 0.95);
+        let first = self.nodes.iter().filter_map(|n| n.released_at).min();
+        self.throughput_per_min = match first {
+            Some(t0) if self.done > 0 => {
+                let mins = (now - t0).num_milliseconds().max(1) as f64 / 60_000.0;
+                Some(self.done as f64 / mins)
+            }
+            _ => None,
+        };
+        self.eta_secs = self
+            .throughput_per_min
+            .filter(|t| *t > 0.0)
+            .map(|t| self.remaining as f64 / t * 60.0);
+        self.updated_at = now;
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        let ms = |v: Option<i64>| {
+            v.map(|m| format!("{:.1}s", m as f64 / 1000.0))
+                .unwrap_or_else(|| "-".into())
+        };
+        let mut out = vec![
+            format!(
+                "rollout {} of {} to {}: {}",
+                self.id,
+                self.target,
+                self.image,
+                self.state.label()
+            ),
+            format!(
+                "  stack {}; batch {}/{}; done {} failed {} skipped {} remaining {}",
+                self.stack_status,
+                self.current_batch.map(|b| b + 1).unwrap_or(0),
+                self.batches,
+                self.done,
+                self.failed,
+                self.skipped,
+                self.remaining
+            ),
+            format!(
+                "  per node p50 {} p95 {}; throughput {}; ETA {}",
+                ms(self.p50_ms),
+                ms(self.p95_ms),
+                self.throughput_per_min
+                    .map(|t| format!("{t:.1}/min"))
+                    .unwrap_or_else(|| "-".into()),
+                self.eta_secs
+                    .map(|s| format!("{s:.0}s"))
+                    .unwrap_or_else(|| "-".into())
+            ),
+        ];
+        for n in &self.nodes {
+            out.push(format!(
+                "  {:>6} batch {:>3} {:<9}{}{}",
+                n.name,
+                n.batch + 1,
+                n.phase.as_str(),
+                n.duration_ms()
+                    .map(|d| format!(" {:.1}s", d as f64 / 1000.0))
+                    .unwrap_or_default(),
+                n.reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_and_eta() {
+        assert_eq!(quantile(&[], 0.5), None);
+        let v: Vec<i64> = (1..=20).collect();
+        assert_eq!(quantile(&v, 0.5), Some(10));
+        assert_eq!(quantile(&v, 0.95), Some(19));
+        let t0 = Utc::now() - chrono::Duration::seconds(60);
+        let node = |i: u32, phase, secs: i64| NodeProgress {
+            name: i.to_string(),
+            index: Some(i),
+            batch: i as usize,
+            phase,
+            released_at: Some(t0),
+            finished_at: Some(t0 + chrono::Duration::seconds(secs)),
+            reason: None,
+        };
+        let mut s = RolloutStatus {
+            id: "r".into(),
+            target: "c/w".into(),
+            image: "v2".into(),
+            state: RolloutState::Running,
+            nodes: vec![
+                node(0, NodePhase::Done, 10),
+                node(1, NodePhase::Done, 30),
+                node(2, NodePhase::Pending, 0),
+                node(3, NodePhase::Pending, 0),
+            ],
+            current_batch: Some(2),
+            batches: 4,
+            stack_status: "UPDATE_IN_PROGRESS".into(),
+            done: 0,
+            failed: 0,
+            skipped: 0,
+            remaining: 0,
+            throughput_per_min: None,
+            p50_ms: None,
+            p95_ms: None,
+            eta_secs: None,
+            updated_at: Utc::now(),
+        };
+        s.compute(t0 + chrono::Duration::seconds(60));
+        assert_eq!((s.done, s.remaining), (2, 2));
+        assert_eq!(s.p50_ms, Some(10_000));
+        assert_eq!(s.p95_ms, Some(30_000));
+        let t = s.throughput_per_min.unwrap();
+        assert!((t - 2.0).abs() < 1e-9, "{t}");
+        assert!((s.eta_secs.unwrap() - 60.0).abs() < 1e-6);
+    }
+}

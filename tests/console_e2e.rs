@@ -1,0 +1,321 @@
+//! The console end to end: the real `caldera` binary in a pseudo-terminal against the
+//! built-in simulator's demo scenario (`--simulator`), driven with keys and read through
+//! a terminal emulator, from the cluster list down to a node group's nodes and its event
+//! tail and back, then quit, terminated or suspended, with the terminal restored each time.
+
+#[path = "support/pty.rs"]
+mod pty;
+
+use pty::{Console, Screen};
+use regex::Regex;
+use std::sync::Mutex;
+
+/// Each console runs a 1000-node simulator in its process: one at a time, so that a
+/// 2-core machine is not asked for three at once.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const ENTER: &str = "\r";
+const ESC: &str = "\x1b";
+const TAB: &str = "\t";
+const CTRL_C: &str = "\x03";
+const CTRL_U: &str = "\x15";
+const CTRL_Z: &str = "\x1a";
+
+/// Rows of the table on screen: the lines between the header row and the bottom border
+/// that hold `marker` (a cell every data row has, e.g. " ago ").
+fn rows<'a>(s: &'a Screen, marker: &str) -> Vec<&'a str> {
+    s.text
+        .lines()
+        .filter(|l| l.starts_with('│') && l.contains(marker))
+        .collect()
+}
+
+/// The pane titled `title` is filtered by `raw` (input line closed, the filter in the
+/// title), shows fewer rows than it has, and every row on screen passes `row_ok`.
+///
+/// All of it is one condition, polled until it holds: a read can catch the terminal in
+/// the middle of a frame (title redrawn, rows not yet), and the filter applies while it
+/// is typed, so one look at the screen proves only what it checks.
+fn filtered(s: &Screen, title: &str, raw: &str, row_ok: impl Fn(&str) -> bool) -> bool {
+    let input_closed = !s.text.lines().any(|l| l.starts_with(" /"));
+    let in_title = s
+        .line_with(title)
+        .is_some_and(|l| l.contains(&format!("] /{raw} ─")));
+    let shown = rows(s, " ago ");
+    input_closed
+        && in_title
+        && counter(s, title).is_some_and(|(shown, all)| shown < all)
+        && !shown.is_empty()
+        && shown.iter().all(|r| row_ok(r))
+}
+
+/// The `[shown/total]` (or `[total]`) counter of the pane titled `title`.
+fn counter(s: &Screen, title: &str) -> Option<(u64, u64)> {
+    let line = s.line_with(title)?;
+    let re = Regex::new(r"\[(\d+)(?:/(\d+))?\]").expect("regex");
+    let caps = re.captures_iter(line).last()?;
+    let first: u64 = caps[1].parse().ok()?;
+    let total = caps
+        .get(2)
+        .and_then(|m| m.as_str().parse().ok())
+        .unwrap_or(first);
+    Some((first, total))
+}
+
+/// Quitting left the shell's screen as it was: primary screen, cursor shown, canonical
+/// mode with echo, and the alternate screen's exit is the last one written.
+fn assert_restored(c: &mut Console) {
+    let screen = c.screen();
+    assert!(!screen.alternate, "still on the alternate screen");
+    assert!(!screen.cursor_hidden, "cursor left hidden");
+    assert!(c.cooked(), "raw mode left on");
+    let raw = c.raw();
+    let text = String::from_utf8_lossy(&raw);
+    let entered = text
+        .rfind("\x1b[?1049h")
+        .expect("entered the alternate screen");
+    let left = text
+        .rfind("\x1b[?1049l")
+        .expect("left the alternate screen");
+    assert!(
+        left > entered,
+        "the last alternate-screen switch was not the exit"
+    );
+}
+
+/// The cluster list as it first appears, and the raw mode the console runs in.
+fn clusters_shown(c: &mut Console) {
+    c.wait_for("the demo clusters", |s| {
+        s.alternate
+            && s.has_all(&[
+                "SIMULATOR",
+                "simulator › clusters",
+                "Clusters [4]",
+                "prod-east",
+                "dev-small",
+                "staging",
+            ])
+            && s.line_with("batch-jobs")
+                .is_some_and(|l| l.contains("CREATE_FAILED"))
+    });
+    assert!(!c.cooked(), "the console runs in raw mode");
+}
+
+/// From the cluster list into prod-east (filtered to it first, so that the row order of
+/// the list does not matter).
+fn open_prod_east(c: &mut Console) {
+    c.press("/prod-east", "the filter line", |s| s.has("/prod-east"));
+    c.press(ENTER, "the list filtered to prod-east", |s| {
+        counter(s, "Clusters") == Some((1, 4)) && !s.has("dev-small")
+    });
+    c.press(ENTER, "prod-east's node groups", |s| {
+        s.has_all(&["› prod-east", "Node groups of prod-east", "default-worker"])
+    });
+}
+
+fn open_default_worker(c: &mut Console) {
+    c.press("/default-worker", "the filter line", |s| {
+        s.has("/default-worker")
+    });
+    c.press(ENTER, "the node groups filtered", |s| {
+        counter(s, "Node groups of prod-east").is_some_and(|(shown, _)| shown == 1)
+    });
+    c.press(ENTER, "default-worker's nodes", |s| {
+        s.has_all(&["› prod-east › default-worker", "Nodes of default-worker"])
+    });
+}
+
+/// Every node's address arrives: the IP counter reaches the node count.
+fn ips_filled(c: &mut Console) {
+    let ips = Regex::new(r"IPs (\d+)/(\d+)").expect("regex");
+    let ip = Regex::new(r"\b10\.\d+\.\d+\.\d+\b").expect("regex");
+    c.wait_for("every IP", |s| {
+        s.numbers(&ips)
+            .is_some_and(|n| n[0] == n[1] && n[1] == 1000)
+            && ip.is_match(&s.text)
+            && counter(s, "Nodes of default-worker").is_some_and(|(_, all)| all == 1000)
+    });
+}
+
+#[test]
+fn walkthrough_160x48() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(160, 48);
+    clusters_shown(&mut c);
+    open_prod_east(&mut c);
+
+    // The dashboard: node groups, the fleet heat map and the live event tail.
+    c.wait_for("the dashboard panes", |s| {
+        s.has_all(&["Fleet heat map", "complete", "in progress", "Events"])
+            && counter(s, "Node groups of prod-east") == Some((5, 5))
+    });
+
+    open_default_worker(&mut c);
+    ips_filled(&mut c);
+    c.wait_for("the heat map on the nodes pane", |s| {
+        s.has_all(&["Fleet heat map", "Nodes of default-worker"])
+    });
+
+    // The event tail: nested paths, and new events arriving while it is open.
+    let title = "Events of prod-east-default-worker";
+    let nested = Regex::new(r"nodes > \d+ > server").expect("regex");
+    let s = c.press("e", "the event tail", |s| {
+        s.has_all(&[title, "› default-worker › events"])
+            && nested.is_match(&s.text)
+            && counter(s, title).is_some()
+    });
+    let (_, before) = counter(&s, title).expect("events counter");
+    c.wait_for("new events", |s| {
+        counter(s, title).is_some_and(|(_, now)| now > before)
+    });
+
+    // `/` filters: substring, regex, inverse. Each narrows the table, and every row on
+    // screen obeys it.
+    c.press(&format!("/server{ENTER}"), "the substring filter", |s| {
+        filtered(s, title, "server", |r| r.contains("server"))
+    });
+    let re = Regex::new(r"nodes > 4[0-4]\d > server").expect("regex");
+    let raw = "re:nodes > 4[0-4][0-9] > server";
+    c.press(&format!("/{CTRL_U}{raw}{ENTER}"), "the regex filter", |s| {
+        filtered(s, title, raw, |r| re.is_match(r))
+    });
+    c.press(
+        &format!("/{CTRL_U}!server{ENTER}"),
+        "the inverse filter",
+        |s| filtered(s, title, "!server", |r| !r.contains("server")),
+    );
+
+    // `?` lists the key bindings (from the key table), any key closes it.
+    c.press("?", "the help", |s| {
+        s.has_all(&["Quit caldera", "Suspend to the shell", "Filter the table"])
+    });
+    c.press(ESC, "the help closed", |s| {
+        s.has(title) && !s.has("Quit caldera")
+    });
+
+    // `:` palette with completion: two candidates listed, then a unique one completed.
+    c.press(":t", "the palette", |s| s.has(":t"));
+    c.press(TAB, "the candidates", |s| s.has_all(&["tree", "theme"]));
+    c.press(&format!("{CTRL_U}st"), "the palette retyped", |s| {
+        s.has(":st")
+    });
+    c.press(TAB, "the completion", |s| s.has(":stacks"));
+    c.press(ENTER, "the stack list", |s| {
+        s.has("› stacks") && s.has("Stacks")
+    });
+
+    // Esc back through the breadcrumbs (a filtered view first loses its filter).
+    c.press(ESC, "back to the event tail", |s| {
+        s.has(title) && s.has("/!server")
+    });
+    c.press(ESC, "the event filter cleared", |s| {
+        s.has(title) && !s.has("/!server")
+    });
+    c.press(ESC, "back to the nodes", |s| {
+        s.has("Nodes of default-worker") && !s.has("› events")
+    });
+    c.press(ESC, "back to the node groups", |s| {
+        s.has("Node groups of prod-east") && !s.has("› default-worker")
+    });
+    c.press(ESC, "the node group filter cleared", |s| {
+        counter(s, "Node groups of prod-east") == Some((5, 5))
+    });
+    c.press(ESC, "back to the clusters", |s| {
+        s.has("Clusters [1/4]") && !s.has("› prod-east")
+    });
+    c.press(ESC, "the cluster filter cleared", |s| {
+        s.has_all(&["Clusters [4]", "dev-small", "staging"])
+    });
+
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    assert_restored(&mut c);
+    let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
+    assert!(
+        log.contains("console started on simulator (160x48") && log.contains("console closed"),
+        "the log went to --log-file:\n{log}"
+    );
+}
+
+#[test]
+fn small_terminal_80x24_and_sigterm() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(80, 24);
+    clusters_shown(&mut c);
+    open_prod_east(&mut c);
+    open_default_worker(&mut c);
+    ips_filled(&mut c);
+
+    c.signal(libc::SIGTERM);
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    assert_restored(&mut c);
+    let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
+    assert!(log.contains("SIGTERM: quitting"), "{log}");
+}
+
+#[test]
+fn suspend_and_resume() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(120, 40);
+    clusters_shown(&mut c);
+
+    // ctrl-z: the shell's screen back in cooked mode, the process stopped.
+    c.send(CTRL_Z);
+    c.wait_until("caldera stopped by ctrl-z", |c| c.stopped());
+    assert!(c.cooked(), "raw mode left on while stopped");
+    // Polled: the last bytes may still be on their way through the pty.
+    c.wait_for("the shell's screen", |s| !s.alternate && !s.cursor_hidden);
+
+    // `fg`: the console takes the terminal again and draws everything anew.
+    c.signal(libc::SIGCONT);
+    c.wait_for("the console redrawn", |s| {
+        s.alternate && s.has_all(&["Clusters [4]", "prod-east", "SIMULATOR"])
+    });
+    c.wait_until("raw mode again", |c| !c.cooked());
+    c.press("?", "the help (keys work again)", |s| s.has("Quit caldera"));
+    c.press(ESC, "the help closed", |s| !s.has("Quit caldera"));
+
+    // SIGTSTP from outside (`kill -TSTP`) does the same.
+    c.signal(libc::SIGTSTP);
+    c.wait_until("caldera stopped by SIGTSTP", |c| c.stopped());
+    assert!(c.cooked(), "raw mode left on while stopped");
+    c.wait_for("the shell's screen", |s| !s.alternate && !s.cursor_hidden);
+    c.signal(libc::SIGCONT);
+    c.wait_for("the console redrawn", |s| {
+        s.alternate && s.has("Clusters [4]")
+    });
+
+    // SIGINT from outside (in raw mode ctrl-c is a key, not a signal) quits cleanly.
+    c.wait_until("raw mode again", |c| !c.cooked());
+    c.signal(libc::SIGINT);
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    assert_restored(&mut c);
+    let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
+    assert_eq!(log.matches("resumed").count(), 2, "{log}");
+    assert!(log.contains("SIGINT: quitting"), "{log}");
+}
+
+#[test]
+fn ctrl_c_key_and_sighup_quit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // In raw mode ctrl-c arrives as a key, not as SIGINT.
+    let mut c = Console::start(100, 30);
+    clusters_shown(&mut c);
+    c.send(CTRL_C);
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    assert_restored(&mut c);
+
+    // The terminal going away (SIGHUP) ends the console too, instead of leaving it
+    // running with no one to see it.
+    let mut c = Console::start(100, 30);
+    clusters_shown(&mut c);
+    c.signal(libc::SIGHUP);
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
+    assert!(log.contains("SIGHUP: quitting"), "{log}");
+}

@@ -1,0 +1,73 @@
+//! Operator actions against a real OpenStack Heat on 127.0.0.1: the scenarios of
+//! `tests/actions/scenarios.rs` (also run on the simulator), on Heat 27 with
+//! `OS::Heat::TestResource` machines.
+//!
+//! `scripts/real-heat-suite.sh` starts the server and runs these with `--ignored`; HEAT_URL
+//! must point at it. Groups are small (5-14 members, 1 s per machine action) because a
+//! standalone Heat on two cores takes seconds per member.
+
+#[path = "actions/scenarios.rs"]
+mod scenarios;
+
+use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
+use scenarios::Env;
+use std::time::Duration;
+
+fn heat_url() -> String {
+    std::env::var("HEAT_URL")
+        .expect("HEAT_URL must point at a real Heat (scripts/real-heat-suite.sh starts one)")
+}
+
+async fn env() -> Env {
+    let conn = CloudConnection::no_auth(
+        &NoAuthEndpoints::heat_only(heat_url()),
+        &ConnectOptions::default(),
+    )
+    .await
+    .expect("connect to the real Heat");
+    Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(500),
+        Duration::from_secs(480),
+        1,
+    )
+}
+
+/// Stack names must be unique on a shared Heat.
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}{}x{nanos}", std::process::id())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_scale_10_14_12_removing_named_members() {
+    scenarios::scale_scenario(&env().await, &unique("ascale")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_rollout_batch_1_then_2_never_overlap() {
+    scenarios::rollout_batches_scenario(&env().await, &unique("abatch")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_failure_pauses_then_resume_finishes() {
+    scenarios::failure_then_resume_scenario(&env().await, &unique("afail")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_killed_engine_reattaches_and_updates_each_member_once() {
+    scenarios::kill_and_reattach_scenario(&env().await, &unique("akill")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_failing_post_node_hook_pauses_at_that_node() {
+    scenarios::failing_hook_scenario(&env().await, &unique("ahook")).await;
+}
