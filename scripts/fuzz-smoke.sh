@@ -25,7 +25,7 @@ fi
 
 seed_corpus() {
   # Real bodies and files as starting points; libFuzzer mutates from there.
-  mkdir -p fuzz/corpus/{heat,misc,theme,clouds_yaml,console_config}
+  for t in "${targets[@]}"; do mkdir -p "fuzz/corpus/$t"; done
   cp -n tests/fixtures/heat/*.json fuzz/corpus/heat/ 2>/dev/null || true
   cp -n tests/fixtures/heat/error-*.json fuzz/corpus/misc/ 2>/dev/null || true
   cp -n themes/*.toml fuzz/corpus/theme/ 2>/dev/null || true

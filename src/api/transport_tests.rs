@@ -457,3 +457,46 @@ async fn transport_headers_are_sent_and_bodies_are_json() {
     assert_eq!(hit.header("content-type"), Some("application/json"));
     assert_eq!(hit.json(), json!({"a": [1]}));
 }
+
+/// A body without Content-Length (chunked) that keeps coming is cut off at the limit while
+/// it is read, not after it has all been buffered.
+#[tokio::test]
+async fn streamed_body_over_the_limit_is_refused_while_reading() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = s.read(&mut buf).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+        if s.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        let chunk = format!("400\r\n{}\r\n", "x".repeat(1024));
+        // Bounded: 1 MB at most, far past the 8 KB limit.
+        for _ in 0..1024 {
+            if s.write_all(chunk.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+    });
+    let t = Transport::new(&TransportConfig {
+        timeout: Duration::from_secs(5),
+        retry: RetryPolicy::never(),
+        max_body_bytes: 8192,
+        ..TransportConfig::default()
+    })
+    .unwrap();
+    let err = t
+        .send(Request::get(format!("http://{addr}/big")))
+        .await
+        .expect_err("over the limit");
+    assert!(matches!(err, ApiError::Decode { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("exceeds the limit of 8192 bytes"),
+        "{err}"
+    );
+    // The server's writes fail or finish once the client has hung up; either way it ends.
+    let _ = server.await;
+}
