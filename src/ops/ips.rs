@@ -75,6 +75,8 @@ pub struct Member {
     pub stack: Option<StackRef>,
     pub status: Status,
     pub status_reason: Option<String>,
+    /// When the member's resource last changed status.
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Which source delivered an address.
@@ -166,6 +168,7 @@ fn member_from(r: &ResourceInfo) -> Member {
         stack: r.resource.nested.clone(),
         status: r.resource.status.clone(),
         status_reason: r.resource.status_reason.clone(),
+        since: r.resource.updated_at.or(r.created_at),
     }
 }
 
