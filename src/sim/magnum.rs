@@ -631,6 +631,12 @@ fn resize_body(w: &mut World, body: &Value, c: usize) -> Result<Reply, Reply> {
         })?,
     };
     let grp = &w.groups[g];
+    if count > crate::sim::heat::stacks::MAX_MEMBERS {
+        return Err(magnum_error(
+            StatusCode::BAD_REQUEST,
+            "node_count is larger than the simulator holds.",
+        ));
+    }
     if grp.role == "master" {
         return Err(magnum_error(
             StatusCode::BAD_REQUEST,

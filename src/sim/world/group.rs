@@ -816,7 +816,9 @@ pub fn tick(w: &mut World, g: usize) {
     // Members that failed or vanished no longer hold their batch.
     let settled: Vec<u32> = {
         let grp = &w.groups[g];
-        let op = grp.op.as_ref().expect("op checked above");
+        let Some(op) = grp.op.as_ref() else {
+            return;
+        };
         op.active
             .iter()
             .copied()
@@ -834,7 +836,9 @@ pub fn tick(w: &mut World, g: usize) {
         }
     }
     let (start_batch, failed) = {
-        let op = w.groups[g].op.as_ref().expect("op checked above");
+        let Some(op) = w.groups[g].op.as_ref() else {
+            return;
+        };
         (
             op.active.is_empty() && !op.queue.is_empty() && op.failed.is_none(),
             op.failed.is_some(),
@@ -842,7 +846,9 @@ pub fn tick(w: &mut World, g: usize) {
     };
     if start_batch {
         let batch = {
-            let op = w.groups[g].op.as_mut().expect("op checked above");
+            let Some(op) = w.groups[g].op.as_mut() else {
+                return;
+            };
             let n = if op.batch == 0 {
                 op.queue.len()
             } else {
@@ -862,9 +868,13 @@ pub fn tick(w: &mut World, g: usize) {
         // Without a leaf delay the batch may already have started (and, with no work,
         // finished); the completion check below sees it either way.
     }
-    let op = w.groups[g].op.as_ref().expect("op checked above");
+    let Some(op) = w.groups[g].op.as_ref() else {
+        return;
+    };
     if op.active.is_empty() && (op.queue.is_empty() || failed) {
-        let op = w.groups[g].op.take().expect("op checked above");
+        let Some(op) = w.groups[g].op.take() else {
+            return;
+        };
         // Members still queued when a failure stopped the update keep their old state.
         for i in op.queue {
             if let Some(m) = w.groups[g].members.get_mut(&i) {
