@@ -236,9 +236,20 @@ fn health(w: &World, c: usize) -> (&'static str, Value) {
         }),
     );
     let mut healthy = cl.health_reason_override.is_none();
+    // Magnum's health poller asks Kubernetes: a node that failed, or whose machine is
+    // being rebuilt right now, is not Ready. (Magnum lists every node; only the not-Ready
+    // ones are listed here, to keep 1000-node clusters' bodies small.)
     for g in &cl.groups {
         for m in w.groups[*g].members.values() {
-            if matches!(m.phase, Phase::Failed(_)) {
+            let not_ready = matches!(
+                m.phase,
+                Phase::Failed(_)
+                    | Phase::Running {
+                        action: Action::Update | Action::Create,
+                        ..
+                    }
+            );
+            if not_ready {
                 healthy = false;
                 reason.insert(format!("{}.Ready", m.server_name), json!("False"));
             }
