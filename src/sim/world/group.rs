@@ -703,9 +703,25 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
             .map(|r| r.status.state == State::Failed)
             .unwrap_or(false)
     };
+    // Members whose create never happened or failed are created again, not updated.
+    let uncreated = |i: &u32| {
+        w.stack(rg)
+            .and_then(|s| s.resource(&i.to_string()))
+            .map(|r| {
+                r.status.action == Action::Init
+                    || r.status == Status::new(Action::Create, State::Failed)
+            })
+            .unwrap_or(false)
+    };
+    let recreate: Vec<u32> = desired
+        .intersection(&current)
+        .copied()
+        .filter(|i| !carried.contains(i) && uncreated(i))
+        .collect();
     let to_update: Vec<u32> = desired
         .intersection(&current)
         .copied()
+        .filter(|i| !recreate.contains(i))
         .filter(|i| {
             w.groups[g]
                 .members
@@ -732,6 +748,12 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         .collect();
     for i in to_create {
         add_member(w, g, i);
+        start.push((i, Action::Create, creating));
+    }
+    for i in recreate {
+        if let Some(m) = w.groups[g].members.get_mut(&i) {
+            m.phase = Phase::Idle;
+        }
         start.push((i, Action::Create, creating));
     }
     schedule(w, g, start);
