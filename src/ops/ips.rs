@@ -284,7 +284,7 @@ async fn run(
             return;
         }
     };
-    let mut state = Progress::new(started, members.len());
+    let mut state = Progress::new(started, members.iter().map(|m| m.name.clone()).collect());
     if tx
         .send(Ok(IpEvent::Members(members.clone())))
         .await
@@ -510,19 +510,22 @@ impl<T> Drop for AbortOnDrop<T> {
 
 struct Progress {
     started: Instant,
+    /// The members listed; anything else a source reports (a member being deleted) is ignored.
+    members: HashSet<String>,
     emitted: HashSet<String>,
     stats: IpStats,
 }
 
 impl Progress {
-    fn new(started: Instant, members: usize) -> Self {
+    fn new(started: Instant, members: HashSet<String>) -> Self {
         Progress {
             started,
-            emitted: HashSet::new(),
             stats: IpStats {
-                members,
+                members: members.len(),
                 ..Default::default()
             },
+            members,
+            emitted: HashSet::new(),
         }
     }
 
@@ -534,7 +537,7 @@ impl Progress {
         addresses: Vec<String>,
         source: IpSource,
     ) -> bool {
-        if !self.emitted.insert(member.to_string()) {
+        if !self.members.contains(member) || !self.emitted.insert(member.to_string()) {
             return true;
         }
         self.stats.found += 1;
