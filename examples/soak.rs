@@ -4,7 +4,7 @@
 //! sampling the process's memory (VmRSS) and the follower's state every few seconds.
 //!
 //! `cargo run --release --example soak -- --minutes 5 [--members 300] [--speed 40]
-//!  [--sample-secs 5] [--fault-rate 0.02] [--max-events 200]`
+//!  [--sample-secs 5] [--fault-rate 0.02] [--max-events 200] [--no-client]`
 //!
 //! Not part of `cargo test`: it runs for minutes. The simulator runs in this process (its
 //! faults are driven from here), so VmRSS covers client and simulator; both must be flat.
@@ -41,6 +41,8 @@ struct Args {
     fault_rate: f64,
     /// Heat's `max_events_per_stack`: what the simulator retains per stack.
     max_events: usize,
+    /// Churn only, no follower or streamer: the simulator's own share of the memory.
+    no_client: bool,
 }
 
 fn args() -> Args {
@@ -51,8 +53,13 @@ fn args() -> Args {
         sample_secs: 5,
         fault_rate: 0.02,
         max_events: 200,
+        no_client: false,
     };
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut argv: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = argv.iter().position(|x| x == "--no-client") {
+        a.no_client = true;
+        argv.remove(i);
+    }
     for pair in argv.chunks(2) {
         let v = pair.get(1).map(String::as_str).unwrap_or("");
         match pair[0].as_str() {
@@ -186,9 +193,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let follower = {
         let (c, stop, svc, stack) = (c.clone(), stop.clone(), svc.clone(), stack.clone());
+        let no_client = a.no_client;
         async move {
             let mut cursor = EventCursor::default();
-            while !stop.is_cancelled() {
+            while !stop.is_cancelled() && !no_client {
                 c.polls.fetch_add(1, Relaxed);
                 match svc.poll_events(stack.clone(), 2, cursor.clone()).await {
                     Ok((events, next)) => {
@@ -211,8 +219,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let streamer = {
         let (c, stop, svc, worker) = (c.clone(), stop.clone(), svc.clone(), worker.clone());
+        let no_client = a.no_client;
         async move {
-            while !stop.is_cancelled() {
+            while !stop.is_cancelled() && !no_client {
                 let mut s = svc.stream_nodes(worker.clone());
                 while let Some(u) = s.next().await {
                     match u {
@@ -274,7 +283,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     faults.clear();
     faults.heal_nodes(&stack.id);
     let mut cursor = cursor;
-    for _ in 0..120 {
+    let settle = Instant::now();
+    while settle.elapsed() < Duration::from_secs(60) {
         let st = sim.with_world(|w| {
             w.find_stack(&stack.id)
                 .and_then(|ix| w.stack(ix))

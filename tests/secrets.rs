@@ -286,3 +286,84 @@ async fn readable_clouds_yaml_with_a_password_is_warned_about() {
     );
     sim.shutdown().await;
 }
+
+/// The audit journal records actions, their API calls and their errors: none of it may
+/// carry a credential or a token, whether the action succeeds, fails or is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_journal_holds_no_secret() {
+    use caldera::drivers::actions::{scale, ActionContext};
+    use caldera::drivers::guard::Guard;
+    use caldera::drivers::magnum::MagnumDriver;
+    use caldera::drivers::{Driver, ScaleRequest};
+    use caldera::journal::{Actor, Journal};
+
+    let sim = start_sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conn = caldera::api::cloud::CloudConnection::from_cloud(
+        &caldera::cli::connect::simulator_cloud(&sim),
+        &caldera::api::cloud::ConnectOptions::default(),
+    )
+    .await
+    .expect("connect");
+    let driver = MagnumDriver::new(
+        conn.magnum.clone().expect("magnum"),
+        Some(conn.heat.clone()),
+    );
+    let journal_path = dir.path().join("journal.jsonl");
+    let ctx = ActionContext {
+        actor: Actor::local("pw"),
+        journal: Journal::open(&journal_path),
+        guard: Guard::new(Default::default(), false),
+    };
+    let target = driver
+        .find_nodegroup("small", "default-worker")
+        .await
+        .expect("node group");
+    let plan = driver
+        .plan_scale(
+            &target,
+            &ScaleRequest {
+                count: Some(4),
+                remove: vec![],
+            },
+        )
+        .await
+        .expect("plan");
+    scale(&ctx, &driver, &plan, Some("small"))
+        .await
+        .expect("scale");
+    // A failing one: the error text goes into the journal.
+    sim.faults().error_rate(1.0, 500);
+    let plan5 = ScaleRequest {
+        count: Some(5),
+        remove: vec![],
+    };
+    if let Ok(p) = driver.plan_scale(&target, &plan5).await {
+        let _ = scale(&ctx, &driver, &p, Some("small")).await;
+    }
+    sim.faults().clear();
+    sim.faults().fail_next(1, 503);
+    let p = driver
+        .plan_scale(&target, &plan5)
+        .await
+        .expect("plan after faults");
+    assert!(scale(&ctx, &driver, &p, Some("small")).await.is_err());
+    // A refused one.
+    let ro = ActionContext {
+        guard: Guard::new(Default::default(), true),
+        ..ctx.clone()
+    };
+    assert!(scale(&ro, &driver, &p, Some("small")).await.is_err());
+
+    let text = std::fs::read_to_string(&journal_path).expect("journal written");
+    assert!(text.lines().count() >= 4, "{text}");
+    assert!(
+        text.contains(r#""result":"failed""#) && text.contains("read-only"),
+        "{text}"
+    );
+    let mut secrets = sim.issued_tokens();
+    assert!(!secrets.is_empty());
+    secrets.extend([PASSWORD, APP_SECRET].map(String::from));
+    assert_clean("the journal", &text, &secrets);
+    sim.shutdown().await;
+}

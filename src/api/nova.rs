@@ -201,6 +201,20 @@ impl NovaClient {
     }
 }
 
+/// Fuzzing entry: Nova server bodies through decoding and conversion.
+#[doc(hidden)]
+pub fn fuzz_decode(body: &[u8]) {
+    let m = reqwest::Method::GET;
+    let ct = Some("application/json");
+    if let Ok(l) = crate::api::http::decode_json::<ServerList>(&m, "http://fuzz/servers", ct, body)
+    {
+        for s in l.servers {
+            let s = server_from(s);
+            let _ = s.fixed_ips();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,19 +278,5 @@ mod tests {
         assert_eq!(s1.fixed_ips(), ["10.0.0.5"]);
         assert_eq!(s1.metadata.get("heat_stack").map(String::as_str), Some("x"));
         assert!(servers[2].addresses.is_empty());
-    }
-}
-
-/// Fuzzing entry: Nova server bodies through decoding and conversion.
-#[doc(hidden)]
-pub fn fuzz_decode(body: &[u8]) {
-    let m = reqwest::Method::GET;
-    let ct = Some("application/json");
-    if let Ok(l) = crate::api::http::decode_json::<ServerList>(&m, "http://fuzz/servers", ct, body)
-    {
-        for s in l.servers {
-            let s = server_from(s);
-            let _ = s.fixed_ips();
-        }
     }
 }

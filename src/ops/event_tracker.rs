@@ -120,6 +120,14 @@ impl EventTracker {
             .map(|(_, id)| id.clone())
     }
 
+    /// How far back a newest-first poll must read: the newest delivered event's time minus
+    /// the overlap. Events older than this that were not delivered are treated as gone
+    /// (the same window `resume_marker` gives a forward poll).
+    pub fn horizon(&self) -> Option<DateTime<Utc>> {
+        let newest = self.recent.iter().map(|(t, _)| *t).max()?;
+        Some(newest - self.overlap)
+    }
+
     pub fn has_seen(&self, id: &str) -> bool {
         self.seen.contains(&IdKey::of(id))
     }

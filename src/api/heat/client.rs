@@ -742,24 +742,29 @@ pub fn fuzz_decode(body: &[u8]) {
     let u = "http://fuzz/v1/p/stacks";
     let ct = Some("application/json");
     if let Ok(l) = decode_json::<wire::StackList>(&m, u, ct, body) {
-        let _ = l.stacks.iter().map(summary_from).count();
+        for item in &l.stacks {
+            std::hint::black_box(summary_from(item));
+        }
     }
     if let Ok(s) = decode_json::<wire::StackShow>(&m, u, ct, body) {
         let _ = summary_from(&s.stack.item);
-        let _ = s
-            .stack
-            .outputs
-            .map(|o| o.into_iter().map(output_from).count());
+        for o in s.stack.outputs.unwrap_or_default() {
+            std::hint::black_box(output_from(o));
+        }
     }
     if let Ok(o) = decode_json::<wire::OutputShow>(&m, u, ct, body) {
         let _ = output_from(o.output);
     }
     let _ = decode_json::<wire::OutputList>(&m, u, ct, body);
     if let Ok(l) = decode_json::<wire::ResourceList>(&m, u, ct, body) {
-        let _ = l.resources.into_iter().map(resource_from).count();
+        for r in l.resources {
+            std::hint::black_box(resource_from(r));
+        }
     }
     if let Ok(l) = decode_json::<wire::EventList>(&m, u, ct, body) {
-        let _ = l.events.into_iter().map(event_from).count();
+        for e in l.events {
+            std::hint::black_box(event_from(e));
+        }
     }
     let _ = decode_json::<wire::StackCreated>(&m, u, ct, body);
     let _ = decode_json::<wire::PreviewUpdate>(&m, u, ct, body);

@@ -374,18 +374,18 @@ pub fn fuzz_decode(body: &[u8]) {
     let u = "http://fuzz/v1/clusters";
     let ct = Some("application/json");
     if let Ok(l) = decode_json::<wire::ClusterList>(&m, u, ct, body) {
-        let _ = l.clusters.into_iter().map(cluster_from).count();
+        for c in l.clusters {
+            std::hint::black_box(cluster_from(c));
+        }
         let _ = l.next.as_deref().map(marker_of);
     }
     if let Ok(c) = decode_json::<wire::ClusterItem>(&m, u, ct, body) {
         let _ = cluster_from(c);
     }
     if let Ok(l) = decode_json::<wire::NodeGroupList>(&m, u, ct, body) {
-        let _ = l
-            .nodegroups
-            .into_iter()
-            .map(|n| nodegroup_from(n, "c"))
-            .count();
+        for n in l.nodegroups {
+            std::hint::black_box(nodegroup_from(n, "c"));
+        }
     }
     if let Ok(n) = decode_json::<wire::NodeGroupItem>(&m, u, ct, body) {
         let _ = nodegroup_from(n, "c");
