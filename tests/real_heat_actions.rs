@@ -28,7 +28,7 @@ async fn env() -> Env {
     Env::new(
         conn.heat.clone(),
         Duration::from_millis(500),
-        Duration::from_secs(480),
+        Duration::from_secs(240),
         1,
     )
 }

@@ -459,9 +459,20 @@ pub async fn failure_then_resume_scenario(env: &Env, cluster: &str) {
     let mut fix = BTreeMap::new();
     fix.insert("node_fail_index".to_string(), "-1".to_string());
     h.send(Control::Resume { parameters: fix }).expect("resume");
-    let end = tokio::time::timeout(env.timeout, h.wait())
-        .await
-        .expect("finishes in time");
+    let end = match tokio::time::timeout(env.timeout, h.wait_for(|s| s.state.is_final())).await {
+        Ok(end) => end,
+        Err(_) => {
+            let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+            panic!(
+                "not finished in time: {:#?}\njournal: {:#?}",
+                h.status().lines(),
+                journal
+                    .iter()
+                    .map(|e| format!("{} {} {:?}", e.action, e.target, e.outcome))
+                    .collect::<Vec<_>>()
+            );
+        }
+    };
     assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
     let images = env.member_images(&target).await;
     assert!(images.values().all(|i| i == "img-v2"), "{images:?}");
