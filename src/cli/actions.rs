@@ -255,9 +255,13 @@ async fn scale(
 ) -> CmdResult {
     let (target, driver) = ctx.resolve(target).await?;
     // Fail fast on guard rails, before reading more.
-    ctx.action
-        .guard
-        .check("scale", &target.cluster, Reach::Fleet, confirm.as_deref())?;
+    ctx.action.check(
+        "scale",
+        &target.label(),
+        &target.cluster,
+        Reach::Fleet,
+        confirm.as_deref(),
+    )?;
     let plan = driver
         .plan_scale(&target, &ScaleRequest { count, remove })
         .await?;
@@ -322,9 +326,13 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             poll_secs,
         } => {
             let (target, _) = ctx.resolve(&target).await?;
-            ctx.action
-                .guard
-                .check("rollout", &target.cluster, Reach::Fleet, confirm.as_deref())?;
+            ctx.action.check(
+                "rollout.start",
+                &target.label(),
+                &target.cluster,
+                Reach::Fleet,
+                confirm.as_deref(),
+            )?;
             if target.driver == DriverKind::Magnum {
                 return magnum_upgrade(ctx, &target, template, batch, yes, confirm).await;
             }
