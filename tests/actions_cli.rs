@@ -174,7 +174,7 @@ async fn scale_rollout_and_journal_commands() {
     assert_eq!(hook.output.as_deref(), Some("batch 2: 2,3\n"));
     assert!(entries
         .iter()
-        .all(|e| e.user != "" && e.cloud == "simcloud"));
+        .all(|e| !e.user.is_empty() && e.cloud == "simcloud"));
     let raw = std::fs::read_to_string(&journal).expect("journal text");
     assert!(
         !raw.contains(&sim.password),

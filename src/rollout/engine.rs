@@ -210,10 +210,10 @@ pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
                     .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok());
             }
             "rollout.started" if matches!(e.outcome, Outcome::Failed { .. }) => active = None,
-            "rollout.finish" | "rollout.abort" => {
-                if active.as_ref().map(|p| Some(&p.id) == e.rollout.as_ref()) == Some(true) {
-                    active = None;
-                }
+            "rollout.finish" | "rollout.abort"
+                if active.as_ref().map(|p| Some(&p.id) == e.rollout.as_ref()) == Some(true) =>
+            {
+                active = None;
             }
             _ => {}
         }
