@@ -256,3 +256,69 @@ async fn guard_rails_from_clouds_yaml() {
     assert_eq!(names, ["0", "1", "2", "3"]);
     sim.shutdown().await;
 }
+
+/// `rollout start` stops at a failure (exit status 3, Heat keeps the rest on hooks);
+/// `rollout status` in another process says so; `rollout resume --set` in a third process
+/// reattaches from the journal and Heat, and finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_paused_by_a_failure_is_resumed_by_another_process() {
+    let (sim, driver) = start().await;
+    create(&driver, "rf", 4).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "rf",
+            "--image",
+            "img-v2",
+            "--set",
+            "node_fail_index=2",
+            "--yes",
+            "--poll-secs",
+            "0.05",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("rollout paused: node 2 failed"), "{stderr}");
+
+    let out = caldera(&clouds, &journal, &["rollout", "status", "rf"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("paused: node 2 failed"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.contains("  3 batch   4 pending")),
+        "{stdout}"
+    );
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "resume",
+            "rf",
+            "--set",
+            "node_fail_index=-1",
+            "--poll-secs",
+            "0.05",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(": completed"), "{stdout}");
+    assert!(stdout.contains("done 4 failed 0"), "{stdout}");
+    let entries = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal");
+    assert!(entries
+        .iter()
+        .any(|e| e.action == "rollout.retry" && e.outcome == caldera::journal::Outcome::Ok));
+    sim.shutdown().await;
+}

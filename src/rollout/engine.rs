@@ -237,6 +237,8 @@ async fn spawn(
         plan.since_time,
     );
     obs.attach(&plan.image).await?;
+    // Controls sent right after attaching (a resume) must see Heat's current state.
+    obs.refresh().await?;
     let (journal_offset, memory) = journal_memory(&ctx.journal, &plan.id)?;
     let runner = Runner {
         heat,
