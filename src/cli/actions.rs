@@ -8,7 +8,7 @@ use crate::drivers::actions::{self, ActionContext};
 use crate::drivers::guard::{Guard, Reach};
 use crate::drivers::heat_native::HeatNativeDriver;
 use crate::drivers::magnum::MagnumDriver;
-use crate::drivers::{Driver, NodeGroupTarget, ScaleRequest};
+use crate::drivers::{Driver, NodeGroupTarget, ScaleRequest, UpgradePlan, UpgradeTarget};
 use crate::journal::{Actor, Entry, Journal, Outcome};
 use crate::lifecycle::ActionsConfig;
 use crate::model::DriverKind;
@@ -325,7 +325,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             confirm,
             poll_secs,
         } => {
-            let (target, _) = ctx.resolve(&target).await?;
+            let (target, driver) = ctx.resolve(&target).await?;
             ctx.action.check(
                 "rollout.start",
                 &target.label(),
@@ -333,10 +333,6 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 Reach::Fleet,
                 confirm.as_deref(),
             )?;
-            if target.driver == DriverKind::Magnum {
-                return magnum_upgrade(ctx, &target, template, batch, yes, confirm).await;
-            }
-            let image = image.ok_or("--image is required for Heat-native node groups")?;
             let options = RolloutOptions {
                 batch_size: batch.max(1),
                 canary,
@@ -344,24 +340,25 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 pause_on_failure: !stop_on_failure,
                 node_timeout_ms: node_timeout_secs.saturating_mul(1000),
             };
-            let stack = target.stack.clone().ok_or("no stack")?;
-            let detail = ctx
-                .conn
-                .heat
-                .get_stack(&stack, false)
-                .await
-                .map_err(ServiceError::from)?;
-            let nodes = ctx.heat_native.list_nodes(&target).await?;
-            let names: Vec<String> = nodes.into_iter().map(|n| n.name).collect();
-            let plan = RolloutPlan::new(
-                target.clone(),
-                stack,
-                &image,
-                detail.parameters.get("image").cloned(),
-                &names,
-                options,
-                parse_sets(&set)?,
-            );
+            let to = match target.driver {
+                DriverKind::HeatNative => UpgradeTarget::Image(
+                    image.ok_or("--image is required for Heat-native node groups")?,
+                ),
+                DriverKind::Magnum => UpgradeTarget::ClusterTemplate(template.ok_or(
+                    "Magnum node groups are upgraded to a cluster template: give --template \
+                     (Magnum runs the batches; node-by-node hooks are for Heat-native node groups)",
+                )?),
+            };
+            let plan = match driver.plan_upgrade(&target, &to, &options).await? {
+                UpgradePlan::Magnum(plan) => {
+                    return magnum_upgrade(ctx, &target, plan, yes, confirm).await
+                }
+                UpgradePlan::Rollout(plan) => {
+                    let mut plan = *plan;
+                    plan.extra_parameters = parse_sets(&set)?;
+                    plan
+                }
+            };
             print_lines(&plan.lines())?;
             if !yes && !confirm_prompt("start this rollout?")? {
                 return Err("not started".into());
@@ -547,19 +544,11 @@ async fn follow(mut handle: engine::RolloutHandle) -> CmdResult {
 async fn magnum_upgrade(
     ctx: &Ctx,
     target: &NodeGroupTarget,
-    template: Option<String>,
-    batch: usize,
+    plan: crate::drivers::magnum::MagnumUpgradePlan,
     yes: bool,
     confirm: Option<String>,
 ) -> CmdResult {
     let magnum = ctx.magnum.as_ref().ok_or("no Magnum endpoint")?;
-    let template = template.ok_or(
-        "Magnum node groups are upgraded to a cluster template: give --template \
-         (Magnum runs the batches; node-by-node hooks are for Heat-native node groups)",
-    )?;
-    let plan = magnum
-        .plan_upgrade(target, &template, batch.max(1) as u32)
-        .await?;
     print_lines(&plan.lines())?;
     if !yes && !confirm_prompt("start this upgrade?")? {
         return Err("not started".into());
