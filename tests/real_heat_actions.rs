@@ -123,3 +123,9 @@ async fn real_commands_rollout_and_scale() {
     assert!(out.contains(",scale,"), "{out}");
     env.delete(&target).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_pause_from_journal_skip_and_resume() {
+    scenarios::pause_skip_resume_scenario(&env().await, &unique("apause")).await;
+}

@@ -175,3 +175,10 @@ async fn sim_magnum_resize_and_upgrade() {
     assert_eq!(journal.len(), 2, "scale started + ok");
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_pause_from_journal_skip_and_resume() {
+    let (sim, env) = sim_env().await;
+    scenarios::pause_skip_resume_scenario(&env, "rp").await;
+    sim.shutdown().await;
+}
