@@ -418,8 +418,11 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                     format!("{{\"{}\":null}}", a.key()),
                 )]);
                 if let Err(e) = ctx.conn.heat.action(&plan.stack, a).await {
-                    ctx.action
-                        .record(&entry.clone().into_failed(e.to_string()))?;
+                    let mut failed = entry.clone();
+                    failed.outcome = Outcome::Failed {
+                        error: e.to_string(),
+                    };
+                    ctx.action.record(&failed)?;
                     return Err(e.into());
                 }
             }
@@ -446,17 +449,6 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             })?;
             follow(handle).await
         }
-    }
-}
-
-trait IntoFailed {
-    fn into_failed(self, error: String) -> Entry;
-}
-
-impl IntoFailed for Entry {
-    fn into_failed(mut self, error: String) -> Entry {
-        self.outcome = Outcome::Failed { error };
-        self
     }
 }
 
@@ -503,7 +495,7 @@ async fn request(ctx: &Ctx, target: &str, control: Control) -> CmdResult {
 }
 
 /// Prints the rollout's progress until it ends or pauses.
-async fn follow(mut handle: engine::RolloutHandle) -> CmdResult {
+async fn follow(handle: engine::RolloutHandle) -> CmdResult {
     let mut last_phases: BTreeMap<String, &'static str> = BTreeMap::new();
     let mut watch = handle.watch();
     loop {
@@ -537,7 +529,6 @@ async fn follow(mut handle: engine::RolloutHandle) -> CmdResult {
             print_lines(&end.lines())?;
             return Ok(());
         }
-        let _ = &mut handle;
     }
 }
 

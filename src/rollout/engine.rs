@@ -18,7 +18,6 @@ use crate::drivers::guard::Reach;
 use crate::drivers::heat_native::{stack_path, update_body_text, HeatNativeDriver};
 use crate::journal::{ApiCall, Entry, Journal, Outcome};
 use crate::lifecycle::{run_hook, HookContext, HookPoint, HookRun, HookSet};
-use crate::model::StackRef;
 use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use chrono::Utc;
 use std::collections::{BTreeMap, BTreeSet};
@@ -944,11 +943,6 @@ pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> Se
         ),
     };
     ctx.record(&entry.rollout(&plan.id))
-}
-
-/// The node group's stack for a plan built elsewhere (`StackRef` of the target).
-pub fn plan_stack(plan: &RolloutPlan) -> &StackRef {
-    &plan.stack
 }
 
 /// Node phases from what Heat says.
