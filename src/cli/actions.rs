@@ -442,11 +442,11 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 ctx.action.clone(),
                 plan,
                 ctx.engine_options(&t, poll_secs),
+                vec![Control::Resume {
+                    parameters: parse_sets(&set)?,
+                }],
             )
             .await?;
-            handle.send(Control::Resume {
-                parameters: parse_sets(&set)?,
-            })?;
             follow(handle).await
         }
     }

@@ -170,15 +170,18 @@ pub async fn start(
     };
     ctx.record(&Entry::new(&ctx.actor, "rollout.started", &target, outcome).rollout(&plan.id))?;
     result.map_err(err)?;
-    spawn(heat, ctx, plan, options).await
+    spawn(heat, ctx, plan, options, Vec::new()).await
 }
 
 /// Attaches to a rollout already under way (after a restart, or another operator's).
+/// `initial` controls (e.g. the resume that made the operator reattach) are applied before
+/// the engine first looks at Heat, so it never acts on a state they change.
 pub async fn reattach(
     heat: HeatClient,
     ctx: ActionContext,
     plan: RolloutPlan,
     options: EngineOptions,
+    initial: Vec<Control>,
 ) -> ServiceResult<RolloutHandle> {
     let target = plan.target.label();
     ctx.check(
@@ -191,7 +194,7 @@ pub async fn reattach(
     ctx.record(
         &Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id),
     )?;
-    spawn(heat, ctx, plan, options).await
+    spawn(heat, ctx, plan, options, initial).await
 }
 
 /// The plan of the newest rollout of `target` in the journal that has not ended.
@@ -225,6 +228,7 @@ async fn spawn(
     ctx: ActionContext,
     plan: RolloutPlan,
     options: EngineOptions,
+    initial: Vec<Control>,
 ) -> ServiceResult<RolloutHandle> {
     let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
     let group = driver.group_stack(&plan.stack).await?;
@@ -260,6 +264,10 @@ async fn spawn(
         plan,
     };
     let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+    for c in initial {
+        // The receiver is alive: it is moved into the task below.
+        let _ = ctl_tx.send(c);
+    }
     let (st_tx, st_rx) = watch::channel(runner.status.clone());
     let task = tokio::spawn(runner.run(ctl_rx, st_tx));
     Ok(RolloutHandle {

@@ -510,6 +510,7 @@ pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
         env.ctx.clone(),
         found,
         env.engine_options(HookSet::default()),
+        Vec::new(),
     )
     .await
     .expect("reattach");
