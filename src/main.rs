@@ -1,7 +1,7 @@
 //! The `caldera` binary: the console by default, headless commands as subcommands.
 
 use caldera::cli::args::{Cli, Command};
-use caldera::cli::{commands, connect};
+use caldera::cli::{actions, commands, connect};
 use caldera::service::live::LiveService;
 use caldera::sim::SimOptions;
 use caldera::tui::{self, ConsoleOptions};
@@ -58,13 +58,25 @@ async fn run(cli: Cli) -> commands::CmdResult {
         }
         // Benchmarks start their own simulators and connections.
         Some(Command::Bench(args)) => caldera::bench::run(args).await,
+        Some(Command::Journal { follow, format }) => {
+            actions::journal(&cli.actions, follow, format).await
+        }
         Some(command) => {
             let endpoint = connect::choose(&cli.conn, false)?;
             let opened = connect::open(&endpoint, &cli.conn).await?;
             for warning in opened.conn.warnings() {
                 eprintln!("warning: {warning}");
             }
-            let result = commands::run(command, opened.conn.clone()).await;
+            let mut conn = opened.conn.clone();
+            if cli.console.read_only {
+                conn.set_read_only(true);
+            }
+            let result = match command {
+                Command::Scale { .. } | Command::Rollout { .. } => {
+                    actions::run(command, conn, &cli.actions).await
+                }
+                other => commands::run(other, conn).await,
+            };
             opened.close().await;
             result
         }

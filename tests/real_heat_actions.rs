@@ -28,7 +28,7 @@ async fn env() -> Env {
     Env::new(
         conn.heat.clone(),
         Duration::from_millis(500),
-        Duration::from_secs(480),
+        Duration::from_secs(240),
         1,
     )
 }
@@ -70,4 +70,62 @@ async fn real_killed_engine_reattaches_and_updates_each_member_once() {
 #[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
 async fn real_failing_post_node_hook_pauses_at_that_node() {
     scenarios::failing_hook_scenario(&env().await, &unique("ahook")).await;
+}
+
+/// The headless commands on a real Heat, as an operator runs them: a rollout in batches of
+/// two, then a scale removing a named node; both in the journal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_commands_rollout_and_scale() {
+    let env = env().await;
+    let cluster = unique("acli");
+    let target = env.create(&cluster, 4).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = dir.path().join("journal.jsonl");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+            .args(["--heat-url", &heat_url()])
+            .env("CALDERA_JOURNAL", &journal)
+            .env("CALDERA_ACTIONS_CONFIG", dir.path().join("none.toml"))
+            .args(args)
+            .output()
+            .expect("run caldera");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}\n{stdout}\n{stderr}");
+        stdout
+    };
+    let label = format!("{cluster}/workers");
+    let out = run(&[
+        "rollout",
+        "start",
+        &label,
+        "--image",
+        "img-v2",
+        "--batch",
+        "2",
+        "--yes",
+        "--poll-secs",
+        "0.5",
+    ]);
+    assert!(out.contains("batch   2: 2, 3"), "{out}");
+    assert!(out.contains(": completed"), "{out}");
+    assert!(out.contains("done 4 failed 0"), "{out}");
+    let images = env.member_images(&target).await;
+    assert!(images.values().all(|i| i == "img-v2"), "{images:?}");
+
+    let out = run(&["scale", &label, "--count", "3", "--remove", "0", "--yes"]);
+    assert!(out.contains("remove 1: 0"), "{out}");
+    assert_eq!(env.member_names(&target).await, ["1", "2", "3"]);
+
+    let out = run(&["journal", "--format", "csv"]);
+    assert!(out.contains(",rollout.finish,"), "{out}");
+    assert!(out.contains(",scale,"), "{out}");
+    env.delete(&target).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_pause_from_journal_skip_and_resume() {
+    scenarios::pause_skip_resume_scenario(&env().await, &unique("apause")).await;
 }

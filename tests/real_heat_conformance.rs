@@ -10,10 +10,12 @@ use caldera::api::heat::{
 use caldera::api::http::Redirect;
 use caldera::api::ApiError;
 use caldera::cli::connect::simulator_cloud;
-use caldera::model::{StackEvent, StackRef};
+use caldera::model::{Node, NodeGroup, Role, StackEvent, StackRef, Status};
+use caldera::service::live::LiveService;
+use caldera::service::{CloudService, NodeUpdate};
 use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::{nodegroup_stack, Machines};
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use serde_json::json;
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 /// The server under test and what keeps it alive.
 struct Server {
     heat: HeatClient,
+    conn: CloudConnection,
     sim: Option<SimHandle>,
 }
 
@@ -39,6 +42,7 @@ impl Server {
             .expect("connect to the simulator");
         Server {
             heat: conn.heat.clone(),
+            conn,
             sim: Some(sim),
         }
     }
@@ -52,6 +56,7 @@ impl Server {
                 .expect("connect to the real Heat");
         Server {
             heat: conn.heat.clone(),
+            conn,
             sim: None,
         }
     }
@@ -360,6 +365,11 @@ async fn hooks_pause_members_until_cleared(server: &Server) {
             .iter()
             .any(|e| e.resource_name == member && e.status.raw == "UPDATE_COMPLETE"));
     }
+    // The console's nodes view marks exactly the members still waiting on their hook.
+    assert_eq!(
+        hook_marks(server, &stack).await,
+        vec!["0".to_string(), "2".to_string()]
+    );
     // Clearing the same hook again is refused, as Heat does.
     let again = heat.unset_hook(&group, "1", "pre-update").await;
     assert!(
@@ -373,6 +383,44 @@ async fn hooks_pause_members_until_cleared(server: &Server) {
     }
     assert_eq!(wait_settled(heat, &stack).await, "UPDATE_COMPLETE");
     heat.delete_stack(&stack).await.expect("delete");
+}
+
+/// Members the live service marks as paused on a hook, as the nodes pane receives them.
+async fn hook_marks(server: &Server, stack: &StackRef) -> Vec<String> {
+    let service = LiveService::new(server.conn.clone());
+    let nodegroup = NodeGroup {
+        id: stack.id.clone(),
+        name: stack.name.clone(),
+        cluster_id: String::new(),
+        role: Role::Worker,
+        flavor: None,
+        image: None,
+        version: None,
+        zone: None,
+        node_count: 3,
+        min_node_count: None,
+        max_node_count: None,
+        status: Status::parse("UPDATE_IN_PROGRESS"),
+        status_reason: None,
+        is_default: false,
+        stack_id: Some(stack.id.clone()),
+    };
+    let mut latest: Vec<Node> = Vec::new();
+    let mut updates = service.stream_nodes(nodegroup);
+    while let Some(update) = updates.next().await {
+        match update.expect("node stream") {
+            NodeUpdate::Members(nodes) => latest = nodes,
+            NodeUpdate::Done => break,
+            _ => {}
+        }
+    }
+    let mut paused: Vec<String> = latest
+        .into_iter()
+        .filter(|n| n.hook_paused)
+        .map(|n| n.key.member)
+        .collect();
+    paused.sort();
+    paused
 }
 
 async fn errors_carry_heats_message(server: &Server) {

@@ -9,7 +9,7 @@ use crate::api::heat::{EventQuery, HeatClient, SortDir};
 use crate::cli::connect::simulator_cloud;
 use crate::fetch::BudgetConfig;
 use crate::model::StackRef;
-use crate::ops::ips::{list_members, stream_ips, IpEvent, IpOptions};
+use crate::ops::ips::{list_members, stream_ips_with, IpEvent, IpOptions};
 use crate::sim::{self, SimOptions};
 use crate::templates::{self, Machines};
 use clap::Args;
@@ -154,7 +154,7 @@ async fn caldera_once(conn: &CloudConnection, stack: &StackRef, options: IpOptio
     let before = conn.budget().total_requests;
     let started = Instant::now();
     let mut sample = Sample::default();
-    let mut stream = stream_ips(conn.heat.clone(), stack.clone(), options);
+    let mut stream = stream_ips_with(conn.heat.clone(), conn.nova.clone(), stack.clone(), options);
     while let Some(event) = stream.next().await {
         match event {
             Ok(IpEvent::Address(..)) => {
@@ -326,18 +326,27 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
     let stack = setup.heat.resolve(&stack_id).await?;
 
     // caldera variants; a fresh connection (cold connection pool) for every run.
+    let heat_only = IpOptions {
+        nova_servers: false,
+        ..IpOptions::default()
+    };
     let variants: Vec<(String, ConnectOptions, IpOptions)> = vec![
         (
-            "caldera (defaults: 16 outputs at once; budget 16 in flight, 50/s)".into(),
+            "caldera ips (defaults: Nova pages + typed listing + 16 outputs at once; budget 16 in flight, 50/s)".into(),
             budget(16, Some(50)),
             IpOptions::default(),
+        ),
+        (
+            "caldera, Heat sources only (typed listing + 16 outputs at once)".into(),
+            budget(16, Some(50)),
+            heat_only.clone(),
         ),
         (
             "caldera, typed listing only".into(),
             budget(16, Some(50)),
             IpOptions {
                 fan_out: false,
-                ..IpOptions::default()
+                ..heat_only.clone()
             },
         ),
         (
@@ -345,24 +354,15 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
             budget(16, Some(50)),
             IpOptions {
                 typed_listing: false,
-                ..IpOptions::default()
+                ..heat_only.clone()
             },
         ),
         (
-            "caldera ips --concurrency 64 --max-in-flight 64 --max-per-second 0".into(),
+            "caldera, Heat sources only, --concurrency 64 --max-in-flight 64 --max-per-second 0".into(),
             budget(64, None),
             IpOptions {
                 concurrency: 64,
-                ..IpOptions::default()
-            },
-        ),
-        (
-            "caldera, per-member outputs only, same tuning".into(),
-            budget(64, None),
-            IpOptions {
-                concurrency: 64,
-                typed_listing: false,
-                ..IpOptions::default()
+                ..heat_only.clone()
             },
         ),
     ];

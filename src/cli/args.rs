@@ -22,6 +22,9 @@ pub struct Cli {
     #[command(flatten)]
     pub console: ConsoleArgs,
 
+    #[command(flatten)]
+    pub actions: ActionArgs,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -79,6 +82,97 @@ pub struct ConsoleArgs {
     /// Log file (default: caldera.log in the XDG state directory).
     #[arg(long, global = true)]
     pub log_file: Option<PathBuf>,
+}
+
+/// Where actions are recorded and which operator hooks they run.
+#[derive(Debug, Clone, Args, Default)]
+pub struct ActionArgs {
+    /// The audit journal (default: $XDG_STATE_HOME/caldera/journal.jsonl).
+    #[arg(long, global = true, env = "CALDERA_JOURNAL")]
+    pub journal: Option<PathBuf>,
+
+    /// Operator hooks configuration (default: $XDG_CONFIG_HOME/caldera/actions.toml).
+    #[arg(long, global = true, env = "CALDERA_ACTIONS_CONFIG")]
+    pub actions_config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum JournalFormat {
+    #[default]
+    Text,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutCommand {
+    /// Plan and start a node-by-node upgrade, then follow it until it ends or pauses.
+    Start {
+        /// CLUSTER/NODEGROUP (or CLUSTER when it has one node group).
+        target: String,
+        /// New image (Heat-native node groups).
+        #[arg(long, required_unless_present = "template")]
+        image: Option<String>,
+        /// New cluster template (Magnum clusters; Magnum runs the batches).
+        #[arg(long)]
+        template: Option<String>,
+        /// Nodes released together after the canaries.
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
+        /// First nodes, one at a time, before bigger batches.
+        #[arg(long, default_value_t = 0)]
+        canary: usize,
+        /// Seconds to watch for failures after each batch before the next.
+        #[arg(long, default_value_t = 0.0)]
+        gate_secs: f64,
+        /// Pause when a node takes longer than this from release to done.
+        #[arg(long, default_value_t = 1800)]
+        node_timeout_secs: u64,
+        /// End the rollout on a failure instead of pausing it.
+        #[arg(long)]
+        stop_on_failure: bool,
+        /// Another template parameter set by the same update, KEY=JSON (repeatable).
+        #[arg(long = "set", value_name = "KEY=JSON")]
+        set: Vec<String>,
+        /// Don't ask before starting.
+        #[arg(long)]
+        yes: bool,
+        /// The cluster name, typed back (required on production clouds).
+        #[arg(long)]
+        confirm: Option<String>,
+        /// Seconds between looks at Heat.
+        #[arg(long, default_value_t = 2.0)]
+        poll_secs: f64,
+    },
+    /// The rollout's state, from Heat and the journal.
+    Status {
+        target: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: JournalFormat,
+    },
+    /// Ask the running rollout to stop releasing nodes.
+    Pause { target: String },
+    /// Reattach to the rollout (after a pause, a failure or a restart) and follow it.
+    Resume {
+        target: String,
+        /// Parameter overrides for the retried update, KEY=JSON (e.g. after fixing a cause).
+        #[arg(long = "set", value_name = "KEY=JSON")]
+        set: Vec<String>,
+        #[arg(long, default_value_t = 2.0)]
+        poll_secs: f64,
+    },
+    /// Skip a node: it is never released by this rollout.
+    Skip { target: String, node: String },
+    /// Stop the rollout; optionally cancel Heat's update.
+    Abort {
+        target: String,
+        /// `cancel_update`: Heat rolls the group back.
+        #[arg(long, conflicts_with = "cancel")]
+        rollback: bool,
+        /// `cancel_without_rollback`: stop Heat's update where it is.
+        #[arg(long)]
+        cancel: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -144,6 +238,40 @@ pub enum Command {
     },
     /// Benchmarks side by side with the tools operators use today (prints markdown tables).
     Bench(crate::bench::BenchArgs),
+    /// Scale a node group: set its node count and/or remove named nodes. Prints the plan
+    /// (nodes added and removed, API calls) and asks before acting.
+    Scale {
+        /// CLUSTER/NODEGROUP (or CLUSTER when it has one node group).
+        target: String,
+        /// The new node count (default: the current count minus --remove).
+        #[arg(long)]
+        count: Option<u32>,
+        /// Nodes to remove, by member name: 3,7.
+        #[arg(long, value_delimiter = ',')]
+        remove: Vec<String>,
+        /// Don't ask.
+        #[arg(long)]
+        yes: bool,
+        /// The cluster name, typed back (required on production clouds).
+        #[arg(long)]
+        confirm: Option<String>,
+        /// Return once the request is accepted instead of following it.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Node-by-node upgrades.
+    Rollout {
+        #[command(subcommand)]
+        action: RolloutCommand,
+    },
+    /// The audit journal of actions taken (no cloud needed).
+    Journal {
+        /// Keep printing new entries.
+        #[arg(long)]
+        follow: bool,
+        #[arg(long, value_enum, default_value_t)]
+        format: JournalFormat,
+    },
     /// Serve the built-in simulated cloud over HTTP.
     Sim {
         /// Address to listen on (loopback).

@@ -59,6 +59,10 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
         Command::Failures { stack, format } => failures(&conn.heat, &stack, format).await,
         Command::Sim { .. } => Err("`caldera sim` is handled before connecting".into()),
         Command::Bench(_) => Err("`caldera bench` is handled before connecting".into()),
+        Command::Journal { .. } => Err("`caldera journal` is handled before connecting".into()),
+        Command::Scale { .. } | Command::Rollout { .. } => {
+            Err("action commands run through cli::actions::run".into())
+        }
     }
 }
 

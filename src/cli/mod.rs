@@ -1,5 +1,6 @@
 //! Headless commands: data on stdout, progress on stderr.
 
+pub mod actions;
 pub mod args;
 pub mod commands;
 pub mod connect;

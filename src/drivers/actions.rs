@@ -77,3 +77,119 @@ pub async fn scale(
     )?;
     result
 }
+
+/// Runs an operator command on marked nodes, `batch_size` at a time, stopping after a batch
+/// with a failure (lifecycle hooks' runner); every run and its output go to the journal.
+pub async fn node_action(
+    ctx: &ActionContext,
+    target: &super::NodeGroupTarget,
+    command: &str,
+    nodes: Vec<crate::lifecycle::HookContext>,
+    batch_size: usize,
+    timeout: std::time::Duration,
+) -> ServiceResult<Vec<crate::lifecycle::HookRun>> {
+    let label = target.label();
+    ctx.check("node_action", &label, &target.cluster, Reach::Nodes, None)?;
+    let names: Vec<String> = nodes.iter().filter_map(|n| n.node_name.clone()).collect();
+    ctx.record(
+        &Entry::new(&ctx.actor, "node_action", &label, Outcome::Started).plan(vec![
+            format!(
+                "run `{command}` on {} node(s), {batch_size} at a time",
+                names.len()
+            ),
+            format!("  nodes: {}", names.join(", ")),
+        ]),
+    )?;
+    let runs = crate::lifecycle::run_node_action(command, nodes, batch_size, timeout).await;
+    for (run, name) in runs.iter().zip(names.iter()) {
+        let outcome = if run.ok() {
+            Outcome::Ok
+        } else {
+            Outcome::Failed {
+                error: run.summary(),
+            }
+        };
+        ctx.record(
+            &Entry::new(
+                &ctx.actor,
+                "node_action",
+                &format!("{label}/{name}"),
+                outcome,
+            )
+            .output(run.output.clone()),
+        )?;
+    }
+    Ok(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drivers::guard::Guard;
+    use crate::drivers::{Limits, NodeGroupTarget};
+    use crate::journal::{Actor, Journal};
+    use crate::lifecycle::HookContext;
+    use crate::model::DriverKind;
+
+    #[tokio::test]
+    async fn node_action_is_guarded_and_journaled() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = NodeGroupTarget {
+            cluster: "c".into(),
+            nodegroup: "w".into(),
+            driver: DriverKind::HeatNative,
+            stack: None,
+            cluster_id: None,
+            limits: Limits::default(),
+        };
+        let nodes: Vec<HookContext> = (0..3)
+            .map(|i| HookContext {
+                cluster: "c".into(),
+                nodegroup: "w".into(),
+                node_name: Some(i.to_string()),
+                node_index: Some(i),
+                ..Default::default()
+            })
+            .collect();
+        let mut ctx = ActionContext {
+            actor: Actor {
+                cloud: "t".into(),
+                user: "u".into(),
+            },
+            journal: Journal::open(dir.path().join("j.jsonl")),
+            guard: Guard::default(),
+        };
+        let runs = node_action(
+            &ctx,
+            &target,
+            "echo on $CALDERA_NODE_NAME",
+            nodes.clone(),
+            2,
+            std::time::Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(runs.len(), 3);
+        let lines = ctx.journal.read_all().unwrap();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[3].target, "c/w/2");
+        assert_eq!(lines[3].output.as_deref(), Some("on 2\n"));
+
+        ctx.guard.read_only = true;
+        let e = node_action(
+            &ctx,
+            &target,
+            "true",
+            nodes,
+            1,
+            std::time::Duration::from_secs(5),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Refused);
+        assert!(matches!(
+            ctx.journal.read_all().unwrap().last().unwrap().outcome,
+            Outcome::Refused { .. }
+        ));
+    }
+}

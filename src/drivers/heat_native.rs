@@ -21,10 +21,12 @@
 
 use super::{
     member_order, refused, Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScalePlan, ScaleRequest,
+    UpgradePlan, UpgradeTarget,
 };
 use crate::api::heat::{HeatClient, ResourceQuery, StackCreate, StackListQuery, StackUpdate};
 use crate::journal::ApiCall;
 use crate::model::{Cluster, DriverKind, Health, Node, NodeKey, StackRef, Status};
+use crate::rollout::{RolloutOptions, RolloutPlan};
 use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use crate::templates::{self, Machines};
 use futures::future::BoxFuture;
@@ -553,6 +555,46 @@ impl Driver for HeatNativeDriver {
         async move {
             let stack = Self::stack_of(target)?;
             self.heat.delete_stack(stack).await.map_err(err)
+        }
+        .boxed()
+    }
+
+    fn plan_upgrade<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+        to: &'a UpgradeTarget,
+        options: &'a RolloutOptions,
+    ) -> BoxFuture<'a, ServiceResult<UpgradePlan>> {
+        async move {
+            let UpgradeTarget::Image(image) = to else {
+                return Err(super::unsupported(
+                    "Heat-native node groups are upgraded to an image (--image)",
+                ));
+            };
+            let stack = Self::stack_of(target)?;
+            let detail = self.heat.get_stack(stack, false).await.map_err(err)?;
+            if detail.summary.status.is_in_progress() {
+                return Err(refused(format!(
+                    "{} is {}: wait for it to settle (or reattach to its rollout)",
+                    target.label(),
+                    detail.summary.status
+                )));
+            }
+            let names: Vec<String> = self
+                .list_nodes(target)
+                .await?
+                .into_iter()
+                .map(|n| n.name)
+                .collect();
+            Ok(UpgradePlan::Rollout(Box::new(RolloutPlan::new(
+                target.clone(),
+                stack.clone(),
+                image,
+                detail.parameters.get("image").cloned(),
+                &names,
+                options.clone(),
+                BTreeMap::new(),
+            ))))
         }
         .boxed()
     }

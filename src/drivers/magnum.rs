@@ -7,7 +7,7 @@
 
 use super::{
     member_order, unsupported, Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScalePlan,
-    ScaleRequest,
+    ScaleRequest, UpgradePlan, UpgradeTarget,
 };
 use crate::api::heat::{HeatClient, ResourceQuery};
 use crate::api::magnum::client::{
@@ -320,6 +320,27 @@ impl Driver for MagnumDriver {
                  (use `openstack coe nodegroup delete`)",
                 target.label()
             )))
+        }
+        .boxed()
+    }
+
+    fn plan_upgrade<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+        to: &'a UpgradeTarget,
+        options: &'a crate::rollout::RolloutOptions,
+    ) -> BoxFuture<'a, ServiceResult<UpgradePlan>> {
+        async move {
+            let UpgradeTarget::ClusterTemplate(template) = to else {
+                return Err(unsupported(
+                    "Magnum node groups are upgraded to a cluster template (--template); \
+                     Magnum runs the batches, node-by-node hooks are for Heat-native node groups",
+                ));
+            };
+            let batch = u32::try_from(options.batch_size.max(1)).unwrap_or(u32::MAX);
+            Ok(UpgradePlan::Magnum(
+                MagnumDriver::plan_upgrade(self, target, template, batch).await?,
+            ))
         }
         .boxed()
     }

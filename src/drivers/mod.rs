@@ -147,6 +147,23 @@ pub enum UpgradeTarget {
     ClusterTemplate(String),
 }
 
+/// An upgrade, spelled out: a node-by-node rollout on Heat hooks (Heat-native) or one
+/// Magnum upgrade call whose batches Magnum runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpgradePlan {
+    Rollout(Box<crate::rollout::RolloutPlan>),
+    Magnum(magnum::MagnumUpgradePlan),
+}
+
+impl UpgradePlan {
+    pub fn lines(&self) -> Vec<String> {
+        match self {
+            UpgradePlan::Rollout(p) => p.lines(),
+            UpgradePlan::Magnum(p) => p.lines(),
+        }
+    }
+}
+
 /// Node ordering by member index (`"2"` before `"10"`), names that are not numbers last.
 pub fn member_order(a: &str, b: &str) -> std::cmp::Ordering {
     match (a.parse::<u64>(), b.parse::<u64>()) {
@@ -206,4 +223,15 @@ pub trait Driver: Send + Sync {
         &'a self,
         target: &'a NodeGroupTarget,
     ) -> BoxFuture<'a, ServiceResult<()>>;
+
+    /// Plans an upgrade of the node group. Heat-native: a rollout (`crate::rollout::engine`
+    /// runs it); Magnum: the upgrade call (`MagnumDriver::apply_upgrade` sends it). A target
+    /// the driver cannot upgrade to (an image for Magnum, a template for Heat-native) is an
+    /// Unsupported error that says what it takes instead.
+    fn plan_upgrade<'a>(
+        &'a self,
+        target: &'a NodeGroupTarget,
+        to: &'a UpgradeTarget,
+        options: &'a crate::rollout::RolloutOptions,
+    ) -> BoxFuture<'a, ServiceResult<UpgradePlan>>;
 }

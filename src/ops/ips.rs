@@ -75,6 +75,8 @@ pub struct Member {
     pub stack: Option<StackRef>,
     pub status: Status,
     pub status_reason: Option<String>,
+    /// When the member's resource last changed status.
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Which source delivered an address.
@@ -166,6 +168,7 @@ fn member_from(r: &ResourceInfo) -> Member {
         stack: r.resource.nested.clone(),
         status: r.resource.status.clone(),
         status_reason: r.resource.status_reason.clone(),
+        since: r.resource.updated_at.or(r.created_at),
     }
 }
 
@@ -281,7 +284,7 @@ async fn run(
             return;
         }
     };
-    let mut state = Progress::new(started, members.len());
+    let mut state = Progress::new(started, members.iter().map(|m| m.name.clone()).collect());
     if tx
         .send(Ok(IpEvent::Members(members.clone())))
         .await
@@ -507,19 +510,22 @@ impl<T> Drop for AbortOnDrop<T> {
 
 struct Progress {
     started: Instant,
+    /// The members listed; anything else a source reports (a member being deleted) is ignored.
+    members: HashSet<String>,
     emitted: HashSet<String>,
     stats: IpStats,
 }
 
 impl Progress {
-    fn new(started: Instant, members: usize) -> Self {
+    fn new(started: Instant, members: HashSet<String>) -> Self {
         Progress {
             started,
-            emitted: HashSet::new(),
             stats: IpStats {
-                members,
+                members: members.len(),
                 ..Default::default()
             },
+            members,
+            emitted: HashSet::new(),
         }
     }
 
@@ -531,7 +537,7 @@ impl Progress {
         addresses: Vec<String>,
         source: IpSource,
     ) -> bool {
-        if !self.emitted.insert(member.to_string()) {
+        if !self.members.contains(member) || !self.emitted.insert(member.to_string()) {
             return true;
         }
         self.stats.found += 1;

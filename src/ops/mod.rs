@@ -4,5 +4,6 @@
 
 pub mod event_tracker;
 pub mod failures;
+pub mod hooks;
 pub mod ips;
 pub mod stack_paths;

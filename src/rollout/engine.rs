@@ -18,7 +18,6 @@ use crate::drivers::guard::Reach;
 use crate::drivers::heat_native::{stack_path, update_body_text, HeatNativeDriver};
 use crate::journal::{ApiCall, Entry, Journal, Outcome};
 use crate::lifecycle::{run_hook, HookContext, HookPoint, HookRun, HookSet};
-use crate::model::StackRef;
 use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use chrono::Utc;
 use std::collections::{BTreeMap, BTreeSet};
@@ -171,15 +170,18 @@ pub async fn start(
     };
     ctx.record(&Entry::new(&ctx.actor, "rollout.started", &target, outcome).rollout(&plan.id))?;
     result.map_err(err)?;
-    spawn(heat, ctx, plan, options).await
+    spawn(heat, ctx, plan, options, Vec::new()).await
 }
 
 /// Attaches to a rollout already under way (after a restart, or another operator's).
+/// `initial` controls (e.g. the resume that made the operator reattach) are applied before
+/// the engine first looks at Heat, so it never acts on a state they change.
 pub async fn reattach(
     heat: HeatClient,
     ctx: ActionContext,
     plan: RolloutPlan,
     options: EngineOptions,
+    initial: Vec<Control>,
 ) -> ServiceResult<RolloutHandle> {
     let target = plan.target.label();
     ctx.check(
@@ -192,7 +194,7 @@ pub async fn reattach(
     ctx.record(
         &Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id),
     )?;
-    spawn(heat, ctx, plan, options).await
+    spawn(heat, ctx, plan, options, initial).await
 }
 
 /// The plan of the newest rollout of `target` in the journal that has not ended.
@@ -210,10 +212,10 @@ pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
                     .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok());
             }
             "rollout.started" if matches!(e.outcome, Outcome::Failed { .. }) => active = None,
-            "rollout.finish" | "rollout.abort" => {
-                if active.as_ref().map(|p| Some(&p.id) == e.rollout.as_ref()) == Some(true) {
-                    active = None;
-                }
+            "rollout.finish" | "rollout.abort"
+                if active.as_ref().map(|p| Some(&p.id) == e.rollout.as_ref()) == Some(true) =>
+            {
+                active = None;
             }
             _ => {}
         }
@@ -226,6 +228,7 @@ async fn spawn(
     ctx: ActionContext,
     plan: RolloutPlan,
     options: EngineOptions,
+    initial: Vec<Control>,
 ) -> ServiceResult<RolloutHandle> {
     let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
     let group = driver.group_stack(&plan.stack).await?;
@@ -237,6 +240,8 @@ async fn spawn(
         plan.since_time,
     );
     obs.attach(&plan.image).await?;
+    // Controls sent right after attaching (a resume) must see Heat's current state.
+    obs.refresh().await?;
     let (journal_offset, memory) = journal_memory(&ctx.journal, &plan.id)?;
     let runner = Runner {
         heat,
@@ -255,9 +260,14 @@ async fn spawn(
         released_local: BTreeMap::new(),
         journal_offset,
         ignore_failures_until_update: None,
+        draining: false,
         plan,
     };
     let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+    for c in initial {
+        // The receiver is alive: it is moved into the task below.
+        let _ = ctl_tx.send(c);
+    }
     let (st_tx, st_rx) = watch::channel(runner.status.clone());
     let task = tokio::spawn(runner.run(ctl_rx, st_tx));
     Ok(RolloutHandle {
@@ -384,6 +394,12 @@ struct Runner {
     journal_offset: u64,
     /// After a resume PATCH: old failures stand until Heat starts the new group update.
     ignore_failures_until_update: Option<u32>,
+    /// Resumed after a failure: members Heat still holds on hooks in the failed update are
+    /// released first (batch by batch; Heat updates them within that update), and only then
+    /// is the update sent again to retry the failed members. Sending it while members wait
+    /// on hooks of the failed update makes Heat 27 update those members twice, the second
+    /// attempt cancelling the first (measured).
+    draining: bool,
 }
 
 enum Step {
@@ -514,47 +530,15 @@ impl Runner {
                 Step::Continue
             }
             Control::Resume { parameters } => {
-                let failed = self.obs.stack_status.is_failed();
-                if failed || !parameters.is_empty() {
-                    // Heat ended (or must change) the update: send it again. Members already
-                    // at the image are released straight through when Heat pauses them.
-                    self.plan.extra_parameters.extend(parameters);
-                    let update = StackUpdate {
-                        parameters: self.plan.parameters(),
-                        environment: Some(hooks_environment()),
-                        existing: true,
-                        ..Default::default()
-                    };
-                    let call = ApiCall::new(
-                        "PATCH",
-                        stack_path(&self.plan.stack),
-                        update_body_text(&update),
-                    );
-                    self.write(
-                        self.record("rollout.resume", &target, Outcome::Started)
-                            .calls(vec![call]),
-                    );
-                    let seen = self.obs.group_updates;
-                    match self.heat.update_stack(&self.plan.stack, &update).await {
-                        Ok(()) => {
-                            self.ignore_failures_until_update = Some(seen);
-                            self.write(self.record("rollout.resume", &target, Outcome::Ok));
-                        }
-                        Err(e) => {
-                            self.write(self.record(
-                                "rollout.resume",
-                                &target,
-                                Outcome::Failed {
-                                    error: e.to_string(),
-                                },
-                            ));
-                            self.paused = Some(format!("resume failed: {e}"));
-                            return Step::Continue;
-                        }
-                    }
-                } else {
-                    self.write(self.record("rollout.resume", &target, Outcome::Ok));
+                // Overrides apply to the update sent to retry failed members.
+                self.plan.extra_parameters.extend(parameters);
+                if self.obs.stack_status.is_failed() {
+                    self.draining = true;
                 }
+                self.write(
+                    self.record("rollout.resume", &target, Outcome::Ok)
+                        .spec(&self.plan.extra_parameters),
+                );
                 self.paused = None;
                 self.timed_out.clear();
                 Step::Continue
@@ -598,7 +582,60 @@ impl Runner {
     }
 
     fn settled(&self, m: &str) -> bool {
-        self.is_done(m) || self.skipped.contains(m)
+        self.is_done(m)
+            || self.skipped.contains(m)
+            || (self.draining && self.obs.members.get(m).is_some_and(|t| t.failed.is_some()))
+    }
+
+    /// Draining is over when no member waits on a hook of the failed update or is still
+    /// being updated by it.
+    fn drained(&self) -> bool {
+        self.plan.members().all(|m| {
+            self.skipped.contains(m)
+                || self.obs.members.get(m).is_none_or(|t| {
+                    t.done || t.failed.is_some() || (!t.paused && t.released_at.is_none())
+                })
+        })
+    }
+
+    /// Sends the update again so Heat retries the failed members.
+    async fn retry_update(&mut self) -> bool {
+        let target = self.target();
+        let update = StackUpdate {
+            parameters: self.plan.parameters(),
+            environment: Some(hooks_environment()),
+            existing: true,
+            ..Default::default()
+        };
+        let call = ApiCall::new(
+            "PATCH",
+            stack_path(&self.plan.stack),
+            update_body_text(&update),
+        );
+        self.write(
+            self.record("rollout.retry", &target, Outcome::Started)
+                .calls(vec![call]),
+        );
+        let seen = self.obs.group_updates;
+        match self.heat.update_stack(&self.plan.stack, &update).await {
+            Ok(()) => {
+                self.ignore_failures_until_update = Some(seen);
+                self.draining = false;
+                self.write(self.record("rollout.retry", &target, Outcome::Ok));
+                true
+            }
+            Err(e) => {
+                self.write(self.record(
+                    "rollout.retry",
+                    &target,
+                    Outcome::Failed {
+                        error: e.to_string(),
+                    },
+                ));
+                self.paused = Some(format!("retrying the update failed: {e}"));
+                false
+            }
+        }
     }
 
     /// The first batch with a member neither done nor skipped.
@@ -610,6 +647,9 @@ impl Runner {
     }
 
     fn failure(&self) -> Option<String> {
+        if self.draining {
+            return None;
+        }
         if let Some(seen) = self.ignore_failures_until_update {
             if self.obs.group_updates <= seen {
                 return None;
@@ -759,7 +799,21 @@ impl Runner {
             return None;
         }
 
+        if self.draining && self.drained() {
+            let failed_left = self
+                .plan
+                .members()
+                .any(|m| self.obs.members.get(m).is_some_and(|t| t.failed.is_some()));
+            if failed_left || !self.obs.stack_status.is_complete() {
+                self.retry_update().await;
+                return None;
+            }
+            self.draining = false;
+        }
         let Some(b) = self.current_batch() else {
+            if self.draining {
+                return None;
+            }
             return self.finish_batches_then_complete().await;
         };
         // Gate and close every earlier batch before touching this one.
@@ -858,39 +912,7 @@ impl Runner {
 
     fn update_status(&mut self) {
         let current = self.current_batch();
-        for n in self.status.nodes.iter_mut() {
-            let t = self.obs.members.get(&n.name);
-            n.phase = if self.skipped.contains(&n.name) {
-                NodePhase::Skipped
-            } else if let Some(t) = t {
-                if t.done {
-                    NodePhase::Done
-                } else if t.failed.is_some() {
-                    NodePhase::Failed
-                } else if t.released_at.is_some() {
-                    NodePhase::Updating
-                } else if t.paused {
-                    if current == Some(n.batch) {
-                        NodePhase::Paused
-                    } else {
-                        NodePhase::Pending
-                    }
-                } else if current == Some(n.batch) {
-                    NodePhase::Waiting
-                } else {
-                    NodePhase::Pending
-                }
-            } else {
-                NodePhase::Pending
-            };
-            if let Some(t) = t {
-                n.released_at = t.done_released_at.or(t.released_at);
-                n.finished_at = t.done_at;
-                n.reason = t.failed.clone();
-            }
-        }
-        self.status.current_batch = current;
-        self.status.stack_status = self.obs.stack_status.raw.clone();
+        fill_nodes(&mut self.status, &self.obs, &self.skipped, current);
         if !self.status.state.is_final() {
             self.status.state = match &self.paused {
                 Some(reason) => RolloutState::Paused {
@@ -931,7 +953,147 @@ pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> Se
     ctx.record(&entry.rollout(&plan.id))
 }
 
-/// The node group's stack for a plan built elsewhere (`StackRef` of the target).
-pub fn plan_stack(plan: &RolloutPlan) -> &StackRef {
-    &plan.stack
+/// Node phases from what Heat says.
+fn fill_nodes(
+    status: &mut RolloutStatus,
+    obs: &HeatObserver,
+    skipped: &BTreeSet<String>,
+    current: Option<usize>,
+) {
+    for n in status.nodes.iter_mut() {
+        let t = obs.members.get(&n.name);
+        n.phase = if skipped.contains(&n.name) {
+            NodePhase::Skipped
+        } else if let Some(t) = t {
+            if t.done {
+                NodePhase::Done
+            } else if t.failed.is_some() {
+                NodePhase::Failed
+            } else if t.released_at.is_some() {
+                NodePhase::Updating
+            } else if t.paused && current == Some(n.batch) {
+                NodePhase::Paused
+            } else if current == Some(n.batch) {
+                NodePhase::Waiting
+            } else {
+                NodePhase::Pending
+            }
+        } else {
+            NodePhase::Pending
+        };
+        if let Some(t) = t {
+            n.released_at = t.done_released_at.or(t.released_at);
+            n.finished_at = t.done_at;
+            n.reason = t.failed.clone();
+        }
+    }
+    status.current_batch = current;
+    status.stack_status = obs.stack_status.raw.clone();
+}
+
+/// A rollout's status read from Heat and the journal, with no engine running (another
+/// process may be driving it). Paused means Heat holds members on hooks and nobody has
+/// released the next batch.
+pub async fn observe_status(
+    heat: &HeatClient,
+    journal: &Journal,
+    plan: &RolloutPlan,
+) -> ServiceResult<RolloutStatus> {
+    let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
+    let group = driver.group_stack(&plan.stack).await?;
+    let mut obs = HeatObserver::new(
+        heat.clone(),
+        plan.stack.clone(),
+        group,
+        plan.since_event.clone(),
+        plan.since_time,
+    );
+    obs.attach(&plan.image).await?;
+    obs.refresh().await?;
+    let (_, memory) = journal_memory(journal, &plan.id)?;
+    let settled =
+        |m: &String| memory.skipped.contains(m) || obs.members.get(m).is_some_and(|t| t.done);
+    let current = plan.batches.iter().position(|b| !b.iter().all(settled));
+    let mut status = initial_status(plan);
+    fill_nodes(&mut status, &obs, &memory.skipped, current);
+    // The journal's last word on this rollout says whether it is paused or over.
+    let entries = journal
+        .rollout_entries(&plan.id)
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    status.state = RolloutState::Running;
+    for e in &entries {
+        match (e.action.as_str(), &e.outcome) {
+            ("rollout.pause", Outcome::Failed { error }) => {
+                status.state = RolloutState::Paused {
+                    reason: error.clone(),
+                }
+            }
+            ("rollout.pause", _) => {
+                status.state = RolloutState::Paused {
+                    reason: "paused by the operator".into(),
+                }
+            }
+            ("rollout.resume", Outcome::Ok) | ("rollout.reattach", _) => {
+                status.state = RolloutState::Running
+            }
+            ("rollout.abort", _) => {
+                status.state = RolloutState::Aborted {
+                    reason: "aborted".into(),
+                }
+            }
+            ("rollout.finish", Outcome::Ok) => status.state = RolloutState::Completed,
+            ("rollout.finish", Outcome::Failed { error }) => {
+                status.state = RolloutState::Failed {
+                    reason: error.clone(),
+                }
+            }
+            _ => {}
+        }
+    }
+    if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
+        status.state = RolloutState::Completed;
+    }
+    let now = obs
+        .last_event_time
+        .map_or(Utc::now(), |t| t.max(Utc::now()));
+    status.compute(now);
+    Ok(status)
+}
+
+/// A plan for a rollout Heat shows under way but this machine's journal does not know
+/// (another operator's): the stack's image, every member not yet at it, `options`.
+pub async fn plan_from_heat(
+    heat: &HeatClient,
+    target: &crate::drivers::NodeGroupTarget,
+    options: super::RolloutOptions,
+) -> ServiceResult<RolloutPlan> {
+    let stack = target.stack.clone().ok_or_else(|| {
+        ServiceError::new(
+            ErrorKind::NotFound,
+            format!("{} has no stack", target.label()),
+        )
+    })?;
+    let detail = heat.get_stack(&stack, false).await.map_err(err)?;
+    let image = detail.parameters.get("image").cloned().ok_or_else(|| {
+        ServiceError::new(
+            ErrorKind::NotFound,
+            "the node group's stack has no image parameter",
+        )
+    })?;
+    let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
+    use crate::drivers::Driver;
+    let nodes = driver.list_nodes(target).await?;
+    let names: Vec<String> = nodes.into_iter().map(|n| n.name).collect();
+    let mut plan = RolloutPlan::new(
+        target.clone(),
+        stack,
+        &image,
+        None,
+        &names,
+        options,
+        BTreeMap::new(),
+    );
+    // Events before the current update started belong to earlier actions.
+    plan.since_time = detail.summary.updated_at;
+    Ok(plan)
 }

@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, HashSet};
 
 pub const PAUSED_MARK: &str = "paused until Hook pre-update";
 pub const CLEARED_MARK: &str = "Hook pre-update is cleared";
+/// The reason Heat gives a member update it abandoned for a newer traversal.
+pub const SUPERSEDED_MARK: &str = "Stack UPDATE cancelled";
 const EVENT_PAGE: u32 = 200;
 const ATTACH_CONCURRENCY: usize = 8;
 
@@ -190,14 +192,21 @@ impl HeatObserver {
         let reason = e.status_reason.clone().unwrap_or_default();
         let m = self.members.entry(e.resource_name.clone()).or_default();
         if reason.contains(PAUSED_MARK) {
+            // A pause starts a new attempt at this member, whatever happened before.
             m.paused = true;
+            m.released_at = None;
+            m.failed = None;
         } else if reason.contains(CLEARED_MARK) {
             m.paused = false;
             m.released_at = Some(e.time);
         } else {
             m.status = Some(e.status.clone());
             if m.released_at.is_some() && m.failed.is_none() {
-                if e.status.is_failed() {
+                if e.status.is_failed() && reason.contains(SUPERSEDED_MARK) {
+                    // Heat cancelled this attempt for a newer traversal of the group
+                    // (measured on Heat 27 after a resumed update): it pauses the member
+                    // again, and the next attempt decides.
+                } else if e.status.is_failed() {
                     m.failed = Some(reason);
                     m.done = false;
                 } else if e.status.raw == "UPDATE_COMPLETE" && !m.done {

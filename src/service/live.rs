@@ -10,12 +10,13 @@ use crate::fetch::fan_out;
 use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, StackEvent, StackRef, StackResource, StackSummary,
 };
+use crate::ops::hooks::paused_members;
 use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions, Member};
 use crate::ops::stack_paths::StackPaths;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use futures::FutureExt;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// Events asked for per page while following.
@@ -50,11 +51,7 @@ impl LiveService {
     }
 }
 
-fn node_from_member(nodegroup: &NodeGroup, m: &Member) -> Node {
-    let paused = m
-        .status_reason
-        .as_deref()
-        .is_some_and(|r| r.contains("paused until Hook"));
+fn node_from_member(nodegroup: &NodeGroup, m: &Member, paused: bool) -> Node {
     Node {
         key: NodeKey {
             nodegroup: nodegroup.id.clone(),
@@ -67,7 +64,7 @@ fn node_from_member(nodegroup: &NodeGroup, m: &Member) -> Node {
         status: m.status.clone(),
         status_reason: m.status_reason.clone(),
         image: None,
-        since: None,
+        since: m.since,
         hook_paused: paused,
         stack_id: m.stack.as_ref().map(|s| s.id.clone()),
     }
@@ -111,9 +108,26 @@ impl CloudService for LiveService {
                     details.insert(id, cluster);
                 }
             }
+            drop(fetches);
+            // The NGS column: node groups per cluster, one small listing each.
+            let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
+            let mut counts = fan_out(ids, DETAIL_CONCURRENCY, |id: String| {
+                let magnum = magnum.clone();
+                async move { magnum.list_nodegroups(&id, None).await.map(|g| g.len()) }
+            });
+            let mut nodegroups: HashMap<String, u32> = HashMap::new();
+            while let Some((id, result)) = counts.next().await {
+                if let Ok(n) = result {
+                    nodegroups.insert(id, u32::try_from(n).unwrap_or(u32::MAX));
+                }
+            }
             Ok(listed
                 .into_iter()
-                .map(|c| details.get(&c.id).cloned().unwrap_or(c))
+                .map(|c| {
+                    let mut cluster = details.get(&c.id).cloned().unwrap_or(c);
+                    cluster.nodegroup_count = nodegroups.get(&cluster.id).copied();
+                    cluster
+                })
                 .collect())
         }
         .boxed()
@@ -174,31 +188,16 @@ impl CloudService for LiveService {
             );
             return futures::stream::once(async move { Err(err) }).boxed();
         };
-        futures::stream::once(async move { resolve(&heat, &stack_id).await.map(|s| (heat, s)) })
-            .flat_map(move |resolved| match resolved {
-                Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-                Ok((heat, stack)) => {
-                    let nodegroup = nodegroup.clone();
-                    stream_ips_with(heat, nova.clone(), stack, options.clone())
-                        .map(move |event| {
-                            event.map_err(ServiceError::from).map(|event| match event {
-                                IpEvent::Members(members) => NodeUpdate::Members(
-                                    members
-                                        .iter()
-                                        .map(|m| node_from_member(&nodegroup, m))
-                                        .collect(),
-                                ),
-                                IpEvent::Address(address, _) => NodeUpdate::Address(address),
-                                IpEvent::Failed { member, reason } => NodeUpdate::AddressFailed {
-                                    member,
-                                    error: ServiceError::new(super::ErrorKind::NotFound, reason),
-                                },
-                                IpEvent::Done(_) => NodeUpdate::Done,
-                            })
-                        })
-                        .boxed()
-                }
-            })
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        tokio::spawn(async move {
+            let closed = tx.clone();
+            tokio::select! {
+                _ = forward_nodes(heat, nova, stack_id, nodegroup, options, tx) => {}
+                // The console moved on: dropping the work cancels its requests.
+                _ = closed.closed() => {}
+            }
+        });
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|u| (u, rx)) })
             .boxed()
     }
 
@@ -249,6 +248,113 @@ impl CloudService for LiveService {
             Ok((events, cursor))
         }
         .boxed()
+    }
+}
+
+/// Streams a node group's members and addresses into `tx`. Which members are paused on a
+/// hook is read from events beside the member listing and applied to the member list.
+async fn forward_nodes(
+    heat: HeatClient,
+    nova: Option<crate::api::nova::NovaClient>,
+    stack_id: String,
+    nodegroup: NodeGroup,
+    options: IpOptions,
+    tx: tokio::sync::mpsc::Sender<ServiceResult<NodeUpdate>>,
+) {
+    let stack = match resolve(&heat, &stack_id).await {
+        Ok(stack) => stack,
+        Err(e) => {
+            let _ = tx.send(Err(e)).await;
+            return;
+        }
+    };
+    // The hook lookup runs beside the member listing; members go out at once and again with
+    // their hook marks when those are known (always before `Done`, which settles the view).
+    let mut hooks = Some(AbortOnDrop({
+        let heat = heat.clone();
+        let stack = stack.clone();
+        tokio::spawn(async move { paused_members(&heat, &stack).await })
+    }));
+    let mut paused: Option<HashSet<String>> = None;
+    let mut members: Option<Vec<Member>> = None;
+    let mut ips = stream_ips_with(heat, nova, stack, options);
+    let to_nodes = |members: &[Member], paused: Option<&HashSet<String>>| {
+        NodeUpdate::Members(
+            members
+                .iter()
+                .map(|m| {
+                    node_from_member(&nodegroup, m, paused.is_some_and(|p| p.contains(&m.name)))
+                })
+                .collect(),
+        )
+    };
+    loop {
+        let event = tokio::select! {
+            found = async { hooks.as_mut().map(|h| &mut h.0).expect("guarded").await }, if hooks.is_some() => {
+                hooks = None;
+                paused = Some(hook_result(found));
+                if let Some(members) = &members {
+                    if tx.send(Ok(to_nodes(members, paused.as_ref()))).await.is_err() {
+                        return;
+                    }
+                }
+                continue;
+            }
+            event = ips.next() => event,
+        };
+        let Some(event) = event else { return };
+        let update = match event {
+            Err(e) => Err(ServiceError::from(e)),
+            Ok(IpEvent::Members(listed)) => {
+                let update = to_nodes(&listed, paused.as_ref());
+                members = Some(listed);
+                Ok(update)
+            }
+            Ok(IpEvent::Address(address, _)) => Ok(NodeUpdate::Address(address)),
+            Ok(IpEvent::Failed { member, reason }) => Ok(NodeUpdate::AddressFailed {
+                member,
+                error: ServiceError::new(super::ErrorKind::NotFound, reason),
+            }),
+            Ok(IpEvent::Done(_)) => {
+                if let Some(mut task) = hooks.take() {
+                    let found = hook_result((&mut task.0).await);
+                    if let Some(members) = &members {
+                        if tx.send(Ok(to_nodes(members, Some(&found)))).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                Ok(NodeUpdate::Done)
+            }
+        };
+        if tx.send(update).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn hook_result(
+    found: Result<Result<HashSet<String>, crate::api::ApiError>, tokio::task::JoinError>,
+) -> HashSet<String> {
+    match found {
+        Ok(Ok(paused)) => paused,
+        Ok(Err(e)) => {
+            tracing::info!("hook state unknown: {e}");
+            HashSet::new()
+        }
+        Err(e) => {
+            tracing::warn!("hook lookup task: {e}");
+            HashSet::new()
+        }
+    }
+}
+
+/// Aborts a spawned task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

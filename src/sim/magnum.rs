@@ -132,6 +132,7 @@ fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str], minor: u32) -> Re
                 let c = cluster(w, id)?;
                 Reply::ok(nodegroup_json(w, sh, nodegroup(w, c, ng)?, true))
             }
+            (&Method::PATCH, ["clusters", id]) => patch_cluster(w, req, cluster(w, id)?)?,
             (&Method::POST, ["clusters", id, "actions", "resize"]) => {
                 needs(minor, 7)?;
                 resize(w, req, cluster(w, id)?)?
@@ -235,9 +236,20 @@ fn health(w: &World, c: usize) -> (&'static str, Value) {
         }),
     );
     let mut healthy = cl.health_reason_override.is_none();
+    // Magnum's health poller asks Kubernetes: a node that failed, or whose machine is
+    // being rebuilt right now, is not Ready. (Magnum lists every node; only the not-Ready
+    // ones are listed here, to keep 1000-node clusters' bodies small.)
     for g in &cl.groups {
         for m in w.groups[*g].members.values() {
-            if matches!(m.phase, Phase::Failed(_)) {
+            let not_ready = matches!(
+                m.phase,
+                Phase::Failed(_)
+                    | Phase::Running {
+                        action: Action::Update | Action::Create,
+                        ..
+                    }
+            );
+            if not_ready {
                 healthy = false;
                 reason.insert(format!("{}.Ready", m.server_name), json!("False"));
             }
@@ -581,6 +593,47 @@ fn resize(w: &mut World, req: &Req, c: usize) -> Result<Reply, Reply> {
     let body = req
         .json_body()
         .map_err(|e| magnum_error(StatusCode::BAD_REQUEST, &e))?;
+    resize_body(w, &body, c)
+}
+
+/// `PATCH /clusters/{id}` with a JSON patch: only `replace /node_count` (the pre-1.7 way
+/// to resize the default worker group, `openstack coe cluster update ... replace node_count=N`).
+fn patch_cluster(w: &mut World, req: &Req, c: usize) -> Result<Reply, Reply> {
+    let body = req
+        .json_body()
+        .map_err(|e| magnum_error(StatusCode::BAD_REQUEST, &e))?;
+    let ops = body.as_array().ok_or_else(|| {
+        magnum_error(
+            StatusCode::BAD_REQUEST,
+            "The request body must be a JSON patch (a list of operations).",
+        )
+    })?;
+    let mut count = None;
+    for op in ops {
+        let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+        let verb = op.get("op").and_then(Value::as_str).unwrap_or("");
+        match (verb, path) {
+            ("replace", "/node_count") => {
+                count = op.get("value").and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())));
+                if count.is_none() {
+                    return Err(magnum_error(StatusCode::BAD_REQUEST, "Invalid input for field/attribute node_count."));
+                }
+            }
+            _ => {
+                return Err(magnum_error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("Updating {path} is not supported by the caldera simulator (only replace /node_count)."),
+                ))
+            }
+        }
+    }
+    match count {
+        Some(n) => resize_body(w, &json!({ "node_count": n }), c),
+        None => Err(magnum_error(StatusCode::BAD_REQUEST, "Nothing to update.")),
+    }
+}
+
+fn resize_body(w: &mut World, body: &Value, c: usize) -> Result<Reply, Reply> {
     let count = body.get("node_count").and_then(Value::as_u64).ok_or_else(|| magnum_error(StatusCode::BAD_REQUEST, "Invalid input for field/attribute node_count. Value: None. Mandatory field missing."))? as u32;
     let g = match body.get("nodegroup").and_then(Value::as_str) {
         Some(ng) => nodegroup(w, c, ng)?,
@@ -589,6 +642,12 @@ fn resize(w: &mut World, req: &Req, c: usize) -> Result<Reply, Reply> {
         })?,
     };
     let grp = &w.groups[g];
+    if count > crate::sim::heat::stacks::MAX_MEMBERS {
+        return Err(magnum_error(
+            StatusCode::BAD_REQUEST,
+            "node_count is larger than the simulator holds.",
+        ));
+    }
     if grp.role == "master" {
         return Err(magnum_error(
             StatusCode::BAD_REQUEST,

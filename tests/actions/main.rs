@@ -68,3 +68,117 @@ async fn sim_failing_post_node_hook_pauses_at_that_node() {
     scenarios::failing_hook_scenario(&env, "rh").await;
     sim.shutdown().await;
 }
+
+/// The Magnum driver on the simulator's Magnum: resize removing a named node, then an
+/// upgrade with max_batch_size, each planned with its exact call and journaled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_magnum_resize_and_upgrade() {
+    use caldera::drivers::actions;
+    use caldera::drivers::magnum::MagnumDriver;
+    use caldera::drivers::{Driver, ScaleRequest};
+    let sim = sim::start(SimOptions {
+        scenario: "small".into(),
+        speed: 50.0,
+        output_cost_per_member: Duration::ZERO,
+        detail_cost_per_resource: Duration::ZERO,
+        create_median: Duration::from_secs(10),
+        update_median: Duration::from_secs(10),
+        ..SimOptions::default()
+    })
+    .await
+    .expect("simulator");
+    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let env = Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    );
+    let magnum = conn.magnum.clone().expect("the simulator has Magnum");
+    let driver = MagnumDriver::new(magnum.clone(), Some(conn.heat.clone()));
+    let target = driver
+        .find_nodegroup("small", "default-worker")
+        .await
+        .expect("node group");
+    assert_eq!(target.limits.max, Some(20));
+    let before: Vec<String> = driver
+        .list_nodes(&target)
+        .await
+        .expect("nodes from the group's stack")
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(before, ["0", "1", "2"]);
+
+    let plan = driver
+        .plan_scale(
+            &target,
+            &ScaleRequest {
+                count: Some(4),
+                remove: vec!["1".into()],
+            },
+        )
+        .await
+        .expect("plan");
+    assert_eq!((plan.from, plan.to), (3, 4));
+    assert_eq!(plan.calls[0].method, "POST");
+    assert!(plan.calls[0].path.ends_with("/actions/resize"));
+    assert!(plan.calls[0].body.contains("\"nodes_to_remove\":[\"1\"]"));
+    actions::scale(&env.ctx, &driver, &plan, None)
+        .await
+        .expect("resize");
+    let cluster_id = target.cluster_id.clone().expect("uuid");
+    let t0 = std::time::Instant::now();
+    loop {
+        let ng = magnum
+            .get_nodegroup(&cluster_id, "default-worker")
+            .await
+            .expect("node group");
+        if ng.status.is_complete() && ng.node_count == 4 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{ng:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after: Vec<String> = driver
+        .list_nodes(&target)
+        .await
+        .expect("nodes")
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(after.len(), 4);
+    assert!(!after.contains(&"1".to_string()), "{after:?}");
+
+    let up = driver
+        .plan_upgrade(&target, "k8s-v1.30", 2)
+        .await
+        .expect("upgrade plan");
+    assert!(up.calls[0].body.contains("\"max_batch_size\":2"));
+    assert!(up.lines()[0].contains("2 node(s) at a time"));
+    driver.apply_upgrade(&up).await.expect("upgrade accepted");
+    let t0 = std::time::Instant::now();
+    loop {
+        let ng = magnum
+            .get_nodegroup(&cluster_id, "default-worker")
+            .await
+            .expect("node group");
+        if ng.status.is_complete() && ng.image.as_deref() == Some("fedora-coreos-40") {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{ng:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let journal = env.ctx.journal.read_all().expect("journal");
+    assert_eq!(journal.len(), 2, "scale started + ok");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_pause_from_journal_skip_and_resume() {
+    let (sim, env) = sim_env().await;
+    scenarios::pause_skip_resume_scenario(&env, "rp").await;
+    sim.shutdown().await;
+}

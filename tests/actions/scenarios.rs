@@ -459,9 +459,20 @@ pub async fn failure_then_resume_scenario(env: &Env, cluster: &str) {
     let mut fix = BTreeMap::new();
     fix.insert("node_fail_index".to_string(), "-1".to_string());
     h.send(Control::Resume { parameters: fix }).expect("resume");
-    let end = tokio::time::timeout(env.timeout, h.wait())
-        .await
-        .expect("finishes in time");
+    let end = match tokio::time::timeout(env.timeout, h.wait_for(|s| s.state.is_final())).await {
+        Ok(end) => end,
+        Err(_) => {
+            let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+            panic!(
+                "not finished in time: {:#?}\njournal: {:#?}",
+                h.status().lines(),
+                journal
+                    .iter()
+                    .map(|e| format!("{} {} {:?}", e.action, e.target, e.outcome))
+                    .collect::<Vec<_>>()
+            );
+        }
+    };
     assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
     let images = env.member_images(&target).await;
     assert!(images.values().all(|i| i == "img-v2"), "{images:?}");
@@ -499,6 +510,7 @@ pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
         env.ctx.clone(),
         found,
         env.engine_options(HookSet::default()),
+        Vec::new(),
     )
     .await
     .expect("reattach");
@@ -606,6 +618,79 @@ pub async fn failing_hook_scenario(env: &Env, cluster: &str) {
         "{:?}",
         end.state
     );
+    env.settle(target.stack.as_ref().expect("stack")).await;
+    env.delete(&target).await;
+}
+
+/// Pause from "another process" (a journal request), skip a node, resume: the rollout ends
+/// with the skipped node untouched on its hook, every other node updated.
+pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 5).await;
+    let members = env.member_names(&target).await;
+    let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("first node done");
+    engine::request(&env.ctx, &plan, &Control::Pause).expect("pause request");
+    let paused = tokio::time::timeout(
+        env.timeout,
+        h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
+    )
+    .await
+    .expect("pauses");
+    // Whatever was released before the pause finishes; nothing more is released.
+    tokio::time::sleep(env.poll * 10 + Duration::from_secs(1)).await;
+    let released = |entries: &[caldera::journal::Entry]| {
+        entries
+            .iter()
+            .filter(|e| e.action == "rollout.release" && e.outcome == Outcome::Ok)
+            .count()
+    };
+    let before = released(&env.ctx.journal.rollout_entries(&plan.id).expect("journal"));
+    assert!(
+        before <= paused.done + 1,
+        "released {before} with {} done",
+        paused.done
+    );
+    tokio::time::sleep(env.poll * 10).await;
+    let after = released(&env.ctx.journal.rollout_entries(&plan.id).expect("journal"));
+    assert_eq!(before, after, "released while paused");
+
+    h.send(Control::Skip("4".into())).expect("skip");
+    h.send(Control::Resume {
+        parameters: BTreeMap::new(),
+    })
+    .expect("resume");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("ends");
+    assert_eq!(
+        end.state,
+        RolloutState::CompletedWithSkips,
+        "{:#?}",
+        end.lines()
+    );
+    assert_eq!((end.done, end.skipped), (4, 1));
+    let images = env.member_images(&target).await;
+    assert_eq!(images["4"], "img-v1");
+    assert!(["0", "1", "2", "3"].iter().all(|m| images[*m] == "img-v2"));
+    // The skipped node still waits on its hook; cancel the update to leave the stack settled.
+    env.heat
+        .action(
+            target.stack.as_ref().expect("stack"),
+            caldera::api::heat::StackAction::CancelWithoutRollback,
+        )
+        .await
+        .expect("cancel");
     env.settle(target.stack.as_ref().expect("stack")).await;
     env.delete(&target).await;
 }

@@ -228,3 +228,138 @@ async fn scenario_modifiers_add_faults() {
     assert!(caldera::sim::start(fast("empty+nope")).await.is_err());
     api.h.shutdown().await;
 }
+
+/// Malformed requests get 4xx answers, never a 5xx or a dropped connection.
+#[tokio::test]
+async fn hostile_requests_get_client_errors() {
+    let api = Api::start(fast("small")).await;
+    let ng = api
+        .mget("/clusters/small/nodegroups/default-worker")
+        .await
+        .body["stack_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = api.stack_path(&ng).await;
+    let heat = |p: &str| api.heat(p);
+    let raw = |m: Method, url: String, body: &'static str| {
+        let api = &api;
+        async move {
+            let r = api
+                .http
+                .request(m, &url)
+                .header("X-Auth-Token", &api.token)
+                .header("OpenStack-API-Version", "container-infra 1.12")
+                .header("Content-Type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            r.status()
+        }
+    };
+    let cases = vec![
+        (Method::POST, heat("/stacks"), "{not json"),
+        (Method::POST, heat("/stacks"), "[1,2]"),
+        (
+            Method::POST,
+            heat("/stacks"),
+            r#"{"stack_name": "x", "parameters": {"count": 1e12}}"#,
+        ),
+        (Method::PATCH, heat(&path), "[]"),
+        (
+            Method::PATCH,
+            heat(&path),
+            r#"{"parameters": {"count": -3}}"#,
+        ),
+        (
+            Method::PATCH,
+            heat(&path),
+            r#"{"parameters": {"removal_policies": "nope"}}"#,
+        ),
+        (Method::PUT, heat(&path), "null"),
+        (Method::POST, heat(&format!("{path}/actions")), "17"),
+        (
+            Method::POST,
+            heat(&format!("{path}/resources/nodes/signal")),
+            "\"x\"",
+        ),
+        (
+            Method::PATCH,
+            heat(&format!("{path}/resources/nodes")),
+            "[true]",
+        ),
+        (
+            Method::GET,
+            heat(&format!("{path}/events?limit=99999999999999999999")),
+            "",
+        ),
+        (
+            Method::GET,
+            heat(&format!(
+                "{path}/events?limit=9223372036854775807&marker=zz"
+            )),
+            "",
+        ),
+        (
+            Method::GET,
+            heat("/stacks?limit=9223372036854775807&sort_keys=%FF"),
+            "",
+        ),
+        (
+            Method::GET,
+            heat(&format!("{path}/resources?nested_depth=-5")),
+            "",
+        ),
+        (Method::GET, heat("/stacks/%00/%00/%00"), ""),
+        (Method::DELETE, heat("/stacks"), ""),
+        (
+            Method::POST,
+            api.magnum("/clusters/small/actions/resize"),
+            r#"{"node_count": "many"}"#,
+        ),
+        (
+            Method::POST,
+            api.magnum("/clusters/small/actions/resize"),
+            r#"{"node_count": 4000000000}"#,
+        ),
+        (
+            Method::POST,
+            api.magnum("/clusters/small/actions/resize"),
+            r#"{"node_count": 2, "nodes_to_remove": [{"a": 1}]}"#,
+        ),
+        (
+            Method::POST,
+            api.magnum("/clusters/small/actions/upgrade"),
+            r#"{"cluster_template": 5}"#,
+        ),
+        (
+            Method::PATCH,
+            api.magnum("/clusters/small"),
+            r#"{"op": "replace"}"#,
+        ),
+        (Method::GET, api.magnum("/clusters?limit=0"), ""),
+        (Method::GET, api.magnum("/clusters?sort_dir=sideways"), ""),
+        (
+            Method::GET,
+            format!("{}/servers/detail?limit=x", api.h.nova_url()),
+            "",
+        ),
+        (
+            Method::POST,
+            format!("{}/auth/tokens", api.h.auth_url),
+            "{}",
+        ),
+        (Method::POST, format!("{}/auth/tokens", api.h.auth_url), "]"),
+    ];
+    for (m, url, body) in cases {
+        let status = raw(m.clone(), url.clone(), body).await;
+        assert!(
+            status.is_client_error() || status.is_success() || status.is_redirection(),
+            "{m} {url} {body}: {status}"
+        );
+    }
+    // Still serving.
+    assert_eq!(api.get(&api.heat("/stacks")).await.status, StatusCode::OK);
+    api.h.shutdown().await;
+}

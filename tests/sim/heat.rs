@@ -1063,3 +1063,40 @@ async fn delete_soft_deletes_like_heat() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     api.h.shutdown().await;
 }
+
+/// After a failed create, fixing the cause and PATCHing creates the failed member again.
+#[tokio::test]
+async fn failed_member_is_created_again_by_the_next_update() {
+    let api = Api::start(fast("empty")).await;
+    let body = json!({"stack_name": "ngr", "template": {}, "parameters": {"count": 3, "node_fail_index": 1}});
+    api.call(Method::POST, &api.heat("/stacks"), Some(body), &[])
+        .await;
+    let path = api.stack_path("ngr").await;
+    api.wait_status(&path, "CREATE_FAILED", 20).await;
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.heat(&path),
+            Some(json!({"parameters": {"node_fail_index": -1}})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
+    let group = group_stack_path(&api, &path).await;
+    let r = api.get(&api.heat(&format!("{group}/resources/1"))).await;
+    assert_eq!(r.body["resource"]["resource_status"], "CREATE_COMPLETE");
+    let ips = api
+        .get(&api.heat(&format!("{path}/outputs/ips")))
+        .await
+        .body;
+    assert!(
+        ips["output"]["output_value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v.is_string()),
+        "{ips}"
+    );
+    api.h.shutdown().await;
+}

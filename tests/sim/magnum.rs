@@ -265,3 +265,31 @@ async fn members(api: &Api, stack_id: &str) -> Vec<u32> {
     names.sort();
     names
 }
+
+#[tokio::test]
+async fn patch_node_count_resizes_default_workers() {
+    let api = Api::start(fast("small")).await;
+    let patch = json!([{"op": "replace", "path": "/node_count", "value": 4}]);
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.magnum("/clusters/small"),
+            Some(patch),
+            &[V],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    let r = api.mget("/clusters/small").await;
+    assert_eq!(r.body["node_count"], 4);
+    let bad = json!([{"op": "replace", "path": "/name", "value": "x"}]);
+    let r = api
+        .call(
+            Method::PATCH,
+            &api.magnum("/clusters/small"),
+            Some(bad),
+            &[V],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    api.h.shutdown().await;
+}

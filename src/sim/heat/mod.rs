@@ -7,7 +7,7 @@
 mod events;
 mod render;
 mod resources;
-mod stacks;
+pub(crate) mod stacks;
 
 use crate::sim::http::{heat_error, Reply, Req};
 use crate::sim::server::{lock, Shared};

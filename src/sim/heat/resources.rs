@@ -72,7 +72,7 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req, ix: usize) -> Reply {
     let mut reply = Reply::ok(json!({ "resources": out }));
     if detail {
         // Resolving attributes costs Heat time per resource (measured ~5 ms each).
-        reply = reply.with_delay(sh.cfg.detail_cost_per_resource * n);
+        reply = reply.with_delay(sh.cfg.detail_cost_per_resource.saturating_mul(n));
     }
     reply
 }

@@ -114,7 +114,9 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         .map(|(i, _)| i)
         .collect();
     let keyed = |ix: usize| -> (Vec<String>, String) {
-        let s = w.stack(ix).expect("listed stacks exist");
+        let Some(s) = w.stack(ix) else {
+            return (Vec::new(), String::new());
+        };
         let mut k = Vec::new();
         let ks: &[&str] = if keys.is_empty() {
             &["creation_time"]
@@ -147,7 +149,7 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         None => 0,
     };
     let end = match limit {
-        Some(l) if l >= 0 => (start + l as usize).min(count),
+        Some(l) if l >= 0 => start.saturating_add(l as usize).min(count),
         _ => count,
     };
     let page: Vec<Value> = sorted[start.min(count)..end.max(start.min(count))]
@@ -168,7 +170,11 @@ pub fn show(w: &mut World, sh: &Shared, req: &Req, ix: usize) -> Reply {
     let mut r = Reply::ok(body);
     if resolve && has_outputs {
         // Heat evaluates every output of the stack, walking each member: the slow call.
-        r = r.with_delay(sh.cfg.output_cost_per_member * output_members(w, ix) as u32);
+        r = r.with_delay(
+            sh.cfg
+                .output_cost_per_member
+                .saturating_mul(output_members(w, ix) as u32),
+        );
     }
     r
 }
@@ -192,7 +198,11 @@ pub fn output_show(w: &mut World, sh: &Shared, ix: usize, key: &str) -> Reply {
     };
     let value = output_value(w, ix, key).unwrap_or(Value::Null);
     Reply::ok(json!({"output": {"output_key": key, "description": desc, "output_value": value}}))
-        .with_delay(sh.cfg.output_cost_per_member * output_members(w, ix) as u32)
+        .with_delay(
+            sh.cfg
+                .output_cost_per_member
+                .saturating_mul(output_members(w, ix) as u32),
+        )
 }
 
 pub fn template(w: &mut World, ix: usize) -> Reply {
@@ -310,6 +320,9 @@ fn merged_params(
     Ok(params)
 }
 
+/// Largest node group the simulator agrees to build.
+pub(crate) const MAX_MEMBERS: u32 = 100_000;
+
 /// Validates `count` the way Heat's number parameter does (Python float conversion,
 /// then the template's `range: {min: 0}` constraint).
 fn count_param(raw: &str) -> Result<u32, Reply> {
@@ -326,6 +339,12 @@ fn count_param(raw: &str) -> Result<u32, Reply> {
         .map_err(|_| invalid(format!("could not convert string to float: '{raw}'")))?;
     if v < 0.0 {
         return Err(invalid(format!("{v} is out of range (min: 0, max: None).")));
+    }
+    // Not Heat's limit but the simulator's: a typo must not make it build 10^9 members.
+    if v > MAX_MEMBERS as f64 {
+        return Err(invalid(format!(
+            "{v} is more members than the simulator holds ({MAX_MEMBERS})."
+        )));
     }
     Ok(v as u32)
 }

@@ -703,9 +703,25 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
             .map(|r| r.status.state == State::Failed)
             .unwrap_or(false)
     };
+    // Members whose create never happened or failed are created again, not updated.
+    let uncreated = |i: &u32| {
+        w.stack(rg)
+            .and_then(|s| s.resource(&i.to_string()))
+            .map(|r| {
+                r.status.action == Action::Init
+                    || r.status == Status::new(Action::Create, State::Failed)
+            })
+            .unwrap_or(false)
+    };
+    let recreate: Vec<u32> = desired
+        .intersection(&current)
+        .copied()
+        .filter(|i| !carried.contains(i) && uncreated(i))
+        .collect();
     let to_update: Vec<u32> = desired
         .intersection(&current)
         .copied()
+        .filter(|i| !recreate.contains(i))
         .filter(|i| {
             w.groups[g]
                 .members
@@ -732,6 +748,12 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         .collect();
     for i in to_create {
         add_member(w, g, i);
+        start.push((i, Action::Create, creating));
+    }
+    for i in recreate {
+        if let Some(m) = w.groups[g].members.get_mut(&i) {
+            m.phase = Phase::Idle;
+        }
         start.push((i, Action::Create, creating));
     }
     schedule(w, g, start);
@@ -816,7 +838,9 @@ pub fn tick(w: &mut World, g: usize) {
     // Members that failed or vanished no longer hold their batch.
     let settled: Vec<u32> = {
         let grp = &w.groups[g];
-        let op = grp.op.as_ref().expect("op checked above");
+        let Some(op) = grp.op.as_ref() else {
+            return;
+        };
         op.active
             .iter()
             .copied()
@@ -834,7 +858,9 @@ pub fn tick(w: &mut World, g: usize) {
         }
     }
     let (start_batch, failed) = {
-        let op = w.groups[g].op.as_ref().expect("op checked above");
+        let Some(op) = w.groups[g].op.as_ref() else {
+            return;
+        };
         (
             op.active.is_empty() && !op.queue.is_empty() && op.failed.is_none(),
             op.failed.is_some(),
@@ -842,7 +868,9 @@ pub fn tick(w: &mut World, g: usize) {
     };
     if start_batch {
         let batch = {
-            let op = w.groups[g].op.as_mut().expect("op checked above");
+            let Some(op) = w.groups[g].op.as_mut() else {
+                return;
+            };
             let n = if op.batch == 0 {
                 op.queue.len()
             } else {
@@ -862,9 +890,13 @@ pub fn tick(w: &mut World, g: usize) {
         // Without a leaf delay the batch may already have started (and, with no work,
         // finished); the completion check below sees it either way.
     }
-    let op = w.groups[g].op.as_ref().expect("op checked above");
+    let Some(op) = w.groups[g].op.as_ref() else {
+        return;
+    };
     if op.active.is_empty() && (op.queue.is_empty() || failed) {
-        let op = w.groups[g].op.take().expect("op checked above");
+        let Some(op) = w.groups[g].op.take() else {
+            return;
+        };
         // Members still queued when a failure stopped the update keep their old state.
         for i in op.queue {
             if let Some(m) = w.groups[g].members.get_mut(&i) {

@@ -1,0 +1,324 @@
+//! The headless action commands (`caldera scale`, `caldera rollout ...`, `caldera journal`)
+//! as an operator runs them, against an in-process simulator reached through a clouds.yaml,
+//! including the guard rails set in that file.
+
+use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use caldera::cli::connect::simulator_cloud;
+use caldera::drivers::heat_native::HeatNativeDriver;
+use caldera::drivers::{Driver, Limits, NodeGroupSpec};
+use caldera::sim::{self, SimHandle, SimOptions};
+use caldera::templates::Machines;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+async fn start() -> (SimHandle, HeatNativeDriver) {
+    let sim = sim::start(SimOptions {
+        scenario: "empty".into(),
+        speed: 50.0,
+        output_cost_per_member: Duration::ZERO,
+        detail_cost_per_resource: Duration::ZERO,
+        create_median: Duration::from_secs(10),
+        update_median: Duration::from_secs(10),
+        ..SimOptions::default()
+    })
+    .await
+    .expect("simulator");
+    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);
+    (sim, driver)
+}
+
+async fn create(driver: &HeatNativeDriver, cluster: &str, count: u32) {
+    let t = driver
+        .create_nodegroup(&NodeGroupSpec {
+            cluster: cluster.into(),
+            nodegroup: "workers".into(),
+            count,
+            image: "img-v1".into(),
+            limits: Limits::default(),
+            action_wait_secs: 0,
+        })
+        .await
+        .expect("create");
+    let stack = t.stack.expect("stack");
+    let t0 = Instant::now();
+    loop {
+        let d = driver.heat().get_stack(&stack, false).await.expect("show");
+        if !d.summary.status.is_in_progress() {
+            assert_eq!(d.summary.status.raw, "CREATE_COMPLETE");
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A clouds.yaml for the simulator with caldera settings appended to the cloud.
+fn clouds_yaml(dir: &Path, sim: &SimHandle, caldera: &str) -> std::path::PathBuf {
+    let mut text = sim.clouds_yaml("simcloud");
+    if !caldera.is_empty() {
+        text.push_str(&format!("    caldera: {caldera}\n"));
+    }
+    let p = dir.join(format!("clouds-{}.yaml", caldera.len()));
+    std::fs::write(&p, text).expect("write clouds.yaml");
+    p
+}
+
+fn caldera(clouds: &Path, journal: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .env("OS_CLIENT_CONFIG_FILE", clouds)
+        .env("OS_CLOUD", "simcloud")
+        .env("CALDERA_JOURNAL", journal)
+        .env("CALDERA_ACTIONS_CONFIG", journal.with_extension("toml"))
+        .env("XDG_STATE_HOME", journal.parent().expect("dir"))
+        .args(args)
+        .output()
+        .expect("run caldera")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_rollout_and_journal_commands() {
+    let (sim, driver) = start().await;
+    create(&driver, "cli", 5).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+
+    // Scale: the plan names the nodes, then it is applied and followed.
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "scale",
+            "cli/workers",
+            "--count",
+            "6",
+            "--remove",
+            "1",
+            "--yes",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("from 5 to 6 nodes"), "{stdout}");
+    assert!(stdout.contains("add    2: 5, 6"), "{stdout}");
+    assert!(stdout.contains("remove 1: 1"), "{stdout}");
+    assert!(stdout.contains("PATCH /stacks/cli-workers/"), "{stdout}");
+    assert!(stderr.contains("UPDATE_COMPLETE"), "{stderr}");
+
+    // Without --yes and without a terminal, nothing is done.
+    let out = caldera(&clouds, &journal, &["scale", "cli", "--count", "2"]);
+    assert!(!out.status.success());
+    assert!(text(&out).1.contains("--yes"), "{:?}", text(&out));
+
+    // A rollout, batch 2 with a canary, followed to the end.
+    std::fs::write(
+        journal.with_extension("toml"),
+        "[hooks]\npost_batch = \"echo batch $CALDERA_BATCH: $CALDERA_BATCH_NODES\"\n",
+    )
+    .expect("hooks config");
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "cli/workers",
+            "--image",
+            "img-v2",
+            "--batch",
+            "2",
+            "--canary",
+            "1",
+            "--yes",
+            "--poll-secs",
+            "0.05",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("batch   1: 0\n"), "{stdout}");
+    assert!(stdout.contains("batch   2: 2, 3\n"), "{stdout}");
+    assert!(stdout.contains(": completed"), "{stdout}");
+    assert!(stdout.contains("done 6 failed 0"), "{stdout}");
+
+    let out = caldera(&clouds, &journal, &["rollout", "status", "cli/workers"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("completed"), "{stdout}");
+
+    // The journal, as CSV: scale and rollout lines with their calls; hooks' output kept.
+    let out = caldera(&clouds, &journal, &["journal", "--format", "csv"]);
+    let (stdout, _) = text(&out);
+    assert!(stdout
+        .lines()
+        .any(|l| l.contains(",scale,cli/workers,") && l.contains("PATCH")));
+    assert!(stdout.contains("rollout.finish"), "{stdout}");
+    let entries = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal");
+    let hook = entries
+        .iter()
+        .find(|e| e.action == "hook.post_batch" && e.target.ends_with("#batch2"))
+        .expect("post_batch hook of batch 2");
+    assert_eq!(hook.output.as_deref(), Some("batch 2: 2,3\n"));
+    assert!(entries
+        .iter()
+        .all(|e| !e.user.is_empty() && e.cloud == "simcloud"));
+    let raw = std::fs::read_to_string(&journal).expect("journal text");
+    assert!(
+        !raw.contains(&sim.password),
+        "the journal holds the password"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guard_rails_from_clouds_yaml() {
+    let (sim, driver) = start().await;
+    create(&driver, "prod", 3).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = dir.path().join("journal.jsonl");
+
+    let ro = clouds_yaml(dir.path(), &sim, "{read_only: true}");
+    let out = caldera(&ro, &journal, &["scale", "prod", "--count", "4", "--yes"]);
+    assert!(!out.status.success());
+    assert!(text(&out).1.contains("read-only"), "{:?}", text(&out));
+    let plain = clouds_yaml(dir.path(), &sim, "");
+    let out = caldera(
+        &plain,
+        &journal,
+        &[
+            "--read-only",
+            "rollout",
+            "start",
+            "prod",
+            "--image",
+            "x",
+            "--yes",
+        ],
+    );
+    assert!(text(&out).1.contains("read-only"), "{:?}", text(&out));
+
+    // Refusals are part of the audit trail.
+    let refused = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal");
+    assert_eq!(
+        refused
+            .iter()
+            .filter(|e| matches!(e.outcome, caldera::journal::Outcome::Refused { .. }))
+            .count(),
+        2
+    );
+
+    let prod = clouds_yaml(dir.path(), &sim, "{production: true}");
+    let out = caldera(&prod, &journal, &["scale", "prod", "--count", "4", "--yes"]);
+    assert!(!out.status.success());
+    assert!(text(&out).1.contains("--confirm prod"), "{:?}", text(&out));
+    let out = caldera(
+        &prod,
+        &journal,
+        &["scale", "prod", "--count", "4", "--yes", "--confirm", "prd"],
+    );
+    assert!(!out.status.success());
+    let out = caldera(
+        &prod,
+        &journal,
+        &[
+            "scale",
+            "prod",
+            "--count",
+            "4",
+            "--yes",
+            "--confirm",
+            "prod",
+        ],
+    );
+    assert!(out.status.success(), "{:?}", text(&out));
+    let names: Vec<String> = driver
+        .list_nodes(&driver.find_nodegroup("prod", "workers").await.expect("ng"))
+        .await
+        .expect("nodes")
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(names, ["0", "1", "2", "3"]);
+    sim.shutdown().await;
+}
+
+/// `rollout start` stops at a failure (exit status 3, Heat keeps the rest on hooks);
+/// `rollout status` in another process says so; `rollout resume --set` in a third process
+/// reattaches from the journal and Heat, and finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_paused_by_a_failure_is_resumed_by_another_process() {
+    let (sim, driver) = start().await;
+    create(&driver, "rf", 4).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "rf",
+            "--image",
+            "img-v2",
+            "--set",
+            "node_fail_index=2",
+            "--yes",
+            "--poll-secs",
+            "0.05",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("rollout paused: node 2 failed"), "{stderr}");
+
+    let out = caldera(&clouds, &journal, &["rollout", "status", "rf"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("paused: node 2 failed"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.contains("  3 batch   4 pending")),
+        "{stdout}"
+    );
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "resume",
+            "rf",
+            "--set",
+            "node_fail_index=-1",
+            "--poll-secs",
+            "0.05",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(": completed"), "{stdout}");
+    assert!(stdout.contains("done 4 failed 0"), "{stdout}");
+    let entries = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal");
+    assert!(entries
+        .iter()
+        .any(|e| e.action == "rollout.retry" && e.outcome == caldera::journal::Outcome::Ok));
+    sim.shutdown().await;
+}
