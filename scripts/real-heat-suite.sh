@@ -17,11 +17,13 @@ echo "real Heat at $HEAT_URL"
 suites=()
 for f in tests/real_heat*.rs; do
   name="$(basename "$f" .rs)"
-  # The rollout scenarios time Heat's batches; they run alone, after the rest.
+  # The rollout scenarios (issue 7, not finished) drive long updates through the one-process
+  # Heat: about 6-13 minutes, and a stack show timed out once under load. They run on request
+  # (REAL_HEAT_ACTIONS=1), alone, after the rest.
   [ "$name" = real_heat_actions ] && continue
   suites+=(--test "$name")
 done
 cargo test --locked "${suites[@]}" -- --ignored --test-threads=2
-if [ -f tests/real_heat_actions.rs ]; then
+if [ "${REAL_HEAT_ACTIONS:-0}" = 1 ]; then
   cargo test --locked --test real_heat_actions -- --ignored --test-threads=1
 fi
