@@ -6,8 +6,10 @@ pub mod budget;
 pub mod fanout;
 pub mod paginate;
 pub mod retry;
+pub mod task;
 
 pub use budget::{BudgetConfig, BudgetPermit, RequestBudget};
 pub use fanout::fan_out;
 pub use paginate::{paginate, Page};
 pub use retry::RetryPolicy;
+pub use task::{spawn_stream, AbortOnDrop};

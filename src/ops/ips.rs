@@ -20,7 +20,7 @@
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
 use crate::api::nova::{NovaClient, ServerQuery};
-use crate::fetch::fan_out;
+use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{NodeAddress, StackRef, Status};
 use futures::stream::{BoxStream, StreamExt};
 use std::collections::{HashMap, HashSet};
@@ -222,19 +222,7 @@ pub fn stream_ips_with(
     target: StackRef,
     options: IpOptions,
 ) -> BoxStream<'static, Result<IpEvent, ApiError>> {
-    let (tx, rx) = mpsc::channel(256);
-    tokio::spawn(async move {
-        let closed = tx.clone();
-        tokio::select! {
-            _ = run(heat, nova, target, options, tx) => {}
-            // The consumer went away: dropping `run` cancels every request in flight.
-            _ = closed.closed() => {}
-        }
-    });
-    futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    })
-    .boxed()
+    spawn_stream(256, move |tx| run(heat, nova, target, options, tx))
 }
 
 type Sink = mpsc::Sender<Result<IpEvent, ApiError>>;
@@ -497,15 +485,6 @@ fn addresses_from_listing(
         }
     }
     out
-}
-
-/// Aborts a spawned task when dropped, so a dropped stream leaves no request behind.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 struct Progress {

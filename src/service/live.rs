@@ -6,7 +6,7 @@ use super::{
 };
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
-use crate::fetch::fan_out;
+use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, StackEvent, StackRef, StackResource, StackSummary,
 };
@@ -188,17 +188,10 @@ impl CloudService for LiveService {
             );
             return futures::stream::once(async move { Err(err) }).boxed();
         };
-        let (tx, rx) = tokio::sync::mpsc::channel(256);
-        tokio::spawn(async move {
-            let closed = tx.clone();
-            tokio::select! {
-                _ = forward_nodes(heat, nova, stack_id, nodegroup, options, tx) => {}
-                // The console moved on: dropping the work cancels its requests.
-                _ = closed.closed() => {}
-            }
-        });
-        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|u| (u, rx)) })
-            .boxed()
+        // The console moving on drops the stream, which cancels the work and its requests.
+        spawn_stream(256, move |tx| {
+            forward_nodes(heat, nova, stack_id, nodegroup, options, tx)
+        })
     }
 
     fn stack_resources(
@@ -346,15 +339,6 @@ fn hook_result(
             tracing::warn!("hook lookup task: {e}");
             HashSet::new()
         }
-    }
-}
-
-/// Aborts a spawned task when dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
