@@ -98,7 +98,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 ..ConsoleOptions::default()
             };
             let service = Arc::new(LiveService::new(conn));
-            let result = tui::run(service, options).await;
+            let result = tui::run(service, None, options).await;
             opened.close().await;
             result.map_err(Into::into)
         }

@@ -77,7 +77,15 @@ impl Default for EngineOptions {
 pub struct RolloutHandle {
     control: mpsc::UnboundedSender<Control>,
     status: watch::Receiver<RolloutStatus>,
-    task: tokio::task::JoinHandle<RolloutStatus>,
+    /// The engine task; `None` for a handle driven by hand ([`RolloutHandle::detached`]).
+    task: Option<tokio::task::JoinHandle<RolloutStatus>>,
+}
+
+/// The other end of a [`RolloutHandle::detached`] handle: what the handle's user sends, and
+/// the status it sees.
+pub struct DetachedRollout {
+    pub controls: mpsc::UnboundedReceiver<Control>,
+    pub status: watch::Sender<RolloutStatus>,
 }
 
 impl RolloutHandle {
@@ -92,10 +100,33 @@ impl RolloutHandle {
     pub fn watch(&self) -> watch::Receiver<RolloutStatus> {
         self.status.clone()
     }
+    /// A handle with no engine behind it: whoever holds the [`DetachedRollout`] plays the
+    /// engine. For fakes of the console's operator and for tests.
+    pub fn detached(initial: RolloutStatus) -> (RolloutHandle, DetachedRollout) {
+        let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+        let (st_tx, st_rx) = watch::channel(initial);
+        (
+            RolloutHandle {
+                control: ctl_tx,
+                status: st_rx,
+                task: None,
+            },
+            DetachedRollout {
+                controls: ctl_rx,
+                status: st_tx,
+            },
+        )
+    }
+
     /// Waits for the rollout to end (completed, aborted, failed).
-    pub async fn wait(self) -> RolloutStatus {
-        let last = self.status.borrow().clone();
-        self.task.await.unwrap_or(last)
+    pub async fn wait(mut self) -> RolloutStatus {
+        match self.task.take() {
+            Some(task) => {
+                let last = self.status.borrow().clone();
+                task.await.unwrap_or(last)
+            }
+            None => self.wait_for(|s| s.state.is_final()).await,
+        }
     }
     /// Waits until `pred` holds for a snapshot, or the rollout ends.
     pub async fn wait_for(&mut self, pred: impl Fn(&RolloutStatus) -> bool) -> RolloutStatus {
@@ -113,7 +144,9 @@ impl RolloutHandle {
     }
     /// Stops the engine task at once, as if the process died (Heat carries on).
     pub fn kill(self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
@@ -273,7 +306,7 @@ async fn spawn(
     Ok(RolloutHandle {
         control: ctl_tx,
         status: st_rx,
-        task,
+        task: Some(task),
     })
 }
 
@@ -334,7 +367,8 @@ fn batch_number(target: &str) -> Option<usize> {
         .and_then(|n| n.checked_sub(1))
 }
 
-fn initial_status(plan: &RolloutPlan) -> RolloutStatus {
+/// Every member pending, in batch order: a rollout before Heat has been looked at.
+pub fn initial_status(plan: &RolloutPlan) -> RolloutStatus {
     let nodes = plan
         .batches
         .iter()

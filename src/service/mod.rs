@@ -6,6 +6,7 @@
 
 pub mod fake;
 pub mod live;
+pub mod operator;
 
 use crate::model::{
     Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary,

@@ -3,7 +3,7 @@
 //! ```no_run
 //! # async fn demo(svc: std::sync::Arc<dyn caldera::service::CloudService>) {
 //! let _log = caldera::tui::init_logging("info"); // $XDG_STATE_HOME/caldera/caldera.log
-//! caldera::tui::run(svc, caldera::tui::ConsoleOptions::default()).await.ok();
+//! caldera::tui::run(svc, None, caldera::tui::ConsoleOptions::default()).await.ok();
 //! # }
 //! ```
 //!

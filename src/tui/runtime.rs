@@ -10,6 +10,7 @@ use super::action::Action;
 use super::config::{resolve, ConsoleOptions};
 use super::state::App;
 use super::worker::Worker;
+use crate::service::operator::Operator;
 use crate::service::CloudService;
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use crossterm::execute;
@@ -115,8 +116,12 @@ impl Drop for TerminalGuard {
 }
 
 /// Run the console until the user quits.
+///
+/// `operator` does the console's actions (scale, upgrade, rollouts, node actions, the
+/// journal); without one the console only reads.
 pub async fn run(
     service: Arc<dyn CloudService>,
+    operator: Option<Arc<dyn Operator>>,
     options: ConsoleOptions,
 ) -> Result<(), ConsoleError> {
     let resolved = resolve(&options);
@@ -140,7 +145,7 @@ pub async fn run(
         size.height,
         app.read_only
     );
-    let result = event_loop(&mut terminal, &mut app, service, fps).await;
+    let result = event_loop(&mut terminal, &mut app, service, operator, fps).await;
     match &result {
         Ok(()) => tracing::info!("console closed"),
         Err(e) => tracing::error!("console failed: {e}"),
@@ -155,10 +160,11 @@ async fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<Stdout>>,
     app: &mut App,
     service: Arc<dyn CloudService>,
+    operator: Option<Arc<dyn Operator>>,
     fps: u32,
 ) -> Result<(), ConsoleError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut worker = Worker::new(service.clone(), tx);
+    let mut worker = Worker::new(service.clone(), tx).with_operator(operator);
     let mut events = EventStream::new();
     let mut render = tokio::time::interval(Duration::from_secs_f64(1.0 / fps.max(1) as f64));
     render.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

@@ -5,6 +5,7 @@
 use super::action::{Reply, Request};
 use super::state::view::StackTarget;
 use crate::model::StackRef;
+use crate::service::operator::Operator;
 use crate::service::CloudService;
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -14,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 pub struct Worker {
     service: Arc<dyn CloudService>,
+    /// Does the actions; `None` for a read-only console.
+    operator: Option<Arc<dyn Operator>>,
     tx: UnboundedSender<Reply>,
     node_streams: HashMap<String, CancellationToken>,
     stack_names: Arc<Mutex<HashMap<String, StackRef>>>,
@@ -56,11 +59,18 @@ impl Worker {
     pub fn new(service: Arc<dyn CloudService>, tx: UnboundedSender<Reply>) -> Worker {
         Worker {
             service,
+            operator: None,
             tx,
             node_streams: HashMap::new(),
             stack_names: Arc::new(Mutex::new(HashMap::new())),
             shutdown: CancellationToken::new(),
         }
+    }
+
+    /// Gives the worker the operator that carries out actions.
+    pub fn with_operator(mut self, operator: Option<Arc<dyn Operator>>) -> Worker {
+        self.operator = operator;
+        self
     }
 
     /// Stop everything (on quit).
