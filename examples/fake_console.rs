@@ -59,7 +59,7 @@ async fn main() {
         refresh: Duration::from_secs(2),
         ..ConsoleOptions::default()
     };
-    if let Err(e) = run(Arc::new(fake), options).await {
+    if let Err(e) = run(Arc::new(fake), None, options).await {
         eprintln!("caldera: {e}");
         std::process::exit(1);
     }
