@@ -12,6 +12,23 @@ use std::collections::{HashMap, HashSet};
 
 const PAUSED: &str = "paused until Hook";
 const CLEARED: &str = "is cleared";
+
+/// What a Heat event's reason says of a hook: `Some(true)` a pause (`UPDATE paused until
+/// Hook pre-update is cleared`), `Some(false)` a release (`Hook pre-update is cleared`),
+/// `None` anything else. With `hook`, only that hook type (e.g. `pre-update`) counts.
+pub fn hook_event(reason: &str, hook: Option<&str>) -> Option<bool> {
+    let names_hook = |prefix: &str| match hook {
+        Some(h) => reason.contains(&format!("{prefix} {h}")),
+        None => reason.contains(prefix),
+    };
+    if names_hook(PAUSED) {
+        Some(true)
+    } else if names_hook("Hook") && reason.contains(CLEARED) {
+        Some(false)
+    } else {
+        None
+    }
+}
 const PAGE: u32 = 500;
 /// Enough for a long-stuck rollout of thousands of members; older pauses are history.
 const MAX_PAGES: usize = 4;
@@ -24,14 +41,7 @@ pub fn paused_from_newest_first(events: &[StackEvent]) -> HashSet<String> {
         let Some(reason) = e.status_reason.as_deref() else {
             continue;
         };
-        let hook_event = if reason.contains(PAUSED) {
-            Some(true)
-        } else if reason.contains("Hook") && reason.contains(CLEARED) {
-            Some(false)
-        } else {
-            None
-        };
-        if let Some(paused) = hook_event {
+        if let Some(paused) = hook_event(reason, None) {
             latest.entry(e.resource_name.as_str()).or_insert(paused);
         }
     }
@@ -94,6 +104,25 @@ mod tests {
             stack: None,
             path: vec![],
         }
+    }
+
+    #[test]
+    fn hook_event_reads_pauses_and_releases_of_one_hook_type() {
+        let pause = "UPDATE paused until Hook pre-update is cleared";
+        let clear = "Hook pre-update is cleared";
+        assert_eq!(hook_event(pause, None), Some(true));
+        assert_eq!(hook_event(clear, None), Some(false));
+        assert_eq!(hook_event(pause, Some("pre-update")), Some(true));
+        assert_eq!(hook_event(clear, Some("pre-update")), Some(false));
+        assert_eq!(hook_event(pause, Some("pre-create")), None);
+        assert_eq!(
+            hook_event(
+                "CREATE paused until Hook pre-create is cleared",
+                Some("pre-update")
+            ),
+            None
+        );
+        assert_eq!(hook_event("state changed", None), None);
     }
 
     #[test]

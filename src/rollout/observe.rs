@@ -15,8 +15,8 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use std::collections::{BTreeMap, HashSet};
 
-pub const PAUSED_MARK: &str = "paused until Hook pre-update";
-pub const CLEARED_MARK: &str = "Hook pre-update is cleared";
+/// The hook every rollout puts on the members (see `plan::hooks_environment`).
+const ROLLOUT_HOOK: &str = "pre-update";
 /// The reason Heat gives a member update it abandoned for a newer traversal.
 pub const SUPERSEDED_MARK: &str = "Stack UPDATE cancelled";
 const EVENT_PAGE: u32 = 200;
@@ -191,12 +191,13 @@ impl HeatObserver {
         }
         let reason = e.status_reason.clone().unwrap_or_default();
         let m = self.members.entry(e.resource_name.clone()).or_default();
-        if reason.contains(PAUSED_MARK) {
+        let hook = crate::ops::hooks::hook_event(&reason, Some(ROLLOUT_HOOK));
+        if hook == Some(true) {
             // A pause starts a new attempt at this member, whatever happened before.
             m.paused = true;
             m.released_at = None;
             m.failed = None;
-        } else if reason.contains(CLEARED_MARK) {
+        } else if hook == Some(false) {
             m.paused = false;
             m.released_at = Some(e.time);
         } else {
