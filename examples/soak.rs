@@ -88,8 +88,8 @@ struct Counters {
     rollouts: AtomicU64,
     rollout_refused: AtomicU64,
     nodes_failed: AtomicU64,
-    /// (ids remembered, recent events) of the follower's cursor.
-    cursor: Mutex<(usize, usize)>,
+    /// Ids the follower's cursor remembers.
+    cursor: Mutex<usize>,
 }
 
 #[tokio::main]
@@ -248,7 +248,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t0 = Instant::now();
             let mut samples: Vec<(f64, f64)> = Vec::new();
             let mut last_events = 0u64;
-            println!("| t (s) | RSS MB | events | events/min | dup dropped | poll err | stream rounds | addresses | rollouts | cursor ids / recent | in flight | sim events retained |");
+            println!("| t (s) | RSS MB | events | events/min | dup dropped | poll err | stream rounds | addresses | rollouts | cursor ids | in flight | sim events retained |");
             println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
             while t0.elapsed() < total {
                 tokio::time::sleep(sample).await;
@@ -258,11 +258,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let events = c.events.load(Relaxed);
                 let rate = (events - last_events) as f64 * 60.0 / sample.as_secs_f64();
                 last_events = events;
-                let (ids, recent) = c.cursor.lock().map(|m| *m).unwrap_or_default();
+                let ids = c.cursor.lock().map(|m| *m).unwrap_or_default();
                 let retained: usize =
                     sim_ref.with_world(|w| w.stacks().map(|(_, s)| s.events.len()).sum());
                 println!(
-                    "| {t:.0} | {rss:.1} | {events} | {rate:.0} | {} | {} | {} | {} | {} | {ids} / {recent} | {} | {retained} |",
+                    "| {t:.0} | {rss:.1} | {events} | {rate:.0} | {} | {} | {} | {} | {} | {ids} | {} | {retained} |",
                     c.duplicates.load(Relaxed),
                     c.poll_errors.load(Relaxed),
                     c.stream_rounds.load(Relaxed),

@@ -3,8 +3,8 @@
 //! Heat pages events by `marker` (an event id) in `(created_at, id)` order. Two things break a
 //! naive follower such as `openstack stack event list --follow`:
 //! - an event written a moment late with an earlier timestamp sorts *before* the marker and is
-//!   never returned (a gap), so each poll starts from a marker some seconds behind the newest
-//!   event and the overlap is de-duplicated;
+//!   never returned (a gap), so each poll reads newest first back to some seconds behind the
+//!   newest event delivered ([`EventTracker::horizon`]) and the overlap is de-duplicated;
 //! - once Heat purges old events (`max_events_per_stack`) a purged marker is ignored and the
 //!   server answers from the start (duplicates), so every event id ever delivered is remembered.
 
@@ -60,8 +60,8 @@ fn parse_uuid(s: &str) -> Option<u128> {
 pub struct EventTracker {
     seen: HashSet<IdKey>,
     seen_order: VecDeque<IdKey>,
-    /// Recently delivered events `(time, id)` in delivery order, for choosing a resume marker.
-    recent: VecDeque<(DateTime<Utc>, String)>,
+    /// The newest delivered event's time: the follower reads back to it minus `overlap`.
+    newest: Option<DateTime<Utc>>,
     overlap: Duration,
     delivered: u64,
     duplicates_dropped: u64,
@@ -79,7 +79,7 @@ impl EventTracker {
         EventTracker {
             seen: HashSet::new(),
             seen_order: VecDeque::new(),
-            recent: VecDeque::new(),
+            newest: None,
             overlap,
             delivered: 0,
             duplicates_dropped: 0,
@@ -99,33 +99,18 @@ impl EventTracker {
             fresh.push(event);
         }
         fresh.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.id.cmp(&b.id)));
-        for event in &fresh {
-            self.recent.push_back((event.time, event.id.clone()));
+        if let Some(last) = fresh.last() {
+            self.newest = Some(self.newest.map_or(last.time, |n| n.max(last.time)));
         }
         self.delivered += fresh.len() as u64;
-        self.trim_recent();
         fresh
     }
 
-    /// The marker to start the next poll from: the newest delivered event that is at least
-    /// `overlap` older than the newest one, so late writers inside that window are caught.
-    pub fn resume_marker(&self) -> Option<String> {
-        let newest = self.recent.iter().map(|(t, _)| *t).max()?;
-        let cutoff = newest - self.overlap;
-        self.recent
-            .iter()
-            .filter(|(t, _)| *t <= cutoff)
-            .max_by(|a, b| a.0.cmp(&b.0))
-            .or_else(|| self.recent.iter().min_by(|a, b| a.0.cmp(&b.0)))
-            .map(|(_, id)| id.clone())
-    }
-
     /// How far back a newest-first poll must read: the newest delivered event's time minus
-    /// the overlap. Events older than this that were not delivered are treated as gone
-    /// (the same window `resume_marker` gives a forward poll).
+    /// the overlap, so late writers inside that window are caught. Events older than this
+    /// that were not delivered are treated as gone.
     pub fn horizon(&self) -> Option<DateTime<Utc>> {
-        let newest = self.recent.iter().map(|(t, _)| *t).max()?;
-        Some(newest - self.overlap)
+        Some(self.newest? - self.overlap)
     }
 
     pub fn has_seen(&self, id: &str) -> bool {
@@ -137,10 +122,9 @@ impl EventTracker {
     pub fn duplicates_dropped(&self) -> u64 {
         self.duplicates_dropped
     }
-    /// Ids held for de-duplication, and events held for choosing the resume marker (the
-    /// soak watches both stay bounded).
-    pub fn remembered(&self) -> (usize, usize) {
-        (self.seen.len(), self.recent.len())
+    /// Ids held for de-duplication (bounded; the soak watches it).
+    pub fn remembered(&self) -> usize {
+        self.seen.len()
     }
 
     fn remember(&mut self, id: &str) {
@@ -152,20 +136,6 @@ impl EventTracker {
                 self.seen.remove(&old);
             }
         }
-    }
-
-    /// Keeps only what `resume_marker` may need: events inside the overlap window plus the
-    /// newest one just outside it.
-    fn trim_recent(&mut self) {
-        let Some(newest) = self.recent.iter().map(|(t, _)| *t).max() else {
-            return;
-        };
-        let cutoff = newest - self.overlap;
-        let mut sorted: Vec<(DateTime<Utc>, String)> = self.recent.drain(..).collect();
-        sorted.sort();
-        let first_inside = sorted.partition_point(|(t, _)| *t <= cutoff);
-        let keep_from = first_inside.saturating_sub(1);
-        self.recent = sorted.into_iter().skip(keep_from).collect();
     }
 }
 
@@ -206,13 +176,13 @@ mod tests {
     }
 
     #[test]
-    fn delivers_oldest_first_and_resumes_behind_the_newest() {
+    fn delivers_oldest_first_and_reads_back_behind_the_newest() {
         let mut t = EventTracker::new(Duration::seconds(5));
         let out = t.ingest(vec![ev("z", 30), ev("x", 10), ev("y", 20), ev("w", 26)]);
         let ids: Vec<&str> = out.iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, vec!["x", "y", "w", "z"]);
-        // newest 30, cutoff 25: the newest event at or before 25 is y (20)... w is 26, inside.
-        assert_eq!(t.resume_marker().as_deref(), Some("y"));
+        // newest 30, overlap 5: a poll reads back to 25, so w (26) is re-read, y (20) not.
+        assert_eq!(t.horizon(), Some(ev("h", 25).time));
         // A late event inside the window is still delivered once.
         let late = t.ingest(vec![ev("w", 26), ev("late", 27), ev("z", 30)]);
         assert_eq!(late.len(), 1);
@@ -238,7 +208,22 @@ mod tests {
     }
 
     #[test]
-    fn no_marker_before_anything_was_seen() {
-        assert_eq!(EventTracker::default().resume_marker(), None);
+    fn no_horizon_before_anything_was_seen() {
+        let mut t = EventTracker::default();
+        assert_eq!(t.horizon(), None);
+        // A page of nothing but duplicates or nothing at all does not move it either.
+        t.ingest(vec![]);
+        assert_eq!(t.horizon(), None);
+    }
+
+    #[test]
+    fn horizon_follows_the_newest_delivered_event_only() {
+        let mut t = EventTracker::new(Duration::seconds(5));
+        t.ingest(vec![ev("a", 50)]);
+        // An older event arriving late is delivered but does not pull the horizon back.
+        assert_eq!(t.ingest(vec![ev("b", 40)]).len(), 1);
+        assert_eq!(t.horizon(), Some(ev("h", 45).time));
+        t.ingest(vec![ev("c", 60)]);
+        assert_eq!(t.horizon(), Some(ev("h", 55).time));
     }
 }

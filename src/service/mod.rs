@@ -122,8 +122,8 @@ impl EventCursor {
     pub fn has_seen(&self, id: &str) -> bool {
         self.tracker.has_seen(id)
     }
-    /// What the cursor holds: ids remembered for de-duplication, recent events.
-    pub fn remembered(&self) -> (usize, usize) {
+    /// Ids the cursor remembers for de-duplication (bounded).
+    pub fn remembered(&self) -> usize {
         self.tracker.remembered()
     }
 }
