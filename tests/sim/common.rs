@@ -42,6 +42,28 @@ pub async fn password_token(http: &reqwest::Client, h: &SimHandle) -> reqwest::R
 }
 
 impl Api {
+    /// `POST {group}/resources/{member}/signal {"unset_hook": hook}`.
+    pub async fn unset_hook(&self, group: &str, member: &str, hook: &str) -> Resp {
+        self.call(
+            Method::POST,
+            &self.heat(&format!("{group}/resources/{member}/signal")),
+            Some(json!({ "unset_hook": hook })),
+            &[],
+        )
+        .await
+    }
+
+    /// `POST {stack}/actions {"<action>": null}` (cancel_update, check, ...).
+    pub async fn stack_action(&self, stack: &str, action: &str) -> Resp {
+        self.call(
+            Method::POST,
+            &self.heat(&format!("{stack}/actions")),
+            Some(json!({ action: null })),
+            &[],
+        )
+        .await
+    }
+
     pub async fn start(opts: SimOptions) -> Api {
         let h = sim::start(opts).await.unwrap();
         let http = reqwest::Client::builder()

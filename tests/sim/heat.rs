@@ -438,23 +438,9 @@ async fn hooks_pause_members_until_cleared() {
     api.wait_status(&path, "UPDATE_IN_PROGRESS", 1).await;
 
     // Clearing a hook on a member that is not paused is refused.
-    let r = api
-        .call(
-            Method::POST,
-            &api.heat(&format!("{group}/resources/1/signal")),
-            Some(json!({"unset_hook": "pre-create"})),
-            &[],
-        )
-        .await;
+    let r = api.unset_hook(&group, "1", "pre-create").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let r = api
-        .call(
-            Method::POST,
-            &api.heat(&format!("{group}/resources/1/signal")),
-            Some(json!({"unset_hook": "pre-update"})),
-            &[],
-        )
-        .await;
+    let r = api.unset_hook(&group, "1", "pre-update").await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     let evs = api
         .get(&api.heat(&format!("{group}/resources/1/events?sort_dir=asc")))
@@ -485,14 +471,7 @@ async fn hooks_pause_members_until_cleared() {
     assert_eq!(r.body["resource"]["resource_status"], "CREATE_COMPLETE");
     api.wait_status(&path, "UPDATE_IN_PROGRESS", 1).await;
     for m in ["0", "2"] {
-        let r = api
-            .call(
-                Method::POST,
-                &api.heat(&format!("{group}/resources/{m}/signal")),
-                Some(json!({"unset_hook": "pre-update"})),
-                &[],
-            )
-            .await;
+        let r = api.unset_hook(&group, m, "pre-update").await;
         assert_eq!(r.status, StatusCode::OK);
     }
     let st = api.wait_status(&path, "UPDATE_COMPLETE", 20).await;
@@ -518,39 +497,18 @@ async fn cancel_update_rolls_back_and_mark_unhealthy() {
     .await;
     let group = group_stack_path(&api, &path).await;
     api.wait_events(&group, PAUSED, 2).await;
-    let r = api
-        .call(
-            Method::POST,
-            &api.heat(&format!("{path}/actions")),
-            Some(json!({"cancel_update": null})),
-            &[],
-        )
-        .await;
+    let r = api.stack_action(&path, "cancel_update").await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     // As on Heat 27, the rollback honours the hooks too: both members pause again.
     api.wait_events(&group, PAUSED, 4).await;
     api.wait_status(&path, "ROLLBACK_IN_PROGRESS", 1).await;
     for m in ["0", "1"] {
-        let r = api
-            .call(
-                Method::POST,
-                &api.heat(&format!("{group}/resources/{m}/signal")),
-                Some(json!({"unset_hook": "pre-update"})),
-                &[],
-            )
-            .await;
+        let r = api.unset_hook(&group, m, "pre-update").await;
         assert_eq!(r.status, StatusCode::OK);
     }
     let st = api.wait_status(&path, "ROLLBACK_COMPLETE", 20).await;
     assert_eq!(st["stack"]["parameters"]["image"], "img-v1");
-    let r = api
-        .call(
-            Method::POST,
-            &api.heat(&format!("{path}/actions")),
-            Some(json!({"cancel_update": null})),
-            &[],
-        )
-        .await;
+    let r = api.stack_action(&path, "cancel_update").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 
     let r = api
@@ -655,14 +613,7 @@ async fn rollback_restores_updated_members_and_cancel_without_rollback_fails() {
         .await;
     }
     f.heal_nodes("ng8");
-    let r = api
-        .call(
-            Method::POST,
-            &api.heat(&format!("{path}/actions")),
-            Some(json!({"cancel_update": null})),
-            &[],
-        )
-        .await;
+    let r = api.stack_action(&path, "cancel_update").await;
     assert_eq!(r.status, StatusCode::OK);
     let st = api.wait_status(&path, "ROLLBACK_COMPLETE", 20).await;
     assert_eq!(
@@ -707,14 +658,7 @@ async fn rollback_restores_updated_members_and_cancel_without_rollback_fails() {
         "UPDATE_COMPLETE",
     )
     .await;
-    let r = api
-        .call(
-            Method::POST,
-            &api.heat(&format!("{path}/actions")),
-            Some(json!({"cancel_without_rollback": null})),
-            &[],
-        )
-        .await;
+    let r = api.stack_action(&path, "cancel_without_rollback").await;
     assert_eq!(r.status, StatusCode::OK);
     let st = api.wait_status(&path, "UPDATE_FAILED", 5).await;
     assert_eq!(st["stack"]["stack_status_reason"], "Stack UPDATE cancelled");
