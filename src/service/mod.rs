@@ -6,6 +6,7 @@
 
 pub mod fake;
 pub mod live;
+pub mod live_operator;
 pub mod operator;
 
 use crate::model::{
