@@ -54,6 +54,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 scenario,
                 seed,
                 speed,
+                heat_native_demo: true,
                 ..SimOptions::default()
             };
             caldera::sim::run_cli(options).await?;
