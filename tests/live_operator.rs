@@ -202,6 +202,11 @@ async fn heat_native_clusters_and_nodegroups_are_listed_and_nodes_stream_with_ip
     let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
     let expected: Vec<String> = (0..DEMO_MEMBERS).map(|i| i.to_string()).collect();
     assert_eq!(names, expected);
+    // A settled group's members carry its image (the IMAGE column).
+    assert!(
+        nodes.iter().all(|n| n.image.as_deref() == Some(DEMO_IMAGE)),
+        "{nodes:?}"
+    );
     // Every member has its own address (the simulator numbers a group's members from .10).
     let ips: std::collections::BTreeSet<&str> =
         nodes.iter().filter_map(|n| n.ip.as_deref()).collect();
@@ -316,6 +321,12 @@ async fn upgrade_runs_node_by_node_to_completion() {
     let images = env.member_images(&g).await;
     assert_eq!(images.len(), DEMO_MEMBERS as usize);
     assert!(images.values().all(|i| i == NEW_IMAGE), "{images:?}");
+    let g = env.settle().await;
+    let nodes = env.nodes(&g).await;
+    assert!(
+        nodes.iter().all(|n| n.image.as_deref() == Some(NEW_IMAGE)),
+        "{nodes:?}"
+    );
     env.sim.shutdown().await;
 }
 

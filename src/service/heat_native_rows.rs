@@ -37,6 +37,23 @@ pub fn nodegroup_row(target: &NodeGroupTarget, detail: &StackDetail) -> NodeGrou
     }
 }
 
+/// The image every member of a node group has, when that can be known from the group's
+/// stack alone: its `image` parameter once the stack is settled (not in progress, not
+/// failed), since Heat then brought every member to it. During an update or after a failed
+/// one, members differ and only their own stacks know (one request each, which the node
+/// list does not spend on a large group): `None`.
+pub fn settled_image(detail: &StackDetail) -> Option<String> {
+    let status = &detail.summary.status;
+    if status.is_in_progress() || status.is_failed() {
+        return None;
+    }
+    detail
+        .parameters
+        .get("image")
+        .filter(|i| !i.is_empty())
+        .cloned()
+}
+
 /// The node groups of a Heat-native cluster (the console's cluster id is its name).
 pub async fn list_nodegroups(
     driver: &HeatNativeDriver,
@@ -52,7 +69,9 @@ pub async fn list_nodegroups(
 
 /// Magnum's clusters (`None` on a cloud without Magnum) and the Heat-native ones, as one
 /// list. One kind failing does not hide the other: its error is logged and the list shows
-/// what was found; only when every source failed is it an error (naming each failure).
+/// what the other found. It is an error when every source failed, and also when the one
+/// that answered found nothing: an empty list would read as "no clusters" when the truth
+/// is "Magnum did not answer".
 pub fn join_clusters(
     magnum: Option<ServiceResult<Vec<Cluster>>>,
     heat_native: ServiceResult<Vec<Cluster>>,
@@ -63,6 +82,7 @@ pub fn join_clusters(
             m.extend(h);
             Ok(m)
         }
+        (Some(Ok(found)), Err(e)) | (Some(Err(e)), Ok(found)) if found.is_empty() => Err(e),
         (Some(Ok(m)), Err(e)) => {
             tracing::warn!("Heat-native clusters could not be listed: {e}");
             Ok(m)
@@ -136,6 +156,11 @@ mod tests {
             "{e}"
         );
         assert!(join_clusters(None, Err(down("heat"))).is_err());
+        // Nothing found by the one that answered: the other's failure is the news.
+        let e = join_clusters(Some(Err(down("magnum"))), Ok(vec![])).unwrap_err();
+        assert!(e.message.contains("magnum answered 503"), "{e}");
+        let e = join_clusters(Some(Ok(vec![])), Err(down("heat"))).unwrap_err();
+        assert!(e.message.contains("heat answered 503"), "{e}");
     }
 
     #[test]
@@ -193,5 +218,37 @@ mod tests {
         assert_eq!(row.stack_id.as_deref(), Some("0f0f"));
         assert_eq!(row.id, "0f0f");
         assert!(row.status.is_in_progress());
+    }
+
+    #[test]
+    fn only_a_settled_group_tells_its_members_image() {
+        let mut detail = StackDetail {
+            summary: StackSummary {
+                stack: StackRef {
+                    name: "g".into(),
+                    id: "1".into(),
+                },
+                status: Status::parse("UPDATE_COMPLETE"),
+                status_reason: None,
+                created_at: None,
+                updated_at: None,
+                parent: None,
+            },
+            description: None,
+            parameters: [("image".to_string(), "img-v2".to_string())].into(),
+            outputs: None,
+            disable_rollback: None,
+            timeout_mins: None,
+            tags: vec![],
+            links: vec![],
+        };
+        assert_eq!(settled_image(&detail).as_deref(), Some("img-v2"));
+        for raw in ["UPDATE_IN_PROGRESS", "UPDATE_FAILED", "CREATE_IN_PROGRESS"] {
+            detail.summary.status = Status::parse(raw);
+            assert_eq!(settled_image(&detail), None, "{raw}");
+        }
+        detail.summary.status = Status::parse("CREATE_COMPLETE");
+        detail.parameters.clear();
+        assert_eq!(settled_image(&detail), None, "no image parameter");
     }
 }

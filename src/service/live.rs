@@ -1,7 +1,7 @@
 //! `LiveService`: the console's seam served by real HTTP clients (a real cloud, a standalone
 //! Heat, or the built-in simulator reached over loopback).
 
-use super::heat_native_rows::{self, join_clusters};
+use super::heat_native_rows::{self, join_clusters, settled_image};
 use super::{
     BudgetStats, CloudInfo, CloudService, EventCursor, NodeUpdate, ServiceError, ServiceResult,
 };
@@ -267,7 +267,8 @@ async fn magnum_clusters(magnum: MagnumClient) -> ServiceResult<Vec<Cluster>> {
 }
 
 /// Streams a node group's members and addresses into `tx`. Which members are paused on a
-/// hook is read from events beside the member listing and applied to the member list.
+/// hook (from events) and the group's settled image (from its stack) are read beside the
+/// member listing and applied to the member list.
 async fn forward_nodes(
     heat: HeatClient,
     nova: Option<crate::api::nova::NovaClient>,
@@ -283,22 +284,43 @@ async fn forward_nodes(
             return;
         }
     };
-    // The hook lookup runs beside the member listing; members go out at once and again with
-    // their hook marks when those are known (always before `Done`, which settles the view).
+    // The side lookups run beside the member listing; members go out at once and again with
+    // their hook marks and images when those are known (always before `Done`, which settles
+    // the view).
     let mut hooks = Some(AbortOnDrop({
         let heat = heat.clone();
         let stack = stack.clone();
-        tokio::spawn(async move { paused_members(&heat, &stack).await })
+        tokio::spawn(async move {
+            let (paused, detail) =
+                futures::join!(paused_members(&heat, &stack), heat.get_stack(&stack, false));
+            let image = match detail {
+                Ok(d) => settled_image(&d),
+                Err(e) => {
+                    tracing::info!("node group image unknown: {e}");
+                    None
+                }
+            };
+            (paused, image)
+        })
     }));
-    let mut paused: Option<HashSet<String>> = None;
+    let mut paused: Option<SideFacts> = None;
     let mut members: Option<Vec<Member>> = None;
     let mut ips = stream_ips_with(heat, nova, stack, options);
-    let to_nodes = |members: &[Member], paused: Option<&HashSet<String>>| {
+    let to_nodes = |members: &[Member], facts: Option<&SideFacts>| {
         NodeUpdate::Members(
             members
                 .iter()
                 .map(|m| {
-                    node_from_member(&nodegroup, m, paused.is_some_and(|p| p.contains(&m.name)))
+                    let mut node = node_from_member(
+                        &nodegroup,
+                        m,
+                        facts.is_some_and(|f| f.paused.contains(&m.name)),
+                    );
+                    // A member that settled while its group is settled has the group's image.
+                    if m.status.is_complete() {
+                        node.image = facts.and_then(|f| f.image.clone());
+                    }
+                    node
                 })
                 .collect(),
         )
@@ -348,18 +370,33 @@ async fn forward_nodes(
     }
 }
 
-fn hook_result(
-    found: Result<Result<HashSet<String>, crate::api::ApiError>, tokio::task::JoinError>,
-) -> HashSet<String> {
+/// What the side lookups of a node stream found.
+struct SideFacts {
+    paused: HashSet<String>,
+    image: Option<String>,
+}
+
+type SideLookup = (
+    Result<HashSet<String>, crate::api::ApiError>,
+    Option<String>,
+);
+
+fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
     match found {
-        Ok(Ok(paused)) => paused,
-        Ok(Err(e)) => {
+        Ok((Ok(paused), image)) => SideFacts { paused, image },
+        Ok((Err(e), image)) => {
             tracing::info!("hook state unknown: {e}");
-            HashSet::new()
+            SideFacts {
+                paused: HashSet::new(),
+                image,
+            }
         }
         Err(e) => {
-            tracing::warn!("hook lookup task: {e}");
-            HashSet::new()
+            tracing::warn!("node group lookup task: {e}");
+            SideFacts {
+                paused: HashSet::new(),
+                image: None,
+            }
         }
     }
 }
