@@ -1,8 +1,11 @@
 //! The `caldera` binary: the console by default, headless commands as subcommands.
 
+use caldera::cli::args::ActionArgs;
 use caldera::cli::args::{Cli, Command};
 use caldera::cli::{actions, commands, connect};
 use caldera::service::live::LiveService;
+use caldera::service::live_operator::LiveOperator;
+use caldera::service::operator::Operator;
 use caldera::sim::SimOptions;
 use caldera::tui::{self, ConsoleOptions};
 use clap::Parser;
@@ -51,6 +54,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 scenario,
                 seed,
                 speed,
+                heat_native_demo: true,
                 ..SimOptions::default()
             };
             caldera::sim::run_cli(options).await?;
@@ -90,7 +94,9 @@ async fn run(cli: Cli) -> commands::CmdResult {
             if cli.console.read_only {
                 conn.set_read_only(true);
             }
-            let notices = conn.warnings().iter().map(ToString::to_string).collect();
+            let mut notices: Vec<String> =
+                conn.warnings().iter().map(ToString::to_string).collect();
+            let operator = console_operator(&conn, &cli.actions, &mut notices);
             let options = ConsoleOptions {
                 theme: cli.console.theme.clone(),
                 read_only: cli.console.read_only || conn.info().read_only,
@@ -98,9 +104,36 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 ..ConsoleOptions::default()
             };
             let service = Arc::new(LiveService::new(conn));
-            let result = tui::run(service, None, options).await;
+            let result = tui::run(service, operator, options).await;
             opened.close().await;
             result.map_err(Into::into)
+        }
+    }
+}
+
+/// How often a rollout engine started from the console looks at Heat.
+const CONSOLE_ROLLOUT_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The console's actions over the same connection: the journal (`--journal` or the default),
+/// the lifecycle hooks (`--actions-config` or the default file) and the guard rails (the
+/// cloud's `caldera:` settings and `--read-only`, already on the connection). A hooks file
+/// that does not parse turns actions off with a notice: running a rollout without the
+/// operator's drain or health hooks would be worse than not running it.
+fn console_operator(
+    conn: &caldera::api::cloud::CloudConnection,
+    args: &ActionArgs,
+    notices: &mut Vec<String>,
+) -> Option<Arc<dyn Operator>> {
+    match actions::actions_config(args) {
+        Ok(config) => Some(Arc::new(LiveOperator::new(
+            conn,
+            actions::action_context(conn, args),
+            config,
+            CONSOLE_ROLLOUT_POLL,
+        ))),
+        Err(e) => {
+            notices.push(format!("actions are off: {e} (fix the file and restart)"));
+            None
         }
     }
 }

@@ -6,18 +6,17 @@ use super::commands::CmdResult;
 use crate::api::cloud::CloudConnection;
 use crate::drivers::actions::{self, ActionContext};
 use crate::drivers::guard::{Guard, Reach};
-use crate::drivers::heat_native::HeatNativeDriver;
-use crate::drivers::magnum::MagnumDriver;
+use crate::drivers::resolve::Drivers;
 use crate::drivers::{Driver, NodeGroupTarget, ScaleRequest, UpgradePlan, UpgradeTarget};
 use crate::journal::{Actor, Entry, Journal, Outcome};
 use crate::lifecycle::ActionsConfig;
 use crate::model::DriverKind;
+use crate::rollout::control;
 use crate::rollout::engine::{self, find_active, observe_status, plan_from_heat, EngineOptions};
 use crate::rollout::{
     AbortMode, Control, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
 };
 use crate::service::{ErrorKind, ServiceError};
-use crate::templates::Machines;
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::time::Duration;
@@ -95,97 +94,53 @@ struct Ctx {
     conn: CloudConnection,
     action: ActionContext,
     config: ActionsConfig,
-    heat_native: HeatNativeDriver,
-    magnum: Option<MagnumDriver>,
+    drivers: Drivers,
 }
 
-fn context(conn: CloudConnection, args: &ActionArgs) -> Result<Ctx, ServiceError> {
-    let info = conn.info();
-    let guard = Guard::new(conn.settings, info.read_only);
-    let config_path = args
+/// The actions file: `--actions-config`, else the default path; a missing file is no hooks.
+pub fn actions_config(args: &ActionArgs) -> Result<ActionsConfig, ServiceError> {
+    let path = args
         .actions_config
         .clone()
         .or_else(ActionsConfig::default_path);
-    let config = match config_path {
-        Some(p) => ActionsConfig::load(&p).map_err(|e| ServiceError::new(ErrorKind::Config, e))?,
-        None => ActionsConfig::default(),
-    };
-    let machines = if info.is_simulator {
-        Machines::Test
-    } else {
-        Machines::Nova
-    };
+    match path {
+        Some(p) => ActionsConfig::load(&p).map_err(|e| ServiceError::new(ErrorKind::Config, e)),
+        None => Ok(ActionsConfig::default()),
+    }
+}
+
+/// Who acts (this user on this cloud), the journal, and the guard rails from the cloud's
+/// `caldera:` settings and the connection's read-only flag.
+pub fn action_context(conn: &CloudConnection, args: &ActionArgs) -> ActionContext {
+    let info = conn.info();
+    ActionContext {
+        actor: Actor::local(&info.cloud),
+        journal: journal_of(args),
+        guard: Guard::new(conn.settings, info.read_only),
+    }
+}
+
+fn context(conn: CloudConnection, args: &ActionArgs) -> Result<Ctx, ServiceError> {
     Ok(Ctx {
-        heat_native: HeatNativeDriver::new(conn.heat.clone(), machines),
-        magnum: conn
-            .magnum
-            .clone()
-            .map(|m| MagnumDriver::new(m, Some(conn.heat.clone()))),
-        action: ActionContext {
-            actor: Actor::local(&info.cloud),
-            journal: journal_of(args),
-            guard,
-        },
-        config,
+        drivers: Drivers::new(&conn),
+        action: action_context(&conn, args),
+        config: actions_config(args)?,
         conn,
     })
 }
 
 impl Ctx {
-    /// `CLUSTER/NODEGROUP`, or `CLUSTER` with a single node group: Heat-native first (by
-    /// tags), then Magnum.
     async fn resolve(&self, target: &str) -> Result<(NodeGroupTarget, &dyn Driver), ServiceError> {
-        let (cluster, nodegroup) = match target.split_once('/') {
-            Some((c, n)) => (c, Some(n)),
-            None => (target, None),
-        };
-        let drivers: Vec<&dyn Driver> = match &self.magnum {
-            Some(m) => vec![&self.heat_native, m],
-            None => vec![&self.heat_native],
-        };
-        let mut last = ServiceError::new(
-            ErrorKind::NotFound,
-            format!("no node group '{target}' (Heat-native or Magnum)"),
-        );
-        for d in drivers {
-            let found = match nodegroup {
-                Some(ng) => d.find_nodegroup(cluster, ng).await,
-                None => match d.list_nodegroups(cluster).await {
-                    Ok(groups) if groups.len() == 1 => {
-                        d.find_nodegroup(cluster, &groups[0].nodegroup).await
-                    }
-                    Ok(groups) if groups.is_empty() => Err(last.clone()),
-                    Ok(groups) => Err(ServiceError::new(
-                        ErrorKind::Config,
-                        format!(
-                            "cluster {cluster} has {} node groups ({}): say CLUSTER/NODEGROUP",
-                            groups.len(),
-                            groups
-                                .iter()
-                                .map(|g| g.nodegroup.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    )),
-                    Err(e) => Err(e),
-                },
-            };
-            match found {
-                Ok(t) => return Ok((t, d)),
-                Err(e) if e.kind == ErrorKind::NotFound => last = e,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last)
+        self.drivers.resolve(target).await
     }
 
     fn engine_options(&self, target: &NodeGroupTarget, poll_secs: f64) -> EngineOptions {
-        EngineOptions {
-            poll: Duration::from_secs_f64(poll_secs.max(0.1)),
-            hooks: self
-                .config
-                .hooks_for(&self.action.actor.cloud, &target.cluster),
-        }
+        control::engine_options(
+            &self.config,
+            &self.action.actor.cloud,
+            target,
+            Duration::from_secs_f64(poll_secs.max(0.0)),
+        )
     }
 }
 
@@ -350,9 +305,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 )?),
             };
             let plan = match driver.plan_upgrade(&target, &to, &options).await? {
-                UpgradePlan::Magnum(plan) => {
-                    return magnum_upgrade(ctx, &target, plan, yes, confirm).await
-                }
+                UpgradePlan::Magnum(plan) => return magnum_upgrade(ctx, plan, yes, confirm).await,
                 UpgradePlan::Rollout(plan) => {
                     let mut plan = *plan;
                     plan.extra_parameters = parse_sets(&set)?;
@@ -395,38 +348,14 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
         } => {
             let (t, _) = ctx.resolve(&target).await?;
             let plan = active_plan(ctx, &t).await?;
-            ctx.action
-                .check("rollout.abort", &t.label(), &t.cluster, Reach::Nodes, None)?;
-            // A running engine stops releasing; Heat's update is cancelled here, once.
-            engine::request(&ctx.action, &plan, &Control::Abort(AbortMode::LeavePaused))?;
-            let action = if rollback {
-                Some(crate::api::heat::StackAction::CancelUpdate)
+            let mode = if rollback {
+                AbortMode::CancelUpdate
             } else if cancel {
-                Some(crate::api::heat::StackAction::CancelWithoutRollback)
+                AbortMode::CancelWithoutRollback
             } else {
-                None
+                AbortMode::LeavePaused
             };
-            let mut entry = Entry::new(&ctx.action.actor, "rollout.abort", &t.label(), Outcome::Ok)
-                .rollout(&plan.id);
-            if let Some(a) = action {
-                entry = entry.calls(vec![crate::journal::ApiCall::new(
-                    "POST",
-                    format!(
-                        "{}/actions",
-                        crate::drivers::heat_native::stack_path(&plan.stack)
-                    ),
-                    format!("{{\"{}\":null}}", a.key()),
-                )]);
-                if let Err(e) = ctx.conn.heat.action(&plan.stack, a).await {
-                    let mut failed = entry.clone();
-                    failed.outcome = Outcome::Failed {
-                        error: e.to_string(),
-                    };
-                    ctx.action.record(&failed)?;
-                    return Err(e.into());
-                }
-            }
-            ctx.action.record(&entry)?;
+            control::ask(&ctx.conn.heat, &ctx.action, &plan, &Control::Abort(mode)).await?;
             eprintln!("rollout {} aborted", plan.id);
             Ok(())
         }
@@ -453,40 +382,20 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
 }
 
 async fn active_plan(ctx: &Ctx, target: &NodeGroupTarget) -> Result<RolloutPlan, ServiceError> {
-    match find_active(&ctx.action.journal, &target.label())? {
-        Some(p) => Ok(p),
-        None => {
-            let (status, _) = crate::drivers::heat_native::stack_status(
-                &ctx.conn.heat,
-                target
-                    .stack
-                    .as_ref()
-                    .ok_or_else(|| ServiceError::new(ErrorKind::NotFound, "no node-group stack"))?,
+    control::find_rollout(&ctx.conn.heat, &ctx.action, target)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::new(
+                ErrorKind::NotFound,
+                format!("no rollout of {} under way", target.label()),
             )
-            .await?;
-            if !status.is_in_progress() && !status.is_failed() {
-                return Err(ServiceError::new(
-                    ErrorKind::NotFound,
-                    format!("no rollout of {} under way ({status})", target.label()),
-                ));
-            }
-            // Another operator's rollout: Heat has it, our journal does not.
-            plan_from_heat(&ctx.conn.heat, target, RolloutOptions::default()).await
-        }
-    }
+        })
 }
 
 async fn request(ctx: &Ctx, target: &str, control: Control) -> CmdResult {
     let (t, _) = ctx.resolve(target).await?;
     let plan = active_plan(ctx, &t).await?;
-    ctx.action.check(
-        "rollout.request",
-        &t.label(),
-        &t.cluster,
-        Reach::Nodes,
-        None,
-    )?;
-    engine::request(&ctx.action, &plan, &control)?;
+    control::ask(&ctx.conn.heat, &ctx.action, &plan, &control).await?;
     eprintln!(
         "asked rollout {} to {:?} (the process running it acts on its next look)",
         plan.id, control
@@ -534,47 +443,16 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
 
 async fn magnum_upgrade(
     ctx: &Ctx,
-    target: &NodeGroupTarget,
     plan: crate::drivers::magnum::MagnumUpgradePlan,
     yes: bool,
     confirm: Option<String>,
 ) -> CmdResult {
-    let magnum = ctx.magnum.as_ref().ok_or("no Magnum endpoint")?;
+    let magnum = ctx.drivers.magnum()?;
     print_lines(&plan.lines())?;
     if !yes && !confirm_prompt("start this upgrade?")? {
         return Err("not started".into());
     }
-    ctx.action.check(
-        "upgrade",
-        &target.label(),
-        &target.cluster,
-        Reach::Fleet,
-        confirm.as_deref(),
-    )?;
-    ctx.action.record(
-        &Entry::new(
-            &ctx.action.actor,
-            "upgrade",
-            &target.label(),
-            Outcome::Started,
-        )
-        .plan(plan.lines())
-        .calls(plan.calls.clone()),
-    )?;
-    let result = magnum.apply_upgrade(&plan).await;
-    let outcome = match &result {
-        Ok(()) => Outcome::Ok,
-        Err(e) => Outcome::Failed {
-            error: e.message.clone(),
-        },
-    };
-    ctx.action.record(&Entry::new(
-        &ctx.action.actor,
-        "upgrade",
-        &target.label(),
-        outcome,
-    ))?;
-    result?;
+    actions::magnum_upgrade(&ctx.action, magnum, &plan, confirm.as_deref()).await?;
     eprintln!("upgrade accepted by Magnum");
     Ok(())
 }

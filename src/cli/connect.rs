@@ -3,13 +3,9 @@
 
 use super::args::ConnectArgs;
 use crate::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
-use crate::config::clouds::{DomainRef, ProjectScope, UserRef};
-use crate::config::{
-    load_cloud, CalderaSettings, CloudConfig, ConfigError, Credentials, DiscoveryEnv, Secret,
-};
+use crate::config::{load_cloud, CloudConfig, ConfigError, DiscoveryEnv};
 use crate::fetch::BudgetConfig;
 use crate::sim::{SimHandle, SimOptions};
-use std::path::PathBuf;
 
 /// Where the process will get its data from.
 #[derive(Debug)]
@@ -95,7 +91,11 @@ pub async fn open(
             simulator: None,
         }),
         Endpoint::Simulator => {
-            let sim = crate::sim::start(SimOptions::default()).await?;
+            let sim = crate::sim::start(SimOptions {
+                heat_native_demo: true,
+                ..SimOptions::default()
+            })
+            .await?;
             let mut conn = match CloudConnection::from_cloud(&simulator_cloud(&sim), &options).await
             {
                 Ok(conn) => conn,
@@ -115,27 +115,5 @@ pub async fn open(
 
 /// The cloud configuration of a running simulator (its fake user and project).
 pub fn simulator_cloud(sim: &SimHandle) -> CloudConfig {
-    CloudConfig {
-        name: "simulator".into(),
-        source: PathBuf::from("(built-in simulator)"),
-        secure_source: None,
-        auth_url: sim.auth_url.clone(),
-        credentials: Credentials::Password {
-            user: UserRef::Name {
-                name: sim.username.clone(),
-                domain: DomainRef::Name(sim.user_domain_name.clone()),
-            },
-            password: Secret::new(sim.password.clone()),
-            scope: Some(ProjectScope::Name {
-                name: sim.project_name.clone(),
-                domain: DomainRef::Name(sim.project_domain_name.clone()),
-            }),
-        },
-        region_name: Some("RegionOne".into()),
-        interface: "public".into(),
-        verify: true,
-        cacert: None,
-        caldera: CalderaSettings::default(),
-        secret_files: Vec::new(),
-    }
+    sim.cloud_config()
 }

@@ -78,6 +78,38 @@ pub async fn scale(
     result
 }
 
+/// Sends a Magnum upgrade the operator has seen: guard rails, the plan and its call in the
+/// journal, the call, then its outcome. Magnum runs the batches; nothing waits here.
+pub async fn magnum_upgrade(
+    ctx: &ActionContext,
+    magnum: &super::magnum::MagnumDriver,
+    plan: &super::magnum::MagnumUpgradePlan,
+    confirm: Option<&str>,
+) -> ServiceResult<()> {
+    let target = plan.target.label();
+    ctx.check(
+        "upgrade",
+        &target,
+        &plan.target.cluster,
+        Reach::Fleet,
+        confirm,
+    )?;
+    ctx.record(
+        &Entry::new(&ctx.actor, "upgrade", &target, Outcome::Started)
+            .plan(plan.lines())
+            .calls(plan.calls.clone()),
+    )?;
+    let result = magnum.apply_upgrade(plan).await;
+    let outcome = match &result {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Failed {
+            error: e.message.clone(),
+        },
+    };
+    ctx.record(&Entry::new(&ctx.actor, "upgrade", &target, outcome))?;
+    result
+}
+
 /// Runs an operator command on marked nodes, `batch_size` at a time, stopping after a batch
 /// with a failure (lifecycle hooks' runner); every run and its output go to the journal.
 pub async fn node_action(

@@ -23,7 +23,9 @@ use super::{
     member_order, refused, Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScalePlan, ScaleRequest,
     UpgradePlan, UpgradeTarget,
 };
-use crate::api::heat::{HeatClient, ResourceQuery, StackCreate, StackListQuery, StackUpdate};
+use crate::api::heat::{
+    HeatClient, ResourceQuery, StackCreate, StackDetail, StackListQuery, StackUpdate,
+};
 use crate::journal::ApiCall;
 use crate::model::{Cluster, DriverKind, Health, Node, NodeKey, StackRef, Status};
 use crate::rollout::{RolloutOptions, RolloutPlan};
@@ -233,6 +235,12 @@ impl HeatNativeDriver {
     }
 
     async fn target_of(&self, stack: StackRef) -> ServiceResult<NodeGroupTarget> {
+        Ok(self.describe(stack).await?.0)
+    }
+
+    /// A node-group stack as a target, with the stack's detail (status, parameters such as
+    /// `count` and `image`) from the same request.
+    pub async fn describe(&self, stack: StackRef) -> ServiceResult<(NodeGroupTarget, StackDetail)> {
         let detail = self.heat.get_stack(&stack, false).await.map_err(err)?;
         let tags = &detail.tags;
         let (Some(cluster), Some(nodegroup)) =
@@ -243,14 +251,34 @@ impl HeatNativeDriver {
                 format!("stack {} is not a caldera node group (no tags)", stack.name),
             ));
         };
-        Ok(NodeGroupTarget {
+        let target = NodeGroupTarget {
             cluster: cluster.to_string(),
             nodegroup: nodegroup.to_string(),
             driver: DriverKind::HeatNative,
             limits: limits_from_tags(tags),
             stack: Some(stack),
             cluster_id: None,
-        })
+        };
+        Ok((target, detail))
+    }
+
+    /// The node groups of `cluster` with their stacks' details, by node-group name.
+    pub async fn describe_nodegroups(
+        &self,
+        cluster: &str,
+    ) -> ServiceResult<Vec<(NodeGroupTarget, StackDetail)>> {
+        let stacks = self
+            .tagged(vec![
+                format!("{TAG_CLUSTER}{cluster}"),
+                ROLE_NODEGROUP.to_string(),
+            ])
+            .await?;
+        let mut out = Vec::new();
+        for s in stacks {
+            out.push(self.describe(s).await?);
+        }
+        out.sort_by(|a, b| a.0.nodegroup.cmp(&b.0.nodegroup));
+        Ok(out)
     }
 
     /// Every Heat-native cluster, from the node-group stacks' tags.
@@ -426,18 +454,12 @@ impl Driver for HeatNativeDriver {
         cluster: &'a str,
     ) -> BoxFuture<'a, ServiceResult<Vec<NodeGroupTarget>>> {
         async move {
-            let stacks = self
-                .tagged(vec![
-                    format!("{TAG_CLUSTER}{cluster}"),
-                    ROLE_NODEGROUP.to_string(),
-                ])
-                .await?;
-            let mut out = Vec::new();
-            for s in stacks {
-                out.push(self.target_of(s).await?);
-            }
-            out.sort_by(|a, b| a.nodegroup.cmp(&b.nodegroup));
-            Ok(out)
+            Ok(self
+                .describe_nodegroups(cluster)
+                .await?
+                .into_iter()
+                .map(|(t, _)| t)
+                .collect())
         }
         .boxed()
     }

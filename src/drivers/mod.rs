@@ -15,6 +15,7 @@ pub mod actions;
 pub mod guard;
 pub mod heat_native;
 pub mod magnum;
+pub mod resolve;
 
 use crate::journal::ApiCall;
 use crate::model::{DriverKind, Node, StackRef};

@@ -10,8 +10,10 @@
 //! - [`plan`]: the plan shown before anything happens.
 //! - [`observe`]: Heat's state of a rollout (events and member stacks).
 //! - [`engine`]: the task that drives it, controlled by [`engine::Control`].
+//! - [`control`]: finding a rollout under way and steering it from outside its engine.
 //! - [`status`]: [`status::RolloutStatus`], the snapshot the console shows.
 
+pub mod control;
 pub mod engine;
 pub mod observe;
 pub mod plan;

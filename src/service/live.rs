@@ -1,14 +1,19 @@
 //! `LiveService`: the console's seam served by real HTTP clients (a real cloud, a standalone
 //! Heat, or the built-in simulator reached over loopback).
 
+use super::heat_native_rows::{self, join_clusters, settled_image};
 use super::{
     BudgetStats, CloudInfo, CloudService, EventCursor, NodeUpdate, ServiceError, ServiceResult,
 };
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
+use crate::api::magnum::MagnumClient;
+use crate::drivers::heat_native::HeatNativeDriver;
+use crate::drivers::resolve::Drivers;
 use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{
-    Cluster, Node, NodeGroup, NodeKey, StackEvent, StackRef, StackResource, StackSummary,
+    Cluster, DriverKind, Node, NodeGroup, NodeKey, StackEvent, StackRef, StackResource,
+    StackSummary,
 };
 use crate::ops::hooks::paused_members;
 use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions, Member};
@@ -27,6 +32,8 @@ const DETAIL_CONCURRENCY: usize = 4;
 #[derive(Clone)]
 pub struct LiveService {
     conn: CloudConnection,
+    /// Clusters made of caldera's templates, found by stack tags (any cloud with Heat).
+    heat_native: HeatNativeDriver,
     ip_options: IpOptions,
     /// Nesting learned per root stack, so nested events get readable paths.
     paths: Arc<Mutex<HashMap<String, StackPaths>>>,
@@ -35,6 +42,7 @@ pub struct LiveService {
 impl LiveService {
     pub fn new(conn: CloudConnection) -> Self {
         LiveService {
+            heat_native: Drivers::new(&conn).heat_native().clone(),
             conn,
             ip_options: IpOptions::default(),
             paths: Arc::new(Mutex::new(HashMap::new())),
@@ -86,49 +94,16 @@ impl CloudService for LiveService {
 
     fn list_clusters(&self) -> BoxFuture<'static, ServiceResult<Vec<Cluster>>> {
         let magnum = self.conn.magnum.clone();
+        let heat_native = self.heat_native.clone();
         async move {
-            let Some(magnum) = magnum else {
-                return Ok(Vec::new());
+            let magnum = async move {
+                match magnum {
+                    Some(m) => Some(magnum_clusters(m).await),
+                    None => None,
+                }
             };
-            let listed: Vec<Cluster> = magnum
-                .list_clusters(None)
-                .try_collect()
-                .await
-                .map_err(ServiceError::from)?;
-            // The list lacks status_reason and friends; fetch details alongside, and keep the
-            // list entry when a detail call fails.
-            let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
-            let mut fetches = fan_out(ids, DETAIL_CONCURRENCY, |id: String| {
-                let magnum = magnum.clone();
-                async move { magnum.get_cluster(&id).await }
-            });
-            let mut details: HashMap<String, Cluster> = HashMap::new();
-            while let Some((id, result)) = fetches.next().await {
-                if let Ok(cluster) = result {
-                    details.insert(id, cluster);
-                }
-            }
-            drop(fetches);
-            // The NGS column: node groups per cluster, one small listing each.
-            let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
-            let mut counts = fan_out(ids, DETAIL_CONCURRENCY, |id: String| {
-                let magnum = magnum.clone();
-                async move { magnum.list_nodegroups(&id, None).await.map(|g| g.len()) }
-            });
-            let mut nodegroups: HashMap<String, u32> = HashMap::new();
-            while let Some((id, result)) = counts.next().await {
-                if let Ok(n) = result {
-                    nodegroups.insert(id, u32::try_from(n).unwrap_or(u32::MAX));
-                }
-            }
-            Ok(listed
-                .into_iter()
-                .map(|c| {
-                    let mut cluster = details.get(&c.id).cloned().unwrap_or(c);
-                    cluster.nodegroup_count = nodegroups.get(&cluster.id).copied();
-                    cluster
-                })
-                .collect())
+            let (magnum, heat_native) = futures::join!(magnum, heat_native.list_clusters());
+            join_clusters(magnum, heat_native)
         }
         .boxed()
     }
@@ -138,7 +113,11 @@ impl CloudService for LiveService {
         cluster: Cluster,
     ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>> {
         let magnum = self.conn.magnum.clone();
+        let heat_native = self.heat_native.clone();
         async move {
+            if cluster.driver == DriverKind::HeatNative {
+                return heat_native_rows::list_nodegroups(&heat_native, &cluster).await;
+            }
             let Some(magnum) = magnum else {
                 return Ok(Vec::new());
             };
@@ -244,8 +223,52 @@ impl CloudService for LiveService {
     }
 }
 
+/// Magnum's clusters with their details and node-group counts.
+async fn magnum_clusters(magnum: MagnumClient) -> ServiceResult<Vec<Cluster>> {
+    let listed: Vec<Cluster> = magnum
+        .list_clusters(None)
+        .try_collect()
+        .await
+        .map_err(ServiceError::from)?;
+    // The list lacks status_reason and friends; fetch details alongside, and keep the
+    // list entry when a detail call fails.
+    let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
+    let mut fetches = fan_out(ids, DETAIL_CONCURRENCY, |id: String| {
+        let magnum = magnum.clone();
+        async move { magnum.get_cluster(&id).await }
+    });
+    let mut details: HashMap<String, Cluster> = HashMap::new();
+    while let Some((id, result)) = fetches.next().await {
+        if let Ok(cluster) = result {
+            details.insert(id, cluster);
+        }
+    }
+    drop(fetches);
+    // The NGS column: node groups per cluster, one small listing each.
+    let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
+    let mut counts = fan_out(ids, DETAIL_CONCURRENCY, |id: String| {
+        let magnum = magnum.clone();
+        async move { magnum.list_nodegroups(&id, None).await.map(|g| g.len()) }
+    });
+    let mut nodegroups: HashMap<String, u32> = HashMap::new();
+    while let Some((id, result)) = counts.next().await {
+        if let Ok(n) = result {
+            nodegroups.insert(id, u32::try_from(n).unwrap_or(u32::MAX));
+        }
+    }
+    Ok(listed
+        .into_iter()
+        .map(|c| {
+            let mut cluster = details.get(&c.id).cloned().unwrap_or(c);
+            cluster.nodegroup_count = nodegroups.get(&cluster.id).copied();
+            cluster
+        })
+        .collect())
+}
+
 /// Streams a node group's members and addresses into `tx`. Which members are paused on a
-/// hook is read from events beside the member listing and applied to the member list.
+/// hook (from events) and the group's settled image (from its stack) are read beside the
+/// member listing and applied to the member list.
 async fn forward_nodes(
     heat: HeatClient,
     nova: Option<crate::api::nova::NovaClient>,
@@ -261,22 +284,43 @@ async fn forward_nodes(
             return;
         }
     };
-    // The hook lookup runs beside the member listing; members go out at once and again with
-    // their hook marks when those are known (always before `Done`, which settles the view).
+    // The side lookups run beside the member listing; members go out at once and again with
+    // their hook marks and images when those are known (always before `Done`, which settles
+    // the view).
     let mut hooks = Some(AbortOnDrop({
         let heat = heat.clone();
         let stack = stack.clone();
-        tokio::spawn(async move { paused_members(&heat, &stack).await })
+        tokio::spawn(async move {
+            let (paused, detail) =
+                futures::join!(paused_members(&heat, &stack), heat.get_stack(&stack, false));
+            let image = match detail {
+                Ok(d) => settled_image(&d),
+                Err(e) => {
+                    tracing::info!("node group image unknown: {e}");
+                    None
+                }
+            };
+            (paused, image)
+        })
     }));
-    let mut paused: Option<HashSet<String>> = None;
+    let mut paused: Option<SideFacts> = None;
     let mut members: Option<Vec<Member>> = None;
     let mut ips = stream_ips_with(heat, nova, stack, options);
-    let to_nodes = |members: &[Member], paused: Option<&HashSet<String>>| {
+    let to_nodes = |members: &[Member], facts: Option<&SideFacts>| {
         NodeUpdate::Members(
             members
                 .iter()
                 .map(|m| {
-                    node_from_member(&nodegroup, m, paused.is_some_and(|p| p.contains(&m.name)))
+                    let mut node = node_from_member(
+                        &nodegroup,
+                        m,
+                        facts.is_some_and(|f| f.paused.contains(&m.name)),
+                    );
+                    // A member that settled while its group is settled has the group's image.
+                    if m.status.is_complete() {
+                        node.image = facts.and_then(|f| f.image.clone());
+                    }
+                    node
                 })
                 .collect(),
         )
@@ -326,18 +370,33 @@ async fn forward_nodes(
     }
 }
 
-fn hook_result(
-    found: Result<Result<HashSet<String>, crate::api::ApiError>, tokio::task::JoinError>,
-) -> HashSet<String> {
+/// What the side lookups of a node stream found.
+struct SideFacts {
+    paused: HashSet<String>,
+    image: Option<String>,
+}
+
+type SideLookup = (
+    Result<HashSet<String>, crate::api::ApiError>,
+    Option<String>,
+);
+
+fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
     match found {
-        Ok(Ok(paused)) => paused,
-        Ok(Err(e)) => {
+        Ok((Ok(paused), image)) => SideFacts { paused, image },
+        Ok((Err(e), image)) => {
             tracing::info!("hook state unknown: {e}");
-            HashSet::new()
+            SideFacts {
+                paused: HashSet::new(),
+                image,
+            }
         }
         Err(e) => {
-            tracing::warn!("hook lookup task: {e}");
-            HashSet::new()
+            tracing::warn!("node group lookup task: {e}");
+            SideFacts {
+                paused: HashSet::new(),
+                image: None,
+            }
         }
     }
 }

@@ -5,7 +5,9 @@
 //! are all served by implementations of this trait; tests use in-memory fakes.
 
 pub mod fake;
+pub mod heat_native_rows;
 pub mod live;
+pub mod live_operator;
 pub mod operator;
 
 use crate::model::{

@@ -28,6 +28,7 @@ mod keystone;
 mod magnum;
 mod nova;
 pub mod scenario;
+pub mod seed;
 mod server;
 pub mod world;
 
@@ -66,6 +67,11 @@ pub struct SimOptions {
     /// ones so they can search output for them).
     pub password: String,
     pub app_cred_secret: String,
+    /// With the `demo` scenario, also create the Heat-native cluster `hn-demo` through the
+    /// simulator's own Heat API once it is up ([`seed`]). The console and `caldera sim`
+    /// turn it on; it is off by default so that tests of the Magnum-shaped demo world see
+    /// exactly what the scenario builds.
+    pub heat_native_demo: bool,
 }
 
 impl Default for SimOptions {
@@ -85,6 +91,7 @@ impl Default for SimOptions {
             faults: vec![],
             password: "caldera-sim".into(),
             app_cred_secret: "caldera-sim-secret".into(),
+            heat_native_demo: false,
         }
     }
 }
@@ -159,6 +166,36 @@ impl SimHandle {
         self.world.clone()
     }
 
+    /// The cloud configuration of this simulator (its fake user and project), as if read
+    /// from clouds.yaml.
+    pub fn cloud_config(&self) -> crate::config::CloudConfig {
+        use crate::config::clouds::{DomainRef, ProjectScope, UserRef};
+        use crate::config::{CalderaSettings, CloudConfig, Credentials, Secret};
+        CloudConfig {
+            name: "simulator".into(),
+            source: std::path::PathBuf::from("(built-in simulator)"),
+            secure_source: None,
+            auth_url: self.auth_url.clone(),
+            credentials: Credentials::Password {
+                user: UserRef::Name {
+                    name: self.username.clone(),
+                    domain: DomainRef::Name(self.user_domain_name.clone()),
+                },
+                password: Secret::new(self.password.clone()),
+                scope: Some(ProjectScope::Name {
+                    name: self.project_name.clone(),
+                    domain: DomainRef::Name(self.project_domain_name.clone()),
+                }),
+            },
+            region_name: Some("RegionOne".into()),
+            interface: "public".into(),
+            verify: true,
+            cacert: None,
+            caldera: CalderaSettings::default(),
+            secret_files: Vec::new(),
+        }
+    }
+
     /// A clouds.yaml entry for this simulator.
     pub fn clouds_yaml(&self, cloud: &str) -> String {
         format!(
@@ -217,6 +254,9 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
     };
     let (scen, mut initial_faults) = scenario::parse(&opts.scenario).map_err(SimError::Scenario)?;
     let scen = scen.to_string();
+    // The demo's seeding requests must not meet the scenario's own faults (`demo+flaky`):
+    // those are added once it is done.
+    let seeding = opts.heat_native_demo && scen == "demo";
     initial_faults.extend(opts.faults.iter().cloned());
     let (seed, speed) = (opts.seed, opts.speed);
     let world = tokio::task::spawn_blocking(move || -> Result<World, String> {
@@ -231,7 +271,15 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
     .map_err(|e| SimError::Build(e.to_string()))?
     .map_err(SimError::Scenario)?;
     let world = Arc::new(Mutex::new(world));
-    let faults = FaultControl::new(opts.seed, world.clone(), initial_faults);
+    let faults = FaultControl::new(
+        opts.seed,
+        world.clone(),
+        if seeding {
+            Vec::new()
+        } else {
+            std::mem::take(&mut initial_faults)
+        },
+    );
     let shared = Arc::new(Shared {
         world: world.clone(),
         faults: faults.clone(),
@@ -250,7 +298,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
             .await;
     });
     let ticker = tokio::spawn(server::ticker(world.clone(), stop.clone()));
-    Ok(SimHandle {
+    let handle = SimHandle {
         addr,
         auth_url: format!("{base}/identity/v3"),
         username: cfg.user_name,
@@ -267,7 +315,17 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         stop,
         server,
         ticker,
-    })
+    };
+    if seeding {
+        if let Err(e) = seed::heat_native_demo(&handle).await {
+            handle.shutdown().await;
+            return Err(SimError::Build(e));
+        }
+        for f in initial_faults {
+            handle.faults.add(f);
+        }
+    }
+    Ok(handle)
 }
 
 /// Serves until Ctrl-C, printing where and how to connect.

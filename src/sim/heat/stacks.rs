@@ -567,6 +567,7 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         spec.hooks = hooks_from_env(env);
     }
     spec.node_fail_index = get("node_fail_index", "-1").trim().parse().unwrap_or(-1);
+    spec.action_wait_secs = get("action_wait_secs", "0").trim().parse().unwrap_or(0);
     let g = create_group(w, None, spec, Some(name.to_string()));
     let ix = w.groups[g].ng_stack;
     let tags = tag_values(body.get("tags"));

@@ -24,6 +24,9 @@ pub struct GroupSpec {
     pub stuck: BTreeSet<u32>,
     /// caldera's test template parameter: this member's machine fails (-1: none).
     pub node_fail_index: i64,
+    /// caldera's test template parameter: seconds each machine takes per action, as
+    /// `OS::Heat::TestResource` waits on a real Heat (0: the simulator's own durations).
+    pub action_wait_secs: u32,
 }
 
 impl GroupSpec {
@@ -49,6 +52,7 @@ impl GroupSpec {
             fail: HashMap::new(),
             stuck: BTreeSet::new(),
             node_fail_index: -1,
+            action_wait_secs: 0,
         }
     }
 }
@@ -332,7 +336,7 @@ pub fn create_group(
     params.insert("name_prefix".into(), prefix);
     params.insert("update_max_batch_size".into(), "0".into());
     params.insert("node_fail_index".into(), spec.node_fail_index.to_string());
-    params.insert("action_wait_secs".into(), "0".into());
+    params.insert("action_wait_secs".into(), spec.action_wait_secs.to_string());
     let env_hooks = w
         .stack(ng_ix)
         .map(|s| hooks_from_env(&s.environment))

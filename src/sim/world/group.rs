@@ -445,7 +445,12 @@ fn run(w: &mut World, g: usize, i: u32, action: Action) {
         Action::Delete => (w.cfg.create_median_ms / 4.0, w.cfg.duration_sigma),
         _ => (w.cfg.update_median_ms, w.cfg.duration_sigma),
     };
-    let d = w.ids.lognormal_ms(median, sigma);
+    // A template's fixed `action_wait_secs` (caldera's test machines) wins over the
+    // simulated spread, as the TestResource it stands for waits exactly that long.
+    let d = match action_wait_ms(w, g) {
+        Some(ms) => ms,
+        None => w.ids.lognormal_ms(median, sigma),
+    };
     // A stuck member hangs once (like a resource whose engine died); a retry can finish.
     let stuck = action != Action::Delete && w.groups[g].stuck.remove(&i);
     let due = if stuck { i64::MAX } else { now + d };
@@ -453,6 +458,18 @@ fn run(w: &mut World, g: usize, i: u32, action: Action) {
         m.phase = Phase::Running { action, due };
         m.since_ms = now;
     }
+}
+
+/// The node group stack's `action_wait_secs` parameter in ms, when set and positive.
+fn action_wait_ms(w: &World, g: usize) -> Option<i64> {
+    let secs: i64 = w
+        .stack(w.groups[g].ng_stack)?
+        .params
+        .get("action_wait_secs")?
+        .trim()
+        .parse()
+        .ok()?;
+    (secs > 0).then(|| secs.saturating_mul(1000))
 }
 
 fn finish(w: &mut World, g: usize, i: u32, action: Action) {

@@ -1,0 +1,109 @@
+//! Steering a rollout from outside its engine, shared by the headless `caldera rollout`
+//! commands and the console's operator: finding the rollout under way on a node group,
+//! the engine's options for it, and asking for a control (an abort with its Heat cancel).
+
+use super::engine::{self, find_active, plan_from_heat, AbortMode, Control, EngineOptions};
+use super::{RolloutOptions, RolloutPlan};
+use crate::api::heat::{HeatClient, StackAction};
+use crate::drivers::actions::ActionContext;
+use crate::drivers::guard::Reach;
+use crate::drivers::heat_native::{stack_path, stack_status};
+use crate::drivers::NodeGroupTarget;
+use crate::journal::{ApiCall, Entry, Outcome};
+use crate::lifecycle::ActionsConfig;
+use crate::model::DriverKind;
+use crate::service::ServiceResult;
+use std::time::Duration;
+
+/// Shortest time between two looks at Heat: faster only loads Heat, it does not finish sooner.
+const MIN_POLL: Duration = Duration::from_millis(100);
+
+/// The engine's options for a rollout of `target`: its poll interval and the operator's
+/// lifecycle hooks for that cluster on `cloud`.
+pub fn engine_options(
+    config: &ActionsConfig,
+    cloud: &str,
+    target: &NodeGroupTarget,
+    poll: Duration,
+) -> EngineOptions {
+    EngineOptions {
+        poll: poll.max(MIN_POLL),
+        hooks: config.hooks_for(cloud, &target.cluster),
+    }
+}
+
+/// The rollout under way on `target`: the newest unfinished one in the journal (ours, even
+/// from before a restart), else, when the node group's stack is in progress or failed,
+/// the one Heat shows (another operator's). `None` when nothing is under way. Magnum node
+/// groups have no rollouts of ours: Magnum runs their upgrades.
+pub async fn find_rollout(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    target: &NodeGroupTarget,
+) -> ServiceResult<Option<RolloutPlan>> {
+    if target.driver != DriverKind::HeatNative {
+        return Ok(None);
+    }
+    if let Some(plan) = find_active(&ctx.journal, &target.label())? {
+        return Ok(Some(plan));
+    }
+    let Some(stack) = &target.stack else {
+        return Ok(None);
+    };
+    let (status, _) = stack_status(heat, stack).await?;
+    if !status.is_in_progress() && !status.is_failed() {
+        return Ok(None);
+    }
+    Ok(Some(
+        plan_from_heat(heat, target, RolloutOptions::default()).await?,
+    ))
+}
+
+/// Asks whoever drives `plan` for `control`, through the journal, after the guard rails.
+/// An abort that cancels (`CancelUpdate` rolls back, `CancelWithoutRollback` stops where it
+/// is) also sends Heat's cancel from here, once: an engine only stops releasing members, so
+/// the cancel must not depend on one running. The request is journaled as a plain abort
+/// and the cancel as its own entry with its call.
+pub async fn ask(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    plan: &RolloutPlan,
+    control: &Control,
+) -> ServiceResult<()> {
+    let t = &plan.target;
+    let Control::Abort(mode) = control else {
+        ctx.check(
+            "rollout.request",
+            &t.label(),
+            &t.cluster,
+            Reach::Nodes,
+            None,
+        )?;
+        return engine::request(ctx, plan, control);
+    };
+    ctx.check("rollout.abort", &t.label(), &t.cluster, Reach::Nodes, None)?;
+    engine::request(ctx, plan, &Control::Abort(AbortMode::LeavePaused))?;
+    let action = match mode {
+        AbortMode::LeavePaused => None,
+        AbortMode::CancelUpdate => Some(StackAction::CancelUpdate),
+        AbortMode::CancelWithoutRollback => Some(StackAction::CancelWithoutRollback),
+    };
+    let mut entry =
+        Entry::new(&ctx.actor, "rollout.abort", &t.label(), Outcome::Ok).rollout(&plan.id);
+    if let Some(a) = action {
+        entry = entry.calls(vec![ApiCall::new(
+            "POST",
+            format!("{}/actions", stack_path(&plan.stack)),
+            format!("{{\"{}\":null}}", a.key()),
+        )]);
+        if let Err(e) = heat.action(&plan.stack, a).await {
+            let mut failed = entry;
+            failed.outcome = Outcome::Failed {
+                error: e.to_string(),
+            };
+            ctx.record(&failed)?;
+            return Err(e.into());
+        }
+    }
+    ctx.record(&entry)
+}

@@ -1,0 +1,267 @@
+//! `LiveOperator`: the console's [`Operator`] over a real connection (a cloud, a standalone
+//! Heat or the simulator). It resolves the console's rows to a driver the same way the
+//! headless commands do (`drivers::resolve`) and acts through the same guarded, journaled
+//! paths (`drivers::actions`, `rollout::engine`, `rollout::control`), so an action from the
+//! console and the same action from `caldera scale` / `caldera rollout` leave the same trail.
+
+use super::operator::Operator;
+use super::{ErrorKind, ServiceError, ServiceResult};
+use crate::api::cloud::CloudConnection;
+use crate::api::heat::HeatClient;
+use crate::drivers::actions::{self, ActionContext};
+use crate::drivers::guard::Guard;
+use crate::drivers::resolve::Drivers;
+use crate::drivers::{NodeGroupTarget, ScalePlan, ScaleRequest, UpgradePlan, UpgradeTarget};
+use crate::journal::Entry;
+use crate::lifecycle::{ActionsConfig, HookContext, HookRun};
+use crate::model::{Cluster, DriverKind, Node, NodeGroup};
+use crate::rollout::{control, engine};
+use crate::rollout::{Control, RolloutHandle, RolloutOptions, RolloutPlan, RolloutStatus};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone)]
+pub struct LiveOperator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    heat: HeatClient,
+    drivers: Drivers,
+    action: ActionContext,
+    config: ActionsConfig,
+    poll: Duration,
+}
+
+impl LiveOperator {
+    /// `poll` is how often a rollout engine started here looks at Heat.
+    pub fn new(
+        conn: &CloudConnection,
+        action: ActionContext,
+        config: ActionsConfig,
+        poll: Duration,
+    ) -> LiveOperator {
+        LiveOperator {
+            inner: Arc::new(Inner {
+                heat: conn.heat.clone(),
+                drivers: Drivers::new(conn),
+                action,
+                config,
+                poll,
+            }),
+        }
+    }
+}
+
+impl Inner {
+    /// The console's rows to a resolved target. Heat-native clusters are known by name;
+    /// Magnum clusters by uuid (names need not be unique in Magnum).
+    async fn target(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+    ) -> ServiceResult<NodeGroupTarget> {
+        let cluster_key = match cluster.driver {
+            DriverKind::HeatNative => &cluster.name,
+            DriverKind::Magnum => &cluster.id,
+        };
+        let (target, _) = self
+            .drivers
+            .find(cluster.driver, cluster_key, &nodegroup.name)
+            .await?;
+        Ok(target)
+    }
+
+    fn engine_options(&self, target: &NodeGroupTarget) -> engine::EngineOptions {
+        control::engine_options(&self.config, &self.action.actor.cloud, target, self.poll)
+    }
+}
+
+impl Operator for LiveOperator {
+    fn guard(&self) -> Guard {
+        self.inner.action.guard
+    }
+
+    fn plan_scale(
+        &self,
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        request: ScaleRequest,
+    ) -> BoxFuture<'static, ServiceResult<ScalePlan>> {
+        let me = self.inner.clone();
+        async move {
+            let target = me.target(&cluster, &nodegroup).await?;
+            me.drivers
+                .of(target.driver)?
+                .plan_scale(&target, &request)
+                .await
+        }
+        .boxed()
+    }
+
+    fn apply_scale(
+        &self,
+        plan: ScalePlan,
+        confirm: Option<String>,
+    ) -> BoxFuture<'static, ServiceResult<()>> {
+        let me = self.inner.clone();
+        async move {
+            let driver = me.drivers.of(plan.target.driver)?;
+            actions::scale(&me.action, driver, &plan, confirm.as_deref()).await
+        }
+        .boxed()
+    }
+
+    fn plan_upgrade(
+        &self,
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        to: String,
+        options: RolloutOptions,
+    ) -> BoxFuture<'static, ServiceResult<UpgradePlan>> {
+        let me = self.inner.clone();
+        async move {
+            let target = me.target(&cluster, &nodegroup).await?;
+            let to = match target.driver {
+                DriverKind::HeatNative => UpgradeTarget::Image(to),
+                DriverKind::Magnum => UpgradeTarget::ClusterTemplate(to),
+            };
+            me.drivers
+                .of(target.driver)?
+                .plan_upgrade(&target, &to, &options)
+                .await
+        }
+        .boxed()
+    }
+
+    fn start_upgrade(
+        &self,
+        plan: UpgradePlan,
+        confirm: Option<String>,
+    ) -> BoxFuture<'static, ServiceResult<Option<RolloutHandle>>> {
+        let me = self.inner.clone();
+        async move {
+            match plan {
+                UpgradePlan::Rollout(plan) => {
+                    let options = me.engine_options(&plan.target);
+                    let handle = engine::start(
+                        me.heat.clone(),
+                        me.action.clone(),
+                        *plan,
+                        options,
+                        confirm.as_deref(),
+                    )
+                    .await?;
+                    Ok(Some(handle))
+                }
+                UpgradePlan::Magnum(plan) => {
+                    let magnum = me.drivers.magnum()?;
+                    actions::magnum_upgrade(&me.action, magnum, &plan, confirm.as_deref()).await?;
+                    Ok(None)
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn find_rollout(
+        &self,
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    ) -> BoxFuture<'static, ServiceResult<Option<RolloutPlan>>> {
+        let me = self.inner.clone();
+        async move {
+            let target = me.target(&cluster, &nodegroup).await?;
+            control::find_rollout(&me.heat, &me.action, &target).await
+        }
+        .boxed()
+    }
+
+    fn observe_rollout(
+        &self,
+        plan: RolloutPlan,
+    ) -> BoxFuture<'static, ServiceResult<RolloutStatus>> {
+        let me = self.inner.clone();
+        async move { engine::observe_status(&me.heat, &me.action.journal, &plan).await }.boxed()
+    }
+
+    fn reattach_rollout(
+        &self,
+        plan: RolloutPlan,
+        initial: Vec<Control>,
+    ) -> BoxFuture<'static, ServiceResult<RolloutHandle>> {
+        let me = self.inner.clone();
+        async move {
+            let options = me.engine_options(&plan.target);
+            engine::reattach(me.heat.clone(), me.action.clone(), plan, options, initial).await
+        }
+        .boxed()
+    }
+
+    fn request_rollout(
+        &self,
+        plan: RolloutPlan,
+        control: Control,
+    ) -> BoxFuture<'static, ServiceResult<()>> {
+        let me = self.inner.clone();
+        async move { control::ask(&me.heat, &me.action, &plan, &control).await }.boxed()
+    }
+
+    fn node_action(
+        &self,
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        command: String,
+        nodes: Vec<Node>,
+        batch_size: usize,
+    ) -> BoxFuture<'static, ServiceResult<Vec<HookRun>>> {
+        let me = self.inner.clone();
+        async move {
+            let target = me.target(&cluster, &nodegroup).await?;
+            let contexts: Vec<HookContext> = nodes
+                .into_iter()
+                .map(|n| HookContext {
+                    cluster: target.cluster.clone(),
+                    nodegroup: target.nodegroup.clone(),
+                    node_name: Some(n.name),
+                    node_index: n.index,
+                    node_ip: n.ip,
+                    ..Default::default()
+                })
+                .collect();
+            let timeout = me
+                .config
+                .hooks_for(&me.action.actor.cloud, &target.cluster)
+                .timeout();
+            actions::node_action(
+                &me.action,
+                &target,
+                &command,
+                contexts,
+                batch_size.max(1),
+                timeout,
+            )
+            .await
+        }
+        .boxed()
+    }
+
+    fn read_journal(&self, offset: u64) -> BoxFuture<'static, ServiceResult<(Vec<Entry>, u64)>> {
+        let journal = self.inner.action.journal.clone();
+        async move {
+            // The journal is a file read with std I/O: off the async workers.
+            tokio::task::spawn_blocking(move || journal.read_from(offset))
+                .await
+                .map_err(|e| ServiceError::new(ErrorKind::Config, format!("journal reader: {e}")))?
+                .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))
+        }
+        .boxed()
+    }
+
+    fn journal_path(&self) -> PathBuf {
+        self.inner.action.journal.path().to_path_buf()
+    }
+}

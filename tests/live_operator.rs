@@ -1,0 +1,541 @@
+//! The console's live seams against the in-process simulator (fast clock): `LiveService`
+//! lists Heat-native clusters beside Magnum's and streams their nodes with IPs, and
+//! `LiveOperator` plans, applies, rolls out, reattaches, runs node actions and reads the
+//! journal through the same guarded, journaled paths as the headless commands.
+
+use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use caldera::api::heat::ResourceQuery;
+use caldera::drivers::actions::ActionContext;
+use caldera::drivers::guard::Guard;
+use caldera::drivers::{ScaleRequest, UpgradePlan};
+use caldera::journal::{Actor, Journal, Outcome};
+use caldera::lifecycle::ActionsConfig;
+use caldera::model::{Cluster, DriverKind, Node, NodeGroup};
+use caldera::rollout::{Control, NodePhase, RolloutOptions, RolloutState};
+use caldera::service::live::LiveService;
+use caldera::service::live_operator::LiveOperator;
+use caldera::service::operator::Operator;
+use caldera::service::{CloudService, ErrorKind, NodeUpdate};
+use caldera::sim::seed::{DEMO_CLUSTER, DEMO_IMAGE, DEMO_MEMBERS, DEMO_NODEGROUP};
+use caldera::sim::{self, SimHandle, SimOptions};
+use futures::StreamExt;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const NEW_IMAGE: &str = "fedora-coreos-40";
+const SETTLE: Duration = Duration::from_secs(60);
+
+struct Env {
+    sim: SimHandle,
+    conn: CloudConnection,
+    service: LiveService,
+    _dir: tempfile::TempDir,
+    journal: Journal,
+}
+
+impl Env {
+    async fn start(scenario: &str) -> Env {
+        let sim = sim::start(SimOptions {
+            scenario: scenario.into(),
+            speed: 50.0,
+            output_cost_per_member: Duration::ZERO,
+            detail_cost_per_resource: Duration::ZERO,
+            create_median: Duration::from_secs(10),
+            update_median: Duration::from_secs(10),
+            ..SimOptions::default()
+        })
+        .await
+        .expect("simulator starts");
+        let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+            .await
+            .expect("connect to the simulator");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let journal = Journal::open(dir.path().join("journal.jsonl"));
+        Env {
+            service: LiveService::new(conn.clone()),
+            conn,
+            sim,
+            _dir: dir,
+            journal,
+        }
+    }
+
+    /// An empty simulator holding the demo's Heat-native cluster, created and settled.
+    async fn with_heat_native() -> Env {
+        let env = Env::start("empty").await;
+        sim::seed::heat_native_demo(&env.sim)
+            .await
+            .expect("seed hn-demo");
+        env.settle().await;
+        env
+    }
+
+    fn operator(&self, guard: Guard) -> LiveOperator {
+        LiveOperator::new(
+            &self.conn,
+            ActionContext {
+                actor: Actor {
+                    cloud: "test".into(),
+                    user: "tester".into(),
+                },
+                journal: self.journal.clone(),
+                guard,
+            },
+            ActionsConfig::default(),
+            Duration::from_millis(50),
+        )
+    }
+
+    async fn cluster(&self, name: &str) -> Cluster {
+        self.service
+            .list_clusters()
+            .await
+            .expect("clusters")
+            .into_iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("cluster {name} listed"))
+    }
+
+    async fn nodegroup(&self, cluster: &Cluster, name: &str) -> NodeGroup {
+        self.service
+            .list_nodegroups(cluster.clone())
+            .await
+            .expect("node groups")
+            .into_iter()
+            .find(|g| g.name == name)
+            .unwrap_or_else(|| panic!("node group {name} listed"))
+    }
+
+    async fn hn(&self) -> (Cluster, NodeGroup) {
+        let c = self.cluster(DEMO_CLUSTER).await;
+        let g = self.nodegroup(&c, DEMO_NODEGROUP).await;
+        (c, g)
+    }
+
+    /// Waits for the Heat-native node group's stack to leave IN_PROGRESS; returns its row.
+    async fn settle(&self) -> NodeGroup {
+        let t0 = Instant::now();
+        loop {
+            let (_, g) = self.hn().await;
+            if !g.status.is_in_progress() {
+                return g;
+            }
+            assert!(t0.elapsed() < SETTLE, "{} still {}", g.name, g.status);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Members with their addresses, from the console's node stream.
+    async fn nodes(&self, g: &NodeGroup) -> Vec<Node> {
+        let mut stream = self.service.stream_nodes(g.clone());
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut ips: BTreeMap<String, String> = BTreeMap::new();
+        while let Some(update) = stream.next().await {
+            match update.expect("node update") {
+                NodeUpdate::Members(m) => nodes = m,
+                NodeUpdate::Address(a) => {
+                    ips.insert(a.member, a.addresses.first().cloned().unwrap_or_default());
+                }
+                NodeUpdate::AddressFailed { member, error } => panic!("{member}: {error}"),
+                NodeUpdate::Done => break,
+            }
+        }
+        for n in &mut nodes {
+            n.ip = ips.get(&n.name).cloned();
+        }
+        nodes
+    }
+
+    /// Each member's image, from its own stack's `image` parameter.
+    async fn member_images(&self, g: &NodeGroup) -> BTreeMap<String, String> {
+        let heat = &self.conn.heat;
+        let stack = heat
+            .resolve(g.stack_id.as_deref().expect("stack id"))
+            .await
+            .expect("node group stack");
+        let group = heat
+            .get_resource(&stack, "nodes")
+            .await
+            .expect("group resource")
+            .resource
+            .nested
+            .expect("group stack");
+        let mut out = BTreeMap::new();
+        for m in heat
+            .list_resources(&group, &ResourceQuery::default())
+            .await
+            .expect("members")
+        {
+            let member = m.resource.nested.clone().expect("member stack");
+            let d = heat.get_stack(&member, false).await.expect("member");
+            out.insert(
+                m.resource.name.clone(),
+                d.parameters.get("image").cloned().unwrap_or_default(),
+            );
+        }
+        out
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heat_native_clusters_and_nodegroups_are_listed_and_nodes_stream_with_ips() {
+    let env = Env::with_heat_native().await;
+    let c = env.cluster(DEMO_CLUSTER).await;
+    assert_eq!(c.driver, DriverKind::HeatNative);
+    assert_eq!(c.node_count, DEMO_MEMBERS);
+    assert_eq!(c.nodegroup_count, Some(1));
+
+    let groups = env
+        .service
+        .list_nodegroups(c.clone())
+        .await
+        .expect("groups");
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    let g = &groups[0];
+    assert_eq!(g.name, DEMO_NODEGROUP);
+    assert_eq!(g.node_count, DEMO_MEMBERS);
+    assert_eq!(g.image.as_deref(), Some(DEMO_IMAGE));
+    assert_eq!((g.min_node_count, g.max_node_count), (Some(1), Some(40)));
+    assert_eq!(g.status.raw, "CREATE_COMPLETE");
+
+    let nodes = env.nodes(g).await;
+    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    let expected: Vec<String> = (0..DEMO_MEMBERS).map(|i| i.to_string()).collect();
+    assert_eq!(names, expected);
+    // A settled group's members carry its image (the IMAGE column).
+    assert!(
+        nodes.iter().all(|n| n.image.as_deref() == Some(DEMO_IMAGE)),
+        "{nodes:?}"
+    );
+    // Every member has its own address (the simulator numbers a group's members from .10).
+    let ips: std::collections::BTreeSet<&str> =
+        nodes.iter().filter_map(|n| n.ip.as_deref()).collect();
+    assert_eq!(ips.len(), nodes.len(), "{nodes:?}");
+    for n in &nodes {
+        let i = n.index.expect("index");
+        let ip = n.ip.as_deref().expect("address");
+        assert!(ip.ends_with(&format!(".{}", i + 10)), "{ip} for member {i}");
+    }
+    env.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_is_planned_journaled_applied_and_refused_when_read_only() {
+    let env = Env::with_heat_native().await;
+    let (c, g) = env.hn().await;
+    let op = env.operator(Guard::default());
+    let plan = op
+        .plan_scale(
+            c.clone(),
+            g.clone(),
+            ScaleRequest {
+                count: Some(14),
+                remove: vec!["3".into()],
+            },
+        )
+        .await
+        .expect("plan");
+    assert_eq!((plan.from, plan.to), (12, 14));
+    assert_eq!(plan.removed, ["3"]);
+    assert_eq!(plan.added, ["12", "13", "14"]);
+    assert!(
+        env.journal.read_all().expect("journal").is_empty(),
+        "a plan changes nothing"
+    );
+
+    op.apply_scale(plan.clone(), None).await.expect("apply");
+    let entries = env.journal.read_all().expect("journal");
+    let started = entries
+        .iter()
+        .find(|e| e.action == "scale" && e.outcome == Outcome::Started)
+        .expect("the plan was journaled");
+    assert_eq!(started.plan, plan.lines());
+    assert_eq!(started.calls, plan.calls);
+    let g = env.settle().await;
+    assert_eq!(g.status.raw, "UPDATE_COMPLETE");
+    assert_eq!(g.node_count, 14);
+    let names: Vec<String> = env.nodes(&g).await.into_iter().map(|n| n.name).collect();
+    assert_eq!(names, plan.members_after);
+
+    // Read-only: refused, journaled as refused, and Heat is not asked.
+    let ro = env.operator(Guard {
+        read_only: true,
+        production: false,
+    });
+    let plan = ro
+        .plan_scale(
+            c,
+            g.clone(),
+            ScaleRequest {
+                count: Some(16),
+                remove: vec![],
+            },
+        )
+        .await
+        .expect("planning is allowed read-only");
+    let before = env.journal.read_all().expect("journal").len();
+    let e = ro.apply_scale(plan, None).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Refused, "{e}");
+    let after = env.journal.read_all().expect("journal");
+    assert_eq!(after.len(), before + 1);
+    assert!(matches!(
+        after.last().expect("entry").outcome,
+        Outcome::Refused { .. }
+    ));
+    let (_, g2) = env.hn().await;
+    assert_eq!(
+        (g2.status.raw.as_str(), g2.node_count),
+        ("UPDATE_COMPLETE", 14)
+    );
+    env.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_runs_node_by_node_to_completion() {
+    let env = Env::with_heat_native().await;
+    let (c, g) = env.hn().await;
+    let op = env.operator(Guard::default());
+    let options = RolloutOptions {
+        batch_size: 4,
+        canary: 1,
+        ..RolloutOptions::default()
+    };
+    let plan = op
+        .plan_upgrade(c, g.clone(), NEW_IMAGE.into(), options)
+        .await
+        .expect("plan");
+    let UpgradePlan::Rollout(rollout) = &plan else {
+        panic!("a Heat-native upgrade is a rollout: {plan:?}")
+    };
+    assert_eq!(rollout.batches[0].len(), 1, "the canary first");
+    let handle = op
+        .start_upgrade(plan, None)
+        .await
+        .expect("start")
+        .expect("a rollout has a handle");
+    let end = tokio::time::timeout(SETTLE, handle.wait())
+        .await
+        .expect("the rollout ends in time");
+    assert_eq!(end.state, RolloutState::Completed, "{:?}", end.lines());
+    assert!(end.nodes.iter().all(|n| n.phase == NodePhase::Done));
+    let images = env.member_images(&g).await;
+    assert_eq!(images.len(), DEMO_MEMBERS as usize);
+    assert!(images.values().all(|i| i == NEW_IMAGE), "{images:?}");
+    let g = env.settle().await;
+    let nodes = env.nodes(&g).await;
+    assert!(
+        nodes.iter().all(|n| n.image.as_deref() == Some(NEW_IMAGE)),
+        "{nodes:?}"
+    );
+    env.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_rollout_is_found_paused_by_request_and_finished_by_reattaching() {
+    let env = Env::with_heat_native().await;
+    let (c, g) = env.hn().await;
+    let op = env.operator(Guard::default());
+    assert!(
+        op.find_rollout(c.clone(), g.clone())
+            .await
+            .expect("find")
+            .is_none(),
+        "nothing under way yet"
+    );
+    let plan = op
+        .plan_upgrade(
+            c.clone(),
+            g.clone(),
+            NEW_IMAGE.into(),
+            RolloutOptions::default(),
+        )
+        .await
+        .expect("plan");
+    let mut handle = op
+        .start_upgrade(plan, None)
+        .await
+        .expect("start")
+        .expect("handle");
+    let seen = tokio::time::timeout(
+        SETTLE,
+        handle.wait_for(|s| {
+            s.nodes
+                .iter()
+                .filter(|n| n.phase == NodePhase::Done)
+                .count()
+                >= 2
+        }),
+    )
+    .await
+    .expect("two members updated in time");
+    assert!(!seen.state.is_final(), "{:?}", seen.state);
+    let id = seen.id.clone();
+    handle.kill();
+
+    let found = op
+        .find_rollout(c.clone(), g.clone())
+        .await
+        .expect("find")
+        .expect("the killed rollout is still under way");
+    assert_eq!(found.id, id);
+    let observed = op.observe_rollout(found.clone()).await.expect("observe");
+    assert_eq!(observed.id, id);
+    assert!(
+        observed
+            .nodes
+            .iter()
+            .filter(|n| n.phase == NodePhase::Done)
+            .count()
+            >= 2
+    );
+
+    op.request_rollout(found.clone(), Control::Pause)
+        .await
+        .expect("request");
+    let last = env.journal.read_all().expect("journal");
+    let req = last.last().expect("entry");
+    assert_eq!(req.action, "rollout.request.pause");
+    assert_eq!(req.rollout.as_deref(), Some(id.as_str()));
+
+    // The pause was asked of whoever drove it then; an engine attached now starts fresh.
+    let handle = op.reattach_rollout(found, vec![]).await.expect("reattach");
+    let end = tokio::time::timeout(SETTLE, handle.wait())
+        .await
+        .expect("the reattached rollout ends in time");
+    assert_eq!(end.state, RolloutState::Completed, "{:?}", end.lines());
+    let images = env.member_images(&g).await;
+    assert!(images.values().all(|i| i == NEW_IMAGE), "{images:?}");
+    assert!(op.find_rollout(c, g).await.expect("find").is_none());
+    env.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_action_runs_with_the_node_variables_and_the_journal_reads_on() {
+    let env = Env::with_heat_native().await;
+    let (c, g) = env.hn().await;
+    let op = env.operator(Guard::default());
+    assert_eq!(op.journal_path(), env.journal.path());
+    let (entries, start) = op.read_journal(0).await.expect("read");
+    assert!(entries.is_empty());
+
+    let nodes: Vec<Node> = env
+        .nodes(&g)
+        .await
+        .into_iter()
+        .filter(|n| n.name == "2" || n.name == "7")
+        .collect();
+    assert_eq!(nodes.len(), 2);
+    let expected: Vec<String> = nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "node_action hn-demo/workers {} #{} {}",
+                n.name,
+                n.name,
+                n.ip.as_deref().expect("streamed address")
+            )
+        })
+        .collect();
+    let runs = op
+        .node_action(
+            c,
+            g,
+            "echo \"$CALDERA_HOOK $CALDERA_CLUSTER/$CALDERA_NODEGROUP \
+             $CALDERA_NODE_NAME #$CALDERA_NODE_INDEX $CALDERA_NODE_IP\""
+                .into(),
+            nodes,
+            1,
+        )
+        .await
+        .expect("node action");
+    let outputs: Vec<&str> = runs.iter().map(|r| r.output.trim()).collect();
+    assert_eq!(outputs, expected);
+    assert!(runs.iter().all(|r| r.ok()));
+
+    let (entries, next) = op.read_journal(start).await.expect("read");
+    let targets: Vec<&str> = entries.iter().map(|e| e.target.as_str()).collect();
+    assert_eq!(
+        targets,
+        ["hn-demo/workers", "hn-demo/workers/2", "hn-demo/workers/7"]
+    );
+    assert!(next > start);
+    let (again, same) = op.read_journal(next).await.expect("read");
+    assert!(again.is_empty());
+    assert_eq!(same, next);
+    env.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn magnum_node_groups_are_planned_through_magnum() {
+    let env = Env::start("small").await;
+    let c = env.cluster("small").await;
+    assert_eq!(c.driver, DriverKind::Magnum);
+    let g = env.nodegroup(&c, "default-worker").await;
+    let op = env.operator(Guard::default());
+    let plan = op
+        .plan_scale(
+            c.clone(),
+            g.clone(),
+            ScaleRequest {
+                count: Some(4),
+                remove: vec!["1".into()],
+            },
+        )
+        .await
+        .expect("plan");
+    assert_eq!(plan.target.driver, DriverKind::Magnum);
+    assert_eq!((plan.from, plan.to), (3, 4));
+    assert!(plan.calls[0].path.ends_with("/actions/resize"), "{plan:?}");
+    assert!(plan.calls[0].body.contains("\"nodes_to_remove\":[\"1\"]"));
+
+    let up = op
+        .plan_upgrade(
+            c.clone(),
+            g.clone(),
+            "k8s-v1.30".into(),
+            RolloutOptions::default(),
+        )
+        .await
+        .expect("upgrade plan");
+    assert!(matches!(up, UpgradePlan::Magnum(_)), "{up:?}");
+    assert!(op.find_rollout(c, g).await.expect("find").is_none());
+    assert!(env.journal.read_all().expect("journal").is_empty());
+    env.sim.shutdown().await;
+}
+
+/// The console's demo (`--simulator`, `caldera sim`): the Magnum clusters and `hn-demo`,
+/// listed together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_holds_a_heat_native_cluster_beside_magnum() {
+    let sim = sim::start(SimOptions {
+        scenario: "demo".into(),
+        speed: 50.0,
+        output_cost_per_member: Duration::ZERO,
+        detail_cost_per_resource: Duration::ZERO,
+        heat_native_demo: true,
+        ..SimOptions::default()
+    })
+    .await
+    .expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let service = LiveService::new(conn);
+    let clusters = service.list_clusters().await.expect("clusters");
+    let mut names: Vec<(&str, DriverKind)> = clusters
+        .iter()
+        .map(|c| (c.name.as_str(), c.driver))
+        .collect();
+    names.sort_by_key(|(n, _)| *n);
+    assert_eq!(
+        names,
+        [
+            ("batch-jobs", DriverKind::Magnum),
+            ("dev-small", DriverKind::Magnum),
+            ("hn-demo", DriverKind::HeatNative),
+            ("prod-east", DriverKind::Magnum),
+            ("staging", DriverKind::Magnum),
+        ]
+    );
+    sim.shutdown().await;
+}
