@@ -26,6 +26,7 @@ pub mod columns;
 pub mod config;
 mod draw;
 pub mod keys;
+mod ops_columns;
 mod runtime;
 pub mod state;
 pub mod theme;
