@@ -15,6 +15,9 @@ use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 
 /// Everything that changes the app state goes through one of these.
+/// (Replies carry plans and rollout statuses; one is built per answer and moved once, so
+/// boxing them would buy nothing.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Action {
     Key(KeyAction),

@@ -109,6 +109,23 @@ pub enum KeyAction {
     JournalExport,
 }
 
+impl KeyAction {
+    /// Whether the action changes the cloud (its hint is hidden where actions cannot run).
+    pub fn changes_cloud(self) -> bool {
+        matches!(
+            self,
+            KeyAction::Scale
+                | KeyAction::Upgrade
+                | KeyAction::RemoveMarked
+                | KeyAction::RunOnMarked
+                | KeyAction::RolloutPause
+                | KeyAction::RolloutResume
+                | KeyAction::RolloutSkip
+                | KeyAction::RolloutAbort
+        )
+    }
+}
+
 /// One key: a code and modifiers, e.g. `ctrl-c`, `G`, `enter`, `shift-tab`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KeyBinding {
@@ -699,11 +716,24 @@ impl KeyMap {
 
     /// `(first key, label)` footer hints for the contexts in view.
     pub fn hints(&self, contexts: &[KeyContext]) -> Vec<(String, &'static str)> {
+        self.hints_where(contexts, |_| true)
+    }
+
+    /// The footer hints of the actions `keep` accepts.
+    pub fn hints_where(
+        &self,
+        contexts: &[KeyContext],
+        keep: impl Fn(KeyAction) -> bool,
+    ) -> Vec<(String, &'static str)> {
         let mut order: Vec<KeyContext> = contexts.to_vec();
         order.push(KeyContext::Global);
         let mut out = Vec::new();
         for ctx in order {
-            for e in self.entries.iter().filter(|e| e.context == ctx) {
+            for e in self
+                .entries
+                .iter()
+                .filter(|e| e.context == ctx && keep(e.action))
+            {
                 if let (Some(label), Some(k)) = (e.hint, e.keys.first()) {
                     out.push((k.to_string(), label));
                 }

@@ -37,4 +37,6 @@ pub use config::ConsoleOptions;
 pub use runtime::{init_logging, init_logging_to, log_path, run, ConsoleError};
 
 #[cfg(test)]
+mod actions_tests;
+#[cfg(test)]
 mod tests;

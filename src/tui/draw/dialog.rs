@@ -5,7 +5,7 @@ use super::{centered, clear};
 use crate::tui::state::actions::{Dialog, ABORT_MODES};
 use crate::tui::state::form::{FieldKind, Form};
 use crate::tui::state::App;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
@@ -27,6 +27,18 @@ fn boxed(app: &App, frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>
             ),
         area,
     );
+}
+
+/// `line` cut into rows of at most `width` characters.
+fn hard_wrap(line: &str, width: usize) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.is_empty() {
+        return vec![String::new()];
+    }
+    chars
+        .chunks(width.max(1))
+        .map(|c| c.iter().collect())
+        .collect()
 }
 
 fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
@@ -98,19 +110,24 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             boxed(app, frame, area, "Plan", lines, 0);
         }
         Dialog::Confirm(c) => {
-            let mut lines: Vec<Line> = c
+            let w = body.width.saturating_sub(4).min(120);
+            let inner_w = w.saturating_sub(2).max(1) as usize;
+            // Cut long lines (API bodies) into whole rows so the height is exact.
+            let plan: Vec<Line> = c
                 .lines
                 .iter()
-                .map(|l| Line::from(Span::styled(l.clone(), Style::default().fg(th.fg))))
+                .flat_map(|l| hard_wrap(l, inner_w))
+                .map(|l| Line::from(Span::styled(l, Style::default().fg(th.fg))))
                 .collect();
-            lines.push(Line::from(""));
+            // The answer lines stay at the bottom; the plan above them scrolls.
+            let mut answer: Vec<Line> = Vec::new();
             match &c.name {
                 Some(name) => {
-                    lines.push(Line::from(Span::styled(
+                    answer.push(Line::from(Span::styled(
                         format!("PRODUCTION cloud: type the cluster name '{name}' and press enter"),
                         th.warning().add_modifier(Modifier::BOLD),
                     )));
-                    lines.push(Line::from(vec![
+                    answer.push(Line::from(vec![
                         Span::styled("> ", th.accent()),
                         Span::styled(
                             c.typed.clone(),
@@ -119,26 +136,37 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
                         Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
                     ]));
                 }
-                None => lines.push(Line::from(Span::styled(
+                None => answer.push(Line::from(Span::styled(
                     "y / enter: do it · n / esc: cancel (nothing changes)",
                     th.accent().add_modifier(Modifier::BOLD),
                 ))),
             }
             if let Some(e) = &c.error {
-                lines.push(Line::from(Span::styled(e.clone(), th.error())));
+                answer.push(Line::from(Span::styled(e.clone(), th.error())));
             }
-            if c.name.is_some() {
-                lines.push(Line::from(Span::styled(
-                    "esc: cancel (nothing changes) · ↑↓ scroll the plan",
-                    th.muted(),
-                )));
-            }
-            let h = (lines.len() as u16 + 2).min(body.height);
-            let area = centered(body, body.width.saturating_sub(4).min(120), h);
-            let scroll = c
-                .scroll
-                .min((lines.len() as u16).saturating_sub(area.height.saturating_sub(2)));
-            boxed(app, frame, area, &c.title, lines, scroll);
+            answer.push(Line::from(Span::styled(
+                "esc: cancel (nothing changes) · ↑↓ pgup pgdn: scroll the plan",
+                th.muted(),
+            )));
+            let wrapped = plan.len() as u16;
+            let answer_h = answer.len() as u16;
+            let h = (wrapped + answer_h + 3).min(body.height);
+            let area = centered(body, w, h);
+            clear(frame, area);
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .border_style(th.accent())
+                .title(Span::styled(format!(" {} ", c.title), th.title()));
+            let inner = block.inner(area);
+            frame.render_widget(block.style(th.style()), area);
+            let [plan_area, answer_area] =
+                Layout::vertical([Constraint::Min(1), Constraint::Length(answer_h + 1)])
+                    .areas(inner);
+            let scroll = c.scroll.min(wrapped.saturating_sub(plan_area.height));
+            frame.render_widget(Paragraph::new(plan).scroll((scroll, 0)), plan_area);
+            let mut bottom = vec![Line::from("")];
+            bottom.extend(answer);
+            frame.render_widget(Paragraph::new(bottom), answer_area);
         }
         Dialog::AbortChoice { selected, .. } => {
             let mut lines = vec![Line::from(Span::styled(

@@ -500,15 +500,26 @@ impl App {
                 nodegroup,
             } => {
                 let key = nodegroup.id.clone();
-                let rollout = matches!(*plan, UpgradePlan::Rollout(_));
+                let key_sent = key.clone();
+                let rollout = match plan.as_ref() {
+                    UpgradePlan::Rollout(p) => Some((**p).clone()),
+                    UpgradePlan::Magnum(_) => None,
+                };
                 self.outbox.push(Request::StartUpgrade {
                     plan,
                     confirm: typed,
-                    key,
+                    key: key_sent,
                 });
                 self.set_status(Level::Info, "starting the upgrade…");
-                if rollout {
+                if let Some(rollout) = rollout {
                     self.open_rollout_view(cluster, nodegroup);
+                    if let Some(slot) = self.store.rollouts.get_mut(&key) {
+                        // Ours from now on: the engine's statuses replace any other.
+                        slot.plan = Some(rollout);
+                        slot.status = None;
+                        slot.driver = Some(crate::tui::action::Driver::Here);
+                        slot.meta.error = None;
+                    }
                 }
             }
             OnYes::NodeAction {
@@ -655,6 +666,8 @@ impl App {
                 Err(e) => {
                     if let Some(slot) = self.store.rollouts.get_mut(&key) {
                         slot.meta.error = Some(e.message.clone());
+                        slot.driver = None;
+                        slot.plan = None;
                     }
                     self.set_status(Level::Error, format!("upgrade not started: {e}"))
                 }
