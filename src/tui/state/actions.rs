@@ -512,14 +512,17 @@ impl App {
                 });
                 self.set_status(Level::Info, "starting the upgrade…");
                 if let Some(rollout) = rollout {
+                    // Ours from now on (set before the view opens, so it does not go looking):
+                    // the engine's statuses replace any other.
+                    let slot = self.store.rollouts.entry(key).or_insert_with(|| {
+                        super::rollout::RolloutSlot::new(cluster.clone(), nodegroup.clone())
+                    });
+                    slot.plan = Some(rollout);
+                    slot.status = None;
+                    slot.driver = Some(crate::tui::action::Driver::Here);
+                    slot.meta.error = None;
+                    slot.meta.in_flight = false;
                     self.open_rollout_view(cluster, nodegroup);
-                    if let Some(slot) = self.store.rollouts.get_mut(&key) {
-                        // Ours from now on: the engine's statuses replace any other.
-                        slot.plan = Some(rollout);
-                        slot.status = None;
-                        slot.driver = Some(crate::tui::action::Driver::Here);
-                        slot.meta.error = None;
-                    }
                 }
             }
             OnYes::NodeAction {

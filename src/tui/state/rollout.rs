@@ -26,7 +26,7 @@ pub struct RolloutSlot {
 }
 
 impl RolloutSlot {
-    fn new(cluster: Cluster, nodegroup: NodeGroup) -> RolloutSlot {
+    pub(super) fn new(cluster: Cluster, nodegroup: NodeGroup) -> RolloutSlot {
         RolloutSlot {
             cluster,
             nodegroup,
@@ -139,6 +139,8 @@ impl App {
                         slot.meta.error = None;
                         slot.meta.fetched_at = Some(now);
                         match found {
+                            // Our engine outranks a look-up that raced with its start.
+                            Some(_) if slot.driver == Some(Driver::Here) => {}
                             Some((plan, driver)) => {
                                 slot.plan = Some(plan);
                                 slot.driver = Some(driver);
@@ -169,12 +171,12 @@ impl App {
                 let Some(slot) = self.store.rollouts.get_mut(&key) else {
                     return;
                 };
+                if driver == Driver::Elsewhere {
+                    slot.meta.in_flight = false;
+                }
                 // An engine here outranks an older observation still on its way.
                 if driver == Driver::Elsewhere && slot.driver == Some(Driver::Here) {
                     return;
-                }
-                if driver == Driver::Elsewhere {
-                    slot.meta.in_flight = false;
                 }
                 slot.meta.version += 1;
                 match result {

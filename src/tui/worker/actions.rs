@@ -183,8 +183,14 @@ impl Worker {
                 })
             }
             Request::ObserveRollout { key, plan, gen: _ } => {
-                if self.rollouts.lock().contains_key(&key) {
-                    // Driven here since: the engine's statuses are on their way.
+                let ours = self.rollouts.lock().get(&key).map(|d| d.handle.status());
+                if let Some(status) = ours {
+                    // Driven here since: answer with the engine's own status.
+                    let _ = tx.send(Reply::Rollout {
+                        key,
+                        driver: Driver::Here,
+                        result: Ok(status),
+                    });
                     return;
                 }
                 self.spawn(async move {
