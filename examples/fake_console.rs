@@ -3,11 +3,18 @@
 //! ```text
 //! cargo run --example fake_console -- [--nodes 1000] [--latency-ms 150] [--advance-ms 2000]
 //!     [--theme NAME|PATH] [--config PATH] [--read-only] [--panic-after SECS] [--fail-clusters]
+//!     [--production] [--no-operator] [--fail-node MEMBER] [--step-ms 1500]
 //! ```
+//! Actions (scale, upgrade, rollouts, node actions, the journal) go to a `FakeOperator`:
+//! `--production` asks for the typed cluster name, `--no-operator` leaves the console
+//! without actions, `--fail-node 3` makes member 3 fail its update.
 //! `--panic-after` makes the fake panic inside the UI thread after SECS seconds, to
 //! check that the terminal is restored before the panic message is printed.
 
+use caldera::drivers::guard::Guard;
 use caldera::service::fake::{FakeCloud, FakeOp};
+use caldera::service::fake_operator::FakeOperator;
+use caldera::service::operator::Operator;
 use caldera::service::{ErrorKind, ServiceError};
 use caldera::tui::{init_logging, log_path, run, ConsoleOptions};
 use std::sync::Arc;
@@ -59,7 +66,23 @@ async fn main() {
         refresh: Duration::from_secs(2),
         ..ConsoleOptions::default()
     };
-    if let Err(e) = run(Arc::new(fake), None, options).await {
+    let mut op = FakeOperator::new(fake.clone())
+        .with_step(Duration::from_millis(
+            arg(&args, "--step-ms").unwrap_or(1500),
+        ))
+        .with_guard(Guard {
+            read_only: false,
+            production: args.iter().any(|a| a == "--production"),
+        });
+    if let Some(m) = arg::<String>(&args, "--fail-node") {
+        op = op.failing(&m);
+    }
+    let operator: Option<Arc<dyn Operator>> = if args.iter().any(|a| a == "--no-operator") {
+        None
+    } else {
+        Some(Arc::new(op))
+    };
+    if let Err(e) = run(Arc::new(fake), operator, options).await {
         eprintln!("caldera: {e}");
         std::process::exit(1);
     }

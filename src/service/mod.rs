@@ -5,6 +5,7 @@
 //! are all served by implementations of this trait; tests use in-memory fakes.
 
 pub mod fake;
+pub mod fake_operator;
 pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;

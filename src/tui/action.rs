@@ -4,12 +4,20 @@
 
 use super::keys::KeyAction;
 use super::state::view::StackTarget;
-use crate::model::{Cluster, NodeGroup, StackEvent, StackResource, StackSummary};
+use crate::drivers::guard::Guard;
+use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
+use crate::journal::Entry;
+use crate::lifecycle::HookRun;
+use crate::model::{Cluster, Node, NodeGroup, StackEvent, StackResource, StackSummary};
+use crate::rollout::{Control, RolloutOptions, RolloutPlan, RolloutStatus};
 use crate::service::{BudgetStats, CloudInfo, EventCursor, NodeUpdate, ServiceResult};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 
 /// Everything that changes the app state goes through one of these.
+/// (Replies carry plans and rollout statuses; one is built per answer and moved once, so
+/// boxing them would buy nothing.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Action {
     Key(KeyAction),
@@ -22,6 +30,8 @@ pub enum Action {
         budget: BudgetStats,
     },
     Resize(u16, u16),
+    /// Whether this connection can act, and its guard rails (`None`: reads only).
+    Operator(Option<Guard>),
 }
 
 /// A `:` palette command.
@@ -36,6 +46,11 @@ pub enum Command {
     Dashboard,
     Theme(String),
     Faults,
+    Rollout,
+    Journal,
+    Scale,
+    Upgrade,
+    Run,
     Refresh,
     Help,
     Quit,
@@ -64,6 +79,15 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
     ("dash", &["dashboard", "db"], "cluster dashboard"),
     ("theme", &[], "switch theme: :theme NAME"),
     ("faults", &["f"], "toggle faults-only"),
+    (
+        "rollout",
+        &["ro", "rollouts"],
+        "rollout of the current node group",
+    ),
+    ("journal", &["audit", "jo"], "the audit journal of actions"),
+    ("scale", &[], "scale the current node group"),
+    ("upgrade", &["up"], "upgrade the current node group"),
+    ("run", &[], "run a command on the marked nodes"),
     ("refresh", &["r"], "refresh now"),
     ("help", &["h"], "key bindings"),
     ("q", &["quit", "exit", "q!"], "quit"),
@@ -94,6 +118,11 @@ impl Command {
             "theme" if arg.is_empty() => return Err(":theme needs a name or a path".into()),
             "theme" => Command::Theme(arg.to_string()),
             "faults" => Command::Faults,
+            "rollout" => Command::Rollout,
+            "journal" => Command::Journal,
+            "scale" => Command::Scale,
+            "upgrade" => Command::Upgrade,
+            "run" => Command::Run,
             "refresh" => Command::Refresh,
             "help" => Command::Help,
             _ => Command::Quit,
@@ -136,6 +165,70 @@ pub enum Request {
         path: PathBuf,
         contents: String,
     },
+    PlanScale {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        request: ScaleRequest,
+        gen: u64,
+    },
+    ApplyScale {
+        plan: Box<ScalePlan>,
+        confirm: Option<String>,
+        /// The node group, to refresh after.
+        nodegroup_id: String,
+    },
+    PlanUpgrade {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        to: String,
+        options: RolloutOptions,
+        gen: u64,
+    },
+    StartUpgrade {
+        plan: Box<UpgradePlan>,
+        confirm: Option<String>,
+        /// The node group id the rollout is kept under.
+        key: String,
+    },
+    /// The rollout of a node group: the one this console drives, else `find_rollout`.
+    FindRollout {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        gen: u64,
+    },
+    /// A rollout not driven here, looked at once.
+    ObserveRollout {
+        key: String,
+        plan: Box<RolloutPlan>,
+        gen: u64,
+    },
+    /// A control for the rollout under `key`: sent to our engine, else a resume takes the
+    /// rollout over (`reattach_rollout`) and anything else is asked of its driver.
+    RolloutControl {
+        key: String,
+        plan: Option<Box<RolloutPlan>>,
+        control: Control,
+    },
+    NodeAction {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        command: String,
+        nodes: Vec<Node>,
+        batch_size: usize,
+    },
+    Journal {
+        offset: u64,
+        gen: u64,
+    },
+}
+
+/// Who drives a rollout the console shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// An engine in this process.
+    Here,
+    /// Another process (or this console before a restart): observed, not driven.
+    Elsewhere,
 }
 
 /// Answers from the workers.
@@ -179,6 +272,52 @@ pub enum Reply {
     Saved {
         path: PathBuf,
         result: Result<usize, String>,
+    },
+    ScalePlan {
+        gen: u64,
+        result: ServiceResult<ScalePlan>,
+    },
+    ScaleApplied {
+        target: String,
+        nodegroup_id: String,
+        result: ServiceResult<()>,
+    },
+    UpgradePlan {
+        gen: u64,
+        result: ServiceResult<UpgradePlan>,
+    },
+    UpgradeStarted {
+        key: String,
+        target: String,
+        /// `true`: a rollout runs here (its status follows); `false`: Magnum took it.
+        result: ServiceResult<bool>,
+    },
+    /// What `FindRollout` found; `None` when nothing is under way.
+    RolloutFound {
+        key: String,
+        gen: u64,
+        result: ServiceResult<Option<(RolloutPlan, Driver)>>,
+    },
+    /// A rollout's newest status (from our engine, coalesced, or from an observation).
+    Rollout {
+        key: String,
+        driver: Driver,
+        result: ServiceResult<RolloutStatus>,
+    },
+    RolloutControlled {
+        key: String,
+        what: String,
+        result: ServiceResult<()>,
+    },
+    NodeActionDone {
+        target: String,
+        /// `(node name, run)` in order; nodes after a failed batch have no run.
+        result: ServiceResult<Vec<(String, HookRun)>>,
+        asked: usize,
+    },
+    Journal {
+        gen: u64,
+        result: ServiceResult<(Vec<Entry>, u64)>,
     },
 }
 

@@ -13,7 +13,42 @@ pub enum KeyContext {
     Table,
     Events,
     Nodes,
+    /// Actions on a node group (node groups, dashboard, nodes).
+    NodeGroups,
+    /// Actions on the marked nodes (nodes view).
+    Members,
+    Rollout,
+    Journal,
 }
+
+/// The contexts of each kind of view, most specific first (`Global` is always last).
+pub const TABLE_VIEW: &[KeyContext] = &[KeyContext::Table];
+pub const NODEGROUPS_VIEW: &[KeyContext] = &[KeyContext::NodeGroups, KeyContext::Table];
+pub const DASHBOARD_VIEW: &[KeyContext] = &[
+    KeyContext::NodeGroups,
+    KeyContext::Events,
+    KeyContext::Nodes,
+    KeyContext::Table,
+];
+pub const NODES_VIEW: &[KeyContext] = &[
+    KeyContext::Members,
+    KeyContext::NodeGroups,
+    KeyContext::Nodes,
+    KeyContext::Table,
+];
+pub const EVENTS_VIEW: &[KeyContext] = &[KeyContext::Events, KeyContext::Table];
+pub const ROLLOUT_VIEW: &[KeyContext] = &[KeyContext::Rollout, KeyContext::Table];
+pub const JOURNAL_VIEW: &[KeyContext] = &[KeyContext::Journal, KeyContext::Table];
+/// Every view's contexts, for the conflict check.
+pub const ALL_VIEWS: &[&[KeyContext]] = &[
+    TABLE_VIEW,
+    NODEGROUPS_VIEW,
+    DASHBOARD_VIEW,
+    NODES_VIEW,
+    EVENTS_VIEW,
+    ROLLOUT_VIEW,
+    JOURNAL_VIEW,
+];
 
 impl KeyContext {
     pub fn title(self) -> &'static str {
@@ -22,6 +57,10 @@ impl KeyContext {
             KeyContext::Table => "Tables",
             KeyContext::Events => "Event tail",
             KeyContext::Nodes => "Nodes",
+            KeyContext::NodeGroups => "Node group actions",
+            KeyContext::Members => "Marked nodes",
+            KeyContext::Rollout => "Rollout",
+            KeyContext::Journal => "Journal",
         }
     }
 }
@@ -57,6 +96,34 @@ pub enum KeyAction {
     Wrap,
     Save,
     HeatMap,
+    Scale,
+    Upgrade,
+    RolloutView,
+    RemoveMarked,
+    RunOnMarked,
+    RolloutPause,
+    RolloutResume,
+    RolloutSkip,
+    RolloutAbort,
+    JournalDetail,
+    JournalExport,
+}
+
+impl KeyAction {
+    /// Whether the action changes the cloud (its hint is hidden where actions cannot run).
+    pub fn changes_cloud(self) -> bool {
+        matches!(
+            self,
+            KeyAction::Scale
+                | KeyAction::Upgrade
+                | KeyAction::RemoveMarked
+                | KeyAction::RunOnMarked
+                | KeyAction::RolloutPause
+                | KeyAction::RolloutResume
+                | KeyAction::RolloutSkip
+                | KeyAction::RolloutAbort
+        )
+    }
 }
 
 /// One key: a code and modifiers, e.g. `ctrl-c`, `G`, `enter`, `shift-tab`.
@@ -459,6 +526,94 @@ const DEFAULTS: &[Default5] = &[
         "Save the (filtered) events to a file",
         Some("save"),
     ),
+    (
+        KeyAction::Scale,
+        "scale",
+        KeyContext::NodeGroups,
+        &["c"],
+        "Scale the node group: new node count, plan, confirm",
+        Some("scale"),
+    ),
+    (
+        KeyAction::Upgrade,
+        "upgrade",
+        KeyContext::NodeGroups,
+        &["u"],
+        "Upgrade the node group: target, batches, plan, confirm",
+        Some("upgrade"),
+    ),
+    (
+        KeyAction::RolloutView,
+        "rollout",
+        KeyContext::NodeGroups,
+        &["o"],
+        "Rollout view of the node group (ours or one under way)",
+        Some("rollout"),
+    ),
+    (
+        KeyAction::RemoveMarked,
+        "remove_marked",
+        KeyContext::Members,
+        &["X"],
+        "Remove the marked nodes (scale down by them)",
+        Some("remove"),
+    ),
+    (
+        KeyAction::RunOnMarked,
+        "run_marked",
+        KeyContext::Members,
+        &["!"],
+        "Run a command on the marked nodes",
+        Some("run"),
+    ),
+    (
+        KeyAction::RolloutPause,
+        "rollout_pause",
+        KeyContext::Rollout,
+        &["p"],
+        "Pause the rollout (the batch in flight finishes)",
+        Some("pause"),
+    ),
+    (
+        KeyAction::RolloutResume,
+        "rollout_resume",
+        KeyContext::Rollout,
+        &["R"],
+        "Resume the rollout (takes over one not driven here)",
+        Some("resume"),
+    ),
+    (
+        KeyAction::RolloutSkip,
+        "rollout_skip",
+        KeyContext::Rollout,
+        &["x"],
+        "Skip the selected node (it is never released)",
+        Some("skip"),
+    ),
+    (
+        KeyAction::RolloutAbort,
+        "rollout_abort",
+        KeyContext::Rollout,
+        &["A"],
+        "Abort the rollout (asks how, then confirms)",
+        Some("abort"),
+    ),
+    (
+        KeyAction::JournalDetail,
+        "journal_detail",
+        KeyContext::Journal,
+        &["enter"],
+        "Show the entry's plan, API calls and output",
+        Some("detail"),
+    ),
+    (
+        KeyAction::JournalExport,
+        "journal_export",
+        KeyContext::Journal,
+        &["W"],
+        "Export the (filtered) journal as JSON lines",
+        Some("export"),
+    ),
 ];
 
 /// The key table in use.
@@ -541,6 +696,10 @@ impl KeyMap {
             KeyContext::Table,
             KeyContext::Nodes,
             KeyContext::Events,
+            KeyContext::NodeGroups,
+            KeyContext::Members,
+            KeyContext::Rollout,
+            KeyContext::Journal,
         ] {
             let rows: Vec<(String, &'static str)> = self
                 .entries
@@ -557,11 +716,24 @@ impl KeyMap {
 
     /// `(first key, label)` footer hints for the contexts in view.
     pub fn hints(&self, contexts: &[KeyContext]) -> Vec<(String, &'static str)> {
+        self.hints_where(contexts, |_| true)
+    }
+
+    /// The footer hints of the actions `keep` accepts.
+    pub fn hints_where(
+        &self,
+        contexts: &[KeyContext],
+        keep: impl Fn(KeyAction) -> bool,
+    ) -> Vec<(String, &'static str)> {
         let mut order: Vec<KeyContext> = contexts.to_vec();
         order.push(KeyContext::Global);
         let mut out = Vec::new();
         for ctx in order {
-            for e in self.entries.iter().filter(|e| e.context == ctx) {
+            for e in self
+                .entries
+                .iter()
+                .filter(|e| e.context == ctx && keep(e.action))
+            {
                 if let (Some(label), Some(k)) = (e.hint, e.keys.first()) {
                     out.push((k.to_string(), label));
                 }
@@ -653,6 +825,49 @@ mod tests {
         assert_eq!(
             m.lookup(&key(KeyCode::Char('j'), KeyModifiers::NONE), &[]),
             None
+        );
+    }
+
+    /// Within one view, a key means one thing: no two bindings of the contexts a view
+    /// uses (plus Global) share a key, except where a specific context deliberately
+    /// takes over a table key (enter opens the journal entry's detail).
+    #[test]
+    fn no_key_conflicts_within_a_view() {
+        let m = KeyMap::default();
+        let allowed = [(KeyAction::JournalDetail, KeyAction::Open)];
+        for contexts in ALL_VIEWS {
+            let mut seen: HashMap<KeyBinding, KeyAction> = HashMap::new();
+            for ctx in contexts.iter().chain(std::iter::once(&KeyContext::Global)) {
+                for e in m.entries.iter().filter(|e| e.context == *ctx) {
+                    for k in &e.keys {
+                        if let Some(prev) = seen.insert(*k, e.action) {
+                            assert!(
+                                allowed.contains(&(prev, e.action)),
+                                "{k} is both {prev:?} and {:?} in {contexts:?}",
+                                e.action
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // The new actions answer in their views.
+        let ev = |c: char| key(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(m.lookup(&ev('c'), NODEGROUPS_VIEW), Some(KeyAction::Scale));
+        assert_eq!(m.lookup(&ev('c'), DASHBOARD_VIEW), Some(KeyAction::Scale));
+        assert_eq!(
+            m.lookup(&ev('X'), NODES_VIEW),
+            Some(KeyAction::RemoveMarked)
+        );
+        assert_eq!(m.lookup(&ev('X'), NODEGROUPS_VIEW), None);
+        assert_eq!(
+            m.lookup(&ev('p'), ROLLOUT_VIEW),
+            Some(KeyAction::RolloutPause)
+        );
+        assert_eq!(m.lookup(&ev('p'), EVENTS_VIEW), Some(KeyAction::PausePoll));
+        assert_eq!(
+            m.lookup(&key(KeyCode::Enter, KeyModifiers::NONE), JOURNAL_VIEW),
+            Some(KeyAction::JournalDetail)
         );
     }
 

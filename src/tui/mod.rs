@@ -26,6 +26,7 @@ pub mod columns;
 pub mod config;
 mod draw;
 pub mod keys;
+mod ops_columns;
 mod runtime;
 pub mod state;
 pub mod theme;
@@ -35,5 +36,7 @@ pub mod worker;
 pub use config::ConsoleOptions;
 pub use runtime::{init_logging, init_logging_to, log_path, run, ConsoleError};
 
+#[cfg(test)]
+mod actions_tests;
 #[cfg(test)]
 mod tests;

@@ -131,6 +131,7 @@ pub async fn run(
     let fps = resolved.fps;
     let mut app = App::new(service.info(), resolved, chrono::Utc::now());
     app.budget = service.budget();
+    app.update(Action::Operator(operator.as_ref().map(|o| o.guard())));
     install_panic_hook();
     let _guard = TerminalGuard;
     enter_terminal()?;

@@ -3,9 +3,12 @@
 
 mod chrome;
 mod dashboard;
+mod dialog;
 mod events;
+mod journal;
 mod nodes;
 mod panes;
+mod rollout;
 mod tree;
 
 use super::state::view::ViewKind;
@@ -37,6 +40,7 @@ impl App {
             Mode::Input(input) if input.kind == super::state::input::InputKind::Palette => {
                 chrome::palette_popup(self, input, frame, body)
             }
+            Mode::Dialog(d) => dialog::draw(self, d, frame, body),
             _ => {}
         }
     }
@@ -53,6 +57,10 @@ impl App {
             ViewKind::Nodes { nodegroup, .. } => nodes::draw(self, view, nodegroup, frame, area),
             ViewKind::Events { stack } => events::draw(self, view, stack, frame, area),
             ViewKind::Tree { stack, .. } => tree::draw(self, view, stack, frame, area),
+            ViewKind::Rollout { nodegroup, .. } => {
+                rollout::draw(self, view, nodegroup, frame, area)
+            }
+            ViewKind::Journal => journal::draw(self, view, frame, area),
         }
     }
 }

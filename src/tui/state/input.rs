@@ -19,6 +19,7 @@ pub enum InputKind {
         previous: String,
     },
     SavePath,
+    ExportJournal,
 }
 
 pub struct InputState {
@@ -44,6 +45,7 @@ impl InputState {
             InputKind::Palette => ":",
             InputKind::Filter { .. } => "/",
             InputKind::SavePath => "save to: ",
+            InputKind::ExportJournal => "export journal (JSON lines) to: ",
         }
     }
 }
@@ -136,6 +138,7 @@ impl App {
         }
         match &self.mode {
             Mode::Input(_) => self.on_input_key(key),
+            Mode::Dialog(_) => self.on_dialog_key(key),
             Mode::Help(scroll) => {
                 // Scroll keys scroll the help; any other key closes it.
                 let scroll = *scroll;
@@ -232,13 +235,17 @@ impl App {
                 }
             }
             InputKind::Filter { .. } => self.view_mut().table.set_filter(&text),
-            InputKind::SavePath => {
+            InputKind::SavePath | InputKind::ExportJournal => {
                 let path = text.trim();
                 if path.is_empty() {
                     self.set_status(Level::Warn, "not saved: empty path");
                     return;
                 }
-                let contents = self.events_text();
+                let contents = if kind == InputKind::ExportJournal {
+                    self.journal_jsonl()
+                } else {
+                    self.events_text()
+                };
                 let path = match (path.strip_prefix("~/"), dirs::home_dir()) {
                     (Some(rest), Some(home)) => home.join(rest),
                     _ => PathBuf::from(path),

@@ -2,8 +2,12 @@
 //! I/O is requested through an outbox of [`Request`]s that the event loop hands to the
 //! workers; drawing reads the state and never changes it.
 
+pub mod actions;
+pub mod form;
 pub mod input;
+pub mod journal;
 mod nav;
+pub mod rollout;
 pub mod store;
 pub mod view;
 
@@ -12,13 +16,17 @@ use super::columns::{
     cluster_columns, event_columns, node_columns, nodegroup_columns, stack_columns, tree_columns,
 };
 use super::config::Resolved;
-use super::keys::{KeyAction, KeyContext, KeyMap};
+use super::keys::{self, KeyAction, KeyContext, KeyMap};
+use super::ops_columns::{journal_columns, rollout_columns};
 use super::theme::Theme;
 use super::widgets::table::{Column, RowCtx, TableRow, TableState};
+use crate::drivers::guard::Guard;
 use crate::model::{Cluster, NodeGroup, StackEvent, StackSummary};
+use crate::rollout::NodeProgress;
 use crate::service::{BudgetStats, CloudInfo};
 use chrono::{DateTime, Utc};
 use input::InputState;
+use journal::JournalRow;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,6 +41,8 @@ pub struct Columns {
     pub stacks: Vec<Column<StackSummary>>,
     pub events: Vec<Column<StackEvent>>,
     pub tree: Vec<Column<TreeRow>>,
+    pub rollout: Vec<Column<NodeProgress>>,
+    pub journal: Vec<Column<JournalRow>>,
 }
 
 impl Default for Columns {
@@ -44,6 +54,8 @@ impl Default for Columns {
             stacks: stack_columns(),
             events: event_columns(),
             tree: tree_columns(),
+            rollout: rollout_columns(),
+            journal: journal_columns(),
         }
     }
 }
@@ -68,6 +80,8 @@ pub enum Mode {
     /// The help overlay, scrolled down by this many lines.
     Help(u16),
     Input(Box<InputState>),
+    /// A form, a confirmation or an overlay of the operator actions.
+    Dialog(Box<actions::Dialog>),
 }
 
 /// How deep the stack tree asks Heat to look.
@@ -82,6 +96,8 @@ pub struct App {
     pub keys: KeyMap,
     pub theme_dir: Option<PathBuf>,
     pub read_only: bool,
+    /// The operator's guard rails; `None` when this connection cannot act.
+    pub guard: Option<Guard>,
     pub refresh: Duration,
     pub store: Store,
     pub nav: Vec<View>,
@@ -123,6 +139,7 @@ impl App {
             keys: resolved.keys,
             theme_dir: resolved.theme_dir,
             read_only,
+            guard: None,
             refresh: resolved.refresh,
             store: Store::default(),
             nav: vec![View::new(ViewKind::Clusters)],
@@ -184,13 +201,15 @@ impl App {
     /// The key contexts active in the current view, most specific first.
     pub fn key_contexts(&self) -> Vec<KeyContext> {
         match self.view().kind {
-            ViewKind::Nodes { .. } => vec![KeyContext::Nodes, KeyContext::Table],
-            ViewKind::Events { .. } => vec![KeyContext::Events, KeyContext::Table],
-            ViewKind::Dashboard { .. } => {
-                vec![KeyContext::Events, KeyContext::Nodes, KeyContext::Table]
-            }
-            _ => vec![KeyContext::Table],
+            ViewKind::NodeGroups { .. } => keys::NODEGROUPS_VIEW,
+            ViewKind::Nodes { .. } => keys::NODES_VIEW,
+            ViewKind::Events { .. } => keys::EVENTS_VIEW,
+            ViewKind::Dashboard { .. } => keys::DASHBOARD_VIEW,
+            ViewKind::Rollout { .. } => keys::ROLLOUT_VIEW,
+            ViewKind::Journal => keys::JOURNAL_VIEW,
+            _ => keys::TABLE_VIEW,
         }
+        .to_vec()
     }
 
     /// Apply one action.
@@ -226,6 +245,10 @@ impl App {
                 self.plan_refresh(false);
             }
             Action::Resize(w, h) => self.size = (w, h),
+            Action::Operator(guard) => {
+                self.guard = guard;
+                self.read_only = self.read_only || guard.is_some_and(|g| g.read_only);
+            }
         }
     }
 
@@ -250,6 +273,11 @@ impl App {
                 }
             }
             Command::Faults => self.on_action(KeyAction::FaultsOnly),
+            Command::Rollout => self.nav_rollout(),
+            Command::Journal => self.push(ViewKind::Journal),
+            Command::Scale => self.open_scale(),
+            Command::Upgrade => self.open_upgrade(),
+            Command::Run => self.open_node_action(),
             Command::Refresh => self.on_action(KeyAction::Refresh),
             Command::Help => self.mode = Mode::Help(0),
             Command::Quit => self.should_quit = true,
@@ -299,6 +327,17 @@ impl App {
             KeyAction::Events => self.nav_events(),
             KeyAction::Tree => self.nav_tree(),
             KeyAction::Open => self.open_selected(),
+            KeyAction::Scale => self.open_scale(),
+            KeyAction::Upgrade => self.open_upgrade(),
+            KeyAction::RolloutView => self.nav_rollout(),
+            KeyAction::RemoveMarked => self.remove_marked(),
+            KeyAction::RunOnMarked => self.open_node_action(),
+            KeyAction::RolloutPause => self.rollout_key("pause"),
+            KeyAction::RolloutResume => self.rollout_key("resume"),
+            KeyAction::RolloutSkip => self.rollout_key("skip"),
+            KeyAction::RolloutAbort => self.rollout_key("abort"),
+            KeyAction::JournalDetail => self.journal_detail(),
+            KeyAction::JournalExport => self.journal_export(),
             KeyAction::Up => self.table_op(TableOp::Move(-1)),
             KeyAction::Down => self.table_op(TableOp::Move(1)),
             KeyAction::PageUp => self.table_op(TableOp::PageUp),
@@ -413,12 +452,17 @@ impl App {
             Reply::Saved { path, result } => match result {
                 Ok(n) => self.set_status(
                     Level::Info,
-                    format!("saved {n} events to {}", path.display()),
+                    format!("saved {n} lines to {}", path.display()),
                 ),
                 Err(e) => {
                     self.set_status(Level::Error, format!("cannot save {}: {e}", path.display()))
                 }
             },
+            Reply::Journal { gen, result } => self.store.journal.finish(gen, result, now),
+            r @ (Reply::RolloutFound { .. }
+            | Reply::Rollout { .. }
+            | Reply::RolloutControlled { .. }) => self.apply_rollout_reply(r),
+            r => self.apply_action_reply(r),
         }
         self.dirty = true;
     }
@@ -478,6 +522,10 @@ impl App {
                     self.want_events(&stack, force, now, every);
                 }
             }
+            ViewKind::Rollout { cluster, nodegroup } => {
+                self.want_rollout(&cluster, &nodegroup, force)
+            }
+            ViewKind::Journal => self.want_journal(force),
             ViewKind::Tree { stack, .. } => {
                 let slot = self.store.trees.entry(stack.id.clone()).or_default();
                 if force || slot.meta.due(now, every * 2) {
@@ -674,6 +722,30 @@ impl App {
                     view.table.bottom(items);
                 }
             }
+            ViewKind::Rollout { nodegroup, .. } => {
+                let slot = store.rollouts.get(&nodegroup.id);
+                let items = slot.map(|s| s.nodes()).unwrap_or(&[]);
+                let v = slot.map(|s| s.meta.version).unwrap_or(0);
+                view.table.sync(items, &cols.rollout, &ctx, v, faults);
+                // Until the operator moves, the selection follows the batch in flight.
+                let current = slot
+                    .and_then(|s| s.status.as_ref())
+                    .and_then(|s| s.current_batch);
+                if view.tail.follow {
+                    if let Some(n) = current.and_then(|b| items.iter().find(|n| n.batch == b)) {
+                        let id = n.name.clone();
+                        view.table.select_id(&id, items);
+                    }
+                }
+            }
+            ViewKind::Journal => {
+                let log = &store.journal;
+                view.table
+                    .sync(&log.rows, &cols.journal, &ctx, log.meta.version, faults);
+                if view.tail.follow {
+                    view.table.bottom(&log.rows);
+                }
+            }
             ViewKind::Tree { stack, focus } => {
                 let rows = store
                     .trees
@@ -707,6 +779,9 @@ impl App {
         let store = &self.store;
         let cols = &self.cols;
         if matches!(op, TableOp::Move(-1) | TableOp::PageUp | TableOp::Top) {
+            view.tail.follow = false;
+        }
+        if matches!(view.kind, ViewKind::Rollout { .. }) && op != TableOp::SortNext {
             view.tail.follow = false;
         }
         match &view.kind {
@@ -747,6 +822,16 @@ impl App {
                     .unwrap_or(&[]),
                 cols.events.len(),
             ),
+            ViewKind::Rollout { nodegroup, .. } => op.run(
+                &mut view.table,
+                store
+                    .rollouts
+                    .get(&nodegroup.id)
+                    .map(|s| s.nodes())
+                    .unwrap_or(&[]),
+                cols.rollout.len(),
+            ),
+            ViewKind::Journal => op.run(&mut view.table, &store.journal.rows, cols.journal.len()),
             ViewKind::Tree { stack, .. } => op.run(
                 &mut view.table,
                 store

@@ -7,7 +7,7 @@ use super::{App, Level};
 use crate::model::{Cluster, NodeGroup};
 
 impl App {
-    fn push(&mut self, kind: ViewKind) {
+    pub(super) fn push(&mut self, kind: ViewKind) {
         if self.view().kind == kind {
             return;
         }
@@ -26,7 +26,7 @@ impl App {
         }
     }
 
-    fn selected_nodegroup(&self) -> Option<(Cluster, NodeGroup)> {
+    pub(super) fn selected_nodegroup(&self) -> Option<(Cluster, NodeGroup)> {
         let v = self.view();
         match &v.kind {
             ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => {
@@ -40,7 +40,9 @@ impl App {
                     .selected(items)
                     .map(|g| (cluster.clone(), g.clone()))
             }
-            ViewKind::Nodes { cluster, nodegroup } => Some((cluster.clone(), nodegroup.clone())),
+            ViewKind::Nodes { cluster, nodegroup } | ViewKind::Rollout { cluster, nodegroup } => {
+                Some((cluster.clone(), nodegroup.clone()))
+            }
             _ => None,
         }
     }
@@ -73,12 +75,15 @@ impl App {
                 .table
                 .selected(self.store.stacks.data.as_deref().unwrap_or(&[]))
                 .map(|s| StackTarget::from_ref(&s.stack)),
-            ViewKind::NodeGroups { .. } | ViewKind::Dashboard { .. } | ViewKind::Nodes { .. } => {
-                self.selected_nodegroup()
-                    .and_then(|(_, g)| g.stack_id)
-                    .map(|id| self.stack_target(&id))
-            }
+            ViewKind::NodeGroups { .. }
+            | ViewKind::Dashboard { .. }
+            | ViewKind::Nodes { .. }
+            | ViewKind::Rollout { .. } => self
+                .selected_nodegroup()
+                .and_then(|(_, g)| g.stack_id)
+                .map(|id| self.stack_target(&id)),
             ViewKind::Events { stack } | ViewKind::Tree { stack, .. } => Some(stack.clone()),
+            ViewKind::Journal => None,
         }
     }
 
@@ -180,6 +185,8 @@ impl App {
                     });
                 }
             }
+            ViewKind::Rollout { .. } => self.nav_nodes(),
+            ViewKind::Journal => self.journal_detail(),
             ViewKind::Tree { stack, .. } => {
                 let rows = self
                     .store

@@ -536,6 +536,9 @@ pub struct Store {
     pub trees: HashMap<String, Slot<TreeData>>,
     /// Stack names learnt from the workers, by id.
     pub stack_names: HashMap<String, String>,
+    /// Rollouts by node group id.
+    pub rollouts: HashMap<String, super::rollout::RolloutSlot>,
+    pub journal: super::journal::JournalLog,
 }
 
 #[cfg(test)]

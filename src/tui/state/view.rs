@@ -46,6 +46,11 @@ pub enum ViewKind {
         stack: StackTarget,
         focus: Option<String>,
     },
+    Rollout {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    Journal,
 }
 
 /// Event-tail options (also used by the dashboard's tail).
@@ -97,6 +102,8 @@ impl View {
             ViewKind::Nodes { nodegroup, .. } => nodegroup.name.clone(),
             ViewKind::Events { stack } => format!("events {}", stack.label()),
             ViewKind::Tree { stack, .. } => stack.label().to_string(),
+            ViewKind::Rollout { nodegroup, .. } => format!("rollout {}", nodegroup.name),
+            ViewKind::Journal => "journal".into(),
         }
     }
 
@@ -109,6 +116,8 @@ impl View {
             ViewKind::Nodes { .. } => "Nodes",
             ViewKind::Events { .. } => "Events",
             ViewKind::Tree { .. } => "Stack tree",
+            ViewKind::Rollout { .. } => "Rollout",
+            ViewKind::Journal => "Journal",
         }
     }
 
@@ -116,7 +125,8 @@ impl View {
         match &self.kind {
             ViewKind::NodeGroups { cluster }
             | ViewKind::Dashboard { cluster }
-            | ViewKind::Nodes { cluster, .. } => Some(cluster),
+            | ViewKind::Nodes { cluster, .. }
+            | ViewKind::Rollout { cluster, .. } => Some(cluster),
             _ => None,
         }
     }
@@ -132,6 +142,10 @@ impl View {
             ViewKind::Nodes { nodegroup, .. } => store.nodes.get(&nodegroup.id).map(|s| &s.meta),
             ViewKind::Events { stack } => store.events.get(&stack.id).map(|s| &s.meta),
             ViewKind::Tree { stack, .. } => store.trees.get(&stack.id).map(|s| &s.meta),
+            ViewKind::Rollout { nodegroup, .. } => {
+                store.rollouts.get(&nodegroup.id).map(|s| &s.meta)
+            }
+            ViewKind::Journal => Some(&store.journal.meta),
         }
     }
 }

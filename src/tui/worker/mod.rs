@@ -1,6 +1,11 @@
 //! Background workers: every request runs as its own task through the
 //! `CloudService`; answers go back on one channel tagged with their generation.
 //! Node streams can be cancelled; stack names are resolved (and cached) here.
+//! The operator's actions and the rollouts they start are in [`actions`].
+
+mod actions;
+
+pub use actions::NO_ACTIONS;
 
 use super::action::{Reply, Request};
 use super::state::view::StackTarget;
@@ -20,6 +25,8 @@ pub struct Worker {
     tx: UnboundedSender<Reply>,
     node_streams: HashMap<String, CancellationToken>,
     stack_names: Arc<Mutex<HashMap<String, StackRef>>>,
+    /// The rollouts this console drives, by node-group id.
+    rollouts: actions::Rollouts,
     shutdown: CancellationToken,
 }
 
@@ -63,6 +70,7 @@ impl Worker {
             tx,
             node_streams: HashMap::new(),
             stack_names: Arc::new(Mutex::new(HashMap::new())),
+            rollouts: actions::Rollouts::default(),
             shutdown: CancellationToken::new(),
         }
     }
@@ -189,6 +197,7 @@ impl Worker {
                     .map_err(|e| e.to_string());
                 let _ = tx.send(Reply::Saved { path, result });
             }),
+            other => self.submit_action(other),
         }
     }
 }

@@ -1,0 +1,221 @@
+//! Dialogs over the view: forms, "planning…", the confirmation with the plan (and the
+//! cluster name to type on a production cloud), the abort choice and text overlays.
+
+use super::{centered, clear};
+use crate::tui::state::actions::{Dialog, ABORT_MODES};
+use crate::tui::state::form::{FieldKind, Form};
+use crate::tui::state::App;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::Frame;
+
+fn boxed(app: &App, frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>, scroll: u16) {
+    let th = &app.theme;
+    clear(frame, area);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .style(th.style())
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(th.accent())
+                    .title(Span::styled(format!(" {title} "), th.title())),
+            ),
+        area,
+    );
+}
+
+/// `line` cut into rows of at most `width` characters.
+fn hard_wrap(line: &str, width: usize) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.is_empty() {
+        return vec![String::new()];
+    }
+    chars
+        .chunks(width.max(1))
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
+fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
+    let th = &app.theme;
+    let width = form
+        .fields
+        .iter()
+        .map(|f| f.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut lines = vec![Line::from("")];
+    for (i, f) in form.fields.iter().enumerate() {
+        let focused = i == form.focus;
+        let label_style = if focused {
+            th.accent().add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().fg(th.fg)
+        };
+        let value = match f.kind {
+            FieldKind::Flag => format!("[{}]", if f.is_on() { "x" } else { " " }),
+            _ => f.value.clone(),
+        };
+        let mut spans = vec![
+            Span::styled(if focused { " ▶ " } else { "   " }, th.accent()),
+            Span::styled(format!("{:<width$} ", f.label), label_style),
+            Span::styled(
+                value,
+                Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
+            ),
+        ];
+        if focused && f.kind != FieldKind::Flag {
+            spans.push(Span::styled(
+                " ",
+                Style::default().add_modifier(Modifier::REVERSED),
+            ));
+        }
+        spans.push(Span::styled(format!("  {}", f.hint), th.muted()));
+        lines.push(Line::from(spans));
+    }
+    lines.push(Line::from(""));
+    match &form.error {
+        Some(e) => lines.push(Line::from(Span::styled(format!(" {e}"), th.error()))),
+        None => lines.push(Line::from("")),
+    }
+    lines.push(Line::from(Span::styled(
+        " tab/↑↓ field · enter plan (nothing changes yet) · esc cancel",
+        th.muted(),
+    )));
+    lines
+}
+
+pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
+    let th = &app.theme;
+    match dialog {
+        Dialog::Form { form, .. } => {
+            let lines = form_lines(app, form);
+            let area = centered(body, 90, lines.len() as u16 + 2);
+            boxed(app, frame, area, &form.title, lines, 0);
+        }
+        Dialog::Waiting { title, .. } => {
+            let lines = vec![
+                Line::from(Span::styled(
+                    format!(" {title}"),
+                    Style::default().fg(th.in_progress),
+                )),
+                Line::from(Span::styled(" esc cancels (nothing changes)", th.muted())),
+            ];
+            let area = centered(body, 70, 4);
+            boxed(app, frame, area, "Plan", lines, 0);
+        }
+        Dialog::Confirm(c) => {
+            let w = body.width.saturating_sub(4).min(120);
+            let inner_w = w.saturating_sub(2).max(1) as usize;
+            // Cut long lines (API bodies) into whole rows so the height is exact.
+            let plan: Vec<Line> = c
+                .lines
+                .iter()
+                .flat_map(|l| hard_wrap(l, inner_w))
+                .map(|l| Line::from(Span::styled(l, Style::default().fg(th.fg))))
+                .collect();
+            // The answer lines stay at the bottom; the plan above them scrolls.
+            let mut answer: Vec<Line> = Vec::new();
+            match &c.name {
+                Some(name) => {
+                    answer.push(Line::from(Span::styled(
+                        format!("PRODUCTION cloud: type the cluster name '{name}' and press enter"),
+                        th.warning().add_modifier(Modifier::BOLD),
+                    )));
+                    answer.push(Line::from(vec![
+                        Span::styled("> ", th.accent()),
+                        Span::styled(
+                            c.typed.clone(),
+                            Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
+                        ),
+                        Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
+                    ]));
+                }
+                None => answer.push(Line::from(Span::styled(
+                    "y / enter: do it · n / esc: cancel (nothing changes)",
+                    th.accent().add_modifier(Modifier::BOLD),
+                ))),
+            }
+            if let Some(e) = &c.error {
+                answer.push(Line::from(Span::styled(e.clone(), th.error())));
+            }
+            answer.push(Line::from(Span::styled(
+                "esc: cancel (nothing changes) · ↑↓ pgup pgdn: scroll the plan",
+                th.muted(),
+            )));
+            let wrapped = plan.len() as u16;
+            let answer_h = answer.len() as u16;
+            let h = (wrapped + answer_h + 3).min(body.height);
+            let area = centered(body, w, h);
+            clear(frame, area);
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .border_style(th.accent())
+                .title(Span::styled(format!(" {} ", c.title), th.title()));
+            let inner = block.inner(area);
+            frame.render_widget(block.style(th.style()), area);
+            let [plan_area, answer_area] =
+                Layout::vertical([Constraint::Min(1), Constraint::Length(answer_h + 1)])
+                    .areas(inner);
+            let scroll = c.scroll.min(wrapped.saturating_sub(plan_area.height));
+            frame.render_widget(Paragraph::new(plan).scroll((scroll, 0)), plan_area);
+            let mut bottom = vec![Line::from("")];
+            bottom.extend(answer);
+            frame.render_widget(Paragraph::new(bottom), answer_area);
+        }
+        Dialog::AbortChoice { selected, .. } => {
+            let mut lines = vec![Line::from(Span::styled(
+                "How should the rollout stop?",
+                Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
+            ))];
+            for (i, (_, text)) in ABORT_MODES.iter().enumerate() {
+                let style = if i == *selected {
+                    th.selected()
+                } else {
+                    Style::default().fg(th.fg)
+                };
+                lines.push(Line::from(Span::styled(
+                    format!(" {} {text}", i + 1),
+                    style,
+                )));
+            }
+            lines.push(Line::from(Span::styled(
+                "1-3 or ↑↓ + enter choose (a confirmation follows) · esc cancel",
+                th.muted(),
+            )));
+            let area = centered(body, 80, lines.len() as u16 + 2);
+            boxed(app, frame, area, "Abort the rollout", lines, 0);
+        }
+        Dialog::Text {
+            title,
+            lines,
+            scroll,
+        } => {
+            let mut out: Vec<Line> = lines
+                .iter()
+                .map(|l| {
+                    let style = if l.starts_with("FAILED") || l.contains("FAILED:") {
+                        th.error()
+                    } else {
+                        Style::default().fg(th.fg)
+                    };
+                    Line::from(Span::styled(l.clone(), style))
+                })
+                .collect();
+            out.push(Line::from(Span::styled(
+                "j/k scroll · any other key closes",
+                th.muted(),
+            )));
+            let h = (out.len() as u16 + 2).min(body.height);
+            let area = centered(body, body.width.saturating_sub(4).min(120), h);
+            let scroll =
+                (*scroll).min((out.len() as u16).saturating_sub(area.height.saturating_sub(2)));
+            boxed(app, frame, area, title, out, scroll);
+        }
+    }
+}

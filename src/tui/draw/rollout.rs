@@ -1,0 +1,229 @@
+//! The rollout view: header (target, image, state, batch, counts, pace, ETA), a progress
+//! gauge and the nodes with their phases; the batch in flight is selected until the
+//! operator moves.
+
+use super::panes::data_table;
+use crate::model::NodeGroup;
+use crate::rollout::{RolloutState, RolloutStatus};
+use crate::tui::action::Driver;
+use crate::tui::state::rollout::RolloutSlot;
+use crate::tui::state::view::View;
+use crate::tui::state::App;
+use crate::tui::theme::CellState;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Wrap};
+use ratatui::Frame;
+
+fn state_color(app: &App, s: &RolloutState) -> ratatui::style::Color {
+    let th = &app.theme;
+    match s {
+        RolloutState::Starting | RolloutState::Running => th.state_color(CellState::InProgress),
+        RolloutState::Paused { .. } => th.state_color(CellState::Paused),
+        RolloutState::Completed | RolloutState::CompletedWithSkips => {
+            th.state_color(CellState::Complete)
+        }
+        RolloutState::Aborted { .. } | RolloutState::Failed { .. } => {
+            th.state_color(CellState::Failed)
+        }
+    }
+}
+
+fn secs(ms: Option<i64>) -> String {
+    ms.map(|m| format!("{:.1}s", m as f64 / 1000.0))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn eta(s: Option<f64>) -> String {
+    match s {
+        Some(s) if s >= 3600.0 => {
+            format!("{:.0}h{:02.0}m", (s / 3600.0).floor(), (s % 3600.0) / 60.0)
+        }
+        Some(s) if s >= 60.0 => format!("{:.0}m{:02.0}s", (s / 60.0).floor(), s % 60.0),
+        Some(s) => format!("{s:.0}s"),
+        None => "-".into(),
+    }
+}
+
+fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> Vec<Line<'a>> {
+    let th = &app.theme;
+    let key = Style::default().fg(th.fg).add_modifier(Modifier::BOLD);
+    let m = th.muted();
+    let from = slot
+        .plan
+        .as_ref()
+        .and_then(|p| p.from_image.clone())
+        .unwrap_or_else(|| "?".into());
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(s.target.clone(), key),
+            Span::styled("  image ", m),
+            Span::styled(format!("{from} → {}", s.image), key),
+            Span::styled("  state ", m),
+            Span::styled(
+                s.state.label(),
+                Style::default()
+                    .fg(state_color(app, &s.state))
+                    .add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(
+                match slot.driver {
+                    Some(Driver::Here) => "  (driven here)",
+                    Some(Driver::Elsewhere) => "  (observed)",
+                    None => "",
+                },
+                m,
+            ),
+        ]),
+        Line::from(vec![
+            Span::styled("batch ", m),
+            Span::styled(
+                format!(
+                    "{}/{}",
+                    s.current_batch.map(|b| b + 1).unwrap_or(0),
+                    s.batches
+                ),
+                key,
+            ),
+            Span::styled("  done ", m),
+            Span::styled(
+                s.done.to_string(),
+                Style::default().fg(th.state_color(CellState::Complete)),
+            ),
+            Span::styled("  failed ", m),
+            Span::styled(
+                s.failed.to_string(),
+                if s.failed > 0 {
+                    th.error().add_modifier(Modifier::BOLD)
+                } else {
+                    key
+                },
+            ),
+            Span::styled("  skipped ", m),
+            Span::styled(s.skipped.to_string(), key),
+            Span::styled("  remaining ", m),
+            Span::styled(s.remaining.to_string(), key),
+            Span::styled("  stack ", m),
+            Span::styled(
+                if s.stack_status.is_empty() {
+                    "-".to_string()
+                } else {
+                    s.stack_status.clone()
+                },
+                m,
+            ),
+        ]),
+        Line::from(vec![
+            Span::styled("throughput ", m),
+            Span::styled(
+                s.throughput_per_min
+                    .map(|t| format!("{t:.1} nodes/min"))
+                    .unwrap_or_else(|| "-".into()),
+                key,
+            ),
+            Span::styled("  per node p50 ", m),
+            Span::styled(secs(s.p50_ms), key),
+            Span::styled(" p95 ", m),
+            Span::styled(secs(s.p95_ms), key),
+            Span::styled("  ETA ", m),
+            Span::styled(eta(s.eta_secs), key),
+            Span::styled(format!("  id {}", s.id), m),
+        ]),
+    ];
+    if let Some(note) = slot.note() {
+        lines.push(Line::from(Span::styled(note, th.warning())));
+    }
+    if let Some(e) = &slot.meta.error {
+        lines.push(Line::from(Span::styled(e.clone(), th.error())));
+    }
+    lines
+}
+
+pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, area: Rect) {
+    let th = &app.theme;
+    let slot = app.store.rollouts.get(&nodegroup.id);
+    let title = format!(" Rollout of {} ", nodegroup.name);
+    let Some((slot, status)) = slot.and_then(|s| s.status.as_ref().map(|st| (s, st))) else {
+        let mut lines = Vec::new();
+        match slot {
+            Some(s) if s.meta.error.is_some() => {
+                lines.push(Line::from(Span::styled(
+                    s.meta.error.clone().unwrap_or_default(),
+                    th.error(),
+                )));
+            }
+            Some(s) if s.note().is_some() => {
+                lines.push(Line::from(Span::styled(
+                    s.note().unwrap_or_default(),
+                    Style::default().fg(th.fg),
+                )));
+            }
+            Some(s) if s.plan.is_some() => lines.push(Line::from(Span::styled(
+                "rollout found: reading its state…",
+                Style::default().fg(th.in_progress),
+            ))),
+            _ => lines.push(Line::from(Span::styled(
+                "looking for a rollout under way…",
+                Style::default().fg(th.in_progress),
+            ))),
+        }
+        frame.render_widget(
+            Paragraph::new(lines).wrap(Wrap { trim: true }).block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(th.border())
+                    .title(Span::styled(title, th.title())),
+            ),
+            area,
+        );
+        return;
+    };
+    let head_lines = header_lines(app, slot, status);
+    let head_h = head_lines.len() as u16 + 2;
+    let [head, gauge, table] = Layout::vertical([
+        Constraint::Length(head_h),
+        Constraint::Length(1),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    frame.render_widget(
+        Paragraph::new(head_lines).wrap(Wrap { trim: true }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(th.border())
+                .title(Span::styled(title, th.title())),
+        ),
+        head,
+    );
+    let total = status.nodes.len().max(1);
+    let finished = status.done + status.skipped;
+    let ratio = (finished as f64 / total as f64).clamp(0.0, 1.0);
+    frame.render_widget(
+        Gauge::default()
+            .gauge_style(
+                Style::default()
+                    .fg(state_color(app, &status.state))
+                    .bg(th.header_bg),
+            )
+            .ratio(ratio)
+            .label(format!(
+                "{finished}/{} nodes  {:.0}%",
+                status.nodes.len(),
+                ratio * 100.0
+            )),
+        gauge,
+    );
+    data_table(
+        app,
+        frame,
+        table,
+        "Nodes",
+        Some(status.nodes.as_slice()),
+        Some(&slot.meta),
+        &app.cols.rollout,
+        &view.table,
+        "This rollout has no nodes.",
+        true,
+    );
+}

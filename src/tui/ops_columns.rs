@@ -1,0 +1,186 @@
+//! Columns of the action views: the rollout's nodes and the audit journal.
+
+use super::columns::{age, short_duration};
+use super::state::journal::{outcome_text, JournalRow};
+use super::theme::CellState;
+use super::widgets::table::{muted, plain, Column, RowCtx, SortKey, TableRow};
+use crate::journal::Outcome;
+use crate::rollout::{NodePhase, NodeProgress};
+use ratatui::layout::Constraint;
+use ratatui::style::{Modifier, Style};
+use std::borrow::Cow;
+
+impl TableRow for NodeProgress {
+    fn row_id(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.name)
+    }
+    fn is_fault(&self) -> bool {
+        self.phase == NodePhase::Failed
+    }
+}
+
+/// The colour family of a rollout phase.
+pub fn phase_state(p: NodePhase) -> CellState {
+    match p {
+        NodePhase::Done => CellState::Complete,
+        NodePhase::Updating | NodePhase::Waiting => CellState::InProgress,
+        NodePhase::Paused => CellState::Paused,
+        NodePhase::Failed => CellState::Failed,
+        NodePhase::Pending | NodePhase::Skipped => CellState::Unknown,
+    }
+}
+
+fn took(n: &NodeProgress, ctx: &RowCtx) -> Option<i64> {
+    match (n.released_at, n.finished_at) {
+        (Some(r), Some(f)) => Some((f - r).num_seconds()),
+        (Some(r), None) => Some((ctx.now - r).num_seconds()),
+        _ => None,
+    }
+}
+
+pub fn rollout_columns() -> Vec<Column<NodeProgress>> {
+    vec![
+        Column {
+            title: "NODE",
+            hide_below: 0,
+            width: Constraint::Length(10),
+            text: |n, _| n.name.clone(),
+            sort: |n, _| SortKey::opt_int(n.index.map(i64::from)),
+            style: plain,
+        },
+        Column {
+            title: "BATCH",
+            hide_below: 0,
+            width: Constraint::Length(6),
+            text: |n, _| (n.batch + 1).to_string(),
+            sort: |n, _| SortKey::opt_int(Some(n.batch as i64)),
+            style: muted,
+        },
+        Column {
+            title: "PHASE",
+            hide_below: 0,
+            width: Constraint::Length(9),
+            text: |n, _| n.phase.as_str().to_string(),
+            sort: |n, _| SortKey::str(n.phase.as_str()),
+            style: |n, ctx| {
+                let s = Style::default().fg(ctx.theme.state_color(phase_state(n.phase)));
+                if n.phase == NodePhase::Updating || n.phase == NodePhase::Failed {
+                    s.add_modifier(Modifier::BOLD)
+                } else {
+                    s
+                }
+            },
+        },
+        Column {
+            title: "RELEASED",
+            hide_below: 0,
+            width: Constraint::Length(9),
+            text: |n, ctx| {
+                if ctx.abs_time {
+                    n.released_at
+                        .map(|t| t.format("%H:%M:%S").to_string())
+                        .unwrap_or_else(|| "-".into())
+                } else {
+                    age(ctx.now, n.released_at)
+                }
+            },
+            sort: |n, _| SortKey::opt_int(n.released_at.map(|t| t.timestamp())),
+            style: muted,
+        },
+        Column {
+            title: "TOOK",
+            hide_below: 0,
+            width: Constraint::Length(6),
+            text: |n, ctx| {
+                took(n, ctx)
+                    .map(short_duration)
+                    .unwrap_or_else(|| "-".into())
+            },
+            sort: |n, ctx| SortKey::opt_int(took(n, ctx)),
+            style: plain,
+        },
+        Column {
+            title: "REASON",
+            hide_below: 50,
+            width: Constraint::Min(10),
+            text: |n, _| n.reason.clone().unwrap_or_default(),
+            sort: |n, _| SortKey::opt_str(n.reason.as_deref()),
+            style: |n, ctx| {
+                if n.phase == NodePhase::Failed {
+                    ctx.theme.error()
+                } else {
+                    ctx.theme.muted()
+                }
+            },
+        },
+    ]
+}
+
+impl TableRow for JournalRow {
+    fn row_id(&self) -> Cow<'_, str> {
+        Cow::Owned(self.seq.to_string())
+    }
+    fn is_fault(&self) -> bool {
+        matches!(
+            self.entry.outcome,
+            Outcome::Failed { .. } | Outcome::Refused { .. }
+        )
+    }
+}
+
+pub fn journal_columns() -> Vec<Column<JournalRow>> {
+    vec![
+        Column {
+            title: "TIME",
+            hide_below: 0,
+            width: Constraint::Length(19),
+            text: |r, _| r.entry.time.format("%Y-%m-%d %H:%M:%S").to_string(),
+            sort: |r, _| SortKey::opt_int(Some(r.seq as i64)),
+            style: muted,
+        },
+        Column {
+            title: "WHO",
+            hide_below: 100,
+            width: Constraint::Length(22),
+            text: |r, _| format!("{}@{}", r.entry.user, r.entry.cloud),
+            sort: |r, _| SortKey::str(&r.entry.user),
+            style: muted,
+        },
+        Column {
+            title: "ACTION",
+            hide_below: 0,
+            width: Constraint::Length(20),
+            text: |r, _| r.entry.action.clone(),
+            sort: |r, _| SortKey::str(&r.entry.action),
+            style: plain,
+        },
+        Column {
+            title: "TARGET",
+            hide_below: 0,
+            width: Constraint::Length(28),
+            text: |r, _| r.entry.target.clone(),
+            sort: |r, _| SortKey::str(&r.entry.target),
+            style: plain,
+        },
+        Column {
+            title: "OUTCOME",
+            hide_below: 0,
+            width: Constraint::Min(12),
+            text: |r, _| outcome_text(&r.entry.outcome),
+            sort: |r, _| SortKey::str(&outcome_text(&r.entry.outcome)),
+            style: |r, ctx| match r.entry.outcome {
+                Outcome::Failed { .. } | Outcome::Refused { .. } => ctx.theme.error(),
+                Outcome::Started => Style::default().fg(ctx.theme.in_progress),
+                Outcome::Ok => Style::default().fg(ctx.theme.complete),
+            },
+        },
+        Column {
+            title: "ROLLOUT",
+            hide_below: 140,
+            width: Constraint::Length(26),
+            text: |r, _| r.entry.rollout.clone().unwrap_or_default(),
+            sort: |r, _| SortKey::opt_str(r.entry.rollout.as_deref()),
+            style: muted,
+        },
+    ]
+}

@@ -1,0 +1,747 @@
+//! Operator actions in the console: scale (a count, or the marked nodes removed), upgrade,
+//! node actions on the marked nodes. Each goes form → plan (from the operator) →
+//! confirmation showing the plan (the cluster name typed on a production cloud) → request.
+//! The guard rails are checked here before anything is asked, and again by the operator.
+
+use super::form::{Confirm, ConfirmOutcome, Field, Form, FormOutcome};
+use super::view::ViewKind;
+use super::{App, Level, Mode};
+use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
+use crate::model::{Cluster, DriverKind, Node, NodeGroup};
+use crate::rollout::{AbortMode, Control, RolloutOptions};
+use crate::tui::action::{Reply, Request};
+use crate::tui::worker::NO_ACTIONS;
+use crossterm::event::{KeyCode, KeyEvent};
+
+/// What a form or a plan is for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Purpose {
+    Scale {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    RemoveMarked {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    Upgrade {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    NodeAction {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        nodes: Vec<Node>,
+    },
+}
+
+/// What a confirmed dialog does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OnYes {
+    ApplyScale {
+        plan: Box<ScalePlan>,
+        nodegroup_id: String,
+    },
+    StartUpgrade {
+        plan: Box<UpgradePlan>,
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    NodeAction {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        command: String,
+        nodes: Vec<Node>,
+        batch_size: usize,
+    },
+    Rollout {
+        key: String,
+        control: Control,
+    },
+}
+
+/// The ways to abort, as the abort dialog offers them.
+pub const ABORT_MODES: &[(AbortMode, &str)] = &[
+    (
+        AbortMode::LeavePaused,
+        "stop releasing: nodes not yet released stay on their hooks",
+    ),
+    (
+        AbortMode::CancelUpdate,
+        "cancel_update: Heat rolls the node group back to the previous image",
+    ),
+    (
+        AbortMode::CancelWithoutRollback,
+        "cancel without rollback: Heat stops the update where it is",
+    ),
+];
+
+pub enum Dialog {
+    Form {
+        form: Form,
+        purpose: Purpose,
+    },
+    /// A plan was asked for; the form comes back (with the error) if planning fails.
+    Waiting {
+        title: String,
+        gen: u64,
+        form: Option<Form>,
+        purpose: Purpose,
+    },
+    Confirm(Confirm<OnYes>),
+    AbortChoice {
+        key: String,
+        selected: usize,
+    },
+    /// Read-only text: a journal entry, node-action results.
+    Text {
+        title: String,
+        lines: Vec<String>,
+        scroll: u16,
+    },
+}
+
+impl App {
+    /// Whether actions may be asked for at all; says why not in the status line.
+    pub(super) fn may_act(&mut self, what: &str) -> bool {
+        let guard_ro = self.guard.is_some_and(|g| g.read_only);
+        if self.read_only || guard_ro {
+            self.set_status(
+                Level::Error,
+                format!("{what} refused: the console is read-only (--read-only or the cloud's read_only setting)"),
+            );
+            return false;
+        }
+        if self.guard.is_none() {
+            self.set_status(Level::Error, format!("{what}: {NO_ACTIONS}"));
+            return false;
+        }
+        true
+    }
+
+    /// The cluster name to type back for a fleet-wide action, on a production cloud.
+    fn production_name(&self, cluster: &Cluster) -> Option<String> {
+        self.guard
+            .filter(|g| g.production)
+            .map(|_| cluster.name.clone())
+    }
+
+    fn open_dialog(&mut self, d: Dialog) {
+        self.mode = Mode::Dialog(Box::new(d));
+    }
+
+    pub(super) fn open_scale(&mut self) {
+        let Some((cluster, nodegroup)) = self.selected_nodegroup() else {
+            self.set_status(Level::Warn, "no node group selected");
+            return;
+        };
+        if !self.may_act("scale") {
+            return;
+        }
+        let min = nodegroup.min_node_count.unwrap_or(0) as u64;
+        let max = nodegroup.max_node_count.map(u64::from);
+        let now = nodegroup.node_count as u64;
+        let hint = match max {
+            Some(m) => format!("min {min}, max {m}, now {now}"),
+            None => format!("min {min}, now {now}"),
+        };
+        let form = Form::new(
+            format!("Scale {}/{}", cluster.name, nodegroup.name),
+            vec![Field::number("nodes", now, min, max, hint)],
+        );
+        self.open_dialog(Dialog::Form {
+            form,
+            purpose: Purpose::Scale { cluster, nodegroup },
+        });
+    }
+
+    pub(super) fn open_upgrade(&mut self) {
+        let Some((cluster, nodegroup)) = self.selected_nodegroup() else {
+            self.set_status(Level::Warn, "no node group selected");
+            return;
+        };
+        if !self.may_act("upgrade") {
+            return;
+        }
+        let d = RolloutOptions::default();
+        let target = match cluster.driver {
+            DriverKind::HeatNative => Field::text(
+                "image",
+                "",
+                &format!(
+                    "now {}",
+                    nodegroup.image.clone().unwrap_or_else(|| "?".into())
+                ),
+            ),
+            _ => Field::text(
+                "cluster template",
+                "",
+                &format!(
+                    "now {}",
+                    cluster.template_id.clone().unwrap_or_else(|| "?".into())
+                ),
+            ),
+        };
+        let form = Form::new(
+            format!("Upgrade {}/{}", cluster.name, nodegroup.name),
+            vec![
+                target,
+                Field::number(
+                    "batch size",
+                    d.batch_size as u64,
+                    1,
+                    Some(10_000),
+                    "nodes released together".into(),
+                ),
+                Field::number(
+                    "canary",
+                    d.canary as u64,
+                    0,
+                    Some(100),
+                    "first nodes, one at a time".into(),
+                ),
+                Field::number(
+                    "gate wait (s)",
+                    d.gate_wait_ms / 1000,
+                    0,
+                    Some(86_400),
+                    "watch after each batch".into(),
+                ),
+                Field::number(
+                    "node timeout (s)",
+                    d.node_timeout_ms / 1000,
+                    1,
+                    Some(86_400),
+                    "longest one node may take".into(),
+                ),
+                Field::flag(
+                    "pause on failure",
+                    d.pause_on_failure,
+                    "space toggles; no = stop as failed",
+                ),
+            ],
+        );
+        self.open_dialog(Dialog::Form {
+            form,
+            purpose: Purpose::Upgrade { cluster, nodegroup },
+        });
+    }
+
+    /// The nodes view's marked nodes, in table order.
+    fn marked_nodes(&self) -> Option<(Cluster, NodeGroup, Vec<Node>)> {
+        let v = self.view();
+        let ViewKind::Nodes { cluster, nodegroup } = &v.kind else {
+            return None;
+        };
+        let rows = self
+            .store
+            .nodes
+            .get(&nodegroup.id)
+            .map(|s| s.rows.as_slice())
+            .unwrap_or(&[]);
+        let nodes: Vec<Node> = rows
+            .iter()
+            .filter(|r| v.table.is_marked(&r.node.key.member))
+            .map(|r| r.node.clone())
+            .collect();
+        Some((cluster.clone(), nodegroup.clone(), nodes))
+    }
+
+    pub(super) fn remove_marked(&mut self) {
+        let Some((cluster, nodegroup, nodes)) = self.marked_nodes() else {
+            self.set_status(Level::Warn, "removing nodes works in the nodes view");
+            return;
+        };
+        if nodes.is_empty() {
+            self.set_status(Level::Warn, "no nodes marked: mark them with space first");
+            return;
+        }
+        if !self.may_act("remove nodes") {
+            return;
+        }
+        let current = self
+            .store
+            .nodes
+            .get(&nodegroup.id)
+            .map(|s| s.rows.len() as u32)
+            .filter(|n| *n > 0)
+            .unwrap_or(nodegroup.node_count);
+        let request = ScaleRequest {
+            count: Some(current.saturating_sub(nodes.len() as u32)),
+            remove: nodes.iter().map(|n| n.key.member.clone()).collect(),
+        };
+        let gen = self.gen();
+        self.outbox.push(Request::PlanScale {
+            cluster: cluster.clone(),
+            nodegroup: nodegroup.clone(),
+            request,
+            gen,
+        });
+        self.open_dialog(Dialog::Waiting {
+            title: format!("planning the removal of {} node(s)…", nodes.len()),
+            gen,
+            form: None,
+            purpose: Purpose::RemoveMarked { cluster, nodegroup },
+        });
+    }
+
+    pub(super) fn open_node_action(&mut self) {
+        let Some((cluster, nodegroup, nodes)) = self.marked_nodes() else {
+            self.set_status(
+                Level::Warn,
+                "node actions work in the nodes view (mark nodes)",
+            );
+            return;
+        };
+        if nodes.is_empty() {
+            self.set_status(Level::Warn, "no nodes marked: mark them with space first");
+            return;
+        }
+        if !self.may_act("node action") {
+            return;
+        }
+        let n = nodes.len() as u64;
+        let form = Form::new(
+            format!(
+                "Run on {n} marked node(s) of {}/{}",
+                cluster.name, nodegroup.name
+            ),
+            vec![
+                Field::text("command", "", "runs with the node in its environment"),
+                Field::number(
+                    "batch size",
+                    n.min(5),
+                    1,
+                    Some(n),
+                    format!("1..{n}; stops after a batch with a failure"),
+                ),
+            ],
+        );
+        self.open_dialog(Dialog::Form {
+            form,
+            purpose: Purpose::NodeAction {
+                cluster,
+                nodegroup,
+                nodes,
+            },
+        });
+    }
+
+    /// A key while a dialog is open.
+    pub(super) fn on_dialog_key(&mut self, key: KeyEvent) {
+        let Mode::Dialog(dialog) = std::mem::replace(&mut self.mode, Mode::Normal) else {
+            return;
+        };
+        match *dialog {
+            Dialog::Form { mut form, purpose } => match form.on_key(key) {
+                FormOutcome::Editing => self.open_dialog(Dialog::Form { form, purpose }),
+                FormOutcome::Cancelled => {
+                    self.set_status(Level::Info, "cancelled: nothing changed")
+                }
+                FormOutcome::Submitted => self.submit_form(form, purpose),
+            },
+            Dialog::Waiting { .. } if key.code == KeyCode::Esc => {
+                // The plan that arrives later is dropped (its generation is gone).
+                self.set_status(Level::Info, "cancelled: nothing changed");
+            }
+            d @ Dialog::Waiting { .. } => self.open_dialog(d),
+            Dialog::Confirm(mut c) => match c.on_key(key) {
+                ConfirmOutcome::Open => self.open_dialog(Dialog::Confirm(c)),
+                ConfirmOutcome::No => self.set_status(Level::Info, "cancelled: nothing changed"),
+                ConfirmOutcome::Yes(typed) => self.confirmed(c.then, typed),
+            },
+            Dialog::AbortChoice { key: k, selected } => {
+                let n = ABORT_MODES.len();
+                let choose = |i: usize| Some(i);
+                let chosen = match key.code {
+                    KeyCode::Esc => {
+                        self.set_status(Level::Info, "abort cancelled: nothing changed");
+                        return;
+                    }
+                    KeyCode::Up | KeyCode::Char('k') => {
+                        self.open_dialog(Dialog::AbortChoice {
+                            key: k,
+                            selected: (selected + n - 1) % n,
+                        });
+                        return;
+                    }
+                    KeyCode::Down | KeyCode::Char('j') => {
+                        self.open_dialog(Dialog::AbortChoice {
+                            key: k,
+                            selected: (selected + 1) % n,
+                        });
+                        return;
+                    }
+                    KeyCode::Enter => choose(selected),
+                    KeyCode::Char(c @ '1'..='3') => choose(c as usize - '1' as usize),
+                    _ => None,
+                };
+                match chosen.and_then(|i| ABORT_MODES.get(i)) {
+                    Some((mode, text)) => self.confirm_abort(k, *mode, text),
+                    None => self.open_dialog(Dialog::AbortChoice { key: k, selected }),
+                }
+            }
+            Dialog::Text {
+                title,
+                lines,
+                scroll,
+            } => {
+                let scroll = match key.code {
+                    KeyCode::Down | KeyCode::Char('j') => scroll.saturating_add(1),
+                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+                    KeyCode::PageDown => scroll.saturating_add(10),
+                    KeyCode::PageUp => scroll.saturating_sub(10),
+                    _ => return,
+                };
+                self.open_dialog(Dialog::Text {
+                    title,
+                    lines,
+                    scroll,
+                });
+            }
+        }
+    }
+
+    fn submit_form(&mut self, form: Form, purpose: Purpose) {
+        let gen = self.gen();
+        let title;
+        match &purpose {
+            Purpose::Scale { cluster, nodegroup } => {
+                let count = form.fields[0].number_value() as u32;
+                title = format!("planning the scale to {count} node(s)…");
+                self.outbox.push(Request::PlanScale {
+                    cluster: cluster.clone(),
+                    nodegroup: nodegroup.clone(),
+                    request: ScaleRequest {
+                        count: Some(count),
+                        remove: Vec::new(),
+                    },
+                    gen,
+                });
+            }
+            Purpose::Upgrade { cluster, nodegroup } => {
+                let f = &form.fields;
+                let options = RolloutOptions {
+                    batch_size: f[1].number_value() as usize,
+                    canary: f[2].number_value() as usize,
+                    gate_wait_ms: f[3].number_value() * 1000,
+                    node_timeout_ms: f[4].number_value() * 1000,
+                    pause_on_failure: f[5].is_on(),
+                };
+                let to = f[0].value.trim().to_string();
+                title = format!("planning the upgrade to {to}…");
+                self.outbox.push(Request::PlanUpgrade {
+                    cluster: cluster.clone(),
+                    nodegroup: nodegroup.clone(),
+                    to,
+                    options,
+                    gen,
+                });
+            }
+            Purpose::NodeAction {
+                cluster,
+                nodegroup,
+                nodes,
+            } => {
+                // Nothing to plan: the confirmation lists the nodes.
+                let command = form.fields[0].value.trim().to_string();
+                let batch_size = form.fields[1].number_value() as usize;
+                let mut lines = vec![
+                    format!(
+                        "run `{command}` on {} node(s) of {}/{}, {batch_size} at a time,",
+                        nodes.len(),
+                        cluster.name,
+                        nodegroup.name
+                    ),
+                    "stopping after a batch with a failure; output goes to the journal (:journal)"
+                        .into(),
+                ];
+                for (i, batch) in nodes.chunks(batch_size.max(1)).enumerate() {
+                    let names: Vec<&str> = batch.iter().map(|n| n.name.as_str()).collect();
+                    lines.push(format!("  batch {:>3}: {}", i + 1, names.join(", ")));
+                }
+                self.open_dialog(Dialog::Confirm(Confirm::new(
+                    "Run on the marked nodes?",
+                    lines,
+                    None,
+                    OnYes::NodeAction {
+                        cluster: cluster.clone(),
+                        nodegroup: nodegroup.clone(),
+                        command,
+                        nodes: nodes.clone(),
+                        batch_size,
+                    },
+                )));
+                return;
+            }
+            Purpose::RemoveMarked { .. } => return,
+        }
+        self.open_dialog(Dialog::Waiting {
+            title,
+            gen,
+            form: Some(form),
+            purpose,
+        });
+    }
+
+    fn confirmed(&mut self, then: OnYes, typed: Option<String>) {
+        match then {
+            OnYes::ApplyScale { plan, nodegroup_id } => {
+                self.set_status(Level::Info, format!("scaling {}…", plan.target.label()));
+                self.outbox.push(Request::ApplyScale {
+                    plan,
+                    confirm: typed,
+                    nodegroup_id,
+                });
+            }
+            OnYes::StartUpgrade {
+                plan,
+                cluster,
+                nodegroup,
+            } => {
+                let key = nodegroup.id.clone();
+                let key_sent = key.clone();
+                let rollout = match plan.as_ref() {
+                    UpgradePlan::Rollout(p) => Some((**p).clone()),
+                    UpgradePlan::Magnum(_) => None,
+                };
+                self.outbox.push(Request::StartUpgrade {
+                    plan,
+                    confirm: typed,
+                    key: key_sent,
+                });
+                self.set_status(Level::Info, "starting the upgrade…");
+                if let Some(rollout) = rollout {
+                    // Ours from now on (set before the view opens, so it does not go looking):
+                    // the engine's statuses replace any other.
+                    let slot = self.store.rollouts.entry(key).or_insert_with(|| {
+                        super::rollout::RolloutSlot::new(cluster.clone(), nodegroup.clone())
+                    });
+                    slot.plan = Some(rollout);
+                    slot.status = None;
+                    slot.driver = Some(crate::tui::action::Driver::Here);
+                    slot.meta.error = None;
+                    slot.meta.in_flight = false;
+                    self.open_rollout_view(cluster, nodegroup);
+                }
+            }
+            OnYes::NodeAction {
+                cluster,
+                nodegroup,
+                command,
+                nodes,
+                batch_size,
+            } => {
+                self.set_status(
+                    Level::Info,
+                    format!("running `{command}` on {} node(s)…", nodes.len()),
+                );
+                self.outbox.push(Request::NodeAction {
+                    cluster,
+                    nodegroup,
+                    command,
+                    nodes,
+                    batch_size,
+                });
+            }
+            OnYes::Rollout { key, control } => self.send_control(key, control),
+        }
+    }
+
+    fn confirm_abort(&mut self, key: String, mode: AbortMode, text: &str) {
+        let Some(slot) = self.store.rollouts.get(&key) else {
+            return;
+        };
+        let name = self.production_name(&slot.cluster);
+        let mut lines = vec![
+            format!(
+                "abort the rollout of {}/{}:",
+                slot.cluster.name, slot.nodegroup.name
+            ),
+            format!("  {text}"),
+        ];
+        if let Some(s) = &slot.status {
+            lines.push(format!(
+                "  done {}, failed {}, skipped {}, remaining {}",
+                s.done, s.failed, s.skipped, s.remaining
+            ));
+        }
+        self.open_dialog(Dialog::Confirm(Confirm::new(
+            "Abort the rollout?",
+            lines,
+            name,
+            OnYes::Rollout {
+                key,
+                control: Control::Abort(mode),
+            },
+        )));
+    }
+
+    /// Opens the abort choice for the rollout in view.
+    pub(super) fn open_abort(&mut self, key: String) {
+        self.open_dialog(Dialog::AbortChoice { key, selected: 0 });
+    }
+
+    /// The plan answers and the results of actions.
+    pub(super) fn apply_action_reply(&mut self, reply: Reply) {
+        match reply {
+            Reply::ScalePlan { gen, result } => {
+                let Some((form, purpose)) = self.take_waiting(gen) else {
+                    return;
+                };
+                match result {
+                    Ok(plan) => {
+                        let (cluster, nodegroup) = match &purpose {
+                            Purpose::Scale { cluster, nodegroup }
+                            | Purpose::RemoveMarked { cluster, nodegroup } => {
+                                (cluster.clone(), nodegroup.clone())
+                            }
+                            _ => return,
+                        };
+                        let name = self.production_name(&cluster);
+                        self.open_dialog(Dialog::Confirm(Confirm::new(
+                            format!("Scale {}/{}?", cluster.name, nodegroup.name),
+                            plan.lines(),
+                            name,
+                            OnYes::ApplyScale {
+                                plan: Box::new(plan),
+                                nodegroup_id: nodegroup.id,
+                            },
+                        )));
+                    }
+                    Err(e) => self.plan_failed(form, purpose, e.message),
+                }
+            }
+            Reply::UpgradePlan { gen, result } => {
+                let Some((form, purpose)) = self.take_waiting(gen) else {
+                    return;
+                };
+                match (result, &purpose) {
+                    (Ok(plan), Purpose::Upgrade { cluster, nodegroup }) => {
+                        let name = self.production_name(cluster);
+                        self.open_dialog(Dialog::Confirm(Confirm::new(
+                            format!("Upgrade {}/{}?", cluster.name, nodegroup.name),
+                            plan.lines(),
+                            name,
+                            OnYes::StartUpgrade {
+                                plan: Box::new(plan),
+                                cluster: cluster.clone(),
+                                nodegroup: nodegroup.clone(),
+                            },
+                        )));
+                    }
+                    (Ok(_), _) => {}
+                    (Err(e), _) => self.plan_failed(form, purpose, e.message),
+                }
+            }
+            Reply::ScaleApplied {
+                target,
+                nodegroup_id,
+                result,
+            } => match result {
+                Ok(()) => {
+                    self.set_status(
+                        Level::Info,
+                        format!("scale of {target} applied: watch the nodes come and go"),
+                    );
+                    if let ViewKind::Nodes { nodegroup, .. } = &self.view().kind {
+                        if nodegroup.id == nodegroup_id {
+                            self.view_mut().table.clear_marks();
+                        }
+                    }
+                    self.plan_refresh(true);
+                }
+                Err(e) => self.set_status(Level::Error, format!("scale of {target} failed: {e}")),
+            },
+            Reply::UpgradeStarted {
+                key,
+                target,
+                result,
+            } => match result {
+                Ok(true) => self.set_status(Level::Info, format!("rollout of {target} started")),
+                Ok(false) => {
+                    self.set_status(
+                        Level::Info,
+                        format!("Magnum accepted the upgrade of {target}: it runs the batches"),
+                    );
+                    self.plan_refresh(true);
+                }
+                Err(e) => {
+                    if let Some(slot) = self.store.rollouts.get_mut(&key) {
+                        slot.meta.error = Some(e.message.clone());
+                        slot.driver = None;
+                        slot.plan = None;
+                    }
+                    self.set_status(Level::Error, format!("upgrade not started: {e}"))
+                }
+            },
+            Reply::NodeActionDone {
+                target,
+                result,
+                asked,
+            } => match result {
+                Ok(runs) => {
+                    let ok = runs.iter().filter(|(_, r)| r.ok()).count();
+                    let failed = runs.len() - ok;
+                    let not_run = asked.saturating_sub(runs.len());
+                    let summary = format!(
+                        "node action on {target}: {ok} ok, {failed} failed, {not_run} not run"
+                    );
+                    let mut lines = vec![summary.clone(), String::new()];
+                    for (name, run) in &runs {
+                        lines.push(format!(
+                            "{:<8} {name}: {}",
+                            if run.ok() { "ok" } else { "FAILED" },
+                            run.summary()
+                        ));
+                    }
+                    if not_run > 0 {
+                        lines.push(format!(
+                            "{not_run} node(s) not run: a batch before them failed"
+                        ));
+                    }
+                    lines.push("full output in the journal (:journal)".into());
+                    let level = if failed > 0 {
+                        Level::Error
+                    } else {
+                        Level::Info
+                    };
+                    self.set_status(level, summary);
+                    self.open_dialog(Dialog::Text {
+                        title: "Node action results".into(),
+                        lines,
+                        scroll: 0,
+                    });
+                }
+                Err(e) => self.set_status(Level::Error, format!("node action on {target}: {e}")),
+            },
+            _ => {}
+        }
+    }
+
+    /// The waiting dialog of generation `gen`, closed; `None` when it is not open.
+    fn take_waiting(&mut self, gen: u64) -> Option<(Option<Form>, Purpose)> {
+        match &self.mode {
+            Mode::Dialog(d) if matches!(**d, Dialog::Waiting { gen: g, .. } if g == gen) => {}
+            _ => return None,
+        }
+        let Mode::Dialog(d) = std::mem::replace(&mut self.mode, Mode::Normal) else {
+            return None;
+        };
+        match *d {
+            Dialog::Waiting { form, purpose, .. } => Some((form, purpose)),
+            _ => None,
+        }
+    }
+
+    /// Planning failed: back to the form (values kept) with the error, or the status line.
+    fn plan_failed(&mut self, form: Option<Form>, purpose: Purpose, error: String) {
+        match form {
+            Some(mut form) => {
+                form.error = Some(error);
+                self.open_dialog(Dialog::Form { form, purpose });
+            }
+            None => self.set_status(Level::Error, format!("cannot plan: {error}")),
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! The rollout view's state: per node group, the rollout this console drives (statuses
+//! stream from the worker) or one found under way elsewhere (observed each refresh until
+//! resume takes it over), and the controls.
+
+use super::store::FetchMeta;
+use super::view::ViewKind;
+use super::{App, Level};
+use crate::model::{Cluster, NodeGroup};
+use crate::rollout::{Control, NodePhase, RolloutPlan, RolloutStatus};
+use crate::tui::action::{Driver, Reply, Request};
+use std::collections::BTreeMap;
+
+/// What the console knows of one node group's rollout.
+#[derive(Debug, Clone)]
+pub struct RolloutSlot {
+    pub cluster: Cluster,
+    pub nodegroup: NodeGroup,
+    pub plan: Option<RolloutPlan>,
+    pub status: Option<RolloutStatus>,
+    /// `None` until known.
+    pub driver: Option<Driver>,
+    /// `find_rollout` answered at least once.
+    pub searched: bool,
+    /// Find / observe bookkeeping (and their last error).
+    pub meta: FetchMeta,
+}
+
+impl RolloutSlot {
+    pub(super) fn new(cluster: Cluster, nodegroup: NodeGroup) -> RolloutSlot {
+        RolloutSlot {
+            cluster,
+            nodegroup,
+            plan: None,
+            status: None,
+            driver: None,
+            searched: false,
+            meta: FetchMeta::default(),
+        }
+    }
+
+    /// The one-line explanation under the header.
+    pub fn note(&self) -> Option<String> {
+        match (self.driver, &self.status) {
+            (Some(Driver::Elsewhere), Some(s)) if !s.state.is_final() => Some(
+                "not driven by this console (another operator's, or from before a restart): \
+                 resume (R) takes it over"
+                    .into(),
+            ),
+            (_, None) if self.searched && self.plan.is_none() => {
+                Some("no rollout under way on this node group (u starts an upgrade)".into())
+            }
+            _ => None,
+        }
+    }
+
+    pub fn nodes(&self) -> &[crate::rollout::NodeProgress] {
+        self.status
+            .as_ref()
+            .map(|s| s.nodes.as_slice())
+            .unwrap_or(&[])
+    }
+}
+
+impl App {
+    pub(super) fn open_rollout_view(&mut self, cluster: Cluster, nodegroup: NodeGroup) {
+        self.store
+            .rollouts
+            .entry(nodegroup.id.clone())
+            .or_insert_with(|| RolloutSlot::new(cluster.clone(), nodegroup.clone()));
+        self.push(ViewKind::Rollout { cluster, nodegroup });
+    }
+
+    pub(super) fn nav_rollout(&mut self) {
+        if matches!(self.view().kind, ViewKind::Rollout { .. }) {
+            return;
+        }
+        match self.selected_nodegroup() {
+            Some((c, g)) => self.open_rollout_view(c, g),
+            None => self.set_status(Level::Warn, "no node group selected (open a cluster first)"),
+        }
+    }
+
+    /// Refresh of the rollout view: find, then observe when not driven here.
+    pub(super) fn want_rollout(&mut self, cluster: &Cluster, nodegroup: &NodeGroup, force: bool) {
+        let now = self.now;
+        let every = self.refresh;
+        let key = nodegroup.id.clone();
+        let slot = self
+            .store
+            .rollouts
+            .entry(key.clone())
+            .or_insert_with(|| RolloutSlot::new(cluster.clone(), nodegroup.clone()));
+        if slot.driver == Some(Driver::Here) {
+            return;
+        }
+        if !(force || slot.meta.due(now, every)) {
+            return;
+        }
+        let plan = slot.plan.clone();
+        let finished = slot.status.as_ref().is_some_and(|s| s.state.is_final());
+        if finished && !force {
+            // A finished rollout stays on screen with its final figures.
+            return;
+        }
+        let gen = self.gen();
+        let Some(slot) = self.store.rollouts.get_mut(&key) else {
+            return;
+        };
+        slot.meta.begin(gen, now);
+        match plan {
+            Some(plan) => self.outbox.push(Request::ObserveRollout {
+                key,
+                plan: Box::new(plan),
+                gen,
+            }),
+            None => self.outbox.push(Request::FindRollout {
+                cluster: cluster.clone(),
+                nodegroup: nodegroup.clone(),
+                gen,
+            }),
+        }
+    }
+
+    pub(super) fn apply_rollout_reply(&mut self, reply: Reply) {
+        let now = self.now;
+        match reply {
+            Reply::RolloutFound { key, gen, result } => {
+                let Some(slot) = self.store.rollouts.get_mut(&key) else {
+                    return;
+                };
+                if !slot.meta.accept(gen) {
+                    return;
+                }
+                slot.meta.in_flight = false;
+                slot.meta.version += 1;
+                match result {
+                    Ok(found) => {
+                        slot.searched = true;
+                        slot.meta.error = None;
+                        slot.meta.fetched_at = Some(now);
+                        match found {
+                            // Our engine outranks a look-up that raced with its start.
+                            Some(_) if slot.driver == Some(Driver::Here) => {}
+                            Some((plan, driver)) => {
+                                slot.plan = Some(plan);
+                                slot.driver = Some(driver);
+                                // Look at it at once rather than at the next refresh.
+                                slot.meta.attempted_at = None;
+                            }
+                            None => {
+                                slot.plan = None;
+                            }
+                        }
+                    }
+                    Err(e) => slot.meta.error = Some(e.message),
+                }
+                if let ViewKind::Rollout {
+                    cluster, nodegroup, ..
+                } = self.view().kind.clone()
+                {
+                    if nodegroup.id == key {
+                        self.want_rollout(&cluster, &nodegroup, false);
+                    }
+                }
+            }
+            Reply::Rollout {
+                key,
+                driver,
+                result,
+            } => {
+                let Some(slot) = self.store.rollouts.get_mut(&key) else {
+                    return;
+                };
+                if driver == Driver::Elsewhere {
+                    slot.meta.in_flight = false;
+                }
+                // An engine here outranks an older observation still on its way.
+                if driver == Driver::Elsewhere && slot.driver == Some(Driver::Here) {
+                    return;
+                }
+                slot.meta.version += 1;
+                match result {
+                    Ok(status) => {
+                        slot.driver = Some(driver);
+                        slot.searched = true;
+                        slot.status = Some(status);
+                        slot.meta.error = None;
+                        slot.meta.fetched_at = Some(now);
+                    }
+                    Err(e) => slot.meta.error = Some(e.message),
+                }
+            }
+            Reply::RolloutControlled { key, what, result } => {
+                let label = self
+                    .store
+                    .rollouts
+                    .get(&key)
+                    .map(|s| format!("{}/{}", s.cluster.name, s.nodegroup.name))
+                    .unwrap_or(key);
+                match result {
+                    Ok(()) => self.set_status(
+                        Level::Info,
+                        format!("{what} sent to the rollout of {label}"),
+                    ),
+                    Err(e) => {
+                        self.set_status(Level::Error, format!("{what} of {label} failed: {e}"))
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The rollout of the view, if the view is a rollout view.
+    fn rollout_in_view(&self) -> Option<(String, &RolloutSlot)> {
+        match &self.view().kind {
+            ViewKind::Rollout { nodegroup, .. } => self
+                .store
+                .rollouts
+                .get(&nodegroup.id)
+                .map(|s| (nodegroup.id.clone(), s)),
+            _ => None,
+        }
+    }
+
+    /// Sends a control: to our engine, or (a rollout elsewhere) through the operator.
+    pub(super) fn send_control(&mut self, key: String, control: Control) {
+        let Some(slot) = self.store.rollouts.get(&key) else {
+            return;
+        };
+        let plan = match slot.driver {
+            Some(Driver::Here) => None,
+            _ => slot.plan.clone().map(Box::new),
+        };
+        self.outbox
+            .push(Request::RolloutControl { key, plan, control });
+    }
+
+    /// pause / resume / skip / abort from the rollout view's keys.
+    pub(super) fn rollout_key(&mut self, what: &str) {
+        let Some((key, slot)) = self.rollout_in_view() else {
+            self.set_status(Level::Warn, format!("{what} works in the rollout view (o)"));
+            return;
+        };
+        if slot.plan.is_none() && slot.status.is_none() {
+            self.set_status(Level::Warn, format!("{what}: no rollout here"));
+            return;
+        }
+        if slot.status.as_ref().is_some_and(|s| s.state.is_final()) {
+            self.set_status(Level::Warn, format!("{what}: the rollout has ended"));
+            return;
+        }
+        let selected = self
+            .view()
+            .table
+            .selected(slot.nodes())
+            .map(|n| (n.name.clone(), n.phase));
+        if !self.may_act(what) {
+            return;
+        }
+        match what {
+            "pause" => self.send_control(key, Control::Pause),
+            "resume" => self.send_control(
+                key,
+                Control::Resume {
+                    parameters: BTreeMap::new(),
+                },
+            ),
+            "skip" => match selected {
+                Some((name, NodePhase::Pending | NodePhase::Waiting | NodePhase::Paused)) => {
+                    self.send_control(key, Control::Skip(name))
+                }
+                Some((name, phase)) => self.set_status(
+                    Level::Warn,
+                    format!(
+                        "node {name} is {}: only nodes not yet released can be skipped",
+                        phase.as_str()
+                    ),
+                ),
+                None => self.set_status(Level::Warn, "skip: select a node first"),
+            },
+            _ => self.open_abort(key),
+        }
+    }
+}

@@ -1,0 +1,478 @@
+//! The operator's side of the worker: plans, applies, rollouts and the journal, each a
+//! task that answers with a typed [`Reply`]. The worker owns the rollouts this console
+//! drives and forwards each status change (coalesced: only the newest matters).
+
+use super::Worker;
+use crate::rollout::{Control, RolloutHandle, RolloutPlan, RolloutStatus};
+use crate::service::{ErrorKind, ServiceError};
+use crate::tui::action::{Driver, Reply, Request};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
+
+/// What every action says on a connection without an operator.
+pub const NO_ACTIONS: &str = "actions are not available on this connection";
+
+/// Shortest time between two forwarded statuses of one rollout.
+const COALESCE: Duration = Duration::from_millis(100);
+
+fn unavailable() -> ServiceError {
+    ServiceError::new(ErrorKind::Unsupported, NO_ACTIONS)
+}
+
+/// A rollout with its engine in this process.
+struct Driven {
+    plan: RolloutPlan,
+    handle: RolloutHandle,
+}
+
+/// The driven rollouts by node-group id, shared with the tasks that start them.
+#[derive(Clone, Default)]
+pub struct Rollouts(Arc<Mutex<HashMap<String, Driven>>>);
+
+impl Rollouts {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Driven>> {
+        match self.0.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+}
+
+/// Sends each new status of `rx` until the rollout ends or its engine goes away.
+async fn forward(tx: UnboundedSender<Reply>, key: String, mut rx: watch::Receiver<RolloutStatus>) {
+    loop {
+        let status = rx.borrow_and_update().clone();
+        let last = status.state.is_final();
+        let reply = Reply::Rollout {
+            key: key.clone(),
+            driver: Driver::Here,
+            result: Ok(status),
+        };
+        if tx.send(reply).is_err() || last {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            let status = rx.borrow().clone();
+            let _ = tx.send(Reply::Rollout {
+                key,
+                driver: Driver::Here,
+                result: Ok(status),
+            });
+            return;
+        }
+        // A burst of changes becomes one reply: the watch keeps only the newest.
+        tokio::time::sleep(COALESCE).await;
+    }
+}
+
+impl Worker {
+    /// Keeps a rollout's handle and starts forwarding its statuses.
+    fn adopt(
+        rollouts: &Rollouts,
+        tx: &UnboundedSender<Reply>,
+        key: String,
+        plan: RolloutPlan,
+        handle: RolloutHandle,
+    ) {
+        let rx = handle.watch();
+        rollouts.lock().insert(key.clone(), Driven { plan, handle });
+        tokio::spawn(forward(tx.clone(), key, rx));
+    }
+
+    pub(super) fn submit_action(&mut self, req: Request) {
+        let tx = self.tx.clone();
+        let Some(op) = self.operator.clone() else {
+            let _ = tx.send(refusal(req));
+            return;
+        };
+        match req {
+            Request::PlanScale {
+                cluster,
+                nodegroup,
+                request,
+                gen,
+            } => self.spawn(async move {
+                let result = op.plan_scale(cluster, nodegroup, request).await;
+                let _ = tx.send(Reply::ScalePlan { gen, result });
+            }),
+            Request::ApplyScale {
+                plan,
+                confirm,
+                nodegroup_id,
+            } => self.spawn(async move {
+                let target = plan.target.label();
+                let result = op.apply_scale(*plan, confirm).await;
+                let _ = tx.send(Reply::ScaleApplied {
+                    target,
+                    nodegroup_id,
+                    result,
+                });
+            }),
+            Request::PlanUpgrade {
+                cluster,
+                nodegroup,
+                to,
+                options,
+                gen,
+            } => self.spawn(async move {
+                let result = op.plan_upgrade(cluster, nodegroup, to, options).await;
+                let _ = tx.send(Reply::UpgradePlan { gen, result });
+            }),
+            Request::StartUpgrade { plan, confirm, key } => {
+                let rollouts = self.rollouts.clone();
+                self.spawn(async move {
+                    let rollout_plan = match plan.as_ref() {
+                        crate::drivers::UpgradePlan::Rollout(p) => Some((**p).clone()),
+                        crate::drivers::UpgradePlan::Magnum(_) => None,
+                    };
+                    let target = match plan.as_ref() {
+                        crate::drivers::UpgradePlan::Rollout(p) => p.target.label(),
+                        crate::drivers::UpgradePlan::Magnum(p) => p.target.label(),
+                    };
+                    let result = match op.start_upgrade(*plan, confirm).await {
+                        Ok(Some(handle)) => match rollout_plan {
+                            Some(p) => {
+                                Worker::adopt(&rollouts, &tx, key.clone(), p, handle);
+                                Ok(true)
+                            }
+                            None => Ok(false),
+                        },
+                        Ok(None) => Ok(false),
+                        Err(e) => Err(e),
+                    };
+                    let _ = tx.send(Reply::UpgradeStarted {
+                        key,
+                        target,
+                        result,
+                    });
+                })
+            }
+            Request::FindRollout {
+                cluster,
+                nodegroup,
+                gen,
+            } => {
+                let key = nodegroup.id.clone();
+                let ours = self
+                    .rollouts
+                    .lock()
+                    .get(&key)
+                    .map(|d| (d.plan.clone(), d.handle.status()));
+                if let Some((plan, status)) = ours {
+                    let _ = tx.send(Reply::RolloutFound {
+                        key: key.clone(),
+                        gen,
+                        result: Ok(Some((plan, Driver::Here))),
+                    });
+                    let _ = tx.send(Reply::Rollout {
+                        key,
+                        driver: Driver::Here,
+                        result: Ok(status),
+                    });
+                    return;
+                }
+                self.spawn(async move {
+                    let result = op
+                        .find_rollout(cluster, nodegroup)
+                        .await
+                        .map(|found| found.map(|p| (p, Driver::Elsewhere)));
+                    let _ = tx.send(Reply::RolloutFound { key, gen, result });
+                })
+            }
+            Request::ObserveRollout { key, plan, gen: _ } => {
+                let ours = self.rollouts.lock().get(&key).map(|d| d.handle.status());
+                if let Some(status) = ours {
+                    // Driven here since: answer with the engine's own status.
+                    let _ = tx.send(Reply::Rollout {
+                        key,
+                        driver: Driver::Here,
+                        result: Ok(status),
+                    });
+                    return;
+                }
+                self.spawn(async move {
+                    let result = op.observe_rollout(*plan).await;
+                    let _ = tx.send(Reply::Rollout {
+                        key,
+                        driver: Driver::Elsewhere,
+                        result,
+                    });
+                })
+            }
+            Request::RolloutControl { key, plan, control } => {
+                let what = control_label(&control);
+                let sent = self
+                    .rollouts
+                    .lock()
+                    .get(&key)
+                    .map(|d| d.handle.send(control.clone()));
+                if let Some(result) = sent {
+                    let _ = tx.send(Reply::RolloutControlled { key, what, result });
+                    return;
+                }
+                let Some(plan) = plan else {
+                    let _ = tx.send(Reply::RolloutControlled {
+                        key,
+                        what,
+                        result: Err(ServiceError::new(
+                            ErrorKind::NotFound,
+                            "no rollout to control here",
+                        )),
+                    });
+                    return;
+                };
+                let rollouts = self.rollouts.clone();
+                self.spawn(async move {
+                    let result = if matches!(control, Control::Resume { .. }) {
+                        // Taking over: an engine here, resumed before it first acts.
+                        match op.reattach_rollout((*plan).clone(), vec![control]).await {
+                            Ok(handle) => {
+                                Worker::adopt(&rollouts, &tx, key.clone(), *plan, handle);
+                                Ok(())
+                            }
+                            Err(e) => Err(e),
+                        }
+                    } else {
+                        op.request_rollout(*plan, control).await
+                    };
+                    let _ = tx.send(Reply::RolloutControlled { key, what, result });
+                })
+            }
+            Request::NodeAction {
+                cluster,
+                nodegroup,
+                command,
+                nodes,
+                batch_size,
+            } => self.spawn(async move {
+                let target = format!("{}/{}", cluster.name, nodegroup.name);
+                let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+                let asked = nodes.len();
+                let result = op
+                    .node_action(cluster, nodegroup, command, nodes, batch_size)
+                    .await
+                    .map(|runs| names.into_iter().zip(runs).collect());
+                let _ = tx.send(Reply::NodeActionDone {
+                    target,
+                    result,
+                    asked,
+                });
+            }),
+            Request::Journal { offset, gen } => self.spawn(async move {
+                let result = op.read_journal(offset).await;
+                let _ = tx.send(Reply::Journal { gen, result });
+            }),
+            other => tracing::error!(?other, "not an action request"),
+        }
+    }
+}
+
+/// How a control is named in the status line.
+pub fn control_label(c: &Control) -> String {
+    match c {
+        Control::Pause => "pause".into(),
+        Control::Resume { .. } => "resume".into(),
+        Control::Skip(n) => format!("skip {n}"),
+        Control::Abort(mode) => format!("abort ({mode:?})"),
+    }
+}
+
+/// The answer to an action request on a connection without an operator.
+fn refusal(req: Request) -> Reply {
+    let e = unavailable;
+    match req {
+        Request::PlanScale { gen, .. } => Reply::ScalePlan {
+            gen,
+            result: Err(e()),
+        },
+        Request::ApplyScale {
+            plan, nodegroup_id, ..
+        } => Reply::ScaleApplied {
+            target: plan.target.label(),
+            nodegroup_id,
+            result: Err(e()),
+        },
+        Request::PlanUpgrade { gen, .. } => Reply::UpgradePlan {
+            gen,
+            result: Err(e()),
+        },
+        Request::StartUpgrade { key, .. } => Reply::UpgradeStarted {
+            key,
+            target: String::new(),
+            result: Err(e()),
+        },
+        Request::FindRollout { nodegroup, gen, .. } => Reply::RolloutFound {
+            key: nodegroup.id,
+            gen,
+            result: Err(e()),
+        },
+        Request::ObserveRollout { key, .. } => Reply::Rollout {
+            key,
+            driver: Driver::Elsewhere,
+            result: Err(e()),
+        },
+        Request::RolloutControl { key, control, .. } => Reply::RolloutControlled {
+            key,
+            what: control_label(&control),
+            result: Err(e()),
+        },
+        Request::NodeAction {
+            cluster,
+            nodegroup,
+            nodes,
+            ..
+        } => Reply::NodeActionDone {
+            target: format!("{}/{}", cluster.name, nodegroup.name),
+            result: Err(e()),
+            asked: nodes.len(),
+        },
+        Request::Journal { gen, .. } => Reply::Journal {
+            gen,
+            result: Err(e()),
+        },
+        // Reads never come here; answer something harmless rather than panic.
+        _ => Reply::Journal {
+            gen: 0,
+            result: Err(e()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drivers::ScaleRequest;
+    use crate::rollout::{RolloutOptions, RolloutState};
+    use crate::service::fake::FakeCloud;
+    use crate::service::fake_operator::FakeOperator;
+    use crate::service::operator::Operator;
+    use crate::service::CloudService;
+    use std::collections::BTreeMap;
+    use tokio::sync::mpsc::UnboundedReceiver;
+
+    async fn next(rx: &mut UnboundedReceiver<Reply>) -> Reply {
+        tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("an answer")
+            .expect("channel open")
+    }
+
+    async fn edge(cloud: &FakeCloud) -> (crate::model::Cluster, crate::model::NodeGroup) {
+        let c = cloud
+            .list_clusters()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|c| c.name == "edge-native")
+            .unwrap();
+        let g = cloud.list_nodegroups(c.clone()).await.unwrap()[0].clone();
+        (c, g)
+    }
+
+    #[tokio::test]
+    async fn without_an_operator_every_action_says_so() {
+        let cloud = FakeCloud::demo(10);
+        let (c, g) = edge(&cloud).await;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut w = Worker::new(Arc::new(cloud), tx);
+        w.submit(Request::PlanScale {
+            cluster: c.clone(),
+            nodegroup: g.clone(),
+            request: ScaleRequest::default(),
+            gen: 7,
+        });
+        match next(&mut rx).await {
+            Reply::ScalePlan { gen: 7, result } => {
+                assert_eq!(result.unwrap_err().message, NO_ACTIONS)
+            }
+            other => panic!("{other:?}"),
+        }
+        w.submit(Request::Journal { offset: 0, gen: 1 });
+        assert!(matches!(
+            next(&mut rx).await,
+            Reply::Journal { result: Err(e), .. } if e.message == NO_ACTIONS
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_started_rollout_streams_statuses_and_takes_controls() {
+        let cloud = FakeCloud::demo(10);
+        let (c, g) = edge(&cloud).await;
+        let op = FakeOperator::new(cloud.clone()).with_step(Duration::from_millis(300));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let op_dyn: Arc<dyn Operator> = Arc::new(op.clone());
+        let mut w = Worker::new(Arc::new(cloud), tx).with_operator(Some(op_dyn.clone()));
+        let plan = op_dyn
+            .plan_upgrade(
+                c.clone(),
+                g.clone(),
+                "img-v2".into(),
+                RolloutOptions::default(),
+            )
+            .await
+            .unwrap();
+        w.submit(Request::StartUpgrade {
+            plan: Box::new(plan),
+            confirm: None,
+            key: g.id.clone(),
+        });
+        let mut started = false;
+        let mut running = false;
+        while !(started && running) {
+            match next(&mut rx).await {
+                Reply::UpgradeStarted { result, .. } => {
+                    assert_eq!(result, Ok(true));
+                    started = true;
+                }
+                Reply::Rollout { result, driver, .. } => {
+                    assert_eq!(driver, Driver::Here);
+                    running |= result.unwrap().state == RolloutState::Running;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        w.submit(Request::RolloutControl {
+            key: g.id.clone(),
+            plan: None,
+            control: Control::Pause,
+        });
+        loop {
+            if let Reply::Rollout { result: Ok(s), .. } = next(&mut rx).await {
+                if matches!(s.state, RolloutState::Paused { .. }) {
+                    break;
+                }
+            }
+        }
+        // Found again (the view re-opened): ours, driven here.
+        w.submit(Request::FindRollout {
+            cluster: c,
+            nodegroup: g.clone(),
+            gen: 3,
+        });
+        loop {
+            if let Reply::RolloutFound { result, .. } = next(&mut rx).await {
+                assert_eq!(result.unwrap().unwrap().1, Driver::Here);
+                break;
+            }
+        }
+        w.submit(Request::RolloutControl {
+            key: g.id,
+            plan: None,
+            control: Control::Resume {
+                parameters: BTreeMap::new(),
+            },
+        });
+        loop {
+            if let Reply::Rollout { result: Ok(s), .. } = next(&mut rx).await {
+                if s.state == RolloutState::Completed {
+                    assert_eq!(s.done, 6);
+                    break;
+                }
+            }
+        }
+        assert!(op.calls().iter().any(|c| c.starts_with("start_upgrade")));
+    }
+}
