@@ -55,12 +55,33 @@ impl Actor {
     pub fn local(cloud: &str) -> Actor {
         let user = std::env::var("USER")
             .or_else(|_| std::env::var("LOGNAME"))
-            .unwrap_or_else(|_| "unknown".into());
+            .ok()
+            .filter(|u| !u.is_empty())
+            .or_else(login_of_this_process)
+            .unwrap_or_else(|| "unknown".into());
         Actor {
             cloud: cloud.to_string(),
             user,
         }
     }
+}
+
+/// The login name of this process's user from `/etc/passwd`, for shells, containers and
+/// service managers that set no `$USER` (the audit trail should still say who acted).
+fn login_of_this_process() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    login_for_uid(&passwd, uid)
+}
+
+fn login_for_uid(passwd: &str, uid: u32) -> Option<String> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let id: u32 = fields.nth(1)?.parse().ok()?;
+        (id == uid && !name.is_empty()).then(|| name.to_string())
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -334,6 +355,18 @@ fn csv_field(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn login_name_comes_from_passwd_by_uid() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\n\
+                      broken line\n\
+                      ops:x:1000:1000:Ops:/home/ops:/bin/sh\n";
+        assert_eq!(login_for_uid(passwd, 0).as_deref(), Some("root"));
+        assert_eq!(login_for_uid(passwd, 1000).as_deref(), Some("ops"));
+        assert_eq!(login_for_uid(passwd, 4242), None);
+        // This process has a uid with an entry on any Unix machine the tests run on.
+        assert!(login_of_this_process().is_some());
+    }
 
     #[test]
     fn append_read_back_and_skip_torn_tail() {

@@ -144,8 +144,13 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             if let Some(e) = &c.error {
                 answer.push(Line::from(Span::styled(e.clone(), th.error())));
             }
+            // The y/n line already says how to cancel; the name prompt does not.
             answer.push(Line::from(Span::styled(
-                "esc: cancel (nothing changes) · ↑↓ pgup pgdn: scroll the plan",
+                if c.name.is_some() {
+                    "esc: cancel (nothing changes) · ↑↓ pgup pgdn: scroll the plan"
+                } else {
+                    "↑↓ pgup pgdn: scroll the plan"
+                },
                 th.muted(),
             )));
             let wrapped = plan.len() as u16;

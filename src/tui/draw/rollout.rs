@@ -81,7 +81,14 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
             Span::styled(
                 format!(
                     "{}/{}",
-                    s.current_batch.map(|b| b + 1).unwrap_or(0),
+                    // No current batch: none started yet, or all of them settled.
+                    s.current_batch.map(|b| b + 1).unwrap_or(
+                        if s.remaining == 0 && s.done + s.skipped > 0 {
+                            s.batches
+                        } else {
+                            0
+                        }
+                    ),
                     s.batches
                 ),
                 key,
