@@ -648,3 +648,53 @@ async fn marked_nodes_can_be_removed_or_acted_on() {
         .any(|c| c
             .starts_with("node_action edge-native/edge \"uptime\" nodes=[\"1\", \"3\"] batch=1")));
 }
+
+#[tokio::test]
+async fn quitting_with_a_rollout_driven_here_asks_first() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    // Nothing running: q quits at once.
+    h.press(KeyCode::Char('q'));
+    assert!(h.app.should_quit);
+    h.app.should_quit = false;
+
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    h.key(KeyAction::RolloutView);
+    h.app.update(Action::Reply(Reply::RolloutFound {
+        key: g.id.clone(),
+        gen: h.app.store.rollouts[&g.id].meta.gen,
+        result: Ok(Some((plan.clone(), Driver::Here))),
+    }));
+    h.app.update(Action::Reply(Reply::Rollout {
+        key: g.id.clone(),
+        driver: Driver::Here,
+        result: Ok(mid_run(&plan)),
+    }));
+    h.press(KeyCode::Char('q'));
+    assert!(
+        !h.app.should_quit,
+        "a running rollout must not be left silently"
+    );
+    let screen = h.screen();
+    assert!(screen.contains("Quit with a rollout running?"), "{screen}");
+    assert!(screen.contains("edge-native/edge"), "{screen}");
+    h.press(KeyCode::Char('n'));
+    assert!(!h.app.should_quit);
+    assert!(h.dialog().is_none());
+    h.press(KeyCode::Char('q'));
+    h.press(KeyCode::Char('y'));
+    assert!(h.app.should_quit);
+
+    // Once it has ended there is nothing to lose.
+    h.app.should_quit = false;
+    let mut done = mid_run(&plan);
+    done.state = RolloutState::Completed;
+    h.app.update(Action::Reply(Reply::Rollout {
+        key: g.id.clone(),
+        driver: Driver::Here,
+        result: Ok(done),
+    }));
+    h.press(KeyCode::Char('q'));
+    assert!(h.app.should_quit);
+}

@@ -58,6 +58,8 @@ pub enum OnYes {
         key: String,
         control: Control,
     },
+    /// Quit though rollouts are driven by this console.
+    Quit,
 }
 
 /// The ways to abort, as the abort dialog offers them.
@@ -545,7 +547,52 @@ impl App {
                 });
             }
             OnYes::Rollout { key, control } => self.send_control(key, control),
+            OnYes::Quit => self.should_quit = true,
         }
+    }
+
+    /// `q` / `:q`. A rollout driven by this console stops releasing nodes when it quits, so
+    /// that asks first (ctrl-c still quits at once, from anywhere).
+    pub(super) fn request_quit(&mut self) {
+        let running: Vec<String> = self
+            .store
+            .rollouts
+            .values()
+            .filter(|s| s.driver == Some(crate::tui::action::Driver::Here))
+            .filter_map(|s| {
+                let st = s.status.as_ref()?;
+                (!st.state.is_final()).then(|| {
+                    format!(
+                        "  {}/{}: {} ({} of {} nodes done)",
+                        s.cluster.name,
+                        s.nodegroup.name,
+                        st.state.label(),
+                        st.done,
+                        st.nodes.len()
+                    )
+                })
+            })
+            .collect();
+        if running.is_empty() {
+            self.should_quit = true;
+            return;
+        }
+        let mut lines = vec!["rollouts driven by this console:".to_string()];
+        lines.extend(running);
+        lines.extend([
+            String::new(),
+            "Quitting stops releasing nodes. Heat keeps the nodes not yet released on their"
+                .to_string(),
+            "pre-update hooks; the nodes updating now finish. Nothing is rolled back.".to_string(),
+            "To continue later: `o` then `R` in any console, or `caldera rollout resume`."
+                .to_string(),
+        ]);
+        self.open_dialog(Dialog::Confirm(Confirm::new(
+            "Quit with a rollout running?",
+            lines,
+            None,
+            OnYes::Quit,
+        )));
     }
 
     fn confirm_abort(&mut self, key: String, mode: AbortMode, text: &str) {

@@ -280,7 +280,7 @@ impl App {
             Command::Run => self.open_node_action(),
             Command::Refresh => self.on_action(KeyAction::Refresh),
             Command::Help => self.mode = Mode::Help(0),
-            Command::Quit => self.should_quit = true,
+            Command::Quit => self.request_quit(),
         }
     }
 
@@ -288,7 +288,7 @@ impl App {
         // Keys act on what is on screen: bring the table caches up to date first.
         self.prepare();
         match k {
-            KeyAction::Quit => self.should_quit = true,
+            KeyAction::Quit => self.request_quit(),
             KeyAction::Suspend => self.should_suspend = true,
             KeyAction::Help => self.mode = Mode::Help(0),
             KeyAction::Palette => self.open_input(input::InputKind::Palette, ""),
