@@ -96,7 +96,12 @@ async fn run(cli: Cli) -> commands::CmdResult {
             }
             let mut notices: Vec<String> =
                 conn.warnings().iter().map(ToString::to_string).collect();
-            let operator = console_operator(&conn, &cli.actions, &mut notices);
+            // NaN and out-of-range values fall back to the default rather than panicking.
+            let poll = std::time::Duration::try_from_secs_f64(
+                cli.console.rollout_poll_secs.clamp(0.01, 3600.0),
+            )
+            .unwrap_or(std::time::Duration::from_secs(2));
+            let operator = console_operator(&conn, &cli.actions, poll, &mut notices);
             let options = ConsoleOptions {
                 theme: cli.console.theme.clone(),
                 read_only: cli.console.read_only || conn.info().read_only,
@@ -111,9 +116,6 @@ async fn run(cli: Cli) -> commands::CmdResult {
     }
 }
 
-/// How often a rollout engine started from the console looks at Heat.
-const CONSOLE_ROLLOUT_POLL: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// The console's actions over the same connection: the journal (`--journal` or the default),
 /// the lifecycle hooks (`--actions-config` or the default file) and the guard rails (the
 /// cloud's `caldera:` settings and `--read-only`, already on the connection). A hooks file
@@ -122,6 +124,7 @@ const CONSOLE_ROLLOUT_POLL: std::time::Duration = std::time::Duration::from_secs
 fn console_operator(
     conn: &caldera::api::cloud::CloudConnection,
     args: &ActionArgs,
+    poll: std::time::Duration,
     notices: &mut Vec<String>,
 ) -> Option<Arc<dyn Operator>> {
     match actions::actions_config(args) {
@@ -129,7 +132,7 @@ fn console_operator(
             conn,
             actions::action_context(conn, args),
             config,
-            CONSOLE_ROLLOUT_POLL,
+            poll,
         ))),
         Err(e) => {
             notices.push(format!("actions are off: {e} (fix the file and restart)"));

@@ -82,6 +82,10 @@ pub struct ConsoleArgs {
     /// Log file (default: caldera.log in the XDG state directory).
     #[arg(long, global = true)]
     pub log_file: Option<PathBuf>,
+
+    /// How often a rollout driven from the console looks at Heat, in seconds.
+    #[arg(long, global = true, default_value_t = 2.0)]
+    pub rollout_poll_secs: f64,
 }
 
 /// Where actions are recorded and which operator hooks they run.
