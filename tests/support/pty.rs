@@ -90,12 +90,26 @@ impl Console {
     /// `caldera --simulator` in a `cols`x`rows` terminal, with a home directory of its own
     /// (no user config, no clouds.yaml) and its log in that directory.
     pub fn start(cols: u16, rows: u16) -> Console {
+        Console::start_with(cols, rows, &["--simulator"], &[], |_| {})
+    }
+
+    /// `caldera ARGS` in a `cols`x`rows` terminal with a home directory of its own (as
+    /// [`Console::start`]) plus `env`; `setup` writes files into that home first (e.g.
+    /// `config/caldera/config.toml`).
+    pub fn start_with(
+        cols: u16,
+        rows: u16,
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+        setup: impl FnOnce(&Path),
+    ) -> Console {
         let home = tempfile::tempdir().expect("temp home");
+        setup(home.path());
         let log = home.path().join("caldera.log");
         let (master, slave) = open_pty(cols, rows).expect("open a pty");
         let stdio = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup the pty slave"));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_caldera"));
-        cmd.arg("--simulator")
+        cmd.args(args)
             .arg("--log-file")
             .arg(&log)
             .env_clear()
@@ -107,6 +121,7 @@ impl Console {
             .env("XDG_DATA_HOME", home.path().join("data"))
             .env("XDG_CACHE_HOME", home.path().join("cache"))
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(stdio(&slave))
             .stdout(stdio(&slave))
             .stderr(stdio(&slave));
