@@ -257,7 +257,9 @@ fn upgrade(
             && want.iter().all(|w| s.has(w))
     });
     c.press("y", "the rollout view", |s| {
-        s.has("Rollout of workers") && s.has("(driven here)")
+        s.has("Rollout of workers")
+            && s.has("(driven here)")
+            && s.has(&format!("image {from} → {image}"))
     });
 }
 
@@ -357,8 +359,15 @@ fn scale_form_then_remove_marked_members() {
     assert_eq!(names, want, "Heat kept exactly the unmarked members");
 
     c.send(":journal");
-    c.press(ENTER, "the journal", |s| {
-        s.has("Journal [") && s.text.lines().filter(|l| l.contains(" scale ")).count() >= 2
+    c.press(ENTER, "the journal with both scales done", |s| {
+        s.has("Journal [")
+            && s.text
+                .lines()
+                .filter(|l| {
+                    l.contains(" scale ") && l.contains(" sc/workers ") && l.contains(" ok ")
+                })
+                .count()
+                == 2
     });
     quit_restored(&mut c);
 }
