@@ -4,8 +4,8 @@
 //! 10 -> 14 -> 12 removing two marked members, node-by-node upgrades with batch 1 then 2
 //! that never overlap, a failed member that pauses the rollout until it is healed and
 //! resumed, a console killed mid-rollout whose successor takes the rollout over, a failing
-//! post-node hook, and the guard rails (production name, read-only). Each console quits
-//! with the terminal restored.
+//! post-node hook, pause / skip / resume from the rollout view, and the guard rails
+//! (production name, read-only). Each console quits with the terminal restored.
 //!
 //! The scenarios of `tests/actions/` drive the same flows through the engine directly;
 //! their Heat helpers (`Env`, `update_windows`, `assert_batches_sequential`) are reused here.
@@ -591,4 +591,46 @@ fn guard_rails_production_name_and_read_only() {
     assert!(!c.screen().has("Scale pr/workers"), "the form opened");
     quit_restored(&mut c);
     assert_eq!(cloud.members(&t).len(), 3);
+}
+
+/// Pause from the rollout view, skip a node not yet released, resume: the rollout ends with
+/// that node untouched in Heat and every other one updated.
+#[test]
+fn rollout_view_pause_skip_resume() {
+    let cloud = Cloud::start("");
+    let t = cloud.create("rp", 5);
+    let mut c = cloud.console(&[]);
+    open_nodegroups(&mut c, "rp");
+    let plan = expected_plan(&cloud, &t, "img-v2", 1);
+    upgrade(&mut c, "rp", "img-v1", "img-v2", 1, &plan);
+    c.wait_for("the first node done", |s| {
+        s.line_with(" done ")
+            .is_some_and(|l| !l.contains("done 0 "))
+    });
+    c.press("p", "paused by the operator", |s| {
+        state_line(s).contains("state paused: paused by the operator")
+    });
+    // The fifth row of the nodes table is node 4, still pending.
+    c.send("jjjj");
+    c.press("x", "node 4 skipped", |s| {
+        s.text
+            .lines()
+            .any(|l| l.starts_with("│  4 ") && l.contains(" skipped "))
+    });
+    c.send("R");
+    let end = c.wait_for("completed with the skip", |s| {
+        state_line(s).contains("state completed (skipped nodes left on hooks)")
+    });
+    assert!(
+        end.line_with(" done ")
+            .is_some_and(|l| l.contains("done 4 ") && l.contains("skipped 1 ")),
+        "{}",
+        end.text
+    );
+    let images = cloud.images(&t);
+    assert_eq!(images["4"], "img-v1", "the skipped node was updated");
+    for m in ["0", "1", "2", "3"] {
+        assert_eq!(images[m], "img-v2", "member {m}");
+    }
+    quit_restored(&mut c);
 }
