@@ -190,6 +190,11 @@ impl Drop for Cloud {
 /// Quitting left the shell's screen as it was (as in `tests/console_e2e.rs`).
 fn quit_restored(c: &mut Console) {
     c.send("q");
+    expect_restored(c);
+}
+
+/// The console exits cleanly with the terminal as it was.
+fn expect_restored(c: &mut Console) {
     let status = c.wait_exit();
     assert!(status.success(), "quit exit status {status}");
     let screen = c.screen();
@@ -546,7 +551,16 @@ fn failing_post_node_hook_pauses_at_that_node() {
     for m in ["3", "4", "5"] {
         assert_eq!(images[m], "img-v1", "member {m} was touched");
     }
-    quit_restored(&mut c);
+    // The rollout is still driven here (paused): quitting asks first, and says how to go on.
+    c.press("q", "the quit confirmation", |s| {
+        s.has_all(&[
+            "Quit with a rollout running?",
+            "rh/workers",
+            "rollout resume",
+        ])
+    });
+    c.send("y");
+    expect_restored(&mut c);
 }
 
 /// On a production cloud the scale asks for the cluster name and refuses a wrong one (Heat
