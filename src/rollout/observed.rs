@@ -72,6 +72,10 @@ pub struct MemberTimes {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Timeline {
     pub members: HashMap<String, MemberTimes>,
+    /// The latest `UPDATE_IN_PROGRESS` of the group stack itself: when the update reached
+    /// the members. Needed once the update settles, when the node-group stack's
+    /// `updated_time` may have moved on to the completion.
+    pub group_update_started: Option<DateTime<Utc>>,
 }
 
 impl Timeline {
@@ -80,6 +84,11 @@ impl Timeline {
     pub fn ingest(&mut self, group_name: &str, events: &[StackEvent]) {
         for e in events {
             if e.resource_name == group_name {
+                if e.status.raw == "UPDATE_IN_PROGRESS"
+                    && self.group_update_started.is_none_or(|t| t < e.time)
+                {
+                    self.group_update_started = Some(e.time);
+                }
                 continue;
             }
             let t = self.members.entry(e.resource_name.clone()).or_default();
@@ -177,7 +186,14 @@ pub fn observed_status(
     timeline: &Timeline,
     now: DateTime<Utc>,
 ) -> RolloutStatus {
-    let since = facts.started_at;
+    let in_progress = facts.stack_status.is_in_progress();
+    // In progress, the stack's `updated_time` is the start; settled, the group's own start
+    // event (no later than that time) is, when still known.
+    let since = match (in_progress, timeline.group_update_started, facts.started_at) {
+        (false, Some(g), Some(s)) if g <= s => Some(g),
+        (false, Some(g), None) => Some(g),
+        _ => facts.started_at,
+    };
     let settled = facts.stack_status.is_complete();
     let current = |x: Option<DateTime<Utc>>| x.filter(|x| since.is_none_or(|s| *x >= s));
     let mut members: Vec<&MemberFact> = facts.members.iter().collect();
@@ -213,7 +229,6 @@ pub fn observed_status(
     for (pos, &i) in order.iter().enumerate() {
         nodes[i].batch = pos / batch;
     }
-    let in_progress = facts.stack_status.is_in_progress();
     let current_batch = if in_progress {
         nodes
             .iter()

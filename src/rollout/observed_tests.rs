@@ -233,3 +233,16 @@ fn parameters_name_the_image_and_the_batch() {
     p.insert("update_max_batch_size".to_string(), "0".to_string());
     assert_eq!(batch_size_parameter(&p), 1);
 }
+
+#[test]
+fn a_settled_update_is_timed_from_the_groups_start_when_the_stack_moved_on() {
+    let (mut f, t) = mid_update();
+    f.stack_status = Status::parse("UPDATE_COMPLETE");
+    // Some Heats move `updated_time` to the completion: the group's own start (101) still
+    // dates the update, so the members' events are this update's.
+    f.started_at = Some(at(300));
+    let s = observed_status(&f, &t, at(400));
+    assert_eq!(s.nodes[0].duration_ms(), Some(30_000));
+    assert_eq!(s.nodes[1].duration_ms(), Some(50_000));
+    assert_eq!(t.group_update_started, Some(at(101)));
+}
