@@ -50,6 +50,30 @@ impl ObservedUpdate {
         }
     }
 
+    /// Why the console does not stop this update, or `None` when Heat's cancel applies.
+    pub fn cancel_refusal(&self) -> Option<&'static str> {
+        match self.kind {
+            UpdateKind::Magnum => Some(
+                "Magnum owns this update: cancelling its Heat stack behind Magnum leaves the \
+                 cluster's status wrong; stop it through Magnum",
+            ),
+            UpdateKind::Heat => None,
+        }
+    }
+
+    /// Why pause, resume and skip do not apply to it.
+    pub fn no_controls(&self) -> &'static str {
+        match self.kind {
+            UpdateKind::Magnum => {
+                "Magnum runs this update's batches: caldera cannot hold or release its nodes"
+            }
+            UpdateKind::Heat => {
+                "caldera did not start this Heat update: it has no hooks of caldera's to hold \
+                 or release nodes on"
+            }
+        }
+    }
+
     /// A stable id for the status line (there is no rollout id).
     pub fn id(&self) -> String {
         let short: String = self.stack.id.chars().take(8).collect();
@@ -105,10 +129,10 @@ impl Timeline {
                 None if e.status.is_complete() => later(&mut t.finished),
                 // Heat abandoned this attempt for a newer traversal: not the member's fault.
                 None if e.status.is_failed() && reason.contains(SUPERSEDED_MARK) => {}
-                None if e.status.is_failed() => {
-                    if t.failed.as_ref().is_none_or(|(s, _)| *s < e.time) {
-                        t.failed = Some((e.time, reason));
-                    }
+                None if e.status.is_failed()
+                    && t.failed.as_ref().is_none_or(|(s, _)| *s < e.time) =>
+                {
+                    t.failed = Some((e.time, reason));
                 }
                 None => {}
             }
@@ -203,7 +227,13 @@ pub fn observed_status(
         .map(|m| {
             let t = timeline.members.get(&m.name);
             let (phase, reason) = phase_of(m, t, since, settled);
-            let started = t.and_then(|t| current(t.started));
+            // An updating member whose start event was not read yet started when the
+            // listing last saw it change.
+            let started = t.and_then(|t| current(t.started)).or_else(|| {
+                (phase == NodePhase::Updating)
+                    .then(|| current(m.updated_at))
+                    .flatten()
+            });
             let finished = t
                 .and_then(|t| current(t.finished))
                 .filter(|f| started.is_some_and(|s| *f >= s));

@@ -217,6 +217,8 @@ fn without_events_the_listing_still_counts_and_durations_are_unknown() {
     // The pace comes from the update's start, not from member events.
     assert!(s.throughput_per_min.is_some());
     assert_eq!(s.nodes[3].phase, NodePhase::Pending);
+    // An updating member started, at the latest, when the listing saw it change.
+    assert_eq!(s.nodes[2].released_at, Some(at(170)));
 }
 
 #[test]

@@ -518,7 +518,7 @@ impl Operator for FakeOperator {
     ) -> BoxFuture<'static, ServiceResult<()>> {
         let label = update.target.label();
         self.record(format!("cancel_update {label} rollback={rollback}"));
-        if let Some(why) = crate::service::observed_update::cancel_refusal(&update) {
+        if let Some(why) = update.cancel_refusal() {
             return ok(Err(ServiceError::new(ErrorKind::Unsupported, why)));
         }
         if let Err(e) = self.check("update.cancel", &update.target, confirm.as_deref()) {

@@ -140,18 +140,6 @@ pub async fn observe_update(
     Ok(status)
 }
 
-/// Why the console cannot stop an update of this kind, or `None` when Heat's cancel applies.
-pub fn cancel_refusal(update: &ObservedUpdate) -> Option<String> {
-    match update.kind {
-        UpdateKind::Magnum => Some(
-            "Magnum owns this update: cancelling its Heat stack behind Magnum's back leaves the \
-             cluster's status wrong; stop it through Magnum (or your cloud's operators)"
-                .into(),
-        ),
-        UpdateKind::Heat => None,
-    }
-}
-
 /// Heat's cancel of a foreign Heat update (`cancel_update` rolls back,
 /// `cancel_without_rollback` stops where it is), after the guard rails, journaled.
 pub async fn cancel_update(
@@ -161,7 +149,7 @@ pub async fn cancel_update(
     rollback: bool,
     confirm: Option<&str>,
 ) -> ServiceResult<()> {
-    if let Some(why) = cancel_refusal(update) {
+    if let Some(why) = update.cancel_refusal() {
         return Err(ServiceError::new(ErrorKind::Unsupported, why));
     }
     let t = &update.target;

@@ -519,9 +519,11 @@ async fn no_rollout_under_way_says_so() {
     h.app
         .update(Action::Command(super::action::Command::Rollout));
     h.pump().await;
-    assert!(h
-        .screen()
-        .contains("no rollout under way on this node group"));
+    let screen = h.screen();
+    assert!(
+        screen.contains("no rollout under way on this node group"),
+        "{screen}"
+    );
 }
 
 fn entry(secs: i64, action: &str, target: &str, outcome: Outcome) -> Entry {
@@ -648,3 +650,6 @@ async fn marked_nodes_can_be_removed_or_acted_on() {
         .any(|c| c
             .starts_with("node_action edge-native/edge \"uptime\" nodes=[\"1\", \"3\"] batch=1")));
 }
+
+#[path = "observed_tests.rs"]
+mod observed;
