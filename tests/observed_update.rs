@@ -28,10 +28,11 @@ struct Env {
     _dir: tempfile::TempDir,
 }
 
-async fn start(scenario: &str) -> Env {
+/// `speed`: simulated seconds per real second.
+async fn start(scenario: &str, speed: f64) -> Env {
     let sim = sim::start(SimOptions {
         scenario: scenario.into(),
-        speed: 50.0,
+        speed,
         output_cost_per_member: Duration::ZERO,
         detail_cost_per_resource: Duration::ZERO,
         create_median: Duration::from_secs(10),
@@ -131,7 +132,7 @@ fn names(s: &RolloutStatus, phase: NodePhase) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demos_magnum_upgrade_is_observed_at_a_bounded_cost() {
-    let env = start("demo").await;
+    let env = start("demo", 50.0).await;
     let (c, g) = env.group("prod-east", "default-worker").await;
     assert!(env
         .op
@@ -185,7 +186,9 @@ async fn the_demos_magnum_upgrade_is_observed_at_a_bounded_cost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_magnum_upgrade_started_here_is_observed_to_its_end() {
-    let env = start("demo").await;
+    // Slow enough that the update (3 members, one at a time, ~10 s each simulated) is still
+    // under way when it is first looked for.
+    let env = start("demo", 5.0).await;
     let (c, g) = env.group("dev-small", "default-worker").await;
     assert!(env
         .op
