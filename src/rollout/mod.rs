@@ -16,6 +16,7 @@
 pub mod control;
 pub mod engine;
 pub mod observe;
+pub mod observed;
 pub mod plan;
 pub mod status;
 

@@ -14,6 +14,7 @@ use crate::journal::{Actor, ApiCall, Entry, Outcome};
 use crate::lifecycle::{HookPoint, HookRun};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup, NodeKey, StackRef, Status};
 use crate::rollout::engine::{initial_status, DetachedRollout};
+use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{
     Control, NodePhase, RolloutHandle, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
 };
@@ -37,6 +38,8 @@ struct State {
     active: HashMap<String, RolloutPlan>,
     /// Rollouts "another operator" runs, by target label: found and observed, not driven.
     foreign: HashMap<String, (RolloutPlan, RolloutStatus)>,
+    /// Updates no rollout drives (Magnum's, a foreign Heat update), by target label.
+    observed: HashMap<String, (ObservedUpdate, RolloutStatus)>,
     step: Duration,
     fail_nodes: HashSet<String>,
 }
@@ -110,6 +113,15 @@ impl FakeOperator {
         lock(&self.inner)
             .foreign
             .insert(plan.target.label(), (plan, status));
+        self
+    }
+
+    /// An update no rollout drives on the node group (a Magnum upgrade, a foreign Heat
+    /// update): found by `find_update`, observed with `status`.
+    pub fn with_observed_update(self, update: ObservedUpdate, status: RolloutStatus) -> Self {
+        lock(&self.inner)
+            .observed
+            .insert(update.target.label(), (update, status));
         self
     }
 
@@ -469,6 +481,51 @@ impl Operator for FakeOperator {
             .map(|(_, st)| st.clone())
             .unwrap_or_else(|| initial_status(&plan));
         ok(Ok(status))
+    }
+
+    fn find_update(
+        &self,
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    ) -> BoxFuture<'static, ServiceResult<Option<ObservedUpdate>>> {
+        let label = format!("{}/{}", cluster.name, nodegroup.name);
+        self.record(format!("find_update {label}"));
+        let found = lock(&self.inner)
+            .observed
+            .get(&label)
+            .map(|(u, _)| u.clone());
+        ok(Ok(found))
+    }
+
+    fn observe_update(
+        &self,
+        update: ObservedUpdate,
+    ) -> BoxFuture<'static, ServiceResult<RolloutStatus>> {
+        let label = update.target.label();
+        self.record(format!("observe_update {label}"));
+        let found = lock(&self.inner)
+            .observed
+            .get(&label)
+            .map(|(_, s)| s.clone());
+        ok(found.ok_or_else(|| not_found(format!("no update under way on {label}"))))
+    }
+
+    fn cancel_update(
+        &self,
+        update: ObservedUpdate,
+        rollback: bool,
+        confirm: Option<String>,
+    ) -> BoxFuture<'static, ServiceResult<()>> {
+        let label = update.target.label();
+        self.record(format!("cancel_update {label} rollback={rollback}"));
+        if let Some(why) = update.cancel_refusal() {
+            return ok(Err(ServiceError::new(ErrorKind::Unsupported, why)));
+        }
+        if let Err(e) = self.check("update.cancel", &update.target, confirm.as_deref()) {
+            return ok(Err(e));
+        }
+        self.note("update.cancel", &label, Outcome::Ok, |e| e);
+        ok(Ok(()))
     }
 
     fn reattach_rollout(

@@ -4,6 +4,7 @@
 //! paths (`drivers::actions`, `rollout::engine`, `rollout::control`), so an action from the
 //! console and the same action from `caldera scale` / `caldera rollout` leave the same trail.
 
+use super::observed_update::{self, Watches};
 use super::operator::Operator;
 use super::{ErrorKind, ServiceError, ServiceResult};
 use crate::api::cloud::CloudConnection;
@@ -15,6 +16,7 @@ use crate::drivers::{NodeGroupTarget, ScalePlan, ScaleRequest, UpgradePlan, Upgr
 use crate::journal::Entry;
 use crate::lifecycle::{ActionsConfig, HookContext, HookRun};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
+use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{control, engine};
 use crate::rollout::{Control, RolloutHandle, RolloutOptions, RolloutPlan, RolloutStatus};
 use futures::future::BoxFuture;
@@ -34,6 +36,8 @@ struct Inner {
     action: ActionContext,
     config: ActionsConfig,
     poll: Duration,
+    /// Observed updates: what earlier looks learnt (event cursor, member timings).
+    watches: Watches,
 }
 
 impl LiveOperator {
@@ -51,6 +55,7 @@ impl LiveOperator {
                 action,
                 config,
                 poll,
+                watches: Watches::default(),
             }),
         }
     }
@@ -186,6 +191,47 @@ impl Operator for LiveOperator {
     ) -> BoxFuture<'static, ServiceResult<RolloutStatus>> {
         let me = self.inner.clone();
         async move { engine::observe_status(&me.heat, &me.action.journal, &plan).await }.boxed()
+    }
+
+    fn find_update(
+        &self,
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    ) -> BoxFuture<'static, ServiceResult<Option<ObservedUpdate>>> {
+        let me = self.inner.clone();
+        async move {
+            let target = me.target(&cluster, &nodegroup).await?;
+            observed_update::find_update(&me.heat, &target).await
+        }
+        .boxed()
+    }
+
+    fn observe_update(
+        &self,
+        update: ObservedUpdate,
+    ) -> BoxFuture<'static, ServiceResult<RolloutStatus>> {
+        let me = self.inner.clone();
+        async move { observed_update::observe_update(&me.heat, &me.watches, &update).await }.boxed()
+    }
+
+    fn cancel_update(
+        &self,
+        update: ObservedUpdate,
+        rollback: bool,
+        confirm: Option<String>,
+    ) -> BoxFuture<'static, ServiceResult<()>> {
+        let me = self.inner.clone();
+        async move {
+            observed_update::cancel_update(
+                &me.heat,
+                &me.action,
+                &update,
+                rollback,
+                confirm.as_deref(),
+            )
+            .await
+        }
+        .boxed()
     }
 
     fn reattach_rollout(

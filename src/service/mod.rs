@@ -9,6 +9,7 @@ pub mod fake_operator;
 pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;
+pub mod observed_update;
 pub mod operator;
 
 use crate::model::{

@@ -18,6 +18,7 @@ use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::journal::Entry;
 use crate::lifecycle::HookRun;
 use crate::model::{Cluster, Node, NodeGroup};
+use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, RolloutHandle, RolloutOptions, RolloutPlan, RolloutStatus};
 use futures::future::BoxFuture;
 
@@ -75,6 +76,32 @@ pub trait Operator: Send + Sync + 'static {
         &self,
         plan: RolloutPlan,
     ) -> BoxFuture<'static, ServiceResult<RolloutStatus>>;
+
+    /// An update of the node group that no caldera rollout drives — a Magnum upgrade or
+    /// resize (from this console or anyone's), a Heat update sent from elsewhere — when its
+    /// stack is being updated or its update failed. `None` when nothing is under way.
+    fn find_update(
+        &self,
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    ) -> BoxFuture<'static, ServiceResult<Option<ObservedUpdate>>>;
+
+    /// Such an update's progress from Heat, in the rollout view's shape, at a bounded cost
+    /// per look whatever the node group's size.
+    fn observe_update(
+        &self,
+        update: ObservedUpdate,
+    ) -> BoxFuture<'static, ServiceResult<RolloutStatus>>;
+
+    /// Stops an observed Heat update with Heat's cancel (`rollback`: `cancel_update`, else
+    /// `cancel_without_rollback`), guarded and journaled. Refused, with the reason, where
+    /// the update is not Heat's to cancel (Magnum's). `confirm`: the typed cluster name.
+    fn cancel_update(
+        &self,
+        update: ObservedUpdate,
+        rollback: bool,
+        confirm: Option<String>,
+    ) -> BoxFuture<'static, ServiceResult<()>>;
 
     /// Takes over a rollout under way (after a restart, or another console's) by starting an
     /// engine on it here; `initial` controls (a resume) apply before it first acts.

@@ -9,6 +9,7 @@ use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::journal::Entry;
 use crate::lifecycle::HookRun;
 use crate::model::{Cluster, Node, NodeGroup, StackEvent, StackResource, StackSummary};
+use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, RolloutOptions, RolloutPlan, RolloutStatus};
 use crate::service::{BudgetStats, CloudInfo, EventCursor, NodeUpdate, ServiceResult};
 use chrono::{DateTime, Utc};
@@ -202,6 +203,21 @@ pub enum Request {
         plan: Box<RolloutPlan>,
         gen: u64,
     },
+    /// An update no rollout drives (Magnum's, a foreign Heat update): looked for when
+    /// `update` is `None`, then looked at.
+    ObserveUpdate {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+        update: Option<Box<ObservedUpdate>>,
+        gen: u64,
+    },
+    /// Heat's cancel of an observed Heat update (`rollback`: `cancel_update`).
+    CancelUpdate {
+        key: String,
+        update: Box<ObservedUpdate>,
+        rollback: bool,
+        confirm: Option<String>,
+    },
     /// A control for the rollout under `key`: sent to our engine, else a resume takes the
     /// rollout over (`reattach_rollout`) and anything else is asked of its driver.
     RolloutControl {
@@ -303,6 +319,12 @@ pub enum Reply {
         key: String,
         driver: Driver,
         result: ServiceResult<RolloutStatus>,
+    },
+    /// An observed update and its status; `None` when nothing is under way.
+    UpdateObserved {
+        key: String,
+        gen: u64,
+        result: ServiceResult<Option<(ObservedUpdate, RolloutStatus)>>,
     },
     RolloutControlled {
         key: String,

@@ -519,9 +519,11 @@ async fn no_rollout_under_way_says_so() {
     h.app
         .update(Action::Command(super::action::Command::Rollout));
     h.pump().await;
-    assert!(h
-        .screen()
-        .contains("no rollout under way on this node group"));
+    let screen = h.screen();
+    assert!(
+        screen.contains("no rollout under way on this node group"),
+        "{screen}"
+    );
 }
 
 fn entry(secs: i64, action: &str, target: &str, outcome: Outcome) -> Entry {
@@ -698,3 +700,5 @@ async fn quitting_with_a_rollout_driven_here_asks_first() {
     h.press(KeyCode::Char('q'));
     assert!(h.app.should_quit);
 }
+#[path = "observed_tests.rs"]
+mod observed;

@@ -50,16 +50,19 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
     let th = &app.theme;
     let key = Style::default().fg(th.fg).add_modifier(Modifier::BOLD);
     let m = th.muted();
-    let from = slot
-        .plan
-        .as_ref()
-        .and_then(|p| p.from_image.clone())
-        .unwrap_or_else(|| "?".into());
+    // An observed update has no plan: Heat only says the image its stack asks for now.
+    let image = match (
+        &slot.observed,
+        slot.plan.as_ref().and_then(|p| p.from_image.clone()),
+    ) {
+        (Some(_), _) => s.image.clone(),
+        (None, from) => format!("{} → {}", from.unwrap_or_else(|| "?".into()), s.image),
+    };
     let mut lines = vec![
         Line::from(vec![
             Span::styled(s.target.clone(), key),
             Span::styled("  image ", m),
-            Span::styled(format!("{from} → {}", s.image), key),
+            Span::styled(image, key),
             Span::styled("  state ", m),
             Span::styled(
                 s.state.label(),
@@ -68,10 +71,11 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
                     .add_modifier(Modifier::BOLD),
             ),
             Span::styled(
-                match slot.driver {
-                    Some(Driver::Here) => "  (driven here)",
-                    Some(Driver::Elsewhere) => "  (observed)",
-                    None => "",
+                match (slot.driver, &slot.observed) {
+                    (_, Some(_)) => "  (observed: not driven by caldera)",
+                    (Some(Driver::Here), None) => "  (driven here)",
+                    (Some(Driver::Elsewhere), None) => "  (observed)",
+                    (None, None) => "",
                 },
                 m,
             ),
@@ -187,7 +191,14 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         return;
     };
     let head_lines = header_lines(app, slot, status);
-    let head_h = head_lines.len() as u16 + 2;
+    // Lines wrap in a narrow terminal: count the rows they take, so the note (what this
+    // rollout is, why controls do not apply) is never cut off.
+    let inner = usize::from(area.width.saturating_sub(2)).max(1);
+    let rows: usize = head_lines
+        .iter()
+        .map(|l| l.width().div_ceil(inner).max(1))
+        .sum();
+    let head_h = (rows as u16).saturating_add(2);
     let [head, gauge, table] = Layout::vertical([
         Constraint::Length(head_h),
         Constraint::Length(1),

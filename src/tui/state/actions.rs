@@ -8,6 +8,7 @@ use super::view::ViewKind;
 use super::{App, Level, Mode};
 use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
+use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{AbortMode, Control, RolloutOptions};
 use crate::tui::action::{Reply, Request};
 use crate::tui::worker::NO_ACTIONS;
@@ -60,6 +61,11 @@ pub enum OnYes {
     },
     /// Quit though rollouts are driven by this console.
     Quit,
+    /// Heat's `cancel_update` of an observed Heat update.
+    CancelUpdate {
+        key: String,
+        update: Box<ObservedUpdate>,
+    },
 }
 
 /// The ways to abort, as the abort dialog offers them.
@@ -513,6 +519,13 @@ impl App {
                     key: key_sent,
                 });
                 self.set_status(Level::Info, "starting the upgrade…");
+                if rollout.is_none() {
+                    // Magnum's: the view opens on it once Magnum accepted (`UpgradeStarted`).
+                    let slot = self.store.rollouts.entry(key.clone()).or_insert_with(|| {
+                        super::rollout::RolloutSlot::new(cluster.clone(), nodegroup.clone())
+                    });
+                    slot.expect_update = true;
+                }
                 if let Some(rollout) = rollout {
                     // Ours from now on (set before the view opens, so it does not go looking):
                     // the engine's statuses replace any other.
@@ -548,6 +561,15 @@ impl App {
             }
             OnYes::Rollout { key, control } => self.send_control(key, control),
             OnYes::Quit => self.should_quit = true,
+            OnYes::CancelUpdate { key, update } => {
+                self.outbox.push(Request::CancelUpdate {
+                    key,
+                    update,
+                    rollback: true,
+                    confirm: typed,
+                });
+                self.set_status(Level::Info, "asking Heat to cancel the update…");
+            }
         }
     }
 
@@ -620,6 +642,62 @@ impl App {
             OnYes::Rollout {
                 key,
                 control: Control::Abort(mode),
+            },
+        )));
+    }
+
+    /// Opens the rollout view on a Magnum upgrade Magnum just accepted: it shows the update
+    /// as observed from Heat (whatever it showed before for this node group is stale).
+    fn watch_magnum_upgrade(&mut self, key: &str) {
+        let Some(slot) = self.store.rollouts.get_mut(key) else {
+            return;
+        };
+        slot.expect_update = true;
+        slot.observed = None;
+        slot.status = None;
+        slot.plan = None;
+        slot.driver = None;
+        slot.searched = false;
+        slot.meta.error = None;
+        slot.meta.attempted_at = None;
+        let (cluster, nodegroup) = (slot.cluster.clone(), slot.nodegroup.clone());
+        let in_view = matches!(&self.view().kind,
+            ViewKind::Rollout { nodegroup: g, .. } if g.id == key);
+        if !in_view {
+            self.open_rollout_view(cluster, nodegroup);
+        }
+    }
+
+    /// Confirms Heat's `cancel_update` of an observed Heat update (it rolls back).
+    pub(super) fn confirm_cancel_update(&mut self, key: String, update: ObservedUpdate) {
+        let Some(slot) = self.store.rollouts.get(&key) else {
+            return;
+        };
+        let name = self.production_name(&slot.cluster);
+        let mut lines = vec![
+            format!(
+                "cancel the Heat update of {} (not started by caldera):",
+                update.target.label()
+            ),
+            format!(
+                "  POST {}/actions {{\"cancel_update\":null}}",
+                crate::drivers::heat_native::stack_path(&update.stack)
+            ),
+            "  Heat rolls the updated members back to the stack's previous definition".into(),
+        ];
+        if let Some(s) = &slot.status {
+            lines.push(format!(
+                "  done {}, failed {}, remaining {}",
+                s.done, s.failed, s.remaining
+            ));
+        }
+        self.open_dialog(Dialog::Confirm(Confirm::new(
+            "Cancel the Heat update?",
+            lines,
+            name,
+            OnYes::CancelUpdate {
+                key,
+                update: Box::new(update),
             },
         )));
     }
@@ -712,6 +790,7 @@ impl App {
                         format!("Magnum accepted the upgrade of {target}: it runs the batches"),
                     );
                     self.plan_refresh(true);
+                    self.watch_magnum_upgrade(&key);
                 }
                 Err(e) => {
                     if let Some(slot) = self.store.rollouts.get_mut(&key) {

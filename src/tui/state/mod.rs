@@ -461,6 +461,7 @@ impl App {
             Reply::Journal { gen, result } => self.store.journal.finish(gen, result, now),
             r @ (Reply::RolloutFound { .. }
             | Reply::Rollout { .. }
+            | Reply::UpdateObserved { .. }
             | Reply::RolloutControlled { .. }) => self.apply_rollout_reply(r),
             r => self.apply_action_reply(r),
         }

@@ -1,11 +1,14 @@
 //! The rollout view's state: per node group, the rollout this console drives (statuses
-//! stream from the worker) or one found under way elsewhere (observed each refresh until
-//! resume takes it over), and the controls.
+//! stream from the worker), one found under way elsewhere (observed each refresh until
+//! resume takes it over), or, when no caldera rollout is under way, an update caldera does
+//! not drive (Magnum's, a foreign Heat update: observed, controls refused with the reason),
+//! and the controls.
 
 use super::store::FetchMeta;
 use super::view::ViewKind;
 use super::{App, Level};
 use crate::model::{Cluster, NodeGroup};
+use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, NodePhase, RolloutPlan, RolloutStatus};
 use crate::tui::action::{Driver, Reply, Request};
 use std::collections::BTreeMap;
@@ -21,6 +24,10 @@ pub struct RolloutSlot {
     pub driver: Option<Driver>,
     /// `find_rollout` answered at least once.
     pub searched: bool,
+    /// An update no caldera rollout drives, shown when `plan` is `None`.
+    pub observed: Option<ObservedUpdate>,
+    /// Magnum accepted an upgrade from this console: Heat may not have started it yet.
+    pub expect_update: bool,
     /// Find / observe bookkeeping (and their last error).
     pub meta: FetchMeta,
 }
@@ -34,16 +41,29 @@ impl RolloutSlot {
             status: None,
             driver: None,
             searched: false,
+            observed: None,
+            expect_update: false,
             meta: FetchMeta::default(),
         }
     }
 
     /// The one-line explanation under the header.
     pub fn note(&self) -> Option<String> {
+        if let Some(u) = &self.observed {
+            let abort = match u.cancel_refusal() {
+                Some(_) => "abort: stop it through Magnum",
+                None => "A offers Heat's cancel_update",
+            };
+            return Some(format!("{}. p/R/x do not apply; {abort}", u.label()));
+        }
         match (self.driver, &self.status) {
             (Some(Driver::Elsewhere), Some(s)) if !s.state.is_final() => Some(
                 "not driven by this console (another operator's, or from before a restart): \
                  resume (R) takes it over"
+                    .into(),
+            ),
+            (_, None) if self.searched && self.plan.is_none() && self.expect_update => Some(
+                "Magnum accepted the upgrade; waiting for Heat to start updating the node group"
                     .into(),
             ),
             (_, None) if self.searched && self.plan.is_none() => {
@@ -102,11 +122,25 @@ impl App {
             // A finished rollout stays on screen with its final figures.
             return;
         }
+        if finished {
+            // Asked again after an observed update ended: look for what is under way now.
+            slot.observed = None;
+        }
+        let observed = slot.observed.clone();
         let gen = self.gen();
         let Some(slot) = self.store.rollouts.get_mut(&key) else {
             return;
         };
         slot.meta.begin(gen, now);
+        if let Some(update) = observed {
+            self.outbox.push(Request::ObserveUpdate {
+                cluster: cluster.clone(),
+                nodegroup: nodegroup.clone(),
+                update: Some(Box::new(update)),
+                gen,
+            });
+            return;
+        }
         match plan {
             Some(plan) => self.outbox.push(Request::ObserveRollout {
                 key,
@@ -144,11 +178,26 @@ impl App {
                             Some((plan, driver)) => {
                                 slot.plan = Some(plan);
                                 slot.driver = Some(driver);
+                                slot.observed = None;
                                 // Look at it at once rather than at the next refresh.
                                 slot.meta.attempted_at = None;
                             }
                             None => {
                                 slot.plan = None;
+                                // No rollout of caldera's: an update nobody here drives?
+                                let (cluster, nodegroup) =
+                                    (slot.cluster.clone(), slot.nodegroup.clone());
+                                let gen = self.gen();
+                                if let Some(slot) = self.store.rollouts.get_mut(&key) {
+                                    slot.meta.begin(gen, now);
+                                }
+                                self.outbox.push(Request::ObserveUpdate {
+                                    cluster,
+                                    nodegroup,
+                                    update: None,
+                                    gen,
+                                });
+                                return;
                             }
                         }
                     }
@@ -186,6 +235,40 @@ impl App {
                         slot.status = Some(status);
                         slot.meta.error = None;
                         slot.meta.fetched_at = Some(now);
+                    }
+                    Err(e) => slot.meta.error = Some(e.message),
+                }
+            }
+            Reply::UpdateObserved { key, gen, result } => {
+                let Some(slot) = self.store.rollouts.get_mut(&key) else {
+                    return;
+                };
+                if !slot.meta.accept(gen) {
+                    return;
+                }
+                slot.meta.in_flight = false;
+                // An engine here (started since the look began) outranks an observation.
+                if slot.driver == Some(Driver::Here) {
+                    return;
+                }
+                slot.meta.version += 1;
+                match result {
+                    Ok(found) => {
+                        slot.searched = true;
+                        slot.meta.error = None;
+                        slot.meta.fetched_at = Some(now);
+                        match found {
+                            Some((update, status)) => {
+                                slot.observed = Some(update);
+                                slot.status = Some(status);
+                                slot.expect_update = false;
+                            }
+                            None => {
+                                if slot.observed.take().is_some() || slot.plan.is_none() {
+                                    slot.status = None;
+                                }
+                            }
+                        }
                     }
                     Err(e) => slot.meta.error = Some(e.message),
                 }
@@ -250,6 +333,10 @@ impl App {
             self.set_status(Level::Warn, format!("{what}: the rollout has ended"));
             return;
         }
+        if let Some(update) = slot.observed.clone() {
+            self.observed_key(key, update, what);
+            return;
+        }
         let selected = self
             .view()
             .table
@@ -281,5 +368,25 @@ impl App {
             },
             _ => self.open_abort(key),
         }
+    }
+
+    /// The controls on an observed update: pause, resume and skip do not apply; abort is
+    /// Heat's cancel where Heat may cancel (a foreign Heat update), after a confirmation.
+    fn observed_key(&mut self, key: String, update: ObservedUpdate, what: &str) {
+        if what != "abort" {
+            self.set_status(
+                Level::Warn,
+                format!("{what} does not apply: {}", update.no_controls()),
+            );
+            return;
+        }
+        if let Some(why) = update.cancel_refusal() {
+            self.set_status(Level::Warn, format!("abort is not available: {why}"));
+            return;
+        }
+        if !self.may_act(what) {
+            return;
+        }
+        self.confirm_cancel_update(key, update);
     }
 }

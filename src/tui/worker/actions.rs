@@ -202,6 +202,39 @@ impl Worker {
                     });
                 })
             }
+            Request::ObserveUpdate {
+                nodegroup,
+                cluster,
+                update,
+                gen,
+            } => self.spawn(async move {
+                let key = nodegroup.id.clone();
+                let found = match update {
+                    Some(u) => Ok(Some(*u)),
+                    None => op.find_update(cluster, nodegroup).await,
+                };
+                let result = match found {
+                    Ok(Some(u)) => op.observe_update(u.clone()).await.map(|s| Some((u, s))),
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(e),
+                };
+                let _ = tx.send(Reply::UpdateObserved { key, gen, result });
+            }),
+            Request::CancelUpdate {
+                key,
+                update,
+                rollback,
+                confirm,
+            } => self.spawn(async move {
+                let what = if rollback {
+                    "cancel_update (rollback)"
+                } else {
+                    "cancel_without_rollback"
+                }
+                .to_string();
+                let result = op.cancel_update(*update, rollback, confirm).await;
+                let _ = tx.send(Reply::RolloutControlled { key, what, result });
+            }),
             Request::RolloutControl { key, plan, control } => {
                 let what = control_label(&control);
                 let sent = self
@@ -312,6 +345,16 @@ fn refusal(req: Request) -> Reply {
         Request::ObserveRollout { key, .. } => Reply::Rollout {
             key,
             driver: Driver::Elsewhere,
+            result: Err(e()),
+        },
+        Request::ObserveUpdate { nodegroup, gen, .. } => Reply::UpdateObserved {
+            key: nodegroup.id,
+            gen,
+            result: Err(e()),
+        },
+        Request::CancelUpdate { key, .. } => Reply::RolloutControlled {
+            key,
+            what: "cancel".into(),
             result: Err(e()),
         },
         Request::RolloutControl { key, control, .. } => Reply::RolloutControlled {

@@ -1,0 +1,178 @@
+//! Watching an update caldera does not drive (a Magnum upgrade or resize, a Heat update from
+//! elsewhere) over a live connection, for [`LiveOperator`](super::live_operator).
+//!
+//! Each look costs a bounded number of requests, whatever the node group's size: the
+//! node-group stack (`resolve_outputs=false`: outputs of a big stack are the slow part), the
+//! ResourceGroup's member listing (one call, Heat does not page it) and the group's new
+//! events through the console's event follower (`live::follow_step`: newest first, back to
+//! what the previous look saw, de-duplicated). The first look reads the retained events
+//! (at most `max_events_per_stack`, 1000 by default: five pages); later ones one page.
+
+use super::live::follow_step;
+use super::{ErrorKind, EventCursor, ServiceError, ServiceResult};
+use crate::api::heat::{HeatClient, ResourceQuery, StackAction};
+use crate::drivers::actions::ActionContext;
+use crate::drivers::guard::Reach;
+use crate::drivers::heat_native::stack_path;
+use crate::drivers::NodeGroupTarget;
+use crate::journal::{ApiCall, Entry, Outcome};
+use crate::model::DriverKind;
+use crate::rollout::observed::{
+    batch_size_parameter, image_parameter, observed_status, MemberFact, ObservedUpdate, Timeline,
+    UpdateFacts, UpdateKind,
+};
+use crate::rollout::RolloutStatus;
+use chrono::Utc;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+const GROUP_TYPE: &str = "OS::Heat::ResourceGroup";
+
+/// What earlier looks learnt, per group stack id: where the event follower is and the
+/// member timings folded so far.
+#[derive(Default)]
+pub struct Watches(Mutex<HashMap<String, (EventCursor, Timeline)>>);
+
+impl Watches {
+    fn take(&self, group_id: &str) -> (EventCursor, Timeline) {
+        match self.0.lock() {
+            Ok(mut m) => m.remove(group_id).unwrap_or_default(),
+            Err(p) => p.into_inner().remove(group_id).unwrap_or_default(),
+        }
+    }
+
+    fn put(&self, group_id: String, watch: (EventCursor, Timeline)) {
+        match self.0.lock() {
+            Ok(mut m) => m.insert(group_id, watch),
+            Err(p) => p.into_inner().insert(group_id, watch),
+        };
+    }
+}
+
+/// The update under way on `target`'s stack, when it is being updated (or its last update
+/// failed). `None` when the stack is settled or Heat is not reachable for it (a Magnum
+/// node group whose `stack_id` is gone or which Magnum runs without Heat).
+pub async fn find_update(
+    heat: &HeatClient,
+    target: &NodeGroupTarget,
+) -> ServiceResult<Option<ObservedUpdate>> {
+    let Some(stack) = target.stack.clone() else {
+        return Ok(None);
+    };
+    let detail = heat.get_stack(&stack, false).await?;
+    let status = &detail.summary.status;
+    if !status.is_in_progress() && !status.is_failed() {
+        return Ok(None);
+    }
+    // The members live in the ResourceGroup's nested stack, as the drivers list them.
+    let top = heat
+        .list_resources(&stack, &ResourceQuery::default())
+        .await?;
+    let group = top
+        .into_iter()
+        .find(|r| r.resource.resource_type == GROUP_TYPE)
+        .and_then(|r| r.resource.nested)
+        .ok_or_else(|| {
+            ServiceError::new(
+                ErrorKind::NotFound,
+                format!(
+                    "{} is being updated, but its stack {} has no member group to watch",
+                    target.label(),
+                    stack.name
+                ),
+            )
+        })?;
+    let kind = match target.driver {
+        DriverKind::Magnum => UpdateKind::Magnum,
+        DriverKind::HeatNative => UpdateKind::Heat,
+    };
+    Ok(Some(ObservedUpdate {
+        target: target.clone(),
+        kind,
+        stack,
+        group,
+    }))
+}
+
+/// One look at an observed update: three requests plus any further event pages.
+pub async fn observe_update(
+    heat: &HeatClient,
+    watches: &Watches,
+    update: &ObservedUpdate,
+) -> ServiceResult<RolloutStatus> {
+    let all = ResourceQuery::default();
+    let (detail, members) = futures::join!(
+        heat.get_stack(&update.stack, false),
+        heat.list_resources(&update.group, &all)
+    );
+    let (detail, members) = (detail?, members?);
+    let (mut cursor, mut timeline) = watches.take(&update.group.id);
+    let events = follow_step(heat, &update.group, 0, &mut cursor).await;
+    let events = match events {
+        Ok(events) => events,
+        Err(e) => {
+            // Keep what was learnt: the next look continues from there.
+            watches.put(update.group.id.clone(), (cursor, timeline));
+            return Err(e);
+        }
+    };
+    timeline.ingest(&update.group.name, &events);
+    let facts = UpdateFacts {
+        id: update.id(),
+        target: update.target.label(),
+        image: image_parameter(&detail.parameters).unwrap_or_else(|| "?".into()),
+        stack_status: detail.summary.status.clone(),
+        stack_reason: detail.summary.status_reason.clone().unwrap_or_default(),
+        started_at: detail.summary.updated_at,
+        batch_size: batch_size_parameter(&detail.parameters),
+        members: members
+            .into_iter()
+            .map(|r| MemberFact {
+                name: r.resource.name,
+                status: r.resource.status,
+                reason: r.resource.status_reason,
+                updated_at: r.resource.updated_at,
+            })
+            .collect(),
+    };
+    let status = observed_status(&facts, &timeline, Utc::now());
+    watches.put(update.group.id.clone(), (cursor, timeline));
+    Ok(status)
+}
+
+/// Heat's cancel of a foreign Heat update (`cancel_update` rolls back,
+/// `cancel_without_rollback` stops where it is), after the guard rails, journaled.
+pub async fn cancel_update(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    update: &ObservedUpdate,
+    rollback: bool,
+    confirm: Option<&str>,
+) -> ServiceResult<()> {
+    if let Some(why) = update.cancel_refusal() {
+        return Err(ServiceError::new(ErrorKind::Unsupported, why));
+    }
+    let t = &update.target;
+    let what = "update.cancel";
+    // Stopping a node group's update reaches all its nodes (a rollback touches every one).
+    ctx.check(what, &t.label(), &t.cluster, Reach::Fleet, confirm)?;
+    let action = if rollback {
+        StackAction::CancelUpdate
+    } else {
+        StackAction::CancelWithoutRollback
+    };
+    let mut entry =
+        Entry::new(&ctx.actor, what, &t.label(), Outcome::Ok).calls(vec![ApiCall::new(
+            "POST",
+            format!("{}/actions", stack_path(&update.stack)),
+            format!("{{\"{}\":null}}", action.key()),
+        )]);
+    if let Err(e) = heat.action(&update.stack, action).await {
+        entry.outcome = Outcome::Failed {
+            error: e.to_string(),
+        };
+        ctx.record(&entry)?;
+        return Err(e.into());
+    }
+    ctx.record(&entry)
+}

@@ -1,0 +1,229 @@
+//! The rollout view on updates caldera does not drive (a Magnum upgrade, a foreign Heat
+//! update), through the worker and the [`FakeOperator`]: shown with its label and figures,
+//! pause/resume/skip refused with the reason, abort refused for Magnum and a confirmed
+//! Heat cancel for a foreign Heat update; `u` on a Magnum cluster opens the view on it.
+
+use super::*;
+use crate::model::{StackRef, Status};
+use crate::rollout::observed::{
+    observed_status, MemberFact, ObservedUpdate, Timeline, UpdateFacts, UpdateKind,
+};
+
+/// An observed update of `g` with six members, half done, one updating, one failed, one
+/// not reached, computed by the same function the live operator uses.
+fn observed(c: &Cluster, g: &NodeGroup, kind: UpdateKind) -> (ObservedUpdate, RolloutStatus) {
+    let target = target_of(c, g);
+    let stack = target.stack.clone().expect("fake node groups have stacks");
+    let update = ObservedUpdate {
+        group: StackRef {
+            name: format!("{}-group", stack.name),
+            id: format!("{}-group", stack.id),
+        },
+        target,
+        kind,
+        stack,
+    };
+    let t0 = demo_epoch() - Chrono::seconds(120);
+    let at = |s: i64| Some(t0 + Chrono::seconds(s));
+    let member = |i: usize, status: &str, secs: i64| MemberFact {
+        name: i.to_string(),
+        status: Status::parse(status),
+        reason: (status == "UPDATE_FAILED").then(|| "kubelet not ready".to_string()),
+        updated_at: at(secs),
+    };
+    let facts = UpdateFacts {
+        id: update.id(),
+        target: update.target.label(),
+        image: "fedora-coreos-40".into(),
+        stack_status: Status::parse("UPDATE_IN_PROGRESS"),
+        stack_reason: String::new(),
+        started_at: at(0),
+        batch_size: 2,
+        members: vec![
+            member(0, "UPDATE_COMPLETE", 40),
+            member(1, "UPDATE_COMPLETE", 50),
+            member(2, "UPDATE_COMPLETE", 90),
+            member(3, "UPDATE_IN_PROGRESS", 95),
+            member(4, "UPDATE_FAILED", 100),
+            member(5, "CREATE_COMPLETE", -600),
+        ],
+    };
+    // Heat's events for the first three members (the others' were not read yet).
+    let mut timeline = Timeline::default();
+    let ev = |id: &str, m: usize, status: &str, secs: i64| crate::model::StackEvent {
+        id: id.into(),
+        time: t0 + Chrono::seconds(secs),
+        resource_name: m.to_string(),
+        logical_id: m.to_string(),
+        physical_id: None,
+        status: Status::parse(status),
+        status_reason: None,
+        stack: None,
+        path: vec![],
+    };
+    timeline.ingest(
+        &update.group.name,
+        &[
+            ev("a", 0, "UPDATE_IN_PROGRESS", 5),
+            ev("b", 1, "UPDATE_IN_PROGRESS", 6),
+            ev("c", 0, "UPDATE_COMPLETE", 40),
+            ev("d", 1, "UPDATE_COMPLETE", 50),
+            ev("e", 2, "UPDATE_IN_PROGRESS", 52),
+            ev("f", 2, "UPDATE_COMPLETE", 90),
+        ],
+    );
+    let status = observed_status(&facts, &timeline, demo_epoch());
+    (update, status)
+}
+
+/// Opens the dashboard of the first cluster (`prod-k8s`, Magnum) and its rollout view.
+async fn open_prod_rollout(h: &mut H) -> (Cluster, NodeGroup) {
+    h.pump().await;
+    h.key(KeyAction::Open);
+    h.pump().await;
+    h.key(KeyAction::RolloutView);
+    match &h.app.view().kind {
+        ViewKind::Rollout { cluster, nodegroup } => {
+            assert_eq!(cluster.name, "prod-k8s");
+            (cluster.clone(), nodegroup.clone())
+        }
+        other => panic!("not the rollout view: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_magnum_update_is_observed_and_the_controls_say_why_not() {
+    let mut h = H::ops();
+    let (c, g) = open_prod_rollout(&mut h).await;
+    let (update, status) = observed(&c, &g, UpdateKind::Magnum);
+    h.op = h.op.clone().with_observed_update(update, status);
+    h.pump().await;
+    let calls = h.op.calls();
+    let label = format!("{}/{}", c.name, g.name);
+    assert!(
+        calls.contains(&format!("find_rollout {label}")),
+        "{calls:?}"
+    );
+    assert!(calls.contains(&format!("find_update {label}")), "{calls:?}");
+    assert!(
+        calls.contains(&format!("observe_update {label}")),
+        "{calls:?}"
+    );
+    let screen = h.screen();
+    assert!(
+        screen.contains("Magnum update, observed: Magnum runs the batches"),
+        "{screen}"
+    );
+    assert!(screen.contains("(observed: not driven by caldera)"));
+    assert!(screen.contains("done 3"), "{screen}");
+    assert!(screen.contains("failed 1"));
+    assert!(screen.contains("kubelet not ready"));
+    snap!(h, "observed_magnum_update");
+    for (key, what) in [('p', "pause"), ('R', "resume"), ('x', "skip")] {
+        h.press(KeyCode::Char(key));
+        assert!(
+            h.status().starts_with(&format!(
+                "{what} does not apply: Magnum runs this update's batches"
+            )),
+            "{}",
+            h.status()
+        );
+    }
+    h.press(KeyCode::Char('A'));
+    assert!(h.dialog().is_none());
+    assert!(
+        h.status()
+            .starts_with("abort is not available: Magnum owns this update"),
+        "{}",
+        h.status()
+    );
+    h.pump().await;
+    assert!(h.op.calls().iter().all(|c| !c.starts_with("cancel_update")
+        && !c.starts_with("request_rollout")
+        && !c.starts_with("reattach_rollout")));
+}
+
+#[tokio::test]
+async fn a_foreign_heat_update_can_be_cancelled_through_heat_after_a_confirmation() {
+    let mut h = H::ops();
+    let (c, g) = h.edge_rows().await;
+    let (update, status) = observed(&c, &g, UpdateKind::Heat);
+    h.op = h.op.clone().with_observed_update(update, status);
+    h.open_edge().await;
+    h.key(KeyAction::RolloutView);
+    h.pump().await;
+    let screen = h.screen();
+    assert!(
+        screen.contains("Heat update not started by caldera"),
+        "{screen}"
+    );
+    h.press(KeyCode::Char('p'));
+    assert!(h
+        .status()
+        .contains("caldera did not start this Heat update"));
+    h.press(KeyCode::Char('A'));
+    assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))));
+    assert!(h.screen().contains("{\"cancel_update\":null}"));
+    assert!(
+        h.app.take_requests().is_empty(),
+        "nothing before the confirmation"
+    );
+    h.press(KeyCode::Char('y'));
+    h.pump().await;
+    assert!(
+        h.op.calls()
+            .contains(&"cancel_update edge-native/edge rollback=true".to_string()),
+        "{:?}",
+        h.op.calls()
+    );
+    assert!(
+        h.status()
+            .contains("sent to the rollout of edge-native/edge"),
+        "{}",
+        h.status()
+    );
+}
+
+#[tokio::test]
+async fn a_magnum_upgrade_from_u_opens_the_rollout_view_on_it() {
+    let mut h = H::ops();
+    h.pump().await;
+    h.key(KeyAction::Open);
+    h.pump().await;
+    let (c, g) = open_prod_rollout_rows(&mut h).await;
+    let (update, status) = observed(&c, &g, UpdateKind::Magnum);
+    h.op = h.op.clone().with_observed_update(update, status);
+    h.press(KeyCode::Char('u'));
+    h.type_str("k8s-v1.30");
+    h.press(KeyCode::Enter);
+    h.pump().await;
+    h.press(KeyCode::Enter);
+    h.pump().await;
+    assert!(
+        h.op.calls()
+            .iter()
+            .any(|c| c.starts_with("start_upgrade prod-k8s/")),
+        "{:?}",
+        h.op.calls()
+    );
+    assert!(
+        matches!(&h.app.view().kind, ViewKind::Rollout { nodegroup, .. } if nodegroup.id == g.id),
+        "{:?}",
+        h.app.view().kind
+    );
+    assert!(h
+        .screen()
+        .contains("Magnum update, observed: Magnum runs the batches"));
+}
+
+/// The node group `o` and `u` act on from the dashboard of the cluster in view.
+async fn open_prod_rollout_rows(h: &mut H) -> (Cluster, NodeGroup) {
+    h.key(KeyAction::RolloutView);
+    let rows = match &h.app.view().kind {
+        ViewKind::Rollout { cluster, nodegroup } => (cluster.clone(), nodegroup.clone()),
+        other => panic!("not the rollout view: {other:?}"),
+    };
+    h.key(KeyAction::Back);
+    h.pump().await;
+    rows
+}
