@@ -32,7 +32,8 @@
 #   HEAT_RUN_DIR (target/heat-run[-PORT])  conf, logs and pid file
 #   HEAT_LEAF_DELAY (1)       seconds between the leaf resources a traversal starts: stock
 #                             Heat 27 sleeps 1 s after each, so a group of N starts its
-#                             members one per second; 0 starts them all at once (faster)
+#                             members one per second; 0 starts them all at once (faster;
+#                             scripts/real-heat-suite.sh uses 0)
 #   HEAT_RPC_THREADS (1000)   executor_thread_pool_size (see heat.conf comment)
 # Files: target/heat-venv (venv, reused while it imports heat 27.0.1 + psycopg2),
 #        target/heat-run/{heat.conf,heat.log,heat-stdout.log,heat.pid,db-sync.log}.

@@ -2,9 +2,10 @@
 //! `tests/actions/scenarios.rs` (also run on the simulator), on Heat 27 with
 //! `OS::Heat::TestResource` machines.
 //!
-//! `scripts/real-heat-suite.sh` starts the server and runs these with `--ignored`; HEAT_URL
-//! must point at it. Groups are small (5-14 members, 1 s per machine action) because a
-//! standalone Heat on two cores takes seconds per member.
+//! `scripts/real-heat-suite.sh` starts the server and runs these with `--ignored`, several at
+//! once (stack names are unique per test); HEAT_URL must point at it. Groups are small (5-14
+//! members, 1 s per machine action) because a standalone Heat on two cores takes seconds per
+//! member.
 
 #[path = "actions/scenarios.rs"]
 mod scenarios;
@@ -29,6 +30,8 @@ async fn env() -> Env {
         conn.heat.clone(),
         Duration::from_millis(500),
         Duration::from_secs(240),
+        // Heat's event times have whole seconds: a member update must outlast a second for
+        // an overlap of two batches to show in the no-overlap check.
         1,
     )
 }
