@@ -409,6 +409,117 @@ async fn a_killed_rollout_is_found_paused_by_request_and_finished_by_reattaching
     env.sim.shutdown().await;
 }
 
+/// A Heat update nobody drives through hooks (a plain PATCH from the CLI) is not a rollout:
+/// `find_rollout` leaves it alone and `find_update` observes it; a caldera rollout that is
+/// only in Heat (another operator's journal) is found from its hooks and can be taken over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_heat_update_is_observed_and_a_hooked_one_is_a_rollout() {
+    use caldera::api::heat::StackUpdate;
+    let env = Env::with_heat_native().await;
+    let (c, g) = env.hn().await;
+    let op = env.operator(Guard::default());
+    let heat = &env.conn.heat;
+    let stack = heat
+        .resolve(g.stack_id.as_deref().expect("stack id"))
+        .await
+        .expect("node group stack");
+    // Slow machines (200 s each on the simulator's fast clock: 4 s here), so the update
+    // is still running when looked at.
+    let mut update = StackUpdate {
+        existing: true,
+        ..StackUpdate::default()
+    };
+    update
+        .parameters
+        .insert("image".into(), "plain-patch".into());
+    update
+        .parameters
+        .insert("action_wait_secs".into(), serde_json::json!(200));
+    heat.update_stack(&stack, &update).await.expect("PATCH");
+    assert!(
+        op.find_rollout(c.clone(), g.clone())
+            .await
+            .expect("find")
+            .is_none(),
+        "a plain PATCH must not be taken for a rollout (its hooks would never come)"
+    );
+    let observed = op
+        .find_update(c.clone(), g.clone())
+        .await
+        .expect("find update")
+        .expect("the plain update is observed");
+    let status = op.observe_update(observed).await.expect("observe");
+    assert_eq!(status.nodes.len(), DEMO_MEMBERS as usize);
+    let deadline = Instant::now() + SETTLE;
+    while !heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .summary
+        .status
+        .is_complete()
+    {
+        assert!(Instant::now() < deadline, "the plain update settles");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // A caldera rollout started by someone else (another journal): found from Heat.
+    let theirs = LiveOperator::new(
+        &env.conn,
+        ActionContext {
+            actor: Actor {
+                cloud: "test".into(),
+                user: "someone-else".into(),
+            },
+            journal: Journal::open(env._dir.path().join("theirs.jsonl")),
+            guard: Guard::default(),
+        },
+        ActionsConfig::default(),
+        Duration::from_millis(50),
+    );
+    let mut plan = theirs
+        .plan_upgrade(
+            c.clone(),
+            g.clone(),
+            NEW_IMAGE.into(),
+            RolloutOptions::default(),
+        )
+        .await
+        .expect("plan");
+    // Quick machines again (the plain PATCH above left them slow).
+    if let UpgradePlan::Rollout(p) = &mut plan {
+        p.extra_parameters
+            .insert("action_wait_secs".into(), "3".into());
+    }
+    let handle = theirs
+        .start_upgrade(plan, None)
+        .await
+        .expect("start")
+        .expect("handle");
+    handle.kill();
+    let deadline = Instant::now() + SETTLE;
+    let found = loop {
+        // Until Heat pauses the first member there is no hook to tell it by.
+        if let Some(p) = op.find_rollout(c.clone(), g.clone()).await.expect("find") {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "the hooked update is found");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(found.image, NEW_IMAGE);
+    let end = tokio::time::timeout(
+        SETTLE,
+        op.reattach_rollout(found, vec![])
+            .await
+            .expect("take over")
+            .wait(),
+    )
+    .await
+    .expect("the taken-over rollout ends");
+    assert_eq!(end.state, RolloutState::Completed, "{:?}", end.lines());
+    env.sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_action_runs_with_the_node_variables_and_the_journal_reads_on() {
     let env = Env::with_heat_native().await;

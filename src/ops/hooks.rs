@@ -8,6 +8,7 @@
 use crate::api::heat::{EventQuery, HeatClient, SortDir};
 use crate::api::ApiError;
 use crate::model::{StackEvent, StackRef};
+use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 
 const PAUSED: &str = "paused until Hook";
@@ -81,6 +82,49 @@ pub async fn paused_members(
         }
     }
     Ok(paused_from_newest_first(&events))
+}
+
+/// Whether Heat paused or released any member of the node group on `hook` at or after
+/// `since` (the update's start): the mark of an update driven through hooks, as caldera's
+/// rollouts are, rather than a plain PATCH someone sent. Reads newest first and stops at the
+/// first event older than `since` (at most `MAX_PAGES` pages).
+pub async fn hook_used_since(
+    heat: &HeatClient,
+    nodegroup: &StackRef,
+    hook: &str,
+    since: Option<DateTime<Utc>>,
+) -> Result<bool, ApiError> {
+    let mut marker = None;
+    for _ in 0..MAX_PAGES {
+        let page = heat
+            .list_events_page(
+                nodegroup,
+                &EventQuery {
+                    limit: Some(PAGE),
+                    marker: marker.clone(),
+                    sort_dir: Some(SortDir::Desc),
+                    nested_depth: Some(1),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        for e in &page {
+            if since.is_some_and(|s| e.time < s) {
+                return Ok(false);
+            }
+            if e.status_reason
+                .as_deref()
+                .is_some_and(|r| hook_event(r, Some(hook)).is_some())
+            {
+                return Ok(true);
+            }
+        }
+        if page.len() < PAGE as usize {
+            break;
+        }
+        marker = page.last().map(|e| e.id.clone());
+    }
+    Ok(false)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::{RolloutOptions, RolloutPlan};
 use crate::api::heat::{HeatClient, StackAction};
 use crate::drivers::actions::ActionContext;
 use crate::drivers::guard::Reach;
-use crate::drivers::heat_native::{stack_path, stack_status};
+use crate::drivers::heat_native::stack_path;
 use crate::drivers::NodeGroupTarget;
 use crate::journal::{ApiCall, Entry, Outcome};
 use crate::lifecycle::ActionsConfig;
@@ -50,8 +50,26 @@ pub async fn find_rollout(
     let Some(stack) = &target.stack else {
         return Ok(None);
     };
-    let (status, _) = stack_status(heat, stack).await?;
+    let detail = heat
+        .get_stack(stack, false)
+        .await
+        .map_err(crate::service::ServiceError::from)?;
+    let status = &detail.summary.status;
     if !status.is_in_progress() && !status.is_failed() {
+        return Ok(None);
+    }
+    // Another operator's rollout holds its members on `pre-update` hooks; an update nobody
+    // drives that way (a plain PATCH from the CLI or Horizon) is not a rollout to take over:
+    // the console observes it instead, and never releases hooks it did not set.
+    let hooked = crate::ops::hooks::hook_used_since(
+        heat,
+        stack,
+        super::plan::ROLLOUT_HOOK,
+        detail.summary.updated_at,
+    )
+    .await
+    .map_err(crate::service::ServiceError::from)?;
+    if !hooked {
         return Ok(None);
     }
     Ok(Some(

@@ -15,8 +15,6 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use std::collections::{BTreeMap, HashSet};
 
-/// The hook every rollout puts on the members (see `plan::hooks_environment`).
-const ROLLOUT_HOOK: &str = "pre-update";
 /// The reason Heat gives a member update it abandoned for a newer traversal.
 pub const SUPERSEDED_MARK: &str = "Stack UPDATE cancelled";
 const EVENT_PAGE: u32 = 200;
@@ -191,7 +189,7 @@ impl HeatObserver {
         }
         let reason = e.status_reason.clone().unwrap_or_default();
         let m = self.members.entry(e.resource_name.clone()).or_default();
-        let hook = crate::ops::hooks::hook_event(&reason, Some(ROLLOUT_HOOK));
+        let hook = crate::ops::hooks::hook_event(&reason, Some(super::plan::ROLLOUT_HOOK));
         if hook == Some(true) {
             // A pause starts a new attempt at this member, whatever happened before.
             m.paused = true;

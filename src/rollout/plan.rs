@@ -84,10 +84,13 @@ pub fn make_batches(members: &[String], options: &RolloutOptions) -> Vec<Vec<Str
     out
 }
 
+/// The Heat hook every rollout sets on the members and clears one by one.
+pub const ROLLOUT_HOOK: &str = "pre-update";
+
 /// `{"resource_registry": {"resources": {"nodes": {"*": {"hooks": ["pre-update"]}}}}}`:
 /// every member stops before its update until we clear its hook (form measured on Heat 27).
 pub fn hooks_environment() -> serde_json::Value {
-    serde_json::json!({"resource_registry": {"resources": {GROUP_RESOURCE: {"*": {"hooks": ["pre-update"]}}}}})
+    serde_json::json!({"resource_registry": {"resources": {GROUP_RESOURCE: {"*": {"hooks": [ROLLOUT_HOOK]}}}}})
 }
 
 pub fn new_rollout_id() -> String {
