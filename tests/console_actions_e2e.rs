@@ -508,7 +508,10 @@ fn killed_console_rollout_taken_over_by_a_new_one() {
             && s.has("not driven by this console")
             && !state_line(s).contains("completed")
     });
-    c2.send("R");
+    c2.press("R", "the take-over confirmation", |s| {
+        s.has_all(&["Take over this rollout?", "rk/workers"])
+    });
+    c2.send("y");
     c2.wait_for("taken over", |s| s.has("(driven here)"));
     wait_completed(&mut c2);
     cloud.wait_heat("every member on img-v2", &t, |cl| {

@@ -498,8 +498,18 @@ async fn a_rollout_elsewhere_is_observed_and_resume_takes_it_over() {
         .calls()
         .iter()
         .any(|c| c.starts_with("request_rollout edge-native/edge Pause")));
-    // Resume takes it over: an engine here, resumed first.
+    // Resume takes it over, after a confirmation: an engine here, resumed first.
     h.press(KeyCode::Char('R'));
+    h.pump().await;
+    assert!(h.screen().contains("Take over this rollout?"));
+    assert!(
+        !h.op
+            .calls()
+            .iter()
+            .any(|c| c.starts_with("reattach_rollout")),
+        "nothing before the confirmation"
+    );
+    h.press(KeyCode::Char('y'));
     h.pump().await;
     assert!(
         h.op.calls().iter().any(|c| c

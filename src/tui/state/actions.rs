@@ -128,13 +128,13 @@ impl App {
     }
 
     /// The cluster name to type back for a fleet-wide action, on a production cloud.
-    fn production_name(&self, cluster: &Cluster) -> Option<String> {
+    pub(super) fn production_name(&self, cluster: &Cluster) -> Option<String> {
         self.guard
             .filter(|g| g.production)
             .map(|_| cluster.name.clone())
     }
 
-    fn open_dialog(&mut self, d: Dialog) {
+    pub(super) fn open_dialog(&mut self, d: Dialog) {
         self.mode = Mode::Dialog(Box::new(d));
     }
 

@@ -342,11 +342,13 @@ impl App {
             .table
             .selected(slot.nodes())
             .map(|n| (n.name.clone(), n.phase));
+        let driven_here = slot.driver == Some(Driver::Here);
         if !self.may_act(what) {
             return;
         }
         match what {
             "pause" => self.send_control(key, Control::Pause),
+            "resume" if !driven_here => self.confirm_take_over(key),
             "resume" => self.send_control(
                 key,
                 Control::Resume {
@@ -388,5 +390,47 @@ impl App {
             return;
         }
         self.confirm_cancel_update(key, update);
+    }
+
+    /// Taking over a rollout this console does not drive starts an engine here that releases
+    /// the remaining nodes: that is a fleet-wide change, so it is confirmed like one.
+    fn confirm_take_over(&mut self, key: String) {
+        let Some(slot) = self.store.rollouts.get(&key) else {
+            return;
+        };
+        let mut lines = vec![format!(
+            "take over the rollout of {}/{} and drive it from this console:",
+            slot.cluster.name, slot.nodegroup.name
+        )];
+        if let Some(s) = &slot.status {
+            lines.push(format!(
+                "  {}: {} done, {} failed, {} skipped, {} to go ({})",
+                s.id,
+                s.done,
+                s.failed,
+                s.skipped,
+                s.remaining,
+                s.state.label()
+            ));
+        }
+        lines.extend([
+            "  This console then releases the remaining nodes batch by batch, with the".to_string(),
+            "  operator hooks and the health gate of this machine's actions.toml.".to_string(),
+            "  Heat refuses to release a node twice, so a console still driving it elsewhere"
+                .to_string(),
+            "  cannot make a node update twice; pause that one first all the same.".to_string(),
+        ]);
+        let name = self.production_name(&slot.cluster);
+        self.open_dialog(super::actions::Dialog::Confirm(super::form::Confirm::new(
+            "Take over this rollout?",
+            lines,
+            name,
+            super::actions::OnYes::Rollout {
+                key,
+                control: Control::Resume {
+                    parameters: BTreeMap::new(),
+                },
+            },
+        )));
     }
 }
