@@ -30,6 +30,7 @@ pub fn hook_event(reason: &str, hook: Option<&str>) -> Option<bool> {
         None
     }
 }
+
 const PAGE: u32 = 500;
 /// Enough for a long-stuck rollout of thousands of members; older pauses are history.
 const MAX_PAGES: usize = 4;
@@ -54,12 +55,13 @@ pub fn paused_from_newest_first(events: &[StackEvent]) -> HashSet<String> {
 }
 
 /// Reads the node group stack's events one level down (the group's own stack, where member
-/// resources report) and returns the members paused on a hook.
-pub async fn paused_members(
+/// resources report), newest first, a page at a time (at most `MAX_PAGES`), until `page`
+/// says it has seen enough (`true`).
+async fn newest_events_until(
     heat: &HeatClient,
     nodegroup: &StackRef,
-) -> Result<HashSet<String>, ApiError> {
-    let mut events = Vec::new();
+    mut page_done: impl FnMut(&[StackEvent]) -> bool,
+) -> Result<(), ApiError> {
     let mut marker = None;
     for _ in 0..MAX_PAGES {
         let page = heat
@@ -74,57 +76,56 @@ pub async fn paused_members(
                 },
             )
             .await?;
-        let full = page.len() >= PAGE as usize;
-        marker = page.last().map(|e| e.id.clone());
-        events.extend(page);
-        if !full {
+        if page_done(&page) || page.len() < PAGE as usize {
             break;
         }
+        marker = page.last().map(|e| e.id.clone());
     }
+    Ok(())
+}
+
+/// The members of the node group paused on a hook right now.
+pub async fn paused_members(
+    heat: &HeatClient,
+    nodegroup: &StackRef,
+) -> Result<HashSet<String>, ApiError> {
+    let mut events = Vec::new();
+    newest_events_until(heat, nodegroup, |page| {
+        events.extend_from_slice(page);
+        false
+    })
+    .await?;
     Ok(paused_from_newest_first(&events))
 }
 
 /// Whether Heat paused or released any member of the node group on `hook` at or after
 /// `since` (the update's start): the mark of an update driven through hooks, as caldera's
-/// rollouts are, rather than a plain PATCH someone sent. Reads newest first and stops at the
-/// first event older than `since` (at most `MAX_PAGES` pages).
+/// rollouts are, rather than a plain PATCH someone sent. Stops at the first event older
+/// than `since`.
 pub async fn hook_used_since(
     heat: &HeatClient,
     nodegroup: &StackRef,
     hook: &str,
     since: Option<DateTime<Utc>>,
 ) -> Result<bool, ApiError> {
-    let mut marker = None;
-    for _ in 0..MAX_PAGES {
-        let page = heat
-            .list_events_page(
-                nodegroup,
-                &EventQuery {
-                    limit: Some(PAGE),
-                    marker: marker.clone(),
-                    sort_dir: Some(SortDir::Desc),
-                    nested_depth: Some(1),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        for e in &page {
+    let mut used = false;
+    newest_events_until(heat, nodegroup, |page| {
+        for e in page {
             if since.is_some_and(|s| e.time < s) {
-                return Ok(false);
+                return true;
             }
             if e.status_reason
                 .as_deref()
                 .is_some_and(|r| hook_event(r, Some(hook)).is_some())
             {
-                return Ok(true);
+                used = true;
+                return true;
             }
         }
-        if page.len() < PAGE as usize {
-            break;
-        }
-        marker = page.last().map(|e| e.id.clone());
-    }
-    Ok(false)
+        false
+    })
+    .await?;
+    Ok(used)
 }
 
 #[cfg(test)]
