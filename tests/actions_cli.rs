@@ -13,17 +13,9 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 async fn start() -> (SimHandle, HeatNativeDriver) {
-    let sim = sim::start(SimOptions {
-        scenario: "empty".into(),
-        speed: 50.0,
-        output_cost_per_member: Duration::ZERO,
-        detail_cost_per_resource: Duration::ZERO,
-        create_median: Duration::from_secs(10),
-        update_median: Duration::from_secs(10),
-        ..SimOptions::default()
-    })
-    .await
-    .expect("simulator");
+    let sim = sim::start(SimOptions::fast("empty", 50.0))
+        .await
+        .expect("simulator");
     let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
         .await
         .expect("connect");

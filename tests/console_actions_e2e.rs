@@ -56,17 +56,9 @@ impl Cloud {
             .build()
             .expect("runtime");
         let (sim, env) = rt.block_on(async {
-            let sim = sim::start(SimOptions {
-                scenario: "empty".into(),
-                speed: 50.0,
-                output_cost_per_member: Duration::ZERO,
-                detail_cost_per_resource: Duration::ZERO,
-                create_median: Duration::from_secs(10),
-                update_median: Duration::from_secs(10),
-                ..SimOptions::default()
-            })
-            .await
-            .expect("simulator starts");
+            let sim = sim::start(SimOptions::fast("empty", 50.0))
+                .await
+                .expect("simulator starts");
             let conn =
                 CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
                     .await
@@ -197,22 +189,7 @@ fn quit_restored(c: &mut Console) {
 fn expect_restored(c: &mut Console) {
     let status = c.wait_exit();
     assert!(status.success(), "quit exit status {status}");
-    let screen = c.screen();
-    assert!(!screen.alternate, "still on the alternate screen");
-    assert!(!screen.cursor_hidden, "cursor left hidden");
-    assert!(c.cooked(), "raw mode left on");
-    let raw = c.raw();
-    let text = String::from_utf8_lossy(&raw);
-    let entered = text
-        .rfind("\x1b[?1049h")
-        .expect("entered the alternate screen");
-    let left = text
-        .rfind("\x1b[?1049l")
-        .expect("left the alternate screen");
-    assert!(
-        left > entered,
-        "the last alternate-screen switch was not the exit"
-    );
+    c.assert_restored();
 }
 
 /// From the cluster list into `cluster`'s node groups, with `workers` selected.

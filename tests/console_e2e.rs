@@ -62,27 +62,6 @@ fn counter(s: &Screen, title: &str) -> Option<(u64, u64)> {
     Some((first, total))
 }
 
-/// Quitting left the shell's screen as it was: primary screen, cursor shown, canonical
-/// mode with echo, and the alternate screen's exit is the last one written.
-fn assert_restored(c: &mut Console) {
-    let screen = c.screen();
-    assert!(!screen.alternate, "still on the alternate screen");
-    assert!(!screen.cursor_hidden, "cursor left hidden");
-    assert!(c.cooked(), "raw mode left on");
-    let raw = c.raw();
-    let text = String::from_utf8_lossy(&raw);
-    let entered = text
-        .rfind("\x1b[?1049h")
-        .expect("entered the alternate screen");
-    let left = text
-        .rfind("\x1b[?1049l")
-        .expect("left the alternate screen");
-    assert!(
-        left > entered,
-        "the last alternate-screen switch was not the exit"
-    );
-}
-
 /// The cluster list as it first appears, and the raw mode the console runs in.
 fn clusters_shown(c: &mut Console) {
     c.wait_for("the demo clusters", |s| {
@@ -231,7 +210,7 @@ fn walkthrough_160x48() {
     c.send("q");
     let status = c.wait_exit();
     assert!(status.success(), "exit status {status}");
-    assert_restored(&mut c);
+    c.assert_restored();
     let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
     assert!(
         log.contains("console started on simulator (160x48") && log.contains("console closed"),
@@ -251,7 +230,7 @@ fn small_terminal_80x24_and_sigterm() {
     c.signal(libc::SIGTERM);
     let status = c.wait_exit();
     assert!(status.success(), "exit status {status}");
-    assert_restored(&mut c);
+    c.assert_restored();
     let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
     assert!(log.contains("SIGTERM: quitting"), "{log}");
 }
@@ -293,7 +272,7 @@ fn suspend_and_resume() {
     c.signal(libc::SIGINT);
     let status = c.wait_exit();
     assert!(status.success(), "exit status {status}");
-    assert_restored(&mut c);
+    c.assert_restored();
     let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
     assert_eq!(log.matches("resumed").count(), 2, "{log}");
     assert!(log.contains("SIGINT: quitting"), "{log}");
@@ -308,7 +287,7 @@ fn ctrl_c_key_and_sighup_quit() {
     c.send(CTRL_C);
     let status = c.wait_exit();
     assert!(status.success(), "exit status {status}");
-    assert_restored(&mut c);
+    c.assert_restored();
 
     // The terminal going away (SIGHUP) ends the console too, instead of leaving it
     // running with no one to see it.

@@ -35,17 +35,9 @@ struct Env {
 
 impl Env {
     async fn start(scenario: &str) -> Env {
-        let sim = sim::start(SimOptions {
-            scenario: scenario.into(),
-            speed: 50.0,
-            output_cost_per_member: Duration::ZERO,
-            detail_cost_per_resource: Duration::ZERO,
-            create_median: Duration::from_secs(10),
-            update_median: Duration::from_secs(10),
-            ..SimOptions::default()
-        })
-        .await
-        .expect("simulator starts");
+        let sim = sim::start(SimOptions::fast(scenario, 50.0))
+            .await
+            .expect("simulator starts");
         let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
             .await
             .expect("connect to the simulator");

@@ -96,6 +96,22 @@ impl Default for SimOptions {
     }
 }
 
+impl SimOptions {
+    /// For tests of actions: `scenario` on a clock `speed` times real time, no per-request
+    /// cost, member creates and updates of about 10 simulated seconds.
+    pub fn fast(scenario: &str, speed: f64) -> SimOptions {
+        SimOptions {
+            scenario: scenario.into(),
+            speed,
+            output_cost_per_member: Duration::ZERO,
+            detail_cost_per_resource: Duration::ZERO,
+            create_median: Duration::from_secs(10),
+            update_median: Duration::from_secs(10),
+            ..SimOptions::default()
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     #[error("cannot listen on {addr}: {source}")]

@@ -11,17 +11,9 @@ use scenarios::Env;
 use std::time::Duration;
 
 async fn sim_env() -> (SimHandle, Env) {
-    let sim = sim::start(SimOptions {
-        scenario: "empty".into(),
-        speed: 50.0,
-        output_cost_per_member: Duration::ZERO,
-        detail_cost_per_resource: Duration::ZERO,
-        create_median: Duration::from_secs(10),
-        update_median: Duration::from_secs(10),
-        ..SimOptions::default()
-    })
-    .await
-    .expect("simulator starts");
+    let sim = sim::start(SimOptions::fast("empty", 50.0))
+        .await
+        .expect("simulator starts");
     let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
         .await
         .expect("connect to the simulator");
@@ -76,17 +68,9 @@ async fn sim_magnum_resize_and_upgrade() {
     use caldera::drivers::actions;
     use caldera::drivers::magnum::MagnumDriver;
     use caldera::drivers::{Driver, ScaleRequest};
-    let sim = sim::start(SimOptions {
-        scenario: "small".into(),
-        speed: 50.0,
-        output_cost_per_member: Duration::ZERO,
-        detail_cost_per_resource: Duration::ZERO,
-        create_median: Duration::from_secs(10),
-        update_median: Duration::from_secs(10),
-        ..SimOptions::default()
-    })
-    .await
-    .expect("simulator");
+    let sim = sim::start(SimOptions::fast("small", 50.0))
+        .await
+        .expect("simulator");
     let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
         .await
         .expect("connect");

@@ -301,6 +301,27 @@ impl Console {
         }
     }
 
+    /// The shell's screen is as it was: primary screen, cursor shown, canonical mode with
+    /// echo, and the alternate screen's exit is the last one written.
+    pub fn assert_restored(&mut self) {
+        let screen = self.screen();
+        assert!(!screen.alternate, "still on the alternate screen");
+        assert!(!screen.cursor_hidden, "cursor left hidden");
+        assert!(self.cooked(), "raw mode left on");
+        let raw = self.raw();
+        let text = String::from_utf8_lossy(&raw);
+        let entered = text
+            .rfind("\x1b[?1049h")
+            .expect("entered the alternate screen");
+        let left = text
+            .rfind("\x1b[?1049l")
+            .expect("left the alternate screen");
+        assert!(
+            left > entered,
+            "the last alternate-screen switch was not the exit"
+        );
+    }
+
     pub fn log_path(&self) -> &Path {
         &self.log
     }
