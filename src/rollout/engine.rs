@@ -382,6 +382,7 @@ pub fn initial_status(plan: &RolloutPlan) -> RolloutStatus {
                 released_at: None,
                 finished_at: None,
                 reason: None,
+                straggler: false,
             })
         })
         .collect();
@@ -402,6 +403,7 @@ pub fn initial_status(plan: &RolloutPlan) -> RolloutStatus {
         p50_ms: None,
         p95_ms: None,
         eta_secs: None,
+        stragglers: 0,
         updated_at: Utc::now(),
     }
 }

@@ -249,6 +249,7 @@ pub fn observed_status(
                     None
                 },
                 reason,
+                straggler: false,
             }
         })
         .collect();
@@ -306,6 +307,7 @@ pub fn observed_status(
         p50_ms: None,
         p95_ms: None,
         eta_secs: None,
+        stragglers: 0,
         updated_at: now,
     };
     status.compute(now);

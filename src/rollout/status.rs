@@ -46,6 +46,10 @@ pub struct NodeProgress {
     pub finished_at: Option<DateTime<Utc>>,
     /// Heat's reason when it failed.
     pub reason: Option<String>,
+    /// Updating for much longer than the nodes done so far took (see
+    /// [`RolloutStatus::straggler_after_ms`]).
+    #[serde(default)]
+    pub straggler: bool,
 }
 
 impl NodeProgress {
@@ -120,6 +124,9 @@ pub struct RolloutStatus {
     pub p50_ms: Option<i64>,
     pub p95_ms: Option<i64>,
     pub eta_secs: Option<f64>,
+    /// Nodes flagged `straggler`.
+    #[serde(default)]
+    pub stragglers: usize,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -161,7 +168,33 @@ impl RolloutStatus {
             .throughput_per_min
             .filter(|t| *t > 0.0)
             .map(|t| self.remaining as f64 / t * 60.0);
+        let limit = self.straggler_after_ms();
+        for n in self.nodes.iter_mut() {
+            n.straggler = n.phase == NodePhase::Updating
+                && limit.is_some_and(|limit| {
+                    n.released_at
+                        .is_some_and(|t| (now - t).num_milliseconds() > limit)
+                });
+        }
+        self.stragglers = self.nodes.iter().filter(|n| n.straggler).count();
         self.updated_at = now;
+    }
+
+    /// How long a node may update before it counts as a straggler: three times the median of
+    /// the nodes done so far, and at least a minute (the nodes pane's rule). `None` until a
+    /// node is done.
+    pub fn straggler_after_ms(&self) -> Option<i64> {
+        self.p50_ms.map(|p50| (3 * p50).max(60_000))
+    }
+
+    /// The batch to show as "x of y": the current one; with none, all of them once every
+    /// node settled, else none yet.
+    pub fn batch_shown(&self) -> usize {
+        match self.current_batch {
+            Some(b) => b + 1,
+            None if self.remaining == 0 && self.done + self.skipped > 0 => self.batches,
+            None => 0,
+        }
     }
 
     pub fn lines(&self) -> Vec<String> {
@@ -180,7 +213,7 @@ impl RolloutStatus {
             format!(
                 "  stack {}; batch {}/{}; done {} failed {} skipped {} remaining {}",
                 self.stack_status,
-                self.current_batch.map(|b| b + 1).unwrap_or(0),
+                self.batch_shown(),
                 self.batches,
                 self.done,
                 self.failed,
@@ -237,6 +270,7 @@ mod tests {
             released_at: Some(t0),
             finished_at: Some(t0 + chrono::Duration::seconds(secs)),
             reason: None,
+            straggler: false,
         };
         let mut s = RolloutStatus {
             id: "r".into(),
@@ -260,6 +294,7 @@ mod tests {
             p50_ms: None,
             p95_ms: None,
             eta_secs: None,
+            stragglers: 0,
             updated_at: Utc::now(),
         };
         s.compute(t0 + chrono::Duration::seconds(60));
@@ -269,5 +304,70 @@ mod tests {
         let t = s.throughput_per_min.unwrap();
         assert!((t - 2.0).abs() < 1e-9, "{t}");
         assert!((s.eta_secs.unwrap() - 60.0).abs() < 1e-6);
+        assert_eq!(s.batch_shown(), 3);
+    }
+
+    #[test]
+    fn stragglers_update_three_times_longer_than_the_median_and_over_a_minute() {
+        let t0 = Utc::now();
+        let node = |i: u32, phase, released: i64, finished: Option<i64>| NodeProgress {
+            name: i.to_string(),
+            index: Some(i),
+            batch: 0,
+            phase,
+            released_at: Some(t0 + chrono::Duration::seconds(released)),
+            finished_at: finished.map(|f| t0 + chrono::Duration::seconds(f)),
+            reason: None,
+            straggler: false,
+        };
+        let mut s = RolloutStatus {
+            id: "r".into(),
+            target: "c/w".into(),
+            image: "v2".into(),
+            state: RolloutState::Running,
+            nodes: vec![
+                node(0, NodePhase::Done, 0, Some(30)),
+                node(1, NodePhase::Done, 0, Some(40)),
+                node(2, NodePhase::Done, 0, Some(50)),
+                // Median 40 s: over 120 s of updating makes a straggler.
+                node(3, NodePhase::Updating, 10, None),
+                node(4, NodePhase::Updating, 100, None),
+                node(5, NodePhase::Pending, 0, None),
+            ],
+            current_batch: None,
+            batches: 1,
+            stack_status: "UPDATE_IN_PROGRESS".into(),
+            done: 0,
+            failed: 0,
+            skipped: 0,
+            remaining: 0,
+            throughput_per_min: None,
+            p50_ms: None,
+            p95_ms: None,
+            eta_secs: None,
+            stragglers: 0,
+            updated_at: t0,
+        };
+        s.compute(t0 + chrono::Duration::seconds(140));
+        assert_eq!(s.straggler_after_ms(), Some(120_000));
+        let flagged: Vec<&str> = s
+            .nodes
+            .iter()
+            .filter(|n| n.straggler)
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(flagged, ["3"]);
+        assert_eq!(s.stragglers, 1);
+        // Short updates never make stragglers before a minute.
+        s.nodes.truncate(3);
+        s.nodes.push(node(6, NodePhase::Updating, 0, None));
+        for n in s.nodes.iter_mut().take(3) {
+            n.finished_at = n.released_at.map(|t| t + chrono::Duration::seconds(2));
+        }
+        s.compute(t0 + chrono::Duration::seconds(50));
+        assert_eq!(s.stragglers, 0);
+        s.compute(t0 + chrono::Duration::seconds(61));
+        assert_eq!(s.stragglers, 1);
+        assert_eq!(s.batch_shown(), 0, "a node still updating: not all settled");
     }
 }

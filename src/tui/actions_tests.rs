@@ -712,3 +712,31 @@ async fn quitting_with_a_rollout_driven_here_asks_first() {
 }
 #[path = "observed_tests.rs"]
 mod observed;
+
+#[tokio::test]
+async fn rollout_view_counts_stragglers() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    h.key(KeyAction::RolloutView);
+    h.app.update(Action::Reply(Reply::RolloutFound {
+        key: g.id.clone(),
+        gen: h.app.store.rollouts[&g.id].meta.gen,
+        result: Ok(Some((plan.clone(), Driver::Here))),
+    }));
+    let mut slow = mid_run(&plan);
+    assert!(!h.screen().contains("stragglers"));
+    // Batch 2's node 2 has been updating for 5 minutes; batch 1 took 12 s a node.
+    if let Some(n) = slow.nodes.iter_mut().find(|n| n.name == "2") {
+        n.released_at = Some(demo_epoch() - Chrono::minutes(5));
+    }
+    slow.compute(demo_epoch());
+    h.app.update(Action::Reply(Reply::Rollout {
+        key: g.id.clone(),
+        driver: Driver::Here,
+        result: Ok(slow),
+    }));
+    let screen = h.screen();
+    assert!(screen.contains("stragglers 1"), "{screen}");
+}

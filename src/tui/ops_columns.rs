@@ -97,7 +97,13 @@ pub fn rollout_columns() -> Vec<Column<NodeProgress>> {
                     .unwrap_or_else(|| "-".into())
             },
             sort: |n, ctx| SortKey::opt_int(took(n, ctx)),
-            style: plain,
+            style: |n, ctx| {
+                if n.straggler {
+                    ctx.theme.warning().add_modifier(Modifier::BOLD)
+                } else {
+                    plain(n, ctx)
+                }
+            },
         },
         Column {
             title: "REASON",

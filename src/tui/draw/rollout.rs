@@ -82,21 +82,7 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
         ]),
         Line::from(vec![
             Span::styled("batch ", m),
-            Span::styled(
-                format!(
-                    "{}/{}",
-                    // No current batch: none started yet, or all of them settled.
-                    s.current_batch.map(|b| b + 1).unwrap_or(
-                        if s.remaining == 0 && s.done + s.skipped > 0 {
-                            s.batches
-                        } else {
-                            0
-                        }
-                    ),
-                    s.batches
-                ),
-                key,
-            ),
+            Span::styled(format!("{}/{}", s.batch_shown(), s.batches), key),
             Span::styled("  done ", m),
             Span::styled(
                 s.done.to_string(),
@@ -115,6 +101,15 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
             Span::styled(s.skipped.to_string(), key),
             Span::styled("  remaining ", m),
             Span::styled(s.remaining.to_string(), key),
+            // Only when there are some: nodes updating 3x longer than the median.
+            Span::styled(
+                if s.stragglers > 0 {
+                    format!("  stragglers {}", s.stragglers)
+                } else {
+                    String::new()
+                },
+                th.warning().add_modifier(Modifier::BOLD),
+            ),
             Span::styled("  stack ", m),
             Span::styled(
                 if s.stack_status.is_empty() {
