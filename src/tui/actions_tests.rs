@@ -740,3 +740,40 @@ async fn rollout_view_counts_stragglers() {
     let screen = h.screen();
     assert!(screen.contains("stragglers 1"), "{screen}");
 }
+
+#[tokio::test]
+async fn paused_after_the_last_nodes_says_resume_finishes() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    h.key(KeyAction::RolloutView);
+    h.app.update(Action::Reply(Reply::RolloutFound {
+        key: g.id.clone(),
+        gen: h.app.store.rollouts[&g.id].meta.gen,
+        result: Ok(Some((plan.clone(), Driver::Here))),
+    }));
+    let mut s = mid_run(&plan);
+    for n in s.nodes.iter_mut() {
+        n.phase = NodePhase::Done;
+        n.released_at = Some(demo_epoch() - Chrono::seconds(20));
+        n.finished_at = Some(demo_epoch() - Chrono::seconds(10));
+        n.reason = None;
+    }
+    s.current_batch = None;
+    s.state = RolloutState::Paused {
+        reason: "paused by the operator".into(),
+    };
+    s.compute(demo_epoch());
+    h.app.update(Action::Reply(Reply::Rollout {
+        key: g.id.clone(),
+        driver: Driver::Here,
+        result: Ok(s),
+    }));
+    let screen = h.screen();
+    assert!(
+        screen.contains("every node is updated; resume (R)"),
+        "{screen}"
+    );
+    assert!(screen.contains("batch 3/3"), "{screen}");
+}

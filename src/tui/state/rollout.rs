@@ -9,7 +9,7 @@ use super::view::ViewKind;
 use super::{App, Level};
 use crate::model::{Cluster, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
-use crate::rollout::{Control, NodePhase, RolloutPlan, RolloutStatus};
+use crate::rollout::{Control, NodePhase, RolloutPlan, RolloutState, RolloutStatus};
 use crate::tui::action::{Driver, Reply, Request};
 use std::collections::BTreeMap;
 
@@ -62,6 +62,17 @@ impl RolloutSlot {
                  resume (R) takes it over"
                     .into(),
             ),
+            // Paused after the last batch's nodes finished: the engine holds the last
+            // batch's post hooks, gate and finish until resumed.
+            (Some(Driver::Here), Some(s))
+                if matches!(s.state, RolloutState::Paused { .. }) && s.remaining == 0 =>
+            {
+                Some(
+                    "every node is updated; resume (R) runs the last batch's hooks and gate \
+                     and finishes the rollout"
+                        .into(),
+                )
+            }
             (_, None) if self.searched && self.plan.is_none() && self.expect_update => Some(
                 "Magnum accepted the upgrade; waiting for Heat to start updating the node group"
                     .into(),
