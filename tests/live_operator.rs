@@ -5,6 +5,7 @@
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::ResourceQuery;
+use caldera::api::nova::{ServerInfo, ServerQuery};
 use caldera::drivers::actions::ActionContext;
 use caldera::drivers::guard::Guard;
 use caldera::drivers::{ScaleRequest, UpgradePlan};
@@ -18,7 +19,7 @@ use caldera::service::operator::Operator;
 use caldera::service::{CloudService, ErrorKind, NodeUpdate};
 use caldera::sim::seed::{DEMO_CLUSTER, DEMO_IMAGE, DEMO_MEMBERS, DEMO_NODEGROUP};
 use caldera::sim::{self, SimHandle, SimOptions};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -122,18 +123,31 @@ impl Env {
         let mut stream = self.service.stream_nodes(g.clone());
         let mut nodes: Vec<Node> = Vec::new();
         let mut ips: BTreeMap<String, String> = BTreeMap::new();
+        let mut names: BTreeMap<String, String> = BTreeMap::new();
         while let Some(update) = stream.next().await {
             match update.expect("node update") {
                 NodeUpdate::Members(m) => nodes = m,
                 NodeUpdate::Address(a) => {
+                    if let Some(name) = a.name {
+                        assert!(names.insert(a.member.clone(), name).is_none());
+                    }
                     ips.insert(a.member, a.addresses.first().cloned().unwrap_or_default());
+                }
+                NodeUpdate::Named { member, name } => {
+                    assert!(
+                        names.insert(member.clone(), name).is_none(),
+                        "{member} named twice"
+                    );
                 }
                 NodeUpdate::AddressFailed { member, error } => panic!("{member}: {error}"),
                 NodeUpdate::Done => break,
             }
         }
         for n in &mut nodes {
-            n.ip = ips.get(&n.name).cloned();
+            n.ip = ips.get(&n.key.member).cloned();
+            if let Some(name) = names.get(&n.key.member) {
+                n.name.clone_from(name);
+            }
         }
         nodes
     }
@@ -191,8 +205,15 @@ async fn heat_native_clusters_and_nodegroups_are_listed_and_nodes_stream_with_ip
     assert_eq!(g.status.raw, "CREATE_COMPLETE");
 
     let nodes = env.nodes(g).await;
-    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    let members: Vec<&str> = nodes.iter().map(|n| n.key.member.as_str()).collect();
     let expected: Vec<String> = (0..DEMO_MEMBERS).map(|i| i.to_string()).collect();
+    assert_eq!(members, expected);
+    // NAME is the Nova server's name (as the simulator names hn-demo's servers), not the
+    // member's resource name.
+    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    let expected: Vec<String> = (0..DEMO_MEMBERS)
+        .map(|i| format!("node-{DEMO_CLUSTER}-{DEMO_NODEGROUP}-{i}"))
+        .collect();
     assert_eq!(names, expected);
     // A settled group's members carry its image (the IMAGE column).
     assert!(
@@ -207,6 +228,44 @@ async fn heat_native_clusters_and_nodegroups_are_listed_and_nodes_stream_with_ip
         let i = n.index.expect("index");
         let ip = n.ip.as_deref().expect("address");
         assert!(ip.ends_with(&format!(".{}", i + 10)), "{ip} for member {i}");
+    }
+    env.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn magnum_nodes_stream_with_their_server_names() {
+    // The demo's 1000-node Magnum group mid-rollout: Nova names every member's server as
+    // Magnum's Heat driver does, and the node stream carries those names to the rows.
+    let env = Env::start("demo").await;
+    let c = env.cluster("prod-east").await;
+    let g = env.nodegroup(&c, "default-worker").await;
+    let nova = env.conn.nova.clone().expect("the simulator has Nova");
+    let servers: Vec<ServerInfo> = nova
+        .list_servers_detail(ServerQuery::default())
+        .try_collect()
+        .await
+        .expect("servers");
+    // Nova's own word, independent of Heat: each server's member from its metadata.
+    let truth: BTreeMap<String, String> = servers
+        .into_iter()
+        .filter(|s| {
+            s.metadata.get("cluster") == Some(&c.name)
+                && s.metadata.get("nodegroup") == Some(&g.name)
+        })
+        .filter_map(|s| Some((s.metadata.get("member")?.clone(), s.name)))
+        .collect();
+    assert_eq!(truth.len(), g.node_count as usize);
+
+    let nodes = env.nodes(&g).await;
+    assert_eq!(nodes.len(), truth.len());
+    for n in &nodes {
+        assert_eq!(
+            Some(&n.name),
+            truth.get(&n.key.member),
+            "member {}",
+            n.key.member
+        );
+        assert_ne!(n.name, n.key.member);
     }
     env.sim.shutdown().await;
 }
@@ -246,8 +305,13 @@ async fn scale_is_planned_journaled_applied_and_refused_when_read_only() {
     let g = env.settle().await;
     assert_eq!(g.status.raw, "UPDATE_COMPLETE");
     assert_eq!(g.node_count, 14);
-    let names: Vec<String> = env.nodes(&g).await.into_iter().map(|n| n.name).collect();
-    assert_eq!(names, plan.members_after);
+    let members: Vec<String> = env
+        .nodes(&g)
+        .await
+        .into_iter()
+        .map(|n| n.key.member)
+        .collect();
+    assert_eq!(members, plan.members_after);
 
     // Read-only: refused, journaled as refused, and Heat is not asked.
     let ro = env.operator(Guard {
@@ -525,7 +589,7 @@ async fn node_action_runs_with_the_node_variables_and_the_journal_reads_on() {
         .nodes(&g)
         .await
         .into_iter()
-        .filter(|n| n.name == "2" || n.name == "7")
+        .filter(|n| n.key.member == "2" || n.key.member == "7")
         .collect();
     assert_eq!(nodes.len(), 2);
     let expected: Vec<String> = nodes
@@ -533,8 +597,8 @@ async fn node_action_runs_with_the_node_variables_and_the_journal_reads_on() {
         .map(|n| {
             format!(
                 "node_action hn-demo/workers {} #{} {}",
-                n.name,
-                n.name,
+                n.key.member,
+                n.index.expect("numeric member"),
                 n.ip.as_deref().expect("streamed address")
             )
         })
