@@ -8,7 +8,8 @@ use caldera::api::heat::ResourceQuery;
 use caldera::api::nova::{ServerInfo, ServerQuery};
 use caldera::drivers::actions::ActionContext;
 use caldera::drivers::guard::Guard;
-use caldera::drivers::{ScaleRequest, UpgradePlan};
+use caldera::drivers::heat_native::HeatNativeDriver;
+use caldera::drivers::{Driver, Limits, NodeGroupSpec, ScaleRequest, UpgradePlan};
 use caldera::journal::{Actor, Journal, Outcome};
 use caldera::lifecycle::ActionsConfig;
 use caldera::model::{Cluster, DriverKind, Node, NodeGroup};
@@ -17,8 +18,10 @@ use caldera::service::live::LiveService;
 use caldera::service::live_operator::LiveOperator;
 use caldera::service::operator::Operator;
 use caldera::service::{CloudService, ErrorKind, NodeUpdate};
+use caldera::sim::faults::{Fault, FaultKind};
 use caldera::sim::seed::{DEMO_CLUSTER, DEMO_IMAGE, DEMO_MEMBERS, DEMO_NODEGROUP};
 use caldera::sim::{self, SimHandle, SimOptions};
+use caldera::templates::Machines;
 use futures::{StreamExt, TryStreamExt};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -267,6 +270,66 @@ async fn magnum_nodes_stream_with_their_server_names() {
         );
         assert_ne!(n.name, n.key.member);
     }
+    env.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heat_native_node_groups_are_described_side_by_side_when_listing() {
+    const GROUPS: u32 = 6;
+    const LATENCY: Duration = Duration::from_millis(150);
+    let env = Env::start("empty").await;
+    let driver = HeatNativeDriver::new(env.conn.heat.clone(), Machines::Test);
+    driver.create_cluster("wide").await.expect("cluster");
+    for i in 0..GROUPS {
+        driver
+            .create_nodegroup(&NodeGroupSpec {
+                cluster: "wide".into(),
+                nodegroup: format!("g{i}"),
+                count: 1,
+                image: DEMO_IMAGE.into(),
+                limits: Limits::default(),
+                action_wait_secs: 0,
+            })
+            .await
+            .expect("node group");
+    }
+    let t0 = Instant::now();
+    let listed = loop {
+        let clusters = driver.list_clusters().await.expect("clusters");
+        match clusters.into_iter().find(|c| c.name == "wide") {
+            Some(c) if !c.status.is_in_progress() && c.nodegroup_count == Some(GROUPS) => break c,
+            _ => {}
+        }
+        assert!(t0.elapsed() < SETTLE, "wide never settled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(listed.node_count, GROUPS);
+
+    // Every Heat request now takes LATENCY: one stack listing plus three requests per group,
+    // which one after the other take (1 + 3 * GROUPS) * LATENCY.
+    env.sim
+        .faults()
+        .add(Fault::new(FaultKind::Latency(LATENCY)).on_path("/orchestration"));
+    // The settle polls above spent this second's request starts (25 a second); the listing
+    // below (19 starts) is measured against the concurrency, not the rate limit.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let before = env.conn.budget().total_requests;
+    let t0 = Instant::now();
+    let again = driver.list_clusters().await.expect("clusters");
+    let took = t0.elapsed();
+    let requests = env.conn.budget().total_requests - before;
+    eprintln!("list_clusters: {GROUPS} groups, {requests} requests in {took:?}");
+    assert_eq!(again, vec![listed]);
+    assert_eq!(
+        requests,
+        u64::from(1 + 3 * GROUPS),
+        "same requests as before"
+    );
+    let sequential = LATENCY * (1 + 3 * GROUPS);
+    assert!(
+        took < sequential / 2,
+        "{took:?} for {GROUPS} groups (one after the other: {sequential:?})"
+    );
     env.sim.shutdown().await;
 }
 
