@@ -202,3 +202,52 @@ async fn nova_servers_alone_deliver_every_member() {
     assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_member_is_named_once_whichever_source_wins_its_address() {
+    // All three sources race; Nova's names arrive on its own addresses or, for members the
+    // listing or an output call answered first, as `Named` after them.
+    let (sim, conn, stack) = bench_sim(Duration::ZERO).await;
+    let events: Vec<IpEvent> = stream_ips_with(
+        conn.heat.clone(),
+        conn.nova.clone(),
+        stack.clone(),
+        IpOptions::default(),
+    )
+    .map(|e| e.expect("no stream error"))
+    .collect()
+    .await;
+    assert!(matches!(events.last(), Some(IpEvent::Done(_))));
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut addressed = std::collections::HashSet::new();
+    for e in &events {
+        match e {
+            IpEvent::Address(a, _) => {
+                addressed.insert(a.member.clone());
+                if let Some(name) = &a.name {
+                    assert!(names.insert(a.member.clone(), name.clone()).is_none());
+                }
+            }
+            IpEvent::Named { member, name } => {
+                assert!(
+                    addressed.contains(member),
+                    "{member} named before its address"
+                );
+                assert!(
+                    names.insert(member.clone(), name.clone()).is_none(),
+                    "{member} named twice"
+                );
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(names.len(), MEMBERS);
+    for i in 0..MEMBERS {
+        assert_eq!(
+            names.get(&i.to_string()).map(String::as_str),
+            Some(format!("bench-{MEMBERS}-default-worker-{i}").as_str())
+        );
+    }
+    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
+    sim.shutdown().await;
+}

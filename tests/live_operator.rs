@@ -5,9 +5,11 @@
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::ResourceQuery;
+use caldera::api::nova::{ServerInfo, ServerQuery};
 use caldera::drivers::actions::ActionContext;
 use caldera::drivers::guard::Guard;
-use caldera::drivers::{ScaleRequest, UpgradePlan};
+use caldera::drivers::heat_native::HeatNativeDriver;
+use caldera::drivers::{Driver, Limits, NodeGroupSpec, ScaleRequest, UpgradePlan};
 use caldera::journal::{Actor, Journal, Outcome};
 use caldera::lifecycle::ActionsConfig;
 use caldera::model::{Cluster, DriverKind, Node, NodeGroup};
@@ -16,9 +18,11 @@ use caldera::service::live::LiveService;
 use caldera::service::live_operator::LiveOperator;
 use caldera::service::operator::Operator;
 use caldera::service::{CloudService, ErrorKind, NodeUpdate};
+use caldera::sim::faults::{Fault, FaultKind};
 use caldera::sim::seed::{DEMO_CLUSTER, DEMO_IMAGE, DEMO_MEMBERS, DEMO_NODEGROUP};
 use caldera::sim::{self, SimHandle, SimOptions};
-use futures::StreamExt;
+use caldera::templates::Machines;
+use futures::{StreamExt, TryStreamExt};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -122,18 +126,31 @@ impl Env {
         let mut stream = self.service.stream_nodes(g.clone());
         let mut nodes: Vec<Node> = Vec::new();
         let mut ips: BTreeMap<String, String> = BTreeMap::new();
+        let mut names: BTreeMap<String, String> = BTreeMap::new();
         while let Some(update) = stream.next().await {
             match update.expect("node update") {
                 NodeUpdate::Members(m) => nodes = m,
                 NodeUpdate::Address(a) => {
+                    if let Some(name) = a.name {
+                        assert!(names.insert(a.member.clone(), name).is_none());
+                    }
                     ips.insert(a.member, a.addresses.first().cloned().unwrap_or_default());
+                }
+                NodeUpdate::Named { member, name } => {
+                    assert!(
+                        names.insert(member.clone(), name).is_none(),
+                        "{member} named twice"
+                    );
                 }
                 NodeUpdate::AddressFailed { member, error } => panic!("{member}: {error}"),
                 NodeUpdate::Done => break,
             }
         }
         for n in &mut nodes {
-            n.ip = ips.get(&n.name).cloned();
+            n.ip = ips.get(&n.key.member).cloned();
+            if let Some(name) = names.get(&n.key.member) {
+                n.name.clone_from(name);
+            }
         }
         nodes
     }
@@ -191,8 +208,15 @@ async fn heat_native_clusters_and_nodegroups_are_listed_and_nodes_stream_with_ip
     assert_eq!(g.status.raw, "CREATE_COMPLETE");
 
     let nodes = env.nodes(g).await;
-    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    let members: Vec<&str> = nodes.iter().map(|n| n.key.member.as_str()).collect();
     let expected: Vec<String> = (0..DEMO_MEMBERS).map(|i| i.to_string()).collect();
+    assert_eq!(members, expected);
+    // NAME is the Nova server's name (as the simulator names hn-demo's servers), not the
+    // member's resource name.
+    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    let expected: Vec<String> = (0..DEMO_MEMBERS)
+        .map(|i| format!("node-{DEMO_CLUSTER}-{DEMO_NODEGROUP}-{i}"))
+        .collect();
     assert_eq!(names, expected);
     // A settled group's members carry its image (the IMAGE column).
     assert!(
@@ -208,6 +232,104 @@ async fn heat_native_clusters_and_nodegroups_are_listed_and_nodes_stream_with_ip
         let ip = n.ip.as_deref().expect("address");
         assert!(ip.ends_with(&format!(".{}", i + 10)), "{ip} for member {i}");
     }
+    env.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn magnum_nodes_stream_with_their_server_names() {
+    // The demo's 1000-node Magnum group mid-rollout: Nova names every member's server as
+    // Magnum's Heat driver does, and the node stream carries those names to the rows.
+    let env = Env::start("demo").await;
+    let c = env.cluster("prod-east").await;
+    let g = env.nodegroup(&c, "default-worker").await;
+    let nova = env.conn.nova.clone().expect("the simulator has Nova");
+    let servers: Vec<ServerInfo> = nova
+        .list_servers_detail(ServerQuery::default())
+        .try_collect()
+        .await
+        .expect("servers");
+    // Nova's own word, independent of Heat: each server's member from its metadata.
+    let truth: BTreeMap<String, String> = servers
+        .into_iter()
+        .filter(|s| {
+            s.metadata.get("cluster") == Some(&c.name)
+                && s.metadata.get("nodegroup") == Some(&g.name)
+        })
+        .filter_map(|s| Some((s.metadata.get("member")?.clone(), s.name)))
+        .collect();
+    assert_eq!(truth.len(), g.node_count as usize);
+
+    let nodes = env.nodes(&g).await;
+    assert_eq!(nodes.len(), truth.len());
+    for n in &nodes {
+        assert_eq!(
+            Some(&n.name),
+            truth.get(&n.key.member),
+            "member {}",
+            n.key.member
+        );
+        assert_ne!(n.name, n.key.member);
+    }
+    env.sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heat_native_node_groups_are_described_side_by_side_when_listing() {
+    const GROUPS: u32 = 6;
+    const LATENCY: Duration = Duration::from_millis(150);
+    let env = Env::start("empty").await;
+    let driver = HeatNativeDriver::new(env.conn.heat.clone(), Machines::Test);
+    driver.create_cluster("wide").await.expect("cluster");
+    for i in 0..GROUPS {
+        driver
+            .create_nodegroup(&NodeGroupSpec {
+                cluster: "wide".into(),
+                nodegroup: format!("g{i}"),
+                count: 1,
+                image: DEMO_IMAGE.into(),
+                limits: Limits::default(),
+                action_wait_secs: 0,
+            })
+            .await
+            .expect("node group");
+    }
+    let t0 = Instant::now();
+    let listed = loop {
+        let clusters = driver.list_clusters().await.expect("clusters");
+        match clusters.into_iter().find(|c| c.name == "wide") {
+            Some(c) if !c.status.is_in_progress() && c.nodegroup_count == Some(GROUPS) => break c,
+            _ => {}
+        }
+        assert!(t0.elapsed() < SETTLE, "wide never settled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(listed.node_count, GROUPS);
+
+    // Every Heat request now takes LATENCY: one stack listing plus three requests per group,
+    // which one after the other take (1 + 3 * GROUPS) * LATENCY.
+    env.sim
+        .faults()
+        .add(Fault::new(FaultKind::Latency(LATENCY)).on_path("/orchestration"));
+    // The settle polls above spent this second's request starts (25 a second); the listing
+    // below (19 starts) is measured against the concurrency, not the rate limit.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let before = env.conn.budget().total_requests;
+    let t0 = Instant::now();
+    let again = driver.list_clusters().await.expect("clusters");
+    let took = t0.elapsed();
+    let requests = env.conn.budget().total_requests - before;
+    eprintln!("list_clusters: {GROUPS} groups, {requests} requests in {took:?}");
+    assert_eq!(again, vec![listed]);
+    assert_eq!(
+        requests,
+        u64::from(1 + 3 * GROUPS),
+        "same requests as before"
+    );
+    let sequential = LATENCY * (1 + 3 * GROUPS);
+    assert!(
+        took < sequential / 2,
+        "{took:?} for {GROUPS} groups (one after the other: {sequential:?})"
+    );
     env.sim.shutdown().await;
 }
 
@@ -246,8 +368,13 @@ async fn scale_is_planned_journaled_applied_and_refused_when_read_only() {
     let g = env.settle().await;
     assert_eq!(g.status.raw, "UPDATE_COMPLETE");
     assert_eq!(g.node_count, 14);
-    let names: Vec<String> = env.nodes(&g).await.into_iter().map(|n| n.name).collect();
-    assert_eq!(names, plan.members_after);
+    let members: Vec<String> = env
+        .nodes(&g)
+        .await
+        .into_iter()
+        .map(|n| n.key.member)
+        .collect();
+    assert_eq!(members, plan.members_after);
 
     // Read-only: refused, journaled as refused, and Heat is not asked.
     let ro = env.operator(Guard {
@@ -525,7 +652,7 @@ async fn node_action_runs_with_the_node_variables_and_the_journal_reads_on() {
         .nodes(&g)
         .await
         .into_iter()
-        .filter(|n| n.name == "2" || n.name == "7")
+        .filter(|n| n.key.member == "2" || n.key.member == "7")
         .collect();
     assert_eq!(nodes.len(), 2);
     let expected: Vec<String> = nodes
@@ -533,8 +660,8 @@ async fn node_action_runs_with_the_node_variables_and_the_journal_reads_on() {
         .map(|n| {
             format!(
                 "node_action hn-demo/workers {} #{} {}",
-                n.name,
-                n.name,
+                n.key.member,
+                n.index.expect("numeric member"),
                 n.ip.as_deref().expect("streamed address")
             )
         })

@@ -337,11 +337,12 @@ async fn ips(
     let targets = ip_targets(conn, target).await?;
     let stdout = io::stdout();
     match format {
-        Format::Csv => println!("group,member,index,addresses"),
-        Format::Table => println!("{:<24} {:>6}  addresses", "group", "member"),
+        // NAME is appended to the CSV columns so readers by position keep working.
+        Format::Csv => println!("group,member,index,addresses,name"),
+        Format::Table => println!("{:<24} {:>6}  {:<32} addresses", "group", "member", "name"),
         Format::Json => {}
     }
-    let (mut found, mut failed, mut members) = (0usize, 0usize, 0usize);
+    let (mut found, mut failed, mut members, mut late_names) = (0usize, 0usize, 0usize, 0usize);
     let mut first: Option<Duration> = None;
     for (group, stack) in targets {
         let mut stream =
@@ -359,8 +360,9 @@ async fn ips(
                     match format {
                         Format::Table => writeln!(
                             out,
-                            "{group:<24} {:>6}  {}",
+                            "{group:<24} {:>6}  {:<32} {}",
                             a.member,
+                            a.name.as_deref().unwrap_or("-"),
                             a.addresses.join(" ")
                         )?,
                         Format::Csv => writeln!(
@@ -371,16 +373,23 @@ async fn ips(
                                 a.member.clone(),
                                 a.index.map(|i| i.to_string()).unwrap_or_default(),
                                 a.addresses.join(" "),
+                                a.name.clone().unwrap_or_default(),
                             ])
                         )?,
-                        Format::Json => writeln!(
-                            out,
-                            "{}",
-                            serde_json::json!({"group": group, "member": a.member, "index": a.index, "addresses": a.addresses})
-                        )?,
+                        Format::Json => {
+                            let mut row = serde_json::json!({"group": group, "member": a.member, "index": a.index, "addresses": a.addresses});
+                            // Only when known, so existing readers see the same keys.
+                            if let Some(name) = &a.name {
+                                row["name"] = serde_json::json!(name);
+                            }
+                            writeln!(out, "{row}")?
+                        }
                     }
                     out.flush()?;
                 }
+                // The member's row is already out; each member keeps one row on stdout, so a
+                // name that lost the race is not printed (the console applies it).
+                IpEvent::Named { .. } => late_names += 1,
                 IpEvent::Failed { member, reason } => {
                     failed += 1;
                     eprintln!("{group}: member {member}: no address: {reason}");
@@ -394,6 +403,9 @@ async fn ips(
         first.unwrap_or_default().as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
+    if late_names > 0 {
+        eprintln!("{late_names} server name(s) arrived after their member's row");
+    }
     if failed > 0 {
         return Err(format!("{failed} member(s) without an address").into());
     }

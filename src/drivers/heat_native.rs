@@ -26,13 +26,14 @@ use super::{
 use crate::api::heat::{
     HeatClient, ResourceQuery, StackCreate, StackDetail, StackListQuery, StackUpdate,
 };
+use crate::fetch::fan_out;
 use crate::journal::ApiCall;
 use crate::model::{Cluster, DriverKind, Health, Node, NodeKey, StackRef, Status};
 use crate::rollout::{RolloutOptions, RolloutPlan};
 use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use crate::templates::{self, Machines};
 use futures::future::BoxFuture;
-use futures::{FutureExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -46,6 +47,9 @@ pub const ROLE_NODEGROUP: &str = "caldera-role=nodegroup";
 
 /// The ResourceGroup resource in `nodegroup.yaml`.
 pub const GROUP_RESOURCE: &str = "nodes";
+
+/// Node groups described at once when listing clusters (the request budget still applies).
+const LIST_CONCURRENCY: usize = 8;
 
 #[derive(Clone)]
 pub struct HeatNativeDriver {
@@ -292,14 +296,28 @@ impl HeatNativeDriver {
             .try_collect()
             .await
             .map_err(err)?;
+        // Each node group costs three requests in a row (stack, group resource, members); the
+        // groups go side by side so many of them list in about the time of one. The results
+        // are folded in listing order, so the outcome is the one a sequential walk gives.
+        let refs: Vec<(usize, StackRef)> =
+            stacks.iter().map(|s| s.stack.clone()).enumerate().collect();
+        let mut described: Vec<(usize, ServiceResult<(NodeGroupTarget, usize)>)> =
+            fan_out(refs, LIST_CONCURRENCY, |(_, stack)| async move {
+                let target = self.target_of(stack).await?;
+                let members = self.list_nodes(&target).await.map(|n| n.len()).unwrap_or(0);
+                Ok((target, members))
+            })
+            .map(|((i, _), result)| (i, result))
+            .collect()
+            .await;
+        described.sort_by_key(|(i, _)| *i);
         let mut clusters: BTreeMap<String, Cluster> = BTreeMap::new();
-        for s in stacks {
-            let target = match self.target_of(s.stack.clone()).await {
-                Ok(t) => t,
+        for (s, (_, described)) in stacks.into_iter().zip(described) {
+            let (target, members) = match described {
+                Ok(found) => found,
                 Err(e) if e.kind == ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
-            let members = self.list_nodes(&target).await.map(|n| n.len()).unwrap_or(0);
             let c = clusters
                 .entry(target.cluster.clone())
                 .or_insert_with(|| Cluster {

@@ -37,4 +37,8 @@ pub struct NodeAddress {
     pub member: String,
     pub index: Option<u32>,
     pub addresses: Vec<String>,
+    /// The member's server name, when the source that found the address knew it (Nova).
+    /// Absent from serialized output when unknown, so older readers see the same shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }

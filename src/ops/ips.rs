@@ -11,7 +11,9 @@
 //! - **Nova**, where the cloud has it: the members' `OS::Nova::Server` resources (one typed
 //!   listing without details, so cheap) map server ids to members, then `servers/detail` pages
 //!   deliver addresses a page at a time. This is the path that works for any template whose
-//!   machines are Nova servers (Magnum's own templates among them).
+//!   machines are Nova servers (Magnum's own templates among them). Nova also knows each
+//!   server's name, the name operators use for a node: it rides on the member's address, or,
+//!   when another source delivered that address first, follows as [`IpEvent::Named`].
 //!
 //! When the typed listing answers, every member it covers is emitted and the fan-out stops.
 //! If it fails (old Heat, another template), the fan-out simply runs to the end. A member
@@ -103,7 +105,15 @@ pub struct IpStats {
 pub enum IpEvent {
     /// The members are known (in index order); addresses follow.
     Members(Vec<Member>),
+    /// A member's addresses, reported once per member by whichever source found them first.
     Address(NodeAddress, IpSource),
+    /// The server name of a member, when its `Address` did not carry it: another source won
+    /// the race to the address, or no source found one (the name then precedes `Failed`).
+    /// At most once per member.
+    Named {
+        member: String,
+        name: String,
+    },
     Failed {
         member: String,
         reason: String,
@@ -236,7 +246,7 @@ async fn run(
 ) {
     let started = Instant::now();
     // Nova pages arrive through a channel, one batch of (member, addresses) per page.
-    let (nova_tx, mut nova_rx) = mpsc::channel::<Vec<(String, Vec<String>)>>(16);
+    let (nova_tx, mut nova_rx) = mpsc::channel::<Vec<NovaMatch>>(16);
     let nova_task = match nova.filter(|_| options.nova_servers) {
         Some(nova) => Some(AbortOnDrop(tokio::spawn(nova_addresses(
             heat.clone(),
@@ -298,14 +308,28 @@ async fn run(
         let heat = heat.clone();
         let key = output_key.clone();
         async move { heat.show_output(&stack, &key).await }
-    });
+    })
+    .boxed();
     let mut output_errors: HashMap<String, String> = HashMap::new();
     let mut typed_done = typed.is_none();
     let mut outputs_done = !options.fan_out;
     let mut nova_done = nova_task.is_none();
 
     loop {
-        if (typed_done && outputs_done && nova_done) || state.emitted.len() == members.len() {
+        if state.emitted.len() == members.len() {
+            // Every address is in: the listing and the output calls have nothing left to
+            // give. Nova may still be naming members, so it alone runs on.
+            // Both are dropped, not just no longer polled: their requests in flight hold
+            // request-budget permits that Nova's pages would otherwise wait for forever.
+            typed_done = true;
+            typed = None;
+            outputs_done = true;
+            outputs = futures::stream::empty().boxed();
+            if state.named.len() == members.len() {
+                nova_done = true;
+            }
+        }
+        if typed_done && outputs_done && nova_done {
             break;
         }
         tokio::select! {
@@ -314,7 +338,7 @@ async fn run(
                 match listing {
                     Ok(Ok(resources)) => {
                         for (member, addresses) in addresses_from_listing(&resources, &by_stack, &options.address_attribute) {
-                            if !state.emit(&tx, &member, addresses, IpSource::TypedListing).await {
+                            if !state.emit(&tx, &member, addresses, IpSource::TypedListing, None).await {
                                 return;
                             }
                         }
@@ -331,8 +355,13 @@ async fn run(
                 match batch {
                     None => nova_done = true,
                     Some(batch) => {
-                        for (member, addresses) in batch {
-                            if !state.emit(&tx, &member, addresses, IpSource::NovaServers).await {
+                        for found in batch {
+                            let sent = if found.addresses.is_empty() {
+                                state.name(&tx, &found.member, found.name).await
+                            } else {
+                                state.emit(&tx, &found.member, found.addresses, IpSource::NovaServers, Some(found.name)).await
+                            };
+                            if !sent {
                                 return;
                             }
                         }
@@ -347,7 +376,7 @@ async fn run(
                         if addresses.is_empty() {
                             let reason = output.error.unwrap_or_else(|| format!("output '{}' has no address", output.key));
                             output_errors.insert(member, reason);
-                        } else if !state.emit(&tx, &member, addresses, IpSource::MemberOutput).await {
+                        } else if !state.emit(&tx, &member, addresses, IpSource::MemberOutput, None).await {
                             return;
                         }
                     }
@@ -377,6 +406,17 @@ async fn run(
                 })
             })
             .unwrap_or_else(|| "no address found".to_string());
+        // Nova listed the server without an address (still building): its name is still the
+        // one the operator knows the node by.
+        if let Some(name) = state.pending_names.remove(&member.name) {
+            let event = IpEvent::Named {
+                member: member.name.clone(),
+                name,
+            };
+            if tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
         state.stats.failed += 1;
         let event = IpEvent::Failed {
             member: member.name.clone(),
@@ -390,6 +430,16 @@ async fn run(
     let _ = tx.send(Ok(IpEvent::Done(state.stats))).await;
 }
 
+/// One member's server as Nova lists it.
+#[derive(Debug)]
+struct NovaMatch {
+    member: String,
+    /// The server's name (Magnum's `k8s-prod-abc123-node-17`).
+    name: String,
+    /// Empty while the server has no fixed address yet; its name is still worth sending.
+    addresses: Vec<String>,
+}
+
 /// Maps the members' servers to members, then pages through Nova's servers sending each
 /// page's matches. Errors end this source quietly: the other sources carry on.
 async fn nova_addresses(
@@ -397,7 +447,7 @@ async fn nova_addresses(
     nova: NovaClient,
     target: StackRef,
     server_type: String,
-    out: mpsc::Sender<Vec<(String, Vec<String>)>>,
+    out: mpsc::Sender<Vec<NovaMatch>>,
 ) {
     let query = ResourceQuery {
         nested_depth: Some(2),
@@ -435,13 +485,16 @@ async fn nova_addresses(
                 return;
             }
         };
-        let batch: Vec<(String, Vec<String>)> = page
+        let batch: Vec<NovaMatch> = page
             .items
             .iter()
             .filter_map(|server| {
                 let member = member_of.get(&server.id)?;
-                let ips = server.fixed_ips();
-                (!ips.is_empty()).then(|| (member.clone(), ips))
+                Some(NovaMatch {
+                    member: member.clone(),
+                    name: server.name.clone(),
+                    addresses: server.fixed_ips(),
+                })
             })
             .collect();
         matched += batch.len();
@@ -492,6 +545,10 @@ struct Progress {
     /// The members listed; anything else a source reports (a member being deleted) is ignored.
     members: HashSet<String>,
     emitted: HashSet<String>,
+    /// Members whose server name has been sent (with the address or after it).
+    named: HashSet<String>,
+    /// Names learned before any source had the member's address; they ride on that address.
+    pending_names: HashMap<String, String>,
     stats: IpStats,
 }
 
@@ -505,19 +562,29 @@ impl Progress {
             },
             members,
             emitted: HashSet::new(),
+            named: HashSet::new(),
+            pending_names: HashMap::new(),
         }
     }
 
-    /// Sends one member's addresses unless already sent; false when the consumer is gone.
+    /// Sends one member's addresses unless already sent, with its server name when known;
+    /// a name for an already-sent member goes out on its own. False when the consumer is gone.
     async fn emit(
         &mut self,
         tx: &Sink,
         member: &str,
         addresses: Vec<String>,
         source: IpSource,
+        name: Option<String>,
     ) -> bool {
-        if !self.members.contains(member) || !self.emitted.insert(member.to_string()) {
+        if !self.members.contains(member) {
             return true;
+        }
+        if !self.emitted.insert(member.to_string()) {
+            return match name {
+                Some(name) => self.name(tx, member, name).await,
+                None => true,
+            };
         }
         self.stats.found += 1;
         match source {
@@ -528,12 +595,35 @@ impl Progress {
         if self.stats.first_address_after.is_none() {
             self.stats.first_address_after = Some(self.started.elapsed());
         }
+        let name = name.or_else(|| self.pending_names.remove(member));
+        if name.is_some() {
+            self.named.insert(member.to_string());
+        }
         let address = NodeAddress {
             index: member.parse().ok(),
             member: member.to_string(),
             addresses,
+            name,
         };
         tx.send(Ok(IpEvent::Address(address, source))).await.is_ok()
+    }
+
+    /// Records a member's server name: sent at once if its address is out (and the name is
+    /// not), else kept for the address. False when the consumer is gone.
+    async fn name(&mut self, tx: &Sink, member: &str, name: String) -> bool {
+        if !self.members.contains(member) || self.named.contains(member) {
+            return true;
+        }
+        if !self.emitted.contains(member) {
+            self.pending_names.insert(member.to_string(), name);
+            return true;
+        }
+        self.named.insert(member.to_string());
+        let event = IpEvent::Named {
+            member: member.to_string(),
+            name,
+        };
+        tx.send(Ok(event)).await.is_ok()
     }
 }
 
@@ -555,5 +645,114 @@ mod tests {
         );
         assert!(addresses_in(&json!(null)).is_empty());
         assert!(addresses_in(&json!("")).is_empty());
+    }
+
+    fn progress(members: &[&str]) -> (Progress, Sink, mpsc::Receiver<Result<IpEvent, ApiError>>) {
+        let (tx, rx) = mpsc::channel(16);
+        let members = members.iter().map(|m| m.to_string()).collect();
+        (Progress::new(Instant::now(), members), tx, rx)
+    }
+
+    fn drain(rx: &mut mpsc::Receiver<Result<IpEvent, ApiError>>) -> Vec<IpEvent> {
+        let mut out = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            out.push(event.expect("no error events"));
+        }
+        out
+    }
+
+    fn address(member: &str, ip: &str, name: Option<&str>) -> NodeAddress {
+        NodeAddress {
+            member: member.to_string(),
+            index: member.parse().ok(),
+            addresses: vec![ip.to_string()],
+            name: name.map(str::to_string),
+        }
+    }
+
+    #[tokio::test]
+    async fn nova_name_after_a_listing_address_follows_once() {
+        let (mut p, tx, mut rx) = progress(&["0", "1"]);
+        assert!(
+            p.emit(
+                &tx,
+                "0",
+                vec!["10.0.0.1".into()],
+                IpSource::TypedListing,
+                None
+            )
+            .await
+        );
+        // Nova's page comes later with the same member's address and its server name.
+        let nova_ip = vec!["10.0.0.1".to_string()];
+        let name = Some("k8s-a-node-0".to_string());
+        assert!(
+            p.emit(
+                &tx,
+                "0",
+                nova_ip.clone(),
+                IpSource::NovaServers,
+                name.clone()
+            )
+            .await
+        );
+        // A repeated page (or a retry) must not name it twice.
+        assert!(p.emit(&tx, "0", nova_ip, IpSource::NovaServers, name).await);
+        assert_eq!(
+            drain(&mut rx),
+            vec![
+                IpEvent::Address(address("0", "10.0.0.1", None), IpSource::TypedListing),
+                IpEvent::Named {
+                    member: "0".into(),
+                    name: "k8s-a-node-0".into()
+                },
+            ]
+        );
+        assert_eq!(p.stats.found, 1);
+        assert_eq!(p.stats.from_nova, 0);
+    }
+
+    #[tokio::test]
+    async fn name_known_before_the_address_rides_on_it() {
+        let (mut p, tx, mut rx) = progress(&["0", "1"]);
+        // Nova lists the server while it has no address yet (BUILD): only the name.
+        assert!(p.name(&tx, "1", "k8s-a-node-1".into()).await);
+        assert!(drain(&mut rx).is_empty());
+        assert!(
+            p.emit(
+                &tx,
+                "1",
+                vec!["10.0.0.2".into()],
+                IpSource::MemberOutput,
+                None
+            )
+            .await
+        );
+        assert!(p.name(&tx, "1", "k8s-a-node-1".into()).await);
+        assert_eq!(
+            drain(&mut rx),
+            vec![IpEvent::Address(
+                address("1", "10.0.0.2", Some("k8s-a-node-1")),
+                IpSource::MemberOutput
+            )]
+        );
+    }
+
+    #[tokio::test]
+    async fn names_of_members_not_listed_are_ignored() {
+        let (mut p, tx, mut rx) = progress(&["0"]);
+        assert!(p.name(&tx, "7", "k8s-a-node-7".into()).await);
+        assert!(
+            p.emit(
+                &tx,
+                "7",
+                vec!["10.0.0.7".into()],
+                IpSource::NovaServers,
+                Some("k8s-a-node-7".into())
+            )
+            .await
+        );
+        assert!(drain(&mut rx).is_empty());
+        assert!(p.named.is_empty() && p.pending_names.is_empty());
     }
 }

@@ -792,6 +792,8 @@ impl CloudService for FakeCloud {
                         (i / 256) % 256,
                         i % 256
                     )],
+                    // The fake's nodes carry their display names from the start.
+                    name: None,
                 })));
             }
         }

@@ -348,6 +348,7 @@ async fn forward_nodes(
                 Ok(update)
             }
             Ok(IpEvent::Address(address, _)) => Ok(NodeUpdate::Address(address)),
+            Ok(IpEvent::Named { member, name }) => Ok(NodeUpdate::Named { member, name }),
             Ok(IpEvent::Failed { member, reason }) => Ok(NodeUpdate::AddressFailed {
                 member,
                 error: ServiceError::new(super::ErrorKind::NotFound, reason),

@@ -272,7 +272,9 @@ impl Operator for LiveOperator {
                 .map(|n| HookContext {
                     cluster: target.cluster.clone(),
                     nodegroup: target.nodegroup.clone(),
-                    node_name: Some(n.name),
+                    // The member name, as rollout hooks and the journal know the node; the
+                    // row's display name may be the server's.
+                    node_name: Some(n.key.member),
                     node_index: n.index,
                     node_ip: n.ip,
                     ..Default::default()

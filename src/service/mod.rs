@@ -99,8 +99,10 @@ pub struct BudgetStats {
 pub enum NodeUpdate {
     /// The member list is known: `total` members (statuses filled, IPs maybe not yet).
     Members(Vec<crate::model::Node>),
-    /// Addresses for one member arrived.
+    /// Addresses for one member arrived (with its server name when the source knew it).
     Address(NodeAddress),
+    /// A member's server name arrived after its address.
+    Named { member: String, name: String },
     /// One member's address lookup failed; the rest keep coming.
     AddressFailed { member: String, error: ServiceError },
     /// Every member has been tried.

@@ -382,6 +382,111 @@ async fn node_selection_survives_live_updates() {
 }
 
 #[tokio::test]
+async fn server_names_fill_in_without_moving_rows_or_selection() {
+    use crate::model::NodeAddress;
+    use crate::service::NodeUpdate;
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.key(KeyAction::SortNext); // by '#'
+    h.app.prepare();
+    for _ in 0..37 {
+        h.key(KeyAction::Down);
+    }
+    h.app.prepare();
+    let ng = match &h.app.view().kind {
+        ViewKind::Nodes { nodegroup, .. } => nodegroup.id.clone(),
+        other => panic!("not the nodes pane: {other:?}"),
+    };
+    let members_in_view = |h: &Harness| -> Vec<String> {
+        let rows = &h.app.store.nodes[&ng].rows;
+        let view = h.app.view().table.view();
+        view.iter()
+            .map(|&i| rows[i].node.key.member.clone())
+            .collect()
+    };
+    let order = members_in_view(&h);
+    let selected = h.app.view().table.selected_id().map(str::to_string);
+    assert_eq!(selected.as_deref(), Some(order[37].as_str()));
+
+    // Names arrive in the reverse order of the members, one on an address, the rest late.
+    let now = demo_epoch();
+    let set = h.app.store.nodes.get_mut(&ng).expect("node set");
+    let gen = set.meta.gen;
+    let total = set.rows.len();
+    let name_of = |pos: usize| format!("srv-{:04}", total - pos);
+    let rows: Vec<(String, Option<u32>)> = set
+        .rows
+        .iter()
+        .map(|r| (r.node.key.member.clone(), r.node.index))
+        .collect();
+    for (pos, (member, index)) in rows.iter().enumerate() {
+        let update = if pos == 0 {
+            NodeUpdate::Address(NodeAddress {
+                member: member.clone(),
+                index: *index,
+                addresses: vec!["10.99.0.1".into()],
+                name: Some(name_of(pos)),
+            })
+        } else {
+            NodeUpdate::Named {
+                member: member.clone(),
+                name: name_of(pos),
+            }
+        };
+        assert!(set.apply(gen, Ok(update), now));
+    }
+    h.app.prepare();
+    assert_eq!(
+        members_in_view(&h),
+        order,
+        "names do not reorder a sort by '#'"
+    );
+    assert_eq!(
+        h.app.view().table.selected_id().map(str::to_string),
+        selected
+    );
+    let set = &h.app.store.nodes[&ng];
+    assert!(set
+        .rows
+        .iter()
+        .enumerate()
+        .all(|(p, r)| r.node.name == name_of(p)));
+
+    // A re-sent member list (names are member names there) keeps the server names.
+    let resent: Vec<_> = set
+        .rows
+        .iter()
+        .map(|r| {
+            let mut n = r.node.clone();
+            n.name = n.key.member.clone();
+            n.ip = None;
+            n
+        })
+        .collect();
+    let set = h.app.store.nodes.get_mut(&ng).expect("node set");
+    assert!(set.apply(gen, Ok(NodeUpdate::Members(resent)), now));
+    assert!(set
+        .rows
+        .iter()
+        .enumerate()
+        .all(|(p, r)| r.node.name == name_of(p)));
+
+    // Sorted by NAME, the order follows the names and the selection stays on its id.
+    h.key(KeyAction::SortNext);
+    h.app.prepare();
+    let mut by_name = order.clone();
+    by_name.reverse();
+    assert_eq!(members_in_view(&h), by_name);
+    assert_eq!(
+        h.app.view().table.selected_id().map(str::to_string),
+        selected
+    );
+}
+
+#[tokio::test]
 async fn events_follow_new_events_and_save_to_file() {
     let mut h = Harness::demo(1000);
     h.open_prod().await;

@@ -691,13 +691,13 @@ impl App {
             }
             ViewKind::Nodes { nodegroup, .. } => {
                 if let Some(set) = store.nodes.get(&nodegroup.id) {
-                    // Addresses only reorder or refilter when a filter, an IP sort or
-                    // faults-only looks at them.
+                    // Addresses and names only reorder or refilter when a filter, a sort
+                    // or faults-only looks at them.
                     let ip_matters = view.table.filter().is_active()
                         || view.table.sort.column.is_some()
                         || faults;
                     let v = if ip_matters {
-                        set.meta.version.wrapping_mul(1 << 32) ^ set.ip_version
+                        set.meta.version.wrapping_mul(1 << 32) ^ set.fill_version
                     } else {
                         set.meta.version.wrapping_mul(1 << 32)
                     };

@@ -118,8 +118,9 @@ pub struct NodeSet {
     /// Every member has been tried in the current stream.
     pub done: bool,
     pub has_members: bool,
-    /// Bumped when addresses change (the structure `meta.version` does not move).
-    pub ip_version: u64,
+    /// Bumped when addresses or server names fill in (the structure `meta.version` does
+    /// not move: rows keep their place unless a sort or filter looks at what changed).
+    pub fill_version: u64,
 }
 
 impl NodeSet {
@@ -154,6 +155,11 @@ impl NodeSet {
                             if n.ip.is_none() {
                                 n.ip = prev.node.ip.clone();
                                 ip_error = prev.ip_error.clone();
+                            }
+                            // A re-sent member list names members by their resource name; a
+                            // server name learned from the address stream stays.
+                            if n.name == n.key.member {
+                                n.name.clone_from(&prev.node.name);
                             }
                             changed_at = if prev.node.status != n.status
                                 || prev.node.hook_paused != n.hook_paused
@@ -195,7 +201,16 @@ impl NodeSet {
                         self.ips_failed = self.ips_failed.saturating_sub(1);
                     }
                     row.node.ip = addr.addresses.first().cloned();
-                    self.ip_version += 1;
+                    if let Some(name) = addr.name {
+                        row.node.name = name;
+                    }
+                    self.fill_version += 1;
+                }
+            }
+            Ok(NodeUpdate::Named { member, name }) => {
+                if let Some(&i) = self.index.get(&member) {
+                    self.rows[i].node.name = name;
+                    self.fill_version += 1;
                 }
             }
             Ok(NodeUpdate::AddressFailed { member, error }) => {
@@ -207,14 +222,14 @@ impl NodeSet {
                     if row.node.ip.is_none() {
                         row.ip_error = Some(error.message);
                     }
-                    self.ip_version += 1;
+                    self.fill_version += 1;
                 }
             }
             Ok(NodeUpdate::Done) => {
                 self.done = true;
                 self.meta.in_flight = false;
                 self.meta.fetched_at = Some(now);
-                self.ip_version += 1;
+                self.fill_version += 1;
             }
         }
         true
