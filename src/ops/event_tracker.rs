@@ -82,14 +82,17 @@ const MAX_OVERLAP_SECS: i64 = 10;
 const GRANULARITY: Duration = Duration::seconds(1);
 /// First request of a poll when little is expected: small, so a quiet poll is one cheap call.
 pub const PROBE_PAGE: u32 = 20;
-/// The largest page asked for: bounds one response (~1 KB an event) while letting a busy poll
-/// or a first read of a big tree take few requests.
-pub const MAX_PAGE: u32 = 1000;
+/// The largest page asked for: bounds one response (~1 KB an event, so ~2 MB) while letting a
+/// busy poll be one request: 1000 members updating write ~200 events/s, i.e. ~1000 new events
+/// plus a ~400-event window per 5 s poll (measured by `caldera bench events`).
+pub const MAX_PAGE: u32 = 2000;
 /// Never suggest polling faster than this...
 const MIN_DELAY: StdDuration = StdDuration::from_millis(500);
 /// ...nor at more than this many requests a second on average, whatever the event rate: the
 /// follower shares the connection's request budget (25/s by default) with the console.
 const MAX_REQUESTS_PER_SEC: f64 = 4.0;
+/// How fast the busiest stack's remembered rate fades (see `finish_poll`).
+const RATE_HALF_LIFE_SECS: f64 = 5.0;
 /// Before a second poll the rate is unknown; the second poll comes at most this soon after the
 /// first so a burst is measured before it can outrun retention.
 const FIRST_RATE_DELAY: StdDuration = StdDuration::from_secs(1);
@@ -131,7 +134,6 @@ pub struct EventTracker {
     /// Events the last poll read that the next one reads again (inside its window).
     window_events: usize,
     last_requests: u32,
-    quiet_polls: u32,
 }
 
 impl Default for EventTracker {
@@ -160,7 +162,6 @@ impl EventTracker {
             owner_rate: 0.0,
             window_events: 0,
             last_requests: 0,
-            quiet_polls: 0,
         }
     }
 
@@ -266,6 +267,21 @@ impl EventTracker {
                 .is_some_and(|at| plan.started.saturating_duration_since(at) >= wait);
         }
 
+        if self.last_poll.is_none() {
+            // No poll before to measure against: the busiest stack's events in the newest two
+            // whole seconds of this read. A create or an update opens with such a burst (a
+            // ResourceGroup writes every member's start at once), and the quiet that follows
+            // while the members run must not pass for a quiet stack.
+            let recent = self.newest.map(|n| n - GRANULARITY * 2);
+            let mut per_owner: HashMap<&str, usize> = HashMap::new();
+            for e in fresh.iter().filter(|e| recent.is_some_and(|r| e.time > r)) {
+                *per_owner
+                    .entry(e.stack.as_ref().map_or("", |s| s.id.as_str()))
+                    .or_default() += 1;
+            }
+            let busiest = per_owner.values().copied().max().unwrap_or(0);
+            self.owner_rate = busiest as f64 / 2.0;
+        }
         if let Some(last) = self.last_poll {
             let elapsed = plan
                 .started
@@ -279,24 +295,23 @@ impl EventTracker {
                     .or_default() += 1;
             }
             let busiest = per_owner.values().copied().max().unwrap_or(0);
-            if !fresh.is_empty() {
-                // Rise at once, fall by halves: a burst that pauses for one poll resumes fast.
-                self.rate = (fresh.len() as f64 / elapsed).max(self.rate / 2.0);
-                self.owner_rate = (busiest as f64 / elapsed).max(self.owner_rate / 2.0);
+            // The busiest stack's rate rises at once and falls by half every few seconds, not
+            // at once: a ResourceGroup writes its members' starts in a burst, goes quiet while
+            // they run, then writes their ends at a rising rate.
+            let decayed = self.owner_rate * 0.5f64.powf(elapsed / RATE_HALF_LIFE_SECS);
+            self.owner_rate = (busiest as f64 / elapsed).max(decayed);
+            self.rate = if fresh.is_empty() {
+                0.0
             } else {
-                self.rate = 0.0;
-            }
+                // Sizes the next first request only; a lull for one poll keeps half of it.
+                (fresh.len() as f64 / elapsed).max(self.rate / 2.0)
+            };
         }
         // What the next poll will re-read whatever happens: the events behind its horizon's
         // start, which sizes its first request with the rate.
         self.window_events = match self.horizon() {
             Some(h) => times.iter().filter(|t| **t >= h).count(),
             None => 0,
-        };
-        self.quiet_polls = if fresh.is_empty() {
-            self.quiet_polls.saturating_add(1)
-        } else {
-            0
         };
         self.last_requests = requests;
         self.last_poll = Some(plan.started);
@@ -305,10 +320,10 @@ impl EventTracker {
     }
 
     /// How long to wait before the next poll, at most `configured`: short enough that the
-    /// busiest stack cannot write half its retention between two polls, with a margin of two
-    /// (Heat purges a batch of the oldest at once, 200 of 1000 by default); doubled for each
-    /// quiet poll since the last event; never under [`MIN_DELAY`] nor faster than
-    /// [`MAX_REQUESTS_PER_SEC`] given the last poll's requests.
+    /// busiest stack cannot write half its retention between two polls at its recent rate,
+    /// with a margin of two (Heat purges a batch of the oldest at once, 200 of 1000 by
+    /// default); growing back to `configured` as that rate fades when quiet; never under
+    /// [`MIN_DELAY`] nor faster than [`MAX_REQUESTS_PER_SEC`] given the last poll's requests.
     pub fn next_delay(&self, configured: StdDuration) -> StdDuration {
         let floor = MIN_DELAY.max(StdDuration::from_secs_f64(
             f64::from(self.last_requests) / MAX_REQUESTS_PER_SEC,
@@ -316,17 +331,19 @@ impl EventTracker {
         if configured <= floor || self.polls == 0 {
             return configured;
         }
-        if self.polls == 1 {
-            return FIRST_RATE_DELAY.clamp(floor, configured);
-        }
         let safe = if self.owner_rate > 0.0 {
             let secs = self.retention as f64 / (4.0 * self.owner_rate);
             StdDuration::from_secs_f64(secs.min(configured.as_secs_f64()))
         } else {
             configured
         };
-        let backed_off = safe.saturating_mul(1u32 << self.quiet_polls.min(16));
-        backed_off.clamp(floor, configured)
+        if self.polls == 1 {
+            return safe.min(FIRST_RATE_DELAY).clamp(floor, configured);
+        }
+        // Quiet polls back off through the fading rate alone, not by doubling the delay: a
+        // group whose members are running is quiet until their ends arrive (measured: with
+        // doubling the delay reached 5 s in that lull and Heat purged 34 events of the ends).
+        safe.clamp(floor, configured)
     }
 
     /// Whether the window behind the newest event has been read late enough to trust.
@@ -522,21 +539,54 @@ mod tests {
         let mut roomy = t.clone();
         roomy.set_retention(DEFAULT_RETENTION);
         assert_eq!(roomy.next_delay(configured), configured);
-        // Quiet polls double the delay back up to the configured interval.
+        // Quiet polls: the delay grows back to the configured interval as the rate fades
+        // (half every 5 s), never jumping there while the burst is recent.
         let mut last = busy;
-        for q in 1..=6 {
+        let mut quiet = 0;
+        while last < configured {
+            quiet += 1;
+            assert!(quiet < 40, "never backed off: {last:?}");
             at += last.as_secs_f64();
             assert!(poll(&mut t, &heat, t0 + secs(at)).0.is_empty());
             let d = t.next_delay(configured);
-            assert!(
-                d >= last && d <= configured,
-                "quiet poll {q}: {d:?} after {last:?}"
-            );
+            assert!(d >= last, "quiet poll {quiet}: {d:?} after {last:?}");
             last = d;
         }
-        assert_eq!(last, configured);
+        assert!(
+            quiet >= 3,
+            "backed off to {configured:?} after {quiet} quiet polls"
+        );
         // A configured interval under the floor is the operator's choice and is kept.
         assert_eq!(t.next_delay(secs(0.2)), secs(0.2));
+    }
+
+    #[test]
+    fn a_burst_in_the_first_read_is_not_taken_for_a_quiet_stack() {
+        let t0 = Instant::now();
+        let configured = secs(5.0);
+        let mut t = EventTracker::default();
+        t.set_retention(200);
+        // The first read finds a group's 200 member starts in one second, then nothing comes
+        // while the members run.
+        let heat: Vec<StackEvent> = (0..200)
+            .map(|i| owned(&format!("start{i}"), 10, "group"))
+            .collect();
+        poll(&mut t, &heat, t0);
+        let mut at = 0.0;
+        for _ in 0..4 {
+            let d = t.next_delay(configured);
+            // 100 events/s for the busiest stack: polls stay well under the interval.
+            assert!(d < secs(2.0), "{d:?} at {at} s");
+            at += d.as_secs_f64();
+            assert!(poll(&mut t, &heat, t0 + secs(at)).0.is_empty());
+        }
+        // Without the burst the second poll comes after a second, then as configured.
+        let mut calm = EventTracker::default();
+        calm.set_retention(200);
+        poll(&mut calm, &[owned("one", 10, "group")], t0);
+        assert_eq!(calm.next_delay(configured), secs(1.0));
+        poll(&mut calm, &[owned("one", 10, "group")], t0 + secs(1.0));
+        assert_eq!(calm.next_delay(configured), configured);
     }
 
     #[test]
