@@ -211,9 +211,14 @@ pub enum Command {
         /// Include events of nested stacks down to this depth.
         #[arg(long, default_value_t = 0)]
         nested_depth: u32,
-        /// Seconds between polls when following.
+        /// Longest wait between polls when following, in seconds (polls come sooner while
+        /// events arrive faster than Heat keeps them, see --max-events-per-stack).
         #[arg(long, default_value_t = 2.0)]
         interval: f64,
+        /// The cloud's Heat `max_events_per_stack` (Heat's default 1000): the follower polls
+        /// often enough that the busiest stack cannot purge events between two polls.
+        #[arg(long, default_value_t = crate::ops::event_tracker::DEFAULT_RETENTION)]
+        max_events_per_stack: usize,
         /// With --follow: stop once the stack is no longer IN_PROGRESS.
         #[arg(long)]
         until_complete: bool,

@@ -31,6 +31,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
             follow,
             nested_depth,
             interval,
+            max_events_per_stack,
             until_complete,
             format,
         } => {
@@ -38,6 +39,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
                 follow,
                 nested_depth,
                 interval: Duration::from_secs_f64(interval.max(0.2)),
+                max_events_per_stack,
                 until_complete,
                 format,
             };
@@ -203,6 +205,7 @@ struct FollowOptions {
     follow: bool,
     nested_depth: u32,
     interval: Duration,
+    max_events_per_stack: usize,
     until_complete: bool,
     format: Format,
 }
@@ -234,7 +237,7 @@ async fn events(
     opts: FollowOptions,
 ) -> CmdResult {
     let stack = heat.resolve(stack).await?;
-    let mut cursor = EventCursor::default();
+    let mut cursor = EventCursor::default().with_retention(opts.max_events_per_stack);
     if opts.format == Format::Csv {
         println!("time,id,path,status,reason");
     }
@@ -269,7 +272,7 @@ async fn events(
                 continue;
             }
         }
-        tokio::time::sleep(opts.interval).await;
+        tokio::time::sleep(cursor.next_delay(opts.interval)).await;
     }
     eprintln!(
         "{} events, {} duplicates dropped",

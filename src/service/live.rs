@@ -15,6 +15,7 @@ use crate::model::{
     Cluster, DriverKind, Node, NodeGroup, NodeKey, StackEvent, StackRef, StackResource,
     StackSummary,
 };
+use crate::ops::event_tracker::MAX_PAGE;
 use crate::ops::hooks::paused_members;
 use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions, Member};
 use crate::ops::stack_paths::StackPaths;
@@ -24,8 +25,6 @@ use futures::FutureExt;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-/// Events asked for per page while following.
-const EVENT_PAGE: u32 = 200;
 /// Details fetched at once when a list lacks fields the console shows (status_reason...).
 const DETAIL_CONCURRENCY: usize = 4;
 
@@ -405,46 +404,63 @@ fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
 /// One poll: every event not delivered before, without duplicates, oldest first.
 ///
 /// Pages newest-first and stops at the first page reaching back past the cursor's horizon
-/// (the newest delivered event minus the overlap window, where late writers are caught).
+/// (the newest delivered event minus the late-writer window, see `ops::event_tracker`).
 /// Paging forward from a resume marker instead breaks down when Heat purges that marker
 /// (`max_events_per_stack`): Heat then answers from its oldest retained event, and every
 /// poll re-reads the whole retained tree (measured in the soak: polls of 50,000 events and
 /// 20 s each, falling further behind each time). Newest-first, a poll reads what is new
-/// plus at most one page, whatever Heat has purged; its only markers are ids from the same
-/// poll, moments old.
+/// plus the window, whatever Heat has purged; its only markers are ids from the same poll,
+/// moments old.
+///
+/// The first request asks for what the last polls' rate predicts (a small probe when quiet),
+/// so a quiet poll and most busy ones are a single request. Events are taken into the cursor
+/// only once the poll has read back to its horizon: a poll that fails half-way changes
+/// nothing, and the next one reads the same span again instead of leaving a gap behind the
+/// pages it had read.
 pub async fn follow_step(
     heat: &HeatClient,
     stack: &StackRef,
     nested_depth: u32,
     cursor: &mut EventCursor,
 ) -> ServiceResult<Vec<StackEvent>> {
-    let horizon = cursor.tracker.horizon();
+    let plan = cursor.tracker.begin_poll(std::time::Instant::now());
     let mut marker: Option<String> = None;
-    let mut fresh = Vec::new();
-    loop {
+    let mut limit = plan.first_limit;
+    let mut pages = Vec::new();
+    let mut requests = 0u32;
+    let complete = loop {
         let query = EventQuery {
-            limit: Some(EVENT_PAGE),
+            limit: Some(limit),
             marker: marker.clone(),
             sort_dir: Some(SortDir::Desc),
             nested_depth: (nested_depth > 0).then_some(nested_depth),
             ..Default::default()
         };
+        requests += 1;
         let page = heat
             .list_events_page(stack, &query)
             .await
             .map_err(ServiceError::from)?;
-        let full = page.len() >= EVENT_PAGE as usize;
+        let full = page.len() >= limit as usize;
         let last = page.last().map(|e| e.id.clone());
-        let reached = horizon.is_some_and(|h| page.iter().any(|e| e.time < h));
-        fresh.extend(cursor.tracker.ingest(page));
+        let reached = plan
+            .horizon
+            .is_some_and(|h| page.iter().any(|e| e.time < h));
+        pages.extend(page);
+        if reached || !full {
+            break true;
+        }
         match last {
             // A full page whose last id we already started from would loop forever.
-            Some(last) if full && !reached && Some(&last) != marker.as_ref() => marker = Some(last),
-            _ => break,
+            Some(last) if Some(&last) != marker.as_ref() => marker = Some(last),
+            _ => break false,
         }
-    }
-    fresh.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.id.cmp(&b.id)));
-    Ok(fresh)
+        // The prediction fell short (a burst): take big pages for the rest.
+        limit = MAX_PAGE;
+    };
+    Ok(cursor
+        .tracker
+        .finish_poll(&plan, pages, complete, requests, std::time::Instant::now()))
 }
 
 /// Fills `path` of nested events from the learned nesting; learns again (once) when an event

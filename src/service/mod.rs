@@ -132,6 +132,17 @@ impl EventCursor {
     pub fn remembered(&self) -> usize {
         self.tracker.remembered()
     }
+    /// The cloud's `max_events_per_stack` when known (Heat's default 1000 is assumed): the
+    /// follower polls fast enough not to lose events Heat purges.
+    pub fn with_retention(mut self, max_events_per_stack: usize) -> Self {
+        self.tracker.set_retention(max_events_per_stack);
+        self
+    }
+    /// When to poll next, at most `configured` after this poll: sooner while a stack writes
+    /// events fast enough to outrun Heat's retention, backing off to `configured` when quiet.
+    pub fn next_delay(&self, configured: std::time::Duration) -> std::time::Duration {
+        self.tracker.next_delay(configured)
+    }
 }
 
 /// Everything the console reads from a cloud. Implementations own all I/O.

@@ -605,6 +605,9 @@ impl App {
         every: Duration,
     ) {
         let log = self.store.events.entry(stack.id.clone()).or_default();
+        // The follower's own pace, within the refresh: sooner while a stack writes events fast
+        // enough for Heat to purge them before a refresh would read them.
+        let every = log.cursor.next_delay(every);
         // A forced refresh of a pending poll would only repeat it; events never go stale.
         if log.meta.due(now, every) || (force && !log.meta.in_flight) {
             let cursor = log.cursor.clone();
