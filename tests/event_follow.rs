@@ -108,3 +108,54 @@ async fn follower_delivers_a_create_once_and_a_quiet_poll_is_one_request() {
     }
     sim.shutdown().await;
 }
+
+/// A cloud's `caldera: {max_events_per_stack}` reaches the follower's cursor, unless the
+/// caller gave its own (the `--max-events-per-stack` flag).
+#[tokio::test]
+async fn the_clouds_event_retention_reaches_the_follower() {
+    let sim = sim::start(SimOptions::fast("small", 20.0))
+        .await
+        .expect("simulator starts");
+    let mut cloud = simulator_cloud(&sim);
+    let plain = LiveService::new(
+        CloudConnection::from_cloud(&cloud, &ConnectOptions::default())
+            .await
+            .expect("connect"),
+    );
+    cloud.caldera.max_events_per_stack = Some(200);
+    let told = LiveService::new(
+        CloudConnection::from_cloud(&cloud, &ConnectOptions::default())
+            .await
+            .expect("connect"),
+    );
+    let stack = plain
+        .list_stacks()
+        .await
+        .expect("stacks")
+        .into_iter()
+        .next()
+        .expect("the small scenario has stacks")
+        .stack;
+    let (_, c) = plain
+        .poll_events(stack.clone(), 0, EventCursor::default())
+        .await
+        .expect("poll");
+    assert!(!c.retention_known(), "no setting: Heat's default assumed");
+    assert_eq!(c.retention(), 1000);
+    let (_, c) = told
+        .poll_events(stack.clone(), 0, EventCursor::default())
+        .await
+        .expect("poll");
+    assert!(c.retention_known(), "the cloud's setting applied");
+    assert_eq!(c.retention(), 200);
+    let (_, c) = told
+        .poll_events(stack, 0, EventCursor::default().with_retention(5000))
+        .await
+        .expect("poll");
+    assert_eq!(
+        c.retention(),
+        5000,
+        "the caller's value wins over the cloud's"
+    );
+    sim.shutdown().await;
+}

@@ -73,6 +73,7 @@ fn cloud(server: &FaultServer, region: Option<&str>) -> CloudConfig {
         caldera: CalderaSettings {
             read_only: true,
             production: true,
+            ..Default::default()
         },
         secret_files: vec![],
     }

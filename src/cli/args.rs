@@ -215,10 +215,11 @@ pub enum Command {
         /// events arrive faster than Heat keeps them, see --max-events-per-stack).
         #[arg(long, default_value_t = 2.0)]
         interval: f64,
-        /// The cloud's Heat `max_events_per_stack` (Heat's default 1000): the follower polls
-        /// often enough that the busiest stack cannot purge events between two polls.
-        #[arg(long, default_value_t = crate::ops::event_tracker::DEFAULT_RETENTION)]
-        max_events_per_stack: usize,
+        /// The cloud's Heat `max_events_per_stack` (default: the cloud's
+        /// `caldera: {max_events_per_stack}` in clouds.yaml, else Heat's 1000): the follower
+        /// polls often enough that the busiest stack cannot purge events between two polls.
+        #[arg(long)]
+        max_events_per_stack: Option<usize>,
         /// With --follow: stop once the stack is no longer IN_PROGRESS.
         #[arg(long)]
         until_complete: bool,

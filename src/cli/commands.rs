@@ -205,7 +205,7 @@ struct FollowOptions {
     follow: bool,
     nested_depth: u32,
     interval: Duration,
-    max_events_per_stack: usize,
+    max_events_per_stack: Option<usize>,
     until_complete: bool,
     format: Format,
 }
@@ -237,7 +237,11 @@ async fn events(
     opts: FollowOptions,
 ) -> CmdResult {
     let stack = heat.resolve(stack).await?;
-    let mut cursor = EventCursor::default().with_retention(opts.max_events_per_stack);
+    // The flag, else the cloud's setting (applied by the service), else Heat's default.
+    let mut cursor = match opts.max_events_per_stack {
+        Some(n) => EventCursor::default().with_retention(n),
+        None => EventCursor::default(),
+    };
     if opts.format == Format::Csv {
         println!("time,id,path,status,reason");
     }

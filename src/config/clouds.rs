@@ -180,7 +180,8 @@ pub enum Credentials {
     },
 }
 
-/// caldera's own settings under a cloud (`caldera: {read_only, production}`).
+/// caldera's own settings under a cloud (`caldera: {read_only, production,
+/// max_events_per_stack}`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CalderaSettings {
@@ -189,6 +190,10 @@ pub struct CalderaSettings {
     /// Production clouds ask for the cluster name before destructive actions.
     #[serde(default)]
     pub production: bool,
+    /// The cloud's Heat `max_events_per_stack`, when it is not Heat's default 1000: event
+    /// followers poll fast enough that a busy stack cannot purge events between two polls.
+    #[serde(default)]
+    pub max_events_per_stack: Option<u32>,
 }
 
 /// One cloud, validated.

@@ -54,6 +54,7 @@ clouds:
     caldera:
       read_only: true
       production: true
+      max_events_per_stack: 200
 "#;
 
 fn cloud(name: &str, marker: &str) -> String {
@@ -146,7 +147,8 @@ fn full_password_cloud_with_secure_yaml_merged() {
         c.caldera,
         CalderaSettings {
             read_only: true,
-            production: true
+            production: true,
+            max_events_per_stack: Some(200),
         }
     );
     match &c.credentials {

@@ -72,6 +72,7 @@ mod tests {
             CalderaSettings {
                 read_only: true,
                 production: false,
+                ..Default::default()
             },
             false,
         );
@@ -88,6 +89,7 @@ mod tests {
             CalderaSettings {
                 read_only: false,
                 production: true,
+                ..Default::default()
             },
             false,
         );

@@ -126,6 +126,7 @@ pub struct EventTracker {
     duplicates_dropped: u64,
     // Pacing and sizing.
     retention: usize,
+    retention_known: bool,
     last_poll: Option<Instant>,
     polls: u64,
     /// New events a second, over all stacks and for the busiest owning stack.
@@ -156,6 +157,7 @@ impl EventTracker {
             delivered: 0,
             duplicates_dropped: 0,
             retention: DEFAULT_RETENTION,
+            retention_known: false,
             last_poll: None,
             polls: 0,
             rate: 0.0,
@@ -168,6 +170,17 @@ impl EventTracker {
     /// The cloud's `max_events_per_stack`, when known (Heat's default 1000 otherwise).
     pub fn set_retention(&mut self, max_events_per_stack: usize) {
         self.retention = max_events_per_stack.max(1);
+        self.retention_known = true;
+    }
+
+    /// Whether `set_retention` was called (else Heat's default is assumed).
+    pub fn retention_known(&self) -> bool {
+        self.retention_known
+    }
+
+    /// The `max_events_per_stack` the pacing works against.
+    pub fn retention(&self) -> usize {
+        self.retention
     }
 
     /// The late-writer window in force: the base, or twice the furthest late writer seen.

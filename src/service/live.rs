@@ -210,6 +210,11 @@ impl CloudService for LiveService {
     ) -> BoxFuture<'static, ServiceResult<(Vec<StackEvent>, EventCursor)>> {
         let heat = self.conn.heat.clone();
         let paths = self.paths.clone();
+        // The cloud's retention from clouds.yaml, unless the caller said otherwise.
+        let cursor = match self.conn.settings.max_events_per_stack {
+            Some(n) if !cursor.retention_known() => cursor.with_retention(n as usize),
+            _ => cursor,
+        };
         async move {
             let mut cursor = cursor;
             let mut events = follow_step(&heat, &stack, nested_depth, &mut cursor).await?;

@@ -138,6 +138,15 @@ impl EventCursor {
         self.tracker.set_retention(max_events_per_stack);
         self
     }
+    /// Whether the retention was given (else the cloud's `caldera:` setting, or Heat's
+    /// default, applies).
+    pub fn retention_known(&self) -> bool {
+        self.tracker.retention_known()
+    }
+    /// The `max_events_per_stack` the follower paces itself against.
+    pub fn retention(&self) -> usize {
+        self.tracker.retention()
+    }
     /// When to poll next, at most `configured` after this poll: sooner while a stack writes
     /// events fast enough to outrun Heat's retention, backing off to `configured` when quiet.
     pub fn next_delay(&self, configured: std::time::Duration) -> std::time::Duration {
