@@ -48,6 +48,25 @@ fn options(read_only: bool) -> ConsoleOptions {
 }
 
 impl H {
+    /// Opens the rollout view of `g` with `plan` found as driven by this console's engine.
+    fn rollout_driven_here(&mut self, g: &NodeGroup, plan: &RolloutPlan) {
+        self.key(KeyAction::RolloutView);
+        self.app.update(Action::Reply(Reply::RolloutFound {
+            key: g.id.clone(),
+            gen: self.app.store.rollouts[&g.id].meta.gen,
+            result: Ok(Some((plan.clone(), Driver::Here))),
+        }));
+    }
+
+    /// The engine here reports `status` for `g`'s rollout.
+    fn rollout_status(&mut self, g: &NodeGroup, status: RolloutStatus) {
+        self.app.update(Action::Reply(Reply::Rollout {
+            key: g.id.clone(),
+            driver: Driver::Here,
+            result: Ok(status),
+        }));
+    }
+
     /// The demo cloud with a fake operator (`guard`), or none.
     fn new(guard: Option<Guard>, read_only: bool) -> H {
         let fake = FakeCloud::demo(40);
@@ -408,18 +427,9 @@ async fn rollout_view_controls_send_the_right_control() {
     h.open_edge().await;
     let (c, g) = h.edge_rows().await;
     let plan = edge_plan(&c, &g);
-    h.key(KeyAction::RolloutView);
     // Pretend our engine runs it: a status from "here".
-    h.app.update(Action::Reply(Reply::RolloutFound {
-        key: g.id.clone(),
-        gen: h.app.store.rollouts[&g.id].meta.gen,
-        result: Ok(Some((plan.clone(), Driver::Here))),
-    }));
-    h.app.update(Action::Reply(Reply::Rollout {
-        key: g.id.clone(),
-        driver: Driver::Here,
-        result: Ok(mid_run(&plan)),
-    }));
+    h.rollout_driven_here(&g, &plan);
+    h.rollout_status(&g, mid_run(&plan));
     h.app.take_requests();
     snap!(h, "rollout_running");
     h.press(KeyCode::Char('p'));
@@ -432,11 +442,7 @@ async fn rollout_view_controls_send_the_right_control() {
     paused.state = RolloutState::Paused {
         reason: "node 1 failed".into(),
     };
-    h.app.update(Action::Reply(Reply::Rollout {
-        key: g.id.clone(),
-        driver: Driver::Here,
-        result: Ok(paused),
-    }));
+    h.rollout_status(&g, paused);
     snap!(h, "rollout_paused");
     // Skip: the selection follows batch 2 (nodes 2, 3, updating): refused with a reason.
     h.press(KeyCode::Char('x'));
@@ -672,17 +678,8 @@ async fn quitting_with_a_rollout_driven_here_asks_first() {
 
     let (c, g) = h.edge_rows().await;
     let plan = edge_plan(&c, &g);
-    h.key(KeyAction::RolloutView);
-    h.app.update(Action::Reply(Reply::RolloutFound {
-        key: g.id.clone(),
-        gen: h.app.store.rollouts[&g.id].meta.gen,
-        result: Ok(Some((plan.clone(), Driver::Here))),
-    }));
-    h.app.update(Action::Reply(Reply::Rollout {
-        key: g.id.clone(),
-        driver: Driver::Here,
-        result: Ok(mid_run(&plan)),
-    }));
+    h.rollout_driven_here(&g, &plan);
+    h.rollout_status(&g, mid_run(&plan));
     h.press(KeyCode::Char('q'));
     assert!(
         !h.app.should_quit,
@@ -702,11 +699,7 @@ async fn quitting_with_a_rollout_driven_here_asks_first() {
     h.app.should_quit = false;
     let mut done = mid_run(&plan);
     done.state = RolloutState::Completed;
-    h.app.update(Action::Reply(Reply::Rollout {
-        key: g.id.clone(),
-        driver: Driver::Here,
-        result: Ok(done),
-    }));
+    h.rollout_status(&g, done);
     h.press(KeyCode::Char('q'));
     assert!(h.app.should_quit);
 }
@@ -719,12 +712,7 @@ async fn rollout_view_counts_stragglers() {
     h.open_edge().await;
     let (c, g) = h.edge_rows().await;
     let plan = edge_plan(&c, &g);
-    h.key(KeyAction::RolloutView);
-    h.app.update(Action::Reply(Reply::RolloutFound {
-        key: g.id.clone(),
-        gen: h.app.store.rollouts[&g.id].meta.gen,
-        result: Ok(Some((plan.clone(), Driver::Here))),
-    }));
+    h.rollout_driven_here(&g, &plan);
     let mut slow = mid_run(&plan);
     assert!(!h.screen().contains("stragglers"));
     // Batch 2's node 2 has been updating for 5 minutes; batch 1 took 12 s a node.
@@ -732,11 +720,7 @@ async fn rollout_view_counts_stragglers() {
         n.released_at = Some(demo_epoch() - Chrono::minutes(5));
     }
     slow.compute(demo_epoch());
-    h.app.update(Action::Reply(Reply::Rollout {
-        key: g.id.clone(),
-        driver: Driver::Here,
-        result: Ok(slow),
-    }));
+    h.rollout_status(&g, slow);
     let screen = h.screen();
     assert!(screen.contains("stragglers 1"), "{screen}");
 }
@@ -747,12 +731,7 @@ async fn paused_after_the_last_nodes_says_resume_finishes() {
     h.open_edge().await;
     let (c, g) = h.edge_rows().await;
     let plan = edge_plan(&c, &g);
-    h.key(KeyAction::RolloutView);
-    h.app.update(Action::Reply(Reply::RolloutFound {
-        key: g.id.clone(),
-        gen: h.app.store.rollouts[&g.id].meta.gen,
-        result: Ok(Some((plan.clone(), Driver::Here))),
-    }));
+    h.rollout_driven_here(&g, &plan);
     let mut s = mid_run(&plan);
     for n in s.nodes.iter_mut() {
         n.phase = NodePhase::Done;
@@ -765,11 +744,7 @@ async fn paused_after_the_last_nodes_says_resume_finishes() {
         reason: "paused by the operator".into(),
     };
     s.compute(demo_epoch());
-    h.app.update(Action::Reply(Reply::Rollout {
-        key: g.id.clone(),
-        driver: Driver::Here,
-        result: Ok(s),
-    }));
+    h.rollout_status(&g, s);
     let screen = h.screen();
     assert!(
         screen.contains("every node is updated; resume (R)"),
