@@ -130,6 +130,13 @@ pub struct RolloutStatus {
     pub updated_at: DateTime<Utc>,
 }
 
+/// How long a node may be updating before it counts as a straggler, given the median time
+/// `median_ms`: three times the median, and at least a minute (short updates jitter). The
+/// rollout view and the nodes pane both use this rule.
+pub fn straggler_after_ms(median_ms: i64) -> i64 {
+    (3 * median_ms).max(60_000)
+}
+
 /// The value at quantile `q` (0..=1) of sorted `v`, nearest-rank.
 pub fn quantile(sorted: &[i64], q: f64) -> Option<i64> {
     if sorted.is_empty() {
@@ -180,11 +187,10 @@ impl RolloutStatus {
         self.updated_at = now;
     }
 
-    /// How long a node may update before it counts as a straggler: three times the median of
-    /// the nodes done so far, and at least a minute (the nodes pane's rule). `None` until a
-    /// node is done.
+    /// How long a node may update before it counts as a straggler (the module's `straggler_after_ms` rule),
+    /// from the nodes done so far. `None` until a node is done.
     pub fn straggler_after_ms(&self) -> Option<i64> {
-        self.p50_ms.map(|p50| (3 * p50).max(60_000))
+        self.p50_ms.map(straggler_after_ms)
     }
 
     /// The batch to show as "x of y": the current one; with none, all of them once every
