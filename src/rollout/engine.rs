@@ -386,26 +386,15 @@ pub fn initial_status(plan: &RolloutPlan) -> RolloutStatus {
             })
         })
         .collect();
-    RolloutStatus {
-        id: plan.id.clone(),
-        target: plan.target.label(),
-        image: plan.image.clone(),
-        state: RolloutState::Starting,
+    RolloutStatus::new(
+        plan.id.clone(),
+        plan.target.label(),
+        plan.image.clone(),
+        RolloutState::Starting,
         nodes,
-        current_batch: None,
-        batches: plan.batches.len(),
-        stack_status: String::new(),
-        done: 0,
-        failed: 0,
-        skipped: 0,
-        remaining: 0,
-        throughput_per_min: None,
-        p50_ms: None,
-        p95_ms: None,
-        eta_secs: None,
-        stragglers: 0,
-        updated_at: Utc::now(),
-    }
+        plan.batches.len(),
+        Utc::now(),
+    )
 }
 
 struct Runner {

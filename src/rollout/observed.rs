@@ -290,26 +290,18 @@ pub fn observed_status(
     } else {
         RolloutState::Completed
     };
-    let mut status = RolloutStatus {
-        id: facts.id.clone(),
-        target: facts.target.clone(),
-        image: facts.image.clone(),
+    let batches = nodes.len().div_ceil(batch);
+    let mut status = RolloutStatus::new(
+        facts.id.clone(),
+        facts.target.clone(),
+        facts.image.clone(),
         state,
-        batches: nodes.len().div_ceil(batch),
         nodes,
-        current_batch,
-        stack_status: facts.stack_status.raw.clone(),
-        done: 0,
-        failed: 0,
-        skipped: 0,
-        remaining: 0,
-        throughput_per_min: None,
-        p50_ms: None,
-        p95_ms: None,
-        eta_secs: None,
-        stragglers: 0,
-        updated_at: now,
-    };
+        batches,
+        now,
+    );
+    status.current_batch = current_batch;
+    status.stack_status = facts.stack_status.raw.clone();
     status.compute(now);
     // Pace over the whole update: the first members' start events may have been purged,
     // and then the earliest start still known would overstate it.

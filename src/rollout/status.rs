@@ -147,6 +147,39 @@ pub fn quantile(sorted: &[i64], q: f64) -> Option<i64> {
 }
 
 impl RolloutStatus {
+    /// A status of `nodes` before [`RolloutStatus::compute`] fills the counters and timings
+    /// (they are all derived from the nodes); no current batch, no stack status yet.
+    pub fn new(
+        id: String,
+        target: String,
+        image: String,
+        state: RolloutState,
+        nodes: Vec<NodeProgress>,
+        batches: usize,
+        now: DateTime<Utc>,
+    ) -> RolloutStatus {
+        RolloutStatus {
+            id,
+            target,
+            image,
+            state,
+            nodes,
+            current_batch: None,
+            batches,
+            stack_status: String::new(),
+            done: 0,
+            failed: 0,
+            skipped: 0,
+            remaining: 0,
+            throughput_per_min: None,
+            p50_ms: None,
+            p95_ms: None,
+            eta_secs: None,
+            stragglers: 0,
+            updated_at: now,
+        }
+    }
+
     /// Fills the counters and timing figures from `nodes`.
     pub fn compute(&mut self, now: DateTime<Utc>) {
         let count = |p: NodePhase| self.nodes.iter().filter(|n| n.phase == p).count();
@@ -278,31 +311,22 @@ mod tests {
             reason: None,
             straggler: false,
         };
-        let mut s = RolloutStatus {
-            id: "r".into(),
-            target: "c/w".into(),
-            image: "v2".into(),
-            state: RolloutState::Running,
-            nodes: vec![
+        let mut s = RolloutStatus::new(
+            "r".into(),
+            "c/w".into(),
+            "v2".into(),
+            RolloutState::Running,
+            vec![
                 node(0, NodePhase::Done, 10),
                 node(1, NodePhase::Done, 30),
                 node(2, NodePhase::Pending, 0),
                 node(3, NodePhase::Pending, 0),
             ],
-            current_batch: Some(2),
-            batches: 4,
-            stack_status: "UPDATE_IN_PROGRESS".into(),
-            done: 0,
-            failed: 0,
-            skipped: 0,
-            remaining: 0,
-            throughput_per_min: None,
-            p50_ms: None,
-            p95_ms: None,
-            eta_secs: None,
-            stragglers: 0,
-            updated_at: Utc::now(),
-        };
+            4,
+            Utc::now(),
+        );
+        s.current_batch = Some(2);
+        s.stack_status = "UPDATE_IN_PROGRESS".into();
         s.compute(t0 + chrono::Duration::seconds(60));
         assert_eq!((s.done, s.remaining), (2, 2));
         assert_eq!(s.p50_ms, Some(10_000));
@@ -326,12 +350,12 @@ mod tests {
             reason: None,
             straggler: false,
         };
-        let mut s = RolloutStatus {
-            id: "r".into(),
-            target: "c/w".into(),
-            image: "v2".into(),
-            state: RolloutState::Running,
-            nodes: vec![
+        let mut s = RolloutStatus::new(
+            "r".into(),
+            "c/w".into(),
+            "v2".into(),
+            RolloutState::Running,
+            vec![
                 node(0, NodePhase::Done, 0, Some(30)),
                 node(1, NodePhase::Done, 0, Some(40)),
                 node(2, NodePhase::Done, 0, Some(50)),
@@ -340,20 +364,11 @@ mod tests {
                 node(4, NodePhase::Updating, 100, None),
                 node(5, NodePhase::Pending, 0, None),
             ],
-            current_batch: None,
-            batches: 1,
-            stack_status: "UPDATE_IN_PROGRESS".into(),
-            done: 0,
-            failed: 0,
-            skipped: 0,
-            remaining: 0,
-            throughput_per_min: None,
-            p50_ms: None,
-            p95_ms: None,
-            eta_secs: None,
-            stragglers: 0,
-            updated_at: t0,
-        };
+            1,
+            t0,
+        );
+        s.current_batch = None;
+        s.stack_status = "UPDATE_IN_PROGRESS".into();
         s.compute(t0 + chrono::Duration::seconds(140));
         assert_eq!(s.straggler_after_ms(), Some(120_000));
         let flagged: Vec<&str> = s
