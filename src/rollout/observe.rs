@@ -18,6 +18,8 @@ use std::collections::{BTreeMap, HashSet};
 /// The reason Heat gives a member update it abandoned for a newer traversal.
 pub const SUPERSEDED_MARK: &str = "Stack UPDATE cancelled";
 const EVENT_PAGE: u32 = 200;
+/// How far behind the newest event each read starts (Heat's times are whole seconds).
+const LATE_WRITER_SECS: i64 = 2;
 const ATTACH_CONCURRENCY: usize = 8;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -46,7 +48,10 @@ pub struct HeatObserver {
     /// Events older than this (Heat's time) belong to earlier actions.
     since: Option<DateTime<Utc>>,
     seen: HashSet<String>,
+    /// Where the next read starts: an event `LATE_WRITER_SECS` behind the newest seen.
     marker: Option<String>,
+    /// Events `(time, id)` seen inside that window, to move the marker along.
+    recent: Vec<(DateTime<Utc>, String)>,
     pub members: BTreeMap<String, MemberTrack>,
     /// Group updates started since `since` (each PATCH of the node-group stack is one).
     pub group_updates: u32,
@@ -79,6 +84,7 @@ impl HeatObserver {
             since,
             seen: since_event.iter().cloned().collect(),
             marker: since_event,
+            recent: Vec::new(),
             members: BTreeMap::new(),
             group_updates: 0,
             stack_status: Status::parse("UNKNOWN"),
@@ -140,10 +146,15 @@ impl HeatObserver {
         self.stack_status = detail.summary.status;
         self.stack_reason = detail.summary.status_reason.unwrap_or_default();
         self.stack_image = detail.parameters.get("image").cloned();
+        // Heat orders events by (whole-second time, random id): an event written a moment
+        // after the newest one seen can sort before it and never come after a marker set on
+        // the newest (measured: a member's pause missed, the rollout stuck). So each read
+        // starts behind the newest second and re-reads that window; ids de-duplicate.
+        let mut page_marker = self.marker.clone();
         loop {
             let query = EventQuery {
                 limit: Some(EVENT_PAGE),
-                marker: self.marker.clone(),
+                marker: page_marker.clone(),
                 sort_dir: Some(SortDir::Asc),
                 ..Default::default()
             };
@@ -154,11 +165,12 @@ impl HeatObserver {
                 .map_err(err)?;
             let n = page.len();
             if let Some(last) = page.last() {
-                self.marker = Some(last.id.clone());
+                page_marker = Some(last.id.clone());
             }
             for e in page {
                 // Heat answers from the start when a marker was purged: dedup by id.
                 if self.seen.insert(e.id.clone()) {
+                    self.recent.push((e.time, e.id.clone()));
                     self.apply(e);
                 }
             }
@@ -166,7 +178,22 @@ impl HeatObserver {
                 break;
             }
         }
+        self.move_marker();
         Ok(())
+    }
+
+    /// The next read starts at the newest event at least `LATE_WRITER_SECS` older than the
+    /// newest seen (or stays where it was when there is none yet).
+    fn move_marker(&mut self) {
+        let Some(newest) = self.recent.iter().map(|(t, _)| *t).max() else {
+            return;
+        };
+        let cutoff = newest - chrono::Duration::seconds(LATE_WRITER_SECS);
+        self.recent.sort();
+        if let Some(pos) = self.recent.iter().rposition(|(t, _)| *t <= cutoff) {
+            self.marker = Some(self.recent[pos].1.clone());
+            self.recent.drain(..pos);
+        }
     }
 
     fn apply(&mut self, e: StackEvent) {
