@@ -339,11 +339,16 @@ impl AddressPlan {
                 if let Some(t) = typed {
                     let mut at: Vec<&str> = t.hops.iter().map(|h| h.name.as_str()).collect();
                     at.push(&t.resource_name);
+                    let mut attribute = vec![t.attribute.clone()];
+                    attribute.extend(t.path.iter().map(|s| match s {
+                        PathStep::Index(i) => i.to_string(),
+                        PathStep::Key(k) => k.clone(),
+                    }));
                     parts.push(format!(
                         "{} ({}) attribute {}",
                         at.join("/"),
                         t.resource_type,
-                        t.attribute
+                        attribute.join("/")
                     ));
                 }
                 parts.join(", ")

@@ -799,7 +799,12 @@ fn addresses_from_listing(
 ) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     for r in resources {
-        if r.resource.name != typed.resource_name {
+        // A resource never created (INIT, its member failed first) or being deleted holds
+        // no address, whatever its attributes compute from properties (measured on Heat 27:
+        // an INIT_COMPLETE OS::Heat::Value lists its value; Heat's outputs say null).
+        if r.resource.name != typed.resource_name
+            || matches!(r.resource.status.action.as_str(), "INIT" | "DELETE")
+        {
             continue;
         }
         let Some(member) = r.resource.owner.as_ref().and_then(|o| owners.get(&o.id)) else {
