@@ -34,7 +34,8 @@ use tokio::sync::mpsc;
 
 /// Servers asked of Nova per page.
 const NOVA_PAGE: u32 = 500;
-/// Addresses kept per member, and characters per address: values from the cloud are bounded.
+/// Addresses kept per member, and characters per address: values from the cloud are bounded
+/// (the whole value already is, by the transport's body limit).
 const MAX_ADDRESSES: usize = 64;
 const MAX_ADDRESS_LEN: usize = 255;
 /// Largest JSON text inside a value that is parsed for addresses.
@@ -254,7 +255,7 @@ pub(crate) fn parse_json_text(s: &str) -> Option<serde_json::Value> {
 
 /// Flattens an address value into strings: a string, a list, a map (Nova's
 /// `{"net": [{"addr": ..}]}`, Neutron's `{"ip_address": ..}`, `{"private": "10.0.0.5"}`), or
-/// JSON text holding any of those. Bounded in depth, count and length; strings with control
+/// JSON text holding any of those. Bounded in depth and length; strings with control
 /// characters are dropped.
 pub fn addresses_in(value: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();
@@ -266,7 +267,7 @@ pub fn addresses_in(value: &serde_json::Value) -> Vec<String> {
 const ADDRESS_KEYS: [&str; 5] = ["addr", "ip_address", "ip", "address", "fixed_ip"];
 
 fn collect_addresses(value: &serde_json::Value, out: &mut Vec<String>, depth: usize, in_map: bool) {
-    if depth > 6 || out.len() >= MAX_ADDRESSES {
+    if depth > 6 {
         return;
     }
     match value {
@@ -871,6 +872,8 @@ impl Progress {
             };
         }
         self.stats.found += 1;
+        let mut addresses = addresses;
+        addresses.truncate(MAX_ADDRESSES);
         match source {
             IpSource::TypedListing => self.stats.from_listing += 1,
             IpSource::MemberOutput => self.stats.from_outputs += 1,
