@@ -13,7 +13,9 @@
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{HeatClient, StackCreate};
-use caldera::model::StackRef;
+use caldera::model::{NodeGroup, Role, StackRef};
+use caldera::service::live::LiveService;
+use caldera::service::{CloudService, NodeUpdate};
 use caldera::ops::discover::{discover_groups, GroupShape};
 use caldera::ops::ips::{stream_group_ips, IpEvent, IpOptions, IpSource, IpStats};
 use futures::StreamExt;
@@ -287,6 +289,45 @@ async fn magnum_cluster_layout() {
     assert_eq!(all.addresses.len(), 10, "{:?}", all.failed);
     assert_eq!(all.addresses["kube_minions/6"], minions[6]);
     assert_eq!(all.addresses["kube_masters/0"], masters[0]);
+
+    // The console's nodes pane of the stack (no cluster of any driver): every group's
+    // members, with their addresses, through the live service.
+    let service = LiveService::new(conn.clone());
+    let pane = NodeGroup {
+        id: stack.id.clone(),
+        name: name.clone(),
+        cluster_id: stack.id.clone(),
+        role: Role::Other,
+        flavor: None,
+        image: None,
+        version: None,
+        zone: None,
+        node_count: 0,
+        min_node_count: None,
+        max_node_count: None,
+        status: caldera::model::Status::parse(""),
+        status_reason: None,
+        is_default: false,
+        stack_id: Some(stack.id.clone()),
+    };
+    let mut updates = service.stream_nodes(pane);
+    let (mut rows, mut filled, mut failed) = (Vec::new(), BTreeMap::new(), 0);
+    while let Some(update) = updates.next().await {
+        match update.expect("node update") {
+            NodeUpdate::Members(nodes) => rows = nodes.into_iter().map(|n| n.key.member).collect(),
+            NodeUpdate::Address(a) => {
+                filled.insert(a.member, a.addresses);
+            }
+            NodeUpdate::AddressFailed { .. } => failed += 1,
+            NodeUpdate::Named { .. } => {}
+            NodeUpdate::Done => break,
+        }
+    }
+    assert_eq!(rows.len(), 10, "{rows:?}");
+    assert!(rows.contains(&"kube_minions/6".to_string()));
+    assert_eq!(failed, 0);
+    assert_eq!(filled.len(), 10);
+    assert_eq!(filled["kube_masters/2"], masters[2]);
 
     // An override still wins: the external addresses.
     let external = strings(&aggregate(&heat, &stack, "kube_minions").await);
