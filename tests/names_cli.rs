@@ -125,6 +125,30 @@ async fn read_commands_take_cluster_nodegroup_and_stack_names() {
     assert!(ok, "{err}");
     assert_eq!(err.matches("no failed resources").count(), 2, "{err}");
 
+    // The cloud's `caldera: {output_key}` names the member output (here the node's name
+    // output, to tell it from the discovered `ip`); the flag still wins over it.
+    let named = dir.path().join("clouds-named.yaml");
+    let mut text = sim.clouds_yaml("simcloud");
+    text.push_str("    caldera: {output_key: name}\n");
+    std::fs::write(&named, text).expect("write clouds.yaml");
+    let (ok, out, err) = caldera(&named, &["ips", "hn1/workers", "--format", "csv"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("member output 'name'"), "{err}");
+    assert!(!out.contains(",10."), "names, not addresses: {out}");
+    let (ok, out, err) = caldera(
+        &named,
+        &[
+            "ips",
+            "hn1/workers",
+            "--format",
+            "csv",
+            "--output-key",
+            "ip",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.matches(",10.").count(), 3, "{out}");
+
     // A name nothing knows says so.
     let (ok, _, err) = caldera(&clouds, &["ips", "nosuch"]);
     assert!(!ok);
