@@ -556,6 +556,7 @@ async fn nodes_command_opens_any_stack_as_its_nodes() {
         ViewKind::Nodes { nodegroup, .. } => {
             assert_eq!(nodegroup.stack_id.as_deref(), Some(selected.id.as_str()));
             assert_eq!(nodegroup.name, selected.name);
+            assert!(crate::tui::state::is_stack_standin(nodegroup));
         }
         other => panic!("not the nodes pane: {other:?}"),
     }

@@ -219,6 +219,11 @@ impl App {
     }
 }
 
+/// Whether a node group is a plain stack seen as one ([`stack_as_nodegroup`]).
+pub fn is_stack_standin(g: &NodeGroup) -> bool {
+    g.cluster_id == g.id && g.stack_id.as_deref() == Some(g.id.as_str())
+}
+
 /// A stack seen as one node group (the nodes pane of a plain stack): the node stream reads
 /// every scaling group in it. Not a cluster of any driver, so no action reaches it by name.
 pub(super) fn stack_as_nodegroup(stack: &StackTarget) -> (Cluster, NodeGroup) {
