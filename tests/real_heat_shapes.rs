@@ -384,13 +384,15 @@ async fn magnum_cluster_layout() {
 }
 
 /// TripleO-like roles, an AutoScalingGroup, a group in a nested stack, an address three
-/// levels down, JSON text, two addresses per member, an empty group: all at once on Heat.
+/// levels down, JSON text, two addresses per member, an empty group.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
 async fn shapes_from_the_wild() {
     let conn = connect().await;
     let heat = conn.heat.clone();
     let none = serde_json::json!({});
+    // One stack at a time: seven creates at once is a burst of database connections a
+    // shared Heat may not have (each create is a few seconds).
     let (_, tripleo) = create(
         &heat,
         "shape-tripleo",
@@ -399,6 +401,7 @@ async fn shapes_from_the_wild() {
         serde_json::json!({"ControllerCount": 3, "ComputeCount": 4}),
     )
     .await;
+    wait_status(&heat, &tripleo, "CREATE_COMPLETE").await;
     let (_, asg) = create(
         &heat,
         "shape-asg",
@@ -407,6 +410,7 @@ async fn shapes_from_the_wild() {
         none.clone(),
     )
     .await;
+    wait_status(&heat, &asg, "CREATE_COMPLETE").await;
     let (_, nested) = create(
         &heat,
         "shape-nested",
@@ -418,6 +422,7 @@ async fn shapes_from_the_wild() {
         none.clone(),
     )
     .await;
+    wait_status(&heat, &nested, "CREATE_COMPLETE").await;
     let (_, deep) = create(
         &heat,
         "shape-deep",
@@ -430,6 +435,7 @@ async fn shapes_from_the_wild() {
         none.clone(),
     )
     .await;
+    wait_status(&heat, &deep, "CREATE_COMPLETE").await;
     let (_, json) = create(
         &heat,
         "shape-json",
@@ -438,6 +444,7 @@ async fn shapes_from_the_wild() {
         none.clone(),
     )
     .await;
+    wait_status(&heat, &json, "CREATE_COMPLETE").await;
     let (_, two) = create(
         &heat,
         "shape-two",
@@ -446,6 +453,7 @@ async fn shapes_from_the_wild() {
         none.clone(),
     )
     .await;
+    wait_status(&heat, &two, "CREATE_COMPLETE").await;
     let (empty_name, empty) = create(
         &heat,
         "shape-empty",
@@ -454,9 +462,7 @@ async fn shapes_from_the_wild() {
         none.clone(),
     )
     .await;
-    for s in [&tripleo, &asg, &nested, &deep, &json, &two, &empty] {
-        wait_status(&heat, s, "CREATE_COMPLETE").await;
-    }
+    wait_status(&heat, &empty, "CREATE_COMPLETE").await;
 
     // TripleO: one group per role.
     let groups = discover_groups(&heat, &tripleo).await.expect("discover");
