@@ -84,8 +84,11 @@ pub async fn discover_groups(
             }))
             .await;
         for (mut g, listing) in member_listings {
-            if let Some(s) = &g.stack {
-                g.members = members_of(&s.id, &listing?);
+            match (&g.stack, listing) {
+                (Some(s), Ok(listing)) => g.members = members_of(&s.id, &listing),
+                // Gone or unreadable (deleted under us): shown without members.
+                (_, Err(e)) => tracing::info!("members of group {}: {e}", g.path),
+                (None, Ok(_)) => {}
             }
             groups.push(g);
         }
