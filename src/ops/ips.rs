@@ -956,6 +956,85 @@ mod tests {
         assert!(addresses_in(&json!("10.0.0.1\u{1b}[2J")).is_empty());
     }
 
+    fn member(name: &str, status: &str, stack: bool) -> Member {
+        Member {
+            name: name.into(),
+            index: name.parse().ok(),
+            stack: stack.then(|| StackRef {
+                name: format!("m{name}"),
+                id: format!("m{name}"),
+            }),
+            status: Status::parse(status),
+            status_reason: None,
+            since: None,
+            group: String::new(),
+        }
+    }
+
+    fn shape(path: &str, members: Vec<Member>) -> GroupShape {
+        GroupShape {
+            path: path.into(),
+            name: path.rsplit('/').next().unwrap_or(path).into(),
+            resource_type: "OS::Heat::ResourceGroup".into(),
+            status: Status::parse("CREATE_COMPLETE"),
+            owner: StackRef {
+                name: "s".into(),
+                id: "s".into(),
+            },
+            stack: None,
+            members,
+        }
+    }
+
+    #[test]
+    fn members_still_being_created_are_pending_not_failed() {
+        assert!(member("0", "CREATE_IN_PROGRESS", true).is_pending());
+        assert!(member("1", "INIT_COMPLETE", false).is_pending());
+        assert!(member("2", "CREATE_COMPLETE", false).is_pending());
+        assert!(!member("3", "CREATE_COMPLETE", true).is_pending());
+        assert!(!member("4", "CREATE_FAILED", false).is_pending());
+        assert!(!member("5", "UPDATE_FAILED", true).is_pending());
+    }
+
+    #[test]
+    fn several_groups_prefix_member_names_with_the_path_one_does_not() {
+        let groups = vec![
+            shape("kube_masters", vec![member("0", "CREATE_COMPLETE", true)]),
+            shape("roles/Compute", vec![member("3", "CREATE_COMPLETE", true)]),
+        ];
+        let keyed = keyed_members(&groups);
+        let names: Vec<(&str, &str, Option<u32>)> = keyed
+            .iter()
+            .map(|m| (m.name.as_str(), m.group.as_str(), m.index))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("kube_masters/0", "kube_masters", Some(0)),
+                ("roles/Compute/3", "roles/Compute", Some(3))
+            ]
+        );
+        let one = keyed_members(&groups[1..]);
+        assert_eq!(one[0].name, "3");
+        assert_eq!(one[0].group, "roles/Compute");
+        let target = StackRef {
+            name: "s".into(),
+            id: "s".into(),
+        };
+        let err = select_groups(&target, &groups, Some("nodes")).expect_err("no such group");
+        assert!(err.is_not_found());
+        assert!(
+            err.to_string().contains("kube_masters, roles/Compute"),
+            "{err}"
+        );
+        assert_eq!(
+            select_groups(&target, &groups, Some("/roles/Compute/"))
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
     fn progress(members: &[&str]) -> (Progress, Sink, mpsc::Receiver<Result<IpEvent, ApiError>>) {
         let (tx, rx) = mpsc::channel(16);
         let members = members.iter().map(|m| m.to_string()).collect();
