@@ -258,6 +258,8 @@ user_domain_id = default
 project_name = service
 project_domain_id = default
 interface = public
+# lets the middleware check application credentials' access rules (else it refuses them)
+service_type = orchestration
 
 [trustee]
 auth_type = password
