@@ -32,6 +32,12 @@ import urllib.request
 class Keystone:
     def __init__(self, url, password):
         self.url = url.rstrip('/') + '/v3'
+        self.password = password
+        self.login()
+
+    def login(self):
+        # The suite runs Keystone with tokens that live a few seconds: log in again on 401.
+        password = self.password
         body = {"auth": {
             "identity": {"methods": ["password"], "password": {"user": {
                 "name": "admin", "domain": {"id": "default"},
@@ -41,7 +47,7 @@ class Keystone:
         _, headers = self.call('POST', '/auth/tokens', body, auth=False)
         self.token = headers['X-Subject-Token']
 
-    def call(self, method, path, body=None, auth=True):
+    def call(self, method, path, body=None, auth=True, retry=True):
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data,
                                      method=method)
@@ -53,6 +59,9 @@ class Keystone:
                 text = resp.read().decode()
                 return (json.loads(text) if text else {}), resp.headers
         except urllib.error.HTTPError as e:
+            if e.code == 401 and auth and retry:
+                self.login()
+                return self.call(method, path, body, auth, retry=False)
             sys.exit('keystone_fixtures: %s %s: HTTP %d: %s'
                      % (method, path, e.code, e.read().decode()[:500]))
 

@@ -53,36 +53,51 @@ fn unique(prefix: &str) -> String {
 
 // ---------------------------------------------------------------- Keystone and Heat directly
 
-/// A token the test itself holds (for fixtures and for checking what caldera did).
+/// A token the test itself holds (for fixtures and for checking what caldera did). Tokens
+/// live only seconds in the suite, so a 401 logs in again once.
 struct Session {
-    token: String,
+    token: std::sync::Mutex<String>,
+    auth: Value,
     body: Value,
     http: reqwest::Client,
 }
 
 impl Session {
-    async fn password(user: &str, user_domain: &str, password: &str, project: Value) -> Session {
-        let http = reqwest::Client::new();
-        let body = json!({"auth": {
-            "identity": {"methods": ["password"], "password": {"user": {
-                "name": user, "domain": {"name": user_domain}, "password": password}}},
-            "scope": {"project": project}
-        }});
+    async fn login(http: &reqwest::Client, auth: &Value) -> (String, Value) {
         let resp = http
             .post(format!("{}/v3/auth/tokens", keystone_url()))
-            .json(&body)
+            .json(auth)
             .send()
             .await
             .expect("Keystone answers");
-        assert_eq!(resp.status().as_u16(), 201, "token for {user}");
+        assert_eq!(resp.status().as_u16(), 201, "token for {auth:?}");
         let token = resp
             .headers()
             .get("x-subject-token")
             .and_then(|v| v.to_str().ok())
             .expect("X-Subject-Token")
             .to_string();
-        let body: Value = resp.json().await.expect("token body");
-        Session { token, body, http }
+        (token, resp.json().await.expect("token body"))
+    }
+
+    async fn password(user: &str, user_domain: &str, password: &str, project: Value) -> Session {
+        let http = reqwest::Client::new();
+        let auth = json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": user, "domain": {"name": user_domain}, "password": password}}},
+            "scope": {"project": project}
+        }});
+        let (token, body) = Session::login(&http, &auth).await;
+        Session {
+            token: std::sync::Mutex::new(token),
+            auth,
+            body,
+            http,
+        }
+    }
+
+    fn token(&self) -> String {
+        self.token.lock().expect("token lock").clone()
     }
 
     async fn operator() -> Session {
@@ -129,18 +144,26 @@ impl Session {
     }
 
     async fn call(&self, method: reqwest::Method, url: &str, body: Option<Value>) -> Value {
-        let mut req = self
-            .http
-            .request(method.clone(), url)
-            .header("X-Auth-Token", &self.token);
-        if let Some(body) = body {
-            req = req.json(&body);
+        for attempt in 0..2 {
+            let mut req = self
+                .http
+                .request(method.clone(), url)
+                .header("X-Auth-Token", self.token());
+            if let Some(body) = &body {
+                req = req.json(body);
+            }
+            let resp = req.send().await.expect("request");
+            let status = resp.status();
+            let text = resp.text().await.unwrap_or_default();
+            if status.as_u16() == 401 && attempt == 0 {
+                let (token, _) = Session::login(&self.http, &self.auth).await;
+                *self.token.lock().expect("token lock") = token;
+                continue;
+            }
+            assert!(status.is_success(), "{method} {url}: {status}: {text}");
+            return serde_json::from_str(&text).unwrap_or(Value::Null);
         }
-        let resp = req.send().await.expect("request");
-        let status = resp.status();
-        let text = resp.text().await.unwrap_or_default();
-        assert!(status.is_success(), "{method} {url}: {status}: {text}");
-        serde_json::from_str(&text).unwrap_or(Value::Null)
+        unreachable!("the loop returns or asserts")
     }
 
     /// Creates an application credential of this token's user for its project.
