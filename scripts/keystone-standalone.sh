@@ -44,8 +44,9 @@ RUN="${KEYSTONE_RUN_DIR:-$ROOT/target/keystone-run$SUFFIX}"
 HOST=127.0.0.1
 KEYSTONE_VERSION=30.0.0
 # Keystone 30.0.0 resolves within Heat 27.0.1's frozen set (same oslo.*, keystonemiddleware,
-# SQLAlchemy); the few packages only Keystone needs (Flask, pysaml2, ...) float.
+# SQLAlchemy); the few packages only Keystone needs (Flask, pysaml2, ...) are frozen beside it.
 CONSTRAINTS="$ROOT/scripts/heat-constraints.txt"
+KS_CONSTRAINTS="$ROOT/scripts/keystone-constraints.txt"
 STAMP="$VENV/.caldera-keystone-$KEYSTONE_VERSION"
 PIDFILE="$RUN/keystone.pid"
 URL="http://$HOST:$PORT"
@@ -87,7 +88,7 @@ cmd_install() {
     rm -rf "$VENV"
     mkdir -p "$(dirname "$VENV")"
     "$py" -m venv "$VENV"
-    "$VENV/bin/pip" install -q --no-input -c "$CONSTRAINTS" \
+    "$VENV/bin/pip" install -q --no-input -c "$CONSTRAINTS" -c "$KS_CONSTRAINTS" \
         "keystone==$KEYSTONE_VERSION" psycopg2-binary >&2
     venv_ok_check=$("$VENV/bin/python" -c 'import keystone.server.wsgi, psycopg2; print("ok")' 2>&1) ||
         die "venv does not import keystone: $venv_ok_check"
