@@ -32,6 +32,7 @@
 #   HEAT_PORT (8005)                   the Heat behind Keystone (HEAT_VENV etc. pass through)
 #   KEYSTONE_VENV (target/keystone-venv), KEYSTONE_PYTHON (python3)
 #   KEYSTONE_START_TIMEOUT (90)
+#   KEYSTONE_DEBUG (0)                 1 = debug logging in keystone.log
 # Files: target/keystone-run[-PORT]/{keystone.conf,keystone.log,keystone-stdout.log,
 #        keystone.pid,fernet-keys,credential-keys,fixtures.env}.
 set -euo pipefail
@@ -136,12 +137,19 @@ write_conf() {
     cat >"$RUN/keystone.conf" <<EOF
 # written by scripts/keystone-standalone.sh — regenerated on every start
 [DEFAULT]
-debug = false
+debug = $( [ "${KEYSTONE_DEBUG:-0}" = 1 ] && echo true || echo false )
 log_dir = $RUN
 log_file = keystone.log
 
 [database]
 connection = postgresql+psycopg2://$DB_USER:$DB_PASS@$HOST:$PG_PORT/$DB_NAME
+
+[identity]
+# bcrypt's minimum cost: every login (caldera's, the tests', and Heat's service user, which
+# keystoneauth logs in again for each request when tokens live under its 120 s minimum)
+# hashes the password; at the default cost a login takes 0.3-2 s of CPU on a busy 2-core
+# machine, and the queue behind one Keystone process made tokens late enough to fail.
+password_hash_rounds = 4
 
 [token]
 provider = fernet

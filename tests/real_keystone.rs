@@ -200,7 +200,10 @@ impl Session {
         loop {
             let url = format!("{}/stacks/{name}/{id}", self.heat_url());
             let out = self.call(reqwest::Method::GET, &url, None).await;
-            let status = out["stack"]["stack_status"].as_str().unwrap_or("").to_string();
+            let status = out["stack"]["stack_status"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
             if !status.ends_with("IN_PROGRESS") {
                 return status;
             }
@@ -441,7 +444,11 @@ async fn application_credentials() {
             "expires_at": expires.format("%Y-%m-%dT%H:%M:%S").to_string(),
         }))
         .await;
-    let secrets = [secret.clone(), restricted_secret.clone(), expired_secret.clone()];
+    let secrets = [
+        secret.clone(),
+        restricted_secret.clone(),
+        expired_secret.clone(),
+    ];
 
     let by_id = |name: &str, cred: &Value, secret: &str| {
         cloud(
@@ -473,13 +480,17 @@ async fn application_credentials() {
         let r = dir.caldera(&["--cloud", name, "stacks"], &secrets).await;
         assert!(r.ok, "{name}: {}", r.stderr);
         assert!(r.stdout.contains(&stack), "{name}: {}", r.stdout);
-        let r = dir.caldera(&["--cloud", name, "events", &stack], &secrets).await;
+        let r = dir
+            .caldera(&["--cloud", name, "events", &stack], &secrets)
+            .await;
         assert!(r.ok, "{name} events: {}", r.stderr);
         assert!(r.stdout.contains("CREATE_COMPLETE"), "{}", r.stdout);
     }
 
     // Access rules allow the stack list and nothing else: Heat's middleware refuses the rest.
-    let r = dir.caldera(&["--cloud", "restricted", "stacks"], &secrets).await;
+    let r = dir
+        .caldera(&["--cloud", "restricted", "stacks"], &secrets)
+        .await;
     assert!(r.ok, "{}", r.stderr);
     assert!(r.stdout.contains(&stack), "{}", r.stdout);
     let r = dir
@@ -491,7 +502,9 @@ async fn application_credentials() {
     // Keystone keeps an expired application credential but refuses to issue tokens for it.
     let wait = (expires - chrono::Utc::now()).to_std().unwrap_or_default();
     tokio::time::sleep(wait + Duration::from_secs(2)).await;
-    let r = dir.caldera(&["--cloud", "expired", "stacks"], &secrets).await;
+    let r = dir
+        .caldera(&["--cloud", "expired", "stacks"], &secrets)
+        .await;
     assert!(!r.ok, "{}", r.stdout);
     assert!(
         r.stderr.contains("'expired'") && r.stderr.contains("401"),

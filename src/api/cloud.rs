@@ -110,10 +110,7 @@ impl CloudConnection {
             max_body_bytes: opts.max_body_bytes,
         })?;
         let tokens = TokenManager::new(plain.clone(), &cloud.auth_url, cloud.credentials.clone());
-        let token = tokens
-            .token()
-            .await
-            .map_err(|e| login_error(cloud, e))?;
+        let token = tokens.token().await.map_err(|e| login_error(cloud, e))?;
         let transport = plain.with_auth(tokens);
         let region = cloud.region_name.as_deref();
         let find = |service: &str| token.catalog.endpoint(service, &cloud.interface, region);
