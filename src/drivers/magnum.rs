@@ -15,7 +15,7 @@ use crate::api::magnum::client::{
 };
 use crate::api::magnum::MagnumClient;
 use crate::journal::ApiCall;
-use crate::model::{DriverKind, Node, NodeKey};
+use crate::model::{DriverKind, Node, NodeKey, Role, StackRef, StackResource};
 use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -65,6 +65,121 @@ fn needs(v: Microversion, needed: Microversion, what: &str) -> ServiceResult<()>
         )));
     }
     Ok(())
+}
+
+/// Scaling groups Heat can hold a node group's members in.
+fn is_scaling_group(r: &StackResource) -> bool {
+    matches!(
+        r.resource_type.as_str(),
+        "OS::Heat::ResourceGroup" | "OS::Heat::AutoScalingGroup"
+    )
+}
+
+/// The ResourceGroup Magnum's Heat driver keeps a node group of `role` in. Its default
+/// master and worker node groups share one cluster stack (`kubecluster.yaml` with
+/// `is_cluster_stack`), masters in `kube_masters` and workers in `kube_minions`; a node group
+/// added later has a stack of its own from the same template holding only the group of its
+/// role (`master_only` / `worker_only` conditions). Magnum's template definitions name these
+/// resources and their outputs (`kube_masters_private`, `kube_minions_private`) by role.
+pub fn group_resource(role: Role) -> &'static str {
+    match role {
+        Role::Master => "kube_masters",
+        Role::Worker | Role::Other => "kube_minions",
+    }
+}
+
+/// The stack parameter holding the image of a node group of `role` in Magnum's templates
+/// (`master_image` / `minion_image`, from the node group's `image_id`).
+pub fn image_parameter(role: Role) -> &'static str {
+    match role {
+        Role::Master => "master_image",
+        Role::Worker | Role::Other => "minion_image",
+    }
+}
+
+/// Picks a node group's scaling group out of its stack's top-level resources: the only one
+/// when there is one, else the one Magnum keeps the role in. `Ok(None)` when the stack has
+/// no scaling group.
+pub fn pick_group<'a>(
+    top: &'a [StackResource],
+    role: Role,
+    nodegroup: &str,
+) -> ServiceResult<Option<&'a StackResource>> {
+    let groups: Vec<&StackResource> = top.iter().filter(|r| is_scaling_group(r)).collect();
+    match groups.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one)),
+        several => {
+            let wanted = group_resource(role);
+            match several.iter().find(|r| r.name == wanted) {
+                Some(r) => Ok(Some(r)),
+                None => Err(ServiceError::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "node group {nodegroup} ({}) has no group {wanted} in its stack; \
+                         the stack's scaling groups are {}",
+                        role.as_str(),
+                        several
+                            .iter()
+                            .map(|r| r.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )),
+            }
+        }
+    }
+}
+
+/// The role a node group named `nodegroup` has in a stack of Magnum's templates, from the
+/// parameters Magnum gave it (`master_nodegroup_name` / `worker_nodegroup_name`).
+pub fn role_in_stack(
+    parameters: &std::collections::BTreeMap<String, String>,
+    nodegroup: &str,
+) -> Option<Role> {
+    let named = |k: &str| parameters.get(k).is_some_and(|v| v == nodegroup);
+    if named("master_nodegroup_name") {
+        Some(Role::Master)
+    } else if named("worker_nodegroup_name") {
+        Some(Role::Worker)
+    } else {
+        None
+    }
+}
+
+/// The image parameter of a node group named `nodegroup` in a stack of Magnum's templates.
+pub fn image_in_stack(
+    parameters: &std::collections::BTreeMap<String, String>,
+    nodegroup: &str,
+) -> Option<String> {
+    let role = role_in_stack(parameters, nodegroup)?;
+    parameters
+        .get(image_parameter(role))
+        .filter(|v| !v.is_empty())
+        .cloned()
+}
+
+/// The stack whose resources are a Magnum node group's members: the nested stack of its
+/// scaling group when its stack holds several (Magnum's cluster stack), `None` when the
+/// stack holds at most one (any lister of the stack finds its members).
+pub async fn members_stack(
+    heat: &HeatClient,
+    stack: &StackRef,
+    role: Role,
+    nodegroup: &str,
+) -> ServiceResult<Option<StackRef>> {
+    let top: Vec<StackResource> = heat
+        .list_resources(stack, &ResourceQuery::default())
+        .await
+        .map_err(err)?
+        .into_iter()
+        .map(|r| r.resource)
+        .collect();
+    if top.iter().filter(|r| is_scaling_group(r)).count() < 2 {
+        return Ok(None);
+    }
+    let group = pick_group(&top, role, nodegroup)?;
+    Ok(group.and_then(|g| g.nested.clone()))
 }
 
 impl MagnumDriver {
@@ -189,21 +304,30 @@ impl Driver for MagnumDriver {
     ) -> BoxFuture<'a, ServiceResult<Vec<Node>>> {
         async move {
             // Magnum does not list nodes; where the node group runs on a Heat stack, its
-            // members are the ResourceGroup's.
+            // members are those of its ResourceGroup there.
             let (Some(heat), Some(stack)) = (&self.heat, &target.stack) else {
                 return Err(unsupported(format!(
                     "Magnum does not list the nodes of {}; its Heat stack is not reachable",
                     target.label()
                 )));
             };
-            let top = heat
-                .list_resources(stack, &ResourceQuery::default())
+            // Which of the stack's groups is this node group's: Magnum's cluster stack
+            // holds the default masters and workers side by side.
+            let id = Self::cluster_id(target)?;
+            let ng = self
+                .magnum
+                .get_nodegroup(id, &target.nodegroup)
                 .await
                 .map_err(err)?;
-            let Some(group) = top
-                .iter()
-                .find(|r| r.resource.resource_type == "OS::Heat::ResourceGroup")
-                .and_then(|r| r.resource.nested.clone())
+            let top: Vec<StackResource> = heat
+                .list_resources(stack, &ResourceQuery::default())
+                .await
+                .map_err(err)?
+                .into_iter()
+                .map(|r| r.resource)
+                .collect();
+            let Some(group) =
+                pick_group(&top, ng.role, &target.nodegroup)?.and_then(|r| r.nested.clone())
             else {
                 return Ok(Vec::new());
             };

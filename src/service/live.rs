@@ -9,6 +9,7 @@ use crate::api::cloud::CloudConnection;
 use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
 use crate::api::magnum::MagnumClient;
 use crate::drivers::heat_native::HeatNativeDriver;
+use crate::drivers::magnum;
 use crate::drivers::resolve::Drivers;
 use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{
@@ -288,17 +289,34 @@ async fn forward_nodes(
             return;
         }
     };
+    // Magnum's default node groups share the cluster stack (masters in one group, workers
+    // in another): their members are listed from their own group's nested stack.
+    let members_at = if nodegroup.is_default {
+        match magnum::members_stack(&heat, &stack, nodegroup.role, &nodegroup.name).await {
+            Ok(group) => group.unwrap_or_else(|| stack.clone()),
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        }
+    } else {
+        stack.clone()
+    };
+    let role = nodegroup.role;
     // The side lookups run beside the member listing; members go out at once and again with
     // their hook marks and images when those are known (always before `Done`, which settles
     // the view).
     let mut hooks = Some(AbortOnDrop({
         let heat = heat.clone();
         let stack = stack.clone();
+        let members_at = members_at.clone();
         tokio::spawn(async move {
-            let (paused, detail) =
-                futures::join!(paused_members(&heat, &stack), heat.get_stack(&stack, false));
+            let (paused, detail) = futures::join!(
+                paused_members(&heat, &members_at),
+                heat.get_stack(&stack, false)
+            );
             let image = match detail {
-                Ok(d) => settled_image(&d),
+                Ok(d) => settled_image(&d).or_else(|| magnum_settled_image(&d, role)),
                 Err(e) => {
                     tracing::info!("node group image unknown: {e}");
                     None
@@ -309,7 +327,7 @@ async fn forward_nodes(
     }));
     let mut paused: Option<SideFacts> = None;
     let mut members: Option<Vec<Member>> = None;
-    let mut ips = stream_ips_with(heat, nova, stack, options);
+    let mut ips = stream_ips_with(heat, nova, members_at, options);
     let to_nodes = |members: &[Member], facts: Option<&SideFacts>| {
         NodeUpdate::Members(
             members
@@ -373,6 +391,22 @@ async fn forward_nodes(
             return;
         }
     }
+}
+
+/// A Magnum node group's image from its stack, once settled: Magnum's templates take it as
+/// `master_image` / `minion_image` (the node group's `image_id`).
+fn magnum_settled_image(detail: &crate::api::heat::StackDetail,
+    role: crate::model::Role,
+) -> Option<String> {
+    let status = &detail.summary.status;
+    if status.is_in_progress() || status.is_failed() {
+        return None;
+    }
+    detail
+        .parameters
+        .get(magnum::image_parameter(role))
+        .filter(|i| !i.is_empty())
+        .cloned()
 }
 
 /// What the side lookups of a node stream found.
