@@ -469,3 +469,71 @@ impl Driver for MagnumDriver {
         .boxed()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Status;
+
+    fn res(name: &str, rtype: &str) -> StackResource {
+        StackResource {
+            name: name.into(),
+            logical_id: name.into(),
+            physical_id: None,
+            resource_type: rtype.into(),
+            status: Status::parse("CREATE_COMPLETE"),
+            status_reason: None,
+            updated_at: None,
+            owner: None,
+            nested: None,
+            parent_resource: None,
+            required_by: vec![],
+        }
+    }
+
+    #[test]
+    fn the_cluster_stack_holds_masters_and_workers_apart() {
+        let top = [
+            res("network", "network.yaml"),
+            res("kube_masters", "OS::Heat::ResourceGroup"),
+            res("kube_minions", "OS::Heat::ResourceGroup"),
+        ];
+        let pick = |role| pick_group(&top, role, "ng").unwrap().unwrap().name.clone();
+        assert_eq!(pick(Role::Master), "kube_masters");
+        assert_eq!(pick(Role::Worker), "kube_minions");
+        // A node group's own stack holds one group: that one, whatever its name.
+        let own = [res("kube_minions", "OS::Heat::ResourceGroup")];
+        assert_eq!(
+            pick_group(&own, Role::Master, "x").unwrap().unwrap().name,
+            "kube_minions"
+        );
+        assert!(pick_group(&[res("network", "network.yaml")], Role::Worker, "x")
+            .unwrap()
+            .is_none());
+        // Several groups, none of Magnum's: say which there are.
+        let odd = [
+            res("a", "OS::Heat::ResourceGroup"),
+            res("b", "OS::Heat::AutoScalingGroup"),
+        ];
+        let e = pick_group(&odd, Role::Worker, "ng").unwrap_err().to_string();
+        assert!(e.contains("kube_minions") && e.contains("a, b"), "{e}");
+    }
+
+    #[test]
+    fn role_and_image_from_magnums_parameters() {
+        let params: std::collections::BTreeMap<String, String> = [
+            ("master_nodegroup_name", "default-master"),
+            ("worker_nodegroup_name", "default-worker"),
+            ("master_image", "fcos-39"),
+            ("minion_image", "fcos-40"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(role_in_stack(&params, "default-master"), Some(Role::Master));
+        assert_eq!(role_in_stack(&params, "default-worker"), Some(Role::Worker));
+        assert_eq!(role_in_stack(&params, "gpu"), None);
+        assert_eq!(image_in_stack(&params, "default-worker").as_deref(), Some("fcos-40"));
+        assert_eq!(image_in_stack(&params, "default-master").as_deref(), Some("fcos-39"));
+    }
+}
