@@ -433,3 +433,70 @@ async fn later_node_groups_have_a_stack_of_their_own() {
     assert_eq!(names, ["kube_minions"]);
     api.h.shutdown().await;
 }
+
+/// A Heat update of Magnum's cluster stack reaches only the group whose parameters changed,
+/// and the stack's action starts and ends once however many groups it holds; hooks in the
+/// environment under `kube_minions` hold the workers' members as they do caldera's `nodes`.
+#[tokio::test]
+async fn a_heat_update_of_the_cluster_stack_reaches_the_changed_group_only() {
+    let api = Api::start(fast("small")).await;
+    let cluster = api.mget("/clusters/small").await.body;
+    let path = api.stack_path(cluster["stack_id"].as_str().unwrap()).await;
+    let top_events = |evs: &[serde_json::Value], reason: &str| {
+        evs.iter()
+            .filter(|e| e["resource_status_reason"] == reason)
+            .count()
+    };
+    let created = api.all_events(&path, "", 500).await;
+    assert_eq!(top_events(&created, "Stack CREATE started"), 1);
+    assert_eq!(top_events(&created, "Stack CREATE completed successfully"), 1);
+
+    let patch = json!({
+        "parameters": {"number_of_minions": 4, "minion_image": "fedora-coreos-40"},
+        "environment": {"resource_registry": {"resources": {"kube_minions": {"1": {"hooks": "pre-update"}}}}},
+    });
+    let r = api
+        .call(Method::PATCH, &api.heat(&path), Some(patch), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    // Member 1 of the workers waits on its hook; the masters are not touched.
+    let top = api.get(&api.heat(&format!("{path}/resources"))).await.body;
+    let group = |name: &str| {
+        top["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource_name"] == name)
+            .unwrap()["physical_resource_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let minions = api.stack_path(&group("kube_minions")).await;
+    api.wait_events(&minions, "UPDATE paused until Hook pre-update is cleared", 1)
+        .await;
+    let r = api.unset_hook(&minions, "1", "pre-update").await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    api.wait_status(&path, "UPDATE_COMPLETE", 30).await;
+    let evs = api.all_events(&path, "", 500).await;
+    assert_eq!(top_events(&evs, "Stack UPDATE started"), 1);
+    assert_eq!(top_events(&evs, "Stack UPDATE completed successfully"), 1);
+    let masters_updated = evs
+        .iter()
+        .filter(|e| e["resource_name"] == "kube_masters")
+        .any(|e| e["resource_status"].as_str().unwrap().starts_with("UPDATE"));
+    assert!(!masters_updated, "the masters' group was left alone");
+    let workers = api
+        .mget("/clusters/small/nodegroups/default-worker")
+        .await
+        .body;
+    assert_eq!(workers["node_count"], 4);
+    assert_eq!(workers["image_id"], "fedora-coreos-40");
+    let masters = api
+        .mget("/clusters/small/nodegroups/default-master")
+        .await
+        .body;
+    assert_eq!(masters["node_count"], 1);
+    assert_eq!(masters["image_id"], "fedora-coreos-39");
+    api.h.shutdown().await;
+}
