@@ -122,7 +122,7 @@ impl CloudConnection {
             heat,
             magnum,
             nova,
-            settings: cloud.caldera,
+            settings: cloud.caldera.clone(),
             transport,
             info: CloudInfo {
                 cloud: cloud.name.clone(),

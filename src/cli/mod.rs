@@ -5,3 +5,4 @@ pub mod args;
 pub mod commands;
 pub mod connect;
 pub mod output;
+pub mod targets;
