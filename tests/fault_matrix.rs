@@ -12,7 +12,7 @@ use caldera::api::error::ApiError;
 use caldera::api::heat::{StackCreate, StackListQuery, StackUpdate};
 use caldera::cli::connect::simulator_cloud;
 use caldera::fetch::RetryPolicy;
-use caldera::ops::ips::{stream_ips, IpEvent, IpOptions};
+use caldera::ops::ips::{stream_group_ips, IpEvent, IpOptions};
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, ErrorKind, EventCursor};
 use caldera::sim::{self, Fault, FaultKind, SimHandle, SimOptions};
@@ -598,22 +598,7 @@ async fn ip_stream_through_faults_delivers_every_member_once() {
         .resolve(worker.stack_id.as_deref().expect("stack id"))
         .await
         .expect("resolve");
-    // Magnum's cluster stack holds the masters and the workers; the workers' group stack.
-    let stack = caldera::drivers::magnum::members_stack(
-        &conn.heat,
-        &cluster_stack,
-        caldera::model::Role::Worker,
-        "default-worker",
-    )
-    .await
-    .expect("groups")
-    .expect("workers' group");
-    let options = IpOptions {
-        output_key: "kube_minion_ip".into(),
-        address_type: "OS::Nova::Server".into(),
-        address_attribute: "first_address".into(),
-        ..IpOptions::default()
-    };
+    // Magnum's cluster stack holds the masters and the workers: the workers' group.
     let f = sim.faults();
     // A third of the requests fail in one way or another; retries absorb them.
     f.add(Fault::new(FaultKind::Status(503)).rate(0.12));
@@ -627,7 +612,14 @@ async fn ip_stream_through_faults_delivers_every_member_once() {
     );
     let events: Vec<IpEvent> = tokio::time::timeout(
         Duration::from_secs(60),
-        stream_ips(conn.heat.clone(), stack, options).collect::<Vec<_>>(),
+        stream_group_ips(
+            conn.heat.clone(),
+            None,
+            cluster_stack,
+            Some("kube_minions".into()),
+            IpOptions::default(),
+        )
+        .collect::<Vec<_>>(),
     )
     .await
     .expect("bounded")

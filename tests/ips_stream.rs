@@ -10,24 +10,15 @@ use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::HeatClient;
 use caldera::cli::connect::simulator_cloud;
 use caldera::model::StackRef;
-use caldera::ops::ips::{addresses_in, stream_ips, stream_ips_with, IpEvent, IpOptions, IpSource};
+use caldera::ops::ips::{addresses_in, stream_group_ips, IpEvent, IpOptions, IpSource};
 use caldera::sim::{self, SimHandle, SimOptions};
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::time::Duration;
 
 const MEMBERS: usize = 120;
-
-/// Where Magnum's worker members keep their address: the output `kube_minion_ip`, and, for
-/// the typed listing, the server's `first_address`.
-fn magnum_options() -> IpOptions {
-    IpOptions {
-        output_key: "kube_minion_ip".into(),
-        address_type: "OS::Nova::Server".into(),
-        address_attribute: "first_address".into(),
-        ..IpOptions::default()
-    }
-}
+/// The default workers' group in Magnum's cluster stack.
+const WORKERS: &str = "kube_minions";
 
 /// The simulator, a connection, the default workers' group stack (`kube_minions`'s nested
 /// stack) and the cluster stack.
@@ -102,8 +93,10 @@ async fn assert_each_member_once_as_the_server_says(
     }
 }
 
+/// The default workers of the cluster stack `stack`: its group `kube_minions`, whose member
+/// output and address resource caldera discovers from the templates.
 async fn collect(heat: HeatClient, stack: StackRef, options: IpOptions) -> Vec<IpEvent> {
-    stream_ips(heat, stack, options)
+    stream_group_ips(heat, None, stack, Some(WORKERS.into()), options)
         .map(|e| e.expect("no stream error"))
         .collect()
         .await
@@ -127,8 +120,8 @@ fn addresses_by_member(events: &[IpEvent]) -> HashMap<String, Vec<String>> {
 async fn first_addresses_stream_before_the_slow_listing_completes() {
     // The typed listing costs 20 ms per resource here (seconds in all): the per-member
     // outputs must fill the screen long before it answers.
-    let (sim, conn, stack, cluster_stack) = bench_sim(Duration::from_millis(20)).await;
-    let events = collect(conn.heat.clone(), stack.clone(), magnum_options()).await;
+    let (sim, conn, _, cluster_stack) = bench_sim(Duration::from_millis(20)).await;
+    let events = collect(conn.heat.clone(), cluster_stack.clone(), IpOptions::default()).await;
 
     assert!(matches!(events.first(), Some(IpEvent::Members(m)) if m.len() == MEMBERS));
     assert!(matches!(events.last(), Some(IpEvent::Done(_))));
@@ -153,12 +146,12 @@ async fn first_addresses_stream_before_the_slow_listing_completes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fast_listing_completes_the_set_and_stops_the_fan_out() {
-    let (sim, conn, stack, cluster_stack) = bench_sim(Duration::ZERO).await;
+    let (sim, conn, _, cluster_stack) = bench_sim(Duration::ZERO).await;
     let options = IpOptions {
         concurrency: 1,
-        ..magnum_options()
+        ..IpOptions::default()
     };
-    let events = collect(conn.heat.clone(), stack.clone(), options).await;
+    let events = collect(conn.heat.clone(), cluster_stack.clone(), options).await;
     let Some(IpEvent::Done(stats)) = events.last() else {
         panic!("stream did not finish: {:?}", events.last())
     };
@@ -173,7 +166,7 @@ async fn fast_listing_completes_the_set_and_stops_the_fan_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
-    let (sim, conn, stack, _cluster) = bench_sim(Duration::ZERO).await;
+    let (sim, conn, stack, cluster_stack) = bench_sim(Duration::ZERO).await;
     // Both sources fail for member 7: the typed listing is refused, and its output call 500s.
     let member7 = {
         let listing = caldera::ops::ips::list_members(&conn.heat, &stack)
@@ -194,9 +187,9 @@ async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
     );
     let options = IpOptions {
         typed_listing: false,
-        ..magnum_options()
+        ..IpOptions::default()
     };
-    let events = collect(conn.heat.clone(), stack.clone(), options).await;
+    let events = collect(conn.heat.clone(), cluster_stack.clone(), options).await;
     let failed: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
@@ -212,14 +205,20 @@ async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nova_servers_alone_deliver_every_member() {
     // Only the Nova source: the path for templates without an address output.
-    let (sim, conn, stack, cluster_stack) = bench_sim(Duration::ZERO).await;
+    let (sim, conn, _, cluster_stack) = bench_sim(Duration::ZERO).await;
     let options = IpOptions {
         typed_listing: false,
         fan_out: false,
-        ..magnum_options()
+        ..IpOptions::default()
     };
     let events: Vec<IpEvent> =
-        stream_ips_with(conn.heat.clone(), conn.nova.clone(), stack.clone(), options)
+        stream_group_ips(
+            conn.heat.clone(),
+            conn.nova.clone(),
+            cluster_stack.clone(),
+            Some(WORKERS.into()),
+            options,
+        )
             .map(|e| e.expect("no stream error"))
             .collect()
             .await;
@@ -235,12 +234,13 @@ async fn nova_servers_alone_deliver_every_member() {
 async fn every_member_is_named_once_whichever_source_wins_its_address() {
     // All three sources race; Nova's names arrive on its own addresses or, for members the
     // listing or an output call answered first, as `Named` after them.
-    let (sim, conn, stack, cluster_stack) = bench_sim(Duration::ZERO).await;
-    let events: Vec<IpEvent> = stream_ips_with(
+    let (sim, conn, _, cluster_stack) = bench_sim(Duration::ZERO).await;
+    let events: Vec<IpEvent> = stream_group_ips(
         conn.heat.clone(),
         conn.nova.clone(),
-        stack.clone(),
-        magnum_options(),
+        cluster_stack.clone(),
+        Some(WORKERS.into()),
+        IpOptions::default(),
     )
     .map(|e| e.expect("no stream error"))
     .collect()

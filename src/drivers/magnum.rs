@@ -159,15 +159,16 @@ pub fn image_in_stack(
         .cloned()
 }
 
-/// The stack whose resources are a Magnum node group's members: the nested stack of its
-/// scaling group when its stack holds several (Magnum's cluster stack), `None` when the
-/// stack holds at most one (any lister of the stack finds its members).
-pub async fn members_stack(
+/// Where a Magnum node group's members are in its stack: the resource name (path) of its
+/// scaling group and that group's nested stack, when the stack holds several groups
+/// (Magnum's cluster stack); `None` when it holds at most one (any lister of the stack finds
+/// its members).
+pub async fn group_in_stack(
     heat: &HeatClient,
     stack: &StackRef,
     role: Role,
     nodegroup: &str,
-) -> ServiceResult<Option<StackRef>> {
+) -> ServiceResult<Option<(String, StackRef)>> {
     let top: Vec<StackResource> = heat
         .list_resources(stack, &ResourceQuery::default())
         .await
@@ -179,7 +180,20 @@ pub async fn members_stack(
         return Ok(None);
     }
     let group = pick_group(&top, role, nodegroup)?;
-    Ok(group.and_then(|g| g.nested.clone()))
+    Ok(group.and_then(|g| Some((g.name.clone(), g.nested.clone()?))))
+}
+
+/// The stack whose resources are a Magnum node group's members: its group's nested stack
+/// when its stack holds several groups, `None` when the stack itself lists them.
+pub async fn members_stack(
+    heat: &HeatClient,
+    stack: &StackRef,
+    role: Role,
+    nodegroup: &str,
+) -> ServiceResult<Option<StackRef>> {
+    Ok(group_in_stack(heat, stack, role, nodegroup)
+        .await?
+        .map(|(_, nested)| nested))
 }
 
 impl MagnumDriver {

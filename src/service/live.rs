@@ -18,7 +18,7 @@ use crate::model::{
 };
 use crate::ops::event_tracker::MAX_PAGE;
 use crate::ops::hooks::paused_members;
-use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions, Member};
+use crate::ops::ips::{stream_group_ips, IpEvent, IpOptions, Member};
 use crate::ops::stack_paths::StackPaths;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
@@ -296,16 +296,17 @@ async fn forward_nodes(
     };
     // Magnum's default node groups share the cluster stack (masters in one group, workers
     // in another): their members are listed from their own group's nested stack.
-    let members_at = if nodegroup.is_default {
-        match magnum::members_stack(&heat, &stack, nodegroup.role, &nodegroup.name).await {
-            Ok(group) => group.unwrap_or_else(|| stack.clone()),
+    let (group_path, members_at) = if nodegroup.is_default {
+        match magnum::group_in_stack(&heat, &stack, nodegroup.role, &nodegroup.name).await {
+            Ok(Some((path, nested))) => (Some(path), nested),
+            Ok(None) => (None, stack.clone()),
             Err(e) => {
                 let _ = tx.send(Err(e)).await;
                 return;
             }
         }
     } else {
-        stack.clone()
+        (None, stack.clone())
     };
     let role = nodegroup.role;
     // The side lookups run beside the member listing; members go out at once and again with
@@ -332,7 +333,7 @@ async fn forward_nodes(
     }));
     let mut paused: Option<SideFacts> = None;
     let mut members: Option<Vec<Member>> = None;
-    let mut ips = stream_ips_with(heat, nova, members_at, options);
+    let mut ips = stream_group_ips(heat, nova, stack, group_path, options);
     let to_nodes = |members: &[Member], facts: Option<&SideFacts>| {
         NodeUpdate::Members(
             members

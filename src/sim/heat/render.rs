@@ -167,6 +167,26 @@ pub fn output_expression(role: StackRole, key: &str) -> Option<Value> {
         (StackRole::Member(..), "image") => Some(json!({"get_param": "image"})),
         (StackRole::Member(..), "name") => Some(json!({"get_param": "name"})),
         (StackRole::Member(..), "server_id") => Some(json!({"get_resource": "server"})),
+        // Magnum's kubecluster.yaml and kubemaster/kubeminion.yaml.
+        (_, "kube_masters_private") => Some(json!({"get_attr": ["kube_masters", "kube_master_ip"]})),
+        (_, "kube_masters") => Some(json!({"get_attr": ["kube_masters", "kube_master_external_ip"]})),
+        (_, "kube_minions_private") => Some(json!({"get_attr": ["kube_minions", "kube_minion_ip"]})),
+        (_, "kube_minions") => Some(json!({"get_attr": ["kube_minions", "kube_minion_external_ip"]})),
+        (StackRole::Cluster(_), "api_address") => {
+            Some(json!({"get_attr": ["api_address_floating_switch", "value"]}))
+        }
+        (StackRole::Member(..), "kube_master_ip") => {
+            Some(json!({"get_attr": ["kube_master_eth0", "fixed_ips", 0, "ip_address"]}))
+        }
+        (StackRole::Member(..), "kube_minion_ip") => {
+            Some(json!({"get_attr": ["kube_minion_eth0", "fixed_ips", 0, "ip_address"]}))
+        }
+        (StackRole::Member(..), "kube_master_external_ip") => {
+            Some(json!({"get_attr": ["kube_master_floating", "floating_ip_address"]}))
+        }
+        (StackRole::Member(..), "kube_minion_external_ip") => {
+            Some(json!({"get_attr": ["kube_minion_floating", "floating_ip_address"]}))
+        }
         _ => None,
     }
 }
