@@ -14,10 +14,10 @@
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{HeatClient, StackCreate};
 use caldera::model::{NodeGroup, Role, StackRef};
-use caldera::service::live::LiveService;
-use caldera::service::{CloudService, NodeUpdate};
 use caldera::ops::discover::{discover_groups, GroupShape};
 use caldera::ops::ips::{stream_group_ips, IpEvent, IpOptions, IpSource, IpStats};
+use caldera::service::live::LiveService;
+use caldera::service::{CloudService, NodeUpdate};
 use futures::StreamExt;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -286,7 +286,7 @@ async fn events(
             events.extend(found);
         }
         // Several stacks: one timeline.
-        events.sort_by(|a, b| a.time.cmp(&b.time));
+        events.sort_by_key(|e| e.time);
         {
             let stdout = io::stdout();
             let mut out = stdout.lock();

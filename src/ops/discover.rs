@@ -462,7 +462,7 @@ async fn follow_output(
         let value = output_value(&template, &key)?;
         let (resource, attribute, mut path) = direct_get_attr(value)?;
         let rtype = resource_type_in(&template, &resource)?;
-        path.extend(outer_path.drain(..));
+        path.append(&mut outer_path);
         if !is_template_type(&rtype) {
             return Some(TypedAddress {
                 hops,

@@ -384,7 +384,7 @@ async fn run(
     }
     if selected.is_empty() {
         let event = IpEvent::Plan {
-            group: target.name.clone(),
+            group: String::new(),
             found: false,
             how: format!(
                 "no node group: stack {} has no {} (searched nested stacks too)",
@@ -408,11 +408,15 @@ async fn run(
     let mut reasons: HashMap<String, String> = HashMap::new();
     for (group, plan) in selected.iter().zip(&plans) {
         let label = group_label(group);
+        // Without an output to read, Nova's server list may still know the members' servers.
+        let nova_only = plan.is_empty() && nova.is_some() && options.nova_servers;
         let event = IpEvent::Plan {
             group: label.clone(),
-            found: !plan.is_empty() || group.members.is_empty(),
+            found: !plan.is_empty() || group.members.is_empty() || nova_only,
             how: if group.members.is_empty() {
                 "no members".to_string()
+            } else if nova_only {
+                format!("Nova's server list only ({})", plan.describe())
             } else {
                 plan.describe()
             },

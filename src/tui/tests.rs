@@ -541,6 +541,7 @@ async fn nodes_command_opens_any_stack_as_its_nodes() {
     h.type_str("stacks");
     h.press(KeyCode::Enter);
     h.settle().await;
+    h.render(80, 24);
     let selected = {
         let v = h.app.view();
         v.table
