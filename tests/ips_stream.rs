@@ -121,7 +121,12 @@ async fn first_addresses_stream_before_the_slow_listing_completes() {
     // The typed listing costs 20 ms per resource here (seconds in all): the per-member
     // outputs must fill the screen long before it answers.
     let (sim, conn, _, cluster_stack) = bench_sim(Duration::from_millis(20)).await;
-    let events = collect(conn.heat.clone(), cluster_stack.clone(), IpOptions::default()).await;
+    let events = collect(
+        conn.heat.clone(),
+        cluster_stack.clone(),
+        IpOptions::default(),
+    )
+    .await;
 
     assert!(matches!(events.first(), Some(IpEvent::Members(m)) if m.len() == MEMBERS));
     assert!(matches!(events.last(), Some(IpEvent::Done(_))));
@@ -211,17 +216,16 @@ async fn nova_servers_alone_deliver_every_member() {
         fan_out: false,
         ..IpOptions::default()
     };
-    let events: Vec<IpEvent> =
-        stream_group_ips(
-            conn.heat.clone(),
-            conn.nova.clone(),
-            cluster_stack.clone(),
-            Some(WORKERS.into()),
-            options,
-        )
-            .map(|e| e.expect("no stream error"))
-            .collect()
-            .await;
+    let events: Vec<IpEvent> = stream_group_ips(
+        conn.heat.clone(),
+        conn.nova.clone(),
+        cluster_stack.clone(),
+        Some(WORKERS.into()),
+        options,
+    )
+    .map(|e| e.expect("no stream error"))
+    .collect()
+    .await;
     let Some(IpEvent::Done(stats)) = events.last() else {
         panic!("stream did not finish: {:?}", events.last())
     };

@@ -10,7 +10,7 @@
 //! `HEAT_URL` must point at a real Heat (`scripts/heat-standalone.sh start`).
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
-use caldera::api::heat::{HeatClient, ResourceQuery, StackCreate, StackUpdate};
+use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, StackCreate, StackUpdate};
 use caldera::drivers::magnum::group_in_stack;
 use caldera::model::{NodeGroup, Role, StackRef, Status};
 use caldera::service::live::LiveService;
@@ -180,13 +180,21 @@ async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
     // The console's nodes of default-worker are the workers, with Heat's addresses.
     let service = LiveService::new(conn.clone());
     let minions = aggregate(&heat, &stack, "kube_minions_private").await;
-    let pane = nodes_pane(&service, default_group("default-worker", Role::Worker, &stack)).await;
+    let pane = nodes_pane(
+        &service,
+        default_group("default-worker", Role::Worker, &stack),
+    )
+    .await;
     assert_eq!(pane.len(), 7, "{pane:?}");
     for (i, ip) in minions.iter().enumerate() {
         assert_eq!(pane[&i.to_string()], vec![ip.clone()], "worker {i}");
     }
     let master_ips = aggregate(&heat, &stack, "kube_masters_private").await;
-    let pane = nodes_pane(&service, default_group("default-master", Role::Master, &stack)).await;
+    let pane = nodes_pane(
+        &service,
+        default_group("default-master", Role::Master, &stack),
+    )
+    .await;
     assert_eq!(pane.len(), 3, "{pane:?}");
     for (i, ip) in master_ips.iter().enumerate() {
         assert_eq!(pane[&i.to_string()], vec![ip.clone()], "master {i}");
@@ -215,7 +223,48 @@ async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
         masters_before,
         "the masters kept their member stacks"
     );
-    let pane = nodes_pane(&service, default_group("default-worker", Role::Worker, &stack)).await;
+    // Heat updates a group whose definition did not change (its resource and nested stack
+    // go UPDATE_IN_PROGRESS -> UPDATE_COMPLETE) and none of its members (the simulator does
+    // the same, tests/sim/magnum.rs).
+    let master_events = heat
+        .resource_events(&stack, "kube_masters", &EventQuery::default())
+        .await
+        .expect("kube_masters events");
+    assert!(
+        master_events
+            .iter()
+            .any(|e| e.status.raw == "UPDATE_COMPLETE"),
+        "{master_events:?}"
+    );
+    let inside = heat
+        .list_events_page(
+            &masters,
+            &EventQuery {
+                nested_depth: Some(2),
+                limit: Some(1000),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("events of the masters' group");
+    let touched: Vec<String> = inside
+        .iter()
+        .filter(|e| e.status.raw.starts_with("UPDATE") && e.resource_name != masters.name)
+        .map(|e| format!("{} {}", e.resource_name, e.status.raw))
+        .collect();
+    assert!(touched.is_empty(), "no master member updated: {touched:?}");
+    let minion_events = heat
+        .resource_events(&stack, "kube_minions", &EventQuery::default())
+        .await
+        .expect("kube_minions events");
+    assert!(minion_events
+        .iter()
+        .any(|e| e.status.raw == "UPDATE_COMPLETE"));
+    let pane = nodes_pane(
+        &service,
+        default_group("default-worker", Role::Worker, &stack),
+    )
+    .await;
     assert_eq!(pane.len(), 6);
     assert!(!pane.contains_key("2"));
 

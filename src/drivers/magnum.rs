@@ -521,15 +521,19 @@ mod tests {
             pick_group(&own, Role::Master, "x").unwrap().unwrap().name,
             "kube_minions"
         );
-        assert!(pick_group(&[res("network", "network.yaml")], Role::Worker, "x")
-            .unwrap()
-            .is_none());
+        assert!(
+            pick_group(&[res("network", "network.yaml")], Role::Worker, "x")
+                .unwrap()
+                .is_none()
+        );
         // Several groups, none of Magnum's: say which there are.
         let odd = [
             res("a", "OS::Heat::ResourceGroup"),
             res("b", "OS::Heat::AutoScalingGroup"),
         ];
-        let e = pick_group(&odd, Role::Worker, "ng").unwrap_err().to_string();
+        let e = pick_group(&odd, Role::Worker, "ng")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("kube_minions") && e.contains("a, b"), "{e}");
     }
 
@@ -547,7 +551,13 @@ mod tests {
         assert_eq!(role_in_stack(&params, "default-master"), Some(Role::Master));
         assert_eq!(role_in_stack(&params, "default-worker"), Some(Role::Worker));
         assert_eq!(role_in_stack(&params, "gpu"), None);
-        assert_eq!(image_in_stack(&params, "default-worker").as_deref(), Some("fcos-40"));
-        assert_eq!(image_in_stack(&params, "default-master").as_deref(), Some("fcos-39"));
+        assert_eq!(
+            image_in_stack(&params, "default-worker").as_deref(),
+            Some("fcos-40")
+        );
+        assert_eq!(
+            image_in_stack(&params, "default-master").as_deref(),
+            Some("fcos-39")
+        );
     }
 }

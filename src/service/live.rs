@@ -408,7 +408,8 @@ async fn forward_nodes(
 
 /// A Magnum node group's image from its stack, once settled: Magnum's templates take it as
 /// `master_image` / `minion_image` (the node group's `image_id`).
-fn magnum_settled_image(detail: &crate::api::heat::StackDetail,
+fn magnum_settled_image(
+    detail: &crate::api::heat::StackDetail,
     role: crate::model::Role,
 ) -> Option<String> {
     let status = &detail.summary.status;

@@ -145,7 +145,10 @@ async fn sim_magnum_resize_and_upgrade() {
     assert_eq!(after.len(), 4);
     assert!(!after.contains(&"1".to_string()), "{after:?}");
     let master_after = driver.list_nodes(&masters).await.expect("master nodes");
-    assert_eq!(master_after, master_nodes, "the resize left the masters alone");
+    assert_eq!(
+        master_after, master_nodes,
+        "the resize left the masters alone"
+    );
 
     let up = driver
         .plan_upgrade(&target, "k8s-v1.30", 2)

@@ -39,17 +39,13 @@ async fn name_lookup_redirects_like_heat() {
     );
     // outputs/{key} needs name/id on Heat 27.
     assert_eq!(
-        api.get(&api.heat(&format!(
-            "/stacks/{name}/outputs/kube_minions_private"
-        )))
-        .await
-        .status,
+        api.get(&api.heat(&format!("/stacks/{name}/outputs/kube_minions_private")))
+            .await
+            .status,
         StatusCode::NOT_FOUND
     );
     let r = api
-        .get(&api.heat(&format!(
-            "/stacks/{name}/{id}/outputs/kube_minions_private"
-        )))
+        .get(&api.heat(&format!("/stacks/{name}/{id}/outputs/kube_minions_private")))
         .await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(

@@ -168,10 +168,18 @@ pub fn output_expression(role: StackRole, key: &str) -> Option<Value> {
         (StackRole::Member(..), "name") => Some(json!({"get_param": "name"})),
         (StackRole::Member(..), "server_id") => Some(json!({"get_resource": "server"})),
         // Magnum's kubecluster.yaml and kubemaster/kubeminion.yaml.
-        (_, "kube_masters_private") => Some(json!({"get_attr": ["kube_masters", "kube_master_ip"]})),
-        (_, "kube_masters") => Some(json!({"get_attr": ["kube_masters", "kube_master_external_ip"]})),
-        (_, "kube_minions_private") => Some(json!({"get_attr": ["kube_minions", "kube_minion_ip"]})),
-        (_, "kube_minions") => Some(json!({"get_attr": ["kube_minions", "kube_minion_external_ip"]})),
+        (_, "kube_masters_private") => {
+            Some(json!({"get_attr": ["kube_masters", "kube_master_ip"]}))
+        }
+        (_, "kube_masters") => {
+            Some(json!({"get_attr": ["kube_masters", "kube_master_external_ip"]}))
+        }
+        (_, "kube_minions_private") => {
+            Some(json!({"get_attr": ["kube_minions", "kube_minion_ip"]}))
+        }
+        (_, "kube_minions") => {
+            Some(json!({"get_attr": ["kube_minions", "kube_minion_external_ip"]}))
+        }
         (StackRole::Cluster(_), "api_address") => {
             Some(json!({"get_attr": ["api_address_floating_switch", "value"]}))
         }

@@ -8,9 +8,7 @@ use crate::sim::http::{heat_error, Reply, Req};
 use crate::sim::server::Shared;
 use crate::sim::world::build::create_group;
 use crate::sim::world::group::{self, hooks_from_env, UpdateRequest};
-use crate::sim::world::{
-    completed, started, Action, GroupSpec, Layout, StackRole, State, Status, World,
-};
+use crate::sim::world::{completed, started, Action, GroupSpec, StackRole, State, Status, World};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -357,36 +355,6 @@ fn count_param(raw: &str) -> Result<u32, Reply> {
     Ok(v as u32)
 }
 
-/// The parameters that reach a group's members in each template.
-fn group_inputs(layout: Layout) -> Vec<&'static str> {
-    match layout {
-        Layout::Caldera => vec![
-            "count",
-            "image",
-            "flavor",
-            "removal_policies",
-            "update_max_batch_size",
-            "node_fail_index",
-            "action_wait_secs",
-        ],
-        Layout::MagnumMasters => vec![
-            "number_of_masters",
-            "master_image",
-            "master_flavor",
-            "update_max_batch_size",
-            "kube_tag",
-        ],
-        Layout::MagnumMinions => vec![
-            "number_of_minions",
-            "minion_image",
-            "minion_flavor",
-            "minions_to_remove",
-            "update_max_batch_size",
-            "kube_tag",
-        ],
-    }
-}
-
 /// An update with nothing underneath to change completes at once, as Heat does when no
 /// resource needs work.
 fn complete_at_once(w: &mut World, ix: usize, params: BTreeMap<String, String>) {
@@ -488,40 +456,23 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
                     return bad(&e);
                 }
             }
-            // Each group whose own inputs changed (or that has members to repair) is
-            // updated; the others are left alone, as Heat leaves a resource whose
-            // definition did not change. A stack of one group always runs it.
-            let mut started_any = false;
-            for &g in &groups {
-                let layout = w.groups[g].layout;
-                let hooks = hooks_from_env(&env, layout.resource());
-                let changed = groups.len() == 1
-                    || hooks != w.groups[g].hooks
-                    || group_inputs(layout)
-                        .iter()
-                        .any(|k| current.get(*k) != params.get(*k))
-                    || w.groups[g]
-                        .members
-                        .values()
-                        .any(|m| matches!(m.phase, crate::sim::world::Phase::Failed(_)));
-                if !changed {
-                    continue;
-                }
-                started_any = true;
-                if let Err(e) = group::start_update(
-                    w,
-                    g,
-                    UpdateRequest {
+            // Every group of the stack is updated, as Heat does (measured on Magnum's layout:
+            // the group whose inputs did not change goes UPDATE_IN_PROGRESS ->
+            // UPDATE_COMPLETE with none of its members touched).
+            let reqs = groups
+                .iter()
+                .map(|&g| {
+                    let hooks = hooks_from_env(&env, w.groups[g].layout.resource());
+                    let req = UpdateRequest {
                         params: params.clone(),
                         hooks: Some(hooks),
                         action: Action::Update,
-                    },
-                ) {
-                    return bad(&e);
-                }
-            }
-            if !started_any {
-                complete_at_once(w, ix, params);
+                    };
+                    (g, req)
+                })
+                .collect();
+            if let Err(e) = group::start_updates(w, reqs) {
+                return bad(&e);
             }
         }
         StackRole::NodeGroup(_) | StackRole::Cluster(_) => complete_at_once(w, ix, params),

@@ -158,8 +158,7 @@ pub fn create_cluster(w: &mut World, spec: ClusterSpec) -> usize {
         StackRole::Cluster(cix),
         MAGNUM_DESCRIPTION,
     );
-    st.params
-        .insert("is_cluster_stack".into(), "True".into());
+    st.params.insert("is_cluster_stack".into(), "True".into());
     st.params.insert(
         "kube_tag".into(),
         w.templates[spec.template].coe_version.clone(),
@@ -277,7 +276,9 @@ fn create_magnum_nodegroup(w: &mut World, cix: usize, spec: GroupSpec) -> usize 
     let c: String = w.clusters[cix].name.chars().take(20).collect();
     let n: String = spec.name.chars().take(9).collect();
     let suffix = w.ids.suffix();
-    let name = format!("{c}-{n}-{suffix}").replace(['_', '.'], "-").to_lowercase();
+    let name = format!("{c}-{n}-{suffix}")
+        .replace(['_', '.'], "-")
+        .to_lowercase();
     let mut st = base_stack(
         w,
         name,
@@ -391,8 +392,7 @@ fn add_group(
             if !s.environment["resource_registry"]["resources"].is_object() {
                 s.environment["resource_registry"]["resources"] = serde_json::json!({});
             }
-            s.environment["resource_registry"]["resources"][rname] =
-                serde_json::Value::Object(env);
+            s.environment["resource_registry"]["resources"][rname] = serde_json::Value::Object(env);
         }
         if let Some((private, public)) = layout.stack_outputs() {
             s.outputs.push(Output {

@@ -442,10 +442,7 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
     params.insert("name".to_string(), server_name.clone());
     if layout.is_magnum() {
         params.insert("server_image".to_string(), image.clone());
-        params.insert(
-            "nodegroup_name".to_string(),
-            w.groups[g].name.clone(),
-        );
+        params.insert("nodegroup_name".to_string(), w.groups[g].name.clone());
         params.insert("nodegroup_role".to_string(), w.groups[g].role.clone());
     } else {
         params.insert("image".to_string(), image.clone());
@@ -787,6 +784,26 @@ fn siblings_busy(w: &World, g: usize) -> bool {
 
 /// Starts an update (or the initial create) of a node group.
 pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), String> {
+    begin_update(w, g, req)?;
+    tick(w, g);
+    Ok(())
+}
+
+/// Starts updates of several groups of one stack (one stack action): every group has its
+/// operation before any is advanced, so a group with nothing to do cannot complete the
+/// stack while the others are still to start.
+pub fn start_updates(w: &mut World, reqs: Vec<(usize, UpdateRequest)>) -> Result<(), String> {
+    let groups: Vec<usize> = reqs.iter().map(|(g, _)| *g).collect();
+    for (g, req) in reqs {
+        begin_update(w, g, req)?;
+    }
+    for g in groups {
+        tick(w, g);
+    }
+    Ok(())
+}
+
+fn begin_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), String> {
     let ng = w.groups[g].ng_stack;
     let rg = w.groups[g].rg_stack;
     let layout = w.groups[g].layout;
@@ -983,7 +1000,6 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         start.push((i, Action::Create, creating));
     }
     schedule(w, g, start);
-    tick(w, g);
     Ok(())
 }
 
@@ -1172,18 +1188,18 @@ pub fn delete(w: &mut World, g: usize) -> Result<(), String> {
     for &k in &groups {
         params.insert(w.groups[k].layout.key("count").into(), "0".into());
     }
-    for k in groups {
-        start_update(
-            w,
-            k,
-            UpdateRequest {
+    let reqs = groups
+        .into_iter()
+        .map(|k| {
+            let req = UpdateRequest {
                 params: params.clone(),
                 hooks: None,
                 action: Action::Delete,
-            },
-        )?;
-    }
-    Ok(())
+            };
+            (k, req)
+        })
+        .collect();
+    start_updates(w, reqs)
 }
 
 /// `POST .../resources/{member}/signal {"unset_hook": ...}` on the group stack.
@@ -1245,7 +1261,12 @@ fn interrupt_running(w: &mut World, g: usize, members: &[u32]) {
             Phase::Running { action, .. } => {
                 let a = Status::new(action, State::Failed);
                 let verb = action.as_str();
-                w.set_resource_status(mstack, w.groups[g].layout.server(), a, &format!("{verb} aborted"));
+                w.set_resource_status(
+                    mstack,
+                    w.groups[g].layout.server(),
+                    a,
+                    &format!("{verb} aborted"),
+                );
                 w.set_stack_status(mstack, a, format!("Stack {verb} cancelled"));
                 w.set_resource_status(rg, &i.to_string(), a, &format!("Stack {verb} cancelled"));
                 if let Some(m) = w.groups[g].members.get_mut(&i) {
@@ -1278,8 +1299,12 @@ pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
             "Stack UPDATE cancelled".into(),
         );
     }
-    for k in busy {
+    for &k in &busy {
         cancel_group(w, k, rollback)?;
+    }
+    // Rollbacks are advanced once every group has its own (see `start_updates`).
+    for k in busy {
+        tick(w, k);
     }
     Ok(())
 }
@@ -1299,7 +1324,7 @@ fn cancel_group(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
             .as_ref()
             .map(|o| o.previous_params.clone())
             .unwrap_or_default();
-        return start_update(
+        return begin_update(
             w,
             g,
             UpdateRequest {
