@@ -270,3 +270,93 @@ async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
 
     heat.delete_stack(&stack).await.expect("delete");
 }
+
+/// Planning a parameter change for one group of a template nobody here wrote: refused where
+/// the parameter does not reach the group (or does not exist), and otherwise shown with
+/// Heat's own preview, which names the group as updated and the other group as unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat at HEAT_URL (scripts/heat-standalone.sh)"]
+async fn a_group_change_is_planned_from_heats_preview() {
+    use caldera::drivers::any_group::plan_group_update;
+    let conn = connect().await;
+    let heat = conn.heat.clone();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let template: Value =
+        serde_yaml_ng::from_str(&fixture("kubecluster.yaml")).expect("template YAML");
+    let files = [
+        ("lib/network.yaml", "network.yaml"),
+        ("kubemaster.yaml", "kubemaster.yaml"),
+        ("kubeminion.yaml", "kubeminion.yaml"),
+    ]
+    .iter()
+    .map(|(n, p)| (n.to_string(), fixture(p)))
+    .collect();
+    let stack = heat
+        .create_stack(&StackCreate {
+            name: format!("group-plan-{}-{nanos}", std::process::id()),
+            template,
+            files,
+            parameters: serde_json::from_value(
+                serde_json::json!({"number_of_masters": 1, "number_of_minions": 2}),
+            )
+            .expect("parameters"),
+            disable_rollback: Some(true),
+            ..Default::default()
+        })
+        .await
+        .expect("stack create");
+    wait_status(&heat, &stack, "CREATE_COMPLETE").await;
+    let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+
+    let plan = plan_group_update(
+        &heat,
+        &stack,
+        "kube_minions",
+        &set(&[("minion_image", "fedora-coreos-40")]),
+        false,
+    )
+    .await
+    .expect("plan");
+    assert!(plan.refusals.is_empty(), "{:?}", plan.refusals);
+    assert!(
+        plan.preview.updated.contains(&"kube_minions".to_string()),
+        "{:?}",
+        plan.preview
+    );
+    assert!(
+        plan.preview.unchanged.contains(&"api_lb".to_string()),
+        "{:?}",
+        plan.preview
+    );
+    assert!(plan
+        .lines()
+        .iter()
+        .any(|l| l.contains("updated: ") && l.contains("kube_minions")));
+
+    // The masters' count does not reach the workers' group; an unknown key is no parameter.
+    let plan = plan_group_update(
+        &heat,
+        &stack,
+        "kube_minions",
+        &set(&[("number_of_masters", "2"), ("flavor", "m1.large")]),
+        false,
+    )
+    .await
+    .expect("plan");
+    assert_eq!(plan.refusals.len(), 2, "{:?}", plan.refusals);
+    assert!(plan.refusals[0].contains("no parameter flavor"));
+    assert!(plan.refusals[1].contains("does not reach kube_minions"));
+    // Nothing was changed by planning.
+    let detail = heat.get_stack(&stack, false).await.expect("show");
+    assert_eq!(detail.summary.status.raw, "CREATE_COMPLETE");
+
+    heat.delete_stack(&stack).await.expect("delete");
+}
