@@ -136,9 +136,11 @@ fn walkthrough_160x48() {
         s.has_all(&["Fleet heat map", "Nodes of default-worker"])
     });
 
-    // The event tail: nested paths, and new events arriving while it is open.
-    let title = "Events of prod-east-default-worker";
-    let nested = Regex::new(r"nodes > \d+ > server").expect("regex");
+    // The event tail: nested paths, and new events arriving while it is open. The default
+    // workers live in Magnum's cluster stack (`prod-east-{short id}`), as `kube_minions`
+    // whose members hold a `kube-minion` server (the column cuts it to `kub`).
+    let title = "Events of prod-east-";
+    let nested = Regex::new(r"kube_minions > \d+ > kub").expect("regex");
     let s = c.press("e", "the event tail", |s| {
         s.has_all(&[title, "› default-worker › events"])
             && nested.is_match(&s.text)
@@ -151,18 +153,18 @@ fn walkthrough_160x48() {
 
     // `/` filters: substring, regex, inverse. Each narrows the table, and every row on
     // screen obeys it.
-    c.press(&format!("/server{ENTER}"), "the substring filter", |s| {
-        filtered(s, title, "server", |r| r.contains("server"))
+    c.press(&format!("/> 44{ENTER}"), "the substring filter", |s| {
+        filtered(s, title, "> 44", |r| r.contains("> 44"))
     });
-    let re = Regex::new(r"nodes > 4[0-4]\d > server").expect("regex");
-    let raw = "re:nodes > 4[0-4][0-9] > server";
+    let re = Regex::new(r"kube_minions > 4[0-4]\d > kub").expect("regex");
+    let raw = "re:kube_minions > 4[0-4][0-9] > kub";
     c.press(&format!("/{CTRL_U}{raw}{ENTER}"), "the regex filter", |s| {
         filtered(s, title, raw, |r| re.is_match(r))
     });
     c.press(
-        &format!("/{CTRL_U}!server{ENTER}"),
+        &format!("/{CTRL_U}!> 44{ENTER}"),
         "the inverse filter",
-        |s| filtered(s, title, "!server", |r| !r.contains("server")),
+        |s| filtered(s, title, "!> 44", |r| !r.contains("> 44")),
     );
 
     // `?` lists the key bindings (from the key table), any key closes it.
@@ -186,10 +188,10 @@ fn walkthrough_160x48() {
 
     // Esc back through the breadcrumbs (a filtered view first loses its filter).
     c.press(ESC, "back to the event tail", |s| {
-        s.has(title) && s.has("/!server")
+        s.has(title) && s.has("/!> 44")
     });
     c.press(ESC, "the event filter cleared", |s| {
-        s.has(title) && !s.has("/!server")
+        s.has(title) && !s.has("/!> 44")
     });
     c.press(ESC, "back to the nodes", |s| {
         s.has("Nodes of default-worker") && !s.has("› events")

@@ -12,7 +12,7 @@ use caldera::api::error::ApiError;
 use caldera::api::heat::{StackCreate, StackListQuery, StackUpdate};
 use caldera::cli::connect::simulator_cloud;
 use caldera::fetch::RetryPolicy;
-use caldera::ops::ips::{stream_ips, IpEvent, IpOptions};
+use caldera::ops::ips::{stream_group_ips, IpEvent, IpOptions};
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, ErrorKind, EventCursor};
 use caldera::sim::{self, Fault, FaultKind, SimHandle, SimOptions};
@@ -327,7 +327,7 @@ fn null_status(v: &mut Value) {
 }
 
 fn drop_first_id(v: &mut Value) {
-    if let Some(s) = v.pointer_mut("/stacks/1").and_then(Value::as_object_mut) {
+    if let Some(s) = v.pointer_mut("/stacks/0").and_then(Value::as_object_mut) {
         s.remove("id");
     }
 }
@@ -413,7 +413,7 @@ async fn bad_bodies_are_decode_errors_naming_the_problem_and_not_retried() {
         (
             "missing required field",
             Fault::new(FaultKind::Mangle(drop_first_id)).times(1),
-            &["stacks[1]", "missing field `id`"],
+            &["stacks[0]", "missing field `id`"],
         ),
     ];
     for (label, fault, words) in cases {
@@ -593,11 +593,12 @@ async fn ip_stream_through_faults_delivers_every_member_once() {
         .iter()
         .find(|g| g.name == "default-worker")
         .expect("worker");
-    let stack = conn
+    let cluster_stack = conn
         .heat
         .resolve(worker.stack_id.as_deref().expect("stack id"))
         .await
         .expect("resolve");
+    // Magnum's cluster stack holds the masters and the workers: the workers' group.
     let f = sim.faults();
     // A third of the requests fail in one way or another; retries absorb them.
     f.add(Fault::new(FaultKind::Status(503)).rate(0.12));
@@ -611,7 +612,14 @@ async fn ip_stream_through_faults_delivers_every_member_once() {
     );
     let events: Vec<IpEvent> = tokio::time::timeout(
         Duration::from_secs(60),
-        stream_ips(conn.heat.clone(), stack, IpOptions::default()).collect::<Vec<_>>(),
+        stream_group_ips(
+            conn.heat.clone(),
+            None,
+            cluster_stack,
+            Some("kube_minions".into()),
+            IpOptions::default(),
+        )
+        .collect::<Vec<_>>(),
     )
     .await
     .expect("bounded")

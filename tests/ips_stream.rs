@@ -1,19 +1,28 @@
 //! The node IP stream against the simulator: addresses arrive while the rest are still being
 //! fetched, every member exactly once, matching the server's own aggregate output.
+//!
+//! The group is the workers of a Magnum cluster as Magnum's Heat driver lays them out:
+//! `kube_minions` of the cluster stack (beside `kube_masters`), members of kubeminion.yaml
+//! whose address is the output `kube_minion_ip`, the cluster's aggregate being
+//! `kube_minions_private`.
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::HeatClient;
 use caldera::cli::connect::simulator_cloud;
 use caldera::model::StackRef;
-use caldera::ops::ips::{addresses_in, stream_ips, stream_ips_with, IpEvent, IpOptions, IpSource};
+use caldera::ops::ips::{addresses_in, stream_group_ips, IpEvent, IpOptions, IpSource};
 use caldera::sim::{self, SimHandle, SimOptions};
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::time::Duration;
 
 const MEMBERS: usize = 120;
+/// The default workers' group in Magnum's cluster stack.
+const WORKERS: &str = "kube_minions";
 
-async fn bench_sim(detail_cost: Duration) -> (SimHandle, CloudConnection, StackRef) {
+/// The simulator, a connection, the default workers' group stack (`kube_minions`'s nested
+/// stack) and the cluster stack.
+async fn bench_sim(detail_cost: Duration) -> (SimHandle, CloudConnection, StackRef, StackRef) {
     let sim = sim::start(SimOptions {
         scenario: format!("bench-{MEMBERS}"),
         detail_cost_per_resource: detail_cost,
@@ -38,18 +47,28 @@ async fn bench_sim(detail_cost: Duration) -> (SimHandle, CloudConnection, StackR
         .iter()
         .find(|g| g.name == "default-worker")
         .expect("worker group");
-    let stack = conn
+    let cluster_stack = conn
         .heat
         .resolve(worker.stack_id.as_deref().expect("group stack"))
         .await
         .expect("resolve group stack");
-    (sim, conn, stack)
+    assert_eq!(Some(&cluster_stack.id), cluster.stack_id.as_ref());
+    let stack = caldera::drivers::magnum::members_stack(
+        &conn.heat,
+        &cluster_stack,
+        caldera::model::Role::Worker,
+        "default-worker",
+    )
+    .await
+    .expect("groups of the cluster stack")
+    .expect("the cluster stack holds masters and workers");
+    (sim, conn, stack, cluster_stack)
 }
 
 /// The server's truth: the monolithic aggregate output, member index order.
 async fn aggregate_ips(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
     let out = heat
-        .show_output(stack, "ips")
+        .show_output(stack, "kube_minions_private")
         .await
         .expect("aggregate output");
     addresses_in(&out.value)
@@ -74,8 +93,10 @@ async fn assert_each_member_once_as_the_server_says(
     }
 }
 
+/// The default workers of the cluster stack `stack`: its group `kube_minions`, whose member
+/// output and address resource caldera discovers from the templates.
 async fn collect(heat: HeatClient, stack: StackRef, options: IpOptions) -> Vec<IpEvent> {
-    stream_ips(heat, stack, options)
+    stream_group_ips(heat, None, stack, Some(WORKERS.into()), options)
         .map(|e| e.expect("no stream error"))
         .collect()
         .await
@@ -99,8 +120,13 @@ fn addresses_by_member(events: &[IpEvent]) -> HashMap<String, Vec<String>> {
 async fn first_addresses_stream_before_the_slow_listing_completes() {
     // The typed listing costs 20 ms per resource here (seconds in all): the per-member
     // outputs must fill the screen long before it answers.
-    let (sim, conn, stack) = bench_sim(Duration::from_millis(20)).await;
-    let events = collect(conn.heat.clone(), stack.clone(), IpOptions::default()).await;
+    let (sim, conn, _, cluster_stack) = bench_sim(Duration::from_millis(20)).await;
+    let events = collect(
+        conn.heat.clone(),
+        cluster_stack.clone(),
+        IpOptions::default(),
+    )
+    .await;
 
     assert!(matches!(events.first(), Some(IpEvent::Members(m)) if m.len() == MEMBERS));
     assert!(matches!(events.last(), Some(IpEvent::Done(_))));
@@ -119,18 +145,18 @@ async fn first_addresses_stream_before_the_slow_listing_completes() {
     assert_eq!(stats.failed, 0);
     assert!(stats.first_address_after < Some(stats.elapsed));
 
-    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
+    assert_each_member_once_as_the_server_says(&conn.heat, &cluster_stack, &events).await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fast_listing_completes_the_set_and_stops_the_fan_out() {
-    let (sim, conn, stack) = bench_sim(Duration::ZERO).await;
+    let (sim, conn, _, cluster_stack) = bench_sim(Duration::ZERO).await;
     let options = IpOptions {
         concurrency: 1,
         ..IpOptions::default()
     };
-    let events = collect(conn.heat.clone(), stack.clone(), options).await;
+    let events = collect(conn.heat.clone(), cluster_stack.clone(), options).await;
     let Some(IpEvent::Done(stats)) = events.last() else {
         panic!("stream did not finish: {:?}", events.last())
     };
@@ -139,13 +165,13 @@ async fn fast_listing_completes_the_set_and_stops_the_fan_out() {
         stats.from_listing > MEMBERS / 2,
         "the one-call listing should deliver most members: {stats:?}"
     );
-    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
+    assert_each_member_once_as_the_server_says(&conn.heat, &cluster_stack, &events).await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
-    let (sim, conn, stack) = bench_sim(Duration::ZERO).await;
+    let (sim, conn, stack, cluster_stack) = bench_sim(Duration::ZERO).await;
     // Both sources fail for member 7: the typed listing is refused, and its output call 500s.
     let member7 = {
         let listing = caldera::ops::ips::list_members(&conn.heat, &stack)
@@ -168,7 +194,7 @@ async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
         typed_listing: false,
         ..IpOptions::default()
     };
-    let events = collect(conn.heat.clone(), stack.clone(), options).await;
+    let events = collect(conn.heat.clone(), cluster_stack.clone(), options).await;
     let failed: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
@@ -184,22 +210,27 @@ async fn a_member_whose_lookups_fail_is_reported_and_the_rest_arrive() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nova_servers_alone_deliver_every_member() {
     // Only the Nova source: the path for templates without an address output.
-    let (sim, conn, stack) = bench_sim(Duration::ZERO).await;
+    let (sim, conn, _, cluster_stack) = bench_sim(Duration::ZERO).await;
     let options = IpOptions {
         typed_listing: false,
         fan_out: false,
         ..IpOptions::default()
     };
-    let events: Vec<IpEvent> =
-        stream_ips_with(conn.heat.clone(), conn.nova.clone(), stack.clone(), options)
-            .map(|e| e.expect("no stream error"))
-            .collect()
-            .await;
+    let events: Vec<IpEvent> = stream_group_ips(
+        conn.heat.clone(),
+        conn.nova.clone(),
+        cluster_stack.clone(),
+        Some(WORKERS.into()),
+        options,
+    )
+    .map(|e| e.expect("no stream error"))
+    .collect()
+    .await;
     let Some(IpEvent::Done(stats)) = events.last() else {
         panic!("stream did not finish: {:?}", events.last())
     };
     assert_eq!(stats.from_nova, MEMBERS, "{stats:?}");
-    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
+    assert_each_member_once_as_the_server_says(&conn.heat, &cluster_stack, &events).await;
     sim.shutdown().await;
 }
 
@@ -207,11 +238,12 @@ async fn nova_servers_alone_deliver_every_member() {
 async fn every_member_is_named_once_whichever_source_wins_its_address() {
     // All three sources race; Nova's names arrive on its own addresses or, for members the
     // listing or an output call answered first, as `Named` after them.
-    let (sim, conn, stack) = bench_sim(Duration::ZERO).await;
-    let events: Vec<IpEvent> = stream_ips_with(
+    let (sim, conn, _, cluster_stack) = bench_sim(Duration::ZERO).await;
+    let events: Vec<IpEvent> = stream_group_ips(
         conn.heat.clone(),
         conn.nova.clone(),
-        stack.clone(),
+        cluster_stack.clone(),
+        Some(WORKERS.into()),
         IpOptions::default(),
     )
     .map(|e| e.expect("no stream error"))
@@ -245,9 +277,9 @@ async fn every_member_is_named_once_whichever_source_wins_its_address() {
     for i in 0..MEMBERS {
         assert_eq!(
             names.get(&i.to_string()).map(String::as_str),
-            Some(format!("bench-{MEMBERS}-default-worker-{i}").as_str())
+            Some(format!("{}-node-{i}", cluster_stack.name).as_str())
         );
     }
-    assert_each_member_once_as_the_server_says(&conn.heat, &stack, &events).await;
+    assert_each_member_once_as_the_server_says(&conn.heat, &cluster_stack, &events).await;
     sim.shutdown().await;
 }

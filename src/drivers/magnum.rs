@@ -15,7 +15,7 @@ use crate::api::magnum::client::{
 };
 use crate::api::magnum::MagnumClient;
 use crate::journal::ApiCall;
-use crate::model::{DriverKind, Node, NodeKey};
+use crate::model::{DriverKind, Node, NodeKey, Role, StackRef, StackResource};
 use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -65,6 +65,135 @@ fn needs(v: Microversion, needed: Microversion, what: &str) -> ServiceResult<()>
         )));
     }
     Ok(())
+}
+
+/// Scaling groups Heat can hold a node group's members in.
+fn is_scaling_group(r: &StackResource) -> bool {
+    matches!(
+        r.resource_type.as_str(),
+        "OS::Heat::ResourceGroup" | "OS::Heat::AutoScalingGroup"
+    )
+}
+
+/// The ResourceGroup Magnum's Heat driver keeps a node group of `role` in. Its default
+/// master and worker node groups share one cluster stack (`kubecluster.yaml` with
+/// `is_cluster_stack`), masters in `kube_masters` and workers in `kube_minions`; a node group
+/// added later has a stack of its own from the same template holding only the group of its
+/// role (`master_only` / `worker_only` conditions). Magnum's template definitions name these
+/// resources and their outputs (`kube_masters_private`, `kube_minions_private`) by role.
+pub fn group_resource(role: Role) -> &'static str {
+    match role {
+        Role::Master => "kube_masters",
+        Role::Worker | Role::Other => "kube_minions",
+    }
+}
+
+/// The stack parameter holding the image of a node group of `role` in Magnum's templates
+/// (`master_image` / `minion_image`, from the node group's `image_id`).
+pub fn image_parameter(role: Role) -> &'static str {
+    match role {
+        Role::Master => "master_image",
+        Role::Worker | Role::Other => "minion_image",
+    }
+}
+
+/// Picks a node group's scaling group out of its stack's top-level resources: the only one
+/// when there is one, else the one Magnum keeps the role in. `Ok(None)` when the stack has
+/// no scaling group.
+pub fn pick_group<'a>(
+    top: &'a [StackResource],
+    role: Role,
+    nodegroup: &str,
+) -> ServiceResult<Option<&'a StackResource>> {
+    let groups: Vec<&StackResource> = top.iter().filter(|r| is_scaling_group(r)).collect();
+    match groups.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one)),
+        several => {
+            let wanted = group_resource(role);
+            match several.iter().find(|r| r.name == wanted) {
+                Some(r) => Ok(Some(r)),
+                None => Err(ServiceError::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "node group {nodegroup} ({}) has no group {wanted} in its stack; \
+                         the stack's scaling groups are {}",
+                        role.as_str(),
+                        several
+                            .iter()
+                            .map(|r| r.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )),
+            }
+        }
+    }
+}
+
+/// The role a node group named `nodegroup` has in a stack of Magnum's templates, from the
+/// parameters Magnum gave it (`master_nodegroup_name` / `worker_nodegroup_name`).
+pub fn role_in_stack(
+    parameters: &std::collections::BTreeMap<String, String>,
+    nodegroup: &str,
+) -> Option<Role> {
+    let named = |k: &str| parameters.get(k).is_some_and(|v| v == nodegroup);
+    if named("master_nodegroup_name") {
+        Some(Role::Master)
+    } else if named("worker_nodegroup_name") {
+        Some(Role::Worker)
+    } else {
+        None
+    }
+}
+
+/// The image parameter of a node group named `nodegroup` in a stack of Magnum's templates.
+pub fn image_in_stack(
+    parameters: &std::collections::BTreeMap<String, String>,
+    nodegroup: &str,
+) -> Option<String> {
+    let role = role_in_stack(parameters, nodegroup)?;
+    parameters
+        .get(image_parameter(role))
+        .filter(|v| !v.is_empty())
+        .cloned()
+}
+
+/// Where a Magnum node group's members are in its stack: the resource name (path) of its
+/// scaling group and that group's nested stack, when the stack holds several groups
+/// (Magnum's cluster stack); `None` when it holds at most one (any lister of the stack finds
+/// its members).
+pub async fn group_in_stack(
+    heat: &HeatClient,
+    stack: &StackRef,
+    role: Role,
+    nodegroup: &str,
+) -> ServiceResult<Option<(String, StackRef)>> {
+    let top: Vec<StackResource> = heat
+        .list_resources(stack, &ResourceQuery::default())
+        .await
+        .map_err(err)?
+        .into_iter()
+        .map(|r| r.resource)
+        .collect();
+    if top.iter().filter(|r| is_scaling_group(r)).count() < 2 {
+        return Ok(None);
+    }
+    let group = pick_group(&top, role, nodegroup)?;
+    Ok(group.and_then(|g| Some((g.name.clone(), g.nested.clone()?))))
+}
+
+/// The stack whose resources are a Magnum node group's members: its group's nested stack
+/// when its stack holds several groups, `None` when the stack itself lists them.
+pub async fn members_stack(
+    heat: &HeatClient,
+    stack: &StackRef,
+    role: Role,
+    nodegroup: &str,
+) -> ServiceResult<Option<StackRef>> {
+    Ok(group_in_stack(heat, stack, role, nodegroup)
+        .await?
+        .map(|(_, nested)| nested))
 }
 
 impl MagnumDriver {
@@ -189,21 +318,30 @@ impl Driver for MagnumDriver {
     ) -> BoxFuture<'a, ServiceResult<Vec<Node>>> {
         async move {
             // Magnum does not list nodes; where the node group runs on a Heat stack, its
-            // members are the ResourceGroup's.
+            // members are those of its ResourceGroup there.
             let (Some(heat), Some(stack)) = (&self.heat, &target.stack) else {
                 return Err(unsupported(format!(
                     "Magnum does not list the nodes of {}; its Heat stack is not reachable",
                     target.label()
                 )));
             };
-            let top = heat
-                .list_resources(stack, &ResourceQuery::default())
+            // Which of the stack's groups is this node group's: Magnum's cluster stack
+            // holds the default masters and workers side by side.
+            let id = Self::cluster_id(target)?;
+            let ng = self
+                .magnum
+                .get_nodegroup(id, &target.nodegroup)
                 .await
                 .map_err(err)?;
-            let Some(group) = top
-                .iter()
-                .find(|r| r.resource.resource_type == "OS::Heat::ResourceGroup")
-                .and_then(|r| r.resource.nested.clone())
+            let top: Vec<StackResource> = heat
+                .list_resources(stack, &ResourceQuery::default())
+                .await
+                .map_err(err)?
+                .into_iter()
+                .map(|r| r.resource)
+                .collect();
+            let Some(group) =
+                pick_group(&top, ng.role, &target.nodegroup)?.and_then(|r| r.nested.clone())
             else {
                 return Ok(Vec::new());
             };
@@ -343,5 +481,83 @@ impl Driver for MagnumDriver {
             ))
         }
         .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Status;
+
+    fn res(name: &str, rtype: &str) -> StackResource {
+        StackResource {
+            name: name.into(),
+            logical_id: name.into(),
+            physical_id: None,
+            resource_type: rtype.into(),
+            status: Status::parse("CREATE_COMPLETE"),
+            status_reason: None,
+            updated_at: None,
+            owner: None,
+            nested: None,
+            parent_resource: None,
+            required_by: vec![],
+        }
+    }
+
+    #[test]
+    fn the_cluster_stack_holds_masters_and_workers_apart() {
+        let top = [
+            res("network", "network.yaml"),
+            res("kube_masters", "OS::Heat::ResourceGroup"),
+            res("kube_minions", "OS::Heat::ResourceGroup"),
+        ];
+        let pick = |role| pick_group(&top, role, "ng").unwrap().unwrap().name.clone();
+        assert_eq!(pick(Role::Master), "kube_masters");
+        assert_eq!(pick(Role::Worker), "kube_minions");
+        // A node group's own stack holds one group: that one, whatever its name.
+        let own = [res("kube_minions", "OS::Heat::ResourceGroup")];
+        assert_eq!(
+            pick_group(&own, Role::Master, "x").unwrap().unwrap().name,
+            "kube_minions"
+        );
+        assert!(
+            pick_group(&[res("network", "network.yaml")], Role::Worker, "x")
+                .unwrap()
+                .is_none()
+        );
+        // Several groups, none of Magnum's: say which there are.
+        let odd = [
+            res("a", "OS::Heat::ResourceGroup"),
+            res("b", "OS::Heat::AutoScalingGroup"),
+        ];
+        let e = pick_group(&odd, Role::Worker, "ng")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kube_minions") && e.contains("a, b"), "{e}");
+    }
+
+    #[test]
+    fn role_and_image_from_magnums_parameters() {
+        let params: std::collections::BTreeMap<String, String> = [
+            ("master_nodegroup_name", "default-master"),
+            ("worker_nodegroup_name", "default-worker"),
+            ("master_image", "fcos-39"),
+            ("minion_image", "fcos-40"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(role_in_stack(&params, "default-master"), Some(Role::Master));
+        assert_eq!(role_in_stack(&params, "default-worker"), Some(Role::Worker));
+        assert_eq!(role_in_stack(&params, "gpu"), None);
+        assert_eq!(
+            image_in_stack(&params, "default-worker").as_deref(),
+            Some("fcos-40")
+        );
+        assert_eq!(
+            image_in_stack(&params, "default-master").as_deref(),
+            Some("fcos-39")
+        );
     }
 }

@@ -12,6 +12,7 @@
 //! rails and writes it to the journal.
 
 pub mod actions;
+pub mod any_group;
 pub mod guard;
 pub mod heat_native;
 pub mod magnum;

@@ -9,6 +9,7 @@ use crate::api::cloud::CloudConnection;
 use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
 use crate::api::magnum::MagnumClient;
 use crate::drivers::heat_native::HeatNativeDriver;
+use crate::drivers::magnum;
 use crate::drivers::resolve::Drivers;
 use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{
@@ -17,7 +18,7 @@ use crate::model::{
 };
 use crate::ops::event_tracker::MAX_PAGE;
 use crate::ops::hooks::paused_members;
-use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions, Member};
+use crate::ops::ips::{stream_group_ips, IpEvent, IpOptions, Member};
 use crate::ops::stack_paths::StackPaths;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
@@ -293,17 +294,35 @@ async fn forward_nodes(
             return;
         }
     };
+    // Magnum's default node groups share the cluster stack (masters in one group, workers
+    // in another): their members are listed from their own group's nested stack.
+    let (group_path, members_at) = if nodegroup.is_default {
+        match magnum::group_in_stack(&heat, &stack, nodegroup.role, &nodegroup.name).await {
+            Ok(Some((path, nested))) => (Some(path), nested),
+            Ok(None) => (None, stack.clone()),
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        }
+    } else {
+        (None, stack.clone())
+    };
+    let role = nodegroup.role;
     // The side lookups run beside the member listing; members go out at once and again with
     // their hook marks and images when those are known (always before `Done`, which settles
     // the view).
     let mut hooks = Some(AbortOnDrop({
         let heat = heat.clone();
         let stack = stack.clone();
+        let members_at = members_at.clone();
         tokio::spawn(async move {
-            let (paused, detail) =
-                futures::join!(paused_members(&heat, &stack), heat.get_stack(&stack, false));
+            let (paused, detail) = futures::join!(
+                paused_members(&heat, &members_at),
+                heat.get_stack(&stack, false)
+            );
             let image = match detail {
-                Ok(d) => settled_image(&d),
+                Ok(d) => settled_image(&d).or_else(|| magnum_settled_image(&d, role)),
                 Err(e) => {
                     tracing::info!("node group image unknown: {e}");
                     None
@@ -314,7 +333,7 @@ async fn forward_nodes(
     }));
     let mut paused: Option<SideFacts> = None;
     let mut members: Option<Vec<Member>> = None;
-    let mut ips = stream_ips_with(heat, nova, stack, options);
+    let mut ips = stream_group_ips(heat, nova, stack, group_path, options);
     let to_nodes = |members: &[Member], facts: Option<&SideFacts>| {
         NodeUpdate::Members(
             members
@@ -385,6 +404,23 @@ async fn forward_nodes(
             return;
         }
     }
+}
+
+/// A Magnum node group's image from its stack, once settled: Magnum's templates take it as
+/// `master_image` / `minion_image` (the node group's `image_id`).
+fn magnum_settled_image(
+    detail: &crate::api::heat::StackDetail,
+    role: crate::model::Role,
+) -> Option<String> {
+    let status = &detail.summary.status;
+    if status.is_in_progress() || status.is_failed() {
+        return None;
+    }
+    detail
+        .parameters
+        .get(magnum::image_parameter(role))
+        .filter(|i| !i.is_empty())
+        .cloned()
 }
 
 /// What the side lookups of a node stream found.

@@ -14,6 +14,7 @@ use crate::api::heat::{HeatClient, ResourceQuery, StackAction};
 use crate::drivers::actions::ActionContext;
 use crate::drivers::guard::Reach;
 use crate::drivers::heat_native::stack_path;
+use crate::drivers::magnum;
 use crate::drivers::NodeGroupTarget;
 use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::DriverKind;
@@ -64,14 +65,20 @@ pub async fn find_update(
     if !status.is_in_progress() && !status.is_failed() {
         return Ok(None);
     }
-    // The members live in the ResourceGroup's nested stack, as the drivers list them.
-    let top = heat
+    // The members live in the ResourceGroup's nested stack, as the drivers list them; a
+    // Magnum cluster stack holds two (its default masters and workers), told apart by the
+    // node-group names Magnum gave the stack.
+    let top: Vec<crate::model::StackResource> = heat
         .list_resources(&stack, &ResourceQuery::default())
-        .await?;
-    let group = top
+        .await?
         .into_iter()
-        .find(|r| r.resource.resource_type == GROUP_TYPE)
-        .and_then(|r| r.resource.nested)
+        .map(|r| r.resource)
+        .collect();
+    let role = magnum::role_in_stack(&detail.parameters, &target.nodegroup)
+        .unwrap_or(crate::model::Role::Worker);
+    let group = magnum::pick_group(&top, role, &target.nodegroup)?
+        .filter(|r| r.resource_type == GROUP_TYPE)
+        .and_then(|r| r.nested.clone())
         .ok_or_else(|| {
             ServiceError::new(
                 ErrorKind::NotFound,
@@ -120,7 +127,9 @@ pub async fn observe_update(
     let facts = UpdateFacts {
         id: update.id(),
         target: update.target.label(),
-        image: image_parameter(&detail.parameters).unwrap_or_else(|| "?".into()),
+        image: image_parameter(&detail.parameters)
+            .or_else(|| magnum::image_in_stack(&detail.parameters, &update.target.nodegroup))
+            .unwrap_or_else(|| "?".into()),
         stack_status: detail.summary.status.clone(),
         stack_reason: detail.summary.status_reason.clone().unwrap_or_default(),
         started_at: detail.summary.updated_at,

@@ -277,7 +277,7 @@ fn counts(w: &World, c: usize) -> (u32, u32) {
 
 fn node_count(w: &World, g: usize) -> u32 {
     w.stack(w.groups[g].ng_stack)
-        .and_then(|s| s.params.get("count"))
+        .and_then(|s| s.params.get(w.groups[g].layout.key("count")))
         .and_then(|c| c.parse().ok())
         .unwrap_or(0)
 }
@@ -703,15 +703,20 @@ fn resize_body(w: &mut World, body: &Value, c: usize) -> Result<Reply, Reply> {
             }
         }
     }
+    // Magnum's resize: a stack update of the node group's stack with
+    // `number_of_minions` and `minions_to_remove` (k8s_template_def.get_scale_params).
     let ng = grp.ng_stack;
+    let layout = grp.layout;
     let mut params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
-    params.insert("count".into(), count.to_string());
-    let policies = if remove.is_empty() {
-        json!([])
-    } else {
-        json!([{ "resource_list": remove }])
-    };
-    params.insert("removal_policies".into(), policies.to_string());
+    params.insert(layout.key("count").into(), count.to_string());
+    if let Some(key) = layout.removal_key() {
+        let value = if layout.is_magnum() {
+            json!(remove)
+        } else {
+            json!([{ "resource_list": remove }])
+        };
+        params.insert(key.into(), value.to_string());
+    }
     group::start_update(
         w,
         g,
@@ -764,10 +769,13 @@ fn upgrade(w: &mut World, req: &Req, c: usize) -> Result<Reply, Reply> {
         return Err(r);
     }
     let ng = w.groups[g].ng_stack;
+    let layout = w.groups[g].layout;
     let mut params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
-    params.insert("image".into(), w.templates[t].image.clone());
+    params.insert(layout.key("image").into(), w.templates[t].image.clone());
     params.insert("update_max_batch_size".into(), batch.to_string());
-    params.insert("removal_policies".into(), "[]".into());
+    if let Some(key) = layout.removal_key() {
+        params.insert(key.into(), "[]".into());
+    }
     group::start_update(
         w,
         g,

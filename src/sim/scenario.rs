@@ -114,8 +114,10 @@ fn update_group(w: &mut World, g: usize, set: &[(&str, String)]) {
         .stack(w.groups[g].ng_stack)
         .map(|s| s.params.clone())
         .unwrap_or_default();
+    // Logical keys (`count`, `image`) name the group's own parameters in its template.
+    let layout = w.groups[g].layout;
     for (k, v) in set {
-        params.insert(k.to_string(), v.clone());
+        params.insert(layout.key(k).to_string(), v.clone());
     }
     let _ = group::start_update(
         w,
@@ -299,8 +301,9 @@ fn demo(w: &mut World) {
             hooks: vec!["pre-update".into()],
         })
         .collect();
+    let resource = w.groups[pg].layout.resource();
     if let Some(s) = w.stack_mut(w.groups[pg].ng_stack) {
-        s.environment["resource_registry"]["resources"]["nodes"] = serde_json::json!({
+        s.environment["resource_registry"]["resources"][resource] = serde_json::json!({
             "412": {"hooks": ["pre-update"]}, "433": {"hooks": ["pre-update"]}, "447": {"hooks": ["pre-update"]}
         });
     }

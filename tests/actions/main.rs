@@ -95,6 +95,15 @@ async fn sim_magnum_resize_and_upgrade() {
         .map(|n| n.name)
         .collect();
     assert_eq!(before, ["0", "1", "2"]);
+    // The default masters share the cluster stack with the workers (Magnum's layout): the
+    // driver tells their groups apart.
+    let masters = driver
+        .find_nodegroup("small", "default-master")
+        .await
+        .expect("masters");
+    assert_eq!(masters.stack, target.stack, "one cluster stack");
+    let master_nodes = driver.list_nodes(&masters).await.expect("master nodes");
+    assert_eq!(master_nodes.len(), 1);
 
     let plan = driver
         .plan_scale(
@@ -135,6 +144,11 @@ async fn sim_magnum_resize_and_upgrade() {
         .collect();
     assert_eq!(after.len(), 4);
     assert!(!after.contains(&"1".to_string()), "{after:?}");
+    let master_after = driver.list_nodes(&masters).await.expect("master nodes");
+    assert_eq!(
+        master_after, master_nodes,
+        "the resize left the masters alone"
+    );
 
     let up = driver
         .plan_upgrade(&target, "k8s-v1.30", 2)

@@ -130,9 +130,10 @@ async fn resize_removes_named_nodes_and_never_reuses_names() {
         .as_array()
         .unwrap()
         .clone();
+    // Magnum names workers `{cluster stack}-node-{index}` (kubecluster.yaml).
     let victim = servers
         .iter()
-        .find(|s| s["name"] == "small-default-worker-1")
+        .find(|s| s["name"].as_str().unwrap().ends_with("-node-1"))
         .unwrap()["id"]
         .as_str()
         .unwrap()
@@ -253,7 +254,7 @@ async fn members(api: &Api, stack_id: &str) -> Vec<u32> {
     let path = api.stack_path(stack_id).await;
     let r = api
         .get(&api.heat(&format!(
-            "{path}/resources?nested_depth=1&type=Caldera::Node"
+            "{path}/resources?nested_depth=1&type=kubeminion.yaml"
         )))
         .await;
     let mut names: Vec<u32> = r.body["resources"]
@@ -291,5 +292,237 @@ async fn patch_node_count_resizes_default_workers() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    api.h.shutdown().await;
+}
+
+/// Magnum's Heat driver layout: the default node groups are the two ResourceGroups of the
+/// one cluster stack (`kube_masters` of kubemaster.yaml members, `kube_minions` of
+/// kubeminion.yaml members), later node groups have a stack of their own from the same
+/// template with only the group of their role; addresses are the members' ports'
+/// fixed_ips, aggregated by the cluster's outputs in member order.
+#[tokio::test]
+async fn node_groups_sit_where_magnum_puts_them() {
+    let api = Api::start(fast("small")).await;
+    let cluster = api.mget("/clusters/small").await.body;
+    let master = api
+        .mget("/clusters/small/nodegroups/default-master")
+        .await
+        .body;
+    let worker = api
+        .mget("/clusters/small/nodegroups/default-worker")
+        .await
+        .body;
+    assert_eq!(master["stack_id"], cluster["stack_id"]);
+    assert_eq!(worker["stack_id"], cluster["stack_id"]);
+    let path = api.stack_path(cluster["stack_id"].as_str().unwrap()).await;
+    let top = api.get(&api.heat(&format!("{path}/resources"))).await.body;
+    let groups: Vec<(&str, &str)> = top["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["resource_type"] == "OS::Heat::ResourceGroup")
+        .map(|r| {
+            (
+                r["resource_name"].as_str().unwrap(),
+                r["physical_resource_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let mut names: Vec<&str> = groups.iter().map(|g| g.0).collect();
+    names.sort();
+    assert_eq!(names, ["kube_masters", "kube_minions"]);
+    let stack = api.get(&api.heat(&path)).await.body["stack"].clone();
+    let params = &stack["parameters"];
+    assert_eq!(params["number_of_masters"], "1");
+    assert_eq!(params["number_of_minions"], "3");
+    assert_eq!(params["is_cluster_stack"], "True");
+    assert_eq!(params["worker_nodegroup_name"], "default-worker");
+    let output = |key: &str| {
+        stack["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["output_key"] == key)
+            .unwrap_or_else(|| panic!("output {key}"))["output_value"]
+            .clone()
+    };
+    let mut private: Vec<String> = serde_json::from_value(output("kube_minions_private")).unwrap();
+    let mut addresses: Vec<String> =
+        serde_json::from_value(worker["node_addresses"].clone()).unwrap();
+    private.sort();
+    addresses.sort();
+    assert_eq!(private, addresses, "workers are kube_minions");
+    assert_eq!(output("kube_masters_private").as_array().unwrap().len(), 1);
+    assert_eq!(
+        output("kube_minions"),
+        json!([null, null, null]),
+        "no floating IPs"
+    );
+    assert!(output("api_address").as_str().is_some());
+
+    // A worker member: kubeminion.yaml, address on its port, OS::stack_id = its server.
+    let minions = groups.iter().find(|g| g.0 == "kube_minions").unwrap().1;
+    let gpath = api.stack_path(minions).await;
+    let members = api.get(&api.heat(&format!("{gpath}/resources"))).await.body;
+    let member = members["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource_name"] == "0")
+        .expect("member 0 of kube_minions")
+        .clone();
+    assert_eq!(member["resource_type"], "kubeminion.yaml");
+    let member_stack = member["physical_resource_id"].as_str().unwrap();
+    let mpath = api.stack_path(member_stack).await;
+    let ip = api
+        .get(&api.heat(&format!("{mpath}/outputs/kube_minion_ip")))
+        .await
+        .body["output"]["output_value"]
+        .clone();
+    assert!(addresses.contains(&ip.as_str().unwrap().to_string()));
+    let server = api
+        .get(&api.heat(&format!("{mpath}/outputs/OS::stack_id")))
+        .await
+        .body["output"]["output_value"]
+        .clone();
+    let nova = api
+        .get(&format!(
+            "{}/servers/{}",
+            api.h.nova_url(),
+            server.as_str().unwrap()
+        ))
+        .await
+        .body;
+    assert!(nova["server"]["name"]
+        .as_str()
+        .unwrap()
+        .ends_with("-node-0"));
+    let port = api
+        .get(&api.heat(&format!("{mpath}/resources/kube_minion_eth0")))
+        .await
+        .body;
+    assert_eq!(port["resource"]["resource_type"], "OS::Neutron::Port");
+    assert_eq!(
+        port["resource"]["attributes"]["fixed_ips"][0]["ip_address"],
+        ip
+    );
+    api.h.shutdown().await;
+}
+
+#[tokio::test]
+async fn later_node_groups_have_a_stack_of_their_own() {
+    let api = Api::start(fast("demo")).await;
+    let cluster = api.mget("/clusters/prod-east").await.body;
+    let az2 = api
+        .mget("/clusters/prod-east/nodegroups/workers-az2")
+        .await
+        .body;
+    assert_ne!(az2["stack_id"], cluster["stack_id"]);
+    let path = api.stack_path(az2["stack_id"].as_str().unwrap()).await;
+    assert!(path.contains("/prod-east-workers-a"), "{path}");
+    let stack = api.get(&api.heat(&path)).await.body["stack"].clone();
+    assert_eq!(stack["parameters"]["is_cluster_stack"], "False");
+    assert_eq!(stack["parameters"]["number_of_minions"], "40");
+    let keys: Vec<&str> = stack["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["output_key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["kube_minions_private", "kube_minions"]);
+    let top = api.get(&api.heat(&format!("{path}/resources"))).await.body;
+    let names: Vec<&str> = top["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["resource_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["kube_minions"]);
+    api.h.shutdown().await;
+}
+
+/// A Heat update of Magnum's cluster stack updates only the members whose inputs changed,
+/// and the stack's action starts and ends once however many groups it holds; hooks in the
+/// environment under `kube_minions` hold the workers' members as they do caldera's `nodes`.
+#[tokio::test]
+async fn a_heat_update_of_the_cluster_stack_updates_no_unchanged_member() {
+    let api = Api::start(fast("small")).await;
+    let cluster = api.mget("/clusters/small").await.body;
+    let path = api.stack_path(cluster["stack_id"].as_str().unwrap()).await;
+    let top_events = |evs: &[serde_json::Value], reason: &str| {
+        evs.iter()
+            .filter(|e| e["resource_status_reason"] == reason)
+            .count()
+    };
+    let created = api.all_events(&path, "", 500).await;
+    assert_eq!(top_events(&created, "Stack CREATE started"), 1);
+    assert_eq!(
+        top_events(&created, "Stack CREATE completed successfully"),
+        1
+    );
+
+    let patch = json!({
+        "parameters": {"number_of_minions": 4, "minion_image": "fedora-coreos-40"},
+        "environment": {"resource_registry": {"resources": {"kube_minions": {"1": {"hooks": "pre-update"}}}}},
+    });
+    let r = api
+        .call(Method::PATCH, &api.heat(&path), Some(patch), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    // Member 1 of the workers waits on its hook; the masters are not touched.
+    let top = api.get(&api.heat(&format!("{path}/resources"))).await.body;
+    let group = |name: &str| {
+        top["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource_name"] == name)
+            .unwrap()["physical_resource_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let minions = api.stack_path(&group("kube_minions")).await;
+    api.wait_events(
+        &minions,
+        "UPDATE paused until Hook pre-update is cleared",
+        1,
+    )
+    .await;
+    let r = api.unset_hook(&minions, "1", "pre-update").await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    api.wait_status(&path, "UPDATE_COMPLETE", 30).await;
+    let evs = api.all_events(&path, "", 500).await;
+    assert_eq!(top_events(&evs, "Stack UPDATE started"), 1);
+    assert_eq!(top_events(&evs, "Stack UPDATE completed successfully"), 1);
+    // As on a real Heat (tests/real_heat_magnum.rs): the masters' group is updated, none of
+    // its members.
+    let masters_group = evs
+        .iter()
+        .filter(|e| e["resource_name"] == "kube_masters")
+        .any(|e| e["resource_status"] == "UPDATE_COMPLETE");
+    assert!(masters_group, "the masters' group resource is updated");
+    let masters_path = api.stack_path(&group("kube_masters")).await;
+    let inside = api.all_events(&masters_path, "&nested_depth=2", 500).await;
+    let touched: Vec<&serde_json::Value> = inside
+        .iter()
+        .filter(|e| {
+            e["resource_status"].as_str().unwrap().starts_with("UPDATE")
+                && !masters_path.contains(&format!("/{}/", e["resource_name"].as_str().unwrap()))
+        })
+        .collect();
+    assert!(touched.is_empty(), "no master member updated: {touched:?}");
+    let workers = api
+        .mget("/clusters/small/nodegroups/default-worker")
+        .await
+        .body;
+    assert_eq!(workers["node_count"], 4);
+    assert_eq!(workers["image_id"], "fedora-coreos-40");
+    let masters = api
+        .mget("/clusters/small/nodegroups/default-master")
+        .await
+        .body;
+    assert_eq!(masters["node_count"], 1);
+    assert_eq!(masters["image_id"], "fedora-coreos-39");
     api.h.shutdown().await;
 }

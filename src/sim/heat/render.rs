@@ -2,7 +2,7 @@
 //! texts as captured from a real Heat 27; see tests/fixtures/heat/).
 
 use crate::sim::clock::iso_z;
-use crate::sim::world::{format_uuid, group, Action, Event, Resource, StackRole, World};
+use crate::sim::world::{format_uuid, group, Action, Event, Layout, Resource, StackRole, World};
 use serde_json::{json, Map, Value};
 
 pub fn stack_url(w: &World, base: &str, ix: usize) -> String {
@@ -47,33 +47,91 @@ pub fn stack_summary(w: &World, base: &str, ix: usize) -> Value {
 /// How many members resolving this stack's outputs walks through.
 pub fn output_members(w: &World, ix: usize) -> usize {
     match w.stack(ix).map(|s| s.role) {
-        Some(StackRole::NodeGroup(g)) | Some(StackRole::Group(g)) => {
-            w.groups[g].members.len().max(1)
-        }
+        Some(StackRole::Group(g)) => w.groups[g].members.len().max(1),
+        Some(StackRole::NodeGroup(_)) | Some(StackRole::Cluster(_)) => w
+            .stack_groups(ix)
+            .iter()
+            .map(|g| w.groups[*g].members.len())
+            .sum::<usize>()
+            .max(1),
         _ => 1,
+    }
+}
+
+/// Whether member `m`'s address resource exists yet (a member that failed first has none,
+/// and Heat resolves its address to null).
+fn addressed(w: &World, g: usize, m: &group::Member) -> bool {
+    let address = w.groups[g].layout.address().0;
+    w.stack(m.stack)
+        .and_then(|st| st.resource(address))
+        .map(|r| r.status.action != Action::Init)
+        .unwrap_or(false)
+}
+
+/// A member's address as its template's output gives it, null until created.
+fn member_ip(w: &World, g: usize, m: &group::Member) -> Value {
+    if addressed(w, g, m) {
+        json!(m.ip)
+    } else {
+        Value::Null
+    }
+}
+
+/// A member template output: caldera's node.yaml (`ip`, `name`...) or Magnum's
+/// kubemaster/kubeminion.yaml (`kube_minion_ip` from the port's fixed_ips,
+/// `kube_minion_external_ip` from a floating IP Magnum's clusters here do not have, null;
+/// `OS::stack_id` = the Nova server id, so removal policies can name servers).
+fn member_output(w: &World, g: usize, m: &group::Member, key: &str) -> Option<Value> {
+    match (w.groups[g].layout, key) {
+        (Layout::Caldera, "ip") => Some(json!(m.ip)),
+        (Layout::Caldera, "image") => Some(json!(m.image)),
+        (Layout::Caldera, "name") => Some(json!(m.server_name)),
+        (Layout::Caldera, "server_id") => Some(json!(m.server_id)),
+        (Layout::MagnumMasters, "kube_master_ip") | (Layout::MagnumMinions, "kube_minion_ip") => {
+            Some(member_ip(w, g, m))
+        }
+        (Layout::MagnumMasters, "kube_master_external_ip")
+        | (Layout::MagnumMinions, "kube_minion_external_ip") => Some(Value::Null),
+        (l, "OS::stack_id") if l.is_magnum() => Some(json!(m.server_id)),
+        _ => None,
     }
 }
 
 pub fn output_value(w: &World, ix: usize, key: &str) -> Option<Value> {
     let s = w.stack(ix)?;
+    // Magnum's aggregate outputs: `{get_attr: [kube_minions, kube_minion_ip]}` and friends,
+    // one entry per member in member order.
+    for g in w.stack_groups(ix) {
+        let layout = w.groups[g].layout;
+        let Some((private, public)) = layout.stack_outputs() else {
+            continue;
+        };
+        let member_key = match layout {
+            Layout::MagnumMasters => ("kube_master_ip", "kube_master_external_ip"),
+            _ => ("kube_minion_ip", "kube_minion_external_ip"),
+        };
+        let attr = if key == private {
+            member_key.0
+        } else if key == public {
+            member_key.1
+        } else {
+            continue;
+        };
+        return Some(Value::Array(
+            w.groups[g]
+                .members
+                .values()
+                .map(|m| member_output(w, g, m, attr).unwrap_or(Value::Null))
+                .collect(),
+        ));
+    }
     match (s.role, key) {
         // A member whose address was never created (it failed first) is null, like Heat.
         (StackRole::NodeGroup(g), "ips") => Some(Value::Array(
             w.groups[g]
                 .members
                 .values()
-                .map(|m| {
-                    let created = w
-                        .stack(m.stack)
-                        .and_then(|st| st.resource("address"))
-                        .map(|r| r.status.action != Action::Init)
-                        .unwrap_or(false);
-                    if created {
-                        json!(m.ip)
-                    } else {
-                        Value::Null
-                    }
-                })
+                .map(|m| member_ip(w, g, m))
                 .collect(),
         )),
         (StackRole::NodeGroup(g), "names") => Some(json!(w.groups[g]
@@ -88,13 +146,10 @@ pub fn output_value(w: &World, ix: usize, key: &str) -> Option<Value> {
             .and_then(|c| c.parse::<u64>().ok())
             .unwrap_or(0))),
         (StackRole::NodeGroup(g), "refs_map") => Some(group::refs_map(w, g)),
-        (StackRole::Member(g, i), key) => w.groups[g].members.get(&i).and_then(|m| match key {
-            "ip" => Some(json!(m.ip)),
-            "image" => Some(json!(m.image)),
-            "name" => Some(json!(m.server_name)),
-            "server_id" => Some(json!(m.server_id)),
-            _ => None,
-        }),
+        (StackRole::Member(g, i), key) => w.groups[g]
+            .members
+            .get(&i)
+            .and_then(|m| member_output(w, g, m, key)),
         (StackRole::Cluster(c), "api_address") => Some(json!(w.clusters[c].api_address)),
         _ => None,
     }
@@ -112,6 +167,34 @@ pub fn output_expression(role: StackRole, key: &str) -> Option<Value> {
         (StackRole::Member(..), "image") => Some(json!({"get_param": "image"})),
         (StackRole::Member(..), "name") => Some(json!({"get_param": "name"})),
         (StackRole::Member(..), "server_id") => Some(json!({"get_resource": "server"})),
+        // Magnum's kubecluster.yaml and kubemaster/kubeminion.yaml.
+        (_, "kube_masters_private") => {
+            Some(json!({"get_attr": ["kube_masters", "kube_master_ip"]}))
+        }
+        (_, "kube_masters") => {
+            Some(json!({"get_attr": ["kube_masters", "kube_master_external_ip"]}))
+        }
+        (_, "kube_minions_private") => {
+            Some(json!({"get_attr": ["kube_minions", "kube_minion_ip"]}))
+        }
+        (_, "kube_minions") => {
+            Some(json!({"get_attr": ["kube_minions", "kube_minion_external_ip"]}))
+        }
+        (StackRole::Cluster(_), "api_address") => {
+            Some(json!({"get_attr": ["api_address_floating_switch", "value"]}))
+        }
+        (StackRole::Member(..), "kube_master_ip") => {
+            Some(json!({"get_attr": ["kube_master_eth0", "fixed_ips", 0, "ip_address"]}))
+        }
+        (StackRole::Member(..), "kube_minion_ip") => {
+            Some(json!({"get_attr": ["kube_minion_eth0", "fixed_ips", 0, "ip_address"]}))
+        }
+        (StackRole::Member(..), "kube_master_external_ip") => {
+            Some(json!({"get_attr": ["kube_master_floating", "floating_ip_address"]}))
+        }
+        (StackRole::Member(..), "kube_minion_external_ip") => {
+            Some(json!({"get_attr": ["kube_minion_floating", "floating_ip_address"]}))
+        }
         _ => None,
     }
 }
@@ -180,25 +263,46 @@ pub fn attributes(w: &World, stack_ix: usize, r: &Resource) -> Value {
             let idx: Option<u32> = r.name.parse().ok();
             match idx.and_then(|i| w.groups[g].members.get(&i)) {
                 Some(m) => {
-                    let addressed = w
-                        .stack(m.stack)
-                        .and_then(|st| st.resource("address"))
-                        .map(|a| a.status.action != Action::Init)
-                        .unwrap_or(false);
-                    let ip = if addressed { json!(m.ip) } else { Value::Null };
-                    json!({"image": m.image, "name": m.server_name, "server_id": m.server_id, "ip": ip})
+                    let mut out = Map::new();
+                    for key in w.groups[g].layout.member_outputs() {
+                        let v = if *key == "ip" {
+                            member_ip(w, g, m)
+                        } else {
+                            member_output(w, g, m, key).unwrap_or(Value::Null)
+                        };
+                        out.insert(key.to_string(), v);
+                    }
+                    Value::Object(out)
                 }
                 None => json!({}),
             }
         }
+        // A Neutron port: its fixed_ips hold the member's address (Magnum's members).
+        (StackRole::Member(g, i), "OS::Neutron::Port") => match w.groups[g].members.get(&i) {
+            Some(m) => json!({
+                "fixed_ips": if addressed(w, g, m) {
+                    json!([{"subnet_id": w.groups[g].uuid, "ip_address": m.ip}])
+                } else {
+                    Value::Null
+                },
+                "name": format!("{}-port", m.server_name),
+                "status": "ACTIVE",
+            }),
+            None => json!({}),
+        },
         // What Heat 27 shows for the group without naming an attribute (measured): the
         // list-valued attributes come out null.
-        (StackRole::NodeGroup(g), "OS::Heat::ResourceGroup") => json!({
-            "refs_map": null,
-            "refs": null,
-            "removed_rsrc_list": w.groups[g].blacklist.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
-            "attributes": null,
-        }),
+        (StackRole::NodeGroup(_) | StackRole::Cluster(_), "OS::Heat::ResourceGroup") => {
+            match w.group_by_resource(stack_ix, &r.name) {
+                Some(g) => json!({
+                    "refs_map": null,
+                    "refs": null,
+                    "removed_rsrc_list": w.groups[g].blacklist.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                    "attributes": null,
+                }),
+                None => json!({}),
+            }
+        }
         _ => json!({}),
     }
 }

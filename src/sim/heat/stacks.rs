@@ -355,8 +355,34 @@ fn count_param(raw: &str) -> Result<u32, Reply> {
     Ok(v as u32)
 }
 
+/// An update with nothing underneath to change completes at once, as Heat does when no
+/// resource needs work.
+fn complete_at_once(w: &mut World, ix: usize, params: BTreeMap<String, String>) {
+    if let Some(s) = w.stack_mut(ix) {
+        s.params = params;
+    }
+    w.set_stack_status(
+        ix,
+        Status::new(Action::Update, State::InProgress),
+        started(Action::Update),
+    );
+    w.set_stack_status(
+        ix,
+        Status::new(Action::Update, State::Complete),
+        completed(Action::Update),
+    );
+}
+
 fn group_defaults(current: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut d = current.clone();
+    // Magnum's kubecluster.yaml defaults, where the stack is one of its.
+    if d.contains_key("is_cluster_stack") {
+        if d.contains_key("minions_to_remove") {
+            d.insert("minions_to_remove".into(), String::new());
+        }
+        d.insert("update_max_batch_size".into(), "1".into());
+        return d;
+    }
     d.insert("removal_policies".into(), "[]".into());
     d.insert("update_max_batch_size".into(), "0".into());
     d
@@ -406,39 +432,8 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
             s.disable_rollback = d;
         }
     }
+    let groups = w.stack_groups(ix);
     match role {
-        StackRole::NodeGroup(g) => {
-            if let Some(c) = params.get("count").cloned() {
-                match count_param(&c) {
-                    Ok(n) => {
-                        params.insert("count".into(), n.to_string());
-                    }
-                    Err(e) => return e,
-                }
-            }
-            if let Err(e) = group::removal_names(
-                w,
-                g,
-                params
-                    .get("removal_policies")
-                    .map(String::as_str)
-                    .unwrap_or("[]"),
-            ) {
-                return bad(&e);
-            }
-            let hooks = Some(hooks_from_env(&env));
-            if let Err(e) = group::start_update(
-                w,
-                g,
-                UpdateRequest {
-                    params,
-                    hooks,
-                    action: Action::Update,
-                },
-            ) {
-                return bad(&e);
-            }
-        }
         StackRole::Group(_) | StackRole::Member(..) => {
             return heat_error(
                 StatusCode::BAD_REQUEST,
@@ -446,23 +441,41 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
                 "Updating a nested stack directly is not supported; update its parent.",
             );
         }
-        StackRole::Cluster(_) => {
-            // Nothing underneath changes: the update completes at once, as Heat does when
-            // no resource needs work.
-            if let Some(s) = w.stack_mut(ix) {
-                s.params = params;
+        StackRole::NodeGroup(_) | StackRole::Cluster(_) if !groups.is_empty() => {
+            for &g in &groups {
+                let key = w.groups[g].layout.key("count").to_string();
+                if let Some(c) = params.get(&key).cloned() {
+                    match count_param(&c) {
+                        Ok(n) => {
+                            params.insert(key, n.to_string());
+                        }
+                        Err(e) => return e,
+                    }
+                }
+                if let Err(e) = group::removal_from(w, g, &params) {
+                    return bad(&e);
+                }
             }
-            w.set_stack_status(
-                ix,
-                Status::new(Action::Update, State::InProgress),
-                started(Action::Update),
-            );
-            w.set_stack_status(
-                ix,
-                Status::new(Action::Update, State::Complete),
-                completed(Action::Update),
-            );
+            // Every group of the stack is updated, as Heat does (measured on Magnum's layout:
+            // the group whose inputs did not change goes UPDATE_IN_PROGRESS ->
+            // UPDATE_COMPLETE with none of its members touched).
+            let reqs = groups
+                .iter()
+                .map(|&g| {
+                    let hooks = hooks_from_env(&env, w.groups[g].layout.resource());
+                    let req = UpdateRequest {
+                        params: params.clone(),
+                        hooks: Some(hooks),
+                        action: Action::Update,
+                    };
+                    (g, req)
+                })
+                .collect();
+            if let Err(e) = group::start_updates(w, reqs) {
+                return bad(&e);
+            }
         }
+        StackRole::NodeGroup(_) | StackRole::Cluster(_) => complete_at_once(w, ix, params),
     }
     let _ = sh;
     super::accepted(req)
@@ -487,11 +500,13 @@ pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
     match key {
         "cancel_update" | "cancel_without_rollback" => {
             let rollback = key == "cancel_update";
-            match role {
-                StackRole::NodeGroup(g) => match group::cancel(w, g, rollback) {
-                    Ok(()) => Reply::null(),
-                    Err(e) => heat_error(StatusCode::BAD_REQUEST, "NotSupported", &e),
-                },
+            match (role, w.stack_groups(ix).first()) {
+                (StackRole::NodeGroup(_) | StackRole::Cluster(_), Some(&g)) => {
+                    match group::cancel(w, g, rollback) {
+                        Ok(()) => Reply::null(),
+                        Err(e) => heat_error(StatusCode::BAD_REQUEST, "NotSupported", &e),
+                    }
+                }
                 _ => heat_error(
                     StatusCode::BAD_REQUEST,
                     "NotSupported",
@@ -570,7 +585,7 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
         &get("availability_zone", "nova"),
     );
     if let Some(env) = body.get("environment") {
-        spec.hooks = hooks_from_env(env);
+        spec.hooks = hooks_from_env(env, "nodes");
     }
     spec.node_fail_index = get("node_fail_index", "-1").trim().parse().unwrap_or(-1);
     spec.action_wait_secs = get("action_wait_secs", "0").trim().parse().unwrap_or(0);
@@ -605,13 +620,13 @@ pub fn delete(w: &mut World, ix: usize) -> Reply {
     if st.deleted_ms.is_some() {
         return Reply::empty(StatusCode::NO_CONTENT);
     }
-    match st.role {
-        StackRole::NodeGroup(g) => {
+    match (st.role, w.stack_groups(ix).first()) {
+        (StackRole::NodeGroup(_) | StackRole::Cluster(_), Some(&g)) => {
             if let Err(e) = group::delete(w, g) {
                 return bad(&e);
             }
         }
-        StackRole::Cluster(_) => {
+        (StackRole::NodeGroup(_) | StackRole::Cluster(_), None) => {
             w.set_stack_status(
                 ix,
                 Status::new(Action::Delete, State::InProgress),
@@ -624,7 +639,7 @@ pub fn delete(w: &mut World, ix: usize) -> Reply {
             );
             w.mark_deleted(ix);
         }
-        StackRole::Group(_) | StackRole::Member(..) => {
+        (StackRole::Group(_) | StackRole::Member(..), _) => {
             return heat_error(
                 StatusCode::BAD_REQUEST,
                 "NotSupported",

@@ -1,7 +1,7 @@
 //! Building clusters and node groups, and running the engine on a virtual timeline so a
 //! scenario starts with a realistic history (events, durations, mixed member stages).
 
-use super::group::{self, hooks_from_env, HookRule, UpdateRequest};
+use super::group::{self, hooks_from_env, HookRule, Layout, UpdateRequest};
 use super::{
     Action, Cluster, ClusterTemplate, Group, Output, Resource, Stack, StackRole, State, Status,
     World,
@@ -137,38 +137,52 @@ fn resource(
     }
 }
 
-/// A cluster: its own small stack (created at once) and one stack per node group, each
-/// created through the engine (so it takes simulated time).
+/// A Magnum cluster as Magnum's Heat driver builds it: one cluster stack (from
+/// `kubecluster.yaml`, `is_cluster_stack=True`) with its network and API address and the
+/// ResourceGroups of its default node groups, `kube_masters` and `kube_minions`; every other
+/// node group gets a stack of its own from the same template, holding only the group of its
+/// role. Members are created through the engine (so they take simulated time).
 pub fn create_cluster(w: &mut World, spec: ClusterSpec) -> usize {
     let cix = w.clusters.len();
     let uuid = w.ids.uuid();
     let suffix = w.ids.suffix();
     let now = w.now();
     let api_ip = format!("172.24.{}.{}", 4 + cix, 10);
+    // Magnum: `cluster.name[:30]` plus a short id, lower case.
+    let short: String = spec.name.chars().take(30).collect();
     let mut st = base_stack(
         w,
-        format!("{}-{}", spec.name, suffix),
+        format!("{short}-{suffix}").to_lowercase(),
         None,
         None,
         StackRole::Cluster(cix),
-        "caldera cluster: network and API load balancer.",
+        MAGNUM_DESCRIPTION,
     );
+    st.params.insert("is_cluster_stack".into(), "True".into());
+    st.params.insert(
+        "kube_tag".into(),
+        w.templates[spec.template].coe_version.clone(),
+    );
+    st.params.insert("update_max_batch_size".into(), "1".into());
+    for role in ["master", "worker"] {
+        if let Some(g) = spec.groups.iter().find(|g| g.is_default && g.role == role) {
+            magnum_role_params(&mut st.params, g);
+        }
+    }
     let net_id = w.ids.uuid();
     st.resources
         .push(resource(w, "network", "OS::Heat::None", net_id, None));
-    let lb = format!("{}-api_address-{}", st.name, w.ids.suffix());
-    let mut api = resource(
+    let lb = format!("{}-api_address_floating_switch-{}", st.name, w.ids.suffix());
+    st.resources.push(resource(
         w,
-        "api_address",
+        "api_address_floating_switch",
         "OS::Heat::Value",
         lb,
         Some(api_ip.clone()),
-    );
-    api.required_by = vec![];
-    st.resources.push(api);
+    ));
     st.outputs = vec![Output {
         key: "api_address",
-        description: "The cluster's API address.",
+        description: "This is the API endpoint of the Kubernetes cluster. Use this to access the Kubernetes API.\n",
     }];
     let six = w.add_stack(st);
     let create = Action::Create;
@@ -177,7 +191,7 @@ pub fn create_cluster(w: &mut World, spec: ClusterSpec) -> usize {
         Status::new(create, State::InProgress),
         super::started(create),
     );
-    for r in ["network", "api_address"] {
+    for r in ["network", "api_address_floating_switch"] {
         w.set_resource_status(
             six,
             r,
@@ -191,11 +205,6 @@ pub fn create_cluster(w: &mut World, spec: ClusterSpec) -> usize {
             super::STATE_CHANGED,
         );
     }
-    w.set_stack_status(
-        six,
-        Status::new(create, State::Complete),
-        super::completed(create),
-    );
     let mut labels = BTreeMap::new();
     labels.insert(
         "kube_tag".to_string(),
@@ -216,14 +225,80 @@ pub fn create_cluster(w: &mut World, spec: ClusterSpec) -> usize {
         docker_volume_size: 50,
         health_reason_override: None,
     });
-    for g in spec.groups {
-        let gix = create_group(w, Some(cix), g, None);
+    let defaults = spec.groups.iter().filter(|g| g.is_default).count();
+    if defaults == 0 {
+        w.set_stack_status(
+            six,
+            Status::new(create, State::Complete),
+            super::completed(create),
+        );
+    }
+    // Masters first, as Magnum lists them.
+    let mut groups = spec.groups;
+    groups.sort_by_key(|g| (g.role != "master", !g.is_default));
+    for g in groups {
+        let gix = if g.is_default {
+            let layout = Layout::magnum(&g.role);
+            add_group(w, Some(cix), g, six, layout)
+        } else {
+            create_magnum_nodegroup(w, cix, g)
+        };
         w.clusters[cix].groups.push(gix);
     }
     cix
 }
 
-/// A node-group stack (`nodes`: an OS::Heat::ResourceGroup) and its creation.
+const MAGNUM_DESCRIPTION: &str = "This template will boot a Kubernetes cluster with one or more minions (as specified by the number_of_minions parameter, which defaults to 1).\n";
+
+/// The parameters Magnum gives its template for a node group of `spec.role`
+/// (`k8s_template_def.get_nodegroup_param_maps`).
+fn magnum_role_params(params: &mut BTreeMap<String, String>, spec: &GroupSpec) {
+    let layout = Layout::magnum(&spec.role);
+    let (role_key, name_key) = match layout {
+        Layout::MagnumMasters => ("master_role", "master_nodegroup_name"),
+        _ => ("worker_role", "worker_nodegroup_name"),
+    };
+    params.insert(role_key.into(), spec.role.clone());
+    params.insert(name_key.into(), spec.name.clone());
+    params.insert(layout.key("count").into(), spec.count.to_string());
+    params.insert(layout.key("image").into(), spec.image.clone());
+    params.insert(layout.key("flavor").into(), spec.flavor.clone());
+    if let Some(k) = layout.removal_key() {
+        params.insert(k.into(), String::new());
+    }
+}
+
+/// A Magnum node group created after its cluster: a stack of its own
+/// (`{cluster[:20]}-{nodegroup[:9]}-{short id}`), `is_cluster_stack=False`, holding only
+/// the group of its role.
+fn create_magnum_nodegroup(w: &mut World, cix: usize, spec: GroupSpec) -> usize {
+    let gix = w.groups.len();
+    let c: String = w.clusters[cix].name.chars().take(20).collect();
+    let n: String = spec.name.chars().take(9).collect();
+    let suffix = w.ids.suffix();
+    let name = format!("{c}-{n}-{suffix}")
+        .replace(['_', '.'], "-")
+        .to_lowercase();
+    let mut st = base_stack(
+        w,
+        name,
+        None,
+        None,
+        StackRole::NodeGroup(gix),
+        MAGNUM_DESCRIPTION,
+    );
+    st.params.insert("is_cluster_stack".into(), "False".into());
+    st.params.insert(
+        "kube_tag".into(),
+        w.templates[w.clusters[cix].template].coe_version.clone(),
+    );
+    st.params.insert("update_max_batch_size".into(), "1".into());
+    magnum_role_params(&mut st.params, &spec);
+    let ix = w.add_stack(st);
+    add_group(w, Some(cix), spec.clone(), ix, Layout::magnum(&spec.role))
+}
+
+/// A caldera node-group stack (`nodes`: an OS::Heat::ResourceGroup) and its creation.
 /// `exact_name` names the node-group stack (a Heat stack create); otherwise Heat-style
 /// `{cluster}-{group}-{suffix}`.
 pub fn create_group(
@@ -247,16 +322,6 @@ pub fn create_group(
         StackRole::NodeGroup(gix),
         "caldera node group: an OS::Heat::ResourceGroup of Caldera::Node members.",
     );
-    let rg_suffix = w.ids.suffix();
-    let rg = base_stack(
-        w,
-        format!("{}-nodes-{}", ng.name, rg_suffix),
-        None,
-        Some("nodes"),
-        StackRole::Group(gix),
-        "",
-    );
-    let mut nodes = resource(w, "nodes", "OS::Heat::ResourceGroup", rg.id.clone(), None);
     ng.outputs = vec![
         Output {
             key: "refs_map",
@@ -275,23 +340,78 @@ pub fn create_group(
             description: "Current number of members.",
         },
     ];
-    let mut env = serde_json::json!({"parameters": {}, "resource_registry": {"resources": {}}});
-    if !spec.hooks.is_empty() {
-        let mut nodes_env = serde_json::Map::new();
-        for h in &spec.hooks {
-            nodes_env.insert(h.pattern.clone(), serde_json::json!({"hooks": h.hooks}));
-        }
-        env["resource_registry"]["resources"]["nodes"] = serde_json::Value::Object(nodes_env);
-    }
-    ng.environment = env;
+    let name = ng.name.clone();
+    ng.params.insert("OS::stack_name".into(), name);
+    ng.params.insert("count".into(), spec.count.to_string());
+    ng.params.insert("image".into(), spec.image.clone());
+    ng.params.insert("flavor".into(), spec.flavor.clone());
+    ng.params
+        .insert("availability_zone".into(), spec.zone.clone());
+    ng.params.insert("removal_policies".into(), "[]".into());
+    ng.params.insert("name_prefix".into(), prefix);
+    ng.params.insert("update_max_batch_size".into(), "0".into());
+    ng.params
+        .insert("node_fail_index".into(), spec.node_fail_index.to_string());
+    ng.params
+        .insert("action_wait_secs".into(), spec.action_wait_secs.to_string());
     let ng_ix = w.add_stack(ng);
+    add_group(w, cluster, spec, ng_ix, Layout::Caldera)
+}
+
+/// Adds the ResourceGroup of `spec` to stack `ng_ix` (its nested stack, the group's hooks
+/// in the stack's environment) and starts creating its members.
+fn add_group(
+    w: &mut World,
+    cluster: Option<usize>,
+    spec: GroupSpec,
+    ng_ix: usize,
+    layout: Layout,
+) -> usize {
+    let gix = w.groups.len();
+    let rname = layout.resource();
+    let ng_name = w.stack(ng_ix).map(|s| s.name.clone()).unwrap_or_default();
+    let rg_suffix = w.ids.suffix();
+    let rg = base_stack(
+        w,
+        format!("{ng_name}-{rname}-{rg_suffix}"),
+        Some(ng_ix),
+        Some(rname),
+        StackRole::Group(gix),
+        "",
+    );
+    let mut res = resource(w, rname, "OS::Heat::ResourceGroup", rg.id.clone(), None);
     let rg_ix = w.add_stack(rg);
-    if let Some(s) = w.stack_mut(rg_ix) {
-        s.parent = Some(ng_ix);
-    }
-    nodes.nested = Some(rg_ix);
+    res.nested = Some(rg_ix);
     if let Some(s) = w.stack_mut(ng_ix) {
-        s.resources.push(nodes);
+        s.resources.push(res);
+        if !spec.hooks.is_empty() {
+            let mut env = serde_json::Map::new();
+            for h in &spec.hooks {
+                env.insert(h.pattern.clone(), serde_json::json!({"hooks": h.hooks}));
+            }
+            if !s.environment["resource_registry"]["resources"].is_object() {
+                s.environment["resource_registry"]["resources"] = serde_json::json!({});
+            }
+            s.environment["resource_registry"]["resources"][rname] = serde_json::Value::Object(env);
+        }
+        if let Some((private, public)) = layout.stack_outputs() {
+            s.outputs.push(Output {
+                key: private,
+                description: if layout == Layout::MagnumMasters {
+                    "This is a list of the \"private\" IP addresses of all the Kubernetes masters.\n"
+                } else {
+                    "This is a list of the \"private\" IP addresses of all the Kubernetes minions.\n"
+                },
+            });
+            s.outputs.push(Output {
+                key: public,
+                description: if layout == Layout::MagnumMasters {
+                    "This is a list of the \"public\" IP addresses of all the Kubernetes masters. Use these IP addresses to log in to the Kubernetes masters via ssh.\n"
+                } else {
+                    "This is a list of the \"public\" IP addresses of all the Kubernetes minions. Use these IP addresses to log in to the Kubernetes minions via ssh.\n"
+                },
+            });
+        }
     }
     let now = w.now();
     let mut labels = BTreeMap::new();
@@ -307,6 +427,7 @@ pub fn create_group(
         role: spec.role.clone(),
         is_default: spec.is_default,
         cluster,
+        layout,
         ng_stack: ng_ix,
         rg_stack: rg_ix,
         flavor: spec.flavor.clone(),
@@ -325,24 +446,15 @@ pub fn create_group(
         next_ip: 10,
         op: None,
     });
-    let name = w.stack(ng_ix).map(|s| s.name.clone()).unwrap_or_default();
     let mut params = w.stack(ng_ix).map(|s| s.params.clone()).unwrap_or_default();
-    params.insert("OS::stack_name".into(), name);
-    params.insert("count".into(), spec.count.to_string());
-    params.insert("image".into(), spec.image.clone());
-    params.insert("flavor".into(), spec.flavor.clone());
-    params.insert("availability_zone".into(), spec.zone.clone());
-    params.insert("removal_policies".into(), "[]".into());
-    params.insert("name_prefix".into(), prefix);
-    params.insert("update_max_batch_size".into(), "0".into());
-    params.insert("node_fail_index".into(), spec.node_fail_index.to_string());
-    params.insert("action_wait_secs".into(), spec.action_wait_secs.to_string());
+    params.insert(layout.key("count").into(), spec.count.to_string());
+    params.insert(layout.key("image").into(), spec.image.clone());
     let env_hooks = w
         .stack(ng_ix)
-        .map(|s| hooks_from_env(&s.environment))
+        .map(|s| hooks_from_env(&s.environment, rname))
         .unwrap_or_default();
     debug_assert_eq!(env_hooks, hooks);
-    // A fresh stack cannot be busy, so this cannot fail on "in progress"; bad counts were
+    // A fresh group cannot be busy, so this cannot fail on "in progress"; bad counts were
     // ruled out by the types above.
     let _ = group::start_update(
         w,

@@ -50,6 +50,111 @@ impl FailSpec {
     }
 }
 
+/// Which template a group's stack was made from: the names of its parameters, of the group
+/// resource, of each member's resources and outputs. caldera's own templates (`templates/`)
+/// hold one group `nodes` per node-group stack; Magnum's Heat driver (k8s_fedora_coreos_v1,
+/// `kubecluster.yaml`) holds the masters (`kube_masters`, members from `kubemaster.yaml`) and
+/// the workers (`kube_minions`, members from `kubeminion.yaml`) of its default node groups in
+/// the one cluster stack, and gives each later node group a stack of its own from the same
+/// template with only the group of its role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Caldera,
+    MagnumMasters,
+    MagnumMinions,
+}
+
+impl Layout {
+    /// For a Magnum node group of `role`.
+    pub fn magnum(role: &str) -> Layout {
+        if role == "master" {
+            Layout::MagnumMasters
+        } else {
+            Layout::MagnumMinions
+        }
+    }
+    pub fn is_magnum(self) -> bool {
+        self != Layout::Caldera
+    }
+    /// The ResourceGroup's name in its stack.
+    pub fn resource(self) -> &'static str {
+        match self {
+            Layout::Caldera => "nodes",
+            Layout::MagnumMasters => "kube_masters",
+            Layout::MagnumMinions => "kube_minions",
+        }
+    }
+    /// The stack parameter a logical key (`count`, `image`) is read from.
+    pub fn key(self, logical: &str) -> &str {
+        match (self, logical) {
+            (Layout::MagnumMasters, "count") => "number_of_masters",
+            (Layout::MagnumMinions, "count") => "number_of_minions",
+            (Layout::MagnumMasters, "image") => "master_image",
+            (Layout::MagnumMinions, "image") => "minion_image",
+            (Layout::MagnumMasters, "flavor") => "master_flavor",
+            (Layout::MagnumMinions, "flavor") => "minion_flavor",
+            (_, other) => other,
+        }
+    }
+    /// The parameter naming members to remove: a list of removal policies (caldera), a
+    /// list of members (Magnum's `minions_to_remove`), none (Magnum's masters).
+    pub fn removal_key(self) -> Option<&'static str> {
+        match self {
+            Layout::Caldera => Some("removal_policies"),
+            Layout::MagnumMinions => Some("minions_to_remove"),
+            Layout::MagnumMasters => None,
+        }
+    }
+    /// The member's machine.
+    pub fn server(self) -> &'static str {
+        match self {
+            Layout::Caldera => "server",
+            Layout::MagnumMasters => "kube-master",
+            Layout::MagnumMinions => "kube-minion",
+        }
+    }
+    /// The member's address resource and its type.
+    pub fn address(self) -> (&'static str, &'static str) {
+        match self {
+            Layout::Caldera => ("address", "OS::Heat::Value"),
+            Layout::MagnumMasters => ("kube_master_eth0", "OS::Neutron::Port"),
+            Layout::MagnumMinions => ("kube_minion_eth0", "OS::Neutron::Port"),
+        }
+    }
+    /// The member resource's type in the group's nested stack.
+    pub fn member_type(self) -> &'static str {
+        match self {
+            Layout::Caldera => "Caldera::Node",
+            Layout::MagnumMasters => "kubemaster.yaml",
+            Layout::MagnumMinions => "kubeminion.yaml",
+        }
+    }
+    /// A member stack's outputs, in the template's order.
+    pub fn member_outputs(self) -> &'static [&'static str] {
+        match self {
+            Layout::Caldera => &["image", "name", "server_id", "ip"],
+            Layout::MagnumMasters => &["OS::stack_id", "kube_master_ip", "kube_master_external_ip"],
+            Layout::MagnumMinions => &["kube_minion_ip", "kube_minion_external_ip", "OS::stack_id"],
+        }
+    }
+    /// The group stack's aggregate outputs of this group: (private, public) addresses.
+    pub fn stack_outputs(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Layout::Caldera => None,
+            Layout::MagnumMasters => Some(("kube_masters_private", "kube_masters")),
+            Layout::MagnumMinions => Some(("kube_minions_private", "kube_minions")),
+        }
+    }
+    /// `%index%` names: Magnum's `{stack}-master-N` / `{stack}-node-N`.
+    fn server_name(self, stack_name: &str, cluster: &str, group: &str, i: u32) -> String {
+        match self {
+            Layout::Caldera => format!("{cluster}-{group}-{i}"),
+            Layout::MagnumMasters => format!("{stack_name}-master-{i}"),
+            Layout::MagnumMinions => format!("{stack_name}-node-{i}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     Idle,
@@ -108,6 +213,9 @@ pub struct Group {
     pub role: String,
     pub is_default: bool,
     pub cluster: Option<usize>,
+    pub layout: Layout,
+    /// The stack holding the group resource (`layout.resource()`); Magnum's default groups
+    /// share theirs, the cluster stack.
     pub ng_stack: usize,
     pub rg_stack: usize,
     pub flavor: String,
@@ -132,7 +240,7 @@ pub struct Group {
 impl Group {
     pub fn image(&self, w: &World) -> String {
         w.stack(self.ng_stack)
-            .and_then(|s| s.params.get("image").cloned())
+            .and_then(|s| s.params.get(self.layout.key("image")).cloned())
             .unwrap_or_default()
     }
 
@@ -194,11 +302,14 @@ pub fn fnmatch(pattern: &str, name: &str) -> bool {
     rec(&p, &n)
 }
 
-/// Parses hook rules for the `nodes` group out of a Heat environment.
-pub fn hooks_from_env(env: &serde_json::Value) -> Vec<HookRule> {
+/// Parses hook rules for the group `resource` (`nodes`, `kube_minions`...) out of a Heat
+/// environment.
+pub fn hooks_from_env(env: &serde_json::Value, resource: &str) -> Vec<HookRule> {
     let mut out = Vec::new();
     let Some(nodes) = env
-        .pointer("/resource_registry/resources/nodes")
+        .get("resource_registry")
+        .and_then(|r| r.get("resources"))
+        .and_then(|r| r.get(resource))
         .and_then(|v| v.as_object())
     else {
         return out;
@@ -220,39 +331,70 @@ pub fn hooks_from_env(env: &serde_json::Value) -> Vec<HookRule> {
     out
 }
 
-/// Member names listed in `removal_policies` (a JSON list of `{resource_list: [...]}`).
-/// Entries may be member names or member stack ids (Heat accepts refs too).
-pub fn removal_names(w: &World, g: usize, raw: &str) -> Result<Vec<u32>, String> {
-    let v: serde_json::Value = if raw.trim().is_empty() {
-        serde_json::Value::Array(vec![])
-    } else {
-        serde_json::from_str(raw).map_err(|e| format!("Invalid removal_policies: {e}"))?
+/// Members named for removal by the group's parameters: caldera's `removal_policies` (a
+/// JSON list of `{resource_list: [...]}`) or Magnum's `minions_to_remove` (a list parameter
+/// feeding `removal_policies: [{resource_list: ...}]`, given as JSON or comma-separated).
+/// Entries may be member names or refs (member stack ids, Magnum's server ids from
+/// `OS::stack_id`), or server names.
+pub fn removal_from(
+    w: &World,
+    g: usize,
+    params: &BTreeMap<String, String>,
+) -> Result<Vec<u32>, String> {
+    let layout = w.groups[g].layout;
+    let Some(key) = layout.removal_key() else {
+        return Ok(Vec::new());
     };
-    let mut out = Vec::new();
-    for pol in v.as_array().into_iter().flatten() {
-        for item in pol
-            .get("resource_list")
-            .and_then(|l| l.as_array())
+    let raw = params.get(key).map(String::as_str).unwrap_or("").trim();
+    if raw.is_empty() {
+        return Ok(Vec::new());
+    }
+    let items: Vec<String> = if layout == Layout::Caldera {
+        let v: serde_json::Value =
+            serde_json::from_str(raw).map_err(|e| format!("Invalid removal_policies: {e}"))?;
+        v.as_array()
             .into_iter()
             .flatten()
-        {
-            let s = match item {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Number(n) => n.to_string(),
-                _ => continue,
-            };
-            if let Ok(i) = s.parse::<u32>() {
-                out.push(i);
-            } else if let Some((i, _)) = w.groups[g].members.iter().find(|(_, m)| {
-                w.stack(m.stack).map(|st| st.id == s).unwrap_or(false)
-                    || m.server_id == s
-                    || m.server_name == s
-            }) {
-                out.push(*i);
-            }
+            .flat_map(|pol| {
+                pol.get("resource_list")
+                    .and_then(|l| l.as_array())
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|item| scalar(&item))
+            .collect()
+    } else {
+        match serde_json::from_str::<serde_json::Value>(raw) {
+            Ok(serde_json::Value::Array(a)) => a.iter().filter_map(scalar).collect(),
+            _ => raw
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+        }
+    };
+    let mut out = Vec::new();
+    for s in items {
+        if let Ok(i) = s.parse::<u32>() {
+            out.push(i);
+        } else if let Some((i, _)) = w.groups[g].members.iter().find(|(_, m)| {
+            w.stack(m.stack).map(|st| st.id == s).unwrap_or(false)
+                || m.server_id == s
+                || m.server_name == s
+        }) {
+            out.push(*i);
         }
     }
     Ok(out)
+}
+
+fn scalar(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 fn stack_ref(w: &World, ix: usize) -> String {
@@ -275,33 +417,45 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
     w.groups[g].next_ip += 1;
     let ip = std::net::Ipv4Addr::from(ip_n).to_string();
     let image = w.groups[g].image(w);
+    let layout = w.groups[g].layout;
     let cluster_name = w.groups[g]
         .cluster
         .map(|c| w.clusters[c].name.clone())
         .unwrap_or_else(|| "node".into());
-    let server_name = format!("{}-{}-{}", cluster_name, w.groups[g].name, i);
+    let ng_name = w
+        .stack(w.groups[g].ng_stack)
+        .map(|s| s.name.clone())
+        .unwrap_or_default();
+    let server_name = layout.server_name(&ng_name, &cluster_name, &w.groups[g].name, i);
     let init = Status::new(Action::Init, State::Complete);
     let t_server = w.intern("OS::Nova::Server");
-    let t_value = w.intern("OS::Heat::Value");
-    let t_member = w.intern("Caldera::Node");
-    let n_server = w.intern("server");
-    let n_address = w.intern("address");
+    let (address, address_type) = layout.address();
+    let t_address = w.intern(address_type);
+    let t_member = w.intern(layout.member_type());
+    let n_server = w.intern(layout.server());
+    let n_address = w.intern(address);
     let name_i = w.intern(&i.to_string());
     let mut params = BTreeMap::new();
     params.insert("OS::stack_id".to_string(), stack_id.clone());
     params.insert("OS::project_id".to_string(), w.cfg.project_id.clone());
     params.insert("OS::stack_name".to_string(), stack_name.clone());
     params.insert("name".to_string(), server_name.clone());
-    params.insert("image".to_string(), image.clone());
-    params.insert("index".to_string(), i.to_string());
-    let fail_index = w
-        .stack(w.groups[g].ng_stack)
-        .and_then(|s| s.params.get("node_fail_index").cloned());
-    params.insert(
-        "fail_index".to_string(),
-        fail_index.unwrap_or_else(|| "-1".into()),
-    );
-    params.insert("action_wait_secs".to_string(), "0".to_string());
+    if layout.is_magnum() {
+        params.insert("server_image".to_string(), image.clone());
+        params.insert("nodegroup_name".to_string(), w.groups[g].name.clone());
+        params.insert("nodegroup_role".to_string(), w.groups[g].role.clone());
+    } else {
+        params.insert("image".to_string(), image.clone());
+        params.insert("index".to_string(), i.to_string());
+        let fail_index = w
+            .stack(w.groups[g].ng_stack)
+            .and_then(|s| s.params.get("node_fail_index").cloned());
+        params.insert(
+            "fail_index".to_string(),
+            fail_index.unwrap_or_else(|| "-1".into()),
+        );
+        params.insert("action_wait_secs".to_string(), "0".to_string());
+    }
     let res = |name: &std::sync::Arc<str>,
                t: &std::sync::Arc<str>,
                phys: String,
@@ -318,6 +472,19 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         value,
         description: "",
     };
+    // caldera's address is an OS::Heat::Value named after the member stack; Magnum's is a
+    // Neutron port (a uuid) whose `fixed_ips` hold it.
+    let address_id = if layout.is_magnum() {
+        w.ids.uuid()
+    } else {
+        format!("{stack_name}-address-{addr_suffix}")
+    };
+    let address_value = (!layout.is_magnum()).then(|| ip.clone());
+    let (description, member_outputs) = match layout {
+        Layout::Caldera => ("caldera node: one machine and its address.", "No description given"),
+        Layout::MagnumMasters => ("This is a nested stack that defines a single Kubernetes master, This stack is included by an ResourceGroup resource in the parent template (kubecluster.yaml).", ""),
+        Layout::MagnumMinions => ("This is a nested stack that defines a single Kubernetes minion, This stack is included by an AutoScalingGroup resource in the parent template (kubecluster.yaml).", ""),
+    };
     let member_stack = Stack {
         id: stack_id.clone(),
         name: stack_name.clone(),
@@ -329,27 +496,28 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         updated_ms: None,
         deleted_ms: None,
         params,
-        description: "caldera node: one machine and its address.".into(),
+        description: description.into(),
         tags: vec![],
         disable_rollback: true,
         timeout_mins: None,
         environment: serde_json::json!({}),
         resources: vec![
             res(&n_server, &t_server, server_id.clone(), None),
-            res(
-                &n_address,
-                &t_value,
-                format!("{stack_name}-address-{addr_suffix}"),
-                Some(ip.clone()),
-            ),
+            res(&n_address, &t_address, address_id, address_value),
         ],
         events: Default::default(),
-        // node.yaml's outputs, in Heat's order, with Heat's default description.
-        outputs: ["image", "name", "server_id", "ip"]
-            .into_iter()
+        // The member template's outputs, in Heat's order; caldera's node.yaml has no
+        // descriptions (Heat's default text), Magnum's are described.
+        outputs: layout
+            .member_outputs()
+            .iter()
             .map(|key| super::Output {
                 key,
-                description: "No description given",
+                description: if member_outputs.is_empty() {
+                    member_output_description(key)
+                } else {
+                    member_outputs
+                },
             })
             .collect(),
         role: StackRole::Member(g, i),
@@ -390,6 +558,16 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
             fault: None,
         },
     );
+}
+
+/// Magnum's member output descriptions (kubemaster.yaml / kubeminion.yaml).
+fn member_output_description(key: &str) -> &'static str {
+    match key {
+        "OS::stack_id" => "This is the Nova server id of the node.",
+        "kube_master_ip" => "This is the \"private\" IP address of the Kubernetes master node.",
+        "kube_minion_ip" => "This is the \"public\" IP address of the Kubernetes minion node.",
+        _ => "This is the \"public\" IP address of the Kubernetes node.",
+    }
 }
 
 fn hook_name(action: Action) -> &'static str {
@@ -439,7 +617,7 @@ fn run(w: &mut World, g: usize, i: u32, action: Action) {
     let ip = Status::new(action, State::InProgress);
     w.set_resource_status(rg, &name, ip, STATE_CHANGED);
     w.set_stack_status(mstack, ip, started(action));
-    w.set_resource_status(mstack, "server", ip, STATE_CHANGED);
+    w.set_resource_status(mstack, w.groups[g].layout.server(), ip, STATE_CHANGED);
     let (median, sigma) = match action {
         Action::Create => (w.cfg.create_median_ms, w.cfg.duration_sigma),
         Action::Delete => (w.cfg.create_median_ms / 4.0, w.cfg.duration_sigma),
@@ -484,7 +662,7 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
     let a = action.as_str();
     if action == Action::Delete {
         let done = Status::new(Action::Delete, State::Complete);
-        w.set_resource_status(mstack, "server", done, STATE_CHANGED);
+        w.set_resource_status(mstack, w.groups[g].layout.server(), done, STATE_CHANGED);
         w.set_stack_status(mstack, done, completed(Action::Delete));
         w.set_resource_status(rg, &name, done, STATE_CHANGED);
         if let Some(st) = w.stack_mut(rg) {
@@ -497,14 +675,15 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
     }
     if let Some(spec) = w.groups[g].fail.get(&i).cloned() {
         let failed = Status::new(action, State::Failed);
-        let server_reason = spec.at("resources.server");
-        w.set_resource_status(mstack, "server", failed, &server_reason);
+        let server = w.groups[g].layout.server();
+        let server_reason = spec.at(&format!("resources.{server}"));
+        w.set_resource_status(mstack, w.groups[g].layout.server(), failed, &server_reason);
         w.set_stack_status(
             mstack,
             failed,
             format!("Resource {a} failed: {server_reason}"),
         );
-        let member_reason = spec.at(&format!("resources[{i}].resources.server"));
+        let member_reason = spec.at(&format!("resources[{i}].resources.{server}"));
         w.set_resource_status(rg, &name, failed, &member_reason);
         if let Some(m) = w.groups[g].members.get_mut(&i) {
             m.phase = Phase::Failed(action);
@@ -515,15 +694,15 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
         return;
     }
     let done = Status::new(action, State::Complete);
-    w.set_resource_status(mstack, "server", done, STATE_CHANGED);
+    w.set_resource_status(mstack, w.groups[g].layout.server(), done, STATE_CHANGED);
     if action == Action::Create {
         w.set_resource_status(
             mstack,
-            "address",
+            w.groups[g].layout.address().0,
             Status::new(Action::Create, State::InProgress),
             STATE_CHANGED,
         );
-        w.set_resource_status(mstack, "address", done, STATE_CHANGED);
+        w.set_resource_status(mstack, w.groups[g].layout.address().0, done, STATE_CHANGED);
     }
     w.set_stack_status(mstack, done, completed(action));
     w.set_resource_status(rg, &name, done, STATE_CHANGED);
@@ -537,8 +716,13 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
         }
     }
     if let Some(t) = w.groups[g].op.as_ref().map(|o| o.target_image.clone()) {
+        let key = if w.groups[g].layout.is_magnum() {
+            "server_image"
+        } else {
+            "image"
+        };
         if let Some(st) = w.stack_mut(mstack) {
-            st.params.insert("image".into(), t);
+            st.params.insert(key.into(), t);
         }
     }
 }
@@ -560,34 +744,72 @@ fn fail_op(w: &mut World, g: usize, i: u32, spec: &FailSpec) {
         action
     };
     let (rg, ng) = (w.groups[g].rg_stack, w.groups[g].ng_stack);
-    let inner = spec.at(&format!("resources[{i}].resources.server"));
+    let (group, server) = (w.groups[g].layout.resource(), w.groups[g].layout.server());
+    let inner = spec.at(&format!("resources[{i}].resources.{server}"));
     let a = nested_action.as_str();
     w.set_stack_status(
         rg,
         Status::new(nested_action, State::Failed),
         format!("Resource {a} failed: {inner}"),
     );
-    let nodes_reason = spec.at(&format!("resources.nodes.resources[{i}].resources.server"));
+    let nodes_reason = spec.at(&format!(
+        "resources.{group}.resources[{i}].resources.{server}"
+    ));
     w.set_resource_status(
         ng,
-        "nodes",
+        group,
         Status::new(nested_action, State::Failed),
         &nodes_reason,
     );
-    w.set_stack_status(
-        ng,
-        Status::new(action, State::Failed),
-        format!("Resource {} failed: {nodes_reason}", action.as_str()),
-    );
+    // A stack holding several groups fails once, with the first member failure.
+    let already = w.stack(ng).is_some_and(|s| s.status.state == State::Failed);
+    if !already {
+        w.set_stack_status(
+            ng,
+            Status::new(action, State::Failed),
+            format!("Resource {} failed: {nodes_reason}", action.as_str()),
+        );
+    }
+}
+
+/// Other groups of the same stack with an operation under way (Magnum's cluster stack
+/// holds the masters and the workers; their traversal is one stack action).
+fn siblings_busy(w: &World, g: usize) -> bool {
+    let ng = w.groups[g].ng_stack;
+    w.groups
+        .iter()
+        .enumerate()
+        .any(|(k, o)| k != g && o.ng_stack == ng && o.op.is_some())
 }
 
 /// Starts an update (or the initial create) of a node group.
 pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), String> {
+    begin_update(w, g, req)?;
+    tick(w, g);
+    Ok(())
+}
+
+/// Starts updates of several groups of one stack (one stack action): every group has its
+/// operation before any is advanced, so a group with nothing to do cannot complete the
+/// stack while the others are still to start.
+pub fn start_updates(w: &mut World, reqs: Vec<(usize, UpdateRequest)>) -> Result<(), String> {
+    let groups: Vec<usize> = reqs.iter().map(|(g, _)| *g).collect();
+    for (g, req) in reqs {
+        begin_update(w, g, req)?;
+    }
+    for g in groups {
+        tick(w, g);
+    }
+    Ok(())
+}
+
+fn begin_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), String> {
     let ng = w.groups[g].ng_stack;
     let rg = w.groups[g].rg_stack;
+    let layout = w.groups[g].layout;
     let count: u32 = req
         .params
-        .get("count")
+        .get(layout.key("count"))
         .map(|c| {
             c.trim()
                 .parse::<u32>()
@@ -595,20 +817,17 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         })
         .transpose()?
         .unwrap_or(0);
-    let removal = removal_names(
-        w,
-        g,
-        req.params
-            .get("removal_policies")
-            .map(String::as_str)
-            .unwrap_or("[]"),
-    )?;
+    let removal = removal_from(w, g, &req.params)?;
     let batch: usize = req
         .params
         .get("update_max_batch_size")
         .and_then(|b| b.parse().ok())
         .unwrap_or(0);
-    let image = req.params.get("image").cloned().unwrap_or_default();
+    let image = req
+        .params
+        .get(layout.key("image"))
+        .cloned()
+        .unwrap_or_default();
     // Heat (convergence) accepts an update while another runs: the new traversal
     // supersedes the old one, which is cancelled.
     let superseded = w.groups[g].op.take();
@@ -659,11 +878,18 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
     } else {
         req.action
     };
-    w.set_stack_status(
-        ng,
-        Status::new(req.action, State::InProgress),
-        started(req.action),
-    );
+    // The stack action starts once, however many of its groups take part.
+    // (A create cannot be superseded: its stack is created once, whatever group starts.)
+    let under_way = w
+        .stack(ng)
+        .is_some_and(|s| s.status == Status::new(req.action, State::InProgress));
+    if !(under_way && (req.action == Action::Create || siblings_busy(w, g))) {
+        w.set_stack_status(
+            ng,
+            Status::new(req.action, State::InProgress),
+            started(req.action),
+        );
+    }
     // Members the superseded traversal was working on: running ones carry on, waiting ones
     // (queued or paused on a hook) are taken up again by the new traversal.
     let mut carried = BTreeSet::new();
@@ -696,7 +922,7 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
     op.active.extend(carried.iter().copied());
     w.set_resource_status(
         ng,
-        "nodes",
+        layout.resource(),
         Status::new(nested_action, State::InProgress),
         STATE_CHANGED,
     );
@@ -774,7 +1000,6 @@ pub fn start_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), S
         start.push((i, Action::Create, creating));
     }
     schedule(w, g, start);
-    tick(w, g);
     Ok(())
 }
 
@@ -934,36 +1159,47 @@ pub fn tick(w: &mut World, g: usize) {
             );
             w.set_resource_status(
                 ng,
-                "nodes",
+                w.groups[g].layout.resource(),
                 Status::new(nested_action, State::Complete),
                 STATE_CHANGED,
             );
-            w.set_stack_status(
-                ng,
-                Status::new(op.action, State::Complete),
-                completed(op.action),
-            );
-            if op.action == Action::Delete {
-                w.mark_deleted(ng);
+            // The stack completes with its last group, unless another group failed it.
+            let failed = w.stack(ng).is_some_and(|s| s.status.state == State::Failed);
+            if !siblings_busy(w, g) && !failed {
+                w.set_stack_status(
+                    ng,
+                    Status::new(op.action, State::Complete),
+                    completed(op.action),
+                );
+                if op.action == Action::Delete {
+                    w.mark_deleted(ng);
+                }
             }
         }
     }
 }
 
-/// `DELETE` of a node-group stack: every member goes, then the group, then the stack.
+/// `DELETE` of a node-group stack: every member of each of its groups goes, then the
+/// groups, then the stack.
 pub fn delete(w: &mut World, g: usize) -> Result<(), String> {
     let ng = w.groups[g].ng_stack;
     let mut params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
-    params.insert("count".into(), "0".into());
-    start_update(
-        w,
-        g,
-        UpdateRequest {
-            params,
-            hooks: None,
-            action: Action::Delete,
-        },
-    )
+    let groups = w.stack_groups(ng);
+    for &k in &groups {
+        params.insert(w.groups[k].layout.key("count").into(), "0".into());
+    }
+    let reqs = groups
+        .into_iter()
+        .map(|k| {
+            let req = UpdateRequest {
+                params: params.clone(),
+                hooks: None,
+                action: Action::Delete,
+            };
+            (k, req)
+        })
+        .collect();
+    start_updates(w, reqs)
 }
 
 /// `POST .../resources/{member}/signal {"unset_hook": ...}` on the group stack.
@@ -985,7 +1221,8 @@ pub fn clear_hook(w: &mut World, g: usize, i: u32, hook: &str) -> Result<(), Str
             Ok(())
         }
         _ => Err(format!(
-            "The \"{hook}\" hook is not defined on Caldera::Node \"{i}\""
+            "The \"{hook}\" hook is not defined on {} \"{i}\"",
+            w.groups[g].layout.member_type()
         )),
     }
 }
@@ -996,12 +1233,14 @@ fn cancelled_traversal_events(w: &mut World, g: usize, old_action: Action) {
     let (rg, ng) = (w.groups[g].rg_stack, w.groups[g].ng_stack);
     let failed = Status::new(Action::Update, State::Failed);
     w.set_stack_status(rg, failed, "Stack UPDATE cancelled".into());
-    w.set_resource_status(ng, "nodes", failed, CANCELLED_NODES);
+    let group = w.groups[g].layout.resource();
+    let cancelled = format!("resources.{group}: Stack UPDATE cancelled");
+    w.set_resource_status(ng, group, failed, &cancelled);
     w.emit(
         ng,
         None,
         Status::new(old_action, State::Failed),
-        format!("Resource UPDATE failed: {CANCELLED_NODES}"),
+        format!("Resource UPDATE failed: {cancelled}"),
     );
 }
 
@@ -1022,7 +1261,12 @@ fn interrupt_running(w: &mut World, g: usize, members: &[u32]) {
             Phase::Running { action, .. } => {
                 let a = Status::new(action, State::Failed);
                 let verb = action.as_str();
-                w.set_resource_status(mstack, "server", a, &format!("{verb} aborted"));
+                w.set_resource_status(
+                    mstack,
+                    w.groups[g].layout.server(),
+                    a,
+                    &format!("{verb} aborted"),
+                );
                 w.set_stack_status(mstack, a, format!("Stack {verb} cancelled"));
                 w.set_resource_status(rg, &i.to_string(), a, &format!("Stack {verb} cancelled"));
                 if let Some(m) = w.groups[g].members.get_mut(&i) {
@@ -1034,16 +1278,38 @@ fn interrupt_running(w: &mut World, g: usize, members: &[u32]) {
     }
 }
 
-const CANCELLED_NODES: &str = "resources.nodes: Stack UPDATE cancelled";
-
-/// `cancel_update` (roll back to the previous parameters) or `cancel_without_rollback`.
+/// `cancel_update` (roll back to the previous parameters) or `cancel_without_rollback`,
+/// for every group of `g`'s stack that is being updated.
 pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
     let ng = w.groups[g].ng_stack;
     let status = w.stack(ng).map(|s| s.status).ok_or("gone")?;
     let refuse = || format!("Cancelling update when stack is {status} is not supported");
-    if status != Status::new(Action::Update, State::InProgress) || w.groups[g].op.is_none() {
+    let busy: Vec<usize> = w
+        .stack_groups(ng)
+        .into_iter()
+        .filter(|k| w.groups[*k].op.is_some())
+        .collect();
+    if status != Status::new(Action::Update, State::InProgress) || busy.is_empty() {
         return Err(refuse());
     }
+    if !rollback {
+        w.set_stack_status(
+            ng,
+            Status::new(Action::Update, State::Failed),
+            "Stack UPDATE cancelled".into(),
+        );
+    }
+    for &k in &busy {
+        cancel_group(w, k, rollback)?;
+    }
+    // Rollbacks are advanced once every group has its own (see `start_updates`).
+    for k in busy {
+        tick(w, k);
+    }
+    Ok(())
+}
+
+fn cancel_group(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
     // Members being updated are stopped and fail (a rollback then takes them up again);
     // waiting ones are left as they were.
     let members: Vec<u32> = w.groups[g]
@@ -1058,7 +1324,7 @@ pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
             .as_ref()
             .map(|o| o.previous_params.clone())
             .unwrap_or_default();
-        return start_update(
+        return begin_update(
             w,
             g,
             UpdateRequest {
@@ -1068,11 +1334,6 @@ pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
             },
         );
     }
-    w.set_stack_status(
-        ng,
-        Status::new(Action::Update, State::Failed),
-        "Stack UPDATE cancelled".into(),
-    );
     interrupt_running(w, g, &members);
     for i in members {
         if let Some(m) = w.groups[g].members.get_mut(&i) {
@@ -1136,7 +1397,7 @@ mod tests {
     #[test]
     fn hooks_parse() {
         let env = serde_json::json!({"resource_registry": {"resources": {"nodes": {"*": {"hooks": ["pre-update"]}, "3": {"hooks": "pre-create"}}}}});
-        let h = hooks_from_env(&env);
+        let h = hooks_from_env(&env, "nodes");
         assert_eq!(h.len(), 2);
     }
 }

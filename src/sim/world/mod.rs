@@ -8,7 +8,7 @@ mod ids;
 mod stack;
 
 pub use build::{ClusterSpec, GroupSpec};
-pub use group::{FailSpec, Group, GroupOp, HookRule, Member, Phase, UpdateRequest};
+pub use group::{FailSpec, Group, GroupOp, HookRule, Layout, Member, Phase, UpdateRequest};
 pub use ids::{format_uuid, parse_uuid, Ids};
 pub use stack::{Action, Event, Output, Resource, Stack, StackRole, State, Status};
 
@@ -403,6 +403,21 @@ impl World {
             self.server_order
                 .remove(&(Reverse(r.created_ms), Reverse(id.to_string())));
         }
+    }
+
+    /// The groups whose group resource sits in stack `ix` (caldera's node-group stacks hold
+    /// one, Magnum's cluster stack its default masters and workers), in creation order.
+    pub fn stack_groups(&self, ix: usize) -> Vec<usize> {
+        (0..self.groups.len())
+            .filter(|g| self.groups[*g].ng_stack == ix)
+            .collect()
+    }
+
+    /// The group of stack `ix` whose ResourceGroup is the resource `name`.
+    pub fn group_by_resource(&self, ix: usize, name: &str) -> Option<usize> {
+        self.stack_groups(ix)
+            .into_iter()
+            .find(|g| self.groups[*g].layout.resource() == name)
     }
 
     pub fn cluster_by_ident(&self, ident: &str) -> Option<usize> {
