@@ -4,7 +4,7 @@ use super::args::Command;
 use super::output::{csv_line, Format, Table};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::{HeatClient, ResourceQuery, StackListQuery};
-use crate::model::{Cluster, NodeGroup, StackEvent, StackRef};
+use crate::model::{terminal_safe, Cluster, NodeGroup, StackEvent, StackRef};
 use crate::ops::failures::deepest_failures;
 use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions};
 use crate::service::live::LiveService;
@@ -215,7 +215,12 @@ fn event_line(e: &StackEvent, format: Format) -> String {
     let path = e.display_path();
     let reason = opt(&e.status_reason);
     match format {
-        Format::Table => format!("{time}  {:<22}  {path}  {reason}", e.status.raw),
+        Format::Table => format!(
+            "{time}  {:<22}  {}  {}",
+            terminal_safe(&e.status.raw),
+            terminal_safe(&path),
+            terminal_safe(&reason)
+        ),
         Format::Csv => csv_line(&[time, e.id.clone(), path, e.status.raw.clone(), reason]),
         Format::Json => serde_json::json!({
             "time": time,
@@ -243,7 +248,7 @@ async fn events(
         None => EventCursor::default(),
     };
     if opts.format == Format::Csv {
-        println!("time,id,path,status,reason");
+        writeln!(io::stdout(), "time,id,path,status,reason")?;
     }
     let mut settled_polls = 0;
     loop {
@@ -270,7 +275,11 @@ async fn events(
                 // One more poll after settling catches the final events written with it.
                 settled_polls += 1;
                 if settled_polls > 1 {
-                    eprintln!("stack {} is {}", stack.name, detail.summary.status);
+                    eprintln!(
+                        "stack {} is {}",
+                        terminal_safe(&stack.name),
+                        terminal_safe(&detail.summary.status.to_string())
+                    );
                     break;
                 }
                 continue;
@@ -345,8 +354,15 @@ async fn ips(
     let stdout = io::stdout();
     match format {
         // NAME is appended to the CSV columns so readers by position keep working.
-        Format::Csv => println!("group,member,index,addresses,name"),
-        Format::Table => println!("{:<24} {:>6}  {:<32} addresses", "group", "member", "name"),
+        // writeln!, not println!: a closed pipe is an error to end on, not a panic.
+        Format::Csv => writeln!(stdout.lock(), "group,member,index,addresses,name")?,
+        Format::Table => writeln!(
+            stdout.lock(),
+            "{:<24} {:>6}  {:<32} addresses",
+            "group",
+            "member",
+            "name"
+        )?,
         Format::Json => {}
     }
     let (mut found, mut failed, mut members, mut late_names) = (0usize, 0usize, 0usize, 0usize);
@@ -358,7 +374,7 @@ async fn ips(
             match event? {
                 IpEvent::Members(m) => {
                     members += m.len();
-                    eprintln!("{group}: {} members", m.len());
+                    eprintln!("{}: {} members", terminal_safe(&group), m.len());
                 }
                 IpEvent::Address(a, _) => {
                     found += 1;
@@ -367,10 +383,11 @@ async fn ips(
                     match format {
                         Format::Table => writeln!(
                             out,
-                            "{group:<24} {:>6}  {:<32} {}",
-                            a.member,
-                            a.name.as_deref().unwrap_or("-"),
-                            a.addresses.join(" ")
+                            "{:<24} {:>6}  {:<32} {}",
+                            terminal_safe(&group),
+                            terminal_safe(&a.member),
+                            terminal_safe(a.name.as_deref().unwrap_or("-")),
+                            terminal_safe(&a.addresses.join(" "))
                         )?,
                         Format::Csv => writeln!(
                             out,
@@ -399,7 +416,12 @@ async fn ips(
                 IpEvent::Named { .. } => late_names += 1,
                 IpEvent::Failed { member, reason } => {
                     failed += 1;
-                    eprintln!("{group}: member {member}: no address: {reason}");
+                    eprintln!(
+                        "{}: member {}: no address: {}",
+                        terminal_safe(&group),
+                        terminal_safe(&member),
+                        terminal_safe(&reason.to_string())
+                    );
                 }
                 IpEvent::Done(_) => {}
             }
@@ -445,7 +467,8 @@ async fn failures(heat: &HeatClient, stack: &str, format: Format) -> CmdResult {
         let detail = heat.get_stack(&root, false).await?;
         eprintln!(
             "no failed resources; stack {} is {}",
-            root.name, detail.summary.status
+            terminal_safe(&root.name),
+            terminal_safe(&detail.summary.status.to_string())
         );
     }
     print_table(&t, format)
