@@ -145,7 +145,7 @@ mod tests {
         let text = String::from_utf8(buf).unwrap();
         assert_eq!(
             text,
-            "name      reason\na\\e[2J  x\\e]0;pwned\\x07\\nsecond, line\n"
+            "name    reason\na\\e[2J  x\\e]0;pwned\\x07\\nsecond, line\n"
         );
         let mut buf = Vec::new();
         t.write_csv(&mut buf).unwrap();

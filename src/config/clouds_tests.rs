@@ -278,9 +278,9 @@ fn missing_pieces_of_auth_are_named() {
     check("    auth:\n      auth_url: http://k\n      user_id: u\n      password: p\n      project_id: x\n    interface: weird\n", "interface");
     check(
         "    auth:\n      auth_url: http://k\n    verify: sometimes\n",
-        "settings",
+        "verify",
     );
-    check("    auth:\n      auth_url: http://k\n      user_id: u\n      password: p\n      project_id: x\n    caldera:\n      readonly: true\n", "settings");
+    check("    auth:\n      auth_url: http://k\n      user_id: u\n      password: p\n      project_id: x\n    caldera:\n      readonly: true\n", "caldera.readonly");
 }
 
 #[test]

@@ -77,7 +77,8 @@ impl<'de> Deserialize<'de> for Secret {
                 Err(E::custom(NOT_SHOWN))
             }
         }
-        d.deserialize_string(V)
+        // `any`: a deserializer asked for a string would word the refusal itself, value included.
+        d.deserialize_any(V)
     }
 }
 
