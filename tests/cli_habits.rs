@@ -40,7 +40,10 @@ fn a_closed_pipe_ends_the_command_quietly_with_success() {
     let out = child.wait_with_output().expect("wait");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "rc {:?}: {err}", out.status.code());
-    assert!(!err.contains("Broken pipe") && !err.contains("panicked"), "{err}");
+    assert!(
+        !err.contains("Broken pipe") && !err.contains("panicked"),
+        "{err}"
+    );
 }
 
 #[cfg(unix)]
@@ -92,7 +95,10 @@ fn subcommand_help_shows_its_own_options_first() {
         let at = events
             .find(global)
             .unwrap_or_else(|| panic!("{global} missing:\n{events}"));
-        assert!(own < at && format < at, "{global} before the own options:\n{events}");
+        assert!(
+            own < at && format < at,
+            "{global} before the own options:\n{events}"
+        );
     }
     assert!(events.contains("\nConnection:\n"), "{events}");
     // The console's own settings are not offered where they do nothing.
@@ -100,7 +106,10 @@ fn subcommand_help_shows_its_own_options_first() {
         assert!(!events.contains(console_only), "{console_only}:\n{events}");
     }
     let top = help(&["--help"]);
-    assert!(top.contains("--theme") && top.contains("--rollout-poll-secs"), "{top}");
+    assert!(
+        top.contains("--theme") && top.contains("--rollout-poll-secs"),
+        "{top}"
+    );
     let status = help(&["rollout", "status", "--help"]);
     assert!(
         status.find("--format").expect("format") < status.find("--cloud").expect("cloud"),

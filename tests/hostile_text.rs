@@ -75,7 +75,12 @@ fn ids(sim: &SimHandle) -> Ids {
             group_stacks: c
                 .groups
                 .iter()
-                .map(|g| w.stack(w.groups[*g].ng_stack).expect("group stack").id.clone())
+                .map(|g| {
+                    w.stack(w.groups[*g].ng_stack)
+                        .expect("group stack")
+                        .id
+                        .clone()
+                })
                 .collect(),
         }
     })
@@ -168,9 +173,16 @@ async fn headless_output_escapes_every_field_and_json_stays_exact() {
     assert_eq!(shown_escaped, commands.len() * 2);
 
     // JSON: the exact text, escaped by JSON itself.
-    let (out, _, ok) = caldera(&clouds, vec!["clusters".into(), "--format".into(), "json".into()]).await;
+    let (out, _, ok) = caldera(
+        &clouds,
+        vec!["clusters".into(), "--format".into(), "json".into()],
+    )
+    .await;
     assert!(ok);
-    assert!(!out.contains(&0x1b) && !out.contains(&0x07), "raw control bytes in JSON");
+    assert!(
+        !out.contains(&0x1b) && !out.contains(&0x07),
+        "raw control bytes in JSON"
+    );
     let v: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
     assert_eq!(v[0]["name"], serde_json::json!(format!("evil{HOSTILE}")));
     assert!(v[0]["status_reason"]
@@ -192,10 +204,10 @@ async fn headless_output_escapes_every_field_and_json_stays_exact() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
         .collect();
     assert!(
-        names
-            .iter()
-            .any(|e| e["resource_name"] == serde_json::json!(format!("res{HOSTILE}"))
-                && e["reason"] == serde_json::json!(format!("state changed{HOSTILE}"))),
+        names.iter().any(
+            |e| e["resource_name"] == serde_json::json!(format!("res{HOSTILE}"))
+                && e["reason"] == serde_json::json!(format!("state changed{HOSTILE}"))
+        ),
         "{names:?}"
     );
     sim.shutdown().await;
@@ -238,9 +250,7 @@ impl Harness {
         self.app.update(Action::Resize(w, h));
         self.app.prepare();
         let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        terminal
-            .draw(|f| self.app.draw_views(f))
-            .expect("draw");
+        terminal.draw(|f| self.app.draw_views(f)).expect("draw");
         let buf = terminal.backend().buffer().clone();
         for (i, cell) in buf.content.iter().enumerate() {
             let bad = cell.symbol().chars().find(|c| is_unsafe_char(*c));
@@ -406,9 +416,11 @@ fn real_console_shows_hostile_names_and_sigquit_restores_the_terminal() {
         s.has("res\\e[2J") && s.has("My::Type\\e[2J") && s.has("Why stuck")
     });
     c.press("\x1b", "back to the clusters", |s| s.has("Clusters [1]"));
-    c.press("\r", "the dashboard with hostile group names and events", |s| {
-        s.has("worker\\e[2J") && s.has("master\\e[2J") && s.has("state changed\\e[2J")
-    });
+    c.press(
+        "\r",
+        "the dashboard with hostile group names and events",
+        |s| s.has("worker\\e[2J") && s.has("master\\e[2J") && s.has("state changed\\e[2J"),
+    );
     let screen = c.screen();
     assert_eq!(screen.title, "", "the window title was changed");
     let raw = c.raw();

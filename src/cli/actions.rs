@@ -338,11 +338,9 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             };
             let status = observe_status(&ctx.conn.heat, &ctx.action.journal, &plan).await?;
             match format {
-                JournalFormat::Json => writeln!(
-                    io::stdout(),
-                    "{}",
-                    serde_json::to_string_pretty(&status)?
-                )?,
+                JournalFormat::Json => {
+                    writeln!(io::stdout(), "{}", serde_json::to_string_pretty(&status)?)?
+                }
                 _ => print_lines(&status.lines())?,
             }
             Ok(())

@@ -483,7 +483,7 @@ fn an_oversized_clouds_yaml_is_refused_without_reading_it_whole() {
     assert_eq!(
         err,
         format!(
-            "clouds.yaml {}: is larger than the 4 MiB limit",
+            "clouds.yaml {}: is larger than the 1 MiB limit",
             path.display()
         )
     );

@@ -74,7 +74,10 @@ mod tests {
     #[test]
     fn plain_text_is_borrowed_unchanged() {
         for s in ["prod-east", "ノード-1 ✓", "C:\\path\\e", "", "a b"] {
-            assert!(matches!(terminal_safe(s), Cow::Borrowed(b) if b == s), "{s}");
+            assert!(
+                matches!(terminal_safe(s), Cow::Borrowed(b) if b == s),
+                "{s}"
+            );
         }
     }
 

@@ -5,9 +5,7 @@
 use crate::sim::faults::{Fault, FaultKind};
 use crate::sim::world::build::{create_cluster, create_template, run_virtual};
 use crate::sim::world::group::{self, HookRule, Phase, UpdateRequest};
-use crate::sim::world::{
-    Action, ClusterSpec, FailSpec, GroupSpec, Resource, State, Status, World,
-};
+use crate::sim::world::{Action, ClusterSpec, FailSpec, GroupSpec, Resource, State, Status, World};
 
 pub const NAMES: &[&str] = &[
     "demo",
@@ -183,7 +181,12 @@ fn small(w: &mut World) {
 /// real APIs shape it; only the text is hostile.
 fn hostile(w: &mut World) {
     let h = HOSTILE;
-    let t = create_template(w, &format!("tmpl{h}"), &format!("img{h}"), &format!("v1{h}"));
+    let t = create_template(
+        w,
+        &format!("tmpl{h}"),
+        &format!("img{h}"),
+        &format!("v1{h}"),
+    );
     let mut master = spec(
         &format!("master{h}"),
         "master",
@@ -202,7 +205,9 @@ fn hostile(w: &mut World) {
         &format!("az{h}"),
     );
     worker.is_default = true;
-    worker.fail.insert(1, FailSpec::nova(&format!("No valid host{h}")));
+    worker
+        .fail
+        .insert(1, FailSpec::nova(&format!("No valid host{h}")));
     let c = create_cluster(
         w,
         ClusterSpec {

@@ -15,8 +15,8 @@
 //! ```
 
 use super::keys::KeyMap;
-use crate::config::limits::{read_bounded, MAX_TOML_BYTES};
 use super::theme::{load_theme, user_theme_dir, FileError, Theme};
+use crate::config::limits::{read_bounded, MAX_TOML_BYTES};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -144,9 +144,8 @@ fn apply_config(
     overrides.sort();
     for (name, msg) in out.keys.apply(&overrides) {
         let span = file.keys.get(&name).map(|k| k.span());
-        out.problems.push(
-            FileError::at(origin, src, span, format!("[keys] {name}: {msg}")).to_string(),
-        );
+        out.problems
+            .push(FileError::at(origin, src, span, format!("[keys] {name}: {msg}")).to_string());
     }
     if theme_from_cli {
         None
@@ -295,8 +294,8 @@ mod tests {
 
     #[test]
     fn a_key_bound_to_two_actions_in_one_view_is_reported_and_the_defaults_kept() {
-        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
         use crate::tui::keys::TABLE_VIEW;
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
         let r = resolve_text("[keys]\nquit = [\"j\"]\n", Path::new("c.toml"));
         assert_eq!(
             r.problems,
@@ -308,11 +307,23 @@ mod tests {
         let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
         assert_eq!(r.keys.lookup(&key('j'), TABLE_VIEW), Some(KeyAction::Down));
         assert_eq!(r.keys.lookup(&key('q'), TABLE_VIEW), Some(KeyAction::Quit));
-        let help: Vec<(String, &str)> = r.keys.help_sections().into_iter().flat_map(|s| s.1).collect();
-        assert!(help.iter().any(|(k, h)| k == "q ctrl-c" && h.starts_with("Quit")), "{help:?}");
+        let help: Vec<(String, &str)> = r
+            .keys
+            .help_sections()
+            .into_iter()
+            .flat_map(|s| s.1)
+            .collect();
+        assert!(
+            help.iter()
+                .any(|(k, h)| k == "q ctrl-c" && h.starts_with("Quit")),
+            "{help:?}"
+        );
 
         // Swapping two keys in one file is not a conflict.
-        let r = resolve_text("[keys]\nup = [\"j\"]\ndown = [\"k\"]\n", Path::new("c.toml"));
+        let r = resolve_text(
+            "[keys]\nup = [\"j\"]\ndown = [\"k\"]\n",
+            Path::new("c.toml"),
+        );
         assert!(r.problems.is_empty(), "{:?}", r.problems);
         assert_eq!(r.keys.lookup(&key('j'), TABLE_VIEW), Some(KeyAction::Up));
         assert_eq!(r.keys.lookup(&key('k'), TABLE_VIEW), Some(KeyAction::Down));
@@ -343,10 +354,14 @@ mod tests {
             )]
         );
         let theme = dir.path().join("huge.toml");
-        std::fs::File::create(&theme).unwrap().set_len(2 << 20).unwrap();
+        std::fs::File::create(&theme)
+            .unwrap()
+            .set_len(2 << 20)
+            .unwrap();
         let err = load_theme(&theme.display().to_string(), None).unwrap_err();
         assert!(
-            err.to_string().contains("theme file is larger than the 1 MiB limit"),
+            err.to_string()
+                .contains("theme file is larger than the 1 MiB limit"),
             "{err}"
         );
         assert!(err.to_string().contains("huge.toml"), "{err}");

@@ -724,7 +724,11 @@ impl KeyMap {
             let e = &self.entries[i];
             problems.push((
                 e.name.to_string(),
-                format!("{msg}; keeping the default keys of {} ({})", e.name, join_keys(&e.keys)),
+                format!(
+                    "{msg}; keeping the default keys of {} ({})",
+                    e.name,
+                    join_keys(&e.keys)
+                ),
             ));
         }
         problems

@@ -318,13 +318,15 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
         lines.push(Line::from(Span::styled(
             format!(
                 " history (↑↓): {}",
-                terminal_safe(&app.history
-                    .iter()
-                    .rev()
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join("  "))
+                terminal_safe(
+                    &app.history
+                        .iter()
+                        .rev()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("  ")
+                )
             ),
             th.muted(),
         )));

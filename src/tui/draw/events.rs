@@ -71,7 +71,7 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
     let log = app.store.events.get(&stack.id);
     let title = format!(
         "Events of {} {}",
-        terminal_safe(&stack.label()),
+        terminal_safe(stack.label()),
         tail_badges(app, &view.tail)
     );
     let Some(log) = log.filter(|l| l.meta.fetched_at.is_some() || !l.events.is_empty()) else {

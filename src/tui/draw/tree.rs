@@ -94,7 +94,7 @@ pub fn stuck_lines<'a>(app: &App, tree: &TreeData, max: usize) -> Vec<Line<'a>> 
 
 pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area: Rect) {
     let slot = app.store.trees.get(&stack.id);
-    let title = format!("Resources of {}", terminal_safe(&stack.label()));
+    let title = format!("Resources of {}", terminal_safe(stack.label()));
     let Some(tree) = slot.and_then(|s| s.data.as_ref()) else {
         message_box(app, frame, area, &title, slot.map(|s| &s.meta));
         return;

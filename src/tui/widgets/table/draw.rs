@@ -67,9 +67,11 @@ fn title_line<'a, T>(
             Style::default().fg(th.mark).add_modifier(Modifier::BOLD),
         ));
     }
-    spans.extend(look.badges.iter().map(|b| {
-        Span::styled(terminal_safe(&b.content).into_owned(), b.style)
-    }));
+    spans.extend(
+        look.badges
+            .iter()
+            .map(|b| Span::styled(terminal_safe(&b.content).into_owned(), b.style)),
+    );
     Line::from(spans)
 }
 
