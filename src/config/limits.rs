@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// Largest clouds.yaml / secure.yaml: real ones with dozens of clouds are tens of KB; a
-/// 1 MiB file of 7000 clouds parses in about 0.4 s into about 40 MB.
+/// 1 MiB file of 8000 clouds costs a (debug) `caldera stacks` 0.7 s and 58 MB in all.
 pub const MAX_CLOUDS_BYTES: u64 = 1 << 20;
 /// Largest config.toml, theme or actions.toml.
 pub const MAX_TOML_BYTES: u64 = 1 << 20;
