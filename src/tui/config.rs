@@ -366,4 +366,17 @@ mod tests {
         );
         assert!(err.to_string().contains("huge.toml"), "{err}");
     }
+
+    /// TOML nesting is bounded by the parser itself (toml_edit's recursion check, 80
+    /// levels): a config within the size limit but nested to the brim is an error, not a
+    /// stack overflow.
+    #[test]
+    fn deeply_nested_toml_is_an_error_not_a_crash() {
+        let src = format!("theme = {}\n", "[".repeat(500_000));
+        let r = resolve_text(&src, Path::new("c.toml"));
+        assert_eq!(r.theme.name, "dark");
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(r.problems[0].starts_with("c.toml:1:"), "{}", r.problems[0]);
+        assert!(r.problems[0].contains("recursion limit"), "{}", r.problems[0]);
+    }
 }
