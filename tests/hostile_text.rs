@@ -339,6 +339,46 @@ async fn every_console_view_escapes_what_the_cloud_sent() {
     seen += &h.frame("text dialog", 200, 50);
     h.app.mode = Mode::Normal;
 
+    // The journal view and an entry's detail: targets, errors and hook output recorded from
+    // the cloud and from hooks.
+    h.app.update(Action::Command(Command::Journal));
+    let gen = h
+        .app
+        .take_requests()
+        .into_iter()
+        .find_map(|r| match r {
+            Request::Journal { gen, .. } => Some(gen),
+            _ => None,
+        })
+        .expect("the journal is asked for");
+    let entry = caldera::journal::Entry {
+        time: chrono::Utc::now(),
+        cloud: format!("cloud{HOSTILE}"),
+        user: "operator".into(),
+        action: "hook.post_node".into(),
+        target: format!("evil{HOSTILE}/worker{HOSTILE}/1"),
+        rollout: None,
+        plan: vec![format!("plan line{HOSTILE}")],
+        spec: None,
+        calls: vec![],
+        outcome: caldera::journal::Outcome::Failed {
+            error: format!("hook said{HOSTILE}"),
+        },
+        output: Some(format!("hook output{HOSTILE}\nsecond{HOSTILE}")),
+    };
+    h.app.update(Action::Reply(Reply::Journal {
+        gen,
+        result: Ok((vec![entry], 1)),
+    }));
+    seen += &h.frame("journal", 200, 50);
+    h.app.update(Action::Key(KeyAction::JournalDetail));
+    assert!(
+        matches!(h.app.mode, Mode::Dialog(_)),
+        "the entry's detail opened"
+    );
+    seen += &h.frame("journal entry", 200, 50);
+    h.app.mode = Mode::Normal;
+
     // Each field the APIs carry reached a screen, escaped.
     for field in [
         "evil\\e[2J",          // Magnum cluster name
@@ -348,6 +388,8 @@ async fn every_console_view_escapes_what_the_cloud_sent() {
         "state changed\\e[2J", // event and resource reason
         "No valid host\\e[2J", // Nova fault / Heat failure reason
         "\\u{202e}",           // the bidi override
+        "hook said\\e[2J",     // a journal entry's error
+        "hook output\\e[2J",   // a hook's output, in the entry's detail
     ] {
         assert!(seen.contains(field), "{field} never shown:\n{seen}");
     }

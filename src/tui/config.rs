@@ -377,6 +377,10 @@ mod tests {
         assert_eq!(r.theme.name, "dark");
         assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
         assert!(r.problems[0].starts_with("c.toml:1:"), "{}", r.problems[0]);
-        assert!(r.problems[0].contains("recursion limit"), "{}", r.problems[0]);
+        assert!(
+            r.problems[0].contains("recursion limit"),
+            "{}",
+            r.problems[0]
+        );
     }
 }
