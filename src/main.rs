@@ -2,7 +2,9 @@
 
 use caldera::cli::args::ActionArgs;
 use caldera::cli::args::{Cli, Command};
+use caldera::cli::output::is_closed_pipe;
 use caldera::cli::{actions, commands, connect};
+use caldera::model::terminal_safe_lines;
 use caldera::service::live::LiveService;
 use caldera::service::live_operator::LiveOperator;
 use caldera::service::operator::Operator;
@@ -29,8 +31,11 @@ fn main() -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // `caldera events | head`: the reader has what it wanted.
+        Err(e) if is_closed_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("caldera: {e}");
+            // Errors quote the cloud (a stack name, Heat's message): shown, never obeyed.
+            eprintln!("caldera: {}", terminal_safe_lines(&e.to_string()));
             ExitCode::FAILURE
         }
     }
@@ -67,9 +72,12 @@ async fn run(cli: Cli) -> commands::CmdResult {
         }
         Some(command) => {
             let endpoint = connect::choose(&cli.conn, false)?;
+            let early = early_warnings(&endpoint);
             let opened = connect::open(&endpoint, &cli.conn).await?;
             for warning in opened.conn.warnings() {
-                eprintln!("warning: {warning}");
+                if !early.contains(warning) {
+                    eprintln!("warning: {}", terminal_safe_lines(&warning.to_string()));
+                }
             }
             let mut conn = opened.conn.clone();
             if cli.console.read_only {
@@ -89,6 +97,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
             if matches!(endpoint, connect::Endpoint::Simulator) && !cli.conn.simulator {
                 eprintln!("caldera: no cloud configured; starting the built-in simulated cloud");
             }
+            early_warnings(&endpoint);
             let opened = connect::open(&endpoint, &cli.conn).await?;
             let mut conn = opened.conn.clone();
             if cli.console.read_only {
@@ -114,6 +123,20 @@ async fn run(cli: Cli) -> commands::CmdResult {
             result.map_err(Into::into)
         }
     }
+}
+
+/// Warnings about the configuration itself (a password file others can read), printed
+/// before authenticating: they hold whether or not the credentials still work. Returned so
+/// that the connection's own list does not print them twice.
+fn early_warnings(endpoint: &connect::Endpoint) -> Vec<String> {
+    let connect::Endpoint::Cloud(cloud) = endpoint else {
+        return Vec::new();
+    };
+    let warnings = caldera::config::clouds::permission_warnings(cloud);
+    for w in &warnings {
+        eprintln!("warning: {}", terminal_safe_lines(w));
+    }
+    warnings
 }
 
 /// The console's actions over the same connection: the journal (`--journal` or the default),

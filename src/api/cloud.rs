@@ -11,7 +11,7 @@ use crate::api::heat::HeatClient;
 use crate::api::http::{Transport, TransportConfig};
 use crate::api::magnum::MagnumClient;
 use crate::api::nova::NovaClient;
-use crate::config::clouds::exposed_secret_files;
+use crate::config::clouds::permission_warnings;
 use crate::config::{CalderaSettings, CloudConfig};
 use crate::fetch::{BudgetConfig, RequestBudget, RetryPolicy};
 use crate::service::{BudgetStats, CloudInfo};
@@ -136,13 +136,7 @@ impl CloudConnection {
         let nova = find("compute")
             .map(|u| NovaClient::new(transport.clone(), &u))
             .transpose()?;
-        let mut warnings = Vec::new();
-        for path in exposed_secret_files(cloud) {
-            warnings.push(format!(
-                "{} holds a password or secret and is readable by group or others; run chmod 600 on it",
-                path.display()
-            ));
-        }
+        let warnings = permission_warnings(cloud);
         let mut conn = CloudConnection {
             heat,
             magnum,

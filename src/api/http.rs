@@ -240,7 +240,11 @@ impl Transport {
             builder = builder.danger_accept_invalid_certs(true);
         }
         if let Some(path) = &config.cacert {
-            let pem = std::fs::read(path).map_err(|e| ConfigError::File {
+            let pem = crate::config::limits::read_bounded_bytes(
+                path,
+                crate::config::limits::MAX_CACERT_BYTES,
+            )
+            .map_err(|e| ConfigError::File {
                 what: "cacert".into(),
                 path: path.clone(),
                 detail: format!("cannot read: {e}"),

@@ -10,7 +10,7 @@ use crate::drivers::resolve::Drivers;
 use crate::drivers::{Driver, NodeGroupTarget, ScaleRequest, UpgradePlan, UpgradeTarget};
 use crate::journal::{Actor, Entry, Journal, Outcome};
 use crate::lifecycle::ActionsConfig;
-use crate::model::DriverKind;
+use crate::model::{terminal_safe, DriverKind};
 use crate::rollout::control;
 use crate::rollout::engine::{self, find_active, observe_status, plan_from_heat, EngineOptions};
 use crate::rollout::{
@@ -47,7 +47,7 @@ pub async fn journal(args: &ActionArgs, follow: bool, format: JournalFormat) -> 
         for e in entries {
             match format {
                 JournalFormat::Json => writeln!(out, "{}", serde_json::to_string(&e)?)?,
-                _ => writeln!(out, "{}", entry_line(&e))?,
+                _ => writeln!(out, "{}", terminal_safe(&entry_line(&e)))?,
             }
         }
         out.flush()?;
@@ -148,7 +148,7 @@ fn print_lines(lines: &[String]) -> CmdResult {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     for l in lines {
-        writeln!(out, "{l}")?;
+        writeln!(out, "{}", terminal_safe(l))?;
     }
     out.flush()?;
     Ok(())
@@ -247,14 +247,18 @@ async fn follow_scale(
         for m in plan.added.iter().chain(plan.removed.iter()) {
             let state = now.get(m).cloned().unwrap_or_else(|| "gone".into());
             if last.get(m) != Some(&state) {
-                eprintln!("  node {m}: {state}");
+                eprintln!("  node {}: {}", terminal_safe(m), terminal_safe(&state));
                 last.insert(m.clone(), state);
             }
         }
         let (status, reason) =
             crate::drivers::heat_native::stack_status(&ctx.conn.heat, &stack).await?;
         if !status.is_in_progress() {
-            eprintln!("{}: {status} {reason}", plan.target.label());
+            eprintln!(
+                "{}: {status} {}",
+                terminal_safe(&plan.target.label()),
+                terminal_safe(&reason)
+            );
             if status.is_failed() {
                 return Err(format!("scale failed: {reason}").into());
             }
@@ -334,7 +338,9 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             };
             let status = observe_status(&ctx.conn.heat, &ctx.action.journal, &plan).await?;
             match format {
-                JournalFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+                JournalFormat::Json => {
+                    writeln!(io::stdout(), "{}", serde_json::to_string_pretty(&status)?)?
+                }
                 _ => print_lines(&status.lines())?,
             }
             Ok(())
@@ -412,7 +418,11 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
         for n in &status.nodes {
             let p = n.phase.as_str();
             if last_phases.get(&n.name) != Some(&p) {
-                eprintln!("  node {:>5} (batch {}): {p}", n.name, n.batch + 1);
+                eprintln!(
+                    "  node {:>5} (batch {}): {p}",
+                    terminal_safe(&n.name),
+                    n.batch + 1
+                );
                 last_phases.insert(n.name.clone(), p);
             }
         }
@@ -427,8 +437,9 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
         if let RolloutState::Paused { reason } = &status.state {
             print_lines(&status.lines())?;
             eprintln!(
-                "rollout paused: {reason}\nHeat keeps the remaining nodes on their hooks; \
-                 `caldera rollout resume` continues, `caldera rollout abort` stops."
+                "rollout paused: {}\nHeat keeps the remaining nodes on their hooks; \
+                 `caldera rollout resume` continues, `caldera rollout abort` stops.",
+                terminal_safe(reason)
             );
             handle.kill();
             std::process::exit(PAUSED_EXIT);

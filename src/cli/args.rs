@@ -30,7 +30,11 @@ pub struct Cli {
 }
 
 /// How to reach a cloud, shared by the console and every headless command.
+///
+/// The shared flags are global (`caldera events X --cloud prod` works) and listed under
+/// their own headings, after a subcommand's own options in its `--help`.
 #[derive(Debug, Clone, Args, Default)]
+#[command(next_help_heading = "Connection")]
 pub struct ConnectArgs {
     /// Cloud name in clouds.yaml (default: OS_CLOUD, or the only cloud in the file).
     #[arg(long, global = true, env = "OS_CLOUD")]
@@ -69,27 +73,31 @@ pub struct ConnectArgs {
     pub max_per_second: u32,
 }
 
+/// The console's settings; `--read-only` and `--log-file` apply to every command, the
+/// others only to the console (so a subcommand's help does not list them).
 #[derive(Debug, Clone, Args, Default)]
+#[command(next_help_heading = "Console")]
 pub struct ConsoleArgs {
     /// Theme name (dark, light, high-contrast) or path to a theme file.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub theme: Option<String>,
 
     /// Block every action that changes the cloud.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global")]
     pub read_only: bool,
 
     /// Log file (default: caldera.log in the XDG state directory).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global")]
     pub log_file: Option<PathBuf>,
 
     /// How often a rollout driven from the console looks at Heat, in seconds.
-    #[arg(long, global = true, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0)]
     pub rollout_poll_secs: f64,
 }
 
 /// Where actions are recorded and which operator hooks they run.
 #[derive(Debug, Clone, Args, Default)]
+#[command(next_help_heading = "Actions")]
 pub struct ActionArgs {
     /// The audit journal (default: $XDG_STATE_HOME/caldera/journal.jsonl).
     #[arg(long, global = true, env = "CALDERA_JOURNAL")]

@@ -5,7 +5,7 @@ use super::output::{csv_line, Format, Table};
 use super::targets::{event_stacks, find_cluster, node_targets};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::{HeatClient, ResourceQuery, StackListQuery};
-use crate::model::StackEvent;
+use crate::model::{terminal_safe, StackEvent};
 use crate::ops::discover::discover_groups;
 use crate::ops::failures::deepest_failures;
 use crate::ops::ips::{group_label, stream_group_ips, IpEvent, IpOptions};
@@ -167,7 +167,10 @@ async fn nodegroups(
         if e.is_not_found() {
             ServiceError::new(
                 crate::service::ErrorKind::NotFound,
-                format!("'{target}' is neither a cluster nor a stack"),
+                format!(
+                    "'{}' is neither a cluster nor a stack",
+                    terminal_safe(target)
+                ),
             )
         } else {
             ServiceError::from(e)
@@ -177,7 +180,7 @@ async fn nodegroups(
     if groups.is_empty() {
         eprintln!(
             "stack {} has no scaling group ({})",
-            stack.name,
+            terminal_safe(&stack.name),
             crate::ops::discover::GROUP_TYPES.join(", ")
         );
     }
@@ -241,7 +244,12 @@ fn event_line(e: &StackEvent, format: Format) -> String {
     let path = e.display_path();
     let reason = opt(&e.status_reason);
     match format {
-        Format::Table => format!("{time}  {:<22}  {path}  {reason}", e.status.raw),
+        Format::Table => format!(
+            "{time}  {:<22}  {}  {}",
+            terminal_safe(&e.status.raw),
+            terminal_safe(&path),
+            terminal_safe(&reason)
+        ),
         Format::Csv => csv_line(&[time, e.id.clone(), path, e.status.raw.clone(), reason]),
         Format::Json => serde_json::json!({
             "time": time,
@@ -273,7 +281,7 @@ async fn events(
     };
     let mut cursors: Vec<EventCursor> = stacks.iter().map(|_| fresh()).collect();
     if opts.format == Format::Csv {
-        println!("time,id,path,status,reason");
+        writeln!(io::stdout(), "time,id,path,status,reason")?;
     }
     let mut settled_polls = 0;
     loop {
@@ -313,7 +321,7 @@ async fn events(
                 settled_polls += 1;
                 if settled_polls > 1 {
                     for s in states {
-                        eprintln!("{s}");
+                        eprintln!("{}", terminal_safe(&s));
                     }
                     break;
                 }
@@ -345,8 +353,15 @@ async fn ips(
     let stdout = io::stdout();
     match format {
         // NAME is appended to the CSV columns so readers by position keep working.
-        Format::Csv => println!("group,member,index,addresses,name"),
-        Format::Table => println!("{:<24} {:>6}  {:<32} addresses", "group", "member", "name"),
+        // writeln!, not println!: a closed pipe is an error to end on, not a panic.
+        Format::Csv => writeln!(stdout.lock(), "group,member,index,addresses,name")?,
+        Format::Table => writeln!(
+            stdout.lock(),
+            "{:<24} {:>6}  {:<32} addresses",
+            "group",
+            "member",
+            "name"
+        )?,
         Format::Json => {}
     }
     let (mut found, mut failed, mut members, mut late_names) = (0usize, 0usize, 0usize, 0usize);
@@ -385,10 +400,10 @@ async fn ips(
                         rows.insert(member.name.clone(), (group, bare));
                     }
                     if per_group.is_empty() {
-                        eprintln!("{}: 0 members", target.label);
+                        eprintln!("{}: 0 members", terminal_safe(&target.label));
                     }
                     for (group, n) in per_group {
-                        eprintln!("{group}: {n} members");
+                        eprintln!("{}: {n} members", terminal_safe(&group));
                     }
                 }
                 IpEvent::Plan { group, found, how } => {
@@ -398,9 +413,13 @@ async fn ips(
                         format!("{}/{group}", target.label)
                     };
                     if found {
-                        eprintln!("{label}: addresses from {how}");
+                        eprintln!(
+                            "{}: addresses from {}",
+                            terminal_safe(&label),
+                            terminal_safe(&how)
+                        );
                     } else {
-                        eprintln!("{label}: {how}");
+                        eprintln!("{}: {}", terminal_safe(&label), terminal_safe(&how));
                     }
                 }
                 IpEvent::Address(a, _) => {
@@ -411,10 +430,11 @@ async fn ips(
                     match format {
                         Format::Table => writeln!(
                             out,
-                            "{group:<24} {:>6}  {:<32} {}",
-                            member,
-                            a.name.as_deref().unwrap_or("-"),
-                            a.addresses.join(" ")
+                            "{:<24} {:>6}  {:<32} {}",
+                            terminal_safe(&group),
+                            terminal_safe(&member),
+                            terminal_safe(a.name.as_deref().unwrap_or("-")),
+                            terminal_safe(&a.addresses.join(" "))
                         )?,
                         Format::Csv => writeln!(
                             out,
@@ -455,17 +475,18 @@ async fn ips(
         if !pending_members.is_empty() {
             eprintln!(
                 "{}: {} member(s) still being created, no address yet: {}",
-                target.label,
+                terminal_safe(&target.label),
                 pending_members.len(),
-                few(&pending_members)
+                terminal_safe(&few(&pending_members))
             );
         }
         for (reason, who) in failed_by_reason {
             eprintln!(
-                "{}: {} member(s) without an address ({}): {reason}",
-                target.label,
+                "{}: {} member(s) without an address ({}): {}",
+                terminal_safe(&target.label),
                 who.len(),
-                few(&who)
+                terminal_safe(&few(&who)),
+                terminal_safe(&reason)
             );
         }
     }
@@ -560,7 +581,8 @@ async fn failures(
         let detail = heat.get_stack(root, false).await?;
         eprintln!(
             "no failed resources; stack {} is {}",
-            root.name, detail.summary.status
+            terminal_safe(&root.name),
+            terminal_safe(&detail.summary.status.to_string())
         );
     }
     print_table(&t, format)

@@ -1,5 +1,10 @@
 //! Plain output for headless commands: aligned tables, JSON lines/arrays, CSV.
+//!
+//! Table and CSV cells go through [`terminal_safe`]: they are read on a terminal, and a
+//! cell holds text from the cloud (names, reasons). JSON is built from the raw values and
+//! stays exact (serde_json escapes control characters itself).
 
+use crate::model::terminal_safe;
 use std::io::{self, Write};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -31,14 +36,19 @@ impl Table {
 
     pub fn write_aligned(&self, out: &mut impl Write) -> io::Result<()> {
         let cols = self.header.len();
-        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
-        for row in &self.rows {
+        let safe = |row: &[String]| -> Vec<String> {
+            row.iter().map(|c| terminal_safe(c).into_owned()).collect()
+        };
+        let header = safe(&self.header);
+        let rows: Vec<Vec<String>> = self.rows.iter().map(|r| safe(r)).collect();
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in &rows {
             for (i, cell) in row.iter().enumerate().take(cols) {
                 widths[i] = widths[i].max(cell.chars().count());
             }
         }
-        write_row(out, &self.header, &widths)?;
-        for row in &self.rows {
+        write_row(out, &header, &widths)?;
+        for row in &rows {
             write_row(out, row, &widths)?;
         }
         Ok(())
@@ -68,15 +78,37 @@ fn write_row(out: &mut impl Write, cells: &[String], widths: &[usize]) -> io::Re
     writeln!(out, "{}", line.trim_end())
 }
 
-/// One CSV line (RFC 4180 quoting).
+/// Whether `e` (or what caused it) is a write to a closed pipe: `caldera events | head`
+/// has printed what was wanted, so the command ends quietly with success.
+pub fn is_closed_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<io::Error>() {
+            if io.kind() == io::ErrorKind::BrokenPipe {
+                return true;
+            }
+        }
+        if let Some(json) = err.downcast_ref::<serde_json::Error>() {
+            if json.io_error_kind() == Some(io::ErrorKind::BrokenPipe) {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// One CSV line (RFC 4180 quoting) of terminal-safe cells: a newline inside a cell is
+/// written `\n`, so each record is one line.
 pub fn csv_line(cells: &[String]) -> String {
     cells
         .iter()
         .map(|c| {
-            if c.contains([',', '"', '\n', '\r']) {
+            let c = terminal_safe(c);
+            if c.contains([',', '"']) {
                 format!("\"{}\"", c.replace('"', "\"\""))
             } else {
-                c.clone()
+                c.into_owned()
             }
         })
         .collect::<Vec<_>>()
@@ -101,6 +133,25 @@ mod tests {
         assert_eq!(
             String::from_utf8(buf).unwrap(),
             "name,ip\nnode-1,10.0.0.1\n\"n,2\",10.0.0.22\n"
+        );
+    }
+
+    #[test]
+    fn cells_from_the_cloud_cannot_drive_the_terminal() {
+        let mut t = Table::new(["name", "reason"]);
+        t.push(["a\x1b[2J", "x\x1b]0;pwned\x07\nsecond, line"]);
+        let mut buf = Vec::new();
+        t.write_aligned(&mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert_eq!(
+            text,
+            "name    reason\na\\e[2J  x\\e]0;pwned\\x07\\nsecond, line\n"
+        );
+        let mut buf = Vec::new();
+        t.write_csv(&mut buf).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "name,reason\na\\e[2J,\"x\\e]0;pwned\\x07\\nsecond, line\"\n"
         );
     }
 }

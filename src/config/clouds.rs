@@ -10,6 +10,10 @@
 //! point it at temporary directories.
 
 use super::error::ConfigError;
+use super::limits::{
+    check_readable_kind, check_yaml_depth, read_bounded, FileLimitError, MAX_CLOUDS_BYTES,
+    MAX_YAML_DEPTH,
+};
 use super::secret::Secret;
 use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
@@ -69,6 +73,24 @@ impl DiscoveryEnv {
 
 const CLOUD_FILES: [&str; 3] = ["clouds.yaml", "clouds.yml", "clouds.json"];
 const SECURE_FILES: [&str; 3] = ["secure.yaml", "secure.yml", "secure.json"];
+const CLOUDS: &str = "clouds.yaml";
+const SECURE: &str = "secure.yaml";
+
+/// A file named by an environment variable: it must be something to read, and the error
+/// says what it is instead (a directory, a device) when it is not.
+fn named_file(path: &Path, what: &'static str, var: &str) -> Result<PathBuf, ConfigError> {
+    match check_readable_kind(path) {
+        Ok(()) => Ok(path.to_path_buf()),
+        Err(e) => Err(ConfigError::Read {
+            what,
+            path: path.to_path_buf(),
+            detail: match e {
+                FileLimitError::Missing => format!("{var} names a file that does not exist"),
+                other => format!("{var} names a path that {other}"),
+            },
+        }),
+    }
+}
 
 fn first_existing(dirs: &[PathBuf], names: &[&str]) -> Option<PathBuf> {
     dirs.iter()
@@ -80,15 +102,7 @@ fn first_existing(dirs: &[PathBuf], names: &[&str]) -> Option<PathBuf> {
 pub fn find_files(env: &DiscoveryEnv) -> Result<(PathBuf, Option<PathBuf>), ConfigError> {
     let dirs = env.search_dirs();
     let clouds = match &env.client_config_file {
-        Some(path) => {
-            if !path.is_file() {
-                return Err(ConfigError::Read {
-                    path: path.clone(),
-                    detail: "OS_CLIENT_CONFIG_FILE names a file that does not exist".into(),
-                });
-            }
-            path.clone()
-        }
+        Some(path) => named_file(path, CLOUDS, "OS_CLIENT_CONFIG_FILE")?,
         None => first_existing(&dirs, &CLOUD_FILES).ok_or_else(|| ConfigError::NotFound {
             searched: dirs
                 .iter()
@@ -98,31 +112,53 @@ pub fn find_files(env: &DiscoveryEnv) -> Result<(PathBuf, Option<PathBuf>), Conf
         })?,
     };
     let secure = match &env.client_secure_file {
-        Some(path) if path.is_file() => Some(path.clone()),
-        Some(path) => {
-            return Err(ConfigError::Read {
-                path: path.clone(),
-                detail: "OS_CLIENT_SECURE_FILE names a file that does not exist".into(),
-            })
-        }
+        Some(path) => Some(named_file(path, SECURE, "OS_CLIENT_SECURE_FILE")?),
         None => first_existing(&dirs, &SECURE_FILES),
     };
     Ok((clouds, secure))
 }
 
-fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+/// Reads and parses one clouds/secure file, bounded in size and nesting before the YAML
+/// parser sees it (see [`super::limits`]).
+fn read_yaml(path: &Path, what: &'static str) -> Result<Value, ConfigError> {
+    let read_err = |detail: String| ConfigError::Read {
+        what,
         path: path.to_path_buf(),
-        detail: format!("cannot read: {e}"),
-    })?;
+        detail,
+    };
+    let text = read_bounded(path, MAX_CLOUDS_BYTES).map_err(|e| read_err(e.to_string()))?;
     if text.trim().is_empty() {
         return Ok(Value::Mapping(Mapping::new()));
     }
+    check_yaml_depth(&text, MAX_YAML_DEPTH).map_err(|e| read_err(e.to_string()))?;
     serde_yaml_ng::from_str::<Value>(&text).map_err(|e| ConfigError::Syntax {
+        what,
         path: path.to_path_buf(),
         line: e.location().map(|l| l.line()),
         detail: e.to_string(),
     })
+}
+
+/// The value at `path` (`auth.password`) under `cloud` in a clouds/secure document, if the
+/// document sets it: which file a bad value came from.
+fn sets_key(doc: &Value, cloud: &str, path: &serde_path_to_error::Path) -> bool {
+    use serde_path_to_error::Segment;
+    let mut cur = match doc.get("clouds").and_then(|c| c.get(cloud)) {
+        Some(v) => v,
+        None => return false,
+    };
+    for seg in path.iter() {
+        let next = match seg {
+            Segment::Map { key } => cur.get(key.as_str()),
+            Segment::Seq { index } => cur.get(*index),
+            Segment::Enum { .. } | Segment::Unknown => Some(cur),
+        };
+        match next {
+            Some(v) => cur = v,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Deep-merges `over` into `base`: mappings merge key by key, anything else is replaced.
@@ -279,9 +315,9 @@ fn cloud_names(clouds: &Mapping) -> Vec<String> {
 /// cloud) and validates it.
 pub fn load_cloud(env: &DiscoveryEnv, requested: Option<&str>) -> Result<CloudConfig, ConfigError> {
     let (path, secure) = find_files(env)?;
-    let mut doc = read_yaml(&path)?;
+    let mut doc = read_yaml(&path, CLOUDS)?;
     let secure_doc = match &secure {
-        Some(s) => Some(read_yaml(s)?),
+        Some(s) => Some(read_yaml(s, SECURE)?),
         None => None,
     };
     let clouds_of = |doc: &Value, path: &Path| -> Result<Mapping, ConfigError> {
@@ -289,6 +325,7 @@ pub fn load_cloud(env: &DiscoveryEnv, requested: Option<&str>) -> Result<CloudCo
             Some(Value::Mapping(m)) => Ok(m.clone()),
             None => Ok(Mapping::new()),
             Some(_) => Err(ConfigError::Syntax {
+                what: CLOUDS,
                 path: path.to_path_buf(),
                 line: None,
                 detail: "'clouds' must be a mapping of cloud names to settings".into(),
@@ -346,6 +383,8 @@ pub fn load_cloud(env: &DiscoveryEnv, requested: Option<&str>) -> Result<CloudCo
             secret_files.push(s.clone());
         }
     }
+    // Kept: a bad value found after merging is blamed on the file that set it.
+    let secure_only = secure_doc.clone();
     if let Some(sdoc) = secure_doc {
         deep_merge(&mut doc, sdoc);
     }
@@ -355,6 +394,7 @@ pub fn load_cloud(env: &DiscoveryEnv, requested: Option<&str>) -> Result<CloudCo
         .cloned()
         .unwrap_or(Value::Null);
     let key_err = |key: &str, problem: &str| ConfigError::Key {
+        what: CLOUDS,
         path: path.clone(),
         cloud: chosen.clone(),
         key: key.to_string(),
@@ -363,8 +403,21 @@ pub fn load_cloud(env: &DiscoveryEnv, requested: Option<&str>) -> Result<CloudCo
     let raw: RawCloud = if value.is_null() {
         RawCloud::default()
     } else {
-        serde_yaml_ng::from_value(value)
-            .map_err(|e| key_err("settings", &format!("are invalid: {e}")))?
+        // The path of the bad value (`auth.auth_url`), and the file that set it.
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let (what, file) = match (&secure, &secure_only) {
+                (Some(s), Some(sdoc)) if sets_key(sdoc, &chosen, e.path()) => (SECURE, s.clone()),
+                _ => (CLOUDS, path.clone()),
+            };
+            let key = e.path().to_string();
+            ConfigError::Key {
+                what,
+                path: file,
+                cloud: chosen.clone(),
+                key: if key == "." { "settings".into() } else { key },
+                problem: format!("is invalid: {}", e.inner()),
+            }
+        })?
     };
     let auth = &raw.auth;
     let auth_url =
@@ -501,7 +554,7 @@ pub fn load_cloud(env: &DiscoveryEnv, requested: Option<&str>) -> Result<CloudCo
 /// Lists the clouds defined in the discovered clouds.yaml (for `--cloud` completion and errors).
 pub fn list_clouds(env: &DiscoveryEnv) -> Result<(PathBuf, Vec<String>), ConfigError> {
     let (path, _) = find_files(env)?;
-    let doc = read_yaml(&path)?;
+    let doc = read_yaml(&path, CLOUDS)?;
     let names = match doc.get("clouds") {
         Some(Value::Mapping(m)) => cloud_names(m),
         _ => Vec::new(),
@@ -523,6 +576,20 @@ pub fn readable_by_others(path: &Path) -> std::io::Result<bool> {
         let _ = std::fs::metadata(path)?;
         Ok(false)
     }
+}
+
+/// The warnings about `cloud`'s secret files that group or others can read. Shown before
+/// authenticating (the password is exposed whether or not it still works).
+pub fn permission_warnings(cloud: &CloudConfig) -> Vec<String> {
+    exposed_secret_files(cloud)
+        .into_iter()
+        .map(|path| {
+            format!(
+                "{} holds a password or secret and is readable by group or others; run chmod 600 on it",
+                path.display()
+            )
+        })
+        .collect()
 }
 
 /// The secret files of `cloud` that group or others can read, for a startup warning.

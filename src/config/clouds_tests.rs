@@ -280,9 +280,9 @@ fn missing_pieces_of_auth_are_named() {
     check("    auth:\n      auth_url: http://k\n      user_id: u\n      password: p\n      project_id: x\n    interface: weird\n", "interface");
     check(
         "    auth:\n      auth_url: http://k\n    verify: sometimes\n",
-        "settings",
+        "verify",
     );
-    check("    auth:\n      auth_url: http://k\n      user_id: u\n      password: p\n      project_id: x\n    caldera:\n      readonly: true\n", "settings");
+    check("    auth:\n      auth_url: http://k\n      user_id: u\n      password: p\n      project_id: x\n    caldera:\n      readonly: true\n", "caldera.readonly");
 }
 
 #[test]
@@ -366,4 +366,152 @@ fn password_file_permissions_are_checked() {
     assert!(readable_by_others(&path).unwrap());
     set(&path, 0o604);
     assert_eq!(exposed_secret_files(&c), vec![path.clone()]);
+}
+
+// ---- issue 13: errors that name file, cloud and key; bounded reads ----
+
+#[test]
+fn a_bad_value_names_its_key() {
+    let l = Layout::new();
+    let path = l.write(
+        "cwd/clouds.yaml",
+        "clouds:\n  prod:\n    auth:\n      auth_url: 12345\n      user_id: u\n      password: p\n      project_id: x\n",
+    );
+    let err = load_cloud(&l.env(), None).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "clouds.yaml {}: cloud 'prod': auth.auth_url is invalid: invalid type: integer `12345`, expected a string",
+            path.display()
+        )
+    );
+    l.write(
+        "cwd/clouds.yaml",
+        "clouds:\n  prod:\n    auth:\n      auth_url: http://k\n    verify: sometimes\n",
+    );
+    let err = load_cloud(&l.env(), None).unwrap_err().to_string();
+    assert!(err.contains("cloud 'prod': verify is invalid"), "{err}");
+}
+
+#[test]
+fn a_bad_value_from_secure_yaml_is_blamed_on_secure_yaml_without_showing_it() {
+    let l = Layout::new();
+    let clouds = l.write(
+        "cwd/clouds.yaml",
+        "clouds:\n  prod:\n    auth:\n      auth_url: http://k\n      user_id: u\n      project_id: x\n",
+    );
+    let secure = l.write(
+        "cwd/secure.yaml",
+        "clouds:\n  prod:\n    auth:\n      password: 8675309\n",
+    );
+    let err = load_cloud(&l.env(), None).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "secure.yaml {}: cloud 'prod': auth.password is invalid: must be a string (quote it in YAML); the value is not shown",
+            secure.display()
+        )
+    );
+    assert!(!err.contains("8675309"), "the password was printed: {err}");
+    assert!(!err.contains(&clouds.display().to_string()), "{err}");
+
+    // The same key bad in clouds.yaml (and not set by secure.yaml) is clouds.yaml's.
+    l.write(
+        "cwd/clouds.yaml",
+        "clouds:\n  prod:\n    region_name: [a]\n    auth:\n      auth_url: http://k\n      user_id: u\n      project_id: x\n",
+    );
+    l.write(
+        "cwd/secure.yaml",
+        "clouds:\n  prod:\n    auth:\n      password: fine\n",
+    );
+    let err = load_cloud(&l.env(), None).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "clouds.yaml {}: cloud 'prod': region_name is invalid",
+            clouds.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_directory_or_a_device_as_the_config_file_says_what_it_is() {
+    let l = Layout::new();
+    let dir = l.root.join("cwd");
+    let env = DiscoveryEnv {
+        client_config_file: Some(dir.clone()),
+        ..l.env()
+    };
+    let err = load_cloud(&env, None).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "clouds.yaml {}: OS_CLIENT_CONFIG_FILE names a path that is a directory, not a file",
+            dir.display()
+        )
+    );
+    #[cfg(unix)]
+    {
+        let env = DiscoveryEnv {
+            client_config_file: Some(PathBuf::from("/dev/zero")),
+            ..l.env()
+        };
+        let err = load_cloud(&env, None).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "clouds.yaml /dev/zero: OS_CLIENT_CONFIG_FILE names a path that is a character device, not a file"
+        );
+        let env = DiscoveryEnv {
+            client_secure_file: Some(PathBuf::from("/dev/zero")),
+            ..l.env()
+        };
+        l.write("cwd/clouds.yaml", &format!("clouds:\n{}", cloud("c", "k")));
+        let err = load_cloud(&env, None).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "secure.yaml /dev/zero: OS_CLIENT_SECURE_FILE names a path that is a character device, not a file"
+        );
+    }
+}
+
+#[test]
+fn an_oversized_clouds_yaml_is_refused_without_reading_it_whole() {
+    let l = Layout::new();
+    let path = l.write("cwd/clouds.yaml", &format!("clouds:\n{}", cloud("c", "k")));
+    // A sparse 3 GB file: reading it whole would take the memory the limit protects.
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(3 << 30).unwrap();
+    let err = load_cloud(&l.env(), None).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "clouds.yaml {}: is larger than the 1 MiB limit",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn deeply_nested_yaml_is_refused_before_parsing() {
+    let l = Layout::new();
+    // 200 KB of `[`: libyaml needs tens of seconds for it (quadratic in the depth).
+    let path = l.write(
+        "cwd/clouds.yaml",
+        &format!("clouds:\n  c: {}\n", "[".repeat(200_000)),
+    );
+    let err = load_cloud(&l.env(), None).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "clouds.yaml {}: nests deeper than 64 levels (at line 2); refusing to parse it",
+            path.display()
+        )
+    );
+    let secure = l.write("cwd/secure.yaml", &"{a: ".repeat(1000));
+    l.write("cwd/clouds.yaml", &format!("clouds:\n{}", cloud("c", "k")));
+    let err = load_cloud(&l.env(), None).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!("secure.yaml {}: nests deeper", secure.display())),
+        "{err}"
+    );
 }

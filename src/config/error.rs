@@ -9,13 +9,20 @@ pub enum ConfigError {
     #[error("no clouds.yaml found; looked for {searched}")]
     NotFound { searched: String },
 
-    /// `OS_CLIENT_CONFIG_FILE` (or an explicit path) names a file that is not there.
-    #[error("clouds.yaml {path}: {detail}")]
-    Read { path: PathBuf, detail: String },
+    /// `OS_CLIENT_CONFIG_FILE` (or an explicit path) names a file that is not there, or
+    /// the file cannot be used (a directory, a device, too large, too deeply nested).
+    /// `what` is `clouds.yaml` or `secure.yaml`.
+    #[error("{what} {path}: {detail}")]
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        detail: String,
+    },
 
     /// The file is not valid YAML/JSON (or does not have the expected shape).
-    #[error("clouds.yaml {path}: syntax error{}: {detail}", line.map(|l| format!(" at line {l}")).unwrap_or_default())]
+    #[error("{what} {path}: syntax error{}: {detail}", line.map(|l| format!(" at line {l}")).unwrap_or_default())]
     Syntax {
+        what: &'static str,
         path: PathBuf,
         line: Option<usize>,
         detail: String,
@@ -33,9 +40,11 @@ pub enum ConfigError {
     #[error("clouds.yaml {path}: {problem}")]
     NoCloudChosen { path: PathBuf, problem: String },
 
-    /// A key of the chosen cloud is missing or has a bad value.
-    #[error("clouds.yaml {path}: cloud '{cloud}': {key} {problem}")]
+    /// A key of the chosen cloud is missing or has a bad value; `path` is the file the bad
+    /// value came from (`what`: clouds.yaml, or secure.yaml when it set the key).
+    #[error("{what} {path}: cloud '{cloud}': {key} {problem}")]
     Key {
+        what: &'static str,
         path: PathBuf,
         cloud: String,
         key: String,

@@ -35,9 +35,50 @@ impl fmt::Display for Secret {
     }
 }
 
+/// A secret is a string. Anything else is refused without saying what it was: serde's own
+/// message (`invalid type: integer \`12345\``) would print the password.
 impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d).map(Secret)
+        struct V;
+        const NOT_SHOWN: &str = "must be a string (quote it in YAML); the value is not shown";
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Secret;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Secret, E> {
+                Ok(Secret(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Secret, E> {
+                Ok(Secret(v))
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Secret, E> {
+                Err(E::custom(NOT_SHOWN))
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Secret, E> {
+                Err(E::custom(NOT_SHOWN))
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Secret, E> {
+                Err(E::custom(NOT_SHOWN))
+            }
+            fn visit_i128<E: serde::de::Error>(self, _: i128) -> Result<Secret, E> {
+                Err(E::custom(NOT_SHOWN))
+            }
+            fn visit_u128<E: serde::de::Error>(self, _: u128) -> Result<Secret, E> {
+                Err(E::custom(NOT_SHOWN))
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Secret, E> {
+                Err(E::custom(NOT_SHOWN))
+            }
+            fn visit_char<E: serde::de::Error>(self, _: char) -> Result<Secret, E> {
+                Err(E::custom(NOT_SHOWN))
+            }
+            fn visit_bytes<E: serde::de::Error>(self, _: &[u8]) -> Result<Secret, E> {
+                Err(E::custom(NOT_SHOWN))
+            }
+        }
+        // `any`: a deserializer asked for a string would word the refusal itself, value included.
+        d.deserialize_any(V)
     }
 }
 

@@ -344,8 +344,10 @@ impl Journal {
     }
 }
 
+/// A terminal-safe CSV field (hook output and cloud errors are in the journal).
 fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+    let s = crate::model::terminal_safe(s);
+    if s.contains([',', '"']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()

@@ -99,10 +99,11 @@ impl ActionsConfig {
 
     /// Reads `path`; a missing file is an empty configuration.
     pub fn load(path: &Path) -> Result<ActionsConfig, String> {
-        match std::fs::read_to_string(path) {
+        use crate::config::limits::{read_bounded, MAX_TOML_BYTES};
+        match read_bounded(path, MAX_TOML_BYTES) {
             Ok(text) => ActionsConfig::parse(&text, &path.display().to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ActionsConfig::default()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(e) if e.is_missing() => Ok(ActionsConfig::default()),
+            Err(e) => Err(format!("{}: actions file {e}", path.display())),
         }
     }
 
@@ -333,6 +334,31 @@ pub async fn run_node_action(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_oversized_or_odd_actions_file_is_refused_with_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("actions.toml");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        assert_eq!(
+            ActionsConfig::load(&path).unwrap_err(),
+            format!(
+                "{}: actions file is larger than the 1 MiB limit",
+                path.display()
+            )
+        );
+        assert_eq!(
+            ActionsConfig::load(dir.path()).unwrap_err(),
+            format!(
+                "{}: actions file is a directory, not a file",
+                dir.path().display()
+            )
+        );
+        assert!(ActionsConfig::load(&dir.path().join("none.toml")).is_ok());
+    }
 
     #[test]
     fn config_layers_cloud_then_cluster() {

@@ -8,8 +8,10 @@ mod cluster;
 mod node;
 mod stack;
 mod status;
+pub mod text;
 
 pub use cluster::{Cluster, DriverKind, Health, NodeGroup, Role};
 pub use node::{Node, NodeAddress, NodeKey};
 pub use stack::{StackEvent, StackRef, StackResource, StackSummary};
 pub use status::{Status, StatusState};
+pub use text::{terminal_safe, terminal_safe_lines};

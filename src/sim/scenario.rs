@@ -5,9 +5,22 @@
 use crate::sim::faults::{Fault, FaultKind};
 use crate::sim::world::build::{create_cluster, create_template, run_virtual};
 use crate::sim::world::group::{self, HookRule, Phase, UpdateRequest};
-use crate::sim::world::{Action, ClusterSpec, FailSpec, GroupSpec, World};
+use crate::sim::world::{Action, ClusterSpec, FailSpec, GroupSpec, Resource, State, Status, World};
 
-pub const NAMES: &[&str] = &["demo", "empty", "small", "bench-1000", "bench-10000"];
+pub const NAMES: &[&str] = &[
+    "demo",
+    "empty",
+    "small",
+    "hostile",
+    "bench-1000",
+    "bench-10000",
+];
+
+/// What the `hostile` scenario puts in every piece of text the APIs return: a screen wipe,
+/// a window-title change ending in BEL, a C1 CSI, a right-to-left override, a bare CR
+/// and DEL. A console or command that passes any of it to the terminal is caught by the
+/// tests (the title `pwned`, the raw bytes).
+pub const HOSTILE: &str = "\x1b[2J\x1b]0;pwned\x07\u{9b}31m\u{202e}\r\x7f";
 
 /// Fault modifiers a scenario name may carry after `+` (e.g. `demo+flaky+slow`), so the
 /// `caldera sim` command can serve a misbehaving cloud without code.
@@ -59,6 +72,7 @@ pub fn build(w: &mut World, name: &str) -> Result<(), String> {
         "demo" => demo(w),
         "empty" => {}
         "small" => small(w),
+        "hostile" => hostile(w),
         other => {
             let n = other
                 .strip_prefix("bench-")
@@ -161,6 +175,85 @@ fn small(w: &mut World) {
         },
     );
     finish_all(w);
+}
+
+/// One cluster whose every name, reason, description, output and fault holds
+/// [`HOSTILE`]: a tenant who can name things (a template's resources, a server, a cluster)
+/// or make a service fail with a message of their choosing. The JSON is shaped as the
+/// real APIs shape it; only the text is hostile.
+fn hostile(w: &mut World) {
+    let h = HOSTILE;
+    let t = create_template(
+        w,
+        &format!("tmpl{h}"),
+        &format!("img{h}"),
+        &format!("v1{h}"),
+    );
+    let mut master = spec(
+        &format!("master{h}"),
+        "master",
+        1,
+        &format!("img{h}"),
+        &format!("flavor{h}"),
+        &format!("az{h}"),
+    );
+    master.is_default = true;
+    let mut worker = spec(
+        &format!("worker{h}"),
+        "worker",
+        3,
+        &format!("img{h}"),
+        &format!("flavor{h}"),
+        &format!("az{h}"),
+    );
+    worker.is_default = true;
+    worker
+        .fail
+        .insert(1, FailSpec::nova(&format!("No valid host{h}")));
+    let c = create_cluster(
+        w,
+        ClusterSpec {
+            name: format!("evil{h}"),
+            template: t,
+            groups: vec![master, worker],
+        },
+    );
+    finish_all(w);
+    // The cluster's own stack: a description, a resource whose name and type come from the
+    // tenant's template, its events with a hostile reason, and an output value.
+    let six = w.clusters[c].stack;
+    let name = w.intern(&format!("res{h}"));
+    let rtype = w.intern(&format!("My::Type{h}"));
+    let now = w.now();
+    if let Some(st) = w.stack_mut(six) {
+        st.description = format!("the cluster{h}\nsecond line{h}");
+        st.resources.push(Resource {
+            name: name.clone(),
+            rtype,
+            physical_id: format!("phys{h}"),
+            status: Status::new(Action::Init, State::Complete),
+            reason: String::new(),
+            created_ms: now,
+            updated_ms: now,
+            nested: None,
+            required_by: vec![],
+            value: None,
+            description: "",
+        });
+        if let Some(api) = st.resource_mut("api_address") {
+            api.value = Some(format!("172.24.4.10{h}"));
+        }
+    }
+    let reason = format!("state changed{h}");
+    for state in [State::InProgress, State::Failed] {
+        w.set_resource_status(six, &name, Status::new(Action::Create, state), &reason);
+    }
+    w.set_stack_status(
+        six,
+        Status::new(Action::Create, State::Failed),
+        format!("Resource CREATE failed: {reason}"),
+    );
+    w.clusters[c].health_reason_override = Some(format!("api down{h}"));
 }
 
 fn bench(w: &mut World, n: u32) {

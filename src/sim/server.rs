@@ -209,7 +209,14 @@ fn route(
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Reply {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // Segments are percent-decoded, as the real services' routers do (a name with a space
+    // or a control character arrives as `%20`, `%1B`).
+    let decoded: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect();
+    let segs: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let service = segs.first().copied().unwrap_or("");
     let mk = |skip: usize| Req {
         method,
@@ -249,6 +256,33 @@ fn route(
         "container-infra" => magnum::handle(sh, &mk(1)),
         _ => nova::handle(sh, &mk(1)),
     }
+}
+
+/// `%XX` escapes of one path segment decoded (invalid UTF-8 replaced).
+fn percent_decode(seg: &str) -> String {
+    if !seg.contains('%') {
+        return seg.to_string();
+    }
+    let bytes = seg.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn root_or_404(sh: &Shared, path: &str) -> Reply {

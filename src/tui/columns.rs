@@ -57,8 +57,10 @@ pub fn node_state(r: &NodeRow) -> CellState {
     }
 }
 
+/// The first line of a reason, terminal-safe (the spans of the event tail and the
+/// why-stuck panel use it directly, not through a table).
 fn first_line(s: Option<&str>) -> String {
-    s.map(|s| s.lines().next().unwrap_or("").to_string())
+    s.map(|s| crate::model::terminal_safe(s.lines().next().unwrap_or("")).into_owned())
         .unwrap_or_default()
 }
 

@@ -16,6 +16,7 @@
 
 use super::keys::KeyMap;
 use super::theme::{load_theme, user_theme_dir, FileError, Theme};
+use crate::config::limits::{read_bounded, MAX_TOML_BYTES};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -135,16 +136,16 @@ fn apply_config(
     if let Some(ro) = file.read_only {
         out.read_only = out.read_only || ro;
     }
-    let mut names: Vec<&String> = file.keys.keys().collect();
-    names.sort();
-    for name in names {
-        let spanned = &file.keys[name];
-        if let Err(msg) = out.keys.set(name, spanned.get_ref()) {
-            out.problems.push(
-                FileError::at(origin, src, Some(spanned.span()), format!("[keys] {msg}"))
-                    .to_string(),
-            );
-        }
+    let mut overrides: Vec<(String, Vec<String>)> = file
+        .keys
+        .iter()
+        .map(|(name, keys)| (name.clone(), keys.get_ref().clone()))
+        .collect();
+    overrides.sort();
+    for (name, msg) in out.keys.apply(&overrides) {
+        let span = file.keys.get(&name).map(|k| k.span());
+        out.problems
+            .push(FileError::at(origin, src, span, format!("[keys] {name}: {msg}")).to_string());
     }
     if theme_from_cli {
         None
@@ -170,7 +171,7 @@ pub fn resolve(options: &ConsoleOptions) -> Resolved {
         let path = options.config_path.clone().or_else(default_config_path);
         if let Some(path) = path {
             let explicit = options.config_path.is_some();
-            match std::fs::read_to_string(&path) {
+            match read_bounded(&path, MAX_TOML_BYTES) {
                 Ok(src) => {
                     let origin = path.display().to_string();
                     let t = apply_config(&src, &origin, &mut out, options.theme.is_some());
@@ -178,9 +179,11 @@ pub fn resolve(options: &ConsoleOptions) -> Resolved {
                         theme_spec = t;
                     }
                 }
-                Err(e) if explicit || e.kind() != std::io::ErrorKind::NotFound => {
-                    out.problems
-                        .push(format!("{}: cannot read config: {e}", path.display()));
+                Err(e) if explicit || !e.is_missing() => {
+                    out.problems.push(format!(
+                        "{}: config file {e} (using defaults)",
+                        path.display()
+                    ));
                 }
                 Err(_) => {}
             }
@@ -287,5 +290,97 @@ mod tests {
         assert_eq!(r.theme.name, "dark");
         assert_eq!(r.problems.len(), 1);
         assert!(r.problems[0].contains("bad.toml:3:6:"), "{}", r.problems[0]);
+    }
+
+    #[test]
+    fn a_key_bound_to_two_actions_in_one_view_is_reported_and_the_defaults_kept() {
+        use crate::tui::keys::TABLE_VIEW;
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let r = resolve_text("[keys]\nquit = [\"j\"]\n", Path::new("c.toml"));
+        assert_eq!(
+            r.problems,
+            vec![
+                "c.toml:2:8: [keys] quit: j is already bound to down in Tables; keeping the default keys of quit (q ctrl-c)"
+                    .to_string()
+            ]
+        );
+        let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(r.keys.lookup(&key('j'), TABLE_VIEW), Some(KeyAction::Down));
+        assert_eq!(r.keys.lookup(&key('q'), TABLE_VIEW), Some(KeyAction::Quit));
+        let help: Vec<(String, &str)> = r
+            .keys
+            .help_sections()
+            .into_iter()
+            .flat_map(|s| s.1)
+            .collect();
+        assert!(
+            help.iter()
+                .any(|(k, h)| k == "q ctrl-c" && h.starts_with("Quit")),
+            "{help:?}"
+        );
+
+        // Swapping two keys in one file is not a conflict.
+        let r = resolve_text(
+            "[keys]\nup = [\"j\"]\ndown = [\"k\"]\n",
+            Path::new("c.toml"),
+        );
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.keys.lookup(&key('j'), TABLE_VIEW), Some(KeyAction::Up));
+        assert_eq!(r.keys.lookup(&key('k'), TABLE_VIEW), Some(KeyAction::Down));
+    }
+
+    #[test]
+    fn oversized_config_and_theme_files_are_refused_with_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("config.toml");
+        std::fs::write(&cfg, "theme = \"light\"\n").unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&cfg)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        let r = resolve(&ConsoleOptions {
+            config_path: Some(cfg.clone()),
+            theme_dir: Some(dir.path().to_path_buf()),
+            ..ConsoleOptions::default()
+        });
+        assert_eq!(r.theme.name, "dark");
+        assert_eq!(
+            r.problems,
+            vec![format!(
+                "{}: config file is larger than the 1 MiB limit (using defaults)",
+                cfg.display()
+            )]
+        );
+        let theme = dir.path().join("huge.toml");
+        std::fs::File::create(&theme)
+            .unwrap()
+            .set_len(2 << 20)
+            .unwrap();
+        let err = load_theme(&theme.display().to_string(), None).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("theme file is larger than the 1 MiB limit"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("huge.toml"), "{err}");
+    }
+
+    /// TOML nesting is bounded by the parser itself (toml_edit's recursion check, 80
+    /// levels): a config within the size limit but nested to the brim is an error, not a
+    /// stack overflow.
+    #[test]
+    fn deeply_nested_toml_is_an_error_not_a_crash() {
+        let src = format!("theme = {}\n", "[".repeat(500_000));
+        let r = resolve_text(&src, Path::new("c.toml"));
+        assert_eq!(r.theme.name, "dark");
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(r.problems[0].starts_with("c.toml:1:"), "{}", r.problems[0]);
+        assert!(
+            r.problems[0].contains("recursion limit"),
+            "{}",
+            r.problems[0]
+        );
     }
 }

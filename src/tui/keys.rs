@@ -39,6 +39,8 @@ pub const NODES_VIEW: &[KeyContext] = &[
 pub const EVENTS_VIEW: &[KeyContext] = &[KeyContext::Events, KeyContext::Table];
 pub const ROLLOUT_VIEW: &[KeyContext] = &[KeyContext::Rollout, KeyContext::Table];
 pub const JOURNAL_VIEW: &[KeyContext] = &[KeyContext::Journal, KeyContext::Table];
+/// Actions that share a key on purpose: in the journal, enter opens the entry's detail.
+const SHARED_KEYS: &[(KeyAction, KeyAction)] = &[(KeyAction::JournalDetail, KeyAction::Open)];
 /// Every view's contexts, for the conflict check.
 pub const ALL_VIEWS: &[&[KeyContext]] = &[
     TABLE_VIEW,
@@ -666,6 +668,72 @@ impl KeyMap {
         Ok(())
     }
 
+    /// Another entry that already means one of entry `idx`'s keys in a view where both
+    /// apply (Global applies everywhere), unless the two share it on purpose.
+    fn clash(&self, idx: usize) -> Option<(KeyBinding, &KeyEntry)> {
+        let e = &self.entries[idx];
+        for view in ALL_VIEWS {
+            let active = |c: KeyContext| c == KeyContext::Global || view.contains(&c);
+            if !active(e.context) {
+                continue;
+            }
+            for (j, other) in self.entries.iter().enumerate() {
+                let shared = SHARED_KEYS.contains(&(e.action, other.action))
+                    || SHARED_KEYS.contains(&(other.action, e.action));
+                if j == idx || shared || !active(other.context) {
+                    continue;
+                }
+                if let Some(k) = e.keys.iter().find(|k| other.keys.contains(k)) {
+                    return Some((*k, other));
+                }
+            }
+        }
+        None
+    }
+
+    /// Applies key overrides (action name → keys) together, so that swapping two keys
+    /// works. An override that does not parse, or that binds a key another action already
+    /// means in the same view (`quit = ["j"]`, where `j` moves down), is reported by action
+    /// name, and that action keeps its default keys: a key means one thing in a view.
+    pub fn apply(&mut self, overrides: &[(String, Vec<String>)]) -> Vec<(String, String)> {
+        let mut problems = Vec::new();
+        let mut applied: Vec<usize> = Vec::new();
+        for (name, keys) in overrides {
+            match self.set(name, keys) {
+                Ok(()) => applied.extend(self.entries.iter().position(|e| e.name == name)),
+                Err(msg) => problems.push((name.clone(), msg)),
+            }
+        }
+        let defaults = KeyMap::default();
+        // Each round puts one action back to its defaults, which never clash among
+        // themselves (see the tests), so this ends within `applied.len()` rounds.
+        while let Some((i, msg)) = applied.iter().find_map(|&i| {
+            self.clash(i).map(|(k, other)| {
+                (
+                    i,
+                    format!(
+                        "{k} is already bound to {} in {}",
+                        other.name,
+                        other.context.title()
+                    ),
+                )
+            })
+        }) {
+            self.entries[i].keys = defaults.entries[i].keys.clone();
+            applied.retain(|&j| j != i);
+            let e = &self.entries[i];
+            problems.push((
+                e.name.to_string(),
+                format!(
+                    "{msg}; keeping the default keys of {} ({})",
+                    e.name,
+                    join_keys(&e.keys)
+                ),
+            ));
+        }
+        problems
+    }
+
     /// The action for a key in the given contexts (most specific first); global last.
     pub fn lookup(&self, ev: &KeyEvent, contexts: &[KeyContext]) -> Option<KeyAction> {
         let kb = KeyBinding::from_event(ev);
@@ -752,11 +820,14 @@ pub fn join_keys(keys: &[KeyBinding]) -> String {
 
 /// Apply `[keys]` overrides; returns the problems (the good ones still apply).
 pub fn apply_overrides(map: &mut KeyMap, overrides: &HashMap<String, Vec<String>>) -> Vec<String> {
-    let mut names: Vec<&String> = overrides.keys().collect();
-    names.sort();
-    names
+    let mut list: Vec<(String, Vec<String>)> = overrides
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    list.sort();
+    map.apply(&list)
         .into_iter()
-        .filter_map(|name| map.set(name, &overrides[name]).err())
+        .map(|(name, msg)| format!("{name}: {msg}"))
         .collect()
 }
 

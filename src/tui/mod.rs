@@ -34,6 +34,7 @@ pub mod widgets;
 pub mod worker;
 
 pub use config::ConsoleOptions;
+pub use draw::backstop;
 pub use runtime::{init_logging, init_logging_to, log_path, run, ConsoleError};
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! `tokio::select!` over terminal events, worker answers, signals, a clock tick and a
 //! render timer capped at the configured FPS; drawing happens only when something changed.
 //!
-//! Signals: SIGTERM, SIGHUP and SIGINT quit cleanly (terminal restored, exit code 0);
+//! Signals: SIGTERM, SIGHUP, SIGINT and SIGQUIT quit cleanly (terminal restored, exit
+//! code 0; SIGQUIT's default action would dump core and leave the terminal raw);
 //! SIGTSTP and ctrl-z give the terminal back and stop the process, SIGCONT (`fg`) takes
 //! the terminal again and redraws everything.
 
@@ -174,6 +175,7 @@ async fn event_loop(
     let mut sigterm = listen(SignalKind::terminate());
     let mut sighup = listen(SignalKind::hangup());
     let mut sigint = listen(SignalKind::interrupt());
+    let mut sigquit = listen(SignalKind::quit());
     let mut sigtstp = listen(SignalKind::from_raw(signal_hook::consts::SIGTSTP));
     loop {
         for req in app.take_requests() {
@@ -190,6 +192,10 @@ async fn event_loop(
             },
             Some(()) = received(&mut sigint) => {
                 tracing::info!("SIGINT: quitting");
+                break;
+            },
+            Some(()) = received(&mut sigquit) => {
+                tracing::info!("SIGQUIT: quitting");
                 break;
             },
             Some(()) = received(&mut sigtstp) => app.should_suspend = true,

@@ -360,12 +360,13 @@ pub fn load_theme(spec: &str, user_dir: Option<&Path>) -> Result<Theme, FileErro
     };
     if let Some(path) = file {
         let origin = path.display().to_string();
-        let src = std::fs::read_to_string(&path).map_err(|e| FileError {
-            origin: origin.clone(),
-            line: None,
-            column: None,
-            message: format!("cannot read theme: {e}"),
-        })?;
+        let src = crate::config::limits::read_bounded(&path, crate::config::limits::MAX_TOML_BYTES)
+            .map_err(|e| FileError {
+                origin: origin.clone(),
+                line: None,
+                column: None,
+                message: format!("theme file {e}"),
+            })?;
         return Theme::from_toml(&src, &origin, Some(&base));
     }
     Theme::builtin(spec).ok_or_else(|| FileError {

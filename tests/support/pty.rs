@@ -199,6 +199,7 @@ impl Console {
             text: s.contents(),
             alternate: s.alternate_screen(),
             cursor_hidden: s.hide_cursor(),
+            title: s.title().to_string(),
         }
     }
 
@@ -361,6 +362,9 @@ pub struct Screen {
     /// On the alternate screen (the console's), not the shell's.
     pub alternate: bool,
     pub cursor_hidden: bool,
+    /// The window title, as set by OSC 0/2 (empty unless something set it).
+    #[allow(dead_code)]
+    pub title: String,
 }
 
 impl Screen {

@@ -333,13 +333,17 @@ impl HeatClient {
         &self.transport
     }
 
-    /// `{base}/seg/seg...` with each segment percent-encoded.
+    /// `{base}/seg/seg...` with each segment percent-encoded here: the `url` crate's own
+    /// segment encoding drops tabs, CRs and LFs (WHATWG), and a resource named with a CR
+    /// must reach that resource, not another one.
     fn url(&self, segments: &[&str]) -> Url {
         let mut url = self.base.clone();
-        if let Ok(mut path) = url.path_segments_mut() {
-            path.pop_if_empty();
-            path.extend(segments);
+        let mut path = url.path().trim_end_matches('/').to_string();
+        for seg in segments {
+            path.push('/');
+            encode_segment(seg, &mut path);
         }
+        url.set_path(&path);
         url
     }
 
@@ -778,5 +782,17 @@ pub fn fuzz_decode(body: &[u8]) {
     let _ = decode_json::<wire::PreviewUpdate>(&m, u, ct, body);
     if let Ok(text) = std::str::from_utf8(body) {
         let _ = stack_ref_from_href(text);
+    }
+}
+
+/// Appends `seg` percent-encoded as one path segment: everything but unreserved characters
+/// and the sub-delimiters (RFC 3986) is `%XX`.
+fn encode_segment(seg: &str, out: &mut String) {
+    for b in seg.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
     }
 }

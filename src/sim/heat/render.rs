@@ -9,10 +9,30 @@ pub fn stack_url(w: &World, base: &str, ix: usize) -> String {
     match w.stack(ix) {
         Some(s) => format!(
             "{base}/orchestration/v1/{}/stacks/{}/{}",
-            w.cfg.project_id, s.name, s.id
+            w.cfg.project_id,
+            quote(&s.name),
+            s.id
         ),
         None => String::new(),
     }
+}
+
+/// A path segment percent-encoded like Python's `urllib.parse.quote` (what Heat's links
+/// and redirects carry): a name with a space or a control character stays one valid URL.
+fn quote(seg: &str) -> std::borrow::Cow<'_, str> {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
+    if seg.bytes().all(plain) {
+        return std::borrow::Cow::Borrowed(seg);
+    }
+    let mut out = String::with_capacity(seg.len() * 3);
+    for b in seg.bytes() {
+        if plain(b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn opt_time(t: Option<i64>) -> Value {

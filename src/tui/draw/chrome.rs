@@ -1,6 +1,7 @@
 //! Header, breadcrumbs, status / input line, key hints, help and palette overlays.
 
 use super::{centered, clear};
+use crate::model::terminal_safe;
 use crate::tui::action::COMMANDS;
 use crate::tui::columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
@@ -38,11 +39,11 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
                 .add_modifier(Modifier::BOLD),
         ),
         Span::styled("│ ", hs),
-        Span::styled(info.cloud.clone(), key),
+        Span::styled(terminal_safe(&info.cloud).into_owned(), key),
     ];
     for part in [&info.region, &info.project].into_iter().flatten() {
         who.push(Span::styled(" · ", hs));
-        who.push(Span::styled(part.clone(), key));
+        who.push(Span::styled(terminal_safe(part).into_owned(), key));
     }
     segments.push(who);
     // Data age of the view's main data, with a stale marker.
@@ -82,7 +83,7 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     }
     if !info.api_versions.is_empty() {
         segments.push(vec![Span::styled(
-            format!(" │ {}", info.api_versions.join(", ")),
+            format!(" │ {}", terminal_safe(&info.api_versions.join(", "))),
             hs,
         )]);
     }
@@ -119,6 +120,7 @@ pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
     let th = &app.theme;
     let crumbs: Vec<String> = std::iter::once(app.info.cloud.clone())
         .chain(app.nav.iter().map(|v| v.crumb()))
+        .map(|c| terminal_safe(&c).into_owned())
         .collect();
     // Too long: drop the oldest crumbs (the current view always shows).
     let width = |cs: &[String]| cs.iter().map(|c| c.chars().count() + 3).sum::<usize>();
@@ -172,7 +174,7 @@ pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
         Level::Error => th.error(),
     };
     frame.render_widget(
-        Paragraph::new(Span::styled(format!(" {}", s.text), style)),
+        Paragraph::new(Span::styled(format!(" {}", terminal_safe(&s.text)), style)),
         area,
     );
 }
@@ -283,7 +285,10 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
     let mut lines: Vec<Line> = Vec::new();
     if !input.candidates.is_empty() {
         lines.push(Line::from(Span::styled(
-            format!(" completions: {}", input.candidates.join("  ")),
+            format!(
+                " completions: {}",
+                terminal_safe(&input.candidates.join("  "))
+            ),
             th.accent(),
         )));
     }
@@ -305,7 +310,7 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
     if word == "theme" {
         let names = crate::tui::theme::theme_names(app.theme_dir.as_deref());
         lines.push(Line::from(Span::styled(
-            format!(" themes: {}", names.join("  ")),
+            format!(" themes: {}", terminal_safe(&names.join("  "))),
             th.accent(),
         )));
     }
@@ -313,13 +318,15 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
         lines.push(Line::from(Span::styled(
             format!(
                 " history (↑↓): {}",
-                app.history
-                    .iter()
-                    .rev()
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join("  ")
+                terminal_safe(
+                    &app.history
+                        .iter()
+                        .rev()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("  ")
+                )
             ),
             th.muted(),
         )));

@@ -4,7 +4,7 @@
 use super::events::{event_line, tail_badges};
 use super::nodes::{summary_line, zone_groups, Rollout};
 use super::panes::nodegroups;
-use crate::model::{Cluster, StackEvent};
+use crate::model::{terminal_safe, Cluster, StackEvent};
 use crate::tui::state::dashboard_stacks;
 use crate::tui::state::view::View;
 use crate::tui::state::App;
@@ -18,9 +18,9 @@ use ratatui::Frame;
 fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
     let th = &app.theme;
     let mut spans = vec![
-        Span::styled(format!(" {} ", c.name), th.title()),
+        Span::styled(format!(" {} ", terminal_safe(&c.name)), th.title()),
         Span::styled(
-            format!("{} ", c.status.raw),
+            format!("{} ", terminal_safe(&c.status.raw)),
             th.status_style(c.status.state),
         ),
         Span::styled(format!("{} ", c.health.as_str()), th.health_style(c.health)),
@@ -30,11 +30,11 @@ fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
         ),
     ];
     if let Some(v) = &c.coe_version {
-        spans.push(Span::styled(format!("{v} "), th.muted()));
+        spans.push(Span::styled(format!("{} ", terminal_safe(v)), th.muted()));
     }
     if let Some(r) = &c.status_reason {
         spans.push(Span::styled(
-            format!("— {}", r.lines().next().unwrap_or("")),
+            format!("— {}", terminal_safe(r.lines().next().unwrap_or(""))),
             if c.status.is_failed() {
                 Style::default().fg(th.failed)
             } else {
@@ -171,7 +171,10 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
         .collect();
     let mut lines: Vec<Line> = Vec::new();
     if let Some(e) = errors.first() {
-        lines.push(Line::from(Span::styled(format!("events: {e}"), th.error())));
+        lines.push(Line::from(Span::styled(
+            format!("events: {}", terminal_safe(e)),
+            th.error(),
+        )));
     }
     let n = (inner.height as usize).saturating_sub(lines.len());
     let ctx = app.row_ctx();

@@ -2,6 +2,7 @@
 //! cluster name to type on a production cloud), the abort choice and text overlays.
 
 use super::{centered, clear};
+use crate::model::terminal_safe;
 use crate::tui::state::actions::{Dialog, ABORT_MODES};
 use crate::tui::state::form::{FieldKind, Form};
 use crate::tui::state::App;
@@ -23,7 +24,10 @@ fn boxed(app: &App, frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>
                 Block::default()
                     .borders(Borders::ALL)
                     .border_style(th.accent())
-                    .title(Span::styled(format!(" {title} "), th.title())),
+                    .title(Span::styled(
+                        format!(" {} ", terminal_safe(title)),
+                        th.title(),
+                    )),
             ),
         area,
     );
@@ -59,7 +63,7 @@ fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
         };
         let value = match f.kind {
             FieldKind::Flag => format!("[{}]", if f.is_on() { "x" } else { " " }),
-            _ => f.value.clone(),
+            _ => terminal_safe(&f.value).into_owned(),
         };
         let mut spans = vec![
             Span::styled(if focused { " ▶ " } else { "   " }, th.accent()),
@@ -75,12 +79,18 @@ fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
                 Style::default().add_modifier(Modifier::REVERSED),
             ));
         }
-        spans.push(Span::styled(format!("  {}", f.hint), th.muted()));
+        spans.push(Span::styled(
+            format!("  {}", terminal_safe(&f.hint)),
+            th.muted(),
+        ));
         lines.push(Line::from(spans));
     }
     lines.push(Line::from(""));
     match &form.error {
-        Some(e) => lines.push(Line::from(Span::styled(format!(" {e}"), th.error()))),
+        Some(e) => lines.push(Line::from(Span::styled(
+            format!(" {}", terminal_safe(e)),
+            th.error(),
+        ))),
         None => lines.push(Line::from("")),
     }
     lines.push(Line::from(Span::styled(
@@ -101,7 +111,7 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
         Dialog::Waiting { title, .. } => {
             let lines = vec![
                 Line::from(Span::styled(
-                    format!(" {title}"),
+                    format!(" {}", terminal_safe(title)),
                     Style::default().fg(th.in_progress),
                 )),
                 Line::from(Span::styled(" esc cancels (nothing changes)", th.muted())),
@@ -116,7 +126,7 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             let plan: Vec<Line> = c
                 .lines
                 .iter()
-                .flat_map(|l| hard_wrap(l, inner_w))
+                .flat_map(|l| hard_wrap(&terminal_safe(l), inner_w))
                 .map(|l| Line::from(Span::styled(l, Style::default().fg(th.fg))))
                 .collect();
             // The answer lines stay at the bottom; the plan above them scrolls.
@@ -124,13 +134,16 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             match &c.name {
                 Some(name) => {
                     answer.push(Line::from(Span::styled(
-                        format!("PRODUCTION cloud: type the cluster name '{name}' and press enter"),
+                        format!(
+                            "PRODUCTION cloud: type the cluster name '{}' and press enter",
+                            terminal_safe(name)
+                        ),
                         th.warning().add_modifier(Modifier::BOLD),
                     )));
                     answer.push(Line::from(vec![
                         Span::styled("> ", th.accent()),
                         Span::styled(
-                            c.typed.clone(),
+                            terminal_safe(&c.typed).into_owned(),
                             Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
                         ),
                         Span::styled(" ", Style::default().add_modifier(Modifier::REVERSED)),
@@ -142,7 +155,10 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
                 ))),
             }
             if let Some(e) = &c.error {
-                answer.push(Line::from(Span::styled(e.clone(), th.error())));
+                answer.push(Line::from(Span::styled(
+                    terminal_safe(e).into_owned(),
+                    th.error(),
+                )));
             }
             // The y/n line already says how to cancel; the name prompt does not.
             answer.push(Line::from(Span::styled(
@@ -161,7 +177,10 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             let block = Block::default()
                 .borders(Borders::ALL)
                 .border_style(th.accent())
-                .title(Span::styled(format!(" {} ", c.title), th.title()));
+                .title(Span::styled(
+                    format!(" {} ", terminal_safe(&c.title)),
+                    th.title(),
+                ));
             let inner = block.inner(area);
             frame.render_widget(block.style(th.style()), area);
             let [plan_area, answer_area] =
@@ -209,7 +228,7 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
                     } else {
                         Style::default().fg(th.fg)
                     };
-                    Line::from(Span::styled(l.clone(), style))
+                    Line::from(Span::styled(terminal_safe(l).into_owned(), style))
                 })
                 .collect();
             out.push(Line::from(Span::styled(

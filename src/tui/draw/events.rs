@@ -1,7 +1,7 @@
 //! The event tail: a table (or wrapped lines), with follow / pause / time-mode badges.
 
 use super::panes::{data_table, message_box};
-use crate::model::StackEvent;
+use crate::model::{terminal_safe, StackEvent};
 use crate::tui::columns::{event_path, event_time, first_line_pub};
 use crate::tui::state::view::{StackTarget, TailOptions, View};
 use crate::tui::state::App;
@@ -47,18 +47,21 @@ pub fn event_line<'a>(e: &StackEvent, ctx: &RowCtx, source: Option<&str>) -> Lin
     let mut spans = vec![
         Span::styled(format!("{:>9} ", event_time(e, ctx)), th.muted()),
         Span::styled(
-            format!("{:<20} ", e.status.raw),
+            format!("{:<20} ", terminal_safe(&e.status.raw)),
             th.status_style(e.status.state),
         ),
     ];
     if let Some(src) = source {
         spans.push(Span::styled(
-            format!("[{src}] "),
+            format!("[{}] ", terminal_safe(src)),
             Style::default().fg(th.accent),
         ));
     }
     spans.extend([
-        Span::styled(format!("{} ", event_path(e)), Style::default().fg(th.fg)),
+        Span::styled(
+            format!("{} ", terminal_safe(&event_path(e))),
+            Style::default().fg(th.fg),
+        ),
         Span::styled(first_line_pub(e.status_reason.as_deref()), reason_style),
     ]);
     Line::from(spans)
@@ -68,7 +71,7 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
     let log = app.store.events.get(&stack.id);
     let title = format!(
         "Events of {} {}",
-        stack.label(),
+        terminal_safe(stack.label()),
         tail_badges(app, &view.tail)
     );
     let Some(log) = log.filter(|l| l.meta.fetched_at.is_some() || !l.events.is_empty()) else {

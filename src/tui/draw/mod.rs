@@ -20,6 +20,13 @@ use ratatui::Frame;
 impl App {
     /// Draw the whole screen. Takes `&self`: drawing cannot change the state.
     pub fn draw(&self, frame: &mut Frame) {
+        self.draw_views(frame);
+        backstop(frame.buffer_mut());
+    }
+
+    /// [`App::draw`] without the last-line [`backstop`]: tests draw with it to prove that
+    /// every view escapes outside text itself.
+    pub fn draw_views(&self, frame: &mut Frame) {
         let area = frame.area();
         frame.render_widget(Block::default().style(self.theme.style()), area);
         let [header, crumbs, body, status, footer] = Layout::vertical([
@@ -63,6 +70,31 @@ impl App {
             ViewKind::Journal => journal::draw(self, view, frame, area),
         }
     }
+}
+
+/// The last line of defence against text that drives the terminal: every view passes
+/// outside text through [`terminal_safe`](crate::model::terminal_safe) (visible escapes);
+/// should one forget, no cell still holding a control character or bidi override reaches
+/// the terminal (ratatui writes a cell's symbol as it is). Such characters are dropped
+/// from the cell, an emptied cell shows U+FFFD, and the log says once that a view missed.
+/// Returns how many cells it had to fix (0 when every view did its job).
+pub fn backstop(buf: &mut ratatui::buffer::Buffer) -> usize {
+    use crate::model::text::is_unsafe_char;
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let mut fixed = 0;
+    for cell in buf.content.iter_mut() {
+        let symbol = cell.symbol();
+        if !symbol.chars().any(is_unsafe_char) {
+            continue;
+        }
+        let kept: String = symbol.chars().filter(|c| !is_unsafe_char(*c)).collect();
+        cell.set_symbol(if kept.is_empty() { "\u{fffd}" } else { &kept });
+        fixed += 1;
+    }
+    if fixed > 0 && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!("a view drew {fixed} cell(s) with control characters (neutralized)");
+    }
+    fixed
 }
 
 /// A rectangle centred in `area`, at most `w` x `h`.

@@ -1,7 +1,7 @@
 //! The nodes pane: rollout summary, fleet heat map (per zone) and the nodes table.
 
 use super::panes::{data_table, message_box};
-use crate::model::NodeGroup;
+use crate::model::{terminal_safe, NodeGroup};
 use crate::tui::columns::{node_state, short_duration};
 use crate::tui::state::store::{NodeRow, NodeSet};
 use crate::tui::state::view::View;
@@ -173,11 +173,13 @@ pub fn zone_groups(set: &NodeSet, prefix: &str, selected: Option<&str>) -> Vec<H
     for row in &set.rows {
         let zone = row.node.zone.as_deref().unwrap_or("-");
         let g = zones.entry(zone).or_insert_with(|| HeatGroup {
-            label: if prefix.is_empty() {
+            // Heat-map labels are drawn straight into the buffer: made safe here.
+            label: terminal_safe(&if prefix.is_empty() {
                 zone.to_string()
             } else {
                 format!("{prefix}/{zone}")
-            },
+            })
+            .into_owned(),
             states: Vec::new(),
             selected: None,
         });
@@ -196,7 +198,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
             app,
             frame,
             area,
-            &format!("Nodes of {}", nodegroup.name),
+            &format!("Nodes of {}", terminal_safe(&nodegroup.name)),
             meta,
         );
         return;
@@ -261,7 +263,11 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
             inner,
         );
     }
-    let title = format!("Nodes of {} ({})", nodegroup.name, nodegroup.role.as_str());
+    let title = format!(
+        "Nodes of {} ({})",
+        terminal_safe(&nodegroup.name),
+        nodegroup.role.as_str()
+    );
     data_table(
         app,
         frame,

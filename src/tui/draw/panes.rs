@@ -1,7 +1,7 @@
 //! Simple table panes (clusters, stacks, node groups) and the shared
 //! loading / error / stale handling.
 
-use crate::model::Cluster;
+use crate::model::{terminal_safe, Cluster};
 use crate::tui::state::store::FetchMeta;
 use crate::tui::state::view::View;
 use crate::tui::state::App;
@@ -69,12 +69,15 @@ pub fn message_box(
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
-        .title(Span::styled(format!(" {title} "), th.title()));
+        .title(Span::styled(
+            format!(" {} ", terminal_safe(title)),
+            th.title(),
+        ));
     let lines: Vec<Line> = match meta {
         Some(m) if m.error.is_some() => vec![
             Line::from(Span::styled("Could not load:", th.error())),
             Line::from(Span::styled(
-                m.error.clone().unwrap_or_default(),
+                terminal_safe(m.error.as_deref().unwrap_or_default()).into_owned(),
                 Style::default().fg(th.error),
             )),
             Line::from(Span::styled(

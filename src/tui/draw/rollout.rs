@@ -3,7 +3,7 @@
 //! operator moves.
 
 use super::panes::data_table;
-use crate::model::NodeGroup;
+use crate::model::{terminal_safe, NodeGroup};
 use crate::rollout::{RolloutState, RolloutStatus};
 use crate::tui::action::Driver;
 use crate::tui::state::rollout::RolloutSlot;
@@ -60,12 +60,12 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
     };
     let mut lines = vec![
         Line::from(vec![
-            Span::styled(s.target.clone(), key),
+            Span::styled(terminal_safe(&s.target).into_owned(), key),
             Span::styled("  image ", m),
-            Span::styled(image, key),
+            Span::styled(terminal_safe(&image).into_owned(), key),
             Span::styled("  state ", m),
             Span::styled(
-                s.state.label(),
+                terminal_safe(&s.state.label()).into_owned(),
                 Style::default()
                     .fg(state_color(app, &s.state))
                     .add_modifier(Modifier::BOLD),
@@ -115,7 +115,7 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
                 if s.stack_status.is_empty() {
                     "-".to_string()
                 } else {
-                    s.stack_status.clone()
+                    terminal_safe(&s.stack_status).into_owned()
                 },
                 m,
             ),
@@ -134,14 +134,20 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
             Span::styled(secs(s.p95_ms), key),
             Span::styled("  ETA ", m),
             Span::styled(eta(s.eta_secs), key),
-            Span::styled(format!("  id {}", s.id), m),
+            Span::styled(format!("  id {}", terminal_safe(&s.id)), m),
         ]),
     ];
     if let Some(note) = slot.note() {
-        lines.push(Line::from(Span::styled(note, th.warning())));
+        lines.push(Line::from(Span::styled(
+            terminal_safe(&note).into_owned(),
+            th.warning(),
+        )));
     }
     if let Some(e) = &slot.meta.error {
-        lines.push(Line::from(Span::styled(e.clone(), th.error())));
+        lines.push(Line::from(Span::styled(
+            terminal_safe(e).into_owned(),
+            th.error(),
+        )));
     }
     lines
 }
@@ -149,19 +155,19 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
 pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, area: Rect) {
     let th = &app.theme;
     let slot = app.store.rollouts.get(&nodegroup.id);
-    let title = format!(" Rollout of {} ", nodegroup.name);
+    let title = format!(" Rollout of {} ", terminal_safe(&nodegroup.name));
     let Some((slot, status)) = slot.and_then(|s| s.status.as_ref().map(|st| (s, st))) else {
         let mut lines = Vec::new();
         match slot {
             Some(s) if s.meta.error.is_some() => {
                 lines.push(Line::from(Span::styled(
-                    s.meta.error.clone().unwrap_or_default(),
+                    terminal_safe(s.meta.error.as_deref().unwrap_or_default()).into_owned(),
                     th.error(),
                 )));
             }
             Some(s) if s.note().is_some() => {
                 lines.push(Line::from(Span::styled(
-                    s.note().unwrap_or_default(),
+                    terminal_safe(&s.note().unwrap_or_default()).into_owned(),
                     Style::default().fg(th.fg),
                 )));
             }

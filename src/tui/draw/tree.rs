@@ -1,6 +1,7 @@
 //! The stack tree with the "why is it stuck" panel.
 
 use super::panes::{data_table, message_box};
+use crate::model::terminal_safe;
 use crate::tui::columns::{age, first_line_pub, short_duration};
 use crate::tui::state::store::TreeData;
 use crate::tui::state::view::{StackTarget, View};
@@ -43,11 +44,15 @@ pub fn stuck_lines<'a>(app: &App, tree: &TreeData, max: usize) -> Vec<Line<'a>> 
         let mut spans = vec![
             Span::styled(format!(" {mark} "), style),
             Span::styled(
-                r.path.clone(),
+                terminal_safe(&r.path).into_owned(),
                 Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
             ),
             Span::styled(
-                format!("  {} in {}", age(app.now, res.updated_at), res.status.raw),
+                format!(
+                    "  {} in {}",
+                    age(app.now, res.updated_at),
+                    terminal_safe(&res.status.raw)
+                ),
                 style,
             ),
         ];
@@ -59,7 +64,7 @@ pub fn stuck_lines<'a>(app: &App, tree: &TreeData, max: usize) -> Vec<Line<'a>> 
             } else {
                 format!(
                     " ({} {}; siblings median {median}, {} siblings)",
-                    level.resource.name,
+                    terminal_safe(&level.resource.name),
                     age(app.now, level.resource.updated_at),
                     s.siblings
                 )
@@ -89,7 +94,7 @@ pub fn stuck_lines<'a>(app: &App, tree: &TreeData, max: usize) -> Vec<Line<'a>> 
 
 pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area: Rect) {
     let slot = app.store.trees.get(&stack.id);
-    let title = format!("Resources of {}", stack.label());
+    let title = format!("Resources of {}", terminal_safe(stack.label()));
     let Some(tree) = slot.and_then(|s| s.data.as_ref()) else {
         message_box(app, frame, area, &title, slot.map(|s| &s.meta));
         return;

@@ -1,6 +1,10 @@
 //! Drawing a table: only the rows inside the viewport are turned into `Row`s.
+//!
+//! Every cell and the title pass through [`terminal_safe`] here, so a view built on this
+//! table cannot forget it: cells hold names and reasons from the cloud.
 
 use super::{Column, RowCtx, TableRow, TableState};
+use crate::model::terminal_safe;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -27,7 +31,7 @@ fn title_line<'a, T>(
 ) -> Line<'a> {
     let th = ctx.theme;
     let mut spans = vec![
-        Span::styled(format!(" {} ", look.title), th.title()),
+        Span::styled(format!(" {} ", terminal_safe(look.title)), th.title()),
         Span::styled(
             if state.len() == total {
                 format!("[{total}] ")
@@ -49,7 +53,10 @@ fn title_line<'a, T>(
     }
     let f = state.filter();
     if !f.raw().is_empty() {
-        spans.push(Span::styled(format!("/{} ", f.raw()), th.accent()));
+        spans.push(Span::styled(
+            format!("/{} ", terminal_safe(f.raw())),
+            th.accent(),
+        ));
         if let Some(e) = f.error() {
             spans.push(Span::styled(format!("(bad regex: {e}) "), th.error()));
         }
@@ -60,7 +67,11 @@ fn title_line<'a, T>(
             Style::default().fg(th.mark).add_modifier(Modifier::BOLD),
         ));
     }
-    spans.extend(look.badges.iter().cloned());
+    spans.extend(
+        look.badges
+            .iter()
+            .map(|b| Span::styled(terminal_safe(&b.content).into_owned(), b.style)),
+    );
     Line::from(spans)
 }
 
@@ -136,7 +147,12 @@ pub fn draw_table<T: TableRow>(
             let cells =
                 std::iter::once(Cell::from(Span::styled(mark, Style::default().fg(th.mark))))
                     .chain(shown.iter().map(|(_, c)| {
-                        Cell::from(Span::styled((c.text)(item, ctx), (c.style)(item, ctx)))
+                        let text = (c.text)(item, ctx);
+                        let text = match terminal_safe(&text) {
+                            std::borrow::Cow::Borrowed(_) => text,
+                            std::borrow::Cow::Owned(safe) => safe,
+                        };
+                        Cell::from(Span::styled(text, (c.style)(item, ctx)))
                     }));
             let row = Row::new(cells);
             if Some(offset + k) == selected && look.focused {

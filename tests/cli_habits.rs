@@ -1,0 +1,159 @@
+//! The small habits of a command-line tool, checked on the real binary:
+//! - `caldera … | head` ends quietly with success when the reader has had enough;
+//! - the warning about a password file others can read comes before authenticating (so it
+//!   shows even when authentication then fails);
+//! - a subcommand's `--help` lists its own options first, and not the console's;
+//! - configuration errors name the file, the cloud and the key, and what a path is.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// The binary with a home of its own: no clouds.yaml, config or journal of the machine.
+fn caldera(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_caldera"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .current_dir(home);
+    cmd
+}
+
+#[test]
+fn a_closed_pipe_ends_the_command_quietly_with_success() {
+    let home = tempfile::tempdir().unwrap();
+    // About 250 KB of rows: far more than a pipe holds, so the writer meets the closed end.
+    let mut child = caldera(home.path())
+        .args(["--simulator", "stacks", "--nested"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start caldera");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("read a line");
+    assert!(first.starts_with("name"), "{first}");
+    // `head -1` is done: the reading end is closed (the reader was dropped above).
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "rc {:?}: {err}", out.status.code());
+    assert!(
+        !err.contains("Broken pipe") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn the_password_file_warning_comes_before_authentication() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let clouds = home.path().join("clouds.yaml");
+    // Nothing listens on port 1: authentication fails.
+    std::fs::write(
+        &clouds,
+        "clouds:\n  prod:\n    auth:\n      auth_url: http://127.0.0.1:1/v3\n      user_id: u\n      password: hunter2-secret\n      project_id: p\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&clouds, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = caldera(home.path())
+        .arg("stacks")
+        .env("OS_CLIENT_CONFIG_FILE", &clouds)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let warning = err
+        .find(&format!(
+            "warning: {} holds a password or secret and is readable by group or others",
+            clouds.display()
+        ))
+        .unwrap_or_else(|| panic!("no warning:\n{err}"));
+    let failure = err
+        .find("caldera: ")
+        .unwrap_or_else(|| panic!("no error:\n{err}"));
+    assert!(warning < failure, "{err}");
+    assert_eq!(err.matches("readable by group").count(), 1, "{err}");
+    assert!(!err.contains("hunter2-secret"), "{err}");
+}
+
+#[test]
+fn subcommand_help_shows_its_own_options_first() {
+    let home = tempfile::tempdir().unwrap();
+    let help = |args: &[&str]| {
+        let out = caldera(home.path()).args(args).output().expect("run");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let events = help(&["events", "--help"]);
+    let own = events.find("--follow").expect("--follow listed");
+    let format = events.find("--format").expect("--format listed");
+    for global in ["--cloud", "--heat-url", "--read-only", "--journal"] {
+        let at = events
+            .find(global)
+            .unwrap_or_else(|| panic!("{global} missing:\n{events}"));
+        assert!(
+            own < at && format < at,
+            "{global} before the own options:\n{events}"
+        );
+    }
+    assert!(events.contains("\nConnection:\n"), "{events}");
+    // The console's own settings are not offered where they do nothing.
+    for console_only in ["--theme", "--rollout-poll-secs"] {
+        assert!(!events.contains(console_only), "{console_only}:\n{events}");
+    }
+    let top = help(&["--help"]);
+    assert!(
+        top.contains("--theme") && top.contains("--rollout-poll-secs"),
+        "{top}"
+    );
+    let status = help(&["rollout", "status", "--help"]);
+    assert!(
+        status.find("--format").expect("format") < status.find("--cloud").expect("cloud"),
+        "{status}"
+    );
+}
+
+#[test]
+fn config_errors_name_the_file_the_cloud_and_the_key() {
+    let home = tempfile::tempdir().unwrap();
+    let clouds = home.path().join("clouds.yaml");
+    std::fs::write(
+        &clouds,
+        "clouds:\n  prod:\n    auth:\n      auth_url: 12345\n      user_id: u\n      password: p\n      project_id: x\n",
+    )
+    .unwrap();
+    let run = |file: &Path| {
+        let out = caldera(home.path())
+            .arg("stacks")
+            .env("OS_CLIENT_CONFIG_FILE", file)
+            .output()
+            .expect("run");
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(&clouds);
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "caldera: clouds.yaml {}: cloud 'prod': auth.auth_url is invalid: invalid type: integer `12345`, expected a string",
+            clouds.display()
+        )
+    );
+    let err = run(home.path());
+    assert!(
+        err.contains("OS_CLIENT_CONFIG_FILE names a path that is a directory, not a file"),
+        "{err}"
+    );
+    #[cfg(unix)]
+    {
+        let err = run(Path::new("/dev/zero"));
+        assert!(
+            err.contains("/dev/zero: OS_CLIENT_CONFIG_FILE names a path that is a character device, not a file"),
+            "{err}"
+        );
+    }
+}
