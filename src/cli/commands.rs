@@ -8,7 +8,7 @@ use crate::model::{Cluster, NodeGroup, StackEvent, StackRef};
 use crate::ops::failures::deepest_failures;
 use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions};
 use crate::service::live::LiveService;
-use crate::service::{CloudService, EventCursor, ServiceError};
+use crate::service::{CloudService, ServiceError};
 use futures::StreamExt;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
@@ -35,7 +35,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
             until_complete,
             format,
         } => {
-            let opts = FollowOptions {
+            let opts = super::follow::FollowOptions {
                 follow,
                 nested_depth,
                 interval: Duration::from_secs_f64(interval.max(0.2)),
@@ -43,7 +43,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
                 until_complete,
                 format,
             };
-            events(&service, &conn.heat, &stack, opts).await
+            super::follow::events(&service, &conn.heat, &stack, opts).await
         }
         Command::Ips {
             target,
@@ -201,16 +201,7 @@ async fn stacks(heat: &HeatClient, nested: bool, format: Format) -> CmdResult {
     print_table(&t, format)
 }
 
-struct FollowOptions {
-    follow: bool,
-    nested_depth: u32,
-    interval: Duration,
-    max_events_per_stack: Option<usize>,
-    until_complete: bool,
-    format: Format,
-}
-
-fn event_line(e: &StackEvent, format: Format) -> String {
+pub(super) fn event_line(e: &StackEvent, format: Format) -> String {
     let time = e.time.format("%Y-%m-%dT%H:%M:%SZ").to_string();
     let path = e.display_path();
     let reason = opt(&e.status_reason);
@@ -228,62 +219,6 @@ fn event_line(e: &StackEvent, format: Format) -> String {
         })
         .to_string(),
     }
-}
-
-async fn events(
-    service: &LiveService,
-    heat: &HeatClient,
-    stack: &str,
-    opts: FollowOptions,
-) -> CmdResult {
-    let stack = heat.resolve(stack).await?;
-    // The flag, else the cloud's setting (applied by the service), else Heat's default.
-    let mut cursor = match opts.max_events_per_stack {
-        Some(n) => EventCursor::default().with_retention(n),
-        None => EventCursor::default(),
-    };
-    if opts.format == Format::Csv {
-        println!("time,id,path,status,reason");
-    }
-    let mut settled_polls = 0;
-    loop {
-        let (events, next) = service
-            .poll_events(stack.clone(), opts.nested_depth, cursor)
-            .await?;
-        cursor = next;
-        {
-            let stdout = io::stdout();
-            let mut out = stdout.lock();
-            for e in &events {
-                writeln!(out, "{}", event_line(e, opts.format))?;
-            }
-            out.flush()?;
-        }
-        if !opts.follow {
-            break;
-        }
-        if opts.until_complete {
-            let detail = heat.get_stack(&stack, false).await?;
-            if detail.summary.status.is_in_progress() {
-                settled_polls = 0;
-            } else {
-                // One more poll after settling catches the final events written with it.
-                settled_polls += 1;
-                if settled_polls > 1 {
-                    eprintln!("stack {} is {}", stack.name, detail.summary.status);
-                    break;
-                }
-                continue;
-            }
-        }
-        tokio::time::sleep(cursor.next_delay(opts.interval)).await;
-    }
-    eprintln!(
-        "{} events, {} duplicates dropped",
-        cursor.delivered(),
-        cursor.duplicates_dropped()
-    );
-    Ok(())
 }
 
 /// Stacks whose members' IPs `ips TARGET` fetches.

@@ -4,4 +4,5 @@ pub mod actions;
 pub mod args;
 pub mod commands;
 pub mod connect;
+pub mod follow;
 pub mod output;

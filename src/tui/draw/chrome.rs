@@ -1,6 +1,7 @@
 //! Header, breadcrumbs, status / input line, key hints, help and palette overlays.
 
 use super::{centered, clear};
+use crate::service::health::{Health, ServiceHealth};
 use crate::tui::action::COMMANDS;
 use crate::tui::columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
@@ -45,6 +46,23 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         who.push(Span::styled(part.clone(), key));
     }
     segments.push(who);
+    // A service that timed out or failed its last request is named right after the cloud,
+    // where a narrow terminal still shows it; one still being probed comes last.
+    let troubled: Vec<String> = info
+        .services
+        .iter()
+        .filter(|s| matches!(s.health, Health::Slow | Health::Down))
+        .map(ServiceHealth::label)
+        .collect();
+    if !troubled.is_empty() {
+        segments.push(vec![
+            Span::styled(" │ ", hs),
+            Span::styled(
+                troubled.join(" · "),
+                hs.fg(th.error).add_modifier(Modifier::BOLD),
+            ),
+        ]);
+    }
     // Data age of the view's main data, with a stale marker.
     if let Some(meta) = app.view().primary_meta(&app.store) {
         let age = meta
@@ -85,6 +103,15 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
             format!(" │ {}", info.api_versions.join(", ")),
             hs,
         )]);
+    }
+    let probing: Vec<String> = info
+        .services
+        .iter()
+        .filter(|s| s.health == Health::Probing)
+        .map(ServiceHealth::label)
+        .collect();
+    if !probing.is_empty() {
+        segments.push(vec![Span::styled(format!(" │ {}", probing.join(" ")), hs)]);
     }
     let mut right: Vec<Span> = Vec::new();
     if app.read_only {

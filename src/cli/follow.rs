@@ -1,0 +1,193 @@
+//! `caldera events STACK [--follow]`: print a stack's events, and with `--follow` keep
+//! printing new ones through outages of Heat (or Keystone) until interrupted, or until the
+//! stack settles with `--until-complete`.
+//!
+//! A failed poll leaves the cursor as it was (see `service::live::follow_step`), so after an
+//! outage the next successful poll reads everything written meanwhile, newest first back to
+//! the cursor's horizon, and the cursor's remembered ids drop what was already printed:
+//! nothing is lost (within Heat's retention) and nothing is printed twice. While polls fail
+//! the follower waits 1 s, 2 s, 4 s ... up to 30 s between them and says on stderr for how
+//! long it has been reconnecting.
+
+use super::commands::{event_line, CmdResult};
+use super::output::Format;
+use crate::api::heat::HeatClient;
+use crate::model::StackRef;
+use crate::ops::event_tracker::reconnect_delay;
+use crate::service::live::LiveService;
+use crate::service::{CloudService, ErrorKind, EventCursor, ServiceError};
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+pub struct FollowOptions {
+    pub follow: bool,
+    pub nested_depth: u32,
+    pub interval: Duration,
+    pub max_events_per_stack: Option<usize>,
+    pub until_complete: bool,
+    pub format: Format,
+}
+
+/// Whether a follower should wait and try again: the service may come back. A stack that is
+/// gone, credentials refused or a request the cloud does not support will not get better.
+fn worth_retrying(e: &ServiceError) -> bool {
+    matches!(
+        e.kind,
+        ErrorKind::Transport | ErrorKind::Http | ErrorKind::Decode
+    )
+}
+
+/// Failed polls in a row and since when.
+#[derive(Default)]
+struct Outage {
+    since: Option<Instant>,
+    failures: u32,
+}
+
+impl Outage {
+    /// Notes a failure, says so on stderr, returns how long to wait before the next try.
+    fn failed(&mut self, what: &str, err: &ServiceError) -> Duration {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        self.failures += 1;
+        let wait = reconnect_delay(self.failures);
+        eprintln!(
+            "caldera: {what} failed, reconnecting for {} s (attempt {}, next in {} s): {err}",
+            since.elapsed().as_secs(),
+            self.failures,
+            wait.as_secs()
+        );
+        wait
+    }
+
+    fn recovered(&mut self) {
+        if let Some(since) = self.since.take() {
+            eprintln!(
+                "caldera: reconnected after {} s and {} failed attempt(s); following again",
+                since.elapsed().as_secs(),
+                self.failures
+            );
+        }
+        self.failures = 0;
+    }
+}
+
+/// Resolves the stack; when following, a service that is down at the start is waited for.
+async fn resolve(heat: &HeatClient, stack: &str, follow: bool) -> Result<StackRef, ServiceError> {
+    let mut outage = Outage::default();
+    loop {
+        match heat.resolve(stack).await.map_err(ServiceError::from) {
+            Ok(found) => {
+                outage.recovered();
+                return Ok(found);
+            }
+            Err(e) if follow && worth_retrying(&e) => {
+                let wait = outage.failed("finding the stack", &e);
+                tokio::time::sleep(wait).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Why a round ended early: the cloud (maybe worth another try) or our own output (a closed
+/// pipe ends the command; the io error is kept as it is for `main` to judge).
+enum RoundError {
+    Cloud(ServiceError),
+    Output(io::Error),
+}
+
+impl From<ServiceError> for RoundError {
+    fn from(e: ServiceError) -> Self {
+        RoundError::Cloud(e)
+    }
+}
+
+/// One round: a poll, then (with `--until-complete`) whether the stack is still in progress.
+/// Events are printed as soon as the poll returns them, whatever happens to the status check.
+async fn round(
+    service: &LiveService,
+    heat: &HeatClient,
+    stack: &StackRef,
+    opts: &FollowOptions,
+    cursor: &mut EventCursor,
+) -> Result<Option<String>, RoundError> {
+    let (events, next) = service
+        .poll_events(stack.clone(), opts.nested_depth, cursor.clone())
+        .await?;
+    *cursor = next;
+    print_events(&events, opts.format).map_err(RoundError::Output)?;
+    if !(opts.follow && opts.until_complete) {
+        return Ok(None);
+    }
+    let detail = heat
+        .get_stack(stack, false)
+        .await
+        .map_err(ServiceError::from)?;
+    let status = detail.summary.status;
+    Ok((!status.is_in_progress()).then(|| status.to_string()))
+}
+
+fn print_events(events: &[crate::model::StackEvent], format: Format) -> io::Result<()> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    for e in events {
+        writeln!(out, "{}", event_line(e, format))?;
+    }
+    out.flush()
+}
+
+pub async fn events(
+    service: &LiveService,
+    heat: &HeatClient,
+    stack: &str,
+    opts: FollowOptions,
+) -> CmdResult {
+    let stack = resolve(heat, stack, opts.follow).await?;
+    // The flag, else the cloud's setting (applied by the service), else Heat's default.
+    let mut cursor = match opts.max_events_per_stack {
+        Some(n) => EventCursor::default().with_retention(n),
+        None => EventCursor::default(),
+    };
+    if opts.format == Format::Csv {
+        println!("time,id,path,status,reason");
+    }
+    let mut settled_polls = 0;
+    let mut outage = Outage::default();
+    loop {
+        let settled = match round(service, heat, &stack, &opts, &mut cursor).await {
+            Ok(settled) => {
+                outage.recovered();
+                settled
+            }
+            Err(RoundError::Cloud(e)) if opts.follow && worth_retrying(&e) => {
+                let wait = outage.failed("following events", &e);
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            Err(RoundError::Cloud(e)) => return Err(e.into()),
+            Err(RoundError::Output(e)) => return Err(e.into()),
+        };
+        if !opts.follow {
+            break;
+        }
+        match settled {
+            Some(status) => {
+                // One more poll after settling catches the final events written with it.
+                settled_polls += 1;
+                if settled_polls > 1 {
+                    eprintln!("stack {} is {status}", stack.name);
+                    break;
+                }
+                continue;
+            }
+            None => settled_polls = 0,
+        }
+        tokio::time::sleep(cursor.next_delay(opts.interval)).await;
+    }
+    eprintln!(
+        "{} events, {} duplicates dropped",
+        cursor.delivered(),
+        cursor.duplicates_dropped()
+    );
+    Ok(())
+}
