@@ -712,8 +712,12 @@ impl Transport {
                 return Err(too_big(need as u64));
             }
             if need > body.capacity() {
-                // Reserve what the buffer will really allocate: it doubles as it grows.
-                let cap = (body.capacity() * 2).max(need).max(8 * 1024).min(limit);
+                // Grow by half again (amortised copies, at most a third of the reservation
+                // unused) and reserve what the buffer will really allocate.
+                let cap = (body.capacity() + body.capacity() / 2)
+                    .max(need)
+                    .max(16 * 1024)
+                    .min(limit);
                 waited += held.grow_to(cap).await.map_err(|e| no_room(e, need))?;
                 body.reserve_exact(cap - body.len());
             }
