@@ -60,7 +60,7 @@ impl Default for TransportConfig {
             budget: RequestBudget::default(),
             retry: RetryPolicy::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
-            memory: ResponseMemory::process(crate::api::limits::DEFAULT_MAX_HELD_BYTES),
+            memory: ResponseMemory::process(),
         }
     }
 }

@@ -146,7 +146,7 @@ pub struct ResponseMemory {
 
 struct MemoryInner {
     sem: Arc<Semaphore>,
-    limit: usize,
+    limit: AtomicUsize,
     wait: Duration,
     held: AtomicUsize,
     peak: AtomicUsize,
@@ -170,7 +170,7 @@ impl ResponseMemory {
         ResponseMemory {
             inner: Arc::new(MemoryInner {
                 sem: Arc::new(Semaphore::new(limit)),
-                limit,
+                limit: AtomicUsize::new(limit),
                 wait,
                 held: AtomicUsize::new(0),
                 peak: AtomicUsize::new(0),
@@ -178,16 +178,27 @@ impl ResponseMemory {
         }
     }
 
-    /// The process's pool: the first call fixes its size (`caldera --max-response-memory`);
-    /// later calls return the same pool whatever they ask.
-    pub fn process(limit: usize) -> ResponseMemory {
+    /// The process's pool ([`DEFAULT_MAX_HELD_BYTES`] until `set_limit` says otherwise).
+    pub fn process() -> ResponseMemory {
         PROCESS
-            .get_or_init(|| ResponseMemory::new(limit, DEFAULT_MEMORY_WAIT))
+            .get_or_init(|| ResponseMemory::new(DEFAULT_MAX_HELD_BYTES, DEFAULT_MEMORY_WAIT))
             .clone()
     }
 
+    /// Resizes the pool (`caldera --max-response-memory`, at startup). Shrinking takes back
+    /// only bytes not held at the moment; the rest shrink as they are returned.
+    pub fn set_limit(&self, limit: usize) {
+        let limit = limit.clamp(1, usize::MAX >> 4);
+        let old = self.inner.limit.swap(limit, Ordering::SeqCst);
+        if limit > old {
+            self.inner.sem.add_permits(limit - old);
+        } else {
+            self.inner.sem.forget_permits(old - limit);
+        }
+    }
+
     pub fn limit(&self) -> usize {
-        self.inner.limit
+        self.inner.limit.load(Ordering::SeqCst)
     }
 
     /// Bytes held by bodies now.
@@ -239,14 +250,15 @@ impl Held {
     /// Returns how long it waited.
     pub async fn grow_to(&mut self, total: usize) -> Result<Duration, NoRoom> {
         let pool = &self.pool.inner;
+        let limit = self.pool.limit();
         if total <= self.bytes {
             return Ok(Duration::ZERO);
         }
-        if total > pool.limit {
-            return Err(NoRoom::TooBig { limit: pool.limit });
+        if total > limit {
+            return Err(NoRoom::TooBig { limit });
         }
         let delta = total - self.bytes;
-        let n = u32::try_from(delta).map_err(|_| NoRoom::TooBig { limit: pool.limit })?;
+        let n = u32::try_from(delta).map_err(|_| NoRoom::TooBig { limit })?;
         let started = std::time::Instant::now();
         let permit = match pool.sem.clone().try_acquire_many_owned(n) {
             Ok(p) => p,
@@ -256,7 +268,7 @@ impl Held {
                     Ok(Ok(p)) => p,
                     _ => {
                         return Err(NoRoom::Full {
-                            limit: pool.limit,
+                            limit,
                             held: pool.held.load(Ordering::SeqCst),
                             waited: started.elapsed(),
                         })
@@ -312,6 +324,24 @@ mod tests {
         drop(b);
         assert_eq!(pool.held(), 0);
         assert_eq!(pool.peak(), 1000);
+    }
+
+    #[tokio::test]
+    async fn the_pool_can_be_resized_at_startup() {
+        let pool = ResponseMemory::new(100, Duration::from_millis(20));
+        pool.set_limit(300);
+        let mut a = pool.reserve();
+        a.grow_to(300).await.expect("the new size");
+        drop(a);
+        pool.set_limit(50);
+        let mut b = pool.reserve();
+        assert!(matches!(
+            b.grow_to(60).await,
+            Err(NoRoom::TooBig { limit: 50 })
+        ));
+        b.grow_to(50).await.expect("fits");
+        let mut c = pool.reserve();
+        assert!(matches!(c.grow_to(1).await, Err(NoRoom::Full { .. })));
     }
 
     #[tokio::test]

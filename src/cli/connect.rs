@@ -52,12 +52,14 @@ pub fn choose(args: &ConnectArgs, allow_simulator: bool) -> Result<Endpoint, Con
 
 pub fn connect_options(args: &ConnectArgs) -> Result<ConnectOptions, ConfigError> {
     let mb = args.max_response_memory.clamp(1, 1 << 30);
+    let memory = ResponseMemory::process();
+    memory.set_limit(mb.saturating_mul(1024 * 1024));
     let mut options = ConnectOptions {
         budget: BudgetConfig {
             max_in_flight: args.max_in_flight.max(1),
             max_per_second: (args.max_per_second > 0).then_some(args.max_per_second),
         },
-        memory: ResponseMemory::process(mb.saturating_mul(1024 * 1024)),
+        memory,
         ..ConnectOptions::default()
     };
     // One response can never be bigger than all of them together.
