@@ -301,6 +301,7 @@ impl CloudConnection {
             return;
         };
         self.info.has_magnum = true;
+        self.transport.health().expect(Api::Magnum);
         let probed = self.probed.clone();
         let task = tokio::spawn(async move {
             match magnum.version_label().await {

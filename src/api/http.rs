@@ -97,7 +97,8 @@ pub struct HealthBoard {
 }
 
 impl HealthBoard {
-    /// Notes a service the connection has, before anything is known of it.
+    /// Notes a service being probed, before anything is known of it (a service nobody has
+    /// asked anything yet is not listed: the header stays quiet about it).
     pub fn expect(&self, api: Api) {
         if let Ok(mut m) = self.states.lock() {
             m.entry(api).or_insert(ServiceHealth {
@@ -384,7 +385,6 @@ impl Transport {
     /// The same transport talking to `api`: its first-byte timeout, its name in errors, its
     /// health on the shared board.
     pub fn for_service(&self, api: Api) -> Transport {
-        self.inner.health.expect(api);
         self.derive(|inner| inner.service = Some(api))
     }
 
