@@ -232,3 +232,54 @@ async fn a_hung_magnum_blocks_neither_the_connection_nor_heat() {
         "{text}"
     );
 }
+
+#[test]
+fn timeouts_are_set_by_key_and_bad_ones_are_named() {
+    use std::time::Duration;
+    let mut o = ConnectOptions::default();
+    for spec in [
+        "connect=2.5",
+        "magnum=5",
+        "HEAT=90",
+        "probe=3",
+        "follow=12",
+        "body=30",
+        "idle=7",
+        "keystone=20",
+        "nova=9",
+    ] {
+        o.set_timeout(spec)
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+    assert_eq!(o.connect_timeout, Duration::from_millis(2500));
+    let t = o.timeouts;
+    assert_eq!(
+        (t.magnum, t.heat, t.keystone, t.nova),
+        (
+            Some(Duration::from_secs(5)),
+            Some(Duration::from_secs(90)),
+            Some(Duration::from_secs(20)),
+            Some(Duration::from_secs(9))
+        )
+    );
+    assert_eq!(
+        (t.probe, t.follow, t.body_base, t.body_idle),
+        (
+            Duration::from_secs(3),
+            Duration::from_secs(12),
+            Duration::from_secs(30),
+            Duration::from_secs(7)
+        )
+    );
+    for (spec, says) in [
+        ("magnum", "expected KEY=SECS"),
+        ("glance=5", "unknown key 'glance'"),
+        ("heat=soon", "'soon' is not a number"),
+        ("heat=0", "above 0"),
+        ("heat=-1", "above 0"),
+        ("heat=NaN", "above 0"),
+    ] {
+        let err = o.set_timeout(spec).expect_err(spec);
+        assert!(err.contains(says) && err.contains(spec), "{spec}: {err}");
+    }
+}

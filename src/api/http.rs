@@ -594,6 +594,28 @@ impl Transport {
         }
     }
 
+    /// A transport error naming the service it was talking to (`... connection failed:
+    /// Magnum: ...`).
+    fn named(&self, err: ApiError) -> ApiError {
+        match (err, self.inner.service) {
+            (
+                ApiError::Transport {
+                    method,
+                    url,
+                    kind,
+                    detail,
+                },
+                Some(api),
+            ) => ApiError::Transport {
+                method,
+                url,
+                kind,
+                detail: format!("{api}: {detail}"),
+            },
+            (err, _) => err,
+        }
+    }
+
     fn timed_out(&self, req: &Request, detail: String) -> ApiError {
         ApiError::Transport {
             method: req.method.clone(),
@@ -627,7 +649,9 @@ impl Transport {
                     ),
                 ))
             }
-            Ok(Err(e)) => return Err(ApiError::from_reqwest(req.method.clone(), &req.url, &e)),
+            Ok(Err(e)) => {
+                return Err(self.named(ApiError::from_reqwest(req.method.clone(), &req.url, &e)))
+            }
             Ok(Ok(resp)) => resp,
         };
         let status = resp.status().as_u16();
@@ -702,7 +726,11 @@ impl Transport {
                     ))
                 }
                 Ok(Err(e)) => {
-                    return Err(ApiError::from_reqwest(req.method.clone(), &req.url, &e))
+                    return Err(self.named(ApiError::from_reqwest(
+                        req.method.clone(),
+                        &req.url,
+                        &e,
+                    )))
                 }
                 Ok(Ok(None)) => break,
                 Ok(Ok(Some(chunk))) => chunk,

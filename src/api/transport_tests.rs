@@ -681,3 +681,22 @@ async fn bodies_share_one_byte_pool_under_fan_out() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_refused_connection_names_the_service_and_marks_it_down() {
+    let url = closed_port_url().await;
+    let base = phased(Timeouts::default(), pool(), RetryPolicy::never());
+    let nova = base.for_service(Api::Nova);
+    let err = nova
+        .send(Request::get(format!("{url}/v2.1/servers")))
+        .await
+        .expect_err("nothing listens");
+    let text = err.to_string();
+    assert!(
+        text.contains("/v2.1/servers") && text.contains("connection failed: Nova: "),
+        "{text}"
+    );
+    let health = base.health().get(Api::Nova).expect("nova listed");
+    assert_eq!(health.health, Health::Down);
+    assert_eq!(health.label(), "nova: connection failed");
+}
