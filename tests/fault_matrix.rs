@@ -1085,7 +1085,8 @@ async fn events_follow_rides_out_an_outage_without_losing_or_repeating_events() 
         speed: 1.0,
         output_cost_per_member: Duration::ZERO,
         detail_cost_per_resource: Duration::ZERO,
-        create_median: Duration::from_secs(8),
+        // Long enough that the outage lands inside the create even on a loaded machine.
+        create_median: Duration::from_secs(10),
         leaf_delay: Duration::from_millis(300),
         ..SimOptions::default()
     })
