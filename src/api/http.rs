@@ -212,6 +212,8 @@ pub struct Response {
     pub body: Bytes,
     /// The body's bytes in the process-wide pool, returned when the last clone is dropped.
     _held: Option<Arc<Held>>,
+    /// How long the service took to start answering, and how long it was allowed.
+    first_byte: (Duration, Duration),
 }
 
 fn header_names(headers: &HeaderMap) -> Vec<&str> {
@@ -484,6 +486,16 @@ impl Transport {
             Ok(resp) if resp.status >= 500 => {
                 board.record(api, Health::Down, Some(format!("HTTP {}", resp.status)))
             }
+            // Past half its allowance: it answers, but slowly enough to say so.
+            Ok(resp) if resp.first_byte.0 * 2 > resp.first_byte.1 => board.record(
+                api,
+                Health::Slow,
+                Some(format!(
+                    "answered after {} (timeout {})",
+                    human(resp.first_byte.0),
+                    human(resp.first_byte.1)
+                )),
+            ),
             Ok(_) => board.record(api, Health::Up, None),
             Err(ApiError::Transport {
                 kind: TransportKind::Timeout,
@@ -633,6 +645,7 @@ impl Transport {
         req: &Request,
     ) -> ApiResult<Response> {
         let (first_byte, which) = self.first_byte(req);
+        let asked = Instant::now();
         let mut resp = match tokio::time::timeout(first_byte, builder.send()).await {
             Err(_) => {
                 return Err(self.timed_out(
@@ -654,6 +667,7 @@ impl Transport {
             }
             Ok(Ok(resp)) => resp,
         };
+        let answered_after = asked.elapsed();
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let limit = self.inner.max_body_bytes;
@@ -759,6 +773,7 @@ impl Transport {
             headers,
             body,
             _held: (held.bytes() > 0).then(|| Arc::new(held)),
+            first_byte: (answered_after, first_byte),
         })
     }
 

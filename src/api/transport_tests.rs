@@ -700,3 +700,34 @@ async fn a_refused_connection_names_the_service_and_marks_it_down() {
     assert_eq!(health.health, Health::Down);
     assert_eq!(health.label(), "nova: connection failed");
 }
+
+#[tokio::test]
+async fn a_service_past_half_its_timeout_is_shown_slow_then_fine_again() {
+    let server = FaultServer::start(|hit| match hit.path.as_str() {
+        "/slow" => Reply::delay(1100, Reply::ok(json!({"ok": 1}))),
+        _ => Reply::ok(json!({"ok": 1})),
+    })
+    .await;
+    let t = phased(
+        Timeouts {
+            heat: Some(Duration::from_secs(2)),
+            ..Timeouts::default()
+        },
+        pool(),
+        RetryPolicy::never(),
+    );
+    let heat = t.for_service(Api::Heat);
+    let _: Ok1 = heat.get_json(&server.url("/slow")).await.unwrap();
+    let h = t.health().get(Api::Heat).expect("heat listed");
+    assert_eq!(h.health, Health::Slow);
+    assert!(
+        h.label().starts_with("heat: answered after 1.") && h.label().ends_with("(timeout 2 s)"),
+        "{}",
+        h.label()
+    );
+    let _: Ok1 = heat.get_json(&server.url("/fast")).await.unwrap();
+    assert_eq!(
+        t.health().get(Api::Heat).map(|h| h.health),
+        Some(Health::Up)
+    );
+}
