@@ -48,20 +48,28 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     segments.push(who);
     // A service that timed out or failed its last request is named right after the cloud,
     // where a narrow terminal still shows it; one still being probed comes last.
-    let troubled: Vec<String> = info
+    // Down (refused, 5xx) in the error colour, slow (timed out, or answering late) in the
+    // warning colour.
+    let mut troubled: Vec<Span> = Vec::new();
+    for s in info
         .services
         .iter()
         .filter(|s| matches!(s.health, Health::Slow | Health::Down))
-        .map(ServiceHealth::label)
-        .collect();
+    {
+        let sep = if troubled.is_empty() { " │ " } else { " · " };
+        troubled.push(Span::styled(sep, hs));
+        let colour = if s.health == Health::Down {
+            th.error
+        } else {
+            th.warning
+        };
+        troubled.push(Span::styled(
+            s.label(),
+            hs.fg(colour).add_modifier(Modifier::BOLD),
+        ));
+    }
     if !troubled.is_empty() {
-        segments.push(vec![
-            Span::styled(" │ ", hs),
-            Span::styled(
-                troubled.join(" · "),
-                hs.fg(th.error).add_modifier(Modifier::BOLD),
-            ),
-        ]);
+        segments.push(troubled);
     }
     // Data age of the view's main data, with a stale marker.
     if let Some(meta) = app.view().primary_meta(&app.store) {
