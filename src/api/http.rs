@@ -1,5 +1,8 @@
 //! The HTTP transport every client shares: one reqwest client (connection pool, TLS settings),
-//! the process-wide request budget, the retry policy and the token.
+//! the process-wide request budget, the retry policy and the token; the timeouts of each
+//! request phase and the process-wide pool of response bytes (`api::limits`); and the health
+//! board that keeps each service's last outcome for the console's header (a transport made
+//! `for_service` names its service in errors and on the board).
 //!
 //! Redirects are never followed by reqwest: Heat answers name-only stack URLs with a 302, and
 //! heatclient's behaviour (resolve once, then use `name/id`) needs to see it. `get_json` follows
