@@ -35,6 +35,14 @@
 #                             members one per second; 0 starts them all at once (faster;
 #                             scripts/real-heat-suite.sh uses 0)
 #   HEAT_RPC_THREADS (1000)   executor_thread_pool_size (see heat.conf comment)
+#   HEAT_KEYSTONE_URL ()      Keystone root (e.g. http://127.0.0.1:5000): Heat authenticates
+#                             requests through it (keystonemiddleware auth_token, deferred auth
+#                             by trusts) instead of no-auth; the service user HEAT_SERVICE_USER
+#                             (heat) / HEAT_SERVICE_PASSWORD in project `service`, domain
+#                             `default`, must exist (scripts/keystone-standalone.sh makes it).
+#                             HEAT_URL is then http://127.0.0.1:PORT/v1 (projects from tokens).
+#   HEAT_EXTRA_BINDS ()       more loopback addresses (e.g. "127.0.0.2 127.0.0.3") serving the
+#                             same API on the same port: distinct catalog endpoints
 # Files: target/heat-venv (venv, reused while it imports heat 27.0.1 + psycopg2),
 #        target/heat-run/{heat.conf,heat.log,heat-stdout.log,heat.pid,db-sync.log}.
 set -euo pipefail
@@ -50,7 +58,8 @@ HEAT_VERSION=27.0.1
 CONSTRAINTS="$ROOT/scripts/heat-constraints.txt"
 STAMP="$VENV/.caldera-heat-$HEAT_VERSION"
 PIDFILE="$RUN/heat.pid"
-URL="http://$HOST:$PORT/v1/admin"
+KEYSTONE_URL="${HEAT_KEYSTONE_URL:-}"
+if [ -n "$KEYSTONE_URL" ]; then URL="http://$HOST:$PORT/v1"; else URL="http://$HOST:$PORT/v1/admin"; fi
 DB_NAME="heat${SUFFIX//-/_}"
 DB_USER=heat
 DB_PASS=heat
@@ -179,9 +188,7 @@ rpc_response_timeout = 600
 executor_thread_pool_size = ${HEAT_RPC_THREADS:-1000}
 num_engine_workers = 1
 convergence_engine = true
-# no Keystone
-deferred_auth_method = password
-keystone_backend = heat.engine.clients.os.keystone.fake_keystoneclient.FakeKeystoneClient
+$(auth_default_conf)
 heat_metadata_server_url = http://$HOST:8000
 heat_waitcondition_server_url = http://$HOST:8000/v1/waitcondition
 # limits for big nested test stacks
@@ -202,8 +209,9 @@ max_overflow = 50
 pool_timeout = 120
 
 [paste_deploy]
-flavor = noauth
+$( [ -n "$KEYSTONE_URL" ] || echo "flavor = noauth" )
 api_paste_config = $VENV/etc/heat/api-paste.ini
+$(auth_sections_conf)
 
 [oslo_policy]
 enforce_scope = false
@@ -211,6 +219,60 @@ enforce_new_defaults = false
 
 [oslo_messaging_notifications]
 driver = noop
+EOF
+}
+
+# [DEFAULT] lines for the auth mode: no Keystone (fake client), or the real one.
+auth_default_conf() {
+    if [ -z "$KEYSTONE_URL" ]; then
+        cat <<EOF
+# no Keystone
+deferred_auth_method = password
+keystone_backend = heat.engine.clients.os.keystone.fake_keystoneclient.FakeKeystoneClient
+EOF
+    else
+        cat <<EOF
+# behind Keystone $KEYSTONE_URL: stack operations the engine does later run on a trust
+# from the stack's owner to the heat service user
+deferred_auth_method = trusts
+reauthentication_auth_method = trusts
+region_name_for_services = RegionOne
+auth_encryption_key = caldera-test-auth-encryption-key
+EOF
+    fi
+}
+
+# [keystone_authtoken], [trustee], [clients_keystone] when behind Keystone.
+auth_sections_conf() {
+    [ -n "$KEYSTONE_URL" ] || return 0
+    local user="${HEAT_SERVICE_USER:-heat}" pass="${HEAT_SERVICE_PASSWORD:-heat-service-secret}"
+    cat <<EOF
+
+[keystone_authtoken]
+www_authenticate_uri = $KEYSTONE_URL/v3
+auth_url = $KEYSTONE_URL
+auth_type = password
+username = $user
+password = $pass
+user_domain_id = default
+project_name = service
+project_domain_id = default
+interface = public
+# lets the middleware check application credentials' access rules (else it refuses them)
+service_type = orchestration
+
+[trustee]
+auth_type = password
+auth_url = $KEYSTONE_URL
+username = $user
+password = $pass
+user_domain_id = default
+
+[clients_keystone]
+auth_uri = $KEYSTONE_URL
+
+[ec2authtoken]
+auth_uri = $KEYSTONE_URL/v3
 EOF
 }
 
@@ -223,8 +285,24 @@ heat_pid() {  # prints the pid if the pid file names a live heat_standalone.py p
     echo "$pid"
 }
 
+# Behind Keystone a request without a token answers 401 once the API is up (the engine
+# starts before the API in heat_standalone.py); without Keystone /stacks answers 200.
+READY_CODE=200
+[ -n "$KEYSTONE_URL" ] && READY_CODE=401
 http_code() {
-    curl -s -o /dev/null -m 10 -w '%{http_code}' "$URL/stacks" 2>/dev/null || true
+    local url="$URL/stacks"
+    [ -n "$KEYSTONE_URL" ] && url="$URL/caldera-probe/stacks"
+    curl -s -o /dev/null -m 10 -w '%{http_code}' "$url" 2>/dev/null || true
+}
+
+extra_bind_args() {
+    local a
+    for a in ${HEAT_EXTRA_BINDS:-}; do
+        case "$a" in
+            127.*) printf -- '--extra-bind %s ' "$a" ;;
+            *) die "HEAT_EXTRA_BINDS: $a is not a loopback address" ;;
+        esac
+    done
 }
 
 cmd_stop() {
@@ -275,14 +353,14 @@ cmd_start() {
     log "starting Heat on $HOST:$PORT"
     "$VENV/bin/python" "$ROOT/scripts/heat_standalone.py" \
         --config-file "$RUN/heat.conf" --bind "$HOST" --port "$PORT" --pid-file "$PIDFILE" \
-        --leaf-trigger-delay "${HEAT_LEAF_DELAY:-1}" \
+        --leaf-trigger-delay "${HEAT_LEAF_DELAY:-1}" $(extra_bind_args) \
         </dev/null >"$RUN/heat-stdout.log" 2>&1 &
     pid=$!
     echo "$pid" >"$PIDFILE"
     local deadline=$((SECONDS + ${HEAT_START_TIMEOUT:-120})) code=000
     while :; do
         code="$(http_code)"
-        [ "$code" = 200 ] && break
+        [ "$code" = "$READY_CODE" ] && break
         if ! kill -0 "$pid" 2>/dev/null; then
             log "Heat process exited; last lines of $RUN/heat-stdout.log and heat.log:"
             tail -n 20 "$RUN/heat-stdout.log" >&2 || true
@@ -305,7 +383,7 @@ cmd_start() {
 
 cmd_status() {
     local pid
-    if pid="$(heat_pid)" && [ "$(http_code)" = 200 ]; then
+    if pid="$(heat_pid)" && [ "$(http_code)" = "$READY_CODE" ]; then
         echo "running pid=$pid HEAT_URL=$URL"
         return 0
     fi

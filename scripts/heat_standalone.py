@@ -104,6 +104,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument('--config-file', required=True)
     p.add_argument('--bind', default='127.0.0.1')
+    p.add_argument('--extra-bind', action='append', default=[],
+                   help='another loopback address to serve the same API on '
+                        '(same port); scripts/keystone-standalone.sh '
+                        'registers each as a separate catalog endpoint')
     p.add_argument('--port', type=int, default=8004)
     p.add_argument('--pid-file')
     p.add_argument('--leaf-trigger-delay', type=float, default=1.0,
@@ -156,6 +160,14 @@ def main():
     app = config.load_paste_app('heat-api')
     server = ThreadingWSGIServer((a.bind, a.port), QuietHandler)
     server.set_app(app)
+    extra_servers = []
+    for addr in a.extra_bind:
+        extra = ThreadingWSGIServer((addr, a.port), QuietHandler)
+        extra.set_app(app)
+        threading.Thread(target=extra.serve_forever, kwargs={
+            'poll_interval': 0.5}, daemon=True).start()
+        extra_servers.append(extra)
+        log.info("Heat API also listening on http://%s:%d", addr, a.port)
 
     if a.pid_file:
         with open(a.pid_file, 'w') as f:
@@ -170,7 +182,8 @@ def main():
         log.info("signal %s: shutting down", signum)
         # serve_forever() runs in this (main) thread: shut it down from
         # another one.
-        threading.Thread(target=server.shutdown, daemon=True).start()
+        for s in [server] + extra_servers:
+            threading.Thread(target=s.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, shutdown)
     # `kill -USR2 <pid>` dumps every thread's stack to heat-stdout.log.
@@ -183,7 +196,8 @@ def main():
     try:
         server.serve_forever(poll_interval=0.5)
     finally:
-        server.server_close()
+        for s in [server] + extra_servers:
+            s.server_close()
         # Stopping the engine waits for in-flight stack threads; don't let a
         # stuck one block exit forever.
         t = threading.Thread(target=engine.stop, daemon=True)

@@ -170,6 +170,8 @@ async fn fifty_member_group_events_and_ips() {
                 );
             }
             IpEvent::Failed { member, reason } => panic!("member {member} failed: {reason}"),
+            IpEvent::Pending { member, status } => panic!("member {member} pending: {status}"),
+            IpEvent::Plan { found, how, .. } => assert!(found, "no address source: {how}"),
             IpEvent::Members(m) => assert_eq!(m.len(), members as usize),
             // Names come from Nova, which `stream_ips` does not ask.
             IpEvent::Named { member, .. } => panic!("member {member} named without Nova"),

@@ -159,6 +159,19 @@ impl Catalog {
             })
             .map(|e| e.url.trim_end_matches('/').to_string())
     }
+
+    /// Where `service_type` is offered, as `interface in region` (for "no endpoint" errors).
+    pub fn offered(&self, service_type: &str) -> Vec<String> {
+        self.services
+            .iter()
+            .filter(|s| s.service_type == service_type)
+            .flat_map(|s| s.endpoints.iter())
+            .map(|e| {
+                let region = e.region_id.as_deref().or(e.region.as_deref());
+                format!("{} in {}", e.interface, region.unwrap_or("no region"))
+            })
+            .collect()
+    }
 }
 
 /// An issued token. `Debug` never shows the token itself.

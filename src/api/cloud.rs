@@ -110,6 +110,24 @@ impl ConnectOptions {
     }
 }
 
+/// A failed first login, with the cloud's name. Keystone answers a wrong password, a disabled
+/// user, an unknown project or an expired application credential alike with a bare 401
+/// ("The request you have made requires authentication."), so the message says what to check.
+fn login_error(cloud: &CloudConfig, e: ApiError) -> ApiError {
+    let name = &cloud.name;
+    match e {
+        ApiError::Auth(msg) if msg.contains("HTTP 401") => ApiError::Auth(format!(
+            "cloud '{name}': {msg} (Keystone gives no reason: check the user, password or \
+             application credential, their domains and the project in {}, and that the user \
+             is enabled and the credential not expired)",
+            cloud.source.display()
+        )),
+        ApiError::Auth(msg) => ApiError::Auth(format!("cloud '{name}': {msg}")),
+        // Transport errors keep their kind (retries, offline handling); they name the URL.
+        other => other,
+    }
+}
+
 /// Endpoints of a cloud without Keystone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoAuthEndpoints {
@@ -168,16 +186,23 @@ impl CloudConnection {
             &cloud.auth_url,
             cloud.credentials.clone(),
         );
-        let token = tokens.token().await?;
+        let token = tokens.token().await.map_err(|e| login_error(cloud, e))?;
         let transport = plain.with_auth(tokens);
         let region = cloud.region_name.as_deref();
         let find = |service: &str| token.catalog.endpoint(service, &cloud.interface, region);
         let heat_url = find("orchestration").ok_or_else(|| {
+            let offered = token.catalog.offered("orchestration");
             ApiError::Unsupported(format!(
-                "cloud '{}': the service catalog has no orchestration (Heat) endpoint for interface '{}'{}",
+                "cloud '{}': the service catalog has no orchestration (Heat) endpoint for interface '{}'{}; {} (set region_name and interface in {})",
                 cloud.name,
                 cloud.interface,
-                region.map(|r| format!(" in region '{r}'")).unwrap_or_default()
+                region.map(|r| format!(" in region '{r}'")).unwrap_or_default(),
+                if offered.is_empty() {
+                    "it has none at all".to_string()
+                } else {
+                    format!("it has {}", offered.join(", "))
+                },
+                cloud.source.display()
             ))
         })?;
         let heat = HeatClient::new(transport.for_service(Api::Heat), &heat_url)?;
@@ -204,7 +229,7 @@ impl CloudConnection {
             heat,
             magnum,
             nova,
-            settings: cloud.caldera,
+            settings: cloud.caldera.clone(),
             follower_heat,
             transport,
             info: CloudInfo {

@@ -135,9 +135,17 @@ async fn missing_heat_endpoint_is_a_clear_error() {
         .err()
         .unwrap();
     assert!(matches!(err, ApiError::Unsupported(_)));
-    assert_eq!(
-        err.to_string(),
-        "cloud 'prod': the service catalog has no orchestration (Heat) endpoint for interface 'public' in region 'RegionThree'"
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(
+            "cloud 'prod': the service catalog has no orchestration (Heat) endpoint for interface 'public' in region 'RegionThree'; it has "
+        ),
+        "{msg}"
+    );
+    // What the catalog does offer, so the operator can pick a region and interface.
+    assert!(
+        msg.contains("public in RegionOne") && msg.contains("public in RegionTwo"),
+        "{msg}"
     );
 }
 

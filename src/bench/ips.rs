@@ -9,7 +9,7 @@ use crate::api::heat::{EventQuery, HeatClient, SortDir};
 use crate::cli::connect::simulator_cloud;
 use crate::fetch::BudgetConfig;
 use crate::model::StackRef;
-use crate::ops::ips::{list_members, stream_ips_with, IpEvent, IpOptions};
+use crate::ops::ips::{group_members, stream_group_ips, IpEvent, IpOptions};
 use crate::sim::{self, SimOptions};
 use crate::templates::{self, Machines};
 use clap::Args;
@@ -61,6 +61,79 @@ pub struct HeatArgs {
     /// Give up waiting for the creates after this many seconds.
     #[arg(long, default_value_t = 1800)]
     pub create_timeout: u64,
+    /// The stacks' shape: caldera's node-group template (aggregate output `ips`), or Magnum's
+    /// cluster layout (`kubecluster.yaml` stand-in: 3 masters and MEMBERS minions in one
+    /// stack; caldera reads the `kube_minions` group, the CLI `kube_minions_private`).
+    #[arg(long, value_enum, default_value_t = Layout::Caldera)]
+    pub layout: Layout,
+}
+
+/// The shape of the benchmark stacks on the real Heat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    Caldera,
+    Magnum,
+}
+
+impl Layout {
+    /// The stack's aggregate output of every member's address (the CLI's path).
+    fn aggregate(self) -> &'static str {
+        match self {
+            Layout::Caldera => "ips",
+            Layout::Magnum => "kube_minions_private",
+        }
+    }
+    /// Each member's address output.
+    fn member_output(self) -> &'static str {
+        match self {
+            Layout::Caldera => "ip",
+            Layout::Magnum => "kube_minion_ip",
+        }
+    }
+    /// The group caldera reads (as Magnum's default-worker maps to it).
+    fn group(self) -> Option<&'static str> {
+        match self {
+            Layout::Caldera => None,
+            Layout::Magnum => Some("kube_minions"),
+        }
+    }
+}
+
+/// Magnum's cluster layout, server-free (the real-Heat suite's stand-in, see
+/// tests/fixtures/shapes/README.md).
+fn magnum_stack(
+    name: &str,
+    members: u32,
+) -> Result<crate::api::heat::StackCreate, serde_yaml_ng::Error> {
+    const CLUSTER: &str = include_str!("../../tests/fixtures/shapes/magnum/kubecluster.yaml");
+    let files = [
+        (
+            "lib/network.yaml",
+            include_str!("../../tests/fixtures/shapes/magnum/network.yaml"),
+        ),
+        (
+            "kubemaster.yaml",
+            include_str!("../../tests/fixtures/shapes/magnum/kubemaster.yaml"),
+        ),
+        (
+            "kubeminion.yaml",
+            include_str!("../../tests/fixtures/shapes/magnum/kubeminion.yaml"),
+        ),
+    ];
+    let mut parameters = BTreeMap::new();
+    parameters.insert("number_of_masters".to_string(), serde_json::json!(3));
+    parameters.insert("number_of_minions".to_string(), serde_json::json!(members));
+    Ok(crate::api::heat::StackCreate {
+        name: name.to_string(),
+        template: serde_yaml_ng::from_str(CLUSTER)?,
+        files: files
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect(),
+        parameters,
+        disable_rollback: Some(true),
+        ..Default::default()
+    })
 }
 
 /// One timed retrieval of all addresses.
@@ -150,11 +223,22 @@ fn table(rows: &[Row], base: &Row, members: u32) -> Md {
 }
 
 /// caldera's path, as the console and `caldera ips` run it.
-async fn caldera_once(conn: &CloudConnection, stack: &StackRef, options: IpOptions) -> Sample {
+async fn caldera_once(
+    conn: &CloudConnection,
+    stack: &StackRef,
+    group: Option<&str>,
+    options: IpOptions,
+) -> Sample {
     let before = conn.budget().total_requests;
     let started = Instant::now();
     let mut sample = Sample::default();
-    let mut stream = stream_ips_with(conn.heat.clone(), conn.nova.clone(), stack.clone(), options);
+    let mut stream = stream_group_ips(
+        conn.heat.clone(),
+        conn.nova.clone(),
+        stack.clone(),
+        group.map(str::to_string),
+        options,
+    );
     while let Some(event) = stream.next().await {
         match event {
             Ok(IpEvent::Address(..)) => {
@@ -181,10 +265,15 @@ async fn caldera_once(conn: &CloudConnection, stack: &StackRef, options: IpOptio
 
 /// One `outputs/ip` call per member, one after the other (a shell loop over
 /// `openstack stack output show`, without the process start-ups).
-async fn one_at_a_time(heat: &HeatClient, stack: &StackRef, key: &str) -> Sample {
+async fn one_at_a_time(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: Option<&str>,
+    key: &str,
+) -> Sample {
     let started = Instant::now();
     let mut sample = Sample::default();
-    let members = match list_members(heat, stack).await {
+    let members = match group_members(heat, stack, group).await {
         Ok(m) => m,
         Err(e) => {
             sample.note = format!("error: {e}");
@@ -374,7 +463,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
         let runs = if i == 0 { args.runs } else { args.runs.min(3) };
         for _ in 0..runs.max(1) {
             let conn = CloudConnection::from_cloud(&cloud, &conn_opts).await?;
-            let s = caldera_once(&conn, &stack, ip_opts.clone()).await;
+            let s = caldera_once(&conn, &stack, None, ip_opts.clone()).await;
             log_sample(&row.name, &s);
             row.samples.push(s);
         }
@@ -385,7 +474,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
     let mut row = Row::new("one `outputs/ip` call per member, one at a time");
     eprintln!("{}", row.name);
     for _ in 0..args.baseline_runs.max(1) {
-        let s = one_at_a_time(heat, &stack, "ip").await;
+        let s = one_at_a_time(heat, &stack, None, "ip").await;
         log_sample(&row.name, &s);
         row.samples.push(s);
     }
@@ -482,6 +571,7 @@ async fn ensure_stacks(
     heat: &HeatClient,
     names: &[String],
     members: u32,
+    layout: Layout,
     timeout: Duration,
 ) -> Result<Vec<BenchStack>, Box<dyn std::error::Error + Send + Sync>> {
     let mut out = Vec::new();
@@ -496,7 +586,10 @@ async fn ensure_stacks(
             Err(e) if e.is_not_found() => {
                 let mut params = BTreeMap::new();
                 params.insert("count".to_string(), serde_json::json!(members));
-                let mut create = templates::nodegroup_stack(name, Machines::Test, params)?;
+                let mut create = match layout {
+                    Layout::Caldera => templates::nodegroup_stack(name, Machines::Test, params)?,
+                    Layout::Magnum => magnum_stack(name, members)?,
+                };
                 create.timeout_mins = Some((timeout.as_secs() / 60).max(1) as u32);
                 let stack = heat.create_stack(&create).await?;
                 eprintln!("creating {name} ({members} members)");
@@ -569,18 +662,25 @@ pub async fn run_heat(args: HeatArgs, osc: Option<Osc>) -> BenchResult {
             .map(|s| format!("{}-{s}", args.prefix))
             .collect()
     };
+    let layout = args.layout;
+    let (key, member_key, group) = (layout.aggregate(), layout.member_output(), layout.group());
     let t = Instant::now();
     let stacks = ensure_stacks(
         &heat,
         &names,
         args.members,
+        args.layout,
         Duration::from_secs(args.create_timeout),
     )
     .await?;
     let waited = t.elapsed();
     println!(
-        "\n### IPs of {} members on a real Heat 27 (standalone, no-auth, 127.0.0.1)\n",
-        args.members
+        "\n### IPs of {} members on a real Heat 27 (standalone, no-auth, 127.0.0.1), {} layout\n",
+        args.members,
+        match layout {
+            Layout::Caldera => "caldera's node-group",
+            Layout::Magnum => "Magnum's cluster (3 masters + the minions in one stack; caldera reads `kube_minions`)",
+        }
     );
     let mut t = Md::new(&[
         "stack",
@@ -617,28 +717,22 @@ pub async fn run_heat(args: HeatArgs, osc: Option<Osc>) -> BenchResult {
     let mut cold = Vec::new();
     let mut row = Row::new(format!("caldera (defaults), on {}", a.name));
     let fresh = CloudConnection::no_auth(&endpoints, &budget(16, Some(50))).await?;
-    let s = caldera_once(&fresh, a, IpOptions::default()).await;
+    let s = caldera_once(&fresh, a, group, IpOptions::default()).await;
     log_sample("cold caldera", &s);
     row.samples.push(s);
     cold.push(row);
     if let Some(osc) = &osc {
         let mut row = Row::new(format!("`openstack stack show {}`", b.name));
-        let s = osc_once(
-            osc,
-            &target,
-            &["stack", "show", &b.name, "-f", "json"],
-            "ips",
-        )
-        .await;
+        let s = osc_once(osc, &target, &["stack", "show", &b.name, "-f", "json"], key).await;
         log_sample("cold osc stack show", &s);
         row.samples.push(s);
         cold.push(row);
-        let mut row = Row::new(format!("`openstack stack output show {} ips`", c.name));
+        let mut row = Row::new(format!("`openstack stack output show {} {key}`", c.name));
         let s = osc_once(
             osc,
             &target,
-            &["stack", "output", "show", &c.name, "ips", "-f", "json"],
-            "ips",
+            &["stack", "output", "show", &c.name, key, "-f", "json"],
+            key,
         )
         .await;
         log_sample("cold osc output show", &s);
@@ -647,7 +741,7 @@ pub async fn run_heat(args: HeatArgs, osc: Option<Osc>) -> BenchResult {
     } else {
         // Without the CLI, the monolithic call itself stands in for it.
         let mut row = Row::new(format!("monolithic `stack show`, raw HTTP, on {}", b.name));
-        let s = stack_show(&heat, b, "ips").await;
+        let s = stack_show(&heat, b, key).await;
         log_sample("cold stack show", &s);
         row.samples.push(s);
         cold.push(row);
@@ -661,43 +755,38 @@ pub async fn run_heat(args: HeatArgs, osc: Option<Osc>) -> BenchResult {
     for _ in 0..runs {
         let fresh = CloudConnection::no_auth(&endpoints, &budget(16, Some(50))).await?;
         row.samples
-            .push(caldera_once(&fresh, a, IpOptions::default()).await);
+            .push(caldera_once(&fresh, a, group, IpOptions::default()).await);
         let fresh = CloudConnection::no_auth(&endpoints, &budget(16, Some(50))).await?;
         let opts = IpOptions {
             fan_out: false,
             ..IpOptions::default()
         };
-        typed.samples.push(caldera_once(&fresh, a, opts).await);
+        typed
+            .samples
+            .push(caldera_once(&fresh, a, group, opts).await);
     }
     warm.push(row);
     warm.push(typed);
     let mut row = Row::new(format!("monolithic `stack show`, raw HTTP, on {}", b.name));
     for _ in 0..runs {
-        row.samples.push(stack_show(&heat, b, "ips").await);
+        row.samples.push(stack_show(&heat, b, key).await);
     }
     warm.push(row);
     if let Some(osc) = &osc {
         let mut row = Row::new(format!("`openstack stack show {}`", b.name));
         for _ in 0..runs {
-            row.samples.push(
-                osc_once(
-                    osc,
-                    &target,
-                    &["stack", "show", &b.name, "-f", "json"],
-                    "ips",
-                )
-                .await,
-            );
+            row.samples
+                .push(osc_once(osc, &target, &["stack", "show", &b.name, "-f", "json"], key).await);
         }
         warm.push(row);
-        let mut row = Row::new(format!("`openstack stack output show {} ips`", c.name));
+        let mut row = Row::new(format!("`openstack stack output show {} {key}`", c.name));
         for _ in 0..runs {
             row.samples.push(
                 osc_once(
                     osc,
                     &target,
-                    &["stack", "output", "show", &c.name, "ips", "-f", "json"],
-                    "ips",
+                    &["stack", "output", "show", &c.name, key, "-f", "json"],
+                    key,
                 )
                 .await,
             );
@@ -705,10 +794,11 @@ pub async fn run_heat(args: HeatArgs, osc: Option<Osc>) -> BenchResult {
         warm.push(row);
     }
     let mut row = Row::new(format!(
-        "one `outputs/ip` call per member, one at a time, on {}",
+        "one `outputs/{member_key}` call per member, one at a time, on {}",
         c.name
     ));
-    row.samples.push(one_at_a_time(&heat, c, "ip").await);
+    row.samples
+        .push(one_at_a_time(&heat, c, group, member_key).await);
     warm.push(row);
 
     println!("Cold (first call resolving outputs after the create; one stack per path):\n");

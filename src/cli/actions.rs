@@ -116,7 +116,7 @@ pub fn action_context(conn: &CloudConnection, args: &ActionArgs) -> ActionContex
     ActionContext {
         actor: Actor::local(&info.cloud),
         journal: journal_of(args),
-        guard: Guard::new(conn.settings, info.read_only),
+        guard: Guard::new(conn.settings.clone(), info.read_only),
     }
 }
 

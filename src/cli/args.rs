@@ -246,9 +246,11 @@ pub enum Command {
         /// Per-member lookups in flight at once.
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
-        /// Name of each member's output holding its address.
-        #[arg(long, default_value = "ip")]
-        output_key: String,
+        /// Name of each member's output holding its address (default: the cloud's
+        /// `caldera: {output_key}` in clouds.yaml, else discovered per node group from the
+        /// stack's templates).
+        #[arg(long)]
+        output_key: Option<String>,
     },
     /// The deepest failed resources of a stack, with dotted paths and reasons.
     Failures {

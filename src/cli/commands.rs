@@ -2,14 +2,17 @@
 
 use super::args::Command;
 use super::output::{csv_line, Format, Table};
+use super::targets::{event_stacks, find_cluster, node_targets};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::{HeatClient, ResourceQuery, StackListQuery};
-use crate::model::{Cluster, NodeGroup, StackEvent, StackRef};
+use crate::model::StackEvent;
+use crate::ops::discover::discover_groups;
 use crate::ops::failures::deepest_failures;
-use crate::ops::ips::{stream_ips_with, IpEvent, IpOptions};
+use crate::ops::ips::{group_label, stream_group_ips, IpEvent, IpOptions};
 use crate::service::live::LiveService;
 use crate::service::{CloudService, ServiceError};
 use futures::StreamExt;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
@@ -43,7 +46,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
                 until_complete,
                 format,
             };
-            super::follow::events(&service, &conn.heat, &stack, opts).await
+            super::follow::events(&service, &conn, &stack, opts).await
         }
         Command::Ips {
             target,
@@ -53,12 +56,13 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
         } => {
             let options = IpOptions {
                 concurrency,
-                output_key,
+                // The flag, else the cloud's setting, else discovered per node group.
+                output_key: output_key.or_else(|| conn.settings.output_key.clone()),
                 ..Default::default()
             };
-            ips(&conn, &target, options, format).await
+            ips(&service, &conn, &target, options, format).await
         }
-        Command::Failures { stack, format } => failures(&conn.heat, &stack, format).await,
+        Command::Failures { stack, format } => failures(&service, &conn, &stack, format).await,
         Command::Sim { .. } => Err("`caldera sim` is handled before connecting".into()),
         Command::Bench(_) => Err("`caldera bench` is handled before connecting".into()),
         Command::Journal { .. } => Err("`caldera journal` is handled before connecting".into()),
@@ -130,44 +134,66 @@ async fn clusters(service: &LiveService, format: Format) -> CmdResult {
     print_table(&t, format)
 }
 
-async fn find_cluster(conn: &CloudConnection, name_or_id: &str) -> Result<Cluster, ServiceError> {
-    let magnum = conn.magnum.as_ref().ok_or_else(|| {
-        ServiceError::new(
-            crate::service::ErrorKind::Unsupported,
-            "this cloud has no Magnum endpoint (container-infra)",
-        )
-    })?;
-    magnum
-        .get_cluster(name_or_id)
-        .await
-        .map_err(ServiceError::from)
-}
-
 async fn nodegroups(
     service: &LiveService,
     conn: &CloudConnection,
-    cluster: &str,
+    target: &str,
     format: Format,
 ) -> CmdResult {
-    let cluster = find_cluster(conn, cluster).await?;
-    let groups = service.list_nodegroups(cluster).await?;
     let mut t = Table::new([
         "name", "id", "role", "flavor", "image", "zone", "nodes", "min", "max", "status",
         "stack_id",
     ]);
+    if let Some(found) = find_cluster(service, target).await? {
+        for g in &found.nodegroups {
+            t.push([
+                g.name.clone(),
+                g.id.clone(),
+                g.role.as_str().to_string(),
+                opt(&g.flavor),
+                opt(&g.image),
+                opt(&g.zone),
+                g.node_count.to_string(),
+                g.min_node_count.map(|n| n.to_string()).unwrap_or_default(),
+                g.max_node_count.map(|n| n.to_string()).unwrap_or_default(),
+                g.status.raw.clone(),
+                opt(&g.stack_id),
+            ]);
+        }
+        return print_table(&t, format);
+    }
+    // Any stack: its scaling groups, named by resource path.
+    let stack = conn.heat.resolve(target).await.map_err(|e| {
+        if e.is_not_found() {
+            ServiceError::new(
+                crate::service::ErrorKind::NotFound,
+                format!("'{target}' is neither a cluster nor a stack"),
+            )
+        } else {
+            ServiceError::from(e)
+        }
+    })?;
+    let groups = discover_groups(&conn.heat, &stack).await?;
+    if groups.is_empty() {
+        eprintln!(
+            "stack {} has no scaling group ({})",
+            stack.name,
+            crate::ops::discover::GROUP_TYPES.join(", ")
+        );
+    }
     for g in &groups {
         t.push([
-            g.name.clone(),
-            g.id.clone(),
-            g.role.as_str().to_string(),
-            opt(&g.flavor),
-            opt(&g.image),
-            opt(&g.zone),
-            g.node_count.to_string(),
-            g.min_node_count.map(|n| n.to_string()).unwrap_or_default(),
-            g.max_node_count.map(|n| n.to_string()).unwrap_or_default(),
+            group_label(g),
+            g.stack.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
+            g.resource_type.clone(),
+            String::new(),
+            String::new(),
+            String::new(),
+            g.members.len().to_string(),
+            String::new(),
+            String::new(),
             g.status.raw.clone(),
-            opt(&g.stack_id),
+            g.owner.id.clone(),
         ]);
     }
     print_table(&t, format)
@@ -221,62 +247,15 @@ pub(super) fn event_line(e: &StackEvent, format: Format) -> String {
     }
 }
 
-/// Stacks whose members' IPs `ips TARGET` fetches.
-async fn ip_targets(
-    conn: &CloudConnection,
-    target: &str,
-) -> Result<Vec<(String, StackRef)>, ServiceError> {
-    let heat = &conn.heat;
-    if let Some(magnum) = &conn.magnum {
-        let (cluster_name, group_name) = match target.split_once('/') {
-            Some((c, g)) => (c, Some(g)),
-            None => (target, None),
-        };
-        match magnum.get_cluster(cluster_name).await {
-            Ok(cluster) => {
-                let groups: Vec<NodeGroup> = magnum
-                    .list_nodegroups(&cluster.id, None)
-                    .await
-                    .map_err(ServiceError::from)?;
-                let mut out = Vec::new();
-                for g in groups {
-                    if group_name.is_some_and(|n| n != g.name && n != g.id) {
-                        continue;
-                    }
-                    if let Some(stack_id) = &g.stack_id {
-                        out.push((
-                            g.name.clone(),
-                            heat.resolve(stack_id).await.map_err(ServiceError::from)?,
-                        ));
-                    }
-                }
-                if out.is_empty() {
-                    return Err(ServiceError::new(
-                        crate::service::ErrorKind::NotFound,
-                        format!(
-                            "cluster {cluster_name}: no node group {} with a stack",
-                            group_name.unwrap_or("")
-                        ),
-                    ));
-                }
-                return Ok(out);
-            }
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let stack = heat.resolve(target).await.map_err(ServiceError::from)?;
-    Ok(vec![(stack.name.clone(), stack)])
-}
-
 async fn ips(
+    service: &LiveService,
     conn: &CloudConnection,
     target: &str,
     options: IpOptions,
     format: Format,
 ) -> CmdResult {
     let started = Instant::now();
-    let targets = ip_targets(conn, target).await?;
+    let targets = node_targets(service, conn, target).await?;
     let stdout = io::stdout();
     match format {
         // NAME is appended to the CSV columns so readers by position keep working.
@@ -286,24 +265,68 @@ async fn ips(
     }
     let (mut found, mut failed, mut members, mut late_names) = (0usize, 0usize, 0usize, 0usize);
     let mut first: Option<Duration> = None;
-    for (group, stack) in targets {
-        let mut stream =
-            stream_ips_with(conn.heat.clone(), conn.nova.clone(), stack, options.clone());
+    let mut pending = 0usize;
+    for target in targets {
+        let mut stream = stream_group_ips(
+            conn.heat.clone(),
+            conn.nova.clone(),
+            target.stack.clone(),
+            target.group.clone(),
+            options.clone(),
+        );
+        // Member key in the stream -> (group column, member column).
+        let mut rows: HashMap<String, (String, String)> = HashMap::new();
+        let row_of = |rows: &HashMap<String, (String, String)>, key: &str| {
+            rows.get(key)
+                .cloned()
+                .unwrap_or_else(|| (target.label.clone(), key.to_string()))
+        };
+        // Members without an address, by reason: one line per reason, not one per member.
+        let mut failed_by_reason: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut pending_members: Vec<String> = Vec::new();
         while let Some(event) = stream.next().await {
             match event? {
                 IpEvent::Members(m) => {
                     members += m.len();
-                    eprintln!("{group}: {} members", m.len());
+                    let mut per_group: BTreeMap<String, usize> = BTreeMap::new();
+                    for member in &m {
+                        let group = member_group_label(&target, member);
+                        let bare = member
+                            .name
+                            .rsplit_once('/')
+                            .map_or(member.name.clone(), |(_, n)| n.to_string());
+                        *per_group.entry(group.clone()).or_default() += 1;
+                        rows.insert(member.name.clone(), (group, bare));
+                    }
+                    if per_group.is_empty() {
+                        eprintln!("{}: 0 members", target.label);
+                    }
+                    for (group, n) in per_group {
+                        eprintln!("{group}: {n} members");
+                    }
+                }
+                IpEvent::Plan { group, found, how } => {
+                    let label = if target.group.is_some() || group.is_empty() {
+                        target.label.clone()
+                    } else {
+                        format!("{}/{group}", target.label)
+                    };
+                    if found {
+                        eprintln!("{label}: addresses from {how}");
+                    } else {
+                        eprintln!("{label}: {how}");
+                    }
                 }
                 IpEvent::Address(a, _) => {
                     found += 1;
                     first.get_or_insert_with(|| started.elapsed());
+                    let (group, member) = row_of(&rows, &a.member);
                     let mut out = stdout.lock();
                     match format {
                         Format::Table => writeln!(
                             out,
                             "{group:<24} {:>6}  {:<32} {}",
-                            a.member,
+                            member,
                             a.name.as_deref().unwrap_or("-"),
                             a.addresses.join(" ")
                         )?,
@@ -312,14 +335,14 @@ async fn ips(
                             "{}",
                             csv_line(&[
                                 group.clone(),
-                                a.member.clone(),
+                                member.clone(),
                                 a.index.map(|i| i.to_string()).unwrap_or_default(),
                                 a.addresses.join(" "),
                                 a.name.clone().unwrap_or_default(),
                             ])
                         )?,
                         Format::Json => {
-                            let mut row = serde_json::json!({"group": group, "member": a.member, "index": a.index, "addresses": a.addresses});
+                            let mut row = serde_json::json!({"group": group, "member": member, "index": a.index, "addresses": a.addresses});
                             // Only when known, so existing readers see the same keys.
                             if let Some(name) = &a.name {
                                 row["name"] = serde_json::json!(name);
@@ -332,16 +355,41 @@ async fn ips(
                 // The member's row is already out; each member keeps one row on stdout, so a
                 // name that lost the race is not printed (the console applies it).
                 IpEvent::Named { .. } => late_names += 1,
+                IpEvent::Pending { member, .. } => {
+                    pending += 1;
+                    pending_members.push(member);
+                }
                 IpEvent::Failed { member, reason } => {
                     failed += 1;
-                    eprintln!("{group}: member {member}: no address: {reason}");
+                    failed_by_reason.entry(reason).or_default().push(member);
                 }
                 IpEvent::Done(_) => {}
             }
         }
+        if !pending_members.is_empty() {
+            eprintln!(
+                "{}: {} member(s) still being created, no address yet: {}",
+                target.label,
+                pending_members.len(),
+                few(&pending_members)
+            );
+        }
+        for (reason, who) in failed_by_reason {
+            eprintln!(
+                "{}: {} member(s) without an address ({}): {reason}",
+                target.label,
+                who.len(),
+                few(&who)
+            );
+        }
     }
+    let pending_note = if pending > 0 {
+        format!(", {pending} pending")
+    } else {
+        String::new()
+    };
     eprintln!(
-        "{found}/{members} addresses, {failed} failed, first after {:.3}s, all in {:.3}s",
+        "{found}/{members} addresses, {failed} failed{pending_note}, first after {:.3}s, all in {:.3}s",
         first.unwrap_or_default().as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
@@ -354,30 +402,76 @@ async fn ips(
     Ok(())
 }
 
-async fn failures(heat: &HeatClient, stack: &str, format: Format) -> CmdResult {
-    let root = heat.resolve(stack).await?;
-    let listing = heat
-        .list_resources(
-            &root,
-            &ResourceQuery {
-                nested_depth: Some(FAILURE_DEPTH),
-                ..Default::default()
-            },
-        )
-        .await?;
-    let resources: Vec<_> = listing.into_iter().map(|r| r.resource).collect();
-    let found = deepest_failures(&root, &resources);
-    let mut t = Table::new(["path", "status", "type", "reason"]);
-    for f in &found {
-        t.push([
-            f.path.clone(),
-            f.resource.status.raw.clone(),
-            f.resource.resource_type.clone(),
-            opt(&f.resource.status_reason),
-        ]);
+/// The group column of a member's row: the target's label, with the member's group path
+/// when the target is a whole stack of several groups.
+fn member_group_label(
+    target: &super::targets::StackTarget,
+    member: &crate::ops::ips::Member,
+) -> String {
+    if target.group.is_some() || member.group.is_empty() || !member.name.contains('/') {
+        target.label.clone()
+    } else {
+        format!("{}/{}", target.label, member.group)
     }
-    if found.is_empty() {
-        let detail = heat.get_stack(&root, false).await?;
+}
+
+/// Up to ten names, then how many more.
+fn few(names: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut out = names
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        out.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    out
+}
+
+async fn failures(
+    service: &LiveService,
+    conn: &CloudConnection,
+    target: &str,
+    format: Format,
+) -> CmdResult {
+    let heat = &conn.heat;
+    let stacks = event_stacks(service, conn, target).await?;
+    let several = stacks.len() > 1;
+    let mut t = Table::new(["path", "status", "type", "reason"]);
+    let mut none = Vec::new();
+    for root in &stacks {
+        let listing = heat
+            .list_resources(
+                root,
+                &ResourceQuery {
+                    nested_depth: Some(FAILURE_DEPTH),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let resources: Vec<_> = listing.into_iter().map(|r| r.resource).collect();
+        let found = deepest_failures(root, &resources);
+        for f in &found {
+            t.push([
+                // Several stacks: each path says which stack it is in.
+                if several {
+                    format!("{}:{}", root.name, f.path)
+                } else {
+                    f.path.clone()
+                },
+                f.resource.status.raw.clone(),
+                f.resource.resource_type.clone(),
+                opt(&f.resource.status_reason),
+            ]);
+        }
+        if found.is_empty() {
+            none.push(root);
+        }
+    }
+    for root in none {
+        let detail = heat.get_stack(root, false).await?;
         eprintln!(
             "no failed resources; stack {} is {}",
             root.name, detail.summary.status

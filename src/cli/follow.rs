@@ -1,6 +1,7 @@
-//! `caldera events STACK [--follow]`: print a stack's events, and with `--follow` keep
-//! printing new ones through outages of Heat (or Keystone) until interrupted, or until the
-//! stack settles with `--until-complete`.
+//! `caldera events TARGET [--follow]`: print the events of a stack (or of every stack of a
+//! cluster or node group, as one timeline), and with `--follow` keep printing new ones
+//! through outages of Heat (or Keystone) until interrupted, or until the stacks settle with
+//! `--until-complete`.
 //!
 //! A failed poll leaves the cursor as it was (see `service::live::follow_step`), so after an
 //! outage the next successful poll reads everything written meanwhile, newest first back to
@@ -11,8 +12,10 @@
 
 use super::commands::{event_line, CmdResult};
 use super::output::Format;
+use super::targets::event_stacks;
+use crate::api::cloud::CloudConnection;
 use crate::api::heat::HeatClient;
-use crate::model::StackRef;
+use crate::model::{StackEvent, StackRef};
 use crate::ops::event_tracker::reconnect_delay;
 use crate::service::live::LiveService;
 use crate::service::{CloudService, ErrorKind, EventCursor, ServiceError};
@@ -71,17 +74,23 @@ impl Outage {
     }
 }
 
-/// Resolves the stack; when following, a service that is down at the start is waited for.
-async fn resolve(heat: &HeatClient, stack: &str, follow: bool) -> Result<StackRef, ServiceError> {
+/// Finds the stacks `target` names; when following, a cloud that is down at the start is
+/// waited for.
+async fn find_stacks(
+    service: &LiveService,
+    conn: &CloudConnection,
+    target: &str,
+    follow: bool,
+) -> Result<Vec<StackRef>, ServiceError> {
     let mut outage = Outage::default();
     loop {
-        match heat.resolve(stack).await.map_err(ServiceError::from) {
+        match event_stacks(service, conn, target).await {
             Ok(found) => {
                 outage.recovered();
                 return Ok(found);
             }
             Err(e) if follow && worth_retrying(&e) => {
-                let wait = outage.failed("finding the stack", &e);
+                let wait = outage.failed("finding the stacks", &e);
                 tokio::time::sleep(wait).await;
             }
             Err(e) => return Err(e),
@@ -102,32 +111,55 @@ impl From<ServiceError> for RoundError {
     }
 }
 
-/// One round: a poll, then (with `--until-complete`) whether the stack is still in progress.
-/// Events are printed as soon as the poll returns them, whatever happens to the status check.
+/// One round: a poll of every stack, then (with `--until-complete`) whether any is still in
+/// progress (`Some(states)` once none is). The events of the stacks polled are printed, as
+/// one timeline, even when a later stack's poll fails: their cursors have moved on.
 async fn round(
     service: &LiveService,
     heat: &HeatClient,
-    stack: &StackRef,
+    stacks: &[StackRef],
     opts: &FollowOptions,
-    cursor: &mut EventCursor,
-) -> Result<Option<String>, RoundError> {
-    let (events, next) = service
-        .poll_events(stack.clone(), opts.nested_depth, cursor.clone())
-        .await?;
-    *cursor = next;
+    cursors: &mut [EventCursor],
+) -> Result<Option<Vec<String>>, RoundError> {
+    let mut events = Vec::new();
+    let mut failed = None;
+    for (stack, cursor) in stacks.iter().zip(cursors.iter_mut()) {
+        match service
+            .poll_events(stack.clone(), opts.nested_depth, cursor.clone())
+            .await
+        {
+            Ok((found, next)) => {
+                *cursor = next;
+                events.extend(found);
+            }
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    events.sort_by_key(|e| e.time);
     print_events(&events, opts.format).map_err(RoundError::Output)?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
     if !(opts.follow && opts.until_complete) {
         return Ok(None);
     }
-    let detail = heat
-        .get_stack(stack, false)
-        .await
-        .map_err(ServiceError::from)?;
-    let status = detail.summary.status;
-    Ok((!status.is_in_progress()).then(|| status.to_string()))
+    let mut busy = false;
+    let mut states = Vec::new();
+    for stack in stacks {
+        let detail = heat
+            .get_stack(stack, false)
+            .await
+            .map_err(ServiceError::from)?;
+        busy |= detail.summary.status.is_in_progress();
+        states.push(format!("stack {} is {}", stack.name, detail.summary.status));
+    }
+    Ok((!busy).then_some(states))
 }
 
-fn print_events(events: &[crate::model::StackEvent], format: Format) -> io::Result<()> {
+fn print_events(events: &[StackEvent], format: Format) -> io::Result<()> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     for e in events {
@@ -138,23 +170,27 @@ fn print_events(events: &[crate::model::StackEvent], format: Format) -> io::Resu
 
 pub async fn events(
     service: &LiveService,
-    heat: &HeatClient,
-    stack: &str,
+    conn: &CloudConnection,
+    target: &str,
     opts: FollowOptions,
 ) -> CmdResult {
-    let stack = resolve(heat, stack, opts.follow).await?;
+    let heat = &conn.heat;
+    // A cluster may span several stacks (Heat-native: the cluster's and each node group's);
+    // each has its own cursor.
+    let stacks = find_stacks(service, conn, target, opts.follow).await?;
     // The flag, else the cloud's setting (applied by the service), else Heat's default.
-    let mut cursor = match opts.max_events_per_stack {
+    let fresh = || match opts.max_events_per_stack {
         Some(n) => EventCursor::default().with_retention(n),
         None => EventCursor::default(),
     };
+    let mut cursors: Vec<EventCursor> = stacks.iter().map(|_| fresh()).collect();
     if opts.format == Format::Csv {
         println!("time,id,path,status,reason");
     }
     let mut settled_polls = 0;
     let mut outage = Outage::default();
     loop {
-        let settled = match round(service, heat, &stack, &opts, &mut cursor).await {
+        let settled = match round(service, heat, &stacks, &opts, &mut cursors).await {
             Ok(settled) => {
                 outage.recovered();
                 settled
@@ -171,23 +207,28 @@ pub async fn events(
             break;
         }
         match settled {
-            Some(status) => {
+            Some(states) => {
                 // One more poll after settling catches the final events written with it.
                 settled_polls += 1;
                 if settled_polls > 1 {
-                    eprintln!("stack {} is {status}", stack.name);
+                    for s in states {
+                        eprintln!("{s}");
+                    }
                     break;
                 }
                 continue;
             }
             None => settled_polls = 0,
         }
-        tokio::time::sleep(cursor.next_delay(opts.interval)).await;
+        let delay = cursors
+            .iter()
+            .map(|c| c.next_delay(opts.interval))
+            .min()
+            .unwrap_or(opts.interval);
+        tokio::time::sleep(delay).await;
     }
-    eprintln!(
-        "{} events, {} duplicates dropped",
-        cursor.delivered(),
-        cursor.duplicates_dropped()
-    );
+    let delivered: u64 = cursors.iter().map(|c| c.delivered()).sum();
+    let dropped: u64 = cursors.iter().map(|c| c.duplicates_dropped()).sum();
+    eprintln!("{delivered} events, {dropped} duplicates dropped");
     Ok(())
 }

@@ -6,3 +6,4 @@ pub mod commands;
 pub mod connect;
 pub mod follow;
 pub mod output;
+pub mod targets;

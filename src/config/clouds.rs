@@ -181,8 +181,8 @@ pub enum Credentials {
 }
 
 /// caldera's own settings under a cloud (`caldera: {read_only, production,
-/// max_events_per_stack}`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// max_events_per_stack, output_key}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CalderaSettings {
     #[serde(default)]
@@ -194,6 +194,11 @@ pub struct CalderaSettings {
     /// followers poll fast enough that a busy stack cannot purge events between two polls.
     #[serde(default)]
     pub max_events_per_stack: Option<u32>,
+    /// The member output that holds each node's address on this cloud's stacks, for the
+    /// console and `caldera ips` (a flag still wins). Unset: discovered per node group from
+    /// the stacks' templates.
+    #[serde(default)]
+    pub output_key: Option<String>,
 }
 
 /// One cloud, validated.

@@ -55,6 +55,7 @@ clouds:
       read_only: true
       production: true
       max_events_per_stack: 200
+      output_key: kube_minion_ip
 "#;
 
 fn cloud(name: &str, marker: &str) -> String {
@@ -149,6 +150,7 @@ fn full_password_cloud_with_secure_yaml_merged() {
             read_only: true,
             production: true,
             max_events_per_stack: Some(200),
+            output_key: Some("kube_minion_ip".into()),
         }
     );
     match &c.credentials {

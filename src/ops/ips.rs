@@ -1,13 +1,14 @@
-//! Node IP retrieval for large node groups, streamed as addresses are found.
+//! Node IP retrieval for the node groups of any Heat stack, streamed as addresses are found.
 //!
-//! The stock path (`stack show` or `output show` of an aggregate output) makes Heat resolve
-//! every member's output in one request: about 50 ms per member cold, minutes for 1000 nodes,
-//! and nothing to show until the end. Here two sources race, and each member is reported once:
-//! - **typed listing**: `resources?nested_depth=2&with_detail=true&type=<address type>`, one
-//!   request that returns every member's address resource with its resolved attributes (the
-//!   fastest way to the *whole* set on real Heat: 200 members in about 1.1 s);
+//! Entry point: [`stream_group_ips`] (stack, optional group path). The groups and where their
+//! members keep their addresses are discovered from Heat (`crate::ops::discover`): no group
+//! name and no output name is assumed. Per group, sources race and each member is reported once:
+//! - **typed listing**: `resources?nested_depth=N&with_detail=true&type=<T>&name=<R>` from the
+//!   group's stack, one request that returns every member's address resource (the one the
+//!   members' address output reads, at whatever depth it sits) with its resolved attributes;
+//!   the fastest way to the *whole* set on real Heat (200 members in about 1.1 s);
 //! - **per-member outputs**: `outputs/{key}` on each member's nested stack, a bounded fan-out in
-//!   index order, so the first addresses appear after two round trips;
+//!   index order, so the first addresses appear after a few round trips;
 //! - **Nova**, where the cloud has it: the members' `OS::Nova::Server` resources (one typed
 //!   listing without details, so cheap) map server ids to members, then `servers/detail` pages
 //!   deliver addresses a page at a time. This is the path that works for any template whose
@@ -16,14 +17,16 @@
 //!   when another source delivered that address first, follows as [`IpEvent::Named`].
 //!
 //! When the typed listing answers, every member it covers is emitted and the fan-out stops.
-//! If it fails (old Heat, another template), the fan-out simply runs to the end. A member
-//! neither source could resolve is reported as failed with the reason; the others still arrive.
+//! If it fails (old Heat, another template), the fan-out simply runs to the end. A member still
+//! being created without an address is reported pending; one no source could resolve is
+//! reported failed with the reason; the others still arrive.
 
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
 use crate::api::nova::{NovaClient, ServerQuery};
 use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{NodeAddress, StackRef, Status};
+use crate::ops::discover::{self, AddressPlan, GroupShape, TypedAddress};
 use futures::stream::{BoxStream, StreamExt};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -31,18 +34,21 @@ use tokio::sync::mpsc;
 
 /// Servers asked of Nova per page.
 const NOVA_PAGE: u32 = 500;
+/// Addresses kept per member, and characters per address: values from the cloud are bounded
+/// (the whole value already is, by the transport's body limit).
+const MAX_ADDRESSES: usize = 64;
+const MAX_ADDRESS_LEN: usize = 255;
+/// Largest JSON text inside a value that is parsed for addresses.
+const MAX_JSON_TEXT: usize = 64 * 1024;
 
 /// How to find each member's address.
 #[derive(Debug, Clone)]
 pub struct IpOptions {
     /// Per-member output calls in flight at once (the shared request budget still applies).
     pub concurrency: usize,
-    /// Output of a member stack that holds its address(es).
-    pub output_key: String,
-    /// Resource type whose attribute holds a member's address, for the typed listing.
-    pub address_type: String,
-    /// Attribute of that resource holding the address(es).
-    pub address_attribute: String,
+    /// The member output holding the address(es), overriding discovery (`--output-key`, or
+    /// the cloud's `caldera: {output_key}` in clouds.yaml). `None`: discovered per group.
+    pub output_key: Option<String>,
     /// Skip the typed listing (for measuring the fan-out alone).
     pub typed_listing: bool,
     /// Skip the per-member fan-out (for measuring the typed listing alone).
@@ -57,9 +63,7 @@ impl Default for IpOptions {
     fn default() -> Self {
         IpOptions {
             concurrency: 16,
-            output_key: "ip".to_string(),
-            address_type: "OS::Heat::Value".to_string(),
-            address_attribute: "value".to_string(),
+            output_key: None,
             typed_listing: true,
             fan_out: true,
             nova_servers: true,
@@ -68,10 +72,11 @@ impl Default for IpOptions {
     }
 }
 
-/// One member of a node group (a ResourceGroup member with its own nested stack).
+/// One member of a node group (a scaling group member with its own nested stack).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
-    /// Resource name in the group: `"0"`, `"1"`, ...
+    /// Resource name in the group (`"0"`, `"1"`, ...); in a stream over several groups,
+    /// prefixed with the group's path (`"kube_minions/0"`) so it is unique in the stream.
     pub name: String,
     pub index: Option<u32>,
     pub stack: Option<StackRef>,
@@ -79,6 +84,31 @@ pub struct Member {
     pub status_reason: Option<String>,
     /// When the member's resource last changed status.
     pub since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Resource path of the member's group (`kube_minions`, `roles/Compute`; empty when the
+    /// stack asked about is itself the group's stack).
+    pub group: String,
+}
+
+impl Member {
+    pub fn from_resource(r: &ResourceInfo) -> Member {
+        Member {
+            name: r.resource.name.clone(),
+            index: r.resource.name.parse().ok(),
+            stack: r.resource.nested.clone(),
+            status: r.resource.status.clone(),
+            status_reason: r.resource.status_reason.clone(),
+            since: r.resource.updated_at.or(r.created_at),
+            group: String::new(),
+        }
+    }
+
+    /// Still being created (or not yet started): no address yet is not a failure.
+    pub fn is_pending(&self) -> bool {
+        !self.status.is_failed()
+            && (self.status.is_in_progress()
+                || self.status.action == "INIT"
+                || self.stack.is_none())
+    }
 }
 
 /// Which source delivered an address.
@@ -94,6 +124,8 @@ pub struct IpStats {
     pub members: usize,
     pub found: usize,
     pub failed: usize,
+    /// Members still being created, without an address yet.
+    pub pending: usize,
     pub first_address_after: Option<Duration>,
     pub elapsed: Duration,
     pub from_listing: usize,
@@ -103,8 +135,16 @@ pub struct IpStats {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum IpEvent {
-    /// The members are known (in index order); addresses follow.
+    /// The members are known (in index order, group after group); addresses follow.
     Members(Vec<Member>),
+    /// Where a group's addresses are read (`found: true`), or what was tried when no source
+    /// was found (`found: false`, one line for the whole group). One per group, after
+    /// `Members`.
+    Plan {
+        group: String,
+        found: bool,
+        how: String,
+    },
     /// A member's addresses, reported once per member by whichever source found them first.
     Address(NodeAddress, IpSource),
     /// The server name of a member, when its `Address` did not carry it: another source won
@@ -114,6 +154,11 @@ pub enum IpEvent {
         member: String,
         name: String,
     },
+    /// A member still being created has no address yet (not a failure).
+    Pending {
+        member: String,
+        status: String,
+    },
     Failed {
         member: String,
         reason: String,
@@ -121,92 +166,143 @@ pub enum IpEvent {
     Done(IpStats),
 }
 
-/// Members of the node group stack `target`: the members of its ResourceGroup, or, when
-/// `target` is itself a group's nested stack, its resources that own nested stacks.
+/// Members of every node group of `target` (group after group, names prefixed by the group
+/// path when there are several), or of the one group at `group` (a resource path).
+pub async fn group_members(
+    heat: &HeatClient,
+    target: &StackRef,
+    group: Option<&str>,
+) -> Result<Vec<Member>, ApiError> {
+    let groups = discover::discover_groups(heat, target).await?;
+    let selected = select_groups(target, &groups, group)?;
+    Ok(keyed_members(&selected))
+}
+
+/// Members of every node group of `target` (see [`group_members`]).
 pub async fn list_members(heat: &HeatClient, target: &StackRef) -> Result<Vec<Member>, ApiError> {
-    let listing = heat
-        .list_resources(
-            target,
-            &ResourceQuery {
-                nested_depth: Some(1),
-                ..Default::default()
-            },
-        )
-        .await?;
-    Ok(members_from_listing(target, &listing))
+    group_members(heat, target, None).await
 }
 
-/// Picks the members out of a `nested_depth=1` listing of a node group stack.
-pub fn members_from_listing(target: &StackRef, listing: &[ResourceInfo]) -> Vec<Member> {
-    let is_root = |r: &ResourceInfo| r.resource.owner.as_ref().is_none_or(|o| o.id == target.id);
-    let groups: Vec<&ResourceInfo> = listing
-        .iter()
-        .filter(|r| is_root(r) && r.resource.resource_type == "OS::Heat::ResourceGroup")
+/// The groups at `group` (or all), or a 404-like error that lists the groups there are.
+fn select_groups(
+    target: &StackRef,
+    groups: &[GroupShape],
+    group: Option<&str>,
+) -> Result<Vec<GroupShape>, ApiError> {
+    let selected: Vec<GroupShape> = discover::select(groups, group)
+        .into_iter()
+        .cloned()
         .collect();
-    // Prefer the group named `nodes` (our templates) when a stack has several.
-    let group = groups
-        .iter()
-        .find(|g| g.resource.name == "nodes")
-        .or_else(|| groups.first());
-    let mut members: Vec<Member> = match group.and_then(|g| g.resource.nested.clone()) {
-        Some(group_stack) => listing
-            .iter()
-            .filter(|r| {
-                r.resource
-                    .owner
-                    .as_ref()
-                    .is_some_and(|o| o.id == group_stack.id)
-            })
-            .map(member_from)
-            .collect(),
-        None => listing
-            .iter()
-            .filter(|r| is_root(r) && r.resource.nested.is_some())
-            .map(member_from)
-            .collect(),
-    };
-    members.sort_by(|a, b| {
-        (a.index.is_none(), a.index, &a.name).cmp(&(b.index.is_none(), b.index, &b.name))
-    });
-    members
-}
-
-fn member_from(r: &ResourceInfo) -> Member {
-    Member {
-        name: r.resource.name.clone(),
-        index: r.resource.name.parse().ok(),
-        stack: r.resource.nested.clone(),
-        status: r.resource.status.clone(),
-        status_reason: r.resource.status_reason.clone(),
-        since: r.resource.updated_at.or(r.created_at),
+    match group {
+        Some(path) if selected.is_empty() => Err(ApiError::Http {
+            method: reqwest::Method::GET,
+            url: format!("stacks/{}/{}", target.name, target.id),
+            status: 404,
+            message: format!(
+                "no scaling group '{path}' in stack {} (groups: {})",
+                target.name,
+                if groups.is_empty() {
+                    "none".to_string()
+                } else {
+                    groups
+                        .iter()
+                        .map(|g| g.path.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+            retry_after: None,
+        }),
+        _ => Ok(selected),
     }
 }
 
-/// Flattens an address value (a string, a list, or a map of lists) into strings.
+/// A group's label in messages: its path, else (the stack is the group's own) its name.
+pub fn group_label(group: &GroupShape) -> String {
+    if group.path.is_empty() {
+        group.name.clone()
+    } else {
+        group.path.clone()
+    }
+}
+
+/// The members of `groups` with their group set; several groups prefix names with the path.
+fn keyed_members(groups: &[GroupShape]) -> Vec<Member> {
+    let qualify = groups.len() > 1;
+    groups
+        .iter()
+        .flat_map(|g| {
+            g.members.iter().map(move |m| {
+                let mut m = m.clone();
+                m.group = g.path.clone();
+                if qualify {
+                    m.name = format!("{}/{}", group_label(g), m.name);
+                }
+                m
+            })
+        })
+        .collect()
+}
+
+/// Parses a JSON object or list held in a string value (bounded); `None` for anything else.
+pub(crate) fn parse_json_text(s: &str) -> Option<serde_json::Value> {
+    let t = s.trim();
+    if t.len() > MAX_JSON_TEXT || !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str(t).ok()
+}
+
+/// Flattens an address value into strings: a string, a list, a map (Nova's
+/// `{"net": [{"addr": ..}]}`, Neutron's `{"ip_address": ..}`, `{"private": "10.0.0.5"}`), or
+/// JSON text holding any of those. Bounded in depth and length; strings with control
+/// characters are dropped.
 pub fn addresses_in(value: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();
-    collect_addresses(value, &mut out, 0);
+    collect_addresses(value, &mut out, 0, false);
     out
 }
 
-fn collect_addresses(value: &serde_json::Value, out: &mut Vec<String>, depth: usize) {
-    if depth > 4 {
+/// Keys that name an address inside a map, best first.
+const ADDRESS_KEYS: [&str; 5] = ["addr", "ip_address", "ip", "address", "fixed_ip"];
+
+fn collect_addresses(value: &serde_json::Value, out: &mut Vec<String>, depth: usize, in_map: bool) {
+    if depth > 6 {
         return;
     }
     match value {
-        serde_json::Value::String(s) if !s.is_empty() => out.push(s.clone()),
+        serde_json::Value::String(s) => {
+            if let Some(parsed) = parse_json_text(s) {
+                collect_addresses(&parsed, out, depth + 1, false);
+                return;
+            }
+            let t = s.trim();
+            if t.is_empty() || t.len() > MAX_ADDRESS_LEN || t.chars().any(char::is_control) {
+                return;
+            }
+            // A map's other values (subnet ids, MACs, names) are not addresses: only take
+            // those that read as an IP address.
+            if in_map
+                && t.split('/')
+                    .next()
+                    .and_then(|a| a.parse::<std::net::IpAddr>().ok())
+                    .is_none()
+            {
+                return;
+            }
+            out.push(t.to_string());
+        }
         serde_json::Value::Array(items) => {
             for item in items {
-                collect_addresses(item, out, depth + 1);
+                collect_addresses(item, out, depth + 1, false);
             }
         }
         serde_json::Value::Object(map) => {
-            // Nova-style `{"net": [{"addr": "10.0.0.5"}]}` or `{"addr": ...}`.
-            if let Some(addr) = map.get("addr") {
-                collect_addresses(addr, out, depth + 1);
+            if let Some(v) = ADDRESS_KEYS.iter().find_map(|k| map.get(*k)) {
+                collect_addresses(v, out, depth + 1, false);
             } else {
                 for v in map.values() {
-                    collect_addresses(v, out, depth + 1);
+                    collect_addresses(v, out, depth + 1, true);
                 }
             }
         }
@@ -214,15 +310,14 @@ fn collect_addresses(value: &serde_json::Value, out: &mut Vec<String>, depth: us
     }
 }
 
-/// Streams the addresses of every member of the node group stack `target`.
-///
-/// Dropping the stream stops all outstanding requests.
+/// Streams the addresses of every member of every node group of `target`. See
+/// [`stream_group_ips`].
 pub fn stream_ips(
     heat: HeatClient,
     target: StackRef,
     options: IpOptions,
 ) -> BoxStream<'static, Result<IpEvent, ApiError>> {
-    stream_ips_with(heat, None, target, options)
+    stream_group_ips(heat, None, target, None, options)
 }
 
 /// Like [`stream_ips`], with Nova as a third source when the cloud has it.
@@ -232,7 +327,25 @@ pub fn stream_ips_with(
     target: StackRef,
     options: IpOptions,
 ) -> BoxStream<'static, Result<IpEvent, ApiError>> {
-    spawn_stream(256, move |tx| run(heat, nova, target, options, tx))
+    stream_group_ips(heat, nova, target, None, options)
+}
+
+/// Members and addresses of the node group at resource path `group` of `stack`
+/// (`kube_minions`, `roles/Compute`), or of every node group of `stack` when `None` (member
+/// names then carry their group's path when there are several groups). A path that names no
+/// group is a 404 error listing the groups there are.
+///
+/// Events: `Members` once, then per group a `Plan` line and its addresses, then `Pending` /
+/// `Failed` for members without one, then `Done`. Dropping the stream stops all outstanding
+/// requests.
+pub fn stream_group_ips(
+    heat: HeatClient,
+    nova: Option<NovaClient>,
+    stack: StackRef,
+    group: Option<String>,
+    options: IpOptions,
+) -> BoxStream<'static, Result<IpEvent, ApiError>> {
+    spawn_stream(256, move |tx| run(heat, nova, stack, group, options, tx))
 }
 
 type Sink = mpsc::Sender<Result<IpEvent, ApiError>>;
@@ -241,47 +354,26 @@ async fn run(
     heat: HeatClient,
     nova: Option<NovaClient>,
     target: StackRef,
+    group: Option<String>,
     options: IpOptions,
     tx: Sink,
 ) {
     let started = Instant::now();
-    // Nova pages arrive through a channel, one batch of (member, addresses) per page.
-    let (nova_tx, mut nova_rx) = mpsc::channel::<Vec<NovaMatch>>(16);
-    let nova_task = match nova.filter(|_| options.nova_servers) {
-        Some(nova) => Some(AbortOnDrop(tokio::spawn(nova_addresses(
-            heat.clone(),
-            nova,
-            target.clone(),
-            options.server_type.clone(),
-            nova_tx,
-        )))),
-        None => {
-            drop(nova_tx);
-            None
-        }
-    };
-    // Started before the member listing so both round trips overlap; aborted if we return.
-    let mut typed = options.typed_listing.then(|| {
-        let heat = heat.clone();
-        let target = target.clone();
-        let query = ResourceQuery {
-            nested_depth: Some(2),
-            with_detail: true,
-            filters: vec![("type".to_string(), options.address_type.clone())],
-        };
-        AbortOnDrop(tokio::spawn(async move {
-            heat.list_resources(&target, &query).await
-        }))
-    });
-
-    // Members first (the typed listing is already under way beside it).
-    let members = match list_members(&heat, &target).await {
-        Ok(m) => m,
+    let groups = match discover::discover_groups(&heat, &target).await {
+        Ok(g) => g,
         Err(e) => {
             let _ = tx.send(Err(e)).await;
             return;
         }
     };
+    let selected = match select_groups(&target, &groups, group.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tx.send(Err(e)).await;
+            return;
+        }
+    };
+    let members = keyed_members(&selected);
     let mut state = Progress::new(started, members.iter().map(|m| m.name.clone()).collect());
     if tx
         .send(Ok(IpEvent::Members(members.clone())))
@@ -290,122 +382,82 @@ async fn run(
     {
         return;
     }
-
-    let by_stack: HashMap<String, String> = members
-        .iter()
-        .filter_map(|m| m.stack.as_ref().map(|s| (s.id.clone(), m.name.clone())))
-        .collect();
-    let with_stack: Vec<(String, StackRef)> = if options.fan_out {
-        members
-            .iter()
-            .filter_map(|m| m.stack.clone().map(|s| (m.name.clone(), s)))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let output_key = options.output_key.clone();
-    let mut outputs = fan_out(with_stack, options.concurrency, move |(_, stack)| {
-        let heat = heat.clone();
-        let key = output_key.clone();
-        async move { heat.show_output(&stack, &key).await }
-    })
-    .boxed();
-    let mut output_errors: HashMap<String, String> = HashMap::new();
-    let mut typed_done = typed.is_none();
-    let mut outputs_done = !options.fan_out;
-    let mut nova_done = nova_task.is_none();
-
-    loop {
-        if state.emitted.len() == members.len() {
-            // Every address is in: the listing and the output calls have nothing left to
-            // give. Nova may still be naming members, so it alone runs on.
-            // Both are dropped, not just no longer polled: their requests in flight hold
-            // request-budget permits that Nova's pages would otherwise wait for forever.
-            typed_done = true;
-            typed = None;
-            outputs_done = true;
-            outputs = futures::stream::empty().boxed();
-            if state.named.len() == members.len() {
-                nova_done = true;
-            }
-        }
-        if typed_done && outputs_done && nova_done {
-            break;
-        }
-        tokio::select! {
-            listing = async { typed.as_mut().map(|t| &mut t.0).expect("guarded by typed_done").await }, if !typed_done => {
-                typed_done = true;
-                match listing {
-                    Ok(Ok(resources)) => {
-                        for (member, addresses) in addresses_from_listing(&resources, &by_stack, &options.address_attribute) {
-                            if !state.emit(&tx, &member, addresses, IpSource::TypedListing, None).await {
-                                return;
-                            }
-                        }
-                        // The listing is the whole truth for the members it covers; members it
-                        // lacks still get their output call, which says why.
-                    }
-                    Ok(Err(e)) => {
-                        tracing::info!("typed address listing failed, per-member outputs continue: {e}");
-                    }
-                    Err(join) => tracing::warn!("typed address listing task ended: {join}"),
-                }
-            }
-            batch = nova_rx.recv(), if !nova_done => {
-                match batch {
-                    None => nova_done = true,
-                    Some(batch) => {
-                        for found in batch {
-                            let sent = if found.addresses.is_empty() {
-                                state.name(&tx, &found.member, found.name).await
-                            } else {
-                                state.emit(&tx, &found.member, found.addresses, IpSource::NovaServers, Some(found.name)).await
-                            };
-                            if !sent {
-                                return;
-                            }
-                        }
-                    }
-                }
-            }
-            next = outputs.next(), if !outputs_done => {
-                match next {
-                    None => outputs_done = true,
-                    Some(((member, _), Ok(output))) => {
-                        let addresses = addresses_in(&output.value);
-                        if addresses.is_empty() {
-                            let reason = output.error.unwrap_or_else(|| format!("output '{}' has no address", output.key));
-                            output_errors.insert(member, reason);
-                        } else if !state.emit(&tx, &member, addresses, IpSource::MemberOutput, None).await {
-                            return;
-                        }
-                    }
-                    Some(((member, _), Err(e))) => {
-                        output_errors.insert(member, e.to_string());
-                    }
-                }
-            }
+    if selected.is_empty() {
+        let event = IpEvent::Plan {
+            group: String::new(),
+            found: false,
+            how: format!(
+                "no node group: stack {} has no {} (searched nested stacks too)",
+                target.name,
+                discover::GROUP_TYPES.join(" or ")
+            ),
+        };
+        if tx.send(Ok(event)).await.is_err() {
+            return;
         }
     }
-    drop(outputs);
-    drop(nova_task);
+    // Every group's plan at once (template reads), then the groups' sources one group after
+    // the other.
+    let plans = futures::future::join_all(
+        selected
+            .iter()
+            .map(|g| discover::plan_addresses(&heat, g, options.output_key.as_deref())),
+    )
+    .await;
+    let qualify = selected.len() > 1;
+    let mut reasons: HashMap<String, String> = HashMap::new();
+    for (group, plan) in selected.iter().zip(&plans) {
+        let label = group_label(group);
+        // Without an output to read, Nova's server list may still know the members' servers.
+        let nova_only = plan.is_empty() && nova.is_some() && options.nova_servers;
+        let event = IpEvent::Plan {
+            group: label.clone(),
+            found: !plan.is_empty() || group.members.is_empty() || nova_only,
+            how: if group.members.is_empty() {
+                "no members".to_string()
+            } else if nova_only {
+                format!("Nova's server list only ({})", plan.describe())
+            } else {
+                plan.describe()
+            },
+        };
+        if tx.send(Ok(event)).await.is_err() {
+            return;
+        }
+        let keys: Vec<(String, &Member)> = group
+            .members
+            .iter()
+            .map(|m| {
+                let key = if qualify {
+                    format!("{label}/{}", m.name)
+                } else {
+                    m.name.clone()
+                };
+                (key, m)
+            })
+            .collect();
+        if plan.is_empty() {
+            for (key, _) in &keys {
+                reasons.insert(key.clone(), format!("{label}: {}", plan.describe()));
+            }
+        }
+        let ctx = GroupRun {
+            heat: &heat,
+            nova: nova.as_ref(),
+            group,
+            plan,
+            options: &options,
+            keys: &keys,
+        };
+        if !ctx.run(&mut state, &mut reasons, &tx).await {
+            return;
+        }
+    }
 
     for member in &members {
         if state.emitted.contains(&member.name) {
             continue;
         }
-        let reason = output_errors
-            .remove(&member.name)
-            .or_else(|| {
-                member.status.is_failed().then(|| {
-                    format!(
-                        "{}: {}",
-                        member.status,
-                        member.status_reason.clone().unwrap_or_default()
-                    )
-                })
-            })
-            .unwrap_or_else(|| "no address found".to_string());
         // Nova listed the server without an address (still building): its name is still the
         // one the operator knows the node by.
         if let Some(name) = state.pending_names.remove(&member.name) {
@@ -417,10 +469,31 @@ async fn run(
                 return;
             }
         }
-        state.stats.failed += 1;
-        let event = IpEvent::Failed {
-            member: member.name.clone(),
-            reason,
+        let event = if member.is_pending() {
+            state.stats.pending += 1;
+            IpEvent::Pending {
+                member: member.name.clone(),
+                status: member.status.raw.clone(),
+            }
+        } else {
+            // A failed member's own status says why better than its unresolvable output.
+            let reason = member
+                .status
+                .is_failed()
+                .then(|| {
+                    format!(
+                        "{}: {}",
+                        member.status,
+                        member.status_reason.clone().unwrap_or_default()
+                    )
+                })
+                .or_else(|| reasons.remove(&member.name))
+                .unwrap_or_else(|| "no address found".to_string());
+            state.stats.failed += 1;
+            IpEvent::Failed {
+                member: member.name.clone(),
+                reason,
+            }
         };
         if tx.send(Ok(event)).await.is_err() {
             return;
@@ -428,6 +501,208 @@ async fn run(
     }
     state.stats.elapsed = started.elapsed();
     let _ = tx.send(Ok(IpEvent::Done(state.stats))).await;
+}
+
+/// One group's address sources, raced.
+struct GroupRun<'a> {
+    heat: &'a HeatClient,
+    nova: Option<&'a NovaClient>,
+    group: &'a GroupShape,
+    plan: &'a AddressPlan,
+    options: &'a IpOptions,
+    /// (key in the stream, member) for this group's members.
+    keys: &'a [(String, &'a Member)],
+}
+
+impl GroupRun<'_> {
+    /// Runs the sources until every member of the group has its address or every source is
+    /// done. Errors of a source become reasons in `reasons`. False when the consumer is gone.
+    async fn run(
+        &self,
+        state: &mut Progress,
+        reasons: &mut HashMap<String, String>,
+        tx: &Sink,
+    ) -> bool {
+        let Some(group_stack) = self.group.stack.clone() else {
+            return true;
+        };
+        let heat = self.heat.clone();
+        let options = self.options;
+        // Member stack id -> key; member resource name -> key.
+        let by_stack: HashMap<String, String> = self
+            .keys
+            .iter()
+            .filter_map(|(k, m)| m.stack.as_ref().map(|s| (s.id.clone(), k.clone())))
+            .collect();
+        let by_name: HashMap<String, String> = self
+            .keys
+            .iter()
+            .map(|(k, m)| (m.name.clone(), k.clone()))
+            .collect();
+        let group_keys: HashSet<&str> = self.keys.iter().map(|(k, _)| k.as_str()).collect();
+
+        let (nova_tx, mut nova_rx) = mpsc::channel::<Vec<NovaMatch>>(16);
+        let nova_task = match self.nova.filter(|_| options.nova_servers) {
+            Some(nova) => Some(AbortOnDrop(tokio::spawn(nova_addresses(
+                heat.clone(),
+                nova.clone(),
+                group_stack.clone(),
+                options.server_type.clone(),
+                by_stack.clone(),
+                by_name.clone(),
+                nova_tx,
+            )))),
+            None => {
+                drop(nova_tx);
+                None
+            }
+        };
+        let mut typed = match (&self.plan.typed, options.typed_listing) {
+            (Some(t), true) => Some(AbortOnDrop(tokio::spawn(typed_listing(
+                heat.clone(),
+                group_stack.clone(),
+                t.clone(),
+                by_stack.clone(),
+            )))),
+            _ => None,
+        };
+        let with_stack: Vec<(String, StackRef)> = match (&self.plan.output_key, options.fan_out) {
+            (Some(_), true) => self
+                .keys
+                .iter()
+                .filter_map(|(k, m)| m.stack.clone().map(|s| (k.clone(), s)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let output_key = self.plan.output_key.clone().unwrap_or_default();
+        let mut outputs = fan_out(with_stack, options.concurrency, move |(_, stack)| {
+            let heat = heat.clone();
+            let key = output_key.clone();
+            async move { heat.show_output(&stack, &key).await }
+        })
+        .boxed();
+        let mut typed_done = typed.is_none();
+        let mut outputs_done = false;
+        let mut nova_done = nova_task.is_none();
+        let all_in = |state: &Progress| group_keys.iter().all(|k| state.emitted.contains(*k));
+        let all_named = |state: &Progress| group_keys.iter().all(|k| state.named.contains(*k));
+
+        loop {
+            if all_in(state) {
+                // Every address is in: the listing and the output calls have nothing left to
+                // give. Nova may still be naming members, so it alone runs on.
+                // Both are dropped, not just no longer polled: their requests in flight hold
+                // request-budget permits that Nova's pages would otherwise wait for forever.
+                typed_done = true;
+                typed = None;
+                outputs_done = true;
+                outputs = futures::stream::empty().boxed();
+                if all_named(state) {
+                    nova_done = true;
+                }
+            }
+            if typed_done && outputs_done && nova_done {
+                break;
+            }
+            tokio::select! {
+                listing = async { typed.as_mut().map(|t| &mut t.0).expect("guarded by typed_done").await }, if !typed_done => {
+                    typed_done = true;
+                    match listing {
+                        Ok(Ok(found)) => {
+                            for (member, addresses) in found {
+                                if !state.emit(tx, &member, addresses, IpSource::TypedListing, None).await {
+                                    return false;
+                                }
+                            }
+                            // The listing is the whole truth for the members it covers; members
+                            // it lacks still get their output call, which says why.
+                        }
+                        Ok(Err(e)) => {
+                            tracing::info!("typed address listing failed, per-member outputs continue: {e}");
+                        }
+                        Err(join) => tracing::warn!("typed address listing task ended: {join}"),
+                    }
+                }
+                batch = nova_rx.recv(), if !nova_done => {
+                    match batch {
+                        None => nova_done = true,
+                        Some(batch) => {
+                            for found in batch {
+                                let sent = if found.addresses.is_empty() {
+                                    state.name(tx, &found.member, found.name).await
+                                } else {
+                                    state.emit(tx, &found.member, found.addresses, IpSource::NovaServers, Some(found.name)).await
+                                };
+                                if !sent {
+                                    return false;
+                                }
+                            }
+                        }
+                    }
+                }
+                next = outputs.next(), if !outputs_done => {
+                    match next {
+                        None => outputs_done = true,
+                        Some(((member, _), Ok(output))) => {
+                            let addresses = addresses_in(&output.value);
+                            if addresses.is_empty() {
+                                let reason = output.error.unwrap_or_else(|| format!("output '{}' has no address", output.key));
+                                reasons.insert(member, reason);
+                            } else if !state.emit(tx, &member, addresses, IpSource::MemberOutput, None).await {
+                                return false;
+                            }
+                        }
+                        Some(((member, _), Err(e))) => {
+                            reasons.insert(member, e.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+/// The typed listing of a group's address resource: listings of each nested template between
+/// member and resource (cheap, no details) map the resource's owner stack to its member; the
+/// resource's own listing (with details) carries the addresses. `(key, addresses)` pairs.
+async fn typed_listing(
+    heat: HeatClient,
+    group_stack: StackRef,
+    typed: TypedAddress,
+    by_stack: HashMap<String, String>,
+) -> Result<Vec<(String, Vec<String>)>, ApiError> {
+    let hop_queries: Vec<ResourceQuery> = typed
+        .hops
+        .iter()
+        .enumerate()
+        .map(|(i, hop)| ResourceQuery {
+            nested_depth: Some(u32::try_from(i).unwrap_or(0) + 1),
+            with_detail: false,
+            filters: vec![
+                ("type".to_string(), hop.resource_type.clone()),
+                ("name".to_string(), hop.name.clone()),
+            ],
+        })
+        .collect();
+    let leaf = ResourceQuery {
+        nested_depth: Some(typed.depth()),
+        with_detail: true,
+        filters: vec![
+            ("type".to_string(), typed.resource_type.clone()),
+            ("name".to_string(), typed.resource_name.clone()),
+        ],
+    };
+    let (hops, resources) = futures::join!(
+        futures::future::try_join_all(
+            hop_queries
+                .iter()
+                .map(|q| heat.list_resources(&group_stack, q))
+        ),
+        heat.list_resources(&group_stack, &leaf)
+    );
+    let owners = discover::member_of_stacks(&by_stack, &hops?);
+    Ok(addresses_from_listing(&resources?, &owners, &typed))
 }
 
 /// One member's server as Nova lists it.
@@ -445,8 +720,10 @@ struct NovaMatch {
 async fn nova_addresses(
     heat: HeatClient,
     nova: NovaClient,
-    target: StackRef,
+    group_stack: StackRef,
     server_type: String,
+    by_stack: HashMap<String, String>,
+    by_name: HashMap<String, String>,
     out: mpsc::Sender<Vec<NovaMatch>>,
 ) {
     let query = ResourceQuery {
@@ -454,7 +731,7 @@ async fn nova_addresses(
         with_detail: false,
         filters: vec![("type".to_string(), server_type)],
     };
-    let servers = match heat.list_resources(&target, &query).await {
+    let servers = match heat.list_resources(&group_stack, &query).await {
         Ok(listing) => listing,
         Err(e) => {
             tracing::info!("server listing for Nova lookups failed: {e}");
@@ -464,7 +741,14 @@ async fn nova_addresses(
     let member_of: HashMap<String, String> = servers
         .into_iter()
         .filter_map(|r| {
-            let member = r.resource.parent_resource?;
+            // The server's stack is a member's stack, else its parent resource is a member.
+            let member = r
+                .resource
+                .owner
+                .as_ref()
+                .and_then(|o| by_stack.get(&o.id))
+                .or_else(|| by_name.get(r.resource.parent_resource.as_deref()?))?
+                .clone();
             Some((r.resource.physical_id?, member))
         })
         .collect();
@@ -511,30 +795,35 @@ async fn nova_addresses(
     }
 }
 
-/// `(member name, addresses)` from a typed listing, keyed by the member that owns each
-/// address resource (`parent_resource`, else the owning stack).
+/// `(member key, addresses)` from a typed listing of the address resource, keyed by the
+/// member whose stack (at whatever depth, see `discover::member_of_stacks`) owns it.
 fn addresses_from_listing(
     resources: &[ResourceInfo],
-    by_stack: &HashMap<String, String>,
-    attribute: &str,
+    owners: &HashMap<String, String>,
+    typed: &TypedAddress,
 ) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     for r in resources {
-        let member = r
-            .resource
-            .owner
-            .as_ref()
-            .and_then(|o| by_stack.get(&o.id).cloned())
-            .or_else(|| r.resource.parent_resource.clone());
-        let Some(member) = member else { continue };
+        // A resource never created (INIT, its member failed first) or being deleted holds
+        // no address, whatever its attributes compute from properties (measured on Heat 27:
+        // an INIT_COMPLETE OS::Heat::Value lists its value; Heat's outputs say null).
+        if r.resource.name != typed.resource_name
+            || matches!(r.resource.status.action.as_str(), "INIT" | "DELETE")
+        {
+            continue;
+        }
+        let Some(member) = r.resource.owner.as_ref().and_then(|o| owners.get(&o.id)) else {
+            continue;
+        };
         let addresses = r
             .attributes
             .as_ref()
-            .and_then(|a| a.get(attribute))
-            .map(addresses_in)
+            .and_then(|a| a.get(&typed.attribute))
+            .and_then(|v| discover::value_at(v, &typed.path))
+            .map(|v| addresses_in(&v))
             .unwrap_or_default();
         if !addresses.is_empty() {
-            out.push((member, addresses));
+            out.push((member.clone(), addresses));
         }
     }
     out
@@ -587,6 +876,8 @@ impl Progress {
             };
         }
         self.stats.found += 1;
+        let mut addresses = addresses;
+        addresses.truncate(MAX_ADDRESSES);
         match source {
             IpSource::TypedListing => self.stats.from_listing += 1,
             IpSource::MemberOutput => self.stats.from_outputs += 1,
@@ -600,7 +891,8 @@ impl Progress {
             self.named.insert(member.to_string());
         }
         let address = NodeAddress {
-            index: member.parse().ok(),
+            // `"17"`, or `"kube_minions/17"` in a stream over several groups.
+            index: member.rsplit('/').next().and_then(|i| i.parse().ok()),
             member: member.to_string(),
             addresses,
             name,
@@ -645,6 +937,102 @@ mod tests {
         );
         assert!(addresses_in(&json!(null)).is_empty());
         assert!(addresses_in(&json!("")).is_empty());
+        // Neutron's fixed_ips: the address, not the subnet id.
+        assert_eq!(
+            addresses_in(&json!([{"subnet_id": "3b1f-aa", "ip_address": "10.0.0.7"}])),
+            vec!["10.0.0.7"]
+        );
+        // A map of named addresses; other values that are not addresses are left out.
+        assert_eq!(
+            addresses_in(&json!({"private": "10.0.0.8", "mac": "fa:16:3e:00:00:01"})),
+            vec!["10.0.0.8"]
+        );
+        // JSON text holding any of these.
+        assert_eq!(
+            addresses_in(&json!("{\"ctlplane\": {\"ip\": \"192.168.24.9\"}}")),
+            vec!["192.168.24.9"]
+        );
+        // Control characters from the cloud never reach the terminal.
+        assert!(addresses_in(&json!("10.0.0.1\u{1b}[2J")).is_empty());
+    }
+
+    fn member(name: &str, status: &str, stack: bool) -> Member {
+        Member {
+            name: name.into(),
+            index: name.parse().ok(),
+            stack: stack.then(|| StackRef {
+                name: format!("m{name}"),
+                id: format!("m{name}"),
+            }),
+            status: Status::parse(status),
+            status_reason: None,
+            since: None,
+            group: String::new(),
+        }
+    }
+
+    fn shape(path: &str, members: Vec<Member>) -> GroupShape {
+        GroupShape {
+            path: path.into(),
+            name: path.rsplit('/').next().unwrap_or(path).into(),
+            resource_type: "OS::Heat::ResourceGroup".into(),
+            status: Status::parse("CREATE_COMPLETE"),
+            owner: StackRef {
+                name: "s".into(),
+                id: "s".into(),
+            },
+            stack: None,
+            members,
+        }
+    }
+
+    #[test]
+    fn members_still_being_created_are_pending_not_failed() {
+        assert!(member("0", "CREATE_IN_PROGRESS", true).is_pending());
+        assert!(member("1", "INIT_COMPLETE", false).is_pending());
+        assert!(member("2", "CREATE_COMPLETE", false).is_pending());
+        assert!(!member("3", "CREATE_COMPLETE", true).is_pending());
+        assert!(!member("4", "CREATE_FAILED", false).is_pending());
+        assert!(!member("5", "UPDATE_FAILED", true).is_pending());
+    }
+
+    #[test]
+    fn several_groups_prefix_member_names_with_the_path_one_does_not() {
+        let groups = vec![
+            shape("kube_masters", vec![member("0", "CREATE_COMPLETE", true)]),
+            shape("roles/Compute", vec![member("3", "CREATE_COMPLETE", true)]),
+        ];
+        let keyed = keyed_members(&groups);
+        let names: Vec<(&str, &str, Option<u32>)> = keyed
+            .iter()
+            .map(|m| (m.name.as_str(), m.group.as_str(), m.index))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("kube_masters/0", "kube_masters", Some(0)),
+                ("roles/Compute/3", "roles/Compute", Some(3))
+            ]
+        );
+        let one = keyed_members(&groups[1..]);
+        assert_eq!(one[0].name, "3");
+        assert_eq!(one[0].group, "roles/Compute");
+        let target = StackRef {
+            name: "s".into(),
+            id: "s".into(),
+        };
+        let err = select_groups(&target, &groups, Some("nodes")).expect_err("no such group");
+        assert!(err.is_not_found());
+        assert!(
+            err.to_string().contains("kube_masters, roles/Compute"),
+            "{err}"
+        );
+        assert_eq!(
+            select_groups(&target, &groups, Some("/roles/Compute/"))
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     fn progress(members: &[&str]) -> (Progress, Sink, mpsc::Receiver<Result<IpEvent, ApiError>>) {

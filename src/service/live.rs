@@ -42,8 +42,13 @@ impl LiveService {
     pub fn new(conn: CloudConnection) -> Self {
         LiveService {
             heat_native: Drivers::new(&conn).heat_native().clone(),
+            // The cloud's `caldera: {output_key}` names the members' address output for
+            // the console; unset, it is discovered per node group.
+            ip_options: IpOptions {
+                output_key: conn.settings.output_key.clone(),
+                ..IpOptions::default()
+            },
             conn,
-            ip_options: IpOptions::default(),
             paths: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -354,6 +359,13 @@ async fn forward_nodes(
             }
             Ok(IpEvent::Address(address, _)) => Ok(NodeUpdate::Address(address)),
             Ok(IpEvent::Named { member, name }) => Ok(NodeUpdate::Named { member, name }),
+            // Where addresses are read is for the log; the nodes show the outcome.
+            Ok(IpEvent::Plan { group, found, how }) => {
+                tracing::info!("node group {group}: addresses from {how} (found: {found})");
+                continue;
+            }
+            // A member still being created shows its status; no address yet is no failure.
+            Ok(IpEvent::Pending { .. }) => continue,
             Ok(IpEvent::Failed { member, reason }) => Ok(NodeUpdate::AddressFailed {
                 member,
                 error: ServiceError::new(super::ErrorKind::NotFound, reason),

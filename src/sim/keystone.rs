@@ -140,7 +140,7 @@ pub fn handle(sh: &Shared, req: &Req) -> Reply {
                 return keystone_error(StatusCode::NOT_FOUND, "Could not find token.");
             };
             if !token_valid(sh, req.header("x-auth-token")) {
-                return unauthorized();
+                return unauthorized(sh);
             }
             match lock(&sh.tokens).map.remove(subject) {
                 Some(_) => Reply::empty(StatusCode::NO_CONTENT),
@@ -152,7 +152,7 @@ pub fn handle(sh: &Shared, req: &Req) -> Reply {
         }
         (&Method::GET, ["v3", "auth", "catalog"]) => {
             if !token_valid(sh, req.header("x-auth-token")) {
-                return unauthorized();
+                return unauthorized(sh);
             }
             Reply::ok(
                 json!({"catalog": catalog(sh), "links": {"self": format!("{base}/identity/v3/auth/catalog")}}),
@@ -160,7 +160,7 @@ pub fn handle(sh: &Shared, req: &Req) -> Reply {
         }
         (&Method::GET, ["v3", "auth", "projects"]) => {
             if !token_valid(sh, req.header("x-auth-token")) {
-                return unauthorized();
+                return unauthorized(sh);
             }
             Reply::ok(
                 json!({"projects": [{"id": sh.cfg.project_id, "name": sh.cfg.project_name, "domain_id": "default", "enabled": true, "is_domain": false}]}),
@@ -170,16 +170,22 @@ pub fn handle(sh: &Shared, req: &Req) -> Reply {
     }
 }
 
-fn unauthorized() -> Reply {
+/// Keystone's 401, with the `WWW-Authenticate` header the real one sends (same bare message
+/// for a wrong password, a disabled user, an unknown project or an expired credential).
+fn unauthorized(sh: &Shared) -> Reply {
     keystone_error(
         StatusCode::UNAUTHORIZED,
         "The request you have made requires authentication.",
+    )
+    .with_header(
+        "WWW-Authenticate",
+        format!("Keystone uri=\"{}/identity/v3\"", sh.cfg.base),
     )
 }
 
 fn validate(sh: &Shared, req: &Req) -> Reply {
     if !token_valid(sh, req.header("x-auth-token")) {
-        return unauthorized();
+        return unauthorized(sh);
     }
     let Some(subject) = req.header("x-subject-token") else {
         return keystone_error(StatusCode::NOT_FOUND, "Could not find token.");
@@ -225,7 +231,7 @@ fn authenticate(sh: &Shared, req: &Req) -> Reply {
             .and_then(|v| v.as_str())
             == Some(c.password.as_str());
         if !((name_ok || id_ok) && dom_ok && pw_ok) {
-            return unauthorized();
+            return unauthorized(sh);
         }
         let scope = body.pointer("/auth/scope/project");
         let scoped = match scope {
@@ -235,7 +241,7 @@ fn authenticate(sh: &Shared, req: &Req) -> Reply {
                 let by_name =
                     p.get("name").and_then(|v| v.as_str()) == Some(c.project_name.as_str());
                 if !(by_id || by_name) {
-                    return unauthorized();
+                    return unauthorized(sh);
                 }
                 true
             }
@@ -243,6 +249,14 @@ fn authenticate(sh: &Shared, req: &Req) -> Reply {
         ("password", scoped)
     } else if methods.contains(&"application_credential") {
         let ac = identity.get("application_credential");
+        // Keystone finds a credential by id, or by name within its user: a name alone is a 400.
+        let has = |k: &str| ac.and_then(|a| a.get(k)).is_some();
+        if !has("id") && !has("user") {
+            return keystone_error(
+                StatusCode::BAD_REQUEST,
+                "Expecting to find user in application credential. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.",
+            );
+        }
         let id_ok =
             ac.and_then(|a| a.get("id")).and_then(|v| v.as_str()) == Some(c.app_cred_id.as_str());
         let name_ok =
@@ -250,14 +264,14 @@ fn authenticate(sh: &Shared, req: &Req) -> Reply {
         let secret_ok = ac.and_then(|a| a.get("secret")).and_then(|v| v.as_str())
             == Some(c.app_cred_secret.as_str());
         if !((id_ok || name_ok) && secret_ok) {
-            return unauthorized();
+            return unauthorized(sh);
         }
         // Application credentials are always scoped to their project.
         ("application_credential", true)
     } else if methods.contains(&"token") {
         let tok = identity.pointer("/token/id").and_then(|v| v.as_str());
         if !token_valid(sh, tok) {
-            return unauthorized();
+            return unauthorized(sh);
         }
         ("token", body.pointer("/auth/scope/project").is_some())
     } else {

@@ -240,7 +240,7 @@ fn route(
             )
             .with_header(
                 "WWW-Authenticate",
-                format!("Keystone uri=\"{}/identity\"", sh.cfg.base),
+                format!("Keystone uri=\"{}/identity/v3\"", sh.cfg.base),
             );
         }
     }

@@ -532,6 +532,37 @@ async fn events_follow_new_events_and_save_to_file() {
 }
 
 #[tokio::test]
+async fn nodes_command_opens_any_stack_as_its_nodes() {
+    // A stack that is no cluster's: `:nodes` shows its groups' members (the live service
+    // streams every scaling group of the stack, see ops::discover).
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.press(KeyCode::Char(':'));
+    h.type_str("stacks");
+    h.press(KeyCode::Enter);
+    h.settle().await;
+    h.render(80, 24);
+    let selected = {
+        let v = h.app.view();
+        v.table
+            .selected(h.app.store.stacks.data.as_deref().unwrap_or(&[]))
+            .map(|s| s.stack.clone())
+            .expect("a stack selected")
+    };
+    h.press(KeyCode::Char(':'));
+    h.type_str("nodes");
+    h.press(KeyCode::Enter);
+    match &h.app.view().kind {
+        ViewKind::Nodes { nodegroup, .. } => {
+            assert_eq!(nodegroup.stack_id.as_deref(), Some(selected.id.as_str()));
+            assert_eq!(nodegroup.name, selected.name);
+            assert!(crate::tui::state::is_stack_standin(nodegroup));
+        }
+        other => panic!("not the nodes pane: {other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn palette_history_and_unknown_command() {
     let mut h = Harness::demo(10);
     h.settle().await;

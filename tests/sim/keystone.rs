@@ -61,6 +61,11 @@ async fn wrong_credentials_and_missing_token_are_401() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    // Like the real Keystone (tests/real_keystone.rs met it): the header points at v3.
+    assert_eq!(
+        r.headers()["www-authenticate"],
+        format!("Keystone uri=\"{}\"", api.h.auth_url).as_str()
+    );
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], 401);
     assert_eq!(v["error"]["title"], "Unauthorized");
@@ -109,6 +114,18 @@ async fn application_credentials_and_validation() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["token"]["methods"][0], "application_credential");
     assert!(v["token"]["catalog"].is_array());
+
+    // The real Keystone looks a credential up by name only within its user: a name alone is
+    // a 400, not a token.
+    let body = json!({"auth": {"identity": {"methods": ["application_credential"], "application_credential": {"name": "caldera-sim", "secret": api.h.application_credential_secret}}}});
+    let r = api
+        .http
+        .post(format!("{}/auth/tokens", api.h.auth_url))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     api.h.shutdown().await;
 }
 

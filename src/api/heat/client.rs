@@ -485,6 +485,14 @@ impl HeatClient {
         })
     }
 
+    /// `GET .../template`: the template as Heat holds it (YAML templates come back as JSON),
+    /// so structure (outputs and their `get_attr` expressions, resource types) can be read
+    /// without resolving anything.
+    pub async fn get_template(&self, stack: &StackRef) -> ApiResult<serde_json::Value> {
+        let url = self.stack_url(stack, &["template"]);
+        self.transport.get_json(url.as_str()).await
+    }
+
     /// Output keys and descriptions, without evaluating any output.
     pub async fn list_outputs(&self, stack: &StackRef) -> ApiResult<Vec<OutputInfo>> {
         let url = self.stack_url(stack, &["outputs"]);

@@ -100,6 +100,22 @@ pub fn output_value(w: &World, ix: usize, key: &str) -> Option<Value> {
     }
 }
 
+/// An output's expression as the stack's template writes it (`GET .../template`), mirroring
+/// `templates/cluster/`: what a client reads to learn where values come from.
+pub fn output_expression(role: StackRole, key: &str) -> Option<Value> {
+    match (role, key) {
+        (StackRole::NodeGroup(_), "ips") => Some(json!({"get_attr": ["nodes", "ip"]})),
+        (StackRole::NodeGroup(_), "names") => Some(json!({"get_attr": ["nodes", "name"]})),
+        (StackRole::NodeGroup(_), "refs_map") => Some(json!({"get_attr": ["nodes", "refs_map"]})),
+        (StackRole::NodeGroup(_), "count") => Some(json!({"get_param": "count"})),
+        (StackRole::Member(..), "ip") => Some(json!({"get_attr": ["address", "value"]})),
+        (StackRole::Member(..), "image") => Some(json!({"get_param": "image"})),
+        (StackRole::Member(..), "name") => Some(json!({"get_param": "name"})),
+        (StackRole::Member(..), "server_id") => Some(json!({"get_resource": "server"})),
+        _ => None,
+    }
+}
+
 pub fn outputs(w: &World, ix: usize, resolve: bool) -> Value {
     let Some(s) = w.stack(ix) else {
         return json!([]);

@@ -224,7 +224,13 @@ pub fn template(w: &mut World, ix: usize) -> Reply {
         "description": s.description,
         "parameters": params,
         "resources": resources,
-        "outputs": s.outputs.iter().map(|o| (o.key.to_string(), json!({"description": o.description}))).collect::<serde_json::Map<_, _>>(),
+        "outputs": s.outputs.iter().map(|o| {
+            let mut out = json!({"description": o.description});
+            if let Some(value) = super::render::output_expression(s.role, o.key) {
+                out["value"] = value;
+            }
+            (o.key.to_string(), out)
+        }).collect::<serde_json::Map<_, _>>(),
     }))
 }
 

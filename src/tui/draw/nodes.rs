@@ -230,7 +230,9 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
             app,
             &rollout,
             Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
-            Some(nodegroup.node_count as usize),
+            // A plain stack's nodes have no count of their own to reconcile.
+            (!crate::tui::state::is_stack_standin(nodegroup))
+                .then_some(nodegroup.node_count as usize),
             summary.width,
         )),
         summary,

@@ -7,6 +7,7 @@ pub mod form;
 pub mod input;
 pub mod journal;
 mod nav;
+pub use nav::is_stack_standin;
 pub mod rollout;
 pub mod store;
 pub mod view;

@@ -110,10 +110,18 @@ impl App {
         }
     }
 
+    /// The nodes of the selected node group, else of the context's stack (any stack: every
+    /// scaling group's members, see `ops::discover`).
     pub(super) fn nav_nodes(&mut self) {
-        match self.selected_nodegroup() {
-            Some((cluster, nodegroup)) => self.push(ViewKind::Nodes { cluster, nodegroup }),
-            None => self.set_status(Level::Warn, "no node group selected (open a cluster first)"),
+        if let Some((cluster, nodegroup)) = self.selected_nodegroup() {
+            return self.push(ViewKind::Nodes { cluster, nodegroup });
+        }
+        match self.context_stack() {
+            Some(stack) => {
+                let (cluster, nodegroup) = stack_as_nodegroup(&stack);
+                self.push(ViewKind::Nodes { cluster, nodegroup })
+            }
+            None => self.set_status(Level::Warn, "no node group or stack selected"),
         }
     }
 
@@ -209,4 +217,52 @@ impl App {
             }
         }
     }
+}
+
+/// Whether a node group is a plain stack seen as one ([`stack_as_nodegroup`]).
+pub fn is_stack_standin(g: &NodeGroup) -> bool {
+    g.cluster_id == g.id && g.stack_id.as_deref() == Some(g.id.as_str())
+}
+
+/// A stack seen as one node group (the nodes pane of a plain stack): the node stream reads
+/// every scaling group in it. Not a cluster of any driver, so no action reaches it by name.
+pub(super) fn stack_as_nodegroup(stack: &StackTarget) -> (Cluster, NodeGroup) {
+    let name = stack.label().to_string();
+    let unknown = crate::model::Status::parse("");
+    let cluster = Cluster {
+        id: stack.id.clone(),
+        name: name.clone(),
+        driver: crate::model::DriverKind::HeatNative,
+        status: unknown.clone(),
+        status_reason: None,
+        health: crate::model::Health::Unknown,
+        health_reason: None,
+        master_count: 0,
+        node_count: 0,
+        nodegroup_count: None,
+        template_id: None,
+        coe_version: None,
+        api_address: None,
+        stack_id: Some(stack.id.clone()),
+        created_at: None,
+        updated_at: None,
+    };
+    let nodegroup = NodeGroup {
+        id: stack.id.clone(),
+        name,
+        cluster_id: stack.id.clone(),
+        role: crate::model::Role::Other,
+        flavor: None,
+        image: None,
+        version: None,
+        zone: None,
+        node_count: 0,
+        min_node_count: None,
+        max_node_count: None,
+        status: unknown,
+        status_reason: None,
+        is_default: false,
+        stack_id: Some(stack.id.clone()),
+    };
+    (cluster, nodegroup)
 }

@@ -1,0 +1,204 @@
+//! What a headless command's TARGET names, as the console shows it: `CLUSTER` or
+//! `CLUSTER/NODEGROUP` (Heat-native or Magnum), else `STACK` or `STACK/GROUP/PATH` (any Heat
+//! stack, a node group named by its resource path such as `kube_minions` or `roles/Compute`).
+
+use crate::api::cloud::CloudConnection;
+use crate::model::{Cluster, NodeGroup, StackRef};
+use crate::service::live::LiveService;
+use crate::service::{CloudService, ErrorKind, ServiceError, ServiceResult};
+
+/// A stack (and maybe one group inside it) a command reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StackTarget {
+    /// How output rows are labelled: `prod/workers`, `mystack/kube_minions`, `mystack`.
+    pub label: String,
+    pub stack: StackRef,
+    /// A group's resource path inside `stack`; `None` = every group of the stack.
+    pub group: Option<String>,
+}
+
+/// A cluster as the console lists it, with its node groups.
+pub struct ClusterTarget {
+    pub cluster: Cluster,
+    pub nodegroups: Vec<NodeGroup>,
+}
+
+/// The cluster named `name` (name or id), Heat-native or Magnum, with its node groups;
+/// `None` when no cluster has that name.
+pub async fn find_cluster(
+    service: &LiveService,
+    name: &str,
+) -> ServiceResult<Option<ClusterTarget>> {
+    let clusters = match service.list_clusters().await {
+        Ok(c) => c,
+        // No cluster source answered: the name may still be a stack's.
+        Err(e) => {
+            tracing::info!("cluster lookup for '{name}': {e}");
+            return Ok(None);
+        }
+    };
+    let Some(cluster) = clusters
+        .into_iter()
+        .find(|c| c.name == name || c.id == name)
+    else {
+        return Ok(None);
+    };
+    let nodegroups = service.list_nodegroups(cluster.clone()).await?;
+    Ok(Some(ClusterTarget {
+        cluster,
+        nodegroups,
+    }))
+}
+
+/// The node-group stacks a `CLUSTER`, `CLUSTER/NODEGROUP`, `STACK` or `STACK/GROUP/PATH`
+/// names. A cluster's node groups each give their stack; a stack gives every group in it, or
+/// the one at the path.
+pub async fn node_targets(
+    service: &LiveService,
+    conn: &CloudConnection,
+    target: &str,
+) -> ServiceResult<Vec<StackTarget>> {
+    let (head, rest) = match target.split_once('/') {
+        Some((h, r)) => (h, Some(r)),
+        None => (target, None),
+    };
+    if let Some(found) = find_cluster(service, head).await? {
+        let mut out = Vec::new();
+        for g in &found.nodegroups {
+            if rest.is_some_and(|n| n != g.name && n != g.id) {
+                continue;
+            }
+            let Some(stack_id) = &g.stack_id else {
+                continue;
+            };
+            out.push(StackTarget {
+                label: format!("{}/{}", found.cluster.name, g.name),
+                stack: conn
+                    .heat
+                    .resolve(stack_id)
+                    .await
+                    .map_err(ServiceError::from)?,
+                group: None,
+            });
+        }
+        if out.is_empty() {
+            return Err(ServiceError::new(
+                ErrorKind::NotFound,
+                format!(
+                    "cluster {}: no node group {}with a Heat stack (node groups: {})",
+                    found.cluster.name,
+                    rest.map(|r| format!("'{r}' ")).unwrap_or_default(),
+                    names(&found.nodegroups)
+                ),
+            ));
+        }
+        return Ok(out);
+    }
+    let stack = conn.heat.resolve(head).await.map_err(|e| {
+        if e.is_not_found() {
+            ServiceError::new(
+                ErrorKind::NotFound,
+                format!("'{head}' is neither a cluster nor a stack"),
+            )
+        } else {
+            ServiceError::from(e)
+        }
+    })?;
+    Ok(vec![StackTarget {
+        label: match rest {
+            Some(path) => format!("{}/{path}", stack.name),
+            None => stack.name.clone(),
+        },
+        stack,
+        group: rest.map(str::to_string),
+    }])
+}
+
+/// The stacks whose events and failures `CLUSTER`, `CLUSTER/NODEGROUP` or `STACK` covers: a
+/// Magnum cluster's stack, a Heat-native cluster's stack and its node groups' stacks, a node
+/// group's stack, or the stack itself.
+pub async fn event_stacks(
+    service: &LiveService,
+    conn: &CloudConnection,
+    target: &str,
+) -> ServiceResult<Vec<StackRef>> {
+    let (head, rest) = match target.split_once('/') {
+        Some((h, r)) => (h, Some(r)),
+        None => (target, None),
+    };
+    let heat = &conn.heat;
+    if let Some(found) = find_cluster(service, head).await? {
+        let mut ids: Vec<String> = Vec::new();
+        match rest {
+            Some(ng) => {
+                let g = found
+                    .nodegroups
+                    .iter()
+                    .find(|g| g.name == ng || g.id == ng)
+                    .ok_or_else(|| {
+                        ServiceError::new(
+                            ErrorKind::NotFound,
+                            format!(
+                                "cluster {} has no node group '{ng}' (node groups: {})",
+                                found.cluster.name,
+                                names(&found.nodegroups)
+                            ),
+                        )
+                    })?;
+                ids.extend(g.stack_id.clone());
+            }
+            None => {
+                ids.extend(found.cluster.stack_id.clone());
+                if ids.is_empty() {
+                    // Heat-native: the cluster stack, found by its tags.
+                    if let Some(s) = crate::drivers::resolve::Drivers::new(conn)
+                        .heat_native()
+                        .cluster_stack(&found.cluster.name)
+                        .await?
+                    {
+                        ids.push(s.id);
+                    }
+                }
+                for g in &found.nodegroups {
+                    if let Some(id) = &g.stack_id {
+                        if !ids.contains(id) {
+                            ids.push(id.clone());
+                        }
+                    }
+                }
+            }
+        }
+        if ids.is_empty() {
+            return Err(ServiceError::new(
+                ErrorKind::NotFound,
+                format!("{target}: no Heat stack"),
+            ));
+        }
+        let mut out = Vec::new();
+        for id in ids {
+            out.push(heat.resolve(&id).await.map_err(ServiceError::from)?);
+        }
+        return Ok(out);
+    }
+    if rest.is_some() {
+        return Err(ServiceError::new(
+            ErrorKind::NotFound,
+            format!("no cluster '{head}' (a stack is named without a path here)"),
+        ));
+    }
+    Ok(vec![heat
+        .resolve(head)
+        .await
+        .map_err(ServiceError::from)?])
+}
+
+fn names(groups: &[NodeGroup]) -> String {
+    if groups.is_empty() {
+        return "none".into();
+    }
+    groups
+        .iter()
+        .map(|g| g.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
