@@ -838,9 +838,17 @@ async fn a_hung_service_holds_up_only_the_commands_that_need_it() {
 
     // Magnum never answers, not even its version document.
     f.add(hang("/container-infra"));
-    let events = caldera(d, &["events", &stack, "--timeout", "magnum=1"]).await;
+    // Default timeouts: the name is a stack, so the cluster lookup (Magnum) is not waited for.
+    let events = caldera(d, &["events", &stack]).await;
     assert!(events.ok, "events needs only Heat: {}", events.stderr);
     assert!(!events.stdout.is_empty(), "events were printed");
+    assert!(
+        events
+            .stderr
+            .contains(&format!("reading '{stack}' as the Heat stack of that name")),
+        "{}",
+        events.stderr
+    );
     let stacks = caldera(d, &["stacks", "--timeout", "magnum=1"]).await;
     assert!(stacks.ok, "{}", stacks.stderr);
     assert!(stacks.stdout.contains(&stack));
