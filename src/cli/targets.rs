@@ -55,9 +55,12 @@ pub async fn find_cluster(
     };
     let clusters = match listed {
         Ok(c) => c,
-        // No cluster source answered: the name may still be a stack's.
+        // No cluster source answered: the name may still be a stack's. Said on stderr, so
+        // that "neither a cluster nor a stack" after it is not taken at its word when the
+        // cluster list failed (a Magnum that does not answer is named with its timeout).
         Err(e) => {
             tracing::info!("cluster lookup for '{name}': {e}");
+            eprintln!("note: clusters could not be listed: {e}");
             return Ok(None);
         }
     };
