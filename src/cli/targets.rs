@@ -23,37 +23,13 @@ pub struct ClusterTarget {
     pub nodegroups: Vec<NodeGroup>,
 }
 
-/// How much longer the cluster sources get once `name` is known to be a Heat stack: a Magnum
-/// that does not answer must not hold up a command about a stack (which needs only Heat).
-const CLUSTER_LOOKUP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// The cluster named `name` (name or id), Heat-native or Magnum, with its node groups;
-/// `None` when no cluster has that name, or when `name` is a stack and the cluster sources
-/// have not answered [`CLUSTER_LOOKUP_GRACE`] after Heat confirmed the stack.
+/// `None` when no cluster has that name.
 pub async fn find_cluster(
     service: &LiveService,
     name: &str,
 ) -> ServiceResult<Option<ClusterTarget>> {
-    let heat = service.connection().heat.clone();
-    let is_stack = async move { heat.resolve(name).await.is_ok() };
-    let lookup = service.list_clusters();
-    tokio::pin!(lookup);
-    let listed = tokio::select! {
-        listed = &mut lookup => listed,
-        true = is_stack => match tokio::time::timeout(CLUSTER_LOOKUP_GRACE, &mut lookup).await {
-            Ok(listed) => listed,
-            Err(_) => {
-                let note = format!(
-                    "the cluster list did not answer within {} s; reading '{name}' as the Heat stack of that name",
-                    CLUSTER_LOOKUP_GRACE.as_secs()
-                );
-                tracing::warn!("{note}");
-                eprintln!("note: {note}");
-                return Ok(None);
-            }
-        },
-    };
-    let clusters = match listed {
+    let clusters = match service.list_clusters().await {
         Ok(c) => c,
         // No cluster source answered: the name may still be a stack's. Said on stderr, so
         // that "neither a cluster nor a stack" after it is not taken at its word when the
