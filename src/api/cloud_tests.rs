@@ -92,6 +92,8 @@ async fn connects_through_keystone_and_the_catalog() {
     let conn = CloudConnection::from_cloud(&cloud(&server, Some("RegionOne")), &opts())
         .await
         .unwrap();
+    // Magnum's version is negotiated in the background; the header learns it when done.
+    conn.probes_done().await;
     let info = conn.info();
     assert_eq!(info.cloud, "prod");
     assert_eq!(info.region.as_deref(), Some("RegionOne"));
@@ -167,6 +169,7 @@ async fn no_auth_sends_identity_headers() {
     let mut endpoints = NoAuthEndpoints::heat_only(server.url("/heat1/v1/admin"));
     endpoints.magnum_url = Some(server.url("/magnum"));
     let conn = CloudConnection::no_auth(&endpoints, &opts()).await.unwrap();
+    conn.probes_done().await;
     let info = conn.info();
     assert_eq!(info.cloud, "standalone");
     assert_eq!(info.project.as_deref(), Some("admin"));
@@ -181,4 +184,110 @@ async fn no_auth_sends_identity_headers() {
     assert_eq!(hit.header("x-auth-user"), Some("admin"));
     assert_eq!(hit.header("x-auth-project"), Some("admin"));
     assert_eq!(hit.header("x-auth-token"), None);
+}
+
+/// A Magnum that never answers: the connection is made at once (nothing waits for Magnum),
+/// Heat works, the header shows Magnum as probing then as not answering, and a Magnum call
+/// fails naming Magnum, its URL and the timeout that elapsed.
+#[tokio::test]
+async fn a_hung_magnum_blocks_neither_the_connection_nor_heat() {
+    let server = FaultServer::start(|hit| match hit.path.as_str() {
+        p if p.starts_with("/magnum") => Reply::Hang,
+        p if p.ends_with("/stacks") => Reply::ok(json!({"stacks": []})),
+        _ => Reply::status(404),
+    })
+    .await;
+    let mut endpoints = NoAuthEndpoints::heat_only(server.url("/heat1/v1/admin"));
+    endpoints.magnum_url = Some(server.url("/magnum"));
+    let mut o = opts();
+    o.timeouts.probe = std::time::Duration::from_millis(300);
+    let conn = CloudConnection::no_auth(&endpoints, &o).await.unwrap();
+    let services = conn.info().services;
+    let magnum = services
+        .iter()
+        .find(|s| s.api == crate::service::health::Api::Magnum)
+        .expect("magnum listed");
+    assert_eq!(
+        magnum.health,
+        crate::service::health::Health::Probing,
+        "connected before Magnum answered"
+    );
+    let page = conn
+        .heat
+        .list_stacks_page(&StackListQuery::default(), None)
+        .await
+        .expect("Heat answers");
+    assert!(page.items.is_empty());
+    conn.probes_done().await;
+    let info = conn.info();
+    assert_eq!(info.api_versions, ["heat v1"], "no Magnum version learned");
+    let magnum = info
+        .services
+        .iter()
+        .find(|s| s.api == crate::service::health::Api::Magnum)
+        .expect("magnum listed");
+    assert_eq!(magnum.label(), "magnum: no answer within 300 ms");
+    let err = conn
+        .magnum
+        .as_ref()
+        .expect("magnum client")
+        .list_nodegroups("c1", None)
+        .await
+        .expect_err("Magnum hangs");
+    let text = err.to_string();
+    assert!(
+        text.contains("/magnum/v1") && text.contains("Magnum no answer within 300 ms"),
+        "{text}"
+    );
+}
+
+#[test]
+fn timeouts_are_set_by_key_and_bad_ones_are_named() {
+    use std::time::Duration;
+    let mut o = ConnectOptions::default();
+    for spec in [
+        "connect=2.5",
+        "magnum=5",
+        "HEAT=90",
+        "probe=3",
+        "follow=12",
+        "body=30",
+        "idle=7",
+        "keystone=20",
+        "nova=9",
+    ] {
+        o.set_timeout(spec)
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+    assert_eq!(o.connect_timeout, Duration::from_millis(2500));
+    let t = o.timeouts;
+    assert_eq!(
+        (t.magnum, t.heat, t.keystone, t.nova),
+        (
+            Some(Duration::from_secs(5)),
+            Some(Duration::from_secs(90)),
+            Some(Duration::from_secs(20)),
+            Some(Duration::from_secs(9))
+        )
+    );
+    assert_eq!(
+        (t.probe, t.follow, t.body_base, t.body_idle),
+        (
+            Duration::from_secs(3),
+            Duration::from_secs(12),
+            Duration::from_secs(30),
+            Duration::from_secs(7)
+        )
+    );
+    for (spec, says) in [
+        ("magnum", "expected KEY=SECS"),
+        ("glance=5", "unknown key 'glance'"),
+        ("heat=soon", "'soon' is not a number"),
+        ("heat=0", "above 0"),
+        ("heat=-1", "above 0"),
+        ("heat=NaN", "above 0"),
+    ] {
+        let err = o.set_timeout(spec).expect_err(spec);
+        assert!(err.contains(says) && err.contains(spec), "{spec}: {err}");
+    }
 }

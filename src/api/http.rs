@@ -1,31 +1,41 @@
 //! The HTTP transport every client shares: one reqwest client (connection pool, TLS settings),
-//! the process-wide request budget, the retry policy and the token.
+//! the process-wide request budget, the retry policy and the token; the timeouts of each
+//! request phase and the process-wide pool of response bytes (`api::limits`); and the health
+//! board that keeps each service's last outcome for the console's header (a transport made
+//! `for_service` names its service in errors and on the board).
 //!
 //! Redirects are never followed by reqwest: Heat answers name-only stack URLs with a 302, and
 //! heatclient's behaviour (resolve once, then use `name/id`) needs to see it. `get_json` follows
 //! a same-origin redirect for GETs explicitly; nothing else does.
 
 use crate::api::auth::TokenManager;
-use crate::api::error::{excerpt, ApiError, ApiResult};
+use crate::api::error::{excerpt, ApiError, ApiResult, TransportKind};
+use crate::api::limits::{human, human_bytes, Held, NoRoom, Purpose, ResponseMemory, Timeouts};
 use crate::config::ConfigError;
 use crate::fetch::retry::{parse_retry_after, RetryPolicy};
 use crate::fetch::RequestBudget;
+use crate::service::health::{Api, Health, ServiceHealth};
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Settings for building a [`Transport`].
 #[derive(Clone)]
 pub struct TransportConfig {
-    /// Whole-request timeout (connect + send + body).
+    /// How long a service may take to send its response headers (the first byte), for a
+    /// service without its own in `timeouts`; a request can ask for more (a slow call).
     pub timeout: Duration,
+    /// TCP connect and TLS handshake.
     pub connect_timeout: Duration,
+    /// Per service and purpose first-byte timeouts, and the body's (see `api::limits`).
+    pub timeouts: Timeouts,
     /// `false` accepts any certificate (clouds.yaml `verify: false`).
     pub verify: bool,
     /// An extra root certificate (PEM), clouds.yaml `cacert`.
@@ -34,6 +44,8 @@ pub struct TransportConfig {
     pub retry: RetryPolicy,
     /// Largest response body read into memory; a longer one is an error, not an OOM kill.
     pub max_body_bytes: usize,
+    /// The pool every body's bytes are reserved from (shared by the whole process).
+    pub memory: ResponseMemory,
 }
 
 /// Big enough for a resource listing of a 10,000-member group with nested depth (tens of
@@ -47,9 +59,11 @@ impl Default for TransportConfig {
             connect_timeout: Duration::from_secs(10),
             verify: true,
             cacert: None,
+            timeouts: Timeouts::default(),
             budget: RequestBudget::default(),
             retry: RetryPolicy::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            memory: ResponseMemory::process(),
         }
     }
 }
@@ -68,6 +82,60 @@ struct Inner {
     /// Sent on every request (no-auth identity headers).
     headers: HeaderMap,
     max_body_bytes: usize,
+    connect_timeout: Duration,
+    default_timeout: Duration,
+    timeouts: Timeouts,
+    memory: ResponseMemory,
+    /// Which service this transport talks to (names it in errors, keeps its health).
+    service: Option<Api>,
+    /// The purpose of requests that do not state one.
+    purpose: Purpose,
+    health: Arc<HealthBoard>,
+}
+
+/// Each service's last outcome, shared by every transport derived from one.
+#[derive(Default)]
+pub struct HealthBoard {
+    states: Mutex<BTreeMap<Api, ServiceHealth>>,
+}
+
+impl HealthBoard {
+    /// Notes a service being probed, before anything is known of it (a service nobody has
+    /// asked anything yet is not listed: the header stays quiet about it).
+    pub fn expect(&self, api: Api) {
+        if let Ok(mut m) = self.states.lock() {
+            m.entry(api).or_insert(ServiceHealth {
+                api,
+                health: Health::Probing,
+                detail: None,
+            });
+        }
+    }
+
+    fn record(&self, api: Api, health: Health, detail: Option<String>) {
+        if let Ok(mut m) = self.states.lock() {
+            m.insert(
+                api,
+                ServiceHealth {
+                    api,
+                    health,
+                    detail,
+                },
+            );
+        }
+    }
+
+    /// Every known service, in a fixed order.
+    pub fn snapshot(&self) -> Vec<ServiceHealth> {
+        self.states
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn get(&self, api: Api) -> Option<ServiceHealth> {
+        self.states.lock().ok().and_then(|m| m.get(&api).cloned())
+    }
 }
 
 /// One request to send. `Debug` shows no header values and no body: a Keystone request body
@@ -79,8 +147,10 @@ pub struct Request {
     pub headers: HeaderMap,
     /// A JSON body.
     pub body: Option<Bytes>,
-    /// Overrides the transport's timeout (e.g. a stack show that resolves outputs).
+    /// Overrides the first-byte timeout (e.g. a stack show that resolves outputs).
     pub timeout: Option<Duration>,
+    /// Why it is sent (`None`: the transport's default purpose).
+    pub purpose: Option<Purpose>,
 }
 
 impl Request {
@@ -91,6 +161,7 @@ impl Request {
             headers: HeaderMap::new(),
             body: None,
             timeout: None,
+            purpose: None,
         }
     }
 
@@ -125,6 +196,12 @@ impl Request {
         self.timeout = Some(timeout);
         self
     }
+
+    /// A discovery probe, a follower's poll...: picks the first-byte timeout and retries.
+    pub fn purpose(mut self, purpose: Purpose) -> Request {
+        self.purpose = Some(purpose);
+        self
+    }
 }
 
 /// A response whose body has been read in full. `Debug` shows header names only: Keystone's
@@ -136,6 +213,10 @@ pub struct Response {
     pub status: u16,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The body's bytes in the process-wide pool, returned when the last clone is dropped.
+    _held: Option<Arc<Held>>,
+    /// How long the service took to start answering, and how long it was allowed.
+    first_byte: (Duration, Duration),
 }
 
 fn header_names(headers: &HeaderMap) -> Vec<&str> {
@@ -231,9 +312,9 @@ pub fn decode_json<T: DeserializeOwned>(
 
 impl Transport {
     pub fn new(config: &TransportConfig) -> ApiResult<Transport> {
+        // No whole-request timeout: each phase has its own (see `api::limits`).
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .timeout(config.timeout)
             .connect_timeout(config.connect_timeout)
             .user_agent(concat!("caldera/", env!("CARGO_PKG_VERSION")));
         if !config.verify {
@@ -280,6 +361,13 @@ impl Transport {
                 auth: None,
                 headers: HeaderMap::new(),
                 max_body_bytes: config.max_body_bytes,
+                connect_timeout: config.connect_timeout,
+                default_timeout: config.timeout,
+                timeouts: config.timeouts,
+                memory: config.memory.clone(),
+                service: None,
+                purpose: Purpose::Call,
+                health: Arc::new(HealthBoard::default()),
             }),
         })
     }
@@ -303,14 +391,33 @@ impl Transport {
         self.derive(|inner| inner.retry = retry)
     }
 
+    /// The same transport talking to `api`: its first-byte timeout, its name in errors, its
+    /// health on the shared board.
+    pub fn for_service(&self, api: Api) -> Transport {
+        self.derive(|inner| inner.service = Some(api))
+    }
+
+    /// The same transport sending requests for `purpose` unless they say otherwise.
+    pub fn for_purpose(&self, purpose: Purpose) -> Transport {
+        self.derive(|inner| inner.purpose = purpose)
+    }
+
     fn derive(&self, f: impl FnOnce(&mut Inner)) -> Transport {
+        let i = &self.inner;
         let mut inner = Inner {
-            client: self.inner.client.clone(),
-            budget: self.inner.budget.clone(),
-            retry: self.inner.retry,
-            auth: self.inner.auth.clone(),
-            headers: self.inner.headers.clone(),
-            max_body_bytes: self.inner.max_body_bytes,
+            client: i.client.clone(),
+            budget: i.budget.clone(),
+            retry: i.retry,
+            auth: i.auth.clone(),
+            headers: i.headers.clone(),
+            max_body_bytes: i.max_body_bytes,
+            connect_timeout: i.connect_timeout,
+            default_timeout: i.default_timeout,
+            timeouts: i.timeouts,
+            memory: i.memory.clone(),
+            service: i.service,
+            purpose: i.purpose,
+            health: i.health.clone(),
         };
         f(&mut inner);
         Transport {
@@ -326,11 +433,106 @@ impl Transport {
         self.inner.auth.as_ref()
     }
 
+    /// Every service's last known state (shared by all transports derived from one).
+    pub fn health(&self) -> &Arc<HealthBoard> {
+        &self.inner.health
+    }
+
+    /// The pool response bodies are held in.
+    pub fn memory(&self) -> &ResponseMemory {
+        &self.inner.memory
+    }
+
+    pub fn timeouts(&self) -> &Timeouts {
+        &self.inner.timeouts
+    }
+
+    /// The first-byte timeout of `req` and its name for messages.
+    fn first_byte(&self, req: &Request) -> (Duration, String) {
+        let t = &self.inner.timeouts;
+        if let Some(d) = req.timeout {
+            return (d, "the first-byte timeout of this call".into());
+        }
+        match req.purpose.unwrap_or(self.inner.purpose) {
+            // Never longer than the service's own: an operator who shortened it meant it.
+            Purpose::Probe => {
+                let own = self.inner.service.and_then(|api| t.service(api));
+                let d = own.map_or(t.probe, |own| own.min(t.probe));
+                (d, "probe timeout, --timeout probe=SECS".into())
+            }
+            Purpose::Follow => (t.follow, "follow timeout, --timeout follow=SECS".into()),
+            Purpose::Call => {
+                let d = self
+                    .inner
+                    .service
+                    .and_then(|api| t.service(api))
+                    .unwrap_or(self.inner.default_timeout);
+                let which = match self.inner.service {
+                    Some(api) => format!("first-byte timeout, --timeout {}=SECS", api.key()),
+                    None => "first-byte timeout".to_string(),
+                };
+                (d, which)
+            }
+        }
+    }
+
+    /// `Magnum ` or nothing, to start a message.
+    fn who(&self) -> String {
+        self.inner
+            .service
+            .map(|api| format!("{api} "))
+            .unwrap_or_default()
+    }
+
+    fn record(&self, outcome: &Result<Response, ApiError>) {
+        let Some(api) = self.inner.service else {
+            return;
+        };
+        let board = &self.inner.health;
+        match outcome {
+            Ok(resp) if resp.status >= 500 => {
+                board.record(api, Health::Down, Some(format!("HTTP {}", resp.status)))
+            }
+            // Past half its allowance: it answers, but slowly enough to say so.
+            Ok(resp) if resp.first_byte.0 * 2 > resp.first_byte.1 => board.record(
+                api,
+                Health::Slow,
+                Some(format!(
+                    "answered after {} (timeout {})",
+                    human(resp.first_byte.0),
+                    human(resp.first_byte.1)
+                )),
+            ),
+            Ok(_) => board.record(api, Health::Up, None),
+            Err(ApiError::Transport {
+                kind: TransportKind::Timeout,
+                detail,
+                ..
+            }) => {
+                // The part before the parenthesis: "no answer within 10 s".
+                let short = detail
+                    .strip_prefix(&self.who())
+                    .unwrap_or(detail)
+                    .split(" (")
+                    .next()
+                    .unwrap_or("timed out")
+                    .to_string();
+                board.record(api, Health::Slow, Some(short))
+            }
+            Err(ApiError::Transport { kind, .. }) => {
+                board.record(api, Health::Down, Some(kind.to_string()))
+            }
+            // It answered; what it said is another matter.
+            Err(_) => board.record(api, Health::Up, None),
+        }
+    }
+
     /// Sends a request through the budget with retries and token renewal. Answers with status
     /// 2xx or 3xx are returned; others become [`ApiError::Http`].
     pub async fn send(&self, req: Request) -> ApiResult<Response> {
         let mut attempt: u32 = 0;
         let mut renewed = false;
+        let purpose = req.purpose.unwrap_or(self.inner.purpose);
         loop {
             attempt += 1;
             // Take the token before the budget permit: a renewal is itself a request, and holding
@@ -354,12 +556,10 @@ impl Transport {
                     .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
                     .body(body.clone());
             }
-            if let Some(timeout) = req.timeout {
-                builder = builder.timeout(timeout);
-            }
             let started = Instant::now();
             let outcome = self.exchange(builder, &req).await;
             drop(permit);
+            self.record(&outcome);
             let elapsed_ms = started.elapsed().as_millis() as u64;
             let err = match outcome {
                 Ok(resp) => {
@@ -393,7 +593,16 @@ impl Transport {
                     err
                 }
             };
-            if self.inner.retry.should_retry(&req.method, &err, attempt) {
+            // A probe that timed out says what it had to say: the service is not answering.
+            let probe_timeout = purpose == Purpose::Probe
+                && matches!(
+                    err,
+                    ApiError::Transport {
+                        kind: TransportKind::Timeout,
+                        ..
+                    }
+                );
+            if !probe_timeout && self.inner.retry.should_retry(&req.method, &err, attempt) {
                 self.inner.budget.record_retry();
                 let delay = self.inner.retry.delay(attempt, &err);
                 tracing::debug!(method = %req.method, url = %req.url, attempt, delay_ms = delay.as_millis() as u64, "retrying");
@@ -404,35 +613,162 @@ impl Transport {
         }
     }
 
+    /// A transport error naming the service it was talking to (`... connection failed:
+    /// Magnum: ...`).
+    fn named(&self, err: ApiError) -> ApiError {
+        match (err, self.inner.service) {
+            (
+                ApiError::Transport {
+                    method,
+                    url,
+                    kind,
+                    detail,
+                },
+                Some(api),
+            ) => ApiError::Transport {
+                method,
+                url,
+                kind,
+                detail: format!("{api}: {detail}"),
+            },
+            (err, _) => err,
+        }
+    }
+
+    fn timed_out(&self, req: &Request, detail: String) -> ApiError {
+        ApiError::Transport {
+            method: req.method.clone(),
+            url: crate::api::error::redact_url(&req.url),
+            kind: TransportKind::Timeout,
+            detail: format!("{}{detail}", self.who()),
+        }
+    }
+
+    /// One attempt: connect, wait for the headers within the first-byte timeout, then read
+    /// the body into memory reserved from the process-wide pool, within the body timeouts.
     async fn exchange(
         &self,
         builder: reqwest::RequestBuilder,
         req: &Request,
     ) -> ApiResult<Response> {
-        let mut resp = builder
-            .send()
-            .await
-            .map_err(|e| ApiError::from_reqwest(req.method.clone(), &req.url, &e))?;
+        let (first_byte, which) = self.first_byte(req);
+        let asked = Instant::now();
+        let mut resp = match tokio::time::timeout(first_byte, builder.send()).await {
+            Err(_) => {
+                return Err(self.timed_out(
+                    req,
+                    format!("no answer within {} ({which})", human(first_byte)),
+                ))
+            }
+            Ok(Err(e)) if e.is_connect() && e.is_timeout() => {
+                return Err(self.timed_out(
+                    req,
+                    format!(
+                        "could not connect within {} (connect timeout, --timeout connect=SECS)",
+                        human(self.inner.connect_timeout)
+                    ),
+                ))
+            }
+            Ok(Err(e)) => {
+                return Err(self.named(ApiError::from_reqwest(req.method.clone(), &req.url, &e)))
+            }
+            Ok(Ok(resp)) => resp,
+        };
+        let answered_after = asked.elapsed();
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let limit = self.inner.max_body_bytes;
-        let too_big = |len: u64| ApiError::Decode {
+        let decode = |detail: String| ApiError::Decode {
             method: req.method.clone(),
             url: crate::api::error::redact_url(&req.url),
-            detail: format!("response body of {len}+ bytes exceeds the limit of {limit} bytes"),
+            detail,
+        };
+        let too_big = |len: u64| {
+            decode(format!(
+                "response body of {len}+ bytes exceeds the limit of {limit} bytes"
+            ))
+        };
+        let no_room = |e: NoRoom, need: usize| {
+            match e {
+            NoRoom::TooBig { limit } => decode(format!(
+                "response body of {}+ would not fit in the process-wide response memory limit of {} (--max-response-memory)",
+                human_bytes(need),
+                human_bytes(limit)
+            )),
+            NoRoom::Full { limit, held, waited } => decode(format!(
+                "response body of {}+ found no room within {} under the process-wide response memory limit of {} ({} held by other responses; --max-response-memory)",
+                human_bytes(need),
+                human(waited),
+                human_bytes(limit),
+                human_bytes(held)
+            )),
+        }
         };
         // Refuse early when the server says how long the body is; count otherwise.
-        if let Some(len) = resp.content_length().filter(|l| *l > limit as u64) {
+        let declared = resp.content_length();
+        if let Some(len) = declared.filter(|l| *l > limit as u64) {
             return Err(too_big(len));
         }
-        let mut body = Vec::with_capacity(resp.content_length().unwrap_or(0) as usize);
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|e| ApiError::from_reqwest(req.method.clone(), &req.url, &e))?
-        {
-            if body.len() + chunk.len() > limit {
-                return Err(too_big((body.len() + chunk.len()) as u64));
+        let t = self.inner.timeouts;
+        let mut held = self.inner.memory.reserve();
+        let started = Instant::now();
+        // Time spent waiting for room in the pool is not the server's.
+        let mut waited = Duration::ZERO;
+        let mut body: Vec<u8> = Vec::new();
+        if let Some(len) = declared.map(|l| l as usize).filter(|l| *l > 0) {
+            waited += held.grow_to(len).await.map_err(|e| no_room(e, len))?;
+            body.reserve_exact(len);
+        }
+        loop {
+            let allowed = t.body_deadline(body.len()) + waited;
+            let left = allowed.saturating_sub(started.elapsed());
+            let wait = left.min(t.body_idle);
+            let chunk = match tokio::time::timeout(wait, resp.chunk()).await {
+                Err(_) if wait < t.body_idle => {
+                    return Err(self.timed_out(
+                        req,
+                        format!(
+                            "body not received within {} ({} bytes arrived; body timeout: {} plus 1 s per {} received)",
+                            human(allowed),
+                            body.len(),
+                            human(t.body_base),
+                            human_bytes(t.body_min_rate as usize)
+                        ),
+                    ))
+                }
+                Err(_) => {
+                    return Err(self.timed_out(
+                        req,
+                        format!(
+                            "body stalled: nothing for {} after {} bytes (body idle timeout)",
+                            human(t.body_idle),
+                            body.len()
+                        ),
+                    ))
+                }
+                Ok(Err(e)) => {
+                    return Err(self.named(ApiError::from_reqwest(
+                        req.method.clone(),
+                        &req.url,
+                        &e,
+                    )))
+                }
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(chunk))) => chunk,
+            };
+            let need = body.len() + chunk.len();
+            if need > limit {
+                return Err(too_big(need as u64));
+            }
+            if need > body.capacity() {
+                // Grow by half again (amortised copies, at most a third of the reservation
+                // unused) and reserve what the buffer will really allocate.
+                let cap = (body.capacity() + body.capacity() / 2)
+                    .max(need)
+                    .max(16 * 1024)
+                    .min(limit);
+                waited += held.grow_to(cap).await.map_err(|e| no_room(e, need))?;
+                body.reserve_exact(cap - body.len());
             }
             body.extend_from_slice(&chunk);
         }
@@ -443,6 +779,8 @@ impl Transport {
             status,
             headers,
             body,
+            _held: (held.bytes() > 0).then(|| Arc::new(held)),
+            first_byte: (answered_after, first_byte),
         })
     }
 

@@ -6,6 +6,7 @@ pub mod cloud;
 pub mod error;
 pub mod heat;
 pub mod http;
+pub mod limits;
 pub mod magnum;
 pub mod nova;
 pub mod time;

@@ -500,3 +500,234 @@ async fn streamed_body_over_the_limit_is_refused_while_reading() {
     // The server's writes fail or finish once the client has hung up; either way it ends.
     let _ = server.await;
 }
+
+// ------------------------------------------------------------------ timeouts by phase
+
+use crate::api::limits::{Purpose, ResponseMemory, Timeouts};
+use crate::service::health::{Api, Health};
+
+/// A transport whose phases time out quickly; `Heat` and `Magnum` tagged clones share it.
+fn phased(timeouts: Timeouts, memory: ResponseMemory, retry: RetryPolicy) -> Transport {
+    Transport::new(&TransportConfig {
+        timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_millis(500),
+        timeouts,
+        retry,
+        memory,
+        budget: RequestBudget::new(unlimited()),
+        ..TransportConfig::default()
+    })
+    .unwrap()
+}
+
+fn quick_timeouts() -> Timeouts {
+    Timeouts {
+        magnum: Some(Duration::from_millis(300)),
+        probe: Duration::from_millis(200),
+        body_idle: Duration::from_millis(400),
+        body_base: Duration::from_millis(600),
+        body_min_rate: 1024,
+        ..Timeouts::default()
+    }
+}
+
+fn pool() -> ResponseMemory {
+    ResponseMemory::new(64 * 1024 * 1024, Duration::from_millis(200))
+}
+
+#[tokio::test]
+async fn a_service_that_never_answers_is_named_with_its_timeout_and_tried_twice() {
+    let server = FaultServer::start(|hit| match hit.path.as_str() {
+        "/magnum/v1/clusters" | "/magnum/v1" => Reply::Hang,
+        _ => Reply::ok(json!({"ok": 1})),
+    })
+    .await;
+    let base = phased(quick_timeouts(), pool(), fast_retry(4));
+    let magnum = base.for_service(Api::Magnum);
+    let heat = base.for_service(Api::Heat);
+    let err = magnum
+        .send(Request::get(server.url("/magnum/v1/clusters")))
+        .await
+        .expect_err("hangs");
+    let text = err.to_string();
+    for w in [
+        "GET",
+        "/magnum/v1/clusters",
+        "timed out",
+        "Magnum no answer within 300 ms",
+        "first-byte timeout, --timeout magnum=SECS",
+    ] {
+        assert!(text.contains(w), "{text:?} should say {w:?}");
+    }
+    assert_eq!(
+        server.hits().len(),
+        2,
+        "a timeout is retried once, not max_attempts times"
+    );
+    // Heat, on the same pool and budget, is not held up and stays healthy.
+    let ok: Ok1 = heat.get_json(&server.url("/heat/stacks")).await.unwrap();
+    assert_eq!(ok, Ok1 { ok: 1 });
+    let board = base.health();
+    let m = board.get(Api::Magnum).expect("magnum known");
+    assert_eq!(m.health, Health::Slow);
+    assert_eq!(m.detail.as_deref(), Some("no answer within 300 ms"));
+    assert_eq!(board.get(Api::Heat).map(|h| h.health), Some(Health::Up));
+    // A probe takes the shorter probe timeout and is never retried on a timeout.
+    let before = server.hits().len();
+    let err = magnum
+        .send(Request::get(server.url("/magnum/v1")).purpose(Purpose::Probe))
+        .await
+        .expect_err("hangs");
+    assert!(
+        err.to_string()
+            .contains("no answer within 200 ms (probe timeout"),
+        "{err}"
+    );
+    assert_eq!(server.hits().len(), before + 1);
+}
+
+#[tokio::test]
+async fn a_trickling_body_fails_on_its_deadline_and_a_stalled_one_on_idle() {
+    let body = json!({"ok": 1, "pad": "y".repeat(400)}).to_string();
+    let b = body.clone();
+    let server = FaultServer::start(move |hit| match hit.path.as_str() {
+        // 4 bytes every 50 ms: steady, but 80 bytes/s against a floor of 1 KiB/s.
+        "/trickle" => Reply::trickle(b.clone(), 4, 50),
+        // The first piece at once, the next after a second: idle for longer than 400 ms.
+        "/stall" => Reply::trickle(b.clone(), b.len() / 2 + 1, 1000),
+        // The whole body in 8 pieces, 20 ms apart: slow-ish but well within the deadline.
+        _ => Reply::trickle(b.clone(), b.len() / 8 + 1, 20),
+    })
+    .await;
+    let t = phased(quick_timeouts(), pool(), RetryPolicy::never()).for_service(Api::Heat);
+    let err = t
+        .send(Request::get(server.url("/trickle")))
+        .await
+        .expect_err("trickles");
+    let text = err.to_string();
+    assert!(
+        text.contains("Heat body not received within")
+            && text.contains("body timeout: 600 ms plus 1 s per 1024 bytes received"),
+        "{text}"
+    );
+    assert!(matches!(
+        err,
+        ApiError::Transport {
+            kind: TransportKind::Timeout,
+            ..
+        }
+    ));
+    let err = t
+        .send(Request::get(server.url("/stall")))
+        .await
+        .expect_err("stalls");
+    assert!(
+        err.to_string()
+            .contains("body stalled: nothing for 400 ms after"),
+        "{err}"
+    );
+    let ok: Ok1 = t.get_json(&server.url("/steady")).await.unwrap();
+    assert_eq!(ok, Ok1 { ok: 1 });
+}
+
+#[tokio::test]
+async fn bodies_share_one_byte_pool_under_fan_out() {
+    // 12 answers of 3 MB at once against a pool of 8 MB: never more than 8 MB held; those
+    // that find no room in time fail naming the limit; the rest decode.
+    let server = FaultServer::start(|_| Reply::huge_output("ip", 3 * 1024 * 1024)).await;
+    let memory = ResponseMemory::new(8 * 1024 * 1024, Duration::from_millis(300));
+    let t = phased(Timeouts::default(), memory.clone(), RetryPolicy::never());
+    #[derive(Deserialize)]
+    struct Show {
+        output: serde_json::Value,
+    }
+    let urls: Vec<String> = (0..12).map(|i| server.url(&format!("/out/{i}"))).collect();
+    let results: Vec<_> = fan_out(urls, 12, |url: String| {
+        let t = t.clone();
+        async move {
+            let show: Show = t.get_json(&url).await?;
+            // Hold the decoded answer a moment, as a caller would.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok::<usize, ApiError>(show.output.to_string().len())
+        }
+    })
+    .collect()
+    .await;
+    assert!(memory.peak() <= memory.limit(), "{} held", memory.peak());
+    assert!(
+        memory.peak() > 3 * 1024 * 1024,
+        "bodies were held in the pool"
+    );
+    assert_eq!(memory.held(), 0, "every reservation returned");
+    let (ok, refused): (Vec<_>, Vec<_>) = results.into_iter().partition(|(_, r)| r.is_ok());
+    assert!(!ok.is_empty(), "some answers fit");
+    for (_, r) in &refused {
+        let text = r.as_ref().unwrap_err().to_string();
+        assert!(
+            text.contains("process-wide response memory limit of 8 MB"),
+            "{text}"
+        );
+    }
+    // One answer bigger than the whole pool is refused at once, however long it would wait.
+    let small = ResponseMemory::new(1024 * 1024, Duration::from_secs(30));
+    let t = phased(Timeouts::default(), small, RetryPolicy::never());
+    let err = t
+        .send(Request::get(server.url("/out/big")))
+        .await
+        .expect_err("bigger than the pool");
+    assert!(
+        err.to_string()
+            .contains("would not fit in the process-wide response memory limit of 1 MB"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_names_the_service_and_marks_it_down() {
+    let url = closed_port_url().await;
+    let base = phased(Timeouts::default(), pool(), RetryPolicy::never());
+    let nova = base.for_service(Api::Nova);
+    let err = nova
+        .send(Request::get(format!("{url}/v2.1/servers")))
+        .await
+        .expect_err("nothing listens");
+    let text = err.to_string();
+    assert!(
+        text.contains("/v2.1/servers") && text.contains("connection failed: Nova: "),
+        "{text}"
+    );
+    let health = base.health().get(Api::Nova).expect("nova listed");
+    assert_eq!(health.health, Health::Down);
+    assert_eq!(health.label(), "nova: connection failed");
+}
+
+#[tokio::test]
+async fn a_service_past_half_its_timeout_is_shown_slow_then_fine_again() {
+    let server = FaultServer::start(|hit| match hit.path.as_str() {
+        "/slow" => Reply::delay(1100, Reply::ok(json!({"ok": 1}))),
+        _ => Reply::ok(json!({"ok": 1})),
+    })
+    .await;
+    let t = phased(
+        Timeouts {
+            heat: Some(Duration::from_secs(2)),
+            ..Timeouts::default()
+        },
+        pool(),
+        RetryPolicy::never(),
+    );
+    let heat = t.for_service(Api::Heat);
+    let _: Ok1 = heat.get_json(&server.url("/slow")).await.unwrap();
+    let h = t.health().get(Api::Heat).expect("heat listed");
+    assert_eq!(h.health, Health::Slow);
+    assert!(
+        h.label().starts_with("heat: answered after 1.") && h.label().ends_with("(timeout 2 s)"),
+        "{}",
+        h.label()
+    );
+    let _: Ok1 = heat.get_json(&server.url("/fast")).await.unwrap();
+    assert_eq!(
+        t.health().get(Api::Heat).map(|h| h.health),
+        Some(Health::Up)
+    );
+}

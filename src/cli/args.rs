@@ -71,6 +71,17 @@ pub struct ConnectArgs {
     /// Most requests started per second, process-wide (0: no limit).
     #[arg(long, global = true, default_value_t = 50)]
     pub max_per_second: u32,
+
+    /// A timeout in seconds, KEY=SECS (repeatable): connect; keystone, heat, magnum, nova
+    /// (until a service's answer starts; defaults 30, 60, 30, 30); probe (service discovery,
+    /// 10); follow (a follower's request, 30); body (a whole body, 60, plus 1 s per 64 KiB);
+    /// idle (a pause inside a body, 30).
+    #[arg(long = "timeout", global = true, value_name = "KEY=SECS")]
+    pub timeouts: Vec<String>,
+
+    /// Most MB of response bodies held in memory at once, process-wide.
+    #[arg(long, global = true, default_value_t = 512)]
+    pub max_response_memory: usize,
 }
 
 /// The console's settings; `--read-only` and `--log-file` apply to every command, the

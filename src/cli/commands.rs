@@ -10,7 +10,7 @@ use crate::ops::discover::discover_groups;
 use crate::ops::failures::deepest_failures;
 use crate::ops::ips::{group_label, stream_group_ips, IpEvent, IpOptions};
 use crate::service::live::LiveService;
-use crate::service::{CloudService, EventCursor, ServiceError};
+use crate::service::{CloudService, ServiceError};
 use futures::StreamExt;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
@@ -38,7 +38,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
             until_complete,
             format,
         } => {
-            let opts = FollowOptions {
+            let opts = super::follow::FollowOptions {
                 follow,
                 nested_depth,
                 interval: Duration::from_secs_f64(interval.max(0.2)),
@@ -46,7 +46,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
                 until_complete,
                 format,
             };
-            events(&service, &conn, &stack, opts).await
+            super::follow::events(&service, &conn, &stack, opts).await
         }
         Command::Ips {
             target,
@@ -144,7 +144,7 @@ async fn nodegroups(
         "name", "id", "role", "flavor", "image", "zone", "nodes", "min", "max", "status",
         "stack_id",
     ]);
-    if let Some(found) = find_cluster(service, target).await? {
+    if let Some(found) = find_cluster(service, conn, target).await? {
         for g in &found.nodegroups {
             t.push([
                 g.name.clone(),
@@ -230,16 +230,7 @@ async fn stacks(heat: &HeatClient, nested: bool, format: Format) -> CmdResult {
     print_table(&t, format)
 }
 
-struct FollowOptions {
-    follow: bool,
-    nested_depth: u32,
-    interval: Duration,
-    max_events_per_stack: Option<usize>,
-    until_complete: bool,
-    format: Format,
-}
-
-fn event_line(e: &StackEvent, format: Format) -> String {
+pub(super) fn event_line(e: &StackEvent, format: Format) -> String {
     let time = e.time.format("%Y-%m-%dT%H:%M:%SZ").to_string();
     let path = e.display_path();
     let reason = opt(&e.status_reason);
@@ -262,83 +253,6 @@ fn event_line(e: &StackEvent, format: Format) -> String {
         })
         .to_string(),
     }
-}
-
-async fn events(
-    service: &LiveService,
-    conn: &CloudConnection,
-    target: &str,
-    opts: FollowOptions,
-) -> CmdResult {
-    let heat = &conn.heat;
-    // A cluster may span several stacks (Heat-native: the cluster's and each node group's);
-    // each has its own cursor.
-    let stacks = event_stacks(service, conn, target).await?;
-    // The flag, else the cloud's setting (applied by the service), else Heat's default.
-    let fresh = || match opts.max_events_per_stack {
-        Some(n) => EventCursor::default().with_retention(n),
-        None => EventCursor::default(),
-    };
-    let mut cursors: Vec<EventCursor> = stacks.iter().map(|_| fresh()).collect();
-    if opts.format == Format::Csv {
-        writeln!(io::stdout(), "time,id,path,status,reason")?;
-    }
-    let mut settled_polls = 0;
-    loop {
-        let mut events = Vec::new();
-        for (stack, cursor) in stacks.iter().zip(cursors.iter_mut()) {
-            let (found, next) = service
-                .poll_events(stack.clone(), opts.nested_depth, cursor.clone())
-                .await?;
-            *cursor = next;
-            events.extend(found);
-        }
-        // Several stacks: one timeline.
-        events.sort_by_key(|e| e.time);
-        {
-            let stdout = io::stdout();
-            let mut out = stdout.lock();
-            for e in &events {
-                writeln!(out, "{}", event_line(e, opts.format))?;
-            }
-            out.flush()?;
-        }
-        if !opts.follow {
-            break;
-        }
-        if opts.until_complete {
-            let mut busy = false;
-            let mut states = Vec::new();
-            for stack in &stacks {
-                let detail = heat.get_stack(stack, false).await?;
-                busy |= detail.summary.status.is_in_progress();
-                states.push(format!("stack {} is {}", stack.name, detail.summary.status));
-            }
-            if busy {
-                settled_polls = 0;
-            } else {
-                // One more poll after settling catches the final events written with it.
-                settled_polls += 1;
-                if settled_polls > 1 {
-                    for s in states {
-                        eprintln!("{}", terminal_safe(&s));
-                    }
-                    break;
-                }
-                continue;
-            }
-        }
-        let delay = cursors
-            .iter()
-            .map(|c| c.next_delay(opts.interval))
-            .min()
-            .unwrap_or(opts.interval);
-        tokio::time::sleep(delay).await;
-    }
-    let delivered: u64 = cursors.iter().map(|c| c.delivered()).sum();
-    let dropped: u64 = cursors.iter().map(|c| c.duplicates_dropped()).sum();
-    eprintln!("{delivered} events, {dropped} duplicates dropped");
-    Ok(())
 }
 
 async fn ips(

@@ -3,6 +3,7 @@
 
 use super::args::ConnectArgs;
 use crate::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
+use crate::api::limits::ResponseMemory;
 use crate::config::{load_cloud, CloudConfig, ConfigError, DiscoveryEnv};
 use crate::fetch::BudgetConfig;
 use crate::sim::{SimHandle, SimOptions};
@@ -49,14 +50,24 @@ pub fn choose(args: &ConnectArgs, allow_simulator: bool) -> Result<Endpoint, Con
     }
 }
 
-pub fn connect_options(args: &ConnectArgs) -> ConnectOptions {
-    ConnectOptions {
+pub fn connect_options(args: &ConnectArgs) -> Result<ConnectOptions, ConfigError> {
+    let mb = args.max_response_memory.clamp(1, 1 << 30);
+    let memory = ResponseMemory::process();
+    memory.set_limit(mb.saturating_mul(1024 * 1024));
+    let mut options = ConnectOptions {
         budget: BudgetConfig {
             max_in_flight: args.max_in_flight.max(1),
             max_per_second: (args.max_per_second > 0).then_some(args.max_per_second),
         },
+        memory,
         ..ConnectOptions::default()
+    };
+    // One response can never be bigger than all of them together.
+    options.max_body_bytes = options.max_body_bytes.min(options.memory.limit());
+    for spec in &args.timeouts {
+        options.set_timeout(spec).map_err(ConfigError::Invalid)?;
     }
+    Ok(options)
 }
 
 /// A live connection, and the in-process simulator behind it when there is one (dropping
@@ -80,14 +91,19 @@ pub async fn open(
     endpoint: &Endpoint,
     args: &ConnectArgs,
 ) -> Result<Opened, Box<dyn std::error::Error + Send + Sync>> {
-    let options = connect_options(args);
+    let options = connect_options(args)?;
     match endpoint {
         Endpoint::NoAuth(endpoints) => Ok(Opened {
             conn: CloudConnection::no_auth(endpoints, &options).await?,
             simulator: None,
         }),
         Endpoint::Cloud(cloud) => Ok(Opened {
-            conn: CloudConnection::from_cloud(cloud, &options).await?,
+            conn: say_when_slow(
+                &cloud.auth_url,
+                options.timeouts.keystone.unwrap_or(options.timeout),
+                CloudConnection::from_cloud(cloud, &options),
+            )
+            .await?,
             simulator: None,
         }),
         Endpoint::Simulator => {
@@ -111,6 +127,26 @@ pub async fn open(
             })
         }
     }
+}
+
+/// Runs the authentication `connect`; if it takes more than two seconds, says on stderr what
+/// is being waited for and for how long at most, instead of leaving the operator in silence.
+async fn say_when_slow<T>(
+    auth_url: &str,
+    timeout: std::time::Duration,
+    connect: impl std::future::Future<Output = T>,
+) -> T {
+    let mut connect = std::pin::pin!(connect);
+    tokio::select! {
+        done = &mut connect => return done,
+        _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+    }
+    eprintln!(
+        "caldera: waiting for Keystone at {} (no answer gives up after {}; --timeout keystone=SECS)",
+        crate::api::error::redact_url(auth_url),
+        crate::api::limits::human(timeout)
+    );
+    connect.await
 }
 
 /// The cloud configuration of a running simulator (its fake user and project).

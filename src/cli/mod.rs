@@ -4,5 +4,6 @@ pub mod actions;
 pub mod args;
 pub mod commands;
 pub mod connect;
+pub mod follow;
 pub mod output;
 pub mod targets;

@@ -3,7 +3,9 @@
 //! stack, a node group named by its resource path such as `kube_minions` or `roles/Compute`).
 
 use crate::api::cloud::CloudConnection;
-use crate::model::{Cluster, NodeGroup, StackRef};
+use crate::drivers::magnum::group_in_stack;
+use crate::drivers::resolve::Drivers;
+use crate::model::{terminal_safe, Cluster, DriverKind, NodeGroup, StackRef};
 use crate::service::live::LiveService;
 use crate::service::{CloudService, ErrorKind, ServiceError, ServiceResult};
 
@@ -25,29 +27,78 @@ pub struct ClusterTarget {
 
 /// The cluster named `name` (name or id), Heat-native or Magnum, with its node groups;
 /// `None` when no cluster has that name.
+///
+/// Heat-native clusters are asked first (Heat alone knows them). Then, before Magnum is
+/// asked, a stack of exactly that name settles it: Magnum names a cluster's stack
+/// `<cluster>-<suffix>`, never the cluster's own name, so such a name is the operator's stack
+/// and a command on it must not wait on a slow or dead Magnum. Only a name Heat does not know
+/// waits for Magnum's cluster list.
 pub async fn find_cluster(
     service: &LiveService,
+    conn: &CloudConnection,
     name: &str,
 ) -> ServiceResult<Option<ClusterTarget>> {
+    let matches = |c: &Cluster| c.name == name || c.id == name;
+    match Drivers::new(conn).heat_native().list_clusters().await {
+        Ok(native) => {
+            if let Some(cluster) = native.into_iter().find(|c| matches(c)) {
+                return with_nodegroups(service, cluster).await.map(Some);
+            }
+        }
+        Err(e) => tracing::info!("Heat-native cluster lookup for '{name}': {e}"),
+    }
+    if conn.magnum.is_none() {
+        return Ok(None);
+    }
+    match conn.heat.resolve(name).await {
+        Ok(_) => return Ok(None),
+        Err(e) if e.is_not_found() => {}
+        // Heat could not say: Magnum may still know the name.
+        Err(e) => tracing::info!("stack lookup for '{name}': {e}"),
+    }
     let clusters = match service.list_clusters().await {
         Ok(c) => c,
-        // No cluster source answered: the name may still be a stack's.
+        // No cluster source answered: the name may still be a stack's. Said on stderr, so
+        // that "neither a cluster nor a stack" after it is not taken at its word when the
+        // cluster list failed (a Magnum that does not answer is named with its timeout).
         Err(e) => {
             tracing::info!("cluster lookup for '{name}': {e}");
+            eprintln!(
+                "note: clusters could not be listed: {}",
+                terminal_safe(&e.to_string())
+            );
             return Ok(None);
         }
     };
-    let Some(cluster) = clusters
-        .into_iter()
-        .find(|c| c.name == name || c.id == name)
-    else {
-        return Ok(None);
-    };
+    match clusters.into_iter().find(|c| matches(c)) {
+        Some(cluster) => with_nodegroups(service, cluster).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+async fn with_nodegroups(service: &LiveService, cluster: Cluster) -> ServiceResult<ClusterTarget> {
     let nodegroups = service.list_nodegroups(cluster.clone()).await?;
-    Ok(Some(ClusterTarget {
+    Ok(ClusterTarget {
         cluster,
         nodegroups,
-    }))
+    })
+}
+
+/// The scaling group of a Magnum node group inside its stack, when that stack holds several
+/// (Magnum's cluster stack holds default-master's `kube_masters` and default-worker's
+/// `kube_minions`); `None` = every group of the stack is the node group's.
+async fn magnum_group(
+    conn: &CloudConnection,
+    cluster: &Cluster,
+    g: &NodeGroup,
+    stack: &StackRef,
+) -> ServiceResult<Option<String>> {
+    if cluster.driver != DriverKind::Magnum {
+        return Ok(None);
+    }
+    Ok(group_in_stack(&conn.heat, stack, g.role, &g.name)
+        .await?
+        .map(|(path, _)| path))
 }
 
 /// The node-group stacks a `CLUSTER`, `CLUSTER/NODEGROUP`, `STACK` or `STACK/GROUP/PATH`
@@ -62,7 +113,7 @@ pub async fn node_targets(
         Some((h, r)) => (h, Some(r)),
         None => (target, None),
     };
-    if let Some(found) = find_cluster(service, head).await? {
+    if let Some(found) = find_cluster(service, conn, head).await? {
         let mut out = Vec::new();
         for g in &found.nodegroups {
             if rest.is_some_and(|n| n != g.name && n != g.id) {
@@ -71,14 +122,16 @@ pub async fn node_targets(
             let Some(stack_id) = &g.stack_id else {
                 continue;
             };
+            let stack = conn
+                .heat
+                .resolve(stack_id)
+                .await
+                .map_err(ServiceError::from)?;
+            let group = magnum_group(conn, &found.cluster, g, &stack).await?;
             out.push(StackTarget {
                 label: format!("{}/{}", found.cluster.name, g.name),
-                stack: conn
-                    .heat
-                    .resolve(stack_id)
-                    .await
-                    .map_err(ServiceError::from)?,
-                group: None,
+                stack,
+                group,
             });
         }
         if out.is_empty() {
@@ -127,7 +180,7 @@ pub async fn event_stacks(
         None => (target, None),
     };
     let heat = &conn.heat;
-    if let Some(found) = find_cluster(service, head).await? {
+    if let Some(found) = find_cluster(service, conn, head).await? {
         let mut ids: Vec<String> = Vec::new();
         match rest {
             Some(ng) => {

@@ -10,6 +10,9 @@ use rand::Rng;
 use reqwest::Method;
 use std::time::{Duration, SystemTime};
 
+/// Attempts of a request that timed out (whatever `max_attempts` allows for other faults).
+pub const TIMEOUT_ATTEMPTS: u32 = 2;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Total attempts including the first; 1 means never retry.
@@ -53,7 +56,17 @@ impl RetryPolicy {
         match err {
             ApiError::Http { status, .. } => Self::is_retryable_status(*status),
             // A bad certificate will not get better by asking again.
-            ApiError::Transport { kind, .. } => *kind != TransportKind::Tls,
+            ApiError::Transport {
+                kind: TransportKind::Tls,
+                ..
+            } => false,
+            // A service that did not answer within its timeout rarely answers the next
+            // request sooner: one more try, so a dead service costs two timeouts, not four.
+            ApiError::Transport {
+                kind: TransportKind::Timeout,
+                ..
+            } => attempt < TIMEOUT_ATTEMPTS,
+            ApiError::Transport { .. } => true,
             _ => false,
         }
     }
@@ -126,6 +139,10 @@ mod tests {
         };
         assert!(p.should_retry(&Method::HEAD, &timeout, 1));
         assert!(!p.should_retry(&Method::GET, &timeout, p.max_attempts));
+        assert!(
+            !p.should_retry(&Method::GET, &timeout, TIMEOUT_ATTEMPTS),
+            "a timeout is tried twice, not max_attempts times"
+        );
         let tls = ApiError::Transport {
             method: Method::GET,
             url: "u".into(),

@@ -97,6 +97,22 @@ const RATE_HALF_LIFE_SECS: f64 = 5.0;
 /// first so a burst is measured before it can outrun retention.
 const FIRST_RATE_DELAY: StdDuration = StdDuration::from_secs(1);
 
+/// The first wait after a follower's poll failed; it doubles with each failure in a row...
+const RECONNECT_FIRST: StdDuration = StdDuration::from_secs(1);
+/// ...up to this, so a follower notices a service back within half a minute however long
+/// it was away, without knocking on a dead one more than twice a minute.
+pub const RECONNECT_CAP: StdDuration = StdDuration::from_secs(30);
+
+/// How long a follower waits before its next poll after `failures` failed polls in a row
+/// (1 s, 2 s, 4 s ... 30 s). The cursor is untouched by a failed poll (see
+/// `service::live::follow_step`), so the poll after the outage reads everything since.
+pub fn reconnect_delay(failures: u32) -> StdDuration {
+    let doublings = failures.saturating_sub(1).min(16);
+    RECONNECT_FIRST
+        .saturating_mul(1u32 << doublings)
+        .min(RECONNECT_CAP)
+}
+
 /// What one poll reads; from [`EventTracker::begin_poll`], handed back to
 /// [`EventTracker::finish_poll`].
 #[derive(Debug, Clone)]
@@ -669,6 +685,14 @@ mod tests {
         assert_eq!(t.ingest(vec![ev(a, 0), ev("x", 1)]).len(), 2);
         assert!(t.has_seen(a) && t.has_seen("x") && !t.has_seen("y"));
         assert_eq!(t.ingest(vec![ev(a, 0), ev("x", 1)]).len(), 0);
+    }
+
+    #[test]
+    fn reconnecting_backs_off_to_a_cap() {
+        let waits: Vec<u64> = (1..=8).map(|n| reconnect_delay(n).as_secs()).collect();
+        assert_eq!(waits, vec![1, 2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!(reconnect_delay(u32::MAX), RECONNECT_CAP);
+        assert_eq!(reconnect_delay(0), secs(1.0));
     }
 
     #[test]

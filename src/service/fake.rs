@@ -123,6 +123,7 @@ impl FakeCloud {
                 is_simulator: true,
                 read_only: false,
                 has_magnum: true,
+                services: Vec::new(),
             },
             budget: BudgetStats {
                 in_flight: 2,

@@ -214,7 +214,8 @@ impl CloudService for LiveService {
         nested_depth: u32,
         cursor: EventCursor,
     ) -> BoxFuture<'static, ServiceResult<(Vec<StackEvent>, EventCursor)>> {
-        let heat = self.conn.heat.clone();
+        // Each request of a poll within the follow timeout (the follower retries on its own).
+        let heat = self.conn.follower_heat().clone();
         let paths = self.paths.clone();
         // The cloud's retention from clouds.yaml, unless the caller said otherwise.
         let cursor = match self.conn.settings.max_events_per_stack {

@@ -6,6 +6,7 @@
 
 pub mod fake;
 pub mod fake_operator;
+pub mod health;
 pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;
@@ -80,6 +81,9 @@ pub struct CloudInfo {
     pub read_only: bool,
     /// Whether a Magnum endpoint is present (else clusters come from Heat-native stacks only).
     pub has_magnum: bool,
+    /// Each service's last known state (a slow or dead one is shown in the header).
+    #[serde(default)]
+    pub services: Vec<health::ServiceHealth>,
 }
 
 /// Request budget use, for the header.

@@ -2,15 +2,20 @@
 //!
 //! A handler closure decides each reply from the request (method, path, query, how many times
 //! this path has been hit) and can inject the faults a real cloud produces: 5xx, 429 with
-//! `Retry-After`, slow answers, connections dropped mid-body, truncated JSON, HTML where JSON
+//! `Retry-After`, slow answers, answers that never come, bodies that trickle, oversized
+//! bodies generated on the fly, connections dropped mid-body, truncated JSON, HTML where JSON
 //! was expected. The server counts requests in flight so budget limits can be checked from
 //! the server's side.
+//!
+//! Self-contained on purpose: `tests/fault_matrix.rs` compiles this same file by path (the
+//! library's `testing` module exists only in its own unit tests), so it uses no `crate::` item.
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::Router;
+use futures::StreamExt;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,6 +71,23 @@ pub enum Reply {
     Delay(Duration, Box<Reply>),
     /// Send a 200 head and `prefix` of the body, then break the connection.
     Drop(String),
+    /// Never answer: the request is held until the client gives up (a service that hangs).
+    Hang,
+    /// A 200 JSON head at once, then the body `chunk` bytes at a time, one piece every
+    /// `every` (a proxy or service that trickles).
+    Trickle {
+        body: String,
+        chunk: usize,
+        every: Duration,
+    },
+    /// A 200 JSON body of `prefix`, `len` filler bytes and `suffix`, generated as it is sent
+    /// in 64 KiB pieces without a Content-Length (an oversized answer that costs the server
+    /// nothing to hold).
+    Huge {
+        prefix: String,
+        len: usize,
+        suffix: String,
+    },
 }
 
 impl Reply {
@@ -91,6 +113,43 @@ impl Reply {
     pub fn delay(ms: u64, then: Reply) -> Reply {
         Reply::Delay(Duration::from_millis(ms), Box::new(then))
     }
+    pub fn trickle(body: impl Into<String>, chunk: usize, every_ms: u64) -> Reply {
+        Reply::Trickle {
+            body: body.into(),
+            chunk: chunk.max(1),
+            every: Duration::from_millis(every_ms),
+        }
+    }
+    /// `{"output": {"output_key": KEY, "output_value": "xxx…"}}` of about `len` bytes: Heat's
+    /// output show with an enormous value.
+    pub fn huge_output(key: &str, len: usize) -> Reply {
+        Reply::Huge {
+            prefix: format!(r#"{{"output": {{"output_key": "{key}", "output_value": ""#),
+            len,
+            suffix: r#""}}"#.to_string(),
+        }
+    }
+}
+
+/// The pieces of a generated body: `prefix`, then `len` bytes of `x` in 64 KiB pieces, then
+/// `suffix`.
+fn huge_stream(
+    prefix: String,
+    len: usize,
+    suffix: String,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> {
+    const PIECE: usize = 64 * 1024;
+    let filler = Bytes::from(vec![b'x'; PIECE]);
+    let pieces = len.div_ceil(PIECE);
+    let body = (0..pieces).map(move |i| {
+        let n = PIECE.min(len - i * PIECE);
+        Ok(filler.slice(..n))
+    });
+    futures::stream::iter(
+        std::iter::once(Ok(Bytes::from(prefix)))
+            .chain(body)
+            .chain(std::iter::once(Ok(Bytes::from(suffix)))),
+    )
 }
 
 type Handler = dyn Fn(&Hit) -> Reply + Send + Sync;
@@ -155,6 +214,8 @@ async fn handle(
                 tokio::time::sleep(d).await;
                 reply = *then;
             }
+            // Held until the client hangs up, which drops this future (bounded by the test).
+            Reply::Hang => std::future::pending::<()>().await,
             other => return render(other),
         }
     }
@@ -182,7 +243,32 @@ fn render(reply: Reply) -> Response {
                 Body::from_stream(futures::stream::iter(chunks)),
             )
         }
-        Reply::Delay(..) => (500, vec![], Body::from("nested delay")),
+        Reply::Trickle { body, chunk, every } => {
+            let pieces: Vec<Bytes> = body
+                .into_bytes()
+                .chunks(chunk)
+                .map(Bytes::copy_from_slice)
+                .collect();
+            let stream = futures::stream::iter(pieces).then(move |piece| async move {
+                tokio::time::sleep(every).await;
+                Ok::<Bytes, std::io::Error>(piece)
+            });
+            (
+                200,
+                vec![("content-type".to_string(), "application/json".to_string())],
+                Body::from_stream(stream),
+            )
+        }
+        Reply::Huge {
+            prefix,
+            len,
+            suffix,
+        } => (
+            200,
+            vec![("content-type".to_string(), "application/json".to_string())],
+            Body::from_stream(huge_stream(prefix, len, suffix)),
+        ),
+        Reply::Delay(..) | Reply::Hang => (500, vec![], Body::from("nested delay")),
     };
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -785,3 +785,112 @@ async fn every_view_draws_at_tiny_sizes_without_panicking() {
     h.press(KeyCode::Char(':'));
     draw_all(&mut h);
 }
+
+/// The events view through an outage: polls fail, the status line says for how long the
+/// follower has been reconnecting and when it tries next (backing off), the events already
+/// shown stay, and when the cloud answers again the follower carries on from its cursor.
+#[tokio::test]
+async fn events_view_reconnects_with_backoff_and_says_so() {
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Events);
+    h.settle().await;
+    let shown = |h: &Harness| h.app.store.events.values().map(|l| l.events.len()).max();
+    let before = shown(&h).expect("events shown");
+    h.fake.set_error(
+        FakeOp::PollEvents,
+        Some(ServiceError::new(
+            ErrorKind::Transport,
+            "GET http://heat/v1/p/stacks/x/events: connection failed",
+        )),
+    );
+    let mut now = demo_epoch();
+    let mut tick = |h: &mut Harness, secs: i64| {
+        now += chrono::Duration::seconds(secs);
+        h.app.update(Action::Tick {
+            now,
+            info: Box::new(h.fake.info()),
+            budget: h.fake.budget(),
+        });
+    };
+    let mut waits = Vec::new();
+    for _ in 0..4 {
+        // Past any refresh interval: the follower polls when its backoff says so.
+        tick(&mut h, 40);
+        h.settle().await;
+        let status = h.app.status.clone().expect("a status line");
+        assert!(
+            status.text.contains("events: reconnecting for")
+                && status.text.contains("connection failed"),
+            "{}",
+            status.text
+        );
+        let next = status
+            .text
+            .split("next try in ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .expect("next try");
+        waits.push(next);
+    }
+    assert_eq!(waits, vec![1, 2, 4, 8], "the wait doubles while it fails");
+    assert_eq!(shown(&h), Some(before), "what was shown stays");
+    // The backoff holds the next poll back: a second later nothing is asked.
+    tick(&mut h, 1);
+    assert!(
+        !h.app
+            .take_requests()
+            .iter()
+            .any(|r| matches!(r, Request::Events { .. })),
+        "polled before the backoff elapsed"
+    );
+    h.fake.set_error(FakeOp::PollEvents, None);
+    h.fake.advance();
+    tick(&mut h, 10);
+    h.settle().await;
+    let status = h.app.status.clone().expect("a status line");
+    assert!(
+        status.text.starts_with("events: reconnected after"),
+        "{}",
+        status.text
+    );
+    assert!(
+        shown(&h) > Some(before),
+        "new events arrive after the outage"
+    );
+}
+
+/// A service that timed out is named in the header, next to the cloud.
+#[tokio::test]
+async fn header_names_a_service_that_does_not_answer() {
+    use crate::service::health::{Api, Health, ServiceHealth};
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    let mut info = h.fake.info();
+    info.services = vec![
+        ServiceHealth {
+            api: Api::Heat,
+            health: Health::Up,
+            detail: None,
+        },
+        ServiceHealth {
+            api: Api::Magnum,
+            health: Health::Slow,
+            detail: Some("no answer within 10 s".into()),
+        },
+    ];
+    h.app.update(Action::Tick {
+        now: demo_epoch(),
+        info: Box::new(info),
+        budget: h.fake.budget(),
+    });
+    let screen = h.render(120, 30);
+    let header = screen.lines().next().unwrap_or_default();
+    assert!(header.contains("magnum: no answer within 10 s"), "{header}");
+    assert!(
+        !header.contains("heat ok"),
+        "healthy services stay quiet: {header}"
+    );
+}

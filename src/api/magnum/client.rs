@@ -8,6 +8,7 @@
 use super::wire;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::http::{Request, Transport};
+use crate::api::limits::Purpose;
 use crate::fetch::{paginate, Page};
 use crate::model::{Cluster, DriverKind, Health, NodeGroup, Role, Status};
 use futures::Stream;
@@ -189,10 +190,9 @@ impl MagnumClient {
     pub async fn version(&self) -> ApiResult<Microversion> {
         self.version
             .get_or_try_init(|| async {
-                let resp = self
-                    .transport
-                    .send(Request::get(self.base.as_str()))
-                    .await?;
+                // Discovery: the short probe timeout, and no second wait on a dead Magnum.
+                let req = Request::get(self.base.as_str()).purpose(Purpose::Probe);
+                let resp = self.transport.send(req).await?;
                 let min = resp.header(MIN_HEADER).and_then(Microversion::parse);
                 let max = resp.header(MAX_HEADER).and_then(Microversion::parse);
                 match (min, max) {

@@ -2,6 +2,7 @@
 
 use super::{centered, clear};
 use crate::model::terminal_safe;
+use crate::service::health::{Health, ServiceHealth};
 use crate::tui::action::COMMANDS;
 use crate::tui::columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
@@ -46,6 +47,31 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         who.push(Span::styled(terminal_safe(part).into_owned(), key));
     }
     segments.push(who);
+    // A service that timed out or failed its last request is named right after the cloud,
+    // where a narrow terminal still shows it; one still being probed comes last.
+    // Down (refused, 5xx) in the error colour, slow (timed out, or answering late) in the
+    // warning colour.
+    let mut troubled: Vec<Span> = Vec::new();
+    for s in info
+        .services
+        .iter()
+        .filter(|s| matches!(s.health, Health::Slow | Health::Down))
+    {
+        let sep = if troubled.is_empty() { " │ " } else { " · " };
+        troubled.push(Span::styled(sep, hs));
+        let colour = if s.health == Health::Down {
+            th.error
+        } else {
+            th.warning
+        };
+        troubled.push(Span::styled(
+            terminal_safe(&s.label()).into_owned(),
+            hs.fg(colour).add_modifier(Modifier::BOLD),
+        ));
+    }
+    if !troubled.is_empty() {
+        segments.push(troubled);
+    }
     // Data age of the view's main data, with a stale marker.
     if let Some(meta) = app.view().primary_meta(&app.store) {
         let age = meta
@@ -86,6 +112,15 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
             format!(" │ {}", terminal_safe(&info.api_versions.join(", "))),
             hs,
         )]);
+    }
+    let probing: Vec<String> = info
+        .services
+        .iter()
+        .filter(|s| s.health == Health::Probing)
+        .map(ServiceHealth::label)
+        .collect();
+    if !probing.is_empty() {
+        segments.push(vec![Span::styled(format!(" │ {}", probing.join(" ")), hs)]);
     }
     let mut right: Vec<Span> = Vec::new();
     if app.read_only {

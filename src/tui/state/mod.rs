@@ -434,8 +434,20 @@ impl App {
                 result,
             } => {
                 self.learn_stack_name(&stack_id, stack_name);
+                let mut note = None;
                 if let Some(log) = self.store.events.get_mut(&stack_id) {
-                    log.finish(gen, result, now);
+                    let was = log.outage_since;
+                    if log.finish(gen, result, now) {
+                        note = log.outage_note(was, now);
+                    }
+                }
+                let watching = matches!(
+                    self.view().kind,
+                    ViewKind::Events { .. } | ViewKind::Dashboard { .. }
+                );
+                if let (Some((failing, text)), true) = (note, watching) {
+                    let level = if failing { Level::Warn } else { Level::Info };
+                    self.set_status(level, format!("events: {text}"));
                 }
             }
             Reply::Tree {
@@ -608,7 +620,11 @@ impl App {
         let log = self.store.events.entry(stack.id.clone()).or_default();
         // The follower's own pace, within the refresh: sooner while a stack writes events fast
         // enough for Heat to purge them before a refresh would read them.
-        let every = log.cursor.next_delay(every);
+        let every = match log.failures {
+            0 => log.cursor.next_delay(every),
+            // Polls failing: back off (1 s, 2 s ... 30 s), cursor kept, until the cloud is back.
+            n => crate::ops::event_tracker::reconnect_delay(n),
+        };
         // A forced refresh of a pending poll would only repeat it; events never go stale.
         if log.meta.due(now, every) || (force && !log.meta.in_flight) {
             let cursor = log.cursor.clone();

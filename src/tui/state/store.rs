@@ -258,6 +258,10 @@ pub struct EventLog {
     pub meta: FetchMeta,
     pub events: Vec<StackEvent>,
     pub cursor: EventCursor,
+    /// Since when polls have failed in a row, and how many: the follower keeps its cursor
+    /// and polls again after `ops::event_tracker::reconnect_delay(failures)`.
+    pub outage_since: Option<DateTime<Utc>>,
+    pub failures: u32,
 }
 
 /// At most this many events are kept per stack (oldest dropped).
@@ -277,6 +281,8 @@ impl EventLog {
         match result {
             Ok((new, cursor)) => {
                 self.cursor = cursor;
+                self.outage_since = None;
+                self.failures = 0;
                 self.meta.error = None;
                 self.meta.fetched_at = Some(now);
                 if !new.is_empty() {
@@ -289,11 +295,41 @@ impl EventLog {
                 }
             }
             Err(e) => {
+                self.outage_since.get_or_insert(now);
+                self.failures = self.failures.saturating_add(1);
                 self.meta.error = Some(e.message);
                 self.meta.version += 1;
             }
         }
         true
+    }
+
+    /// The status line's word on the follower after an answer: reconnecting (for how long,
+    /// next try when) or back. `was_since` is the outage start before the answer.
+    pub fn outage_note(
+        &self,
+        was_since: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Option<(bool, String)> {
+        match (was_since, self.outage_since) {
+            (_, Some(since)) => Some((
+                true,
+                format!(
+                    "reconnecting for {} s (next try in {} s): {}",
+                    (now - since).num_seconds().max(0),
+                    crate::ops::event_tracker::reconnect_delay(self.failures).as_secs(),
+                    self.meta.error.as_deref().unwrap_or("poll failed")
+                ),
+            )),
+            (Some(since), None) => Some((
+                false,
+                format!(
+                    "reconnected after {} s; following again",
+                    (now - since).num_seconds().max(0)
+                ),
+            )),
+            (None, None) => None,
+        }
     }
 }
 

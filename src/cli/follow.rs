@@ -1,0 +1,236 @@
+//! `caldera events TARGET [--follow]`: print the events of a stack (or of every stack of a
+//! cluster or node group, as one timeline), and with `--follow` keep printing new ones
+//! through outages of Heat (or Keystone) until interrupted, or until the stacks settle with
+//! `--until-complete`.
+//!
+//! A failed poll leaves the cursor as it was (see `service::live::follow_step`), so after an
+//! outage the next successful poll reads everything written meanwhile, newest first back to
+//! the cursor's horizon, and the cursor's remembered ids drop what was already printed:
+//! nothing is lost (within Heat's retention) and nothing is printed twice. While polls fail
+//! the follower waits 1 s, 2 s, 4 s ... up to 30 s between them and says on stderr for how
+//! long it has been reconnecting.
+
+use super::commands::{event_line, CmdResult};
+use super::output::Format;
+use super::targets::event_stacks;
+use crate::api::cloud::CloudConnection;
+use crate::api::heat::HeatClient;
+use crate::model::{StackEvent, StackRef};
+use crate::ops::event_tracker::reconnect_delay;
+use crate::service::live::LiveService;
+use crate::service::{CloudService, ErrorKind, EventCursor, ServiceError};
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+pub struct FollowOptions {
+    pub follow: bool,
+    pub nested_depth: u32,
+    pub interval: Duration,
+    pub max_events_per_stack: Option<usize>,
+    pub until_complete: bool,
+    pub format: Format,
+}
+
+/// Whether a follower should wait and try again: the service may come back. A stack that is
+/// gone, credentials refused or a request the cloud does not support will not get better.
+fn worth_retrying(e: &ServiceError) -> bool {
+    matches!(
+        e.kind,
+        ErrorKind::Transport | ErrorKind::Http | ErrorKind::Decode
+    )
+}
+
+/// Failed polls in a row and since when.
+#[derive(Default)]
+struct Outage {
+    since: Option<Instant>,
+    failures: u32,
+}
+
+impl Outage {
+    /// Notes a failure, says so on stderr, returns how long to wait before the next try.
+    fn failed(&mut self, what: &str, err: &ServiceError) -> Duration {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        self.failures += 1;
+        let wait = reconnect_delay(self.failures);
+        eprintln!(
+            "caldera: {what} failed, reconnecting for {} s (attempt {}, next in {} s): {err}",
+            since.elapsed().as_secs(),
+            self.failures,
+            wait.as_secs(),
+            err = crate::model::terminal_safe(&err.to_string())
+        );
+        wait
+    }
+
+    fn recovered(&mut self) {
+        if let Some(since) = self.since.take() {
+            eprintln!(
+                "caldera: reconnected after {} s and {} failed attempt(s); following again",
+                since.elapsed().as_secs(),
+                self.failures
+            );
+        }
+        self.failures = 0;
+    }
+}
+
+/// Finds the stacks `target` names; when following, a cloud that is down at the start is
+/// waited for.
+async fn find_stacks(
+    service: &LiveService,
+    conn: &CloudConnection,
+    target: &str,
+    follow: bool,
+) -> Result<Vec<StackRef>, ServiceError> {
+    let mut outage = Outage::default();
+    loop {
+        match event_stacks(service, conn, target).await {
+            Ok(found) => {
+                outage.recovered();
+                return Ok(found);
+            }
+            Err(e) if follow && worth_retrying(&e) => {
+                let wait = outage.failed("finding the stacks", &e);
+                tokio::time::sleep(wait).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Why a round ended early: the cloud (maybe worth another try) or our own output (a closed
+/// pipe ends the command; the io error is kept as it is for `main` to judge).
+enum RoundError {
+    Cloud(ServiceError),
+    Output(io::Error),
+}
+
+impl From<ServiceError> for RoundError {
+    fn from(e: ServiceError) -> Self {
+        RoundError::Cloud(e)
+    }
+}
+
+/// One round: a poll of every stack, then (with `--until-complete`) whether any is still in
+/// progress (`Some(states)` once none is). The events of the stacks polled are printed, as
+/// one timeline, even when a later stack's poll fails: their cursors have moved on.
+async fn round(
+    service: &LiveService,
+    heat: &HeatClient,
+    stacks: &[StackRef],
+    opts: &FollowOptions,
+    cursors: &mut [EventCursor],
+) -> Result<Option<Vec<String>>, RoundError> {
+    let mut events = Vec::new();
+    let mut failed = None;
+    for (stack, cursor) in stacks.iter().zip(cursors.iter_mut()) {
+        match service
+            .poll_events(stack.clone(), opts.nested_depth, cursor.clone())
+            .await
+        {
+            Ok((found, next)) => {
+                *cursor = next;
+                events.extend(found);
+            }
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    events.sort_by_key(|e| e.time);
+    print_events(&events, opts.format).map_err(RoundError::Output)?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    if !(opts.follow && opts.until_complete) {
+        return Ok(None);
+    }
+    let mut busy = false;
+    let mut states = Vec::new();
+    for stack in stacks {
+        let detail = heat
+            .get_stack(stack, false)
+            .await
+            .map_err(ServiceError::from)?;
+        busy |= detail.summary.status.is_in_progress();
+        states.push(format!("stack {} is {}", stack.name, detail.summary.status));
+    }
+    Ok((!busy).then_some(states))
+}
+
+fn print_events(events: &[StackEvent], format: Format) -> io::Result<()> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    for e in events {
+        writeln!(out, "{}", event_line(e, format))?;
+    }
+    out.flush()
+}
+
+pub async fn events(
+    service: &LiveService,
+    conn: &CloudConnection,
+    target: &str,
+    opts: FollowOptions,
+) -> CmdResult {
+    let heat = &conn.heat;
+    // A cluster may span several stacks (Heat-native: the cluster's and each node group's);
+    // each has its own cursor.
+    let stacks = find_stacks(service, conn, target, opts.follow).await?;
+    // The flag, else the cloud's setting (applied by the service), else Heat's default.
+    let fresh = || match opts.max_events_per_stack {
+        Some(n) => EventCursor::default().with_retention(n),
+        None => EventCursor::default(),
+    };
+    let mut cursors: Vec<EventCursor> = stacks.iter().map(|_| fresh()).collect();
+    if opts.format == Format::Csv {
+        // writeln!, not println!: a closed pipe ends the command, it does not panic.
+        writeln!(std::io::stdout(), "time,id,path,status,reason")?;
+    }
+    let mut settled_polls = 0;
+    let mut outage = Outage::default();
+    loop {
+        let settled = match round(service, heat, &stacks, &opts, &mut cursors).await {
+            Ok(settled) => {
+                outage.recovered();
+                settled
+            }
+            Err(RoundError::Cloud(e)) if opts.follow && worth_retrying(&e) => {
+                let wait = outage.failed("following events", &e);
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            Err(RoundError::Cloud(e)) => return Err(e.into()),
+            Err(RoundError::Output(e)) => return Err(e.into()),
+        };
+        if !opts.follow {
+            break;
+        }
+        match settled {
+            Some(states) => {
+                // One more poll after settling catches the final events written with it.
+                settled_polls += 1;
+                if settled_polls > 1 {
+                    for s in states {
+                        eprintln!("{}", crate::model::terminal_safe(&s));
+                    }
+                    break;
+                }
+                continue;
+            }
+            None => settled_polls = 0,
+        }
+        let delay = cursors
+            .iter()
+            .map(|c| c.next_delay(opts.interval))
+            .min()
+            .unwrap_or(opts.interval);
+        tokio::time::sleep(delay).await;
+    }
+    let delivered: u64 = cursors.iter().map(|c| c.delivered()).sum();
+    let dropped: u64 = cursors.iter().map(|c| c.duplicates_dropped()).sum();
+    eprintln!("{delivered} events, {dropped} duplicates dropped");
+    Ok(())
+}
