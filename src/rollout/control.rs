@@ -81,13 +81,14 @@ pub async fn find_rollout(
 /// An abort that cancels (`CancelUpdate` rolls back, `CancelWithoutRollback` stops where it
 /// is) also sends Heat's cancel from here, once: an engine only stops releasing members, so
 /// the cancel must not depend on one running. The request is journaled as a plain abort
-/// and the cancel as its own entry with its call.
+/// and the cancel as its own entry with its call. Returns the journal offset after the
+/// request: the engine's acknowledgement comes after it ([`engine::ack_action`]).
 pub async fn ask(
     heat: &HeatClient,
     ctx: &ActionContext,
     plan: &RolloutPlan,
     control: &Control,
-) -> ServiceResult<()> {
+) -> ServiceResult<u64> {
     let t = &plan.target;
     let Control::Abort(mode) = control else {
         ctx.check(
@@ -100,7 +101,7 @@ pub async fn ask(
         return engine::request(ctx, plan, control);
     };
     ctx.check("rollout.abort", &t.label(), &t.cluster, Reach::Nodes, None)?;
-    engine::request(ctx, plan, &Control::Abort(AbortMode::LeavePaused))?;
+    let after = engine::request(ctx, plan, &Control::Abort(AbortMode::LeavePaused))?;
     let action = match mode {
         AbortMode::LeavePaused => None,
         AbortMode::CancelUpdate => Some(StackAction::CancelUpdate),
@@ -123,5 +124,6 @@ pub async fn ask(
             return Err(e.into());
         }
     }
-    ctx.record(&entry)
+    ctx.record(&entry)?;
+    Ok(after)
 }

@@ -253,7 +253,12 @@ impl Operator for LiveOperator {
         control: Control,
     ) -> BoxFuture<'static, ServiceResult<()>> {
         let me = self.inner.clone();
-        async move { control::ask(&me.heat, &me.action, &plan, &control).await }.boxed()
+        async move {
+            control::ask(&me.heat, &me.action, &plan, &control)
+                .await
+                .map(|_| ())
+        }
+        .boxed()
     }
 
     fn node_action(
@@ -300,11 +305,17 @@ impl Operator for LiveOperator {
     fn read_journal(&self, offset: u64) -> BoxFuture<'static, ServiceResult<(Vec<Entry>, u64)>> {
         let journal = self.inner.action.journal.clone();
         async move {
-            // The journal is a file read with std I/O: off the async workers.
-            tokio::task::spawn_blocking(move || journal.read_from(offset))
+            // The journal is a file read with std I/O: off the async workers. The pane is
+            // an audit view: lines that are not entries are skipped and logged by number.
+            let path = journal.path().display().to_string();
+            let scan = tokio::task::spawn_blocking(move || journal.scan_from(offset))
                 .await
                 .map_err(|e| ServiceError::new(ErrorKind::Config, format!("journal reader: {e}")))?
-                .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))
+                .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+            for bad in &scan.bad {
+                tracing::warn!("journal {path}: {bad}");
+            }
+            Ok((scan.entries, scan.next))
         }
         .boxed()
     }
