@@ -334,3 +334,334 @@ async fn torn_tail_mid_rollout_is_set_aside_and_a_pause_still_lands() {
     env.delete(&target).await;
     sim.shutdown().await;
 }
+
+// ---- The same, as an operator meets it: the `caldera` binary in another process. ----
+
+/// `caldera` with the simulator's clouds.yaml, the test's journal and an empty hooks file;
+/// `fsize` caps the size of any file it writes (RLIMIT_FSIZE, SIGXFSZ ignored): its
+/// journal fills up mid-rollout the way a full disk does, with a partial last write.
+fn caldera(
+    clouds: &Path,
+    journal: &Path,
+    args: &[&str],
+    fsize: Option<u64>,
+) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let actions = journal.with_extension("toml");
+    if !actions.exists() {
+        std::fs::write(&actions, "").expect("actions file");
+    }
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"));
+    cmd.env("OS_CLIENT_CONFIG_FILE", clouds)
+        .env("OS_CLOUD", "simcloud")
+        .env("CALDERA_JOURNAL", journal)
+        .env("CALDERA_ACTIONS_CONFIG", &actions)
+        .env("XDG_STATE_HOME", journal.parent().expect("dir"))
+        .args(args);
+    if let Some(limit) = fsize {
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let lim = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    cmd.output().expect("run caldera")
+}
+
+async fn caldera_async(
+    clouds: &Path,
+    journal: &Path,
+    args: &[&str],
+    fsize: Option<u64>,
+) -> (Option<i32>, String, String) {
+    let (c, j) = (clouds.to_path_buf(), journal.to_path_buf());
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        caldera(&c, &j, &a, fsize)
+    })
+    .await
+    .expect("caldera task");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The names after `label` up to the next `;` or line end in an error message.
+fn names_after(text: &str, label: &str) -> Vec<String> {
+    let Some((_, rest)) = text.split_once(label) else {
+        return Vec::new();
+    };
+    let list = rest.split([';', '\n']).next().unwrap_or("").trim();
+    if list == "none" {
+        return Vec::new();
+    }
+    list.split(", ").map(|s| s.trim().to_string()).collect()
+}
+
+/// `caldera rollout start` whose journal fills up mid-rollout (the file size limit): it
+/// stops with rc 3 and an error saying which members were and were not released; Heat
+/// updates none of the others; the journal still reads (the partial line of the failed
+/// write was cut off again); `caldera rollout resume` finishes the rollout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_rollout_whose_journal_fills_up_stops_and_resumes() {
+    let (sim, env) = sim_env().await;
+    let target = env.create("full", 8).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = dir.path().join("clouds.yaml");
+    std::fs::write(&clouds, sim.clouds_yaml("simcloud")).expect("clouds.yaml");
+    let journal = dir.path().join("journal.jsonl");
+    let (code, stdout, stderr) = caldera_async(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "full",
+            "--image",
+            "img-v2",
+            "--yes",
+            "--poll-secs",
+            "0.05",
+        ],
+        Some(6000),
+    )
+    .await;
+    println!("{stderr}");
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("File too large"), "{stderr}");
+    assert!(stderr.contains("nothing more is sent to Heat"), "{stderr}");
+    let released = names_after(&stderr, "released or done: ");
+    let held = names_after(&stderr, "not released (held on their hooks): ");
+    assert_eq!(released.len() + held.len(), 8, "{stderr}");
+    assert!(!held.is_empty(), "{stderr}");
+    tokio::time::sleep(env.poll * 40).await;
+    let images = env.member_images(&target).await;
+    for m in &held {
+        assert_eq!(images[m], "img-v1", "{m} updated after the stop");
+    }
+    let j = Journal::open(&journal);
+    let before = j.read_all().expect("the journal reads after the failure");
+    assert!(before.iter().any(|e| e.action == "rollout.start"));
+
+    let (code, stdout, stderr) = caldera_async(
+        &clouds,
+        &journal,
+        &["rollout", "resume", "full", "--poll-secs", "0.05"],
+        None,
+    )
+    .await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains(": completed"), "{stdout}");
+    let images = env.member_images(&target).await;
+    assert!(images.values().all(|i| i == "img-v2"), "{images:?}");
+    let after = j.read_all().expect("journal reads");
+    assert!(after.len() > before.len());
+    // A failed append (part of a line written before the disk filled) is cut off again:
+    // nothing torn was left for anyone to set aside.
+    assert!(
+        !j.torn_path().exists(),
+        "{}",
+        std::fs::read_to_string(j.torn_path()).unwrap_or_default()
+    );
+    sim.shutdown().await;
+}
+
+/// `caldera rollout pause` against an engine in another process (here: this test's):
+/// through a torn journal it still lands and is acknowledged (rc 0, "honoured"); with no
+/// engine left it says so (rc 4); with a line that is not an entry it fails naming the
+/// line (rc 1) and `caldera journal --repair` sets it aside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_pause_is_acknowledged_or_fails_loudly() {
+    let (sim, env) = sim_env().await;
+    let target = env.create("ack", 8).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = dir.path().join("clouds.yaml");
+    std::fs::write(&clouds, sim.clouds_yaml("simcloud")).expect("clouds.yaml");
+    let journal = env.ctx.journal.path().to_path_buf();
+    let members = env.member_names(&target).await;
+    // A gate after each node keeps the rollout going while the command starts.
+    let options = RolloutOptions {
+        gate_wait_ms: 500,
+        ..RolloutOptions::default()
+    };
+    let plan = env.plan(&target, &members, "img-v2", options, &[]);
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("a member done");
+    // A writer died mid-line.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&journal)
+        .expect("open")
+        .write_all(b"{\"time\":\"2026-11-23T1")
+        .expect("torn");
+    let (code, _, stderr) = caldera_async(
+        &clouds,
+        &journal,
+        &["rollout", "pause", "ack", "--wait-secs", "30"],
+        None,
+    )
+    .await;
+    println!("{stderr}");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("rollout.pause honoured"), "{stderr}");
+    let paused = tokio::time::timeout(
+        env.timeout,
+        h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
+    )
+    .await
+    .expect("paused");
+    assert!(paused.done < 8, "{:?}", paused.lines());
+    Journal::open(&journal).read_all().expect("journal reads");
+
+    // Nobody drives it any more: the request is queued, not honoured, and that is said.
+    h.kill();
+    let (code, _, stderr) = caldera_async(
+        &clouds,
+        &journal,
+        &["rollout", "pause", "ack", "--wait-secs", "1"],
+        None,
+    )
+    .await;
+    println!("{stderr}");
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(stderr.contains("no engine acknowledged"), "{stderr}");
+
+    // A line that is not an entry: the command cannot know the rollout's state, it fails.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&journal)
+        .expect("open")
+        .write_all(b"garbage\n")
+        .expect("garbage");
+    let lines = std::fs::read_to_string(&journal)
+        .expect("read")
+        .lines()
+        .count();
+    let (code, _, stderr) = caldera_async(
+        &clouds,
+        &journal,
+        &["rollout", "pause", "ack", "--wait-secs", "1"],
+        None,
+    )
+    .await;
+    println!("{stderr}");
+    assert_ne!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("line {lines} ")),
+        "line {lines}: {stderr}"
+    );
+    let (code, _, stderr) = caldera_async(&clouds, &journal, &["journal", "--repair"], None).await;
+    println!("{stderr}");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains(&format!("line {lines} ")), "{stderr}");
+    Journal::open(&journal).read_all().expect("journal reads");
+    sim.shutdown().await;
+}
+
+/// `--actions-config` naming a file that does not exist is an error before anything is
+/// planned or sent; the plan lists the hooks that will run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_named_missing_hooks_file_is_an_error_and_the_plan_lists_hooks() {
+    let (sim, env) = sim_env().await;
+    let target = env.create("hk", 2).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = dir.path().join("clouds.yaml");
+    std::fs::write(&clouds, sim.clouds_yaml("simcloud")).expect("clouds.yaml");
+    let journal = dir.path().join("journal.jsonl");
+    let typo = dir.path().join("typo.toml");
+    let typo_s = typo.to_str().expect("utf-8");
+    let (code, stdout, stderr) = caldera_async(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "hk",
+            "--image",
+            "img-v2",
+            "--yes",
+            "--actions-config",
+            typo_s,
+        ],
+        None,
+    )
+    .await;
+    assert_ne!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("typo.toml") && stderr.contains("no such actions file"),
+        "{stderr}"
+    );
+    let d = env
+        .heat
+        .get_stack(target.stack.as_ref().expect("stack"), false)
+        .await
+        .expect("stack");
+    assert_eq!(d.summary.status.raw, "CREATE_COMPLETE");
+
+    std::fs::write(
+        &typo,
+        "[hooks]\ntimeout_secs = 30\npre_node = \"echo drain $CALDERA_NODE_NAME\"\n",
+    )
+    .expect("hooks");
+    let (code, stdout, stderr) = caldera_async(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "hk",
+            "--image",
+            "img-v2",
+            "--yes",
+            "--poll-secs",
+            "0.05",
+            "--actions-config",
+            typo_s,
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("hooks (each killed after 30s):"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("pre_node   echo drain $CALDERA_NODE_NAME"),
+        "{stdout}"
+    );
+    let start = Journal::open(&journal)
+        .read_all()
+        .expect("journal")
+        .into_iter()
+        .find(|e| e.action == "rollout.start")
+        .expect("start entry");
+    assert!(
+        start.plan.iter().any(|l| l.contains("pre_node")),
+        "{:?}",
+        start.plan
+    );
+    sim.shutdown().await;
+}

@@ -329,10 +329,18 @@ impl Journal {
         };
         file.lock().map_err(|e| self.io(e))?;
         self.repair_locked(&mut file)?;
+        let before = file.metadata().map_err(|e| self.io(e))?.len();
         // One write of the whole line: with O_APPEND and the lock, no other line can land
-        // inside it.
-        file.write_all(line.as_bytes()).map_err(|e| self.io(e))?;
-        file.sync_data().map_err(|e| self.io(e))?;
+        // inside it. Whole and durable, or not there at all: a failed write or sync (a full
+        // disk writes part of a line) is cut off again, so the caller's "not recorded" is
+        // true and no torn tail is left behind.
+        let written = file
+            .write_all(line.as_bytes())
+            .and_then(|()| file.sync_data());
+        if let Err(e) = written {
+            let _ = file.set_len(before).and_then(|()| file.sync_data());
+            return Err(self.io(e));
+        }
         if created {
             // A new file is durable only once its directory entry is.
             if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -367,16 +375,12 @@ impl Journal {
             return Ok(None);
         }
         let (start, last) = last_line(file, len).map_err(|e| self.io(e))?;
+        // Under the exclusive lock no writer is mid-line: an unterminated last line is a
+        // writer that died. A complete line that is not an entry is not torn: it stays for
+        // the strict readers to report by number (it may have been a request), until
+        // `quarantine_bad_lines` sets it aside.
         let terminated = last.last() == Some(&b'\n');
-        let body = if terminated {
-            &last[..last.len() - 1]
-        } else {
-            &last[..]
-        };
-        let torn = !terminated
-            || (!body.trim_ascii().is_empty()
-                && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err());
-        if !torn {
+        if terminated {
             return Ok(None);
         }
         let sidecar = self.torn_path();
@@ -398,11 +402,7 @@ impl Journal {
         )
         .map_err(|e| self.io(e))?;
         kept.extend_from_slice(&last);
-        if terminated {
-            // Kept byte for byte; the marker line says where it ends.
-        } else {
-            kept.push(b'\n');
-        }
+        kept.push(b'\n');
         // Kept first, then cut: a crash in between leaves the bytes in both places.
         let mut side = opts.open(&sidecar).map_err(|e| self.io(e))?;
         side.write_all(&kept).map_err(|e| self.io(e))?;
@@ -810,17 +810,30 @@ mod tests {
         let kept = std::fs::read_to_string(j.torn_path()).unwrap();
         assert!(kept.contains(&format!("from offset {cut}")), "{kept}");
         assert!(kept.contains("{\"time\":\"2026-\n"), "{kept}");
-        // A complete last line that is not JSON at all is torn too (a crash that left
-        // zeros); a repair without an append does the same.
-        raw_append(j.path(), b"\0\0\0\0\n");
+        // A crash that left zeros; a repair without an append does the same.
+        raw_append(j.path(), b"\0\0\0\0");
+        let torn = j.repair().unwrap().expect("repaired");
+        assert_eq!(torn.len, 4);
+        assert_eq!(j.read_all().unwrap().len(), 2);
+        // A complete last line that is not an entry is not torn: it stays, and strict
+        // readers name it, until it is quarantined (blanked in place, kept aside).
+        raw_append(j.path(), b"not an entry\n");
+        j.append(&entry(2)).unwrap();
         let end = j.read_all().unwrap_err();
         assert!(
             matches!(end, JournalError::Corrupt { line: 3, .. }),
             "{end}"
         );
-        let torn = j.repair().unwrap().expect("repaired");
-        assert_eq!(torn.len, 5);
-        assert_eq!(j.read_all().unwrap().len(), 2);
+        let len = j.len().unwrap();
+        let (torn, bad) = j.quarantine_bad_lines().unwrap();
+        assert_eq!((torn, bad.len(), bad[0].line), (None, 1, 3));
+        assert_eq!(j.len().unwrap(), len, "offsets held by readers stay valid");
+        assert_eq!(j.read_all().unwrap().len(), 3);
+        let kept = std::fs::read_to_string(j.quarantine_path()).unwrap();
+        assert!(
+            kept.contains("line 3") && kept.contains("not an entry\n"),
+            "{kept}"
+        );
         assert_eq!(j.repair().unwrap(), None);
     }
 

@@ -580,7 +580,7 @@ impl Runner {
                 tracing::error!("rollout {}: {e}", self.plan.id);
                 self.paused = Some(format!(
                     "{e}: a control request may be in it, so nothing more is sent to Heat \
-                     until it reads again (fix or delete that line); {}",
+                     until it reads again; {}",
                     self.sent_so_far()
                 ));
                 return Vec::new();
