@@ -872,11 +872,11 @@ impl Runner {
             .map(|(m, _)| m.clone())
             .collect();
         for m in through {
+            if self.paused.is_some() {
+                return None; // paused (or the journal failed): nothing is released
+            }
             self.passthrough.insert(m.clone());
             self.release(&m).await;
-            if self.paused.is_some() {
-                return None;
-            }
         }
 
         if let Some(reason) = self.failure() {
