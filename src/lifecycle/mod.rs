@@ -30,8 +30,8 @@
 //!   we wait on the other cannot deadlock), into one capture that keeps the first and the
 //!   last [`OUTPUT_LIMIT`]/2 bytes and counts what it dropped in between;
 //! - the hook is over when its own process has exited: a background child that still
-//!   holds stdout is given [`EXIT_GRACE`] to finish writing, then no longer read (it is
-//!   left running: a hook may start a daemon on purpose).
+//!   holds stdout is read until it is silent for [`EXIT_GRACE`] (at most until the hook's
+//!   timeout), then no longer read (it is left running: a hook may start a daemon).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -42,7 +42,7 @@ use tokio::io::AsyncReadExt;
 
 /// Most bytes of a hook's output kept for the journal: the first and the last half.
 pub const OUTPUT_LIMIT: usize = 4096;
-/// How long output is still read after the hook's own process exited.
+/// After the hook's own process exited, how long a silence ends the reading of its pipes.
 pub const EXIT_GRACE: Duration = Duration::from_millis(500);
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
 
@@ -428,13 +428,27 @@ pub async fn run_hook(
         if exited.is_some() && stdout.is_none() && stderr.is_none() {
             break;
         }
+        // Output already in the pipes is read before any timer is looked at (a starved
+        // task must not take buffered output for silence); after the hook's exit each read
+        // restarts the grace, within the hook's timeout.
         tokio::select! {
+            biased;
             r = read_some(&mut stdout, &mut out_buf) => match r {
-                Some(n) => capture.push(&out_buf[..n]),
+                Some(n) => {
+                    capture.push(&out_buf[..n]);
+                    if exited.is_some() {
+                        grace_end = (tokio::time::Instant::now() + EXIT_GRACE).min(deadline);
+                    }
+                }
                 None => stdout = None,
             },
             r = read_some(&mut stderr, &mut err_buf) => match r {
-                Some(n) => capture.push(&err_buf[..n]),
+                Some(n) => {
+                    capture.push(&err_buf[..n]);
+                    if exited.is_some() {
+                        grace_end = (tokio::time::Instant::now() + EXIT_GRACE).min(deadline);
+                    }
+                }
                 None => stderr = None,
             },
             status = child.wait(), if exited.is_none() => {
@@ -442,7 +456,7 @@ pub async fn run_hook(
                 // to signal.
                 guard.pgid = None;
                 exited = Some(status);
-                grace_end = tokio::time::Instant::now() + EXIT_GRACE;
+                grace_end = (tokio::time::Instant::now() + EXIT_GRACE).min(deadline);
             }
             _ = tokio::time::sleep_until(grace_end), if exited.is_some() => {
                 // A background child holds the pipes: what it writes later is not the hook's.
