@@ -525,9 +525,12 @@ async fn a_killed_rollout_is_found_paused_by_request_and_finished_by_reattaching
             >= 2
     );
 
-    op.request_rollout(found.clone(), Control::Pause)
+    // Nobody drives it: the request is written, and the answer says it was not honoured.
+    let e = op
+        .request_rollout(found.clone(), Control::Pause)
         .await
-        .expect("request");
+        .expect_err("no engine acknowledges it");
+    assert!(e.message.contains("no engine acknowledged"), "{e}");
     let last = env.journal.read_all().expect("journal");
     let req = last.last().expect("entry");
     assert_eq!(req.action, "rollout.request.pause");

@@ -81,13 +81,14 @@ pub async fn find_rollout(
 /// An abort that cancels (`CancelUpdate` rolls back, `CancelWithoutRollback` stops where it
 /// is) also sends Heat's cancel from here, once: an engine only stops releasing members, so
 /// the cancel must not depend on one running. The request is journaled as a plain abort
-/// and the cancel as its own entry with its call.
+/// and the cancel as its own entry with its call. Returns the journal offset after the
+/// request: the engine's acknowledgement comes after it ([`engine::ack_action`]).
 pub async fn ask(
     heat: &HeatClient,
     ctx: &ActionContext,
     plan: &RolloutPlan,
     control: &Control,
-) -> ServiceResult<()> {
+) -> ServiceResult<u64> {
     let t = &plan.target;
     let Control::Abort(mode) = control else {
         ctx.check(
@@ -100,7 +101,7 @@ pub async fn ask(
         return engine::request(ctx, plan, control);
     };
     ctx.check("rollout.abort", &t.label(), &t.cluster, Reach::Nodes, None)?;
-    engine::request(ctx, plan, &Control::Abort(AbortMode::LeavePaused))?;
+    let after = engine::request(ctx, plan, &Control::Abort(AbortMode::LeavePaused))?;
     let action = match mode {
         AbortMode::LeavePaused => None,
         AbortMode::CancelUpdate => Some(StackAction::CancelUpdate),
@@ -123,5 +124,62 @@ pub async fn ask(
             return Err(e.into());
         }
     }
-    ctx.record(&entry)
+    ctx.record(&entry)?;
+    Ok(after)
+}
+
+/// What became of a control request written for an engine in another process.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ack {
+    /// The engine journaled that it honoured it (the entry says when and who).
+    Honoured(Entry),
+    /// The rollout ended first (its `rollout.finish`).
+    Ended(Entry),
+    /// Nothing acknowledged it in time: queued in the journal, not honoured (the process
+    /// driving the rollout may be gone or busy).
+    Queued,
+}
+
+/// Waits up to `wait` for the engine driving `plan` to journal that it honoured `control`,
+/// after offset `after` (where [`ask`] left the request). A journal that cannot be read is
+/// an error, never taken for "not yet".
+pub async fn acknowledgement(
+    journal: &crate::journal::Journal,
+    plan: &RolloutPlan,
+    control: &Control,
+    after: u64,
+    wait: Duration,
+) -> ServiceResult<Ack> {
+    const STEP: Duration = Duration::from_millis(200);
+    let ack = engine::ack_action(control);
+    let ours = |e: &Entry| e.rollout.as_deref() == Some(plan.id.as_str());
+    let honours = |e: &Entry| {
+        ours(e)
+            && e.action == ack
+            && match control {
+                Control::Skip(m) => e.target.ends_with(&format!("/{m}")),
+                _ => true,
+            }
+    };
+    let rounds = (wait.as_millis() / STEP.as_millis()).max(1);
+    let mut offset = after;
+    for round in 0..=rounds {
+        let (entries, next) = journal.read_from(offset).map_err(|e| {
+            crate::service::ServiceError::new(crate::service::ErrorKind::Config, e.to_string())
+        })?;
+        offset = next;
+        if let Some(e) = entries.iter().find(|e| honours(e)) {
+            return Ok(Ack::Honoured(e.clone()));
+        }
+        if let Some(e) = entries
+            .iter()
+            .find(|e| ours(e) && e.action == "rollout.finish")
+        {
+            return Ok(Ack::Ended(e.clone()));
+        }
+        if round < rounds {
+            tokio::time::sleep(STEP).await;
+        }
+    }
+    Ok(Ack::Queued)
 }

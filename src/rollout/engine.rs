@@ -187,13 +187,22 @@ pub async fn start(
         plan.since_time = Some(time);
     }
     let calls = plan.calls();
+    // The engine reads the journal back (its memory, then requests): a journal it cannot
+    // read stops it, so find out before the PATCH rather than after.
+    let nothing_sent = |e: ServiceError| {
+        ServiceError::new(e.kind, format!("{}; nothing was sent to Heat", e.message))
+    };
+    journal_memory(&ctx.journal, &plan.id).map_err(nothing_sent)?;
+    let mut lines = plan.lines();
+    lines.extend(options.hooks.plan_lines());
     ctx.record(
         &Entry::new(&ctx.actor, "rollout.start", &target, Outcome::Started)
             .rollout(&plan.id)
-            .plan(plan.lines())
+            .plan(lines)
             .spec(&plan)
             .calls(calls[..1].to_vec()),
-    )?;
+    )
+    .map_err(nothing_sent)?;
     let result = heat.update_stack(&plan.stack, &plan.start_update()).await;
     let outcome = match &result {
         Ok(()) => Outcome::Ok,
@@ -201,9 +210,30 @@ pub async fn start(
             error: e.to_string(),
         },
     };
-    ctx.record(&Entry::new(&ctx.actor, "rollout.started", &target, outcome).rollout(&plan.id))?;
+    let recorded =
+        ctx.record(&Entry::new(&ctx.actor, "rollout.started", &target, outcome).rollout(&plan.id));
     result.map_err(err)?;
-    spawn(heat, ctx, plan, options, Vec::new()).await
+    // The update is in Heat now, every member held on its hook: an engine must exist to
+    // say so and to be resumed, even when the journal failed just now (it starts paused).
+    let paused = recorded.err().map(|e| {
+        format!(
+            "{}; the update was sent (members wait on their pre-update hooks), nothing \
+             released; fix the journal, then `caldera rollout resume`",
+            e.message
+        )
+    });
+    spawn(heat, ctx, plan, options, Vec::new(), paused)
+        .await
+        .map_err(|e| {
+            ServiceError::new(
+                e.kind,
+                format!(
+                    "the update was sent to Heat (members wait on their pre-update hooks, \
+                     nothing released) but the engine could not start: {}",
+                    e.message
+                ),
+            )
+        })
 }
 
 /// Attaches to a rollout already under way (after a restart, or another operator's).
@@ -227,7 +257,7 @@ pub async fn reattach(
     ctx.record(
         &Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id),
     )?;
-    spawn(heat, ctx, plan, options, initial).await
+    spawn(heat, ctx, plan, options, initial, None).await
 }
 
 /// The plan of the newest rollout of `target` in the journal that has not ended.
@@ -262,6 +292,7 @@ async fn spawn(
     plan: RolloutPlan,
     options: EngineOptions,
     initial: Vec<Control>,
+    paused: Option<String>,
 ) -> ServiceResult<RolloutHandle> {
     let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
     let group = driver.group_stack(&plan.stack).await?;
@@ -282,7 +313,7 @@ async fn spawn(
         ctx,
         options,
         obs,
-        paused: None,
+        paused,
         skipped: memory.skipped,
         pre_node_done: memory.pre_node,
         post_node_done: memory.post_node,
@@ -449,12 +480,44 @@ impl Runner {
         Entry::new(&self.ctx.actor, action, target, outcome).rollout(&self.plan.id)
     }
 
-    fn write(&self, entry: Entry) {
-        // The journal is the audit trail; a write failure is reported in the status but
-        // does not stop Heat's update midway.
-        if let Err(e) = self.ctx.record(&entry) {
-            tracing::error!("journal: {e}");
+    /// Records `entry`; false when the journal cannot take it. Then the rollout pauses
+    /// before its next change (an action never reaches the cloud without its record) and
+    /// says what was and was not sent. Heat holds the members not yet released on their
+    /// hooks, so stopping here loses nothing.
+    fn write(&mut self, entry: Entry) -> bool {
+        match self.ctx.record(&entry) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("rollout {}: {e}", self.plan.id);
+                self.paused = Some(format!(
+                    "{}: nothing more is sent to Heat until the journal takes entries \
+                     again; {}",
+                    e.message,
+                    self.sent_so_far()
+                ));
+                false
+            }
         }
+    }
+
+    /// Which members this rollout has let go and which Heat still holds, for an error
+    /// that stops it.
+    fn sent_so_far(&self) -> String {
+        let (mut released, mut held) = (Vec::new(), Vec::new());
+        for m in self.plan.members() {
+            if self.skipped.contains(m) {
+                continue;
+            }
+            match self.obs.members.get(m) {
+                Some(t) if t.done || t.released_at.is_some() => released.push(m.as_str()),
+                _ => held.push(m.as_str()),
+            }
+        }
+        format!(
+            "released or done: {}; not released (held on their hooks): {}",
+            name_list(&released),
+            name_list(&held)
+        )
     }
 
     async fn run(
@@ -507,10 +570,21 @@ impl Runner {
         }
     }
 
-    /// Requests other processes wrote to the journal since we last looked.
+    /// Requests other processes wrote to the journal since we last looked. A journal that
+    /// cannot be read may hide a pause or an abort: that pauses the rollout (with the line
+    /// at fault) until it reads again, it is never taken for "no requests".
     fn journal_requests(&mut self) -> Vec<Control> {
-        let Ok((entries, offset)) = self.ctx.journal.read_from(self.journal_offset) else {
-            return Vec::new();
+        let (entries, offset) = match self.ctx.journal.read_from(self.journal_offset) {
+            Ok(read) => read,
+            Err(e) => {
+                tracing::error!("rollout {}: {e}", self.plan.id);
+                self.paused = Some(format!(
+                    "{e}: a control request may be in it, so nothing more is sent to Heat \
+                     until it reads again; {}",
+                    self.sent_so_far()
+                ));
+                return Vec::new();
+            }
         };
         self.journal_offset = offset;
         let target = self.target();
@@ -560,10 +634,12 @@ impl Runner {
                 if self.obs.stack_status.is_failed() {
                     self.draining = true;
                 }
-                self.write(
+                if !self.write(
                     self.record("rollout.resume", &target, Outcome::Ok)
                         .spec(&self.plan.extra_parameters),
-                );
+                ) {
+                    return Step::Continue;
+                }
                 self.paused = None;
                 self.timed_out.clear();
                 Step::Continue
@@ -581,6 +657,15 @@ impl Runner {
                         format!("{}/actions", stack_path(&self.plan.stack)),
                         format!("{{\"{}\":null}}", a.key()),
                     );
+                    if !self.write(
+                        self.record("rollout.cancel", &target, Outcome::Started)
+                            .calls(vec![call.clone()]),
+                    ) {
+                        let why = self.paused.clone().unwrap_or_default();
+                        return Step::End(RolloutState::Aborted {
+                            reason: format!("aborted by the operator; {} NOT sent: {why}", a.key()),
+                        });
+                    }
                     let r = self.heat.action(&self.plan.stack, a).await;
                     let outcome = match &r {
                         Ok(()) => Outcome::Ok,
@@ -637,10 +722,12 @@ impl Runner {
             stack_path(&self.plan.stack),
             update_body_text(&update),
         );
-        self.write(
+        if !self.write(
             self.record("rollout.retry", &target, Outcome::Started)
                 .calls(vec![call]),
-        );
+        ) {
+            return false;
+        }
         let seen = self.obs.group_updates;
         match self.heat.update_stack(&self.plan.stack, &update).await {
             Ok(()) => {
@@ -711,11 +798,18 @@ impl Runner {
             ctx.node_index = m.parse().ok();
             ctx.node_ip = self.obs.member_ip(m).await;
         }
-        let run: HookRun = run_hook(point, &command, &ctx, self.options.hooks.timeout()).await;
         let target = match member {
             Some(m) => self.member_target(m),
             None => self.batch_target(batch),
         };
+        // A hook changes the cluster (a drain): recorded before it runs, like a call.
+        if !self.write(
+            self.record("hook.started", &target, Outcome::Started)
+                .plan(vec![format!("{}: {}", point.as_str(), command)]),
+        ) {
+            return false;
+        }
+        let run: HookRun = run_hook(point, &command, &ctx, self.options.hooks.timeout()).await;
         let outcome = if run.ok() {
             Outcome::Ok
         } else {
@@ -745,10 +839,12 @@ impl Runner {
         } else {
             "rollout.release"
         };
-        self.write(
+        if !self.write(
             self.record(action, &target, Outcome::Started)
                 .calls(vec![call]),
-        );
+        ) {
+            return;
+        }
         let outcome = match self.obs.release(m).await {
             Ok(()) => {
                 // Until the next look at Heat, count it as released.
@@ -776,6 +872,9 @@ impl Runner {
             .map(|(m, _)| m.clone())
             .collect();
         for m in through {
+            if self.paused.is_some() {
+                return None; // paused (or the journal failed): nothing is released
+            }
             self.passthrough.insert(m.clone());
             self.release(&m).await;
         }
@@ -895,6 +994,9 @@ impl Runner {
                 self.pre_node_done.insert(m.clone());
             }
             self.release(&m).await;
+            if self.paused.is_some() {
+                return None; // the journal failed: nothing more is released
+            }
         }
         None
     }
@@ -957,8 +1059,9 @@ impl Runner {
     }
 }
 
-/// Appends a request for a rollout running in another process (or the next one to attach).
-pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> ServiceResult<()> {
+/// Appends a request for a rollout running in another process; returns the journal offset
+/// after it, where the engine's acknowledgement (see [`ack_action`]) will be.
+pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> ServiceResult<u64> {
     let target = plan.target.label();
     let entry = match control {
         Control::Pause => Entry::new(&ctx.actor, REQUEST_PAUSE, &target, Outcome::Ok),
@@ -975,7 +1078,31 @@ pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> Se
             Outcome::Ok,
         ),
     };
-    ctx.record(&entry.rollout(&plan.id))
+    ctx.record_at(&entry.rollout(&plan.id))
+}
+
+/// The entry an engine journals when it honours `control`: the acknowledgement a
+/// requester waits for.
+pub fn ack_action(control: &Control) -> &'static str {
+    match control {
+        Control::Pause => "rollout.pause",
+        Control::Resume { .. } => "rollout.resume",
+        Control::Skip(_) => "rollout.skip",
+        Control::Abort(_) => "rollout.abort",
+    }
+}
+
+/// `a, b, c` (the first 20, then how many more), or `none`.
+fn name_list(names: &[&str]) -> String {
+    const SHOWN: usize = 20;
+    if names.is_empty() {
+        return "none".into();
+    }
+    let mut s = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
 }
 
 /// Node phases from what Heat says.

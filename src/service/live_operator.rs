@@ -25,6 +25,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Least time a control request waits for the acknowledgement of an engine in another
+/// process (at least three of our polls).
+const REQUEST_ACK_WAIT: Duration = Duration::from_secs(5);
+
 #[derive(Clone)]
 pub struct LiveOperator {
     inner: Arc<Inner>,
@@ -253,7 +257,34 @@ impl Operator for LiveOperator {
         control: Control,
     ) -> BoxFuture<'static, ServiceResult<()>> {
         let me = self.inner.clone();
-        async move { control::ask(&me.heat, &me.action, &plan, &control).await }.boxed()
+        async move {
+            let after = control::ask(&me.heat, &me.action, &plan, &control).await?;
+            // The engine is in another process: say whether it honoured the request, not
+            // only that the request was written.
+            let wait = REQUEST_ACK_WAIT.max(me.poll * 3);
+            match control::acknowledgement(&me.action.journal, &plan, &control, after, wait).await?
+            {
+                control::Ack::Honoured(_) => Ok(()),
+                control::Ack::Ended(e) => Err(ServiceError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "rollout {} ended before it honoured the request ({})",
+                        plan.id, e.action
+                    ),
+                )),
+                control::Ack::Queued => Err(ServiceError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "queued in the journal, but no engine acknowledged it within {}s: \
+                         the process driving rollout {} may be gone or busy (resume drives \
+                         it from here)",
+                        wait.as_secs(),
+                        plan.id
+                    ),
+                )),
+            }
+        }
+        .boxed()
     }
 
     fn node_action(
@@ -300,11 +331,17 @@ impl Operator for LiveOperator {
     fn read_journal(&self, offset: u64) -> BoxFuture<'static, ServiceResult<(Vec<Entry>, u64)>> {
         let journal = self.inner.action.journal.clone();
         async move {
-            // The journal is a file read with std I/O: off the async workers.
-            tokio::task::spawn_blocking(move || journal.read_from(offset))
+            // The journal is a file read with std I/O: off the async workers. The pane is
+            // an audit view: lines that are not entries are skipped and logged by number.
+            let path = journal.path().display().to_string();
+            let scan = tokio::task::spawn_blocking(move || journal.scan_from(offset))
                 .await
                 .map_err(|e| ServiceError::new(ErrorKind::Config, format!("journal reader: {e}")))?
-                .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))
+                .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+            for bad in &scan.bad {
+                tracing::warn!("journal {path}: {bad}");
+            }
+            Ok((scan.entries, scan.next))
         }
         .boxed()
     }
