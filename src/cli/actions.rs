@@ -12,7 +12,8 @@ use crate::journal::{Actor, Entry, Journal, Outcome};
 use crate::lifecycle::ActionsConfig;
 use crate::model::DriverKind;
 use crate::rollout::control;
-use crate::rollout::engine::{self, find_active, observe_status, plan_from_heat, EngineOptions};
+use crate::rollout::lock::LockState;
+use crate::rollout::engine::{self, find_latest, observe_status, EngineOptions};
 use crate::rollout::{
     AbortMode, Control, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
 };
@@ -20,6 +21,9 @@ use crate::service::{ErrorKind, ServiceError};
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::time::Duration;
+
+/// Poll interval of an engine a command starts without `--poll-secs` (an abort's).
+const DEFAULT_POLL_SECS: f64 = 2.0;
 
 /// Exit status of a rollout command that stopped on a pause (not an error of the command).
 pub const PAUSED_EXIT: i32 = 3;
@@ -328,11 +332,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
         }
         RolloutCommand::Status { target, format } => {
             let (target, _) = ctx.resolve(&target).await?;
-            let plan = match find_active(&ctx.action.journal, &target.label())? {
-                Some(p) => p,
-                None => plan_from_heat(&ctx.conn.heat, &target, RolloutOptions::default()).await?,
-            };
-            let status = observe_status(&ctx.conn.heat, &ctx.action.journal, &plan).await?;
+            let status = rollout_status(ctx, &target).await?;
             match format {
                 JournalFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
                 _ => print_lines(&status.lines())?,
@@ -355,9 +355,23 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             } else {
                 AbortMode::LeavePaused
             };
-            control::ask(&ctx.conn.heat, &ctx.action, &plan, &Control::Abort(mode)).await?;
-            eprintln!("rollout {} aborted", plan.id);
-            Ok(())
+            let options = ctx.engine_options(&t, DEFAULT_POLL_SECS);
+            match control::abort(&ctx.conn.heat, &ctx.action, &plan, mode, options).await? {
+                // Nobody drove it: this process does the abort to its end.
+                Some(handle) => follow(handle).await,
+                None => {
+                    let who = match control::driver(&ctx.action, &plan) {
+                        LockState::Held(Some(h)) => format!("pid {} on {}", h.pid, h.host),
+                        _ => "the process driving it".into(),
+                    };
+                    eprintln!(
+                        "asked {who} to abort rollout {} ({mode:?}); it acts before its next \
+                         release (`caldera rollout status` follows it)",
+                        plan.id
+                    );
+                    Ok(())
+                }
+            }
         }
         RolloutCommand::Resume {
             target,
@@ -381,6 +395,33 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
     }
 }
 
+/// What `rollout status` shows, in this order: the rollout under way (this machine's
+/// journal, or one Heat holds on our hooks), an update caldera does not drive (labelled as
+/// observed), the last rollout of this machine's journal (finished: its own id and end).
+async fn rollout_status(ctx: &Ctx, target: &NodeGroupTarget) -> Result<RolloutStatus, ServiceError> {
+    let heat = &ctx.conn.heat;
+    if let Some(plan) = control::find_rollout(heat, &ctx.action, target).await? {
+        return observe_status(heat, &ctx.action.journal, &plan).await;
+    }
+    if let Some(update) = crate::service::observed_update::find_update(heat, target).await? {
+        let watches = crate::service::observed_update::Watches::default();
+        let mut status =
+            crate::service::observed_update::observe_update(heat, &watches, &update).await?;
+        status.id = format!("observed ({})", update.label());
+        return Ok(status);
+    }
+    match find_latest(&ctx.action.journal, &target.label())? {
+        Some(plan) => observe_status(heat, &ctx.action.journal, &plan).await,
+        None => Err(ServiceError::new(
+            ErrorKind::NotFound,
+            format!(
+                "no rollout of {} in this machine's journal, and Heat shows no update under way",
+                target.label()
+            ),
+        )),
+    }
+}
+
 async fn active_plan(ctx: &Ctx, target: &NodeGroupTarget) -> Result<RolloutPlan, ServiceError> {
     control::find_rollout(&ctx.conn.heat, &ctx.action, target)
         .await?
@@ -395,11 +436,22 @@ async fn active_plan(ctx: &Ctx, target: &NodeGroupTarget) -> Result<RolloutPlan,
 async fn request(ctx: &Ctx, target: &str, control: Control) -> CmdResult {
     let (t, _) = ctx.resolve(target).await?;
     let plan = active_plan(ctx, &t).await?;
-    control::ask(&ctx.conn.heat, &ctx.action, &plan, &control).await?;
-    eprintln!(
-        "asked rollout {} to {:?} (the process running it acts on its next look)",
-        plan.id, control
-    );
+    let options = ctx.engine_options(&t, DEFAULT_POLL_SECS);
+    let driven = control::driver(&ctx.action, &plan);
+    control::ask(&ctx.conn.heat, &ctx.action, &plan, &control, options).await?;
+    match driven {
+        LockState::Held(h) => eprintln!(
+            "asked rollout {} to {:?}: {} acts before its next release",
+            plan.id,
+            control,
+            h.map(|h| format!("pid {} on {}", h.pid, h.host))
+                .unwrap_or_else(|| "the process driving it".into())
+        ),
+        LockState::Free(_) => eprintln!(
+            "recorded {:?} for rollout {}: nobody drives it now; the next driver honours it",
+            control, plan.id
+        ),
+    }
     Ok(())
 }
 

@@ -253,7 +253,11 @@ impl Operator for LiveOperator {
         control: Control,
     ) -> BoxFuture<'static, ServiceResult<()>> {
         let me = self.inner.clone();
-        async move { control::ask(&me.heat, &me.action, &plan, &control).await }.boxed()
+        async move {
+            let options = me.engine_options(&plan.target);
+            control::ask(&me.heat, &me.action, &plan, &control, options).await
+        }
+        .boxed()
     }
 
     fn node_action(

@@ -33,7 +33,9 @@ pub fn phase_state(p: NodePhase) -> CellState {
 fn took(n: &NodeProgress, ctx: &RowCtx) -> Option<i64> {
     match (n.released_at, n.finished_at) {
         (Some(r), Some(f)) => Some((f - r).num_seconds()),
-        (Some(r), None) => Some((ctx.now - r).num_seconds()),
+        // Only a node Heat is updating now counts on; a done node whose finish was not
+        // seen (taken over after it ended) has no duration to show.
+        (Some(r), None) if n.phase == NodePhase::Updating => Some((ctx.now - r).num_seconds()),
         _ => None,
     }
 }
