@@ -506,7 +506,7 @@ async fn a_killed_rollout_is_found_paused_by_request_and_finished_by_reattaching
     .expect("two members updated in time");
     assert!(!seen.state.is_final(), "{:?}", seen.state);
     let id = seen.id.clone();
-    handle.kill();
+    handle.kill().await;
 
     let found = op
         .find_rollout(c.clone(), g.clone())
@@ -632,7 +632,7 @@ async fn a_plain_heat_update_is_observed_and_a_hooked_one_is_a_rollout() {
         .await
         .expect("start")
         .expect("handle");
-    handle.kill();
+    handle.kill().await;
     let deadline = Instant::now() + SETTLE;
     let found = loop {
         // Until Heat pauses the first member there is no hook to tell it by.

@@ -482,7 +482,7 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
                 "rollout paused: {reason}\nHeat keeps the remaining nodes on their hooks; \
                  `caldera rollout resume` continues, `caldera rollout abort` stops."
             );
-            handle.kill();
+            handle.kill().await;
             std::process::exit(PAUSED_EXIT);
         }
         if watch.changed().await.is_err() {

@@ -186,10 +186,12 @@ impl RolloutHandle {
             }
         }
     }
-    /// Stops the engine task at once, as if the process died (Heat carries on).
-    pub fn kill(self) {
-        if let Some(task) = &self.task {
+    /// Stops the engine task at once, as if the process died (Heat carries on); returns
+    /// once the task is gone (its driver lock released with it).
+    pub async fn kill(self) {
+        if let Some(task) = self.task {
             task.abort();
+            let _ = task.await;
         }
     }
 }
@@ -1136,6 +1138,7 @@ impl Runner {
             HookPoint::PreBatch | HookPoint::PreNode => EngineStep::PreHook,
             _ => EngineStep::PostHook,
         };
+        self.publish();
         self.probe(step, member).await;
         let target = match member {
             Some(m) => self.member_target(m),
@@ -1414,6 +1417,8 @@ impl Runner {
     async fn close_batch(&mut self, k: usize) -> bool {
         let wait = self.plan.options.gate_wait();
         if !wait.is_zero() {
+            // Shown while the gate waits (what it waits after is done).
+            self.publish();
             self.probe(EngineStep::GateWait, None).await;
             // The gate is a wait like any other: a control ends it at once (a pause or an
             // abort leaves the batch unclosed; the gate runs again after a resume).

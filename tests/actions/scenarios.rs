@@ -62,6 +62,7 @@ impl Env {
         EngineOptions {
             poll: self.poll,
             hooks,
+            ..Default::default()
         }
     }
 
@@ -498,7 +499,7 @@ pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 2))
         .await
         .expect("two done in time");
-    h.kill();
+    h.kill().await;
 
     // A new process: only the journal and Heat.
     let found = find_active(&env.ctx.journal, &target.label())
