@@ -829,8 +829,13 @@ impl Runner {
         self.note(e).await;
         let action = match mode {
             AbortMode::LeavePaused => {
-                self.ended = Some(RolloutState::Aborted {
-                    reason: self.left_on_hooks(),
+                // Nothing is sent; the end waits for the members Heat is updating, so the
+                // last status says how they ended.
+                self.aborting = Some(Aborting {
+                    mode,
+                    since: std::time::Instant::now(),
+                    saw_rollback: false,
+                    cleared: BTreeMap::new(),
                 });
                 return;
             }
@@ -881,15 +886,44 @@ impl Runner {
                     )
                     .calls(vec![call]);
                 self.note(entry).await;
-                self.ended = Some(RolloutState::Aborted {
-                    reason: format!(
+                let _ = self.obs.refresh().await;
+                let s = &self.obs.stack_status;
+                let reason = if !s.is_in_progress() {
+                    // A failed update (a member failed) is over for Heat: nothing to cancel.
+                    let done = self.plan.members().filter(|m| self.is_done(m)).count();
+                    format!(
+                        "stopped releasing; Heat's update already ended ({s}), there is nothing \
+                         to cancel: {done} of {} nodes on {}. To finish: `caldera rollout start \
+                         {target} --image <previous image>` takes them back, `--image {}` \
+                         carries on",
+                        self.plan.members().count(),
+                        self.plan.image,
+                        self.plan.image
+                    )
+                } else {
+                    format!(
                         "stopped releasing; Heat refused {}: {e}. {}",
                         action.key(),
                         self.left_on_hooks()
-                    ),
-                });
+                    )
+                };
+                self.ended = Some(RolloutState::Aborted { reason });
             }
         }
+    }
+
+    /// Members released that Heat has not finished (nor failed).
+    fn updating(&self) -> Vec<&str> {
+        self.plan
+            .members()
+            .filter(|m| {
+                self.obs
+                    .members
+                    .get(*m)
+                    .is_some_and(|t| t.released_at.is_some() && !t.done && t.failed.is_none())
+            })
+            .map(String::as_str)
+            .collect()
     }
 
     /// What an abort that stops releasing leaves, and how to finish.
@@ -920,6 +954,14 @@ impl Runner {
             a.saw_rollback = true;
         }
         let (mode, since, saw_rollback) = (a.mode, a.since, a.saw_rollback);
+        if mode == AbortMode::LeavePaused {
+            if self.updating().is_empty() || since.elapsed() > self.plan.options.node_timeout() {
+                return Some(RolloutState::Aborted {
+                    reason: self.left_on_hooks(),
+                });
+            }
+            return None;
+        }
         if status.is_in_progress() {
             if mode == AbortMode::CancelUpdate {
                 self.clear_rollback_hooks().await;
@@ -1479,9 +1521,13 @@ impl Runner {
                         self.obs.stack_status,
                         a.cleared.len()
                     ),
-                    _ => format!(
+                    AbortMode::CancelWithoutRollback => format!(
                         "cancel_without_rollback sent; stack {}",
                         self.obs.stack_status
+                    ),
+                    AbortMode::LeavePaused => format!(
+                        "nothing more is released; waiting for {} node(s) Heat is updating",
+                        self.updating().len()
                     ),
                 },
             };
