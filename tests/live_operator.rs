@@ -525,15 +525,25 @@ async fn a_killed_rollout_is_found_paused_by_request_and_finished_by_reattaching
             >= 2
     );
 
-    op.request_rollout(found.clone(), Control::Pause)
+    // Nobody drives it now: status says so, and a pause nobody would read fails loudly
+    // (nothing is written that a later driver could mistake for a fresh request).
+    assert!(
+        matches!(
+            observed.driver,
+            Some(caldera::rollout::status::DriverInfo::Nobody { .. })
+        ),
+        "{:?}",
+        observed.driver
+    );
+    let before = env.journal.read_all().expect("journal").len();
+    let e = op
+        .request_rollout(found.clone(), Control::Pause)
         .await
-        .expect("request");
-    let last = env.journal.read_all().expect("journal");
-    let req = last.last().expect("entry");
-    assert_eq!(req.action, "rollout.request.pause");
-    assert_eq!(req.rollout.as_deref(), Some(id.as_str()));
+        .expect_err("a pause with no driver is refused");
+    assert!(e.message.contains("no process on this machine drives"), "{e}");
+    assert_eq!(env.journal.read_all().expect("journal").len(), before);
 
-    // The pause was asked of whoever drove it then; an engine attached now starts fresh.
+    // An engine attached now takes it over.
     let handle = op.reattach_rollout(found, vec![]).await.expect("reattach");
     let end = tokio::time::timeout(SETTLE, handle.wait())
         .await

@@ -755,7 +755,15 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
     let RolloutState::Aborted { reason } = &end.state else {
         panic!("{mode:?}: {:#?}", end.lines());
     };
-    eprintln!("abort {mode:?}: {reason}");
+    let cleared = env
+        .ctx
+        .journal
+        .rollout_entries(&plan.id)
+        .expect("journal")
+        .iter()
+        .filter(|e| e.action == "rollout.rollback_release" && e.outcome == Outcome::Ok)
+        .count();
+    eprintln!("abort {mode:?}: {reason} ({cleared} rollback hook(s) cleared)");
     let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
     assert_nothing_released_after_abort(&journal);
     let last = journal.last().expect("entries");
