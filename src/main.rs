@@ -62,7 +62,8 @@ async fn run(cli: Cli) -> commands::CmdResult {
         }
         // Benchmarks start their own simulators and connections.
         Some(Command::Bench(args)) => caldera::bench::run(args).await,
-        Some(Command::Journal { follow, format }) => {
+        Some(Command::Journal { repair: true, .. }) => actions::journal_repair(&cli.actions).await,
+        Some(Command::Journal { follow, format, .. }) => {
             actions::journal(&cli.actions, follow, format).await
         }
         Some(command) => {

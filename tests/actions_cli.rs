@@ -60,6 +60,11 @@ fn clouds_yaml(dir: &Path, sim: &SimHandle, caldera: &str) -> std::path::PathBuf
 }
 
 fn caldera(clouds: &Path, journal: &Path, args: &[&str]) -> Output {
+    // A named actions file must exist (a missing one is an error): none yet is no hooks.
+    let actions = journal.with_extension("toml");
+    if !actions.exists() {
+        std::fs::write(&actions, "").expect("actions file");
+    }
     Command::new(env!("CARGO_BIN_EXE_caldera"))
         .env("OS_CLIENT_CONFIG_FILE", clouds)
         .env("OS_CLOUD", "simcloud")

@@ -85,6 +85,8 @@ async fn real_commands_rollout_and_scale() {
     let target = env.create(&cluster, 4).await;
     let dir = tempfile::tempdir().expect("dir");
     let journal = dir.path().join("journal.jsonl");
+    // A named actions file must exist: an empty one is "no hooks".
+    std::fs::write(dir.path().join("none.toml"), "").expect("none.toml");
     let run = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
             .args(["--heat-url", &heat_url()])

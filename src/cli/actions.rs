@@ -27,6 +27,9 @@ const DEFAULT_POLL_SECS: f64 = 2.0;
 
 /// Exit status of a rollout command that stopped on a pause (not an error of the command).
 pub const PAUSED_EXIT: i32 = 3;
+/// Exit status of a control request written to the journal that no engine acknowledged in
+/// time: queued, not honoured (the process driving the rollout may be gone or busy).
+pub const UNACKNOWLEDGED_EXIT: i32 = 4;
 
 pub fn journal_of(args: &ActionArgs) -> Journal {
     match &args.journal {
@@ -35,20 +38,56 @@ pub fn journal_of(args: &ActionArgs) -> Journal {
     }
 }
 
+/// `caldera journal --repair`: sets aside a torn tail and the lines that are not entries,
+/// and says what it did.
+pub async fn journal_repair(args: &ActionArgs) -> CmdResult {
+    let journal = journal_of(args);
+    let (torn, bad) = journal.quarantine_bad_lines()?;
+    if let Some(t) = &torn {
+        eprintln!(
+            "journal {}: moved a torn last line ({} bytes at offset {}) to {}",
+            journal.path().display(),
+            t.len,
+            t.offset,
+            t.sidecar.display()
+        );
+    }
+    for b in &bad {
+        eprintln!(
+            "journal {}: line {} (byte {}) set aside in {}: {}",
+            journal.path().display(),
+            b.line,
+            b.offset,
+            journal.quarantine_path().display(),
+            b.detail
+        );
+    }
+    if torn.is_none() && bad.is_empty() {
+        eprintln!("journal {}: every line reads", journal.path().display());
+    }
+    // What is left must read, strictly.
+    let n = journal.read_all()?.len();
+    eprintln!("journal {}: {n} entries", journal.path().display());
+    Ok(())
+}
+
 /// `caldera journal`: needs no cloud.
 pub async fn journal(args: &ActionArgs, follow: bool, format: JournalFormat) -> CmdResult {
     let journal = journal_of(args);
     if !follow && format != JournalFormat::Text {
-        journal.export(&mut io::stdout().lock(), format == JournalFormat::Csv)?;
+        let scan = journal.export(&mut io::stdout().lock(), format == JournalFormat::Csv)?;
+        report_unreadable(&journal, &scan);
         return Ok(());
     }
     let mut offset = 0;
     loop {
-        let (entries, next) = journal.read_from(offset)?;
-        offset = next;
+        // The audit view skips lines that are not entries, and says so on stderr.
+        let scan = journal.scan_from(offset)?;
+        report_unreadable(&journal, &scan);
+        offset = scan.next;
         let stdout = io::stdout();
         let mut out = stdout.lock();
-        for e in entries {
+        for e in scan.entries {
             match format {
                 JournalFormat::Json => writeln!(out, "{}", serde_json::to_string(&e)?)?,
                 _ => writeln!(out, "{}", entry_line(&e))?,
@@ -59,6 +98,12 @@ pub async fn journal(args: &ActionArgs, follow: bool, format: JournalFormat) -> 
             return Ok(());
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+fn report_unreadable(journal: &Journal, scan: &crate::journal::Scan) {
+    for bad in &scan.bad {
+        eprintln!("journal {}: {bad}", journal.path().display());
     }
 }
 
@@ -101,16 +146,15 @@ struct Ctx {
     drivers: Drivers,
 }
 
-/// The actions file: `--actions-config`, else the default path; a missing file is no hooks.
+/// The actions file: `--actions-config` (which must exist: a typo must not run a rollout
+/// without its drain hooks), else the default path, where a missing file is no hooks.
 pub fn actions_config(args: &ActionArgs) -> Result<ActionsConfig, ServiceError> {
-    let path = args
-        .actions_config
-        .clone()
-        .or_else(ActionsConfig::default_path);
-    match path {
-        Some(p) => ActionsConfig::load(&p).map_err(|e| ServiceError::new(ErrorKind::Config, e)),
-        None => Ok(ActionsConfig::default()),
-    }
+    let loaded = match (&args.actions_config, ActionsConfig::default_path()) {
+        (Some(named), _) => ActionsConfig::load(named),
+        (None, Some(default)) => ActionsConfig::load_default(&default),
+        (None, None) => Ok(ActionsConfig::default()),
+    };
+    loaded.map_err(|e| ServiceError::new(ErrorKind::Config, e))
 }
 
 /// Who acts (this user on this cloud), the journal, and the guard rails from the cloud's
@@ -317,6 +361,8 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 }
             };
             print_lines(&plan.lines())?;
+            let options = ctx.engine_options(&target, poll_secs);
+            print_lines(&options.hooks.plan_lines())?;
             if !yes && !confirm_prompt("start this rollout?")? {
                 return Err("not started".into());
             }
@@ -324,7 +370,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 ctx.conn.heat.clone(),
                 ctx.action.clone(),
                 plan,
-                ctx.engine_options(&target, poll_secs),
+                options,
                 confirm.as_deref(),
             )
             .await?;
@@ -339,12 +385,19 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             }
             Ok(())
         }
-        RolloutCommand::Pause { target } => request(ctx, &target, Control::Pause).await,
-        RolloutCommand::Skip { target, node } => request(ctx, &target, Control::Skip(node)).await,
+        RolloutCommand::Pause { target, wait_secs } => {
+            request(ctx, &target, Control::Pause, wait_secs).await
+        }
+        RolloutCommand::Skip {
+            target,
+            node,
+            wait_secs,
+        } => request(ctx, &target, Control::Skip(node), wait_secs).await,
         RolloutCommand::Abort {
             target,
             rollback,
             cancel,
+            wait_secs,
         } => {
             let (t, _) = ctx.resolve(&target).await?;
             let plan = active_plan(ctx, &t).await?;
@@ -356,20 +409,14 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 AbortMode::LeavePaused
             };
             let options = ctx.engine_options(&t, DEFAULT_POLL_SECS);
+            let driven = control::driver(&ctx.action, &plan);
             match control::abort(&ctx.conn.heat, &ctx.action, &plan, mode, options).await? {
                 // Nobody drove it: this process does the abort to its end.
                 Some(handle) => follow(handle).await,
+                // The live driver got the request: wait for it to record the abort.
                 None => {
-                    let who = match control::driver(&ctx.action, &plan) {
-                        LockState::Held(Some(h)) => format!("pid {} on {}", h.pid, h.host),
-                        _ => "the process driving it".into(),
-                    };
-                    eprintln!(
-                        "asked {who} to abort rollout {} ({mode:?}); it acts before its next \
-                         release (`caldera rollout status` follows it)",
-                        plan.id
-                    );
-                    Ok(())
+                    eprintln!("asked {} to abort rollout {} ({mode:?})", who(&driven), plan.id);
+                    acknowledged(ctx, &plan, &Control::Abort(mode), 0, wait_secs).await
                 }
             }
         }
@@ -433,26 +480,100 @@ async fn active_plan(ctx: &Ctx, target: &NodeGroupTarget) -> Result<RolloutPlan,
         })
 }
 
-async fn request(ctx: &Ctx, target: &str, control: Control) -> CmdResult {
+async fn request(ctx: &Ctx, target: &str, control: Control, wait_secs: f64) -> CmdResult {
     let (t, _) = ctx.resolve(target).await?;
     let plan = active_plan(ctx, &t).await?;
     let options = ctx.engine_options(&t, DEFAULT_POLL_SECS);
     let driven = control::driver(&ctx.action, &plan);
-    control::ask(&ctx.conn.heat, &ctx.action, &plan, &control, options).await?;
-    match driven {
-        LockState::Held(h) => eprintln!(
-            "asked rollout {} to {:?}: {} acts before its next release",
-            plan.id,
-            control,
-            h.map(|h| format!("pid {} on {}", h.pid, h.host))
-                .unwrap_or_else(|| "the process driving it".into())
-        ),
-        LockState::Free(_) => eprintln!(
-            "recorded {:?} for rollout {}: nobody drives it now; the next driver honours it",
-            control, plan.id
-        ),
+    match control::ask(&ctx.conn.heat, &ctx.action, &plan, &control, options).await {
+        Ok(Some(after)) => {
+            eprintln!("asked {} to {control:?} rollout {}", who(&driven), plan.id);
+            acknowledged(ctx, &plan, &control, after, wait_secs).await
+        }
+        Ok(None) => {
+            eprintln!(
+                "recorded {control:?} for rollout {}: nobody drives it now, the next driver \
+                 honours it",
+                plan.id
+            );
+            Ok(())
+        }
+        // Nothing was queued: there is no engine to acknowledge it.
+        Err(e) if e.message.contains(control::NOBODY_DRIVES) => {
+            eprintln!("{e}
+no engine acknowledged the request: nothing was queued");
+            std::process::exit(UNACKNOWLEDGED_EXIT);
+        }
+        Err(e) => Err(e.into()),
     }
-    Ok(())
+}
+
+/// Who holds a rollout's driver lock, for messages.
+fn who(driven: &LockState) -> String {
+    match driven {
+        LockState::Held(Some(h)) => format!("pid {} on {}", h.pid, h.host),
+        _ => "the process driving it".into(),
+    }
+}
+
+/// Waits up to `wait_secs` for the engine driving `plan` to journal that it honoured
+/// `control` (after offset `after`, where the request ended). Says which: honoured, or
+/// only queued (exit [`UNACKNOWLEDGED_EXIT`]); a journal that cannot be read is an error,
+/// never taken for "not yet".
+async fn acknowledged(
+    ctx: &Ctx,
+    plan: &RolloutPlan,
+    control: &Control,
+    after: u64,
+    wait_secs: f64,
+) -> CmdResult {
+    let journal = &ctx.action.journal;
+    let ack = engine::ack_action(control);
+    let wanted = |e: &Entry| {
+        e.rollout.as_deref() == Some(plan.id.as_str())
+            && match control {
+                Control::Skip(m) => e.action == ack && e.target.ends_with(&format!("/{m}")),
+                _ => e.action == ack,
+            }
+    };
+    let step = Duration::from_millis(200);
+    let rounds = ((wait_secs.max(0.0) * 1000.0) as u64 / 200).max(1);
+    let mut offset = after;
+    for round in 0..=rounds {
+        let (entries, next) = journal.read_from(offset)?;
+        offset = next;
+        if let Some(e) = entries.iter().find(|e| wanted(e)) {
+            eprintln!(
+                "rollout {}: {ack} honoured at {} by {}@{}",
+                plan.id,
+                e.time.format("%H:%M:%S%.3f"),
+                e.user,
+                e.cloud
+            );
+            return Ok(());
+        }
+        if let Some(end) = entries.iter().find(|e| {
+            e.rollout.as_deref() == Some(plan.id.as_str()) && e.action == "rollout.finish"
+        }) {
+            return Err(format!(
+                "rollout {} ended before it honoured the request: {}",
+                plan.id,
+                entry_line(end)
+            )
+            .into());
+        }
+        if round < rounds {
+            tokio::time::sleep(step).await;
+        }
+    }
+    eprintln!(
+        "rollout {}: the request is queued in the journal, but no engine acknowledged it \
+         within {wait_secs}s: the process driving the rollout may be gone or busy. \
+         `caldera rollout status` shows where it stands; `caldera rollout resume` drives it \
+         from here.",
+        plan.id
+    );
+    std::process::exit(UNACKNOWLEDGED_EXIT);
 }
 
 /// Prints the rollout's progress until it ends or pauses.

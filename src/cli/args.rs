@@ -154,8 +154,13 @@ pub enum RolloutCommand {
         #[arg(long, value_enum, default_value_t)]
         format: JournalFormat,
     },
-    /// Ask the running rollout to stop releasing nodes.
-    Pause { target: String },
+    /// Ask the running rollout to stop releasing nodes (and wait for it to say it has).
+    Pause {
+        target: String,
+        /// How long to wait for the engine's acknowledgement (exit 4 without one).
+        #[arg(long, default_value_t = 15.0)]
+        wait_secs: f64,
+    },
     /// Reattach to the rollout (after a pause, a failure or a restart) and follow it.
     Resume {
         target: String,
@@ -166,7 +171,13 @@ pub enum RolloutCommand {
         poll_secs: f64,
     },
     /// Skip a node: it is never released by this rollout.
-    Skip { target: String, node: String },
+    Skip {
+        target: String,
+        node: String,
+        /// How long to wait for the engine's acknowledgement (exit 4 without one).
+        #[arg(long, default_value_t = 15.0)]
+        wait_secs: f64,
+    },
     /// Stop the rollout; optionally cancel Heat's update.
     Abort {
         target: String,
@@ -176,6 +187,9 @@ pub enum RolloutCommand {
         /// `cancel_without_rollback`: stop Heat's update where it is.
         #[arg(long)]
         cancel: bool,
+        /// How long to wait for the engine's acknowledgement (exit 4 without one).
+        #[arg(long, default_value_t = 15.0)]
+        wait_secs: f64,
     },
 }
 
@@ -279,6 +293,10 @@ pub enum Command {
         /// Keep printing new entries.
         #[arg(long)]
         follow: bool,
+        /// Set aside what cannot be read: a torn last line to `<journal>.torn`, lines that
+        /// are not entries to `<journal>.quarantine` (blanked in place), then exit.
+        #[arg(long, conflicts_with = "follow")]
+        repair: bool,
         #[arg(long, value_enum, default_value_t)]
         format: JournalFormat,
     },

@@ -39,6 +39,11 @@ impl ActionContext {
     }
 
     pub fn record(&self, entry: &Entry) -> ServiceResult<()> {
+        self.record_at(entry).map(|_| ())
+    }
+
+    /// Records `entry`; returns the journal offset just after it.
+    pub fn record_at(&self, entry: &Entry) -> ServiceResult<u64> {
         self.journal
             .append(entry)
             .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))

@@ -168,16 +168,84 @@ impl Entry {
 pub enum JournalError {
     #[error("journal {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
-    #[error("journal {path} line {line}: {detail}")]
+    /// A complete line that is not an entry. `line` counts from 1 at the start of the file.
+    #[error(
+        "journal {path} line {line} (byte {offset}) is not an entry: {detail} \
+         (`caldera journal --repair` sets it aside)"
+    )]
     Corrupt {
         path: PathBuf,
         line: usize,
+        offset: u64,
         detail: String,
     },
+    #[error(
+        "journal {path} is {len} bytes, shorter than the {offset} already read: it was \
+         replaced or cut"
+    )]
+    Shrunk {
+        path: PathBuf,
+        len: u64,
+        offset: u64,
+    },
+    #[error("journal {path}: cannot encode an entry: {detail}")]
+    Encode { path: PathBuf, detail: String },
 }
 
-/// An append-only JSON-lines file. Clones share one lock so lines from concurrent tasks never
-/// interleave; separate processes rely on `O_APPEND` writes of whole lines.
+/// A complete line that is not an entry, as a lenient reader reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLine {
+    /// From 1 at the start of the file.
+    pub line: usize,
+    /// Byte offset of the line's start.
+    pub offset: u64,
+    pub detail: String,
+}
+
+impl std::fmt::Display for BadLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {} (byte {}) is not an entry, skipped: {}",
+            self.line, self.offset, self.detail
+        )
+    }
+}
+
+/// What a lenient read found from an offset.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    pub entries: Vec<Entry>,
+    /// The offset after the last complete line (where the next read starts).
+    pub next: u64,
+    pub bad: Vec<BadLine>,
+    /// Offset of an unterminated last line left unread (a writer that died mid-line: the
+    /// next append moves it aside).
+    pub torn_at: Option<u64>,
+}
+
+/// A torn tail moved out of the journal into its `.torn` sidecar.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Where the torn bytes started (the journal now ends there).
+    pub offset: u64,
+    pub len: u64,
+    pub sidecar: PathBuf,
+}
+
+/// An append-only JSON-lines file.
+///
+/// Integrity rules, because the rollout engine acts on what it reads here:
+/// - a line is written whole, in one `write`, and fsynced before `append` returns, so an
+///   action that waits for `append` never reaches the cloud without its record;
+/// - writers exclude each other with an exclusive `flock` on the file (processes) and a
+///   mutex (this process's tasks); readers take a shared `flock`, so an unterminated last
+///   line seen by a reader is never a write in progress but a writer that died mid-line;
+/// - such a torn tail (unterminated, or a last line that is not JSON at all) is moved into
+///   `<journal>.torn` with its offset before the next append, never glued to a new entry;
+/// - a bad complete line is an error for the strict readers ([`Journal::read_from`]: the
+///   engine must not act on a journal it cannot fully read) and is reported with its line
+///   number and skipped by the lenient one ([`Journal::scan_from`]: audit views).
 #[derive(Debug, Clone)]
 pub struct Journal {
     path: PathBuf,
@@ -195,6 +263,9 @@ pub fn default_path() -> PathBuf {
     base.join("caldera").join("journal.jsonl")
 }
 
+/// Bytes read at a time when looking for the start of the last line from the end.
+const TAIL_CHUNK: u64 = 64 * 1024;
+
 impl Journal {
     pub fn open(path: impl Into<PathBuf>) -> Journal {
         Journal {
@@ -211,6 +282,13 @@ impl Journal {
         &self.path
     }
 
+    /// Where torn tails are kept: `<journal>.torn`.
+    pub fn torn_path(&self) -> PathBuf {
+        let mut p = self.path.clone().into_os_string();
+        p.push(".torn");
+        PathBuf::from(p)
+    }
+
     fn io(&self, source: io::Error) -> JournalError {
         JournalError::Io {
             path: self.path.clone(),
@@ -218,77 +296,335 @@ impl Journal {
         }
     }
 
-    /// Appends one line and fsyncs it.
-    pub fn append(&self, entry: &Entry) -> Result<(), JournalError> {
-        let mut line = serde_json::to_string(entry).map_err(|e| JournalError::Corrupt {
+    /// Appends one line and fsyncs it; returns the offset just after it. A torn tail left
+    /// by a writer that died is moved aside first (see [`Journal::repair`]).
+    pub fn append(&self, entry: &Entry) -> Result<u64, JournalError> {
+        let mut line = serde_json::to_string(entry).map_err(|e| JournalError::Encode {
             path: self.path.clone(),
-            line: 0,
-            detail: format!("cannot encode entry: {e}"),
+            detail: e.to_string(),
         })?;
         line.push('\n');
         let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut created = false;
         if let Some(dir) = self.path.parent() {
             if !dir.as_os_str().is_empty() {
                 std::fs::create_dir_all(dir).map_err(|e| self.io(e))?;
             }
         }
         let mut opts = OpenOptions::new();
-        opts.create(true).append(true);
+        opts.read(true).append(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
             // Operators' actions are nobody else's business on a shared jump host.
             opts.mode(0o600);
         }
-        let mut file = opts.open(&self.path).map_err(|e| self.io(e))?;
-        file.write_all(line.as_bytes()).map_err(|e| self.io(e))?;
-        file.sync_data().map_err(|e| self.io(e))?;
-        Ok(())
+        let mut file = match opts.open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                created = true;
+                opts.create(true).open(&self.path).map_err(|e| self.io(e))?
+            }
+            Err(e) => return Err(self.io(e)),
+        };
+        file.lock().map_err(|e| self.io(e))?;
+        self.repair_locked(&mut file)?;
+        let before = file.metadata().map_err(|e| self.io(e))?.len();
+        // One write of the whole line: with O_APPEND and the lock, no other line can land
+        // inside it. Whole and durable, or not there at all: a failed write or sync (a full
+        // disk writes part of a line) is cut off again, so the caller's "not recorded" is
+        // true and no torn tail is left behind.
+        let written = file
+            .write_all(line.as_bytes())
+            .and_then(|()| file.sync_data());
+        if let Err(e) = written {
+            let _ = file.set_len(before).and_then(|()| file.sync_data());
+            return Err(self.io(e));
+        }
+        if created {
+            // A new file is durable only once its directory entry is.
+            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| self.io(e))?;
+            }
+        }
+        let end = file.metadata().map_err(|e| self.io(e))?.len();
+        Ok(end)
     }
 
-    /// Every entry, oldest first. A missing file is an empty journal. A torn last line (a crash
-    /// mid-write) is skipped; a bad line elsewhere is an error.
+    /// Moves a torn tail (an unterminated last line, or a last line that is not JSON at
+    /// all) into `<journal>.torn` and cuts the journal before it. `None` when the journal
+    /// is whole or missing. Appends do this themselves; this is for a journal that is
+    /// only read.
+    pub fn repair(&self) -> Result<Option<TornTail>, JournalError> {
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut file = match OpenOptions::new().read(true).write(true).open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.io(e)),
+        };
+        file.lock().map_err(|e| self.io(e))?;
+        self.repair_locked(&mut file)
+    }
+
+    /// The tail repair, with the exclusive lock held.
+    fn repair_locked(&self, file: &mut File) -> Result<Option<TornTail>, JournalError> {
+        let len = file.metadata().map_err(|e| self.io(e))?.len();
+        if len == 0 {
+            return Ok(None);
+        }
+        let (start, last) = last_line(file, len).map_err(|e| self.io(e))?;
+        // Under the exclusive lock no writer is mid-line: an unterminated last line is a
+        // writer that died. A complete line that is not an entry is not torn: it stays for
+        // the strict readers to report by number (it may have been a request), until
+        // `quarantine_bad_lines` sets it aside.
+        let terminated = last.last() == Some(&b'\n');
+        if terminated {
+            return Ok(None);
+        }
+        let sidecar = self.torn_path();
+        let mut opts = OpenOptions::new();
+        opts.create(true).append(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut kept = Vec::with_capacity(last.len() + 128);
+        writeln!(
+            kept,
+            "# {} torn tail of {}: {} bytes from offset {}",
+            Utc::now().to_rfc3339(),
+            self.path.display(),
+            last.len(),
+            start
+        )
+        .map_err(|e| self.io(e))?;
+        kept.extend_from_slice(&last);
+        kept.push(b'\n');
+        // Kept first, then cut: a crash in between leaves the bytes in both places.
+        let mut side = opts.open(&sidecar).map_err(|e| self.io(e))?;
+        side.write_all(&kept).map_err(|e| self.io(e))?;
+        side.sync_data().map_err(|e| self.io(e))?;
+        file.set_len(start).map_err(|e| self.io(e))?;
+        file.sync_all().map_err(|e| self.io(e))?;
+        tracing::warn!(
+            "journal {}: moved a torn tail of {} bytes at offset {start} to {}",
+            self.path.display(),
+            last.len(),
+            sidecar.display()
+        );
+        Ok(Some(TornTail {
+            offset: start,
+            len: last.len() as u64,
+            sidecar,
+        }))
+    }
+
+    /// Every entry, oldest first. A missing file is an empty journal. A torn last line (a
+    /// writer that died mid-line) is not an entry; a bad complete line is an error.
     pub fn read_all(&self) -> Result<Vec<Entry>, JournalError> {
         Ok(self.read_from(0)?.0)
     }
 
     /// Entries starting at byte `offset`, and the offset after the last complete line.
+    /// Strict: a complete line that is not an entry is an error naming its line number.
     pub fn read_from(&self, offset: u64) -> Result<(Vec<Entry>, u64), JournalError> {
-        let mut file = match File::open(&self.path) {
+        let scan = self.scan(offset, true)?;
+        Ok((scan.entries, scan.next))
+    }
+
+    /// Entries starting at byte `offset`; lines that are not entries are skipped and
+    /// reported in [`Scan::bad`]. For views of the audit trail, never for deciding actions.
+    pub fn scan_from(&self, offset: u64) -> Result<Scan, JournalError> {
+        self.scan(offset, false)
+    }
+
+    /// The journal's length now (where an entry appended next would start, unless a torn
+    /// tail is moved aside first).
+    pub fn len(&self) -> Result<u64, JournalError> {
+        match std::fs::metadata(&self.path) {
+            Ok(m) => Ok(m.len()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(self.io(e)),
+        }
+    }
+
+    pub fn is_empty(&self) -> Result<bool, JournalError> {
+        Ok(self.len()? == 0)
+    }
+
+    fn scan(&self, offset: u64, strict: bool) -> Result<Scan, JournalError> {
+        let file = match File::open(&self.path) {
             Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Scan {
+                    next: 0,
+                    ..Scan::default()
+                })
+            }
             Err(e) => return Err(self.io(e)),
         };
+        // No writer is mid-line while we hold this.
+        file.lock_shared().map_err(|e| self.io(e))?;
+        self.scan_locked(&file, offset, strict)
+    }
+
+    /// Sets aside every complete line that is not an entry: its bytes go to
+    /// `<journal>.quarantine` (with its line number and offset), and in the journal it is
+    /// overwritten with spaces, in place, so every offset a reader holds stays valid and
+    /// strict readers read on. A torn tail is moved aside first. Returns the lines set
+    /// aside. For `caldera journal --repair`, after an operator saw the error.
+    pub fn quarantine_bad_lines(&self) -> Result<(Option<TornTail>, Vec<BadLine>), JournalError> {
+        use std::os::unix::fs::FileExt;
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut file = match OpenOptions::new().read(true).write(true).open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((None, Vec::new())),
+            Err(e) => return Err(self.io(e)),
+        };
+        file.lock().map_err(|e| self.io(e))?;
+        let torn = self.repair_locked(&mut file)?;
+        let scan = self.scan_locked(&file, 0, false)?;
+        if scan.bad.is_empty() {
+            return Ok((torn, scan.bad));
+        }
+        let mut kept = Vec::new();
+        let mut blanks = Vec::new();
+        for bad in &scan.bad {
+            file.seek(SeekFrom::Start(bad.offset))
+                .map_err(|e| self.io(e))?;
+            let mut line = Vec::new();
+            BufReader::new(&file)
+                .read_until(b'\n', &mut line)
+                .map_err(|e| self.io(e))?;
+            let body = line.len().saturating_sub(1);
+            writeln!(
+                kept,
+                "# {} line {} (byte {}) of {}: {}",
+                Utc::now().to_rfc3339(),
+                bad.line,
+                bad.offset,
+                self.path.display(),
+                bad.detail
+            )
+            .map_err(|e| self.io(e))?;
+            kept.extend_from_slice(&line);
+            blanks.push((bad.offset, body));
+        }
+        let mut opts = OpenOptions::new();
+        opts.create(true).append(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut side = opts.open(self.quarantine_path()).map_err(|e| self.io(e))?;
+        side.write_all(&kept).map_err(|e| self.io(e))?;
+        side.sync_data().map_err(|e| self.io(e))?;
+        for (at, body) in blanks {
+            file.write_all_at(&vec![b' '; body], at)
+                .map_err(|e| self.io(e))?;
+        }
+        file.sync_data().map_err(|e| self.io(e))?;
+        Ok((torn, scan.bad))
+    }
+
+    /// Where lines set aside by [`Journal::quarantine_bad_lines`] are kept.
+    pub fn quarantine_path(&self) -> PathBuf {
+        let mut p = self.path.clone().into_os_string();
+        p.push(".quarantine");
+        PathBuf::from(p)
+    }
+
+    /// A read of `file`, whose lock the caller holds.
+    fn scan_locked(&self, file: &File, offset: u64, strict: bool) -> Result<Scan, JournalError> {
+        let mut file = file;
+        let len = file.metadata().map_err(|e| self.io(e))?.len();
+        // Readers never stop inside a torn tail and repairs blank lines in place, so a
+        // journal shorter than where a reader stopped was replaced or cut by someone else:
+        // what was read before may be gone, which is not "nothing new".
+        if offset > len {
+            return Err(JournalError::Shrunk {
+                path: self.path.clone(),
+                len,
+                offset,
+            });
+        }
         file.seek(SeekFrom::Start(offset)).map_err(|e| self.io(e))?;
-        let mut reader = BufReader::new(file);
-        let mut out = Vec::new();
-        let mut pos = offset;
-        let mut buf = String::new();
-        let mut lineno = 0;
+        let mut lines_before: Option<usize> = None;
+        // Never past the length seen under the lock (a device or a growing file is no
+        // reason to read forever).
+        let mut reader = BufReader::new(io::Read::take(file, len - offset));
+        let mut scan = Scan {
+            next: offset,
+            ..Scan::default()
+        };
+        let mut buf = Vec::new();
+        let mut lineno = 0usize;
         loop {
             buf.clear();
-            let n = reader.read_line(&mut buf).map_err(|e| self.io(e))?;
+            let n = reader.read_until(b'\n', &mut buf).map_err(|e| self.io(e))?;
             if n == 0 {
                 break;
             }
-            lineno += 1;
-            if !buf.ends_with('\n') {
-                // Incomplete: being written right now, or torn by a crash. Read it next time.
+            if buf.last() != Some(&b'\n') {
+                scan.torn_at = Some(scan.next);
                 break;
             }
-            pos += n as u64;
-            let text = buf.trim();
+            lineno += 1;
+            let at = scan.next;
+            scan.next += n as u64;
+            let text = buf.trim_ascii();
             if text.is_empty() {
                 continue;
             }
-            let entry: Entry = serde_json::from_str(text).map_err(|e| JournalError::Corrupt {
-                path: self.path.clone(),
-                line: lineno,
-                detail: e.to_string(),
-            })?;
-            out.push(entry);
+            match serde_json::from_slice::<Entry>(text) {
+                Ok(entry) => scan.entries.push(entry),
+                Err(e) => {
+                    let before = match lines_before {
+                        Some(n) => n,
+                        None => {
+                            let n = self.count_lines(offset)?;
+                            lines_before = Some(n);
+                            n
+                        }
+                    };
+                    let bad = BadLine {
+                        line: before + lineno,
+                        offset: at,
+                        detail: e.to_string(),
+                    };
+                    if strict {
+                        return Err(JournalError::Corrupt {
+                            path: self.path.clone(),
+                            line: bad.line,
+                            offset: bad.offset,
+                            detail: bad.detail,
+                        });
+                    }
+                    scan.bad.push(bad);
+                }
+            }
         }
-        Ok((out, pos))
+        Ok(scan)
+    }
+
+    /// Lines wholly before byte `offset` (for line numbers in errors).
+    fn count_lines(&self, offset: u64) -> Result<usize, JournalError> {
+        use std::io::Read;
+        let file = File::open(&self.path).map_err(|e| self.io(e))?;
+        let mut reader = BufReader::new(file.take(offset));
+        let mut chunk = [0u8; 8192];
+        let mut n = 0;
+        loop {
+            let got = reader.read(&mut chunk).map_err(|e| self.io(e))?;
+            if got == 0 {
+                return Ok(n);
+            }
+            n += chunk[..got].iter().filter(|b| **b == b'\n').count();
+        }
     }
 
     /// Entries of one rollout, oldest first.
@@ -301,9 +637,11 @@ impl Journal {
     }
 
     /// Writes the journal as a JSON array (`json`) or CSV (`csv`: time, cloud, user, action,
-    /// target, rollout, outcome, calls).
-    pub fn export(&self, out: &mut dyn Write, csv: bool) -> Result<usize, JournalError> {
-        let entries = self.read_all()?;
+    /// target, rollout, outcome, calls). An export of the audit trail skips lines that are
+    /// not entries and returns them (the caller says so).
+    pub fn export(&self, out: &mut dyn Write, csv: bool) -> Result<Scan, JournalError> {
+        let mut scan = self.scan_from(0)?;
+        let entries = std::mem::take(&mut scan.entries);
         let w = |r: io::Result<()>| r.map_err(|e| self.io(e));
         if csv {
             w(writeln!(
@@ -333,15 +671,38 @@ impl Journal {
             }
         } else {
             let text =
-                serde_json::to_string_pretty(&entries).map_err(|e| JournalError::Corrupt {
+                serde_json::to_string_pretty(&entries).map_err(|e| JournalError::Encode {
                     path: self.path.clone(),
-                    line: 0,
                     detail: e.to_string(),
                 })?;
             w(writeln!(out, "{text}"))?;
         }
-        Ok(entries.len())
+        scan.entries = entries;
+        Ok(scan)
     }
+}
+
+/// The last line of a file of `len` (> 0) bytes, with its newline if any, and where it
+/// starts: after the last newline before the final byte.
+fn last_line(file: &mut File, len: u64) -> io::Result<(u64, Vec<u8>)> {
+    use std::io::Read;
+    let mut pos = len - 1;
+    let mut start = 0;
+    while pos > 0 {
+        let from = pos.saturating_sub(TAIL_CHUNK);
+        let mut chunk = vec![0u8; (pos - from) as usize];
+        file.seek(SeekFrom::Start(from))?;
+        file.read_exact(&mut chunk)?;
+        if let Some(i) = chunk.iter().rposition(|b| *b == b'\n') {
+            start = from + i as u64 + 1;
+            break;
+        }
+        pos = from;
+    }
+    let mut last = vec![0u8; (len - start) as usize];
+    file.seek(SeekFrom::Start(start))?;
+    file.read_exact(&mut last)?;
+    Ok((start, last))
 }
 
 fn csv_field(s: &str) -> String {
@@ -368,43 +729,57 @@ mod tests {
         assert!(login_of_this_process().is_some());
     }
 
+    fn actor() -> Actor {
+        Actor {
+            cloud: "prod".into(),
+            user: "alice".into(),
+        }
+    }
+
+    fn entry(n: usize) -> Entry {
+        Entry::new(
+            &actor(),
+            "rollout.release",
+            &format!("c1/w/{n}"),
+            Outcome::Ok,
+        )
+        .rollout("r1")
+    }
+
+    fn raw_append(path: &Path, bytes: &[u8]) {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
+    }
+
     #[test]
-    fn append_read_back_and_skip_torn_tail() {
+    fn append_read_back_export_and_private_mode() {
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::open(dir.path().join("sub/journal.jsonl"));
         assert!(j.read_all().unwrap().is_empty());
-        let actor = Actor {
-            cloud: "prod".into(),
-            user: "alice".into(),
-        };
-        j.append(
-            &Entry::new(&actor, "scale", "c1/workers", Outcome::Started).calls(vec![ApiCall::new(
-                "PATCH",
-                "/stacks/a/b",
-                "{\"count\":3}",
-            )]),
-        )
-        .unwrap();
-        j.append(&Entry::new(&actor, "scale", "c1/workers", Outcome::Ok).rollout("r1"))
+        assert_eq!(j.repair().unwrap(), None);
+        let end1 = j
+            .append(
+                &Entry::new(&actor(), "scale", "c1/workers", Outcome::Started)
+                    .calls(vec![ApiCall::new("PATCH", "/stacks/a/b", "{\"count\":3}")]),
+            )
             .unwrap();
-        // A crash mid-write leaves a torn line: it is not an entry (yet).
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(j.path())
-            .unwrap()
-            .write_all(b"{\"time\":")
+        let end2 = j
+            .append(&Entry::new(&actor(), "scale", "c1/workers", Outcome::Ok).rollout("r1"))
             .unwrap();
+        assert_eq!(end2, j.len().unwrap());
         let all = j.read_all().unwrap();
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].calls[0].method, "PATCH");
         assert_eq!(all[1].outcome, Outcome::Ok);
         assert_eq!(j.rollout_entries("r1").unwrap().len(), 1);
-        let (_, off) = j.read_from(0).unwrap();
-        let (more, off2) = j.read_from(off).unwrap();
-        assert!(more.is_empty());
-        assert_eq!(off, off2);
+        let (second, off) = j.read_from(end1).unwrap();
+        assert_eq!((second.len(), off), (1, end2));
         let mut csv = Vec::new();
-        assert_eq!(j.export(&mut csv, true).unwrap(), 2);
+        assert_eq!(j.export(&mut csv, true).unwrap().entries.len(), 2);
         let csv = String::from_utf8(csv).unwrap();
         assert!(csv.contains("PATCH /stacks/a/b"), "{csv}");
         #[cfg(unix)]
@@ -416,13 +791,168 @@ mod tests {
     }
 
     #[test]
-    fn corrupt_middle_line_is_an_error() {
+    fn torn_tail_is_moved_aside_never_glued() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("j.jsonl"));
+        j.append(&entry(0)).unwrap();
+        let cut = j.len().unwrap();
+        // A writer died mid-line.
+        raw_append(j.path(), b"{\"time\":\"2026-");
+        // Readers do not take it for an entry, and say where it is.
+        let scan = j.scan_from(0).unwrap();
+        assert_eq!((scan.entries.len(), scan.torn_at), (1, Some(cut)));
+        assert_eq!(j.read_from(0).unwrap().1, cut);
+        // The next append moves it aside first: the new entry is whole.
+        j.append(&entry(1)).unwrap();
+        let all = j.read_all().unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[1].target, "c1/w/1");
+        let kept = std::fs::read_to_string(j.torn_path()).unwrap();
+        assert!(kept.contains(&format!("from offset {cut}")), "{kept}");
+        assert!(kept.contains("{\"time\":\"2026-\n"), "{kept}");
+        // A crash that left zeros; a repair without an append does the same.
+        raw_append(j.path(), b"\0\0\0\0");
+        let torn = j.repair().unwrap().expect("repaired");
+        assert_eq!(torn.len, 4);
+        assert_eq!(j.read_all().unwrap().len(), 2);
+        // A complete last line that is not an entry is not torn: it stays, and strict
+        // readers name it, until it is quarantined (blanked in place, kept aside).
+        raw_append(j.path(), b"not an entry\n");
+        j.append(&entry(2)).unwrap();
+        let end = j.read_all().unwrap_err();
+        assert!(
+            matches!(end, JournalError::Corrupt { line: 3, .. }),
+            "{end}"
+        );
+        let len = j.len().unwrap();
+        let (torn, bad) = j.quarantine_bad_lines().unwrap();
+        assert_eq!((torn, bad.len(), bad[0].line), (None, 1, 3));
+        assert_eq!(j.len().unwrap(), len, "offsets held by readers stay valid");
+        assert_eq!(j.read_all().unwrap().len(), 3);
+        let kept = std::fs::read_to_string(j.quarantine_path()).unwrap();
+        assert!(
+            kept.contains("line 3") && kept.contains("not an entry\n"),
+            "{kept}"
+        );
+        assert_eq!(j.repair().unwrap(), None);
+    }
+
+    /// Every way a crash can cut the last line: at each byte offset of it, the journal
+    /// repairs, reads back whole, and the next entry stands on a line of its own.
+    #[test]
+    fn truncation_at_every_byte_of_the_last_line_repairs() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("j.jsonl"));
+        for n in 0..3 {
+            j.append(&entry(n)).unwrap();
+        }
+        let whole = std::fs::read(j.path()).unwrap();
+        let last_start = whole[..whole.len() - 1]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .unwrap()
+            + 1;
+        let mut cases = 0;
+        for cut in last_start..=whole.len() {
+            std::fs::write(j.path(), &whole[..cut]).unwrap();
+            let _ = std::fs::remove_file(j.torn_path());
+            let intact = cut == whole.len();
+            let repaired = j.repair().unwrap();
+            assert_eq!(
+                repaired.is_some(),
+                cut > last_start && !intact,
+                "cut at {cut}"
+            );
+            j.append(&entry(9)).unwrap();
+            let all = j.read_all().unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+            let expected = if intact { 4 } else { 3 };
+            assert_eq!(all.len(), expected, "cut at {cut}");
+            assert_eq!(all.last().unwrap().target, "c1/w/9", "cut at {cut}");
+            assert!(all[..2].iter().all(|e| e.target != "c1/w/9"));
+            cases += 1;
+        }
+        println!("truncated the last line at {cases} offsets");
+        assert_eq!(cases, whole.len() - last_start + 1);
+    }
+
+    #[test]
+    fn bad_middle_line_strict_error_names_its_line_lenient_skips_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("j.jsonl"));
+        j.append(&entry(0)).unwrap();
+        j.append(&entry(1)).unwrap();
+        let off = j.len().unwrap();
+        raw_append(j.path(), b"garbage \xff line\n");
+        j.append(&entry(2)).unwrap();
+        // Counted from the start of the file even when reading from an offset.
+        for from in [0, off] {
+            match j.read_from(from) {
+                Err(JournalError::Corrupt { line, offset, .. }) => {
+                    assert_eq!((line, offset), (3, off))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let msg = j.read_all().unwrap_err().to_string();
+        assert!(msg.contains("line 3") && msg.contains("j.jsonl"), "{msg}");
+        let scan = j.scan_from(0).unwrap();
+        assert_eq!(scan.entries.len(), 3);
+        assert_eq!(scan.bad.len(), 1);
+        assert_eq!(scan.bad[0].line, 3);
+        // A bad line in the middle is not a torn tail: it stays where it is.
+        assert_eq!(j.repair().unwrap(), None);
+        let exported = j.export(&mut Vec::new(), false).unwrap();
+        assert_eq!((exported.entries.len(), exported.bad.len()), (3, 1));
+    }
+
+    #[test]
+    fn unwritable_journal_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        // A directory where the file should be (root ignores modes, so no chmod here).
+        let p = dir.path().join("j.jsonl");
+        std::fs::create_dir(&p).unwrap();
+        assert!(matches!(
+            Journal::open(&p).append(&entry(0)),
+            Err(JournalError::Io { .. })
+        ));
+        // A full disk: writes fail after the open succeeds.
+        if Path::new("/dev/full").exists() {
+            let full = dir.path().join("full.jsonl");
+            std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+            let j = Journal::open(&full);
+            let e = j.append(&entry(0)).unwrap_err().to_string();
+            assert!(e.contains("full.jsonl"), "{e}");
+            // And reading it does not run forever.
+            assert!(j.read_all().unwrap().is_empty());
+        }
+    }
+
+    /// Writers in separate threads with their own handles (so only the file lock stands
+    /// between them) with lines far larger than a pipe buffer: every line is whole.
+    #[test]
+    fn concurrent_writers_never_interleave() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("j.jsonl");
-        std::fs::write(&p, "not json\n").unwrap();
-        assert!(matches!(
-            Journal::open(&p).read_all(),
-            Err(JournalError::Corrupt { line: 1, .. })
-        ));
+        let big = "x".repeat(200_000);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let p = p.clone();
+                let big = big.clone();
+                std::thread::spawn(move || {
+                    let j = Journal::open(p);
+                    for n in 0..10 {
+                        j.append(&entry(t * 100 + n).output(big.clone())).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let all = Journal::open(&p).read_all().unwrap();
+        assert_eq!(all.len(), 40);
+        assert!(all
+            .iter()
+            .all(|e| e.output.as_deref() == Some(big.as_str())));
     }
 }

@@ -20,8 +20,18 @@
 //! pre_batch, post_batch, node_action), `CALDERA_CLUSTER`, `CALDERA_NODEGROUP`,
 //! `CALDERA_NODE_NAME`, `CALDERA_NODE_INDEX`, `CALDERA_NODE_IP` (node hooks), `CALDERA_BATCH`
 //! (batch number from 1), `CALDERA_BATCH_NODES` (comma-separated members), `CALDERA_ROLLOUT`.
-//! A non-zero exit or a timeout is a failure: the rollout pauses there. Output (stdout then
-//! stderr, truncated) goes to the journal.
+//! A non-zero exit or a timeout is a failure: the rollout pauses there.
+//!
+//! Bounds, because a hook is the operator's code and may misbehave:
+//! - it runs in a process group of its own; on timeout the whole group is killed (a
+//!   `kubectl drain` started by the hook's `sh` dies with it), and so it is when the run
+//!   is dropped (the engine stopped mid-hook);
+//! - stdout and stderr are read together, as they come (a hook that fills one pipe while
+//!   we wait on the other cannot deadlock), into one capture that keeps the first and the
+//!   last [`OUTPUT_LIMIT`]/2 bytes and counts what it dropped in between;
+//! - the hook is over when its own process has exited: a background child that still
+//!   holds stdout is given [`EXIT_GRACE`] to finish writing, then no longer read (it is
+//!   left running: a hook may start a daemon on purpose).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -30,8 +40,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 
-/// Most bytes of a hook's output kept for the journal.
+/// Most bytes of a hook's output kept for the journal: the first and the last half.
 pub const OUTPUT_LIMIT: usize = 4096;
+/// How long output is still read after the hook's own process exited.
+pub const EXIT_GRACE: Duration = Duration::from_millis(500);
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +70,30 @@ impl HookSet {
 
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS))
+    }
+
+    /// The hooks that will run, one line each, for the plan the operator confirms.
+    pub fn plan_lines(&self) -> Vec<String> {
+        let set: Vec<(HookPoint, &str)> = [
+            HookPoint::PreBatch,
+            HookPoint::PreNode,
+            HookPoint::PostNode,
+            HookPoint::PostBatch,
+        ]
+        .into_iter()
+        .filter_map(|p| self.command(p).map(|c| (p, c)))
+        .collect();
+        if set.is_empty() {
+            return vec!["hooks: none".to_string()];
+        }
+        let mut lines = vec![format!(
+            "hooks (each killed after {}s):",
+            self.timeout().as_secs()
+        )];
+        for (p, c) in set {
+            lines.push(format!("  {:<10} {}", p.as_str(), one_line(c)));
+        }
+        lines
     }
 
     pub fn command(&self, point: HookPoint) -> Option<&str> {
@@ -97,13 +133,26 @@ impl ActionsConfig {
         toml::from_str(text).map_err(|e| format!("{origin}: {e}"))
     }
 
-    /// Reads `path`; a missing file is an empty configuration.
+    /// Reads the file the operator named (`--actions-config`): missing is an error (a typo
+    /// must not run a rollout without its drain hooks).
     pub fn load(path: &Path) -> Result<ActionsConfig, String> {
         match std::fs::read_to_string(path) {
             Ok(text) => ActionsConfig::parse(&text, &path.display().to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ActionsConfig::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+                "{}: no such actions file (named by --actions-config or \
+                 CALDERA_ACTIONS_CONFIG)",
+                path.display()
+            )),
             Err(e) => Err(format!("{}: {e}", path.display())),
         }
+    }
+
+    /// Reads the default file ([`ActionsConfig::default_path`]): missing means no hooks.
+    pub fn load_default(path: &Path) -> Result<ActionsConfig, String> {
+        if !path.exists() {
+            return Ok(ActionsConfig::default());
+        }
+        ActionsConfig::load(path)
     }
 
     /// `$XDG_CONFIG_HOME/caldera/actions.toml`.
@@ -206,19 +255,115 @@ impl HookRun {
     }
 }
 
-fn truncate(mut s: String) -> String {
-    if s.len() > OUTPUT_LIMIT {
-        let mut cut = OUTPUT_LIMIT;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-        s.push_str("\n[... output truncated]");
-    }
-    s
+/// A command shown on one line: control characters (newlines included) as `\u{..}`.
+fn one_line(c: &str) -> String {
+    c.chars()
+        .map(|ch| {
+            if ch.is_control() {
+                ch.escape_unicode().to_string()
+            } else {
+                ch.to_string()
+            }
+        })
+        .collect()
 }
 
-/// Runs one hook command to completion or timeout (the child is killed on timeout).
+/// A hook's output, bounded: the first and the last `limit / 2` bytes, and how many were
+/// dropped in between.
+#[derive(Debug)]
+pub struct Capture {
+    half: usize,
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    omitted: u64,
+}
+
+impl Capture {
+    pub fn new(limit: usize) -> Capture {
+        let half = (limit / 2).max(1);
+        Capture {
+            half,
+            head: Vec::with_capacity(half),
+            tail: std::collections::VecDeque::with_capacity(half),
+            omitted: 0,
+        }
+    }
+
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        let room = self.half - self.head.len();
+        if room > 0 {
+            let n = room.min(bytes.len());
+            self.head.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+        }
+        if bytes.len() >= self.half {
+            // Everything in the tail now, and the start of `bytes`, is dropped.
+            let drop = bytes.len() - self.half;
+            self.omitted += (self.tail.len() + drop) as u64;
+            self.tail.clear();
+            self.tail.extend(&bytes[drop..]);
+            return;
+        }
+        self.tail.extend(bytes);
+        let over = self.tail.len().saturating_sub(self.half);
+        if over > 0 {
+            self.tail.drain(..over);
+            self.omitted += over as u64;
+        }
+    }
+
+    pub fn omitted(&self) -> u64 {
+        self.omitted
+    }
+
+    /// The text kept, with a marker where bytes were dropped.
+    pub fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.head).into_owned();
+        if self.omitted > 0 {
+            s.push_str(&format!(
+                "\n[... {} bytes of output omitted ...]\n",
+                self.omitted
+            ));
+        }
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        s.push_str(&String::from_utf8_lossy(&tail));
+        s
+    }
+}
+
+/// Kills a hook's process group when dropped, unless the hook's own process was seen to
+/// exit: a rollout stopped mid-hook leaves no `kubectl drain` behind.
+struct GroupGuard {
+    pgid: Option<i32>,
+}
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            kill_group(pgid);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// SIGKILL to every process of group `pgid` (the hook's `sh` leads it: `process_group(0)`).
+/// Only called while that `sh` is not yet reaped, so the id cannot name another group.
+fn kill_group(pgid: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory involved.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Runs one hook command to completion or timeout (its whole process group is killed on
+/// timeout). See the module's bounds.
 pub async fn run_hook(
     point: HookPoint,
     command: &str,
@@ -233,6 +378,8 @@ pub async fn run_hook(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
+        // A group of its own, so a timeout can kill what the hook started.
+        .process_group(0)
         .env("CALDERA_HOOK", point.as_str())
         .env("CALDERA_CLUSTER", &ctx.cluster)
         .env("CALDERA_NODEGROUP", &ctx.nodegroup)
@@ -267,41 +414,69 @@ pub async fn run_hook(
             return run;
         }
     };
+    let mut guard = GroupGuard {
+        pgid: child.id().map(|id| id as i32),
+    };
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
-    let read_all = async {
-        let mut out = Vec::new();
-        let mut err = Vec::new();
-        if let Some(s) = stdout.as_mut() {
-            let _ = s.read_to_end(&mut out).await;
+    let mut capture = Capture::new(OUTPUT_LIMIT);
+    let (mut out_buf, mut err_buf) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut exited: Option<std::io::Result<std::process::ExitStatus>> = None;
+    let mut grace_end = deadline;
+    loop {
+        if exited.is_some() && stdout.is_none() && stderr.is_none() {
+            break;
         }
-        if let Some(s) = stderr.as_mut() {
-            let _ = s.read_to_end(&mut err).await;
-        }
-        (out, err)
-    };
-    let waited = tokio::time::timeout(timeout, async {
-        let (out, err) = read_all.await;
-        (child.wait().await, out, err)
-    })
-    .await;
-    match waited {
-        Ok((status, out, err)) => {
-            run.exit_code = status.ok().and_then(|s| s.code());
-            let mut text = String::from_utf8_lossy(&out).into_owned();
-            let err = String::from_utf8_lossy(&err);
-            if !err.is_empty() {
-                text.push_str(&err);
+        tokio::select! {
+            r = read_some(&mut stdout, &mut out_buf) => match r {
+                Some(n) => capture.push(&out_buf[..n]),
+                None => stdout = None,
+            },
+            r = read_some(&mut stderr, &mut err_buf) => match r {
+                Some(n) => capture.push(&err_buf[..n]),
+                None => stderr = None,
+            },
+            status = child.wait(), if exited.is_none() => {
+                // The hook's own process is done (reaped): its group id is no longer ours
+                // to signal.
+                guard.pgid = None;
+                exited = Some(status);
+                grace_end = tokio::time::Instant::now() + EXIT_GRACE;
             }
-            run.output = truncate(text);
-        }
-        Err(_) => {
-            run.timed_out = true;
-            let _ = child.kill().await;
+            _ = tokio::time::sleep_until(grace_end), if exited.is_some() => {
+                // A background child holds the pipes: what it writes later is not the hook's.
+                break;
+            }
+            _ = tokio::time::sleep_until(deadline), if exited.is_none() => {
+                run.timed_out = true;
+                guard.kill();
+                let _ = child.wait().await;
+                break;
+            }
         }
     }
+    if let Some(status) = exited {
+        run.exit_code = status.ok().and_then(|s| s.code());
+    }
+    run.output = capture.text();
     run.duration_ms = started.elapsed().as_millis() as u64;
     run
+}
+
+/// The next bytes of a pipe: `None` at its end or on an error. With no pipe left it never
+/// completes, so `select!` keeps waiting on the rest.
+async fn read_some<R: tokio::io::AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+) -> Option<usize> {
+    match pipe {
+        Some(p) => match p.read(buf).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => Some(n),
+        },
+        None => std::future::pending().await,
+    }
 }
 
 /// An ad-hoc command on marked nodes, `batch_size` at a time (a batch runs concurrently).
@@ -422,5 +597,205 @@ post_node = "cluster-post"
         // Batch 1 (0,1) ok, batch 2 (2,3) has the failure, batch 3 never runs.
         assert_eq!(runs.len(), 4);
         assert!(!runs[2].ok());
+    }
+
+    #[test]
+    fn named_actions_file_must_exist_default_may_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("typo.toml");
+        let e = ActionsConfig::load(&missing).unwrap_err();
+        assert!(
+            e.contains("typo.toml") && e.contains("no such actions file"),
+            "{e}"
+        );
+        assert_eq!(
+            ActionsConfig::load_default(&missing).unwrap(),
+            ActionsConfig::default()
+        );
+        std::fs::write(&missing, "[hooks]\npre_node = \"drain\"\n").unwrap();
+        let cfg = ActionsConfig::load(&missing).unwrap();
+        assert_eq!(cfg.hooks.pre_node.as_deref(), Some("drain"));
+    }
+
+    #[test]
+    fn plan_lists_the_hooks_that_will_run() {
+        let none = HookSet::default();
+        assert_eq!(none.plan_lines(), vec!["hooks: none".to_string()]);
+        let set = HookSet {
+            pre_node: Some("kubectl drain $CALDERA_NODE_NAME\nrm -rf /".into()),
+            post_batch: Some("smoke".into()),
+            timeout_secs: Some(60),
+            ..Default::default()
+        };
+        let lines = set.plan_lines();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].contains("60s"), "{lines:?}");
+        assert!(lines[1].contains("pre_node") && lines[1].contains("\\u{a}rm"));
+        assert!(lines[2].contains("post_batch") && lines[2].contains("smoke"));
+        assert!(lines.iter().all(|l| !l.chars().any(char::is_control)));
+    }
+
+    #[test]
+    fn capture_keeps_head_and_tail_and_counts_the_middle() {
+        let mut c = Capture::new(8);
+        c.push(b"abc");
+        assert_eq!((c.text(), c.omitted()), ("abc".to_string(), 0));
+        c.push(b"defgh");
+        assert_eq!((c.text(), c.omitted()), ("abcdefgh".to_string(), 0));
+        c.push(b"ij");
+        assert_eq!(c.omitted(), 2);
+        assert!(c.text().starts_with("abcd\n[... 2 bytes"));
+        assert!(c.text().ends_with("ghij"), "{}", c.text());
+        // One big push and many small ones drop the same bytes.
+        let data: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut big = Capture::new(100);
+        big.push(&data);
+        let mut small = Capture::new(100);
+        for chunk in data.chunks(7) {
+            small.push(chunk);
+        }
+        assert_eq!(big.text(), small.text());
+        assert_eq!(big.omitted(), 9_900);
+        assert!(big
+            .text()
+            .ends_with(std::str::from_utf8(&data[9_950..]).unwrap()));
+    }
+
+    fn ctx() -> HookContext {
+        HookContext {
+            cluster: "c".into(),
+            nodegroup: "w".into(),
+            ..Default::default()
+        }
+    }
+
+    /// More on stderr than a pipe holds, before anything on stdout: read together, so no
+    /// deadlock; 10 MB is kept as head and tail.
+    #[tokio::test]
+    async fn big_stderr_does_not_deadlock_and_output_is_bounded() {
+        let run = run_hook(
+            HookPoint::PreNode,
+            "head -c 10000000 /dev/zero | tr '\\0' e >&2; echo done >&2; echo out",
+            &ctx(),
+            Duration::from_secs(120),
+        )
+        .await;
+        assert!(run.ok(), "{}", run.summary());
+        assert!(
+            run.output.len() < OUTPUT_LIMIT + 100,
+            "{}",
+            run.output.len()
+        );
+        assert!(run.output.contains("bytes of output omitted"));
+        // Each pipe in its order; the two merged as they came, so the last lines of both
+        // are in the tail kept.
+        let tail = &run.output[run.output.len() - 100..];
+        assert!(tail.contains("done\n") && tail.contains("out\n"), "{tail}");
+    }
+
+    fn alive(pid: i32) -> bool {
+        // A zombie (parent not reaping in a container) is dead for our purpose.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+            Err(_) => false,
+        }
+    }
+
+    /// On timeout the whole group dies: the hook's own background `sleep` (a stand-in for
+    /// `kubectl drain`) does not survive under PID 1.
+    #[tokio::test]
+    async fn timeout_kills_the_whole_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let run = run_hook(
+            HookPoint::PreNode,
+            &format!("sleep 300 & echo $! > {}; wait", pidfile.display()),
+            &ctx(),
+            Duration::from_millis(500),
+        )
+        .await;
+        assert!(run.timed_out && !run.ok(), "{run:?}");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let mut dead = false;
+        for _ in 0..200 {
+            if !alive(pid) {
+                dead = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(dead, "the hook's child {pid} outlived the timeout");
+    }
+
+    /// A background child that keeps stdout open is not the hook: the run ends once `sh`
+    /// has exited (the grace), ok, with what was written before.
+    #[tokio::test]
+    async fn background_child_holding_stdout_is_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let run = run_hook(
+            HookPoint::PostNode,
+            &format!("echo started; sleep 120 & echo $! > {}", pidfile.display()),
+            &ctx(),
+            Duration::from_secs(60),
+        )
+        .await;
+        assert!(run.ok() && !run.timed_out, "{run:?}");
+        assert_eq!(run.output.trim(), "started");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // Not ours to kill (a hook may start a daemon); tidy up after the test.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+
+    /// A run dropped midway (the engine task aborted) takes its group with it.
+    #[tokio::test]
+    async fn dropped_run_kills_its_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let cmd = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+        let c = ctx();
+        let mut fut = Box::pin(run_hook(
+            HookPoint::PreNode,
+            &cmd,
+            &c,
+            Duration::from_secs(300),
+        ));
+        for _ in 0..400 {
+            tokio::select! {
+                _ = &mut fut => panic!("the hook ended"),
+                _ = tokio::time::sleep(Duration::from_millis(25)) => {}
+            }
+            if std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n')) {
+                break;
+            }
+        }
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(alive(pid));
+        drop(fut);
+        let mut dead = false;
+        for _ in 0..200 {
+            if !alive(pid) {
+                dead = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(dead, "the hook's child {pid} outlived the dropped run");
     }
 }

@@ -86,6 +86,9 @@ pub fn driver(ctx: &ActionContext, plan: &RolloutPlan) -> LockState {
     lock::probe(&lock::lock_dir(ctx.journal.path()), &plan.target.label())
 }
 
+/// How a request that no engine would read is refused (the CLI's exit status tells it).
+pub const NOBODY_DRIVES: &str = "no process on this machine drives";
+
 fn nobody_drives(plan: &RolloutPlan, last: Option<Holder>, what: &str) -> ServiceError {
     let last = last
         .map(|h| format!(" (last driver: pid {} on {}, last seen {})", h.pid, h.host, h.last_seen))
@@ -93,7 +96,7 @@ fn nobody_drives(plan: &RolloutPlan, last: Option<Holder>, what: &str) -> Servic
     ServiceError::new(
         ErrorKind::Refused,
         format!(
-            "no process on this machine drives rollout {} of {}{last}: nothing is being \
+            "{NOBODY_DRIVES} rollout {} of {}{last}: nothing is being \
              released, {what}. A driver on another machine cannot be reached through this \
              machine's journal; `caldera rollout resume` drives it from here",
             plan.id,
@@ -106,20 +109,22 @@ fn nobody_drives(plan: &RolloutPlan, last: Option<Holder>, what: &str) -> Servic
 /// machine gets it through the journal (under the control lock: it acts before its next
 /// release). With no driver, a request nobody would read fails (pause, resume: `resume`
 /// takes the rollout over instead), a skip is recorded for the next driver, and an abort
-/// is driven from here to its end (see [`abort`]).
+/// is driven from here to its end (see [`abort`]). Returns the journal offset after a
+/// request written for a live driver (its acknowledgement, [`engine::ack_action`], comes
+/// after it); `None` when nothing waits for one.
 pub async fn ask(
     heat: &HeatClient,
     ctx: &ActionContext,
     plan: &RolloutPlan,
     control: &Control,
     options: EngineOptions,
-) -> ServiceResult<()> {
+) -> ServiceResult<Option<u64>> {
     let t = &plan.target;
     if let Control::Abort(mode) = control {
         if let Some(handle) = abort(heat, ctx, plan, *mode, options).await? {
             handle.wait().await;
         }
-        return Ok(());
+        return Ok(None);
     }
     ctx.check(
         "rollout.request",
@@ -129,16 +134,18 @@ pub async fn ask(
         None,
     )?;
     match (driver(ctx, plan), control) {
-        (LockState::Held(_), _) => engine::request(ctx, plan, control),
-        (LockState::Free(_), Control::Skip(m)) => ctx.record(
-            &Entry::new(
-                &ctx.actor,
-                "rollout.skip",
-                &format!("{}/{m}", t.label()),
-                Outcome::Ok,
+        (LockState::Held(_), _) => engine::request(ctx, plan, control).map(Some),
+        (LockState::Free(_), Control::Skip(m)) => ctx
+            .record(
+                &Entry::new(
+                    &ctx.actor,
+                    "rollout.skip",
+                    &format!("{}/{m}", t.label()),
+                    Outcome::Ok,
+                )
+                .rollout(&plan.id),
             )
-            .rollout(&plan.id),
-        ),
+            .map(|()| None),
         (LockState::Free(last), Control::Pause) => {
             Err(nobody_drives(plan, last, "there is nothing to pause"))
         }

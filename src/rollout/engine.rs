@@ -262,13 +262,22 @@ pub async fn start(
         plan.since_time = Some(time);
     }
     let calls = plan.calls();
+    // The engine reads the journal back (its memory, then requests): a journal it cannot
+    // read stops it, so find out before the PATCH rather than after.
+    let nothing_sent = |e: ServiceError| {
+        ServiceError::new(e.kind, format!("{}; nothing was sent to Heat", e.message))
+    };
+    journal_memory(&ctx.journal, &plan.id).map_err(nothing_sent)?;
+    let mut lines = plan.lines();
+    lines.extend(options.hooks.plan_lines());
     ctx.record(
         &Entry::new(&ctx.actor, "rollout.start", &target, Outcome::Started)
             .rollout(&plan.id)
-            .plan(plan.lines())
+            .plan(lines)
             .spec(&plan)
             .calls(calls[..1].to_vec()),
-    )?;
+    )
+    .map_err(nothing_sent)?;
     let result = heat.update_stack(&plan.stack, &plan.start_update()).await;
     let outcome = match &result {
         Ok(()) => Outcome::Ok,
@@ -276,9 +285,39 @@ pub async fn start(
             error: e.to_string(),
         },
     };
-    ctx.record(&Entry::new(&ctx.actor, "rollout.started", &target, outcome).rollout(&plan.id))?;
+    let recorded =
+        ctx.record(&Entry::new(&ctx.actor, "rollout.started", &target, outcome).rollout(&plan.id));
     result.map_err(err)?;
-    spawn(heat, ctx, plan, options, Vec::new(), driver_lock, requests_from).await
+    // The update is in Heat now, every member held on its hook: an engine must exist to
+    // say so and to be resumed, even when the journal failed just now (it starts paused).
+    let paused = recorded.err().map(|e| {
+        format!(
+            "{}; the update was sent (members wait on their pre-update hooks), nothing \
+             released; fix the journal, then `caldera rollout resume`",
+            e.message
+        )
+    });
+    spawn(
+        heat,
+        ctx,
+        plan,
+        options,
+        Vec::new(),
+        driver_lock,
+        requests_from,
+        paused,
+    )
+    .await
+    .map_err(|e| {
+        ServiceError::new(
+            e.kind,
+            format!(
+                "the update was sent to Heat (members wait on their pre-update hooks, \
+                 nothing released) but the engine could not start: {}",
+                e.message
+            ),
+        )
+    })
 }
 
 /// Where the journal ends now: requests written after this point are for the driver that
@@ -311,7 +350,17 @@ pub async fn reattach(
     ctx.record(
         &Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id),
     )?;
-    spawn(heat, ctx, plan, options, initial, driver_lock, requests_from).await
+    spawn(
+        heat,
+        ctx,
+        plan,
+        options,
+        initial,
+        driver_lock,
+        requests_from,
+        None,
+    )
+    .await
 }
 
 /// Who drives `plan` on this machine, from its driver lock.
@@ -388,6 +437,7 @@ async fn spawn(
     initial: Vec<Control>,
     mut driver_lock: DriverLock,
     requests_from: u64,
+    paused: Option<String>,
 ) -> ServiceResult<RolloutHandle> {
     driver_lock.set_rollout(&plan.id);
     let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
@@ -423,7 +473,7 @@ async fn spawn(
         ctx,
         options,
         obs,
-        paused: None,
+        paused,
         skipped: memory.skipped,
         pre_node_done: memory.pre_node,
         post_node_done: memory.post_node,
@@ -610,15 +660,46 @@ impl Runner {
         Entry::new(&self.ctx.actor, action, target, outcome).rollout(&self.plan.id)
     }
 
-    /// Writes `entry`; false (logged) when the journal refused it.
-    fn write(&self, entry: Entry) -> bool {
+    /// Records `entry`; false when the journal cannot take it. Then the rollout pauses
+    /// before its next change (an action never reaches the cloud without its record) and
+    /// says what was and was not sent. Heat holds the members not yet released on their
+    /// hooks, so stopping here loses nothing.
+    fn write(&mut self, entry: Entry) -> bool {
         match self.ctx.record(&entry) {
             Ok(()) => true,
             Err(e) => {
-                tracing::error!("journal: {e}");
+                tracing::error!("rollout {}: {e}", self.plan.id);
+                if self.paused.is_none() {
+                    self.paused = Some(format!(
+                        "{}: nothing more is sent to Heat until the journal takes entries \
+                         again; {}",
+                        e.message,
+                        self.sent_so_far()
+                    ));
+                }
                 false
             }
         }
+    }
+
+    /// Which members were released (or are done) and which are still held, for messages
+    /// that must say what was and was not sent.
+    fn sent_so_far(&self) -> String {
+        let (mut released, mut held) = (Vec::new(), Vec::new());
+        for m in self.plan.members() {
+            if self.skipped.contains(m) {
+                continue;
+            }
+            match self.obs.members.get(m) {
+                Some(t) if t.done || t.released_at.is_some() => released.push(m.as_str()),
+                _ => held.push(m.as_str()),
+            }
+        }
+        format!(
+            "released or done: {}; not released (held on their hooks): {}",
+            name_list(&released),
+            name_list(&held)
+        )
     }
 
     /// Writes `entry` and tells the probe.
@@ -763,10 +844,12 @@ impl Runner {
         let (entries, offset) = match self.ctx.journal.read_from(self.journal_offset) {
             Ok(read) => read,
             Err(e) => {
-                if self.paused.is_none() && self.ended.is_none() {
+                tracing::error!("rollout {}: {e}", self.plan.id);
+                if self.ended.is_none() {
                     self.paused = Some(format!(
-                        "the journal cannot be read ({e}): it may hold a control request, so \
-                         nothing more is released"
+                        "{e}: a control request may be in it, so nothing more is sent to Heat \
+                         until it reads again; {}",
+                        self.sent_so_far()
                     ));
                 }
                 return Vec::new();
@@ -811,7 +894,9 @@ impl Runner {
                 let e = self
                     .record("rollout.resume", &target, Outcome::Ok)
                     .spec(&self.plan.extra_parameters);
-                self.note(e).await;
+                if !self.note(e).await {
+                    return; // the journal failed: still paused, saying why
+                }
                 self.paused = None;
                 self.timed_out.clear();
             }
@@ -1103,8 +1188,7 @@ impl Runner {
             self.record("rollout.retry", &target, Outcome::Started)
                 .calls(vec![call]),
         ) {
-            self.paused = Some("the journal cannot be written: the retry was NOT sent".into());
-            return false;
+            return false; // paused by the failed write: the retry was not sent
         }
         let seen = self.obs.group_updates;
         match self.heat.update_stack(&self.plan.stack, &update).await {
@@ -1186,6 +1270,13 @@ impl Runner {
             Some(m) => self.member_target(m),
             None => self.batch_target(batch),
         };
+        // A hook changes the cluster (a drain): recorded before it runs, like a call.
+        let e = self
+            .record("hook.started", &target, Outcome::Started)
+            .plan(vec![format!("{}: {}", point.as_str(), command)]);
+        if !self.note(e).await {
+            return false;
+        }
         // Controls arriving while the hook runs are applied at once: a pause shows now and
         // holds what follows the hook; an abort stops the hook (its process is killed).
         let timeout = self.options.hooks.timeout();
@@ -1275,11 +1366,8 @@ impl Runner {
             let intent = self
                 .record(action, &target, Outcome::Started)
                 .calls(vec![call]);
-            if let Err(e) = self.ctx.record(&intent) {
-                self.paused = Some(format!(
-                    "the journal cannot be written ({e}): {m} was NOT released, nothing more is"
-                ));
-                return false;
+            if !self.write(intent) {
+                return false; // paused, saying what was and was not released
             }
         }
         self.probe(EngineStep::JournalWrite, Some(m)).await;
@@ -1554,7 +1642,9 @@ impl Runner {
 /// Appends a request for a rollout running in another process (or the next one to attach),
 /// under the node group's control lock (see [`lock`]): the engine sees it before its next
 /// release, or it is recorded after that release.
-pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> ServiceResult<()> {
+/// Returns the journal offset after it, where the engine's acknowledgement (see
+/// [`ack_action`]) will be.
+pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> ServiceResult<u64> {
     let target = plan.target.label();
     let entry = match control {
         Control::Pause => Entry::new(&ctx.actor, REQUEST_PAUSE, &target, Outcome::Ok),
@@ -1573,7 +1663,32 @@ pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> Se
     };
     let _guard = ControlLock::acquire(&lock::lock_dir(ctx.journal.path()), &target)
         .map_err(|e| ServiceError::new(ErrorKind::Config, format!("the control lock: {e}")))?;
-    ctx.record(&entry.rollout(&plan.id))
+    ctx.record_at(&entry.rollout(&plan.id))
+}
+
+/// The entry an engine journals when it honours `control`: the acknowledgement a
+/// requester waits for. An abort is honoured when it is recorded (`rollout.aborting`:
+/// nothing is released from then on); `rollout.abort` follows when Heat has settled.
+pub fn ack_action(control: &Control) -> &'static str {
+    match control {
+        Control::Pause => "rollout.pause",
+        Control::Resume { .. } => "rollout.resume",
+        Control::Skip(_) => "rollout.skip",
+        Control::Abort(_) => "rollout.aborting",
+    }
+}
+
+/// `a, b, c` (the first 20, then how many more), or `none`.
+fn name_list(names: &[&str]) -> String {
+    const SHOWN: usize = 20;
+    if names.is_empty() {
+        return "none".into();
+    }
+    let mut s = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
 }
 
 /// The control a journal entry asks for, when it is a request.

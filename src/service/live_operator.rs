@@ -255,7 +255,9 @@ impl Operator for LiveOperator {
         let me = self.inner.clone();
         async move {
             let options = me.engine_options(&plan.target);
-            control::ask(&me.heat, &me.action, &plan, &control, options).await
+            control::ask(&me.heat, &me.action, &plan, &control, options)
+                .await
+                .map(|_| ())
         }
         .boxed()
     }
