@@ -35,6 +35,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 const MEMBERS: u32 = 4;
+/// The simulator's clock: a member update takes 10 s / SPEED.
+const SPEED: f64 = 100.0;
 /// The member that fails in the after-failure cases.
 const FAIL: &str = "2";
 
@@ -173,6 +175,7 @@ fn assert_no_release_after_stop(case: &str, entries: &[Entry]) {
 struct CaseResult {
     name: String,
     end: String,
+    secs: f64,
 }
 
 async fn run_case(
@@ -182,7 +185,8 @@ async fn run_case(
     nth: usize,
     inject: Inject,
 ) -> CaseResult {
-    let env = Env::new(heat.clone(), Duration::from_millis(50), Duration::from_secs(60), 0);
+    let t0 = std::time::Instant::now();
+    let env = Env::new(heat.clone(), Duration::from_millis(100), Duration::from_secs(90), 0);
     let cluster = format!("st{n}");
     let name = format!("{step:?}#{nth} + {}", inject.name());
     let target: NodeGroupTarget = env.create(&cluster, MEMBERS).await;
@@ -198,7 +202,7 @@ async fn run_case(
         &members,
         "img-v2",
         RolloutOptions {
-            gate_wait_ms: 300,
+            gate_wait_ms: 200,
             ..Default::default()
         },
         extra,
@@ -419,6 +423,7 @@ async fn run_case(
     CaseResult {
         name,
         end: end.state.label(),
+        secs: t0.elapsed().as_secs_f64(),
     }
 }
 
@@ -452,7 +457,7 @@ fn steps() -> Vec<(EngineStep, usize)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_step_every_control_keeps_the_invariants() {
-    let sim = sim::start(SimOptions::fast("empty", 50.0))
+    let sim = sim::start(SimOptions::fast("empty", SPEED))
         .await
         .expect("simulator starts");
     let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
@@ -478,14 +483,14 @@ async fn every_step_every_control_keeps_the_invariants() {
             tokio::spawn(run_case(heat, n, step, nth, inject))
         },
     ))
-    .buffer_unordered(16)
+    .buffer_unordered(8)
     .map(|r| r.expect("case task"))
     .collect()
     .await;
     let mut results = results;
     results.sort_by(|a, b| a.name.cmp(&b.name));
     for r in &results {
-        eprintln!("covered: {:<40} -> {}", r.name, r.end);
+        eprintln!("covered: {:<40} {:>5.1}s -> {}", r.name, r.secs, r.end);
     }
     eprintln!(
         "covered {} cases: {} steps x {} injections",
@@ -502,7 +507,7 @@ async fn every_step_every_control_keeps_the_invariants() {
 /// other is refused naming the holder, and Heat got one PATCH per group.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
-    let sim = sim::start(SimOptions::fast("empty", 50.0))
+    let sim = sim::start(SimOptions::fast("empty", SPEED))
         .await
         .expect("simulator starts");
     let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
@@ -514,10 +519,9 @@ async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
         Duration::from_secs(60),
         0,
     );
-    let mut targets = Vec::new();
-    for i in 0..20 {
-        targets.push(env.create(&format!("pair{i}"), 2).await);
-    }
+    let names: Vec<String> = (0..20).map(|i| format!("pair{i}")).collect();
+    let targets: Vec<NodeGroupTarget> =
+        futures::future::join_all(names.iter().map(|n| env.create(n, 2))).await;
     let mut pairs = Vec::new();
     for t in &targets {
         let members = env.member_names(t).await;
@@ -585,7 +589,7 @@ async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
 /// once (the gate does not run out first) and nothing more is released.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_during_a_long_gate_releases_nothing_more() {
-    let sim = sim::start(SimOptions::fast("empty", 50.0))
+    let sim = sim::start(SimOptions::fast("empty", SPEED))
         .await
         .expect("simulator starts");
     let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
