@@ -175,11 +175,21 @@ async fn scale_rollout_and_journal_commands() {
     let out = caldera(
         &clouds,
         &journal,
-        &["rollout", "start", "cli/workers", "--image", "img-v3", "--yes"],
+        &[
+            "rollout",
+            "start",
+            "cli/workers",
+            "--image",
+            "img-v3",
+            "--yes",
+        ],
     );
     let (_, stderr) = text(&out);
     assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("already has a driver: rollout r-held driven by pid"), "{stderr}");
+    assert!(
+        stderr.contains("already has a driver: rollout r-held driven by pid"),
+        "{stderr}"
+    );
     drop(held);
 
     // The journal, as CSV: scale and rollout lines with their calls; hooks' output kept.

@@ -540,7 +540,10 @@ async fn a_killed_rollout_is_found_paused_by_request_and_finished_by_reattaching
         .request_rollout(found.clone(), Control::Pause)
         .await
         .expect_err("a pause with no driver is refused");
-    assert!(e.message.contains("no process on this machine drives"), "{e}");
+    assert!(
+        e.message.contains("no process on this machine drives"),
+        "{e}"
+    );
     assert_eq!(env.journal.read_all().expect("journal").len(), before);
 
     // An engine attached now takes it over.

@@ -186,7 +186,12 @@ async fn run_case(
     inject: Inject,
 ) -> CaseResult {
     let t0 = std::time::Instant::now();
-    let env = Env::new(heat.clone(), Duration::from_millis(100), Duration::from_secs(90), 0);
+    let env = Env::new(
+        heat.clone(),
+        Duration::from_millis(100),
+        Duration::from_secs(90),
+        0,
+    );
     let cluster = format!("st{n}");
     let name = format!("{step:?}#{nth} + {}", inject.name());
     let target: NodeGroupTarget = env.create(&cluster, MEMBERS).await;
@@ -293,14 +298,17 @@ async fn run_case(
         let before = releases(&journal).len();
         tokio::time::sleep(env.poll * 6).await;
         let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
-        assert_eq!(before, releases(&journal).len(), "{name}: released while paused");
+        assert_eq!(
+            before,
+            releases(&journal).len(),
+            "{name}: released while paused"
+        );
         assert!(resumed < 3, "{name}: paused again and again: {:?}", s.state);
         resumed += 1;
-        if h
-            .send(Control::Resume {
-                parameters: fix.clone(),
-            })
-            .is_err()
+        if h.send(Control::Resume {
+            parameters: fix.clone(),
+        })
+        .is_err()
         {
             // Ended meanwhile (an abort injected while it was paused).
             continue;
@@ -363,7 +371,10 @@ async fn run_case(
             assert!(reason.contains("nothing to cancel"), "{name}: {reason}");
             assert_eq!(settled, "UPDATE_FAILED", "{name}");
         }
-        (Inject::Request(Control::Abort(AbortMode::CancelUpdate)), RolloutState::Aborted { reason }) => {
+        (
+            Inject::Request(Control::Abort(AbortMode::CancelUpdate)),
+            RolloutState::Aborted { reason },
+        ) => {
             assert!(reason.starts_with("rolled back"), "{name}: {reason}");
             assert_eq!(settled, "ROLLBACK_COMPLETE", "{name}");
             assert_eq!(at_new, 0, "{name}: {images:?}");
@@ -374,15 +385,32 @@ async fn run_case(
         ) => {
             assert!(reason.starts_with("cancelled"), "{name}: {reason}");
             assert_eq!(settled, "UPDATE_FAILED", "{name}");
-            assert_eq!(end.done, at_new, "{name}: status says {} done, Heat {at_new}", end.done);
+            assert_eq!(
+                end.done, at_new,
+                "{name}: status says {} done, Heat {at_new}",
+                end.done
+            );
         }
-        (Inject::Request(Control::Abort(AbortMode::LeavePaused)), RolloutState::Aborted { reason }) => {
+        (
+            Inject::Request(Control::Abort(AbortMode::LeavePaused)),
+            RolloutState::Aborted { reason },
+        ) => {
             assert!(reason.contains("wait on their hooks"), "{name}: {reason}");
-            assert!(at_new < members.len(), "{name}: every member updated after the abort");
-            assert_eq!(end.done, at_new, "{name}: status says {} done, Heat {at_new}", end.done);
+            assert!(
+                at_new < members.len(),
+                "{name}: every member updated after the abort"
+            );
+            assert_eq!(
+                end.done, at_new,
+                "{name}: status says {} done, Heat {at_new}",
+                end.done
+            );
         }
         (Inject::Request(Control::Skip(m)), RolloutState::CompletedWithSkips) => {
-            assert_eq!(images[m], "img-v1", "{name}: the skipped member was updated");
+            assert_eq!(
+                images[m], "img-v1",
+                "{name}: the skipped member was updated"
+            );
             assert_eq!(at_new, members.len() - 1, "{name}: {images:?}");
         }
         (Inject::Request(Control::Skip(_)), RolloutState::Completed) => {
@@ -574,7 +602,12 @@ async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
         let end = tokio::time::timeout(env.timeout, h.wait())
             .await
             .expect("finishes");
-        assert_eq!(end.state, RolloutState::Completed, "{}", plan.target.label());
+        assert_eq!(
+            end.state,
+            RolloutState::Completed,
+            "{}",
+            plan.target.label()
+        );
         let images = env.member_images(&plan.target).await;
         assert!(images.values().all(|i| *i == plan.image), "{images:?}");
     }
@@ -634,7 +667,8 @@ async fn a_pause_during_a_long_gate_releases_nothing_more() {
     .await
     .expect("the pause ends the gate's wait");
     assert_eq!(paused.done, 1);
-    h.send(Control::Abort(AbortMode::CancelUpdate)).expect("abort");
+    h.send(Control::Abort(AbortMode::CancelUpdate))
+        .expect("abort");
     let end = tokio::time::timeout(env.timeout, h.wait())
         .await
         .expect("the abort ends the rollout");
@@ -644,9 +678,16 @@ async fn a_pause_during_a_long_gate_releases_nothing_more() {
     assert!(reason.starts_with("rolled back"), "{reason}");
     let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
     assert_no_release_after_stop("gate", &journal);
-    assert_eq!(releases(&journal).len(), 1, "one node released before the pause");
+    assert_eq!(
+        releases(&journal).len(),
+        1,
+        "one node released before the pause"
+    );
     let images = env.member_images(&target).await;
-    assert!(images.values().all(|i| i == "img-v1"), "rolled back: {images:?}");
+    assert!(
+        images.values().all(|i| i == "img-v1"),
+        "rolled back: {images:?}"
+    );
     env.delete(&target).await;
     sim.shutdown().await;
 }

@@ -12,8 +12,8 @@ use crate::journal::{Actor, Entry, Journal, Outcome};
 use crate::lifecycle::ActionsConfig;
 use crate::model::DriverKind;
 use crate::rollout::control;
-use crate::rollout::lock::LockState;
 use crate::rollout::engine::{self, find_latest, observe_status, EngineOptions};
+use crate::rollout::lock::LockState;
 use crate::rollout::{
     AbortMode, Control, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
 };
@@ -415,7 +415,11 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 Some(handle) => follow(handle).await,
                 // The live driver got the request: wait for it to record the abort.
                 None => {
-                    eprintln!("asked {} to abort rollout {} ({mode:?})", who(&driven), plan.id);
+                    eprintln!(
+                        "asked {} to abort rollout {} ({mode:?})",
+                        who(&driven),
+                        plan.id
+                    );
                     acknowledged(ctx, &plan, &Control::Abort(mode), 0, wait_secs).await
                 }
             }
@@ -445,7 +449,10 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
 /// What `rollout status` shows, in this order: the rollout under way (this machine's
 /// journal, or one Heat holds on our hooks), an update caldera does not drive (labelled as
 /// observed), the last rollout of this machine's journal (finished: its own id and end).
-async fn rollout_status(ctx: &Ctx, target: &NodeGroupTarget) -> Result<RolloutStatus, ServiceError> {
+async fn rollout_status(
+    ctx: &Ctx,
+    target: &NodeGroupTarget,
+) -> Result<RolloutStatus, ServiceError> {
     let heat = &ctx.conn.heat;
     if let Some(plan) = control::find_rollout(heat, &ctx.action, target).await? {
         return observe_status(heat, &ctx.action.journal, &plan).await;
@@ -500,8 +507,10 @@ async fn request(ctx: &Ctx, target: &str, control: Control, wait_secs: f64) -> C
         }
         // Nothing was queued: there is no engine to acknowledge it.
         Err(e) if e.message.contains(control::NOBODY_DRIVES) => {
-            eprintln!("{e}
-no engine acknowledged the request: nothing was queued");
+            eprintln!(
+                "{e}
+no engine acknowledged the request: nothing was queued"
+            );
             std::process::exit(UNACKNOWLEDGED_EXIT);
         }
         Err(e) => Err(e.into()),

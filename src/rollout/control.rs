@@ -91,7 +91,12 @@ pub const NOBODY_DRIVES: &str = "no process on this machine drives";
 
 fn nobody_drives(plan: &RolloutPlan, last: Option<Holder>, what: &str) -> ServiceError {
     let last = last
-        .map(|h| format!(" (last driver: pid {} on {}, last seen {})", h.pid, h.host, h.last_seen))
+        .map(|h| {
+            format!(
+                " (last driver: pid {} on {}, last seen {})",
+                h.pid, h.host, h.last_seen
+            )
+        })
         .unwrap_or_default();
     ServiceError::new(
         ErrorKind::Refused,
@@ -181,7 +186,9 @@ pub async fn abort(
     {
         Ok(handle) => Ok(Some(handle)),
         // A driver took the lock in between: it gets the request.
-        Err(e) if e.kind == ErrorKind::Refused && matches!(driver(ctx, plan), LockState::Held(_)) => {
+        Err(e)
+            if e.kind == ErrorKind::Refused && matches!(driver(ctx, plan), LockState::Held(_)) =>
+        {
             engine::request(ctx, plan, &Control::Abort(mode))?;
             Ok(None)
         }

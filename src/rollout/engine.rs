@@ -113,7 +113,11 @@ pub struct Probe(pub Option<Arc<dyn StepProbe>>);
 
 impl std::fmt::Debug for Probe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Probe(set)" } else { "Probe(none)" })
+        f.write_str(if self.0.is_some() {
+            "Probe(set)"
+        } else {
+            "Probe(none)"
+        })
     }
 }
 

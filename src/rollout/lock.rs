@@ -62,7 +62,13 @@ pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().chars().filter(|c| !c.is_control()).take(64).collect())
+        .map(|h| {
+            h.trim()
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(64)
+                .collect()
+        })
         .filter(|h: &String| !h.is_empty())
         .unwrap_or_else(|| "?".into())
 }

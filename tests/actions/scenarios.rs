@@ -515,7 +515,11 @@ pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
         seen.driver
     );
     assert!(seen.throughput_per_min.is_none() && seen.eta_secs.is_none());
-    assert!(seen.lines()[0].contains("no driver on this machine since"), "{}", seen.lines()[0]);
+    assert!(
+        seen.lines()[0].contains("no driver on this machine since"),
+        "{}",
+        seen.lines()[0]
+    );
 
     // A new process: only the journal and Heat.
     let found = find_active(&env.ctx.journal, &target.label())

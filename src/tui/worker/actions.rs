@@ -259,8 +259,7 @@ impl Worker {
                 };
                 let rollouts = self.rollouts.clone();
                 self.spawn(async move {
-                    let result = if matches!(control, Control::Resume { .. } | Control::Abort(_))
-                    {
+                    let result = if matches!(control, Control::Resume { .. } | Control::Abort(_)) {
                         // Taking over: an engine here, resumed (or aborting, so the cancel
                         // is driven to its end and shown) before it first acts. When a live
                         // process holds the rollout, an abort goes to it instead.
