@@ -572,6 +572,14 @@ async fn cli_pause_is_acknowledged_or_fails_loudly() {
         stderr.contains(&format!("line {lines} ")),
         "line {lines}: {stderr}"
     );
+    // The audit view reads on: the bad line skipped and named, every entry shown.
+    let (code, stdout, stderr) = caldera_async(&clouds, &journal, &["journal"], None).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("line {lines} ")) && stderr.contains("skipped"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("rollout.request.pause"), "{stdout}");
     let (code, _, stderr) = caldera_async(&clouds, &journal, &["journal", "--repair"], None).await;
     println!("{stderr}");
     assert_eq!(code, Some(0), "{stderr}");

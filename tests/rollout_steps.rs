@@ -75,8 +75,11 @@ struct Injector {
     plan: RolloutPlan,
     fired: Arc<Notify>,
     /// What the concurrent start answered.
-    second_start: Arc<Mutex<Option<Result<(), (ErrorKind, String)>>>>,
+    second_start: SecondStart,
 }
+
+/// What the concurrent start answered: proceeded, or refused with its kind and message.
+type SecondStart = Arc<Mutex<Option<Result<(), (ErrorKind, String)>>>>;
 
 impl StepProbe for Injector {
     fn at(&self, step: EngineStep, _member: Option<&str>) -> BoxFuture<'static, ()> {
@@ -213,7 +216,7 @@ async fn run_case(
         extra,
     );
     let fired = Arc::new(Notify::new());
-    let second_start = Arc::new(Mutex::new(None));
+    let second_start: SecondStart = Arc::new(Mutex::new(None));
     let injector = Injector {
         step,
         nth,

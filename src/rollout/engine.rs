@@ -433,6 +433,7 @@ pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
     Ok(active)
 }
 
+#[allow(clippy::too_many_arguments)] // each is one piece of the engine's start
 async fn spawn(
     heat: HeatClient,
     ctx: ActionContext,
@@ -1409,7 +1410,7 @@ impl Runner {
             .collect();
         for m in through {
             if self.halted() {
-                break;
+                return None; // paused, aborting (or the journal failed): nothing is released
             }
             self.passthrough.insert(m.clone());
             self.release(&m).await;

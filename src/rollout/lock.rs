@@ -136,12 +136,12 @@ impl DriverLock {
     /// Takes the lock for `rollout` on `target`, or says who holds it.
     pub fn acquire(dir: &Path, target: &str, rollout: &str) -> Result<DriverLock, LockError> {
         let mut file = open(dir, target, "lock").map_err(LockError::Io)?;
-        match file.try_lock() {
+        match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
             Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 return Err(LockError::Held(read_holder(&mut file)));
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(LockError::Io(e)),
+            Err(e) => return Err(LockError::Io(e)),
         }
         let mut lock = DriverLock {
             file,
@@ -201,9 +201,9 @@ pub fn probe(dir: &Path, target: &str) -> LockState {
         return LockState::Free(None);
     };
     let holder = read_holder(&mut file);
-    match file.try_lock_shared() {
+    match flock(&file, libc::LOCK_SH | libc::LOCK_NB) {
         Ok(()) => {
-            let _ = file.unlock();
+            let _ = flock(&file, libc::LOCK_UN);
             LockState::Free(holder)
         }
         Err(_) => LockState::Held(holder),
@@ -220,14 +220,31 @@ impl ControlLock {
     /// Blocks until the control lock of `target` is ours (held only for a journal write).
     pub fn acquire(dir: &Path, target: &str) -> std::io::Result<ControlLock> {
         let file = open(dir, target, "control")?;
-        file.lock()?;
+        flock(&file, libc::LOCK_EX)?;
         Ok(ControlLock { file })
     }
 }
 
 impl Drop for ControlLock {
     fn drop(&mut self) {
-        let _ = self.file.unlock();
+        let _ = flock(&self.file, libc::LOCK_UN);
+    }
+}
+
+/// `flock(2)` on `file` with `op` (`LOCK_EX`, `LOCK_SH`, `LOCK_UN`, with `LOCK_NB` not to
+/// wait); a lock goes when the file is closed. (std's `File::lock` is newer than the
+/// crate's MSRV.)
+fn flock(file: &File, op: i32) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor this `File` owns for the whole call.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 
