@@ -192,3 +192,37 @@ pub fn journal_columns() -> Vec<Column<JournalRow>> {
         },
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, Utc};
+
+    /// TOOK counts on only while Heat updates the node: a node found done after a take-over
+    /// (its finish not seen) shows no duration rather than one that grows for ever.
+    #[test]
+    fn took_grows_only_while_updating() {
+        let theme = crate::tui::theme::Theme::default_theme();
+        let t0 = Utc::now();
+        let ctx = RowCtx {
+            now: t0 + Duration::seconds(300),
+            theme: &theme,
+            abs_time: false,
+        };
+        let mut n = NodeProgress {
+            name: "3".into(),
+            index: Some(3),
+            batch: 0,
+            phase: NodePhase::Updating,
+            released_at: Some(t0),
+            finished_at: None,
+            reason: None,
+            straggler: false,
+        };
+        assert_eq!(took(&n, &ctx), Some(300));
+        n.phase = NodePhase::Done;
+        assert_eq!(took(&n, &ctx), None);
+        n.finished_at = Some(t0 + Duration::seconds(12));
+        assert_eq!(took(&n, &ctx), Some(12));
+    }
+}
