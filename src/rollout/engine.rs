@@ -755,6 +755,22 @@ impl Runner {
     }
 
     async fn finish(mut self, state: RolloutState) -> RolloutStatus {
+        let cancelled = matches!(
+            self.aborting.as_ref().map(|a| a.mode),
+            Some(AbortMode::CancelUpdate | AbortMode::CancelWithoutRollback)
+        );
+        if cancelled {
+            // Heat has left the cancelled update: nothing is updating or held any more, and
+            // a node not done was not updated by this rollout.
+            for n in self.status.nodes.iter_mut() {
+                if matches!(
+                    n.phase,
+                    NodePhase::Updating | NodePhase::Paused | NodePhase::Waiting
+                ) {
+                    n.phase = NodePhase::Pending;
+                }
+            }
+        }
         self.status.state = state;
         self.status.compute(self.now());
         // A rollout that ended has nothing releasing: no rate, no ETA.
@@ -1075,6 +1091,14 @@ impl Runner {
         {
             return None; // the cancel has not turned into the rollback yet
         }
+        // Heat's cancel (and a rollback) changed members behind the events' backs: count
+        // what is done from the members' own stacks.
+        for t in self.obs.members.values_mut() {
+            t.done = false;
+        }
+        if let Err(e) = self.obs.attach(&self.plan.image).await {
+            tracing::warn!("rollout {}: recounting members: {e}", self.plan.id);
+        }
         Some(RolloutState::Aborted {
             reason: self.cancel_outcome(mode),
         })
@@ -1122,6 +1146,24 @@ impl Runner {
                     .map(|i| format!(" ({i})"))
                     .unwrap_or_default()
             ),
+            AbortMode::CancelUpdate if s.action == "ROLLBACK" => {
+                // Measured on Heat 27: a member cut short by the cancel can fail the
+                // rollback (`resources[1]: Stack UPDATE cancelled`).
+                let done = self.plan.members().filter(|m| self.is_done(m)).count();
+                let back = self
+                    .plan
+                    .from_image
+                    .as_deref()
+                    .unwrap_or("<previous image>");
+                format!(
+                    "rollback failed: stack {s} ({reason}); {done} of {} nodes still on {}; to \
+                     finish: `caldera rollout start {t} --image {back}` takes them back, \
+                     `--image {}` carries on",
+                    self.plan.members().count(),
+                    self.plan.image,
+                    self.plan.image
+                )
+            }
             _ => {
                 let done: Vec<&str> = self
                     .plan
