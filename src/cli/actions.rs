@@ -525,10 +525,9 @@ fn who(driven: &LockState) -> String {
     }
 }
 
-/// Waits up to `wait_secs` for the engine driving `plan` to journal that it honoured
-/// `control` (after offset `after`, where the request ended). Says which: honoured, or
-/// only queued (exit [`UNACKNOWLEDGED_EXIT`]); a journal that cannot be read is an error,
-/// never taken for "not yet".
+/// Waits up to `wait_secs` for the engine driving `plan` to acknowledge `control`, and
+/// says which: honoured (rc 0), the rollout ended first (an error), or only queued (exit
+/// [`UNACKNOWLEDGED_EXIT`]).
 async fn acknowledged(
     ctx: &Ctx,
     plan: &RolloutPlan,
@@ -536,53 +535,36 @@ async fn acknowledged(
     after: u64,
     wait_secs: f64,
 ) -> CmdResult {
-    let journal = &ctx.action.journal;
-    let ack = engine::ack_action(control);
-    let wanted = |e: &Entry| {
-        e.rollout.as_deref() == Some(plan.id.as_str())
-            && match control {
-                Control::Skip(m) => e.action == ack && e.target.ends_with(&format!("/{m}")),
-                _ => e.action == ack,
-            }
-    };
-    let step = Duration::from_millis(200);
-    let rounds = ((wait_secs.max(0.0) * 1000.0) as u64 / 200).max(1);
-    let mut offset = after;
-    for round in 0..=rounds {
-        let (entries, next) = journal.read_from(offset)?;
-        offset = next;
-        if let Some(e) = entries.iter().find(|e| wanted(e)) {
+    let wait = Duration::from_secs_f64(wait_secs.clamp(0.0, 3600.0));
+    match control::acknowledgement(&ctx.action.journal, plan, control, after, wait).await? {
+        control::Ack::Honoured(e) => {
             eprintln!(
-                "rollout {}: {ack} honoured at {} by {}@{}",
+                "rollout {}: {} honoured at {} by {}@{}",
                 plan.id,
+                e.action,
                 e.time.format("%H:%M:%S%.3f"),
                 e.user,
                 e.cloud
             );
-            return Ok(());
+            Ok(())
         }
-        if let Some(end) = entries.iter().find(|e| {
-            e.rollout.as_deref() == Some(plan.id.as_str()) && e.action == "rollout.finish"
-        }) {
-            return Err(format!(
-                "rollout {} ended before it honoured the request: {}",
-                plan.id,
-                entry_line(end)
-            )
-            .into());
-        }
-        if round < rounds {
-            tokio::time::sleep(step).await;
+        control::Ack::Ended(e) => Err(format!(
+            "rollout {} ended before it honoured the request: {}",
+            plan.id,
+            entry_line(&e)
+        )
+        .into()),
+        control::Ack::Queued => {
+            eprintln!(
+                "rollout {}: the request is queued in the journal, but no engine acknowledged \
+                 it within {wait_secs}s: the process driving the rollout may be gone or busy. \
+                 `caldera rollout status` shows where it stands; `caldera rollout resume` \
+                 drives it from here.",
+                plan.id
+            );
+            std::process::exit(UNACKNOWLEDGED_EXIT);
         }
     }
-    eprintln!(
-        "rollout {}: the request is queued in the journal, but no engine acknowledged it \
-         within {wait_secs}s: the process driving the rollout may be gone or busy. \
-         `caldera rollout status` shows where it stands; `caldera rollout resume` drives it \
-         from here.",
-        plan.id
-    );
-    std::process::exit(UNACKNOWLEDGED_EXIT);
 }
 
 /// Prints the rollout's progress until it ends or pauses.

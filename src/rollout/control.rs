@@ -195,3 +195,59 @@ pub async fn abort(
         Err(e) => Err(e),
     }
 }
+
+/// What became of a control request written for an engine in another process.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ack {
+    /// The engine journaled that it honoured it (the entry says when and who).
+    Honoured(Entry),
+    /// The rollout ended first (its `rollout.finish`).
+    Ended(Entry),
+    /// Nothing acknowledged it in time: queued in the journal, not honoured (the process
+    /// driving the rollout may be gone or busy).
+    Queued,
+}
+
+/// Waits up to `wait` for the engine driving `plan` to journal that it honoured `control`,
+/// after offset `after` (where [`ask`] left the request). A journal that cannot be read is
+/// an error, never taken for "not yet".
+pub async fn acknowledgement(
+    journal: &crate::journal::Journal,
+    plan: &RolloutPlan,
+    control: &Control,
+    after: u64,
+    wait: Duration,
+) -> ServiceResult<Ack> {
+    const STEP: Duration = Duration::from_millis(200);
+    let ack = engine::ack_action(control);
+    let ours = |e: &Entry| e.rollout.as_deref() == Some(plan.id.as_str());
+    let honours = |e: &Entry| {
+        ours(e)
+            && e.action == ack
+            && match control {
+                Control::Skip(m) => e.target.ends_with(&format!("/{m}")),
+                _ => true,
+            }
+    };
+    let rounds = (wait.as_millis() / STEP.as_millis()).max(1);
+    let mut offset = after;
+    for round in 0..=rounds {
+        let (entries, next) = journal.read_from(offset).map_err(|e| {
+            crate::service::ServiceError::new(crate::service::ErrorKind::Config, e.to_string())
+        })?;
+        offset = next;
+        if let Some(e) = entries.iter().find(|e| honours(e)) {
+            return Ok(Ack::Honoured(e.clone()));
+        }
+        if let Some(e) = entries
+            .iter()
+            .find(|e| ours(e) && e.action == "rollout.finish")
+        {
+            return Ok(Ack::Ended(e.clone()));
+        }
+        if round < rounds {
+            tokio::time::sleep(STEP).await;
+        }
+    }
+    Ok(Ack::Queued)
+}

@@ -25,6 +25,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Least time a control request waits for the acknowledgement of an engine in another
+/// process (at least three of our polls).
+const REQUEST_ACK_WAIT: Duration = Duration::from_secs(5);
+
 #[derive(Clone)]
 pub struct LiveOperator {
     inner: Arc<Inner>,
@@ -255,9 +259,36 @@ impl Operator for LiveOperator {
         let me = self.inner.clone();
         async move {
             let options = me.engine_options(&plan.target);
-            control::ask(&me.heat, &me.action, &plan, &control, options)
-                .await
-                .map(|_| ())
+            // `None`: nothing waits for an acknowledgement (an abort driven here to its
+            // end, a skip recorded for the next driver).
+            let Some(after) = control::ask(&me.heat, &me.action, &plan, &control, options).await?
+            else {
+                return Ok(());
+            };
+            // The engine is in another process: say whether it honoured the request, not
+            // only that the request was written.
+            let wait = REQUEST_ACK_WAIT.max(me.poll * 3);
+            match control::acknowledgement(&me.action.journal, &plan, &control, after, wait).await?
+            {
+                control::Ack::Honoured(_) => Ok(()),
+                control::Ack::Ended(e) => Err(ServiceError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "rollout {} ended before it honoured the request ({})",
+                        plan.id, e.action
+                    ),
+                )),
+                control::Ack::Queued => Err(ServiceError::new(
+                    ErrorKind::Config,
+                    format!(
+                        "queued in the journal, but no engine acknowledged it within {}s: \
+                         the process driving rollout {} may be gone or busy (resume drives \
+                         it from here)",
+                        wait.as_secs(),
+                        plan.id
+                    ),
+                )),
+            }
         }
         .boxed()
     }
