@@ -153,6 +153,44 @@ async fn scale_rollout_and_journal_commands() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("completed"), "{stdout}");
+    // A finished rollout is shown as itself: its own id, every time, and no rate or ETA.
+    let id = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal")
+        .iter()
+        .rev()
+        .find(|e| e.action == "rollout.start")
+        .and_then(|e| e.rollout.clone())
+        .expect("the rollout's id");
+    assert!(stdout.starts_with(&format!("rollout {id} ")), "{stdout}");
+    assert!(stdout.contains("throughput -; ETA -"), "{stdout}");
+    let again = caldera(&clouds, &journal, &["rollout", "status", "cli/workers"]);
+    assert_eq!(text(&again).0.lines().next(), stdout.lines().next());
+
+    // A start while another process drives the group is refused naming the holder: hold
+    // the group's driver lock as a live driver does.
+    let lock_dir = caldera::rollout::lock::lock_dir(&journal);
+    let held = caldera::rollout::lock::DriverLock::acquire(&lock_dir, "cli/workers", "r-held")
+        .expect("lock");
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "cli/workers",
+            "--image",
+            "img-v3",
+            "--yes",
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("already has a driver: rollout r-held driven by pid"),
+        "{stderr}"
+    );
+    drop(held);
 
     // The journal, as CSV: scale and rollout lines with their calls; hooks' output kept.
     let out = caldera(&clouds, &journal, &["journal", "--format", "csv"]);

@@ -531,7 +531,15 @@ fn failing_post_node_hook_pauses_at_that_node() {
     for m in ["3", "4", "5"] {
         assert_eq!(images[m], "img-v1", "member {m} was touched");
     }
-    // The rollout is still driven here (paused): quitting asks first, and says how to go on.
+    // The rollout is still driven here (paused): ctrl-c asks like `q`, `n` keeps it.
+    const CTRL_C: &str = "\x03";
+    c.press(CTRL_C, "the quit confirmation from ctrl-c", |s| {
+        s.has("Quit with a rollout running?")
+    });
+    c.press("n", "the confirmation closed", |s| {
+        !s.has("Quit with a rollout running?") && s.has("Rollout of workers")
+    });
+    // Quitting asks first, and says how to go on; a second ctrl-c quits.
     c.press("q", "the quit confirmation", |s| {
         s.has_all(&[
             "Quit with a rollout running?",
@@ -539,7 +547,7 @@ fn failing_post_node_hook_pauses_at_that_node() {
             "rollout resume",
         ])
     });
-    c.send("y");
+    c.send(CTRL_C);
     expect_restored(&mut c);
 }
 

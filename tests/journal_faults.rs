@@ -536,7 +536,7 @@ async fn cli_pause_is_acknowledged_or_fails_loudly() {
     Journal::open(&journal).read_all().expect("journal reads");
 
     // Nobody drives it any more: the request is queued, not honoured, and that is said.
-    h.kill();
+    h.kill().await;
     let (code, _, stderr) = caldera_async(
         &clouds,
         &journal,

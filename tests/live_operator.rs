@@ -506,7 +506,7 @@ async fn a_killed_rollout_is_found_paused_by_request_and_finished_by_reattaching
     .expect("two members updated in time");
     assert!(!seen.state.is_final(), "{:?}", seen.state);
     let id = seen.id.clone();
-    handle.kill();
+    handle.kill().await;
 
     let found = op
         .find_rollout(c.clone(), g.clone())
@@ -525,18 +525,28 @@ async fn a_killed_rollout_is_found_paused_by_request_and_finished_by_reattaching
             >= 2
     );
 
-    // Nobody drives it: the request is written, and the answer says it was not honoured.
+    // Nobody drives it now: status says so, and a pause nobody would read fails loudly
+    // (nothing is written that a later driver could mistake for a fresh request).
+    assert!(
+        matches!(
+            observed.driver,
+            Some(caldera::rollout::status::DriverInfo::Nobody { .. })
+        ),
+        "{:?}",
+        observed.driver
+    );
+    let before = env.journal.read_all().expect("journal").len();
     let e = op
         .request_rollout(found.clone(), Control::Pause)
         .await
-        .expect_err("no engine acknowledges it");
-    assert!(e.message.contains("no engine acknowledged"), "{e}");
-    let last = env.journal.read_all().expect("journal");
-    let req = last.last().expect("entry");
-    assert_eq!(req.action, "rollout.request.pause");
-    assert_eq!(req.rollout.as_deref(), Some(id.as_str()));
+        .expect_err("a pause with no driver is refused");
+    assert!(
+        e.message.contains("no process on this machine drives"),
+        "{e}"
+    );
+    assert_eq!(env.journal.read_all().expect("journal").len(), before);
 
-    // The pause was asked of whoever drove it then; an engine attached now starts fresh.
+    // An engine attached now takes it over.
     let handle = op.reattach_rollout(found, vec![]).await.expect("reattach");
     let end = tokio::time::timeout(SETTLE, handle.wait())
         .await
@@ -635,7 +645,7 @@ async fn a_plain_heat_update_is_observed_and_a_hooked_one_is_a_rollout() {
         .await
         .expect("start")
         .expect("handle");
-    handle.kill();
+    handle.kill().await;
     let deadline = Instant::now() + SETTLE;
     let found = loop {
         // Until Heat pauses the first member there is no hook to tell it by.

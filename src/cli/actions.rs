@@ -12,7 +12,8 @@ use crate::journal::{Actor, Entry, Journal, Outcome};
 use crate::lifecycle::ActionsConfig;
 use crate::model::{terminal_safe, DriverKind};
 use crate::rollout::control;
-use crate::rollout::engine::{self, find_active, observe_status, plan_from_heat, EngineOptions};
+use crate::rollout::engine::{self, find_latest, observe_status, EngineOptions};
+use crate::rollout::lock::LockState;
 use crate::rollout::{
     AbortMode, Control, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
 };
@@ -20,6 +21,9 @@ use crate::service::{ErrorKind, ServiceError};
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::time::Duration;
+
+/// Poll interval of an engine a command starts without `--poll-secs` (an abort's).
+const DEFAULT_POLL_SECS: f64 = 2.0;
 
 /// Exit status of a rollout command that stopped on a pause (not an error of the command).
 pub const PAUSED_EXIT: i32 = 3;
@@ -378,11 +382,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
         }
         RolloutCommand::Status { target, format } => {
             let (target, _) = ctx.resolve(&target).await?;
-            let plan = match find_active(&ctx.action.journal, &target.label())? {
-                Some(p) => p,
-                None => plan_from_heat(&ctx.conn.heat, &target, RolloutOptions::default()).await?,
-            };
-            let status = observe_status(&ctx.conn.heat, &ctx.action.journal, &plan).await?;
+            let status = rollout_status(ctx, &target).await?;
             match format {
                 JournalFormat::Json => {
                     writeln!(io::stdout(), "{}", serde_json::to_string_pretty(&status)?)?
@@ -414,10 +414,21 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             } else {
                 AbortMode::LeavePaused
             };
-            let control = Control::Abort(mode);
-            let after = control::ask(&ctx.conn.heat, &ctx.action, &plan, &control).await?;
-            eprintln!("rollout {}: abort recorded", plan.id);
-            acknowledged(ctx, &plan, &control, after, wait_secs).await
+            let options = ctx.engine_options(&t, DEFAULT_POLL_SECS);
+            let driven = control::driver(&ctx.action, &plan);
+            match control::abort(&ctx.conn.heat, &ctx.action, &plan, mode, options).await? {
+                // Nobody drove it: this process does the abort to its end.
+                Some(handle) => follow(handle).await,
+                // The live driver got the request: wait for it to record the abort.
+                None => {
+                    eprintln!(
+                        "asked {} to abort rollout {} ({mode:?})",
+                        who(&driven),
+                        plan.id
+                    );
+                    acknowledged(ctx, &plan, &Control::Abort(mode), 0, wait_secs).await
+                }
+            }
         }
         RolloutCommand::Resume {
             target,
@@ -441,6 +452,36 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
     }
 }
 
+/// What `rollout status` shows, in this order: the rollout under way (this machine's
+/// journal, or one Heat holds on our hooks), an update caldera does not drive (labelled as
+/// observed), the last rollout of this machine's journal (finished: its own id and end).
+async fn rollout_status(
+    ctx: &Ctx,
+    target: &NodeGroupTarget,
+) -> Result<RolloutStatus, ServiceError> {
+    let heat = &ctx.conn.heat;
+    if let Some(plan) = control::find_rollout(heat, &ctx.action, target).await? {
+        return observe_status(heat, &ctx.action.journal, &plan).await;
+    }
+    if let Some(update) = crate::service::observed_update::find_update(heat, target).await? {
+        let watches = crate::service::observed_update::Watches::default();
+        let mut status =
+            crate::service::observed_update::observe_update(heat, &watches, &update).await?;
+        status.id = format!("observed ({})", update.label());
+        return Ok(status);
+    }
+    match find_latest(&ctx.action.journal, &target.label())? {
+        Some(plan) => observe_status(heat, &ctx.action.journal, &plan).await,
+        None => Err(ServiceError::new(
+            ErrorKind::NotFound,
+            format!(
+                "no rollout of {} in this machine's journal, and Heat shows no update under way",
+                target.label()
+            ),
+        )),
+    }
+}
+
 async fn active_plan(ctx: &Ctx, target: &NodeGroupTarget) -> Result<RolloutPlan, ServiceError> {
     control::find_rollout(&ctx.conn.heat, &ctx.action, target)
         .await?
@@ -455,9 +496,39 @@ async fn active_plan(ctx: &Ctx, target: &NodeGroupTarget) -> Result<RolloutPlan,
 async fn request(ctx: &Ctx, target: &str, control: Control, wait_secs: f64) -> CmdResult {
     let (t, _) = ctx.resolve(target).await?;
     let plan = active_plan(ctx, &t).await?;
-    let after = control::ask(&ctx.conn.heat, &ctx.action, &plan, &control).await?;
-    eprintln!("asked rollout {} to {control:?}", plan.id);
-    acknowledged(ctx, &plan, &control, after, wait_secs).await
+    let options = ctx.engine_options(&t, DEFAULT_POLL_SECS);
+    let driven = control::driver(&ctx.action, &plan);
+    match control::ask(&ctx.conn.heat, &ctx.action, &plan, &control, options).await {
+        Ok(Some(after)) => {
+            eprintln!("asked {} to {control:?} rollout {}", who(&driven), plan.id);
+            acknowledged(ctx, &plan, &control, after, wait_secs).await
+        }
+        Ok(None) => {
+            eprintln!(
+                "recorded {control:?} for rollout {}: nobody drives it now, the next driver \
+                 honours it",
+                plan.id
+            );
+            Ok(())
+        }
+        // Nothing was queued: there is no engine to acknowledge it.
+        Err(e) if e.message.contains(control::NOBODY_DRIVES) => {
+            eprintln!(
+                "{e}
+no engine acknowledged the request: nothing was queued"
+            );
+            std::process::exit(UNACKNOWLEDGED_EXIT);
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Who holds a rollout's driver lock, for messages.
+fn who(driven: &LockState) -> String {
+    match driven {
+        LockState::Held(Some(h)) => format!("pid {} on {}", h.pid, h.host),
+        _ => "the process driving it".into(),
+    }
 }
 
 /// Waits up to `wait_secs` for the engine driving `plan` to acknowledge `control`, and
@@ -534,7 +605,7 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
                  `caldera rollout resume` continues, `caldera rollout abort` stops.",
                 terminal_safe(reason)
             );
-            handle.kill();
+            handle.kill().await;
             std::process::exit(PAUSED_EXIT);
         }
         if watch.changed().await.is_err() {

@@ -2,17 +2,19 @@
 //! commands and the console's operator: finding the rollout under way on a node group,
 //! the engine's options for it, and asking for a control (an abort with its Heat cancel).
 
-use super::engine::{self, find_active, plan_from_heat, AbortMode, Control, EngineOptions};
+use super::engine::{
+    self, find_active, plan_from_heat, AbortMode, Control, EngineOptions, RolloutHandle,
+};
+use super::lock::{self, Holder, LockState};
 use super::{RolloutOptions, RolloutPlan};
-use crate::api::heat::{HeatClient, StackAction};
+use crate::api::heat::HeatClient;
 use crate::drivers::actions::ActionContext;
 use crate::drivers::guard::Reach;
-use crate::drivers::heat_native::stack_path;
 use crate::drivers::NodeGroupTarget;
-use crate::journal::{ApiCall, Entry, Outcome};
+use crate::journal::{Entry, Outcome};
 use crate::lifecycle::ActionsConfig;
 use crate::model::DriverKind;
-use crate::service::ServiceResult;
+use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use std::time::Duration;
 
 /// Shortest time between two looks at Heat: faster only loads Heat, it does not finish sooner.
@@ -29,6 +31,7 @@ pub fn engine_options(
     EngineOptions {
         poll: poll.max(MIN_POLL),
         hooks: config.hooks_for(cloud, &target.cluster),
+        ..Default::default()
     }
 }
 
@@ -77,55 +80,120 @@ pub async fn find_rollout(
     ))
 }
 
-/// Asks whoever drives `plan` for `control`, through the journal, after the guard rails.
-/// An abort that cancels (`CancelUpdate` rolls back, `CancelWithoutRollback` stops where it
-/// is) also sends Heat's cancel from here, once: an engine only stops releasing members, so
-/// the cancel must not depend on one running. The request is journaled as a plain abort
-/// and the cancel as its own entry with its call. Returns the journal offset after the
-/// request: the engine's acknowledgement comes after it ([`engine::ack_action`]).
+/// Who drives `plan` on this machine: the live holder of its driver lock, or none (and
+/// the last one, when there was one).
+pub fn driver(ctx: &ActionContext, plan: &RolloutPlan) -> LockState {
+    lock::probe(&lock::lock_dir(ctx.journal.path()), &plan.target.label())
+}
+
+/// How a request that no engine would read is refused (the CLI's exit status tells it).
+pub const NOBODY_DRIVES: &str = "no process on this machine drives";
+
+fn nobody_drives(plan: &RolloutPlan, last: Option<Holder>, what: &str) -> ServiceError {
+    let last = last
+        .map(|h| {
+            format!(
+                " (last driver: pid {} on {}, last seen {})",
+                h.pid, h.host, h.last_seen
+            )
+        })
+        .unwrap_or_default();
+    ServiceError::new(
+        ErrorKind::Refused,
+        format!(
+            "{NOBODY_DRIVES} rollout {} of {}{last}: nothing is being \
+             released, {what}. A driver on another machine cannot be reached through this \
+             machine's journal; `caldera rollout resume` drives it from here",
+            plan.id,
+            plan.target.label()
+        ),
+    )
+}
+
+/// Asks whoever drives `plan` for `control`, after the guard rails. The live driver on this
+/// machine gets it through the journal (under the control lock: it acts before its next
+/// release). With no driver, a request nobody would read fails (pause, resume: `resume`
+/// takes the rollout over instead), a skip is recorded for the next driver, and an abort
+/// is driven from here to its end (see [`abort`]). Returns the journal offset after a
+/// request written for a live driver (its acknowledgement, [`engine::ack_action`], comes
+/// after it); `None` when nothing waits for one.
 pub async fn ask(
     heat: &HeatClient,
     ctx: &ActionContext,
     plan: &RolloutPlan,
     control: &Control,
-) -> ServiceResult<u64> {
+    options: EngineOptions,
+) -> ServiceResult<Option<u64>> {
     let t = &plan.target;
-    let Control::Abort(mode) = control else {
-        ctx.check(
-            "rollout.request",
-            &t.label(),
-            &t.cluster,
-            Reach::Nodes,
-            None,
-        )?;
-        return engine::request(ctx, plan, control);
-    };
-    ctx.check("rollout.abort", &t.label(), &t.cluster, Reach::Nodes, None)?;
-    let after = engine::request(ctx, plan, &Control::Abort(AbortMode::LeavePaused))?;
-    let action = match mode {
-        AbortMode::LeavePaused => None,
-        AbortMode::CancelUpdate => Some(StackAction::CancelUpdate),
-        AbortMode::CancelWithoutRollback => Some(StackAction::CancelWithoutRollback),
-    };
-    let mut entry =
-        Entry::new(&ctx.actor, "rollout.abort", &t.label(), Outcome::Ok).rollout(&plan.id);
-    if let Some(a) = action {
-        entry = entry.calls(vec![ApiCall::new(
-            "POST",
-            format!("{}/actions", stack_path(&plan.stack)),
-            format!("{{\"{}\":null}}", a.key()),
-        )]);
-        if let Err(e) = heat.action(&plan.stack, a).await {
-            let mut failed = entry;
-            failed.outcome = Outcome::Failed {
-                error: e.to_string(),
-            };
-            ctx.record(&failed)?;
-            return Err(e.into());
+    if let Control::Abort(mode) = control {
+        if let Some(handle) = abort(heat, ctx, plan, *mode, options).await? {
+            handle.wait().await;
         }
+        return Ok(None);
     }
-    ctx.record(&entry)?;
-    Ok(after)
+    ctx.check(
+        "rollout.request",
+        &t.label(),
+        &t.cluster,
+        Reach::Nodes,
+        None,
+    )?;
+    match (driver(ctx, plan), control) {
+        (LockState::Held(_), _) => engine::request(ctx, plan, control).map(Some),
+        (LockState::Free(_), Control::Skip(m)) => ctx
+            .record(
+                &Entry::new(
+                    &ctx.actor,
+                    "rollout.skip",
+                    &format!("{}/{m}", t.label()),
+                    Outcome::Ok,
+                )
+                .rollout(&plan.id),
+            )
+            .map(|()| None),
+        (LockState::Free(last), Control::Pause) => {
+            Err(nobody_drives(plan, last, "there is nothing to pause"))
+        }
+        (LockState::Free(last), _) => Err(nobody_drives(plan, last, "nobody would read it")),
+    }
+}
+
+/// Aborts `plan`. The live driver on this machine does it when there is one (asked through
+/// the journal; `None` is returned); otherwise an engine started here takes the rollout
+/// over with the abort as its first control and drives it to the end: Heat's cancel, the
+/// rollback's hooks cleared, the end journaled (its handle is returned).
+pub async fn abort(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    plan: &RolloutPlan,
+    mode: AbortMode,
+    options: EngineOptions,
+) -> ServiceResult<Option<RolloutHandle>> {
+    let t = &plan.target;
+    ctx.check("rollout.abort", &t.label(), &t.cluster, Reach::Nodes, None)?;
+    if let LockState::Held(_) = driver(ctx, plan) {
+        engine::request(ctx, plan, &Control::Abort(mode))?;
+        return Ok(None);
+    }
+    match engine::reattach(
+        heat.clone(),
+        ctx.clone(),
+        plan.clone(),
+        options,
+        vec![Control::Abort(mode)],
+    )
+    .await
+    {
+        Ok(handle) => Ok(Some(handle)),
+        // A driver took the lock in between: it gets the request.
+        Err(e)
+            if e.kind == ErrorKind::Refused && matches!(driver(ctx, plan), LockState::Held(_)) =>
+        {
+            engine::request(ctx, plan, &Control::Abort(mode))?;
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// What became of a control request written for an engine in another process.

@@ -9,9 +9,10 @@
 //! second one, never releases a member twice: Heat itself refuses to clear a hook that is
 //! not pending.
 
+use super::lock::{self, ControlLock, DriverLock};
 use super::observe::{newest_event, HeatObserver};
 use super::plan::{hooks_environment, RolloutPlan};
-use super::status::{NodePhase, NodeProgress, RolloutState, RolloutStatus};
+use super::status::{DriverInfo, NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::api::heat::{HeatClient, StackAction, StackUpdate};
 use crate::drivers::actions::ActionContext;
 use crate::drivers::guard::Reach;
@@ -20,9 +21,16 @@ use crate::journal::{ApiCall, Entry, Journal, Outcome};
 use crate::lifecycle::{run_hook, HookContext, HookPoint, HookRun, HookSet};
 use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use chrono::Utc;
+use futures::future::BoxFuture;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
+
+/// Longest a wait (the poll, a gate, a hook) goes without looking for control requests
+/// other processes wrote to the journal; the console's controls arrive at once.
+const CONTROL_POLL: Duration = Duration::from_millis(200);
 
 /// How an abort leaves Heat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -62,6 +70,8 @@ pub struct EngineOptions {
     /// Time between looks at Heat.
     pub poll: Duration,
     pub hooks: HookSet,
+    /// The step-injection tests' observer; none in production.
+    pub probe: Probe,
 }
 
 impl Default for EngineOptions {
@@ -69,7 +79,45 @@ impl Default for EngineOptions {
         EngineOptions {
             poll: Duration::from_secs(2),
             hooks: HookSet::default(),
+            probe: Probe::default(),
         }
+    }
+}
+
+/// The points of the engine where the step-injection tests act (a control, a kill, a
+/// concurrent start) and check the invariants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EngineStep {
+    /// A member is about to be released (before the controls are read for it).
+    BeforeRelease,
+    /// A member was released: Heat is updating it.
+    MemberUpdating,
+    /// A batch's health gate starts waiting.
+    GateWait,
+    PreHook,
+    PostHook,
+    /// A member failed or the stack did: the engine is about to pause or end.
+    AfterFailure,
+    /// An entry was written to the journal.
+    JournalWrite,
+}
+
+/// Told of each [`EngineStep`]; the engine waits for the returned future before going on.
+pub trait StepProbe: Send + Sync {
+    fn at(&self, step: EngineStep, member: Option<&str>) -> BoxFuture<'static, ()>;
+}
+
+/// An optional [`StepProbe`] (the engine's options stay `Debug` and `Clone`).
+#[derive(Clone, Default)]
+pub struct Probe(pub Option<Arc<dyn StepProbe>>);
+
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Probe(set)"
+        } else {
+            "Probe(none)"
+        })
     }
 }
 
@@ -142,10 +190,12 @@ impl RolloutHandle {
             }
         }
     }
-    /// Stops the engine task at once, as if the process died (Heat carries on).
-    pub fn kill(self) {
-        if let Some(task) = &self.task {
+    /// Stops the engine task at once, as if the process died (Heat carries on); returns
+    /// once the task is gone (its driver lock released with it).
+    pub async fn kill(self) {
+        if let Some(task) = self.task {
             task.abort();
+            let _ = task.await;
         }
     }
 }
@@ -154,8 +204,21 @@ fn err(e: crate::api::ApiError) -> ServiceError {
     ServiceError::from(e)
 }
 
+/// Takes `target`'s driver lock for rollout `id`, or refuses with who holds it.
+fn take_lock(ctx: &ActionContext, target: &str, id: &str) -> ServiceResult<DriverLock> {
+    DriverLock::acquire(&lock::lock_dir(ctx.journal.path()), target, id).map_err(|e| match e {
+        lock::LockError::Held(_) => crate::drivers::refused(format!(
+            "{target} already has a driver: {e}; `caldera rollout status` shows it"
+        )),
+        lock::LockError::Io(_) => ServiceError::new(ErrorKind::Config, e.to_string()),
+    })
+}
+
 /// Sends the rollout's PATCH (after the guard rails; the plan goes to the journal first)
-/// and starts the engine.
+/// and starts the engine. One driver per node group: the driver lock is taken before
+/// Heat is looked at and kept by the engine, so on this machine the in-progress check and
+/// the PATCH never interleave with another start; another machine's rollout shows in Heat
+/// as an update in progress, and is refused here.
 pub async fn start(
     heat: HeatClient,
     ctx: ActionContext,
@@ -171,10 +234,26 @@ pub async fn start(
         Reach::Fleet,
         confirm,
     )?;
+    let driver_lock = take_lock(&ctx, &target, &plan.id)?;
+    let requests_from = journal_len(&ctx.journal);
     let detail = heat.get_stack(&plan.stack, false).await.map_err(err)?;
     if detail.summary.status.is_in_progress() {
+        let hooked = crate::ops::hooks::hook_used_since(
+            &heat,
+            &plan.stack,
+            super::plan::ROLLOUT_HOOK,
+            detail.summary.updated_at,
+        )
+        .await
+        .unwrap_or(false);
+        let who = if hooked {
+            "a rollout on pre-update hooks is under way (driven from another machine, or its \
+             driver died: `caldera rollout status` tells, `rollout resume` takes it over)"
+        } else {
+            "another action is running"
+        };
         return Err(crate::drivers::refused(format!(
-            "{target} is {}: another action is running (reattach with `rollout resume`)",
+            "{target} is {}: {who}",
             detail.summary.status
         )));
     }
@@ -222,23 +301,39 @@ pub async fn start(
             e.message
         )
     });
-    spawn(heat, ctx, plan, options, Vec::new(), paused)
-        .await
-        .map_err(|e| {
-            ServiceError::new(
-                e.kind,
-                format!(
-                    "the update was sent to Heat (members wait on their pre-update hooks, \
-                     nothing released) but the engine could not start: {}",
-                    e.message
-                ),
-            )
-        })
+    spawn(
+        heat,
+        ctx,
+        plan,
+        options,
+        Vec::new(),
+        driver_lock,
+        requests_from,
+        paused,
+    )
+    .await
+    .map_err(|e| {
+        ServiceError::new(
+            e.kind,
+            format!(
+                "the update was sent to Heat (members wait on their pre-update hooks, \
+                 nothing released) but the engine could not start: {}",
+                e.message
+            ),
+        )
+    })
+}
+
+/// Where the journal ends now: requests written after this point are for the driver that
+/// holds the lock (appends are whole lines, so the length is a line boundary).
+fn journal_len(journal: &Journal) -> u64 {
+    std::fs::metadata(journal.path()).map_or(0, |m| m.len())
 }
 
 /// Attaches to a rollout already under way (after a restart, or another operator's).
 /// `initial` controls (e.g. the resume that made the operator reattach) are applied before
-/// the engine first looks at Heat, so it never acts on a state they change.
+/// the engine first looks at Heat, so it never acts on a state they change. Refused while
+/// another process on this machine drives it.
 pub async fn reattach(
     heat: HeatClient,
     ctx: ActionContext,
@@ -254,10 +349,61 @@ pub async fn reattach(
         Reach::Nodes,
         None,
     )?;
+    let driver_lock = take_lock(&ctx, &target, &plan.id)?;
+    let requests_from = journal_len(&ctx.journal);
     ctx.record(
         &Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id),
     )?;
-    spawn(heat, ctx, plan, options, initial, None).await
+    spawn(
+        heat,
+        ctx,
+        plan,
+        options,
+        initial,
+        driver_lock,
+        requests_from,
+        None,
+    )
+    .await
+}
+
+/// Who drives `plan` on this machine, from its driver lock.
+pub fn driver_info(journal: &Journal, plan: &RolloutPlan) -> DriverInfo {
+    match lock::probe(&lock::lock_dir(journal.path()), &plan.target.label()) {
+        lock::LockState::Held(Some(h)) => DriverInfo::Process {
+            pid: h.pid,
+            host: h.host,
+            started_at: h.started_at,
+            last_seen: h.last_seen,
+        },
+        lock::LockState::Held(None) => DriverInfo::Process {
+            pid: 0,
+            host: "?".into(),
+            started_at: Utc::now(),
+            last_seen: Utc::now(),
+        },
+        lock::LockState::Free(last) => DriverInfo::Nobody {
+            since: last.as_ref().map(|h| h.last_seen),
+            last_pid: last.map(|h| h.pid),
+        },
+    }
+}
+
+/// The plan of the newest rollout of `target` in the journal, ended or not.
+pub fn find_latest(journal: &Journal, target: &str) -> ServiceResult<Option<RolloutPlan>> {
+    let entries = journal
+        .read_all()
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    Ok(entries
+        .iter()
+        .rev()
+        .filter(|e| e.target == target && e.action == "rollout.start")
+        .filter(|e| e.outcome == Outcome::Started)
+        .find_map(|e| {
+            e.spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok())
+        }))
 }
 
 /// The plan of the newest rollout of `target` in the journal that has not ended.
@@ -268,7 +414,8 @@ pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
     let mut active: Option<RolloutPlan> = None;
     for e in entries.iter().filter(|e| e.target == target) {
         match e.action.as_str() {
-            "rollout.start" => {
+            // A refused start (guard rails) has no plan and ends nothing.
+            "rollout.start" if e.outcome == Outcome::Started => {
                 active = e
                     .spec
                     .as_deref()
@@ -286,14 +433,18 @@ pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
     Ok(active)
 }
 
+#[allow(clippy::too_many_arguments)] // each is one piece of the engine's start
 async fn spawn(
     heat: HeatClient,
     ctx: ActionContext,
     plan: RolloutPlan,
     options: EngineOptions,
     initial: Vec<Control>,
+    mut driver_lock: DriverLock,
+    requests_from: u64,
     paused: Option<String>,
 ) -> ServiceResult<RolloutHandle> {
+    driver_lock.set_rollout(&plan.id);
     let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
     let group = driver.group_stack(&plan.stack).await?;
     let mut obs = HeatObserver::new(
@@ -307,9 +458,23 @@ async fn spawn(
     // Controls sent right after attaching (a resume) must see Heat's current state.
     obs.refresh().await?;
     let (journal_offset, memory) = journal_memory(&ctx.journal, &plan.id)?;
+    let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+    for c in initial {
+        // The receiver is alive: it is moved into the task below.
+        let _ = ctl_tx.send(c);
+    }
+    let status = initial_status(&plan);
+    let (st_tx, st_rx) = watch::channel(status.clone());
     let runner = Runner {
         heat,
-        status: initial_status(&plan),
+        status,
+        lock_dir: lock::lock_dir(ctx.journal.path()),
+        driver_lock,
+        controls: ctl_rx,
+        controls_open: true,
+        tx: st_tx,
+        ended: None,
+        aborting: None,
         ctx,
         options,
         obs,
@@ -322,18 +487,13 @@ async fn spawn(
         passthrough: BTreeSet::new(),
         timed_out: BTreeSet::new(),
         released_local: BTreeMap::new(),
-        journal_offset,
+        // Requests written since the lock was taken are this driver's.
+        journal_offset: journal_offset.min(requests_from),
         ignore_failures_until_update: None,
         draining: false,
         plan,
     };
-    let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
-    for c in initial {
-        // The receiver is alive: it is moved into the task below.
-        let _ = ctl_tx.send(c);
-    }
-    let (st_tx, st_rx) = watch::channel(runner.status.clone());
-    let task = tokio::spawn(runner.run(ctl_rx, st_tx));
+    let task = tokio::spawn(runner.run());
     Ok(RolloutHandle {
         control: ctl_tx,
         status: st_rx,
@@ -431,6 +591,19 @@ pub fn initial_status(plan: &RolloutPlan) -> RolloutStatus {
 struct Runner {
     heat: HeatClient,
     ctx: ActionContext,
+    /// Where the node group's driver and control locks live.
+    lock_dir: PathBuf,
+    /// Held as long as this engine runs: one driver per node group.
+    driver_lock: DriverLock,
+    controls: mpsc::UnboundedReceiver<Control>,
+    /// False once every handle is gone (no more controls from this process).
+    controls_open: bool,
+    tx: watch::Sender<RolloutStatus>,
+    /// Set by an abort: the state the rollout ends in.
+    ended: Option<RolloutState>,
+    /// An abort that cancelled Heat's update: the engine waits for Heat to settle (and, for
+    /// a rollback, clears the hooks Heat's rollback stops on) before it ends.
+    aborting: Option<Aborting>,
     plan: RolloutPlan,
     options: EngineOptions,
     obs: HeatObserver,
@@ -458,10 +631,22 @@ struct Runner {
     draining: bool,
 }
 
-enum Step {
-    Continue,
-    End(RolloutState),
+/// An abort that cancelled Heat's update, until Heat settles.
+struct Aborting {
+    mode: AbortMode,
+    since: std::time::Instant,
+    /// Heat showed the rollback (a `cancel_update` turns into one).
+    saw_rollback: bool,
+    /// Rollback hooks cleared, per member.
+    cleared: BTreeMap<String, u32>,
 }
+
+/// Longest an abort waits for Heat to leave the cancelled update (or finish rolling back)
+/// before it ends and says what is left.
+const ABORT_SETTLE_MAX: Duration = Duration::from_secs(30 * 60);
+/// After `cancel_update`, how long a settled stack that is not a rollback yet may be Heat
+/// between the cancel and the rollback's start.
+const ROLLBACK_START_GRACE: Duration = Duration::from_secs(20);
 
 impl Runner {
     fn target(&self) -> String {
@@ -489,19 +674,21 @@ impl Runner {
             Ok(()) => true,
             Err(e) => {
                 tracing::error!("rollout {}: {e}", self.plan.id);
-                self.paused = Some(format!(
-                    "{}: nothing more is sent to Heat until the journal takes entries \
-                     again; {}",
-                    e.message,
-                    self.sent_so_far()
-                ));
+                if self.paused.is_none() {
+                    self.paused = Some(format!(
+                        "{}: nothing more is sent to Heat until the journal takes entries \
+                         again; {}",
+                        e.message,
+                        self.sent_so_far()
+                    ));
+                }
                 false
             }
         }
     }
 
-    /// Which members this rollout has let go and which Heat still holds, for an error
-    /// that stops it.
+    /// Which members were released (or are done) and which are still held, for messages
+    /// that must say what was and was not sent.
     fn sent_so_far(&self) -> String {
         let (mut released, mut held) = (Vec::new(), Vec::new());
         for m in self.plan.members() {
@@ -520,69 +707,172 @@ impl Runner {
         )
     }
 
-    async fn run(
-        mut self,
-        mut control: mpsc::UnboundedReceiver<Control>,
-        status: watch::Sender<RolloutStatus>,
-    ) -> RolloutStatus {
+    /// Writes `entry` and tells the probe.
+    async fn note(&mut self, entry: Entry) -> bool {
+        let ok = self.write(entry);
+        self.probe(EngineStep::JournalWrite, None).await;
+        ok
+    }
+
+    async fn probe(&self, step: EngineStep, member: Option<&str>) {
+        if let Some(p) = &self.options.probe.0 {
+            p.at(step, member).await;
+        }
+    }
+
+    /// Nothing may be released: paused, aborting or ended.
+    fn halted(&self) -> bool {
+        self.paused.is_some() || self.ended.is_some() || self.aborting.is_some()
+    }
+
+    fn publish(&mut self) {
+        self.update_status();
+        let _ = self.tx.send(self.status.clone());
+    }
+
+    async fn run(mut self) -> RolloutStatus {
         loop {
-            let mut requests = Vec::new();
-            while let Ok(c) = control.try_recv() {
-                requests.push(c);
-            }
-            requests.extend(self.journal_requests());
-            let mut end = None;
-            for c in requests {
-                if let Step::End(s) = self.apply_control(c).await {
-                    end = Some(s);
-                }
-            }
-            if end.is_none() {
+            self.take_controls().await;
+            let mut end = self.ended.clone();
+            if end.is_none() && self.aborting.is_some() {
+                end = self.abort_step().await;
+            } else if end.is_none() {
                 match self.obs.refresh().await {
                     Ok(()) => end = self.step().await,
                     Err(e) => tracing::warn!("rollout {}: reading Heat: {e}", self.plan.id),
                 }
             }
+            // An abort applied during the step (a gate, a hook) ends the rollout now.
+            let end = end.or_else(|| self.ended.clone());
             self.update_status();
             if let Some(state) = end {
-                self.status.state = state;
-                self.status.compute(self.now());
-                let outcome = match &self.status.state {
-                    RolloutState::Completed | RolloutState::CompletedWithSkips => Outcome::Ok,
-                    other => Outcome::Failed {
-                        error: other.label(),
-                    },
-                };
-                let action = if matches!(self.status.state, RolloutState::Aborted { .. }) {
-                    "rollout.abort"
-                } else {
-                    "rollout.finish"
-                };
-                self.write(
-                    self.record(action, &self.target(), outcome)
-                        .plan(self.status.lines()),
-                );
-                let _ = status.send(self.status.clone());
-                return self.status;
+                return self.finish(state).await;
             }
-            let _ = status.send(self.status.clone());
-            tokio::time::sleep(self.options.poll).await;
+            let _ = self.tx.send(self.status.clone());
+            self.driver_lock.beat();
+            self.idle(self.options.poll).await;
         }
     }
 
+    async fn finish(mut self, state: RolloutState) -> RolloutStatus {
+        let cancelled = matches!(
+            self.aborting.as_ref().map(|a| a.mode),
+            Some(AbortMode::CancelUpdate | AbortMode::CancelWithoutRollback)
+        );
+        if cancelled {
+            // Heat has left the cancelled update: nothing is updating or held any more, and
+            // a node not done was not updated by this rollout.
+            for n in self.status.nodes.iter_mut() {
+                if matches!(
+                    n.phase,
+                    NodePhase::Updating | NodePhase::Paused | NodePhase::Waiting
+                ) {
+                    n.phase = NodePhase::Pending;
+                }
+            }
+        }
+        self.status.state = state;
+        self.status.compute(self.now());
+        // A rollout that ended has nothing releasing: no rate, no ETA.
+        self.status.throughput_per_min = None;
+        self.status.eta_secs = None;
+        let (action, outcome) = match &self.status.state {
+            RolloutState::Completed | RolloutState::CompletedWithSkips => {
+                ("rollout.finish", Outcome::Ok)
+            }
+            // An abort that did what was asked is not a failure: the reason says where
+            // Heat was left.
+            RolloutState::Aborted { .. } => ("rollout.abort", Outcome::Ok),
+            other => (
+                "rollout.finish",
+                Outcome::Failed {
+                    error: other.label(),
+                },
+            ),
+        };
+        let mut entry = self
+            .record(action, &self.target(), outcome)
+            .plan(self.status.lines());
+        if let RolloutState::Aborted { reason } = &self.status.state {
+            entry = entry.output(reason.clone());
+        }
+        self.note(entry).await;
+        let _ = self.tx.send(self.status.clone());
+        self.status
+    }
+
+    /// Waits `dur`, or less when a control arrives (applied at once). True when one did.
+    async fn idle(&mut self, dur: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + dur;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            let cs = self.wait_controls((deadline - now).min(CONTROL_POLL)).await;
+            if !cs.is_empty() {
+                for c in cs {
+                    self.apply_control(c).await;
+                }
+                self.publish();
+                return true;
+            }
+        }
+    }
+
+    /// The controls that arrive within `slice`: from this process's handles (at once) or
+    /// other processes' journal requests (read at the end of the slice).
+    async fn wait_controls(&mut self, slice: Duration) -> Vec<Control> {
+        let mut cs = Vec::new();
+        if self.controls_open {
+            tokio::select! {
+                c = self.controls.recv() => match c {
+                    Some(c) => cs.push(c),
+                    None => self.controls_open = false,
+                },
+                _ = tokio::time::sleep(slice) => {}
+            }
+        } else {
+            tokio::time::sleep(slice).await;
+        }
+        cs.extend(self.drain_channel());
+        cs.extend(self.journal_requests());
+        cs
+    }
+
+    fn drain_channel(&mut self) -> Vec<Control> {
+        let mut cs = Vec::new();
+        while let Ok(c) = self.controls.try_recv() {
+            cs.push(c);
+        }
+        cs
+    }
+
+    /// Applies every control waiting. True when there was one.
+    async fn take_controls(&mut self) -> bool {
+        let mut cs = self.drain_channel();
+        cs.extend(self.journal_requests());
+        let any = !cs.is_empty();
+        for c in cs {
+            self.apply_control(c).await;
+        }
+        any
+    }
+
     /// Requests other processes wrote to the journal since we last looked. A journal that
-    /// cannot be read may hide a pause or an abort: that pauses the rollout (with the line
-    /// at fault) until it reads again, it is never taken for "no requests".
+    /// cannot be read may hold a pause: the rollout pauses until it can be read.
     fn journal_requests(&mut self) -> Vec<Control> {
         let (entries, offset) = match self.ctx.journal.read_from(self.journal_offset) {
             Ok(read) => read,
             Err(e) => {
                 tracing::error!("rollout {}: {e}", self.plan.id);
-                self.paused = Some(format!(
-                    "{e}: a control request may be in it, so nothing more is sent to Heat \
-                     until it reads again; {}",
-                    self.sent_so_far()
-                ));
+                if self.ended.is_none() {
+                    self.paused = Some(format!(
+                        "{e}: a control request may be in it, so nothing more is sent to Heat \
+                         until it reads again; {}",
+                        self.sent_so_far()
+                    ));
+                }
                 return Vec::new();
             }
         };
@@ -594,39 +884,27 @@ impl Runner {
                 e.rollout.as_deref() == Some(self.plan.id.as_str())
                     || (e.rollout.is_none() && e.target.starts_with(&target))
             })
-            .filter_map(|e| match e.action.as_str() {
-                REQUEST_PAUSE => Some(Control::Pause),
-                REQUEST_RESUME => Some(Control::Resume {
-                    parameters: e
-                        .spec
-                        .as_deref()
-                        .and_then(|s| serde_json::from_str(s).ok())
-                        .unwrap_or_default(),
-                }),
-                REQUEST_ABORT => Some(Control::Abort(
-                    e.spec
-                        .as_deref()
-                        .and_then(|s| serde_json::from_str(s).ok())
-                        .unwrap_or(AbortMode::LeavePaused),
-                )),
-                REQUEST_SKIP => Some(Control::Skip(member_of(&e.target))),
-                _ => None,
-            })
+            .filter_map(|e| parse_request(&e))
             .collect()
     }
 
-    async fn apply_control(&mut self, c: Control) -> Step {
+    async fn apply_control(&mut self, c: Control) {
         let target = self.target();
+        if self.ended.is_some() || self.aborting.is_some() {
+            // An abort is the last word; later controls change nothing.
+            tracing::info!("rollout {}: {c:?} after the abort: ignored", self.plan.id);
+            return;
+        }
         match c {
             Control::Pause => {
                 self.paused = Some("paused by the operator".into());
-                self.write(self.record("rollout.pause", &target, Outcome::Ok));
-                Step::Continue
+                let e = self.record("rollout.pause", &target, Outcome::Ok);
+                self.note(e).await;
             }
             Control::Skip(m) => {
                 self.skipped.insert(m.clone());
-                self.write(self.record("rollout.skip", &self.member_target(&m), Outcome::Ok));
-                Step::Continue
+                let e = self.record("rollout.skip", &self.member_target(&m), Outcome::Ok);
+                self.note(e).await;
             }
             Control::Resume { parameters } => {
                 // Overrides apply to the update sent to retry failed members.
@@ -634,55 +912,283 @@ impl Runner {
                 if self.obs.stack_status.is_failed() {
                     self.draining = true;
                 }
-                if !self.write(
-                    self.record("rollout.resume", &target, Outcome::Ok)
-                        .spec(&self.plan.extra_parameters),
-                ) {
-                    return Step::Continue;
+                let e = self
+                    .record("rollout.resume", &target, Outcome::Ok)
+                    .spec(&self.plan.extra_parameters);
+                if !self.note(e).await {
+                    return; // the journal failed: still paused, saying why
                 }
                 self.paused = None;
                 self.timed_out.clear();
-                Step::Continue
             }
-            Control::Abort(mode) => {
-                let action = match mode {
-                    AbortMode::LeavePaused => None,
-                    AbortMode::CancelUpdate => Some(StackAction::CancelUpdate),
-                    AbortMode::CancelWithoutRollback => Some(StackAction::CancelWithoutRollback),
-                };
-                let mut reason = "aborted by the operator".to_string();
-                if let Some(a) = action {
-                    let call = ApiCall::new(
-                        "POST",
-                        format!("{}/actions", stack_path(&self.plan.stack)),
-                        format!("{{\"{}\":null}}", a.key()),
-                    );
-                    if !self.write(
-                        self.record("rollout.cancel", &target, Outcome::Started)
-                            .calls(vec![call.clone()]),
-                    ) {
-                        let why = self.paused.clone().unwrap_or_default();
-                        return Step::End(RolloutState::Aborted {
-                            reason: format!("aborted by the operator; {} NOT sent: {why}", a.key()),
-                        });
-                    }
-                    let r = self.heat.action(&self.plan.stack, a).await;
-                    let outcome = match &r {
-                        Ok(()) => Outcome::Ok,
-                        Err(e) => Outcome::Failed {
+            Control::Abort(mode) => self.abort(mode).await,
+        }
+    }
+
+    /// Stops releasing at once (the abort is journaled before anything else happens), then
+    /// sends Heat's cancel for the modes that cancel; the engine ends when Heat settles.
+    async fn abort(&mut self, mode: AbortMode) {
+        let target = self.target();
+        let e = self
+            .record("rollout.aborting", &target, Outcome::Ok)
+            .spec(&mode);
+        self.note(e).await;
+        let action = match mode {
+            AbortMode::LeavePaused => {
+                // Nothing is sent; the end waits for the members Heat is updating, so the
+                // last status says how they ended.
+                self.aborting = Some(Aborting {
+                    mode,
+                    since: std::time::Instant::now(),
+                    saw_rollback: false,
+                    cleared: BTreeMap::new(),
+                });
+                return;
+            }
+            AbortMode::CancelUpdate => StackAction::CancelUpdate,
+            AbortMode::CancelWithoutRollback => StackAction::CancelWithoutRollback,
+        };
+        let call = ApiCall::new(
+            "POST",
+            format!("{}/actions", stack_path(&self.plan.stack)),
+            format!("{{\"{}\":null}}", action.key()),
+        );
+        let e = self
+            .record("rollout.cancel", &target, Outcome::Started)
+            .calls(vec![call.clone()]);
+        if !self.note(e).await {
+            self.ended = Some(RolloutState::Aborted {
+                reason: format!(
+                    "stopped releasing; {} was NOT sent: the journal cannot be written. {}",
+                    action.key(),
+                    self.left_on_hooks()
+                ),
+            });
+            return;
+        }
+        // Pauses Heat writes from now on belong to the rollback.
+        for t in self.obs.members.values_mut() {
+            t.paused = false;
+        }
+        match self.heat.action(&self.plan.stack, action).await {
+            Ok(()) => {
+                let e = self.record("rollout.cancel", &target, Outcome::Ok);
+                self.note(e).await;
+                self.aborting = Some(Aborting {
+                    mode,
+                    since: std::time::Instant::now(),
+                    saw_rollback: false,
+                    cleared: BTreeMap::new(),
+                });
+            }
+            Err(e) => {
+                let entry = self
+                    .record(
+                        "rollout.cancel",
+                        &target,
+                        Outcome::Failed {
                             error: e.to_string(),
                         },
-                    };
-                    self.write(
-                        self.record("rollout.cancel", &target, outcome)
-                            .calls(vec![call]),
-                    );
-                    reason = match r {
-                        Ok(()) => format!("aborted by the operator ({})", a.key()),
-                        Err(e) => format!("aborted by the operator; {} failed: {e}", a.key()),
-                    };
-                }
-                Step::End(RolloutState::Aborted { reason })
+                    )
+                    .calls(vec![call]);
+                self.note(entry).await;
+                let _ = self.obs.refresh().await;
+                let s = &self.obs.stack_status;
+                let reason = if !s.is_in_progress() {
+                    // A failed update (a member failed) is over for Heat: nothing to cancel.
+                    let done = self.plan.members().filter(|m| self.is_done(m)).count();
+                    format!(
+                        "stopped releasing; Heat's update already ended ({s}), there is nothing \
+                         to cancel: {done} of {} nodes on {}. To finish: `caldera rollout start \
+                         {target} --image <previous image>` takes them back, `--image {}` \
+                         carries on",
+                        self.plan.members().count(),
+                        self.plan.image,
+                        self.plan.image
+                    )
+                } else {
+                    format!(
+                        "stopped releasing; Heat refused {}: {e}. {}",
+                        action.key(),
+                        self.left_on_hooks()
+                    )
+                };
+                self.ended = Some(RolloutState::Aborted { reason });
+            }
+        }
+    }
+
+    /// Members released that Heat has not finished (nor failed).
+    fn updating(&self) -> Vec<&str> {
+        self.plan
+            .members()
+            .filter(|m| {
+                self.obs
+                    .members
+                    .get(*m)
+                    .is_some_and(|t| t.released_at.is_some() && !t.done && t.failed.is_none())
+            })
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// What an abort that stops releasing leaves, and how to finish.
+    fn left_on_hooks(&self) -> String {
+        let done = self.plan.members().filter(|m| self.is_done(m)).count();
+        let total = self.plan.members().count();
+        let t = self.target();
+        format!(
+            "{done} of {total} nodes updated, the others wait on their hooks (stack {}); to \
+             finish: `caldera rollout abort {t} --rollback` rolls back, `--cancel` stops Heat's \
+             update where it is, `caldera rollout resume {t}` continues",
+            self.obs.stack_status
+        )
+    }
+
+    /// One look at Heat while an abort's cancel settles. A `cancel_update` of a hooked
+    /// update rolls back through the same hooks (measured on Heat 27: the rollback pauses
+    /// every member it takes back on `pre-update` and waits for ever): each is cleared as
+    /// it pauses, until the rollback ends.
+    async fn abort_step(&mut self) -> Option<RolloutState> {
+        if let Err(e) = self.obs.refresh().await {
+            tracing::warn!("rollout {}: reading Heat: {e}", self.plan.id);
+            return None;
+        }
+        let status = self.obs.stack_status.clone();
+        let a = self.aborting.as_mut()?;
+        if status.action == "ROLLBACK" {
+            a.saw_rollback = true;
+        }
+        let (mode, since, saw_rollback) = (a.mode, a.since, a.saw_rollback);
+        if mode == AbortMode::LeavePaused {
+            if self.updating().is_empty() || since.elapsed() > self.plan.options.node_timeout() {
+                return Some(RolloutState::Aborted {
+                    reason: self.left_on_hooks(),
+                });
+            }
+            return None;
+        }
+        if status.is_in_progress() {
+            if mode == AbortMode::CancelUpdate {
+                self.clear_rollback_hooks().await;
+            }
+            if since.elapsed() > ABORT_SETTLE_MAX {
+                return Some(RolloutState::Aborted {
+                    reason: format!(
+                        "Heat is still {status} {}s after the cancel; `caldera rollout status` \
+                         follows it",
+                        since.elapsed().as_secs()
+                    ),
+                });
+            }
+            return None;
+        }
+        if mode == AbortMode::CancelUpdate
+            && !saw_rollback
+            && since.elapsed() < ROLLBACK_START_GRACE
+            && status.action == "UPDATE"
+            && !status.is_complete()
+        {
+            return None; // the cancel has not turned into the rollback yet
+        }
+        // Heat's cancel (and a rollback) changed members behind the events' backs: count
+        // what is done from the members' own stacks.
+        for t in self.obs.members.values_mut() {
+            t.done = false;
+        }
+        if let Err(e) = self.obs.attach(&self.plan.image).await {
+            tracing::warn!("rollout {}: recounting members: {e}", self.plan.id);
+        }
+        Some(RolloutState::Aborted {
+            reason: self.cancel_outcome(mode),
+        })
+    }
+
+    async fn clear_rollback_hooks(&mut self) {
+        let paused: Vec<String> = self
+            .obs
+            .members
+            .iter()
+            .filter(|(_, t)| t.paused)
+            .map(|(m, _)| m.clone())
+            .collect();
+        for m in paused {
+            let target = self.member_target(&m);
+            let r = self.obs.release(&m).await;
+            if let Some(t) = self.obs.members.get_mut(&m) {
+                t.paused = false;
+            }
+            let outcome = match &r {
+                Ok(()) => Outcome::Ok,
+                Err(e) => Outcome::Failed {
+                    error: e.message.clone(),
+                },
+            };
+            if let Some(a) = self.aborting.as_mut() {
+                *a.cleared.entry(m.clone()).or_default() += 1;
+            }
+            let e = self.record("rollout.rollback_release", &target, outcome);
+            self.note(e).await;
+        }
+    }
+
+    /// Where an abort's cancel left Heat, and how to finish.
+    fn cancel_outcome(&self, mode: AbortMode) -> String {
+        let s = &self.obs.stack_status;
+        let t = self.target();
+        let reason = self.obs.stack_reason.clone();
+        match mode {
+            AbortMode::CancelUpdate if s.action == "ROLLBACK" && s.is_complete() => format!(
+                "rolled back: stack {s}, every node back on its previous image{}",
+                self.plan
+                    .from_image
+                    .as_deref()
+                    .map(|i| format!(" ({i})"))
+                    .unwrap_or_default()
+            ),
+            AbortMode::CancelUpdate if s.action == "ROLLBACK" => {
+                // Measured on Heat 27: a member cut short by the cancel can fail the
+                // rollback (`resources[1]: Stack UPDATE cancelled`).
+                let done = self.plan.members().filter(|m| self.is_done(m)).count();
+                let back = self
+                    .plan
+                    .from_image
+                    .as_deref()
+                    .unwrap_or("<previous image>");
+                format!(
+                    "rollback failed: stack {s} ({reason}); {done} of {} nodes still on {}; to \
+                     finish: `caldera rollout start {t} --image {back}` takes them back, \
+                     `--image {}` carries on",
+                    self.plan.members().count(),
+                    self.plan.image,
+                    self.plan.image
+                )
+            }
+            _ => {
+                let done: Vec<&str> = self
+                    .plan
+                    .members()
+                    .filter(|m| self.is_done(m))
+                    .map(String::as_str)
+                    .collect();
+                let total = self.plan.members().count();
+                format!(
+                    "cancelled: stack {s} ({reason}); {} of {total} nodes on {}{}; to finish: \
+                     `caldera rollout start {t} --image {}` updates the rest{}",
+                    done.len(),
+                    self.plan.image,
+                    if done.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", done.join(","))
+                    },
+                    self.plan.image,
+                    self.plan
+                        .from_image
+                        .as_deref()
+                        .map(|i| format!(", `--image {i}` goes back"))
+                        .unwrap_or_default()
+                )
             }
         }
     }
@@ -722,11 +1228,14 @@ impl Runner {
             stack_path(&self.plan.stack),
             update_body_text(&update),
         );
+        if self.halted() {
+            return false;
+        }
         if !self.write(
             self.record("rollout.retry", &target, Outcome::Started)
                 .calls(vec![call]),
         ) {
-            return false;
+            return false; // paused by the failed write: the retry was not sent
         }
         let seen = self.obs.group_updates;
         match self.heat.update_stack(&self.plan.stack, &update).await {
@@ -798,18 +1307,53 @@ impl Runner {
             ctx.node_index = m.parse().ok();
             ctx.node_ip = self.obs.member_ip(m).await;
         }
+        let step = match point {
+            HookPoint::PreBatch | HookPoint::PreNode => EngineStep::PreHook,
+            _ => EngineStep::PostHook,
+        };
+        self.publish();
+        self.probe(step, member).await;
         let target = match member {
             Some(m) => self.member_target(m),
             None => self.batch_target(batch),
         };
         // A hook changes the cluster (a drain): recorded before it runs, like a call.
-        if !self.write(
-            self.record("hook.started", &target, Outcome::Started)
-                .plan(vec![format!("{}: {}", point.as_str(), command)]),
-        ) {
+        let e = self
+            .record("hook.started", &target, Outcome::Started)
+            .plan(vec![format!("{}: {}", point.as_str(), command)]);
+        if !self.note(e).await {
             return false;
         }
-        let run: HookRun = run_hook(point, &command, &ctx, self.options.hooks.timeout()).await;
+        // Controls arriving while the hook runs are applied at once: a pause shows now and
+        // holds what follows the hook; an abort stops the hook (its process is killed).
+        let timeout = self.options.hooks.timeout();
+        let run = run_hook(point, &command, &ctx, timeout);
+        tokio::pin!(run);
+        let run: HookRun = loop {
+            tokio::select! {
+                r = &mut run => break r,
+                cs = self.wait_controls(CONTROL_POLL) => {
+                    if cs.is_empty() {
+                        continue;
+                    }
+                    for c in cs {
+                        self.apply_control(c).await;
+                    }
+                    self.publish();
+                    if self.ended.is_some() || self.aborting.is_some() {
+                        let e = self.record(
+                            &format!("hook.{}", point.as_str()),
+                            &target,
+                            Outcome::Failed {
+                                error: "stopped by the abort".into(),
+                            },
+                        );
+                        self.note(e).await;
+                        return false;
+                    }
+                }
+            }
+        };
         let outcome = if run.ok() {
             Outcome::Ok
         } else {
@@ -817,17 +1361,23 @@ impl Runner {
                 error: run.summary(),
             }
         };
-        self.write(
-            self.record(&format!("hook.{}", point.as_str()), &target, outcome)
-                .output(run.output.clone()),
-        );
-        if !run.ok() {
+        let e = self
+            .record(&format!("hook.{}", point.as_str()), &target, outcome)
+            .output(run.output.clone());
+        self.note(e).await;
+        if !run.ok() && self.paused.is_none() {
             self.paused = Some(format!("{} on {target}", run.summary()));
         }
         run.ok()
     }
 
-    async fn release(&mut self, m: &str) {
+    /// Releases member `m` from its hook, unless a control says otherwise: the controls are
+    /// read immediately before, under the node group's control lock, and the release's
+    /// intent is journaled under the same lock, so a pause, abort or skip recorded before
+    /// this point is honoured and one recorded later comes after the release in the
+    /// journal. False when it was not released.
+    async fn release(&mut self, m: &str) -> bool {
+        self.probe(EngineStep::BeforeRelease, Some(m)).await;
         let target = self.member_target(m);
         let call = ApiCall::new(
             "POST",
@@ -839,12 +1389,35 @@ impl Runner {
         } else {
             "rollout.release"
         };
-        if !self.write(
-            self.record(action, &target, Outcome::Started)
-                .calls(vec![call]),
-        ) {
-            return;
+        {
+            let guard = match ControlLock::acquire(&self.lock_dir, &self.target()) {
+                Ok(g) => g,
+                Err(e) => {
+                    self.paused = Some(format!("the rollout's control lock: {e}"));
+                    return false;
+                }
+            };
+            let mut cs = self.drain_channel();
+            cs.extend(self.journal_requests());
+            if !cs.is_empty() {
+                drop(guard);
+                for c in cs {
+                    self.apply_control(c).await;
+                }
+                // Decided again on the next pass, with the controls applied.
+                return false;
+            }
+            if self.halted() || self.skipped.contains(m) {
+                return false;
+            }
+            let intent = self
+                .record(action, &target, Outcome::Started)
+                .calls(vec![call]);
+            if !self.write(intent) {
+                return false; // paused, saying what was and was not released
+            }
         }
+        self.probe(EngineStep::JournalWrite, Some(m)).await;
         let outcome = match self.obs.release(m).await {
             Ok(()) => {
                 // Until the next look at Heat, count it as released.
@@ -858,7 +1431,13 @@ impl Runner {
             // restart, or by someone else). Heat's events will say which.
             Err(e) => Outcome::Failed { error: e.message },
         };
-        self.write(self.record(action, &target, outcome));
+        let released = outcome == Outcome::Ok;
+        let e = self.record(action, &target, outcome);
+        self.note(e).await;
+        if released {
+            self.probe(EngineStep::MemberUpdating, Some(m)).await;
+        }
+        true
     }
 
     async fn step(&mut self) -> Option<RolloutState> {
@@ -872,8 +1451,8 @@ impl Runner {
             .map(|(m, _)| m.clone())
             .collect();
         for m in through {
-            if self.paused.is_some() {
-                return None; // paused (or the journal failed): nothing is released
+            if self.halted() {
+                return None; // paused, aborting (or the journal failed): nothing is released
             }
             self.passthrough.insert(m.clone());
             self.release(&m).await;
@@ -881,16 +1460,21 @@ impl Runner {
 
         if let Some(reason) = self.failure() {
             if self.paused.is_none() {
+                self.probe(EngineStep::AfterFailure, None).await;
+                if self.ended.is_some() || self.aborting.is_some() {
+                    return None;
+                }
                 if !self.plan.options.pause_on_failure {
                     return Some(RolloutState::Failed { reason });
                 }
-                self.write(self.record(
+                let e = self.record(
                     "rollout.pause",
                     &self.target(),
                     Outcome::Failed {
                         error: reason.clone(),
                     },
-                ));
+                );
+                self.note(e).await;
                 self.paused = Some(reason);
             }
             return None;
@@ -911,7 +1495,7 @@ impl Runner {
             })
             .collect();
         for (b, m) in finished {
-            if self.paused.is_some() {
+            if self.halted() {
                 return None;
             }
             if !self.hook(HookPoint::PostNode, b, Some(&m)).await {
@@ -919,7 +1503,7 @@ impl Runner {
             }
             self.post_node_done.insert(m);
         }
-        if self.paused.is_some() {
+        if self.halted() {
             return None;
         }
 
@@ -947,11 +1531,12 @@ impl Runner {
             }
         }
         if !self.batch_started.contains(&b) {
-            if !self.hook(HookPoint::PreBatch, b, None).await {
+            if !self.hook(HookPoint::PreBatch, b, None).await || self.halted() {
                 return None;
             }
             self.batch_started.insert(b);
-            self.write(self.record("rollout.batch_started", &self.batch_target(b), Outcome::Ok));
+            let e = self.record("rollout.batch_started", &self.batch_target(b), Outcome::Ok);
+            self.note(e).await;
         }
         let members = self.plan.batches[b].clone();
         for m in members {
@@ -972,13 +1557,14 @@ impl Runner {
                         "node {m} not done {}s after release (timeout)",
                         age.as_secs()
                     );
-                    self.write(self.record(
+                    let e = self.record(
                         "rollout.pause",
                         &self.member_target(&m),
                         Outcome::Failed {
                             error: reason.clone(),
                         },
-                    ));
+                    );
+                    self.note(e).await;
                     self.paused = Some(reason);
                     return None;
                 }
@@ -987,6 +1573,9 @@ impl Runner {
             if !t.paused {
                 continue; // Heat has not reached it yet.
             }
+            if self.halted() {
+                return None;
+            }
             if !self.pre_node_done.contains(&m) {
                 if !self.hook(HookPoint::PreNode, b, Some(&m)).await {
                     return None;
@@ -994,8 +1583,8 @@ impl Runner {
                 self.pre_node_done.insert(m.clone());
             }
             self.release(&m).await;
-            if self.paused.is_some() {
-                return None; // the journal failed: nothing more is released
+            if self.halted() {
+                return None;
             }
         }
         None
@@ -1005,7 +1594,22 @@ impl Runner {
     async fn close_batch(&mut self, k: usize) -> bool {
         let wait = self.plan.options.gate_wait();
         if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
+            // Shown while the gate waits (what it waits after is done).
+            self.publish();
+            self.probe(EngineStep::GateWait, None).await;
+            // The gate is a wait like any other: a control ends it at once (a pause or an
+            // abort leaves the batch unclosed; the gate runs again after a resume).
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                if self.halted() {
+                    return false;
+                }
+                let now = tokio::time::Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                self.idle(deadline - now).await;
+            }
             if self.obs.refresh().await.is_ok() {
                 if let Some(reason) = self.failure() {
                     self.paused = Some(format!("health gate after batch {}: {reason}", k + 1));
@@ -1016,8 +1620,12 @@ impl Runner {
         if !self.hook(HookPoint::PostBatch, k, None).await {
             return false;
         }
+        if self.halted() {
+            return false;
+        }
         self.batch_finished.insert(k);
-        self.write(self.record("rollout.batch_finished", &self.batch_target(k), Outcome::Ok));
+        let e = self.record("rollout.batch_finished", &self.batch_target(k), Outcome::Ok);
+        self.note(e).await;
         true
     }
 
@@ -1040,7 +1648,25 @@ impl Runner {
     fn update_status(&mut self) {
         let current = self.current_batch();
         fill_nodes(&mut self.status, &self.obs, &self.skipped, current);
-        if !self.status.state.is_final() {
+        if let Some(a) = &self.aborting {
+            self.status.state = RolloutState::Aborting {
+                reason: match a.mode {
+                    AbortMode::CancelUpdate => format!(
+                        "Heat rolls back (stack {}); {} hook(s) of the rollback cleared",
+                        self.obs.stack_status,
+                        a.cleared.len()
+                    ),
+                    AbortMode::CancelWithoutRollback => format!(
+                        "cancel_without_rollback sent; stack {}",
+                        self.obs.stack_status
+                    ),
+                    AbortMode::LeavePaused => format!(
+                        "nothing more is released; waiting for {} node(s) Heat is updating",
+                        self.updating().len()
+                    ),
+                },
+            };
+        } else if !self.status.state.is_final() {
             self.status.state = match &self.paused {
                 Some(reason) => RolloutState::Paused {
                     reason: reason.clone(),
@@ -1049,6 +1675,7 @@ impl Runner {
                 None => RolloutState::Running,
             };
         }
+        self.status.driver = Some(DriverInfo::Here);
         self.status.compute(self.now());
     }
 
@@ -1059,8 +1686,11 @@ impl Runner {
     }
 }
 
-/// Appends a request for a rollout running in another process; returns the journal offset
-/// after it, where the engine's acknowledgement (see [`ack_action`]) will be.
+/// Appends a request for a rollout running in another process (or the next one to attach),
+/// under the node group's control lock (see [`lock`]): the engine sees it before its next
+/// release, or it is recorded after that release.
+/// Returns the journal offset after it, where the engine's acknowledgement (see
+/// [`ack_action`]) will be.
 pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> ServiceResult<u64> {
     let target = plan.target.label();
     let entry = match control {
@@ -1078,17 +1708,20 @@ pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> Se
             Outcome::Ok,
         ),
     };
+    let _guard = ControlLock::acquire(&lock::lock_dir(ctx.journal.path()), &target)
+        .map_err(|e| ServiceError::new(ErrorKind::Config, format!("the control lock: {e}")))?;
     ctx.record_at(&entry.rollout(&plan.id))
 }
 
 /// The entry an engine journals when it honours `control`: the acknowledgement a
-/// requester waits for.
+/// requester waits for. An abort is honoured when it is recorded (`rollout.aborting`:
+/// nothing is released from then on); `rollout.abort` follows when Heat has settled.
 pub fn ack_action(control: &Control) -> &'static str {
     match control {
         Control::Pause => "rollout.pause",
         Control::Resume { .. } => "rollout.resume",
         Control::Skip(_) => "rollout.skip",
-        Control::Abort(_) => "rollout.abort",
+        Control::Abort(_) => "rollout.aborting",
     }
 }
 
@@ -1103,6 +1736,28 @@ fn name_list(names: &[&str]) -> String {
         s.push_str(&format!(" and {} more", names.len() - SHOWN));
     }
     s
+}
+
+/// The control a journal entry asks for, when it is a request.
+pub fn parse_request(e: &Entry) -> Option<Control> {
+    match e.action.as_str() {
+        REQUEST_PAUSE => Some(Control::Pause),
+        REQUEST_RESUME => Some(Control::Resume {
+            parameters: e
+                .spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or_default(),
+        }),
+        REQUEST_ABORT => Some(Control::Abort(
+            e.spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or(AbortMode::LeavePaused),
+        )),
+        REQUEST_SKIP => Some(Control::Skip(member_of(&e.target))),
+        _ => None,
+    }
 }
 
 /// Node phases from what Heat says.
@@ -1188,9 +1843,14 @@ pub async fn observe_status(
             ("rollout.resume", Outcome::Ok) | ("rollout.reattach", _) => {
                 status.state = RolloutState::Running
             }
+            ("rollout.aborting", _) => {
+                status.state = RolloutState::Aborting {
+                    reason: "Heat's cancel under way".into(),
+                }
+            }
             ("rollout.abort", _) => {
                 status.state = RolloutState::Aborted {
-                    reason: "aborted".into(),
+                    reason: e.output.clone().unwrap_or_else(|| "aborted".into()),
                 }
             }
             ("rollout.finish", Outcome::Ok) => status.state = RolloutState::Completed,
@@ -1204,6 +1864,9 @@ pub async fn observe_status(
     }
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
         status.state = RolloutState::Completed;
+    }
+    if !status.state.is_final() {
+        status.driver = Some(driver_info(journal, plan));
     }
     let now = obs
         .last_event_time

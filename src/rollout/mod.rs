@@ -10,11 +10,13 @@
 //! - [`plan`]: the plan shown before anything happens.
 //! - [`observe`]: Heat's state of a rollout (events and member stacks).
 //! - [`engine`]: the task that drives it, controlled by [`engine::Control`].
+//! - [`lock`]: one driver per node group; control requests ordered against releases.
 //! - [`control`]: finding a rollout under way and steering it from outside its engine.
 //! - [`status`]: [`status::RolloutStatus`], the snapshot the console shows.
 
 pub mod control;
 pub mod engine;
+pub mod lock;
 pub mod observe;
 pub mod observed;
 pub mod plan;

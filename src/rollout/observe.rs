@@ -235,7 +235,9 @@ impl HeatObserver {
                 } else if e.status.is_failed() {
                     m.failed = Some(reason);
                     m.done = false;
-                } else if e.status.raw == "UPDATE_COMPLETE" && !m.done {
+                } else if e.status.raw == "UPDATE_COMPLETE" && (!m.done || m.done_at.is_none()) {
+                    // Also when `attach` found it done already (a take-over): its times
+                    // come from these events.
                     m.done = true;
                     m.done_released_at = m.released_at;
                     m.done_at = Some(e.time);

@@ -68,6 +68,11 @@ pub enum RolloutState {
     Paused {
         reason: String,
     },
+    /// Aborted: Heat's cancel is under way (a rollback's hooks are cleared as Heat reaches
+    /// them); nothing of the rollout is released any more. Ends as `Aborted`.
+    Aborting {
+        reason: String,
+    },
     Aborted {
         reason: String,
     },
@@ -95,10 +100,59 @@ impl RolloutState {
             RolloutState::Starting => "starting".into(),
             RolloutState::Running => "running".into(),
             RolloutState::Paused { reason } => format!("paused: {reason}"),
+            RolloutState::Aborting { reason } => format!("aborting: {reason}"),
             RolloutState::Aborted { reason } => format!("aborted: {reason}"),
             RolloutState::Completed => "completed".into(),
             RolloutState::CompletedWithSkips => "completed (skipped nodes left on hooks)".into(),
             RolloutState::Failed { reason } => format!("failed: {reason}"),
+        }
+    }
+}
+
+/// Who drives a rollout, as far as this machine can tell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DriverInfo {
+    /// This process's engine.
+    Here,
+    /// Another live process on this machine (its driver lock's text; `last_seen` is its
+    /// heartbeat).
+    Process {
+        pid: u32,
+        host: String,
+        started_at: DateTime<Utc>,
+        last_seen: DateTime<Utc>,
+    },
+    /// No live process on this machine drives it; `since` is the last driver's last
+    /// heartbeat, when there was one. (A driver on another machine is not visible here.)
+    Nobody {
+        since: Option<DateTime<Utc>>,
+        last_pid: Option<u32>,
+    },
+}
+
+impl DriverInfo {
+    pub fn label(&self) -> String {
+        match self {
+            DriverInfo::Here => "driven here".into(),
+            DriverInfo::Process {
+                pid,
+                host,
+                last_seen,
+                ..
+            } => format!(
+                "driven by pid {pid} on {host}, last seen {}",
+                last_seen.format("%H:%M:%S")
+            ),
+            DriverInfo::Nobody {
+                since: Some(t),
+                last_pid,
+            } => format!(
+                "no driver on this machine since {}{}",
+                t.format("%Y-%m-%d %H:%M:%S"),
+                last_pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+            ),
+            DriverInfo::Nobody { since: None, .. } => "no driver on this machine".into(),
         }
     }
 }
@@ -128,6 +182,9 @@ pub struct RolloutStatus {
     #[serde(default)]
     pub stragglers: usize,
     pub updated_at: DateTime<Utc>,
+    /// Who drives it, when known.
+    #[serde(default)]
+    pub driver: Option<DriverInfo>,
 }
 
 /// How long a node may be updating before it counts as a straggler, given the median time
@@ -177,10 +234,18 @@ impl RolloutStatus {
             eta_secs: None,
             stragglers: 0,
             updated_at: now,
+            driver: None,
         }
     }
 
-    /// Fills the counters and timing figures from `nodes`.
+    /// Something releases nodes: a running (or starting) rollout with a live driver.
+    pub fn releasing(&self) -> bool {
+        matches!(self.state, RolloutState::Running | RolloutState::Starting)
+            && !matches!(self.driver, Some(DriverInfo::Nobody { .. }))
+    }
+
+    /// Fills the counters and timing figures from `nodes`. Throughput and ETA only while
+    /// something releases: a paused, ended or undriven rollout has no rate.
     pub fn compute(&mut self, now: DateTime<Utc>) {
         let count = |p: NodePhase| self.nodes.iter().filter(|n| n.phase == p).count();
         self.done = count(NodePhase::Done);
@@ -204,6 +269,9 @@ impl RolloutStatus {
             }
             _ => None,
         };
+        if !self.releasing() {
+            self.throughput_per_min = None;
+        }
         self.eta_secs = self
             .throughput_per_min
             .filter(|t| *t > 0.0)
@@ -243,11 +311,15 @@ impl RolloutStatus {
         };
         let mut out = vec![
             format!(
-                "rollout {} of {} to {}: {}",
+                "rollout {} of {} to {}: {}{}",
                 self.id,
                 self.target,
                 self.image,
-                self.state.label()
+                self.state.label(),
+                self.driver
+                    .as_ref()
+                    .map(|d| format!(" ({})", d.label()))
+                    .unwrap_or_default()
             ),
             format!(
                 "  stack {}; batch {}/{}; done {} failed {} skipped {} remaining {}",

@@ -258,7 +258,13 @@ impl Operator for LiveOperator {
     ) -> BoxFuture<'static, ServiceResult<()>> {
         let me = self.inner.clone();
         async move {
-            let after = control::ask(&me.heat, &me.action, &plan, &control).await?;
+            let options = me.engine_options(&plan.target);
+            // `None`: nothing waits for an acknowledgement (an abort driven here to its
+            // end, a skip recorded for the next driver).
+            let Some(after) = control::ask(&me.heat, &me.action, &plan, &control, options).await?
+            else {
+                return Ok(());
+            };
             // The engine is in another process: say whether it honoured the request, not
             // only that the request was written.
             let wait = REQUEST_ACK_WAIT.max(me.poll * 3);
@@ -331,17 +337,11 @@ impl Operator for LiveOperator {
     fn read_journal(&self, offset: u64) -> BoxFuture<'static, ServiceResult<(Vec<Entry>, u64)>> {
         let journal = self.inner.action.journal.clone();
         async move {
-            // The journal is a file read with std I/O: off the async workers. The pane is
-            // an audit view: lines that are not entries are skipped and logged by number.
-            let path = journal.path().display().to_string();
-            let scan = tokio::task::spawn_blocking(move || journal.scan_from(offset))
+            // The journal is a file read with std I/O: off the async workers.
+            tokio::task::spawn_blocking(move || journal.read_from(offset))
                 .await
                 .map_err(|e| ServiceError::new(ErrorKind::Config, format!("journal reader: {e}")))?
-                .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
-            for bad in &scan.bad {
-                tracing::warn!("journal {path}: {bad}");
-            }
-            Ok((scan.entries, scan.next))
+                .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))
         }
         .boxed()
     }

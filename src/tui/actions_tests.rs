@@ -703,6 +703,34 @@ async fn quitting_with_a_rollout_driven_here_asks_first() {
     h.press(KeyCode::Char('q'));
     assert!(h.app.should_quit);
 }
+#[tokio::test]
+async fn ctrl_c_with_a_rollout_driven_here_asks_and_a_second_ctrl_c_quits() {
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    let mut h = H::ops();
+    h.open_edge().await;
+    // Nothing running: ctrl-c quits at once.
+    h.app.on_key(ctrl_c);
+    assert!(h.app.should_quit);
+    h.app.should_quit = false;
+
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    h.rollout_driven_here(&g, &plan);
+    h.rollout_status(&g, mid_run(&plan));
+    h.app.on_key(ctrl_c);
+    assert!(!h.app.should_quit, "ctrl-c left a running rollout silently");
+    let screen = h.screen();
+    assert!(screen.contains("Quit with a rollout running?"), "{screen}");
+    // `n` keeps the console (and the rollout) going.
+    h.press(KeyCode::Char('n'));
+    assert!(!h.app.should_quit && h.dialog().is_none());
+    // Asked again, a second ctrl-c quits.
+    h.app.on_key(ctrl_c);
+    assert!(!h.app.should_quit);
+    h.app.on_key(ctrl_c);
+    assert!(h.app.should_quit);
+}
+
 #[path = "observed_tests.rs"]
 mod observed;
 

@@ -33,7 +33,9 @@ pub fn phase_state(p: NodePhase) -> CellState {
 fn took(n: &NodeProgress, ctx: &RowCtx) -> Option<i64> {
     match (n.released_at, n.finished_at) {
         (Some(r), Some(f)) => Some((f - r).num_seconds()),
-        (Some(r), None) => Some((ctx.now - r).num_seconds()),
+        // Only a node Heat is updating now counts on; a done node whose finish was not
+        // seen (taken over after it ended) has no duration to show.
+        (Some(r), None) if n.phase == NodePhase::Updating => Some((ctx.now - r).num_seconds()),
         _ => None,
     }
 }
@@ -189,4 +191,38 @@ pub fn journal_columns() -> Vec<Column<JournalRow>> {
             style: muted,
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, Utc};
+
+    /// TOOK counts on only while Heat updates the node: a node found done after a take-over
+    /// (its finish not seen) shows no duration rather than one that grows for ever.
+    #[test]
+    fn took_grows_only_while_updating() {
+        let theme = crate::tui::theme::Theme::default_theme();
+        let t0 = Utc::now();
+        let ctx = RowCtx {
+            now: t0 + Duration::seconds(300),
+            theme: &theme,
+            abs_time: false,
+        };
+        let mut n = NodeProgress {
+            name: "3".into(),
+            index: Some(3),
+            batch: 0,
+            phase: NodePhase::Updating,
+            released_at: Some(t0),
+            finished_at: None,
+            reason: None,
+            straggler: false,
+        };
+        assert_eq!(took(&n, &ctx), Some(300));
+        n.phase = NodePhase::Done;
+        assert_eq!(took(&n, &ctx), None);
+        n.finished_at = Some(t0 + Duration::seconds(12));
+        assert_eq!(took(&n, &ctx), Some(12));
+    }
 }

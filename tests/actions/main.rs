@@ -180,3 +180,36 @@ async fn sim_pause_from_journal_skip_and_resume() {
     scenarios::pause_skip_resume_scenario(&env, "rp").await;
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_abort_with_rollback_rolls_back_through_the_hooks() {
+    let (sim, env) = sim_env().await;
+    scenarios::abort_scenario(&env, "ab1", caldera::rollout::AbortMode::CancelUpdate).await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_abort_without_rollback_says_what_remains() {
+    let (sim, env) = sim_env().await;
+    scenarios::abort_scenario(
+        &env,
+        "ab2",
+        caldera::rollout::AbortMode::CancelWithoutRollback,
+    )
+    .await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_abort_leaving_hooks_then_rollback_from_another_process() {
+    let (sim, env) = sim_env().await;
+    scenarios::abort_scenario(&env, "ab3", caldera::rollout::AbortMode::LeavePaused).await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_concurrent_starts_one_driver() {
+    let (sim, env) = sim_env().await;
+    scenarios::concurrent_start_scenario(&env, "cs").await;
+    sim.shutdown().await;
+}

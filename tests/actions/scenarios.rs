@@ -62,6 +62,7 @@ impl Env {
         EngineOptions {
             poll: self.poll,
             hooks,
+            ..Default::default()
         }
     }
 
@@ -143,6 +144,31 @@ impl Env {
             );
         }
         out
+    }
+
+    /// Members whose own stack is at `image` and complete: updated, as Heat sees it.
+    pub async fn members_done(&self, target: &NodeGroupTarget, image: &str) -> usize {
+        let group = self
+            .driver
+            .group_stack(target.stack.as_ref().expect("stack"))
+            .await
+            .expect("group");
+        let members = self
+            .heat
+            .list_resources(&group, &ResourceQuery::default())
+            .await
+            .expect("members");
+        let mut n = 0;
+        for m in members {
+            let stack = m.resource.nested.clone().expect("member stack");
+            let d = self.heat.get_stack(&stack, false).await.expect("member");
+            if d.parameters.get("image").map(String::as_str) == Some(image)
+                && d.summary.status.is_complete()
+            {
+                n += 1;
+            }
+        }
+        n
     }
 
     /// The id of the group stack's newest event: later events belong to what follows.
@@ -498,7 +524,27 @@ pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 2))
         .await
         .expect("two done in time");
-    h.kill();
+    h.kill().await;
+
+    // What status tells with nobody driving: no driver here since the last heartbeat, and
+    // no rate or ETA (nothing releases).
+    let seen = engine::observe_status(&env.heat, &env.ctx.journal, &plan)
+        .await
+        .expect("status");
+    assert!(
+        matches!(
+            seen.driver,
+            Some(caldera::rollout::status::DriverInfo::Nobody { since: Some(_), .. })
+        ),
+        "{:?}",
+        seen.driver
+    );
+    assert!(seen.throughput_per_min.is_none() && seen.eta_secs.is_none());
+    assert!(
+        seen.lines()[0].contains("no driver on this machine since"),
+        "{}",
+        seen.lines()[0]
+    );
 
     // A new process: only the journal and Heat.
     let found = find_active(&env.ctx.journal, &target.label())
@@ -692,5 +738,197 @@ pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
         .await
         .expect("cancel");
     env.settle(target.stack.as_ref().expect("stack")).await;
+    env.delete(&target).await;
+}
+
+/// No `rollout.release` after the rollout's abort was recorded (journal order).
+fn assert_nothing_released_after_abort(entries: &[caldera::journal::Entry]) {
+    let mut aborted = false;
+    for e in entries {
+        match e.action.as_str() {
+            "rollout.aborting" | "rollout.request.abort" => aborted = true,
+            "rollout.release" if e.outcome == Outcome::Started => {
+                assert!(!aborted, "{} released after the abort", e.target)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An abort in `mode` after the first node is done ends in a defined state that matches
+/// Heat: rolled back (every node on the old image, ROLLBACK_COMPLETE), cancelled
+/// (UPDATE_FAILED, the status counting the nodes Heat updated), or left on hooks (then an
+/// abort with rollback from a process that does not drive it finishes the job). Journaled
+/// as an abort, not a failure; nothing released after it.
+pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
+    let target = env.create(cluster, 4).await;
+    let members = env.member_names(&target).await;
+    let stack = target.stack.clone().expect("stack");
+    let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("first node done");
+    h.send(Control::Abort(mode)).expect("abort");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .unwrap_or_else(|_| panic!("{mode:?}: the abort never ended"));
+    let RolloutState::Aborted { reason } = &end.state else {
+        panic!("{mode:?}: {:#?}", end.lines());
+    };
+    let cleared = env
+        .ctx
+        .journal
+        .rollout_entries(&plan.id)
+        .expect("journal")
+        .iter()
+        .filter(|e| e.action == "rollout.rollback_release" && e.outcome == Outcome::Ok)
+        .count();
+    eprintln!("abort {mode:?}: {reason} ({cleared} rollback hook(s) cleared)");
+    let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    assert_nothing_released_after_abort(&journal);
+    let last = journal.last().expect("entries");
+    assert_eq!(
+        (last.action.as_str(), &last.outcome),
+        ("rollout.abort", &Outcome::Ok),
+        "journaled as an abort"
+    );
+    assert!(end.throughput_per_min.is_none() && end.eta_secs.is_none());
+    let images = env.member_images(&target).await;
+    let at_new = images.values().filter(|i| *i == "img-v2").count();
+    match mode {
+        // Heat's rollback either completes, or fails when a member the cancel cut short
+        // cannot be taken back (seen on Heat 27): both are said, with the way on.
+        AbortMode::CancelUpdate if reason.starts_with("rollback failed") => {
+            assert_eq!(env.settle(&stack).await, "ROLLBACK_FAILED");
+            let done = env.members_done(&target, "img-v2").await;
+            assert_eq!(end.done, done, "status {} done, Heat {done}", end.done);
+            assert!(reason.contains("--image"), "{reason}");
+        }
+        AbortMode::CancelUpdate => {
+            assert!(reason.starts_with("rolled back"), "{reason}");
+            assert_eq!(env.settle(&stack).await, "ROLLBACK_COMPLETE");
+            assert_eq!(at_new, 0, "{images:?}");
+        }
+        AbortMode::CancelWithoutRollback => {
+            assert!(reason.starts_with("cancelled"), "{reason}");
+            assert_eq!(env.settle(&stack).await, "UPDATE_FAILED");
+            // Done in Heat: the member's stack at the new image and complete (a member
+            // whose update the cancel cut short has the new image but UPDATE_FAILED).
+            let done = env.members_done(&target, "img-v2").await;
+            assert_eq!(end.done, done, "status {} done, Heat {done}", end.done);
+            assert!(done >= 1 && done < members.len(), "{images:?}");
+        }
+        AbortMode::LeavePaused => {
+            assert!(reason.contains("wait on their hooks"), "{reason}");
+            let d = env.heat.get_stack(&stack, false).await.expect("stack");
+            assert_eq!(d.summary.status.raw, "UPDATE_IN_PROGRESS");
+            assert_eq!(end.done, at_new, "status {} done, Heat {at_new}", end.done);
+            // Finishing as the abort's reason says: an abort with rollback, from a process
+            // that does not drive it (nobody does now): it takes the rollout over to do it.
+            let found = caldera::rollout::control::find_rollout(&env.heat, &env.ctx, &target)
+                .await
+                .expect("find")
+                .expect("Heat still holds the members on our hooks");
+            let h2 = caldera::rollout::control::abort(
+                &env.heat,
+                &env.ctx,
+                &found,
+                AbortMode::CancelUpdate,
+                env.engine_options(HookSet::default()),
+            )
+            .await
+            .expect("abort --rollback")
+            .expect("nobody drives it: driven from here");
+            let end2 = tokio::time::timeout(env.timeout, h2.wait())
+                .await
+                .expect("the rollback ends");
+            let RolloutState::Aborted { reason } = &end2.state else {
+                panic!("{:#?}", end2.lines());
+            };
+            assert!(reason.starts_with("rolled back"), "{reason}");
+            assert_eq!(env.settle(&stack).await, "ROLLBACK_COMPLETE");
+            let images = env.member_images(&target).await;
+            assert!(images.values().all(|i| i == "img-v1"), "{images:?}");
+        }
+    }
+    env.delete(&target).await;
+}
+
+/// Two starts at the same moment from two processes of this machine (two journal handles
+/// on one file): one proceeds, the other is refused naming the holder. Then a start from
+/// "another machine" (its own journal and locks) while the rollout runs: refused from what
+/// Heat shows. One PATCH; the rollout completes.
+pub async fn concurrent_start_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 3).await;
+    let members = env.member_names(&target).await;
+    let a = env.plan(&target, &members, "img-a", RolloutOptions::default(), &[]);
+    let b = env.plan(&target, &members, "img-b", RolloutOptions::default(), &[]);
+    let mut other = env.ctx.clone();
+    other.journal = Journal::open(env.ctx.journal.path());
+    let (ra, rb) = tokio::join!(
+        engine::start(
+            env.heat.clone(),
+            env.ctx.clone(),
+            a.clone(),
+            env.engine_options(HookSet::default()),
+            None
+        ),
+        engine::start(
+            env.heat.clone(),
+            other,
+            b.clone(),
+            env.engine_options(HookSet::default()),
+            None
+        )
+    );
+    let (h, lost, plan) = match (ra, rb) {
+        (Ok(h), Err(e)) => (h, e, a),
+        (Err(e), Ok(h)) => (h, e, b),
+        (Ok(_), Ok(_)) => panic!("both starts proceeded"),
+        (Err(x), Err(y)) => panic!("neither proceeded: {x} / {y}"),
+    };
+    assert!(lost.message.contains("already has a driver"), "{lost}");
+    assert!(lost.message.contains(&plan.id), "names the holder: {lost}");
+    // Another machine: nothing shared but Heat.
+    let dir = tempfile::tempdir().expect("dir");
+    let mut remote = env.ctx.clone();
+    remote.journal = Journal::open(dir.path().join("journal.jsonl"));
+    let c = env.plan(&target, &members, "img-c", RolloutOptions::default(), &[]);
+    let e = engine::start(
+        env.heat.clone(),
+        remote,
+        c,
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .err()
+    .expect("a start from another machine during the rollout is refused");
+    assert!(e.message.contains("IN_PROGRESS"), "{e}");
+    eprintln!("concurrent start refused: {lost}\nother machine refused: {e}");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("finishes");
+    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    let images = env.member_images(&target).await;
+    assert!(images.values().all(|i| *i == plan.image), "{images:?}");
+    let started = env
+        .ctx
+        .journal
+        .read_all()
+        .expect("journal")
+        .iter()
+        .filter(|e| e.target == target.label() && e.action == "rollout.started")
+        .count();
+    assert_eq!(started, 1, "one PATCH");
     env.delete(&target).await;
 }

@@ -20,7 +20,9 @@ fn state_color(app: &App, s: &RolloutState) -> ratatui::style::Color {
     let th = &app.theme;
     match s {
         RolloutState::Starting | RolloutState::Running => th.state_color(CellState::InProgress),
-        RolloutState::Paused { .. } => th.state_color(CellState::Paused),
+        RolloutState::Paused { .. } | RolloutState::Aborting { .. } => {
+            th.state_color(CellState::Paused)
+        }
         RolloutState::Completed | RolloutState::CompletedWithSkips => {
             th.state_color(CellState::Complete)
         }
@@ -72,10 +74,14 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
             ),
             Span::styled(
                 match (slot.driver, &slot.observed) {
-                    (_, Some(_)) => "  (observed: not driven by caldera)",
-                    (Some(Driver::Here), None) => "  (driven here)",
-                    (Some(Driver::Elsewhere), None) => "  (observed)",
-                    (None, None) => "",
+                    (_, Some(_)) => "  (observed: not driven by caldera)".to_string(),
+                    (Some(Driver::Here), None) => "  (driven here)".to_string(),
+                    // Who drives it, from its driver lock: another process, or nobody.
+                    (Some(Driver::Elsewhere), None) => match &s.driver {
+                        Some(d) if !s.state.is_final() => format!("  (observed; {})", d.label()),
+                        _ => "  (observed)".to_string(),
+                    },
+                    (None, None) => String::new(),
                 },
                 m,
             ),

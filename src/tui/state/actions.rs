@@ -573,8 +573,13 @@ impl App {
         }
     }
 
-    /// `q` / `:q`. A rollout driven by this console stops releasing nodes when it quits, so
-    /// that asks first (ctrl-c still quits at once, from anywhere).
+    /// The quit question is open (a second ctrl-c answers it).
+    pub(super) fn quit_asked(&self) -> bool {
+        matches!(&self.mode, Mode::Dialog(d) if matches!(&**d, Dialog::Confirm(c) if c.then == OnYes::Quit))
+    }
+
+    /// `q` / `:q` / ctrl-c. A rollout driven by this console stops releasing nodes when it
+    /// quits, so that asks first (a second ctrl-c quits).
     pub(super) fn request_quit(&mut self) {
         let running: Vec<String> = self
             .store

@@ -127,7 +127,13 @@ impl App {
         }
         self.dirty = true;
         if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
-            self.should_quit = true;
+            // Asks like `q` while this console drives a rollout (quitting stops releasing);
+            // a second ctrl-c, on that question, quits.
+            if self.quit_asked() {
+                self.should_quit = true;
+            } else {
+                self.request_quit();
+            }
             return;
         }
         // Like ctrl-c, suspending works from every mode (an open input line included),

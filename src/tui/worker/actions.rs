@@ -259,12 +259,23 @@ impl Worker {
                 };
                 let rollouts = self.rollouts.clone();
                 self.spawn(async move {
-                    let result = if matches!(control, Control::Resume { .. }) {
-                        // Taking over: an engine here, resumed before it first acts.
-                        match op.reattach_rollout((*plan).clone(), vec![control]).await {
+                    let result = if matches!(control, Control::Resume { .. } | Control::Abort(_)) {
+                        // Taking over: an engine here, resumed (or aborting, so the cancel
+                        // is driven to its end and shown) before it first acts. When a live
+                        // process holds the rollout, an abort goes to it instead.
+                        match op
+                            .reattach_rollout((*plan).clone(), vec![control.clone()])
+                            .await
+                        {
                             Ok(handle) => {
                                 Worker::adopt(&rollouts, &tx, key.clone(), *plan, handle);
                                 Ok(())
+                            }
+                            Err(e)
+                                if e.kind == ErrorKind::Refused
+                                    && matches!(control, Control::Abort(_)) =>
+                            {
+                                op.request_rollout(*plan, control).await
                             }
                             Err(e) => Err(e),
                         }

@@ -1,0 +1,80 @@
+//! The rollout control plane on a real OpenStack Heat on 127.0.0.1 (Heat 27,
+//! `OS::Heat::TestResource` machines, groups of 3-4): each abort mode ends in a defined
+//! state that matches Heat (a `cancel_update` of a hooked update rolls back through the same
+//! hooks, which the engine clears), concurrent starts leave one driver, and a killed driver
+//! is seen as gone and taken over. The same scenarios run on the simulator in
+//! `tests/actions/main.rs`.
+//!
+//! `scripts/real-heat-suite.sh` runs these with `--ignored`; HEAT_URL must point at the Heat.
+
+#[path = "actions/scenarios.rs"]
+mod scenarios;
+
+use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
+use caldera::rollout::AbortMode;
+use scenarios::Env;
+use std::time::Duration;
+
+fn heat_url() -> String {
+    std::env::var("HEAT_URL")
+        .expect("HEAT_URL must point at a real Heat (scripts/real-heat-suite.sh starts one)")
+}
+
+async fn env() -> Env {
+    let conn = CloudConnection::no_auth(
+        &NoAuthEndpoints::heat_only(heat_url()),
+        &ConnectOptions::default(),
+    )
+    .await
+    .expect("connect to the real Heat");
+    Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(500),
+        Duration::from_secs(240),
+        1,
+    )
+}
+
+/// Stack names must be unique on a shared Heat.
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}{}x{nanos}", std::process::id())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_abort_with_rollback_rolls_back_through_the_hooks() {
+    scenarios::abort_scenario(&env().await, &unique("crb"), AbortMode::CancelUpdate).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_abort_without_rollback_says_what_remains() {
+    scenarios::abort_scenario(
+        &env().await,
+        &unique("ccw"),
+        AbortMode::CancelWithoutRollback,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_abort_leaving_hooks_then_rollback_from_another_process() {
+    scenarios::abort_scenario(&env().await, &unique("clp"), AbortMode::LeavePaused).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_concurrent_starts_one_driver() {
+    scenarios::concurrent_start_scenario(&env().await, &unique("ccs")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_killed_driver_is_seen_gone_and_taken_over() {
+    scenarios::kill_and_reattach_scenario(&env().await, &unique("ckr")).await;
+}
