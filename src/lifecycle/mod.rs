@@ -715,7 +715,7 @@ post_node = "cluster-post"
     async fn big_stderr_does_not_deadlock_and_output_is_bounded() {
         let run = run_hook(
             HookPoint::PreNode,
-            "head -c 10000000 /dev/zero | tr '\\0' e >&2; echo done >&2; echo out",
+            "head -c 10000000 /dev/zero | tr '\\0' e >&2; echo done >&2; sleep 1; echo out",
             &ctx(),
             Duration::from_secs(120),
         )
