@@ -546,7 +546,12 @@ mod tests {
                 dir.path().display()
             )
         );
-        assert!(ActionsConfig::load(&dir.path().join("none.toml")).is_ok());
+        // A named file that is missing is an error; only the default path may be missing.
+        let none = dir.path().join("none.toml");
+        assert!(ActionsConfig::load(&none)
+            .unwrap_err()
+            .contains("no such actions file"));
+        assert!(ActionsConfig::load_default(&none).is_ok());
     }
 
     #[test]
