@@ -147,16 +147,11 @@ pub async fn node_targets(
         }
         return Ok(out);
     }
-    let stack = conn.heat.resolve(head).await.map_err(|e| {
-        if e.is_not_found() {
-            ServiceError::new(
-                ErrorKind::NotFound,
-                format!("'{head}' is neither a cluster nor a stack"),
-            )
-        } else {
-            ServiceError::from(e)
-        }
-    })?;
+    let stack = conn
+        .heat
+        .resolve(head)
+        .await
+        .map_err(|e| not_found_as(head, e))?;
     Ok(vec![StackTarget {
         label: match rest {
             Some(path) => format!("{}/{path}", stack.name),
@@ -242,7 +237,19 @@ pub async fn event_stacks(
     Ok(vec![heat
         .resolve(head)
         .await
-        .map_err(ServiceError::from)?])
+        .map_err(|e| not_found_as(head, e))?])
+}
+
+/// Heat's 404 for a name that is not a stack, said as what the name is not.
+fn not_found_as(head: &str, e: crate::api::error::ApiError) -> ServiceError {
+    if e.is_not_found() {
+        ServiceError::new(
+            ErrorKind::NotFound,
+            format!("'{}' is neither a cluster nor a stack", terminal_safe(head)),
+        )
+    } else {
+        ServiceError::from(e)
+    }
 }
 
 fn names(groups: &[NodeGroup]) -> String {
