@@ -628,7 +628,10 @@ impl GroupRun<'_> {
                         None => nova_done = true,
                         Some(batch) => {
                             for found in batch {
-                                let sent = if found.addresses.is_empty() {
+                                // An output the operator named is the member's value: Nova
+                                // then gives names only, never an address that would win the
+                                // race against it.
+                                let sent = if found.addresses.is_empty() || options.output_key.is_some() {
                                     state.name(tx, &found.member, found.name).await
                                 } else {
                                     state.emit(tx, &found.member, found.addresses, IpSource::NovaServers, Some(found.name)).await
