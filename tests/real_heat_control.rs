@@ -7,42 +7,13 @@
 //!
 //! `scripts/real-heat-suite.sh` runs these with `--ignored`; HEAT_URL must point at the Heat.
 
+#[path = "support/real_heat_env.rs"]
+mod real_heat_env;
 #[path = "actions/scenarios.rs"]
 mod scenarios;
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::rollout::AbortMode;
-use scenarios::Env;
-use std::time::Duration;
-
-fn heat_url() -> String {
-    std::env::var("HEAT_URL")
-        .expect("HEAT_URL must point at a real Heat (scripts/real-heat-suite.sh starts one)")
-}
-
-async fn env() -> Env {
-    let conn = CloudConnection::no_auth(
-        &NoAuthEndpoints::heat_only(heat_url()),
-        &ConnectOptions::default(),
-    )
-    .await
-    .expect("connect to the real Heat");
-    Env::new(
-        conn.heat.clone(),
-        Duration::from_millis(500),
-        Duration::from_secs(240),
-        1,
-    )
-}
-
-/// Stack names must be unique on a shared Heat.
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{prefix}{}x{nanos}", std::process::id())
-}
+use real_heat_env::{env, unique};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
