@@ -9,6 +9,8 @@
 //!
 //! `HEAT_URL` must point at a real Heat (`scripts/heat-standalone.sh start`).
 
+#[path = "support/heat_wait.rs"]
+mod heat_wait;
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, StackCreate, StackUpdate};
 use caldera::drivers::magnum::group_in_stack;
@@ -16,6 +18,7 @@ use caldera::model::{NodeGroup, Role, StackRef, Status};
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, NodeUpdate};
 use futures::StreamExt;
+use heat_wait::wait_status;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,29 +43,6 @@ fn fixture(path: &str) -> String {
         .join("tests/fixtures/shapes/magnum")
         .join(path);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-async fn wait_status(heat: &HeatClient, stack: &StackRef, want: &str) {
-    let started = Instant::now();
-    loop {
-        let detail = heat.get_stack(stack, false).await.expect("stack show");
-        let status = detail.summary.status.raw.clone();
-        if status == want {
-            return;
-        }
-        assert!(
-            detail.summary.status.is_in_progress(),
-            "stack {} is {status} ({:?}), wanted {want}",
-            stack.name,
-            detail.summary.status_reason
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(300),
-            "stack {} still {status}",
-            stack.name
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
 }
 
 /// Heat's own answer for a group's addresses, member index order.

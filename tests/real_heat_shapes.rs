@@ -11,6 +11,8 @@
 //! `scripts/real-heat-suite.sh` starts a Heat and runs these with `--ignored`; HEAT_URL must
 //! point at it.
 
+#[path = "support/heat_wait.rs"]
+mod heat_wait;
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{HeatClient, StackCreate};
 use caldera::model::{NodeGroup, Role, StackRef};
@@ -19,6 +21,7 @@ use caldera::ops::ips::{stream_group_ips, IpEvent, IpOptions, IpSource, IpStats}
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, NodeUpdate};
 use futures::StreamExt;
+use heat_wait::wait_status;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -76,30 +79,6 @@ async fn create(
     };
     let stack = heat.create_stack(&create).await.expect("stack create");
     (name, stack)
-}
-
-/// Waits until `done` says the stack is as the test needs it (bounded).
-async fn wait_status(heat: &HeatClient, stack: &StackRef, want: &str) {
-    let started = Instant::now();
-    loop {
-        let detail = heat.get_stack(stack, false).await.expect("stack show");
-        let status = detail.summary.status.raw.clone();
-        if status == want {
-            return;
-        }
-        assert!(
-            detail.summary.status.is_in_progress(),
-            "stack {} is {status} ({:?}), wanted {want}",
-            stack.name,
-            detail.summary.status_reason
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(300),
-            "stack {} still {status}",
-            stack.name
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
 }
 
 /// Heat's own answer: an aggregate output of the stack, resolved by Heat.
