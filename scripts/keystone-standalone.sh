@@ -14,8 +14,9 @@
 #   scripts/keystone-standalone.sh env      # prints the export lines
 #   scripts/keystone-standalone.sh status   # exit 0 if Keystone answers
 #
-# What runs: ONE Python process for Keystone (scripts/keystone_standalone.py: the Flask WSGI
-# app on a threaded wsgiref server), and ONE for Heat (scripts/heat-standalone.sh with
+# What runs: Keystone as KEYSTONE_WORKERS processes serving one socket, one request at a time
+# each, as uwsgi runs it (scripts/keystone_standalone.py: the Flask WSGI app on the standard
+# library's wsgiref server; why not threads: see that file), and ONE process for Heat (scripts/heat-standalone.sh with
 # HEAT_KEYSTONE_URL, serving on 127.0.0.1-127.0.0.4 so each catalog endpoint is a distinct
 # address). Fernet tokens; `keystone-manage db_sync`, `fernet_setup`, `credential_setup`,
 # `bootstrap` (admin / admin project / RegionOne / identity endpoints), then
@@ -32,6 +33,7 @@
 #   HEAT_PORT (8005)                   the Heat behind Keystone (HEAT_VENV etc. pass through)
 #   KEYSTONE_VENV (target/keystone-venv), KEYSTONE_PYTHON (python3)
 #   KEYSTONE_START_TIMEOUT (90)
+#   KEYSTONE_WORKERS (3)               Keystone worker processes
 #   KEYSTONE_DEBUG (0)                 1 = debug logging in keystone.log
 # Files: target/keystone-run[-PORT]/{keystone.conf,keystone.log,keystone-stdout.log,
 #        keystone.pid,fernet-keys,credential-keys,fixtures.env}.
