@@ -377,13 +377,13 @@ impl CloudConnection {
         &self.warnings
     }
 
-    /// Marks the connection read-only (e.g. `--read-only` on the command line).
     /// Marks this connection as the built-in simulator (the console's header says so).
     pub fn set_simulator(&mut self) {
         self.info.is_simulator = true;
         self.info.cloud = "simulator".into();
     }
 
+    /// Marks the connection read-only (e.g. `--read-only` on the command line).
     pub fn set_read_only(&mut self, read_only: bool) {
         self.info.read_only = read_only || self.settings.read_only;
     }

@@ -205,8 +205,14 @@ impl EventTracker {
         (self.late * 2).max(self.base_overlap).min(cap)
     }
 
-    /// Takes one page as the server returned it; returns the events not delivered before,
+    /// Takes events in Heat's order, oldest first; returns the ones not delivered before,
     /// oldest first.
+    ///
+    /// Heat stamps events to the second and orders a listing by `(created_at, id)`, where `id`
+    /// is its database's insertion counter (the API shows a random UUID instead). So within a
+    /// second only the position in Heat's answer tells which event came first — a resource's
+    /// `CREATE_IN_PROGRESS` before its `CREATE_COMPLETE` — and the sort here is a stable sort
+    /// on time alone, which keeps that position; sorting by the UUID would shuffle them.
     pub fn ingest(&mut self, page: Vec<StackEvent>) -> Vec<StackEvent> {
         let mut fresh = Vec::new();
         for event in page {
@@ -217,7 +223,7 @@ impl EventTracker {
             self.remember(&event.id);
             fresh.push(event);
         }
-        fresh.sort_by(|a, b| a.time.cmp(&b.time).then_with(|| a.id.cmp(&b.id)));
+        fresh.sort_by_key(|e| e.time);
         if let Some(last) = fresh.last() {
             self.newest = Some(self.newest.map_or(last.time, |n| n.max(last.time)));
         }
@@ -259,7 +265,8 @@ impl EventTracker {
         }
     }
 
-    /// Ends a poll: `pages` are the events read (every page, as returned), `complete` whether
+    /// Ends a poll: `pages` are the events read newest first (every page of a `sort_dir=desc`
+    /// listing, in the order returned), `complete` whether
     /// the reading reached the plan's horizon or the end of the listing, `requests` how many
     /// it took. Returns the events not delivered before, oldest first.
     pub fn finish_poll(
@@ -271,6 +278,9 @@ impl EventTracker {
         now: Instant,
     ) -> Vec<StackEvent> {
         let times: Vec<DateTime<Utc>> = pages.iter().map(|e| e.time).collect();
+        // The pages were read newest first: Heat's order reversed.
+        let mut pages = pages;
+        pages.reverse();
         let fresh = self.ingest(pages);
         let late = plan.newest_before.and_then(|n| {
             fresh
@@ -640,6 +650,38 @@ mod tests {
         let plan = t.begin_poll(t0 + secs(10.0));
         t.finish_poll(&plan, vec![ev("a", 10)], false, 3, t0 + secs(10.0));
         assert!(!t.settled());
+    }
+
+    /// Heat's order within a second survives a poll: a newest-first read of a resource's
+    /// `IN_PROGRESS` then `COMPLETE` (same second, UUIDs that sort the other way) comes out
+    /// `IN_PROGRESS` first, and so does the next second's pair read on the next poll.
+    #[test]
+    fn keeps_heats_order_within_a_second() {
+        let t0 = Instant::now();
+        let mut t = EventTracker::default();
+        let newest_first = |pairs: &[(&str, i64)]| -> Vec<StackEvent> {
+            pairs.iter().rev().map(|(id, s)| ev(id, *s)).collect()
+        };
+        let plan = t.begin_poll(t0);
+        let out = t.finish_poll(
+            &plan,
+            newest_first(&[("ffff-started", 7), ("0000-done", 7)]),
+            true,
+            1,
+            t0,
+        );
+        let ids: Vec<&str> = out.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["ffff-started", "0000-done"]);
+        let plan = t.begin_poll(t0 + secs(1.0));
+        let read = newest_first(&[
+            ("ffff-started", 7),
+            ("0000-done", 7),
+            ("eeee-next", 8),
+            ("1111-next-done", 8),
+        ]);
+        let out = t.finish_poll(&plan, read, true, 1, t0 + secs(1.0));
+        let ids: Vec<&str> = out.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["eeee-next", "1111-next-done"]);
     }
 
     #[test]

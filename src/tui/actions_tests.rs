@@ -680,6 +680,8 @@ async fn quitting_with_a_rollout_driven_here_asks_first() {
     let plan = edge_plan(&c, &g);
     h.rollout_driven_here(&g, &plan);
     h.rollout_status(&g, mid_run(&plan));
+    // (The fake cloud says it is the built-in simulator; first, a real cloud.)
+    h.app.info.is_simulator = false;
     h.press(KeyCode::Char('q'));
     assert!(
         !h.app.should_quit,
@@ -688,6 +690,15 @@ async fn quitting_with_a_rollout_driven_here_asks_first() {
     let screen = h.screen();
     assert!(screen.contains("Quit with a rollout running?"), "{screen}");
     assert!(screen.contains("edge-native/edge"), "{screen}");
+    // On a real cloud the hooks outlive the console: it says how to go on.
+    assert!(screen.contains("rollout resume"), "{screen}");
+    h.press(KeyCode::Char('n'));
+    // The built-in simulator dies with the console: no take-over is promised.
+    h.app.info.is_simulator = true;
+    h.press(KeyCode::Char('q'));
+    let screen = h.screen();
+    assert!(screen.contains("built-in simulated cloud"), "{screen}");
+    assert!(!screen.contains("rollout resume"), "{screen}");
     h.press(KeyCode::Char('n'));
     assert!(!h.app.should_quit);
     assert!(h.dialog().is_none());

@@ -241,6 +241,15 @@ async fn snapshot_events_tail_modes() {
     snap!(h, "events_filter_typing");
     h.press(KeyCode::Enter);
     snap!(h, "events_filtered");
+    // Wrapping keeps the filter (and the filtered count) in the title.
+    h.key(KeyAction::Wrap);
+    let screen = h.render(200, 60);
+    let title = screen
+        .lines()
+        .find(|l| l.contains("Events of"))
+        .unwrap_or_default();
+    assert!(title.contains("/re:hook.*cleared|FAILED"), "{screen}");
+    snap!(h, "events_filtered_wrap");
 }
 
 #[tokio::test]
@@ -276,6 +285,11 @@ async fn snapshot_stacks_help_palette() {
     h.press(KeyCode::PageDown);
     assert!(matches!(h.app.mode, Mode::Help(n) if n > 1));
     snap!(h, "help_scrolled");
+    // G goes to the end of the help, g back to the top; neither closes it.
+    h.press(KeyCode::Char('G'));
+    assert!(matches!(h.app.mode, Mode::Help(n) if n > 10));
+    h.press(KeyCode::Char('g'));
+    assert!(matches!(h.app.mode, Mode::Help(0)));
     h.press(KeyCode::Esc);
     assert!(matches!(h.app.mode, Mode::Normal));
 }

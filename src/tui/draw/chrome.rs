@@ -5,6 +5,7 @@ use crate::model::terminal_safe;
 use crate::service::health::{Health, ServiceHealth};
 use crate::tui::action::COMMANDS;
 use crate::tui::columns::short_duration;
+use crate::tui::keys::KeyAction;
 use crate::tui::state::input::{InputKind, InputState};
 use crate::tui::state::{App, Level, Mode};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -280,8 +281,30 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
             Span::styled(*help, Style::default().fg(th.fg)),
         ]));
     }
+    // The scroll keys as the key table has them (they may be remapped).
+    let scroll_keys = [
+        KeyAction::Down,
+        KeyAction::Up,
+        KeyAction::PageDown,
+        KeyAction::Top,
+        KeyAction::Bottom,
+    ]
+    .iter()
+    .map(|a| {
+        let keys: Vec<String> = app
+            .keys
+            .keys_for(*a)
+            .iter()
+            .map(|k| k.to_string())
+            .collect();
+        keys.join("/")
+    })
+    .collect::<Vec<_>>()
+    .join(" ");
     lines.push(Line::from(Span::styled(
-        "Filter: text (case-insensitive), re:REGEX, a leading ! inverts. j/k/pgdn scroll, any other key closes.",
+        format!(
+            "Filter: text (case-insensitive), re:REGEX, a leading ! inverts. {scroll_keys} scroll, any other key closes."
+        ),
         th.muted(),
     )));
     let total = lines.len() as u16;

@@ -45,20 +45,25 @@ fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
     Line::from(spans)
 }
 
-/// The newest `n` events over several logs, oldest first.
-fn merged_tail<'a>(app: &'a App, ids: &[String], n: usize) -> Vec<&'a StackEvent> {
-    let mut out: Vec<&StackEvent> = Vec::new();
+/// The newest `n` events over several logs, oldest first, each with the id of the stack whose
+/// log it came from (its node group's stack: a member's event is emitted by the member's
+/// nested stack, which names no node group).
+fn merged_tail<'a>(app: &'a App, ids: &'a [String], n: usize) -> Vec<(&'a str, &'a StackEvent)> {
+    let mut out: Vec<(&str, &StackEvent)> = Vec::new();
     for id in ids {
         if let Some(log) = app.store.events.get(id) {
             let start = log.events.len().saturating_sub(n);
             out.extend(
                 log.events[start..]
                     .iter()
-                    .filter(|e| !app.faults_only || e.status.is_failed()),
+                    .filter(|e| !app.faults_only || e.status.is_failed())
+                    .map(|e| (id.as_str(), e)),
             );
         }
     }
-    out.sort_by(|a, b| a.time.cmp(&b.time).then(a.id.cmp(&b.id)));
+    // Stable on time alone: each log is in Heat's order, which within a second is the only
+    // record of which event came first (the ids are random UUIDs).
+    out.sort_by_key(|(_, e)| e.time);
     let start = out.len().saturating_sub(n);
     out.split_off(start)
 }
@@ -185,17 +190,18 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
             th.muted().add_modifier(Modifier::ITALIC),
         )));
     }
-    let source = |e: &StackEvent| -> Option<String> {
-        let sid = e.stack.as_ref().map(|s| s.id.as_str());
-        groups
-            .iter()
-            .find(|g| g.stack_id.as_deref().is_some() && g.stack_id.as_deref() == sid)
-            .map(|g| g.name.clone())
-            .or_else(|| Some(cluster.name.clone()))
+    // The node group whose stack's log held the event; the cluster when that stack holds
+    // several groups (Magnum's default groups share the cluster stack) or none.
+    let source = |log: &str| -> String {
+        let mut owners = groups.iter().filter(|g| g.stack_id.as_deref() == Some(log));
+        match (owners.next(), owners.next()) {
+            (Some(g), None) => g.name.clone(),
+            _ => cluster.name.clone(),
+        }
     };
     lines.extend(
         tail.into_iter()
-            .map(|e| event_line(e, &ctx, source(e).as_deref())),
+            .map(|(log, e)| event_line(e, &ctx, Some(&source(log)))),
     );
     frame.render_widget(Paragraph::new(lines).block(block), tail_area);
 }

@@ -5,7 +5,7 @@ use crate::model::{terminal_safe, StackEvent};
 use crate::tui::columns::{event_path, event_time, first_line_pub};
 use crate::tui::state::view::{StackTarget, TailOptions, View};
 use crate::tui::state::App;
-use crate::tui::widgets::table::RowCtx;
+use crate::tui::widgets::table::{title_line, RowCtx, TableLook};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -95,10 +95,23 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
     }
     let th = &app.theme;
     let ctx = app.row_ctx();
+    // The same title as the table's: counts, sort and the filter stay in sight while wrapped.
+    let look = TableLook {
+        title: &title,
+        badges: Vec::new(),
+        focused: true,
+        empty_text: "",
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(Style::default().fg(th.accent))
-        .title(Span::styled(format!(" {title} "), th.title()));
+        .title(title_line(
+            &look,
+            &view.table,
+            log.events.len(),
+            &app.cols.events,
+            &ctx,
+        ));
     let inner = block.inner(area);
     let h = inner.height as usize;
     let t = &view.table;

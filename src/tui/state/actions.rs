@@ -606,14 +606,26 @@ impl App {
         }
         let mut lines = vec!["rollouts driven by this console:".to_string()];
         lines.extend(running);
-        lines.extend([
-            String::new(),
-            "Quitting stops releasing nodes. Heat keeps the nodes not yet released on their"
-                .to_string(),
-            "pre-update hooks; the nodes updating now finish. Nothing is rolled back.".to_string(),
-            "To continue later: `o` then `R` in any console, or `caldera rollout resume`."
-                .to_string(),
-        ]);
+        lines.push(String::new());
+        if self.info.is_simulator {
+            // The built-in simulator lives in this process: there is no Heat left to keep the
+            // hooks, and nothing for another console to take over.
+            lines.extend([
+                "This console is running the built-in simulated cloud: quitting ends that cloud"
+                    .to_string(),
+                "with it, its stacks and this rollout included. Nothing is left to resume."
+                    .to_string(),
+            ]);
+        } else {
+            lines.extend([
+                "Quitting stops releasing nodes. Heat keeps the nodes not yet released on their"
+                    .to_string(),
+                "pre-update hooks; the nodes updating now finish. Nothing is rolled back."
+                    .to_string(),
+                "To continue later: `o` then `R` in any console, or `caldera rollout resume`."
+                    .to_string(),
+            ]);
+        }
         self.open_dialog(Dialog::Confirm(Confirm::new(
             "Quit with a rollout running?",
             lines,

@@ -154,6 +154,8 @@ impl App {
                     Some(KeyAction::PageDown) => self.mode = Mode::Help(scroll.saturating_add(10)),
                     Some(KeyAction::PageUp) => self.mode = Mode::Help(scroll.saturating_sub(10)),
                     Some(KeyAction::Top) => self.mode = Mode::Help(0),
+                    // Drawing clamps the scroll to the last page.
+                    Some(KeyAction::Bottom) => self.mode = Mode::Help(u16::MAX),
                     _ => self.mode = Mode::Normal,
                 }
             }

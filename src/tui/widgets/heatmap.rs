@@ -125,16 +125,46 @@ fn aggregate(groups: &[HeatGroup], k: usize) -> Vec<HeatGroup> {
         .collect()
 }
 
+/// How drawn cells map back to nodes: when a big fleet is folded, each cell stands for `fold`
+/// consecutive nodes of its group (the last cell possibly fewer), so what did not fit is
+/// counted in nodes, as the operator reads it, not in cells.
+struct Cells<'a> {
+    fold: usize,
+    /// Each original group's node count.
+    nodes: &'a [usize],
+}
+
+impl Cells<'_> {
+    /// Nodes of group `group` left out when only its first `shown` cells were drawn.
+    fn hidden_nodes(&self, group: usize, shown: usize) -> usize {
+        let total = self.nodes.get(group).copied().unwrap_or(0);
+        total.saturating_sub(shown.saturating_mul(self.fold))
+    }
+}
+
 pub struct HeatMap<'a> {
     pub groups: &'a [HeatGroup],
     pub theme: &'a Theme,
 }
 
 impl HeatMap<'_> {
-    /// Draw `groups` (possibly folded) with the notes of the original groups.
-    fn draw(&self, groups: &[HeatGroup], notes: &[String], area: Rect, buf: &mut Buffer) {
+    /// Draw `groups` (folded `fold` nodes per cell, 1 = not folded) with the notes of the
+    /// original groups.
+    fn draw(
+        &self,
+        groups: &[HeatGroup],
+        notes: &[String],
+        fold: usize,
+        area: Rect,
+        buf: &mut Buffer,
+    ) {
         let (_, density) = layout(groups, area.width, area.height);
-        self.draw_body(groups, notes, density, area, buf);
+        let nodes: Vec<usize> = self.groups.iter().map(|g| g.states.len()).collect();
+        let cells = Cells {
+            fold,
+            nodes: &nodes,
+        };
+        self.draw_body(groups, notes, &cells, density, area, buf);
     }
 }
 
@@ -162,11 +192,11 @@ impl Widget for HeatMap<'_> {
             let k = nodes_per_half_cell(self.groups, area.width, area.height);
             if k > 1 {
                 let folded = aggregate(self.groups, k);
-                self.draw(&folded, &notes, area, buf);
+                self.draw(&folded, &notes, k, area, buf);
                 return;
             }
         }
-        self.draw(self.groups, &notes, area, buf);
+        self.draw(self.groups, &notes, 1, area, buf);
     }
 }
 
@@ -175,6 +205,7 @@ impl HeatMap<'_> {
         &self,
         groups: &[HeatGroup],
         notes: &[String],
+        cells_of: &Cells,
         density: Density,
         area: Rect,
         buf: &mut Buffer,
@@ -190,9 +221,9 @@ impl HeatMap<'_> {
         let mut y = area.y;
         let bottom = area.y + area.height;
         let mut hidden = 0usize;
-        for (g, note) in groups.iter().zip(notes) {
+        for (i, (g, note)) in groups.iter().zip(notes).enumerate() {
             if y >= bottom {
-                hidden += g.states.len();
+                hidden += cells_of.hidden_nodes(i, 0);
                 continue;
             }
             if lw == 0 {
@@ -200,7 +231,7 @@ impl HeatMap<'_> {
                 buf.set_stringn(area.x, y, &label, area.width as usize, th.muted());
                 y += 1;
                 if y >= bottom {
-                    hidden += g.states.len();
+                    hidden += cells_of.hidden_nodes(i, 0);
                     continue;
                 }
             } else {
@@ -217,7 +248,7 @@ impl HeatMap<'_> {
             }
             for (row_i, chunk) in g.states.chunks(per_row.max(1)).enumerate() {
                 if y >= bottom {
-                    hidden += g.states.len().saturating_sub(row_i * per_row);
+                    hidden += cells_of.hidden_nodes(i, row_i * per_row);
                     break;
                 }
                 match density {
@@ -299,5 +330,33 @@ mod tests {
         assert_eq!(nodes_per_half_cell(&many, 78, 4), 3);
         // Narrow: labels on their own line.
         assert_eq!(layout(&g, 50, 30), (21, Density::Full));
+    }
+
+    /// The "+N nodes not shown" note counts nodes even when a big fleet is folded several
+    /// nodes per cell: 5 groups of 300 in 4 rows of 78 columns fold 3 nodes per half cell and
+    /// show the first 4 groups, so the fifth group's 300 nodes are the ones not shown (it
+    /// said 100 before: the fifth group's cells).
+    #[test]
+    fn nodes_not_shown_counts_nodes_when_folded() {
+        let many = vec![
+            HeatGroup {
+                label: "a".into(),
+                states: vec![CellState::Complete; 300],
+                selected: None,
+            };
+            5
+        ];
+        let theme = Theme::default_theme();
+        let area = Rect::new(0, 0, 78, 4);
+        let mut buf = Buffer::empty(area);
+        HeatMap {
+            groups: &many,
+            theme: &theme,
+        }
+        .render(area, &mut buf);
+        let last: String = (0..area.width)
+            .map(|x| buf[(x, area.height - 1)].symbol().to_string())
+            .collect();
+        assert!(last.contains("+300 nodes not shown"), "{last:?}");
     }
 }

@@ -21,8 +21,9 @@ pub struct TableLook<'a> {
     pub empty_text: &'a str,
 }
 
-/// The title line: name, counts, sort, filter, marks.
-fn title_line<'a, T>(
+/// The title line: name, counts, sort, filter, marks. Views that draw a table's rows another
+/// way (the events pane's wrap mode) frame them with the same title.
+pub fn title_line<'a, T>(
     look: &TableLook<'a>,
     state: &TableState,
     total: usize,
