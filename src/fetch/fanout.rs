@@ -36,7 +36,10 @@ mod tests {
     async fn completion_order_and_bounded() {
         let running = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
-        let delays = vec![("slow", 120u64), ("fast", 5), ("mid", 40), ("bad", 10)];
+        // With two at a time, fast, mid and bad can only run one after the other beside slow;
+        // slow is long enough (over a second of margin) that a loaded machine cannot end it
+        // before them.
+        let delays = vec![("slow", 1500u64), ("fast", 5), ("mid", 200), ("bad", 100)];
         let (r, p) = (running.clone(), peak.clone());
         let out: Vec<(&str, Result<u64, String>)> = fan_out(delays, 2, move |(name, ms)| {
             let (r, p) = (r.clone(), p.clone());
@@ -56,8 +59,8 @@ mod tests {
         .collect()
         .await;
         let names: Vec<&str> = out.iter().map(|(n, _)| *n).collect();
-        // Two at a time: fast ends at 5 ms and lets mid start (ends 45), which lets bad start
-        // (ends 55); slow ends at 120.
+        // Two at a time: fast ends at 5 ms and lets mid start (ends 205), which lets bad start
+        // (ends 305); slow ends at 1500.
         assert_eq!(names, vec!["fast", "mid", "bad", "slow"]);
         assert_eq!(out[2].1, Err("boom".to_string()));
         assert_eq!(peak.load(Ordering::SeqCst), 2);

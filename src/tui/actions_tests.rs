@@ -656,6 +656,8 @@ async fn marked_nodes_can_be_removed_or_acted_on() {
     let screen = h.screen();
     assert!(screen.contains("run `uptime` on 2 node(s)"), "{screen}");
     h.press(KeyCode::Char('y'));
+    // The marks were for that run: none are left for the next `!` or `X`.
+    assert!(h.app.view().table.marks().is_empty());
     h.pump().await;
     let screen = h.screen();
     assert!(screen.contains("1 ok, 1 failed, 0 not run"), "{screen}");
@@ -665,6 +667,25 @@ async fn marked_nodes_can_be_removed_or_acted_on() {
         .iter()
         .any(|c| c
             .starts_with("node_action edge-native/edge \"uptime\" nodes=[\"1\", \"3\"] batch=1")));
+    // Typing `:journal` over the results (as they suggest) closes them and opens the
+    // palette: the `:` is not eaten, the letters are not hotkeys.
+    h.type_str(":journal");
+    let screen = h.screen();
+    assert!(matches!(h.app.mode, Mode::Input(_)), "{screen}");
+    assert!(screen.contains(":journal"), "{screen}");
+    assert!(matches!(h.app.view().kind, ViewKind::Nodes { .. }));
+    h.press(KeyCode::Esc);
+
+    // Results that arrive while the operator types do not take the keyboard away.
+    h.key(KeyAction::Mark);
+    h.press(KeyCode::Char('!'));
+    h.type_str("uptime");
+    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('y'));
+    h.type_str(":jour");
+    h.pump().await;
+    assert!(matches!(h.app.mode, Mode::Input(_)), "{}", h.screen());
+    assert!(h.status().contains("details: :journal"), "{}", h.status());
 }
 
 #[tokio::test]

@@ -453,7 +453,7 @@ const DEFAULTS: &[Default5] = &[
         "mark",
         KeyContext::Table,
         &["space"],
-        "Mark or unmark the row",
+        "Mark or unmark the row, then move down",
         Some("mark"),
     ),
     (

@@ -11,6 +11,7 @@ use crate::model::{Cluster, DriverKind, Node, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{AbortMode, Control, RolloutOptions};
 use crate::tui::action::{Reply, Request};
+use crate::tui::keys::{KeyAction, KeyContext};
 use crate::tui::worker::NO_ACTIONS;
 use crossterm::event::{KeyCode, KeyEvent};
 
@@ -399,7 +400,22 @@ impl App {
                     KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
                     KeyCode::PageDown => scroll.saturating_add(10),
                     KeyCode::PageUp => scroll.saturating_sub(10),
-                    _ => return,
+                    // Esc, Enter and the quit key only close it.
+                    KeyCode::Esc | KeyCode::Enter => return,
+                    _ if matches!(
+                        self.keys.lookup(&key, &[KeyContext::Global]),
+                        Some(KeyAction::Quit | KeyAction::Back)
+                    ) =>
+                    {
+                        return
+                    }
+                    // Any other key closes it and then does what it does: a text that pops up
+                    // while the operator types (`:journal`, as the results dialog suggests)
+                    // must not eat the `:` and turn the rest into hotkeys.
+                    _ => {
+                        self.on_key(key);
+                        return;
+                    }
                 };
                 self.open_dialog(Dialog::Text {
                     title,
@@ -551,6 +567,9 @@ impl App {
                     Level::Info,
                     format!("running `{command}` on {} node(s)…", nodes.len()),
                 );
+                // The marks were for this run: left in place, the next `!` or `X` would
+                // silently act on them again.
+                self.view_mut().table.clear_marks();
                 self.outbox.push(Request::NodeAction {
                     cluster,
                     nodegroup,
@@ -849,12 +868,18 @@ impl App {
                     } else {
                         Level::Info
                     };
-                    self.set_status(level, summary);
-                    self.open_dialog(Dialog::Text {
-                        title: "Node action results".into(),
-                        lines,
-                        scroll: 0,
-                    });
+                    if matches!(self.mode, Mode::Normal) {
+                        self.set_status(level, summary);
+                        self.open_dialog(Dialog::Text {
+                            title: "Node action results".into(),
+                            lines,
+                            scroll: 0,
+                        });
+                    } else {
+                        // The operator is typing or answering something else: do not take the
+                        // keyboard away; the summary stays in the status line.
+                        self.set_status(level, format!("{summary} (details: :journal)"));
+                    }
                 }
                 Err(e) => self.set_status(Level::Error, format!("node action on {target}: {e}")),
             },
