@@ -302,9 +302,11 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
     .collect::<Vec<_>>()
     .join(" ");
     lines.push(Line::from(Span::styled(
-        format!(
-            "Filter: text (case-insensitive), re:REGEX, a leading ! inverts. {scroll_keys} scroll, any other key closes."
-        ),
+        "Filter: text (case-insensitive), re:REGEX, a leading ! inverts.",
+        th.muted(),
+    )));
+    lines.push(Line::from(Span::styled(
+        format!("This help: {scroll_keys} scroll; any other key closes it."),
         th.muted(),
     )));
     let total = lines.len() as u16;
