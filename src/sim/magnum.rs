@@ -361,7 +361,13 @@ fn cluster_detail(w: &World, sh: &Shared, c: usize) -> Value {
     v["floating_ip_enabled"] = json!(false);
     v["master_lb_enabled"] = json!(true);
     v["created_at"] = json!(iso_offset(cl.created_ms));
-    v["updated_at"] = json!(cl.updated_ms.map(iso_offset));
+    // Magnum's conductor saves the cluster (so `updated_at` moves) when its own API changes it
+    // and when it syncs a status change from Heat: the latest of the two here.
+    let synced = std::iter::once(cl.stack)
+        .chain(cl.groups.iter().map(|g| w.groups[*g].ng_stack))
+        .filter_map(|ix| w.stack(ix).and_then(|s| s.updated_ms))
+        .max();
+    v["updated_at"] = json!(cl.updated_ms.max(synced).map(iso_offset));
     v["user_id"] = json!(w.cfg.user_id);
     v
 }

@@ -93,6 +93,17 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
             sort: |c, _| SortKey::str(&c.status.raw),
             style: |c, ctx| status_style(&c.status, ctx),
         },
+        // Time in state, as Magnum and Heat can tell it: since the record last changed (its
+        // `updated_at`; `created_at` when never updated). A stuck create and a busy one differ
+        // here by hours.
+        Column {
+            title: "IN STATE",
+            hide_below: 0,
+            width: Constraint::Length(8),
+            text: |c, ctx| age(ctx.now, c.updated_at.or(c.created_at)),
+            sort: |c, _| SortKey::opt_int(c.updated_at.or(c.created_at).map(|t| -t.timestamp())),
+            style: plain,
+        },
         Column {
             title: "HEALTH",
             hide_below: 0,

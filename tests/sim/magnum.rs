@@ -469,6 +469,14 @@ async fn a_heat_update_of_the_cluster_stack_updates_no_unchanged_member() {
         .call(Method::PATCH, &api.heat(&path), Some(patch), &[])
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+    // Magnum syncs the stack's new state into the cluster record: its `updated_at` moves (the
+    // console's IN STATE column reads it), as it does when Magnum's own API changes it.
+    let synced = api.mget("/clusters/small").await.body;
+    let (was, now) = (
+        cluster["updated_at"].as_str().unwrap_or(""),
+        synced["updated_at"].as_str().unwrap_or(""),
+    );
+    assert!(now > was, "updated_at {was:?} -> {now:?}");
     // Member 1 of the workers waits on its hook; the masters are not touched.
     let top = api.get(&api.heat(&format!("{path}/resources"))).await.body;
     let group = |name: &str| {
