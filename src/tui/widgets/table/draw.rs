@@ -138,21 +138,35 @@ pub fn draw_table<T: TableRow>(
     )
     .style(th.header().add_modifier(Modifier::BOLD));
     // (An index past the data would mean a missed sync; such rows are skipped, not a panic.)
-    let rows = state.view()[offset..end]
+    let visible: Vec<(usize, &T)> = state.view()[offset..end]
         .iter()
         .enumerate()
         .filter_map(|(k, &i)| items.get(i).map(|it| (k, it)))
-        .map(|(k, item)| {
+        .collect();
+    // Each visible cell's text, terminal-safe, computed once for the widths and the cells.
+    let texts: Vec<Vec<String>> = visible
+        .iter()
+        .map(|(_, item)| {
+            shown
+                .iter()
+                .map(|(_, c)| {
+                    let text = (c.text)(item, ctx);
+                    match terminal_safe(&text) {
+                        std::borrow::Cow::Borrowed(_) => text,
+                        std::borrow::Cow::Owned(safe) => safe,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let widths = column_widths(&shown, &texts, inner.width);
+    let rows =
+        visible.iter().zip(texts).map(|((k, item), texts)| {
             let id = item.row_id();
             let mark = if state.is_marked(&id) { "●" } else { " " };
             let cells =
                 std::iter::once(Cell::from(Span::styled(mark, Style::default().fg(th.mark))))
-                    .chain(shown.iter().map(|(_, c)| {
-                        let text = (c.text)(item, ctx);
-                        let text = match terminal_safe(&text) {
-                            std::borrow::Cow::Borrowed(_) => text,
-                            std::borrow::Cow::Owned(safe) => safe,
-                        };
+                    .chain(shown.iter().zip(texts).map(|((_, c), text)| {
                         Cell::from(Span::styled(text, (c.style)(item, ctx)))
                     }));
             let row = Row::new(cells);
@@ -164,9 +178,64 @@ pub fn draw_table<T: TableRow>(
                 row
             }
         });
-    let widths: Vec<Constraint> = std::iter::once(Constraint::Length(1))
-        .chain(shown.iter().map(|(_, c)| c.width))
-        .collect();
     let table = Table::new(rows, widths).header(header).column_spacing(1);
     frame.render_widget(table, inner);
+}
+
+/// Widest a name-like column grows to fit its text (beyond it, the text is cut).
+const FIT_CAP: u16 = 64;
+
+/// The layout's constraints: the mark column, then each shown column's own, with name-like
+/// `Min` columns [`fitted`] to their text when a `Fill` column is there to take the rest
+/// and everything still fits (else the layout would squeeze the fixed columns instead).
+fn column_widths<T>(
+    shown: &[(usize, &Column<T>)],
+    texts: &[Vec<String>],
+    room: u16,
+) -> Vec<Constraint> {
+    let own = || shown.iter().map(|(_, c)| c.width);
+    let has_fill = own().any(|w| matches!(w, Constraint::Fill(_)));
+    let fit: Vec<Constraint> = shown
+        .iter()
+        .enumerate()
+        .map(|(j, (_, c))| fitted(c.width, c.title, texts.iter().map(|t| &t[j])))
+        .collect();
+    let needed: u32 = fit
+        .iter()
+        .map(|w| match w {
+            Constraint::Length(n) | Constraint::Min(n) => u32::from(*n) + 1,
+            _ => 1,
+        })
+        .sum::<u32>()
+        + 2;
+    let chosen: Vec<Constraint> = if has_fill && needed <= u32::from(room) {
+        fit
+    } else {
+        own().collect()
+    };
+    std::iter::once(Constraint::Length(1))
+        .chain(chosen)
+        .collect()
+}
+
+/// A `Min(n)` column (names) is as wide as its widest visible text, at least `n` and its
+/// title, at most [`FIT_CAP`]: left as `Min`, the layout handed such a column the slack a
+/// `Fill` column (the reasons) needed, so a name sat in 30 empty columns while a reason was
+/// cut. Other constraints are kept.
+fn fitted<'a>(
+    width: Constraint,
+    title: &str,
+    texts: impl Iterator<Item = &'a String>,
+) -> Constraint {
+    let Constraint::Min(min) = width else {
+        return width;
+    };
+    let widest = texts
+        .map(|t| Span::raw(t.as_str()).width())
+        .max()
+        .unwrap_or(0)
+        // The sort arrow after the title.
+        .max(title.chars().count() + 1);
+    let widest = u16::try_from(widest).unwrap_or(u16::MAX);
+    Constraint::Length(widest.clamp(min, FIT_CAP.max(min)))
 }
