@@ -12,7 +12,7 @@ use crate::drivers::magnum::MagnumUpgradePlan;
 use crate::drivers::{member_order, Limits, NodeGroupTarget, ScalePlan, ScaleRequest, UpgradePlan};
 use crate::journal::{Actor, ApiCall, Entry, Outcome};
 use crate::lifecycle::{HookPoint, HookRun};
-use crate::model::{Cluster, DriverKind, Node, NodeGroup, NodeKey, StackRef, Status};
+use crate::model::{Cluster, DriverKind, Node, NodeGroup, NodeKey, Role, StackRef, Status};
 use crate::rollout::engine::{initial_status, DetachedRollout};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{
@@ -264,6 +264,17 @@ impl FakeOperator {
             ng.status = Status::parse("UPDATE_IN_PROGRESS");
             ng.status_reason = Some(format!("scaling from {} to {}", plan.from, plan.to));
             let id = ng.id.clone();
+            let (cluster_id, master) = (ng.cluster_id.clone(), ng.role == Role::Master);
+            // The cluster's counts follow, as Magnum's resize and a Heat-native cluster's sum
+            // of its groups do.
+            if let Some(c) = d.clusters.iter_mut().find(|c| c.id == cluster_id) {
+                let count = if master {
+                    &mut c.master_count
+                } else {
+                    &mut c.node_count
+                };
+                *count = (*count + plan.to).saturating_sub(plan.from);
+            }
             let nodes = d.nodes.entry(id.clone()).or_default();
             nodes.retain(|n| !plan.removed.contains(&n.key.member));
             for m in &plan.added {

@@ -229,8 +229,13 @@ async fn scale_form_refuses_bad_keys_then_plans_confirms_and_applies() {
         .calls()
         .iter()
         .any(|c| c == "apply_scale edge-native/edge 6->8 confirm=None"));
-    let (_, g) = h.edge_rows().await;
+    let (c, g) = h.edge_rows().await;
     assert_eq!(g.node_count, 8);
+    // The dashboard the scale was asked from shows the new counts without leaving it: the
+    // header reads the cluster as last listed, not the copy the view was opened with.
+    assert_eq!(c.node_count, 8);
+    let screen = h.screen();
+    assert!(screen.contains("workers 8"), "{screen}");
 }
 
 #[tokio::test]

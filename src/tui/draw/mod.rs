@@ -60,8 +60,14 @@ impl App {
             ViewKind::NodeGroups { cluster } => {
                 panes::nodegroups(self, view, cluster, frame, area, true)
             }
-            ViewKind::Dashboard { cluster } => dashboard::draw(self, view, cluster, frame, area),
-            ViewKind::Nodes { nodegroup, .. } => nodes::draw(self, view, nodegroup, frame, area),
+            ViewKind::Dashboard { cluster } => {
+                let cluster = self.store.current_cluster(cluster);
+                dashboard::draw(self, view, cluster, frame, area)
+            }
+            ViewKind::Nodes { cluster, nodegroup } => {
+                let nodegroup = self.store.current_nodegroup(&cluster.id, nodegroup);
+                nodes::draw(self, view, nodegroup, frame, area)
+            }
             ViewKind::Events { stack } => events::draw(self, view, stack, frame, area),
             ViewKind::Tree { stack, .. } => tree::draw(self, view, stack, frame, area),
             ViewKind::Rollout { nodegroup, .. } => {

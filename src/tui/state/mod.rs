@@ -514,6 +514,8 @@ impl App {
             }
             ViewKind::NodeGroups { cluster } => self.want_nodegroups(&cluster, force, now, every),
             ViewKind::Dashboard { cluster } => {
+                // The header's counts come from the cluster list: keep it fresh too.
+                self.want_clusters(force, now, every);
                 self.want_nodegroups(&cluster, force, now, every);
                 let groups = self
                     .store
@@ -530,7 +532,11 @@ impl App {
                     }
                 }
             }
-            ViewKind::Nodes { nodegroup, .. } => self.want_nodes(&nodegroup, force, now, every * 2),
+            ViewKind::Nodes { cluster, nodegroup } => {
+                // The wanted count (`count N ≠ members M`) comes from the node group list.
+                self.want_nodegroups(&cluster, force, now, every);
+                self.want_nodes(&nodegroup, force, now, every * 2)
+            }
             ViewKind::Events { stack } => {
                 if !paused {
                     self.want_events(&stack, force, now, every);

@@ -592,6 +592,31 @@ pub struct Store {
     pub journal: super::journal::JournalLog,
 }
 
+impl Store {
+    /// The cluster as last listed: a view keeps the copy it was opened with, whose counts go
+    /// stale as soon as a scale lands.
+    pub fn current_cluster<'a>(&'a self, opened: &'a Cluster) -> &'a Cluster {
+        self.clusters
+            .data
+            .as_deref()
+            .and_then(|all| all.iter().find(|c| c.id == opened.id))
+            .unwrap_or(opened)
+    }
+
+    /// The node group as last listed for its cluster (see [`Store::current_cluster`]).
+    pub fn current_nodegroup<'a>(
+        &'a self,
+        cluster_id: &str,
+        opened: &'a NodeGroup,
+    ) -> &'a NodeGroup {
+        self.nodegroups
+            .get(cluster_id)
+            .and_then(|slot| slot.data.as_deref())
+            .and_then(|all| all.iter().find(|g| g.id == opened.id))
+            .unwrap_or(opened)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
