@@ -25,7 +25,7 @@
 
 use super::actions::ActionContext;
 use super::guard::Reach;
-use super::{NodeGroupTarget, Limits};
+use super::{Limits, NodeGroupTarget};
 use crate::api::heat::{HeatClient, PreviewChanges, ResourceQuery, StackUpdate};
 use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::{DriverKind, StackRef};
@@ -230,7 +230,10 @@ pub async fn plan_group_scale(
 ) -> ServiceResult<GroupUpdatePlan> {
     let template = heat.get_template(stack).await?;
     let param = count_parameter(&template, group).map_err(|e| {
-        ServiceError::new(ErrorKind::Refused, format!("scale {}/{group}: {e}", stack.name))
+        ServiceError::new(
+            ErrorKind::Refused,
+            format!("scale {}/{group}: {e}", stack.name),
+        )
     })?;
     let mut set = BTreeMap::new();
     set.insert(param, count.to_string());
@@ -439,7 +442,10 @@ mod tests {
             "fixed": {"type": "OS::Heat::ResourceGroup", "properties": {"count": 3}},
             "net": {"type": "OS::Heat::None"},
         }});
-        assert_eq!(count_parameter(&template, "Compute").unwrap(), "ComputeCount");
+        assert_eq!(
+            count_parameter(&template, "Compute").unwrap(),
+            "ComputeCount"
+        );
         assert_eq!(count_parameter(&template, "asg").unwrap(), "size");
         let e = count_parameter(&template, "fixed").unwrap_err();
         assert!(e.contains("not a parameter") && e.contains('3'), "{e}");

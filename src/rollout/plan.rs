@@ -149,15 +149,8 @@ impl RolloutPlan {
         set: BTreeMap<String, String>,
     ) -> RolloutPlan {
         let label: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let mut plan = RolloutPlan::new(
-            target,
-            stack,
-            &label.join(" "),
-            None,
-            members,
-            options,
-            set,
-        );
+        let mut plan =
+            RolloutPlan::new(target, stack, &label.join(" "), None, members, options, set);
         plan.group = Some(group.to_string());
         plan
     }
