@@ -998,11 +998,11 @@ impl Runner {
                     format!(
                         "stopped releasing; Heat's update already ended ({s}), there is nothing \
                          to cancel: {done} of {} nodes on {}. To finish: `caldera rollout start \
-                         {target} --image <previous image>` takes them back, `--image {}` \
-                         carries on",
+                         {target} {}` takes them back, `{}` carries on",
                         self.plan.members().count(),
                         self.plan.image,
-                        self.plan.image
+                        self.plan.back_flags(),
+                        self.plan.forward_flags()
                     )
                 } else {
                     format!(
@@ -1148,18 +1148,13 @@ impl Runner {
                 // Measured on Heat 27: a member cut short by the cancel can fail the
                 // rollback (`resources[1]: Stack UPDATE cancelled`).
                 let done = self.plan.members().filter(|m| self.is_done(m)).count();
-                let back = self
-                    .plan
-                    .from_image
-                    .as_deref()
-                    .unwrap_or("<previous image>");
                 format!(
                     "rollback failed: stack {s} ({reason}); {done} of {} nodes still on {}; to \
-                     finish: `caldera rollout start {t} --image {back}` takes them back, \
-                     `--image {}` carries on",
+                     finish: `caldera rollout start {t} {}` takes them back, `{}` carries on",
                     self.plan.members().count(),
                     self.plan.image,
-                    self.plan.image
+                    self.plan.back_flags(),
+                    self.plan.forward_flags()
                 )
             }
             _ => {
@@ -1172,7 +1167,7 @@ impl Runner {
                 let total = self.plan.members().count();
                 format!(
                     "cancelled: stack {s} ({reason}); {} of {total} nodes on {}{}; to finish: \
-                     `caldera rollout start {t} --image {}` updates the rest{}",
+                     `caldera rollout start {t} {}` updates the rest{}",
                     done.len(),
                     self.plan.image,
                     if done.is_empty() {
@@ -1180,7 +1175,7 @@ impl Runner {
                     } else {
                         format!(" ({})", done.join(","))
                     },
-                    self.plan.image,
+                    self.plan.forward_flags(),
                     self.plan
                         .from_image
                         .as_deref()

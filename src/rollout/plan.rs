@@ -104,6 +104,11 @@ pub fn hooks_environment_for(group: &str) -> serde_json::Value {
     serde_json::json!({"resource_registry": {"resources": {group: {"*": {"hooks": [ROLLOUT_HOOK]}}}}})
 }
 
+fn set_flags<'a>(pairs: impl Iterator<Item = (&'a String, String)>) -> String {
+    let flags: Vec<String> = pairs.map(|(k, v)| format!("--set {k}={v}")).collect();
+    flags.join(" ")
+}
+
 pub fn new_rollout_id() -> String {
     let now = Utc::now();
     let n: u32 = rand::random();
@@ -165,6 +170,30 @@ impl RolloutPlan {
         match self.group {
             None => Some(&self.image),
             Some(_) => None,
+        }
+    }
+
+    /// The flags of `caldera rollout start` that carry this rollout on (`--image v2`, or
+    /// `--set k=v` for a group of an operator's stack).
+    pub fn forward_flags(&self) -> String {
+        match &self.group {
+            None => format!("--image {}", self.image),
+            Some(_) => set_flags(self.extra_parameters.iter().map(|(k, v)| (k, v.clone()))),
+        }
+    }
+
+    /// The flags that take the members back (`from_image`, else a placeholder).
+    pub fn back_flags(&self) -> String {
+        match &self.group {
+            None => format!(
+                "--image {}",
+                self.from_image.as_deref().unwrap_or("<previous image>")
+            ),
+            Some(_) => set_flags(
+                self.extra_parameters
+                    .keys()
+                    .map(|k| (k, "<previous value>".to_string())),
+            ),
         }
     }
 
@@ -347,5 +376,51 @@ mod tests {
             "pre-update"
         );
         assert!(plan.lines().iter().any(|l| l.contains("batch   3: 10")));
+    }
+
+    #[test]
+    fn a_group_of_an_operators_stack_sets_only_its_parameters() {
+        let target = NodeGroupTarget {
+            cluster: "mystack".into(),
+            nodegroup: "kube_minions".into(),
+            driver: crate::model::DriverKind::HeatNative,
+            stack: None,
+            cluster_id: None,
+            limits: Default::default(),
+        };
+        let stack = StackRef {
+            name: "mystack".into(),
+            id: "1".into(),
+        };
+        let mut set = BTreeMap::new();
+        set.insert("minion_image".to_string(), "\"fcos-40\"".to_string());
+        let members: Vec<String> = ["1", "0"].iter().map(|s| s.to_string()).collect();
+        let plan = RolloutPlan::for_group(
+            target,
+            stack,
+            "kube_minions",
+            &members,
+            RolloutOptions::default(),
+            set,
+        );
+        assert_eq!(plan.batches, vec![vec!["0"], vec!["1"]]);
+        let body: serde_json::Value = serde_json::from_str(&plan.calls()[0].body).unwrap();
+        assert_eq!(
+            body["parameters"],
+            serde_json::json!({"minion_image": "fcos-40"})
+        );
+        assert_eq!(
+            body["environment"]["resource_registry"]["resources"]["kube_minions"]["*"]["hooks"][0],
+            "pre-update"
+        );
+        assert!(plan.calls()[1].path.contains("<kube_minions nested stack>"));
+        assert_eq!(plan.forward_flags(), "--set minion_image=\"fcos-40\"");
+        assert_eq!(plan.back_flags(), "--set minion_image=<previous value>");
+        assert!(plan.lines()[0].contains("group kube_minions of stack mystack"));
+        // The journal's spec reads back (a restarted process reattaches with it).
+        let back: RolloutPlan =
+            serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
+        assert_eq!(back.group_resource(), "kube_minions");
+        assert_eq!(back.image_parameter(), None);
     }
 }
