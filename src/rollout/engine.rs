@@ -1799,7 +1799,7 @@ pub async fn observe_status(
     journal: &Journal,
     plan: &RolloutPlan,
 ) -> ServiceResult<RolloutStatus> {
-    let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
+    let group = group_stack_of(heat, &plan.stack, plan.group_resource()).await?;
     let mut obs = HeatObserver::new(
         heat.clone(),
         plan.stack.clone(),
