@@ -132,7 +132,10 @@ async fn member_events(
         .expect("events")
         .into_iter()
         .filter(|e| !e.is_stack_event())
-        .map(|e| (e.id, e.resource_name, e.status.raw))
+        .map(|e| {
+            let what = format!("{} {}", e.status.raw, e.status_reason.unwrap_or_default());
+            (e.id, e.resource_name, what)
+        })
         .collect()
 }
 
@@ -427,5 +430,90 @@ async fn a_magnum_owned_stack_is_refused_unless_allowed() {
     assert!(preview_updates(&out, "kube_minions").is_some(), "{out}");
     assert!(out.contains("batch   1: 0"), "{out}");
     assert_eq!(updated_at(&heat, &stack).await, before, "nothing sent");
+    heat.delete_stack(&stack).await.ok();
+}
+
+/// The controls of caldera's own rollouts on a group of an operator's stack: a rollout
+/// paused from a second process stops releasing (its driver exits with the paused status),
+/// `rollout status STACK/GROUP` says so, `rollout resume STACK/GROUP` finishes it; every
+/// member updated exactly once across both drivers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_group_rollout_is_paused_and_resumed_by_path() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = create(
+        &heat,
+        "anyact-pause",
+        "magnum/kubecluster.yaml",
+        &MAGNUM_FILES,
+        json!({"number_of_masters": 1, "number_of_minions": 2}),
+        |_| {},
+    )
+    .await;
+    let target = format!("{}/kube_minions", stack.name);
+    let seen: BTreeSet<String> = member_events(&heat, &stack, "kube_minions")
+        .await
+        .into_iter()
+        .map(|(id, _, _)| id)
+        .collect();
+    // A gate after each batch leaves time to pause before the second member.
+    let mut driver = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url()])
+        .args(["rollout", "start", &target, "--set", "minion_image=fcos-41"])
+        .args(["--yes", "--poll-secs", "0.5", "--gate-secs", "5"])
+        .env("CALDERA_JOURNAL", &journal)
+        .env_remove("CALDERA_ACTIONS_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the driver");
+    // Bounded wait for the driver to have sent its update.
+    let mut started = false;
+    for _ in 0..120 {
+        let entries = Journal::open(&journal).read_all().unwrap_or_default();
+        if entries.iter().any(|e| e.action == "rollout.started") {
+            started = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert!(started, "the driver never started");
+    let (ok, out, err) = caldera(
+        &journal,
+        &["rollout", "pause", &target, "--wait-secs", "60"],
+    );
+    assert!(ok, "pause:\n{out}\n{err}");
+    let end = driver.wait_with_output().expect("driver ends");
+    assert_eq!(
+        end.status.code(),
+        Some(3),
+        "the driver stops on the pause:\n{}",
+        String::from_utf8_lossy(&end.stderr)
+    );
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(ok && out.to_lowercase().contains("paused"), "{out}\n{err}");
+    let (ok, out, err) = caldera(
+        &journal,
+        &["rollout", "resume", &target, "--poll-secs", "0.5"],
+    );
+    assert!(ok, "resume:\n{out}\n{err}");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let mut completes: BTreeMap<String, usize> = BTreeMap::new();
+    for (id, member, status) in member_events(&heat, &stack, "kube_minions").await {
+        // The member's own update (hook events carry its last status, see above).
+        if !seen.contains(&id) && status == "UPDATE_COMPLETE state changed" {
+            *completes.entry(member).or_default() += 1;
+        }
+    }
+    assert_eq!(
+        completes,
+        [("0".to_string(), 1), ("1".to_string(), 1)]
+            .into_iter()
+            .collect(),
+        "one update per member"
+    );
     heat.delete_stack(&stack).await.ok();
 }
