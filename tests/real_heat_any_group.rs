@@ -495,6 +495,12 @@ async fn a_group_rollout_is_paused_and_resumed_by_path() {
     );
     let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
     assert!(ok && out.to_lowercase().contains("paused"), "{out}\n{err}");
+    // Heat would let a new update supersede the held one: refused while it is under way.
+    let (ok, out, err) = caldera(&journal, &["scale", &target, "--count", "3", "--yes"]);
+    assert!(
+        !ok && out.contains("is UPDATE_IN_PROGRESS: wait for it to settle"),
+        "{out}\n{err}"
+    );
     let (ok, out, err) = caldera(
         &journal,
         &["rollout", "resume", &target, "--poll-secs", "0.5"],

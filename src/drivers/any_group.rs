@@ -153,6 +153,14 @@ pub async fn plan_group_update(
     let (detail, template) = futures::join!(heat.get_stack(stack, false), heat.get_template(stack));
     let (detail, template) = (detail?, template?);
     let mut refusals = reach_refusals(&template, &detail.parameters, group, set);
+    // Heat 27 accepts an update while another runs and lets it supersede the first (a
+    // rollout's hooked update among them): never start one on a stack that has not settled.
+    if detail.summary.status.is_in_progress() {
+        refusals.push(format!(
+            "stack {} is {}: wait for it to settle (or reattach to its rollout)",
+            stack.name, detail.summary.status
+        ));
+    }
     if !allow_magnum {
         if let Some(p) = MAGNUM_PARAMETERS
             .iter()
