@@ -459,7 +459,7 @@ async fn a_group_rollout_is_paused_and_resumed_by_path() {
         .map(|(id, _, _)| id)
         .collect();
     // A gate after each batch leaves time to pause before the second member.
-    let mut driver = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+    let driver = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
         .args(["--heat-url", &heat_url()])
         .args(["rollout", "start", &target, "--set", "minion_image=fcos-41"])
         .args(["--yes", "--poll-secs", "0.5", "--gate-secs", "5"])
