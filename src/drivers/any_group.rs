@@ -1,4 +1,4 @@
-//! Changing any scaling group of an operator's own stack (issue 11, item 5; the planning half).
+//! Changing any scaling group of an operator's own stack (issue 11, item 5): plan and apply.
 //!
 //! A template nobody here wrote names its parameters as it likes; before caldera offers to
 //! change `KEY=VALUE` for the group at a resource path, it checks, from what Heat says:
@@ -7,12 +7,16 @@
 //!   anywhere under the group resource), otherwise the change cannot reach its members;
 //! - the stack is not one Magnum owns (its conductor would fight a Heat update behind its
 //!   back) unless the operator says otherwise;
+//! - the stack has settled (Heat 27 lets a new update supersede one under way);
 //! - Heat's own preview of the update (`PATCH .../preview`) lists the group as updated or
 //!   replaced: the plan shows what Heat says, not what caldera guesses.
 //!
 //! Heat 27 answers `400` to `preview?show_nested=true` for a stack holding ResourceGroups
 //! (the engine fails with "'NoneType' object is not iterable", measured on Magnum's layout),
 //! so the preview is the top level's: which groups and resources change, not which members.
+//! It is also coarse: a group whose members are nested templates shows as updated on any
+//! parameter change (measured: `kube_masters` "updated" by `minion_image`), which is why the
+//! reach check above, not the preview, decides whether a change reaches the members.
 //!
 //! Applying a plan: a scale (`caldera scale STACK/GROUP --count N`) is one PATCH of the
 //! parameter the group's count reads ([`plan_group_scale`], [`apply_group_update`]); a
