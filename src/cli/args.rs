@@ -155,7 +155,8 @@ pub enum RolloutCommand {
         /// End the rollout on a failure instead of pausing it.
         #[arg(long)]
         stop_on_failure: bool,
-        /// Another template parameter set by the same update, KEY=JSON (repeatable).
+        /// A template parameter set by the update, KEY=JSON (repeatable): beside --image for
+        /// caldera's node groups; for STACK/GROUP, what the rollout changes.
         #[arg(long = "set", value_name = "KEY=JSON")]
         set: Vec<String>,
         /// Don't ask before starting.
