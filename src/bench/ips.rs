@@ -413,6 +413,10 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
         .ok_or("no default-worker node group")?;
     let stack_id = group.stack_id.ok_or("node group without a stack")?;
     let stack = setup.heat.resolve(&stack_id).await?;
+    // The simulator lays a Magnum cluster out as Magnum does (issue 11): default-worker's
+    // stack is the cluster stack, its nodes the `kube_minions` group beside `kube_masters`.
+    let layout = Layout::Magnum;
+    let (key, member_key, group) = (layout.aggregate(), layout.member_output(), layout.group());
 
     // caldera variants; a fresh connection (cold connection pool) for every run.
     let heat_only = IpOptions {
@@ -463,7 +467,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
         let runs = if i == 0 { args.runs } else { args.runs.min(3) };
         for _ in 0..runs.max(1) {
             let conn = CloudConnection::from_cloud(&cloud, &conn_opts).await?;
-            let s = caldera_once(&conn, &stack, None, ip_opts.clone()).await;
+            let s = caldera_once(&conn, &stack, group, ip_opts.clone()).await;
             log_sample(&row.name, &s);
             row.samples.push(s);
         }
@@ -471,10 +475,12 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
     }
 
     let heat = &setup.heat;
-    let mut row = Row::new("one `outputs/ip` call per member, one at a time");
+    let mut row = Row::new(format!(
+        "one `outputs/{member_key}` call per member, one at a time"
+    ));
     eprintln!("{}", row.name);
     for _ in 0..args.baseline_runs.max(1) {
-        let s = one_at_a_time(heat, &stack, None, "ip").await;
+        let s = one_at_a_time(heat, &stack, group, member_key).await;
         log_sample(&row.name, &s);
         row.samples.push(s);
     }
@@ -483,7 +489,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
     let mut row = Row::new("monolithic `stack show` (outputs resolved), raw HTTP");
     eprintln!("{}", row.name);
     for _ in 0..args.baseline_runs.max(1) {
-        let s = stack_show(heat, &stack, "ips").await;
+        let s = stack_show(heat, &stack, key).await;
         log_sample(&row.name, &s);
         row.samples.push(s);
     }
@@ -491,14 +497,14 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
 
     if let Some(osc) = &osc {
         let target = OscTarget::simulator(&h);
-        let mut row = Row::new("`openstack stack output show <stack> ips`");
+        let mut row = Row::new(format!("`openstack stack output show <stack> {key}`"));
         eprintln!("{}", row.name);
         for _ in 0..args.baseline_runs.max(1) {
             let s = osc_once(
                 osc,
                 &target,
-                &["stack", "output", "show", &stack.id, "ips", "-f", "json"],
-                "ips",
+                &["stack", "output", "show", &stack.id, key, "-f", "json"],
+                key,
             )
             .await;
             log_sample(&row.name, &s);
@@ -512,7 +518,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
                 osc,
                 &target,
                 &["stack", "output", "list", &stack.id, "-f", "json"],
-                "ips",
+                key,
             )
             .await;
             s.first = None;
@@ -522,7 +528,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
     }
 
     println!(
-        "\n### IPs of {} members on the simulator ({} ms latency per request, {} ms per resolved member output, {} ms per resolved resource attribute)\n",
+        "\n### IPs of {} members on the simulator, Magnum's layout (`kube_minions` of the cluster stack beside 3 masters; aggregate `{key}`), ({} ms latency per request, {} ms per resolved member output, {} ms per resolved resource attribute)\n",
         args.members,
         args.latency_ms,
         args.output_cost_ms,

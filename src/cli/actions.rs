@@ -5,12 +5,13 @@ use super::args::{ActionArgs, Command, JournalFormat, RolloutCommand};
 use super::commands::CmdResult;
 use crate::api::cloud::CloudConnection;
 use crate::drivers::actions::{self, ActionContext};
+use crate::drivers::any_group;
 use crate::drivers::guard::{Guard, Reach};
 use crate::drivers::resolve::Drivers;
 use crate::drivers::{Driver, NodeGroupTarget, ScaleRequest, UpgradePlan, UpgradeTarget};
 use crate::journal::{Actor, Entry, Journal, Outcome};
 use crate::lifecycle::ActionsConfig;
-use crate::model::{terminal_safe, DriverKind};
+use crate::model::{terminal_safe, DriverKind, StackRef};
 use crate::rollout::control;
 use crate::rollout::engine::{self, find_latest, observe_status, EngineOptions};
 use crate::rollout::lock::LockState;
@@ -182,6 +183,42 @@ impl Ctx {
         self.drivers.resolve(target).await
     }
 
+    /// `STACK/GROUP` naming a group of an operator's stack (no Heat-native or Magnum node
+    /// group of that name): the stack and the group's resource path.
+    async fn any_group(&self, target: &str) -> Result<Option<(StackRef, String)>, ServiceError> {
+        let Some((head, path)) = target.split_once('/') else {
+            return Ok(None);
+        };
+        match self.drivers.resolve(target).await {
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind == ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let stack = match self.conn.heat.resolve(head).await {
+            Ok(s) => s,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        if path.contains('/') {
+            return Err(ServiceError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{target}: actions take a top-level group of the stack (a group inside a \
+                     nested stack is not planned yet: its parameters are the nested stack's)"
+                ),
+            ));
+        }
+        Ok(Some((stack, path.to_string())))
+    }
+
+    /// The target a rollout control names: a node group, or a group of any stack.
+    async fn resolve_target(&self, target: &str) -> Result<NodeGroupTarget, ServiceError> {
+        if let Some((stack, group)) = self.any_group(target).await? {
+            return Ok(any_group::group_target(&stack, &group));
+        }
+        Ok(self.resolve(target).await?.0)
+    }
+
     fn engine_options(&self, target: &NodeGroupTarget, poll_secs: f64) -> EngineOptions {
         control::engine_options(
             &self.config,
@@ -240,8 +277,26 @@ pub async fn run(command: Command, conn: CloudConnection, args: &ActionArgs) -> 
             remove,
             yes,
             confirm,
+            allow_magnum_owned,
             no_wait,
-        } => scale(&ctx, &target, count, remove, yes, confirm, no_wait).await,
+        } => {
+            if let Some((stack, group)) = ctx.any_group(&target).await? {
+                let count = count.ok_or("STACK/GROUP is scaled by count: give --count")?;
+                if !remove.is_empty() {
+                    return Err("STACK/GROUP: --remove names members of caldera's own node \
+                                groups only; give --count"
+                        .into());
+                }
+                let opts = AnyGroupOpts {
+                    yes,
+                    confirm,
+                    allow_magnum: allow_magnum_owned,
+                    no_wait,
+                };
+                return scale_any_group(&ctx, &stack, &group, count, opts).await;
+            }
+            scale(&ctx, &target, count, remove, yes, confirm, no_wait).await
+        }
         Command::Rollout { action } => rollout(&ctx, action).await,
         _ => Err("not an action command".into()),
     }
@@ -330,8 +385,33 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             set,
             yes,
             confirm,
+            allow_magnum_owned,
             poll_secs,
         } => {
+            let options = RolloutOptions {
+                batch_size: batch.max(1),
+                canary,
+                gate_wait_ms: (gate_secs.max(0.0) * 1000.0) as u64,
+                pause_on_failure: !stop_on_failure,
+                node_timeout_ms: node_timeout_secs.saturating_mul(1000),
+            };
+            if let Some((stack, group)) = ctx.any_group(&target).await? {
+                if image.is_some() || template.is_some() {
+                    return Err("STACK/GROUP: say what changes with --set KEY=VALUE (the \
+                                template's own parameters); --image and --template are for \
+                                caldera's and Magnum's node groups"
+                        .into());
+                }
+                let opts = AnyGroupOpts {
+                    yes,
+                    confirm,
+                    allow_magnum: allow_magnum_owned,
+                    no_wait: false,
+                };
+                let sets = parse_sets(&set)?;
+                return rollout_any_group(ctx, &stack, &group, sets, options, opts, poll_secs)
+                    .await;
+            }
             let (target, driver) = ctx.resolve(&target).await?;
             ctx.action.check(
                 "rollout.start",
@@ -340,13 +420,6 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 Reach::Fleet,
                 confirm.as_deref(),
             )?;
-            let options = RolloutOptions {
-                batch_size: batch.max(1),
-                canary,
-                gate_wait_ms: (gate_secs.max(0.0) * 1000.0) as u64,
-                pause_on_failure: !stop_on_failure,
-                node_timeout_ms: node_timeout_secs.saturating_mul(1000),
-            };
             let to = match target.driver {
                 DriverKind::HeatNative => UpgradeTarget::Image(
                     image.ok_or("--image is required for Heat-native node groups")?,
@@ -381,7 +454,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             follow(handle).await
         }
         RolloutCommand::Status { target, format } => {
-            let (target, _) = ctx.resolve(&target).await?;
+            let target = ctx.resolve_target(&target).await?;
             let status = rollout_status(ctx, &target).await?;
             match format {
                 JournalFormat::Json => {
@@ -405,7 +478,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             cancel,
             wait_secs,
         } => {
-            let (t, _) = ctx.resolve(&target).await?;
+            let t = ctx.resolve_target(&target).await?;
             let plan = active_plan(ctx, &t).await?;
             let mode = if rollback {
                 AbortMode::CancelUpdate
@@ -435,7 +508,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             set,
             poll_secs,
         } => {
-            let (t, _) = ctx.resolve(&target).await?;
+            let t = ctx.resolve_target(&target).await?;
             let plan = active_plan(ctx, &t).await?;
             let handle = engine::reattach(
                 ctx.conn.heat.clone(),
@@ -494,7 +567,7 @@ async fn active_plan(ctx: &Ctx, target: &NodeGroupTarget) -> Result<RolloutPlan,
 }
 
 async fn request(ctx: &Ctx, target: &str, control: Control, wait_secs: f64) -> CmdResult {
-    let (t, _) = ctx.resolve(target).await?;
+    let t = ctx.resolve_target(target).await?;
     let plan = active_plan(ctx, &t).await?;
     let options = ctx.engine_options(&t, DEFAULT_POLL_SECS);
     let driven = control::driver(&ctx.action, &plan);
@@ -614,6 +687,141 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
             return Ok(());
         }
     }
+}
+
+/// What a change of a group of any stack was told beyond its target.
+struct AnyGroupOpts {
+    yes: bool,
+    confirm: Option<String>,
+    allow_magnum: bool,
+    no_wait: bool,
+}
+
+/// `--set` values as Heat takes them in a parameter: JSON text of a string is the string.
+fn plain_values(sets: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    sets.iter()
+        .map(|(k, v)| {
+            let plain = match serde_json::from_str::<serde_json::Value>(v) {
+                Ok(serde_json::Value::String(s)) => s,
+                _ => v.clone(),
+            };
+            (k.clone(), plain)
+        })
+        .collect()
+}
+
+/// A refused plan: said, and recorded (a blocked attempt is part of the audit trail).
+fn refuse(ctx: &Ctx, action: &str, plan: &any_group::GroupUpdatePlan) -> CmdResult {
+    let error = plan.refusals.join("; ");
+    let _ = ctx.action.journal.append(&Entry::new(
+        &ctx.action.actor,
+        action,
+        &format!("{}/{}", plan.stack.name, plan.group),
+        Outcome::Refused {
+            error: error.clone(),
+        },
+    ));
+    Err(format!("refused: {error}").into())
+}
+
+/// `caldera scale STACK/GROUP --count N`: Heat's preview and the refusals, then the PATCH
+/// of the parameter the group's count reads, followed until the stack settles.
+async fn scale_any_group(
+    ctx: &Ctx,
+    stack: &StackRef,
+    group: &str,
+    count: u32,
+    opts: AnyGroupOpts,
+) -> CmdResult {
+    let heat = &ctx.conn.heat;
+    let plan = any_group::plan_group_scale(heat, stack, group, count, opts.allow_magnum).await?;
+    print_lines(&plan.lines())?;
+    if !plan.refusals.is_empty() {
+        return refuse(ctx, "scale", &plan);
+    }
+    if !opts.yes && !confirm_prompt("apply this scale?")? {
+        return Err("not applied".into());
+    }
+    any_group::apply_group_update(&ctx.action, heat, &plan, opts.confirm.as_deref()).await?;
+    eprintln!("scale accepted");
+    if opts.no_wait {
+        return Ok(());
+    }
+    loop {
+        let (status, reason) = crate::drivers::heat_native::stack_status(heat, stack).await?;
+        if !status.is_in_progress() {
+            let members = any_group::group_members(heat, stack, group)
+                .await
+                .unwrap_or_default();
+            eprintln!(
+                "{}/{}: {status} {}; {} members",
+                terminal_safe(&stack.name),
+                terminal_safe(group),
+                terminal_safe(&reason),
+                members.len()
+            );
+            if status.is_failed() {
+                return Err(format!("scale failed: {reason}").into());
+            }
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// `caldera rollout start STACK/GROUP --set KEY=VALUE`: Heat's preview and the refusals,
+/// then the rollout engine of caldera's own node groups on this group's members.
+async fn rollout_any_group(
+    ctx: &Ctx,
+    stack: &StackRef,
+    group: &str,
+    sets: BTreeMap<String, String>,
+    options: RolloutOptions,
+    opts: AnyGroupOpts,
+    poll_secs: f64,
+) -> CmdResult {
+    if sets.is_empty() {
+        return Err("STACK/GROUP: give --set KEY=VALUE (what the rollout changes)".into());
+    }
+    let heat = &ctx.conn.heat;
+    let target = any_group::group_target(stack, group);
+    ctx.action.check(
+        "rollout.start",
+        &target.label(),
+        &target.cluster,
+        Reach::Fleet,
+        opts.confirm.as_deref(),
+    )?;
+    let preview =
+        any_group::plan_group_update(heat, stack, group, &plain_values(&sets), opts.allow_magnum)
+            .await?;
+    print_lines(&preview.lines())?;
+    if !preview.refusals.is_empty() {
+        return refuse(ctx, "rollout.start", &preview);
+    }
+    let plan = RolloutPlan::for_group(
+        target.clone(),
+        stack.clone(),
+        group,
+        &preview.members,
+        options,
+        sets,
+    );
+    print_lines(&plan.lines())?;
+    let engine_options = ctx.engine_options(&target, poll_secs);
+    print_lines(&engine_options.hooks.plan_lines())?;
+    if !opts.yes && !confirm_prompt("start this rollout?")? {
+        return Err("not started".into());
+    }
+    let handle = engine::start(
+        heat.clone(),
+        ctx.action.clone(),
+        plan,
+        engine_options,
+        opts.confirm.as_deref(),
+    )
+    .await?;
+    follow(handle).await
 }
 
 async fn magnum_upgrade(

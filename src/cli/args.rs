@@ -131,10 +131,11 @@ pub enum JournalFormat {
 pub enum RolloutCommand {
     /// Plan and start a node-by-node upgrade, then follow it until it ends or pauses.
     Start {
-        /// CLUSTER/NODEGROUP (or CLUSTER when it has one node group).
+        /// CLUSTER/NODEGROUP (or CLUSTER when it has one node group), or STACK/GROUP: a
+        /// scaling group of any stack, by its resource path (`--set` says what changes).
         target: String,
         /// New image (Heat-native node groups).
-        #[arg(long, required_unless_present = "template")]
+        #[arg(long, required_unless_present_any = ["template", "set"])]
         image: Option<String>,
         /// New cluster template (Magnum clusters; Magnum runs the batches).
         #[arg(long)]
@@ -154,7 +155,8 @@ pub enum RolloutCommand {
         /// End the rollout on a failure instead of pausing it.
         #[arg(long)]
         stop_on_failure: bool,
-        /// Another template parameter set by the same update, KEY=JSON (repeatable).
+        /// A template parameter set by the update, KEY=JSON (repeatable): beside --image for
+        /// caldera's node groups; for STACK/GROUP, what the rollout changes.
         #[arg(long = "set", value_name = "KEY=JSON")]
         set: Vec<String>,
         /// Don't ask before starting.
@@ -163,6 +165,9 @@ pub enum RolloutCommand {
         /// The cluster name, typed back (required on production clouds).
         #[arg(long)]
         confirm: Option<String>,
+        /// STACK/GROUP: go ahead on a stack Magnum owns (its conductor may fight the update).
+        #[arg(long)]
+        allow_magnum_owned: bool,
         /// Seconds between looks at Heat.
         #[arg(long, default_value_t = 2.0)]
         poll_secs: f64,
@@ -286,7 +291,9 @@ pub enum Command {
     /// Scale a node group: set its node count and/or remove named nodes. Prints the plan
     /// (nodes added and removed, API calls) and asks before acting.
     Scale {
-        /// CLUSTER/NODEGROUP (or CLUSTER when it has one node group).
+        /// CLUSTER/NODEGROUP (or CLUSTER when it has one node group), or STACK/GROUP: a
+        /// scaling group of any stack by its resource path, scaled through the parameter
+        /// its count reads (Heat's preview of the update is printed first).
         target: String,
         /// The new node count (default: the current count minus --remove).
         #[arg(long)]
@@ -300,6 +307,9 @@ pub enum Command {
         /// The cluster name, typed back (required on production clouds).
         #[arg(long)]
         confirm: Option<String>,
+        /// STACK/GROUP: go ahead on a stack Magnum owns (its conductor may fight the update).
+        #[arg(long)]
+        allow_magnum_owned: bool,
         /// Return once the request is accepted instead of following it.
         #[arg(long)]
         no_wait: bool,

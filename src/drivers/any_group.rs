@@ -1,4 +1,4 @@
-//! Changing any scaling group of an operator's own stack (issue 11, item 5; the planning half).
+//! Changing any scaling group of an operator's own stack (issue 11, item 5): plan and apply.
 //!
 //! A template nobody here wrote names its parameters as it likes; before caldera offers to
 //! change `KEY=VALUE` for the group at a resource path, it checks, from what Heat says:
@@ -7,21 +7,56 @@
 //!   anywhere under the group resource), otherwise the change cannot reach its members;
 //! - the stack is not one Magnum owns (its conductor would fight a Heat update behind its
 //!   back) unless the operator says otherwise;
+//! - the stack has settled (Heat 27 lets a new update supersede one under way);
 //! - Heat's own preview of the update (`PATCH .../preview`) lists the group as updated or
 //!   replaced: the plan shows what Heat says, not what caldera guesses.
 //!
 //! Heat 27 answers `400` to `preview?show_nested=true` for a stack holding ResourceGroups
 //! (the engine fails with "'NoneType' object is not iterable", measured on Magnum's layout),
 //! so the preview is the top level's: which groups and resources change, not which members.
+//! It is also coarse: a group whose members are nested templates shows as updated on any
+//! parameter change (measured: `kube_masters` "updated" by `minion_image`), which is why the
+//! reach check above, not the preview, decides whether a change reaches the members.
 //!
-//! Not done yet: applying the plan (with hooks on the group's path for node-by-node
-//! rollouts through `crate::rollout`), and the command that takes `STACK/group --set`.
+//! Applying a plan: a scale (`caldera scale STACK/GROUP --count N`) is one PATCH of the
+//! parameter the group's count reads ([`plan_group_scale`], [`apply_group_update`]); a
+//! rollout (`caldera rollout start STACK/GROUP --set KEY=VALUE`) is the same engine as
+//! caldera's own node groups (`crate::rollout`), with the hooks on this group's members
+//! ([`crate::rollout::RolloutPlan::for_group`]).
+//!
+//! Only top-level groups are planned: the parameter-reach check reads the stack's own
+//! template, and the hooks environment names the group at the top level.
 
-use crate::api::heat::{HeatClient, PreviewChanges, StackUpdate};
-use crate::model::StackRef;
-use crate::service::ServiceResult;
+use super::actions::ActionContext;
+use super::guard::Reach;
+use super::{Limits, NodeGroupTarget};
+use crate::api::heat::{HeatClient, PreviewChanges, ResourceQuery, StackUpdate};
+use crate::journal::{ApiCall, Entry, Outcome};
+use crate::model::{DriverKind, StackRef};
+use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// The resource types whose members are a node group's nodes, and the property that holds
+/// their count.
+const COUNT_PROPERTIES: [(&str, &str); 2] = [
+    ("OS::Heat::ResourceGroup", "count"),
+    ("OS::Heat::AutoScalingGroup", "desired_capacity"),
+];
+
+/// The action target for the group at `group` of the operator's stack `stack`: labelled
+/// `STACK/GROUP`, the form the commands take, the journal records and the driver lock is
+/// held by.
+pub fn group_target(stack: &StackRef, group: &str) -> NodeGroupTarget {
+    NodeGroupTarget {
+        cluster: stack.name.clone(),
+        nodegroup: group.to_string(),
+        driver: DriverKind::HeatNative,
+        stack: Some(stack.clone()),
+        cluster_id: None,
+        limits: Limits::default(),
+    }
+}
 
 /// Parameters only Magnum's Heat driver gives a stack (`kubecluster.yaml`): a stack with any
 /// of them belongs to a Magnum cluster.
@@ -41,6 +76,10 @@ pub struct GroupUpdatePlan {
     pub preview: PreviewChanges,
     /// Why the change is refused; empty when it may proceed.
     pub refusals: Vec<String>,
+    /// The group's members now (names in its nested stack), for the plan's lines.
+    pub members: Vec<String>,
+    /// A scale: the member count before and after.
+    pub scale: Option<(u32, u32)>,
 }
 
 impl GroupUpdatePlan {
@@ -52,19 +91,58 @@ impl GroupUpdatePlan {
             self.group,
             set.join(" ")
         )];
+        if let Some((from, to)) = self.scale {
+            out.push(format!("  members: {from} -> {to}"));
+        }
         let p = &self.preview;
         for (what, list) in [
             ("updated", &p.updated),
             ("replaced", &p.replaced),
             ("added", &p.added),
             ("deleted", &p.deleted),
+            ("unchanged", &p.unchanged),
         ] {
             if !list.is_empty() {
                 out.push(format!("  Heat's preview, {what}: {}", list.join(", ")));
             }
         }
+        let group_changes = p.updated.contains(&self.group) || p.replaced.contains(&self.group);
+        if group_changes {
+            out.push(format!(
+                "  members of {} ({}): {} (Heat 27 previews a ResourceGroup's stack only at \
+                 the top level, not member by member)",
+                self.group,
+                self.members.len(),
+                if self.members.is_empty() {
+                    "-".to_string()
+                } else {
+                    self.members.join(", ")
+                }
+            ));
+        }
         out.extend(self.refusals.iter().map(|r| format!("  refused: {r}")));
         out
+    }
+
+    /// The parameters the PATCH sets.
+    pub fn parameters(&self) -> BTreeMap<String, Value> {
+        self.set
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect()
+    }
+
+    /// A scale's PATCH: the count parameter, and no breakpoints on the group's members (a
+    /// finished rollout's hooks stay in the stack's environment, PATCH merges environments).
+    pub fn scale_update(&self) -> StackUpdate {
+        StackUpdate {
+            parameters: self.parameters(),
+            environment: Some(serde_json::json!(
+                {"resource_registry": {"resources": {self.group.as_str(): {"*": {"hooks": []}}}}}
+            )),
+            existing: true,
+            ..Default::default()
+        }
     }
 }
 
@@ -79,6 +157,14 @@ pub async fn plan_group_update(
     let (detail, template) = futures::join!(heat.get_stack(stack, false), heat.get_template(stack));
     let (detail, template) = (detail?, template?);
     let mut refusals = reach_refusals(&template, &detail.parameters, group, set);
+    // Heat 27 accepts an update while another runs and lets it supersede the first (a
+    // rollout's hooked update among them): never start one on a stack that has not settled.
+    if detail.summary.status.is_in_progress() {
+        refusals.push(format!(
+            "stack {} is {}: wait for it to settle (or reattach to its rollout)",
+            stack.name, detail.summary.status
+        ));
+    }
     if !allow_magnum {
         if let Some(p) = MAGNUM_PARAMETERS
             .iter()
@@ -100,7 +186,12 @@ pub async fn plan_group_update(
         existing: true,
         ..Default::default()
     };
-    let preview = heat.preview_update(stack, &update).await?;
+    let (preview, members) = futures::join!(
+        heat.preview_update(stack, &update),
+        group_members(heat, stack, group)
+    );
+    let preview = preview?;
+    let members = members.unwrap_or_default();
     if refusals.is_empty()
         && !preview.updated.iter().any(|r| r == group)
         && !preview.replaced.iter().any(|r| r == group)
@@ -115,7 +206,129 @@ pub async fn plan_group_update(
         set: set.clone(),
         preview,
         refusals,
+        members,
+        scale: None,
     })
+}
+
+/// The members of the group `group` of `stack`: the resources of its nested stack, in
+/// index order (`2` before `10`).
+pub async fn group_members(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+) -> ServiceResult<Vec<String>> {
+    let nested = super::heat_native::group_stack_of(heat, stack, group).await?;
+    let mut names: Vec<String> = heat
+        .list_resources(&nested, &ResourceQuery::default())
+        .await?
+        .into_iter()
+        .map(|r| r.resource.name)
+        .collect();
+    names.sort_by(|a, b| super::member_order(a, b));
+    Ok(names)
+}
+
+/// Plans scaling the group `group` to `count` members: the parameter its count property
+/// reads (`count: {get_param: number_of_minions}`) is set to `count`, with Heat's preview
+/// and the same refusals as any change. A count written into the template is refused: only
+/// a template update could change it.
+pub async fn plan_group_scale(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+    count: u32,
+    allow_magnum: bool,
+) -> ServiceResult<GroupUpdatePlan> {
+    let template = heat.get_template(stack).await?;
+    let param = count_parameter(&template, group).map_err(|e| {
+        ServiceError::new(
+            ErrorKind::Refused,
+            format!("scale {}/{group}: {e}", stack.name),
+        )
+    })?;
+    let mut set = BTreeMap::new();
+    set.insert(param, count.to_string());
+    let mut plan = plan_group_update(heat, stack, group, &set, allow_magnum).await?;
+    plan.scale = Some((plan.members.len() as u32, count));
+    if plan.members.len() as u32 == count {
+        plan.refusals
+            .push(format!("{group} already has {count} members"));
+    }
+    Ok(plan)
+}
+
+/// The parameter a group's member count reads, from the stack's template.
+pub fn count_parameter(template: &Value, group: &str) -> Result<String, String> {
+    let resource = template
+        .get("resources")
+        .and_then(|r| r.get(group))
+        .ok_or_else(|| format!("the stack's template has no resource {group}"))?;
+    let kind = resource.get("type").and_then(Value::as_str).unwrap_or("?");
+    let (_, property) = COUNT_PROPERTIES
+        .iter()
+        .find(|(t, _)| *t == kind)
+        .ok_or_else(|| format!("{group} is a {kind}, not a scaling group"))?;
+    let value = resource
+        .get("properties")
+        .and_then(|p| p.get(*property))
+        .ok_or_else(|| format!("{group} has no {property} property"))?;
+    let param = value.get("get_param").and_then(|p| match p {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) if a.len() == 1 => a[0].as_str().map(str::to_string),
+        _ => None,
+    });
+    param.ok_or_else(|| {
+        format!(
+            "{group}'s {property} is not a parameter of the stack (the template says {value}): \
+             only a template update can change it"
+        )
+    })
+}
+
+/// Applies a scale (or any one-PATCH change) of a group the operator has seen: refusals
+/// and guard rails first (recorded as refused), then the plan and its call in the journal,
+/// then the PATCH, then its outcome.
+pub async fn apply_group_update(
+    ctx: &ActionContext,
+    heat: &HeatClient,
+    plan: &GroupUpdatePlan,
+    confirm: Option<&str>,
+) -> ServiceResult<()> {
+    let target = format!("{}/{}", plan.stack.name, plan.group);
+    if !plan.refusals.is_empty() {
+        let error = plan.refusals.join("; ");
+        let _ = ctx.journal.append(&Entry::new(
+            &ctx.actor,
+            "scale",
+            &target,
+            Outcome::Refused {
+                error: error.clone(),
+            },
+        ));
+        return Err(ServiceError::new(ErrorKind::Refused, error));
+    }
+    ctx.check("scale", &target, &plan.stack.name, Reach::Fleet, confirm)?;
+    let update = plan.scale_update();
+    let call = ApiCall::new(
+        "PATCH",
+        super::heat_native::stack_path(&plan.stack),
+        super::heat_native::update_body_text(&update),
+    );
+    ctx.record(
+        &Entry::new(&ctx.actor, "scale", &target, Outcome::Started)
+            .plan(plan.lines())
+            .calls(vec![call]),
+    )?;
+    let result = heat.update_stack(&plan.stack, &update).await;
+    let outcome = match &result {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Failed {
+            error: e.to_string(),
+        },
+    };
+    ctx.record(&Entry::new(&ctx.actor, "scale", &target, outcome))?;
+    result.map_err(ServiceError::from)
 }
 
 /// Refusals from the template alone: unknown parameters, and parameters the group's
@@ -229,5 +442,30 @@ mod tests {
         );
         let r = reach_refusals(&template, &params, "nodes", &map(&[("minion_image", "b")]));
         assert!(r[0].contains("no resource nodes"));
+    }
+
+    #[test]
+    fn a_count_is_scaled_through_the_parameter_it_reads() {
+        let template = json!({"resources": {
+            "Compute": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "ComputeCount"}}},
+            "asg": {"type": "OS::Heat::AutoScalingGroup", "properties": {
+                "desired_capacity": {"get_param": ["size"]}, "min_size": 1}},
+            "fixed": {"type": "OS::Heat::ResourceGroup", "properties": {"count": 3}},
+            "net": {"type": "OS::Heat::None"},
+        }});
+        assert_eq!(
+            count_parameter(&template, "Compute").unwrap(),
+            "ComputeCount"
+        );
+        assert_eq!(count_parameter(&template, "asg").unwrap(), "size");
+        let e = count_parameter(&template, "fixed").unwrap_err();
+        assert!(e.contains("not a parameter") && e.contains('3'), "{e}");
+        assert!(count_parameter(&template, "net")
+            .unwrap_err()
+            .contains("not a scaling group"));
+        assert!(count_parameter(&template, "gone")
+            .unwrap_err()
+            .contains("no resource gone"));
     }
 }

@@ -381,20 +381,7 @@ impl HeatNativeDriver {
 
     /// The ResourceGroup's nested stack (the stack that owns the members).
     pub async fn group_stack(&self, nodegroup_stack: &StackRef) -> ServiceResult<StackRef> {
-        let res = self
-            .heat
-            .get_resource(nodegroup_stack, GROUP_RESOURCE)
-            .await
-            .map_err(err)?;
-        res.resource.nested.ok_or_else(|| {
-            ServiceError::new(
-                ErrorKind::NotFound,
-                format!(
-                    "resource '{GROUP_RESOURCE}' of {} has no nested stack yet",
-                    nodegroup_stack.name
-                ),
-            )
-        })
+        group_stack_of(&self.heat, nodegroup_stack, GROUP_RESOURCE).await
     }
 
     fn stack_of(target: &NodeGroupTarget) -> ServiceResult<&StackRef> {
@@ -638,6 +625,25 @@ impl Driver for HeatNativeDriver {
         }
         .boxed()
     }
+}
+
+/// The nested stack of the group resource `group` of `stack` (the stack that owns the
+/// members): caldera's `nodes`, or any operator's group (`kube_minions`).
+pub async fn group_stack_of(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+) -> ServiceResult<StackRef> {
+    let res = heat.get_resource(stack, group).await.map_err(err)?;
+    res.resource.nested.ok_or_else(|| {
+        ServiceError::new(
+            ErrorKind::NotFound,
+            format!(
+                "resource '{group}' of {} has no nested stack yet",
+                stack.name
+            ),
+        )
+    })
 }
 
 /// The status of a node group's stack, for waiting on an action.

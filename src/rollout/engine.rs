@@ -11,12 +11,12 @@
 
 use super::lock::{self, ControlLock, DriverLock};
 use super::observe::{newest_event, HeatObserver};
-use super::plan::{hooks_environment, RolloutPlan};
+use super::plan::RolloutPlan;
 use super::status::{DriverInfo, NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::api::heat::{HeatClient, StackAction, StackUpdate};
 use crate::drivers::actions::ActionContext;
 use crate::drivers::guard::Reach;
-use crate::drivers::heat_native::{stack_path, update_body_text, HeatNativeDriver};
+use crate::drivers::heat_native::{group_stack_of, stack_path, update_body_text, HeatNativeDriver};
 use crate::journal::{ApiCall, Entry, Journal, Outcome};
 use crate::lifecycle::{run_hook, HookContext, HookPoint, HookRun, HookSet};
 use crate::service::{ErrorKind, ServiceError, ServiceResult};
@@ -259,8 +259,7 @@ pub async fn start(
     }
     // The baseline: what Heat's group stack said last before our PATCH.
     let mut plan = plan;
-    let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
-    let group = driver.group_stack(&plan.stack).await?;
+    let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
     if let Some((id, time)) = newest_event(&heat, &group).await? {
         plan.since_event = Some(id);
         plan.since_time = Some(time);
@@ -445,8 +444,7 @@ async fn spawn(
     paused: Option<String>,
 ) -> ServiceResult<RolloutHandle> {
     driver_lock.set_rollout(&plan.id);
-    let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
-    let group = driver.group_stack(&plan.stack).await?;
+    let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
     let mut obs = HeatObserver::new(
         heat.clone(),
         plan.stack.clone(),
@@ -454,7 +452,7 @@ async fn spawn(
         plan.since_event.clone(),
         plan.since_time,
     );
-    obs.attach(&plan.image).await?;
+    obs.attach(plan.image_parameter()).await?;
     // Controls sent right after attaching (a resume) must see Heat's current state.
     obs.refresh().await?;
     let (journal_offset, memory) = journal_memory(&ctx.journal, &plan.id)?;
@@ -1000,11 +998,11 @@ impl Runner {
                     format!(
                         "stopped releasing; Heat's update already ended ({s}), there is nothing \
                          to cancel: {done} of {} nodes on {}. To finish: `caldera rollout start \
-                         {target} --image <previous image>` takes them back, `--image {}` \
-                         carries on",
+                         {target} {}` takes them back, `{}` carries on",
                         self.plan.members().count(),
                         self.plan.image,
-                        self.plan.image
+                        self.plan.back_flags(),
+                        self.plan.forward_flags()
                     )
                 } else {
                     format!(
@@ -1096,7 +1094,7 @@ impl Runner {
         for t in self.obs.members.values_mut() {
             t.done = false;
         }
-        if let Err(e) = self.obs.attach(&self.plan.image).await {
+        if let Err(e) = self.obs.attach(self.plan.image_parameter()).await {
             tracing::warn!("rollout {}: recounting members: {e}", self.plan.id);
         }
         Some(RolloutState::Aborted {
@@ -1150,18 +1148,13 @@ impl Runner {
                 // Measured on Heat 27: a member cut short by the cancel can fail the
                 // rollback (`resources[1]: Stack UPDATE cancelled`).
                 let done = self.plan.members().filter(|m| self.is_done(m)).count();
-                let back = self
-                    .plan
-                    .from_image
-                    .as_deref()
-                    .unwrap_or("<previous image>");
                 format!(
                     "rollback failed: stack {s} ({reason}); {done} of {} nodes still on {}; to \
-                     finish: `caldera rollout start {t} --image {back}` takes them back, \
-                     `--image {}` carries on",
+                     finish: `caldera rollout start {t} {}` takes them back, `{}` carries on",
                     self.plan.members().count(),
                     self.plan.image,
-                    self.plan.image
+                    self.plan.back_flags(),
+                    self.plan.forward_flags()
                 )
             }
             _ => {
@@ -1174,7 +1167,7 @@ impl Runner {
                 let total = self.plan.members().count();
                 format!(
                     "cancelled: stack {s} ({reason}); {} of {total} nodes on {}{}; to finish: \
-                     `caldera rollout start {t} --image {}` updates the rest{}",
+                     `caldera rollout start {t} {}` updates the rest{}",
                     done.len(),
                     self.plan.image,
                     if done.is_empty() {
@@ -1182,7 +1175,7 @@ impl Runner {
                     } else {
                         format!(" ({})", done.join(","))
                     },
-                    self.plan.image,
+                    self.plan.forward_flags(),
                     self.plan
                         .from_image
                         .as_deref()
@@ -1219,7 +1212,7 @@ impl Runner {
         let target = self.target();
         let update = StackUpdate {
             parameters: self.plan.parameters(),
-            environment: Some(hooks_environment()),
+            environment: Some(self.plan.hooks_environment()),
             existing: true,
             ..Default::default()
         };
@@ -1806,8 +1799,7 @@ pub async fn observe_status(
     journal: &Journal,
     plan: &RolloutPlan,
 ) -> ServiceResult<RolloutStatus> {
-    let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
-    let group = driver.group_stack(&plan.stack).await?;
+    let group = group_stack_of(heat, &plan.stack, plan.group_resource()).await?;
     let mut obs = HeatObserver::new(
         heat.clone(),
         plan.stack.clone(),
@@ -1815,7 +1807,7 @@ pub async fn observe_status(
         plan.since_event.clone(),
         plan.since_time,
     );
-    obs.attach(&plan.image).await?;
+    obs.attach(plan.image_parameter()).await?;
     obs.refresh().await?;
     let (_, memory) = journal_memory(journal, &plan.id)?;
     let settled =

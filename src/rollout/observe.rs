@@ -97,7 +97,9 @@ impl HeatObserver {
 
     /// Reads every member's own stack: which are already at `image` (done before we look,
     /// e.g. by an earlier process of this rollout whose events are gone).
-    pub async fn attach(&mut self, image: &str) -> ServiceResult<()> {
+    /// `None` (a group of an operator's template, no image parameter): only the members'
+    /// resources are read; events alone say which are done.
+    pub async fn attach(&mut self, image: Option<&str>) -> ServiceResult<()> {
         let resources = self
             .heat
             .list_resources(&self.group, &ResourceQuery::default())
@@ -112,6 +114,9 @@ impl HeatObserver {
             m.stack = stack.clone();
             m.status = Some(status.clone());
         }
+        let Some(image) = image else {
+            return Ok(());
+        };
         let heat = self.heat.clone();
         let mut lookups = fan_out(
             refs.into_iter()

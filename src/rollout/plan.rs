@@ -69,6 +69,12 @@ pub struct RolloutPlan {
     pub since_event: Option<String>,
     #[serde(default)]
     pub since_time: Option<DateTime<Utc>>,
+    /// A group of an operator's own template (issue 11): the group's resource name in
+    /// `stack` (`kube_minions`), whose members are held on hooks and released; the update
+    /// sets only `extra_parameters` (`image` is then a label of them, not a parameter).
+    /// `None`: caldera's own node-group stack, its `nodes` group and `image` parameter.
+    #[serde(default)]
+    pub group: Option<String>,
 }
 
 /// Splits members (in order) into canary batches of one, then batches of `batch_size`.
@@ -90,7 +96,17 @@ pub const ROLLOUT_HOOK: &str = "pre-update";
 /// `{"resource_registry": {"resources": {"nodes": {"*": {"hooks": ["pre-update"]}}}}}`:
 /// every member stops before its update until we clear its hook (form measured on Heat 27).
 pub fn hooks_environment() -> serde_json::Value {
-    serde_json::json!({"resource_registry": {"resources": {GROUP_RESOURCE: {"*": {"hooks": [ROLLOUT_HOOK]}}}}})
+    hooks_environment_for(GROUP_RESOURCE)
+}
+
+/// The same breakpoints on the members of the group named `group` in the updated stack.
+pub fn hooks_environment_for(group: &str) -> serde_json::Value {
+    serde_json::json!({"resource_registry": {"resources": {group: {"*": {"hooks": [ROLLOUT_HOOK]}}}}})
+}
+
+fn set_flags<'a>(pairs: impl Iterator<Item = (&'a String, String)>) -> String {
+    let flags: Vec<String> = pairs.map(|(k, v)| format!("--set {k}={v}")).collect();
+    flags.join(" ")
 }
 
 pub fn new_rollout_id() -> String {
@@ -123,7 +139,67 @@ impl RolloutPlan {
             created_at: Utc::now(),
             since_event: None,
             since_time: None,
+            group: None,
         }
+    }
+
+    /// A rollout of the group `group` of an operator's stack, setting `set` (JSON text
+    /// values): no image parameter, hooks on that group's members.
+    pub fn for_group(
+        target: NodeGroupTarget,
+        stack: StackRef,
+        group: &str,
+        members: &[String],
+        options: RolloutOptions,
+        set: BTreeMap<String, String>,
+    ) -> RolloutPlan {
+        let label: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut plan =
+            RolloutPlan::new(target, stack, &label.join(" "), None, members, options, set);
+        plan.group = Some(group.to_string());
+        plan
+    }
+
+    /// The resource name of the group whose members the rollout releases.
+    pub fn group_resource(&self) -> &str {
+        self.group.as_deref().unwrap_or(GROUP_RESOURCE)
+    }
+
+    /// The `image` parameter members are compared with, for caldera's own node groups.
+    pub fn image_parameter(&self) -> Option<&str> {
+        match self.group {
+            None => Some(&self.image),
+            Some(_) => None,
+        }
+    }
+
+    /// The flags of `caldera rollout start` that carry this rollout on (`--image v2`, or
+    /// `--set k=v` for a group of an operator's stack).
+    pub fn forward_flags(&self) -> String {
+        match &self.group {
+            None => format!("--image {}", self.image),
+            Some(_) => set_flags(self.extra_parameters.iter().map(|(k, v)| (k, v.clone()))),
+        }
+    }
+
+    /// The flags that take the members back (`from_image`, else a placeholder).
+    pub fn back_flags(&self) -> String {
+        match &self.group {
+            None => format!(
+                "--image {}",
+                self.from_image.as_deref().unwrap_or("<previous image>")
+            ),
+            Some(_) => set_flags(
+                self.extra_parameters
+                    .keys()
+                    .map(|k| (k, "<previous value>".to_string())),
+            ),
+        }
+    }
+
+    /// Breakpoints on every member of the rollout's group.
+    pub fn hooks_environment(&self) -> serde_json::Value {
+        hooks_environment_for(self.group_resource())
     }
 
     pub fn members(&self) -> impl Iterator<Item = &String> {
@@ -148,14 +224,16 @@ impl RolloutPlan {
                 (k.clone(), value)
             })
             .collect();
-        p.insert("image".into(), serde_json::json!(self.image));
+        if let Some(image) = self.image_parameter() {
+            p.insert("image".into(), serde_json::json!(image));
+        }
         p
     }
 
     pub fn start_update(&self) -> crate::api::heat::StackUpdate {
         crate::api::heat::StackUpdate {
             parameters: self.parameters(),
-            environment: Some(hooks_environment()),
+            environment: Some(self.hooks_environment()),
             existing: true,
             ..Default::default()
         }
@@ -172,7 +250,10 @@ impl RolloutPlan {
         for m in self.members() {
             calls.push(ApiCall::new(
                 "POST",
-                format!("/stacks/<{GROUP_RESOURCE} nested stack>/resources/{m}/signal"),
+                format!(
+                    "/stacks/<{} nested stack>/resources/{m}/signal",
+                    self.group_resource()
+                ),
                 r#"{"unset_hook":"pre-update"}"#,
             ));
         }
@@ -181,14 +262,24 @@ impl RolloutPlan {
 
     pub fn lines(&self) -> Vec<String> {
         let o = &self.options;
-        let mut out = vec![
-            format!(
+        let head = match &self.group {
+            None => format!(
                 "rollout {} of {}: image {} -> {}",
                 self.id,
                 self.target.label(),
                 self.from_image.as_deref().unwrap_or("?"),
                 self.image
             ),
+            Some(g) => format!(
+                "rollout {} of {} (group {g} of stack {}): set {}",
+                self.id,
+                self.target.label(),
+                self.stack.name,
+                self.image
+            ),
+        };
+        let mut out = vec![
+            head,
             format!(
                 "  {} nodes in {} batches (canary {}, then {} at a time); gate {:.1}s after each batch; node timeout {}s; {} on failure",
                 self.members().count(),
@@ -285,5 +376,51 @@ mod tests {
             "pre-update"
         );
         assert!(plan.lines().iter().any(|l| l.contains("batch   3: 10")));
+    }
+
+    #[test]
+    fn a_group_of_an_operators_stack_sets_only_its_parameters() {
+        let target = NodeGroupTarget {
+            cluster: "mystack".into(),
+            nodegroup: "kube_minions".into(),
+            driver: crate::model::DriverKind::HeatNative,
+            stack: None,
+            cluster_id: None,
+            limits: Default::default(),
+        };
+        let stack = StackRef {
+            name: "mystack".into(),
+            id: "1".into(),
+        };
+        let mut set = BTreeMap::new();
+        set.insert("minion_image".to_string(), "\"fcos-40\"".to_string());
+        let members: Vec<String> = ["1", "0"].iter().map(|s| s.to_string()).collect();
+        let plan = RolloutPlan::for_group(
+            target,
+            stack,
+            "kube_minions",
+            &members,
+            RolloutOptions::default(),
+            set,
+        );
+        assert_eq!(plan.batches, vec![vec!["0"], vec!["1"]]);
+        let body: serde_json::Value = serde_json::from_str(&plan.calls()[0].body).unwrap();
+        assert_eq!(
+            body["parameters"],
+            serde_json::json!({"minion_image": "fcos-40"})
+        );
+        assert_eq!(
+            body["environment"]["resource_registry"]["resources"]["kube_minions"]["*"]["hooks"][0],
+            "pre-update"
+        );
+        assert!(plan.calls()[1].path.contains("<kube_minions nested stack>"));
+        assert_eq!(plan.forward_flags(), "--set minion_image=\"fcos-40\"");
+        assert_eq!(plan.back_flags(), "--set minion_image=<previous value>");
+        assert!(plan.lines()[0].contains("group kube_minions of stack mystack"));
+        // The journal's spec reads back (a restarted process reattaches with it).
+        let back: RolloutPlan =
+            serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
+        assert_eq!(back.group_resource(), "kube_minions");
+        assert_eq!(back.image_parameter(), None);
     }
 }
