@@ -425,6 +425,62 @@ fn demo(w: &mut World) {
     update_group(w, g3, &[("count", "60".into())]);
     let until = w.now() + HOUR;
     run_virtual(w, until, 1000, |w| updated(w, 428));
+
+    capi_demo(w);
+}
+
+/// The Cluster API cluster of the demo.
+pub const CAPI_CLUSTER: &str = "capi-prod";
+/// Its node group one of whose machines Nova cannot place: the cluster stays
+/// `CREATE_IN_PROGRESS` (Cluster API keeps retrying) with that machine in ERROR.
+pub const CAPI_STALLED_GROUP: &str = "gpu";
+
+/// `capi-prod`: a Magnum cluster on vexxhost's `magnum-cluster-api` (API 1.13+ shapes, no
+/// Heat stack, Nova servers named after their Machines), built last so that the rest of the
+/// demo keeps its ids. Its machines come up on their own ticks, the rest of the world held.
+fn capi_demo(w: &mut World) {
+    use crate::sim::world::build::create_cluster_with;
+    use crate::sim::world::capi::{self, SimCapi};
+    let image = "ubuntu-2204-kube-v1.30.2";
+    let t = create_template(w, "k8s-v1.30-capi", image, "v1.30.2");
+    let name = capi::cluster_name(w);
+    let mut m = spec("default-master", "master", 3, image, "m1.large", "az-1");
+    m.is_default = true;
+    let mut wk = spec("default-worker", "worker", 5, image, "m1.large", "az-1");
+    wk.is_default = true;
+    wk.min_count = 1;
+    wk.max_count = Some(20);
+    let mut gpu = spec(CAPI_STALLED_GROUP, "worker", 2, image, "g1.large", "az-3");
+    gpu.fail.insert(
+        1,
+        FailSpec::nova("No valid host was found. There are not enough hosts available."),
+    );
+    for g in [&mut m, &mut wk, &mut gpu] {
+        g.action_wait_secs = 40;
+    }
+    let c = create_cluster_with(
+        w,
+        ClusterSpec {
+            name: CAPI_CLUSTER.into(),
+            template: t,
+            groups: vec![m, wk, gpu],
+        },
+        Some(SimCapi {
+            name,
+            owners: Default::default(),
+        }),
+    );
+    let groups = w.clusters[c].groups.clone();
+    let start = w.now();
+    for step in 1..=600 {
+        if groups.iter().all(|g| w.groups[*g].op.is_none()) {
+            break;
+        }
+        w.virtual_now = Some(start + step * 1000);
+        for g in &groups {
+            group::tick(w, *g);
+        }
+    }
 }
 
 #[cfg(test)]
