@@ -69,7 +69,7 @@ fn clusters_shown(c: &mut Console) {
             && s.has_all(&[
                 "SIMULATOR",
                 "simulator › clusters",
-                "Clusters [5]",
+                "Clusters [6]",
                 "prod-east",
                 "dev-small",
                 "staging",
@@ -86,7 +86,7 @@ fn clusters_shown(c: &mut Console) {
 fn open_prod_east(c: &mut Console) {
     c.press("/prod-east", "the filter line", |s| s.has("/prod-east"));
     c.press(ENTER, "the list filtered to prod-east", |s| {
-        counter(s, "Clusters") == Some((1, 5)) && !s.has("dev-small")
+        counter(s, "Clusters") == Some((1, 6)) && !s.has("dev-small")
     });
     c.press(ENTER, "prod-east's node groups", |s| {
         s.has_all(&["› prod-east", "Node groups of prod-east", "default-worker"])
@@ -206,7 +206,7 @@ fn walkthrough_160x48() {
         s.has("Clusters [1/5]") && !s.has("› prod-east")
     });
     c.press(ESC, "the cluster filter cleared", |s| {
-        s.has_all(&["Clusters [5]", "dev-small", "staging"])
+        s.has_all(&["Clusters [6]", "dev-small", "staging"])
     });
 
     c.send("q");
@@ -253,7 +253,7 @@ fn suspend_and_resume() {
     // `fg`: the console takes the terminal again and draws everything anew.
     c.signal(libc::SIGCONT);
     c.wait_for("the console redrawn", |s| {
-        s.alternate && s.has_all(&["Clusters [5]", "prod-east", "SIMULATOR"])
+        s.alternate && s.has_all(&["Clusters [6]", "prod-east", "SIMULATOR"])
     });
     c.wait_until("raw mode again", |c| !c.cooked());
     c.press("?", "the help (keys work again)", |s| s.has("Quit caldera"));
@@ -266,7 +266,7 @@ fn suspend_and_resume() {
     c.wait_for("the shell's screen", |s| !s.alternate && !s.cursor_hidden);
     c.signal(libc::SIGCONT);
     c.wait_for("the console redrawn", |s| {
-        s.alternate && s.has("Clusters [5]")
+        s.alternate && s.has("Clusters [6]")
     });
 
     // SIGINT from outside (in raw mode ctrl-c is a key, not a signal) quits cleanly.

@@ -132,7 +132,14 @@ fn server_json(w: &World, base: &str, id: &str, detail: bool, minor: u32) -> Opt
         }
     }
     v["status"] = json!(status);
-    v["addresses"] = json!({"private": [{"addr": m.ip, "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac(&m.ip)}]});
+    // A Cluster API machine Nova could not place never got its port (CAPO creates the
+    // port, Nova fails to schedule): no address.
+    let unplaced = capi && matches!(m.phase, Phase::Failed(Action::Create));
+    v["addresses"] = if unplaced {
+        json!({})
+    } else {
+        json!({"private": [{"addr": m.ip, "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac(&m.ip)}]})
+    };
     v["metadata"] = Value::Object(meta);
     v["image"] = json!({"id": m.image, "links": [{"rel": "bookmark", "href": format!("{base}/compute/images/{}", m.image)}]});
     // From 2.47 Nova embeds the flavor instead of linking it.
