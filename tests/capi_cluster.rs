@@ -247,3 +247,71 @@ async fn headless_clusters_nodegroups_and_ips() {
     assert!(err.contains("runs on Cluster API"), "{err}");
     sim.shutdown().await;
 }
+
+/// The Magnum driver (what scale/upgrade plans build on) lists a Cluster API node group's
+/// nodes from Nova and sends `nodes_to_remove` as the driver reads it: Nova server ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_lists_nodes_and_removes_chosen_ones_by_server_id() {
+    use caldera::drivers::resolve::Drivers;
+    use caldera::drivers::{Driver, ScaleRequest};
+    let sim = demo().await;
+    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let drivers = Drivers::new(&conn);
+    let magnum = drivers.magnum().expect("magnum");
+    let target = magnum
+        .find_nodegroup("capi-prod", "default-worker")
+        .await
+        .expect("target");
+    assert_eq!(target.stack, None);
+    let nodes = magnum.list_nodes(&target).await.expect("nodes");
+    assert_eq!(nodes.len(), 5);
+    let chosen = nodes[2].name.clone();
+    let id = sim.with_world(|w| {
+        w.groups
+            .iter()
+            .flat_map(|g| g.members.values())
+            .find(|m| m.server_name == chosen)
+            .map(|m| m.server_id.clone())
+            .expect("server")
+    });
+    let plan = magnum
+        .plan_scale(
+            &target,
+            &ScaleRequest {
+                count: None,
+                remove: vec![chosen.clone()],
+            },
+        )
+        .await
+        .expect("plan");
+    assert_eq!((plan.from, plan.to), (5, 4));
+    assert_eq!(plan.removed, [id.clone()]);
+    let body = &plan.calls[0].body;
+    assert!(
+        body.contains(&format!("\"nodes_to_remove\":[\"{id}\"]")),
+        "{body}"
+    );
+    // A node of another group is refused before anything is sent.
+    let gpu = sim.with_world(|w| {
+        w.groups
+            .iter()
+            .flat_map(|g| g.members.values())
+            .find(|m| m.server_name.contains("-gpu-"))
+            .map(|m| m.server_name.clone())
+            .expect("gpu server")
+    });
+    let e = magnum
+        .plan_scale(
+            &target,
+            &ScaleRequest {
+                count: None,
+                remove: vec![gpu],
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("not a node of default-worker"), "{e}");
+    sim.shutdown().await;
+}
