@@ -125,20 +125,30 @@ async fn capi_cluster(service: &LiveService) -> (Cluster, Vec<NodeGroup>) {
 }
 
 async fn nodes(service: &LiveService, g: &NodeGroup) -> (Vec<caldera::model::Node>, usize) {
+    let (nodes, addresses, _) = nodes_and_failures(service, g).await;
+    (nodes, addresses)
+}
+
+async fn nodes_and_failures(
+    service: &LiveService,
+    g: &NodeGroup,
+) -> (Vec<caldera::model::Node>, usize, Vec<String>) {
     let mut stream = service.stream_nodes(g.clone());
     let mut nodes = Vec::new();
     let mut addresses = 0;
+    let mut failed = Vec::new();
     let mut done = false;
     while let Some(u) = stream.next().await {
         match u.expect("node update") {
             NodeUpdate::Members(n) => nodes = n,
             NodeUpdate::Address(_) => addresses += 1,
+            NodeUpdate::AddressFailed { member, .. } => failed.push(member),
             NodeUpdate::Done => done = true,
             _ => {}
         }
     }
     assert!(done, "the stream settles");
-    (nodes, addresses)
+    (nodes, addresses, failed)
 }
 
 /// What the console's clusters and nodes panes read (the same `LiveService`).
@@ -173,14 +183,20 @@ async fn the_nodes_pane_reads_nodes_from_nova() {
     assert_eq!(masters.len(), 3);
     assert!(masters.iter().all(|n| !n.name.contains("default-worker")));
     // The stalled group: one machine in ERROR with Nova's fault, one ready.
-    let (gpu, _) = nodes(&service, &by_name("gpu")).await;
+    let (gpu, addressed, no_address) = nodes_and_failures(&service, &by_name("gpu")).await;
     assert_eq!(gpu.len(), 2);
+    assert_eq!(addressed, 1);
     let failed: Vec<_> = gpu.iter().filter(|n| n.status.is_failed()).collect();
     assert_eq!(failed.len(), 1, "{gpu:?}");
     assert!(failed[0]
         .status_reason
         .as_deref()
         .is_some_and(|r| r.contains("No valid host")));
+    assert_eq!(
+        no_address,
+        [failed[0].name.clone()],
+        "the unplaced server has no address"
+    );
     sim.shutdown().await;
 }
 

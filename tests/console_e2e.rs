@@ -203,7 +203,7 @@ fn walkthrough_160x48() {
         counter(s, "Node groups of prod-east") == Some((5, 5))
     });
     c.press(ESC, "back to the clusters", |s| {
-        s.has("Clusters [1/5]") && !s.has("› prod-east")
+        s.has("Clusters [1/6]") && !s.has("› prod-east")
     });
     c.press(ESC, "the cluster filter cleared", |s| {
         s.has_all(&["Clusters [6]", "dev-small", "staging"])
@@ -218,6 +218,45 @@ fn walkthrough_160x48() {
         log.contains("console started on simulator (160x48") && log.contains("console closed"),
         "the log went to --log-file:\n{log}"
     );
+}
+
+/// A Magnum cluster on Cluster API (no Heat stack): its nodes pane lists Nova's servers,
+/// named after their Machines, the one Nova could not place in ERROR with its fault.
+#[test]
+fn cluster_api_nodes_160x48() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(160, 48);
+    clusters_shown(&mut c);
+    c.press("/capi-prod", "the filter line", |s| s.has("/capi-prod"));
+    c.press(ENTER, "the list filtered to capi-prod", |s| {
+        counter(s, "Clusters") == Some((1, 6))
+            && s.line_with("capi-prod")
+                .is_some_and(|l| l.contains("CREATE_IN_PROGRESS") && l.contains("No valid host"))
+    });
+    c.press(ENTER, "capi-prod's node groups", |s| {
+        s.has_all(&["Node groups of capi-prod", "default-worker", "gpu"])
+    });
+    c.press("/gpu", "the filter line", |s| s.has("/gpu"));
+    c.press(ENTER, "the node groups filtered", |s| {
+        counter(s, "Node groups of capi-prod").is_some_and(|(shown, _)| shown == 1)
+    });
+    let machine =
+        Regex::new(r"kube-[a-z0-9]{5}-gpu-[a-z0-9]{5}-[a-z0-9]{5}-[a-z0-9]{5}").expect("regex");
+    c.press(ENTER, "gpu's nodes from Nova", |s| {
+        s.has_all(&[
+            "› capi-prod › gpu",
+            "Nodes of gpu",
+            "ACTIVE",
+            "ERROR",
+            "No valid host",
+        ]) && machine.is_match(&s.text)
+            && !s.has("has no Heat stack")
+            && counter(s, "Nodes of gpu") == Some((2, 2))
+    });
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    c.assert_restored();
 }
 
 #[test]

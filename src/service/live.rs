@@ -280,6 +280,13 @@ async fn forward_capi_nodes(
         nodegroup.role,
         &servers,
     );
+    // A server in ERROR without an address never gets one (Nova could not place it).
+    let unplaced: Vec<String> = servers
+        .iter()
+        .filter(|s| s.status == "ERROR" && s.fixed_ips().is_empty())
+        .filter(|s| nodes.iter().any(|n| n.name == s.name))
+        .map(|s| s.name.clone())
+        .collect();
     let addresses: Vec<crate::model::NodeAddress> = servers
         .iter()
         .filter(|s| nodes.iter().any(|n| n.name == s.name))
@@ -298,6 +305,19 @@ async fn forward_capi_nodes(
             continue;
         }
         if tx.send(Ok(NodeUpdate::Address(a))).await.is_err() {
+            return;
+        }
+    }
+    for member in unplaced {
+        let error = ServiceError::new(
+            super::ErrorKind::NotFound,
+            "no address: the server is in ERROR",
+        );
+        if tx
+            .send(Ok(NodeUpdate::AddressFailed { member, error }))
+            .await
+            .is_err()
+        {
             return;
         }
     }
