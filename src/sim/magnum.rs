@@ -483,10 +483,7 @@ fn capi_reason(w: &World, c: usize) -> String {
     for g in &w.clusters[c].groups {
         for m in w.groups[*g].members.values() {
             if let (Phase::Failed(_), Some(f)) = (m.phase, &m.fault) {
-                return format!(
-                    "Machine {} (OpenStackMachine): InstanceCreateFailed: {f}",
-                    m.server_name
-                );
+                return format!("InstanceCreateFailed: {f} (Machine {})", m.server_name);
             }
             if !matches!(m.phase, Phase::Idle) {
                 waiting += 1;
