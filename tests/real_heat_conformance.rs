@@ -404,6 +404,9 @@ async fn hook_marks(server: &Server, stack: &StackRef) -> Vec<String> {
         status_reason: None,
         is_default: false,
         stack_id: Some(stack.id.clone()),
+        capi: None,
+        node_labels: Default::default(),
+        node_taints: Vec::new(),
     };
     let mut latest: Vec<Node> = Vec::new();
     let mut updates = service.stream_nodes(nodegroup);

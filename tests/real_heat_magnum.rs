@@ -75,6 +75,9 @@ fn default_group(name: &str, role: Role, stack: &StackRef) -> NodeGroup {
         status_reason: None,
         is_default: true,
         stack_id: Some(stack.id.clone()),
+        capi: None,
+        node_labels: Default::default(),
+        node_taints: Vec::new(),
     }
 }
 

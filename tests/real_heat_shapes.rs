@@ -288,6 +288,9 @@ async fn magnum_cluster_layout() {
         status_reason: None,
         is_default: false,
         stack_id: Some(stack.id.clone()),
+        capi: None,
+        node_labels: Default::default(),
+        node_taints: Vec::new(),
     };
     let mut updates = service.stream_nodes(pane);
     let (mut rows, mut filled, mut failed) = (Vec::new(), BTreeMap::new(), 0);

@@ -34,6 +34,15 @@ pub struct ServerInfo {
     /// Flattened over networks, in Nova's order within each network.
     pub addresses: Vec<ServerAddress>,
     pub metadata: BTreeMap<String, String>,
+    /// `OS-EXT-STS:task_state` (`scheduling`, `spawning`, `deleting`...), when busy.
+    pub task_state: Option<String>,
+    /// The fault's message of a server in ERROR (`fault.message`).
+    pub fault: Option<String>,
+    /// The image id the server was booted from (empty for boot-from-volume).
+    pub image: Option<String>,
+    pub zone: Option<String>,
+    pub created: Option<chrono::DateTime<chrono::Utc>>,
+    pub updated: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl ServerInfo {
@@ -74,6 +83,25 @@ struct ServerWire {
     addresses: BTreeMap<String, Vec<AddressWire>>,
     #[serde(default, deserialize_with = "de_null_map")]
     metadata: BTreeMap<String, String>,
+    #[serde(rename = "OS-EXT-STS:task_state", default)]
+    task_state: Option<String>,
+    #[serde(default)]
+    fault: Option<FaultWire>,
+    /// `{"id": ...}`, or `""` for a server booted from a volume.
+    #[serde(default)]
+    image: Option<serde_json::Value>,
+    #[serde(rename = "OS-EXT-AZ:availability_zone", default)]
+    zone: Option<String>,
+    #[serde(default, deserialize_with = "crate::api::time::de_opt_time")]
+    created: Option<chrono::DateTime<chrono::Utc>>,
+    #[serde(default, deserialize_with = "crate::api::time::de_opt_time")]
+    updated: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FaultWire {
+    #[serde(default)]
+    message: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -108,12 +136,25 @@ fn server_from(s: ServerWire) -> ServerInfo {
             })
         })
         .collect();
+    let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
     ServerInfo {
         id: s.id,
         name: s.name,
         status: s.status,
         addresses,
         metadata: s.metadata,
+        task_state: nonempty(s.task_state),
+        fault: nonempty(s.fault.and_then(|f| f.message)),
+        image: nonempty(
+            s.image
+                .as_ref()
+                .and_then(|i| i.get("id"))
+                .and_then(|i| i.as_str())
+                .map(str::to_string),
+        ),
+        zone: nonempty(s.zone),
+        created: s.created,
+        updated: s.updated,
     }
 }
 

@@ -101,19 +101,48 @@ async fn magnum_group(
         .map(|(path, _)| path))
 }
 
+/// What a node-reading command reads: node-group stacks, or the node groups of a cluster
+/// run by a Cluster API driver (no stack; their nodes are Nova servers).
+pub enum NodeTargets {
+    Stacks(Vec<StackTarget>),
+    /// `(label, node group)`, the label `cluster/nodegroup`.
+    ClusterApi(Vec<(String, NodeGroup)>),
+}
+
 /// The node-group stacks a `CLUSTER`, `CLUSTER/NODEGROUP`, `STACK` or `STACK/GROUP/PATH`
 /// names. A cluster's node groups each give their stack; a stack gives every group in it, or
-/// the one at the path.
+/// the one at the path. A Cluster API cluster gives its node groups themselves.
 pub async fn node_targets(
     service: &LiveService,
     conn: &CloudConnection,
     target: &str,
-) -> ServiceResult<Vec<StackTarget>> {
+) -> ServiceResult<NodeTargets> {
     let (head, rest) = match target.split_once('/') {
         Some((h, r)) => (h, Some(r)),
         None => (target, None),
     };
     if let Some(found) = find_cluster(service, conn, head).await? {
+        if let Some(capi) = &found.cluster.capi {
+            let groups: Vec<(String, NodeGroup)> = found
+                .nodegroups
+                .iter()
+                .filter(|g| rest.is_none_or(|n| n == g.name || n == g.id))
+                .map(|g| (format!("{}/{}", found.cluster.name, g.name), g.clone()))
+                .collect();
+            if groups.is_empty() {
+                return Err(ServiceError::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "cluster {} ({}): no node group '{}' (node groups: {})",
+                        found.cluster.name,
+                        capi.driver.as_str(),
+                        rest.unwrap_or_default(),
+                        names(&found.nodegroups)
+                    ),
+                ));
+            }
+            return Ok(NodeTargets::ClusterApi(groups));
+        }
         let mut out = Vec::new();
         for g in &found.nodegroups {
             if rest.is_some_and(|n| n != g.name && n != g.id) {
@@ -145,21 +174,21 @@ pub async fn node_targets(
                 ),
             ));
         }
-        return Ok(out);
+        return Ok(NodeTargets::Stacks(out));
     }
     let stack = conn
         .heat
         .resolve(head)
         .await
         .map_err(|e| not_found_as(head, e))?;
-    Ok(vec![StackTarget {
+    Ok(NodeTargets::Stacks(vec![StackTarget {
         label: match rest {
             Some(path) => format!("{}/{path}", stack.name),
             None => stack.name.clone(),
         },
         stack,
         group: rest.map(str::to_string),
-    }])
+    }]))
 }
 
 /// The stacks whose events and failures `CLUSTER`, `CLUSTER/NODEGROUP` or `STACK` covers: a
@@ -217,6 +246,17 @@ pub async fn event_stacks(
             }
         }
         if ids.is_empty() {
+            if let Some(capi) = &found.cluster.capi {
+                return Err(ServiceError::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "{target}: no Heat stack; the cluster runs on Cluster API ({}, cluster {}), \
+                         whose events Magnum shows only as status_reason",
+                        capi.driver.as_str(),
+                        terminal_safe(&capi.name)
+                    ),
+                ));
+            }
             return Err(ServiceError::new(
                 ErrorKind::NotFound,
                 format!("{target}: no Heat stack"),

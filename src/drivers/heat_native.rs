@@ -337,6 +337,7 @@ impl HeatNativeDriver {
                     stack_id: None,
                     created_at: s.created_at,
                     updated_at: s.updated_at,
+                    capi: None,
                 });
             c.node_count += members as u32;
             c.nodegroup_count = Some(c.nodegroup_count.unwrap_or(0) + 1);

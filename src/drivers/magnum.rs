@@ -6,7 +6,7 @@
 //! When the cloud's Magnum is older the plan says so and nothing is sent.
 
 use super::{
-    member_order, unsupported, Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScalePlan,
+    member_order, refused, unsupported, Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScalePlan,
     ScaleRequest, UpgradePlan, UpgradeTarget,
 };
 use crate::api::heat::{HeatClient, ResourceQuery};
@@ -14,8 +14,11 @@ use crate::api::magnum::client::{
     Microversion, ResizeRequest, UpgradeRequest, NODEGROUPS, RESIZE, UPGRADE,
 };
 use crate::api::magnum::MagnumClient;
+use crate::api::nova::NovaClient;
 use crate::journal::ApiCall;
+use crate::model::{CapiCluster, CapiDriver};
 use crate::model::{DriverKind, Node, NodeKey, Role, StackRef, StackResource};
+use crate::ops::capi_nodes;
 use crate::service::{ErrorKind, ServiceError, ServiceResult};
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -27,6 +30,8 @@ pub struct MagnumDriver {
     magnum: MagnumClient,
     /// To list members of the node group's stack, where Magnum runs on Heat.
     heat: Option<HeatClient>,
+    /// To list the nodes of clusters run by Cluster API drivers (Nova servers).
+    nova: Option<NovaClient>,
 }
 
 fn err(e: crate::api::ApiError) -> ServiceError {
@@ -196,9 +201,112 @@ pub async fn members_stack(
         .map(|(_, nested)| nested))
 }
 
+/// `nodes_to_remove` as the Cluster API driver reads it, from the nodes the operator chose
+/// (server names or ids) among the node group's Nova servers.
+///
+/// - vexxhost `magnum-cluster-api` (`driver.py` `resize_cluster`) marks for deletion the
+///   node group's Machines whose `providerID` ends in one of the given ids: Nova server
+///   UUIDs. Names are translated; a node that is not the group's is refused (the driver would
+///   silently ignore it, and the count alone would pick another node).
+/// - `magnum-capi-helm` (`driver.py` `resize_cluster`) ignores the list ("Removing specific
+///   nodes is not currently supported"): refused, saying so, rather than sent and ignored.
+pub fn capi_nodes_to_remove(
+    capi: &CapiCluster,
+    nodegroup: &str,
+    role: Role,
+    servers: &[crate::api::nova::ServerInfo],
+    wanted: &[String],
+) -> ServiceResult<Vec<String>> {
+    match capi.driver {
+        CapiDriver::CapiHelm => {
+            return Err(unsupported(format!(
+                "magnum-capi-helm ignores nodes_to_remove (its resize_cluster only logs \
+                 \"Removing specific nodes is not currently supported\"): Cluster API would \
+                 pick the nodes to remove; resize {nodegroup} by count instead"
+            )))
+        }
+        CapiDriver::Unknown => {
+            return Err(unsupported(format!(
+                "cluster {} runs on a Cluster API driver caldera cannot tell: whether it \
+                 honours nodes_to_remove is unknown; resize {nodegroup} by count instead",
+                capi.name
+            )))
+        }
+        CapiDriver::MagnumClusterApi => {}
+    }
+    let ours: Vec<&crate::api::nova::ServerInfo> = servers
+        .iter()
+        .filter(|s| capi_nodes::is_member(capi, nodegroup, role, &s.name))
+        .collect();
+    let mut ids = Vec::new();
+    let mut unknown = Vec::new();
+    for w in wanted {
+        match ours.iter().find(|s| s.id == *w || s.name == *w) {
+            Some(s) if !ids.contains(&s.id) => ids.push(s.id.clone()),
+            Some(_) => {}
+            None => unknown.push(w.clone()),
+        }
+    }
+    if !unknown.is_empty() {
+        return Err(refused(format!(
+            "not a node of {nodegroup}: {} (magnum-cluster-api removes nodes by Nova server \
+             id and would ignore these)",
+            unknown.join(", ")
+        )));
+    }
+    Ok(ids)
+}
+
 impl MagnumDriver {
     pub fn new(magnum: MagnumClient, heat: Option<HeatClient>) -> MagnumDriver {
-        MagnumDriver { magnum, heat }
+        MagnumDriver {
+            magnum,
+            heat,
+            nova: None,
+        }
+    }
+
+    /// Nova, for the nodes of clusters without a Heat stack (Cluster API drivers).
+    pub fn with_nova(mut self, nova: Option<NovaClient>) -> MagnumDriver {
+        self.nova = nova;
+        self
+    }
+
+    /// The cluster's Cluster API identity, when a Cluster API driver runs it.
+    async fn capi_of(&self, cluster_id: &str) -> ServiceResult<Option<CapiCluster>> {
+        let mut c = self.magnum.get_cluster(cluster_id).await.map_err(err)?;
+        self.magnum.refine_backend(&mut c).await;
+        Ok(c.capi)
+    }
+
+    /// The nodes of a Cluster API cluster's node group, from Nova.
+    async fn capi_nodes(
+        &self,
+        capi: &CapiCluster,
+        target: &NodeGroupTarget,
+    ) -> ServiceResult<Vec<Node>> {
+        let Some(nova) = &self.nova else {
+            return Err(unsupported(format!(
+                "{} runs on Cluster API ({}): its nodes are Nova servers, and this cloud \
+                 has no Nova endpoint",
+                target.label(),
+                capi.driver.as_str()
+            )));
+        };
+        let id = Self::cluster_id(target)?;
+        let ng = self
+            .magnum
+            .get_nodegroup(id, &target.nodegroup)
+            .await
+            .map_err(err)?;
+        let servers = capi_nodes::cluster_servers(nova, capi).await.map_err(err)?;
+        Ok(capi_nodes::nodegroup_nodes(
+            capi,
+            &target.nodegroup,
+            &ng.name,
+            ng.role,
+            &servers,
+        ))
     }
 
     fn cluster_id(target: &NodeGroupTarget) -> ServiceResult<&str> {
@@ -317,8 +425,14 @@ impl Driver for MagnumDriver {
         target: &'a NodeGroupTarget,
     ) -> BoxFuture<'a, ServiceResult<Vec<Node>>> {
         async move {
-            // Magnum does not list nodes; where the node group runs on a Heat stack, its
+            // Magnum does not list nodes. A Cluster API driver's nodes are Nova servers
+            // named after their Machines; where the node group runs on a Heat stack, its
             // members are those of its ResourceGroup there.
+            if target.stack.is_none() {
+                if let Some(capi) = self.capi_of(Self::cluster_id(target)?).await? {
+                    return self.capi_nodes(&capi, target).await;
+                }
+            }
             let (Some(heat), Some(stack)) = (&self.heat, &target.stack) else {
                 return Err(unsupported(format!(
                     "Magnum does not list the nodes of {}; its Heat stack is not reachable",
@@ -394,14 +508,31 @@ impl Driver for MagnumDriver {
                 .count
                 .unwrap_or_else(|| from.saturating_sub(request.remove.len() as u32));
             target.limits.check(to)?;
+            // A Cluster API driver reads nodes_to_remove its own way (or not at all).
+            let mut remove = request.remove.clone();
+            if !remove.is_empty() && target.stack.is_none() {
+                if let Some(capi) = self.capi_of(id).await? {
+                    let Some(nova) = &self.nova else {
+                        return Err(unsupported(format!(
+                            "{} runs on Cluster API: choosing nodes needs Nova, and this \
+                             cloud has no Nova endpoint",
+                            target.label()
+                        )));
+                    };
+                    let servers = capi_nodes::cluster_servers(nova, &capi)
+                        .await
+                        .map_err(err)?;
+                    remove = capi_nodes_to_remove(&capi, &ng.name, ng.role, &servers, &remove)?;
+                }
+            }
             let body = ResizeRequest {
                 node_count: to,
-                nodes_to_remove: request.remove.clone(),
+                nodes_to_remove: remove.clone(),
                 nodegroup: Some(target.nodegroup.clone()),
             };
             // Magnum picks the members to add and, beyond `nodes_to_remove`, which to remove;
             // the plan names what is known.
-            let known: BTreeSet<String> = request.remove.iter().cloned().collect();
+            let known: BTreeSet<String> = remove.iter().cloned().collect();
             Ok(ScalePlan {
                 target: target.clone(),
                 from,
@@ -558,6 +689,80 @@ mod tests {
         assert_eq!(
             image_in_stack(&params, "default-master").as_deref(),
             Some("fcos-39")
+        );
+    }
+
+    fn server(id: &str, name: &str) -> crate::api::nova::ServerInfo {
+        crate::api::nova::ServerInfo {
+            id: id.into(),
+            name: name.into(),
+            status: "ACTIVE".into(),
+            addresses: vec![],
+            metadata: Default::default(),
+            task_state: None,
+            fault: None,
+            image: None,
+            zone: None,
+            created: None,
+            updated: None,
+        }
+    }
+
+    #[test]
+    fn cluster_api_nodes_to_remove_are_what_each_driver_reads() {
+        let servers = [
+            server("u-1", "kube-7xk2q-default-worker-aaaaa-bbbbb-ccccc"),
+            server("u-2", "kube-7xk2q-default-worker-aaaaa-bbbbb-ddddd"),
+            server("u-3", "kube-7xk2q-gpu-aaaaa-bbbbb-ccccc"),
+        ];
+        let vexx = CapiCluster {
+            driver: CapiDriver::MagnumClusterApi,
+            name: "kube-7xk2q".into(),
+        };
+        // Names become Nova server ids (the Machine's providerID), ids stay.
+        let ids = capi_nodes_to_remove(
+            &vexx,
+            "default-worker",
+            Role::Worker,
+            &servers,
+            &[
+                "kube-7xk2q-default-worker-aaaaa-bbbbb-ddddd".into(),
+                "u-1".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(ids, ["u-2", "u-1"]);
+        // Another group's node is refused, not sent to be ignored.
+        let e = capi_nodes_to_remove(
+            &vexx,
+            "default-worker",
+            Role::Worker,
+            &servers,
+            &["u-3".into()],
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Refused);
+        assert!(
+            e.message.contains("not a node of default-worker: u-3"),
+            "{e}"
+        );
+        let helm = CapiCluster {
+            driver: CapiDriver::CapiHelm,
+            name: "ml-pyd4ltgh3qbm".into(),
+        };
+        let e = capi_nodes_to_remove(
+            &helm,
+            "default-worker",
+            Role::Worker,
+            &servers,
+            &["u-1".into()],
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Unsupported);
+        assert!(
+            e.message
+                .contains("magnum-capi-helm ignores nodes_to_remove"),
+            "{e}"
         );
     }
 }

@@ -28,10 +28,9 @@ impl Drivers {
         };
         Drivers {
             heat_native: HeatNativeDriver::new(conn.heat.clone(), machines),
-            magnum: conn
-                .magnum
-                .clone()
-                .map(|m| MagnumDriver::new(m, Some(conn.heat.clone()))),
+            magnum: conn.magnum.clone().map(|m| {
+                MagnumDriver::new(m, Some(conn.heat.clone())).with_nova(conn.nova.clone())
+            }),
         }
     }
 

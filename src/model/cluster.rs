@@ -55,6 +55,42 @@ pub struct Cluster {
     pub stack_id: Option<String>,
     pub created_at: Option<DateTime<Utc>>,
     pub updated_at: Option<DateTime<Utc>>,
+    /// A Magnum cluster run by a Cluster API driver (no Heat stack): which driver and the
+    /// Cluster API cluster's name. Absent for Heat-backed and Heat-native clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capi: Option<CapiCluster>,
+}
+
+/// The Magnum drivers that run clusters on Cluster API instead of Heat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CapiDriver {
+    /// vexxhost `magnum-cluster-api` (entry points `k8s_cluster_api_*`).
+    MagnumClusterApi,
+    /// `magnum-capi-helm` (entry point `k8s_capi_helm_v1`, the capi-helm-charts).
+    CapiHelm,
+    /// A Cluster API cluster whose driver could not be told apart.
+    Unknown,
+}
+
+impl CapiDriver {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CapiDriver::MagnumClusterApi => "magnum-cluster-api",
+            CapiDriver::CapiHelm => "magnum-capi-helm",
+            CapiDriver::Unknown => "cluster-api",
+        }
+    }
+}
+
+/// A Magnum cluster's Cluster API identity: what Magnum shows as `stack_id` (before 1.13)
+/// or `cluster_id` (1.13+) is the Cluster API cluster's name, never a Heat stack.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CapiCluster {
+    pub driver: CapiDriver,
+    /// The Cluster API cluster name (`kube-ab12c`, `mycluster-xxxxxxxxxxxx`); every Nova
+    /// server of the cluster is named after it.
+    pub name: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,4 +135,13 @@ pub struct NodeGroup {
     pub is_default: bool,
     /// The Heat stack whose members are this group's nodes.
     pub stack_id: Option<String>,
+    /// The cluster's Cluster API identity when no Heat stack runs it (nodes come from Nova).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capi: Option<CapiCluster>,
+    /// Kubernetes labels of the group's nodes (Magnum 1.14+), as Magnum returns them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub node_labels: std::collections::BTreeMap<String, String>,
+    /// Kubernetes taints of the group's nodes (Magnum 1.14+), `key=value:Effect`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_taints: Vec<String>,
 }

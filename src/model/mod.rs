@@ -10,7 +10,7 @@ mod stack;
 mod status;
 pub mod text;
 
-pub use cluster::{Cluster, DriverKind, Health, NodeGroup, Role};
+pub use cluster::{CapiCluster, CapiDriver, Cluster, DriverKind, Health, NodeGroup, Role};
 pub use node::{Node, NodeAddress, NodeKey};
 pub use stack::{StackEvent, StackRef, StackResource, StackSummary};
 pub use status::{Status, StatusState};

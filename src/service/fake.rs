@@ -374,6 +374,7 @@ fn add_cluster(
         stack_id: Some(cluster_stack.id.clone()),
         created_at: Some(created),
         updated_at: Some(d.now - ChronoDuration::minutes(12)),
+        capi: None,
     });
     d.stacks.push(StackSummary {
         stack: cluster_stack.clone(),
@@ -429,6 +430,9 @@ fn add_cluster(
             },
             is_default: gname.starts_with("default"),
             stack_id: Some(sref.id.clone()),
+            capi: None,
+            node_labels: Default::default(),
+            node_taints: Vec::new(),
         });
         d.stacks.push(StackSummary {
             stack: sref.clone(),

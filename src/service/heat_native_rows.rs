@@ -34,6 +34,9 @@ pub fn nodegroup_row(target: &NodeGroupTarget, detail: &StackDetail) -> NodeGrou
         status_reason: detail.summary.status_reason.clone(),
         is_default: false,
         stack_id: Some(stack_id),
+        capi: None,
+        node_labels: Default::default(),
+        node_taints: Vec::new(),
     }
 }
 
@@ -123,6 +126,7 @@ mod tests {
             stack_id: None,
             created_at: None,
             updated_at: None,
+            capi: None,
         }
     }
 

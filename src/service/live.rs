@@ -16,6 +16,7 @@ use crate::model::{
     Cluster, DriverKind, Node, NodeGroup, NodeKey, StackEvent, StackRef, StackResource,
     StackSummary,
 };
+use crate::ops::capi_nodes;
 use crate::ops::event_tracker::MAX_PAGE;
 use crate::ops::hooks::paused_members;
 use crate::ops::ips::{stream_group_ips, IpEvent, IpOptions, Member};
@@ -142,9 +143,17 @@ impl CloudService for LiveService {
                     details.insert(id, nodegroup);
                 }
             }
+            // A Cluster API cluster's node groups have no stack: their nodes come from Nova.
             Ok(listed
                 .into_iter()
-                .map(|n| details.get(&n.id).cloned().unwrap_or(n))
+                .map(|n| {
+                    let mut n = details.get(&n.id).cloned().unwrap_or(n);
+                    if cluster.capi.is_some() {
+                        n.capi = cluster.capi.clone();
+                        n.stack_id = None;
+                    }
+                    n
+                })
                 .collect())
         }
         .boxed()
@@ -165,6 +174,21 @@ impl CloudService for LiveService {
         let heat = self.conn.heat.clone();
         let nova = self.conn.nova.clone();
         let options = self.ip_options.clone();
+        if let Some(capi) = nodegroup.capi.clone() {
+            let Some(nova) = nova else {
+                let err = ServiceError::new(
+                    super::ErrorKind::Unsupported,
+                    format!(
+                        "node group {} runs on Cluster API ({}): its nodes are Nova servers, \
+                         and this cloud has no Nova endpoint",
+                        nodegroup.name,
+                        capi.driver.as_str()
+                    ),
+                );
+                return futures::stream::once(async move { Err(err) }).boxed();
+            };
+            return spawn_stream(256, move |tx| forward_capi_nodes(nova, capi, nodegroup, tx));
+        }
         let Some(stack_id) = nodegroup.stack_id.clone() else {
             let err = ServiceError::new(
                 super::ErrorKind::NotFound,
@@ -234,6 +258,72 @@ impl CloudService for LiveService {
     }
 }
 
+/// A Cluster API node group's nodes from Nova: one listing of the cluster's servers (by
+/// name), matched to the node group by the driver's naming, then each node's addresses.
+async fn forward_capi_nodes(
+    nova: crate::api::nova::NovaClient,
+    capi: crate::model::CapiCluster,
+    nodegroup: NodeGroup,
+    tx: tokio::sync::mpsc::Sender<ServiceResult<NodeUpdate>>,
+) {
+    let servers = match capi_nodes::cluster_servers(&nova, &capi).await {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tx.send(Err(ServiceError::from(e))).await;
+            return;
+        }
+    };
+    let nodes = capi_nodes::nodegroup_nodes(
+        &capi,
+        &nodegroup.id,
+        &nodegroup.name,
+        nodegroup.role,
+        &servers,
+    );
+    // A server in ERROR without an address never gets one (Nova could not place it).
+    let unplaced: Vec<String> = servers
+        .iter()
+        .filter(|s| s.status == "ERROR" && s.fixed_ips().is_empty())
+        .filter(|s| nodes.iter().any(|n| n.name == s.name))
+        .map(|s| s.name.clone())
+        .collect();
+    let addresses: Vec<crate::model::NodeAddress> = servers
+        .iter()
+        .filter(|s| nodes.iter().any(|n| n.name == s.name))
+        .map(|s| crate::model::NodeAddress {
+            member: s.name.clone(),
+            index: None,
+            addresses: s.fixed_ips(),
+            name: Some(s.name.clone()),
+        })
+        .collect();
+    if tx.send(Ok(NodeUpdate::Members(nodes))).await.is_err() {
+        return;
+    }
+    for a in addresses {
+        if a.addresses.is_empty() {
+            continue;
+        }
+        if tx.send(Ok(NodeUpdate::Address(a))).await.is_err() {
+            return;
+        }
+    }
+    for member in unplaced {
+        let error = ServiceError::new(
+            super::ErrorKind::NotFound,
+            "no address: the server is in ERROR",
+        );
+        if tx
+            .send(Ok(NodeUpdate::AddressFailed { member, error }))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+    let _ = tx.send(Ok(NodeUpdate::Done)).await;
+}
+
 /// Magnum's clusters with their details and node-group counts.
 async fn magnum_clusters(magnum: MagnumClient) -> ServiceResult<Vec<Cluster>> {
     let listed: Vec<Cluster> = magnum
@@ -267,14 +357,20 @@ async fn magnum_clusters(magnum: MagnumClient) -> ServiceResult<Vec<Cluster>> {
             nodegroups.insert(id, u32::try_from(n).unwrap_or(u32::MAX));
         }
     }
-    Ok(listed
+    let mut out: Vec<Cluster> = listed
         .into_iter()
         .map(|c| {
             let mut cluster = details.get(&c.id).cloned().unwrap_or(c);
             cluster.nodegroup_count = nodegroups.get(&cluster.id).copied();
             cluster
         })
-        .collect())
+        .collect();
+    // Which driver runs each cluster whose id is not a Heat stack UUID (templates read
+    // only for those).
+    for cluster in &mut out {
+        magnum.refine_backend(cluster).await;
+    }
+    Ok(out)
 }
 
 /// Streams a node group's members and addresses into `tx`. Which members are paused on a

@@ -1,6 +1,9 @@
-//! Magnum container-infra API v1 at `/container-infra/v1`, microversions 1.1-1.12.
+//! Magnum container-infra API v1 at `/container-infra/v1`, microversions 1.1-1.14.
 //! Clusters and node groups are views of the Heat world: their statuses come from their
 //! stacks, their addresses from the members; resize and upgrade drive the node-group stack.
+//! A cluster run by a Cluster API driver (`World::clusters[c].capi`) shows no stack: its
+//! driver's cluster name where a stack id would be, no node addresses, and the driver's
+//! habit of never failing a create (see `shape_cluster`).
 
 use crate::sim::clock::iso_offset;
 use crate::sim::http::{magnum_error, Reply, Req};
@@ -11,7 +14,7 @@ use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 pub const MIN_MINOR: u32 = 1;
-pub const MAX_MINOR: u32 = 12;
+pub const MAX_MINOR: u32 = 14;
 /// Magnum's `[api] max_limit`.
 const MAX_LIMIT: usize = 1000;
 
@@ -116,21 +119,29 @@ fn needs(minor: u32, at_least: u32) -> Result<(), Reply> {
 fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str], minor: u32) -> Reply {
     let r = (|| -> Result<Reply, Reply> {
         Ok(match (req.method, rest) {
-            (&Method::GET, ["clusters"]) => list_clusters(w, sh, req, false)?,
-            (&Method::GET, ["clusters", "detail"]) => list_clusters(w, sh, req, true)?,
-            (&Method::GET, ["clusters", id]) => Reply::ok(cluster_detail(w, sh, cluster(w, id)?)),
+            (&Method::GET, ["clusters"]) => list_clusters(w, sh, req, false, minor)?,
+            (&Method::GET, ["clusters", "detail"]) => list_clusters(w, sh, req, true, minor)?,
+            (&Method::GET, ["clusters", id]) => {
+                let c = cluster(w, id)?;
+                let mut v = cluster_detail(w, sh, c);
+                shape_cluster(w, c, &mut v, minor, true);
+                Reply::ok(v)
+            }
             (&Method::GET, ["clusters", id, "nodegroups"]) => {
                 needs(minor, 9)?;
-                list_nodegroups(w, sh, req, cluster(w, id)?, false)?
+                list_nodegroups(w, sh, req, cluster(w, id)?, false, minor)?
             }
             (&Method::GET, ["clusters", id, "nodegroups", "detail"]) => {
                 needs(minor, 9)?;
-                list_nodegroups(w, sh, req, cluster(w, id)?, true)?
+                list_nodegroups(w, sh, req, cluster(w, id)?, true, minor)?
             }
             (&Method::GET, ["clusters", id, "nodegroups", ng]) => {
                 needs(minor, 9)?;
                 let c = cluster(w, id)?;
-                Reply::ok(nodegroup_json(w, sh, nodegroup(w, c, ng)?, true))
+                let g = nodegroup(w, c, ng)?;
+                let mut v = nodegroup_json(w, sh, g, true);
+                shape_nodegroup(w, g, &mut v, minor, true);
+                Reply::ok(v)
             }
             (&Method::PATCH, ["clusters", id]) => patch_cluster(w, req, cluster(w, id)?)?,
             (&Method::POST, ["clusters", id, "actions", "resize"]) => {
@@ -432,7 +443,100 @@ fn page<'a>(
     Ok((slice, next))
 }
 
-fn list_clusters(w: &World, sh: &Shared, req: &Req, detail: bool) -> Result<Reply, Reply> {
+/// Microversion and driver shapes of a cluster body. 1.13 replaces `stack_id` by
+/// `cluster_id` (the same id). A Cluster API cluster (vexxhost `magnum-cluster-api`) shows its
+/// Cluster API name there (`driver.py`: `cluster.stack_id = generate_cluster_api_name()`),
+/// no node addresses (the driver never fills them), and a create that failed stays
+/// `CREATE_IN_PROGRESS` with the latest machine event as its reason (Cluster API keeps
+/// reconciling; neither driver marks a create failed).
+fn shape_cluster(w: &World, c: usize, v: &mut Value, minor: u32, detail: bool) {
+    let cl = &w.clusters[c];
+    if let Some(capi) = &cl.capi {
+        v["stack_id"] = json!(capi.name);
+        if detail {
+            v["node_addresses"] = json!([]);
+            v["master_addresses"] = json!([]);
+            v["faults"] = json!({});
+        }
+        let (status, _) = cluster_status(w, c);
+        let stalled = status.state == State::Failed;
+        if stalled || status.state == State::InProgress {
+            let shown = if stalled {
+                Status::new(status.action, State::InProgress)
+            } else {
+                status
+            };
+            v["status"] = json!(shown.to_string());
+            if detail {
+                v["status_reason"] = json!(capi_reason(w, c));
+            }
+        } else if detail {
+            v["status_reason"] = Value::Null;
+        }
+    }
+    if minor >= 13 {
+        if let Some(obj) = v.as_object_mut() {
+            let id = obj.remove("stack_id").unwrap_or(Value::Null);
+            obj.insert("cluster_id".into(), id);
+        }
+    }
+}
+
+/// The latest machine event of a Cluster API cluster, as the drivers put Cluster API's
+/// conditions into `status_reason`: a machine in error with its fault, else what it waits on.
+fn capi_reason(w: &World, c: usize) -> String {
+    let mut waiting = 0;
+    for g in &w.clusters[c].groups {
+        for m in w.groups[*g].members.values() {
+            if let (Phase::Failed(_), Some(f)) = (m.phase, &m.fault) {
+                return format!("InstanceCreateFailed: {f} (Machine {})", m.server_name);
+            }
+            if !matches!(m.phase, Phase::Idle) {
+                waiting += 1;
+            }
+        }
+    }
+    format!("WaitingForMachines: {waiting} machine(s) not ready")
+}
+
+/// Microversion and driver shapes of a node-group body: a Cluster API cluster's groups have
+/// no stack and no addresses; 1.14 adds the nodes' Kubernetes labels and taints (for
+/// vexxhost's driver, the labels its MachineDeployments give: `node-role.kubernetes.io/{role}`
+/// and `node.cluster.x-k8s.io/nodegroup`, `resources.py` `mutate_machine_deployment`).
+fn shape_nodegroup(w: &World, g: usize, v: &mut Value, minor: u32, detail: bool) {
+    let grp = &w.groups[g];
+    let capi = grp
+        .cluster
+        .and_then(|c| w.clusters.get(c))
+        .is_some_and(|c| c.capi.is_some());
+    if capi {
+        v["stack_id"] = Value::Null;
+        if detail {
+            v["node_addresses"] = json!([]);
+        }
+    }
+    if minor >= 14 && detail {
+        let mut labels = serde_json::Map::new();
+        let mut taints = Vec::new();
+        if capi {
+            labels.insert(format!("node-role.kubernetes.io/{}", grp.role), json!(""));
+            labels.insert("node.cluster.x-k8s.io/nodegroup".into(), json!(grp.name));
+            if grp.role == "master" {
+                taints.push(json!({"key": "node-role.kubernetes.io/control-plane", "value": "", "effect": "NoSchedule"}));
+            }
+        }
+        v["node_labels"] = Value::Object(labels);
+        v["node_taints"] = json!(taints);
+    }
+}
+
+fn list_clusters(
+    w: &World,
+    sh: &Shared,
+    req: &Req,
+    detail: bool,
+    minor: u32,
+) -> Result<Reply, Reply> {
     let key = req.q("sort_key").unwrap_or("id");
     let mut items: Vec<(String, String, usize)> = (0..w.clusters.len())
         .map(|c| {
@@ -457,11 +561,13 @@ fn list_clusters(w: &World, sh: &Shared, req: &Req, detail: bool) -> Result<Repl
     let list: Vec<Value> = slice
         .iter()
         .map(|(_, _, c)| {
-            if detail {
+            let mut v = if detail {
                 cluster_detail(w, sh, *c)
             } else {
                 cluster_summary(w, sh, *c)
-            }
+            };
+            shape_cluster(w, *c, &mut v, minor, detail);
+            v
         })
         .collect();
     let mut body = json!({"clusters": list});
@@ -525,6 +631,7 @@ fn list_nodegroups(
     req: &Req,
     c: usize,
     detail: bool,
+    minor: u32,
 ) -> Result<Reply, Reply> {
     let role = req.q("role");
     let key = req.q("sort_key").unwrap_or("id");
@@ -551,7 +658,11 @@ fn list_nodegroups(
     let (slice, next) = page(req, &mut items, &url)?;
     let list: Vec<Value> = slice
         .iter()
-        .map(|(_, _, g)| nodegroup_json(w, sh, *g, detail))
+        .map(|(_, _, g)| {
+            let mut v = nodegroup_json(w, sh, *g, detail);
+            shape_nodegroup(w, *g, &mut v, minor, detail);
+            v
+        })
         .collect();
     let mut body = json!({"nodegroups": list});
     if let Some(n) = next {

@@ -119,15 +119,27 @@ fn server_json(w: &World, base: &str, id: &str, detail: bool, minor: u32) -> Opt
     }
     let (status, task) = status_of(m.phase);
     let cluster = grp.cluster.map(|c| w.clusters[c].name.clone());
+    // Cluster API's OpenStack provider sets no metadata of its own (and neither Magnum
+    // driver asks for any): such a server is known by its name alone.
+    let capi = grp.cluster.is_some_and(|c| w.clusters[c].capi.is_some());
     let mut meta = serde_json::Map::new();
-    meta.insert("nodegroup".into(), json!(grp.name));
-    meta.insert("nodegroup_uuid".into(), json!(grp.uuid));
-    meta.insert("member".into(), json!(r.index.to_string()));
-    if let Some(c) = &cluster {
-        meta.insert("cluster".into(), json!(c));
+    if !capi {
+        meta.insert("nodegroup".into(), json!(grp.name));
+        meta.insert("nodegroup_uuid".into(), json!(grp.uuid));
+        meta.insert("member".into(), json!(r.index.to_string()));
+        if let Some(c) = &cluster {
+            meta.insert("cluster".into(), json!(c));
+        }
     }
     v["status"] = json!(status);
-    v["addresses"] = json!({"private": [{"addr": m.ip, "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac(&m.ip)}]});
+    // A Cluster API machine Nova could not place never got its port (CAPO creates the
+    // port, Nova fails to schedule): no address.
+    let unplaced = capi && matches!(m.phase, Phase::Failed(Action::Create));
+    v["addresses"] = if unplaced {
+        json!({})
+    } else {
+        json!({"private": [{"addr": m.ip, "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac(&m.ip)}]})
+    };
     v["metadata"] = Value::Object(meta);
     v["image"] = json!({"id": m.image, "links": [{"rel": "bookmark", "href": format!("{base}/compute/images/{}", m.image)}]});
     // From 2.47 Nova embeds the flavor instead of linking it.

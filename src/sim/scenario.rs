@@ -376,6 +376,7 @@ fn demo(w: &mut World) {
         },
     );
     finish_all(w);
+    capi_demo(w);
 
     // staging: an image update whose member 2 never finishes (stuck IN_PROGRESS).
     advance(w, HOUR);
@@ -425,6 +426,67 @@ fn demo(w: &mut World) {
     update_group(w, g3, &[("count", "60".into())]);
     let until = w.now() + HOUR;
     run_virtual(w, until, 1000, |w| updated(w, 428));
+}
+
+/// The Cluster API cluster of the demo.
+pub const CAPI_CLUSTER: &str = "capi-prod";
+/// Its node group one of whose machines Nova cannot place: the cluster stays
+/// `CREATE_IN_PROGRESS` (Cluster API keeps retrying) with that machine in ERROR.
+pub const CAPI_STALLED_GROUP: &str = "gpu";
+
+/// `capi-prod`: a Magnum cluster on vexxhost's `magnum-cluster-api` (API 1.13+ shapes, no
+/// Heat stack, Nova servers named after their Machines). Built while the rest of the demo is
+/// idle and with its own random numbers, so that everything else draws exactly what it drew
+/// before it existed (same ids, durations and rollout stages).
+fn capi_demo(w: &mut World) {
+    let main_ids = std::mem::replace(&mut w.ids, crate::sim::world::Ids::new(0xCA91));
+    capi_build(w);
+    w.ids = main_ids;
+}
+
+fn capi_build(w: &mut World) {
+    use crate::sim::world::build::create_cluster_with;
+    use crate::sim::world::capi::{self, SimCapi};
+    let image = "ubuntu-2204-kube-v1.30.2";
+    let t = create_template(w, "k8s-v1.30-capi", image, "v1.30.2");
+    let name = capi::cluster_name(w);
+    let mut m = spec("default-master", "master", 3, image, "m1.large", "az-1");
+    m.is_default = true;
+    let mut wk = spec("default-worker", "worker", 5, image, "m1.large", "az-1");
+    wk.is_default = true;
+    wk.min_count = 1;
+    wk.max_count = Some(20);
+    let mut gpu = spec(CAPI_STALLED_GROUP, "worker", 2, image, "g1.large", "az-3");
+    gpu.fail.insert(
+        1,
+        FailSpec::nova("No valid host was found. There are not enough hosts available."),
+    );
+    for g in [&mut m, &mut wk, &mut gpu] {
+        g.action_wait_secs = 40;
+    }
+    let c = create_cluster_with(
+        w,
+        ClusterSpec {
+            name: CAPI_CLUSTER.into(),
+            template: t,
+            groups: vec![m, wk, gpu],
+        },
+        Some(SimCapi {
+            name,
+            owners: Default::default(),
+        }),
+    );
+    let groups = w.clusters[c].groups.clone();
+    let start = w.now();
+    for step in 1..=600 {
+        if groups.iter().all(|g| w.groups[*g].op.is_none()) {
+            break;
+        }
+        w.virtual_now = Some(start + step * 1000);
+        for g in &groups {
+            group::tick(w, *g);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -483,6 +545,34 @@ mod tests {
         assert!(w
             .stacks()
             .all(|(_, s)| s.events.iter().all(|e| e.time_ms <= now + 1000)));
+    }
+
+    #[test]
+    fn demo_has_a_cluster_api_cluster_named_as_the_driver_names_it() {
+        let mut w = world();
+        build(&mut w, "demo").unwrap();
+        let c = w.cluster_by_ident(CAPI_CLUSTER).unwrap();
+        let capi = w.clusters[c].capi.clone().expect("on Cluster API");
+        assert!(capi.name.starts_with("kube-") && capi.name.len() == 10);
+        let worker = group_of(&w, c, "default-worker");
+        for m in w.groups[worker].members.values() {
+            let rest = m
+                .server_name
+                .strip_prefix(&format!("{}-default-worker-", capi.name))
+                .unwrap_or_else(|| panic!("{}", m.server_name));
+            assert_eq!(rest.split('-').count(), 3, "{}", m.server_name);
+            assert!(matches!(m.phase, Phase::Idle));
+        }
+        let gpu = group_of(&w, c, CAPI_STALLED_GROUP);
+        let c = group::phase_counts(&w.groups[gpu]);
+        assert_eq!(c.get("failed"), Some(&1), "{c:?}");
+        // Heat shows none of its stacks.
+        let hidden = w.stacks().filter(|(ix, _)| w.heat_hidden(*ix)).count();
+        assert!(hidden > 0);
+        assert!(w
+            .stacks()
+            .filter(|(ix, _)| !w.heat_hidden(*ix))
+            .all(|(_, s)| !s.name.starts_with(CAPI_CLUSTER)));
     }
 
     #[test]

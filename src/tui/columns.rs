@@ -278,10 +278,14 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
             hide_below: 0,
             width: Constraint::Length(5),
             text: |r, _| {
-                r.node
-                    .index
-                    .map(|i| i.to_string())
-                    .unwrap_or_else(|| r.node.key.member.clone())
+                r.node.index.map(|i| i.to_string()).unwrap_or_else(|| {
+                    // A node known by name alone (a Cluster API machine) has no index.
+                    if r.node.key.member == r.node.name {
+                        "-".into()
+                    } else {
+                        r.node.key.member.clone()
+                    }
+                })
             },
             sort: |r, _| SortKey::opt_int(r.node.index.map(i64::from)),
             style: muted,

@@ -1,10 +1,12 @@
 //! `MagnumClient`: container-infra v1 with microversion negotiation.
 //!
 //! Magnum's features arrive by microversion (1.7 resize, 1.8 upgrade, 1.9 node groups, 1.10
-//! zero-node groups, 1.12 credential rotation, 1.13 replaces `stack_id`). We speak up to 1.12
-//! and ask for `min(1.12, server max)` on every request; asking for `latest` would silently
-//! change the shape of responses on newer Magnums.
+//! zero-node groups, 1.12 credential rotation, 1.13 replaces `stack_id` by `cluster_id`,
+//! 1.14 node labels and taints). We speak up to 1.14 and ask for `min(1.14, server max)` on
+//! every request; asking for `latest` would silently change the shape of responses on newer
+//! Magnums.
 
+use super::backend::{self, Backing, TemplateFacts};
 use super::wire;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::http::{Request, Transport};
@@ -56,7 +58,7 @@ impl fmt::Display for Microversion {
 }
 
 /// The newest microversion caldera understands.
-pub const OUR_MAX: Microversion = Microversion::new(1, 12);
+pub const OUR_MAX: Microversion = Microversion::new(1, 14);
 pub const RESIZE: Microversion = Microversion::new(1, 7);
 pub const UPGRADE: Microversion = Microversion::new(1, 8);
 pub const NODEGROUPS: Microversion = Microversion::new(1, 9);
@@ -103,6 +105,13 @@ pub struct UpgradeRequest {
 pub const DEFAULT_PAGE: u32 = 200;
 
 fn cluster_from(c: wire::ClusterItem) -> Cluster {
+    // 1.13+ says `cluster_id`, older Magnums `stack_id`: the same id either way.
+    let backing = c.cluster_id.clone().or_else(|| c.stack_id.clone());
+    let (stack_id, capi) = match backend::classify(backing.as_deref(), None) {
+        Backing::Heat(id) => (Some(id), None),
+        Backing::ClusterApi(capi) => (None, Some(capi)),
+        Backing::Unknown => (None, None),
+    };
     Cluster {
         id: c.uuid,
         name: c.name,
@@ -117,9 +126,10 @@ fn cluster_from(c: wire::ClusterItem) -> Cluster {
         template_id: c.cluster_template_id,
         coe_version: c.coe_version.or_else(|| c.labels.get("kube_tag").cloned()),
         api_address: c.api_address,
-        stack_id: c.stack_id,
+        stack_id,
         created_at: c.created_at,
         updated_at: c.updated_at,
+        capi,
     }
 }
 
@@ -144,6 +154,9 @@ fn nodegroup_from(n: wire::NodeGroupItem, cluster_id: &str) -> NodeGroup {
         status_reason: n.status_reason,
         is_default: n.is_default.unwrap_or(false),
         stack_id: n.stack_id,
+        capi: None,
+        node_labels: n.node_labels,
+        node_taints: n.node_taints,
     }
 }
 
@@ -302,6 +315,46 @@ impl MagnumClient {
     pub async fn get_cluster(&self, id_or_name: &str) -> ApiResult<Cluster> {
         let c: wire::ClusterItem = self.get(&self.url(&["clusters", id_or_name])).await?;
         Ok(cluster_from(c))
+    }
+
+    /// A cluster template's driver facts (`GET /v1/clustertemplates/{id}`).
+    pub async fn template_facts(&self, id: &str) -> ApiResult<TemplateFacts> {
+        let t: wire::ClusterTemplateItem = self.get(&self.url(&["clustertemplates", id])).await?;
+        Ok(TemplateFacts {
+            driver: t.driver,
+            labels: t.labels,
+        })
+    }
+
+    /// Refines a cluster whose id is not a Heat stack UUID with its template's driver facts
+    /// (one template read; clusters with a stack UUID cost nothing). A failed template read
+    /// keeps what the id told.
+    pub async fn refine_backend(&self, cluster: &mut Cluster) {
+        let backing = cluster
+            .capi
+            .as_ref()
+            .map(|c| c.name.clone())
+            .or_else(|| cluster.stack_id.clone());
+        if backend::id_is_conclusive(backing.as_deref()) {
+            return;
+        }
+        let Some(template) = cluster.template_id.clone() else {
+            return;
+        };
+        match self.template_facts(&template).await {
+            Ok(facts) => match backend::classify(backing.as_deref(), Some(&facts)) {
+                Backing::ClusterApi(c) => {
+                    cluster.capi = Some(c);
+                    cluster.stack_id = None;
+                }
+                Backing::Heat(id) => {
+                    cluster.capi = None;
+                    cluster.stack_id = Some(id);
+                }
+                Backing::Unknown => {}
+            },
+            Err(e) => tracing::info!("cluster template {template}: {e}"),
+        }
     }
 
     /// Node groups of a cluster, optionally of one role.

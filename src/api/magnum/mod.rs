@@ -1,5 +1,6 @@
 //! Magnum (container-infra v1).
 
+pub mod backend;
 pub mod client;
 pub mod wire;
 

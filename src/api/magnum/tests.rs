@@ -130,6 +130,11 @@ fn microversions_parse_and_negotiate() {
     );
     assert_eq!(
         negotiate(Microversion::new(1, 1), Microversion::new(1, 13)).unwrap(),
+        Microversion::new(1, 13)
+    );
+    assert_eq!(OUR_MAX, Microversion::new(1, 14));
+    assert_eq!(
+        negotiate(Microversion::new(1, 1), Microversion::new(1, 20)).unwrap(),
         OUR_MAX
     );
     let err = negotiate(Microversion::new(1, 20), Microversion::new(1, 30)).unwrap_err();
@@ -314,4 +319,97 @@ async fn old_magnum_refuses_features_without_a_request_and_406_is_explained() {
             .contains("Magnum refused microversion 'container-infra 1.6'"),
         "{err}"
     );
+}
+
+fn fixture(name: &str) -> serde_json::Value {
+    let path = format!(
+        "{}/tests/fixtures/magnum-capi/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// A 1.14 Magnum with clusters on Cluster API drivers (fixtures: tests/fixtures/magnum-capi,
+/// each citing its sources).
+async fn capi_magnum() -> FaultServer {
+    FaultServer::start(|hit| {
+        let v = |body| versioned("container-infra 1.1", "container-infra 1.14", 200, body);
+        match hit.path.as_str() {
+            "/v1" => v(json!({"id": "v1"})),
+            "/v1/clusters/capi-prod" => v(fixture("cluster-show-1.13-magnum-cluster-api.json")),
+            "/v1/clusters/ml-cluster" => v(fixture("cluster-show-1.12-capi-helm.json")),
+            "/v1/clusters/capi-prod/nodegroups/default-worker" => {
+                v(fixture("nodegroup-show-1.14-magnum-cluster-api.json"))
+            }
+            "/v1/clustertemplates/tmpl-helm" => v(fixture("clustertemplate-capi-helm.json")),
+            _ => Reply::status(500),
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn cluster_api_clusters_have_no_stack_and_say_their_driver() {
+    use crate::model::{CapiCluster, CapiDriver};
+    let server = capi_magnum().await;
+    let magnum = client(&server);
+    let c = magnum.get_cluster("capi-prod").await.unwrap();
+    assert_eq!(
+        server.hits()[1].header("openstack-api-version"),
+        Some("container-infra 1.14"),
+        "min(1.14, server max)"
+    );
+    assert_eq!(c.stack_id, None, "cluster_id kube-7xk2q is no Heat stack");
+    assert_eq!(
+        c.capi,
+        Some(CapiCluster {
+            driver: CapiDriver::MagnumClusterApi,
+            name: "kube-7xk2q".into()
+        })
+    );
+    assert!(c.status.is_in_progress());
+    let ng = magnum
+        .get_nodegroup("capi-prod", "default-worker")
+        .await
+        .unwrap();
+    assert_eq!(ng.stack_id, None);
+    assert_eq!(
+        ng.node_labels
+            .get("node.cluster.x-k8s.io/nodegroup")
+            .map(String::as_str),
+        Some("default-worker")
+    );
+    assert_eq!(
+        ng.node_taints,
+        ["dedicated=gpu:NoSchedule", "legacy=x:NoExecute"]
+    );
+    // capi-helm: the release name's shape tells it; the template read confirms it.
+    let mut helm = magnum.get_cluster("ml-cluster").await.unwrap();
+    assert_eq!(
+        helm.capi.as_ref().map(|k| (k.driver, k.name.as_str())),
+        Some((CapiDriver::CapiHelm, "ml-cluster-pyd4ltgh3qbm"))
+    );
+    let before = server.hit_count();
+    magnum.refine_backend(&mut helm).await;
+    assert_eq!(server.hit_count(), before + 1, "one template read");
+    assert_eq!(helm.capi.map(|k| k.driver), Some(CapiDriver::CapiHelm));
+}
+
+#[tokio::test]
+async fn heat_backed_clusters_cost_no_template_read() {
+    let server = magnum_server().await;
+    let magnum = client(&server);
+    let mut c = magnum.get_cluster("c1").await.unwrap();
+    // The fixture's `stack-1` is not a UUID: a template read is tried, fails (500), and the
+    // cluster stays Heat's, as before.
+    let before = server.hit_count();
+    magnum.refine_backend(&mut c).await;
+    assert_eq!(c.stack_id.as_deref(), Some("stack-1"));
+    assert!(c.capi.is_none());
+    assert!(server.hit_count() > before);
+    let mut uuid_backed = c.clone();
+    uuid_backed.stack_id = Some("0b8e5b1e-7c3a-4f0e-9a57-2f1d3c4b5a69".into());
+    let before = server.hit_count();
+    magnum.refine_backend(&mut uuid_backed).await;
+    assert_eq!(server.hit_count(), before, "a stack UUID settles it");
 }

@@ -74,6 +74,9 @@ pub struct ClusterItem {
     pub cluster_template_id: Option<String>,
     #[serde(default, deserialize_with = "de_opt_string")]
     pub stack_id: Option<String>,
+    /// 1.13+: replaces `stack_id` (the Heat stack id, or a Cluster API driver's cluster name).
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub cluster_id: Option<String>,
     #[serde(default, deserialize_with = "de_opt_string")]
     pub coe_version: Option<String>,
     #[serde(default, deserialize_with = "de_opt_string")]
@@ -123,6 +126,61 @@ pub struct NodeGroupItem {
     pub labels: BTreeMap<String, String>,
     #[serde(default, deserialize_with = "de_opt_string")]
     pub version: Option<String>,
+    /// 1.14+: Kubernetes labels of the group's nodes.
+    #[serde(default, deserialize_with = "de_labels")]
+    pub node_labels: BTreeMap<String, String>,
+    /// 1.14+: Kubernetes taints of the group's nodes, `{key, value, effect}` each.
+    #[serde(default, deserialize_with = "de_taints")]
+    pub node_taints: Vec<String>,
+}
+
+/// Taints as `key=value:Effect` (`key:Effect` without a value); strings are kept as given.
+fn de_taints<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let raw: Option<Vec<serde_json::Value>> = Option::deserialize(d)?;
+    Ok(raw
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|t| match t {
+            serde_json::Value::String(s) => Some(s),
+            serde_json::Value::Object(m) => {
+                let get = |k: &str| m.get(k).and_then(|v| v.as_str()).unwrap_or("");
+                let key = get("key");
+                if key.is_empty() {
+                    return None;
+                }
+                let value = get("value");
+                let effect = get("effect");
+                let kv = if value.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{key}={value}")
+                };
+                Some(if effect.is_empty() {
+                    kv
+                } else {
+                    format!("{kv}:{effect}")
+                })
+            }
+            _ => None,
+        })
+        .collect())
+}
+
+/// `GET /v1/clustertemplates/{id}`: the fields that tell which driver runs its clusters.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ClusterTemplateItem {
+    pub uuid: String,
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub name: Option<String>,
+    /// The Magnum driver's entry-point name, where this Magnum shows it.
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub driver: Option<String>,
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub cluster_distro: Option<String>,
+    #[serde(default, deserialize_with = "de_opt_string")]
+    pub image_id: Option<String>,
+    #[serde(default, deserialize_with = "de_labels")]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// 202 body of resize/upgrade.

@@ -83,7 +83,8 @@ fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str]) -> Reply {
         ["stacks", name] => redirect(w, sh, req, name, &[]),
         ["stacks", name, second, tail @ ..] => {
             // `{name}/{id}` when `second` is that stack's id; otherwise a name lookup.
-            match w.stack_by_id(second) {
+            // A Cluster API cluster's machines run on stacks Heat does not have.
+            match w.stack_by_id(second).filter(|ix| !w.heat_hidden(*ix)) {
                 Some(ix) => {
                     let ok = w
                         .stack(ix)
@@ -108,7 +109,7 @@ fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str]) -> Reply {
 }
 
 fn redirect(w: &World, sh: &Shared, req: &Req, name: &str, sub: &[&str]) -> Reply {
-    let Some(ix) = w.find_stack(name) else {
+    let Some(ix) = w.find_stack(name).filter(|ix| !w.heat_hidden(*ix)) else {
         return stack_404(name);
     };
     let mut loc = render::stack_url(w, &sh.cfg.base, ix);

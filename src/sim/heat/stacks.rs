@@ -95,6 +95,7 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     };
     let mut items: Vec<usize> = w
         .stacks()
+        .filter(|(ix, _)| !w.heat_hidden(*ix))
         .filter(|(_, s)| show_nested || s.parent.is_none())
         .filter(|(_, s)| show_deleted || s.deleted_ms.is_none())
         .filter(|(_, s)| ids.is_empty() || ids.contains(&s.id.as_str()))

@@ -143,6 +143,16 @@ fn resource(
 /// node group gets a stack of its own from the same template, holding only the group of its
 /// role. Members are created through the engine (so they take simulated time).
 pub fn create_cluster(w: &mut World, spec: ClusterSpec) -> usize {
+    create_cluster_with(w, spec, None)
+}
+
+/// `create_cluster`, for a cluster run by a Cluster API driver when `capi` is given (its
+/// stacks only drive the machines; Heat does not show them).
+pub fn create_cluster_with(
+    w: &mut World,
+    spec: ClusterSpec,
+    capi: Option<super::capi::SimCapi>,
+) -> usize {
     let cix = w.clusters.len();
     let uuid = w.ids.uuid();
     let suffix = w.ids.suffix();
@@ -164,6 +174,16 @@ pub fn create_cluster(w: &mut World, spec: ClusterSpec) -> usize {
         w.templates[spec.template].coe_version.clone(),
     );
     st.params.insert("update_max_batch_size".into(), "1".into());
+    if let Some(secs) = spec
+        .groups
+        .iter()
+        .map(|g| g.action_wait_secs)
+        .max()
+        .filter(|s| *s > 0)
+    {
+        st.params
+            .insert("action_wait_secs".into(), secs.to_string());
+    }
     for role in ["master", "worker"] {
         if let Some(g) = spec.groups.iter().find(|g| g.is_default && g.role == role) {
             magnum_role_params(&mut st.params, g);
@@ -224,6 +244,7 @@ pub fn create_cluster(w: &mut World, spec: ClusterSpec) -> usize {
         api_address: format!("https://{api_ip}:6443"),
         docker_volume_size: 50,
         health_reason_override: None,
+        capi,
     });
     let defaults = spec.groups.iter().filter(|g| g.is_default).count();
     if defaults == 0 {
@@ -294,6 +315,10 @@ fn create_magnum_nodegroup(w: &mut World, cix: usize, spec: GroupSpec) -> usize 
     );
     st.params.insert("update_max_batch_size".into(), "1".into());
     magnum_role_params(&mut st.params, &spec);
+    if spec.action_wait_secs > 0 {
+        st.params
+            .insert("action_wait_secs".into(), spec.action_wait_secs.to_string());
+    }
     let ix = w.add_stack(st);
     add_group(w, Some(cix), spec.clone(), ix, Layout::magnum(&spec.role))
 }

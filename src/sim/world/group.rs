@@ -426,7 +426,10 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         .stack(w.groups[g].ng_stack)
         .map(|s| s.name.clone())
         .unwrap_or_default();
-    let server_name = layout.server_name(&ng_name, &cluster_name, &w.groups[g].name, i);
+    let server_name = match super::capi::server_name(w, g) {
+        Some(name) => name,
+        None => layout.server_name(&ng_name, &cluster_name, &w.groups[g].name, i),
+    };
     let init = Status::new(Action::Init, State::Complete);
     let t_server = w.intern("OS::Nova::Server");
     let (address, address_type) = layout.address();

@@ -3,6 +3,7 @@
 //! and the Nova server index. One `World` sits behind one mutex; handlers hold it briefly.
 
 pub mod build;
+pub mod capi;
 pub mod group;
 mod ids;
 mod stack;
@@ -59,6 +60,8 @@ pub struct Cluster {
     pub docker_volume_size: u32,
     /// A health override (e.g. the API of a stuck cluster does not answer).
     pub health_reason_override: Option<String>,
+    /// Run by a Cluster API driver: no Heat stack shown, machines named by Cluster API.
+    pub capi: Option<capi::SimCapi>,
 }
 
 /// Where a Nova server lives in the world.

@@ -246,6 +246,7 @@ pub(super) fn stack_as_nodegroup(stack: &StackTarget) -> (Cluster, NodeGroup) {
         stack_id: Some(stack.id.clone()),
         created_at: None,
         updated_at: None,
+        capi: None,
     };
     let nodegroup = NodeGroup {
         id: stack.id.clone(),
@@ -263,6 +264,9 @@ pub(super) fn stack_as_nodegroup(stack: &StackTarget) -> (Cluster, NodeGroup) {
         status_reason: None,
         is_default: false,
         stack_id: Some(stack.id.clone()),
+        capi: None,
+        node_labels: Default::default(),
+        node_taints: Vec::new(),
     };
     (cluster, nodegroup)
 }
