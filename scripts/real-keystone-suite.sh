@@ -26,8 +26,27 @@ echo "real Keystone at $KEYSTONE_URL (tokens live ${KEYSTONE_TOKEN_EXPIRATION} s
 
 suites=()
 for f in tests/real_keystone*.rs; do
-  suites+=(--test "$(basename "$f" .rs)")
+  suites+=("$(basename "$f" .rs)")
 done
 # Most of the time goes to waiting (token lifetimes, Heat's resource waits): run the cases
-# side by side.
-cargo test --locked "${suites[@]}" -- --ignored --test-threads="${REAL_KEYSTONE_THREADS:-4}"
+# side by side, and the suites too (cargo would run one test binary after the other; the
+# longest case of each spans two or more token lifetimes). Built once first, then each
+# suite's output is kept apart and printed whole, in order.
+build=()
+for s in "${suites[@]}"; do build+=(--test "$s"); done
+cargo test --locked "${build[@]}" --no-run
+out_dir="$(mktemp -d)"
+trap 'rm -rf "$out_dir"; scripts/keystone-standalone.sh stop >/dev/null 2>&1 || true' EXIT
+pids=()
+for s in "${suites[@]}"; do
+  cargo test --locked --test "$s" -- --ignored --test-threads="${REAL_KEYSTONE_THREADS:-4}" \
+    >"$out_dir/$s.log" 2>&1 &
+  pids+=($!)
+done
+failed=0
+for i in "${!suites[@]}"; do
+  if ! wait "${pids[$i]}"; then failed=1; fi
+  echo "---------------- ${suites[$i]}"
+  cat "$out_dir/${suites[$i]}.log"
+done
+exit "$failed"

@@ -202,6 +202,11 @@ fn validate(sh: &Shared, req: &Req) -> Reply {
     }
 }
 
+/// Keystone's 400 for a request body missing `what`.
+fn expecting(what: &str) -> String {
+    format!("Expecting to find {what}. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.")
+}
+
 fn authenticate(sh: &Shared, req: &Req) -> Reply {
     let body = match req.json_body() {
         Ok(b) => b,
@@ -218,6 +223,17 @@ fn authenticate(sh: &Shared, req: &Req) -> Reply {
     let c = &sh.cfg;
     let (method, scoped) = if methods.contains(&"password") {
         let user = identity.pointer("/password/user");
+        // Like the real Keystone, a name means nothing without its domain: a user or a
+        // project given by name alone is a 400, not a refused login.
+        let named_without_domain = |v: Option<&Value>| {
+            v.is_some_and(|v| v.get("id").is_none() && v.get("domain").is_none())
+        };
+        if named_without_domain(user) {
+            return keystone_error(StatusCode::BAD_REQUEST, &expecting("domain in user"));
+        }
+        if named_without_domain(body.pointer("/auth/scope/project")) {
+            return keystone_error(StatusCode::BAD_REQUEST, &expecting("domain in project"));
+        }
         let name_ok =
             user.and_then(|u| u.get("name")).and_then(|v| v.as_str()) == Some(c.user_name.as_str());
         let id_ok =
@@ -254,11 +270,18 @@ fn authenticate(sh: &Shared, req: &Req) -> Reply {
         if !has("id") && !has("user") {
             return keystone_error(
                 StatusCode::BAD_REQUEST,
-                "Expecting to find user in application credential. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.",
+                &expecting("user in application credential"),
             );
         }
-        let id_ok =
-            ac.and_then(|a| a.get("id")).and_then(|v| v.as_str()) == Some(c.app_cred_id.as_str());
+        let id = ac.and_then(|a| a.get("id")).and_then(|v| v.as_str());
+        let id_ok = id == Some(c.app_cred_id.as_str());
+        // The real Keystone says so when a credential id does not exist (a 404, not a 401).
+        if let Some(id) = id.filter(|_| !id_ok) {
+            return keystone_error(
+                StatusCode::NOT_FOUND,
+                &format!("Could not find Application Credential: {id}."),
+            );
+        }
         let name_ok =
             ac.and_then(|a| a.get("name")).and_then(|v| v.as_str()) == Some("caldera-sim");
         let secret_ok = ac.and_then(|a| a.get("secret")).and_then(|v| v.as_str())

@@ -142,3 +142,79 @@ async fn tokens_expire() {
     );
     api.h.shutdown().await;
 }
+
+/// What the real Keystone 30 answers (met in the real-Keystone suite, scripts/
+/// keystone-standalone.sh): a user or a project given by name without its domain is a 400
+/// "Expecting to find domain in ...", not a refused login; an application credential id
+/// that does not exist is a 404 naming it.
+#[tokio::test]
+async fn malformed_logins_are_answered_like_keystone() {
+    let api = Api::start(fast("empty")).await;
+    let h = &api.h;
+    let user =
+        json!({"name": h.username, "domain": {"name": h.user_domain_name}, "password": h.password});
+    let project = json!({"name": h.project_name, "domain": {"name": h.project_domain_name}});
+    let mut no_user_domain = user.clone();
+    no_user_domain.as_object_mut().unwrap().remove("domain");
+    let mut no_project_domain = project.clone();
+    no_project_domain.as_object_mut().unwrap().remove("domain");
+    let password = |user: &Value, project: &Value| {
+        json!({"auth": {"identity": {"methods": ["password"], "password": {"user": user}},
+                        "scope": {"project": project}}})
+    };
+    let cases = [
+        (
+            password(&no_user_domain, &project),
+            StatusCode::BAD_REQUEST,
+            "Expecting to find domain in user.",
+        ),
+        (
+            password(&user, &no_project_domain),
+            StatusCode::BAD_REQUEST,
+            "Expecting to find domain in project.",
+        ),
+        (
+            json!({"auth": {"identity": {"methods": ["application_credential"], "application_credential": {"id": "0123456789abcdef0123456789abcdef", "secret": "x"}}}}),
+            StatusCode::NOT_FOUND,
+            "Could not find Application Credential: 0123456789abcdef0123456789abcdef.",
+        ),
+        // Still a 401: the right credential id with a wrong secret, a known user in an
+        // unknown domain.
+        (
+            json!({"auth": {"identity": {"methods": ["application_credential"], "application_credential": {"id": h.application_credential_id, "secret": "wrong"}}}}),
+            StatusCode::UNAUTHORIZED,
+            "The request you have made requires authentication.",
+        ),
+        (
+            password(
+                &json!({"name": h.username, "domain": {"name": "nope"}, "password": h.password}),
+                &project,
+            ),
+            StatusCode::UNAUTHORIZED,
+            "The request you have made requires authentication.",
+        ),
+    ];
+    for (body, status, message) in cases {
+        let r = api
+            .http
+            .post(format!("{}/auth/tokens", h.auth_url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "{body}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], status.as_u16(), "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(message),
+            "{v}"
+        );
+    }
+    // Given properly, the same user and project log in.
+    let r = password_token(&api.http, h).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    api.h.shutdown().await;
+}
