@@ -3,7 +3,8 @@
 //! - the warning about a password file others can read comes before authenticating (so it
 //!   shows even when authentication then fails);
 //! - a subcommand's `--help` lists its own options first, and not the console's;
-//! - configuration errors name the file, the cloud and the key, and what a path is.
+//! - configuration errors name the file, the cloud and the key, and what a path is;
+//! - JSON gives counts as numbers, so a script can compare them.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -156,4 +157,34 @@ fn config_errors_name_the_file_the_cloud_and_the_key() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn json_gives_counts_as_numbers() {
+    let home = tempfile::tempdir().unwrap();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = caldera(home.path())
+            .arg("--simulator")
+            .args(args)
+            .args(["--format", "json"])
+            .output()
+            .expect("run caldera");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let clusters = json(&["clusters"]);
+    let first = &clusters[0];
+    assert!(first["masters"].is_u64(), "{first}");
+    assert!(first["workers"].is_u64(), "{first}");
+    assert!(first["name"].is_string(), "{first}");
+    let name = first["name"].as_str().unwrap_or_default().to_string();
+    let groups = json(&["nodegroups", &name]);
+    let g = &groups[0];
+    assert!(g["nodes"].is_u64(), "{g}");
+    // A bound Magnum does not give is null, not "".
+    assert!(g["max"].is_u64() || g["max"].is_null(), "{g}");
 }

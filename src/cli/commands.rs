@@ -87,7 +87,8 @@ fn print_table(table: &Table, format: Format) -> CmdResult {
                         .header
                         .iter()
                         .zip(row)
-                        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                        .enumerate()
+                        .map(|(i, (k, v))| (k.clone(), table.json_value(i, v)))
                         .collect()
                 })
                 .collect();
@@ -103,12 +104,18 @@ fn opt(v: &Option<String>) -> String {
 }
 
 async fn clusters(service: &LiveService, format: Format) -> CmdResult {
-    if !service.info().has_magnum {
-        eprintln!(
-            "note: no Magnum endpoint on this cloud; no clusters to list (try `caldera stacks`)"
-        );
-    }
     let clusters = service.list_clusters().await?;
+    if !service.info().has_magnum {
+        // Heat-native clusters are listed all the same: say what the list is, not that
+        // there is none.
+        if clusters.is_empty() {
+            eprintln!(
+                "note: no Magnum endpoint on this cloud and no Heat-native clusters (try `caldera stacks`)"
+            );
+        } else {
+            eprintln!("note: no Magnum endpoint on this cloud: Heat-native clusters only");
+        }
+    }
     let mut t = Table::new([
         "name",
         "id",
@@ -118,7 +125,8 @@ async fn clusters(service: &LiveService, format: Format) -> CmdResult {
         "workers",
         "coe_version",
         "status_reason",
-    ]);
+    ])
+    .numbers(&["masters", "workers"]);
     let capi: Vec<String> = clusters
         .iter()
         .filter_map(|c| {
@@ -157,7 +165,8 @@ async fn nodegroups(
     let mut t = Table::new([
         "name", "id", "role", "flavor", "image", "zone", "nodes", "min", "max", "status",
         "stack_id",
-    ]);
+    ])
+    .numbers(&["nodes", "min", "max"]);
     if let Some(found) = find_cluster(service, conn, target).await? {
         if let Some(capi) = &found.cluster.capi {
             eprintln!(

@@ -20,14 +20,42 @@ pub enum Format {
 pub struct Table {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// Columns whose cells are counts: JSON gives them as numbers (an empty cell as null).
+    numeric: Vec<bool>,
 }
 
 impl Table {
     pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Self {
+        let header: Vec<String> = header.into_iter().map(Into::into).collect();
         Table {
-            header: header.into_iter().map(Into::into).collect(),
+            numeric: vec![false; header.len()],
+            header,
             rows: Vec::new(),
         }
+    }
+
+    /// Marks the named columns as counts (see [`Table::json_value`]).
+    pub fn numbers(mut self, columns: &[&str]) -> Self {
+        for (i, h) in self.header.iter().enumerate() {
+            if columns.contains(&h.as_str()) {
+                self.numeric[i] = true;
+            }
+        }
+        self
+    }
+
+    /// A cell as JSON: a count column's integer as a number (`"masters": 3`, which a script
+    /// can compare), its empty cell as null; everything else as the string it is.
+    pub fn json_value(&self, column: usize, cell: &str) -> serde_json::Value {
+        if !self.numeric.get(column).copied().unwrap_or(false) {
+            return serde_json::Value::String(cell.to_string());
+        }
+        if cell.is_empty() {
+            return serde_json::Value::Null;
+        }
+        cell.parse::<i64>()
+            .map(serde_json::Value::from)
+            .unwrap_or_else(|_| serde_json::Value::String(cell.to_string()))
     }
 
     pub fn push<S: Into<String>>(&mut self, row: impl IntoIterator<Item = S>) {
