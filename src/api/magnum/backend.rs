@@ -11,6 +11,7 @@
 //!   12-character short id (base32), lower case; it is the Helm release's name
 //!   (`driver_utils.chart_release_name`). Its cluster templates carry the label
 //!   `capi_helm_chart_version` (`_get_chart_version`).
+//!
 //! A cluster template may name its driver (`driver`, the entry point: `k8s_capi_helm_v1`,
 //! `k8s_cluster_api_ubuntu`, ..., or a Heat driver such as `k8s_fedora_coreos_v1`); when it
 //! does, that wins over the id's shape.
