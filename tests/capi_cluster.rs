@@ -303,7 +303,7 @@ async fn the_driver_lists_nodes_and_removes_chosen_ones_by_server_id() {
         .await
         .expect("plan");
     assert_eq!((plan.from, plan.to), (5, 4));
-    assert_eq!(plan.removed, [id.clone()]);
+    assert_eq!(plan.removed, std::slice::from_ref(&id));
     let body = &plan.calls[0].body;
     assert!(
         body.contains(&format!("\"nodes_to_remove\":[\"{id}\"]")),
