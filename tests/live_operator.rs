@@ -791,6 +791,8 @@ async fn the_demo_holds_a_heat_native_cluster_beside_magnum() {
         names,
         [
             ("batch-jobs", DriverKind::Magnum),
+            // Magnum on Cluster API (no Heat stack): still a Magnum cluster.
+            ("capi-prod", DriverKind::Magnum),
             ("dev-small", DriverKind::Magnum),
             ("hn-demo", DriverKind::HeatNative),
             ("prod-east", DriverKind::Magnum),

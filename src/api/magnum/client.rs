@@ -444,6 +444,7 @@ pub fn fuzz_decode(body: &[u8]) {
         let _ = nodegroup_from(n, "c");
     }
     let _ = decode_json::<wire::ActionAccepted>(&m, u, ct, body);
+    let _ = decode_json::<wire::ClusterTemplateItem>(&m, u, ct, body);
     if let Ok(text) = std::str::from_utf8(body) {
         let _ = Microversion::parse(text);
         let _ = marker_of(text);
