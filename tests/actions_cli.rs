@@ -5,7 +5,7 @@
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::cli::connect::simulator_cloud;
 use caldera::drivers::heat_native::HeatNativeDriver;
-use caldera::drivers::{Driver, Limits, NodeGroupSpec};
+use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget};
 use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::Machines;
 use std::path::Path;
@@ -23,7 +23,7 @@ async fn start() -> (SimHandle, HeatNativeDriver) {
     (sim, driver)
 }
 
-async fn create(driver: &HeatNativeDriver, cluster: &str, count: u32) {
+async fn create(driver: &HeatNativeDriver, cluster: &str, count: u32) -> NodeGroupTarget {
     let t = driver
         .create_nodegroup(&NodeGroupSpec {
             cluster: cluster.into(),
@@ -35,13 +35,13 @@ async fn create(driver: &HeatNativeDriver, cluster: &str, count: u32) {
         })
         .await
         .expect("create");
-    let stack = t.stack.expect("stack");
+    let stack = t.stack.clone().expect("stack");
     let t0 = Instant::now();
     loop {
         let d = driver.heat().get_stack(&stack, false).await.expect("show");
         if !d.summary.status.is_in_progress() {
             assert_eq!(d.summary.status.raw, "CREATE_COMPLETE");
-            break;
+            return t;
         }
         assert!(t0.elapsed() < Duration::from_secs(60));
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -355,5 +355,165 @@ async fn rollout_paused_by_a_failure_is_resumed_by_another_process() {
     assert!(entries
         .iter()
         .any(|e| e.action == "rollout.retry" && e.outcome == caldera::journal::Outcome::Ok));
+    sim.shutdown().await;
+}
+
+/// Each member's image, from its own stack.
+async fn images(
+    driver: &HeatNativeDriver,
+    target: &NodeGroupTarget,
+) -> std::collections::BTreeMap<String, String> {
+    let heat = driver.heat();
+    let group = driver
+        .group_stack(target.stack.as_ref().expect("stack"))
+        .await
+        .expect("group");
+    let mut out = std::collections::BTreeMap::new();
+    for m in heat
+        .list_resources(&group, &Default::default())
+        .await
+        .expect("members")
+    {
+        let stack = m.resource.nested.clone().expect("member stack");
+        let d = heat.get_stack(&stack, false).await.expect("member");
+        out.insert(
+            m.resource.name.clone(),
+            d.parameters.get("image").cloned().unwrap_or_default(),
+        );
+    }
+    out
+}
+
+/// `caldera rollout skip` and `caldera rollout abort --rollback` from other processes while
+/// `caldera rollout start` drives (a long gate after each node): the skip is honoured by the
+/// driver (rc 0), the abort too; the driver ends with Heat's rollback finished and every node
+/// back on its old image, the journal saying aborted (not failed), and `rollout status`
+/// says the rollout ended, aborted, with its own id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skip_and_abort_from_other_processes_reach_the_driver() {
+    let (sim, driver) = start().await;
+    let target = create(&driver, "ab", 4).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+    let actions = journal.with_extension("toml");
+    std::fs::write(&actions, "").expect("actions file");
+    let mut driving = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .env("OS_CLIENT_CONFIG_FILE", &clouds)
+        .env("OS_CLOUD", "simcloud")
+        .env("CALDERA_JOURNAL", &journal)
+        .env("CALDERA_ACTIONS_CONFIG", &actions)
+        .env("XDG_STATE_HOME", dir.path())
+        .args([
+            "rollout",
+            "start",
+            "ab",
+            "--image",
+            "img-v2",
+            "--gate-secs",
+            "600",
+            "--yes",
+            "--poll-secs",
+            "0.05",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rollout start");
+    // The first node is released, then the gate holds the rest.
+    let t0 = Instant::now();
+    let first = loop {
+        let entries = caldera::journal::Journal::open(&journal)
+            .read_all()
+            .unwrap_or_default();
+        if let Some(e) = entries
+            .iter()
+            .find(|e| e.action == "rollout.release" && e.outcome == caldera::journal::Outcome::Ok)
+        {
+            break e.target.rsplit('/').next().unwrap_or_default().to_string();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no release: {entries:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let pending = ["0", "1", "2", "3"]
+        .into_iter()
+        .find(|m| *m != first)
+        .expect("a pending member");
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &["rollout", "skip", "ab/workers", pending],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "skip: {stdout}\n{stderr}");
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &["rollout", "abort", "ab/workers", "--rollback"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "abort: {stdout}\n{stderr}");
+
+    // The driver ends on its own: the rollback done, nothing left on a hook.
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(status) = driving.try_wait().expect("try_wait") {
+            break status;
+        }
+        if t0.elapsed() > Duration::from_secs(90) {
+            let _ = driving.kill();
+            panic!("the driver did not end after the abort");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let out = driving.wait_with_output().expect("output");
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains("rolled back") || stderr.contains("rolled back"),
+        "rc {:?}\n{stdout}\n{stderr}",
+        status.code()
+    );
+    let stack = target.stack.clone().expect("stack");
+    let shown = driver.heat().get_stack(&stack, false).await.expect("show");
+    assert_eq!(shown.summary.status.raw, "ROLLBACK_COMPLETE");
+    let imgs = images(&driver, &target).await;
+    assert!(imgs.values().all(|i| i == "img-v1"), "{imgs:?}");
+
+    let entries = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal parses");
+    let rollout = entries
+        .iter()
+        .find(|e| e.action == "rollout.start")
+        .and_then(|e| e.rollout.clone())
+        .expect("rollout id");
+    let ours: Vec<_> = entries
+        .iter()
+        .filter(|e| e.rollout.as_deref() == Some(rollout.as_str()))
+        .collect();
+    // The skipped member was never released.
+    assert!(!ours
+        .iter()
+        .any(|e| e.action == "rollout.release" && e.target.ends_with(&format!("/{pending}"))));
+    assert!(ours.iter().any(|e| e.action == "rollout.skip"));
+    let last = ours.last().expect("entries");
+    assert_eq!(
+        (last.action.as_str(), &last.outcome),
+        ("rollout.abort", &caldera::journal::Outcome::Ok)
+    );
+
+    for _ in 0..2 {
+        let out = caldera(&clouds, &journal, &["rollout", "status", "ab/workers"]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stdout.contains(&rollout), "its own id: {stdout}");
+        assert!(stdout.contains("aborted"), "{stdout}");
+        assert!(!stdout.contains("ETA"), "{stdout}");
+    }
     sim.shutdown().await;
 }

@@ -329,5 +329,31 @@ async fn the_driver_lists_nodes_and_removes_chosen_ones_by_server_id() {
         .await
         .unwrap_err();
     assert!(e.message.contains("not a node of default-worker"), "{e}");
+
+    // An upgrade plan says what the driver does with it: the whole cluster, whatever node
+    // group and batch size are asked for.
+    let plan = magnum
+        .plan_upgrade(&target, "k8s-v1.31", 2)
+        .await
+        .expect("upgrade plan");
+    assert_eq!(plan.capi, Some(CapiDriver::MagnumClusterApi));
+    let head = &plan.lines()[0];
+    assert!(
+        head.contains("magnum-cluster-api: the whole cluster")
+            && head.contains("node group default-worker and batch size 2 are ignored"),
+        "{head}"
+    );
+    assert!(!head.contains("batches run by Magnum"), "{head}");
+    // A Magnum cluster on Heat keeps Magnum's batches.
+    let heat_target = magnum
+        .find_nodegroup("prod-east", "default-worker")
+        .await
+        .expect("heat-backed target");
+    let plan = magnum
+        .plan_upgrade(&heat_target, "k8s-v1.31", 2)
+        .await
+        .expect("upgrade plan");
+    assert_eq!(plan.capi, None);
+    assert!(plan.lines()[0].contains("2 node(s) at a time, batches run by Magnum"));
     sim.shutdown().await;
 }

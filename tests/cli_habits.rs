@@ -1,5 +1,6 @@
 //! The small habits of a command-line tool, checked on the real binary:
-//! - `caldera … | head` ends quietly with success when the reader has had enough;
+//! - `caldera … | head` ends quietly with success when the reader has had enough, a
+//!   follower too, as soon as its reader goes and not at its next event;
 //! - the warning about a password file others can read comes before authenticating (so it
 //!   shows even when authentication then fails);
 //! - a subcommand's `--help` lists its own options first, and not the console's;
@@ -41,6 +42,43 @@ fn a_closed_pipe_ends_the_command_quietly_with_success() {
     let out = child.wait_with_output().expect("wait");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "rc {:?}: {err}", out.status.code());
+    assert!(
+        !err.contains("Broken pipe") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
+/// `caldera events STACK --follow | head -1`: the follower ends when its reader does, even
+/// while the stack writes nothing new (it used to wait for its next event to find out).
+#[test]
+fn a_follower_ends_quietly_when_its_reader_goes() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = caldera(home.path())
+        .args(["--simulator", "events", "dev-small", "--follow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start caldera");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("read a line");
+    assert!(first.contains("CREATE_IN_PROGRESS"), "{first}");
+    // The reader is gone; dev-small is settled, so no event will ever be written again.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("caldera events --follow still running 20 s after its reader went");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(status.success(), "rc {:?}: {err}", status.code());
     assert!(
         !err.contains("Broken pipe") && !err.contains("panicked"),
         "{err}"

@@ -636,3 +636,52 @@ fn rollout_view_pause_skip_resume() {
     }
     quit_restored(&mut c);
 }
+
+/// Abort from the rollout view, the second of the three ways (`cancel_update`): the choice,
+/// the confirmation, then Heat's rollback driven to its end (every rollback hook cleared);
+/// the view ends on `aborted: rolled back`, Heat on ROLLBACK_COMPLETE with every node back on
+/// its old image, and the journal records an abort, not a failure.
+#[test]
+fn rollout_view_abort_with_rollback_ends_rolled_back() {
+    let cloud = Cloud::start("");
+    let t = cloud.create("ra", 5);
+    let mut c = cloud.console(&[]);
+    open_nodegroups(&mut c, "ra");
+    let plan = expected_plan(&cloud, &t, "img-v2", 1);
+    upgrade(&mut c, "ra", "img-v1", "img-v2", 1, &plan);
+    c.wait_for("the first node done", |s| {
+        s.line_with(" done ")
+            .is_some_and(|l| !l.contains("done 0 "))
+    });
+    c.press("p", "paused by the operator", |s| {
+        state_line(s).contains("state paused: paused by the operator")
+    });
+    c.press("A", "the three ways to abort", |s| {
+        s.has("stop releasing") && s.has("cancel_update: Heat rolls") && s.has("cancel without")
+    });
+    c.press("2", "the confirmation", |s| {
+        s.has("Abort the rollout?") && s.has("cancel_update: Heat rolls")
+    });
+    let end = c.press("y", "aborted, rolled back", |s| {
+        state_line(s).contains("state aborted") && state_line(s).contains("rolled back")
+    });
+    assert!(!state_line(&end).contains("ETA"), "{}", end.text);
+    cloud.wait_heat("the rollback", &t, |cl| {
+        cl.stack_status(&t) == "ROLLBACK_COMPLETE"
+    });
+    let images = cloud.images(&t);
+    assert!(images.values().all(|i| i == "img-v1"), "{images:?}");
+    let entries = caldera::journal::Journal::open(&cloud.journal)
+        .read_all()
+        .expect("the journal parses");
+    let last = entries
+        .iter()
+        .rev()
+        .find(|e| e.action.starts_with("rollout."))
+        .expect("rollout entries");
+    assert_eq!(
+        (last.action.as_str(), &last.outcome),
+        ("rollout.abort", &caldera::journal::Outcome::Ok)
+    );
+    quit_restored(&mut c);
+}

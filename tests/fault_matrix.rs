@@ -821,7 +821,7 @@ async fn caldera(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
-/// Magnum, Heat and Keystone hang in turn (the simulator holds their requests for an hour):
+/// Magnum, Heat, Nova and Keystone hang in turn (the simulator holds their requests for an hour):
 /// the commands that do not need the hung service finish as usual; those that do fail with
 /// an error naming the service, its URL and the timeout that elapsed. Short timeouts are
 /// configured on the command line; nothing asserts how long anything took.
@@ -899,6 +899,25 @@ async fn a_hung_service_holds_up_only_the_commands_that_need_it() {
     }
     f.clear();
 
+    // Nova never answers: the addresses come from Heat all the same (Nova is one source of
+    // three, raced, never waited for), and the stack list never asks Nova.
+    f.add(hang("/compute"));
+    let ips = caldera(d, &["ips", &stack, "--timeout", "nova=1"]).await;
+    assert!(ips.ok, "ips needs Heat, not Nova: {}", ips.stderr);
+    assert!(
+        ips.stdout.lines().count() > 1,
+        "addresses from Heat: {}\n{}",
+        ips.stdout,
+        ips.stderr
+    );
+    let stacks = caldera(d, &["stacks", "--timeout", "nova=1"]).await;
+    assert!(
+        stacks.ok && stacks.stdout.contains(&stack),
+        "{}",
+        stacks.stderr
+    );
+    f.clear();
+
     // Keystone never answers: nothing can start, and the error says it was Keystone.
     f.add(hang("/identity"));
     let stacks = caldera(d, &["stacks", "--timeout", "keystone=1"]).await;
@@ -914,7 +933,7 @@ async fn a_hung_service_holds_up_only_the_commands_that_need_it() {
 type Trickling = std::sync::Arc<std::sync::Mutex<&'static str>>;
 
 /// A small cloud on one fault server: Keystone (catalog pointing back here), Heat (a stack
-/// list) and Magnum (a cluster list); the service named in `trickling` sends its bodies two
+/// list), Magnum (a cluster list) and Nova (a server list); the service named in `trickling` sends its bodies two
 /// bytes every 100 ms.
 async fn per_service_cloud(trickling: Trickling) -> fault_server::FaultServer {
     use fault_server::Reply;
@@ -931,7 +950,9 @@ async fn per_service_cloud(trickling: Trickling) -> fault_server::FaultServer {
                     {"type": "orchestration", "endpoints": [{"interface": "public",
                         "region_id": "RegionOne", "url": format!("{base}/heat/v1/p1")}]},
                     {"type": "container-infra", "endpoints": [{"interface": "public",
-                        "region_id": "RegionOne", "url": format!("{base}/magnum/v1")}]}]}})
+                        "region_id": "RegionOne", "url": format!("{base}/magnum/v1")}]},
+                    {"type": "compute", "endpoints": [{"interface": "public",
+                        "region_id": "RegionOne", "url": format!("{base}/nova/v2.1")}]}]}})
                 .to_string(),
             ),
             ("GET", "/magnum/v1") => {
@@ -946,6 +967,12 @@ async fn per_service_cloud(trickling: Trickling) -> fault_server::FaultServer {
                 )
             }
             ("GET", "/magnum/v1/clusters") => ("magnum", json!({"clusters": []}).to_string()),
+            ("GET", "/nova/v2.1/servers/detail") => (
+                "nova",
+                json!({"servers": [{"id": "v1", "name": "kube-minion-0", "status": "ACTIVE",
+                    "addresses": {}}]})
+                .to_string(),
+            ),
             ("GET", p) if p.ends_with("/stacks") => (
                 "heat",
                 json!({"stacks": [{"id": "i1", "stack_name": "s1",
@@ -1039,6 +1066,14 @@ async fn a_trickling_service_is_cut_off_by_the_body_deadline_and_named() {
                 .collect::<Result<Vec<_>, _>>()
         }
     };
+    let nova_ok = |conn: &CloudConnection| {
+        let nova = conn.nova.clone().expect("nova in the catalog");
+        async move {
+            nova.list_servers_page(&Default::default(), None)
+                .await
+                .map(|p| p.items.len())
+        }
+    };
     let deadline_words = ["body not received within", "body timeout: 500 ms"];
 
     *trickling.lock().unwrap() = "keystone";
@@ -1071,7 +1106,26 @@ async fn a_trickling_service_is_cut_off_by_the_body_deadline_and_named() {
         &err,
         &["/magnum/v1/clusters", "Magnum body not received within"],
     );
-    // The header's view of it.
+    assert_eq!(nova_ok(&conn).await.expect("Nova is fine"), 1);
+
+    *trickling.lock().unwrap() = "nova";
+    let conn = CloudConnection::from_cloud(&cloud, &opts)
+        .await
+        .expect("connect");
+    assert_eq!(heat_ok(&conn).await.expect("Heat is fine"), 1);
+    let err = nova_ok(&conn).await.expect_err("Nova trickles");
+    assert_words(
+        &err,
+        &["/nova/v2.1/servers/detail", "Nova body not received within"],
+    );
+    assert!(magnum_ok(&conn).await.is_ok(), "Magnum is fine");
+
+    // The header's view of the trickling Magnum.
+    *trickling.lock().unwrap() = "magnum";
+    let conn = CloudConnection::from_cloud(&cloud, &opts)
+        .await
+        .expect("connect");
+    let _ = magnum_ok(&conn).await.expect_err("Magnum trickles");
     let magnum = conn
         .info()
         .services

@@ -159,3 +159,75 @@ async fn read_commands_take_cluster_nodegroup_and_stack_names() {
 
     sim.shutdown().await;
 }
+
+/// The built-in demo cloud, through the binary with a home of its own.
+fn demo(home: &Path, args: &[&str]) -> (bool, String, String) {
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .current_dir(home)
+        .arg("--simulator")
+        .args(args)
+        .output()
+        .expect("run caldera");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A Magnum cluster in Magnum's own Heat layout (the demo's `dev-small`: one cluster stack
+/// holding `kube_masters` and `kube_minions`) by `CLUSTER/NODEGROUP`: default-worker's
+/// addresses are the workers' (from `kube_minion_ip`), default-master's the master's, and the
+/// cluster's both; never the masters reported as the whole cluster.
+#[test]
+fn magnum_node_groups_by_name_read_their_own_group_of_the_cluster_stack() {
+    let home = tempfile::tempdir().expect("home");
+    let h = home.path();
+    let (ok, out, err) = demo(h, &["nodegroups", "dev-small", "--format", "csv"]);
+    assert!(ok, "{err}");
+    let stack_ids: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap_or(""))
+        .collect();
+    assert_eq!(stack_ids.len(), 2, "{out}");
+    assert_eq!(
+        stack_ids[0], stack_ids[1],
+        "both in the cluster stack: {out}"
+    );
+
+    let (ok, out, err) = demo(h, &["ips", "dev-small/default-worker", "--format", "csv"]);
+    assert!(ok, "{err}");
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        rows.iter()
+            .all(|r| r.starts_with("dev-small/default-worker,")),
+        "{out}"
+    );
+    assert!(err.contains("member output 'kube_minion_ip'"), "{err}");
+    assert!(err.contains("3/3 addresses, 0 failed"), "{err}");
+
+    let (ok, out, err) = demo(h, &["ips", "dev-small/default-master", "--format", "csv"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(err.contains("member output 'kube_master_ip'"), "{err}");
+
+    let (ok, out, err) = demo(h, &["ips", "dev-small", "--format", "csv"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 1 + 4, "{out}");
+    assert!(err.contains("4/4 addresses, 0 failed"), "{err}");
+
+    // The failed worker of batch-jobs, by its node group's name.
+    let (ok, out, err) = demo(h, &["failures", "batch-jobs/default-worker"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("kube_minions.5.kube-minion") && out.contains("No valid host"),
+        "{out}"
+    );
+}

@@ -46,6 +46,12 @@ async fn real_concurrent_starts_one_driver() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_starts_from_two_machines_heat_keeps_one() {
+    scenarios::two_machines_start_scenario(&env().await, &unique("c2m")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
 async fn real_killed_driver_is_seen_gone_and_taken_over() {
     scenarios::kill_and_reattach_scenario(&env().await, &unique("ckr")).await;
 }

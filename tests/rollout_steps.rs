@@ -1,13 +1,15 @@
 //! Step injection on the simulator: at every step of the rollout engine (before a release,
 //! a member updating, the gate, the pre/post hooks, after a failure, a journal write) a
-//! control, a kill or a concurrent start arrives, and the invariants are checked:
+//! control, a kill, a concurrent start or a journal that can no longer be written arrives,
+//! and the invariants are checked:
 //!
 //! - nothing is released after a pause or an abort is recorded, nor a skipped member after
 //!   its skip (from the journal's own order);
 //! - each member is released at most once per rollout (the failed one once more after the
 //!   resume that retries it);
 //! - one driver: a start during the rollout is refused with who holds it, whatever the step;
-//! - the journal always parses;
+//! - the journal always parses, and every member Heat updated has its release journaled;
+//! - a journal that breaks stops the rollout (paused, saying so) before its next change;
 //! - the end matches Heat (images, stack status).
 //!
 //! Plus: 20 pairs of starts at the same moment, exactly one of each pair proceeds.
@@ -19,7 +21,7 @@ use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::StackAction;
 use caldera::cli::connect::simulator_cloud;
 use caldera::drivers::NodeGroupTarget;
-use caldera::journal::{Entry, Outcome};
+use caldera::journal::{Entry, Journal, Outcome};
 use caldera::lifecycle::HookSet;
 use caldera::rollout::engine::{self, EngineStep, Probe, StepProbe};
 use caldera::rollout::{AbortMode, Control, RolloutOptions, RolloutPlan, RolloutState};
@@ -49,6 +51,9 @@ enum Inject {
     Kill,
     /// A second start of the same node group while the engine is at that point.
     ConcurrentStart,
+    /// The journal becomes unusable at that point (a directory where the file was): the
+    /// engine must stop before its next change to the cloud, and resume once it is mended.
+    JournalFault,
 }
 
 impl Inject {
@@ -60,6 +65,7 @@ impl Inject {
             Inject::Request(Control::Abort(m)) => format!("abort {m:?}"),
             Inject::Kill => "kill".into(),
             Inject::ConcurrentStart => "concurrent start".into(),
+            Inject::JournalFault => "journal fault".into(),
         }
     }
 }
@@ -93,6 +99,11 @@ impl StepProbe for Injector {
                 fired.notify_one();
                 futures::future::ready(()).boxed()
             }
+            Inject::JournalFault => {
+                break_journal(&self.env_ctx.journal);
+                fired.notify_one();
+                futures::future::ready(()).boxed()
+            }
             Inject::Kill => {
                 fired.notify_one();
                 // The test drops the task while it waits here.
@@ -123,6 +134,28 @@ impl StepProbe for Injector {
             }
         }
     }
+}
+
+/// Where the journal waits while a directory stands in its place.
+fn saved_journal(journal: &Journal) -> std::path::PathBuf {
+    journal.path().with_extension("saved")
+}
+
+fn break_journal(journal: &Journal) {
+    let p = journal.path();
+    std::fs::rename(p, saved_journal(journal)).expect("set the journal aside");
+    std::fs::create_dir(p).expect("a directory in its place");
+}
+
+/// Puts the journal back if it is broken; whether it was.
+fn mend_journal(journal: &Journal) -> bool {
+    let p = journal.path();
+    if !p.is_dir() {
+        return false;
+    }
+    std::fs::remove_dir(p).expect("rmdir");
+    std::fs::rename(saved_journal(journal), p).expect("restore the journal");
+    true
 }
 
 fn hooks() -> HookSet {
@@ -284,8 +317,10 @@ async fn run_case(
             other => panic!("{name}: the second start was not refused: {other:?}"),
         }
     }
-    // Settle: a pause (asked, or the failure's) is resumed once, with the failure fixed.
+    // Settle: a pause (asked, the failure's or the journal's) is resumed, with the failure
+    // fixed and the journal mended.
     let mut resumed = 0;
+    let mut journal_pauses = 0;
     let end = loop {
         let s = tokio::time::timeout(
             env.timeout,
@@ -293,6 +328,17 @@ async fn run_case(
         )
         .await
         .unwrap_or_else(|_| panic!("{name}: neither paused nor ended: {:#?}", h.status()));
+        if mend_journal(&env.ctx.journal) {
+            // The engine stopped on the broken journal, before any further change, and
+            // said so.
+            match &s.state {
+                RolloutState::Paused { reason } => {
+                    assert!(reason.contains("journal"), "{name}: paused for {reason}");
+                    journal_pauses += 1;
+                }
+                other => panic!("{name}: the broken journal did not pause it: {other:?}"),
+            }
+        }
         if s.state.is_final() {
             break s;
         }
@@ -344,6 +390,12 @@ async fn run_case(
         let most = if fail && m == FAIL { 2 } else { 1 };
         assert!(n <= most, "{name}: member {m} released {n} times");
     }
+    if let Inject::JournalFault = inject {
+        assert_eq!(
+            journal_pauses, 1,
+            "{name}: the broken journal did not stop the rollout once"
+        );
+    }
     // The end matches Heat.
     let stack = target.stack.clone().expect("stack");
     // Left on hooks (an abort that only stops releasing, skipped members): Heat's update
@@ -365,6 +417,19 @@ async fn run_case(
     };
     let images = env.member_images(&target).await;
     let at_new = images.values().filter(|i| *i == "img-v2").count();
+    // Nothing reached the cloud before its journal entry: every member Heat updated has a
+    // release recorded as started.
+    for (m, image) in &images {
+        let recorded = ours.iter().any(|e| {
+            e.action == "rollout.release"
+                && e.outcome == Outcome::Started
+                && e.target.ends_with(&format!("/{m}"))
+        });
+        assert!(
+            image != "img-v2" || recorded,
+            "{name}: member {m} was updated with no release in the journal"
+        );
+    }
     match (&inject, &end.state) {
         // After a failure Heat's update is over (UPDATE_FAILED): a cancel has nothing to
         // cancel, and the abort says so and how to finish.
@@ -470,6 +535,7 @@ fn injections() -> Vec<Inject> {
         Inject::Request(Control::Abort(AbortMode::CancelWithoutRollback)),
         Inject::Kill,
         Inject::ConcurrentStart,
+        Inject::JournalFault,
     ]
 }
 
@@ -692,5 +758,135 @@ async fn a_pause_during_a_long_gate_releases_nothing_more() {
         "rolled back: {images:?}"
     );
     env.delete(&target).await;
+    sim.shutdown().await;
+}
+
+/// 20 node groups, two starts of each at the same moment from two machines (journals and
+/// driver locks in different directories: nothing shared but Heat). Both may pass the
+/// in-progress check and both PATCH; Heat keeps the later update, whose marker is then on
+/// the stack. Exactly one rollout of each pair completes (every member at its image); the
+/// other is refused, or ends as superseded before releasing anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_pairs_from_two_machines_heat_keeps_one() {
+    let sim = sim::start(SimOptions::fast("empty", SPEED))
+        .await
+        .expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+        .await
+        .expect("connect to the simulator");
+    let here = Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    );
+    let there = Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    );
+    let names: Vec<String> = (0..20).map(|i| format!("twin{i}")).collect();
+    let targets: Vec<NodeGroupTarget> =
+        futures::future::join_all(names.iter().map(|n| here.create(n, 2))).await;
+    let mut pairs = Vec::new();
+    for t in &targets {
+        let members = here.member_names(t).await;
+        let a = here.plan(t, &members, "img-a", RolloutOptions::default(), &[]);
+        let b = there.plan(t, &members, "img-b", RolloutOptions::default(), &[]);
+        pairs.push((a, b));
+    }
+    let starts = pairs.into_iter().map(|(a, b)| {
+        let heat = conn.heat.clone();
+        let (ctx_a, ctx_b) = (here.ctx.clone(), there.ctx.clone());
+        let options = here.engine_options(HookSet::default());
+        async move {
+            let (ra, rb) = tokio::join!(
+                engine::start(heat.clone(), ctx_a, a.clone(), options.clone(), None),
+                engine::start(heat.clone(), ctx_b, b.clone(), options, None)
+            );
+            (a, b, ra, rb)
+        }
+    });
+    let results = futures::future::join_all(starts).await;
+    let (mut raced, mut refused) = (0, 0);
+    for (a, b, ra, rb) in results {
+        let label = a.target.label();
+        let mut ends = Vec::new();
+        for (plan, r) in [(a, ra), (b, rb)] {
+            match r {
+                Ok(h) => {
+                    let end = tokio::time::timeout(here.timeout, h.wait())
+                        .await
+                        .unwrap_or_else(|_| panic!("{label}: {} never ended", plan.id));
+                    ends.push((plan, Some(end)));
+                }
+                Err(e) => {
+                    assert_eq!(e.kind, ErrorKind::Refused, "{label}: {e}");
+                    assert!(
+                        e.message.contains("IN_PROGRESS") || e.message.contains("superseded"),
+                        "{label}: {e}"
+                    );
+                    ends.push((plan, None));
+                }
+            }
+        }
+        let completed: Vec<&RolloutPlan> = ends
+            .iter()
+            .filter(|(_, e)| {
+                e.as_ref()
+                    .is_some_and(|s| s.state == RolloutState::Completed)
+            })
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(
+            completed.len(),
+            1,
+            "{label}: {:#?}",
+            ends.iter()
+                .map(|(p, e)| (&p.id, e.as_ref().map(|s| s.state.label())))
+                .collect::<Vec<_>>()
+        );
+        let winner = completed[0].clone();
+        let images = here.member_images(&winner.target).await;
+        assert!(
+            images.values().all(|i| *i == winner.image),
+            "{label}: {images:?}"
+        );
+        for (plan, end) in &ends {
+            if plan.id == winner.id {
+                continue;
+            }
+            match end {
+                None => refused += 1,
+                Some(s) => {
+                    raced += 1;
+                    assert!(
+                        matches!(&s.state, RolloutState::Failed { reason } if reason.contains("superseded")),
+                        "{label}: the loser ended {:?}",
+                        s.state
+                    );
+                }
+            }
+            // The loser released nothing: its journal has no release.
+            let env = if plan.image == "img-a" { &here } else { &there };
+            let released = env
+                .ctx
+                .journal
+                .rollout_entries(&plan.id)
+                .expect("journal")
+                .iter()
+                .filter(|e| e.action == "rollout.release")
+                .count();
+            assert_eq!(released, 0, "{label}: the loser released {released}");
+        }
+    }
+    eprintln!(
+        "covered: 20 pairs from two machines: one completed each time; the other refused \
+         {refused} times, superseded after both PATCHes {raced} times"
+    );
+    for t in &targets {
+        here.delete(t).await;
+    }
     sim.shutdown().await;
 }

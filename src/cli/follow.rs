@@ -11,7 +11,7 @@
 //! long it has been reconnecting.
 
 use super::commands::{event_line, CmdResult};
-use super::output::Format;
+use super::output::{sleep_while_read, Format};
 use super::targets::event_stacks;
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::HeatClient;
@@ -199,7 +199,7 @@ pub async fn events(
             }
             Err(RoundError::Cloud(e)) if opts.follow && worth_retrying(&e) => {
                 let wait = outage.failed("following events", &e);
-                tokio::time::sleep(wait).await;
+                sleep_while_read(wait).await?;
                 continue;
             }
             Err(RoundError::Cloud(e)) => return Err(e.into()),
@@ -227,7 +227,7 @@ pub async fn events(
             .map(|c| c.next_delay(opts.interval))
             .min()
             .unwrap_or(opts.interval);
-        tokio::time::sleep(delay).await;
+        sleep_while_read(delay).await?;
     }
     let delivered: u64 = cursors.iter().map(|c| c.delivered()).sum();
     let dropped: u64 = cursors.iter().map(|c| c.duplicates_dropped()).sum();

@@ -6,6 +6,7 @@
 
 use crate::model::terminal_safe;
 use std::io::{self, Write};
+use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
 pub enum Format {
@@ -104,6 +105,38 @@ fn write_row(out: &mut impl Write, cells: &[String], widths: &[usize]) -> io::Re
         }
     }
     writeln!(out, "{}", line.trim_end())
+}
+
+/// Whether standard output is a pipe whose reading end has closed, or a terminal that hung
+/// up. A follower asks between polls (`caldera events --follow | head -1`): it ends when its
+/// reader does, not at its next write, which may be hours away on a quiet stack (as
+/// `tail -f` does). A file or a live terminal is never "gone".
+pub fn stdout_reader_gone() -> bool {
+    let mut pfd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd on the stack, a zero timeout; poll only writes `revents`.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 0) };
+    ready > 0 && pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
+/// Sleeps for `d`, looking every half second whether stdout's reader has gone; a gone reader
+/// is a closed pipe, which `main` ends quietly with success.
+pub async fn sleep_while_read(d: Duration) -> io::Result<()> {
+    const LOOK: Duration = Duration::from_millis(500);
+    let until = tokio::time::Instant::now() + d;
+    loop {
+        if stdout_reader_gone() {
+            return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+        }
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        tokio::time::sleep((until - now).min(LOOK)).await;
+    }
 }
 
 /// Whether `e` (or what caused it) is a write to a closed pipe: `caldera events | head`

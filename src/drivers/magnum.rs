@@ -45,16 +45,36 @@ pub struct MagnumUpgradePlan {
     pub cluster_template: String,
     pub max_batch_size: u32,
     pub calls: Vec<ApiCall>,
+    /// The Cluster API driver that runs the cluster, when one does: it upgrades the whole
+    /// cluster its own way, whatever node group and batch size the request names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capi: Option<CapiDriver>,
 }
 
 impl MagnumUpgradePlan {
     pub fn lines(&self) -> Vec<String> {
+        let how = match self.capi {
+            // Both drivers' upgrade_cluster take the new template for the whole cluster and
+            // hand the roll to Cluster API (magnum-cluster-api: the ClusterClass topology's
+            // version and image; magnum-capi-helm: a Helm upgrade of the release), with
+            // their own surge settings: the request's nodegroup and max_batch_size are not
+            // read (see the README's Cluster API section).
+            Some(driver) => format!(
+                "{}: the whole cluster, every node group replaced node by node by Cluster                  API; node group {} and batch size {} are ignored by this driver",
+                driver.as_str(),
+                self.target.nodegroup,
+                self.max_batch_size
+            ),
+            None => format!(
+                "{} node(s) at a time, batches run by Magnum",
+                self.max_batch_size
+            ),
+        };
         let mut out = vec![
             format!(
-                "upgrade {} to cluster template {} ({} node(s) at a time, batches run by Magnum)",
+                "upgrade {} to cluster template {} ({how})",
                 self.target.label(),
                 self.cluster_template,
-                self.max_batch_size
             ),
             "  API calls:".into(),
         ];
@@ -331,10 +351,15 @@ impl MagnumDriver {
             max_batch_size: Some(max_batch_size.max(1)),
             nodegroup: Some(target.nodegroup.clone()),
         };
+        let capi = match target.stack {
+            Some(_) => None,
+            None => self.capi_of(id).await?.map(|c| c.driver),
+        };
         Ok(MagnumUpgradePlan {
             target: target.clone(),
             cluster_template: cluster_template.to_string(),
             max_batch_size: max_batch_size.max(1),
+            capi,
             calls: vec![ApiCall::new(
                 "POST",
                 format!("/v1/clusters/{id}/actions/upgrade"),

@@ -265,6 +265,10 @@ pub fn default_path() -> PathBuf {
 
 /// Bytes read at a time when looking for the start of the last line from the end.
 const TAIL_CHUNK: u64 = 64 * 1024;
+/// The longest line a journal holds. Entries are small (hook output is kept to its head and
+/// tail, plans list one line per node): a longer line was not written by caldera, and a
+/// reader never holds more than this of it.
+pub const MAX_LINE_BYTES: usize = 8 << 20;
 
 impl Journal {
     pub fn open(path: impl Into<PathBuf>) -> Journal {
@@ -304,6 +308,16 @@ impl Journal {
             detail: e.to_string(),
         })?;
         line.push('\n');
+        if line.len() > MAX_LINE_BYTES {
+            return Err(JournalError::Encode {
+                path: self.path.clone(),
+                detail: format!(
+                    "the entry is {} bytes, over the {} MiB limit of a journal line",
+                    line.len(),
+                    MAX_LINE_BYTES >> 20
+                ),
+            });
+        }
         let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         let mut created = false;
         if let Some(dir) = self.path.parent() {
@@ -374,15 +388,15 @@ impl Journal {
         if len == 0 {
             return Ok(None);
         }
-        let (start, last) = last_line(file, len).map_err(|e| self.io(e))?;
+        let (start, terminated) = last_line_start(file, len).map_err(|e| self.io(e))?;
         // Under the exclusive lock no writer is mid-line: an unterminated last line is a
         // writer that died. A complete line that is not an entry is not torn: it stays for
         // the strict readers to report by number (it may have been a request), until
         // `quarantine_bad_lines` sets it aside.
-        let terminated = last.last() == Some(&b'\n');
         if terminated {
             return Ok(None);
         }
+        let torn_len = len - start;
         let sidecar = self.torn_path();
         let mut opts = OpenOptions::new();
         opts.create(true).append(true);
@@ -391,33 +405,33 @@ impl Journal {
             use std::os::unix::fs::OpenOptionsExt;
             opts.mode(0o600);
         }
-        let mut kept = Vec::with_capacity(last.len() + 128);
+        // Kept first, then cut: a crash in between leaves the bytes in both places. Copied
+        // through a small buffer: a torn tail of any size costs no more memory than a line.
+        let mut side = opts.open(&sidecar).map_err(|e| self.io(e))?;
         writeln!(
-            kept,
+            side,
             "# {} torn tail of {}: {} bytes from offset {}",
             Utc::now().to_rfc3339(),
             self.path.display(),
-            last.len(),
+            torn_len,
             start
         )
         .map_err(|e| self.io(e))?;
-        kept.extend_from_slice(&last);
-        kept.push(b'\n');
-        // Kept first, then cut: a crash in between leaves the bytes in both places.
-        let mut side = opts.open(&sidecar).map_err(|e| self.io(e))?;
-        side.write_all(&kept).map_err(|e| self.io(e))?;
+        file.seek(SeekFrom::Start(start)).map_err(|e| self.io(e))?;
+        io::copy(&mut io::Read::take(&mut *file, torn_len), &mut side).map_err(|e| self.io(e))?;
+        side.write_all(b"\n").map_err(|e| self.io(e))?;
         side.sync_data().map_err(|e| self.io(e))?;
         file.set_len(start).map_err(|e| self.io(e))?;
         file.sync_all().map_err(|e| self.io(e))?;
         tracing::warn!(
             "journal {}: moved a torn tail of {} bytes at offset {start} to {}",
             self.path.display(),
-            last.len(),
+            torn_len,
             sidecar.display()
         );
         Ok(Some(TornTail {
             offset: start,
-            len: last.len() as u64,
+            len: torn_len,
             sidecar,
         }))
     }
@@ -496,10 +510,15 @@ impl Journal {
             file.seek(SeekFrom::Start(bad.offset))
                 .map_err(|e| self.io(e))?;
             let mut line = Vec::new();
-            BufReader::new(&file)
-                .read_until(b'\n', &mut line)
-                .map_err(|e| self.io(e))?;
-            let body = line.len().saturating_sub(1);
+            let (consumed, overlong) =
+                read_line_bounded(&mut BufReader::new(&file), &mut line, MAX_LINE_BYTES)
+                    .map_err(|e| self.io(e))?;
+            if overlong {
+                // Only its start is kept aside; the whole line is blanked.
+                line.truncate(line.len().saturating_sub(1));
+                line.extend_from_slice(b" [...]\n");
+            }
+            let body = consumed.saturating_sub(1);
             writeln!(
                 kept,
                 "# {} line {} (byte {}) of {}: {}",
@@ -565,7 +584,8 @@ impl Journal {
         let mut lineno = 0usize;
         loop {
             buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).map_err(|e| self.io(e))?;
+            let (n, overlong) =
+                read_line_bounded(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| self.io(e))?;
             if n == 0 {
                 break;
             }
@@ -580,7 +600,15 @@ impl Journal {
             if text.is_empty() {
                 continue;
             }
-            match serde_json::from_slice::<Entry>(text) {
+            let parsed = if overlong {
+                Err(format!(
+                    "a line of {n} bytes, over the {} MiB limit of a journal line",
+                    MAX_LINE_BYTES >> 20
+                ))
+            } else {
+                serde_json::from_slice::<Entry>(text).map_err(|e| e.to_string())
+            };
+            match parsed {
                 Ok(entry) => scan.entries.push(entry),
                 Err(e) => {
                     let before = match lines_before {
@@ -594,7 +622,7 @@ impl Journal {
                     let bad = BadLine {
                         line: before + lineno,
                         offset: at,
-                        detail: e.to_string(),
+                        detail: e,
                     };
                     if strict {
                         return Err(JournalError::Corrupt {
@@ -698,10 +726,14 @@ fn flock(file: &File, op: i32) -> io::Result<()> {
     }
 }
 
-/// The last line of a file of `len` (> 0) bytes, with its newline if any, and where it
-/// starts: after the last newline before the final byte.
-fn last_line(file: &mut File, len: u64) -> io::Result<(u64, Vec<u8>)> {
+/// Where the last line of a file of `len` (> 0) bytes starts (after the last newline before
+/// the final byte), and whether it ends with a newline. Reads backwards a chunk at a time,
+/// so a huge last line costs no more memory than a short one.
+fn last_line_start(file: &mut File, len: u64) -> io::Result<(u64, bool)> {
     use std::io::Read;
+    let mut final_byte = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut final_byte)?;
     let mut pos = len - 1;
     let mut start = 0;
     while pos > 0 {
@@ -715,10 +747,47 @@ fn last_line(file: &mut File, len: u64) -> io::Result<(u64, Vec<u8>)> {
         }
         pos = from;
     }
-    let mut last = vec![0u8; (len - start) as usize];
-    file.seek(SeekFrom::Start(start))?;
-    file.read_exact(&mut last)?;
-    Ok((start, last))
+    Ok((start, final_byte[0] == b'\n'))
+}
+
+/// Reads one line (through its newline, if any) into `buf`, keeping at most `max` bytes of
+/// it: a longer line is consumed to its end without being held. Returns the bytes consumed
+/// and whether the line was longer than `max` (then `buf` holds only its start).
+fn read_line_bounded(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<(usize, bool)> {
+    let mut consumed = 0usize;
+    let mut overlong = false;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok((consumed, overlong));
+        }
+        let (take, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        if take > room {
+            overlong = true;
+        }
+        buf.extend_from_slice(&available[..take.min(room)]);
+        reader.consume(take);
+        consumed += take;
+        if done {
+            if overlong && buf.last() != Some(&b'\n') {
+                // Keep the caller's "complete line" test true for an overlong one.
+                buf.push(b'\n');
+            }
+            return Ok((consumed, overlong));
+        }
+    }
 }
 
 /// A terminal-safe CSV field (hook output and cloud errors are in the journal).
@@ -973,6 +1042,43 @@ mod tests {
         assert_eq!(j.repair().unwrap(), None);
         let exported = j.export(&mut Vec::new(), false).unwrap();
         assert_eq!((exported.entries.len(), exported.bad.len()), (3, 1));
+    }
+
+    #[test]
+    fn an_overlong_line_is_never_held_whole_and_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("j.jsonl"));
+        j.append(&entry(0)).unwrap();
+        let off = j.len().unwrap();
+        let mut huge = vec![b'{'; MAX_LINE_BYTES + 4096];
+        huge.push(b'\n');
+        raw_append(j.path(), &huge);
+        j.append(&entry(1)).unwrap();
+        let msg = j.read_all().unwrap_err().to_string();
+        assert!(
+            msg.contains("line 2") && msg.contains("8 MiB limit"),
+            "{msg}"
+        );
+        let scan = j.scan_from(0).unwrap();
+        assert_eq!(scan.entries.len(), 2);
+        assert_eq!((scan.bad.len(), scan.bad[0].offset), (1, off));
+        // Set aside (its start, marked cut), blanked in place; strict readers read on.
+        let (_, bad) = j.quarantine_bad_lines().unwrap();
+        assert_eq!(bad.len(), 1);
+        assert_eq!(j.read_all().unwrap().len(), 2);
+        let kept = std::fs::metadata(j.quarantine_path()).unwrap().len() as usize;
+        assert!(kept < MAX_LINE_BYTES + 1024, "{kept}");
+        // A writer refuses an entry that readers would refuse, and the journal is unchanged.
+        let before = j.len().unwrap();
+        let big = entry(2).output("x".repeat(MAX_LINE_BYTES));
+        let err = j.append(&big).unwrap_err().to_string();
+        assert!(err.contains("8 MiB limit"), "{err}");
+        assert_eq!(j.len().unwrap(), before);
+        // A torn tail of any size is moved aside whole.
+        raw_append(j.path(), &vec![b'x'; MAX_LINE_BYTES + 10]);
+        let torn = j.repair().unwrap().unwrap();
+        assert_eq!(torn.len, (MAX_LINE_BYTES + 10) as u64);
+        assert_eq!(j.read_all().unwrap().len(), 2);
     }
 
     #[test]

@@ -259,6 +259,12 @@ pub async fn start(
     }
     // The baseline: what Heat's group stack said last before our PATCH.
     let mut plan = plan;
+    // The marker goes to Heat with the PATCH: another machine's start that raced this one
+    // past the in-progress check finds which of the two Heat kept.
+    plan.stack_tags = Some(super::plan::with_marker(
+        &detail.tags,
+        &super::plan::marker_tag(&plan.id, &super::lock::hostname()),
+    ));
     let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
     if let Some((id, time)) = newest_event(&heat, &group).await? {
         plan.since_event = Some(id);
@@ -291,6 +297,26 @@ pub async fn start(
     let recorded =
         ctx.record(&Entry::new(&ctx.actor, "rollout.started", &target, outcome).rollout(&plan.id));
     result.map_err(err)?;
+    // Two starts on two machines can both pass the in-progress check; Heat keeps the
+    // later PATCH (a new update supersedes the one in progress). The one whose marker is
+    // not on the stack lost: it ends here, having released nothing.
+    if let Some(winner) = superseded_by(&heat, &plan).await {
+        let reason = format!(
+            "superseded: {winner} was started at the same moment and Heat kept its update;              nothing was released by this one"
+        );
+        let _ = ctx.record(
+            &Entry::new(
+                &ctx.actor,
+                "rollout.finish",
+                &target,
+                Outcome::Failed {
+                    error: reason.clone(),
+                },
+            )
+            .rollout(&plan.id),
+        );
+        return Err(crate::drivers::refused(format!("{target}: {reason}")));
+    }
     // The update is in Heat now, every member held on its hook: an engine must exist to
     // say so and to be resumed, even when the journal failed just now (it starts paused).
     let paused = recorded.err().map(|e| {
@@ -321,6 +347,26 @@ pub async fn start(
             ),
         )
     })
+}
+
+/// The rollout whose marker Heat shows on `plan`'s stack, when it is not `plan`'s
+/// (`rollout ID from HOST`). `None` when the marker is ours, when the plan set none (a
+/// plan from before markers), or when Heat could not be read (the release that follows
+/// would fail the same way).
+async fn superseded_by(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
+    plan.stack_tags.as_ref()?;
+    let detail = match heat.get_stack(&plan.stack, false).await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!("rollout {}: reading the stack's marker: {e}", plan.id);
+            return None;
+        }
+    };
+    match super::plan::marker_in(&detail.tags) {
+        Some((id, _)) if id == plan.id => None,
+        Some((id, host)) => Some(format!("rollout {id} from {host}")),
+        None => Some("an update without a rollout marker".to_string()),
+    }
 }
 
 /// Where the journal ends now: requests written after this point are for the driver that
@@ -384,6 +430,7 @@ pub fn driver_info(journal: &Journal, plan: &RolloutPlan) -> DriverInfo {
         lock::LockState::Free(last) => DriverInfo::Nobody {
             since: last.as_ref().map(|h| h.last_seen),
             last_pid: last.map(|h| h.pid),
+            started_on: plan.started_on.clone().filter(|h| *h != lock::hostname()),
         },
     }
 }
@@ -1371,6 +1418,18 @@ impl Runner {
     /// journal. False when it was not released.
     async fn release(&mut self, m: &str) -> bool {
         self.probe(EngineStep::BeforeRelease, Some(m)).await;
+        // Still ours in Heat? Another machine's start may have replaced our update since
+        // the last release; then its driver releases, and this one ends without a signal.
+        if let Some(winner) = superseded_by(&self.heat, &self.plan).await {
+            self.ended = Some(RolloutState::Failed {
+                reason: format!(
+                    "superseded: Heat now runs the update of {winner}; this rollout \
+                     released nothing more and ended ({})",
+                    self.sent_so_far()
+                ),
+            });
+            return false;
+        }
         let target = self.member_target(m);
         let call = ApiCall::new(
             "POST",
@@ -1902,5 +1961,13 @@ pub async fn plan_from_heat(
     );
     // Events before the current update started belong to earlier actions.
     plan.since_time = detail.summary.updated_at;
+    // The rollout's own id and where it was started, from the marker its start set: every
+    // look from any machine names the same rollout, and a driver taking it over keeps
+    // checking that Heat still runs that update.
+    if let Some((id, host)) = super::plan::marker_in(&detail.tags) {
+        plan.id = id;
+        plan.started_on = Some(host);
+        plan.stack_tags = Some(detail.tags.clone());
+    }
     Ok(plan)
 }

@@ -75,6 +75,51 @@ pub struct RolloutPlan {
     /// `None`: caldera's own node-group stack, its `nodes` group and `image` parameter.
     #[serde(default)]
     pub group: Option<String>,
+    /// The stack's tags as the rollout's PATCH sets them: the stack's own, with this
+    /// rollout's marker ([`marker_tag`]) in place of any earlier one. `None` before the
+    /// start has read the stack (and in plans from before markers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_tags: Option<Vec<String>>,
+    /// Where the rollout was started, when the plan was read back from Heat's marker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_on: Option<String>,
+}
+
+/// The tag a rollout's PATCH puts on the stack: `caldera-rollout=<id>@<host>`. Heat is the
+/// one thing every machine's caldera sees, so the marker says whose rollout the update in
+/// progress is: a start on another machine that raced ours and won has its marker there,
+/// and a `rollout status` anywhere names the rollout by its own id.
+pub const MARKER_PREFIX: &str = "caldera-rollout=";
+/// Heat keeps tags of at most 80 characters.
+const TAG_MAX: usize = 80;
+
+/// This rollout's marker tag (the host cut so that the tag fits Heat's 80 characters;
+/// a comma would split it in Heat's tag list, so none is kept).
+pub fn marker_tag(id: &str, host: &str) -> String {
+    let head = format!("{MARKER_PREFIX}{id}@");
+    let room = TAG_MAX.saturating_sub(head.chars().count());
+    let host: String = host.chars().filter(|c| *c != ',').take(room).collect();
+    format!("{head}{host}")
+}
+
+/// The rollout id and host a stack's tags name, when one of them is a marker.
+pub fn marker_in(tags: &[String]) -> Option<(String, String)> {
+    tags.iter().find_map(|t| {
+        let rest = t.strip_prefix(MARKER_PREFIX)?;
+        let (id, host) = rest.split_once('@').unwrap_or((rest, ""));
+        Some((id.to_string(), host.to_string()))
+    })
+}
+
+/// `tags` with `marker` in place of any earlier marker.
+pub fn with_marker(tags: &[String], marker: &str) -> Vec<String> {
+    let mut out: Vec<String> = tags
+        .iter()
+        .filter(|t| !t.starts_with(MARKER_PREFIX))
+        .cloned()
+        .collect();
+    out.push(marker.to_string());
+    out
 }
 
 /// Splits members (in order) into canary batches of one, then batches of `batch_size`.
@@ -140,6 +185,8 @@ impl RolloutPlan {
             since_event: None,
             since_time: None,
             group: None,
+            stack_tags: None,
+            started_on: None,
         }
     }
 
@@ -234,6 +281,7 @@ impl RolloutPlan {
         crate::api::heat::StackUpdate {
             parameters: self.parameters(),
             environment: Some(self.hooks_environment()),
+            tags: self.stack_tags.clone(),
             existing: true,
             ..Default::default()
         }
@@ -311,6 +359,26 @@ impl RolloutPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_marker_replaces_an_earlier_one_and_fits_heats_tags() {
+        let tags = vec![
+            "caldera-cluster=c1".to_string(),
+            "caldera-rollout=r1@old".to_string(),
+        ];
+        let m = marker_tag("r20261125T101010-0a0b0c0d", "jump-1");
+        assert_eq!(m, "caldera-rollout=r20261125T101010-0a0b0c0d@jump-1");
+        let new = with_marker(&tags, &m);
+        assert_eq!(new, vec!["caldera-cluster=c1".to_string(), m.clone()]);
+        assert_eq!(
+            marker_in(&new),
+            Some(("r20261125T101010-0a0b0c0d".into(), "jump-1".into()))
+        );
+        assert_eq!(marker_in(&tags[..1]), None);
+        let long = marker_tag("r20261125T101010-0a0b0c0d", &"h,".repeat(100));
+        assert_eq!(long.chars().count(), TAG_MAX);
+        assert!(!long.contains(','), "{long}");
+    }
 
     #[test]
     fn canaries_then_batches() {

@@ -128,6 +128,10 @@ pub enum DriverInfo {
     Nobody {
         since: Option<DateTime<Utc>>,
         last_pid: Option<u32>,
+        /// The machine the rollout was started on, when Heat's marker says and it is not
+        /// this one: its driver may well be alive there.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_on: Option<String>,
     },
 }
 
@@ -145,8 +149,13 @@ impl DriverInfo {
                 last_seen.format("%H:%M:%S")
             ),
             DriverInfo::Nobody {
+                started_on: Some(host),
+                ..
+            } => format!("started on {host}; no driver on this machine"),
+            DriverInfo::Nobody {
                 since: Some(t),
                 last_pid,
+                ..
             } => format!(
                 "no driver on this machine since {}{}",
                 t.format("%Y-%m-%d %H:%M:%S"),

@@ -343,6 +343,7 @@ impl FakeOperator {
                 target,
                 cluster_template: to.to_string(),
                 max_batch_size: options.batch_size as u32,
+                capi: None,
             })),
         }
     }

@@ -208,6 +208,13 @@ async fn sim_abort_leaving_hooks_then_rollback_from_another_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_starts_from_two_machines_heat_keeps_one() {
+    let (sim, env) = sim_env().await;
+    scenarios::two_machines_start_scenario(&env, "tm").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_concurrent_starts_one_driver() {
     let (sim, env) = sim_env().await;
     scenarios::concurrent_start_scenario(&env, "cs").await;

@@ -932,3 +932,102 @@ pub async fn concurrent_start_scenario(env: &Env, cluster: &str) {
     assert_eq!(started, 1, "one PATCH");
     env.delete(&target).await;
 }
+
+/// Two starts of one node group at the same moment from two machines (journals and driver
+/// locks apart: nothing shared but Heat), twice. Both may pass Heat's in-progress check and
+/// both PATCH; Heat keeps the later update, whose rollout marker is then the stack's tag.
+/// Each time exactly one rollout completes (every member at its image, one update each by
+/// Heat's events), the other is refused or ends superseded having released nothing, and a
+/// third machine's look at Heat (`plan_from_heat`) names the winner by its own id.
+pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 3).await;
+    let members = env.member_names(&target).await;
+    let stack = target.stack.clone().expect("stack");
+    let dir = tempfile::tempdir().expect("dir");
+    let mut remote = env.ctx.clone();
+    remote.journal = Journal::open(dir.path().join("journal.jsonl"));
+    for (ia, ib) in [("img-a", "img-b"), ("img-c", "img-d")] {
+        let a = env.plan(&target, &members, ia, RolloutOptions::default(), &[]);
+        let b = env.plan(&target, &members, ib, RolloutOptions::default(), &[]);
+        let (ra, rb) = tokio::join!(
+            engine::start(
+                env.heat.clone(),
+                env.ctx.clone(),
+                a.clone(),
+                env.engine_options(HookSet::default()),
+                None
+            ),
+            engine::start(
+                env.heat.clone(),
+                remote.clone(),
+                b.clone(),
+                env.engine_options(HookSet::default()),
+                None
+            )
+        );
+        let mut completed = Vec::new();
+        let mut lost = Vec::new();
+        for (plan, r) in [(a, ra), (b, rb)] {
+            match r {
+                Ok(h) => {
+                    let end = tokio::time::timeout(env.timeout, h.wait())
+                        .await
+                        .expect("ends");
+                    match &end.state {
+                        RolloutState::Completed => completed.push(plan),
+                        RolloutState::Failed { reason } if reason.contains("superseded") => {
+                            lost.push((plan, reason.clone()))
+                        }
+                        other => panic!("{}: ended {other:?}\n{:#?}", plan.id, end.lines()),
+                    }
+                }
+                Err(e) => {
+                    assert!(
+                        e.message.contains("IN_PROGRESS") || e.message.contains("superseded"),
+                        "{e}"
+                    );
+                    lost.push((plan, e.message));
+                }
+            }
+        }
+        assert_eq!(completed.len(), 1, "lost: {lost:?}");
+        let winner = &completed[0];
+        let (loser, why) = &lost[0];
+        eprintln!("two machines: {} won; {} lost: {why}", winner.id, loser.id);
+        let images = env.member_images(&target).await;
+        assert!(images.values().all(|i| *i == winner.image), "{images:?}");
+        let loser_journal = if loser.image == ia {
+            &env.ctx.journal
+        } else {
+            &remote.journal
+        };
+        let released = loser_journal
+            .rollout_entries(&loser.id)
+            .expect("journal")
+            .iter()
+            .filter(|e| e.action == "rollout.release")
+            .count();
+        assert_eq!(released, 0, "the loser released {released}");
+        // Heat's marker names the winner; any machine reads the same id from it.
+        let shown = env.heat.get_stack(&stack, false).await.expect("stack");
+        let marker = format!("caldera-rollout={}@", winner.id);
+        assert!(
+            shown.tags.iter().any(|t| t.starts_with(&marker)),
+            "{:?}",
+            shown.tags
+        );
+        for _ in 0..2 {
+            let seen = engine::plan_from_heat(&env.heat, &target, RolloutOptions::default())
+                .await
+                .expect("plan from Heat");
+            assert_eq!(seen.id, winner.id);
+        }
+        // The node group's own tags are kept beside the marker.
+        assert!(
+            shown.tags.iter().any(|t| t.starts_with("caldera-cluster=")),
+            "{:?}",
+            shown.tags
+        );
+    }
+    env.delete(&target).await;
+}
