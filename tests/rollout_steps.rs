@@ -1,7 +1,7 @@
 //! Step injection on the simulator: at every step of the rollout engine (before a release,
 //! a member updating, the gate, the pre/post hooks, after a failure, a journal write) a
-//! control, a kill, a concurrent start or a journal that can no longer be written arrives,
-//! and the invariants are checked:
+//! control, a kill, a concurrent start, a journal that can no longer be written, or another
+//! machine's start that replaces the update in Heat arrives, and the invariants are checked:
 //!
 //! - nothing is released after a pause or an abort is recorded, nor a skipped member after
 //!   its skip (from the journal's own order);
@@ -54,6 +54,10 @@ enum Inject {
     /// The journal becomes unusable at that point (a directory where the file was): the
     /// engine must stop before its next change to the cloud, and resume once it is mended.
     JournalFault,
+    /// Another machine's start wins the race at that point: its PATCH (with its own
+    /// marker) replaces this rollout's update in Heat. The engine must end as superseded
+    /// and release nothing more.
+    Superseded,
 }
 
 impl Inject {
@@ -66,6 +70,7 @@ impl Inject {
             Inject::Kill => "kill".into(),
             Inject::ConcurrentStart => "concurrent start".into(),
             Inject::JournalFault => "journal fault".into(),
+            Inject::Superseded => "superseded".into(),
         }
     }
 }
@@ -82,6 +87,8 @@ struct Injector {
     fired: Arc<Notify>,
     /// What the concurrent start answered.
     second_start: SecondStart,
+    /// Releases journaled when another machine's update replaced this one.
+    released_at_injection: Arc<Mutex<Option<usize>>>,
 }
 
 /// What the concurrent start answered: proceeded, or refused with its kind and message.
@@ -103,6 +110,37 @@ impl StepProbe for Injector {
                 break_journal(&self.env_ctx.journal);
                 fired.notify_one();
                 futures::future::ready(()).boxed()
+            }
+            Inject::Superseded => {
+                let (heat, stack, ctx) = (
+                    self.heat.clone(),
+                    self.plan.stack.clone(),
+                    self.env_ctx.clone(),
+                );
+                let (id, at) = (self.plan.id.clone(), self.released_at_injection.clone());
+                async move {
+                    // What this rollout had released when the other start won.
+                    let released = ctx
+                        .journal
+                        .rollout_entries(&id)
+                        .map(|es| releases(&es).len())
+                        .unwrap_or(0);
+                    *at.lock().unwrap() = Some(released);
+                    let shown = heat.get_stack(&stack, false).await.expect("stack");
+                    let update = caldera::api::heat::StackUpdate {
+                        tags: Some(caldera::rollout::plan::with_marker(
+                            &shown.tags,
+                            &caldera::rollout::plan::marker_tag("r-other", "elsewhere"),
+                        )),
+                        existing: true,
+                        ..Default::default()
+                    };
+                    heat.update_stack(&stack, &update)
+                        .await
+                        .expect("the other machine's PATCH");
+                    fired.notify_one();
+                }
+                .boxed()
             }
             Inject::Kill => {
                 fired.notify_one();
@@ -250,6 +288,7 @@ async fn run_case(
     );
     let fired = Arc::new(Notify::new());
     let second_start: SecondStart = Arc::new(Mutex::new(None));
+    let released_at_injection = Arc::new(Mutex::new(None));
     let injector = Injector {
         step,
         nth,
@@ -260,6 +299,7 @@ async fn run_case(
         plan: plan.clone(),
         fired: fired.clone(),
         second_start: second_start.clone(),
+        released_at_injection: released_at_injection.clone(),
     };
     let mut options = env.engine_options(hooks());
     options.probe = Probe(Some(Arc::new(injector)));
@@ -400,7 +440,12 @@ async fn run_case(
     let stack = target.stack.clone().expect("stack");
     // Left on hooks (an abort that only stops releasing, skipped members): Heat's update
     // stays in progress; otherwise Heat settles.
+    let superseded = matches!(
+        (&inject, &end.state),
+        (Inject::Superseded, RolloutState::Failed { .. })
+    );
     let left_on_hooks = matches!(end.state, RolloutState::CompletedWithSkips)
+        || superseded
         || matches!(
             inject,
             Inject::Request(Control::Abort(AbortMode::LeavePaused))
@@ -485,6 +530,21 @@ async fn run_case(
             // The skip came after that member was released: it has no effect.
             assert_eq!(at_new, members.len(), "{name}: {images:?}");
         }
+        (Inject::Superseded, RolloutState::Failed { reason }) => {
+            assert!(reason.contains("superseded"), "{name}: {reason}");
+            assert!(
+                reason.contains("rollout r-other from elsewhere"),
+                "{name}: {reason}"
+            );
+            // At most the release already under way when the other PATCH landed (its
+            // intent journaled, its signal in flight) came after it; none was decided after.
+            let at = released_at_injection.lock().unwrap().expect("injected");
+            let after = releases(&ours).len() - at;
+            assert!(
+                after <= 1,
+                "{name}: {after} released after being superseded"
+            );
+        }
         (_, RolloutState::Completed) => {
             assert_eq!(settled, "UPDATE_COMPLETE", "{name}");
             assert_eq!(at_new, members.len(), "{name}: {images:?}");
@@ -507,7 +567,8 @@ async fn run_case(
         caldera::rollout::lock::LockState::Free(_)
     ));
     if left_on_hooks {
-        if !fail {
+        // (The other machine's update is its driver's business, wherever it is.)
+        if !fail && !superseded {
             assert_eq!(settled, "UPDATE_IN_PROGRESS", "{name}");
         }
         let _ = heat
@@ -536,6 +597,7 @@ fn injections() -> Vec<Inject> {
         Inject::Kill,
         Inject::ConcurrentStart,
         Inject::JournalFault,
+        Inject::Superseded,
     ]
 }
 

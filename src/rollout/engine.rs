@@ -1526,8 +1526,12 @@ impl Runner {
                         error: reason.clone(),
                     },
                 );
-                self.note(e).await;
-                self.paused = Some(reason);
+                // A journal that failed just now paused the rollout too: both are said.
+                let journal = (!self.note(e).await).then(|| self.paused.take()).flatten();
+                self.paused = Some(match journal {
+                    Some(j) => format!("{reason}; and {j}"),
+                    None => reason,
+                });
             }
             return None;
         }
@@ -1873,7 +1877,6 @@ pub async fn observe_status(
         |m: &String| memory.skipped.contains(m) || obs.members.get(m).is_some_and(|t| t.done);
     let current = plan.batches.iter().position(|b| !b.iter().all(settled));
     let mut status = initial_status(plan);
-    fill_nodes(&mut status, &obs, &memory.skipped, current);
     // The journal's last word on this rollout says whether it is paused or over.
     let entries = journal
         .rollout_entries(&plan.id)
@@ -1913,6 +1916,16 @@ pub async fn observe_status(
             _ => {}
         }
     }
+    if matches!(status.state, RolloutState::Aborted { .. }) {
+        // A cancel (and its rollback) updated members behind the events' backs: Heat's
+        // rollback completes members that were never released. What is done is what the
+        // members' own stacks say, as the engine counted when it ended.
+        for t in obs.members.values_mut() {
+            t.done = false;
+        }
+        obs.attach(plan.image_parameter()).await?;
+    }
+    fill_nodes(&mut status, &obs, &memory.skipped, current);
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
         status.state = RolloutState::Completed;
     }

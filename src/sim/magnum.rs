@@ -21,18 +21,23 @@ const MAX_LIMIT: usize = 1000;
 /// (sort key, uuid, index) of a listed item.
 type SortItem = (String, String, usize);
 
+/// Magnum names itself `container-infrastructure-management` in the version headers it
+/// sends (the first of its service strings; it takes `container-infra` too), as a real
+/// Magnum 22 answered.
+const SERVICE_STRING: &str = "container-infrastructure-management";
+
 fn version_headers(r: Reply, minor: u32) -> Reply {
     r.with_header(
         "OpenStack-API-Minimum-Version",
-        format!("container-infra 1.{MIN_MINOR}"),
+        format!("{SERVICE_STRING} 1.{MIN_MINOR}"),
     )
     .with_header(
         "OpenStack-API-Maximum-Version",
-        format!("container-infra 1.{MAX_MINOR}"),
+        format!("{SERVICE_STRING} 1.{MAX_MINOR}"),
     )
     .with_header(
         "OpenStack-API-Version",
-        format!("container-infra 1.{minor}"),
+        format!("{SERVICE_STRING} 1.{minor}"),
     )
     .with_header("Vary", "OpenStack-API-Version")
 }
@@ -45,7 +50,16 @@ fn negotiate(req: &Req) -> Result<u32, Reply> {
         .and_then(|v| {
             v.split(',')
                 .map(str::trim)
-                .find_map(|p| p.strip_prefix("container-infra "))
+                .find_map(|p| {
+                    let (service, v) = p.split_once(' ')?;
+                    [
+                        SERVICE_STRING,
+                        "container-infrastructure",
+                        "container-infra",
+                    ]
+                    .contains(&service)
+                    .then_some(v)
+                })
                 .map(str::trim)
         })
         .or_else(|| req.header("x-openstack-magnum-api-version").map(str::trim));

@@ -18,15 +18,20 @@ async fn microversion_headers_and_406() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK);
+    // Magnum answers with the first of its service strings (a real Magnum 22 does), and
+    // takes `container-infra` in requests.
     assert_eq!(
         r.headers["openstack-api-minimum-version"],
-        "container-infra 1.1"
+        "container-infrastructure-management 1.1"
     );
     assert_eq!(
         r.headers["openstack-api-maximum-version"],
-        "container-infra 1.14"
+        "container-infrastructure-management 1.14"
     );
-    assert_eq!(r.headers["openstack-api-version"], "container-infra 1.9");
+    assert_eq!(
+        r.headers["openstack-api-version"],
+        "container-infrastructure-management 1.9"
+    );
     let r = api
         .call(
             Method::GET,
@@ -49,7 +54,10 @@ async fn microversion_headers_and_406() {
             &[("OpenStack-API-Version", "container-infra latest")],
         )
         .await;
-    assert_eq!(r.headers["openstack-api-version"], "container-infra 1.14");
+    assert_eq!(
+        r.headers["openstack-api-version"],
+        "container-infrastructure-management 1.14"
+    );
     // Node groups need 1.9.
     let r = api.get(&api.magnum("/clusters/small/nodegroups")).await;
     assert_eq!(r.status, StatusCode::NOT_ACCEPTABLE);

@@ -26,6 +26,13 @@ pub const VERSION_HEADER: &str = "OpenStack-API-Version";
 const MIN_HEADER: &str = "OpenStack-API-Minimum-Version";
 const MAX_HEADER: &str = "OpenStack-API-Maximum-Version";
 const SERVICE: &str = "container-infra";
+/// The service names Magnum reads in `OpenStack-API-Version` and writes in its version
+/// headers (the first): `magnum/api/controllers/versions.py`, `Version.service_strings`.
+const SERVICE_NAMES: [&str; 3] = [
+    "container-infrastructure-management",
+    "container-infrastructure",
+    SERVICE,
+];
 
 /// A `major.minor` microversion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -39,10 +46,16 @@ impl Microversion {
         Microversion { major, minor }
     }
 
-    /// Parses `container-infra 1.12` or `1.12`.
+    /// Parses `container-infrastructure-management 1.12` (what Magnum answers: the first of
+    /// its service strings, `magnum/api/controllers/versions.py`), `container-infra 1.12`
+    /// (what it also takes, and what caldera sends), or `1.12`.
     pub fn parse(raw: &str) -> Option<Microversion> {
-        let v = raw.trim();
-        let v = v.strip_prefix(SERVICE).map(str::trim).unwrap_or(v);
+        let mut words = raw.split_whitespace();
+        let v = match (words.next(), words.next(), words.next()) {
+            (Some(v), None, _) => v,
+            (Some(service), Some(v), None) if SERVICE_NAMES.contains(&service) => v,
+            _ => return None,
+        };
         let (major, minor) = v.split_once('.')?;
         Some(Microversion {
             major: major.trim().parse().ok()?,

@@ -121,6 +121,17 @@ fn microversions_parse_and_negotiate() {
         Microversion::parse("container-infra 1.11"),
         Some(Microversion::new(1, 11))
     );
+    // What a real Magnum 22 answers (captured from the API and read in its
+    // versions.py: the first of its service strings).
+    assert_eq!(
+        Microversion::parse("container-infrastructure-management 1.12"),
+        Some(Microversion::new(1, 12))
+    );
+    assert_eq!(
+        Microversion::parse("container-infrastructure 1.3"),
+        Some(Microversion::new(1, 3))
+    );
+    assert_eq!(Microversion::parse("compute 2.1"), None);
     assert_eq!(Microversion::parse(" 1.2 "), Some(Microversion::new(1, 2)));
     assert_eq!(Microversion::parse("latest"), None);
     assert!(Microversion::new(1, 9) > Microversion::new(1, 10).min(Microversion::new(1, 8)));
