@@ -362,7 +362,13 @@ async fn superseded_by(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> 
             return None;
         }
     };
-    match super::plan::marker_in(&detail.tags) {
+    superseded_in(&detail.tags, plan)
+}
+
+/// The rollout that `tags` (the stack's, as read) name, when it is not `plan`'s.
+fn superseded_in(tags: &[String], plan: &RolloutPlan) -> Option<String> {
+    plan.stack_tags.as_ref()?;
+    match super::plan::marker_in(tags) {
         Some((id, _)) if id == plan.id => None,
         Some((id, host)) => Some(format!("rollout {id} from {host}")),
         None => Some("an update without a rollout marker".to_string()),
@@ -765,6 +771,20 @@ impl Runner {
         }
     }
 
+    /// Another start's update replaced ours in Heat (its marker is on the stack): its
+    /// driver releases from now on; this one ends without another signal.
+    fn superseded(&mut self, winner: &str) {
+        if self.ended.is_none() {
+            self.ended = Some(RolloutState::Failed {
+                reason: format!(
+                    "superseded: Heat now runs the update of {winner}; this rollout \
+                     released nothing more and ended ({})",
+                    self.sent_so_far()
+                ),
+            });
+        }
+    }
+
     /// Nothing may be released: paused, aborting or ended.
     fn halted(&self) -> bool {
         self.paused.is_some() || self.ended.is_some() || self.aborting.is_some()
@@ -783,7 +803,12 @@ impl Runner {
                 end = self.abort_step().await;
             } else if end.is_none() {
                 match self.obs.refresh().await {
-                    Ok(()) => end = self.step().await,
+                    // Each look at Heat reads the stack, marker included: a rollout
+                    // superseded while it waits on Heat (no release due) ends all the same.
+                    Ok(()) => match superseded_in(&self.obs.stack_tags, &self.plan) {
+                        Some(winner) => self.superseded(&winner),
+                        None => end = self.step().await,
+                    },
                     Err(e) => tracing::warn!("rollout {}: reading Heat: {e}", self.plan.id),
                 }
             }
@@ -1421,13 +1446,7 @@ impl Runner {
         // Still ours in Heat? Another machine's start may have replaced our update since
         // the last release; then its driver releases, and this one ends without a signal.
         if let Some(winner) = superseded_by(&self.heat, &self.plan).await {
-            self.ended = Some(RolloutState::Failed {
-                reason: format!(
-                    "superseded: Heat now runs the update of {winner}; this rollout \
-                     released nothing more and ended ({})",
-                    self.sent_so_far()
-                ),
-            });
+            self.superseded(&winner);
             return false;
         }
         let target = self.member_target(m);

@@ -57,6 +57,8 @@ pub struct HeatObserver {
     pub group_updates: u32,
     pub stack_status: Status,
     pub stack_reason: String,
+    /// The node-group stack's tags (a rollout's marker among them), as last read.
+    pub stack_tags: Vec<String>,
     /// The node-group stack's image parameter.
     pub stack_image: Option<String>,
     /// Every event applied, oldest first (tests check batches against Heat's own times).
@@ -89,6 +91,7 @@ impl HeatObserver {
             group_updates: 0,
             stack_status: Status::parse("UNKNOWN"),
             stack_reason: String::new(),
+            stack_tags: Vec::new(),
             stack_image: None,
             log: Vec::new(),
             last_event_time: None,
@@ -151,6 +154,7 @@ impl HeatObserver {
         self.stack_status = detail.summary.status;
         self.stack_reason = detail.summary.status_reason.unwrap_or_default();
         self.stack_image = detail.parameters.get("image").cloned();
+        self.stack_tags = detail.tags;
         // Heat orders events by (whole-second time, random id): an event written a moment
         // after the newest one seen can sort before it and never come after a marker set on
         // the newest (measured: a member's pause missed, the rollout stuck). So each read

@@ -1,0 +1,438 @@
+//! caldera against a REAL OpenStack Magnum (22.0.0: API and conductor), the real Heat and the
+//! real Keystone in front of both, on 127.0.0.1.
+//!
+//! `scripts/real-magnum-suite.sh` installs and starts all three (scripts/keystone-standalone.sh,
+//! scripts/magnum-standalone.sh) and runs these with `--ignored`; a plain `cargo test` skips
+//! them. They read KEYSTONE_URL and MAGNUM_URL (and the fixture passwords) from the
+//! environment.
+//!
+//! Each case makes its own cluster template and cluster through Magnum's API with the
+//! operator's token (what `openstack coe cluster create` does). Magnum's conductor turns it
+//! into a Heat stack with Magnum's layout (scripts/magnum_test_driver: the cluster stack
+//! holds the `kube_masters` and `kube_minions` ResourceGroups, nodes are
+//! OS::Heat::TestResource, no servers). Then the real `caldera` binary goes the operator's
+//! way: clouds.yaml -> Keystone -> catalog -> Magnum (container-infra) and Heat, and what it
+//! says is checked against Magnum's and Heat's own answers.
+
+#[path = "support/real_keystone_env.rs"]
+mod real_keystone_env;
+
+use real_keystone_env::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// How long Magnum may take to create or resize a test cluster (seconds of Heat work, but the
+/// machine may be busy).
+const CLUSTER_WAIT: Duration = Duration::from_secs(180);
+
+fn magnum_url() -> String {
+    std::env::var("MAGNUM_URL")
+        .expect("MAGNUM_URL must point at a real Magnum (scripts/real-magnum-suite.sh starts one)")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// Magnum's own secrets (scripts/magnum-standalone.sh's defaults): never in caldera's output.
+fn magnum_secrets() -> Vec<String> {
+    vec![
+        env_or("MAGNUM_SERVICE_PASSWORD", "caldera-magnum-Secret-4b9"),
+        env_or(
+            "MAGNUM_DOMAIN_ADMIN_PASSWORD",
+            "caldera-magnum-domain-Secret-7a3",
+        ),
+    ]
+}
+
+/// A cluster template for the test driver (the stand-in Glance/Nova/Neutron of
+/// scripts/magnum_standalone.py know these names); returns its uuid.
+async fn create_template(op: &Session, name: &str) -> String {
+    let out = op
+        .call(
+            Method::POST,
+            &format!("{}/clustertemplates", magnum_url()),
+            Some(json!({
+                "name": name,
+                "coe": "kubernetes",
+                "server_type": "vm",
+                "image_id": "fedora-coreos-caldera",
+                "keypair_id": "caldera-key",
+                "external_network_id": "public",
+                "master_flavor_id": "m1.small",
+                "flavor_id": "m1.small",
+                "network_driver": "flannel",
+            })),
+        )
+        .await;
+    out["uuid"].as_str().expect("template uuid").into()
+}
+
+async fn create_cluster(op: &Session, name: &str, template: &str, workers: u32) -> String {
+    let out = op
+        .call(
+            Method::POST,
+            &format!("{}/clusters", magnum_url()),
+            Some(json!({
+                "name": name,
+                "cluster_template_id": template,
+                "master_count": 1,
+                "node_count": workers,
+                "create_timeout": 10,
+            })),
+        )
+        .await;
+    out["uuid"].as_str().expect("cluster uuid").into()
+}
+
+async fn get_cluster(op: &Session, id: &str) -> Value {
+    op.call(
+        Method::GET,
+        &format!("{}/clusters/{id}", magnum_url()),
+        None,
+    )
+    .await
+}
+
+/// GET the cluster, or `None` while Magnum cannot show it yet: right after the create,
+/// before its node groups exist, Magnum 22 computes master_count 0 and its own API type
+/// refuses that (400 "Invalid input for field/attribute master_count. Value: '0'").
+async fn try_get_cluster(op: &Session, id: &str) -> Option<Value> {
+    let resp = reqwest::Client::new()
+        .get(format!("{}/clusters/{id}", magnum_url()))
+        .header("X-Auth-Token", op.token())
+        .send()
+        .await
+        .expect("Magnum answers");
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap_or_default();
+    match status {
+        200 => Some(serde_json::from_str(&text).expect("cluster json")),
+        400 if text.contains("master_count") => None,
+        // An expired token: Session::call logs in again.
+        401 => Some(get_cluster(op, id).await),
+        _ => panic!("GET cluster {id}: {status}: {text}"),
+    }
+}
+
+/// Waits (bounded) until the cluster's status is one of `done` and returns it (a status
+/// that is neither `done` nor IN_PROGRESS ends the wait too, for the caller to report).
+async fn wait_cluster(op: &Session, id: &str, done: &[&str]) -> Value {
+    let started = Instant::now();
+    let mut last = Value::Null;
+    loop {
+        if let Some(c) = try_get_cluster(op, id).await {
+            let status = c["status"].as_str().unwrap_or("").to_string();
+            if done.contains(&status.as_str()) || status.ends_with("FAILED") {
+                return c;
+            }
+            last = c;
+        }
+        assert!(
+            started.elapsed() < CLUSTER_WAIT,
+            "cluster {id} not {done:?} after {CLUSTER_WAIT:?}: {last}"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// A template and a cluster of 1 master + `workers` workers, CREATE_COMPLETE.
+async fn ready_cluster(op: &Session, prefix: &str, workers: u32) -> (String, Value) {
+    let template = create_template(op, &unique(&format!("{prefix}-tpl"))).await;
+    let name = unique(prefix);
+    let id = create_cluster(op, &name, &template, workers).await;
+    let c = wait_cluster(op, &id, &["CREATE_COMPLETE"]).await;
+    assert_eq!(
+        c["status"], "CREATE_COMPLETE",
+        "Magnum created the cluster: {c}"
+    );
+    (name, c)
+}
+
+/// The outputs of a Heat stack by key, through the operator's token.
+async fn stack_outputs(op: &Session, stack_id: &str) -> serde_json::Map<String, Value> {
+    // GET /stacks/{id} answers with a redirect to /stacks/{name}/{id}; reqwest follows it.
+    let out = op
+        .call(
+            Method::GET,
+            &format!("{}/stacks/{stack_id}", op.heat_url()),
+            None,
+        )
+        .await;
+    out["stack"]["outputs"]
+        .as_array()
+        .expect("stack outputs")
+        .iter()
+        .filter_map(|o| {
+            Some((
+                o["output_key"].as_str()?.to_string(),
+                o["output_value"].clone(),
+            ))
+        })
+        .collect()
+}
+
+fn strings(v: &Value) -> BTreeSet<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("a list: {v}"))
+        .iter()
+        .map(|s| s.as_str().expect("a string").to_string())
+        .collect()
+}
+
+/// Every address `caldera ips --format json` printed.
+fn ips_of(stdout: &str) -> BTreeSet<String> {
+    stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .flat_map(|l| {
+            let row: Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("json row {l:?}: {e}"));
+            strings(&row["addresses"])
+        })
+        .collect()
+}
+
+/// The rows of a `--format json` listing.
+fn rows(stdout: &str) -> Vec<Value> {
+    let v: Value = serde_json::from_str(stdout.trim())
+        .or_else(|_| {
+            stdout
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(serde_json::from_str)
+                .collect::<Result<Vec<Value>, _>>()
+                .map(Value::Array)
+        })
+        .unwrap_or_else(|e| panic!("json listing: {e}: {stdout}"));
+    match v {
+        Value::Array(rows) => rows,
+        other => vec![other],
+    }
+}
+
+fn field(row: &Value, key: &str) -> String {
+    match &row[key] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn operator_dir() -> Dir {
+    let dir = Dir::new();
+    dir.write("clouds.yaml", &clouds(&[operator_cloud("magnum")]));
+    dir
+}
+
+async fn caldera(dir: &Dir, args: &[&str]) -> Run {
+    let mut all = vec!["--cloud", "magnum"];
+    all.extend_from_slice(args);
+    let r = dir.caldera(&all, &magnum_secrets()).await;
+    assert!(r.ok, "caldera {args:?} failed: {}\n{}", r.stderr, r.stdout);
+    r
+}
+
+fn magnum_port() -> String {
+    let url = magnum_url();
+    let rest = url.trim_start_matches("http://");
+    rest[..rest.find('/').unwrap_or(rest.len())].to_string()
+}
+
+// ---------------------------------------------------------------- the cases
+
+/// `clusters`, `nodegroups` and `ips` on a cluster Magnum made: what caldera reads through
+/// the catalog is what Magnum and Heat say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Magnum: run scripts/real-magnum-suite.sh"]
+async fn clusters_nodegroups_and_ips_match_magnum_and_heat() {
+    let op = Session::operator().await;
+    let (name, c) = ready_cluster(&op, "mg-list", 2).await;
+    let id = c["uuid"].as_str().expect("uuid").to_string();
+    let stack_id = c["stack_id"].as_str().expect("stack_id").to_string();
+    let dir = operator_dir();
+
+    // clusters: found through the catalog's container-infra endpoint.
+    let r = caldera(&dir, &["clusters", "--format", "json"]).await;
+    let listed = rows(&r.stdout);
+    let row = listed
+        .iter()
+        .find(|row| field(row, "name") == name)
+        .unwrap_or_else(|| panic!("{name} listed: {}", r.stdout));
+    assert_eq!(field(row, "id"), id, "{row}");
+    assert_eq!(field(row, "status"), "CREATE_COMPLETE", "{row}");
+    assert_eq!(field(row, "masters"), "1", "{row}");
+    assert_eq!(field(row, "workers"), "2", "{row}");
+    assert!(
+        r.log.contains(&magnum_port()),
+        "caldera asked the Magnum of the catalog ({}): {}",
+        magnum_port(),
+        r.log
+    );
+
+    // nodegroups: Magnum's two default groups, both in the cluster stack.
+    let r = caldera(&dir, &["nodegroups", &name, "--format", "json"]).await;
+    let groups = rows(&r.stdout);
+    let mut names: Vec<String> = groups.iter().map(|g| field(g, "name")).collect();
+    names.sort();
+    assert_eq!(names, ["default-master", "default-worker"], "{}", r.stdout);
+    for g in &groups {
+        assert_eq!(field(g, "stack_id"), stack_id, "{g}");
+        assert_eq!(field(g, "status"), "CREATE_COMPLETE", "{g}");
+        let (role, nodes) = if field(g, "name") == "default-master" {
+            ("master", "1")
+        } else {
+            ("worker", "2")
+        };
+        assert_eq!(field(g, "role"), role, "{g}");
+        assert_eq!(field(g, "nodes"), nodes, "{g}");
+    }
+
+    // ips: exactly the members' addresses, as Heat's outputs of the cluster stack give them.
+    let outputs = stack_outputs(&op, &stack_id).await;
+    let minions_private = strings(&outputs["kube_minions_private"]);
+    let minions_public = strings(&outputs["kube_minions"]);
+    let masters_private = strings(&outputs["kube_masters_private"]);
+    assert_eq!(minions_private.len(), 2, "{outputs:?}");
+    assert_eq!(
+        minions_public,
+        strings(&c["node_addresses"]),
+        "Heat's kube_minions is Magnum's node_addresses"
+    );
+
+    let worker = format!("{name}/default-worker");
+    let r = caldera(&dir, &["ips", &worker, "--format", "json"]).await;
+    let got = ips_of(&r.stdout);
+    assert_eq!(got.len(), 2, "one address per worker: {}", r.stdout);
+    assert!(
+        got == minions_private || got == minions_public,
+        "caldera's worker addresses {got:?} are Heat's kube_minions_private {minions_private:?} \
+         or kube_minions {minions_public:?}"
+    );
+    assert!(r.stderr.contains("2/2 addresses, 0 failed"), "{}", r.stderr);
+
+    let master = format!("{name}/default-master");
+    let r = caldera(&dir, &["ips", &master, "--format", "json"]).await;
+    let got = ips_of(&r.stdout);
+    assert!(
+        got == masters_private || got == strings(&c["master_addresses"]),
+        "caldera's master address {got:?}, Heat's kube_masters_private {masters_private:?}, \
+         Magnum's master_addresses {}",
+        c["master_addresses"]
+    );
+    assert_eq!(got.len(), 1, "{}", r.stdout);
+}
+
+/// `scale CLUSTER/default-worker --count 3 --yes` goes through Magnum's resize: Magnum's
+/// node_count becomes 3 and Heat's kube_minions group gets a third member, which caldera then
+/// lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Magnum: run scripts/real-magnum-suite.sh"]
+async fn scale_workers_goes_through_magnum_resize() {
+    let op = Session::operator().await;
+    let (name, c) = ready_cluster(&op, "mg-scale", 2).await;
+    let id = c["uuid"].as_str().expect("uuid").to_string();
+    let stack_id = c["stack_id"].as_str().expect("stack_id").to_string();
+    let dir = operator_dir();
+
+    let worker = format!("{name}/default-worker");
+    let r = caldera(&dir, &["scale", &worker, "--count", "3", "--yes"]).await;
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        said.contains("from 2 to 3 nodes") && said.contains("/actions/resize"),
+        "the plan is a Magnum resize: {said}"
+    );
+    assert!(
+        r.log.contains("/actions/resize"),
+        "caldera POSTed Magnum's resize: {}",
+        r.log
+    );
+
+    let c = wait_cluster(&op, &id, &["UPDATE_COMPLETE"]).await;
+    assert_eq!(c["status"], "UPDATE_COMPLETE", "Magnum resized: {c}");
+    assert_eq!(c["node_count"], 3, "{c}");
+    assert_eq!(c["master_count"], 1, "{c}");
+    assert_eq!(c["stack_id"], stack_id.as_str(), "same cluster stack: {c}");
+
+    let outputs = stack_outputs(&op, &stack_id).await;
+    let minions_private = strings(&outputs["kube_minions_private"]);
+    let minions_public = strings(&outputs["kube_minions"]);
+    assert_eq!(minions_public.len(), 3, "Heat's kube_minions: {outputs:?}");
+    assert_eq!(minions_public, strings(&c["node_addresses"]));
+    assert_eq!(
+        strings(&outputs["kube_masters"]).len(),
+        1,
+        "the masters are untouched: {outputs:?}"
+    );
+
+    // caldera sees the third worker too.
+    let r = caldera(&dir, &["nodegroups", &name, "--format", "json"]).await;
+    let groups = rows(&r.stdout);
+    let w = groups
+        .iter()
+        .find(|g| field(g, "name") == "default-worker")
+        .unwrap_or_else(|| panic!("default-worker: {}", r.stdout));
+    assert_eq!(field(w, "nodes"), "3", "{w}");
+    let r = caldera(&dir, &["ips", &worker, "--format", "json"]).await;
+    let got = ips_of(&r.stdout);
+    assert!(
+        got == minions_private || got == minions_public,
+        "caldera's worker addresses {got:?} after the resize, Heat's {minions_private:?} / \
+         {minions_public:?}"
+    );
+    assert_eq!(got.len(), 3, "{}", r.stdout);
+}
+
+/// Magnum 22 refuses to upgrade a cluster of its Heat driver; `rollout start --template`
+/// passes Magnum's own reason on, fails, and the cluster keeps its template.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Magnum: run scripts/real-magnum-suite.sh"]
+async fn upgrade_refusal_of_the_heat_driver_is_said_clearly() {
+    let op = Session::operator().await;
+    let (name, c) = ready_cluster(&op, "mg-upgrade", 1).await;
+    let id = c["uuid"].as_str().expect("uuid").to_string();
+    let newer = unique("mg-upgrade-next");
+    create_template(&op, &newer).await;
+    let dir = operator_dir();
+
+    let worker = format!("{name}/default-worker");
+    let r = dir
+        .caldera(
+            &[
+                "--cloud",
+                "magnum",
+                "rollout",
+                "start",
+                &worker,
+                "--template",
+                &newer,
+                "--yes",
+            ],
+            &magnum_secrets(),
+        )
+        .await;
+    assert!(
+        !r.ok,
+        "Magnum refuses the upgrade: {}\n{}",
+        r.stdout, r.stderr
+    );
+    assert!(
+        r.log.contains("/actions/upgrade"),
+        "caldera asked Magnum: {}",
+        r.log
+    );
+    assert!(
+        r.stderr
+            .contains("Upgrading a cluster that uses the Magnum Heat driver is not supported"),
+        "Magnum's reason reaches the operator: {}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("400"), "{}", r.stderr);
+
+    let after = get_cluster(&op, &id).await;
+    assert_eq!(after["status"], "CREATE_COMPLETE", "{after}");
+    assert_eq!(
+        after["cluster_template_id"], c["cluster_template_id"],
+        "the cluster keeps its template: {after}"
+    );
+}
