@@ -339,7 +339,7 @@ async fn the_driver_lists_nodes_and_removes_chosen_ones_by_server_id() {
     assert_eq!(plan.capi, Some(CapiDriver::MagnumClusterApi));
     let head = &plan.lines()[0];
     assert!(
-        head.contains("magnum-cluster-api: the whole cluster")
+        head.contains("magnum-cluster-api: the whole cluster, every node group replaced node by node by Cluster API;")
             && head.contains("node group default-worker and batch size 2 are ignored"),
         "{head}"
     );

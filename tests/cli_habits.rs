@@ -23,12 +23,10 @@ fn caldera(home: &Path) -> Command {
     cmd
 }
 
-#[test]
-fn a_closed_pipe_ends_the_command_quietly_with_success() {
-    let home = tempfile::tempdir().unwrap();
-    // About 250 KB of rows: far more than a pipe holds, so the writer meets the closed end.
-    let mut child = caldera(home.path())
-        .args(["--simulator", "stacks", "--nested"])
+/// Starts `caldera ARGS`, reads its first line, then closes the reading end, as `| head -1`.
+fn first_line_then_close(home: &Path, args: &[&str]) -> (std::process::Child, String) {
+    let mut child = caldera(home)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -37,6 +35,14 @@ fn a_closed_pipe_ends_the_command_quietly_with_success() {
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut first)
         .expect("read a line");
+    (child, first)
+}
+
+#[test]
+fn a_closed_pipe_ends_the_command_quietly_with_success() {
+    let home = tempfile::tempdir().unwrap();
+    // About 250 KB of rows: far more than a pipe holds, so the writer meets the closed end.
+    let (child, first) = first_line_then_close(home.path(), &["--simulator", "stacks", "--nested"]);
     assert!(first.starts_with("name"), "{first}");
     // `head -1` is done: the reading end is closed (the reader was dropped above).
     let out = child.wait_with_output().expect("wait");
@@ -53,16 +59,10 @@ fn a_closed_pipe_ends_the_command_quietly_with_success() {
 #[test]
 fn a_follower_ends_quietly_when_its_reader_goes() {
     let home = tempfile::tempdir().unwrap();
-    let mut child = caldera(home.path())
-        .args(["--simulator", "events", "dev-small", "--follow"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start caldera");
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut first)
-        .expect("read a line");
+    let (mut child, first) = first_line_then_close(
+        home.path(),
+        &["--simulator", "events", "dev-small", "--follow"],
+    );
     assert!(first.contains("CREATE_IN_PROGRESS"), "{first}");
     // The reader is gone; dev-small is settled, so no event will ever be written again.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);

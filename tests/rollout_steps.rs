@@ -661,6 +661,16 @@ async fn every_step_every_control_keeps_the_invariants() {
     sim.shutdown().await;
 }
 
+/// A scenario environment for the pair tests (its own journal directory).
+fn pair_env(conn: &CloudConnection) -> Env {
+    Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    )
+}
+
 /// 20 node groups, two starts of each at the same moment (different images, separate
 /// journal handles on one file, as two processes): exactly one of each pair proceeds, the
 /// other is refused naming the holder, and Heat got one PATCH per group.
@@ -672,12 +682,7 @@ async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
     let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
         .await
         .expect("connect to the simulator");
-    let env = Env::new(
-        conn.heat.clone(),
-        Duration::from_millis(50),
-        Duration::from_secs(60),
-        0,
-    );
+    let env = pair_env(&conn);
     let names: Vec<String> = (0..20).map(|i| format!("pair{i}")).collect();
     let targets: Vec<NodeGroupTarget> =
         futures::future::join_all(names.iter().map(|n| env.create(n, 2))).await;
@@ -836,18 +841,8 @@ async fn twenty_pairs_from_two_machines_heat_keeps_one() {
     let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
         .await
         .expect("connect to the simulator");
-    let here = Env::new(
-        conn.heat.clone(),
-        Duration::from_millis(50),
-        Duration::from_secs(60),
-        0,
-    );
-    let there = Env::new(
-        conn.heat.clone(),
-        Duration::from_millis(50),
-        Duration::from_secs(60),
-        0,
-    );
+    // Each Env has its own directory: its own journal and driver locks, as a machine.
+    let (here, there) = (pair_env(&conn), pair_env(&conn));
     let names: Vec<String> = (0..20).map(|i| format!("twin{i}")).collect();
     let targets: Vec<NodeGroupTarget> =
         futures::future::join_all(names.iter().map(|n| here.create(n, 2))).await;

@@ -302,7 +302,8 @@ pub async fn start(
     // not on the stack lost: it ends here, having released nothing.
     if let Some(winner) = superseded_by(&heat, &plan).await {
         let reason = format!(
-            "superseded: {winner} was started at the same moment and Heat kept its update;              nothing was released by this one"
+            "superseded: {winner} was started at the same moment and Heat kept its update; \
+             nothing was released by this one"
         );
         let _ = ctx.record(
             &Entry::new(
