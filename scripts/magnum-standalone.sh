@@ -77,7 +77,12 @@ cmd_install() {
     log "creating venv $VENV (magnum $VERSION, its own dependency resolution)"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --no-input "magnum==$VERSION" PyMySQL >&2
+    local cons=()
+    # Pinned for 22.0.0 only (another version resolves its own dependencies).
+    if [ "$VERSION" = 22.0.0 ] && [ -f "$ROOT/scripts/magnum-constraints.txt" ]; then
+        cons=(-c "$ROOT/scripts/magnum-constraints.txt")
+    fi
+    "$VENV/bin/pip" install -q --no-input "${cons[@]}" "magnum==$VERSION" PyMySQL >&2
     "$VENV/bin/python" -c 'import magnum.drivers.heat, pymysql' ||
         die "magnum $VERSION has no Heat driver (23.0.0 and later dropped it)"
     touch "$STAMP"

@@ -343,6 +343,10 @@ async fn scale_workers_goes_through_magnum_resize() {
         "the plan is a Magnum resize: {said}"
     );
     assert!(
+        said.contains("add    1: picked by Magnum"),
+        "the plan counts the worker Magnum adds: {said}"
+    );
+    assert!(
         r.log.contains("/actions/resize"),
         "caldera POSTed Magnum's resize: {}",
         r.log

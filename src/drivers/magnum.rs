@@ -60,7 +60,8 @@ impl MagnumUpgradePlan {
             // their own surge settings: the request's nodegroup and max_batch_size are not
             // read (see the README's Cluster API section).
             Some(driver) => format!(
-                "{}: the whole cluster, every node group replaced node by node by Cluster                  API; node group {} and batch size {} are ignored by this driver",
+                "{}: the whole cluster, every node group replaced node by node by Cluster \
+                 API; node group {} and batch size {} are ignored by this driver",
                 driver.as_str(),
                 self.target.nodegroup,
                 self.max_batch_size
@@ -659,6 +660,48 @@ mod tests {
             parent_resource: None,
             required_by: vec![],
         }
+    }
+
+    /// Magnum picks the members a resize adds (and those it removes beyond the named
+    /// ones): the plan counts them all the same, not "add 0" for a 2 -> 3 scale.
+    #[test]
+    fn a_resize_plan_counts_the_members_magnum_picks() {
+        let plan = |from, to, removed: &[&str]| ScalePlan {
+            target: NodeGroupTarget {
+                cluster: "c".into(),
+                nodegroup: "default-worker".into(),
+                driver: DriverKind::Magnum,
+                stack: None,
+                cluster_id: Some("u".into()),
+                limits: Limits::default(),
+            },
+            from,
+            to,
+            members_after: Vec::new(),
+            added: Vec::new(),
+            removed: removed.iter().map(|s| s.to_string()).collect(),
+            removal_list: Vec::new(),
+            calls: Vec::new(),
+        };
+        let up = plan(2, 3, &[]).lines();
+        assert!(
+            up.contains(&"  add    1: picked by Magnum".to_string()),
+            "{up:?}"
+        );
+        assert!(up.contains(&"  remove 0: -".to_string()), "{up:?}");
+        let down = plan(3, 1, &["node-3"]).lines();
+        assert!(down.contains(&"  add    0: -".to_string()), "{down:?}");
+        assert!(
+            down.contains(&"  remove 2: node-3, and 1 picked by Magnum".to_string()),
+            "{down:?}"
+        );
+        // Named removals with the count to match: nothing left to Magnum.
+        let named = plan(3, 2, &["node-3"]).lines();
+        assert!(
+            named.contains(&"  remove 1: node-3".to_string()),
+            "{named:?}"
+        );
+        assert!(named.contains(&"  add    0: -".to_string()), "{named:?}");
     }
 
     #[test]

@@ -104,19 +104,36 @@ impl ScalePlan {
             self.from,
             self.to
         )];
+        // The names known before the scale may be fewer than the count changes: Magnum
+        // picks the members it adds, and those it removes beyond `nodes_to_remove`. The
+        // counts are still the operator's, and say so.
+        let net = i64::from(self.to) - i64::from(self.from);
+        let named = self.added.len() as i64 - self.removed.len() as i64;
+        let by = format!("{:?}", self.target.driver);
+        let (more_added, more_removed) = if net >= named {
+            ((net - named) as usize, 0)
+        } else {
+            (0, (named - net) as usize)
+        };
+        out.push(format!("  add    {}", side(&self.added, more_added, &by)));
         out.push(format!(
-            "  add    {}: {}",
-            self.added.len(),
-            list_or_none(&self.added)
-        ));
-        out.push(format!(
-            "  remove {}: {}",
-            self.removed.len(),
-            list_or_none(&self.removed)
+            "  remove {}",
+            side(&self.removed, more_removed, &by)
         ));
         out.push("  API calls:".into());
         out.extend(self.calls.iter().map(|c| format!("    {c}")));
         out
+    }
+}
+
+/// `N: names`, with the members only `by` will name counted in: `1: picked by Magnum`,
+/// `2: 3, and 1 picked by Magnum`.
+fn side(names: &[String], more: usize, by: &str) -> String {
+    let total = names.len() + more;
+    match (names.is_empty(), more) {
+        (_, 0) => format!("{total}: {}", list_or_none(names)),
+        (true, _) => format!("{total}: picked by {by}"),
+        (false, n) => format!("{total}: {}, and {n} picked by {by}", names.join(", ")),
     }
 }
 
