@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # magnum-standalone.sh — a REAL OpenStack Magnum (PyPI magnum, MAGNUM_VERSION 22.0.0: the last
 # release that still ships the Heat driver k8s_fedora_coreos_v1) behind the Keystone and Heat
-# of scripts/keystone-standalone.sh, on loopback only. Experimental (issue 16, item 4); not
-# wired into CI.
+# of scripts/keystone-standalone.sh, on loopback only. scripts/real-magnum-suite.sh
+# (CI) starts it on the ports below.
 #
 #   KEYSTONE_PORT=5100 HEAT_PORT=8105 scripts/keystone-standalone.sh start   # first
 #   scripts/magnum-standalone.sh install  # MariaDB (apt) + venv target/magnum-venv-VERSION
