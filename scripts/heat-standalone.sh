@@ -48,6 +48,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/stop-pid.sh
+. "$ROOT/scripts/stop-pid.sh"
 VENV="${HEAT_VENV:-$ROOT/target/heat-venv}"
 PORT="${HEAT_PORT:-8004}"
 # Instances on other ports get their own run dir and database, so several can run at once.
@@ -306,18 +308,10 @@ extra_bind_args() {
 }
 
 cmd_stop() {
-    local pid i
+    local pid
     if pid="$(heat_pid)"; then
         log "stopping Heat (pid $pid)"
-        kill -TERM "$pid" 2>/dev/null || true
-        for i in $(seq 1 60); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.25
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            log "pid $pid still alive after 15 s: SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
+        stop_pid "$pid" 15
     else
         log "Heat is not running"
     fi

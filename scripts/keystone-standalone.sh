@@ -40,6 +40,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/stop-pid.sh
+. "$ROOT/scripts/stop-pid.sh"
 VENV="${KEYSTONE_VENV:-$ROOT/target/keystone-venv}"
 PORT="${KEYSTONE_PORT:-5000}"
 if [ "$PORT" = 5000 ]; then SUFFIX=""; else SUFFIX="-$PORT"; fi
@@ -196,15 +198,10 @@ http_code() {
 }
 
 stop_keystone() {
-    local pid i
+    local pid
     if pid="$(keystone_pid)"; then
         log "stopping Keystone (pid $pid)"
-        kill -TERM "$pid" 2>/dev/null || true
-        for i in $(seq 1 40); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.25
-        done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+        stop_pid "$pid" 10
     fi
     rm -f "$PIDFILE"
 }

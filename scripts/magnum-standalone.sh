@@ -32,6 +32,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/stop-pid.sh
+. "$ROOT/scripts/stop-pid.sh"
 VERSION="${MAGNUM_VERSION:-22.0.0}"
 VENV="${MAGNUM_VENV:-$ROOT/target/magnum-venv-${VERSION%%.*}}"
 RUN="${MAGNUM_RUN_DIR:-$ROOT/target/magnum-run}"
@@ -173,15 +175,10 @@ magnum_pid() {
 http_code() { curl -s -o /dev/null -m 5 -w '%{http_code}' "$URL/v1/" 2>/dev/null || true; }
 
 cmd_stop() {
-    local pid i
+    local pid
     if pid="$(magnum_pid)"; then
         log "stopping Magnum (pid $pid)"
-        kill -TERM "$pid" 2>/dev/null || true
-        for i in $(seq 1 40); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.25
-        done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+        stop_pid "$pid" 10
     fi
     rm -f "$PIDFILE"
 }

@@ -661,6 +661,34 @@ async fn every_step_every_control_keeps_the_invariants() {
     sim.shutdown().await;
 }
 
+/// One start of a pair: the plan and the context (journal, locks) it starts from.
+type PairStart = (RolloutPlan, caldera::drivers::actions::ActionContext);
+
+/// Each pair's two starts at the same moment (all pairs at once); their plans and results.
+async fn start_pairs(
+    conn: &CloudConnection,
+    options: caldera::rollout::engine::EngineOptions,
+    pairs: impl Iterator<Item = (PairStart, PairStart)>,
+) -> Vec<(
+    RolloutPlan,
+    RolloutPlan,
+    caldera::service::ServiceResult<caldera::rollout::engine::RolloutHandle>,
+    caldera::service::ServiceResult<caldera::rollout::engine::RolloutHandle>,
+)> {
+    let starts = pairs.map(|((a, ctx_a), (b, ctx_b))| {
+        let heat = conn.heat.clone();
+        let options = options.clone();
+        async move {
+            let (ra, rb) = tokio::join!(
+                engine::start(heat.clone(), ctx_a, a.clone(), options.clone(), None),
+                engine::start(heat, ctx_b, b.clone(), options, None)
+            );
+            (a, b, ra, rb)
+        }
+    });
+    futures::future::join_all(starts).await
+}
+
 /// A scenario environment for the pair tests (its own journal directory).
 fn pair_env(conn: &CloudConnection) -> Env {
     Env::new(
@@ -696,19 +724,10 @@ async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
         other.journal = caldera::journal::Journal::open(env.ctx.journal.path());
         pairs.push((a, b, other));
     }
-    let starts = pairs.into_iter().map(|(a, b, other)| {
-        let heat = conn.heat.clone();
-        let ctx = env.ctx.clone();
-        let options = env.engine_options(HookSet::default());
-        async move {
-            let (ra, rb) = tokio::join!(
-                engine::start(heat.clone(), ctx, a.clone(), options.clone(), None),
-                engine::start(heat.clone(), other, b.clone(), options, None)
-            );
-            (a, b, ra, rb)
-        }
-    });
-    let results = futures::future::join_all(starts).await;
+    let pairs = pairs
+        .into_iter()
+        .map(|(a, b, other)| ((a, env.ctx.clone()), (b, other)));
+    let results = start_pairs(&conn, env.engine_options(HookSet::default()), pairs).await;
     let mut winners = Vec::new();
     for (a, b, ra, rb) in results {
         let label = a.target.label();
@@ -853,19 +872,10 @@ async fn twenty_pairs_from_two_machines_heat_keeps_one() {
         let b = there.plan(t, &members, "img-b", RolloutOptions::default(), &[]);
         pairs.push((a, b));
     }
-    let starts = pairs.into_iter().map(|(a, b)| {
-        let heat = conn.heat.clone();
-        let (ctx_a, ctx_b) = (here.ctx.clone(), there.ctx.clone());
-        let options = here.engine_options(HookSet::default());
-        async move {
-            let (ra, rb) = tokio::join!(
-                engine::start(heat.clone(), ctx_a, a.clone(), options.clone(), None),
-                engine::start(heat.clone(), ctx_b, b.clone(), options, None)
-            );
-            (a, b, ra, rb)
-        }
-    });
-    let results = futures::future::join_all(starts).await;
+    let pairs = pairs
+        .into_iter()
+        .map(|(a, b)| ((a, here.ctx.clone()), (b, there.ctx.clone())));
+    let results = start_pairs(&conn, here.engine_options(HookSet::default()), pairs).await;
     let (mut raced, mut refused) = (0, 0);
     for (a, b, ra, rb) in results {
         let label = a.target.label();
