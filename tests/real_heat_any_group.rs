@@ -523,3 +523,96 @@ async fn a_group_rollout_is_paused_and_resumed_by_path() {
     );
     heat.delete_stack(&stack).await.ok();
 }
+
+/// Another machine's update replaces a group rollout in the worst place, while the rollout
+/// waits in its gate between two members (on Magnum's layout, a template caldera did not
+/// write): the update carries that other rollout's marker, so the driver ends as superseded
+/// without releasing another member, and says whose update Heat now runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_group_rollout_superseded_in_its_gate_releases_nothing_more() {
+    use caldera::rollout::plan::{marker_tag, with_marker};
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = create(
+        &heat,
+        "anyact-sup",
+        "magnum/kubecluster.yaml",
+        &MAGNUM_FILES,
+        json!({"number_of_masters": 1, "number_of_minions": 3}),
+        |_| {},
+    )
+    .await;
+    let target = format!("{}/kube_minions", stack.name);
+    let driver = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url()])
+        .args(["rollout", "start", &target, "--set", "minion_image=fcos-41"])
+        .args(["--yes", "--poll-secs", "0.5", "--gate-secs", "8"])
+        .env("CALDERA_JOURNAL", &journal)
+        .env_remove("CALDERA_ACTIONS_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the driver");
+    // Bounded wait for the first member's release: the gate follows it.
+    let released = |entries: &[caldera::journal::Entry]| {
+        entries
+            .iter()
+            .filter(|e| e.action == "rollout.release" && e.outcome == Outcome::Started)
+            .count()
+    };
+    let mut first = false;
+    for _ in 0..240 {
+        let entries = Journal::open(&journal).read_all().unwrap_or_default();
+        if released(&entries) == 1 {
+            first = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert!(first, "the driver never released its first member");
+    // The other machine's PATCH: its own marker, the stack's other tags kept.
+    let shown = heat.get_stack(&stack, false).await.expect("stack");
+    assert!(
+        shown.tags.iter().any(|t| t.starts_with("caldera-rollout=")),
+        "the driver's marker is on the stack: {:?}",
+        shown.tags
+    );
+    let update = caldera::api::heat::StackUpdate {
+        tags: Some(with_marker(
+            &shown.tags,
+            &marker_tag("r-other", "elsewhere"),
+        )),
+        existing: true,
+        ..Default::default()
+    };
+    heat.update_stack(&stack, &update)
+        .await
+        .expect("the other machine's update");
+    let end = driver.wait_with_output().expect("driver ends");
+    let err = String::from_utf8_lossy(&end.stderr);
+    let out = String::from_utf8_lossy(&end.stdout);
+    assert!(!end.status.success(), "{out}\n{err}");
+    assert!(
+        format!("{out}{err}")
+            .contains("superseded: Heat now runs the update of rollout r-other from elsewhere"),
+        "{out}\n{err}"
+    );
+    let entries = Journal::open(&journal).read_all().expect("journal parses");
+    assert_eq!(released(&entries), 1, "released after being superseded");
+    // Status now names the rollout Heat runs, by its marker, and where it was started.
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(
+        ok && out.contains("rollout r-other of") && out.contains("started on elsewhere"),
+        "{out}\n{err}"
+    );
+    let _ = heat
+        .action(
+            &stack,
+            caldera::api::heat::StackAction::CancelWithoutRollback,
+        )
+        .await;
+    heat.delete_stack(&stack).await.ok();
+}

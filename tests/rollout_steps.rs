@@ -679,10 +679,8 @@ async fn start_pairs(
         let heat = conn.heat.clone();
         let options = options.clone();
         async move {
-            let (ra, rb) = tokio::join!(
-                engine::start(heat.clone(), ctx_a, a.clone(), options.clone(), None),
-                engine::start(heat, ctx_b, b.clone(), options, None)
-            );
+            let (ra, rb) =
+                scenarios::start_both(&heat, options, (a.clone(), ctx_a), (b.clone(), ctx_b)).await;
             (a, b, ra, rb)
         }
     });

@@ -109,16 +109,20 @@ impl ScalePlan {
         // counts are still the operator's, and say so.
         let net = i64::from(self.to) - i64::from(self.from);
         let named = self.added.len() as i64 - self.removed.len() as i64;
-        let by = format!("{:?}", self.target.driver);
+        let by = match self.target.driver {
+            crate::model::DriverKind::Magnum => "Magnum",
+            // A ResourceGroup's new members and removal_policies' choices.
+            crate::model::DriverKind::HeatNative => "Heat",
+        };
         let (more_added, more_removed) = if net >= named {
             ((net - named) as usize, 0)
         } else {
             (0, (named - net) as usize)
         };
-        out.push(format!("  add    {}", side(&self.added, more_added, &by)));
+        out.push(format!("  add    {}", side(&self.added, more_added, by)));
         out.push(format!(
             "  remove {}",
-            side(&self.removed, more_removed, &by)
+            side(&self.removed, more_removed, by)
         ));
         out.push("  API calls:".into());
         out.extend(self.calls.iter().map(|c| format!("    {c}")));

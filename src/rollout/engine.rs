@@ -786,6 +786,37 @@ impl Runner {
         }
     }
 
+    /// Whether Heat still runs this rollout's update (its marker on the stack), as read by
+    /// the last look at Heat when that is at most one poll old, else read again now: the
+    /// members of a batch are released one after another without a request each, and a
+    /// release after a long hook or gate still looks first. Ends the rollout when not.
+    async fn still_ours(&mut self) -> bool {
+        let fresh = self
+            .obs
+            .stack_read_at
+            .is_some_and(|t| t.elapsed() <= self.options.poll);
+        if !fresh && self.plan.stack_tags.is_some() {
+            match self.heat.get_stack(&self.plan.stack, false).await {
+                Ok(d) => {
+                    self.obs.stack_tags = d.tags;
+                    self.obs.stack_read_at = Some(std::time::Instant::now());
+                }
+                // The release that follows would fail the same way.
+                Err(e) => tracing::warn!("rollout {}: reading the marker: {e}", self.plan.id),
+            }
+        }
+        if self.obs.stack_read_at.is_none() {
+            return true; // never read: nothing says otherwise (the release will tell)
+        }
+        match superseded_in(&self.obs.stack_tags, &self.plan) {
+            Some(w) => {
+                self.superseded(&w);
+                false
+            }
+            None => true,
+        }
+    }
+
     /// Nothing may be released: paused, aborting or ended.
     fn halted(&self) -> bool {
         self.paused.is_some() || self.ended.is_some() || self.aborting.is_some()
@@ -1445,9 +1476,8 @@ impl Runner {
     async fn release(&mut self, m: &str) -> bool {
         self.probe(EngineStep::BeforeRelease, Some(m)).await;
         // Still ours in Heat? Another machine's start may have replaced our update since
-        // the last release; then its driver releases, and this one ends without a signal.
-        if let Some(winner) = superseded_by(&self.heat, &self.plan).await {
-            self.superseded(&winner);
+        // the last look; then its driver releases, and this one ends without a signal.
+        if !self.still_ours().await {
             return false;
         }
         let target = self.member_target(m);
@@ -1891,11 +1921,16 @@ pub async fn observe_status(
         plan.since_time,
     );
     obs.attach(plan.image_parameter()).await?;
+    // What the members' own stacks say is done, before the events are applied: the truth
+    // after an abort (below).
+    let on_image: BTreeSet<String> = obs
+        .members
+        .iter()
+        .filter(|(_, t)| t.done)
+        .map(|(m, _)| m.clone())
+        .collect();
     obs.refresh().await?;
     let (_, memory) = journal_memory(journal, &plan.id)?;
-    let settled =
-        |m: &String| memory.skipped.contains(m) || obs.members.get(m).is_some_and(|t| t.done);
-    let current = plan.batches.iter().position(|b| !b.iter().all(settled));
     let mut status = initial_status(plan);
     // The journal's last word on this rollout says whether it is paused or over.
     let entries = journal
@@ -1940,11 +1975,13 @@ pub async fn observe_status(
         // A cancel (and its rollback) updated members behind the events' backs: Heat's
         // rollback completes members that were never released. What is done is what the
         // members' own stacks say, as the engine counted when it ended.
-        for t in obs.members.values_mut() {
-            t.done = false;
+        for (m, t) in obs.members.iter_mut() {
+            t.done = on_image.contains(m);
         }
-        obs.attach(plan.image_parameter()).await?;
     }
+    let settled =
+        |m: &String| memory.skipped.contains(m) || obs.members.get(m).is_some_and(|t| t.done);
+    let current = plan.batches.iter().position(|b| !b.iter().all(settled));
     fill_nodes(&mut status, &obs, &memory.skipped, current);
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
         status.state = RolloutState::Completed;
@@ -1973,25 +2010,40 @@ pub async fn plan_from_heat(
         )
     })?;
     let detail = heat.get_stack(&stack, false).await.map_err(err)?;
-    let image = detail.parameters.get("image").cloned().ok_or_else(|| {
-        ServiceError::new(
-            ErrorKind::NotFound,
-            "the node group's stack has no image parameter",
-        )
-    })?;
-    let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
-    use crate::drivers::Driver;
-    let nodes = driver.list_nodes(target).await?;
-    let names: Vec<String> = nodes.into_iter().map(|n| n.name).collect();
-    let mut plan = RolloutPlan::new(
-        target.clone(),
-        stack,
-        &image,
-        None,
-        &names,
-        options,
-        BTreeMap::new(),
-    );
+    let mut plan = match detail.parameters.get("image") {
+        // One of caldera's own node-group stacks: the `nodes` group, the `image` parameter.
+        Some(image) => {
+            let driver = HeatNativeDriver::new(heat.clone(), crate::templates::Machines::Test);
+            use crate::drivers::Driver;
+            let nodes = driver.list_nodes(target).await?;
+            let names: Vec<String> = nodes.into_iter().map(|n| n.name).collect();
+            RolloutPlan::new(
+                target.clone(),
+                stack,
+                image,
+                None,
+                &names,
+                options,
+                BTreeMap::new(),
+            )
+        }
+        // A group of an operator's stack (STACK/GROUP): its members; what the update
+        // changes is the other driver's to know.
+        None => {
+            let group = target.nodegroup.as_str();
+            let members = crate::drivers::any_group::group_members(heat, &stack, group).await?;
+            let mut plan = RolloutPlan::for_group(
+                target.clone(),
+                stack,
+                group,
+                &members,
+                options,
+                BTreeMap::new(),
+            );
+            plan.image = "an update started elsewhere".into();
+            plan
+        }
+    };
     // Events before the current update started belong to earlier actions.
     plan.since_time = detail.summary.updated_at;
     // The rollout's own id and where it was started, from the marker its start set: every

@@ -57,8 +57,9 @@ pub struct HeatObserver {
     pub group_updates: u32,
     pub stack_status: Status,
     pub stack_reason: String,
-    /// The node-group stack's tags (a rollout's marker among them), as last read.
+    /// The node-group stack's tags (a rollout's marker among them), as last read, and when.
     pub stack_tags: Vec<String>,
+    pub stack_read_at: Option<std::time::Instant>,
     /// The node-group stack's image parameter.
     pub stack_image: Option<String>,
     /// Every event applied, oldest first (tests check batches against Heat's own times).
@@ -92,6 +93,7 @@ impl HeatObserver {
             stack_status: Status::parse("UNKNOWN"),
             stack_reason: String::new(),
             stack_tags: Vec::new(),
+            stack_read_at: None,
             stack_image: None,
             log: Vec::new(),
             last_event_time: None,
@@ -155,6 +157,7 @@ impl HeatObserver {
         self.stack_reason = detail.summary.status_reason.unwrap_or_default();
         self.stack_image = detail.parameters.get("image").cloned();
         self.stack_tags = detail.tags;
+        self.stack_read_at = Some(std::time::Instant::now());
         // Heat orders events by (whole-second time, random id): an event written a moment
         // after the newest one seen can sort before it and never come after a marker set on
         // the newest (measured: a member's pause missed, the rollout stuck). So each read

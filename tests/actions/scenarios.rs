@@ -863,6 +863,22 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
     env.delete(&target).await;
 }
 
+/// Two starts of rollouts at the same moment, each from its own context (journal, locks).
+pub async fn start_both(
+    heat: &HeatClient,
+    options: EngineOptions,
+    (a, ctx_a): (RolloutPlan, ActionContext),
+    (b, ctx_b): (RolloutPlan, ActionContext),
+) -> (
+    caldera::service::ServiceResult<engine::RolloutHandle>,
+    caldera::service::ServiceResult<engine::RolloutHandle>,
+) {
+    tokio::join!(
+        engine::start(heat.clone(), ctx_a, a, options.clone(), None),
+        engine::start(heat.clone(), ctx_b, b, options, None)
+    )
+}
+
 /// Two starts at the same moment from two processes of this machine (two journal handles
 /// on one file): one proceeds, the other is refused naming the holder. Then a start from
 /// "another machine" (its own journal and locks) while the rollout runs: refused from what
@@ -874,22 +890,13 @@ pub async fn concurrent_start_scenario(env: &Env, cluster: &str) {
     let b = env.plan(&target, &members, "img-b", RolloutOptions::default(), &[]);
     let mut other = env.ctx.clone();
     other.journal = Journal::open(env.ctx.journal.path());
-    let (ra, rb) = tokio::join!(
-        engine::start(
-            env.heat.clone(),
-            env.ctx.clone(),
-            a.clone(),
-            env.engine_options(HookSet::default()),
-            None
-        ),
-        engine::start(
-            env.heat.clone(),
-            other,
-            b.clone(),
-            env.engine_options(HookSet::default()),
-            None
-        )
-    );
+    let (ra, rb) = start_both(
+        &env.heat,
+        env.engine_options(HookSet::default()),
+        (a.clone(), env.ctx.clone()),
+        (b.clone(), other),
+    )
+    .await;
     let (h, lost, plan) = match (ra, rb) {
         (Ok(h), Err(e)) => (h, e, a),
         (Err(e), Ok(h)) => (h, e, b),
@@ -949,22 +956,13 @@ pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
     for (ia, ib) in [("img-a", "img-b"), ("img-c", "img-d")] {
         let a = env.plan(&target, &members, ia, RolloutOptions::default(), &[]);
         let b = env.plan(&target, &members, ib, RolloutOptions::default(), &[]);
-        let (ra, rb) = tokio::join!(
-            engine::start(
-                env.heat.clone(),
-                env.ctx.clone(),
-                a.clone(),
-                env.engine_options(HookSet::default()),
-                None
-            ),
-            engine::start(
-                env.heat.clone(),
-                remote.clone(),
-                b.clone(),
-                env.engine_options(HookSet::default()),
-                None
-            )
-        );
+        let (ra, rb) = start_both(
+            &env.heat,
+            env.engine_options(HookSet::default()),
+            (a.clone(), env.ctx.clone()),
+            (b.clone(), remote.clone()),
+        )
+        .await;
         let mut completed = Vec::new();
         let mut lost = Vec::new();
         for (plan, r) in [(a, ra), (b, rb)] {
