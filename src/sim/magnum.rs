@@ -273,7 +273,7 @@ fn health(w: &World, c: usize) -> (&'static str, Value) {
                         action: Action::Update | Action::Create,
                         ..
                     }
-            );
+            ) && m.replacement.is_none();
             if not_ready {
                 healthy = false;
                 reason.insert(format!("{}.Ready", m.server_name), json!("False"));
@@ -500,15 +500,37 @@ fn shape_cluster(w: &World, c: usize, v: &mut Value, minor: u32, detail: bool) {
 /// conditions into `status_reason`: a machine in error with its fault, else what it waits on.
 fn capi_reason(w: &World, c: usize) -> String {
     let mut waiting = 0;
+    let (mut outdated, mut current) = (0, 0);
     for g in &w.clusters[c].groups {
+        let image = w.groups[*g].image(w);
         for m in w.groups[*g].members.values() {
+            if let Some((f, r)) = m
+                .replacement
+                .as_ref()
+                .and_then(|r| r.fault.as_ref().map(|f| (f, r)))
+            {
+                return format!("InstanceCreateFailed: {f} (Machine {})", r.server_name);
+            }
             if let (Phase::Failed(_), Some(f)) = (m.phase, &m.fault) {
                 return format!("InstanceCreateFailed: {f} (Machine {})", m.server_name);
+            }
+            if m.image == image {
+                current += 1;
+            } else {
+                outdated += 1;
             }
             if !matches!(m.phase, Phase::Idle) {
                 waiting += 1;
             }
         }
+    }
+    // Cluster API's wording of a rolling update (KubeadmControlPlane's
+    // `MachinesSpecUpToDate` condition).
+    if outdated > 0 {
+        return format!(
+            "RollingUpdateInProgress: Rolling {outdated} replicas with outdated spec \
+             ({current} replicas up to date)"
+        );
     }
     format!("WaitingForMachines: {waiting} machine(s) not ready")
 }
@@ -866,6 +888,51 @@ fn resize_body(w: &mut World, body: &Value, c: usize) -> Result<Reply, Reply> {
     ))
 }
 
+/// vexxhost `magnum-cluster-api`'s `upgrade_cluster`: the cluster's Cluster API topology
+/// gets the template's version and image, whatever `nodegroup` and `max_batch_size` say,
+/// and Cluster API rolls every node group (control plane and each MachineDeployment) one
+/// new machine at a time (`group::Replacement`). Cluster API's order (control plane first,
+/// then the MachineDeployments) is not simulated: all groups roll at once.
+fn upgrade_capi(w: &mut World, c: usize, t: usize) -> Result<Reply, Reply> {
+    let groups = w.clusters[c].groups.clone();
+    if let Some(r) = groups.iter().find_map(|g| busy(w, c, *g)) {
+        return Err(r);
+    }
+    let image = w.templates[t].image.clone();
+    for g in groups {
+        let ng = w.groups[g].ng_stack;
+        let layout = w.groups[g].layout;
+        let mut params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
+        let changed = params.get(layout.key("image")) != Some(&image);
+        params.insert(layout.key("image").into(), image.clone());
+        params.insert("update_max_batch_size".into(), "1".into());
+        if let Some(key) = layout.removal_key() {
+            params.insert(key.into(), "[]".into());
+        }
+        if changed {
+            crate::sim::world::capi::new_machine_set(w, g);
+        }
+        group::start_update(
+            w,
+            g,
+            UpdateRequest {
+                params,
+                hooks: None,
+                action: Action::Update,
+            },
+        )
+        .map_err(|e| magnum_error(StatusCode::BAD_REQUEST, &e))?;
+        w.groups[g].version = w.templates[t].coe_version.clone();
+    }
+    w.clusters[c].template = t;
+    let now = w.now();
+    w.clusters[c].updated_ms = Some(now);
+    Ok(Reply::json(
+        StatusCode::ACCEPTED,
+        json!({"uuid": w.clusters[c].uuid}),
+    ))
+}
+
 fn upgrade(w: &mut World, req: &Req, c: usize) -> Result<Reply, Reply> {
     let body = req
         .json_body()
@@ -881,6 +948,9 @@ fn upgrade(w: &mut World, req: &Req, c: usize) -> Result<Reply, Reply> {
                 &format!("ClusterTemplate {tid} could not be found."),
             )
         })?;
+    if w.clusters[c].capi.is_some() {
+        return upgrade_capi(w, c, t);
+    }
     let batch = match body.get("max_batch_size") {
         None | Some(Value::Null) => 1,
         Some(v) => v.as_u64().filter(|b| *b > 0).ok_or_else(|| {

@@ -3,6 +3,7 @@
 use crate::sim::clock::iso_z;
 use crate::sim::http::{nova_error, Reply, Req};
 use crate::sim::server::{lock, Shared};
+use crate::sim::world::group::Member;
 use crate::sim::world::{Action, Phase, World};
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -104,20 +105,83 @@ fn status_of(phase: Phase) -> (&'static str, Value) {
     }
 }
 
+/// What Nova shows of one server: a member's machine, or (on a Cluster API cluster) the
+/// machine replacing it (`group::Replacement`). While a replacement runs Nova lists both:
+/// the new server in `BUILD`, then `ACTIVE` while the old one is `ACTIVE` with the task
+/// `deleting`; a new server that failed is in `ERROR` with its fault, the old one stands.
+struct View<'a> {
+    name: &'a str,
+    ip: &'a str,
+    image: &'a str,
+    created_ms: i64,
+    since_ms: i64,
+    status: &'static str,
+    task: Value,
+    fault: Option<&'a str>,
+    /// A Cluster API machine Nova could not place never got its port (CAPO creates the
+    /// port, Nova fails to schedule): no address.
+    unplaced: bool,
+}
+
+fn view<'a>(m: &'a Member, id: &str, capi: bool) -> Option<View<'a>> {
+    if id == m.server_id {
+        let (status, task) = match &m.replacement {
+            Some(r) if r.ready => ("ACTIVE", json!("deleting")),
+            Some(_) => ("ACTIVE", Value::Null),
+            None => status_of(m.phase),
+        };
+        return Some(View {
+            name: &m.server_name,
+            ip: &m.ip,
+            image: &m.image,
+            created_ms: m.created_ms,
+            since_ms: m.since_ms,
+            status,
+            task,
+            fault: m.fault.as_deref(),
+            unplaced: capi && matches!(m.phase, Phase::Failed(Action::Create)),
+        });
+    }
+    let r = m.replacement.as_ref().filter(|r| r.server_id == id)?;
+    let (status, task) = match (&r.fault, r.ready) {
+        (Some(_), _) => ("ERROR", Value::Null),
+        (None, true) => ("ACTIVE", Value::Null),
+        (None, false) => ("BUILD", json!("spawning")),
+    };
+    Some(View {
+        name: &r.server_name,
+        ip: &r.ip,
+        image: &r.image,
+        created_ms: r.created_ms,
+        since_ms: r.since_ms,
+        status,
+        task,
+        fault: r.fault.as_deref(),
+        unplaced: r.fault.is_some(),
+    })
+}
+
+fn server_view<'a>(w: &'a World, id: &str) -> Option<View<'a>> {
+    let r = w.servers.get(id)?;
+    let grp = &w.groups[r.group];
+    let capi = grp.cluster.is_some_and(|c| w.clusters[c].capi.is_some());
+    view(grp.members.get(&r.index)?, id, capi)
+}
+
 fn server_json(w: &World, base: &str, id: &str, detail: bool, minor: u32) -> Option<Value> {
     let r = w.servers.get(id)?;
     let grp = &w.groups[r.group];
-    let m = grp.members.get(&r.index)?;
+    let m = server_view(w, id)?;
     let url = format!("{base}/compute/v2.1/servers/{id}");
     let mut v = json!({
         "id": id,
-        "name": m.server_name,
+        "name": m.name,
         "links": [{"rel": "self", "href": url}, {"rel": "bookmark", "href": url.replace("/v2.1/", "/")}],
     });
     if !detail {
         return Some(v);
     }
-    let (status, task) = status_of(m.phase);
+    let (status, task) = (m.status, m.task.clone());
     let cluster = grp.cluster.map(|c| w.clusters[c].name.clone());
     // Cluster API's OpenStack provider sets no metadata of its own (and neither Magnum
     // driver asks for any): such a server is known by its name alone.
@@ -132,13 +196,10 @@ fn server_json(w: &World, base: &str, id: &str, detail: bool, minor: u32) -> Opt
         }
     }
     v["status"] = json!(status);
-    // A Cluster API machine Nova could not place never got its port (CAPO creates the
-    // port, Nova fails to schedule): no address.
-    let unplaced = capi && matches!(m.phase, Phase::Failed(Action::Create));
-    v["addresses"] = if unplaced {
+    v["addresses"] = if m.unplaced {
         json!({})
     } else {
-        json!({"private": [{"addr": m.ip, "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac(&m.ip)}]})
+        json!({"private": [{"addr": m.ip, "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": mac(m.ip)}]})
     };
     v["metadata"] = Value::Object(meta);
     v["image"] = json!({"id": m.image, "links": [{"rel": "bookmark", "href": format!("{base}/compute/images/{}", m.image)}]});
@@ -166,7 +227,7 @@ fn server_json(w: &World, base: &str, id: &str, detail: bool, minor: u32) -> Opt
     });
     v["OS-EXT-STS:power_state"] = json!(if status == "ACTIVE" { 1 } else { 0 });
     v["progress"] = json!(0);
-    if let Some(f) = &m.fault {
+    if let Some(f) = m.fault {
         v["fault"] = json!({"code": 500, "message": f, "created": iso_z(m.since_ms)});
     }
     Some(v)
@@ -215,20 +276,15 @@ fn list(sh: &Shared, req: &Req, detail: bool, minor: u32) -> Reply {
             break;
         }
         if filtered {
-            let Some(r) = w.servers.get(id) else { continue };
-            let Some(m) = w.groups[r.group].members.get(&r.index) else {
+            let Some(m) = server_view(w, id) else {
                 continue;
             };
-            if status_f
-                .as_deref()
-                .map(|s| status_of(m.phase).0 != s)
-                .unwrap_or(false)
-            {
+            if status_f.as_deref().map(|s| m.status != s).unwrap_or(false) {
                 continue;
             }
             if name_re
                 .as_ref()
-                .map(|re| !re.is_match(&m.server_name))
+                .map(|re| !re.is_match(m.name))
                 .unwrap_or(false)
             {
                 continue;

@@ -434,6 +434,9 @@ pub const CAPI_CLUSTER: &str = "capi-prod";
 /// `CREATE_IN_PROGRESS` (Cluster API keeps retrying) with that machine in ERROR.
 pub const CAPI_STALLED_GROUP: &str = "gpu";
 
+/// A template `capi-prod` can be upgraded to (a new image and Kubernetes version).
+pub const CAPI_UPGRADE_TEMPLATE: &str = "k8s-v1.31-capi";
+
 /// `capi-prod`: a Magnum cluster on vexxhost's `magnum-cluster-api` (API 1.13+ shapes, no
 /// Heat stack, Nova servers named after their Machines). Built while the rest of the demo is
 /// idle and with its own random numbers, so that everything else draws exactly what it drew
@@ -476,6 +479,8 @@ fn capi_build(w: &mut World) {
             owners: Default::default(),
         }),
     );
+    // The template an upgrade of it goes to (Magnum's upgrade takes a template).
+    create_template(w, CAPI_UPGRADE_TEMPLATE, "ubuntu-2204-kube-v1.31.1", "v1.31.1");
     let groups = w.clusters[c].groups.clone();
     let start = w.now();
     for step in 1..=600 {

@@ -11,6 +11,11 @@
 //! a worker of node group `ng` `{cluster}-{ng}-{r5}-{r5}-{r5}` (MachineDeployment,
 //! MachineSet, Machine), a control-plane node `{cluster}-{r5}-{r5}` (KubeadmControlPlane,
 //! Machine).
+//!
+//! A change of image (Magnum's upgrade) replaces machines one at a time per
+//! MachineDeployment and for the control plane (`group::Replacement`), a new MachineSet for
+//! the workers (`new_machine_set`); a resize adds machines to the current MachineSet or
+//! deletes the ones asked for.
 
 use super::World;
 use std::collections::BTreeMap;
@@ -57,6 +62,33 @@ pub fn server_name(w: &mut World, g: usize) -> Option<String> {
     };
     let name = w.clusters[c].capi.as_ref()?.name.clone();
     Some(format!("{name}-{owner}-{}", token(w)))
+}
+
+/// A worker group's new MachineSet, as a MachineDeployment's rolling update makes one when
+/// its machine template changes (a new image): the machines created from now on are named
+/// `{cluster}-{ng}-{md}-{new ms}-{r}`. A control plane (KubeadmControlPlane) has no
+/// MachineSet: its new machines keep the `{cluster}-{kcp}-` prefix.
+pub fn new_machine_set(w: &mut World, g: usize) {
+    if w.groups[g].role == "master" {
+        return;
+    }
+    let Some(c) = w.groups[g].cluster else {
+        return;
+    };
+    let ng = w.groups[g].name.clone();
+    let deployment = w.clusters[c]
+        .capi
+        .as_ref()
+        .and_then(|k| k.owners.get(&ng))
+        .and_then(|o| o.rsplit_once('-'))
+        .map(|(md, _)| md.to_string());
+    let Some(deployment) = deployment else {
+        return;
+    };
+    let owner = format!("{deployment}-{}", token(w));
+    if let Some(k) = w.clusters[c].capi.as_mut() {
+        k.owners.insert(ng, owner);
+    }
 }
 
 impl World {

@@ -187,6 +187,28 @@ pub struct Member {
     pub phase: Phase,
     pub since_ms: i64,
     pub fault: Option<String>,
+    /// A Cluster API cluster's machine being replaced: the machine taking its place.
+    pub replacement: Option<Replacement>,
+}
+
+/// The machine Cluster API creates to replace a member's during a rolling update
+/// (a MachineDeployment's default strategy is maxSurge 1, maxUnavailable 0; a
+/// KubeadmControlPlane's rollout surges one machine too): a new Machine, so a new Nova
+/// server with a new name, is created first; once its server is ACTIVE the old Machine is
+/// deleted (its server shows the task `deleting`), and only then does the member *become*
+/// the new machine. Heat's rolling update instead updates the same server in place.
+#[derive(Debug, Clone)]
+pub struct Replacement {
+    pub server_id: String,
+    pub server_name: String,
+    pub ip: String,
+    pub image: String,
+    pub created_ms: i64,
+    pub since_ms: i64,
+    /// The new server is ACTIVE: the old one is being deleted.
+    pub ready: bool,
+    /// Nova's fault when the new server went to ERROR.
+    pub fault: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -559,8 +581,116 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
             phase: Phase::Idle,
             since_ms: now,
             fault: None,
+            replacement: None,
         },
     );
+}
+
+/// Whether group `g` belongs to a cluster run by Cluster API: its members are machines that
+/// a change of image replaces instead of rebuilding.
+pub fn replaces_machines(w: &World, g: usize) -> bool {
+    w.groups[g]
+        .cluster
+        .and_then(|c| w.clusters.get(c))
+        .is_some_and(|c| c.capi.is_some())
+}
+
+/// Creates the machine that replaces member `i` (see [`Replacement`]): a new server, in the
+/// group's current MachineSet (its name) and with the update's image. A replacement left
+/// from a failed attempt is deleted first, as Cluster API deletes a failed Machine.
+fn start_replacement(w: &mut World, g: usize, i: u32) {
+    let now = w.now();
+    let stale = w.groups[g]
+        .members
+        .get_mut(&i)
+        .and_then(|m| m.replacement.take());
+    if let Some(r) = stale {
+        w.unregister_server(&r.server_id);
+    }
+    let image = match w.groups[g].op.as_ref() {
+        Some(op) if !op.target_image.is_empty() => op.target_image.clone(),
+        _ => w.groups[g].image(w),
+    };
+    let server_id = w.ids.uuid();
+    let server_name = super::capi::server_name(w, g).unwrap_or_else(|| server_id.clone());
+    let ip_n = w.groups[g].ip_base + w.groups[g].next_ip;
+    w.groups[g].next_ip += 1;
+    w.register_server(
+        &server_id,
+        ServerRef {
+            group: g,
+            index: i,
+            created_ms: now,
+        },
+    );
+    if let Some(m) = w.groups[g].members.get_mut(&i) {
+        m.replacement = Some(Replacement {
+            server_id,
+            server_name,
+            ip: std::net::Ipv4Addr::from(ip_n).to_string(),
+            image,
+            created_ms: now,
+            since_ms: now,
+            ready: false,
+            fault: None,
+        });
+    }
+}
+
+/// The second step of a replacement: the new server is ACTIVE; the old Machine is deleted
+/// (a quarter of a create, as the engine deletes members). `false` when there is nothing
+/// left to wait for (the old server is gone: adopt the new one).
+fn replacement_built(w: &mut World, g: usize, i: u32) -> bool {
+    let now = w.now();
+    let ready = w.groups[g]
+        .members
+        .get(&i)
+        .and_then(|m| m.replacement.as_ref())
+        .map(|r| r.ready);
+    if ready != Some(false) {
+        return false;
+    }
+    let d = match action_wait_ms(w, g) {
+        Some(ms) => ms / 4,
+        None => w
+            .ids
+            .lognormal_ms(w.cfg.create_median_ms / 4.0, w.cfg.duration_sigma),
+    };
+    if let Some(m) = w.groups[g].members.get_mut(&i) {
+        if let Some(r) = m.replacement.as_mut() {
+            r.ready = true;
+            r.since_ms = now;
+        }
+        m.phase = Phase::Running {
+            action: Action::Update,
+            due: now + d.max(1),
+        };
+        m.since_ms = now;
+    }
+    true
+}
+
+/// The old server is gone: member `i` is now the machine that replaced it.
+fn adopt_replacement(w: &mut World, g: usize, i: u32) {
+    let server = w.groups[g].layout.server();
+    let Some(m) = w.groups[g].members.get_mut(&i) else {
+        return;
+    };
+    let Some(r) = m.replacement.take() else {
+        return;
+    };
+    let old = std::mem::replace(&mut m.server_id, r.server_id.clone());
+    m.server_name = r.server_name;
+    m.ip = r.ip;
+    m.image = r.image;
+    m.created_ms = r.created_ms;
+    let mstack = m.stack;
+    w.unregister_server(&old);
+    if let Some(st) = w.stack_mut(mstack) {
+        if let Some(res) = st.resources.iter_mut().find(|x| &*x.name == server) {
+            res.physical_id = r.server_id;
+        }
+    }
 }
 
 /// Magnum's member output descriptions (kubemaster.yaml / kubeminion.yaml).
@@ -621,8 +751,14 @@ fn run(w: &mut World, g: usize, i: u32, action: Action) {
     w.set_resource_status(rg, &name, ip, STATE_CHANGED);
     w.set_stack_status(mstack, ip, started(action));
     w.set_resource_status(mstack, w.groups[g].layout.server(), ip, STATE_CHANGED);
+    let replace = action == Action::Update && replaces_machines(w, g);
+    if replace {
+        start_replacement(w, g, i);
+    }
     let (median, sigma) = match action {
         Action::Create => (w.cfg.create_median_ms, w.cfg.duration_sigma),
+        // Cluster API's update is a new machine: as long as a create.
+        Action::Update if replace => (w.cfg.create_median_ms, w.cfg.duration_sigma),
         Action::Delete => (w.cfg.create_median_ms / 4.0, w.cfg.duration_sigma),
         _ => (w.cfg.update_median_ms, w.cfg.duration_sigma),
     };
@@ -661,9 +797,17 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
     };
     let mstack = m.stack;
     let server_id = m.server_id.clone();
+    let surge = m.replacement.as_ref().map(|r| r.server_id.clone());
     let name = i.to_string();
     let a = action.as_str();
+    let failing = w.groups[g].fail.contains_key(&i);
+    if action == Action::Update && !failing && replacement_built(w, g, i) {
+        return;
+    }
     if action == Action::Delete {
+        if let Some(id) = surge {
+            w.unregister_server(&id);
+        }
         let done = Status::new(Action::Delete, State::Complete);
         w.set_resource_status(mstack, w.groups[g].layout.server(), done, STATE_CHANGED);
         w.set_stack_status(mstack, done, completed(Action::Delete));
@@ -691,11 +835,19 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
         if let Some(m) = w.groups[g].members.get_mut(&i) {
             m.phase = Phase::Failed(action);
             m.since_ms = now;
-            m.fault = Some(spec.nova_fault.clone());
+            // A replacement that fails is the new server in ERROR; the old one stands.
+            match m.replacement.as_mut() {
+                Some(r) => {
+                    r.fault = Some(spec.nova_fault.clone());
+                    r.since_ms = now;
+                }
+                None => m.fault = Some(spec.nova_fault.clone()),
+            }
         }
         fail_op(w, g, i, &spec);
         return;
     }
+    adopt_replacement(w, g, i);
     let done = Status::new(action, State::Complete);
     w.set_resource_status(mstack, w.groups[g].layout.server(), done, STATE_CHANGED);
     if action == Action::Create {
@@ -1076,7 +1228,12 @@ pub fn tick(w: &mut World, g: usize) {
     due.sort_by_key(|x| (x.0, x.1));
     for (at, i, action) in due {
         w.at_time(at, |w| finish(w, g, i, action));
-        if let Some(op) = w.groups[g].op.as_mut() {
+        // A Cluster API replacement runs on (its old machine is being deleted).
+        let running = matches!(
+            w.groups[g].members.get(&i).map(|m| m.phase),
+            Some(Phase::Running { .. })
+        );
+        if let Some(op) = w.groups[g].op.as_mut().filter(|_| !running) {
             op.active.remove(&i);
         }
     }
