@@ -536,10 +536,10 @@ async fn rollout_status(
     if let Some(plan) = control::find_rollout(heat, &ctx.action, target).await? {
         return observe_status(heat, &ctx.action.journal, &plan).await;
     }
-    if let Some(update) = crate::service::observed_update::find_update(heat, target).await? {
+    if let Some(update) = crate::service::observed_update::find_any(&ctx.conn, target).await? {
         let watches = crate::service::observed_update::Watches::default();
         let mut status =
-            crate::service::observed_update::observe_update(heat, &watches, &update).await?;
+            crate::service::observed_update::observe_any(&ctx.conn, &watches, &update).await?;
         status.id = format!("observed ({})", update.label());
         return Ok(status);
     }

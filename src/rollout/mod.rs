@@ -19,6 +19,7 @@ pub mod engine;
 pub mod lock;
 pub mod observe;
 pub mod observed;
+pub mod observed_nova;
 pub mod plan;
 pub mod status;
 

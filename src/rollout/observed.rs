@@ -11,11 +11,14 @@
 //!
 //! [`Timeline`] folds events in; [`observed_status`] turns the facts of one look into a
 //! [`RolloutStatus`]. Both are pure.
+//!
+//! A Magnum cluster run by a Cluster API driver has no Heat stack: its update is watched
+//! from Nova instead ([`UpdateSource::Nova`], classified by `super::observed_nova`).
 
 use super::observe::SUPERSEDED_MARK;
 use super::status::{NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::drivers::{member_order, NodeGroupTarget};
-use crate::model::{StackEvent, StackRef, Status};
+use crate::model::{CapiCluster, Role, StackEvent, StackRef, Status};
 use crate::ops::hooks::hook_event;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -28,25 +31,67 @@ pub enum UpdateKind {
     Magnum,
     /// A Heat update of a Heat-native node group sent by someone else.
     Heat,
+    /// Magnum's upgrade or resize of a cluster a Cluster API driver runs: Cluster API
+    /// replaces the machines (one new machine, then one old deleted), no Heat involved.
+    MagnumCapi,
 }
 
-/// An update under way on a node group, found in Heat.
+/// Where an observed update's progress is read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpdateSource {
+    /// Heat's stacks: the node group's and its ResourceGroup's.
+    Heat {
+        /// The node group's stack (its status, parameters and update start).
+        stack: StackRef,
+        /// The ResourceGroup's nested stack, which owns the members and their events.
+        group: StackRef,
+    },
+    /// Nova's servers of a Cluster API cluster (named after their Machines, see
+    /// `ops::capi_nodes`) and Magnum's cluster and node group.
+    Nova { capi: CapiCluster, role: Role },
+}
+
+/// An update under way on a node group, found in Heat (or, on Cluster API, in Magnum).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObservedUpdate {
     pub target: NodeGroupTarget,
     pub kind: UpdateKind,
-    /// The node group's stack (its status, parameters and update start).
-    pub stack: StackRef,
-    /// The ResourceGroup's nested stack, which owns the members and their events.
-    pub group: StackRef,
+    pub source: UpdateSource,
 }
 
 impl ObservedUpdate {
+    /// An update seen in Heat's stacks.
+    pub fn heat(target: NodeGroupTarget, kind: UpdateKind, stack: StackRef, group: StackRef) -> Self {
+        ObservedUpdate {
+            target,
+            kind,
+            source: UpdateSource::Heat { stack, group },
+        }
+    }
+
+    /// The node group's stack and its ResourceGroup's, when Heat holds the update.
+    pub fn stacks(&self) -> Option<(&StackRef, &StackRef)> {
+        match &self.source {
+            UpdateSource::Heat { stack, group } => Some((stack, group)),
+            UpdateSource::Nova { .. } => None,
+        }
+    }
+
     /// How the view labels it.
     pub fn label(&self) -> &'static str {
         match self.kind {
             UpdateKind::Magnum => "Magnum update, observed: Magnum runs the batches",
             UpdateKind::Heat => "Heat update not started by caldera, observed",
+            UpdateKind::MagnumCapi => "Magnum update through Cluster API, observed from Nova",
+        }
+    }
+
+    /// What the view says of abort.
+    pub fn abort_note(&self) -> &'static str {
+        match self.kind {
+            UpdateKind::Magnum => "abort: stop it through Magnum",
+            UpdateKind::Heat => "A offers Heat's cancel_update",
+            UpdateKind::MagnumCapi => "abort: Cluster API replaces the machines, not caldera",
         }
     }
 
@@ -56,6 +101,10 @@ impl ObservedUpdate {
             UpdateKind::Magnum => Some(
                 "Magnum owns this update: cancelling its Heat stack behind Magnum leaves the \
                  cluster's status wrong; stop it through Magnum",
+            ),
+            UpdateKind::MagnumCapi => Some(
+                "Magnum's Cluster API driver replaces the machines and there is no Heat stack \
+                 to cancel: caldera cannot stop it",
             ),
             UpdateKind::Heat => None,
         }
@@ -71,12 +120,19 @@ impl ObservedUpdate {
                 "caldera did not start this Heat update: it has no hooks of caldera's to hold \
                  or release nodes on"
             }
+            UpdateKind::MagnumCapi => {
+                "Magnum's Cluster API driver replaces the machines: caldera cannot hold or \
+                 release them"
+            }
         }
     }
 
     /// A stable id for the status line (there is no rollout id).
     pub fn id(&self) -> String {
-        let short: String = self.stack.id.chars().take(8).collect();
+        let short: String = match &self.source {
+            UpdateSource::Heat { stack, .. } => stack.id.chars().take(8).collect(),
+            UpdateSource::Nova { capi, .. } => capi.name.clone(),
+        };
         format!("observed-{short}")
     }
 }

@@ -36,6 +36,8 @@ pub struct LiveOperator {
 
 struct Inner {
     heat: HeatClient,
+    /// The connection, for updates read from Magnum and Nova (Cluster API clusters).
+    conn: CloudConnection,
     drivers: Drivers,
     action: ActionContext,
     config: ActionsConfig,
@@ -55,6 +57,7 @@ impl LiveOperator {
         LiveOperator {
             inner: Arc::new(Inner {
                 heat: conn.heat.clone(),
+                conn: conn.clone(),
                 drivers: Drivers::new(conn),
                 action,
                 config,
@@ -205,7 +208,7 @@ impl Operator for LiveOperator {
         let me = self.inner.clone();
         async move {
             let target = me.target(&cluster, &nodegroup).await?;
-            observed_update::find_update(&me.heat, &target).await
+            observed_update::find_any(&me.conn, &target).await
         }
         .boxed()
     }
@@ -215,7 +218,7 @@ impl Operator for LiveOperator {
         update: ObservedUpdate,
     ) -> BoxFuture<'static, ServiceResult<RolloutStatus>> {
         let me = self.inner.clone();
-        async move { observed_update::observe_update(&me.heat, &me.watches, &update).await }.boxed()
+        async move { observed_update::observe_any(&me.conn, &me.watches, &update).await }.boxed()
     }
 
     fn cancel_update(

@@ -10,6 +10,7 @@ pub mod health;
 pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;
+pub mod observed_nova;
 pub mod observed_update;
 pub mod operator;
 

@@ -9,7 +9,9 @@
 //! (at most `max_events_per_stack`, 1000 by default: five pages); later ones one page.
 
 use super::live::follow_step;
+use super::observed_nova;
 use super::{ErrorKind, EventCursor, ServiceError, ServiceResult};
+use crate::api::cloud::CloudConnection;
 use crate::api::heat::{HeatClient, ResourceQuery, StackAction};
 use crate::drivers::actions::ActionContext;
 use crate::drivers::guard::Reach;
@@ -20,8 +22,9 @@ use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::DriverKind;
 use crate::rollout::observed::{
     batch_size_parameter, image_parameter, observed_status, MemberFact, ObservedUpdate, Timeline,
-    UpdateFacts, UpdateKind,
+    UpdateFacts, UpdateKind, UpdateSource,
 };
+use crate::rollout::observed_nova::Sightings;
 use crate::rollout::RolloutStatus;
 use chrono::Utc;
 use std::collections::HashMap;
@@ -29,25 +32,70 @@ use std::sync::Mutex;
 
 const GROUP_TYPE: &str = "OS::Heat::ResourceGroup";
 
-/// What earlier looks learnt, per group stack id: where the event follower is and the
-/// member timings folded so far.
+/// What earlier looks learnt: per group stack id, where the event follower is and the
+/// member timings folded so far; per Cluster API node group (`cluster/nodegroup`), the
+/// servers Nova listed.
 #[derive(Default)]
-pub struct Watches(Mutex<HashMap<String, (EventCursor, Timeline)>>);
+pub struct Watches {
+    heat: Mutex<HashMap<String, (EventCursor, Timeline)>>,
+    nova: Mutex<HashMap<String, Sightings>>,
+}
+
+/// Takes `key`'s entry out of `map` (a poisoned lock still holds good data: entries are
+/// replaced whole).
+fn take_from<T: Default>(map: &Mutex<HashMap<String, T>>, key: &str) -> T {
+    match map.lock() {
+        Ok(mut m) => m.remove(key).unwrap_or_default(),
+        Err(p) => p.into_inner().remove(key).unwrap_or_default(),
+    }
+}
+
+fn put_into<T>(map: &Mutex<HashMap<String, T>>, key: String, value: T) {
+    match map.lock() {
+        Ok(mut m) => m.insert(key, value),
+        Err(p) => p.into_inner().insert(key, value),
+    };
+}
 
 impl Watches {
     fn take(&self, group_id: &str) -> (EventCursor, Timeline) {
-        match self.0.lock() {
-            Ok(mut m) => m.remove(group_id).unwrap_or_default(),
-            Err(p) => p.into_inner().remove(group_id).unwrap_or_default(),
-        }
+        take_from(&self.heat, group_id)
     }
 
     fn put(&self, group_id: String, watch: (EventCursor, Timeline)) {
-        match self.0.lock() {
-            Ok(mut m) => m.insert(group_id, watch),
-            Err(p) => p.into_inner().insert(group_id, watch),
-        };
+        put_into(&self.heat, group_id, watch)
     }
+}
+
+/// The update under way on `target`, from Heat, or from Magnum for a cluster a Cluster API
+/// driver runs (no stack: `observed_nova`).
+pub async fn find_any(
+    conn: &CloudConnection,
+    target: &NodeGroupTarget,
+) -> ServiceResult<Option<ObservedUpdate>> {
+    match (&target.stack, target.driver, &conn.magnum) {
+        (None, DriverKind::Magnum, Some(magnum)) => observed_nova::find_update(magnum, target).await,
+        _ => find_update(&conn.heat, target).await,
+    }
+}
+
+/// One look at an observed update, where its source keeps it.
+pub async fn observe_any(
+    conn: &CloudConnection,
+    watches: &Watches,
+    update: &ObservedUpdate,
+) -> ServiceResult<RolloutStatus> {
+    let UpdateSource::Nova { .. } = &update.source else {
+        return observe_update(&conn.heat, watches, update).await;
+    };
+    let magnum = conn.magnum.as_ref().ok_or_else(|| {
+        ServiceError::new(ErrorKind::Unsupported, "this cloud has no Magnum endpoint")
+    })?;
+    let key = update.target.label();
+    let mut seen = take_from(&watches.nova, &key);
+    let status = observed_nova::observe_update(magnum, conn.nova.as_ref(), &mut seen, update).await;
+    put_into(&watches.nova, key, seen);
+    status
 }
 
 /// The update under way on `target`'s stack, when it is being updated (or its last update
@@ -93,12 +141,7 @@ pub async fn find_update(
         DriverKind::Magnum => UpdateKind::Magnum,
         DriverKind::HeatNative => UpdateKind::Heat,
     };
-    Ok(Some(ObservedUpdate {
-        target: target.clone(),
-        kind,
-        stack,
-        group,
-    }))
+    Ok(Some(ObservedUpdate::heat(target.clone(), kind, stack, group)))
 }
 
 /// One look at an observed update: three requests plus any further event pages.
@@ -107,23 +150,29 @@ pub async fn observe_update(
     watches: &Watches,
     update: &ObservedUpdate,
 ) -> ServiceResult<RolloutStatus> {
+    let Some((stack, group)) = update.stacks() else {
+        return Err(ServiceError::new(
+            ErrorKind::Unsupported,
+            "this update is not Heat's: observe_any reads it",
+        ));
+    };
     let all = ResourceQuery::default();
     let (detail, members) = futures::join!(
-        heat.get_stack(&update.stack, false),
-        heat.list_resources(&update.group, &all)
+        heat.get_stack(stack, false),
+        heat.list_resources(group, &all)
     );
     let (detail, members) = (detail?, members?);
-    let (mut cursor, mut timeline) = watches.take(&update.group.id);
-    let events = follow_step(heat, &update.group, 0, &mut cursor).await;
+    let (mut cursor, mut timeline) = watches.take(&group.id);
+    let events = follow_step(heat, group, 0, &mut cursor).await;
     let events = match events {
         Ok(events) => events,
         Err(e) => {
             // Keep what was learnt: the next look continues from there.
-            watches.put(update.group.id.clone(), (cursor, timeline));
+            watches.put(group.id.clone(), (cursor, timeline));
             return Err(e);
         }
     };
-    timeline.ingest(&update.group.name, &events);
+    timeline.ingest(&group.name, &events);
     let facts = UpdateFacts {
         id: update.id(),
         target: update.target.label(),
@@ -145,7 +194,7 @@ pub async fn observe_update(
             .collect(),
     };
     let status = observed_status(&facts, &timeline, Utc::now());
-    watches.put(update.group.id.clone(), (cursor, timeline));
+    watches.put(group.id.clone(), (cursor, timeline));
     Ok(status)
 }
 
@@ -161,6 +210,9 @@ pub async fn cancel_update(
     if let Some(why) = update.cancel_refusal() {
         return Err(ServiceError::new(ErrorKind::Unsupported, why));
     }
+    let Some((stack, _)) = update.stacks() else {
+        return Err(ServiceError::new(ErrorKind::Unsupported, "no Heat stack to cancel"));
+    };
     let t = &update.target;
     let what = "update.cancel";
     // Stopping a node group's update reaches all its nodes (a rollback touches every one).
@@ -173,10 +225,10 @@ pub async fn cancel_update(
     let mut entry =
         Entry::new(&ctx.actor, what, &t.label(), Outcome::Ok).calls(vec![ApiCall::new(
             "POST",
-            format!("{}/actions", stack_path(&update.stack)),
+            format!("{}/actions", stack_path(stack)),
             format!("{{\"{}\":null}}", action.key()),
         )]);
-    if let Err(e) = heat.action(&update.stack, action).await {
+    if let Err(e) = heat.action(stack, action).await {
         entry.outcome = Outcome::Failed {
             error: e.to_string(),
         };

@@ -14,15 +14,11 @@ use crate::rollout::observed::{
 fn observed(c: &Cluster, g: &NodeGroup, kind: UpdateKind) -> (ObservedUpdate, RolloutStatus) {
     let target = target_of(c, g);
     let stack = target.stack.clone().expect("fake node groups have stacks");
-    let update = ObservedUpdate {
-        group: StackRef {
-            name: format!("{}-group", stack.name),
-            id: format!("{}-group", stack.id),
-        },
-        target,
-        kind,
-        stack,
+    let group = StackRef {
+        name: format!("{}-group", stack.name),
+        id: format!("{}-group", stack.id),
     };
+    let update = ObservedUpdate::heat(target, kind, stack, group);
     let t0 = demo_epoch() - Chrono::seconds(120);
     let at = |s: i64| Some(t0 + Chrono::seconds(s));
     let member = |i: usize, status: &str, secs: i64| MemberFact {
@@ -62,7 +58,7 @@ fn observed(c: &Cluster, g: &NodeGroup, kind: UpdateKind) -> (ObservedUpdate, Ro
         path: vec![],
     };
     timeline.ingest(
-        &update.group.name,
+        &update.stacks().expect("Heat's").1.name,
         &[
             ev("a", 0, "UPDATE_IN_PROGRESS", 5),
             ev("b", 1, "UPDATE_IN_PROGRESS", 6),

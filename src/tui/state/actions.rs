@@ -709,6 +709,9 @@ impl App {
         let Some(slot) = self.store.rollouts.get(&key) else {
             return;
         };
+        let Some((stack, _)) = update.stacks() else {
+            return;
+        };
         let name = self.production_name(&slot.cluster);
         let mut lines = vec![
             format!(
@@ -717,7 +720,7 @@ impl App {
             ),
             format!(
                 "  POST {}/actions {{\"cancel_update\":null}}",
-                crate::drivers::heat_native::stack_path(&update.stack)
+                crate::drivers::heat_native::stack_path(stack)
             ),
             "  Heat rolls the updated members back to the stack's previous definition".into(),
         ];

@@ -50,11 +50,11 @@ impl RolloutSlot {
     /// The one-line explanation under the header.
     pub fn note(&self) -> Option<String> {
         if let Some(u) = &self.observed {
-            let abort = match u.cancel_refusal() {
-                Some(_) => "abort: stop it through Magnum",
-                None => "A offers Heat's cancel_update",
-            };
-            return Some(format!("{}. p/R/x do not apply; {abort}", u.label()));
+            return Some(format!(
+                "{}. p/R/x do not apply; {}",
+                u.label(),
+                u.abort_note()
+            ));
         }
         match (self.driver, &self.status) {
             (Some(Driver::Elsewhere), Some(s)) if !s.state.is_final() => Some(
