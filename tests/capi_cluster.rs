@@ -357,3 +357,313 @@ async fn the_driver_lists_nodes_and_removes_chosen_ones_by_server_id() {
     assert!(plan.lines()[0].contains("2 node(s) at a time, batches run by Magnum"));
     sim.shutdown().await;
 }
+
+async fn post(sim: &SimHandle, url: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+    let r = reqwest::Client::new()
+        .post(url)
+        .header("X-Auth-Token", token(sim).await)
+        .header("OpenStack-API-Version", "container-infra 1.14")
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    let code = r.status().as_u16();
+    (code, r.json().await.unwrap_or_default())
+}
+
+/// One server as the test reads Nova: name, status, task, image.
+#[derive(Debug, Clone)]
+struct Seen {
+    id: String,
+    name: String,
+    status: String,
+    task: Option<String>,
+    image: String,
+}
+
+impl Seen {
+    fn up(&self) -> bool {
+        self.status == "ACTIVE" && self.task.is_none()
+    }
+}
+
+/// Every server of the Cluster API cluster `capi`, from Nova (as `capi_nodes` lists them).
+async fn servers(sim: &SimHandle, capi: &str) -> Vec<Seen> {
+    let url = format!("{}/servers/detail?name=%5E{capi}-", sim.nova_url());
+    let body = get(sim, &url, "compute 2.96").await;
+    body["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .map(|s| Seen {
+            id: s["id"].as_str().unwrap_or_default().into(),
+            name: s["name"].as_str().unwrap_or_default().into(),
+            status: s["status"].as_str().unwrap_or_default().into(),
+            task: s["OS-EXT-STS:task_state"].as_str().map(str::to_string),
+            image: s["image"]["id"].as_str().unwrap_or_default().into(),
+        })
+        .collect()
+}
+
+/// The servers of node group `ng` (`None`: the control plane, `{capi}-{kcp}-{r}`).
+fn of_group<'a>(all: &'a [Seen], capi: &str, ng: Option<&str>) -> Vec<&'a Seen> {
+    all.iter()
+        .filter(|s| match ng {
+            Some(ng) => s.name.starts_with(&format!("{capi}-{ng}-")),
+            None => s.name.split('-').count() == 4,
+        })
+        .collect()
+}
+
+async fn cluster_json(sim: &SimHandle) -> serde_json::Value {
+    let url = format!("{}/clusters/capi-prod", sim.magnum_url());
+    get(sim, &url, "container-infra 1.14").await
+}
+
+/// Removes the demo's stalled gpu machine (the one Nova cannot place) with a resize naming
+/// its server id, as magnum-cluster-api takes `nodes_to_remove`, and waits for the cluster
+/// to settle: its create never finished, a resize does.
+async fn remove_stalled_gpu(sim: &SimHandle, capi: &str) {
+    let all = servers(sim, capi).await;
+    let gpu = of_group(&all, capi, Some("gpu"));
+    let stalled = gpu.iter().find(|s| s.status == "ERROR").expect("stalled");
+    let url = format!("{}/clusters/capi-prod/actions/resize", sim.magnum_url());
+    let body = serde_json::json!({"node_count": 1, "nodegroup": "gpu", "nodes_to_remove": [stalled.id]});
+    let (code, reply) = post(sim, &url, body).await;
+    assert_eq!(code, 202, "{reply}");
+    for _ in 0..400 {
+        let all = servers(sim, capi).await;
+        if of_group(&all, capi, Some("gpu")).len() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let all = servers(sim, capi).await;
+    let left = of_group(&all, capi, Some("gpu"));
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].up() && left[0].name != stalled.name);
+    assert_eq!(cluster_json(sim).await["status"], "UPDATE_COMPLETE");
+}
+
+fn tokens(name: &str) -> Vec<&str> {
+    name.rsplitn(3, '-').collect()
+}
+
+/// An upgrade through Magnum's API (nodegroup and max_batch_size given, and ignored as
+/// magnum-cluster-api ignores them): every node group's machines are replaced one at a
+/// time — a new server building with the new image, then the old one deleting, then gone —
+/// the workers' new machines in a new MachineSet; the observation from Nova moves one way
+/// and ends completed; `caldera rollout status` shows it headless.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
+    use caldera::drivers::Driver;
+    use caldera::service::observed_update::{find_any, observe_any, Watches};
+    let sim = sim::start(SimOptions::fast("demo", 60.0))
+        .await
+        .expect("simulator");
+    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let drivers = caldera::drivers::resolve::Drivers::new(&conn);
+    let target = drivers
+        .magnum()
+        .expect("magnum")
+        .find_nodegroup("capi-prod", "default-worker")
+        .await
+        .expect("target");
+    let capi = cluster_json(&sim).await["cluster_id"]
+        .as_str()
+        .expect("capi name")
+        .to_string();
+    assert!(
+        find_any(&conn, &target).await.expect("find").is_none(),
+        "a stalled create is no update"
+    );
+    remove_stalled_gpu(&sim, &capi).await;
+    let before = servers(&sim, &capi).await;
+    let old_workers: Vec<String> = of_group(&before, &capi, Some("default-worker"))
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
+    let old_image = before[0].image.clone();
+
+    let url = format!("{}/clusters/capi-prod/actions/upgrade", sim.magnum_url());
+    let body = serde_json::json!({"cluster_template": "k8s-v1.31-capi", "max_batch_size": 3, "nodegroup": "gpu"});
+    let (code, reply) = post(&sim, &url, body).await;
+    assert_eq!(code, 202, "{reply}");
+    let new_image = "ubuntu-2204-kube-v1.31.1";
+    let c = cluster_json(&sim).await;
+    assert_eq!(c["status"], "UPDATE_IN_PROGRESS");
+    let update = find_any(&conn, &target)
+        .await
+        .expect("find")
+        .expect("an update under way");
+    assert_eq!(
+        update.label(),
+        "Magnum update through Cluster API, observed from Nova"
+    );
+    assert!(update.cancel_refusal().is_some());
+
+    // Headless, while it runs.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clouds = dir.path().join("clouds.yaml");
+    std::fs::write(&clouds, sim.clouds_yaml("simcloud")).expect("write clouds.yaml");
+    let (ok, out, err) = caldera(&clouds, &["rollout", "status", "capi-prod/default-worker"]);
+    assert!(ok, "{out}\n{err}");
+    let text = format!("{out}{err}");
+    assert!(
+        text.contains("Magnum update through Cluster API, observed from Nova"),
+        "{text}"
+    );
+    assert!(text.contains("capi-prod/default-worker"), "{text}");
+    eprintln!("{text}");
+
+    let watches = Watches::default();
+    let groups: [(Option<&str>, usize); 3] =
+        [(Some("default-worker"), 5), (None, 3), (Some("gpu"), 1)];
+    let mut prev: Vec<Seen> = before.clone();
+    let mut done_before = 0;
+    let mut finished = false;
+    let (mut saw_building, mut saw_deleting, mut saw_replacing) = (false, false, false);
+    for _ in 0..800 {
+        let all = servers(&sim, &capi).await;
+        saw_building |= all.iter().any(|s| s.status == "BUILD" && s.image == new_image);
+        saw_deleting |= all
+            .iter()
+            .any(|s| s.task.as_deref() == Some("deleting") && s.image == old_image);
+        for (ng, n) in groups {
+            let now = of_group(&all, &capi, ng);
+            let new_building = now
+                .iter()
+                .filter(|s| s.image == new_image && !s.up())
+                .count();
+            assert!(new_building <= 1, "one replacement at a time: {now:?}");
+            assert!(now.len() <= n + 1, "a surge of one: {now:?}");
+            let available = now.iter().filter(|s| s.status == "ACTIVE").count();
+            assert!(available >= n, "none unavailable: {now:?}");
+            // An old server goes only once a new one stands for it.
+            let gone_old = of_group(&prev, &capi, ng)
+                .iter()
+                .filter(|p| p.image == old_image && !now.iter().any(|s| s.name == p.name))
+                .count();
+            let new_up = now
+                .iter()
+                .filter(|s| s.image == new_image && s.up())
+                .count();
+            let old_left = now.iter().filter(|s| s.image == old_image).count();
+            assert!(gone_old == 0 || new_up + old_left >= n, "{now:?}");
+        }
+        let status = observe_any(&conn, &watches, &update).await.expect("observe");
+        assert_eq!(status.nodes.len(), 5, "{:?}", status.nodes);
+        assert!(status.done >= done_before, "done goes one way: {status:?}");
+        saw_replacing |= status.nodes.iter().any(|n| {
+            n.phase == caldera::rollout::NodePhase::Updating
+                && n.reason.as_deref().is_some_and(|r| r.contains("replace"))
+        });
+        done_before = status.done;
+        prev = all;
+        let settled = cluster_json(&sim).await["status"] == "UPDATE_COMPLETE";
+        if settled && status.state == caldera::rollout::RolloutState::Completed {
+            finished = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    }
+    assert!(finished, "the upgrade ends");
+    assert!(saw_building && saw_deleting && saw_replacing);
+    let all = servers(&sim, &capi).await;
+    assert_eq!(all.len(), 5 + 3 + 1);
+    assert!(all.iter().all(|s| s.image == new_image && s.up()), "{all:?}");
+    let workers = of_group(&all, &capi, Some("default-worker"));
+    // A new MachineSet: the same MachineDeployment token, another MachineSet token.
+    let (old_ms, new_ms) = (tokens(&old_workers[0])[1], tokens(&workers[0].name)[1]);
+    assert_ne!(old_ms, new_ms);
+    assert_eq!(tokens(&old_workers[0])[2], tokens(&workers[0].name)[2]);
+    assert!(workers.iter().all(|w| !old_workers.contains(&w.name)));
+    let c = cluster_json(&sim).await;
+    let ng = get(
+        &sim,
+        &format!("{}/clusters/capi-prod/nodegroups/default-worker", sim.magnum_url()),
+        "container-infra 1.14",
+    )
+    .await;
+    assert_eq!(ng["image_id"], new_image);
+    let t = get(
+        &sim,
+        &format!("{}/clustertemplates/k8s-v1.31-capi", sim.magnum_url()),
+        "container-infra 1.14",
+    )
+    .await;
+    assert_eq!(c["cluster_template_id"], t["uuid"]);
+    let status = observe_any(&conn, &watches, &update).await.expect("observe");
+    assert_eq!((status.done, status.remaining), (5, 0));
+    assert!(status.nodes.iter().all(|n| old_workers.contains(&n.name)));
+    sim.shutdown().await;
+}
+
+/// A resize adds a machine to the current MachineSet (a new server) and removes the one
+/// asked for by its server id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resize_adds_machines_and_removes_the_chosen_server() {
+    let sim = sim::start(SimOptions::fast("demo", 60.0))
+        .await
+        .expect("simulator");
+    let capi = cluster_json(&sim).await["cluster_id"]
+        .as_str()
+        .expect("capi name")
+        .to_string();
+    let url = format!("{}/clusters/capi-prod/actions/resize", sim.magnum_url());
+    let before = servers(&sim, &capi).await;
+    let old: Vec<Seen> = of_group(&before, &capi, Some("default-worker"))
+        .into_iter()
+        .cloned()
+        .collect();
+    let (code, _) = post(&sim, &url, serde_json::json!({"node_count": 6})).await;
+    assert_eq!(code, 202);
+    let mut after = Vec::new();
+    for _ in 0..400 {
+        let all = servers(&sim, &capi).await;
+        after = of_group(&all, &capi, Some("default-worker"))
+            .into_iter()
+            .cloned()
+            .collect();
+        if after.len() == 6 && after.iter().all(Seen::up) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(after.len(), 6);
+    let added: Vec<&Seen> = after
+        .iter()
+        .filter(|s| !old.iter().any(|o| o.name == s.name))
+        .collect();
+    assert_eq!(added.len(), 1);
+    // The same MachineSet: only the Machine token differs.
+    assert_eq!(tokens(&added[0].name)[1], tokens(&old[0].name)[1]);
+    let chosen = old[1].clone();
+    let (code, reply) = post(
+        &sim,
+        &url,
+        serde_json::json!({"node_count": 5, "nodes_to_remove": [chosen.id]}),
+    )
+    .await;
+    assert_eq!(code, 202, "{reply}");
+    let mut saw_deleting = false;
+    for _ in 0..400 {
+        let all = servers(&sim, &capi).await;
+        let now = of_group(&all, &capi, Some("default-worker"));
+        saw_deleting |= now
+            .iter()
+            .any(|s| s.name == chosen.name && s.task.as_deref() == Some("deleting"));
+        if now.len() == 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let all = servers(&sim, &capi).await;
+    let now = of_group(&all, &capi, Some("default-worker"));
+    assert_eq!(now.len(), 5);
+    assert!(now.iter().all(|s| s.name != chosen.name));
+    assert!(saw_deleting, "ACTIVE with the task deleting before it went");
+    sim.shutdown().await;
+}
