@@ -40,13 +40,36 @@ fn took(n: &NodeProgress, ctx: &RowCtx) -> Option<i64> {
     }
 }
 
+/// Width of the rollout table's NODE column: Heat member names (`0`..`9999`) fit.
+const NODE_WIDTH: usize = 10;
+
+/// A node name that does not fit its column (a Cluster API machine's server name,
+/// `kube-7xk2q-default-worker-4hq9z-8d2kx-p5mzt`) by its end, where Cluster API puts the
+/// machine's own random token; the REASON column then ends with the whole name.
+fn node_cell(name: &str) -> String {
+    let n = name.chars().count();
+    if n <= NODE_WIDTH {
+        return name.to_string();
+    }
+    let tail: String = name.chars().skip(n - (NODE_WIDTH - 1)).collect();
+    format!("…{tail}")
+}
+
+fn reason_cell(n: &NodeProgress) -> String {
+    let reason = n.reason.clone().unwrap_or_default();
+    if n.name.chars().count() <= NODE_WIDTH {
+        return reason;
+    }
+    format!("{reason}; server {}", n.name)
+}
+
 pub fn rollout_columns() -> Vec<Column<NodeProgress>> {
     vec![
         Column {
             title: "NODE",
             hide_below: 0,
-            width: Constraint::Length(10),
-            text: |n, _| n.name.clone(),
+            width: Constraint::Length(NODE_WIDTH as u16),
+            text: |n, _| node_cell(&n.name),
             sort: |n, _| SortKey::opt_int(n.index.map(i64::from)),
             style: plain,
         },
@@ -111,7 +134,7 @@ pub fn rollout_columns() -> Vec<Column<NodeProgress>> {
             title: "REASON",
             hide_below: 50,
             width: Constraint::Min(10),
-            text: |n, _| n.reason.clone().unwrap_or_default(),
+            text: |n, _| reason_cell(n),
             sort: |n, _| SortKey::opt_str(n.reason.as_deref()),
             style: |n, ctx| {
                 if n.phase == NodePhase::Failed {
