@@ -67,11 +67,14 @@ pub struct NovaFacts {
     pub servers: Vec<ServerFact>,
 }
 
-/// A server an earlier look saw.
+/// A server an earlier look saw. Times are the looks' (this machine's clock), except
+/// `created`, Nova's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sighting {
     pub image: Option<String>,
     pub created: Option<DateTime<Utc>>,
+    /// The first look that listed it.
+    pub first_seen: DateTime<Utc>,
     /// The first look that saw it ready (`ACTIVE`, no task).
     pub ready_at: Option<DateTime<Utc>>,
     /// The first look that no longer found it.
@@ -82,6 +85,8 @@ pub struct Sighting {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sightings {
     pub servers: BTreeMap<String, Sighting>,
+    /// The first look.
+    pub since: Option<DateTime<Utc>>,
 }
 
 /// More than this many gone servers are not remembered (oldest dropped): bounded memory on
@@ -91,6 +96,7 @@ const GONE_KEPT: usize = 5000;
 impl Sightings {
     /// Folds in one look at `servers` made at `now`.
     pub fn ingest(&mut self, servers: &[ServerFact], now: DateTime<Utc>) {
+        self.since.get_or_insert(now);
         for s in servers {
             let seen = self
                 .servers
@@ -98,6 +104,7 @@ impl Sightings {
                 .or_insert_with(|| Sighting {
                     image: s.image.clone(),
                     created: s.created,
+                    first_seen: now,
                     ready_at: None,
                     gone_at: None,
                 });
@@ -124,6 +131,20 @@ impl Sightings {
                 self.servers.remove(&n);
             }
         }
+    }
+
+    /// When a machine's replacement started, on the looks' clock (durations and the pace
+    /// compare it with when the looks saw things end): the look that first listed it, or,
+    /// for a server already there at the first look, Nova's `created` (no later than that
+    /// look). Nova's `created` alone for a server no look recorded.
+    fn started(&self, s: &ServerFact) -> Option<DateTime<Utc>> {
+        let Some(seen) = self.servers.get(&s.name) else {
+            return s.created;
+        };
+        if Some(seen.first_seen) == self.since {
+            return Some(s.created.map_or(seen.first_seen, |c| c.min(seen.first_seen)));
+        }
+        Some(seen.first_seen)
     }
 
     /// Servers seen before and gone now, in the order they went.
@@ -210,7 +231,7 @@ fn rows(facts: &NovaFacts, seen: &Sightings) -> Vec<NodeProgress> {
         let mut r = row(&old.name, NodePhase::Updating, String::new());
         r.reason = Some(match s.ready.pop() {
             Some(new) => {
-                r.released_at = new.created;
+                r.released_at = seen.started(new);
                 format!("replaced by {} ({image}); deleting", new.name)
             }
             None => "deleting".into(),
@@ -237,7 +258,7 @@ fn rows(facts: &NovaFacts, seen: &Sightings) -> Vec<NodeProgress> {
                 format!("{what} {} ({image})", new.status),
             ),
         };
-        r.released_at = new.created;
+        r.released_at = seen.started(new);
         out.push(r);
     }
     for old in standing {
@@ -253,7 +274,7 @@ fn rows(facts: &NovaFacts, seen: &Sightings) -> Vec<NodeProgress> {
     }
     for new in &s.leaving {
         let mut r = row(&new.name, NodePhase::Updating, "deleting".into());
-        r.released_at = new.created;
+        r.released_at = seen.started(new);
         out.push(r);
     }
     // Old servers gone: each replaced by the next ready new server, in order.
@@ -268,18 +289,18 @@ fn rows(facts: &NovaFacts, seen: &Sightings) -> Vec<NodeProgress> {
         r.finished_at = g.gone_at;
         if let Some(new) = ready.next() {
             r.reason = Some(format!("replaced by {} ({image})", new.name));
-            r.released_at = new.created;
+            r.released_at = seen.started(new);
         }
         out.push(r);
     }
     for new in ready {
         let mut r = row(&new.name, NodePhase::Done, format!("image {image}"));
-        r.released_at = new.created;
+        r.released_at = seen.started(new);
         r.finished_at = seen
             .servers
             .get(&new.name)
             .and_then(|x| x.ready_at)
-            .or(new.created);
+            .or(r.released_at);
         out.push(r);
     }
     out

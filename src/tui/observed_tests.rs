@@ -224,13 +224,51 @@ async fn open_prod_rollout_rows(h: &mut H) -> (Cluster, NodeGroup) {
     rows
 }
 
-/// A Magnum upgrade of a Cluster API cluster seen from Nova: two old machines gone and
-/// replaced, one being deleted now that its replacement is up, one whose replacement is
-/// building, two on the old image; computed by the live operator's classification.
+/// Nova's servers of a node group of six at `at` seconds into a Cluster API upgrade: the
+/// k-th replacement starts at 45k s, its new server builds for 50 s, then its old one is
+/// deleting for 15 s, then gone (the next new machine starts while the old one is leaving,
+/// as a MachineDeployment's surge allows).
+fn capi_servers_at(
+    at: i64,
+    t0: chrono::DateTime<chrono::Utc>,
+) -> Vec<crate::rollout::observed_nova::ServerFact> {
+    use crate::rollout::observed_nova::ServerFact;
+    let (old, new) = ("ubuntu-2204-kube-v1.30.2", "ubuntu-2204-kube-v1.31.1");
+    let olds = ["8d2kx-p5mzt", "8d2kx-q7n2w", "8d2kx-r2d2x", "8d2kx-s9k4m", "8d2kx-t3b8v", "8d2kx-u6c1n"];
+    let news = ["w7pq1-a1b2c", "w7pq1-d3e4f", "w7pq1-g5h6i", "w7pq1-j7k8l", "w7pq1-m9n0p", "w7pq1-q1r2s"];
+    let server = |name: &str, status: &str, task: Option<&str>, image: &str, secs: i64| ServerFact {
+        name: format!("kube-7xk2q-default-worker-4hq9z-{name}"),
+        status: status.into(),
+        task_state: task.map(str::to_string),
+        image: Some(image.into()),
+        fault: None,
+        created: Some(t0 + Chrono::seconds(secs)),
+    };
+    let mut out = Vec::new();
+    for k in 0..6 {
+        let start = 45 * k as i64;
+        match at - start {
+            d if d < 50 => out.push(server(olds[k], "ACTIVE", None, old, -3600)),
+            d if d < 65 => out.push(server(olds[k], "ACTIVE", Some("deleting"), old, -3600)),
+            _ => {}
+        }
+        match at - start {
+            d if d < 0 => {}
+            d if d < 50 => out.push(server(news[k], "BUILD", Some("spawning"), new, start)),
+            _ => out.push(server(news[k], "ACTIVE", None, new, start)),
+        }
+    }
+    out
+}
+
+/// A Magnum upgrade of a Cluster API cluster seen from Nova, looked at every 5 s: three old
+/// machines gone and replaced, one being deleted now that its replacement is up, one whose
+/// replacement is building, one on the old image; computed by the live operator's
+/// classification.
 fn observed_capi(c: &Cluster, g: &NodeGroup) -> (ObservedUpdate, RolloutStatus) {
     use crate::model::{CapiCluster, CapiDriver, Role};
     use crate::rollout::observed::UpdateSource;
-    use crate::rollout::observed_nova::{capi_status, NovaFacts, ServerFact, Sightings};
+    use crate::rollout::observed_nova::{capi_status, NovaFacts, Sightings};
     let capi = CapiCluster {
         driver: CapiDriver::MagnumClusterApi,
         name: "kube-7xk2q".into(),
@@ -243,45 +281,19 @@ fn observed_capi(c: &Cluster, g: &NodeGroup) -> (ObservedUpdate, RolloutStatus) 
             role: Role::Worker,
         },
     };
-    let (old, new) = ("ubuntu-2204-kube-v1.30.2", "ubuntu-2204-kube-v1.31.1");
-    let t0 = demo_epoch() - Chrono::seconds(300);
-    let server = |name: &str, status: &str, task: Option<&str>, image: &str, secs: i64| {
-        ServerFact {
-            name: format!("kube-7xk2q-default-worker-4hq9z-{name}"),
-            status: status.into(),
-            task_state: task.map(str::to_string),
-            image: Some(image.into()),
-            fault: None,
-            created: Some(t0 + Chrono::seconds(secs)),
-        }
-    };
-    let olds = ["8d2kx-p5mzt", "8d2kx-q7n2w", "8d2kx-r2d2x", "8d2kx-s9k4m", "8d2kx-t3b8v"];
+    let end = 195;
+    let t0 = demo_epoch() - Chrono::seconds(end);
     let mut seen = Sightings::default();
-    let first: Vec<ServerFact> = olds
-        .iter()
-        .chain(["8d2kx-u6c1n"].iter())
-        .map(|n| server(n, "ACTIVE", None, old, -3600))
-        .collect();
-    seen.ingest(&first, t0 + Chrono::seconds(60));
-    seen.ingest(&first[2..], t0 + Chrono::seconds(150));
-    let now: Vec<ServerFact> = vec![
-        server("w7pq1-a1b2c", "ACTIVE", None, new, 0),
-        server("w7pq1-d3e4f", "ACTIVE", None, new, 90),
-        server("w7pq1-g5h6i", "ACTIVE", None, new, 180),
-        server("w7pq1-j7k8l", "BUILD", Some("spawning"), new, 280),
-        server("8d2kx-r2d2x", "ACTIVE", Some("deleting"), old, -3600),
-        server("8d2kx-s9k4m", "ACTIVE", None, old, -3600),
-        server("8d2kx-t3b8v", "ACTIVE", None, old, -3600),
-        server("8d2kx-u6c1n", "ACTIVE", None, old, -3600),
-    ];
-    seen.ingest(&now, demo_epoch());
+    for at in (-5..=end).step_by(5) {
+        seen.ingest(&capi_servers_at(at, t0), t0 + Chrono::seconds(at));
+    }
     let facts = NovaFacts {
         id: update.id(),
         target: update.target.label(),
-        image: new.into(),
+        image: "ubuntu-2204-kube-v1.31.1".into(),
         cluster_status: Status::parse("UPDATE_IN_PROGRESS"),
         cluster_reason: String::new(),
-        servers: now,
+        servers: capi_servers_at(end, t0),
     };
     let status = capi_status(&facts, &seen, demo_epoch());
     (update, status)
@@ -292,7 +304,7 @@ async fn a_cluster_api_upgrade_is_observed_from_nova_node_by_node() {
     let mut h = H::ops();
     let (c, g) = open_prod_rollout(&mut h).await;
     let (update, status) = observed_capi(&c, &g);
-    assert_eq!((status.done, status.remaining), (2, 4));
+    assert_eq!((status.done, status.remaining), (3, 3));
     h.op = h.op.clone().with_observed_update(update, status);
     h.pump().await;
     let screen = h.render(200, 60);
@@ -300,7 +312,8 @@ async fn a_cluster_api_upgrade_is_observed_from_nova_node_by_node() {
         screen.contains("Magnum update through Cluster API, observed from Nova"),
         "{screen}"
     );
-    assert!(screen.contains("replacement kube-7xk2q-default-worker-4hq9z-w7pq1-j7k8l BUILD"));
+    assert!(screen.contains("replacement kube-7xk2q-default-worker-4hq9z-w7pq1-m9n0p BUILD"));
+    assert!(screen.contains("w7pq1-j7k8l (ubuntu-2204-kube-v1.31.1); deleting"));
     assert!(screen.contains("old image ubuntu-2204-kube-v1.30.2"));
     snap!(h, "observed_capi_update");
     for (key, what) in [('p', "pause"), ('R', "resume"), ('x', "skip")] {
