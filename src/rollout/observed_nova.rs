@@ -296,11 +296,11 @@ fn rows(facts: &NovaFacts, seen: &Sightings) -> Vec<NodeProgress> {
     for new in ready {
         let mut r = row(&new.name, NodePhase::Done, format!("image {image}"));
         r.released_at = seen.started(new);
+        // Finished when a look saw it become ready; one found ready has no known end.
         r.finished_at = seen
             .servers
             .get(&new.name)
-            .and_then(|x| x.ready_at)
-            .or(r.released_at);
+            .and_then(|x| x.ready_at.filter(|t| *t > x.first_seen));
         out.push(r);
     }
     out
@@ -518,6 +518,8 @@ mod tests {
         // so two minutes for the two left.
         assert_eq!(s.throughput_per_min.map(|x| x.round()), Some(1.0));
         assert_eq!(s.eta_secs.map(|x| x.round()), Some(120.0));
+        // Found up: when they finished is unknown.
+        assert!(s.nodes.iter().all(|n| n.finished_at.is_none()));
     }
 
     #[test]
