@@ -428,7 +428,8 @@ async fn remove_stalled_gpu(sim: &SimHandle, capi: &str) {
     let gpu = of_group(&all, capi, Some("gpu"));
     let stalled = gpu.iter().find(|s| s.status == "ERROR").expect("stalled");
     let url = format!("{}/clusters/capi-prod/actions/resize", sim.magnum_url());
-    let body = serde_json::json!({"node_count": 1, "nodegroup": "gpu", "nodes_to_remove": [stalled.id]});
+    let body =
+        serde_json::json!({"node_count": 1, "nodegroup": "gpu", "nodes_to_remove": [stalled.id]});
     let (code, reply) = post(sim, &url, body).await;
     assert_eq!(code, 202, "{reply}");
     for _ in 0..400 {
@@ -527,7 +528,9 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     let (mut saw_building, mut saw_deleting, mut saw_replacing) = (false, false, false);
     for _ in 0..800 {
         let all = servers(&sim, &capi).await;
-        saw_building |= all.iter().any(|s| s.status == "BUILD" && s.image == new_image);
+        saw_building |= all
+            .iter()
+            .any(|s| s.status == "BUILD" && s.image == new_image);
         saw_deleting |= all
             .iter()
             .any(|s| s.task.as_deref() == Some("deleting") && s.image == old_image);
@@ -553,7 +556,9 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
             let old_left = now.iter().filter(|s| s.image == old_image).count();
             assert!(gone_old == 0 || new_up + old_left >= n, "{now:?}");
         }
-        let status = observe_any(&conn, &watches, &update).await.expect("observe");
+        let status = observe_any(&conn, &watches, &update)
+            .await
+            .expect("observe");
         assert_eq!(status.nodes.len(), 5, "{:?}", status.nodes);
         assert!(status.done >= done_before, "done goes one way: {status:?}");
         saw_replacing |= status.nodes.iter().any(|n| {
@@ -573,7 +578,10 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     assert!(saw_building && saw_deleting && saw_replacing);
     let all = servers(&sim, &capi).await;
     assert_eq!(all.len(), 5 + 3 + 1);
-    assert!(all.iter().all(|s| s.image == new_image && s.up()), "{all:?}");
+    assert!(
+        all.iter().all(|s| s.image == new_image && s.up()),
+        "{all:?}"
+    );
     let workers = of_group(&all, &capi, Some("default-worker"));
     // A new MachineSet: the same MachineDeployment token, another MachineSet token.
     let (old_ms, new_ms) = (tokens(&old_workers[0])[1], tokens(&workers[0].name)[1]);
@@ -583,7 +591,10 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     let c = cluster_json(&sim).await;
     let ng = get(
         &sim,
-        &format!("{}/clusters/capi-prod/nodegroups/default-worker", sim.magnum_url()),
+        &format!(
+            "{}/clusters/capi-prod/nodegroups/default-worker",
+            sim.magnum_url()
+        ),
         "container-infra 1.14",
     )
     .await;
@@ -595,7 +606,9 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     )
     .await;
     assert_eq!(c["cluster_template_id"], t["uuid"]);
-    let status = observe_any(&conn, &watches, &update).await.expect("observe");
+    let status = observe_any(&conn, &watches, &update)
+        .await
+        .expect("observe");
     assert_eq!((status.done, status.remaining), (5, 0));
     assert!(status.nodes.iter().all(|n| old_workers.contains(&n.name)));
     sim.shutdown().await;

@@ -61,7 +61,12 @@ pub struct ObservedUpdate {
 
 impl ObservedUpdate {
     /// An update seen in Heat's stacks.
-    pub fn heat(target: NodeGroupTarget, kind: UpdateKind, stack: StackRef, group: StackRef) -> Self {
+    pub fn heat(
+        target: NodeGroupTarget,
+        kind: UpdateKind,
+        stack: StackRef,
+        group: StackRef,
+    ) -> Self {
         ObservedUpdate {
             target,
             kind,

@@ -119,7 +119,11 @@ impl Sightings {
                 seen.gone_at = Some(now);
             }
         }
-        let gone = self.servers.values().filter(|s| s.gone_at.is_some()).count();
+        let gone = self
+            .servers
+            .values()
+            .filter(|s| s.gone_at.is_some())
+            .count();
         if gone > GONE_KEPT {
             let mut by_age: Vec<(DateTime<Utc>, String)> = self
                 .servers
@@ -142,7 +146,10 @@ impl Sightings {
             return s.created;
         };
         if Some(seen.first_seen) == self.since {
-            return Some(s.created.map_or(seen.first_seen, |c| c.min(seen.first_seen)));
+            return Some(
+                s.created
+                    .map_or(seen.first_seen, |c| c.min(seen.first_seen)),
+            );
         }
         Some(seen.first_seen)
     }
@@ -250,7 +257,10 @@ fn rows(facts: &NovaFacts, seen: &Sightings) -> Vec<NodeProgress> {
             (true, f) => row(
                 name,
                 NodePhase::Failed,
-                format!("{what} in ERROR: {}", f.as_deref().unwrap_or("no fault given")),
+                format!(
+                    "{what} in ERROR: {}",
+                    f.as_deref().unwrap_or("no fault given")
+                ),
             ),
             (false, _) => row(
                 name,
@@ -440,8 +450,16 @@ mod tests {
         use NodePhase::*;
         let row = |a: NodePhase, b: NodePhase| vec![("w-a-1".into(), a), ("w-a-2".into(), b)];
         assert_eq!(got[0], row(Pending, Pending));
-        assert_eq!(got[1], row(Updating, Pending), "the oldest is being replaced");
-        assert_eq!(got[2], row(Updating, Pending), "deleting once its replacement is up");
+        assert_eq!(
+            got[1],
+            row(Updating, Pending),
+            "the oldest is being replaced"
+        );
+        assert_eq!(
+            got[2],
+            row(Updating, Pending),
+            "deleting once its replacement is up"
+        );
         assert_eq!(got[3], row(Done, Pending), "done once gone");
     }
 
@@ -531,7 +549,11 @@ mod tests {
         seen.ingest(&after, t(40));
         let s = capi_status(&facts(after), &seen, t(40));
         assert_eq!(s.state, RolloutState::Completed);
-        assert_eq!(s.nodes.len(), 1, "the gone old machine and its replacement: one row");
+        assert_eq!(
+            s.nodes.len(),
+            1,
+            "the gone old machine and its replacement: one row"
+        );
         assert_eq!(s.nodes[0].name, "w-a-1");
         assert_eq!(s.nodes[0].finished_at, Some(t(40)));
         assert_eq!(s.eta_secs, None);

@@ -74,7 +74,9 @@ pub async fn find_any(
     target: &NodeGroupTarget,
 ) -> ServiceResult<Option<ObservedUpdate>> {
     match (&target.stack, target.driver, &conn.magnum) {
-        (None, DriverKind::Magnum, Some(magnum)) => observed_nova::find_update(magnum, target).await,
+        (None, DriverKind::Magnum, Some(magnum)) => {
+            observed_nova::find_update(magnum, target).await
+        }
         _ => find_update(&conn.heat, target).await,
     }
 }
@@ -141,7 +143,12 @@ pub async fn find_update(
         DriverKind::Magnum => UpdateKind::Magnum,
         DriverKind::HeatNative => UpdateKind::Heat,
     };
-    Ok(Some(ObservedUpdate::heat(target.clone(), kind, stack, group)))
+    Ok(Some(ObservedUpdate::heat(
+        target.clone(),
+        kind,
+        stack,
+        group,
+    )))
 }
 
 /// One look at an observed update: three requests plus any further event pages.
@@ -211,7 +218,10 @@ pub async fn cancel_update(
         return Err(ServiceError::new(ErrorKind::Unsupported, why));
     }
     let Some((stack, _)) = update.stacks() else {
-        return Err(ServiceError::new(ErrorKind::Unsupported, "no Heat stack to cancel"));
+        return Err(ServiceError::new(
+            ErrorKind::Unsupported,
+            "no Heat stack to cancel",
+        ));
     };
     let t = &update.target;
     let what = "update.cancel";

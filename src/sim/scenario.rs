@@ -480,7 +480,12 @@ fn capi_build(w: &mut World) {
         }),
     );
     // The template an upgrade of it goes to (Magnum's upgrade takes a template).
-    create_template(w, CAPI_UPGRADE_TEMPLATE, "ubuntu-2204-kube-v1.31.1", "v1.31.1");
+    create_template(
+        w,
+        CAPI_UPGRADE_TEMPLATE,
+        "ubuntu-2204-kube-v1.31.1",
+        "v1.31.1",
+    );
     let groups = w.clusters[c].groups.clone();
     let start = w.now();
     for step in 1..=600 {

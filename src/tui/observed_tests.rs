@@ -234,16 +234,31 @@ fn capi_servers_at(
 ) -> Vec<crate::rollout::observed_nova::ServerFact> {
     use crate::rollout::observed_nova::ServerFact;
     let (old, new) = ("ubuntu-2204-kube-v1.30.2", "ubuntu-2204-kube-v1.31.1");
-    let olds = ["8d2kx-p5mzt", "8d2kx-q7n2w", "8d2kx-r2d2x", "8d2kx-s9k4m", "8d2kx-t3b8v", "8d2kx-u6c1n"];
-    let news = ["w7pq1-a1b2c", "w7pq1-d3e4f", "w7pq1-g5h6i", "w7pq1-j7k8l", "w7pq1-m9n0p", "w7pq1-q1r2s"];
-    let server = |name: &str, status: &str, task: Option<&str>, image: &str, secs: i64| ServerFact {
-        name: format!("kube-7xk2q-default-worker-4hq9z-{name}"),
-        status: status.into(),
-        task_state: task.map(str::to_string),
-        image: Some(image.into()),
-        fault: None,
-        created: Some(t0 + Chrono::seconds(secs)),
-    };
+    let olds = [
+        "8d2kx-p5mzt",
+        "8d2kx-q7n2w",
+        "8d2kx-r2d2x",
+        "8d2kx-s9k4m",
+        "8d2kx-t3b8v",
+        "8d2kx-u6c1n",
+    ];
+    let news = [
+        "w7pq1-a1b2c",
+        "w7pq1-d3e4f",
+        "w7pq1-g5h6i",
+        "w7pq1-j7k8l",
+        "w7pq1-m9n0p",
+        "w7pq1-q1r2s",
+    ];
+    let server =
+        |name: &str, status: &str, task: Option<&str>, image: &str, secs: i64| ServerFact {
+            name: format!("kube-7xk2q-default-worker-4hq9z-{name}"),
+            status: status.into(),
+            task_state: task.map(str::to_string),
+            image: Some(image.into()),
+            fault: None,
+            created: Some(t0 + Chrono::seconds(secs)),
+        };
     let mut out = Vec::new();
     for k in 0..6 {
         let start = 45 * k as i64;
