@@ -170,6 +170,7 @@ pub fn node_from_server(nodegroup_id: &str, s: &ServerInfo) -> Node {
         image: s.image.clone(),
         since: s.updated.or(s.created),
         hook_paused: false,
+        server_id: Some(s.id.clone()),
         stack_id: None,
     }
 }

@@ -292,6 +292,7 @@ impl FakeOperator {
                     image: None,
                     since: Some(now),
                     hook_paused: false,
+                    server_id: None,
                     stack_id: None,
                 });
             }

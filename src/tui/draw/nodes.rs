@@ -304,6 +304,7 @@ mod tests {
                 image: None,
                 since: Some(now - Duration::seconds(age)),
                 hook_paused: paused,
+                server_id: None,
                 stack_id: None,
             },
             ip_error: None,

@@ -585,6 +585,8 @@ pub struct Store {
     pub events: HashMap<String, EventLog>,
     /// By stack id.
     pub trees: HashMap<String, Slot<TreeData>>,
+    /// Node details (Nova servers), by the node they were opened from.
+    pub servers: HashMap<crate::model::NodeKey, Slot<crate::model::ServerDetail>>,
     /// Stack names learnt from the workers, by id.
     pub stack_names: HashMap<String, String>,
     /// Rollouts by node group id.
