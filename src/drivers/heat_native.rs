@@ -412,6 +412,7 @@ pub fn node_from_resource(target: &NodeGroupTarget, r: &crate::model::StackResou
         since: r.updated_at,
         hook_paused: false,
         server_id: None,
+        created: None,
         stack_id: r.nested.as_ref().map(|s| s.id.clone()),
     }
 }

@@ -21,7 +21,7 @@
 //! `caldera nodegroups` word it.
 
 use crate::model::Status;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 
 /// A server in BUILD this many times longer than its siblings' median build is stalled.
 pub const SLOW_FACTOR: i64 = 3;
@@ -53,6 +53,27 @@ impl From<&crate::api::nova::ServerInfo> for ServerLook {
             created: s.created,
             updated: s.updated,
         }
+    }
+}
+
+impl ServerLook {
+    /// A node read from Nova (a Cluster API node: its status is Nova's, its reason the
+    /// fault); `None` for a node whose status is Heat's.
+    pub fn of_node(n: &crate::model::Node) -> Option<ServerLook> {
+        if n.status.action != crate::ops::capi_nodes::NOVA_ACTION {
+            return None;
+        }
+        Some(ServerLook {
+            name: n.name.clone(),
+            status: n.status.raw.clone(),
+            fault: n
+                .status
+                .is_failed()
+                .then(|| n.status_reason.clone())
+                .flatten(),
+            created: n.created,
+            updated: n.since,
+        })
     }
 }
 
@@ -254,6 +275,7 @@ pub fn assess(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::Duration;
 
     fn t0() -> DateTime<Utc> {
         DateTime::parse_from_rfc3339("2026-03-01T12:00:00Z")

@@ -535,6 +535,7 @@ fn add_cluster(
                 since: Some(d.now - ChronoDuration::seconds(since_s)),
                 hook_paused: paused,
                 server_id: None,
+                created: None,
                 stack_id: Some(format!("{name}-{gname}-member-{i}")),
             });
             if ng_upgrading && i < 40 {

@@ -293,6 +293,7 @@ impl FakeOperator {
                     since: Some(now),
                     hook_paused: false,
                     server_id: None,
+                    created: None,
                     stack_id: None,
                 });
             }

@@ -81,6 +81,7 @@ fn node_from_member(nodegroup: &NodeGroup, m: &Member, paused: bool) -> Node {
         since: m.since,
         hook_paused: paused,
         server_id: None,
+        created: None,
         stack_id: m.stack.as_ref().map(|s| s.id.clone()),
     }
 }
