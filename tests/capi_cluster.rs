@@ -225,6 +225,14 @@ async fn headless_clusters_nodegroups_and_ips() {
         err.contains("runs on Cluster API (magnum-cluster-api"),
         "{err}"
     );
+    // The cluster says CREATE_IN_PROGRESS; its gpu server in ERROR says it failed.
+    assert!(
+        err.contains("node group gpu failed: 1 server(s) in ERROR")
+            && err.contains("-gpu-")
+            && err.contains(": No valid host was found."),
+        "{err}"
+    );
+    assert!(!err.contains("node group default-worker"), "{err}");
     let rows: Vec<&str> = out.lines().skip(1).collect();
     assert_eq!(rows.len(), 3, "{out}");
     assert!(rows.iter().all(|r| r.ends_with(',')), "no stack_id: {out}");

@@ -341,3 +341,80 @@ fn ctrl_c_key_and_sighup_quit() {
     let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
     assert!(log.contains("SIGHUP: quitting"), "{log}");
 }
+
+/// Enter on a node opens its Nova server: a Cluster API machine Nova could not place (its
+/// server id from Nova's listing) shows its fault and that Nova has no console log for it
+/// (409); a Magnum-on-Heat member (its server found in its nested stack) likewise.
+#[test]
+fn node_detail_shows_the_servers_fault_160x48() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(160, 48);
+    clusters_shown(&mut c);
+    c.press("/capi-prod", "the filter line", |s| s.has("/capi-prod"));
+    c.press(ENTER, "the list filtered to capi-prod", |s| {
+        counter(s, "Clusters") == Some((1, 6))
+    });
+    c.press(ENTER, "capi-prod's node groups", |s| {
+        s.has_all(&["Node groups of capi-prod", "gpu"])
+    });
+    c.press("/gpu", "the filter line", |s| s.has("/gpu"));
+    c.press(ENTER, "the node groups filtered", |s| {
+        counter(s, "Node groups of capi-prod").is_some_and(|(shown, _)| shown == 1)
+    });
+    c.press(ENTER, "gpu's nodes from Nova", |s| {
+        counter(s, "Nodes of gpu") == Some((2, 2))
+    });
+    c.press("/ERROR", "the filter line", |s| s.has("/ERROR"));
+    c.press(ENTER, "the machine in ERROR", |s| {
+        counter(s, "Nodes of gpu") == Some((1, 2))
+    });
+    c.press(ENTER, "its server's detail", |s| {
+        s.has_all(&[
+            "Server of kube-",
+            "Status     ERROR",
+            "Fault      [500] No valid host was found.",
+            "Details    Traceback (most recent call last):",
+            "NoValidHost",
+            "Console log",
+            "(409)",
+            "is not ready",
+        ])
+    });
+    c.press(ESC, "back to the nodes", |s| s.has("Nodes of gpu"));
+
+    // A Magnum-on-Heat member: batch-jobs' default-worker member 5 never got a host.
+    c.press(":clusters\r", "the cluster list", |s| s.has("Clusters ["));
+    c.press(&format!("/{CTRL_U}batch-jobs"), "the filter line", |s| {
+        s.has("/batch-jobs")
+    });
+    c.press(ENTER, "the list filtered to batch-jobs", |s| {
+        counter(s, "Clusters") == Some((1, 6))
+    });
+    c.press(ENTER, "batch-jobs' node groups", |s| {
+        s.has_all(&["Node groups of batch-jobs", "default-worker"])
+    });
+    c.press("/default-worker", "the filter line", |s| {
+        s.has("/default-worker")
+    });
+    c.press(ENTER, "the node groups filtered", |s| {
+        counter(s, "Node groups of batch-jobs").is_some_and(|(shown, _)| shown == 1)
+    });
+    c.press(ENTER, "default-worker's nodes", |s| {
+        s.has("Nodes of default-worker")
+    });
+    c.press("/FAILED", "the filter line", |s| s.has("/FAILED"));
+    c.press(ENTER, "the failed member", |s| {
+        counter(s, "Nodes of default-worker").is_some_and(|(shown, _)| shown == 1)
+    });
+    c.press(ENTER, "its server's detail", |s| {
+        s.has_all(&[
+            "Status     ERROR",
+            "No valid host was found. There are not enough hosts available.",
+            "Console log",
+        ])
+    });
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    c.assert_restored();
+}

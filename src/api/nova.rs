@@ -4,6 +4,8 @@
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::http::Transport;
 use crate::fetch::{paginate, Page};
+use crate::model::server::{power_state_name, ServerAddr};
+use crate::model::{ConsoleTail, ServerDetail, ServerFault};
 use futures::Stream;
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -96,12 +98,49 @@ struct ServerWire {
     created: Option<chrono::DateTime<chrono::Utc>>,
     #[serde(default, deserialize_with = "crate::api::time::de_opt_time")]
     updated: Option<chrono::DateTime<chrono::Utc>>,
+    /// `{"id": ...}` before microversion 2.47, `{"original_name": ...}` from it.
+    #[serde(default)]
+    flavor: Option<FlavorWire>,
+    /// Admin-only: the compute host the server runs on.
+    #[serde(rename = "OS-EXT-SRV-ATTR:host", default)]
+    host: Option<String>,
+    #[serde(rename = "OS-EXT-STS:vm_state", default)]
+    vm_state: Option<String>,
+    #[serde(rename = "OS-EXT-STS:power_state", default)]
+    power_state: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
 struct FaultWire {
     #[serde(default)]
     message: Option<String>,
+    #[serde(default)]
+    code: Option<u16>,
+    /// The traceback; Nova shows it to admins only, and not for every code.
+    #[serde(default)]
+    details: Option<String>,
+    #[serde(default, deserialize_with = "crate::api::time::de_opt_time")]
+    created: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FlavorWire {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    original_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ServerOne {
+    server: ServerWire,
+}
+
+/// `os-getConsoleOutput`'s answer.
+#[derive(Debug, Deserialize)]
+struct ConsoleWire {
+    #[serde(default)]
+    output: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -117,6 +156,58 @@ fn de_null_map<'de, D: Deserializer<'de>, V: Deserialize<'de>>(
     d: D,
 ) -> Result<BTreeMap<String, V>, D::Error> {
     Ok(Option::<BTreeMap<String, V>>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A server's detail for the node view; the console log is filled in by the caller.
+fn detail_from(s: ServerWire) -> ServerDetail {
+    let nonempty = |v: Option<String>| v.filter(|s| !s.is_empty());
+    let addresses = s
+        .addresses
+        .iter()
+        .flat_map(|(network, addrs)| {
+            addrs.iter().map(move |a| ServerAddr {
+                network: network.clone(),
+                addr: a.addr.clone(),
+                kind: a.kind.clone().unwrap_or_default(),
+            })
+        })
+        .collect();
+    let flavor = s
+        .flavor
+        .as_ref()
+        .and_then(|f| nonempty(f.original_name.clone()).or_else(|| nonempty(f.id.clone())));
+    let image = s
+        .image
+        .as_ref()
+        .and_then(|i| i.get("id"))
+        .and_then(|i| i.as_str())
+        .map(str::to_string);
+    let fault = s.fault.as_ref().and_then(|f| {
+        let message = nonempty(f.message.clone())?;
+        Some(ServerFault {
+            code: f.code,
+            message,
+            details: nonempty(f.details.clone()),
+            created: f.created,
+        })
+    });
+    ServerDetail {
+        id: s.id,
+        name: s.name,
+        status: s.status,
+        task_state: nonempty(s.task_state),
+        vm_state: nonempty(s.vm_state),
+        power_state: s.power_state.map(power_state_name),
+        host: nonempty(s.host),
+        zone: nonempty(s.zone),
+        flavor,
+        image: nonempty(image),
+        fault,
+        addresses,
+        created: s.created,
+        updated: s.updated,
+        console: ConsoleTail::Unavailable("not asked".into()),
+    }
 }
 
 fn server_from(s: ServerWire) -> ServerInfo {
@@ -228,6 +319,45 @@ impl NovaClient {
         })
     }
 
+    fn server_url(&self, id: &str, action: bool) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut p) = url.path_segments_mut() {
+            p.pop_if_empty();
+            p.extend(["servers", id]);
+            if action {
+                p.push("action");
+            }
+        }
+        url
+    }
+
+    /// `GET /servers/{id}`: one server with everything the node detail shows.
+    pub async fn get_server(&self, id: &str) -> ApiResult<ServerDetail> {
+        let one: ServerOne = self
+            .transport
+            .get_json(self.server_url(id, false).as_str())
+            .await?;
+        Ok(detail_from(one.server))
+    }
+
+    /// The last `lines` lines of the server's console log:
+    /// `POST /servers/{id}/action {"os-getConsoleOutput": {"length": N}}`, answered
+    /// `{"output": "..."}`. Nova refuses with 403 (policy), 409 (the server has no host
+    /// yet, e.g. it never got scheduled) or 501 (the hypervisor keeps no log).
+    pub async fn console_output(&self, id: &str, lines: usize) -> ApiResult<String> {
+        let body = serde_json::json!({"os-getConsoleOutput": {"length": lines}});
+        let resp = self
+            .transport
+            .send_json(
+                reqwest::Method::POST,
+                self.server_url(id, true).as_str(),
+                Some(&body),
+            )
+            .await?;
+        let out: ConsoleWire = resp.json()?;
+        Ok(out.output.unwrap_or_default())
+    }
+
     /// Every server matching `query`, page by page.
     pub fn list_servers_detail(
         &self,
@@ -319,5 +449,63 @@ mod tests {
         assert_eq!(s1.fixed_ips(), ["10.0.0.5"]);
         assert_eq!(s1.metadata.get("heat_stack").map(String::as_str), Some("x"));
         assert!(servers[2].addresses.is_empty());
+    }
+
+    /// `server show` with the admin fields and the fault's details (2.47 embeds the flavor),
+    /// and the console log: asked with a bounded length, a policy refusal kept as Nova's 403.
+    #[tokio::test]
+    async fn shows_one_server_and_asks_for_its_console_log() {
+        let server = FaultServer::start(move |hit| match (hit.method.as_str(), hit.path.as_str()) {
+            ("GET", "/v2.1/servers/s1") => Reply::ok(json!({"server": {
+                "id": "s1", "name": "n-1", "status": "ERROR",
+                "OS-EXT-STS:task_state": null, "OS-EXT-STS:vm_state": "error",
+                "OS-EXT-STS:power_state": 0, "OS-EXT-SRV-ATTR:host": "cmp-7",
+                "OS-EXT-AZ:availability_zone": "az-1",
+                "flavor": {"original_name": "m1.large", "vcpus": 4},
+                "image": "",
+                "addresses": {"private": [{"addr": "10.0.0.9", "version": 4, "OS-EXT-IPS:type": "fixed"}]},
+                "fault": {"code": 500, "message": "No valid host was found.", "details": "Traceback\n  x", "created": "2026-01-02T03:04:05Z"},
+                "created": "2026-01-02T03:00:00Z", "updated": "2026-01-02T03:04:05Z"}})),
+            ("POST", "/v2.1/servers/s1/action") => Reply::ok(json!({"output": "a\nb\n"})),
+            ("POST", "/v2.1/servers/s2/action") => Reply::json(
+                403,
+                json!({"forbidden": {"code": 403, "message": "Policy doesn't allow os_compute_api:os-console-output to be performed."}}).to_string(),
+            ),
+            _ => Reply::status(404),
+        })
+        .await;
+        let t = Transport::new(&TransportConfig {
+            retry: RetryPolicy::never(),
+            ..TransportConfig::default()
+        })
+        .unwrap();
+        let nova = NovaClient::new(t, &server.url("/v2.1")).unwrap();
+        let d = nova.get_server("s1").await.unwrap();
+        assert_eq!(d.status, "ERROR");
+        assert_eq!(d.power_state.as_deref(), Some("nostate"));
+        assert_eq!(d.host.as_deref(), Some("cmp-7"));
+        assert_eq!(d.flavor.as_deref(), Some("m1.large"));
+        assert_eq!(d.image, None, "booted from a volume");
+        assert_eq!(d.addresses.len(), 1);
+        let f = d.fault.unwrap();
+        assert_eq!(
+            (f.code, f.message.as_str()),
+            (Some(500), "No valid host was found.")
+        );
+        assert_eq!(f.details.as_deref(), Some("Traceback\n  x"));
+        assert_eq!(nova.console_output("s1", 50).await.unwrap(), "a\nb\n");
+        let hits = server.hits();
+        let asked = hits.iter().find(|h| h.method == "POST").unwrap().json();
+        assert_eq!(asked, json!({"os-getConsoleOutput": {"length": 50}}));
+        match nova.console_output("s2", 50).await {
+            Err(ApiError::Http {
+                status: 403,
+                message,
+                ..
+            }) => {
+                assert!(message.contains("Policy doesn't allow"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

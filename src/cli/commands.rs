@@ -156,6 +156,50 @@ async fn clusters(service: &LiveService, format: Format) -> CmdResult {
     print_table(&t, format)
 }
 
+/// A Cluster API cluster stays `CREATE_IN_PROGRESS` when it cannot be built: what its Nova
+/// servers say instead, one line per node group that failed or stalled (on stderr, so the
+/// table stays machine-readable; see `ops::capi_stall`). A single look: a stall is seen from
+/// how long servers take, not from counts that never move.
+async fn capi_verdicts(
+    nova: &crate::api::nova::NovaClient,
+    cluster: &crate::model::Cluster,
+    capi: &crate::model::CapiCluster,
+    groups: &[crate::model::NodeGroup],
+) {
+    use crate::ops::capi_nodes::{cluster_servers, is_member};
+    use crate::ops::capi_stall::{assess, ServerLook};
+    let servers = match cluster_servers(nova, capi).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "cluster {}: its servers could not be read from Nova: {}",
+                terminal_safe(&cluster.name),
+                terminal_safe(&e.to_string())
+            );
+            return;
+        }
+    };
+    let now = chrono::Utc::now();
+    for g in groups {
+        let looks: Vec<ServerLook> = servers
+            .iter()
+            .filter(|s| is_member(capi, &g.name, g.role, &s.name))
+            .map(ServerLook::from)
+            .collect();
+        let since = match g.status.action.as_str() {
+            "UPDATE" => cluster.updated_at.or(cluster.created_at),
+            _ => cluster.created_at,
+        };
+        if let Some(line) = assess(&g.status, since, &looks, None, now).line(now) {
+            eprintln!(
+                "node group {} {}",
+                terminal_safe(&g.name),
+                terminal_safe(&line)
+            );
+        }
+    }
+}
+
 async fn nodegroups(
     service: &LiveService,
     conn: &CloudConnection,
@@ -175,6 +219,9 @@ async fn nodegroups(
                 capi.driver.as_str(),
                 terminal_safe(&capi.name)
             );
+        }
+        if let (Some(capi), Some(nova)) = (&found.cluster.capi, &conn.nova) {
+            capi_verdicts(nova, &found.cluster, capi, &found.nodegroups).await;
         }
         for g in &found.nodegroups {
             t.push([

@@ -505,6 +505,8 @@ impl Driver for MagnumDriver {
                     image: None,
                     since: r.resource.updated_at,
                     hook_paused: false,
+                    server_id: None,
+                    created: None,
                     stack_id: r.resource.nested.as_ref().map(|s| s.id.clone()),
                 })
                 .collect();

@@ -28,6 +28,13 @@ pub struct Node {
     pub hook_paused: bool,
     /// The member's nested stack id, when it has one.
     pub stack_id: Option<String>,
+    /// The Nova server's id when the listing that found the node knew it (Cluster API nodes
+    /// come from Nova's own listing); a Heat member's server is looked up when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    /// When the node's server was created (Nova), for how long builds take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<DateTime<Utc>>,
 }
 
 /// One member's addresses, as the IP fetcher streams them.

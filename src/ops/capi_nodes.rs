@@ -131,6 +131,9 @@ pub async fn cluster_servers(nova: &NovaClient, capi: &CapiCluster) -> ApiResult
     .await
 }
 
+/// The `action` of a node status read from Nova (its `raw` is Nova's status).
+pub const NOVA_ACTION: &str = "NOVA";
+
 /// A Nova status as a node status: `ACTIVE` is settled, `BUILD`/`REBUILD`/`RESIZE`/... and
 /// an `ACTIVE` server with a task (`deleting`) are in progress, `ERROR` failed.
 pub fn server_status(s: &ServerInfo) -> Status {
@@ -143,7 +146,7 @@ pub fn server_status(s: &ServerInfo) -> Status {
         _ => StatusState::Unknown,
     };
     Status {
-        action: "NOVA".into(),
+        action: NOVA_ACTION.into(),
         state,
         raw: s.status.clone(),
     }
@@ -170,6 +173,8 @@ pub fn node_from_server(nodegroup_id: &str, s: &ServerInfo) -> Node {
         image: s.image.clone(),
         since: s.updated.or(s.created),
         hook_paused: false,
+        server_id: Some(s.id.clone()),
+        created: s.created,
         stack_id: None,
     }
 }

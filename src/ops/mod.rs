@@ -3,6 +3,7 @@
 //! Pure bookkeeping lives in its own modules so it can be tested without a server.
 
 pub mod capi_nodes;
+pub mod capi_stall;
 pub mod discover;
 pub mod event_tracker;
 pub mod failures;

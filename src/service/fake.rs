@@ -29,6 +29,7 @@ pub enum FakeOp {
     StreamNodes,
     StackResources,
     PollEvents,
+    ServerDetail,
 }
 
 /// The fake's data; public so tests can shape it directly through [`FakeCloud::with_data`].
@@ -55,6 +56,8 @@ pub struct FakeData {
     pub step: u64,
     /// Make `info()` panic (to test the console's panic hook).
     pub panic_on_info: bool,
+    /// Nova servers by name (the node detail); a node without one is "not found".
+    pub servers: HashMap<String, crate::model::ServerDetail>,
     event_seq: u64,
 }
 
@@ -531,6 +534,8 @@ fn add_cluster(
                 image: Some(image.into()),
                 since: Some(d.now - ChronoDuration::seconds(since_s)),
                 hook_paused: paused,
+                server_id: None,
+                created: None,
                 stack_id: Some(format!("{name}-{gname}-member-{i}")),
             });
             if ng_upgrading && i < 40 {
@@ -827,6 +832,21 @@ impl CloudService for FakeCloud {
                 .or_else(|| nested_resources(d, &stack, nested_depth))
                 .unwrap_or_default()
         })
+    }
+
+    fn server_detail(
+        &self,
+        target: crate::model::ServerTarget,
+    ) -> BoxFuture<'static, ServiceResult<crate::model::ServerDetail>> {
+        let found = self.answer(FakeOp::ServerDetail, move |d| {
+            d.servers.get(&target.name).cloned().ok_or_else(|| {
+                ServiceError::new(
+                    super::ErrorKind::NotFound,
+                    format!("no Nova server named {}", target.name),
+                )
+            })
+        });
+        async move { found.await? }.boxed()
     }
 
     fn poll_events(

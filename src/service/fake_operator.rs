@@ -292,6 +292,8 @@ impl FakeOperator {
                     image: None,
                     since: Some(now),
                     hook_paused: false,
+                    server_id: None,
+                    created: None,
                     stack_id: None,
                 });
             }

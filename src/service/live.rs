@@ -80,6 +80,8 @@ fn node_from_member(nodegroup: &NodeGroup, m: &Member, paused: bool) -> Node {
         image: None,
         since: m.since,
         hook_paused: paused,
+        server_id: None,
+        created: None,
         stack_id: m.stack.as_ref().map(|s| s.id.clone()),
     }
 }
@@ -232,6 +234,34 @@ impl CloudService for LiveService {
         .boxed()
     }
 
+    fn server_detail(
+        &self,
+        target: crate::model::ServerTarget,
+    ) -> BoxFuture<'static, ServiceResult<crate::model::ServerDetail>> {
+        let heat = self.conn.heat.clone();
+        let nova = self.conn.nova.clone();
+        async move {
+            let Some(nova) = nova else {
+                return Err(ServiceError::new(
+                    super::ErrorKind::Unsupported,
+                    format!(
+                        "this cloud has no Nova endpoint: the server of {} cannot be shown",
+                        target.name
+                    ),
+                ));
+            };
+            let id = find_server_id(&heat, &nova, &target).await?;
+            let (detail, console) = futures::join!(
+                nova.get_server(&id),
+                nova.console_output(&id, crate::model::server::CONSOLE_LINES)
+            );
+            let mut detail = detail.map_err(ServiceError::from)?;
+            detail.console = console_tail(console);
+            Ok(detail)
+        }
+        .boxed()
+    }
+
     fn poll_events(
         &self,
         stack: StackRef,
@@ -255,6 +285,102 @@ impl CloudService for LiveService {
             Ok((events, cursor))
         }
         .boxed()
+    }
+}
+
+/// The Nova server behind a node: the id the node listing knew (Cluster API), else the
+/// `OS::Nova::Server` inside the member's nested stack (Magnum's and caldera's templates:
+/// a member is a stack holding its server), else the member resource itself when it is the
+/// server (a plain `ResourceGroup` of servers), else the one server Nova knows by the node's
+/// name.
+async fn find_server_id(
+    heat: &HeatClient,
+    nova: &crate::api::nova::NovaClient,
+    target: &crate::model::ServerTarget,
+) -> ServiceResult<String> {
+    if let Some(id) = &target.server_id {
+        return Ok(id.clone());
+    }
+    let server_type = IpOptions::default().server_type;
+    if let Some(member_stack) = &target.member_stack {
+        let stack = resolve(heat, member_stack).await?;
+        let query = ResourceQuery {
+            nested_depth: Some(1),
+            with_detail: false,
+            filters: vec![("type".into(), server_type.clone())],
+        };
+        let found = heat
+            .list_resources(&stack, &query)
+            .await
+            .map_err(ServiceError::from)?;
+        if let Some(id) = found.into_iter().find_map(|r| r.resource.physical_id) {
+            return Ok(id);
+        }
+    } else if let Some(group_stack) = &target.group_stack {
+        let stack = resolve(heat, group_stack).await?;
+        let query = ResourceQuery {
+            nested_depth: None,
+            with_detail: false,
+            filters: vec![("name".into(), target.key.member.clone())],
+        };
+        let found = heat
+            .list_resources(&stack, &query)
+            .await
+            .map_err(ServiceError::from)?;
+        if let Some(id) = found
+            .into_iter()
+            .filter(|r| r.resource.resource_type == server_type)
+            .find_map(|r| r.resource.physical_id)
+        {
+            return Ok(id);
+        }
+    }
+    // Nova's `name` filter is a regular expression: anchored and escaped, one exact name.
+    let exact = format!("^{}$", regex::escape(&target.name));
+    let servers: Vec<crate::api::nova::ServerInfo> = nova
+        .list_servers_detail(crate::api::nova::ServerQuery {
+            limit: Some(2),
+            filters: vec![("name".into(), exact)],
+        })
+        .take(2)
+        .try_collect()
+        .await
+        .map_err(ServiceError::from)?;
+    match servers.as_slice() {
+        [one] => Ok(one.id.clone()),
+        [] => Err(ServiceError::new(
+            super::ErrorKind::NotFound,
+            format!(
+                "{} has no Nova server yet (Heat has not created it, or it is gone)",
+                target.name
+            ),
+        )),
+        _ => Err(ServiceError::new(
+            super::ErrorKind::NotFound,
+            format!("more than one Nova server is named {}", target.name),
+        )),
+    }
+}
+
+/// The console log, or why Nova would not give it: the detail shows either.
+fn console_tail(found: crate::api::ApiResult<String>) -> crate::model::ConsoleTail {
+    use crate::model::ConsoleTail;
+    match found {
+        Ok(raw) => ConsoleTail::Lines(crate::model::server::console_lines(
+            &raw,
+            crate::model::server::CONSOLE_LINES,
+        )),
+        Err(crate::api::ApiError::Http {
+            status, message, ..
+        }) => ConsoleTail::Unavailable(match status {
+            403 => format!(
+                "Nova's policy does not let this user read the console log (403): {message}"
+            ),
+            409 => format!("Nova has no console log for this server yet (409): {message}"),
+            501 => format!("this hypervisor keeps no console log (501): {message}"),
+            s => format!("Nova refused the console log (HTTP {s}): {message}"),
+        }),
+        Err(e) => ConsoleTail::Unavailable(format!("console log not read: {e}")),
     }
 }
 

@@ -15,10 +15,12 @@ pub mod observed_update;
 pub mod operator;
 
 use crate::model::{
-    Cluster, NodeAddress, NodeGroup, StackEvent, StackRef, StackResource, StackSummary,
+    Cluster, NodeAddress, NodeGroup, ServerDetail, ServerTarget, StackEvent, StackRef,
+    StackResource, StackSummary,
 };
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
+use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -188,4 +190,20 @@ pub trait CloudService: Send + Sync + 'static {
         nested_depth: u32,
         cursor: EventCursor,
     ) -> BoxFuture<'static, ServiceResult<(Vec<StackEvent>, EventCursor)>>;
+
+    /// One node's Nova server (`server show`) with the tail of its console log. A cloud
+    /// without Nova says so.
+    fn server_detail(
+        &self,
+        target: ServerTarget,
+    ) -> BoxFuture<'static, ServiceResult<ServerDetail>> {
+        let name = target.name;
+        async move {
+            Err(ServiceError::new(
+                ErrorKind::Unsupported,
+                format!("no Nova here: the server of {name} cannot be shown"),
+            ))
+        }
+        .boxed()
+    }
 }

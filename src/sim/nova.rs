@@ -66,6 +66,11 @@ pub fn handle(sh: &Shared, req: &Req) -> Reply {
                 ),
             }
         }
+        (&Method::POST, ["v2.1", "servers", id, "action"]) => {
+            let mut w = lock(&sh.world);
+            w.tick();
+            server_action(&w, req, id)
+        }
         _ => nova_error(StatusCode::NOT_FOUND, "The resource could not be found."),
     };
     r.with_header("OpenStack-API-Version", format!("compute 2.{minor}"))
@@ -227,10 +232,130 @@ fn server_json(w: &World, base: &str, id: &str, detail: bool, minor: u32) -> Opt
     });
     v["OS-EXT-STS:power_state"] = json!(if status == "ACTIVE" { 1 } else { 0 });
     v["progress"] = json!(0);
+    // Admin-only fields (the simulator's user is an admin): where the server runs. A server
+    // the scheduler could not place has no host.
+    v["OS-EXT-SRV-ATTR:host"] = match host_of(w, r.group, r.index).filter(|_| !m.unplaced) {
+        Some(h) => json!(h),
+        None => Value::Null,
+    };
     if let Some(f) = m.fault {
-        v["fault"] = json!({"code": 500, "message": f, "created": iso_z(m.since_ms)});
+        // Admins also see the traceback (`details`) of a 500 fault.
+        v["fault"] = json!({"code": 500, "message": f, "created": iso_z(m.since_ms), "details": fault_details(f)});
     }
     Some(v)
+}
+
+/// The compute host of a member's server; `None` while it is not scheduled yet or when the
+/// scheduler found no host for it (a failed create).
+fn host_of(w: &World, group: usize, index: u32) -> Option<String> {
+    let grp = &w.groups[group];
+    let m = grp.members.get(&index)?;
+    match m.phase {
+        Phase::Failed(Action::Create)
+        | Phase::Starting {
+            action: Action::Create,
+            ..
+        }
+        | Phase::Paused(Action::Create, _) => None,
+        _ => Some(format!("compute-{}-{:02}", grp.zone, index % 17)),
+    }
+}
+
+/// A Nova fault's traceback as an admin sees it (conductor's scheduling failure).
+fn fault_details(message: &str) -> String {
+    format!(
+        "Traceback (most recent call last):\n  File \"/usr/lib/python3/dist-packages/nova/conductor/manager.py\", line 1654, in schedule_and_build_instances\n    host_lists = self._schedule_instances(context, request_specs[0],\n  File \"/usr/lib/python3/dist-packages/nova/conductor/manager.py\", line 942, in _schedule_instances\n    host_lists = self.query_client.select_destinations(\n  File \"/usr/lib/python3/dist-packages/nova/scheduler/client/query.py\", line 41, in select_destinations\n    return self.scheduler_rpcapi.select_destinations(context, spec_obj,\nnova.exception_Remote.NoValidHost_Remote: {message}\n"
+    )
+}
+
+/// `POST /servers/{id}/action`: only `os-getConsoleOutput` (`{"output": "..."}`, the last
+/// `length` lines). A server without a host has no console: 409, as Nova's
+/// `InstanceNotReady`.
+fn server_action(w: &World, req: &Req, id: &str) -> Reply {
+    let Some(r) = w.servers.get(id) else {
+        return nova_error(
+            StatusCode::NOT_FOUND,
+            &format!("Instance {id} could not be found."),
+        );
+    };
+    let body: Value = match serde_json::from_slice(req.body) {
+        Ok(v) => v,
+        Err(_) => return nova_error(StatusCode::BAD_REQUEST, "Malformed request body"),
+    };
+    let Some(args) = body.get("os-getConsoleOutput") else {
+        return nova_error(
+            StatusCode::BAD_REQUEST,
+            "There is no such action in the simulator",
+        );
+    };
+    // `length`: an integer (or its string), null or -1 for the whole log.
+    let length = match args.get("length") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => n.as_i64(),
+        Some(Value::String(s)) => match s.parse::<i64>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                return nova_error(
+                    StatusCode::BAD_REQUEST,
+                    "Invalid input for field/attribute length.",
+                )
+            }
+        },
+        Some(_) => {
+            return nova_error(
+                StatusCode::BAD_REQUEST,
+                "Invalid input for field/attribute length.",
+            )
+        }
+    };
+    let Some(host) = host_of(w, r.group, r.index) else {
+        return nova_error(StatusCode::CONFLICT, &format!("Instance {id} is not ready"));
+    };
+    let grp = &w.groups[r.group];
+    let Some(m) = grp.members.get(&r.index) else {
+        return nova_error(
+            StatusCode::NOT_FOUND,
+            &format!("Instance {id} could not be found."),
+        );
+    };
+    let log = console_log(&m.server_name, &m.ip, &m.image, &host);
+    let lines: Vec<&str> = log.lines().collect();
+    let keep = match length {
+        Some(n) if n >= 0 => (n as usize).min(lines.len()),
+        _ => lines.len(),
+    };
+    let mut output = lines[lines.len() - keep..].join("\n");
+    output.push('\n');
+    Reply::ok(json!({"output": output}))
+}
+
+/// A boot log as a cloud image's serial console prints it (systemd colours its status).
+fn console_log(name: &str, ip: &str, image: &str, host: &str) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "[    0.000000] Linux version 5.15.0-105-generic (buildd@{host})\r\n"
+    ));
+    out.push_str("[    0.000000] Command line: BOOT_IMAGE=/boot/vmlinuz root=LABEL=cloudimg-rootfs console=ttyS0\r\n");
+    for unit in [
+        "systemd-journald.service",
+        "systemd-networkd.service",
+        "cloud-init-local.service",
+        "cloud-init.service",
+    ] {
+        out.push_str(&format!(
+            "[\u{1b}[0;32m  OK  \u{1b}[0m] Started {unit}.\r\n"
+        ));
+    }
+    out.push_str("cloud-init[712]: Cloud-init v. 23.4 running 'init' ... Up 6.12 seconds.\r\n");
+    out.push_str(&format!(
+        "ci-info: |  ens3  | True | {ip} | 255.255.255.0 | global | fa:16:3e |\r\n"
+    ));
+    out.push_str(&format!(
+        "cloud-init[712]: image {image}, hostname {name}\r\n"
+    ));
+    out.push_str("[\u{1b}[0;32m  OK  \u{1b}[0m] Started kubelet.service - kubelet: The Kubernetes Node Agent.\r\n");
+    out.push_str(&format!("{name} login: \r\n"));
+    out
 }
 
 fn mac(ip: &str) -> String {

@@ -8,7 +8,10 @@ use crate::drivers::guard::Guard;
 use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::journal::Entry;
 use crate::lifecycle::HookRun;
-use crate::model::{Cluster, Node, NodeGroup, StackEvent, StackResource, StackSummary};
+use crate::model::{
+    Cluster, Node, NodeGroup, NodeKey, ServerDetail, ServerTarget, StackEvent, StackResource,
+    StackSummary,
+};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, RolloutOptions, RolloutPlan, RolloutStatus};
 use crate::service::{BudgetStats, CloudInfo, EventCursor, NodeUpdate, ServiceResult};
@@ -162,6 +165,11 @@ pub enum Request {
         depth: u32,
         gen: u64,
     },
+    /// A node's Nova server and its console log (the node detail).
+    Server {
+        target: ServerTarget,
+        gen: u64,
+    },
     Save {
         path: PathBuf,
         contents: String,
@@ -278,6 +286,11 @@ pub enum Reply {
         stack_name: Option<String>,
         gen: u64,
         result: ServiceResult<(Vec<StackEvent>, EventCursor)>,
+    },
+    Server {
+        key: NodeKey,
+        gen: u64,
+        result: ServiceResult<ServerDetail>,
     },
     Tree {
         stack_id: String,

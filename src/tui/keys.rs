@@ -39,6 +39,9 @@ pub const NODES_VIEW: &[KeyContext] = &[
 pub const EVENTS_VIEW: &[KeyContext] = &[KeyContext::Events, KeyContext::Table];
 pub const ROLLOUT_VIEW: &[KeyContext] = &[KeyContext::Rollout, KeyContext::Table];
 pub const JOURNAL_VIEW: &[KeyContext] = &[KeyContext::Journal, KeyContext::Table];
+/// The node detail scrolls with the table keys (up/down, pages, top/bottom); the table's
+/// other keys (open, mark, sort) have nothing to act on there and are not offered.
+pub const SERVER_VIEW: &[KeyContext] = &[KeyContext::Table];
 /// Actions that share a key on purpose: in the journal, enter opens the entry's detail.
 const SHARED_KEYS: &[(KeyAction, KeyAction)] = &[(KeyAction::JournalDetail, KeyAction::Open)];
 /// Every view's contexts, for the conflict check.

@@ -908,3 +908,234 @@ async fn header_names_a_service_that_does_not_answer() {
         "healthy services stay quiet: {header}"
     );
 }
+
+// ------------------------------------------------------------------ node detail
+
+/// A failed server as Nova shows it to an admin: a long fault, its traceback, two networks
+/// and a console log with colours and hostile bytes in it.
+fn failed_server(name: &str) -> crate::model::ServerDetail {
+    use crate::model::server::{console_lines, ServerAddr};
+    use crate::model::{ConsoleTail, ServerDetail, ServerFault};
+    let at = demo_epoch() - chrono::Duration::minutes(42);
+    let console = "[    0.000000] Linux version 5.15.0\r\n\u{1b}[0;32m[  OK  ]\u{1b}[0m Started cloud-init.service.\r\n\u{1b}]0;owned\u{7}cloud-init[712]: failed to fetch metadata from http://169.254.169.254/openstack/latest/meta_data.json after 120 attempts, giving up and continuing without it\r\nlogin: \n";
+    ServerDetail {
+        id: "5b1c0e9a-2f4d-4c1b-9a77-0d3e6f1a2b3c".into(),
+        name: name.into(),
+        status: "ERROR".into(),
+        task_state: None,
+        vm_state: Some("error".into()),
+        power_state: Some("nostate".into()),
+        host: Some("compute-az-2-05".into()),
+        zone: Some("az-2".into()),
+        flavor: Some("r1.2xlarge".into()),
+        image: Some("fedora-coreos-38".into()),
+        fault: Some(ServerFault {
+            code: Some(500),
+            message: "Build of instance 5b1c0e9a-2f4d-4c1b-9a77-0d3e6f1a2b3c aborted: Failed to allocate the network(s) with error Maximum number of ports exceeded for network private, not rescheduling.\u{1b}[2J".into(),
+            details: Some("Traceback (most recent call last):\n  File \"/usr/lib/python3/dist-packages/nova/compute/manager.py\", line 2441, in _build_and_run_instance\n    with self._build_resources(context, instance,\nnova.exception.BuildAbortException: Build of instance aborted: Failed to allocate the network(s)\n".into()),
+            created: Some(at),
+        }),
+        addresses: vec![
+            ServerAddr { network: "private".into(), addr: "10.0.3.17".into(), kind: "fixed".into() },
+            ServerAddr { network: "storage".into(), addr: "fd00:5::17".into(), kind: "fixed".into() },
+            ServerAddr { network: "private".into(), addr: "172.24.4.201".into(), kind: "floating".into() },
+        ],
+        created: Some(at - chrono::Duration::minutes(3)),
+        updated: Some(at),
+        console: ConsoleTail::Lines(console_lines(console, 50)),
+    }
+}
+
+/// Enter on a node opens its Nova server: status, host, fault with its traceback wrapped,
+/// addresses and the console log tail, nothing from the cloud reaching the terminal raw.
+#[tokio::test]
+async fn snapshot_node_detail_of_a_failed_server() {
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.key(KeyAction::FaultsOnly);
+    h.key(KeyAction::Top);
+    h.app.prepare();
+    let ViewKind::Nodes { nodegroup, .. } = &h.app.view().kind else {
+        panic!("not in the nodes view")
+    };
+    let rows = &h.app.store.nodes[&nodegroup.id].rows;
+    let node = h
+        .app
+        .view()
+        .table
+        .selected(rows)
+        .expect("a failed node")
+        .node
+        .clone();
+    h.fake.with_data(|d| {
+        d.servers
+            .insert(node.name.clone(), failed_server(&node.name));
+    });
+    h.key(KeyAction::Open);
+    assert!(matches!(&h.app.view().kind, ViewKind::Server { target } if target.key == node.key));
+    h.settle().await;
+    snap!(h, "node_detail_failed");
+    insta::assert_snapshot!("node_detail_failed_120x40", h.render(120, 40));
+    let screen = h.render(200, 60);
+    assert!(
+        screen.contains("Maximum number of ports exceeded"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("\\e[2J"),
+        "the fault's escape is shown, not obeyed"
+    );
+    assert!(
+        !screen.contains("owned"),
+        "an OSC title sequence is dropped: {screen}"
+    );
+    // Scrolled to the end at 80x24: the console's last line shows.
+    h.render(80, 24);
+    h.key(KeyAction::Bottom);
+    let end = h.render(80, 24);
+    assert!(end.contains("login:"), "{end}");
+    // Back returns to the nodes.
+    h.key(KeyAction::Back);
+    assert!(matches!(h.app.view().kind, ViewKind::Nodes { .. }));
+}
+
+/// Nova refusing the console log (policy, not ready) and a node whose server cannot be
+/// found are said in the view.
+#[tokio::test]
+async fn node_detail_says_why_there_is_no_console_or_server() {
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let screen = h.render(120, 40);
+    assert!(
+        screen.contains("Could not load:") && screen.contains("no Nova server named"),
+        "{screen}"
+    );
+    h.key(KeyAction::Back);
+    h.app.prepare();
+    let ViewKind::Nodes { nodegroup, .. } = &h.app.view().kind else {
+        panic!("not in the nodes view")
+    };
+    let rows = &h.app.store.nodes[&nodegroup.id].rows;
+    let name = h
+        .app
+        .view()
+        .table
+        .selected(rows)
+        .expect("a node")
+        .node
+        .name
+        .clone();
+    let mut detail = failed_server(&name);
+    detail.console = crate::model::ConsoleTail::Unavailable(
+        "Nova's policy does not let this user read the console log (403): Policy doesn't allow os_compute_api:os-console-output to be performed.".into(),
+    );
+    h.fake.with_data(|d| {
+        d.servers.insert(name.clone(), detail);
+    });
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let screen = h.render(120, 40);
+    assert!(screen.contains("Policy doesn't allow"), "{screen}");
+}
+
+// ------------------------------------------------------------------ Cluster API stalls
+
+/// prod-k8s made a Cluster API cluster in `CREATE_IN_PROGRESS` for two hours: its workers
+/// are Nova servers, three ACTIVE after 3-4 minutes, one in BUILD for 1h50m.
+fn stalled_capi(h: &Harness) {
+    use crate::model::{CapiCluster, CapiDriver, Node, NodeKey, Status, StatusState};
+    let now = demo_epoch();
+    h.fake.with_data(|d| {
+        let capi = CapiCluster {
+            driver: CapiDriver::MagnumClusterApi,
+            name: "kube-ab12c".into(),
+        };
+        let c = &mut d.clusters[0];
+        c.capi = Some(capi.clone());
+        c.stack_id = None;
+        c.status = Status::parse("CREATE_IN_PROGRESS");
+        c.status_reason = Some("WaitingForMachines: 1 machine(s) not ready".into());
+        c.created_at = Some(now - chrono::Duration::hours(2));
+        let cid = c.id.clone();
+        let mut ids = Vec::new();
+        for g in d.nodegroups.iter_mut().filter(|g| g.cluster_id == cid) {
+            g.capi = Some(capi.clone());
+            g.stack_id = None;
+            g.status = Status::parse("CREATE_IN_PROGRESS");
+            g.status_reason = None;
+            ids.push((g.id.clone(), g.name.clone()));
+        }
+        for (id, name) in ids {
+            let nova = |raw: &str, state| Status {
+                action: "NOVA".into(),
+                state,
+                raw: raw.into(),
+            };
+            let nodes: Vec<Node> = (0..4u32)
+                .map(|i| {
+                    let created = now - chrono::Duration::minutes(115 - i as i64);
+                    let building = i == 3;
+                    let server = format!("kube-ab12c-{name}-x7k2p-{i}q9zt");
+                    Node {
+                        key: NodeKey {
+                            nodegroup: id.clone(),
+                            member: server.clone(),
+                        },
+                        index: None,
+                        name: server,
+                        zone: Some("az-1".into()),
+                        ip: None,
+                        status: if building {
+                            nova("BUILD", StatusState::InProgress)
+                        } else {
+                            nova("ACTIVE", StatusState::Complete)
+                        },
+                        status_reason: building.then(|| "task: spawning".into()),
+                        image: Some("ubuntu-2204-kube-v1.30.2".into()),
+                        since: Some(if building {
+                            created
+                        } else {
+                            created + chrono::Duration::minutes(3 + i as i64 % 2)
+                        }),
+                        hook_paused: false,
+                        stack_id: None,
+                        server_id: Some(format!("srv-{i}")),
+                        created: Some(created),
+                    }
+                })
+                .collect();
+            d.nodes.insert(id, nodes);
+        }
+    });
+}
+
+/// A Cluster API cluster whose Magnum status says only `CREATE_IN_PROGRESS`: the dashboard
+/// and the nodes pane say it is stalled and name the slowest server.
+#[tokio::test]
+async fn snapshot_stalled_capi_cluster() {
+    let mut h = Harness::demo(1000);
+    stalled_capi(&h);
+    h.open_prod().await;
+    let screen = h.render(200, 60);
+    assert!(
+        screen.contains(
+            "default-master: stalled for 1h52m: kube-ab12c-default-master-x7k2p-3q9zt in BUILD"
+        ),
+        "{screen}"
+    );
+    snap!(h, "capi_stalled_dashboard");
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Nodes { .. }));
+    snap!(h, "capi_stalled_nodes");
+    insta::assert_snapshot!("capi_stalled_nodes_120x40", h.render(120, 40));
+}

@@ -219,9 +219,9 @@ pub fn footer(app: &App, frame: &mut Frame, area: Rect) {
     let th = &app.theme;
     // Where nothing can be changed, the keys that would change something are not offered.
     let can_act = app.guard.is_some_and(|g| !g.read_only) && !app.read_only;
-    let hints = app
-        .keys
-        .hints_where(&app.key_contexts(), |a| can_act || !a.changes_cloud());
+    let hints = app.keys.hints_where(&app.key_contexts(), |a| {
+        (can_act || !a.changes_cloud()) && app.view_offers(a)
+    });
     let hints = fit_hints(hints, area.width as usize);
     let mut spans = Vec::new();
     for (k, label) in hints {

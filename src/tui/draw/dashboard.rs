@@ -77,13 +77,33 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
         .and_then(|s| s.data.clone())
         .unwrap_or_default();
     let ng_h = (groups.len() as u16 + 3).clamp(4, 9);
+    // A Cluster API cluster's trouble, which its Magnum status does not show: the first
+    // node group whose servers failed, else the first stalled one.
+    let mut verdicts: Vec<Vec<Line>> = groups
+        .iter()
+        .filter_map(|g| {
+            let set = app.store.nodes.get(&g.id)?;
+            let lines =
+                super::nodes::verdict_lines(app, g, set, Some(&g.name), area.width as usize);
+            (!lines.is_empty()).then_some(lines)
+        })
+        .collect();
+    // Failures (drawn in the failed colour) before stalls.
+    verdicts.sort_by_key(|l| {
+        !l.first()
+            .and_then(|l| l.spans.first())
+            .is_some_and(|s| s.style.fg == Some(th.failed))
+    });
+    let verdict = verdicts.into_iter().next().unwrap_or_default();
     let [head, ng_area, rest] = Layout::vertical([
-        Constraint::Length(1),
+        Constraint::Length(1 + verdict.len() as u16),
         Constraint::Length(ng_h),
         Constraint::Min(4),
     ])
     .areas(area);
-    frame.render_widget(Paragraph::new(cluster_line(app, cluster)), head);
+    let mut head_lines = vec![cluster_line(app, cluster)];
+    head_lines.extend(verdict);
+    frame.render_widget(Paragraph::new(head_lines), head);
     nodegroups(app, view, cluster, frame, ng_area, true);
 
     // Heat map over all node groups.

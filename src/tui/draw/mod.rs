@@ -9,6 +9,7 @@ mod journal;
 mod nodes;
 mod panes;
 mod rollout;
+pub(crate) mod server;
 mod tree;
 
 use super::state::view::ViewKind;
@@ -74,6 +75,7 @@ impl App {
                 rollout::draw(self, view, nodegroup, frame, area)
             }
             ViewKind::Journal => journal::draw(self, view, frame, area),
+            ViewKind::Server { target } => server::draw(self, view, target, frame, area),
         }
     }
 }

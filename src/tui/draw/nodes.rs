@@ -221,12 +221,15 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
     } else {
         layout(&groups, inner_w, max_map.saturating_sub(2)).0 + 2
     };
-    let [summary, map, table] = Layout::vertical([
+    let verdict = verdict_lines(app, nodegroup, set, None, inner_w as usize + 2);
+    let [summary, stall, map, table] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(verdict.len() as u16),
         Constraint::Length(map_h),
         Constraint::Min(3),
     ])
     .areas(area);
+    frame.render_widget(Paragraph::new(verdict), stall);
     frame.render_widget(
         Paragraph::new(summary_line(
             app,
@@ -282,6 +285,70 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
     );
 }
 
+/// What the Nova servers of a Cluster API node group say when its Magnum status does not
+/// (see `ops::capi_stall`): failed or stalled, wrapped to `width` in at most three lines;
+/// nothing for other node groups or while it progresses. `label` names the node group
+/// (the dashboard shows every group's).
+pub fn verdict_lines(
+    app: &App,
+    nodegroup: &NodeGroup,
+    set: &NodeSet,
+    label: Option<&str>,
+    width: usize,
+) -> Vec<Line<'static>> {
+    use crate::ops::capi_stall::{assess, ServerLook, Verdict};
+    if nodegroup.capi.is_none() || !set.has_members {
+        return Vec::new();
+    }
+    let looks: Vec<ServerLook> = set
+        .rows
+        .iter()
+        .filter_map(|r| ServerLook::of_node(&r.node))
+        .collect();
+    let cluster = app
+        .store
+        .clusters
+        .data
+        .as_deref()
+        .and_then(|cs| cs.iter().find(|c| c.id == nodegroup.cluster_id));
+    // The status and since when: the node group's status, timed by its cluster's create or
+    // last update (Magnum gives node groups no times of their own).
+    let since = cluster.and_then(|c| match nodegroup.status.action.as_str() {
+        "UPDATE" => c.updated_at.or(c.created_at),
+        _ => c.created_at,
+    });
+    let verdict = assess(
+        &nodegroup.status,
+        since,
+        &looks,
+        set.progress.as_ref(),
+        app.now,
+    );
+    let Some(text) = verdict.line(app.now) else {
+        return Vec::new();
+    };
+    let text = match label {
+        Some(l) => format!("{l}: {text}"),
+        None => text,
+    };
+    let th = &app.theme;
+    let style = match verdict {
+        Verdict::Failed { .. } => Style::default().fg(th.failed).add_modifier(Modifier::BOLD),
+        _ => Style::default().fg(th.warning).add_modifier(Modifier::BOLD),
+    };
+    let mut lines = super::server::wrap(&format!(" {}", terminal_safe(&text)), width.max(20));
+    if lines.len() > 3 {
+        lines.truncate(3);
+        if let Some(last) = lines.last_mut() {
+            last.push('…');
+        }
+    }
+    lines
+        .into_iter()
+        .map(|l| Line::from(Span::styled(l, style)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +371,8 @@ mod tests {
                 image: None,
                 since: Some(now - Duration::seconds(age)),
                 hook_paused: paused,
+                server_id: None,
+                created: None,
                 stack_id: None,
             },
             ip_error: None,

@@ -208,9 +208,27 @@ impl App {
             ViewKind::Dashboard { .. } => keys::DASHBOARD_VIEW,
             ViewKind::Rollout { .. } => keys::ROLLOUT_VIEW,
             ViewKind::Journal => keys::JOURNAL_VIEW,
+            ViewKind::Server { .. } => keys::SERVER_VIEW,
             _ => keys::TABLE_VIEW,
         }
         .to_vec()
+    }
+
+    /// Whether the current view has something for `action` to act on (the node detail is
+    /// text: it scrolls, but has no rows to open, mark or sort).
+    pub fn view_offers(&self, action: KeyAction) -> bool {
+        match self.view().kind {
+            ViewKind::Server { .. } => !matches!(
+                action,
+                KeyAction::Open
+                    | KeyAction::Mark
+                    | KeyAction::ClearMarks
+                    | KeyAction::SortNext
+                    | KeyAction::SortReverse
+                    | KeyAction::Filter
+            ),
+            _ => true,
+        }
     }
 
     /// Apply one action.
@@ -288,6 +306,9 @@ impl App {
     fn on_action(&mut self, k: KeyAction) {
         // Keys act on what is on screen: bring the table caches up to date first.
         self.prepare();
+        if !self.view_offers(k) {
+            return;
+        }
         match k {
             KeyAction::Quit => self.request_quit(),
             KeyAction::Suspend => self.should_suspend = true,
@@ -472,6 +493,11 @@ impl App {
                 }
             },
             Reply::Journal { gen, result } => self.store.journal.finish(gen, result, now),
+            Reply::Server { key, gen, result } => {
+                if let Some(slot) = self.store.servers.get_mut(&key) {
+                    slot.finish(gen, result, now);
+                }
+            }
             r @ (Reply::RolloutFound { .. }
             | Reply::Rollout { .. }
             | Reply::UpdateObserved { .. }
@@ -546,6 +572,16 @@ impl App {
                 self.want_rollout(&cluster, &nodegroup, force)
             }
             ViewKind::Journal => self.want_journal(force),
+            ViewKind::Server { target } => {
+                let slot = self.store.servers.entry(target.key.clone()).or_default();
+                // Two requests a look (the server, its console log): half the refresh pace.
+                if force || slot.meta.due(now, every * 2) {
+                    let gen = self.gen();
+                    let slot = self.store.servers.entry(target.key.clone()).or_default();
+                    slot.meta.begin(gen, now);
+                    self.outbox.push(Request::Server { target, gen });
+                }
+            }
             ViewKind::Tree { stack, .. } => {
                 let slot = self.store.trees.entry(stack.id.clone()).or_default();
                 if force || slot.meta.due(now, every * 2) {
@@ -765,6 +801,8 @@ impl App {
                     }
                 }
             }
+            // A text view: nothing to sync (its scroll is bounded when drawn).
+            ViewKind::Server { .. } => {}
             ViewKind::Journal => {
                 let log = &store.journal;
                 view.table
@@ -801,6 +839,26 @@ impl App {
     }
 
     fn table_op(&mut self, op: TableOp) {
+        if let ViewKind::Server { target } = &self.view().kind {
+            // The detail's height at the terminal's width bounds the scroll: header, crumbs,
+            // status and footer lines and the two borders are not the detail's.
+            let (w, h) = self.size;
+            let total = super::draw::server::line_count(self, target, w.saturating_sub(2) as usize);
+            let max = total.saturating_sub(h.saturating_sub(6) as usize);
+            let view = self.view_mut();
+            view.table.page = (h as usize).saturating_sub(8).max(1);
+            let page = view.table.page;
+            view.scroll = match op {
+                TableOp::Move(d) => view.scroll.saturating_add_signed(d),
+                TableOp::PageUp => view.scroll.saturating_sub(page),
+                TableOp::PageDown => view.scroll.saturating_add(page),
+                TableOp::Top => 0,
+                TableOp::Bottom => max,
+                TableOp::SortNext => view.scroll,
+            }
+            .min(max);
+            return;
+        }
         let last = self.nav.len() - 1;
         let view = &mut self.nav[last];
         let store = &self.store;
@@ -859,6 +917,7 @@ impl App {
                 cols.rollout.len(),
             ),
             ViewKind::Journal => op.run(&mut view.table, &store.journal.rows, cols.journal.len()),
+            ViewKind::Server { .. } => {}
             ViewKind::Tree { stack, .. } => op.run(
                 &mut view.table,
                 store

@@ -4,7 +4,10 @@
 
 use super::view::{StackTarget, View, ViewKind};
 use super::{App, Level};
-use crate::model::{Cluster, NodeGroup};
+use crate::model::{Cluster, NodeGroup, ServerTarget};
+
+/// Heat's resource type of a Nova server.
+const SERVER_TYPE: &str = "OS::Nova::Server";
 
 impl App {
     pub(super) fn push(&mut self, kind: ViewKind) {
@@ -84,6 +87,12 @@ impl App {
                 .map(|id| self.stack_target(&id)),
             ViewKind::Events { stack } | ViewKind::Tree { stack, .. } => Some(stack.clone()),
             ViewKind::Journal => None,
+            // The member's own stack, else its node group's.
+            ViewKind::Server { target } => target
+                .member_stack
+                .as_deref()
+                .or(target.group_stack.as_deref())
+                .map(|id| self.stack_target(id)),
         }
     }
 
@@ -147,8 +156,10 @@ impl App {
             ViewKind::Clusters => self.nav_dashboard(),
             ViewKind::Stacks => self.nav_tree(),
             ViewKind::NodeGroups { .. } | ViewKind::Dashboard { .. } => self.nav_nodes(),
+            // Every node is a Nova server (Heat member, Magnum on Heat, Cluster API): its
+            // detail. The member in its stack tree stays one key away (`t`).
             ViewKind::Nodes { nodegroup, .. } => {
-                let member = v
+                let target = v
                     .table
                     .selected(
                         self.store
@@ -157,17 +168,20 @@ impl App {
                             .map(|s| s.rows.as_slice())
                             .unwrap_or(&[]),
                     )
-                    .map(|r| r.node.key.member.clone());
-                match nodegroup
-                    .stack_id
-                    .as_deref()
-                    .map(|id| self.stack_target(id))
-                {
-                    Some(stack) => self.push(ViewKind::Tree {
-                        stack,
-                        focus: member,
-                    }),
-                    None => self.set_status(Level::Warn, "this node group has no stack"),
+                    .map(|r| ServerTarget {
+                        key: r.node.key.clone(),
+                        name: r.node.name.clone(),
+                        server_id: r.node.server_id.clone(),
+                        member_stack: r.node.stack_id.clone(),
+                        group_stack: nodegroup.stack_id.clone(),
+                    });
+                match target {
+                    Some(target) => {
+                        // Opened again: a fresh look (the console log moves on).
+                        self.store.servers.remove(&target.key);
+                        self.push(ViewKind::Server { target })
+                    }
+                    None => self.set_status(Level::Warn, "no node selected"),
                 }
             }
             ViewKind::Events { stack } => {
@@ -195,6 +209,7 @@ impl App {
             }
             ViewKind::Rollout { .. } => self.nav_nodes(),
             ViewKind::Journal => self.journal_detail(),
+            ViewKind::Server { .. } => {}
             ViewKind::Tree { stack, .. } => {
                 let rows = self
                     .store
@@ -203,16 +218,34 @@ impl App {
                     .and_then(|s| s.data.as_ref())
                     .map(|t| t.rows.as_slice())
                     .unwrap_or(&[]);
-                match v
-                    .table
-                    .selected(rows)
-                    .and_then(|r| r.resource.nested.clone())
-                {
-                    Some(nested) => self.push(ViewKind::Tree {
+                let selected = v.table.selected(rows).map(|r| &r.resource);
+                // A server resource that Nova created (it has a physical id): its detail.
+                let server = selected
+                    .filter(|r| r.resource_type == SERVER_TYPE)
+                    .and_then(|r| {
+                        Some(ServerTarget {
+                            key: crate::model::NodeKey {
+                                nodegroup: r
+                                    .owner
+                                    .as_ref()
+                                    .map_or(stack.id.clone(), |o| o.id.clone()),
+                                member: r.name.clone(),
+                            },
+                            name: r.name.clone(),
+                            server_id: Some(r.physical_id.clone().filter(|p| !p.is_empty())?),
+                            member_stack: r.owner.as_ref().map(|o| o.id.clone()),
+                            group_stack: None,
+                        })
+                    });
+                match (selected.and_then(|r| r.nested.clone()), server) {
+                    (Some(nested), _) => self.push(ViewKind::Tree {
                         stack: StackTarget::from_ref(&nested),
                         focus: None,
                     }),
-                    None => self.set_status(Level::Info, "this resource has no nested stack"),
+                    (None, Some(target)) => self.push(ViewKind::Server { target }),
+                    (None, None) => {
+                        self.set_status(Level::Info, "this resource has no nested stack")
+                    }
                 }
             }
         }

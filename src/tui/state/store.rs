@@ -121,6 +121,9 @@ pub struct NodeSet {
     /// Bumped when addresses or server names fill in (the structure `meta.version` does
     /// not move: rows keep their place unless a sort or filter looks at what changed).
     pub fill_version: u64,
+    /// Nodes read from Nova (Cluster API): servers per state and since when unchanged,
+    /// over the looks so far (see `ops::capi_stall`).
+    pub progress: Option<crate::ops::capi_stall::Progress>,
 }
 
 impl NodeSet {
@@ -185,6 +188,18 @@ impl NodeSet {
                     .map(|(i, r)| (r.node.key.member.clone(), i))
                     .collect();
                 self.recount();
+                let looks: Vec<_> = self
+                    .rows
+                    .iter()
+                    .filter_map(|r| crate::ops::capi_stall::ServerLook::of_node(&r.node))
+                    .collect();
+                if !looks.is_empty() {
+                    self.progress = Some(crate::ops::capi_stall::Progress::next(
+                        self.progress.as_ref(),
+                        &looks,
+                        now,
+                    ));
+                }
                 self.has_members = true;
                 self.done = false;
                 self.meta.error = None;
@@ -585,6 +600,8 @@ pub struct Store {
     pub events: HashMap<String, EventLog>,
     /// By stack id.
     pub trees: HashMap<String, Slot<TreeData>>,
+    /// Node details (Nova servers), by the node they were opened from.
+    pub servers: HashMap<crate::model::NodeKey, Slot<crate::model::ServerDetail>>,
     /// Stack names learnt from the workers, by id.
     pub stack_names: HashMap<String, String>,
     /// Rollouts by node group id.

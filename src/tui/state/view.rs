@@ -1,7 +1,7 @@
 //! The navigation stack's entries: what a view shows and its own table state.
 
 use super::store::Store;
-use crate::model::{Cluster, NodeGroup, StackRef};
+use crate::model::{Cluster, NodeGroup, ServerTarget, StackRef};
 use crate::tui::widgets::table::TableState;
 
 /// A stack to read, by id; the name is resolved by the worker when unknown.
@@ -51,6 +51,10 @@ pub enum ViewKind {
         nodegroup: NodeGroup,
     },
     Journal,
+    /// One node's Nova server (`server show` and its console log).
+    Server {
+        target: ServerTarget,
+    },
 }
 
 /// Event-tail options (also used by the dashboard's tail).
@@ -80,6 +84,8 @@ pub struct View {
     pub table: TableState,
     pub tail: TailOptions,
     pub show_heat_map: bool,
+    /// Lines scrolled down in a text view (the node detail).
+    pub scroll: usize,
 }
 
 impl View {
@@ -89,6 +95,7 @@ impl View {
             table: TableState::default(),
             tail: TailOptions::default(),
             show_heat_map: true,
+            scroll: 0,
         }
     }
 
@@ -104,6 +111,7 @@ impl View {
             ViewKind::Tree { stack, .. } => stack.label().to_string(),
             ViewKind::Rollout { nodegroup, .. } => format!("rollout {}", nodegroup.name),
             ViewKind::Journal => "journal".into(),
+            ViewKind::Server { target } => format!("server {}", target.name),
         }
     }
 
@@ -118,6 +126,7 @@ impl View {
             ViewKind::Tree { .. } => "Stack tree",
             ViewKind::Rollout { .. } => "Rollout",
             ViewKind::Journal => "Journal",
+            ViewKind::Server { .. } => "Server",
         }
     }
 
@@ -146,6 +155,7 @@ impl View {
                 store.rollouts.get(&nodegroup.id).map(|s| &s.meta)
             }
             ViewKind::Journal => Some(&store.journal.meta),
+            ViewKind::Server { target } => store.servers.get(&target.key).map(|s| &s.meta),
         }
     }
 }

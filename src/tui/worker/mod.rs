@@ -189,6 +189,11 @@ impl Worker {
                     });
                 })
             }
+            Request::Server { target, gen } => self.spawn(async move {
+                let key = target.key.clone();
+                let result = svc.server_detail(target).await;
+                let _ = tx.send(Reply::Server { key, gen, result });
+            }),
             Request::Save { path, contents } => self.spawn(async move {
                 let lines = contents.lines().count();
                 let result = tokio::fs::write(&path, contents)

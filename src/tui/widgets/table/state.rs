@@ -99,7 +99,12 @@ impl TableState {
                 .map(|&i| (key(&items[i], ctx), i))
                 .collect();
             let desc = self.sort.descending;
-            keyed.sort_by(|a, b| compare(&a.0, &b.0, desc).then(a.1.cmp(&b.1)));
+            // Ties keep the data's order, reversed with the direction: descending is the
+            // exact reverse of ascending (events of one second stay in Heat's order).
+            keyed.sort_by(|a, b| {
+                let data_order = if desc { b.1.cmp(&a.1) } else { a.1.cmp(&b.1) };
+                compare(&a.0, &b.0, desc).then(data_order)
+            });
             self.view = keyed.into_iter().map(|(_, i)| i).collect();
         } else if self.sort.descending {
             self.view.reverse();
@@ -318,6 +323,28 @@ mod tests {
         t.sort.reverse();
         t.sync(&items, &cols(), &ctx, 1, false);
         assert_eq!(ids(&t, &items), ["c", "b", "a"]);
+    }
+
+    /// Rows that tie on the sort key keep the data's order ascending and the reverse of it
+    /// descending: Heat's events of one second are in Heat's order in the data (a
+    /// resource's IN_PROGRESS before its COMPLETE, the ids being random UUIDs), so newest
+    /// first must show the COMPLETE above its IN_PROGRESS, and a saved file too.
+    #[test]
+    fn ties_reverse_with_the_direction() {
+        let theme = Theme::default_theme();
+        let ctx = RowCtx {
+            now: chrono::Utc::now(),
+            theme: &theme,
+            abs_time: false,
+        };
+        let items = rows(&[("started", 7), ("done", 7), ("next", 8)]);
+        let mut t = TableState::default();
+        t.sort.column = Some(1);
+        t.sync(&items, &cols(), &ctx, 1, false);
+        assert_eq!(ids(&t, &items), ["started", "done", "next"]);
+        t.sort.reverse();
+        t.sync(&items, &cols(), &ctx, 1, false);
+        assert_eq!(ids(&t, &items), ["next", "done", "started"]);
     }
 
     #[test]
