@@ -781,7 +781,6 @@ impl GroupRun<'_> {
         }
         true
     }
-
 }
 
 /// A group found the long way, whose aggregate output Heat should resolve for next time.
@@ -810,9 +809,11 @@ impl WarmUp {
             return;
         }
         self.memory.set(&self.key, Warmth::Requested);
-        let sent =
-            tokio::time::timeout(WARM_UP_WAIT, heat.show_output(&self.owner, &self.key.output))
-                .await;
+        let sent = tokio::time::timeout(
+            WARM_UP_WAIT,
+            heat.show_output(&self.owner, &self.key.output),
+        )
+        .await;
         if let Ok(Err(e)) = sent {
             tracing::info!("warming aggregate {}: {e}", self.key.output);
         }

@@ -195,8 +195,9 @@ fn output_cost(w: &mut World, sh: &Shared, ix: usize, key: &str) -> std::time::D
     let Some(stack) = w.stack(ix) else {
         return full;
     };
-    // Only a settled stack keeps its values: an action clears them.
-    if stack.status.state != crate::sim::world::State::Complete {
+    // Only a settled stack keeps its values (an action clears them), and only an output over
+    // a group is worth keeping: one member's output costs Heat about the same every time.
+    if stack.status.state != crate::sim::world::State::Complete || output_members(w, ix) < 2 {
         return full;
     }
     let version = format!(
