@@ -283,3 +283,71 @@ async fn every_member_is_named_once_whichever_source_wins_its_address() {
     assert_each_member_once_as_the_server_says(&conn.heat, &cluster_stack, &events).await;
     sim.shutdown().await;
 }
+
+fn stats_of(events: &[IpEvent]) -> caldera::ops::ips::IpStats {
+    match events.last() {
+        Some(IpEvent::Done(stats)) => stats.clone(),
+        other => panic!("stream did not finish: {other:?}"),
+    }
+}
+
+/// Heat keeps an aggregate output once resolved (the simulator too: here 20 ms per member,
+/// 2.4 s cold). The first run finds every address the long way and then has Heat resolve
+/// the aggregate for next time, without waiting for it; the next run gets every address from
+/// that one request, the same addresses, in a handful of requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_heat_answers_every_address_in_one_request() {
+    let sim = sim::start(SimOptions {
+        scenario: format!("bench-{MEMBERS}"),
+        output_cost_per_member: Duration::from_millis(20),
+        ..SimOptions::default()
+    })
+    .await
+    .expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let magnum = conn.magnum.clone().expect("simulator has Magnum");
+    let cluster = magnum
+        .get_cluster(&format!("bench-{MEMBERS}"))
+        .await
+        .expect("cluster");
+    let cluster_stack = conn
+        .heat
+        .resolve(cluster.stack_id.as_deref().expect("cluster stack"))
+        .await
+        .expect("resolve");
+    let dir = tempfile::tempdir().unwrap();
+    let options = IpOptions {
+        heat_outputs: Some(caldera::ops::ips::WarmOutputs::at(
+            dir.path().join("heat-outputs.json"),
+        )),
+        nova_servers: false,
+        ..IpOptions::default()
+    };
+
+    let cold = collect(conn.heat.clone(), cluster_stack.clone(), options.clone()).await;
+    let stats = stats_of(&cold);
+    assert_eq!(stats.from_aggregate, 0, "nothing known yet: {stats:?}");
+    assert_eq!(stats.found, MEMBERS);
+    // Heat resolves the aggregate in the background: 2.4 s from the warm-up request.
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+
+    let before = conn.budget().total_requests;
+    let warm = collect(conn.heat.clone(), cluster_stack.clone(), options.clone()).await;
+    let requests = conn.budget().total_requests - before;
+    let stats = stats_of(&warm);
+    assert_eq!(stats.from_aggregate, MEMBERS, "{stats:?}");
+    assert_eq!(addresses_by_member(&warm), addresses_by_member(&cold));
+    // Discovery (listings and two templates) plus the one aggregate request.
+    assert!(requests <= 6, "{requests} requests");
+
+    // Without the memory, nothing changes: the long way, no aggregate asked.
+    let forgetful = IpOptions {
+        heat_outputs: None,
+        ..options
+    };
+    let again = collect(conn.heat.clone(), cluster_stack.clone(), forgetful).await;
+    assert_eq!(stats_of(&again).from_aggregate, 0);
+    sim.shutdown().await;
+}

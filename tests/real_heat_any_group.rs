@@ -616,3 +616,87 @@ async fn a_group_rollout_superseded_in_its_gate_releases_nothing_more() {
         .await;
     heat.delete_stack(&stack).await.ok();
 }
+
+/// A group inside a nested stack (`roles/Compute`, the stack's parameters passed down as the
+/// nested template's own): rolled out node by node by its path, the breakpoints nested under
+/// the owner in the environment and honoured by Heat on each member, each member updated
+/// exactly once; then scaled through the parameter its count reads two templates up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_group_inside_a_nested_stack_is_rolled_out_and_scaled_by_path() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = create(
+        &heat,
+        "anyact-nested",
+        "nested_group/top.yaml",
+        &[
+            ("roles.yaml", "nested_group/roles.yaml"),
+            ("node.yaml", "nested_group/node.yaml"),
+        ],
+        json!({"compute_count": 2}),
+        |_| {},
+    )
+    .await;
+    let target = format!("{}/roles/Compute", stack.name);
+    let seen: BTreeSet<String> = member_events(&heat, &stack, "roles/Compute")
+        .await
+        .into_iter()
+        .map(|(id, _, _)| id)
+        .collect();
+    let (ok, out, err) = caldera(
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "node_image=img-b",
+            "--yes",
+            "--poll-secs",
+            "0.5",
+        ],
+    );
+    assert!(ok, "rollout failed:\n{out}\n{err}");
+    assert!(
+        preview_updates(&out, "roles").is_some(),
+        "Heat's preview shows the owner changing: {out}"
+    );
+    let events: Vec<(String, String, String)> = member_events(&heat, &stack, "roles/Compute")
+        .await
+        .into_iter()
+        .filter(|(id, _, _)| !seen.contains(id))
+        .collect();
+    for member in ["0", "1"] {
+        let mine: Vec<&String> = events
+            .iter()
+            .filter(|(_, m, _)| m == member)
+            .map(|(_, _, what)| what)
+            .collect();
+        let held = mine
+            .iter()
+            .filter(|w| w.contains("paused until Hook pre-update is cleared"))
+            .count();
+        let done = mine
+            .iter()
+            .filter(|w| w.starts_with("UPDATE_COMPLETE"))
+            .count();
+        assert_eq!((held, done), (1, 1), "member {member}: {mine:?}");
+    }
+    let detail = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(
+        detail.parameters.get("node_image").map(String::as_str),
+        Some("img-b")
+    );
+
+    let (ok, out, err) = caldera(&journal, &["scale", &target, "--count", "3", "--yes"]);
+    assert!(ok, "scale failed:\n{out}\n{err}");
+    assert!(out.contains("compute_count=3"), "{out}");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    assert_eq!(
+        group_members(&heat, &stack, "roles/Compute").await.unwrap(),
+        ["0", "1", "2"]
+    );
+    heat.delete_stack(&stack).await.ok();
+}

@@ -608,3 +608,70 @@ async fn failing_and_pending_members() {
     heat.delete_stack(&failing).await.expect("delete");
     heat.delete_stack(&slow).await.expect("delete");
 }
+
+/// Heat keeps an aggregate output once it has resolved it, until the group changes. caldera
+/// uses that only when it knows: its first run finds every address the long way and then
+/// asks Heat for the aggregate without waiting for it (Heat goes on and keeps the value);
+/// the next run gets every address from that one request, the same as Heat's own answer. A
+/// scale-out moves the group's `updated_time`: the next run does not trust the old value.
+#[tokio::test]
+#[ignore = "needs a real Heat (scripts/real-heat-suite.sh)"]
+async fn a_warm_aggregate_is_used_only_for_the_group_heat_resolved() {
+    let conn = connect().await;
+    let heat = conn.heat.clone();
+    let (_, stack) = create(
+        &heat,
+        "shape-warm",
+        "magnum/kubecluster.yaml",
+        &[
+            ("lib/network.yaml", "magnum/network.yaml"),
+            ("kubemaster.yaml", "magnum/kubemaster.yaml"),
+            ("kubeminion.yaml", "magnum/kubeminion.yaml"),
+        ],
+        // Enough members that Heat's cold resolution (about 60 ms each) outlasts the
+        // aggregate's head start: a value Heat did not keep could not pass for a warm one.
+        serde_json::json!({"number_of_masters": 1, "number_of_minions": 40}),
+    )
+    .await;
+    wait_status(&heat, &stack, "CREATE_COMPLETE").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = IpOptions {
+        heat_outputs: Some(caldera::ops::ips::WarmOutputs::at(
+            dir.path().join("heat-outputs.json"),
+        )),
+        ..IpOptions::default()
+    };
+
+    let cold = collect(&heat, &stack, Some("kube_minions"), options.clone()).await;
+    let stats = cold.stats.clone().expect("done");
+    assert_eq!((stats.found, stats.from_aggregate), (40, 0), "{stats:?}");
+    // The warm-up was sent and given up at once; Heat resolves it meanwhile (bounded wait).
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let warm = collect(&heat, &stack, Some("kube_minions"), options.clone()).await;
+    let stats = warm.stats.clone().expect("done");
+    assert_eq!(stats.from_aggregate, 40, "{stats:?}");
+    assert_eq!(warm.addresses, cold.addresses);
+    let truth = strings(&aggregate(&heat, &stack, "kube_minions_private").await);
+    for (i, ip) in truth.iter().enumerate() {
+        assert_eq!(warm.addresses.get(&i.to_string()), Some(ip), "member {i}");
+    }
+
+    // Scale out: the group changes, its remembered value is not used.
+    heat.update_stack(
+        &stack,
+        &caldera::api::heat::StackUpdate {
+            parameters: [("number_of_minions".to_string(), serde_json::json!(41))]
+                .into_iter()
+                .collect(),
+            existing: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("scale out");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let after = collect(&heat, &stack, Some("kube_minions"), options).await;
+    let stats = after.stats.clone().expect("done");
+    assert_eq!((stats.found, stats.from_aggregate), (41, 0), "{stats:?}");
+    let _ = heat.delete_stack(&stack).await;
+}

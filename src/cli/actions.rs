@@ -199,16 +199,7 @@ impl Ctx {
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        if path.contains('/') {
-            return Err(ServiceError::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "{target}: actions take a top-level group of the stack (a group inside a \
-                     nested stack is not planned yet: its parameters are the nested stack's)"
-                ),
-            ));
-        }
-        Ok(Some((stack, path.to_string())))
+        Ok(Some((stack, path.trim_matches('/').to_string())))
     }
 
     /// The target a rollout control names: a node group, or a group of any stack.

@@ -58,6 +58,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
                 concurrency,
                 // The flag, else the cloud's setting, else discovered per node group.
                 output_key: output_key.or_else(|| conn.settings.output_key.clone()),
+                heat_outputs: Some(crate::ops::warm_outputs::WarmOutputs::default_location()),
                 ..Default::default()
             };
             ips(&service, &conn, &target, options, format).await

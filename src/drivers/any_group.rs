@@ -24,8 +24,10 @@
 //! caldera's own node groups (`crate::rollout`), with the hooks on this group's members
 //! ([`crate::rollout::RolloutPlan::for_group`]).
 //!
-//! Only top-level groups are planned: the parameter-reach check reads the stack's own
-//! template, and the hooks environment names the group at the top level.
+//! A group inside a nested stack (`roles/Compute`) is planned through its owners: the reach
+//! check and the count follow the parameters each owner passes down to its nested template,
+//! Heat's preview shows the top-level owner (`roles`) changing, and the hooks environment
+//! nests the members' breakpoints under each owner.
 
 use super::actions::ActionContext;
 use super::guard::Reach;
@@ -106,7 +108,8 @@ impl GroupUpdatePlan {
                 out.push(format!("  Heat's preview, {what}: {}", list.join(", ")));
             }
         }
-        let group_changes = p.updated.contains(&self.group) || p.replaced.contains(&self.group);
+        let top = top_resource(&self.group).to_string();
+        let group_changes = p.updated.contains(&top) || p.replaced.contains(&top);
         if group_changes {
             out.push(format!(
                 "  members of {} ({}): {} (Heat 27 previews a ResourceGroup's stack only at \
@@ -137,8 +140,9 @@ impl GroupUpdatePlan {
     pub fn scale_update(&self) -> StackUpdate {
         StackUpdate {
             parameters: self.parameters(),
-            environment: Some(serde_json::json!(
-                {"resource_registry": {"resources": {self.group.as_str(): {"*": {"hooks": []}}}}}
+            environment: Some(crate::rollout::plan::registry_for_members(
+                &self.group,
+                serde_json::json!({"hooks": []}),
             )),
             existing: true,
             ..Default::default()
@@ -154,9 +158,12 @@ pub async fn plan_group_update(
     set: &BTreeMap<String, String>,
     allow_magnum: bool,
 ) -> ServiceResult<GroupUpdatePlan> {
-    let (detail, template) = futures::join!(heat.get_stack(stack, false), heat.get_template(stack));
-    let (detail, template) = (detail?, template?);
-    let mut refusals = reach_refusals(&template, &detail.parameters, group, set);
+    let (detail, templates) = futures::join!(
+        heat.get_stack(stack, false),
+        templates_along(heat, stack, group)
+    );
+    let (detail, templates) = (detail?, templates?);
+    let mut refusals = reach_refusals(&templates, &detail.parameters, group, set);
     // Heat 27 accepts an update while another runs and lets it supersede the first (a
     // rollout's hooked update among them): never start one on a stack that has not settled.
     if detail.summary.status.is_in_progress() {
@@ -192,12 +199,15 @@ pub async fn plan_group_update(
     );
     let preview = preview?;
     let members = members.unwrap_or_default();
+    // Heat previews the top level: a group inside a nested stack changes with the resource
+    // that owns that nested stack (`roles` for `roles/Compute`).
+    let top = top_resource(group);
     if refusals.is_empty()
-        && !preview.updated.iter().any(|r| r == group)
-        && !preview.replaced.iter().any(|r| r == group)
+        && !preview.updated.iter().any(|r| r == top)
+        && !preview.replaced.iter().any(|r| r == top)
     {
         refusals.push(format!(
-            "Heat's preview does not update {group}: its members would not change"
+            "Heat's preview does not update {top}: the members of {group} would not change"
         ));
     }
     Ok(GroupUpdatePlan {
@@ -240,8 +250,8 @@ pub async fn plan_group_scale(
     count: u32,
     allow_magnum: bool,
 ) -> ServiceResult<GroupUpdatePlan> {
-    let template = heat.get_template(stack).await?;
-    let param = count_parameter(&template, group).map_err(|e| {
+    let templates = templates_along(heat, stack, group).await?;
+    let param = count_parameter_along(&templates, group).map_err(|e| {
         ServiceError::new(
             ErrorKind::Refused,
             format!("scale {}/{group}: {e}", stack.name),
@@ -258,7 +268,91 @@ pub async fn plan_group_scale(
     Ok(plan)
 }
 
-/// The parameter a group's member count reads, from the stack's template.
+/// The first resource of a path: the top-level resource a change of the group goes through.
+fn top_resource(path: &str) -> &str {
+    path.split('/').find(|s| !s.is_empty()).unwrap_or(path)
+}
+
+/// The steps of a resource path.
+fn steps(path: &str) -> Vec<&str> {
+    path.split('/').filter(|s| !s.is_empty()).collect()
+}
+
+/// The templates from `stack` down to the one that defines the group at `path`: the stack's
+/// own, then the nested stack of each step but the last (`roles/Compute`: the stack's
+/// template, then `roles`'s).
+pub async fn templates_along(
+    heat: &HeatClient,
+    stack: &StackRef,
+    path: &str,
+) -> ServiceResult<Vec<Value>> {
+    let steps = steps(path);
+    let mut templates = vec![heat.get_template(stack).await?];
+    let mut current = stack.clone();
+    for step in steps.iter().take(steps.len().saturating_sub(1)) {
+        current = super::heat_native::group_stack_of(heat, &current, step).await?;
+        templates.push(heat.get_template(&current).await?);
+    }
+    Ok(templates)
+}
+
+/// The property map of resource `name` in `template`.
+fn properties_of<'a>(
+    template: &'a Value,
+    name: &str,
+) -> Option<&'a serde_json::Map<String, Value>> {
+    template
+        .get("resources")?
+        .get(name)?
+        .get("properties")?
+        .as_object()
+}
+
+/// `{get_param: NAME}` (or `[NAME]`) as the whole expression.
+fn plain_param(v: &Value) -> Option<String> {
+    let obj = v.as_object().filter(|o| o.len() == 1)?;
+    match obj.get("get_param")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) if a.len() == 1 => a[0].as_str().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// The stack parameter a group's member count reads, through the nested stacks on its path
+/// (`templates` from [`templates_along`]): the group's count reads `ComputeCount` of its own
+/// template, which the owner passes as `ComputeCount: {get_param: compute_count}`, and so on
+/// up to the stack's own parameter.
+pub fn count_parameter_along(templates: &[Value], path: &str) -> Result<String, String> {
+    let steps = steps(path);
+    let (Some(last), Some(own)) = (steps.last(), templates.get(steps.len().saturating_sub(1)))
+    else {
+        return Err(format!("no group at path {path}"));
+    };
+    let mut param = count_parameter(own, last)?;
+    for level in (0..steps.len() - 1).rev() {
+        let owner = steps[level];
+        let passed = templates
+            .get(level)
+            .and_then(|t| properties_of(t, owner))
+            .and_then(|p| p.get(&param));
+        param = match passed.map(|v| (plain_param(v), v)) {
+            Some((Some(up), _)) => up,
+            Some((None, v)) => {
+                return Err(format!(
+                    "{owner} passes {param} to its nested stack as {v}, not a parameter of                      the stack: only a template update can change the count"
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "{owner} does not pass {param} to its nested stack: the nested template's                      default decides the count, only a template update can change it"
+                ))
+            }
+        };
+    }
+    Ok(param)
+}
+
+/// The parameter a group's member count reads, from the template that defines the group.
 pub fn count_parameter(template: &Value, group: &str) -> Result<String, String> {
     let resource = template
         .get("resources")
@@ -331,15 +425,21 @@ pub async fn apply_group_update(
     result.map_err(ServiceError::from)
 }
 
-/// Refusals from the template alone: unknown parameters, and parameters the group's
-/// definition does not read.
+/// Refusals from the templates alone (`templates` from [`templates_along`]): unknown
+/// parameters, and parameters that do not reach the group's definition. Through a nested
+/// stack a parameter reaches the nested template's parameters its owner's properties read it
+/// into (`roles: {properties: {NodeImage: {get_param: node_image}}}`), and so on down.
 pub fn reach_refusals(
-    template: &Value,
+    templates: &[Value],
     parameters: &BTreeMap<String, String>,
     group: &str,
     set: &BTreeMap<String, String>,
 ) -> Vec<String> {
-    let Some(definition) = template.get("resources").and_then(|r| r.get(group)) else {
+    let steps = steps(group);
+    let definition = steps
+        .last()
+        .and_then(|last| templates.get(steps.len() - 1)?.get("resources")?.get(*last));
+    let Some(definition) = definition else {
         return vec![format!("the stack's template has no resource {group}")];
     };
     let mut read = Vec::new();
@@ -348,9 +448,41 @@ pub fn reach_refusals(
     for key in set.keys() {
         if !parameters.contains_key(key) {
             out.push(format!("the stack has no parameter {key}"));
-        } else if !read.contains(key) {
+            continue;
+        }
+        // The names `key` goes by at each level on the way down.
+        let mut names = vec![key.clone()];
+        let mut lost = None;
+        for (level, owner) in steps.iter().enumerate().take(steps.len() - 1) {
+            let props = templates.get(level).and_then(|t| properties_of(t, owner));
+            let next: Vec<String> = props
+                .into_iter()
+                .flatten()
+                .filter(|(_, v)| {
+                    let mut r = Vec::new();
+                    params_read(v, &mut r, 0);
+                    r.iter().any(|p| names.contains(p))
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            if next.is_empty() {
+                lost = Some(*owner);
+                break;
+            }
+            names = next;
+        }
+        if let Some(owner) = lost {
             out.push(format!(
-                "parameter {key} does not reach {group}'s members (its definition reads: {})",
+                "parameter {key} does not reach {group}'s members: {owner} does not pass it                  to its nested stack"
+            ));
+        } else if !read.iter().any(|r| names.contains(r)) {
+            let via = if steps.len() > 1 {
+                format!(" (as {})", names.join(", "))
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "parameter {key}{via} does not reach {group}'s members (its definition reads: {})",
                 if read.is_empty() {
                     "no parameter".to_string()
                 } else {
@@ -421,14 +553,14 @@ mod tests {
             ("minion_image", "a"),
         ]);
         let ok = reach_refusals(
-            &template,
+            std::slice::from_ref(&template),
             &params,
             "kube_minions",
             &map(&[("minion_image", "b")]),
         );
         assert!(ok.is_empty(), "{ok:?}");
         let r = reach_refusals(
-            &template,
+            std::slice::from_ref(&template),
             &params,
             "kube_minions",
             &map(&[("number_of_masters", "4"), ("flavor", "x")]),
@@ -440,7 +572,12 @@ mod tests {
                 && r[1].contains("number_of_minions, minion_image"),
             "{r:?}"
         );
-        let r = reach_refusals(&template, &params, "nodes", &map(&[("minion_image", "b")]));
+        let r = reach_refusals(
+            std::slice::from_ref(&template),
+            &params,
+            "nodes",
+            &map(&[("minion_image", "b")]),
+        );
         assert!(r[0].contains("no resource nodes"));
     }
 
@@ -467,5 +604,64 @@ mod tests {
         assert!(count_parameter(&template, "gone")
             .unwrap_err()
             .contains("no resource gone"));
+    }
+
+    #[test]
+    fn a_nested_group_is_reached_and_counted_through_its_owner() {
+        let top = json!({"resources": {
+            "roles": {"type": "roles.yaml", "properties": {
+                "ComputeCount": {"get_param": "compute_count"},
+                "NodeImage": {"str_replace": {"template": "img-X", "params": {"X": {"get_param": "image_tag"}}}},
+                "Fixed": 3}},
+            "bastion": {"type": "OS::Heat::Value"}
+        }});
+        let roles = json!({"resources": {
+            "Compute": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "ComputeCount"},
+                "resource_def": {"type": "node.yaml", "properties": {"image": {"get_param": "NodeImage"}}}}},
+            "Storage": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "Fixed"}}}
+        }});
+        let templates = [top, roles];
+        let params = map(&[("compute_count", "3"), ("image_tag", "a"), ("other", "x")]);
+        assert_eq!(
+            count_parameter_along(&templates, "roles/Compute").unwrap(),
+            "compute_count"
+        );
+        let e = count_parameter_along(&templates, "roles/Storage").unwrap_err();
+        assert!(
+            e.contains("passes Fixed") && e.contains("only a template update"),
+            "{e}"
+        );
+        assert!(reach_refusals(
+            &templates,
+            &params,
+            "roles/Compute",
+            &map(&[("image_tag", "b")])
+        )
+        .is_empty());
+        let r = reach_refusals(
+            &templates,
+            &params,
+            "roles/Compute",
+            &map(&[("other", "y")]),
+        );
+        assert!(r[0].contains("roles does not pass it"), "{r:?}");
+        let r = reach_refusals(
+            &templates,
+            &params,
+            "roles/Storage",
+            &map(&[("image_tag", "b")]),
+        );
+        assert!(
+            r[0].contains("(as NodeImage)") && r[0].contains("reads: Fixed"),
+            "{r:?}"
+        );
+        assert_eq!(top_resource("roles/Compute"), "roles");
+        let env = crate::rollout::plan::hooks_environment_for("roles/Compute");
+        assert_eq!(
+            env["resource_registry"]["resources"]["roles"]["Compute"]["*"]["hooks"][0],
+            "pre-update"
+        );
     }
 }

@@ -637,16 +637,22 @@ pub async fn group_stack_of(
     stack: &StackRef,
     group: &str,
 ) -> ServiceResult<StackRef> {
-    let res = heat.get_resource(stack, group).await.map_err(err)?;
-    res.resource.nested.ok_or_else(|| {
-        ServiceError::new(
-            ErrorKind::NotFound,
-            format!(
-                "resource '{group}' of {} has no nested stack yet",
-                stack.name
-            ),
-        )
-    })
+    // A resource path (`roles/Compute`): each step is a resource of the previous one's
+    // nested stack.
+    let mut current = stack.clone();
+    for step in group.split('/').filter(|s| !s.is_empty()) {
+        let res = heat.get_resource(&current, step).await.map_err(err)?;
+        current = res.resource.nested.ok_or_else(|| {
+            ServiceError::new(
+                ErrorKind::NotFound,
+                format!(
+                    "resource '{step}' of {} has no nested stack yet",
+                    current.name
+                ),
+            )
+        })?;
+    }
+    Ok(current)
 }
 
 /// The status of a node group's stack, for waiting on an action.

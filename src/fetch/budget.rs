@@ -109,6 +109,32 @@ impl RequestBudget {
         BudgetPermit { _slot: slot }
     }
 
+    /// Waits until a request could start now (an in-flight slot and a start slot within the
+    /// per-second limit are free), without taking either: for a request that should wait
+    /// its turn but must not be held up once it is sent.
+    pub async fn until_free(&self) {
+        loop {
+            let now = Instant::now();
+            let wait = {
+                let mut starts = lock(&self.inner.starts);
+                prune(&mut starts, now);
+                match self.inner.config.max_per_second {
+                    Some(limit) if starts.len() >= limit as usize => starts
+                        .front()
+                        .map(|oldest| (*oldest + WINDOW).saturating_duration_since(now)),
+                    _ if self.inner.slots.available_permits() == 0 => {
+                        Some(Duration::from_millis(10))
+                    }
+                    _ => None,
+                }
+            };
+            match wait {
+                None => return,
+                Some(d) => tokio::time::sleep(d.max(Duration::from_millis(1))).await,
+            }
+        }
+    }
+
     /// Counts one automatic retry (for the header's statistics).
     pub fn record_retry(&self) {
         self.inner.retries.fetch_add(1, Ordering::Relaxed);

@@ -49,6 +49,8 @@ pub struct GroupShape {
     pub stack: Option<StackRef>,
     /// Members in index order.
     pub members: Vec<Member>,
+    /// When Heat last changed the group resource (any update of the group moves it).
+    pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 pub fn is_group_type(t: &str) -> bool {
@@ -251,6 +253,7 @@ fn group(
         owner: owner.clone(),
         stack: r.resource.nested.clone(),
         members,
+        updated_at: r.resource.updated_at,
     }
 }
 
@@ -276,6 +279,7 @@ fn stack_as_group(stack: &StackRef, listing: &[ResourceInfo]) -> Option<GroupSha
         owner: stack.clone(),
         stack: Some(stack.clone()),
         members,
+        updated_at: first.resource.updated_at,
     })
 }
 
@@ -323,6 +327,20 @@ pub struct AddressPlan {
     pub typed: Option<TypedAddress>,
     /// What was looked at, for the one line shown when nothing was found.
     pub tried: Vec<String>,
+    /// An output of the group's owner stack that is the member output over the whole group
+    /// (`kube_minions_private: {get_attr: [kube_minions, kube_minion_ip]}`): one request
+    /// for every address when Heat has resolved it before (`crate::ops::warm_outputs`).
+    pub aggregate: Option<Aggregate>,
+}
+
+/// An aggregate output and how its value lines up with the members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aggregate {
+    pub key: String,
+    /// `true`: a map keyed by member name (`[group, attributes, attr]`, an
+    /// AutoScalingGroup's `[group, outputs, attr]`); `false`: a ResourceGroup's list in
+    /// member index order (`[group, attr]`).
+    pub by_name: bool,
 }
 
 impl AddressPlan {
@@ -396,11 +414,16 @@ pub async fn plan_addresses(
         }
     };
     let member_outputs = outputs_of(&member_template);
+    let mut owner_outputs = None;
     let chosen = match output_key {
         Some(k) => Some(k.to_string()),
         None => {
             let from_parent = match owner_template {
-                Some(Ok(t)) => member_attrs_read_by_parent(&t, &group.name),
+                Some(Ok(t)) => {
+                    let attrs = member_attrs_read_by_parent(&t, &group.name);
+                    owner_outputs = Some(t);
+                    attrs
+                }
                 Some(Err(e)) => {
                     plan.tried
                         .push(format!("template of {}: {e}", group.owner.name));
@@ -428,8 +451,45 @@ pub async fn plan_addresses(
         return plan;
     };
     plan.typed = follow_output(heat, &member_stack, &member_template, &key).await;
+    plan.aggregate = owner_outputs.and_then(|t| aggregate_output(&t, group, &key));
     plan.output_key = Some(key);
     plan
+}
+
+/// The owner template's output whose whole value is member output `attr` over `group`, in a
+/// shape whose entries can be matched to members (see [`Aggregate`]).
+pub fn aggregate_output(template: &Value, group: &GroupShape, attr: &str) -> Option<Aggregate> {
+    let resource_group = group.resource_type == "OS::Heat::ResourceGroup";
+    let mut found: Vec<(String, Aggregate)> = outputs_of(template)
+        .iter()
+        .filter_map(|(key, out)| {
+            let value = out.get("value").or_else(|| out.get("Value"))?;
+            let args = value
+                .get("get_attr")
+                .or_else(|| value.get("Fn::GetAtt"))?
+                .as_array()?;
+            if value.as_object().map(|o| o.len()) != Some(1) {
+                return None;
+            }
+            let args: Vec<&str> = args.iter().map(Value::as_str).collect::<Option<_>>()?;
+            let by_name = match args.as_slice() {
+                [g, a] if *g == group.name && *a == attr && resource_group => false,
+                [g, "attributes", a] if *g == group.name && *a == attr && resource_group => true,
+                [g, "outputs", a] if *g == group.name && *a == attr && !resource_group => true,
+                _ => return None,
+            };
+            Some((
+                key.clone(),
+                Aggregate {
+                    key: key.clone(),
+                    by_name,
+                },
+            ))
+        })
+        .collect();
+    // Several: the keyed one first, then by name, so the choice does not depend on map order.
+    found.sort_by(|a, b| (!a.1.by_name, &a.0).cmp(&(!b.1.by_name, &b.0)));
+    found.into_iter().next().map(|(_, a)| a)
 }
 
 fn label(group: &GroupShape) -> String {
@@ -719,6 +779,60 @@ pub fn member_of_stacks(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_aggregate_output_is_the_member_output_over_the_group() {
+        let template = json!({"outputs": {
+            "kube_minions_private": {"value": {"get_attr": ["kube_minions", "kube_minion_ip"]}},
+            "kube_minions": {"value": {"get_attr": ["kube_minions", "kube_minion_external_ip"]}},
+            "joined": {"value": {"list_join": [",", {"get_attr": ["kube_minions", "kube_minion_ip"]}]}},
+            "by_name": {"value": {"get_attr": ["kube_minions", "attributes", "kube_minion_ip"]}},
+            "asg": {"value": {"get_attr": ["pool", "outputs", "addr"]}},
+            "asg_list": {"value": {"get_attr": ["pool", "outputs_list", "addr"]}}
+        }});
+        let mut rg = GroupShape {
+            path: "kube_minions".into(),
+            name: "kube_minions".into(),
+            resource_type: "OS::Heat::ResourceGroup".into(),
+            status: crate::model::Status::parse("CREATE_COMPLETE"),
+            owner: StackRef {
+                name: "c".into(),
+                id: "c".into(),
+            },
+            stack: None,
+            members: Vec::new(),
+            updated_at: None,
+        };
+        // The keyed form wins over the list; a wrapped value (list_join) is no aggregate.
+        assert_eq!(
+            aggregate_output(&template, &rg, "kube_minion_ip"),
+            Some(Aggregate {
+                key: "by_name".into(),
+                by_name: true
+            })
+        );
+        let list_only = json!({"outputs": {
+            "kube_minions_private": {"value": {"get_attr": ["kube_minions", "kube_minion_ip"]}}
+        }});
+        assert_eq!(
+            aggregate_output(&list_only, &rg, "kube_minion_ip"),
+            Some(Aggregate {
+                key: "kube_minions_private".into(),
+                by_name: false
+            })
+        );
+        assert_eq!(aggregate_output(&list_only, &rg, "other"), None);
+        // An AutoScalingGroup's list has no member order to trust; its map does.
+        rg.name = "pool".into();
+        rg.resource_type = "OS::Heat::AutoScalingGroup".into();
+        assert_eq!(
+            aggregate_output(&template, &rg, "addr"),
+            Some(Aggregate {
+                key: "asg".into(),
+                by_name: true
+            })
+        );
+    }
     use super::*;
     use crate::model::StackResource;
     use serde_json::json;

@@ -27,6 +27,8 @@ use crate::api::nova::{NovaClient, ServerQuery};
 use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{NodeAddress, StackRef, Status};
 use crate::ops::discover::{self, AddressPlan, GroupShape, TypedAddress};
+pub use crate::ops::warm_outputs::WarmOutputs;
+use crate::ops::warm_outputs::{OutputKey, Warmth};
 use futures::stream::{BoxStream, StreamExt};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -57,6 +59,13 @@ pub struct IpOptions {
     pub nova_servers: bool,
     /// Resource type of a member's machine, for mapping Nova servers to members.
     pub server_type: String,
+    /// What is known of Heat's output cache (`crate::ops::warm_outputs`): with it, a group
+    /// whose aggregate output Heat holds is answered by that one request, and a group found
+    /// the long way has its aggregate resolved by Heat in the background for next time.
+    /// `None`: the aggregate output is never asked for.
+    pub heat_outputs: Option<WarmOutputs>,
+    /// How long the aggregate output may take before the other sources start.
+    pub aggregate_head_start: Duration,
 }
 
 impl Default for IpOptions {
@@ -68,6 +77,8 @@ impl Default for IpOptions {
             fan_out: true,
             nova_servers: true,
             server_type: "OS::Nova::Server".to_string(),
+            heat_outputs: None,
+            aggregate_head_start: Duration::from_secs(1),
         }
     }
 }
@@ -114,6 +125,8 @@ impl Member {
 /// Which source delivered an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IpSource {
+    /// The group's aggregate output, answered from Heat's cache.
+    AggregateOutput,
     TypedListing,
     MemberOutput,
     NovaServers,
@@ -131,6 +144,7 @@ pub struct IpStats {
     pub from_listing: usize,
     pub from_outputs: usize,
     pub from_nova: usize,
+    pub from_aggregate: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -406,6 +420,7 @@ async fn run(
     .await;
     let qualify = selected.len() > 1;
     let mut reasons: HashMap<String, String> = HashMap::new();
+    let mut warm_ups = Vec::new();
     for (group, plan) in selected.iter().zip(&plans) {
         let label = group_label(group);
         // Without an output to read, Nova's server list may still know the members' servers.
@@ -449,7 +464,7 @@ async fn run(
             options: &options,
             keys: &keys,
         };
-        if !ctx.run(&mut state, &mut reasons, &tx).await {
+        if !ctx.run(&mut state, &mut reasons, &mut warm_ups, &tx).await {
             return;
         }
     }
@@ -500,7 +515,12 @@ async fn run(
         }
     }
     state.stats.elapsed = started.elapsed();
-    let _ = tx.send(Ok(IpEvent::Done(state.stats))).await;
+    if tx.send(Ok(IpEvent::Done(state.stats))).await.is_err() {
+        return;
+    }
+    for w in warm_ups {
+        w.send(&heat).await;
+    }
 }
 
 /// One group's address sources, raced.
@@ -521,11 +541,18 @@ impl GroupRun<'_> {
         &self,
         state: &mut Progress,
         reasons: &mut HashMap<String, String>,
+        warm_ups: &mut Vec<WarmUp>,
         tx: &Sink,
     ) -> bool {
         let Some(group_stack) = self.group.stack.clone() else {
             return true;
         };
+        let aggregate = self.aggregate();
+        if let Some((memory, key, by_name)) = &aggregate {
+            if !self.from_aggregate(memory, key, *by_name, state, tx).await {
+                return false;
+            }
+        }
         let heat = self.heat.clone();
         let options = self.options;
         // Member stack id -> key; member resource name -> key.
@@ -540,6 +567,8 @@ impl GroupRun<'_> {
             .map(|(k, m)| (m.name.clone(), k.clone()))
             .collect();
         let group_keys: HashSet<&str> = self.keys.iter().map(|(k, _)| k.as_str()).collect();
+        // Every address already in (from the aggregate): only Nova's names may be missing.
+        let answered = group_keys.iter().all(|k| state.emitted.contains(*k));
 
         let (nova_tx, mut nova_rx) = mpsc::channel::<Vec<NovaMatch>>(16);
         let nova_task = match self.nova.filter(|_| options.nova_servers) {
@@ -557,7 +586,7 @@ impl GroupRun<'_> {
                 None
             }
         };
-        let mut typed = match (&self.plan.typed, options.typed_listing) {
+        let mut typed = match (&self.plan.typed, options.typed_listing && !answered) {
             (Some(t), true) => Some(AbortOnDrop(tokio::spawn(typed_listing(
                 heat.clone(),
                 group_stack.clone(),
@@ -566,14 +595,15 @@ impl GroupRun<'_> {
             )))),
             _ => None,
         };
-        let with_stack: Vec<(String, StackRef)> = match (&self.plan.output_key, options.fan_out) {
-            (Some(_), true) => self
-                .keys
-                .iter()
-                .filter_map(|(k, m)| m.stack.clone().map(|s| (k.clone(), s)))
-                .collect(),
-            _ => Vec::new(),
-        };
+        let with_stack: Vec<(String, StackRef)> =
+            match (&self.plan.output_key, options.fan_out && !answered) {
+                (Some(_), true) => self
+                    .keys
+                    .iter()
+                    .filter_map(|(k, m)| m.stack.clone().map(|s| (k.clone(), s)))
+                    .collect(),
+                _ => Vec::new(),
+            };
         let output_key = self.plan.output_key.clone().unwrap_or_default();
         let mut outputs = fan_out(with_stack, options.concurrency, move |(_, stack)| {
             let heat = heat.clone();
@@ -662,8 +692,163 @@ impl GroupRun<'_> {
                 }
             }
         }
+        if let Some((memory, key, _)) = aggregate {
+            if all_in(state) && memory.get(&key).is_none() {
+                warm_ups.push(WarmUp {
+                    memory,
+                    key,
+                    owner: self.group.owner.clone(),
+                });
+            }
+        }
         true
     }
+
+    /// The group's aggregate output and its memory entry, when the aggregate may be used: the
+    /// plan found one, the caller keeps a memory, and the group is settled (every member
+    /// complete: a member being changed has no value yet).
+    fn aggregate(&self) -> Option<(WarmOutputs, OutputKey, bool)> {
+        let memory = self.options.heat_outputs.clone()?;
+        let aggregate = self.plan.aggregate.as_ref()?;
+        let settled = self.group.status.is_complete()
+            && !self.group.members.is_empty()
+            && self.group.members.iter().all(|m| m.status.is_complete());
+        if !settled || self.options.output_key.is_some() {
+            return None;
+        }
+        let key = OutputKey {
+            stack_id: self.group.owner.id.clone(),
+            group: self.group.name.clone(),
+            stamp: self.group.updated_at?.to_rfc3339(),
+            output: aggregate.key.clone(),
+        };
+        Some((memory, key, aggregate.by_name))
+    }
+
+    /// Asks for the aggregate output first when Heat is known to hold it: an answer within
+    /// the head start delivers every member it covers; a slow one is given up (Heat goes on
+    /// resolving it) and remembered. False when the consumer is gone.
+    async fn from_aggregate(
+        &self,
+        memory: &WarmOutputs,
+        key: &OutputKey,
+        by_name: bool,
+        state: &mut Progress,
+        tx: &Sink,
+    ) -> bool {
+        let known = memory.get(key);
+        if !matches!(known, Some(Warmth::Requested | Warmth::Warm)) {
+            return true;
+        }
+        let asked = tokio::time::timeout(
+            self.options.aggregate_head_start,
+            self.heat.show_output(&self.group.owner, &key.output),
+        )
+        .await;
+        let value = match asked {
+            Ok(Ok(out)) if out.error.is_none() => out.value,
+            Ok(Ok(out)) => {
+                tracing::info!("aggregate {}: {:?}", key.output, out.error);
+                return true;
+            }
+            Ok(Err(e)) => {
+                tracing::info!("aggregate {}: {e}", key.output);
+                return true;
+            }
+            Err(_) => {
+                // Slow: Heat did not hold it. Once more after a warm entry (Heat may have
+                // been busy, and it resolves the value now); never again after a warm-up.
+                let next = match known {
+                    Some(Warmth::Warm) => Warmth::Requested,
+                    _ => Warmth::Cold,
+                };
+                memory.set(key, next);
+                return true;
+            }
+        };
+        let found = aggregate_addresses(&value, by_name, self.keys);
+        if found.is_empty() {
+            return true;
+        }
+        memory.set(key, Warmth::Warm);
+        for (member, addresses) in found {
+            if !state
+                .emit(tx, &member, addresses, IpSource::AggregateOutput, None)
+                .await
+            {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// A group found the long way, whose aggregate output Heat should resolve for next time.
+struct WarmUp {
+    memory: WarmOutputs,
+    key: OutputKey,
+    owner: StackRef,
+}
+
+/// How long the request budget may hold a warm-up back (after a long run it may be at its
+/// per-second limit), and how long the sent request is given before it is left to Heat: long
+/// enough to go out on the pooled connection, short enough not to hold up the command.
+const WARM_UP_QUEUE: Duration = Duration::from_secs(2);
+const WARM_UP_WAIT: Duration = Duration::from_millis(50);
+
+impl WarmUp {
+    /// Has Heat resolve the aggregate output, without waiting for the answer (Heat goes on
+    /// and keeps the value), and remembers that it did. Runs after `Done`: every address is
+    /// on screen already.
+    async fn send(self, heat: &HeatClient) {
+        let budget = heat.transport().budget().clone();
+        if tokio::time::timeout(WARM_UP_QUEUE, budget.until_free())
+            .await
+            .is_err()
+        {
+            return;
+        }
+        self.memory.set(&self.key, Warmth::Requested);
+        let sent = tokio::time::timeout(
+            WARM_UP_WAIT,
+            heat.show_output(&self.owner, &self.key.output),
+        )
+        .await;
+        if let Ok(Err(e)) = sent {
+            tracing::info!("warming aggregate {}: {e}", self.key.output);
+        }
+    }
+}
+
+/// `(key, addresses)` per member from an aggregate output's value: a map by member name, or
+/// a list in member index order that must have exactly one entry per member.
+fn aggregate_addresses(
+    value: &serde_json::Value,
+    by_name: bool,
+    keys: &[(String, &Member)],
+) -> Vec<(String, Vec<String>)> {
+    let entries: Vec<(String, &serde_json::Value)> = if by_name {
+        let Some(map) = value.as_object() else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter_map(|(k, m)| map.get(&m.name).map(|v| (k.clone(), v)))
+            .collect()
+    } else {
+        match value.as_array() {
+            Some(list) if list.len() == keys.len() => keys
+                .iter()
+                .zip(list)
+                .map(|((k, _), v)| (k.clone(), v))
+                .collect(),
+            _ => return Vec::new(),
+        }
+    };
+    entries
+        .into_iter()
+        .map(|(k, v)| (k, addresses_in(v)))
+        .filter(|(_, a)| !a.is_empty())
+        .collect()
 }
 
 /// The typed listing of a group's address resource: listings of each nested template between
@@ -885,6 +1070,7 @@ impl Progress {
             IpSource::TypedListing => self.stats.from_listing += 1,
             IpSource::MemberOutput => self.stats.from_outputs += 1,
             IpSource::NovaServers => self.stats.from_nova += 1,
+            IpSource::AggregateOutput => self.stats.from_aggregate += 1,
         }
         if self.stats.first_address_after.is_none() {
             self.stats.first_address_after = Some(self.started.elapsed());
@@ -926,6 +1112,35 @@ impl Progress {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn aggregate_values_line_up_with_members_or_are_not_used() {
+        let members = [
+            member("0", "CREATE_COMPLETE", true),
+            member("1", "CREATE_COMPLETE", true),
+            member("3", "CREATE_COMPLETE", true),
+        ];
+        let keys: Vec<(String, &Member)> = members.iter().map(|m| (m.name.clone(), m)).collect();
+        let list = json!(["10.0.0.1", ["10.0.0.2", "fd00::2"], null]);
+        assert_eq!(
+            aggregate_addresses(&list, false, &keys),
+            vec![
+                ("0".to_string(), vec!["10.0.0.1".to_string()]),
+                (
+                    "1".to_string(),
+                    vec!["10.0.0.2".to_string(), "fd00::2".to_string()]
+                ),
+            ]
+        );
+        // A list of another length cannot be matched to members by position.
+        assert!(aggregate_addresses(&json!(["10.0.0.1"]), false, &keys).is_empty());
+        let map = json!({"3": "10.0.0.4", "9": "10.0.0.9"});
+        assert_eq!(
+            aggregate_addresses(&map, true, &keys),
+            vec![("3".to_string(), vec!["10.0.0.4".to_string()])]
+        );
+        assert!(aggregate_addresses(&list, true, &keys).is_empty());
+    }
 
     #[test]
     fn flattens_address_shapes() {
@@ -986,6 +1201,7 @@ mod tests {
             },
             stack: None,
             members,
+            updated_at: None,
         }
     }
 

@@ -10,3 +10,4 @@ pub mod failures;
 pub mod hooks;
 pub mod ips;
 pub mod stack_paths;
+pub mod warm_outputs;

@@ -144,9 +144,23 @@ pub fn hooks_environment() -> serde_json::Value {
     hooks_environment_for(GROUP_RESOURCE)
 }
 
-/// The same breakpoints on the members of the group named `group` in the updated stack.
+/// The same breakpoints on the members of the group at resource path `group` of the updated
+/// stack (`kube_minions`, or `roles/Compute` inside a nested stack).
 pub fn hooks_environment_for(group: &str) -> serde_json::Value {
-    serde_json::json!({"resource_registry": {"resources": {group: {"*": {"hooks": [ROLLOUT_HOOK]}}}}})
+    registry_for_members(group, serde_json::json!({"hooks": [ROLLOUT_HOOK]}))
+}
+
+/// `{"resource_registry": {"resources": {A: {B: {"*": entry}}}}}` for the members of the group
+/// at path `A/B`: Heat's environment names a nested stack's resources by nesting maps under
+/// the resource that owns the nested stack.
+pub fn registry_for_members(group: &str, entry: serde_json::Value) -> serde_json::Value {
+    let mut inner = serde_json::json!({ "*": entry });
+    for step in group.rsplit('/').filter(|s| !s.is_empty()) {
+        let mut level = serde_json::Map::new();
+        level.insert(step.to_string(), inner);
+        inner = serde_json::Value::Object(level);
+    }
+    serde_json::json!({ "resource_registry": { "resources": inner } })
 }
 
 fn set_flags<'a>(pairs: impl Iterator<Item = (&'a String, String)>) -> String {

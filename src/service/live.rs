@@ -48,6 +48,7 @@ impl LiveService {
             // the console; unset, it is discovered per node group.
             ip_options: IpOptions {
                 output_key: conn.settings.output_key.clone(),
+                heat_outputs: Some(crate::ops::warm_outputs::WarmOutputs::default_location()),
                 ..IpOptions::default()
             },
             conn,

@@ -91,6 +91,10 @@ pub struct World {
     pub virtual_now: Option<i64>,
     /// Time of the newest event: events are never stamped earlier (paging relies on it).
     pub last_event_ms: i64,
+    /// Outputs Heat has resolved and keeps, per (stack, output key): the stack's version
+    /// they were resolved at and when the resolution is done (wall clock: the cost is paid
+    /// in real time). See `sim::heat::stacks::output_cost`.
+    pub resolved_outputs: HashMap<(usize, String), (String, std::time::Instant)>,
 }
 
 impl World {
@@ -111,6 +115,7 @@ impl World {
             type_cache: HashMap::new(),
             virtual_now: None,
             last_event_ms: i64::MIN,
+            resolved_outputs: HashMap::new(),
         }
     }
 
