@@ -737,7 +737,10 @@ impl GroupRun<'_> {
         tx: &Sink,
     ) -> bool {
         let known = memory.get(key);
-        if !matches!(known, Some(Warmth::Requested | Warmth::Warm)) {
+        if !matches!(
+            known,
+            Some(Warmth::Requested | Warmth::Warm | Warmth::Missed)
+        ) {
             return true;
         }
         let asked = tokio::time::timeout(
@@ -756,11 +759,12 @@ impl GroupRun<'_> {
                 return true;
             }
             Err(_) => {
-                // Slow: Heat did not hold it. Once more after a warm entry (Heat may have
-                // been busy, and it resolves the value now); never again after a warm-up.
+                // Slow: Heat did not hold it, but resolves it now for this request. Asked
+                // once more (Heat may have been busy, or the warm-up never reached it);
+                // slow twice in a row, never again for this version of the group.
                 let next = match known {
-                    Some(Warmth::Warm) => Warmth::Requested,
-                    _ => Warmth::Cold,
+                    Some(Warmth::Missed) => Warmth::Cold,
+                    _ => Warmth::Missed,
                 };
                 memory.set(key, next);
                 return true;
@@ -794,7 +798,7 @@ struct WarmUp {
 /// per-second limit), and how long the sent request is given before it is left to Heat: long
 /// enough to go out on the pooled connection, short enough not to hold up the command.
 const WARM_UP_QUEUE: Duration = Duration::from_secs(2);
-const WARM_UP_WAIT: Duration = Duration::from_millis(50);
+const WARM_UP_WAIT: Duration = Duration::from_millis(300);
 
 impl WarmUp {
     /// Has Heat resolve the aggregate output, without waiting for the answer (Heat goes on

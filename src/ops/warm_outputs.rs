@@ -12,8 +12,8 @@
 //!   the background) and remembers it did, keyed by the group resource and its `updated_time`;
 //! - the next run that finds the same group unchanged asks for the aggregate first, with a
 //!   head start before the other sources; an answer within the head start marks the entry warm;
-//! - an aggregate that was slow after all marks the entry cold: no further head start and no
-//!   further warm-up for that version of the group.
+//! - an aggregate that was slow twice in a row marks the entry cold: no further head start
+//!   and no further warm-up for that version of the group (a head start costs at most 1 s).
 //!
 //! Any update of the group moves its `updated_time`, so a remembered value is never used for
 //! a group that changed. The file is small and bounded; a damaged or oversized one is ignored
@@ -37,6 +37,9 @@ pub enum Warmth {
     Requested,
     /// Heat answered it within the head start: it holds the value.
     Warm,
+    /// Slow once after a warm-up: the warm-up may not have reached Heat before it was given
+    /// up, but the slow request itself has Heat resolve the value; asked once more.
+    Missed,
     /// Asked after a warm-up, it was still slow: Heat does not keep it here.
     Cold,
 }
