@@ -888,6 +888,28 @@ fn resize_body(w: &mut World, body: &Value, c: usize) -> Result<Reply, Reply> {
     ))
 }
 
+/// The node group stack's parameters for an upgrade of group `g` to `image`, `batch`
+/// members at a time (no removals pending), and whether the image changes.
+fn image_update(
+    w: &World,
+    g: usize,
+    image: &str,
+    batch: u64,
+) -> (std::collections::BTreeMap<String, String>, bool) {
+    let layout = w.groups[g].layout;
+    let mut params = w
+        .stack(w.groups[g].ng_stack)
+        .map(|s| s.params.clone())
+        .unwrap_or_default();
+    let changed = params.get(layout.key("image")).map(String::as_str) != Some(image);
+    params.insert(layout.key("image").into(), image.to_string());
+    params.insert("update_max_batch_size".into(), batch.to_string());
+    if let Some(key) = layout.removal_key() {
+        params.insert(key.into(), "[]".into());
+    }
+    (params, changed)
+}
+
 /// vexxhost `magnum-cluster-api`'s `upgrade_cluster`: the cluster's Cluster API topology
 /// gets the template's version and image, whatever `nodegroup` and `max_batch_size` say,
 /// and Cluster API rolls every node group (control plane and each MachineDeployment) one
@@ -900,15 +922,7 @@ fn upgrade_capi(w: &mut World, c: usize, t: usize) -> Result<Reply, Reply> {
     }
     let image = w.templates[t].image.clone();
     for g in groups {
-        let ng = w.groups[g].ng_stack;
-        let layout = w.groups[g].layout;
-        let mut params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
-        let changed = params.get(layout.key("image")) != Some(&image);
-        params.insert(layout.key("image").into(), image.clone());
-        params.insert("update_max_batch_size".into(), "1".into());
-        if let Some(key) = layout.removal_key() {
-            params.insert(key.into(), "[]".into());
-        }
+        let (params, changed) = image_update(w, g, &image, 1);
         if changed {
             crate::sim::world::capi::new_machine_set(w, g);
         }
@@ -969,14 +983,8 @@ fn upgrade(w: &mut World, req: &Req, c: usize) -> Result<Reply, Reply> {
     if let Some(r) = busy(w, c, g) {
         return Err(r);
     }
-    let ng = w.groups[g].ng_stack;
-    let layout = w.groups[g].layout;
-    let mut params = w.stack(ng).map(|s| s.params.clone()).unwrap_or_default();
-    params.insert(layout.key("image").into(), w.templates[t].image.clone());
-    params.insert("update_max_batch_size".into(), batch.to_string());
-    if let Some(key) = layout.removal_key() {
-        params.insert(key.into(), "[]".into());
-    }
+    let image = w.templates[t].image.clone();
+    let (params, _) = image_update(w, g, &image, batch);
     group::start_update(
         w,
         g,
