@@ -506,7 +506,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
         log_sample("warm-up run", &s);
         // The simulated Heat takes its per-member cost to resolve it, as Heat does.
         tokio::time::sleep(
-            Duration::from_millis(args.output_cost_ms).saturating_mul(args.members as u32 + 10),
+            Duration::from_millis(args.output_cost_ms).saturating_mul(args.members + 10),
         )
         .await;
         let mut row = Row::new(name);

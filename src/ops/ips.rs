@@ -549,7 +549,7 @@ impl GroupRun<'_> {
         };
         let aggregate = self.aggregate();
         if let Some((memory, key, by_name)) = &aggregate {
-            if !self.from_aggregate(memory, key, *by_name, state, tx).await {
+            if !self.read_aggregate(memory, key, *by_name, state, tx).await {
                 return false;
             }
         }
@@ -728,7 +728,7 @@ impl GroupRun<'_> {
     /// Asks for the aggregate output first when Heat is known to hold it: an answer within
     /// the head start delivers every member it covers; a slow one is given up (Heat goes on
     /// resolving it) and remembered. False when the consumer is gone.
-    async fn from_aggregate(
+    async fn read_aggregate(
         &self,
         memory: &WarmOutputs,
         key: &OutputKey,
