@@ -626,6 +626,8 @@ pub fn initial_status(plan: &RolloutPlan) -> RolloutStatus {
                 finished_at: None,
                 reason: None,
                 straggler: false,
+                server: None,
+                address: None,
             })
         })
         .collect();

@@ -311,6 +311,8 @@ pub fn observed_status(
                 },
                 reason,
                 straggler: false,
+                server: None,
+                address: None,
             }
         })
         .collect();

@@ -177,6 +177,8 @@ fn row(name: &str, phase: NodePhase, reason: String) -> NodeProgress {
         finished_at: None,
         reason: Some(reason),
         straggler: false,
+        server: None,
+        address: None,
     }
 }
 

@@ -50,6 +50,12 @@ pub struct NodeProgress {
     /// [`RolloutStatus::straggler_after_ms`]).
     #[serde(default)]
     pub straggler: bool,
+    /// The node's server name and first address, as the console's nodes pane knows them
+    /// (filled in by the console; Heat's member names are only indices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
 }
 
 impl NodeProgress {
@@ -391,6 +397,8 @@ mod tests {
             finished_at: Some(t0 + chrono::Duration::seconds(secs)),
             reason: None,
             straggler: false,
+            server: None,
+            address: None,
         };
         let mut s = RolloutStatus::new(
             "r".into(),
@@ -430,6 +438,8 @@ mod tests {
             finished_at: finished.map(|f| t0 + chrono::Duration::seconds(f)),
             reason: None,
             straggler: false,
+            server: None,
+            address: None,
         };
         let mut s = RolloutStatus::new(
             "r".into(),

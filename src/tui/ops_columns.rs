@@ -47,11 +47,19 @@ const NODE_WIDTH: usize = 10;
 /// `kube-7xk2q-default-worker-4hq9z-8d2kx-p5mzt`) by its end, where Cluster API puts the
 /// machine's own random token; the REASON column then ends with the whole name.
 fn node_cell(name: &str) -> String {
-    let n = name.chars().count();
-    if n <= NODE_WIDTH {
-        return name.to_string();
+    tail_cell(name, NODE_WIDTH)
+}
+
+/// Width of the SERVER column. Server names share their start (`{stack}-node-`): a longer
+/// one keeps its end, which tells the nodes apart.
+const SERVER_WIDTH: usize = 28;
+
+fn tail_cell(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    if n <= width {
+        return text.to_string();
     }
-    let tail: String = name.chars().skip(n - (NODE_WIDTH - 1)).collect();
+    let tail: String = text.chars().skip(n - (width - 1)).collect();
     format!("…{tail}")
 }
 
@@ -72,6 +80,27 @@ pub fn rollout_columns() -> Vec<Column<NodeProgress>> {
             text: |n, _| node_cell(&n.name),
             sort: |n, _| SortKey::opt_int(n.index.map(i64::from)),
             style: plain,
+        },
+        Column {
+            title: "SERVER",
+            hide_below: 150,
+            width: Constraint::Length(SERVER_WIDTH as u16),
+            text: |n, _| {
+                n.server
+                    .as_deref()
+                    .map(|s| tail_cell(s, SERVER_WIDTH))
+                    .unwrap_or_else(|| "-".into())
+            },
+            sort: |n, _| SortKey::opt_str(n.server.as_deref()),
+            style: plain,
+        },
+        Column {
+            title: "ADDRESS",
+            hide_below: 100,
+            width: Constraint::Length(16),
+            text: |n, _| n.address.clone().unwrap_or_else(|| "-".into()),
+            sort: |n, _| SortKey::opt_str(n.address.as_deref()),
+            style: muted,
         },
         Column {
             title: "BATCH",
@@ -241,6 +270,8 @@ mod tests {
             finished_at: None,
             reason: None,
             straggler: false,
+            server: None,
+            address: None,
         };
         assert_eq!(took(&n, &ctx), Some(300));
         n.phase = NodePhase::Done;

@@ -569,7 +569,9 @@ impl App {
                 }
             }
             ViewKind::Rollout { cluster, nodegroup } => {
-                self.want_rollout(&cluster, &nodegroup, force)
+                self.want_rollout(&cluster, &nodegroup, force);
+                // The rows' server names and addresses come from the node group's nodes.
+                self.want_nodes(&nodegroup, force, now, every * 4)
             }
             ViewKind::Journal => self.want_journal(force),
             ViewKind::Server { target } => {

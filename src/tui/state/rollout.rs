@@ -240,7 +240,8 @@ impl App {
                 }
                 slot.meta.version += 1;
                 match result {
-                    Ok(status) => {
+                    Ok(mut status) => {
+                        name_nodes(&mut status, self.store.nodes.get(&key));
                         slot.driver = Some(driver);
                         slot.searched = true;
                         slot.status = Some(status);
@@ -269,7 +270,8 @@ impl App {
                         slot.meta.error = None;
                         slot.meta.fetched_at = Some(now);
                         match found {
-                            Some((update, status)) => {
+                            Some((update, mut status)) => {
+                                name_nodes(&mut status, self.store.nodes.get(&key));
                                 slot.observed = Some(update);
                                 slot.status = Some(status);
                                 slot.expect_update = false;
@@ -443,5 +445,115 @@ impl App {
                 },
             },
         )));
+    }
+}
+
+/// Gives each row of a rollout the server name and address the nodes pane has for that
+/// member (Heat names members by index only). Rows the pane does not know keep none.
+fn name_nodes(status: &mut RolloutStatus, nodes: Option<&super::store::NodeSet>) {
+    let Some(set) = nodes else {
+        return;
+    };
+    let known: std::collections::HashMap<&str, &crate::model::Node> = set
+        .rows
+        .iter()
+        .map(|r| {
+            let member = r.node.key.member.as_str();
+            // A pane over several groups names members `group/7`.
+            (member.rsplit('/').next().unwrap_or(member), &r.node)
+        })
+        .collect();
+    for n in &mut status.nodes {
+        if let Some(node) = known.get(n.name.as_str()) {
+            if node.name != n.name {
+                n.server = Some(node.name.clone());
+            }
+            n.address = node.ip.clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Node, NodeKey, Status};
+    use crate::rollout::NodeProgress;
+    use crate::service::NodeUpdate;
+
+    fn node(member: &str, name: &str, ip: Option<&str>) -> Node {
+        Node {
+            key: NodeKey {
+                nodegroup: "ng".into(),
+                member: member.into(),
+            },
+            index: member.rsplit('/').next().and_then(|m| m.parse().ok()),
+            name: name.into(),
+            zone: None,
+            ip: ip.map(str::to_string),
+            status: Status::parse("UPDATE_COMPLETE"),
+            status_reason: None,
+            image: None,
+            since: None,
+            hook_paused: false,
+            stack_id: None,
+            server_id: None,
+            created: None,
+        }
+    }
+
+    fn progress(name: &str) -> NodeProgress {
+        NodeProgress {
+            name: name.into(),
+            index: name.parse().ok(),
+            batch: 0,
+            phase: NodePhase::Pending,
+            released_at: None,
+            finished_at: None,
+            reason: None,
+            straggler: false,
+            server: None,
+            address: None,
+        }
+    }
+
+    #[test]
+    fn rollout_rows_get_the_server_names_and_addresses_the_nodes_pane_knows() {
+        let now = chrono::Utc::now();
+        let mut set = super::super::store::NodeSet::default();
+        set.meta.begin(1, now);
+        set.apply(
+            1,
+            Ok(NodeUpdate::Members(vec![
+                node("kube_minions/0", "prod-east-node-0", Some("10.0.0.5")),
+                node("kube_minions/1", "1", None),
+            ])),
+            now,
+        );
+        let mut status = RolloutStatus::new(
+            "r1".into(),
+            "c/ng".into(),
+            "img".into(),
+            RolloutState::Running,
+            vec![progress("0"), progress("1"), progress("2")],
+            3,
+            now,
+        );
+        name_nodes(&mut status, Some(&set));
+        let got: Vec<(Option<&str>, Option<&str>)> = status
+            .nodes
+            .iter()
+            .map(|n| (n.server.as_deref(), n.address.as_deref()))
+            .collect();
+        // A member whose server name is not known yet shows none, not its index again.
+        assert_eq!(
+            got,
+            [
+                (Some("prod-east-node-0"), Some("10.0.0.5")),
+                (None, None),
+                (None, None)
+            ]
+        );
+        name_nodes(&mut status, None);
+        assert_eq!(status.nodes[0].server.as_deref(), Some("prod-east-node-0"));
     }
 }
