@@ -15,6 +15,7 @@ pub mod actions;
 pub mod any_group;
 pub mod guard;
 pub mod heat_native;
+pub mod manual;
 pub mod magnum;
 pub mod resolve;
 
