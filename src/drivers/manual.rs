@@ -13,7 +13,8 @@
 //!   planned: `CHECK_IN_PROGRESS`, then `CHECK_COMPLETE` (or `CHECK_FAILED`);
 //! - `{"cancel_update": null}` stops an `UPDATE_IN_PROGRESS` and rolls back to the old
 //!   definition (`ROLLBACK_COMPLETE`); `cancel_without_rollback` leaves it where it is
-//!   (`UPDATE_FAILED`). On a stack not being updated Heat answers 400;
+//!   (`UPDATE_FAILED`). On a stack not being updated Heat answers 400. A rollback of an
+//!   update made with hooks stops on the same hooks: they are cleared as for the update;
 //! - `PATCH .../resources/{name} {"mark_unhealthy": true}` sets the resource to
 //!   `CHECK_FAILED` with the given reason; the next update replaces it.
 
@@ -38,11 +39,18 @@ const MAX_PATH: usize = 16;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Control {
     /// Clear `hook` on each listed pending resource.
-    ClearHook { hooks: Vec<PendingHook> },
+    ClearHook {
+        hooks: Vec<PendingHook>,
+    },
     Check,
     /// `rollback`: `cancel_update`; else `cancel_without_rollback`.
-    Cancel { rollback: bool },
-    MarkUnhealthy { path: String, reason: String },
+    Cancel {
+        rollback: bool,
+    },
+    MarkUnhealthy {
+        path: String,
+        reason: String,
+    },
 }
 
 impl Control {
@@ -93,7 +101,9 @@ impl ControlPlan {
                     .into()
             }
             Control::Cancel { rollback: true } => {
-                "  Heat stops the update and rolls back to the previous definition".into()
+                "  Heat stops the update and rolls back to the previous definition (a rollback \
+                 stops on the update's hooks: clear them as it reaches them)"
+                    .into()
             }
             Control::Cancel { rollback: false } => {
                 "  Heat stops the update where it is (no rollback): UPDATE_FAILED".into()
@@ -283,7 +293,9 @@ pub async fn owner_of(
     for seg in parents {
         let r = heat.get_resource(&owner, seg).await?;
         owner = r.resource.nested.ok_or_else(|| {
-            refused(format!("{seg} in {path} owns no nested stack: no resource below it"))
+            refused(format!(
+                "{seg} in {path} owns no nested stack: no resource below it"
+            ))
         })?;
     }
     // The last resource must exist: Heat would answer 404 after the journal entry.
@@ -410,9 +422,9 @@ fn mark_target(plan: &ControlPlan) -> ServiceResult<(StackRef, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::StackSummary;
     use crate::drivers::guard::Guard;
     use crate::journal::{Actor, Journal};
+    use crate::model::StackSummary;
     use crate::model::Status;
     use chrono::Utc;
     use std::collections::BTreeMap;
@@ -495,7 +507,9 @@ mod tests {
     #[test]
     fn check_is_refused_while_an_action_runs() {
         let s = sref("s");
-        assert!(plan_check(&s, &detail("UPDATE_COMPLETE", &[])).refusals.is_empty());
+        assert!(plan_check(&s, &detail("UPDATE_COMPLETE", &[]))
+            .refusals
+            .is_empty());
         let busy = plan_check(&s, &detail("UPDATE_IN_PROGRESS", &[]));
         assert_eq!(busy.refusals.len(), 1);
         assert_eq!(
@@ -555,15 +569,24 @@ mod tests {
         let heat = HeatClient::new(transport, "http://127.0.0.1:9/v1/admin").expect("heat");
         let s = sref("s");
         let plan = plan_check(&s, &detail("CREATE_COMPLETE", &[]));
-        let e = apply(&ctx, &heat, &plan, None).await.expect_err("read-only");
+        let e = apply(&ctx, &heat, &plan, None)
+            .await
+            .expect_err("read-only");
         assert!(e.message.contains("read-only"), "{e}");
         let settled = plan_cancel(&s, &detail("CREATE_COMPLETE", &[]), true, false);
-        let e = apply(&ctx, &heat, &settled, None).await.expect_err("refused");
+        let e = apply(&ctx, &heat, &settled, None)
+            .await
+            .expect_err("refused");
         assert!(e.message.contains("only an update"), "{e}");
         let entries = journal.read_all().expect("read");
         let outcomes: Vec<_> = entries
             .iter()
-            .map(|e| (e.action.as_str(), matches!(e.outcome, Outcome::Refused { .. })))
+            .map(|e| {
+                (
+                    e.action.as_str(),
+                    matches!(e.outcome, Outcome::Refused { .. }),
+                )
+            })
             .collect();
         assert_eq!(outcomes, [("heat.check", true), ("heat.cancel", true)]);
     }

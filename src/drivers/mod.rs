@@ -15,8 +15,8 @@ pub mod actions;
 pub mod any_group;
 pub mod guard;
 pub mod heat_native;
-pub mod manual;
 pub mod magnum;
+pub mod manual;
 pub mod resolve;
 
 use crate::journal::ApiCall;

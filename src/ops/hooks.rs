@@ -312,7 +312,10 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [("db", "app-id", "pre-create"), ("nodes/1", "nodes-id", "pre-update")]
+            [
+                ("db", "app-id", "pre-create"),
+                ("nodes/1", "nodes-id", "pre-update")
+            ]
         );
     }
 }
