@@ -10,7 +10,9 @@
 //!   until `POST .../resources/{name}/signal {"unset_hook": "pre-update"}` reaches the stack
 //!   that owns it (a group member's own nested stack, not the root);
 //! - `POST .../actions {"check": null}` asks every resource whether it still exists as
-//!   planned: `CHECK_IN_PROGRESS`, then `CHECK_COMPLETE` (or `CHECK_FAILED`);
+//!   planned, nested stacks too: `CHECK_IN_PROGRESS`, then `CHECK_COMPLETE` (or
+//!   `CHECK_FAILED`). Heat 27 accepts it (200) even while an update runs, and the stack
+//!   then ends `CHECK_COMPLETE`, hiding the update's outcome: caldera refuses that;
 //! - `{"cancel_update": null}` stops an `UPDATE_IN_PROGRESS` and rolls back to the old
 //!   definition (`ROLLBACK_COMPLETE`); `cancel_without_rollback` leaves it where it is
 //!   (`UPDATE_FAILED`). On a stack not being updated Heat answers 400. A rollback of an
@@ -188,14 +190,16 @@ pub fn plan_clear_hook(
     plan
 }
 
-/// Plans a stack check: refused while another action runs (Heat answers 409).
+/// Plans a stack check: refused while another action runs (Heat 27 takes it, and its
+/// CHECK status then hides how that action ended).
 pub fn plan_check(stack: &StackRef, detail: &StackDetail) -> ControlPlan {
     let mut plan = ControlPlan::new(stack, Control::Check, stack.name.clone());
     plan.calls.push(action_call(stack, StackAction::Check));
     let status = &detail.summary.status;
     if status.is_in_progress() {
         plan.refusals.push(format!(
-            "stack {} is {status}: Heat checks a stack only once its action has ended",
+            "stack {} is {status}: check it once that has ended (Heat would take the check \
+             and its CHECK status would hide how the action ended)",
             stack.name
         ));
     }
