@@ -68,7 +68,7 @@ impl Control {
 
     /// A cancel reaches every resource the update touched (a rollback undoes them all);
     /// the others reach one resource, or ask without changing anything.
-    fn reach(&self) -> Reach {
+    pub fn reach(&self) -> Reach {
         match self {
             Control::Cancel { .. } => Reach::Fleet,
             _ => Reach::Nodes,
@@ -156,8 +156,9 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 }
 
 /// Plans clearing `hook` on the pending resources whose path matches `pattern` (a path
-/// like `kube_minions/3`, or a glob: `kube_minions/*`). Only resources Heat holds now are
-/// signalled: a signal to one not paused would clear nothing.
+/// like `kube_minions/3`, or a glob: `kube_minions/*`; `hook` may be a glob too, `*` for
+/// any). Only resources Heat holds now are signalled: a signal to one not paused would
+/// clear nothing.
 pub fn plan_clear_hook(
     stack: &StackRef,
     pending: &[PendingHook],
@@ -166,7 +167,7 @@ pub fn plan_clear_hook(
 ) -> ControlPlan {
     let chosen: Vec<PendingHook> = pending
         .iter()
-        .filter(|h| h.hook == hook && glob_match(pattern, &h.path))
+        .filter(|h| glob_match(hook, &h.hook) && glob_match(pattern, &h.path))
         .cloned()
         .collect();
     let calls = chosen
@@ -175,7 +176,7 @@ pub fn plan_clear_hook(
             ApiCall::new(
                 "POST",
                 format!("{}/signal", resource_path(&h.owner, &h.resource)),
-                format!("{{\"unset_hook\":\"{hook}\"}}"),
+                format!("{{\"unset_hook\":\"{}\"}}", h.hook),
             )
         })
         .collect();
