@@ -184,8 +184,12 @@ pub fn plan_clear_hook(
     let mut plan = ControlPlan::new(stack, Control::ClearHook { hooks: chosen }, target);
     plan.calls = calls;
     if plan.calls.is_empty() {
+        let which = match hook {
+            "*" => "a hook".to_string(),
+            h => format!("the {h} hook"),
+        };
         plan.refusals.push(format!(
-            "no resource matching {pattern} is held on the {hook} hook now"
+            "no resource matching {pattern} is held on {which} now"
         ));
     }
     plan
@@ -560,7 +564,7 @@ mod tests {
     #[tokio::test]
     async fn refusals_and_read_only_are_journaled_and_nothing_is_sent() {
         let dir = tempfile::tempdir().expect("tmp");
-        let journal = Journal::open(&dir.path().join("j.jsonl"));
+        let journal = Journal::open(dir.path().join("j.jsonl"));
         let ctx = ActionContext {
             actor: Actor::local("c"),
             journal: journal.clone(),
