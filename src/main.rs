@@ -85,7 +85,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 conn.set_read_only(true);
             }
             let result = match command {
-                Command::Scale { .. } | Command::Rollout { .. } => {
+                Command::Scale { .. } | Command::Rollout { .. } | Command::Heat { .. } => {
                     actions::run(command, conn, &cli.actions).await
                 }
                 other => commands::run(other, conn).await,

@@ -1,12 +1,14 @@
 //! Headless action commands: `scale`, `rollout start|status|pause|resume|skip|abort` and
 //! `journal`. Plans go to stdout before anything happens; progress goes to stderr.
 
-use super::args::{ActionArgs, Command, JournalFormat, RolloutCommand};
+use super::args::{ActionArgs, Command, HeatCommand, JournalFormat, RolloutCommand};
 use super::commands::CmdResult;
+use super::output::Format;
 use crate::api::cloud::CloudConnection;
 use crate::drivers::actions::{self, ActionContext};
 use crate::drivers::any_group;
 use crate::drivers::guard::{Guard, Reach};
+use crate::drivers::manual;
 use crate::drivers::resolve::Drivers;
 use crate::drivers::{Driver, NodeGroupTarget, ScaleRequest, UpgradePlan, UpgradeTarget};
 use crate::journal::{Actor, Entry, Journal, Outcome};
@@ -289,6 +291,7 @@ pub async fn run(command: Command, conn: CloudConnection, args: &ActionArgs) -> 
             scale(&ctx, &target, count, remove, yes, confirm, no_wait).await
         }
         Command::Rollout { action } => rollout(&ctx, action).await,
+        Command::Heat { action } => heat_control(&ctx, action).await,
         _ => Err("not an action command".into()),
     }
 }
@@ -829,4 +832,94 @@ async fn magnum_upgrade(
     actions::magnum_upgrade(&ctx.action, magnum, &plan, confirm.as_deref()).await?;
     eprintln!("upgrade accepted by Magnum");
     Ok(())
+}
+
+/// `caldera heat hooks|clear-hook|check|cancel|mark-unhealthy`.
+async fn heat_control(ctx: &Ctx, command: HeatCommand) -> CmdResult {
+    use manual::Request;
+    let (stack, request, yes, confirm) = match command {
+        HeatCommand::Hooks { stack, format } => return heat_hooks(ctx, &stack, format).await,
+        HeatCommand::ClearHook {
+            stack,
+            resource_path,
+            hook,
+            yes,
+            confirm,
+        } => {
+            let pattern = resource_path.trim_matches('/').to_string();
+            (stack, Request::ClearHook { pattern, hook }, yes, confirm)
+        }
+        HeatCommand::Check {
+            stack,
+            yes,
+            confirm,
+        } => (stack, Request::Check, yes, confirm),
+        HeatCommand::Cancel {
+            stack,
+            no_rollback,
+            allow_magnum_owned,
+            yes,
+            confirm,
+        } => {
+            let request = Request::Cancel {
+                rollback: !no_rollback,
+                allow_magnum: allow_magnum_owned,
+            };
+            (stack, request, yes, confirm)
+        }
+        HeatCommand::MarkUnhealthy {
+            stack,
+            resource_path,
+            reason,
+            yes,
+            confirm,
+        } => {
+            let path = resource_path.trim_matches('/').to_string();
+            (stack, Request::MarkUnhealthy { path, reason }, yes, confirm)
+        }
+    };
+    let heat = &ctx.conn.heat;
+    let stack = heat.resolve(&stack).await?;
+    let plan = manual::plan(heat, &stack, &request).await?;
+    print_lines(&plan.lines())?;
+    // A refusal is recorded and said by `apply`, before any question.
+    if plan.refusals.is_empty() && !yes && !confirm_prompt("send this?")? {
+        return Err("not sent".into());
+    }
+    manual::apply(&ctx.action, heat, &plan, confirm.as_deref()).await?;
+    eprintln!(
+        "{} {}: accepted by Heat",
+        plan.control.action(),
+        terminal_safe(&plan.target)
+    );
+    Ok(())
+}
+
+/// `caldera heat hooks STACK`: one line (or JSON object) per resource held on a hook.
+async fn heat_hooks(ctx: &Ctx, stack: &str, format: Format) -> CmdResult {
+    let heat = &ctx.conn.heat;
+    let stack = heat.resolve(stack).await?;
+    let pending = crate::ops::hooks::pending_hooks(heat, &stack).await?;
+    if format == Format::Json {
+        writeln!(io::stdout(), "{}", serde_json::to_string_pretty(&pending)?)?;
+        return Ok(());
+    }
+    let now = chrono::Utc::now();
+    let mut lines = vec![format!(
+        "{:<40} {:<12} {:<20} HELD",
+        "RESOURCE", "HOOK", "SINCE"
+    )];
+    lines.extend(pending.iter().map(|h| {
+        let held = (now - h.since).num_seconds().max(0);
+        format!(
+            "{:<40} {:<12} {:<20} {held}s",
+            h.path,
+            h.hook,
+            h.since.format("%Y-%m-%dT%H:%M:%SZ")
+        )
+    }));
+    if pending.is_empty() {
+        lines.push(format!("no resource of {} is held on a hook", stack.name));
+    }
+    print_lines(&lines)
 }

@@ -217,6 +217,69 @@ pub enum RolloutCommand {
     },
 }
 
+/// Manual Heat controls outside caldera's rollouts. Each control but `hooks` prints its
+/// plan (the exact calls) and asks before acting; all are journaled.
+#[derive(Debug, Subcommand)]
+pub enum HeatCommand {
+    /// The resources of a stack tree Heat holds on a hook now, and since when (read-only).
+    Hooks {
+        /// Stack name or id.
+        stack: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// Clear a pending hook: signal `{"unset_hook": HOOK}` to each matching resource.
+    ClearHook {
+        stack: String,
+        /// The resource's path from the stack down (`kube_minions/3`), or a glob of paths
+        /// (`kube_minions/*`): only resources held on HOOK now are signalled.
+        resource_path: String,
+        #[arg(long, default_value = "pre-update")]
+        hook: String,
+        /// Don't ask.
+        #[arg(long)]
+        yes: bool,
+        /// The stack name, typed back (required on production clouds for a cancel).
+        #[arg(long)]
+        confirm: Option<String>,
+    },
+    /// Ask Heat to check a settled stack (`CHECK_COMPLETE` or `CHECK_FAILED`).
+    Check {
+        stack: String,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        confirm: Option<String>,
+    },
+    /// Cancel the update under way: Heat rolls back (`cancel_update`), or with
+    /// --no-rollback stops where it is (`cancel_without_rollback`).
+    Cancel {
+        stack: String,
+        #[arg(long)]
+        no_rollback: bool,
+        /// Go ahead on a stack Magnum owns (its conductor tracks the update).
+        #[arg(long)]
+        allow_magnum_owned: bool,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        confirm: Option<String>,
+    },
+    /// Mark a resource unhealthy (`CHECK_FAILED`): the next update replaces it.
+    MarkUnhealthy {
+        stack: String,
+        /// The resource's path from the stack down: `kube_minions/3`.
+        resource_path: String,
+        /// Shown by Heat as the resource's status reason.
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        confirm: Option<String>,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List clusters (Magnum and Heat-native).
@@ -313,6 +376,11 @@ pub enum Command {
         /// Return once the request is accepted instead of following it.
         #[arg(long)]
         no_wait: bool,
+    },
+    /// Manual Heat controls: pending hooks, clear a hook, check, cancel, mark unhealthy.
+    Heat {
+        #[command(subcommand)]
+        action: HeatCommand,
     },
     /// Node-by-node upgrades.
     Rollout {

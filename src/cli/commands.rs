@@ -67,7 +67,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
         Command::Sim { .. } => Err("`caldera sim` is handled before connecting".into()),
         Command::Bench(_) => Err("`caldera bench` is handled before connecting".into()),
         Command::Journal { .. } => Err("`caldera journal` is handled before connecting".into()),
-        Command::Scale { .. } | Command::Rollout { .. } => {
+        Command::Scale { .. } | Command::Rollout { .. } | Command::Heat { .. } => {
             Err("action commands run through cli::actions::run".into())
         }
     }

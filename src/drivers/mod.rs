@@ -16,6 +16,7 @@ pub mod any_group;
 pub mod guard;
 pub mod heat_native;
 pub mod magnum;
+pub mod manual;
 pub mod resolve;
 
 use crate::journal::ApiCall;

@@ -60,18 +60,28 @@ pub fn paused_from_newest_first(events: &[StackEvent]) -> HashSet<String> {
 async fn newest_events_until(
     heat: &HeatClient,
     nodegroup: &StackRef,
+    page_done: impl FnMut(&[StackEvent]) -> bool,
+) -> Result<(), ApiError> {
+    newest_events(heat, nodegroup, Some(1), page_done).await
+}
+
+/// [`newest_events_until`] for any stack, down to `nested_depth`.
+async fn newest_events(
+    heat: &HeatClient,
+    stack: &StackRef,
+    nested_depth: Option<u32>,
     mut page_done: impl FnMut(&[StackEvent]) -> bool,
 ) -> Result<(), ApiError> {
     let mut marker = None;
     for _ in 0..MAX_PAGES {
         let page = heat
             .list_events_page(
-                nodegroup,
+                stack,
                 &EventQuery {
                     limit: Some(PAGE),
                     marker: marker.clone(),
                     sort_dir: Some(SortDir::Desc),
-                    nested_depth: Some(1),
+                    nested_depth,
                     ..Default::default()
                 },
             )
@@ -128,6 +138,95 @@ pub async fn hook_used_since(
     Ok(used)
 }
 
+/// One resource Heat holds on a hook right now, anywhere in a stack tree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PendingHook {
+    /// Resource names from the root stack down, `/`-joined: `kube_minions/3`.
+    pub path: String,
+    /// The stack that owns the resource: the one a signal to clear the hook goes to.
+    pub owner: StackRef,
+    pub resource: String,
+    /// `pre-update`, `pre-create`, ...
+    pub hook: String,
+    /// When Heat paused it (the pause event's time).
+    pub since: DateTime<Utc>,
+}
+
+/// The hook type a pause reason names: `UPDATE paused until Hook pre-update is cleared`
+/// → `pre-update`.
+pub fn hook_type(reason: &str) -> Option<&str> {
+    let rest = &reason[reason.find(PAUSED)? + PAUSED.len()..];
+    rest.split_whitespace().next()
+}
+
+/// The pending hooks among `events` (newest first, any nested depth): for each resource of
+/// each stack the newest hook event decides. `path_of` maps an owner stack id to the
+/// resource path from the root down to it (empty for the root itself).
+pub fn pending_from_newest_first(
+    events: &[StackEvent],
+    root: &StackRef,
+    path_of: impl Fn(&str) -> Option<Vec<String>>,
+) -> Vec<PendingHook> {
+    let mut seen: HashSet<(String, &str)> = HashSet::new();
+    let mut out = Vec::new();
+    for e in events {
+        let Some(reason) = e.status_reason.as_deref() else {
+            continue;
+        };
+        let Some(paused) = hook_event(reason, None) else {
+            continue;
+        };
+        let owner = e.stack.clone().unwrap_or_else(|| root.clone());
+        if !seen.insert((owner.id.clone(), e.resource_name.as_str())) || !paused {
+            continue;
+        }
+        let Some(hook) = hook_type(reason) else {
+            continue;
+        };
+        let mut path = path_of(&owner.id).unwrap_or_else(|| vec![owner.name.clone()]);
+        path.push(e.resource_name.clone());
+        out.push(PendingHook {
+            path: path.join("/"),
+            owner,
+            resource: e.resource_name.clone(),
+            hook: hook.to_string(),
+            since: e.time,
+        });
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path).then(a.hook.cmp(&b.hook)));
+    out
+}
+
+/// Nesting read for a stack tree's hooks: a group's members (2) and what they nest (3).
+pub const TREE_DEPTH: u32 = 3;
+
+/// Every resource of `root`'s tree (down to [`TREE_DEPTH`]) paused on a hook now: one
+/// resource listing (to name nested stacks by path) and the newest events, a few pages.
+pub async fn pending_hooks(
+    heat: &HeatClient,
+    root: &StackRef,
+) -> Result<Vec<PendingHook>, ApiError> {
+    let query = crate::api::heat::ResourceQuery {
+        nested_depth: Some(TREE_DEPTH),
+        ..Default::default()
+    };
+    let mut events = Vec::new();
+    let (resources, read) = futures::join!(
+        heat.list_resources(root, &query),
+        newest_events(heat, root, Some(TREE_DEPTH), |page| {
+            events.extend_from_slice(page);
+            false
+        })
+    );
+    read?;
+    let mut paths = crate::ops::stack_paths::StackPaths::new(root);
+    let resources: Vec<_> = resources?.into_iter().map(|r| r.resource).collect();
+    paths.learn(&resources);
+    Ok(pending_from_newest_first(&events, root, |id| {
+        paths.path_of(id)
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,5 +281,41 @@ mod tests {
         ];
         let paused = paused_from_newest_first(&events);
         assert_eq!(paused, HashSet::from(["2".to_string()]));
+    }
+
+    #[test]
+    fn pending_hooks_are_named_by_path_and_owner_from_the_newest_event() {
+        let root = StackRef {
+            name: "app".into(),
+            id: "app-id".into(),
+        };
+        let nodes = StackRef {
+            name: "app-nodes-x".into(),
+            id: "nodes-id".into(),
+        };
+        let mut paused = ev("1", 30, "UPDATE paused until Hook pre-update is cleared");
+        paused.stack = Some(nodes.clone());
+        let mut older = ev("2", 20, "UPDATE paused until Hook pre-update is cleared");
+        older.stack = Some(nodes.clone());
+        let mut cleared = ev("2", 25, "Hook pre-update is cleared");
+        cleared.stack = Some(nodes.clone());
+        let top = ev("db", 10, "CREATE paused until Hook pre-create is cleared");
+        let events = vec![paused, cleared, older, top];
+        let pending = pending_from_newest_first(&events, &root, |id| match id {
+            "nodes-id" => Some(vec!["nodes".to_string()]),
+            "app-id" => Some(vec![]),
+            _ => None,
+        });
+        let got: Vec<(&str, &str, &str)> = pending
+            .iter()
+            .map(|h| (h.path.as_str(), h.owner.id.as_str(), h.hook.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("db", "app-id", "pre-create"),
+                ("nodes/1", "nodes-id", "pre-update")
+            ]
+        );
     }
 }

@@ -9,6 +9,7 @@ use super::operator::Operator;
 use super::{ErrorKind, ServiceError, ServiceResult};
 use crate::drivers::guard::{Guard, Reach};
 use crate::drivers::magnum::MagnumUpgradePlan;
+use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
 use crate::drivers::{member_order, Limits, NodeGroupTarget, ScalePlan, ScaleRequest, UpgradePlan};
 use crate::journal::{Actor, ApiCall, Entry, Outcome};
 use crate::lifecycle::{HookPoint, HookRun};
@@ -633,6 +634,35 @@ impl Operator for FakeOperator {
             }
         }
         ok(Ok(runs))
+    }
+
+    fn plan_control(
+        &self,
+        stack: String,
+        request: ControlRequest,
+    ) -> BoxFuture<'static, ServiceResult<ControlPlan>> {
+        self.record(format!("plan_control {stack} {request:?}"));
+        ok(Err(ServiceError::new(
+            ErrorKind::Unsupported,
+            "the fake cloud has no Heat to plan against",
+        )))
+    }
+
+    fn apply_control(
+        &self,
+        plan: ControlPlan,
+        confirm: Option<String>,
+    ) -> BoxFuture<'static, ServiceResult<()>> {
+        let action = plan.control.action();
+        self.record(format!("apply_control {action} {}", plan.target));
+        let guard = lock(&self.inner).guard;
+        if let Err(e) = guard.check(action, &plan.stack.name, Reach::Nodes, confirm.as_deref()) {
+            return ok(Err(e));
+        }
+        self.note(action, &plan.target, Outcome::Ok, |e| {
+            e.calls(plan.calls.clone())
+        });
+        ok(Ok(()))
     }
 
     fn read_journal(&self, offset: u64) -> BoxFuture<'static, ServiceResult<(Vec<Entry>, u64)>> {

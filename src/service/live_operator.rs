@@ -11,6 +11,7 @@ use crate::api::cloud::CloudConnection;
 use crate::api::heat::HeatClient;
 use crate::drivers::actions::{self, ActionContext};
 use crate::drivers::guard::Guard;
+use crate::drivers::manual::{self, ControlPlan, Request as ControlRequest};
 use crate::drivers::resolve::Drivers;
 use crate::drivers::{NodeGroupTarget, ScalePlan, ScaleRequest, UpgradePlan, UpgradeTarget};
 use crate::journal::Entry;
@@ -335,6 +336,28 @@ impl Operator for LiveOperator {
             .await
         }
         .boxed()
+    }
+
+    fn plan_control(
+        &self,
+        stack: String,
+        request: ControlRequest,
+    ) -> BoxFuture<'static, ServiceResult<ControlPlan>> {
+        let me = self.inner.clone();
+        async move {
+            let stack = me.heat.resolve(&stack).await?;
+            manual::plan(&me.heat, &stack, &request).await
+        }
+        .boxed()
+    }
+
+    fn apply_control(
+        &self,
+        plan: ControlPlan,
+        confirm: Option<String>,
+    ) -> BoxFuture<'static, ServiceResult<()>> {
+        let me = self.inner.clone();
+        async move { manual::apply(&me.action, &me.heat, &plan, confirm.as_deref()).await }.boxed()
     }
 
     fn read_journal(&self, offset: u64) -> BoxFuture<'static, ServiceResult<(Vec<Entry>, u64)>> {

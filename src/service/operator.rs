@@ -14,6 +14,7 @@
 
 use super::ServiceResult;
 use crate::drivers::guard::Guard;
+use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
 use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::journal::Entry;
 use crate::lifecycle::HookRun;
@@ -129,6 +130,22 @@ pub trait Operator: Send + Sync + 'static {
         nodes: Vec<Node>,
         batch_size: usize,
     ) -> BoxFuture<'static, ServiceResult<Vec<HookRun>>>;
+
+    /// Plans a manual Heat control on the stack `stack` (a name or id): the exact calls,
+    /// and why it is refused if it is. Reads Heat only.
+    fn plan_control(
+        &self,
+        stack: String,
+        request: ControlRequest,
+    ) -> BoxFuture<'static, ServiceResult<ControlPlan>>;
+
+    /// Sends a control plan the operator saw: guard rails, the journal entry, then the
+    /// calls (a refused plan is only journaled). `confirm`: the typed stack name.
+    fn apply_control(
+        &self,
+        plan: ControlPlan,
+        confirm: Option<String>,
+    ) -> BoxFuture<'static, ServiceResult<()>>;
 
     /// Journal entries from byte `offset` on, and the offset to read from next time.
     fn read_journal(&self, offset: u64) -> BoxFuture<'static, ServiceResult<(Vec<Entry>, u64)>>;

@@ -5,6 +5,7 @@
 use super::keys::KeyAction;
 use super::state::view::StackTarget;
 use crate::drivers::guard::Guard;
+use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
 use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::journal::Entry;
 use crate::lifecycle::HookRun;
@@ -244,6 +245,17 @@ pub enum Request {
         offset: u64,
         gen: u64,
     },
+    /// Plans a manual Heat control on `stack` (a name or id): read-only.
+    PlanControl {
+        stack: String,
+        request: ControlRequest,
+        gen: u64,
+    },
+    /// Sends a control plan the operator confirmed (a refused one is only journaled).
+    ApplyControl {
+        plan: Box<ControlPlan>,
+        confirm: Option<String>,
+    },
 }
 
 /// Who drives a rollout the console shows.
@@ -353,6 +365,17 @@ pub enum Reply {
     Journal {
         gen: u64,
         result: ServiceResult<(Vec<Entry>, u64)>,
+    },
+    ControlPlan {
+        gen: u64,
+        result: ServiceResult<ControlPlan>,
+    },
+    ControlApplied {
+        /// `heat.check`, ...
+        action: &'static str,
+        /// `STACK` or `STACK/PATH`.
+        target: String,
+        result: ServiceResult<()>,
     },
 }
 

@@ -817,3 +817,117 @@ async fn paused_after_the_last_nodes_says_resume_finishes() {
     );
     assert!(screen.contains("batch 3/3"), "{screen}");
 }
+
+/// A manual Heat control from the stack list: `K` asks the worker for the plan, the plan
+/// arrives (here made as the live operator would, from the stack's state), the confirm
+/// dialog shows its exact call, `y` sends it through the operator, the footer says so.
+mod heat_controls {
+    use super::*;
+    use crate::api::heat::StackDetail;
+    use crate::drivers::manual::{plan_check, Request as ControlRequest};
+    use crate::model::{StackRef, StackSummary, Status};
+
+    fn settled(stack: &StackRef) -> StackDetail {
+        StackDetail {
+            summary: StackSummary {
+                stack: stack.clone(),
+                status: Status::parse("UPDATE_COMPLETE"),
+                status_reason: None,
+                created_at: None,
+                updated_at: None,
+                parent: None,
+            },
+            description: None,
+            parameters: BTreeMap::new(),
+            outputs: None,
+            disable_rollback: None,
+            timeout_mins: None,
+            tags: vec![],
+            links: vec![],
+        }
+    }
+
+    async fn stacks_view(h: &mut H) {
+        h.pump().await;
+        h.press(KeyCode::Char(':'));
+        h.type_str("stacks");
+        h.press(KeyCode::Enter);
+        h.pump().await;
+        assert!(matches!(h.app.view().kind, ViewKind::Stacks));
+    }
+
+    #[tokio::test]
+    async fn check_from_the_stack_list_is_planned_confirmed_and_sent() {
+        let mut h = H::ops();
+        stacks_view(&mut h).await;
+        h.press(KeyCode::Char('K'));
+        let reqs = h.app.take_requests();
+        let [Request::PlanControl {
+            stack,
+            request: ControlRequest::Check,
+            gen,
+        }] = &reqs[..]
+        else {
+            panic!("{reqs:?}");
+        };
+        let stack = StackRef {
+            name: stack.clone(),
+            id: "0b5c5ad1-aaaa-4bbb-8ccc-000000000001".into(),
+        };
+        let plan = plan_check(&stack, &settled(&stack));
+        h.app.update(Action::Reply(Reply::ControlPlan {
+            gen: *gen,
+            result: Ok(plan),
+        }));
+        assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))));
+        let screen = h.screen();
+        assert!(screen.contains("/actions {\"check\":null}"), "{screen}");
+        snap!(h, "heat_check_confirm");
+        h.press(KeyCode::Char('y'));
+        h.pump().await;
+        assert!(h.status().contains("accepted by Heat"), "{}", h.status());
+        let calls = h.op.calls();
+        assert!(
+            calls
+                .iter()
+                .any(|c| c == &format!("apply_control heat.check {}", stack.name)),
+            "{calls:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn read_only_refuses_before_planning() {
+        let mut h = H::new(Some(Guard::default()), true);
+        stacks_view(&mut h).await;
+        h.press(KeyCode::Char('C'));
+        assert!(h.app.take_requests().is_empty());
+        assert!(h.status().contains("read-only"), "{}", h.status());
+    }
+
+    #[tokio::test]
+    async fn a_refused_plan_is_not_offered_but_journaled() {
+        let mut h = H::ops();
+        stacks_view(&mut h).await;
+        h.press(KeyCode::Char('K'));
+        let reqs = h.app.take_requests();
+        let [Request::PlanControl { stack, gen, .. }] = &reqs[..] else {
+            panic!("{reqs:?}");
+        };
+        let stack = StackRef {
+            name: stack.clone(),
+            id: "id".into(),
+        };
+        let mut busy = settled(&stack);
+        busy.summary.status = Status::parse("UPDATE_IN_PROGRESS");
+        h.app.update(Action::Reply(Reply::ControlPlan {
+            gen: *gen,
+            result: Ok(plan_check(&stack, &busy)),
+        }));
+        assert!(h.dialog().is_none());
+        assert!(h.status().contains("refused"), "{}", h.status());
+        let reqs = h.app.take_requests();
+        assert!(
+            matches!(&reqs[..], [Request::ApplyControl { plan, .. }] if !plan.refusals.is_empty())
+        );
+    }
+}

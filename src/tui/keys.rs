@@ -19,6 +19,10 @@ pub enum KeyContext {
     Members,
     Rollout,
     Journal,
+    /// Manual Heat controls on a stack (stack list, stack tree).
+    HeatStack,
+    /// Manual Heat controls on the resource selected in the stack tree.
+    HeatResource,
 }
 
 /// The contexts of each kind of view, most specific first (`Global` is always last).
@@ -39,6 +43,12 @@ pub const NODES_VIEW: &[KeyContext] = &[
 pub const EVENTS_VIEW: &[KeyContext] = &[KeyContext::Events, KeyContext::Table];
 pub const ROLLOUT_VIEW: &[KeyContext] = &[KeyContext::Rollout, KeyContext::Table];
 pub const JOURNAL_VIEW: &[KeyContext] = &[KeyContext::Journal, KeyContext::Table];
+pub const STACKS_VIEW: &[KeyContext] = &[KeyContext::HeatStack, KeyContext::Table];
+pub const TREE_VIEW: &[KeyContext] = &[
+    KeyContext::HeatResource,
+    KeyContext::HeatStack,
+    KeyContext::Table,
+];
 /// The node detail scrolls with the table keys (up/down, pages, top/bottom); the table's
 /// other keys (open, mark, sort) have nothing to act on there and are not offered.
 pub const SERVER_VIEW: &[KeyContext] = &[KeyContext::Table];
@@ -53,6 +63,8 @@ pub const ALL_VIEWS: &[&[KeyContext]] = &[
     EVENTS_VIEW,
     ROLLOUT_VIEW,
     JOURNAL_VIEW,
+    STACKS_VIEW,
+    TREE_VIEW,
 ];
 
 impl KeyContext {
@@ -66,6 +78,8 @@ impl KeyContext {
             KeyContext::Members => "Marked nodes",
             KeyContext::Rollout => "Rollout",
             KeyContext::Journal => "Journal",
+            KeyContext::HeatStack => "Heat controls (stack list, tree)",
+            KeyContext::HeatResource => "Heat controls (tree resource)",
         }
     }
 }
@@ -112,6 +126,10 @@ pub enum KeyAction {
     RolloutAbort,
     JournalDetail,
     JournalExport,
+    HeatCheck,
+    HeatCancel,
+    HeatClearHook,
+    HeatMarkUnhealthy,
 }
 
 impl KeyAction {
@@ -127,6 +145,10 @@ impl KeyAction {
                 | KeyAction::RolloutResume
                 | KeyAction::RolloutSkip
                 | KeyAction::RolloutAbort
+                | KeyAction::HeatCheck
+                | KeyAction::HeatCancel
+                | KeyAction::HeatClearHook
+                | KeyAction::HeatMarkUnhealthy
         )
     }
 }
@@ -619,6 +641,38 @@ const DEFAULTS: &[Default5] = &[
         "Export the (filtered) journal as JSON lines",
         Some("export"),
     ),
+    (
+        KeyAction::HeatCheck,
+        "heat_check",
+        KeyContext::HeatStack,
+        &["K"],
+        "Heat stack check (CHECK_COMPLETE or CHECK_FAILED): plan, confirm",
+        Some("check"),
+    ),
+    (
+        KeyAction::HeatCancel,
+        "heat_cancel",
+        KeyContext::HeatStack,
+        &["C"],
+        "Cancel the stack's update under way (Heat rolls back): plan, confirm",
+        Some("cancel"),
+    ),
+    (
+        KeyAction::HeatClearHook,
+        "heat_clear_hook",
+        KeyContext::HeatResource,
+        &["H"],
+        "Clear the hook the selected resource is held on: plan, confirm",
+        Some("clear hook"),
+    ),
+    (
+        KeyAction::HeatMarkUnhealthy,
+        "heat_mark_unhealthy",
+        KeyContext::HeatResource,
+        &["U"],
+        "Mark the selected resource unhealthy (replaced by the next update): reason, plan",
+        Some("unhealthy"),
+    ),
 ];
 
 /// The key table in use.
@@ -771,6 +825,8 @@ impl KeyMap {
             KeyContext::Members,
             KeyContext::Rollout,
             KeyContext::Journal,
+            KeyContext::HeatStack,
+            KeyContext::HeatResource,
         ] {
             let rows: Vec<(String, &'static str)> = self
                 .entries

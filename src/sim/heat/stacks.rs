@@ -545,7 +545,8 @@ pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
                 _ => heat_error(
                     StatusCode::BAD_REQUEST,
                     "NotSupported",
-                    &format!("Cancelling update when stack is {status} is not supported"),
+                    // Heat 27, measured: `... is CREATE_COMPLETE is not supported.`
+                    &format!("Cancelling update when stack is {status} is not supported."),
                 ),
             }
         }

@@ -1443,7 +1443,7 @@ fn interrupt_running(w: &mut World, g: usize, members: &[u32]) {
 pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
     let ng = w.groups[g].ng_stack;
     let status = w.stack(ng).map(|s| s.status).ok_or("gone")?;
-    let refuse = || format!("Cancelling update when stack is {status} is not supported");
+    let refuse = || format!("Cancelling update when stack is {status} is not supported.");
     let busy: Vec<usize> = w
         .stack_groups(ng)
         .into_iter()

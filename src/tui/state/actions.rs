@@ -4,8 +4,9 @@
 //! The guard rails are checked here before anything is asked, and again by the operator.
 
 use super::form::{Confirm, ConfirmOutcome, Field, Form, FormOutcome};
-use super::view::ViewKind;
+use super::view::{StackTarget, ViewKind};
 use super::{App, Level, Mode};
+use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
 use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
@@ -35,6 +36,10 @@ pub enum Purpose {
         nodegroup: NodeGroup,
         nodes: Vec<Node>,
     },
+    /// A manual Heat control being planned.
+    Control { stack: StackTarget },
+    /// The reason for marking the resource at `path` of `stack` unhealthy.
+    MarkUnhealthy { stack: StackTarget, path: String },
 }
 
 /// What a confirmed dialog does.
@@ -66,6 +71,10 @@ pub enum OnYes {
     CancelUpdate {
         key: String,
         update: Box<ObservedUpdate>,
+    },
+    /// A manual Heat control (check, cancel, clear hook, mark unhealthy).
+    ApplyControl {
+        plan: Box<ControlPlan>,
     },
 }
 
@@ -498,7 +507,16 @@ impl App {
                 )));
                 return;
             }
-            Purpose::RemoveMarked { .. } => return,
+            Purpose::MarkUnhealthy { stack, path } => {
+                let reason = form.fields[0].value.trim().to_string();
+                let request = ControlRequest::MarkUnhealthy {
+                    path: path.clone(),
+                    reason,
+                };
+                self.plan_control(stack.clone(), request, format!("planning {path}…"));
+                return;
+            }
+            Purpose::RemoveMarked { .. } | Purpose::Control { .. } => return,
         }
         self.open_dialog(Dialog::Waiting {
             title,
@@ -588,6 +606,16 @@ impl App {
                     confirm: typed,
                 });
                 self.set_status(Level::Info, "asking Heat to cancel the update…");
+            }
+            OnYes::ApplyControl { plan } => {
+                self.set_status(
+                    Level::Info,
+                    format!("{} {}: sending…", plan.control.action(), plan.target),
+                );
+                self.outbox.push(Request::ApplyControl {
+                    plan,
+                    confirm: typed,
+                });
             }
         }
     }
@@ -886,6 +914,20 @@ impl App {
                 }
                 Err(e) => self.set_status(Level::Error, format!("node action on {target}: {e}")),
             },
+            Reply::ControlPlan { gen, result } => {
+                let Some((form, purpose)) = self.take_waiting(gen) else {
+                    return;
+                };
+                match result {
+                    Ok(plan) => self.control_planned(plan),
+                    Err(e) => self.plan_failed(form, purpose, e.message),
+                }
+            }
+            Reply::ControlApplied {
+                action,
+                target,
+                result,
+            } => self.control_applied(action, &target, result),
             _ => {}
         }
     }

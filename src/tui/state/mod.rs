@@ -4,6 +4,7 @@
 
 pub mod actions;
 pub mod form;
+mod heat;
 pub mod input;
 pub mod journal;
 mod nav;
@@ -209,6 +210,8 @@ impl App {
             ViewKind::Rollout { .. } => keys::ROLLOUT_VIEW,
             ViewKind::Journal => keys::JOURNAL_VIEW,
             ViewKind::Server { .. } => keys::SERVER_VIEW,
+            ViewKind::Stacks => keys::STACKS_VIEW,
+            ViewKind::Tree { .. } => keys::TREE_VIEW,
             _ => keys::TABLE_VIEW,
         }
         .to_vec()
@@ -351,6 +354,10 @@ impl App {
             KeyAction::Open => self.open_selected(),
             KeyAction::Scale => self.open_scale(),
             KeyAction::Upgrade => self.open_upgrade(),
+            KeyAction::HeatCheck => self.heat_check(),
+            KeyAction::HeatCancel => self.heat_cancel(),
+            KeyAction::HeatClearHook => self.heat_clear_hook(),
+            KeyAction::HeatMarkUnhealthy => self.heat_mark_unhealthy(),
             KeyAction::RolloutView => self.nav_rollout(),
             KeyAction::RemoveMarked => self.remove_marked(),
             KeyAction::RunOnMarked => self.open_node_action(),

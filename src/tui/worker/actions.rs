@@ -309,6 +309,23 @@ impl Worker {
                 let result = op.read_journal(offset).await;
                 let _ = tx.send(Reply::Journal { gen, result });
             }),
+            Request::PlanControl {
+                stack,
+                request,
+                gen,
+            } => self.spawn(async move {
+                let result = op.plan_control(stack, request).await;
+                let _ = tx.send(Reply::ControlPlan { gen, result });
+            }),
+            Request::ApplyControl { plan, confirm } => self.spawn(async move {
+                let (action, target) = (plan.control.action(), plan.target.clone());
+                let result = op.apply_control(*plan, confirm).await;
+                let _ = tx.send(Reply::ControlApplied {
+                    action,
+                    target,
+                    result,
+                });
+            }),
             other => tracing::error!(?other, "not an action request"),
         }
     }
@@ -385,6 +402,15 @@ fn refusal(req: Request) -> Reply {
         },
         Request::Journal { gen, .. } => Reply::Journal {
             gen,
+            result: Err(e()),
+        },
+        Request::PlanControl { gen, .. } => Reply::ControlPlan {
+            gen,
+            result: Err(e()),
+        },
+        Request::ApplyControl { plan, .. } => Reply::ControlApplied {
+            action: plan.control.action(),
+            target: plan.target,
             result: Err(e()),
         },
         // Reads never come here; answer something harmless rather than panic.
