@@ -232,18 +232,22 @@ pub async fn cancel_update(
     } else {
         StackAction::CancelWithoutRollback
     };
-    let mut entry =
-        Entry::new(&ctx.actor, what, &t.label(), Outcome::Ok).calls(vec![ApiCall::new(
+    // The journal holds the call before Heat sees it (a failed write stops it here), then
+    // its outcome.
+    ctx.record(
+        &Entry::new(&ctx.actor, what, &t.label(), Outcome::Started).calls(vec![ApiCall::new(
             "POST",
             format!("{}/actions", stack_path(stack)),
             format!("{{\"{}\":null}}", action.key()),
-        )]);
-    if let Err(e) = heat.action(stack, action).await {
-        entry.outcome = Outcome::Failed {
+        )]),
+    )?;
+    let result = heat.action(stack, action).await;
+    let outcome = match &result {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Failed {
             error: e.to_string(),
-        };
-        ctx.record(&entry)?;
-        return Err(e.into());
-    }
-    ctx.record(&entry)
+        },
+    };
+    ctx.record(&Entry::new(&ctx.actor, what, &t.label(), outcome))?;
+    result.map_err(ServiceError::from)
 }
