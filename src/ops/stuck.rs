@@ -186,6 +186,19 @@ fn held_entries(
     held
 }
 
+/// Whether an ancestor of `path` is held: a held member's own resources wait with it (some
+/// clouds copy the pause into their reasons too).
+fn has_held_ancestor(path: &str, held: &HashSet<&str>) -> bool {
+    let mut p = path;
+    while let Some(parent) = parent_path(p) {
+        if held.contains(parent) {
+            return true;
+        }
+        p = parent;
+    }
+    false
+}
+
 fn group_holds(
     entries: &[Entry],
     held: &HashMap<usize, (String, Option<DateTime<Utc>>)>,
@@ -242,7 +255,13 @@ fn sibling_durations(
 
 /// Assess a tree: `entries` in tree order, `events` of the stack (nested), oldest first.
 pub fn assess(entries: &[Entry], events: &[StackEvent]) -> Assessment {
-    let held = held_entries(entries, events);
+    let mut held = held_entries(entries, events);
+    let held_paths: HashSet<&str> = held.keys().map(|&i| entries[i].path).collect();
+    // Waiting with a held ancestor: neither a hold of its own nor a cause.
+    let waiting: HashSet<usize> = (0..entries.len())
+        .filter(|&i| has_held_ancestor(entries[i].path, &held_paths))
+        .collect();
+    held.retain(|i, _| !waiting.contains(i));
     let by_path: HashMap<&str, usize> = entries
         .iter()
         .enumerate()
@@ -266,6 +285,7 @@ pub fn assess(entries: &[Entry], events: &[StackEvent]) -> Assessment {
         .filter(|(i, e)| {
             let r = e.resource;
             !held.contains_key(i)
+                && !waiting.contains(i)
                 && (r.status.is_in_progress() || r.status.is_failed())
                 && !r
                     .nested
@@ -313,6 +333,13 @@ fn cause(
             .flatten()
             .filter(|id| !id.is_empty()),
     }
+}
+
+/// Whether work `elapsed` seconds in progress has stalled, given how long its siblings took:
+/// past three times the slowest of them, and past a minute (a scheduler's hiccup is not a
+/// stall). Without siblings to compare with, nothing can be said.
+pub fn is_stalled(elapsed: i64, siblings: Option<&Durations>) -> bool {
+    siblings.is_some_and(|d| elapsed > 60 && elapsed > 3 * d.max)
 }
 
 /// `36-50 s (median 42 s)` or `42 s` for one sibling.

@@ -189,8 +189,10 @@ fn hook_pause_in_the_resource_reason_counts_too() {
         "UPDATE_FAILED",
         "UPDATE_IN_PROGRESS",
     ]);
-    rows[3].1.status_reason = Some("UPDATE paused until Hook pre-update is cleared".into());
-    rows[4].1.status = Status::parse("UPDATE_COMPLETE");
+    let pause = "UPDATE paused until Hook pre-update is cleared";
+    rows[3].1.status_reason = Some(pause.into());
+    // The member's server carries the pause too: counted once, with its member.
+    rows[4].1.status_reason = Some(pause.into());
     let a = assess(&entries(&rows), &[]);
     let causes: Vec<&str> = a.causes.iter().map(|c| rows[c.index].0.as_str()).collect();
     // Failed first, then in progress; the held member is neither.
@@ -236,4 +238,18 @@ fn nova_fault_is_one_line() {
     s.status = "ACTIVE".into();
     s.task_state = None;
     assert_eq!(nova_summary(&s), None);
+}
+
+#[test]
+fn stalled_is_well_past_the_slowest_sibling() {
+    let d = Durations {
+        count: 3,
+        min: 36,
+        max: 50,
+        median: 42,
+    };
+    assert!(!is_stalled(45, Some(&d)));
+    assert!(!is_stalled(140, Some(&d)));
+    assert!(is_stalled(20 * 60, Some(&d)));
+    assert!(!is_stalled(20 * 60, None));
 }

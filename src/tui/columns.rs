@@ -537,9 +537,16 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
             title: "RESOURCE",
             hide_below: 0,
             width: Constraint::Min(20),
-            text: |r, _| format!("{}{}", r.prefix, r.resource.name),
+            // A member Heat holds on a hook is marked `‖ pre-update`: it waits, it is not stuck.
+            text: |r, _| match &r.hook {
+                Some(hook) => format!("{}{} ‖ {hook}", r.prefix, r.resource.name),
+                None => format!("{}{}", r.prefix, r.resource.name),
+            },
             sort: |r, _| SortKey::str(&r.path),
-            style: |r, ctx| status_style(&r.resource.status, ctx),
+            style: |r, ctx| match r.hook {
+                Some(_) => Style::default().fg(ctx.theme.paused),
+                None => status_style(&r.resource.status, ctx),
+            },
         },
         Column {
             title: "TYPE",
