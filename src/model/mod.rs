@@ -11,7 +11,9 @@ mod stack;
 mod status;
 pub mod text;
 
-pub use cluster::{CapiCluster, CapiDriver, Cluster, DriverKind, Health, NodeGroup, Role};
+pub use cluster::{
+    state_since, CapiCluster, CapiDriver, Cluster, DriverKind, Health, NodeGroup, Role,
+};
 pub use node::{Node, NodeAddress, NodeKey};
 pub use server::{ConsoleTail, ServerDetail, ServerFault, ServerTarget};
 pub use stack::{StackEvent, StackRef, StackResource, StackSummary};

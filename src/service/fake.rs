@@ -436,6 +436,9 @@ fn add_cluster(
             capi: None,
             node_labels: Default::default(),
             node_taints: Vec::new(),
+            created_at: Some(created),
+            // The upgrade started 20 minutes ago; the others were never touched.
+            updated_at: ng_upgrading.then(|| d.now - ChronoDuration::minutes(20)),
         });
         d.stacks.push(StackSummary {
             stack: sref.clone(),
