@@ -17,5 +17,5 @@ pub use cluster::{
 pub use node::{Node, NodeAddress, NodeKey};
 pub use server::{ConsoleTail, ServerDetail, ServerFault, ServerTarget};
 pub use stack::{StackEvent, StackRef, StackResource, StackSummary};
-pub use status::{Status, StatusState};
+pub use status::{short_duration, Status, StatusState};
 pub use text::{terminal_safe, terminal_safe_lines};

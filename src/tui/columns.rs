@@ -13,19 +13,7 @@ use std::borrow::Cow;
 /// How long a changed row stays highlighted.
 pub const FLASH_SECS: i64 = 4;
 
-/// `42s`, `12m`, `3h`, `41d`.
-pub fn short_duration(secs: i64) -> String {
-    let s = secs.max(0);
-    if s < 60 {
-        format!("{s}s")
-    } else if s < 3600 {
-        format!("{}m", s / 60)
-    } else if s < 86_400 {
-        format!("{}h", s / 3600)
-    } else {
-        format!("{}d", s / 86_400)
-    }
-}
+pub use crate::model::short_duration;
 
 /// Age of `t` at `now`, or `-`.
 pub fn age(now: DateTime<Utc>, t: Option<DateTime<Utc>>) -> String {
