@@ -222,7 +222,10 @@ fn json_gives_counts_as_numbers_and_time_in_state() {
     // Time in state: `12m` for a person, RFC 3339 for a script.
     let in_state = |v: &serde_json::Value| {
         let since = v["since"].as_str().unwrap_or_default();
-        assert!(!v["in_state"].as_str().unwrap_or_default().is_empty(), "{v}");
+        assert!(
+            !v["in_state"].as_str().unwrap_or_default().is_empty(),
+            "{v}"
+        );
         assert!(chrono::DateTime::parse_from_rfc3339(since).is_ok(), "{v}");
     };
     in_state(first);
