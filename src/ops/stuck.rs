@@ -128,7 +128,9 @@ fn hook_pauses(events: &[StackEvent]) -> HashMap<String, Option<(String, DateTim
 }
 
 /// Per path and action, how long the newest `X_IN_PROGRESS` → `X_COMPLETE` took, seconds.
-/// `events` are oldest first.
+/// `events` are oldest first. Hook events are neither: Heat writes a pause and a release
+/// with the member's *old* status (`CREATE_COMPLETE … paused until Hook`), and the work
+/// starts with the `UPDATE_IN_PROGRESS` after the release, so a hold is not counted as work.
 pub fn action_durations(events: &[StackEvent]) -> HashMap<(String, String), i64> {
     let mut started: HashMap<(String, String), DateTime<Utc>> = HashMap::new();
     let mut took = HashMap::new();
@@ -136,6 +138,10 @@ pub fn action_durations(events: &[StackEvent]) -> HashMap<(String, String), i64>
         let Some(path) = event_path(e) else {
             continue;
         };
+        let reason = e.status_reason.as_deref().unwrap_or("");
+        if hook_event(reason, None).is_some() {
+            continue;
+        }
         let key = (path, e.status.action.clone());
         if e.status.is_in_progress() {
             started.insert(key, e.time);

@@ -137,6 +137,21 @@ fn durations_pair_progress_with_completion_of_the_same_action() {
     let events = vec![
         ev(&["nodes"], "0", "CREATE_IN_PROGRESS", 0, ""),
         ev(&["nodes"], "0", "CREATE_COMPLETE", 300, ""),
+        // Held on the hook for 10 minutes, then 40 s of work.
+        ev(
+            &["nodes"],
+            "0",
+            "CREATE_COMPLETE",
+            400,
+            "UPDATE paused until Hook pre-update is cleared",
+        ),
+        ev(
+            &["nodes"],
+            "0",
+            "CREATE_COMPLETE",
+            1000,
+            "Hook pre-update is cleared",
+        ),
         ev(&["nodes"], "0", "UPDATE_IN_PROGRESS", 1000, ""),
         ev(&["nodes"], "0", "UPDATE_COMPLETE", 1040, ""),
         ev(&["nodes"], "1", "UPDATE_IN_PROGRESS", 1000, ""),
