@@ -198,7 +198,7 @@ fn config_errors_name_the_file_the_cloud_and_the_key() {
 }
 
 #[test]
-fn json_gives_counts_as_numbers() {
+fn json_gives_counts_as_numbers_and_time_in_state() {
     let home = tempfile::tempdir().unwrap();
     let json = |args: &[&str]| -> serde_json::Value {
         let out = caldera(home.path())
@@ -219,10 +219,21 @@ fn json_gives_counts_as_numbers() {
     assert!(first["masters"].is_u64(), "{first}");
     assert!(first["workers"].is_u64(), "{first}");
     assert!(first["name"].is_string(), "{first}");
+    // Time in state: `12m` for a person, RFC 3339 for a script.
+    let in_state = |v: &serde_json::Value| {
+        let since = v["since"].as_str().unwrap_or_default();
+        assert!(
+            !v["in_state"].as_str().unwrap_or_default().is_empty(),
+            "{v}"
+        );
+        assert!(chrono::DateTime::parse_from_rfc3339(since).is_ok(), "{v}");
+    };
+    in_state(first);
     let name = first["name"].as_str().unwrap_or_default().to_string();
     let groups = json(&["nodegroups", &name]);
     let g = &groups[0];
     assert!(g["nodes"].is_u64(), "{g}");
+    in_state(g);
     // A bound Magnum does not give is null, not "".
     assert!(g["max"].is_u64() || g["max"].is_null(), "{g}");
 }

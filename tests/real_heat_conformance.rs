@@ -407,6 +407,8 @@ async fn hook_marks(server: &Server, stack: &StackRef) -> Vec<String> {
         capi: None,
         node_labels: Default::default(),
         node_taints: Vec::new(),
+        created_at: None,
+        updated_at: None,
     };
     let mut latest: Vec<Node> = Vec::new();
     let mut updates = service.stream_nodes(nodegroup);

@@ -78,6 +78,8 @@ fn default_group(name: &str, role: Role, stack: &StackRef) -> NodeGroup {
         capi: None,
         node_labels: Default::default(),
         node_taints: Vec::new(),
+        created_at: None,
+        updated_at: None,
     }
 }
 

@@ -291,6 +291,8 @@ async fn magnum_cluster_layout() {
         capi: None,
         node_labels: Default::default(),
         node_taints: Vec::new(),
+        created_at: None,
+        updated_at: None,
     };
     let mut updates = service.stream_nodes(pane);
     let (mut rows, mut filled, mut failed) = (Vec::new(), BTreeMap::new(), 0);

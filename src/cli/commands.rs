@@ -104,6 +104,22 @@ fn opt(v: &Option<String>) -> String {
     v.clone().unwrap_or_default()
 }
 
+/// The `in_state` and `since` cells: how long a cluster or node group has been in its
+/// status (`12m`; see [`crate::model::state_since`]) and since when (RFC 3339, for scripts).
+fn in_state_cells(
+    created_at: Option<chrono::DateTime<chrono::Utc>>,
+    updated_at: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> [String; 2] {
+    match crate::model::state_since(created_at, updated_at) {
+        Some(t) => [
+            crate::model::short_duration((now - t).num_seconds()),
+            t.to_rfc3339(),
+        ],
+        None => [String::new(), String::new()],
+    }
+}
+
 async fn clusters(service: &LiveService, format: Format) -> CmdResult {
     let clusters = service.list_clusters().await?;
     if !service.info().has_magnum {
@@ -121,6 +137,8 @@ async fn clusters(service: &LiveService, format: Format) -> CmdResult {
         "name",
         "id",
         "status",
+        "in_state",
+        "since",
         "health",
         "masters",
         "workers",
@@ -142,11 +160,15 @@ async fn clusters(service: &LiveService, format: Format) -> CmdResult {
             terminal_safe(&capi.join(", "))
         );
     }
+    let now = chrono::Utc::now();
     for c in &clusters {
+        let [in_state, since] = in_state_cells(c.created_at, c.updated_at, now);
         t.push([
             c.name.clone(),
             c.id.clone(),
             c.status.raw.clone(),
+            in_state,
+            since,
             c.health.as_str().to_string(),
             c.master_count.to_string(),
             c.node_count.to_string(),
@@ -209,7 +231,7 @@ async fn nodegroups(
 ) -> CmdResult {
     let mut t = Table::new([
         "name", "id", "role", "flavor", "image", "zone", "nodes", "min", "max", "status",
-        "stack_id",
+        "in_state", "since", "stack_id",
     ])
     .numbers(&["nodes", "min", "max"]);
     if let Some(found) = find_cluster(service, conn, target).await? {
@@ -224,7 +246,9 @@ async fn nodegroups(
         if let (Some(capi), Some(nova)) = (&found.cluster.capi, &conn.nova) {
             capi_verdicts(nova, &found.cluster, capi, &found.nodegroups).await;
         }
+        let now = chrono::Utc::now();
         for g in &found.nodegroups {
+            let [in_state, since] = in_state_cells(g.created_at, g.updated_at, now);
             t.push([
                 g.name.clone(),
                 g.id.clone(),
@@ -236,6 +260,8 @@ async fn nodegroups(
                 g.min_node_count.map(|n| n.to_string()).unwrap_or_default(),
                 g.max_node_count.map(|n| n.to_string()).unwrap_or_default(),
                 g.status.raw.clone(),
+                in_state,
+                since,
                 opt(&g.stack_id),
             ]);
         }
@@ -275,6 +301,9 @@ async fn nodegroups(
             String::new(),
             String::new(),
             g.status.raw.clone(),
+            // A scaling group found in any stack: its resource status has no `created_at`.
+            String::new(),
+            String::new(),
             g.owner.id.clone(),
         ]);
     }

@@ -144,4 +144,22 @@ pub struct NodeGroup {
     /// Kubernetes taints of the group's nodes (Magnum 1.14+), `key=value:Effect`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_taints: Vec<String>,
+    /// When Magnum (or, for a Heat-native group, Heat) created the record and last changed
+    /// it: together, the group's time in its current state (see [`state_since`]).
+    #[serde(default)]
+    pub created_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// Since when a Magnum cluster, node group or Heat stack has been in its current status, as
+/// far as the API tells: its `updated_at`, or `created_at` when never updated. Magnum and
+/// Heat both touch `updated_at` when the status changes (an update starting, finishing or
+/// failing), so a cluster 3h in `UPDATE_IN_PROGRESS` is stuck where one 3m in is busy. Other
+/// writes (a health check, a label) move it too: it is an upper bound on the time in state.
+pub fn state_since(
+    created_at: Option<DateTime<Utc>>,
+    updated_at: Option<DateTime<Utc>>,
+) -> Option<DateTime<Utc>> {
+    updated_at.or(created_at)
 }

@@ -11,9 +11,11 @@ mod stack;
 mod status;
 pub mod text;
 
-pub use cluster::{CapiCluster, CapiDriver, Cluster, DriverKind, Health, NodeGroup, Role};
+pub use cluster::{
+    state_since, CapiCluster, CapiDriver, Cluster, DriverKind, Health, NodeGroup, Role,
+};
 pub use node::{Node, NodeAddress, NodeKey};
 pub use server::{ConsoleTail, ServerDetail, ServerFault, ServerTarget};
 pub use stack::{StackEvent, StackRef, StackResource, StackSummary};
-pub use status::{Status, StatusState};
+pub use status::{short_duration, Status, StatusState};
 pub use text::{terminal_safe, terminal_safe_lines};

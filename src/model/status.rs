@@ -19,6 +19,20 @@ pub struct Status {
     pub raw: String,
 }
 
+/// `42s`, `12m`, `3h`, `41d`: an age or a time in state, as the console and the CLI show it.
+pub fn short_duration(secs: i64) -> String {
+    let s = secs.max(0);
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m", s / 60)
+    } else if s < 86_400 {
+        format!("{}h", s / 3600)
+    } else {
+        format!("{}d", s / 86_400)
+    }
+}
+
 impl Status {
     pub fn parse(raw: &str) -> Status {
         let raw = raw.trim();

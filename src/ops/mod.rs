@@ -10,4 +10,5 @@ pub mod failures;
 pub mod hooks;
 pub mod ips;
 pub mod stack_paths;
+pub mod stuck;
 pub mod warm_outputs;

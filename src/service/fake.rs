@@ -56,7 +56,7 @@ pub struct FakeData {
     pub step: u64,
     /// Make `info()` panic (to test the console's panic hook).
     pub panic_on_info: bool,
-    /// Nova servers by name (the node detail); a node without one is "not found".
+    /// Nova servers by id or name (the node detail); a node without one is "not found".
     pub servers: HashMap<String, crate::model::ServerDetail>,
     event_seq: u64,
 }
@@ -436,6 +436,9 @@ fn add_cluster(
             capi: None,
             node_labels: Default::default(),
             node_taints: Vec::new(),
+            created_at: Some(created),
+            // The upgrade started 20 minutes ago; the others were never touched.
+            updated_at: ng_upgrading.then(|| d.now - ChronoDuration::minutes(20)),
         });
         d.stacks.push(StackSummary {
             stack: sref.clone(),
@@ -839,12 +842,16 @@ impl CloudService for FakeCloud {
         target: crate::model::ServerTarget,
     ) -> BoxFuture<'static, ServiceResult<crate::model::ServerDetail>> {
         let found = self.answer(FakeOp::ServerDetail, move |d| {
-            d.servers.get(&target.name).cloned().ok_or_else(|| {
-                ServiceError::new(
-                    super::ErrorKind::NotFound,
-                    format!("no Nova server named {}", target.name),
-                )
-            })
+            let by_id = target.server_id.as_ref().and_then(|id| d.servers.get(id));
+            by_id
+                .or_else(|| d.servers.get(&target.name))
+                .cloned()
+                .ok_or_else(|| {
+                    ServiceError::new(
+                        super::ErrorKind::NotFound,
+                        format!("no Nova server named {}", target.name),
+                    )
+                })
         });
         async move { found.await? }.boxed()
     }

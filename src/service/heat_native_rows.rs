@@ -37,6 +37,8 @@ pub fn nodegroup_row(target: &NodeGroupTarget, detail: &StackDetail) -> NodeGrou
         capi: None,
         node_labels: Default::default(),
         node_taints: Vec::new(),
+        created_at: detail.summary.created_at,
+        updated_at: detail.summary.updated_at,
     }
 }
 

@@ -4,7 +4,7 @@
 use super::state::store::{NodeRow, TreeRow};
 use super::theme::CellState;
 use super::widgets::table::{muted, plain, Column, RowCtx, SortKey, TableRow};
-use crate::model::{Cluster, Health, NodeGroup, StackEvent, StackSummary, Status};
+use crate::model::{state_since, Cluster, Health, NodeGroup, StackEvent, StackSummary, Status};
 use chrono::{DateTime, Utc};
 use ratatui::layout::Constraint;
 use ratatui::style::{Modifier, Style};
@@ -13,19 +13,7 @@ use std::borrow::Cow;
 /// How long a changed row stays highlighted.
 pub const FLASH_SECS: i64 = 4;
 
-/// `42s`, `12m`, `3h`, `41d`.
-pub fn short_duration(secs: i64) -> String {
-    let s = secs.max(0);
-    if s < 60 {
-        format!("{s}s")
-    } else if s < 3600 {
-        format!("{}m", s / 60)
-    } else if s < 86_400 {
-        format!("{}h", s / 3600)
-    } else {
-        format!("{}d", s / 86_400)
-    }
-}
+pub use crate::model::short_duration;
 
 /// Age of `t` at `now`, or `-`.
 pub fn age(now: DateTime<Utc>, t: Option<DateTime<Utc>>) -> String {
@@ -35,6 +23,11 @@ pub fn age(now: DateTime<Utc>, t: Option<DateTime<Utc>>) -> String {
 
 fn ts(t: Option<DateTime<Utc>>) -> SortKey {
     SortKey::opt_int(t.map(|t| t.timestamp()))
+}
+
+/// Longest in state first when sorted ascending: the oldest `since` is the biggest time.
+fn in_state_key(since: Option<DateTime<Utc>>) -> SortKey {
+    SortKey::opt_int(since.map(|t| -t.timestamp()))
 }
 
 fn status_style(s: &Status, ctx: &RowCtx) -> Style {
@@ -100,8 +93,8 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
             title: "IN STATE",
             hide_below: 0,
             width: Constraint::Length(8),
-            text: |c, ctx| age(ctx.now, c.updated_at.or(c.created_at)),
-            sort: |c, _| SortKey::opt_int(c.updated_at.or(c.created_at).map(|t| -t.timestamp())),
+            text: |c, ctx| age(ctx.now, state_since(c.created_at, c.updated_at)),
+            sort: |c, _| in_state_key(state_since(c.created_at, c.updated_at)),
             style: plain,
         },
         Column {
@@ -206,6 +199,15 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
             text: |g, _| g.status.raw.clone(),
             sort: |g, _| SortKey::str(&g.status.raw),
             style: |g, ctx| status_style(&g.status, ctx),
+        },
+        // A group resizing for 3 minutes is busy; for 3 hours, stuck (see `state_since`).
+        Column {
+            title: "IN STATE",
+            hide_below: 0,
+            width: Constraint::Length(8),
+            text: |g, ctx| age(ctx.now, state_since(g.created_at, g.updated_at)),
+            sort: |g, _| in_state_key(state_since(g.created_at, g.updated_at)),
+            style: plain,
         },
         Column {
             title: "FLAVOR",
@@ -419,20 +421,22 @@ pub fn stack_columns() -> Vec<Column<StackSummary>> {
             sort: |s, _| SortKey::str(&s.status.raw),
             style: |s, ctx| status_style(&s.status, ctx),
         },
+        // Heat touches a stack's `updated_at` when an update starts and when it ends: the
+        // time in its current status (`created_at` for a stack never updated).
+        Column {
+            title: "IN STATE",
+            hide_below: 0,
+            width: Constraint::Length(8),
+            text: |s, ctx| age(ctx.now, state_since(s.created_at, s.updated_at)),
+            sort: |s, _| in_state_key(state_since(s.created_at, s.updated_at)),
+            style: plain,
+        },
         Column {
             title: "CREATED",
             hide_below: 90,
             width: Constraint::Length(8),
             text: |s, ctx| age(ctx.now, s.created_at),
             sort: |s, _| ts(s.created_at),
-            style: muted,
-        },
-        Column {
-            title: "UPDATED",
-            hide_below: 0,
-            width: Constraint::Length(8),
-            text: |s, ctx| age(ctx.now, s.updated_at),
-            sort: |s, _| ts(s.updated_at),
             style: muted,
         },
         Column {
@@ -537,9 +541,16 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
             title: "RESOURCE",
             hide_below: 0,
             width: Constraint::Min(20),
-            text: |r, _| format!("{}{}", r.prefix, r.resource.name),
+            // A member Heat holds on a hook is marked `‖ pre-update`: it waits, it is not stuck.
+            text: |r, _| match &r.hook {
+                Some(hook) => format!("{}{} ‖ {hook}", r.prefix, r.resource.name),
+                None => format!("{}{}", r.prefix, r.resource.name),
+            },
             sort: |r, _| SortKey::str(&r.path),
-            style: |r, ctx| status_style(&r.resource.status, ctx),
+            style: |r, ctx| match r.hook {
+                Some(_) => Style::default().fg(ctx.theme.paused),
+                None => status_style(&r.resource.status, ctx),
+            },
         },
         Column {
             title: "TYPE",

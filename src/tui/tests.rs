@@ -1139,3 +1139,115 @@ async fn snapshot_stalled_capi_cluster() {
     snap!(h, "capi_stalled_nodes");
     insta::assert_snapshot!("capi_stalled_nodes_120x40", h.render(120, 40));
 }
+
+// ------------------------------------------------------------------ why stuck
+
+/// prod-k8s's default workers reshaped: the first members updated in 36-50 s (their events
+/// say so), the last three held on the pre-update hook for 12 minutes and, when `stalled`,
+/// the one before them 20 minutes in UPDATE_IN_PROGRESS with a Nova fault on its server.
+fn reshaped_workers(h: &Harness, stalled: bool) {
+    use crate::model::{StackEvent, StackRef, Status};
+    let now = demo_epoch();
+    let ago = |s: i64| now - chrono::Duration::seconds(s);
+    h.fake.with_data(|d| {
+        let Some(g) = d.nodegroups.iter().find(|g| g.name == "default-worker") else {
+            panic!("no default-worker group");
+        };
+        let (gid, stack_id) = (g.id.clone(), g.stack_id.clone().expect("stack"));
+        let sref = StackRef {
+            name: "prod-k8s-default-worker".into(),
+            id: stack_id.clone(),
+        };
+        let nodes = d.nodes.get_mut(&gid).expect("nodes");
+        let n = nodes.len();
+        let mut events = Vec::new();
+        let mut ev = |member: &str, t: i64, status: &str, reason: &str| {
+            events.push(StackEvent {
+                id: format!("ev-{member}-{status}-{t}"),
+                time: ago(t),
+                resource_name: member.into(),
+                logical_id: member.into(),
+                physical_id: None,
+                status: Status::parse(status),
+                status_reason: Some(reason.into()),
+                stack: Some(sref.clone()),
+                path: vec!["nodes".into()],
+            });
+        };
+        for (i, node) in nodes.iter_mut().enumerate() {
+            let m = node.key.member.clone();
+            let (status, reason, since) = if i + 3 >= n {
+                let pause = "UPDATE paused until Hook pre-update is cleared";
+                ev(&m, 720, "UPDATE_IN_PROGRESS", pause);
+                ("UPDATE_COMPLETE", "state changed", 7200)
+            } else if i + 4 == n && stalled {
+                ev(&m, 1200, "UPDATE_IN_PROGRESS", "state changed");
+                ("UPDATE_IN_PROGRESS", "state changed", 1200)
+            } else {
+                let start = 1800 - 60 * i as i64;
+                let took = [36, 50, 42, 40][i % 4];
+                ev(&m, start, "UPDATE_IN_PROGRESS", "state changed");
+                ev(&m, start - took, "UPDATE_COMPLETE", "state changed");
+                ("UPDATE_COMPLETE", "state changed", start - took)
+            };
+            node.status = Status::parse(status);
+            node.status_reason = Some(reason.into());
+            node.since = Some(ago(since));
+            node.hook_paused = false;
+        }
+        events.sort_by_key(|e| e.time);
+        d.events.insert(stack_id, events);
+        if stalled {
+            let server = format!("{}-server", n - 4);
+            d.servers.insert(server.clone(), failed_server(&server));
+        }
+    });
+}
+
+async fn open_worker_tree(h: &mut Harness) {
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Tree);
+    h.settle().await;
+    // The tree asks for the Nova servers of its first causes once it is assessed.
+    h.app.plan_refresh(true);
+    h.settle().await;
+}
+
+/// Members held on a hook are a count with names and a time, and marked in the tree; a
+/// group busy only with held members is not reported as stuck work.
+#[tokio::test]
+async fn snapshot_tree_hook_held() {
+    let mut h = Harness::demo(10);
+    reshaped_workers(&h, false);
+    open_worker_tree(&mut h).await;
+    let screen = h.render(200, 60);
+    assert!(
+        screen.contains("3 members of nodes held on pre-update hook since"),
+        "{screen}"
+    );
+    assert!(screen.contains("‖ pre-update"), "{screen}");
+    assert!(screen.contains("0 in progress"), "{screen}");
+    snap!(h, "tree_hook_held");
+}
+
+/// A stalled server: its time in progress against how long its siblings took, and Nova's
+/// fault under it.
+#[tokio::test]
+async fn snapshot_tree_stalled_with_sibling_durations() {
+    let mut h = Harness::demo(10);
+    reshaped_workers(&h, true);
+    open_worker_tree(&mut h).await;
+    let screen = h.render(200, 60);
+    assert!(screen.contains("stalled 20m"), "{screen}");
+    assert!(
+        screen.contains("stalled 20m; siblings of 4 took 36-50 s (median 42 s)"),
+        "{screen}"
+    );
+    assert!(screen.contains("Nova ERROR: Build of instance"), "{screen}");
+    assert!(
+        !screen.contains("\u{1b}[2J"),
+        "the fault's escape is not obeyed"
+    );
+    snap!(h, "tree_stalled_siblings");
+}

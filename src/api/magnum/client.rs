@@ -170,6 +170,8 @@ fn nodegroup_from(n: wire::NodeGroupItem, cluster_id: &str) -> NodeGroup {
         capi: None,
         node_labels: n.node_labels,
         node_taints: n.node_taints,
+        created_at: n.created_at,
+        updated_at: n.updated_at,
     }
 }
 

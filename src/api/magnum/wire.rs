@@ -132,6 +132,10 @@ pub struct NodeGroupItem {
     /// 1.14+: Kubernetes taints of the group's nodes, `{key, value, effect}` each.
     #[serde(default, deserialize_with = "de_taints")]
     pub node_taints: Vec<String>,
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub created_at: Option<DateTime<Utc>>,
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub updated_at: Option<DateTime<Utc>>,
 }
 
 /// Taints as `key=value:Effect` (`key:Effect` without a value); strings are kept as given.

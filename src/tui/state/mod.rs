@@ -32,7 +32,7 @@ use journal::JournalRow;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
-use store::{build_tree, NodeRow, Store, TreeRow};
+use store::{build_tree, tree_servers, NodeRow, Store, TreeRow};
 use view::{View, ViewKind};
 
 /// The columns of every table, built once.
@@ -469,6 +469,7 @@ impl App {
                         note = log.outage_note(was, now);
                     }
                 }
+                self.reassess_tree(&stack_id);
                 let watching = matches!(
                     self.view().kind,
                     ViewKind::Events { .. } | ViewKind::Dashboard { .. }
@@ -485,8 +486,14 @@ impl App {
                 result,
             } => {
                 self.learn_stack_name(&stack_id, stack_name);
+                let events = self
+                    .store
+                    .events
+                    .get(&stack_id)
+                    .map(|log| log.events.as_slice())
+                    .unwrap_or_default();
                 if let Some(slot) = self.store.trees.get_mut(&stack_id) {
-                    let result = result.map(|rs| build_tree(&stack_id, rs));
+                    let result = result.map(|rs| build_tree(&stack_id, rs, events));
                     slot.finish(gen, result, now);
                 }
             }
@@ -512,6 +519,20 @@ impl App {
             r => self.apply_action_reply(r),
         }
         self.dirty = true;
+    }
+
+    /// New events can end a hook hold or finish a sibling: the stack's tree is assessed again.
+    fn reassess_tree(&mut self, stack_id: &str) {
+        let (Some(log), Some(tree)) = (
+            self.store.events.get(stack_id),
+            self.store
+                .trees
+                .get_mut(stack_id)
+                .and_then(|slot| slot.data.as_mut()),
+        ) else {
+            return;
+        };
+        tree.reassess(&log.events);
     }
 
     /// Name the views that only knew a stack's id.
@@ -591,18 +612,47 @@ impl App {
                     self.outbox.push(Request::Server { target, gen });
                 }
             }
-            ViewKind::Tree { stack, .. } => {
-                let slot = self.store.trees.entry(stack.id.clone()).or_default();
-                if force || slot.meta.due(now, every * 2) {
-                    let gen = self.gen();
-                    let slot = self.store.trees.entry(stack.id.clone()).or_default();
-                    slot.meta.begin(gen, now);
-                    self.outbox.push(Request::Tree {
-                        stack,
-                        depth: TREE_DEPTH,
-                        gen,
-                    });
-                }
+            ViewKind::Tree { stack, .. } => self.want_tree(stack, force, now, every, paused),
+        }
+    }
+
+    /// The tree, the stack's events (siblings' durations and hook pauses come from them) and
+    /// the Nova record of the first causes that are servers.
+    fn want_tree(
+        &mut self,
+        stack: view::StackTarget,
+        force: bool,
+        now: DateTime<Utc>,
+        every: Duration,
+        paused: bool,
+    ) {
+        if !paused {
+            self.want_events(&stack, force, now, every);
+        }
+        let slot = self.store.trees.entry(stack.id.clone()).or_default();
+        let servers = slot
+            .data
+            .as_ref()
+            .map(|t| tree_servers(&stack.id, t))
+            .unwrap_or_default();
+        if force || slot.meta.due(now, every * 2) {
+            let gen = self.gen();
+            let slot = self.store.trees.entry(stack.id.clone()).or_default();
+            slot.meta.begin(gen, now);
+            self.outbox.push(Request::Tree {
+                stack,
+                depth: TREE_DEPTH,
+                gen,
+            });
+        }
+        for target in servers {
+            let slot = self.store.servers.entry(target.key.clone()).or_default();
+            // A server and its console log per look: at a quarter of the refresh pace.
+            if force || slot.meta.due(now, every * 4) {
+                let gen = self.gen();
+                let slot = self.store.servers.entry(target.key.clone()).or_default();
+                slot.meta.begin(gen, now);
+                self.outbox.push(Request::Server { target, gen });
             }
         }
     }

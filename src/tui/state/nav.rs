@@ -300,6 +300,8 @@ pub(super) fn stack_as_nodegroup(stack: &StackTarget) -> (Cluster, NodeGroup) {
         capi: None,
         node_labels: Default::default(),
         node_taints: Vec::new(),
+        created_at: None,
+        updated_at: None,
     };
     (cluster, nodegroup)
 }

@@ -2,7 +2,10 @@
 //! bookkeeping (generation, in flight, when, error), so stale answers are dropped,
 //! refreshes coalesce and errors are shown where the data would be.
 
-use crate::model::{Cluster, Node, NodeGroup, StackEvent, StackResource, StackSummary};
+use crate::model::{
+    Cluster, Node, NodeGroup, NodeKey, ServerTarget, StackEvent, StackResource, StackSummary,
+};
+use crate::ops::stuck::{assess, Assessment, Entry};
 use crate::service::{EventCursor, NodeUpdate, ServiceResult};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -357,39 +360,73 @@ pub struct TreeRow {
     pub resource: StackResource,
     /// `nodes > 17 > server`.
     pub path: String,
-}
-
-/// A resource that explains why a stack is stuck.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stuck {
-    pub row: usize,
-    /// The row compared with its siblings: the resource itself, or its parent when the
-    /// resource has fewer than 3 siblings (a member's server is compared member to member).
-    pub level_row: usize,
-    /// How many resources share its owner stack.
-    pub siblings: usize,
-    /// Median of the siblings' `updated_at`.
-    pub siblings_median: Option<DateTime<Utc>>,
-    pub paused_on_hook: bool,
+    /// The Heat hook this resource is held on (`pre-update`), if any.
+    pub hook: Option<String>,
 }
 
 /// The stack tree with its why-stuck analysis.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TreeData {
     pub rows: Vec<TreeRow>,
-    /// Deepest IN_PROGRESS / FAILED resources: failed first, then active, then paused;
-    /// oldest first within each.
-    pub stuck: Vec<Stuck>,
+    /// Why the stack is not done: causes (indices into `rows`) and hook-held members; see
+    /// [`crate::ops::stuck`]. Re-read whenever the tree or the stack's events change.
+    pub stuck: Assessment,
 }
 
-fn is_hook_pause(r: &StackResource) -> bool {
-    r.status_reason
-        .as_deref()
-        .is_some_and(|s| s.contains("paused until Hook"))
+impl TreeData {
+    /// Assess the tree again with the stack's events (oldest first); marks hook-held rows.
+    pub fn reassess(&mut self, events: &[StackEvent]) {
+        let entries: Vec<Entry> = self
+            .rows
+            .iter()
+            .map(|r| Entry {
+                path: &r.path,
+                resource: &r.resource,
+            })
+            .collect();
+        let stuck = assess(&entries, events);
+        for (i, row) in self.rows.iter_mut().enumerate() {
+            row.hook = stuck.held.get(&i).cloned();
+        }
+        self.stuck = stuck;
+    }
+}
+
+/// How many causes of a tree get their Nova server fetched (each a `server show` and a
+/// console log): the first ones are what the panel shows.
+pub const TREE_SERVERS: usize = 2;
+
+/// The key a cause's server is stored under: the tree's stack and the resource's path (a
+/// node detail keys by node group and member; these never collide with a path).
+pub fn tree_server_key(stack_id: &str, path: &str) -> NodeKey {
+    NodeKey {
+        nodegroup: stack_id.to_string(),
+        member: path.to_string(),
+    }
+}
+
+/// The Nova servers to ask about: the first causes that are `OS::Nova::Server`s.
+pub fn tree_servers(stack_id: &str, tree: &TreeData) -> Vec<ServerTarget> {
+    tree.stuck
+        .causes
+        .iter()
+        .take(TREE_SERVERS)
+        .filter_map(|c| {
+            let row = tree.rows.get(c.index)?;
+            Some(ServerTarget {
+                key: tree_server_key(stack_id, &row.path),
+                name: row.path.clone(),
+                server_id: Some(c.server_id.clone()?),
+                member_stack: None,
+                group_stack: None,
+            })
+        })
+        .collect()
 }
 
 /// Build the tree (depth-first, parents before children) from a flat resource list.
-pub fn build_tree(root_id: &str, resources: Vec<StackResource>) -> TreeData {
+/// `events` are the stack's (nested) events as followed so far, oldest first.
+pub fn build_tree(root_id: &str, resources: Vec<StackResource>, events: &[StackEvent]) -> TreeData {
     let mut children: HashMap<String, Vec<usize>> = HashMap::new();
     let mut known_stacks: std::collections::HashSet<String> = std::collections::HashSet::new();
     known_stacks.insert(root_id.to_string());
@@ -439,6 +476,7 @@ pub fn build_tree(root_id: &str, resources: Vec<StackResource>) -> TreeData {
                 prefix,
                 resource: r,
                 path,
+                hook: None,
             });
         }
     }
@@ -450,10 +488,15 @@ pub fn build_tree(root_id: &str, resources: Vec<StackResource>) -> TreeData {
             prefix: "?─ ".into(),
             resource: r,
             path,
+            hook: None,
         });
     }
-    let stuck = find_stuck(&rows);
-    TreeData { rows, stuck }
+    let mut tree = TreeData {
+        rows,
+        stuck: Assessment::default(),
+    };
+    tree.reassess(events);
+    tree
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -501,90 +544,6 @@ fn walk(
             );
         }
     }
-}
-
-fn find_stuck(rows: &[TreeRow]) -> Vec<Stuck> {
-    // A resource is a candidate if active or failed and no resource of its nested
-    // stack is active or failed.
-    let mut busy_stacks: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let mut by_owner: HashMap<&str, Vec<DateTime<Utc>>> = HashMap::new();
-    let mut owner_count: HashMap<&str, usize> = HashMap::new();
-    for r in rows {
-        let res = &r.resource;
-        let owner = res.owner.as_ref().map(|o| o.id.as_str()).unwrap_or("");
-        *owner_count.entry(owner).or_default() += 1;
-        if let Some(t) = res.updated_at {
-            by_owner.entry(owner).or_default().push(t);
-        }
-        if res.status.is_in_progress() || res.status.is_failed() {
-            busy_stacks.insert(owner);
-        }
-    }
-    let mut owner_row: HashMap<&str, usize> = HashMap::new();
-    for (i, r) in rows.iter().enumerate() {
-        if let Some(n) = &r.resource.nested {
-            owner_row.insert(n.id.as_str(), i);
-        }
-    }
-    let owner_of = |i: usize| {
-        rows[i]
-            .resource
-            .owner
-            .as_ref()
-            .map(|o| o.id.as_str())
-            .unwrap_or("")
-    };
-    let medians: HashMap<&str, DateTime<Utc>> = by_owner
-        .into_iter()
-        .map(|(k, mut v)| {
-            v.sort();
-            (k, v[v.len() / 2])
-        })
-        .collect();
-    let mut out: Vec<Stuck> = rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| {
-            let res = &r.resource;
-            (res.status.is_in_progress() || res.status.is_failed())
-                && !res
-                    .nested
-                    .as_ref()
-                    .is_some_and(|n| busy_stacks.contains(n.id.as_str()))
-        })
-        .map(|(i, r)| {
-            let mut level = i;
-            if owner_count.get(owner_of(i)).copied().unwrap_or(1) < 4 {
-                if let Some(&p) = owner_row.get(owner_of(i)) {
-                    level = p;
-                }
-            }
-            let owner = owner_of(level);
-            Stuck {
-                row: i,
-                level_row: level,
-                siblings: owner_count
-                    .get(owner)
-                    .copied()
-                    .unwrap_or(1)
-                    .saturating_sub(1),
-                siblings_median: medians.get(owner).copied(),
-                paused_on_hook: is_hook_pause(&r.resource),
-            }
-        })
-        .collect();
-    out.sort_by_key(|s| {
-        let r = &rows[s.row].resource;
-        let class = if r.status.is_failed() {
-            0
-        } else if !s.paused_on_hook {
-            1
-        } else {
-            2
-        };
-        (class, r.updated_at)
-    });
-    out
 }
 
 /// Everything fetched, by key.
@@ -673,7 +632,7 @@ mod tests {
             res("port", "m1", "CREATE_COMPLETE", None, 5),
             res("server", "m0", "UPDATE_COMPLETE", None, 100),
         ];
-        let t = build_tree("root", rs);
+        let t = build_tree("root", rs, &[]);
         let paths: Vec<&str> = t.rows.iter().map(|r| r.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -689,12 +648,9 @@ mod tests {
             ]
         );
         assert_eq!(t.rows[6].prefix, "   │  └─ ");
-        assert_eq!(t.stuck.len(), 1);
-        let s = &t.stuck[0];
-        assert_eq!(t.rows[s.row].path, "nodes > 1 > server");
-        // Fewer than 3 siblings: compared at the member level ("1" among 0, 1, 2).
-        assert_eq!(t.rows[s.level_row].path, "nodes > 1");
-        assert_eq!(s.siblings, 2);
+        assert_eq!(t.stuck.causes.len(), 1);
+        let s = &t.stuck.causes[0];
+        assert_eq!(t.rows[s.index].path, "nodes > 1 > server");
     }
 
     #[test]
