@@ -15,46 +15,18 @@
 
 #[path = "support/heat_wait.rs"]
 mod heat_wait;
-use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
+#[path = "support/real_heat_client.rs"]
+mod real_heat_client;
 use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, StackCreate};
 use caldera::drivers::any_group::group_members;
 use caldera::drivers::heat_native::group_stack_of;
 use caldera::journal::{Journal, Outcome};
 use caldera::model::StackRef;
 use heat_wait::wait_status;
+use real_heat_client::{fixture, heat, heat_url, unique};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-
-fn heat_url() -> String {
-    std::env::var("HEAT_URL")
-        .expect("HEAT_URL must point at a real Heat (scripts/real-heat-suite.sh starts one)")
-}
-
-async fn heat() -> HeatClient {
-    CloudConnection::no_auth(
-        &NoAuthEndpoints::heat_only(heat_url()),
-        &ConnectOptions::default(),
-    )
-    .await
-    .expect("connect to the real Heat")
-    .heat
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
-
-fn fixture(path: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/shapes")
-        .join(path);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
+use std::path::Path;
 
 /// Creates a stack from a fixture template (changed by `edit`) and waits for it.
 async fn create(

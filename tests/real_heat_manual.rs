@@ -11,37 +11,16 @@
 
 #[path = "support/heat_wait.rs"]
 mod heat_wait;
-use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
+#[path = "support/real_heat_client.rs"]
+mod real_heat_client;
 use caldera::api::heat::{EventQuery, HeatClient, StackCreate, StackUpdate};
 use caldera::journal::{Journal, Outcome};
 use caldera::model::StackRef;
 use heat_wait::wait_status;
+use real_heat_client::{heat, heat_url, unique};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn heat_url() -> String {
-    std::env::var("HEAT_URL")
-        .expect("HEAT_URL must point at a real Heat (scripts/real-heat-suite.sh starts one)")
-}
-
-async fn heat() -> HeatClient {
-    CloudConnection::no_auth(
-        &NoAuthEndpoints::heat_only(heat_url()),
-        &ConnectOptions::default(),
-    )
-    .await
-    .expect("connect to the real Heat")
-    .heat
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
 
 /// A group of `count` test resources whose value reads `v`; an update waits 2 s per member.
 async fn create(heat: &HeatClient, prefix: &str, count: u32) -> StackRef {

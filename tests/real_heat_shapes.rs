@@ -13,7 +13,9 @@
 
 #[path = "support/heat_wait.rs"]
 mod heat_wait;
-use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
+#[path = "support/real_heat_client.rs"]
+mod real_heat_client;
+
 use caldera::api::heat::{HeatClient, StackCreate};
 use caldera::model::{NodeGroup, Role, StackRef};
 use caldera::ops::discover::{discover_groups, GroupShape};
@@ -22,39 +24,10 @@ use caldera::service::live::LiveService;
 use caldera::service::{CloudService, NodeUpdate};
 use futures::StreamExt;
 use heat_wait::wait_status;
+use real_heat_client::{connect, fixture, heat_url, unique};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-fn heat_url() -> String {
-    std::env::var("HEAT_URL")
-        .expect("HEAT_URL must point at a real Heat (scripts/real-heat-suite.sh starts one)")
-}
-
-async fn connect() -> CloudConnection {
-    CloudConnection::no_auth(
-        &NoAuthEndpoints::heat_only(heat_url()),
-        &ConnectOptions::default(),
-    )
-    .await
-    .expect("connect to the real Heat")
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
-
-fn fixture(path: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/shapes")
-        .join(path);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 /// Creates a stack from a fixture template and its files (`name in template` -> fixture).
 async fn create(
