@@ -104,7 +104,11 @@ pub fn classify(backing: Option<&str>, template: Option<&TemplateFacts>) -> Back
         }
         None => {}
     }
-    let driver = if is_cluster_api_name(id) {
+    // A UUID is a Heat stack: checked first, as about one UUID in thirty also has the
+    // shape of a capi-helm release (its last group all base32: `...-73ca7e73f5f3`).
+    let driver = if is_uuid(id) {
+        return Backing::Heat(id.to_string());
+    } else if is_cluster_api_name(id) {
         CapiDriver::MagnumClusterApi
     } else if is_capi_helm_release(id) {
         CapiDriver::CapiHelm
@@ -127,6 +131,16 @@ pub fn id_is_conclusive(backing: Option<&str>) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    /// Seen on a real Magnum 22: stack `c6336221-bbae-422e-a445-73ca7e73f5f3` (its last group
+    /// all `[a-f2-7]`) was taken for a capi-helm release and its nodes looked for in Nova.
+    #[test]
+    fn a_stack_uuid_that_looks_like_a_release_is_still_a_stack() {
+        let id = "c6336221-bbae-422e-a445-73ca7e73f5f3";
+        assert!(is_capi_helm_release(id), "the shape that misled");
+        assert_eq!(classify(Some(id), None), Backing::Heat(id.into()));
+        assert!(id_is_conclusive(Some(id)));
+    }
     use super::*;
 
     fn capi(driver: CapiDriver, name: &str) -> Backing {
