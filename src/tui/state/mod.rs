@@ -598,8 +598,10 @@ impl App {
             }
             ViewKind::Rollout { cluster, nodegroup } => {
                 self.want_rollout(&cluster, &nodegroup, force);
-                // The rows' server names and addresses come from the node group's nodes.
-                self.want_nodes(&nodegroup, force, now, every * 4)
+                // The rows' server names and addresses come from the node group's nodes, at a
+                // slow pace (a whole address stream costs a 1000-node group many requests;
+                // names and addresses seldom change during a rollout).
+                self.want_nodes(&nodegroup, force, now, every * 15)
             }
             ViewKind::Journal => self.want_journal(force),
             ViewKind::Server { target } => {
