@@ -12,11 +12,11 @@
 //! check that the terminal is restored before the panic message is printed.
 
 use caldera::drivers::guard::Guard;
-use caldera::service::fake::{FakeCloud, FakeOp};
-use caldera::service::fake_operator::FakeOperator;
 use caldera::service::operator::Operator;
 use caldera::service::{ErrorKind, ServiceError};
 use caldera::tui::{init_logging, log_path, run, ConsoleOptions};
+use caldera_testkit::fake::{FakeCloud, FakeOp};
+use caldera_testkit::fake_operator::FakeOperator;
 use std::sync::Arc;
 use std::time::Duration;
 

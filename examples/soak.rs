@@ -11,7 +11,6 @@
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::{EventQuery, SortDir, StackUpdate};
-use caldera::cli::connect::simulator_cloud;
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, EventCursor, NodeUpdate};
 use caldera::sim::{self, Fault, FaultKind, SimOptions};
@@ -107,8 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..SimOptions::default()
     })
     .await?;
-    let conn =
-        CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default()).await?;
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default()).await?;
     let svc = Arc::new(LiveService::new(conn.clone()));
     let clusters = svc.list_clusters().await?;
     let cluster = clusters

@@ -1,34 +1,23 @@
 //! caldera: a terminal console for operators of OpenStack Magnum and Heat.
 //!
-//! Layers, from the wire up:
-//! - `config`: clouds.yaml discovery and caldera's own settings.
-//! - `api`: HTTP transport (budget, retries, auth) and typed Heat/Magnum/Nova/Keystone clients.
-//! - `fetch`: the chunked, paginated, concurrent fetcher every list goes through.
-//! - `model`: the domain types the console and the commands see.
-//! - `ops`: operations built on the clients (node IPs, event following, failures).
-//! - `sim`: the built-in simulated cloud.
-//! - `drivers`: create/scale/upgrade/delete node groups (Heat-native and Magnum), guard rails.
-//! - `rollout`: node-by-node upgrades on Heat hooks, resumable from Heat's state.
-//! - `journal`: the audit log of every action; `lifecycle`: operator hook commands.
-//! - `cli`: headless commands; `tui`: the console; `bench`: side-by-side benchmarks.
+//! The code is a workspace whose crates are its layers, from the wire up; each may use only the
+//! ones before it, and the compiler enforces that:
+//! - `caldera-cloud` (`crates/cloud`): `config`, `api` (transport and typed clients), `fetch`
+//!   (the chunked, paginated, concurrent fetcher), `model` (domain types);
+//! - `caldera-core` (`crates/core`): `ops`, `drivers`, `rollout`, `journal`, `lifecycle`,
+//!   `service` (the seam the console and commands use), `templates`;
+//! - `caldera-sim` (`crates/sim`): the built-in simulated cloud;
+//! - `caldera-console` (`crates/console`): the console (`tui`);
+//! - this package: the binary, its headless commands (`cli`) and benchmarks (`bench`).
+//! - `caldera-testkit` (`crates/testkit`): fakes and the fault server, for tests only.
+//!
+//! This library re-exports the layers under their module names (`caldera::api`, `caldera::tui`,
+//! …) for the binary, the integration tests and the examples.
 
-pub mod api;
-pub mod config;
-pub mod drivers;
-pub mod fetch;
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod journal;
-pub mod lifecycle;
-pub mod model;
-pub mod ops;
-pub mod rollout;
-pub mod service;
+pub use caldera_cloud::{api, config, fetch, health, model, report};
+pub use caldera_console as tui;
+pub use caldera_core::{drivers, journal, lifecycle, ops, rollout, service, templates};
+pub use caldera_sim as sim;
 
 pub mod bench;
 pub mod cli;
-pub mod sim;
-pub mod templates;
-#[cfg(test)]
-pub(crate) mod testing;
-pub mod tui;

@@ -3,7 +3,6 @@
 //! including the guard rails set in that file.
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::cli::connect::simulator_cloud;
 use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget};
 use caldera::sim::{self, SimHandle, SimOptions};
@@ -16,7 +15,7 @@ async fn start() -> (SimHandle, HeatNativeDriver) {
     let sim = sim::start(SimOptions::fast("empty", 50.0))
         .await
         .expect("simulator");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
     let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);

@@ -4,7 +4,6 @@
 //! all read from Magnum and Nova (no Heat stack exists for it).
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::cli::connect::simulator_cloud;
 use caldera::model::{CapiDriver, Cluster, NodeGroup};
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, NodeUpdate};
@@ -155,7 +154,7 @@ async fn nodes_and_failures(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_nodes_pane_reads_nodes_from_nova() {
     let sim = demo().await;
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
     let service = LiveService::new(conn);
@@ -279,7 +278,7 @@ async fn the_driver_lists_nodes_and_removes_chosen_ones_by_server_id() {
     use caldera::drivers::resolve::Drivers;
     use caldera::drivers::{Driver, ScaleRequest};
     let sim = demo().await;
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
     let drivers = Drivers::new(&conn);
@@ -470,7 +469,7 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     let sim = sim::start(SimOptions::fast("demo", 60.0))
         .await
         .expect("simulator");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
     let drivers = caldera::drivers::resolve::Drivers::new(&conn);

@@ -18,7 +18,6 @@ mod pty;
 mod scenarios;
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::cli::connect::simulator_cloud;
 use caldera::drivers::NodeGroupTarget;
 use caldera::rollout::{RolloutOptions, RolloutPlan};
 use caldera::sim::{self, SimHandle, SimOptions};
@@ -59,10 +58,9 @@ impl Cloud {
             let sim = sim::start(SimOptions::fast("empty", 50.0))
                 .await
                 .expect("simulator starts");
-            let conn =
-                CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
-                    .await
-                    .expect("connect to the simulator");
+            let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+                .await
+                .expect("connect to the simulator");
             let env = Env::new(
                 conn.heat.clone(),
                 Duration::from_millis(50),

@@ -5,9 +5,7 @@
 //!   and never draw outside the frame.
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::cli::connect::simulator_cloud;
 use caldera::fetch::RetryPolicy;
-use caldera::service::fake::{demo_epoch, FakeCloud};
 use caldera::service::live::LiveService;
 use caldera::service::CloudService;
 use caldera::sim::{self, Fault, FaultKind, SimOptions};
@@ -17,6 +15,7 @@ use caldera::tui::keys::KeyAction;
 use caldera::tui::state::App;
 use caldera::tui::worker::Worker;
 use caldera::tui::ConsoleOptions;
+use caldera_testkit::fake::{demo_epoch, FakeCloud};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use ratatui::backend::TestBackend;
@@ -103,7 +102,7 @@ async fn live_console_shows_errors_in_place_and_recovers() {
     .await
     .expect("simulator");
     let conn = CloudConnection::from_cloud(
-        &simulator_cloud(&sim),
+        &sim.cloud_config(),
         &ConnectOptions {
             retry: RetryPolicy {
                 max_attempts: 2,

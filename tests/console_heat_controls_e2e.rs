@@ -11,7 +11,6 @@ mod pty;
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::{HeatClient, StackUpdate};
-use caldera::cli::connect::simulator_cloud;
 use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec};
 use caldera::journal::{Journal, Outcome};
@@ -44,7 +43,7 @@ fn check_and_cancel_from_the_stack_list() {
         let sim = sim::start(SimOptions::fast("empty", 50.0))
             .await
             .expect("simulator");
-        let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+        let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
             .await
             .expect("connect");
         let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);

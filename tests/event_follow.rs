@@ -3,7 +3,6 @@
 //! poll that finds nothing new costs one request.
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::cli::connect::simulator_cloud;
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, EventCursor};
 use caldera::sim::world::format_uuid;
@@ -40,7 +39,7 @@ async fn follower_delivers_a_create_once_and_a_quiet_poll_is_one_request() {
     })
     .await
     .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
     let params = BTreeMap::from([("count".to_string(), serde_json::json!(80))]);
@@ -116,7 +115,7 @@ async fn the_clouds_event_retention_reaches_the_follower() {
     let sim = sim::start(SimOptions::fast("small", 20.0))
         .await
         .expect("simulator starts");
-    let mut cloud = simulator_cloud(&sim);
+    let mut cloud = sim.cloud_config();
     let plain = LiveService::new(
         CloudConnection::from_cloud(&cloud, &ConnectOptions::default())
             .await

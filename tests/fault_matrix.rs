@@ -10,7 +10,6 @@ use bytes::Bytes;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::error::ApiError;
 use caldera::api::heat::{StackCreate, StackListQuery, StackUpdate};
-use caldera::cli::connect::simulator_cloud;
 use caldera::fetch::RetryPolicy;
 use caldera::ops::ips::{stream_group_ips, IpEvent, IpOptions};
 use caldera::service::live::LiveService;
@@ -56,7 +55,7 @@ async fn start(opts: SimOptions) -> SimHandle {
 }
 
 async fn connect_with(sim: &SimHandle, opts: &ConnectOptions) -> CloudConnection {
-    let conn = CloudConnection::from_cloud(&simulator_cloud(sim), opts)
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), opts)
         .await
         .expect("connect through the simulator's Keystone");
     sim.faults().reset_requests();
@@ -553,7 +552,7 @@ async fn tls_configuration_failures_are_clear() {
     std::fs::write(&garbage, "not a certificate\n").expect("write");
     let missing = dir.path().join("missing.pem");
 
-    let mut cloud = simulator_cloud(&sim);
+    let mut cloud = sim.cloud_config();
     cloud.cacert = Some(missing.clone());
     let err = CloudConnection::from_cloud(&cloud, &options())
         .await
@@ -571,7 +570,7 @@ async fn tls_configuration_failures_are_clear() {
     // https:// to a plain-HTTP server: the handshake fails, once (a TLS failure is not
     // retried), and says so. verify:false does not make it any less of a failure.
     for verify in [true, false] {
-        let mut cloud = simulator_cloud(&sim);
+        let mut cloud = sim.cloud_config();
         cloud.auth_url = cloud.auth_url.replace("http://", "https://");
         cloud.verify = verify;
         let t = Instant::now();
@@ -767,9 +766,7 @@ async fn event_follower_through_a_fault_burst_matches_the_full_listing() {
 
 // ------------------------------------------------------------------ hanging and trickling services
 
-#[allow(dead_code)]
-#[path = "../src/testing/fault_server.rs"]
-mod fault_server;
+use caldera_testkit::fault_server;
 
 use caldera::api::cloud::NoAuthEndpoints;
 use caldera::api::limits::{ResponseMemory, Timeouts};

@@ -1,5 +1,5 @@
 //! A bounded, seeded random-input harness over every untrusted-input parser (see
-//! `caldera::fuzzing`): no input may panic. It runs in `cargo test` for a few seconds and
+//! `tests/support/fuzzing.rs`): no input may panic. It runs in `cargo test` for a few seconds and
 //! from `scripts/fuzz-smoke.sh SECONDS` for longer; cargo-fuzz targets in `fuzz/` use the
 //! same entry points with coverage guidance.
 //!
@@ -13,7 +13,9 @@
 //! clock, printed so a failure can be replayed). A panicking input is written to
 //! `$CARGO_TARGET_TMPDIR/fuzz-crash-<target>-<seed>.bin` and the test fails.
 
-use caldera::fuzzing::{by_tag, TARGETS};
+#[path = "support/fuzzing.rs"]
+mod fuzzing;
+use fuzzing::{by_tag, TARGETS};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};

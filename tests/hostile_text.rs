@@ -17,7 +17,6 @@
 mod pty;
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::cli::connect::simulator_cloud;
 use caldera::model::text::is_unsafe_char;
 use caldera::service::live::LiveService;
 use caldera::service::CloudService;
@@ -267,7 +266,7 @@ impl Harness {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_console_view_escapes_what_the_cloud_sent() {
     let sim = hostile_sim().await;
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
     let svc: Arc<dyn CloudService> = Arc::new(LiveService::new(conn));
@@ -405,7 +404,7 @@ fn the_backstop_neutralizes_any_cell_a_view_forgot() {
         theme_dir: Some(PathBuf::from("/nonexistent")),
         ..ConsoleOptions::default()
     };
-    let fake = caldera::service::fake::FakeCloud::demo(3);
+    let fake = caldera_testkit::fake::FakeCloud::demo(3);
     let app = App::new(fake.info(), resolve(&options), chrono::Utc::now());
     let mut terminal = Terminal::new(TestBackend::new(40, 3)).expect("terminal");
     terminal

@@ -8,7 +8,6 @@
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::HeatClient;
-use caldera::cli::connect::simulator_cloud;
 use caldera::model::StackRef;
 use caldera::ops::ips::{addresses_in, stream_group_ips, IpEvent, IpOptions, IpSource};
 use caldera::sim::{self, SimHandle, SimOptions};
@@ -31,7 +30,7 @@ async fn bench_sim(detail_cost: Duration) -> (SimHandle, CloudConnection, StackR
     })
     .await
     .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect through the simulator's Keystone");
     let magnum = conn.magnum.clone().expect("simulator has Magnum");
@@ -304,7 +303,7 @@ async fn a_warm_heat_answers_every_address_in_one_request() {
     })
     .await
     .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
     let magnum = conn.magnum.clone().expect("simulator has Magnum");

@@ -9,7 +9,6 @@
 mod scenarios;
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::cli::connect::simulator_cloud;
 use caldera::drivers::NodeGroupTarget;
 use caldera::journal::{Journal, Outcome};
 use caldera::lifecycle::HookSet;
@@ -26,7 +25,7 @@ async fn sim_env() -> (SimHandle, Env) {
     let sim = sim::start(SimOptions::fast("empty", 50.0))
         .await
         .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect to the simulator");
     let env = Env::new(

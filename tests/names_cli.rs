@@ -4,7 +4,6 @@
 //! clouds.yaml, as an operator runs them.
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::cli::connect::simulator_cloud;
 use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec};
 use caldera::model::StackRef;
@@ -18,7 +17,7 @@ async fn start() -> (SimHandle, HeatNativeDriver) {
     let sim = sim::start(SimOptions::fast("empty", 50.0))
         .await
         .expect("simulator");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
     let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);

@@ -9,7 +9,6 @@ use caldera::api::heat::{
 };
 use caldera::api::http::Redirect;
 use caldera::api::ApiError;
-use caldera::cli::connect::simulator_cloud;
 use caldera::model::{Node, NodeGroup, Role, StackEvent, StackRef, Status};
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, NodeUpdate};
@@ -37,7 +36,7 @@ impl Server {
         })
         .await
         .expect("simulator starts");
-        let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+        let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
             .await
             .expect("connect to the simulator");
         Server {

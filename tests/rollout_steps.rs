@@ -19,7 +19,6 @@ mod scenarios;
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::StackAction;
-use caldera::cli::connect::simulator_cloud;
 use caldera::drivers::NodeGroupTarget;
 use caldera::journal::{Entry, Journal, Outcome};
 use caldera::lifecycle::HookSet;
@@ -619,7 +618,7 @@ async fn every_step_every_control_keeps_the_invariants() {
     let sim = sim::start(SimOptions::fast("empty", SPEED))
         .await
         .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect to the simulator");
     let mut cases = Vec::new();
@@ -705,7 +704,7 @@ async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
     let sim = sim::start(SimOptions::fast("empty", SPEED))
         .await
         .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect to the simulator");
     let env = pair_env(&conn);
@@ -778,7 +777,7 @@ async fn a_pause_during_a_long_gate_releases_nothing_more() {
     let sim = sim::start(SimOptions::fast("empty", SPEED))
         .await
         .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect to the simulator");
     let env = Env::new(
@@ -855,7 +854,7 @@ async fn twenty_pairs_from_two_machines_heat_keeps_one() {
     let sim = sim::start(SimOptions::fast("empty", SPEED))
         .await
         .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect to the simulator");
     // Each Env has its own directory: its own journal and driver locks, as a machine.

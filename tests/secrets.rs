@@ -300,7 +300,7 @@ async fn audit_journal_holds_no_secret() {
     let sim = start_sim().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let conn = caldera::api::cloud::CloudConnection::from_cloud(
-        &caldera::cli::connect::simulator_cloud(&sim),
+        &sim.cloud_config(),
         &caldera::api::cloud::ConnectOptions::default(),
     )
     .await

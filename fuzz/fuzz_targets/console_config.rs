@@ -1,5 +1,5 @@
 #![no_main]
-//! cargo-fuzz target: `caldera::fuzzing::console_config` must not panic on any input.
+//! cargo-fuzz target: `caldera_fuzz::console_config` must not panic on any input.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| caldera::fuzzing::console_config(data));
+fuzz_target!(|data: &[u8]| caldera_fuzz::console_config(data));

@@ -1,5 +1,5 @@
 #![no_main]
-//! cargo-fuzz target: `caldera::fuzzing::heat` must not panic on any input.
+//! cargo-fuzz target: `caldera_fuzz::heat` must not panic on any input.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| caldera::fuzzing::heat(data));
+fuzz_target!(|data: &[u8]| caldera_fuzz::heat(data));

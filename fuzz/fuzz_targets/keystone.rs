@@ -1,5 +1,5 @@
 #![no_main]
-//! cargo-fuzz target: `caldera::fuzzing::keystone` must not panic on any input.
+//! cargo-fuzz target: `caldera_fuzz::keystone` must not panic on any input.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| caldera::fuzzing::keystone(data));
+fuzz_target!(|data: &[u8]| caldera_fuzz::keystone(data));

@@ -1,5 +1,5 @@
 #![no_main]
-//! cargo-fuzz target: `caldera::fuzzing::misc` must not panic on any input.
+//! cargo-fuzz target: `caldera_fuzz::misc` must not panic on any input.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| caldera::fuzzing::misc(data));
+fuzz_target!(|data: &[u8]| caldera_fuzz::misc(data));

@@ -1,5 +1,5 @@
 #![no_main]
-//! cargo-fuzz target: `caldera::fuzzing::nova` must not panic on any input.
+//! cargo-fuzz target: `caldera_fuzz::nova` must not panic on any input.
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| caldera::fuzzing::nova(data));
+fuzz_target!(|data: &[u8]| caldera_fuzz::nova(data));

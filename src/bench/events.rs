@@ -10,7 +10,6 @@
 use super::osc::{Osc, OscTarget};
 use super::{median_f64, percentile, verdict, BenchResult, Md};
 use crate::api::cloud::{CloudConnection, ConnectOptions};
-use crate::cli::connect::simulator_cloud;
 use crate::model::StackRef;
 use crate::service::live::follow_step;
 use crate::service::EventCursor;
@@ -118,7 +117,7 @@ async fn start_create(
         },
         ..ConnectOptions::default()
     };
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&h), &opts).await?;
+    let conn = CloudConnection::from_cloud(&h.cloud_config(), &opts).await?;
     let mut params = BTreeMap::new();
     params.insert("count".to_string(), serde_json::json!(args.members));
     let create = templates::nodegroup_stack(name, Machines::Test, params)?;

@@ -6,7 +6,6 @@ use super::osc::{Osc, OscTarget};
 use super::{median, opt_secs, ratio, secs, verdict, BenchResult, Md};
 use crate::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use crate::api::heat::{EventQuery, HeatClient, SortDir};
-use crate::cli::connect::simulator_cloud;
 use crate::fetch::BudgetConfig;
 use crate::model::StackRef;
 use crate::ops::ips::{group_members, stream_group_ips, IpEvent, IpOptions, WarmOutputs};
@@ -402,7 +401,7 @@ pub async fn run_sim(args: SimArgs, osc: Option<Osc>) -> BenchResult {
     eprintln!("  built in {}", secs(t.elapsed()));
     h.faults()
         .set_latency(Duration::from_millis(args.latency_ms));
-    let cloud = simulator_cloud(&h);
+    let cloud = h.cloud_config();
     let setup = CloudConnection::from_cloud(&cloud, &budget(16, Some(50))).await?;
     let magnum = setup
         .magnum

@@ -13,6 +13,9 @@
 pub mod events;
 pub mod ips;
 pub mod osc;
+/// Drives the console over the in-memory fake cloud (`caldera-testkit`): only with the `bench`
+/// feature (on by default), so a build without it ships no fakes.
+#[cfg(feature = "bench")]
 pub mod render;
 
 use clap::{Args, Subcommand};
@@ -44,6 +47,7 @@ pub enum BenchPart {
     /// Following the events of a node group create on the simulator.
     Events(events::EventArgs),
     /// Console frame time, memory and time to first frame.
+    #[cfg(feature = "bench")]
     Render(render::RenderArgs),
 }
 
@@ -62,6 +66,7 @@ pub async fn run(args: BenchArgs) -> BenchResult {
         BenchPart::IpsSim(a) => ips::run_sim(a, osc).await,
         BenchPart::IpsHeat(a) => ips::run_heat(a, osc).await,
         BenchPart::Events(a) => events::run(a, osc).await,
+        #[cfg(feature = "bench")]
         BenchPart::Render(a) => render::run(a).await,
     }
 }

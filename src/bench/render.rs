@@ -6,7 +6,6 @@
 //! that is kept across frames (double-buffered and diffed, like the real one).
 
 use super::{median, memory_mib, secs, verdict, BenchResult, Md};
-use crate::service::fake::FakeCloud;
 use crate::service::CloudService;
 use crate::tui::action::{Action, Reply, Request};
 use crate::tui::config::{resolve, ConsoleOptions};
@@ -14,6 +13,7 @@ use crate::tui::keys::KeyAction;
 use crate::tui::state::view::ViewKind;
 use crate::tui::state::App;
 use crate::tui::worker::Worker;
+use caldera_testkit::fake::FakeCloud;
 use clap::Args;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;

@@ -2,7 +2,7 @@
 //! `journal`. Plans go to stdout before anything happens; progress goes to stderr.
 
 use super::args::{ActionArgs, Command, HeatCommand, JournalFormat, RolloutCommand};
-use super::commands::CmdResult;
+use super::output::CmdResult;
 use super::output::Format;
 use crate::api::cloud::CloudConnection;
 use crate::drivers::actions::{self, ActionContext};

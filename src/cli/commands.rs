@@ -5,7 +5,7 @@ use super::output::{csv_line, Format, Table};
 use super::targets::{event_stacks, find_cluster, node_targets, NodeTargets};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::{HeatClient, ResourceQuery, StackListQuery};
-use crate::model::{terminal_safe, StackEvent};
+use crate::model::terminal_safe;
 use crate::ops::discover::discover_groups;
 use crate::ops::failures::deepest_failures;
 use crate::ops::ips::{group_label, stream_group_ips, IpEvent, IpOptions};
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// How deep `failures` looks; Heat caps it at its `max_nested_stack_depth` (5 by default).
 const FAILURE_DEPTH: u32 = 5;
 
-pub type CmdResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+pub use super::output::CmdResult;
 
 pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
     let service = LiveService::new(conn.clone());
@@ -336,31 +336,6 @@ async fn stacks(heat: &HeatClient, nested: bool, format: Format) -> CmdResult {
         ]);
     }
     print_table(&t, format)
-}
-
-pub(super) fn event_line(e: &StackEvent, format: Format) -> String {
-    let time = e.time.format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let path = e.display_path();
-    let reason = opt(&e.status_reason);
-    match format {
-        Format::Table => format!(
-            "{time}  {:<22}  {}  {}",
-            terminal_safe(&e.status.raw),
-            terminal_safe(&path),
-            terminal_safe(&reason)
-        ),
-        Format::Csv => csv_line(&[time, e.id.clone(), path, e.status.raw.clone(), reason]),
-        Format::Json => serde_json::json!({
-            "time": time,
-            "id": e.id,
-            "path": e.path,
-            "resource_name": e.resource_name,
-            "status": e.status.raw,
-            "reason": e.status_reason,
-            "stack_id": e.stack.as_ref().map(|s| s.id.clone()),
-        })
-        .to_string(),
-    }
 }
 
 async fn ips(

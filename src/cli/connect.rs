@@ -112,8 +112,7 @@ pub async fn open(
                 ..SimOptions::default()
             })
             .await?;
-            let mut conn = match CloudConnection::from_cloud(&simulator_cloud(&sim), &options).await
-            {
+            let mut conn = match CloudConnection::from_cloud(&sim.cloud_config(), &options).await {
                 Ok(conn) => conn,
                 Err(e) => {
                     sim.shutdown().await;
@@ -147,9 +146,4 @@ async fn say_when_slow<T>(
         crate::api::limits::human(timeout)
     );
     connect.await
-}
-
-/// The cloud configuration of a running simulator (its fake user and project).
-pub fn simulator_cloud(sim: &SimHandle) -> CloudConfig {
-    sim.cloud_config()
 }

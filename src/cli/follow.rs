@@ -10,8 +10,7 @@
 //! the follower waits 1 s, 2 s, 4 s ... up to 30 s between them and says on stderr for how
 //! long it has been reconnecting.
 
-use super::commands::{event_line, CmdResult};
-use super::output::{sleep_while_read, Format};
+use super::output::{event_line, sleep_while_read, CmdResult, Format};
 use super::targets::event_stacks;
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::HeatClient;

@@ -4,7 +4,7 @@
 //! cell holds text from the cloud (names, reasons). JSON is built from the raw values and
 //! stays exact (serde_json escapes control characters itself).
 
-use crate::model::terminal_safe;
+use crate::model::{terminal_safe, StackEvent};
 use std::io::{self, Write};
 use std::time::Duration;
 
@@ -174,6 +174,36 @@ pub fn csv_line(cells: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+
+
+/// What every headless command returns; the error is printed on stderr by `main`.
+pub type CmdResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// One event as a line of `caldera events` (and `--follow`) in the chosen format.
+pub fn event_line(e: &StackEvent, format: Format) -> String {
+    let time = e.time.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let path = e.display_path();
+    let reason = e.status_reason.clone().unwrap_or_default();
+    match format {
+        Format::Table => format!(
+            "{time}  {:<22}  {}  {}",
+            terminal_safe(&e.status.raw),
+            terminal_safe(&path),
+            terminal_safe(&reason)
+        ),
+        Format::Csv => csv_line(&[time, e.id.clone(), path, e.status.raw.clone(), reason]),
+        Format::Json => serde_json::json!({
+            "time": time,
+            "id": e.id,
+            "path": e.path,
+            "resource_name": e.resource_name,
+            "status": e.status.raw,
+            "reason": e.status_reason,
+            "stack_id": e.stack.as_ref().map(|s| s.id.clone()),
+        })
+        .to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 mod scenarios;
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::cli::connect::simulator_cloud;
 use caldera::sim::{self, SimHandle, SimOptions};
 use scenarios::Env;
 use std::time::Duration;
@@ -14,7 +13,7 @@ async fn sim_env() -> (SimHandle, Env) {
     let sim = sim::start(SimOptions::fast("empty", 50.0))
         .await
         .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect to the simulator");
     let env = Env::new(
@@ -71,7 +70,7 @@ async fn sim_magnum_resize_and_upgrade() {
     let sim = sim::start(SimOptions::fast("small", 50.0))
         .await
         .expect("simulator");
-    let conn = CloudConnection::from_cloud(&simulator_cloud(&sim), &ConnectOptions::default())
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
     let env = Env::new(

@@ -1,0 +1,933 @@
+//! The operator actions in the console, end to end through the worker and the
+//! [`FakeOperator`]: forms with bad keys, plans, confirmations (production name), the
+//! guard rails, the rollout view's controls and take-over, the journal and node actions;
+//! snapshots at 80x24 and 200x60 with a fixed clock.
+
+use super::action::{Action, Driver, Reply, Request};
+use super::config::{resolve, ConsoleOptions};
+use super::keys::KeyAction;
+use super::state::actions::Dialog;
+use super::state::view::ViewKind;
+use super::state::{App, Level, Mode};
+use super::worker::{Worker, NO_ACTIONS};
+use crate::drivers::guard::Guard;
+use crate::journal::{ApiCall, Entry, Outcome};
+use crate::model::{Cluster, NodeGroup};
+use crate::rollout::engine::initial_status;
+use crate::rollout::{
+    AbortMode, Control, NodePhase, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
+};
+use crate::service::fake::{demo_epoch, FakeCloud};
+use crate::service::fake_operator::{target_of, FakeOperator};
+use crate::service::operator::Operator;
+use crate::service::CloudService;
+use chrono::Duration as Chrono;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+struct H {
+    app: App,
+    fake: FakeCloud,
+    op: FakeOperator,
+    worker: Worker,
+    rx: UnboundedReceiver<Reply>,
+}
+
+fn options(read_only: bool) -> ConsoleOptions {
+    ConsoleOptions {
+        no_config: true,
+        read_only,
+        theme_dir: Some(std::path::PathBuf::from("/nonexistent")),
+        ..ConsoleOptions::default()
+    }
+}
+
+impl H {
+    /// Opens the rollout view of `g` with `plan` found as driven by this console's engine.
+    fn rollout_driven_here(&mut self, g: &NodeGroup, plan: &RolloutPlan) {
+        self.key(KeyAction::RolloutView);
+        self.app.update(Action::Reply(Reply::RolloutFound {
+            key: g.id.clone(),
+            gen: self.app.store.rollouts[&g.id].meta.gen,
+            result: Ok(Some((plan.clone(), Driver::Here))),
+        }));
+    }
+
+    /// The engine here reports `status` for `g`'s rollout.
+    fn rollout_status(&mut self, g: &NodeGroup, status: RolloutStatus) {
+        self.app.update(Action::Reply(Reply::Rollout {
+            key: g.id.clone(),
+            driver: Driver::Here,
+            result: Ok(status),
+        }));
+    }
+
+    /// The demo cloud with a fake operator (`guard`), or none.
+    fn new(guard: Option<Guard>, read_only: bool) -> H {
+        let fake = FakeCloud::demo(40);
+        // Rollouts started in these tests do not move on their own.
+        let op = FakeOperator::new(fake.clone())
+            .with_step(Duration::from_secs(3600))
+            .with_guard(guard.unwrap_or_default());
+        let svc: Arc<dyn CloudService> = Arc::new(fake.clone());
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let operator: Option<Arc<dyn Operator>> = guard.map(|_| Arc::new(op.clone()) as _);
+        let worker = Worker::new(svc.clone(), tx).with_operator(operator.clone());
+        let mut app = App::new(svc.info(), resolve(&options(read_only)), demo_epoch());
+        app.budget = svc.budget();
+        app.update(Action::Operator(operator.map(|o| o.guard())));
+        H {
+            app,
+            fake,
+            op,
+            worker,
+            rx,
+        }
+    }
+
+    fn ops() -> H {
+        H::new(Some(Guard::default()), false)
+    }
+
+    /// Hands requests to the worker and applies answers until 300 ms pass quietly.
+    async fn pump(&mut self) {
+        loop {
+            for req in self.app.take_requests() {
+                self.worker.submit(req);
+            }
+            match tokio::time::timeout(Duration::from_millis(300), self.rx.recv()).await {
+                Ok(Some(r)) => self.app.update(Action::Reply(r)),
+                _ => {
+                    if self.app.take_requests().is_empty() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn key(&mut self, k: KeyAction) {
+        self.app.update(Action::Key(k));
+    }
+
+    fn press(&mut self, code: KeyCode) {
+        self.app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+
+    fn type_str(&mut self, s: &str) {
+        for c in s.chars() {
+            self.press(KeyCode::Char(c));
+        }
+    }
+
+    fn render(&mut self, w: u16, h: u16) -> String {
+        self.app.update(Action::Resize(w, h));
+        self.app.prepare();
+        let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+        terminal.draw(|f| self.app.draw(f)).expect("draw");
+        terminal.backend().to_string()
+    }
+
+    fn screen(&mut self) -> String {
+        self.render(200, 60)
+    }
+
+    /// The dashboard of `edge-native` (Heat-native, 6 nodes, 1..12).
+    async fn open_edge(&mut self) {
+        self.pump().await;
+        for _ in 0..3 {
+            self.key(KeyAction::Down);
+        }
+        self.key(KeyAction::Open);
+        self.pump().await;
+        assert!(
+            matches!(&self.app.view().kind, ViewKind::Dashboard { cluster } if cluster.name == "edge-native")
+        );
+    }
+
+    async fn edge_rows(&self) -> (Cluster, NodeGroup) {
+        let c = self
+            .fake
+            .list_clusters()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|c| c.name == "edge-native")
+            .unwrap();
+        let g = self.fake.list_nodegroups(c.clone()).await.unwrap()[0].clone();
+        (c, g)
+    }
+
+    fn dialog(&self) -> Option<&Dialog> {
+        match &self.app.mode {
+            Mode::Dialog(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    fn status(&self) -> String {
+        self.app
+            .status
+            .as_ref()
+            .map(|s| s.text.clone())
+            .unwrap_or_default()
+    }
+}
+
+macro_rules! snap {
+    ($h:expr, $name:literal) => {
+        insta::assert_snapshot!(concat!($name, "_80x24"), $h.render(80, 24));
+        insta::assert_snapshot!(concat!($name, "_200x60"), $h.render(200, 60));
+    };
+}
+
+#[tokio::test]
+async fn scale_form_refuses_bad_keys_then_plans_confirms_and_applies() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    h.press(KeyCode::Char('c'));
+    assert!(matches!(h.dialog(), Some(Dialog::Form { .. })));
+    // "6" is there; a letter is refused with a reason and loses nothing.
+    h.press(KeyCode::Char('x'));
+    let screen = h.screen();
+    assert!(screen.contains("nodes: 'x' is not a digit"), "{screen}");
+    h.press(KeyCode::Char('0'));
+    h.press(KeyCode::Enter);
+    assert!(h.screen().contains("nodes: 60 is above the maximum of 12"));
+    assert!(
+        h.app.take_requests().is_empty(),
+        "nothing is asked while the form is bad"
+    );
+    h.press(KeyCode::Backspace);
+    h.press(KeyCode::Backspace);
+    h.type_str("8");
+    h.press(KeyCode::Enter);
+    let reqs = h.app.take_requests();
+    assert!(
+        matches!(&reqs[..], [Request::PlanScale { request, .. }] if request.count == Some(8) && request.remove.is_empty())
+    );
+    for r in reqs {
+        h.worker.submit(r);
+    }
+    h.pump().await;
+    assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))));
+    snap!(h, "scale_confirm");
+    h.press(KeyCode::Char('y'));
+    h.pump().await;
+    assert!(
+        h.status().contains("scale of edge-native/edge applied"),
+        "{}",
+        h.status()
+    );
+    assert!(h
+        .op
+        .calls()
+        .iter()
+        .any(|c| c == "apply_scale edge-native/edge 6->8 confirm=None"));
+    let (c, g) = h.edge_rows().await;
+    assert_eq!(g.node_count, 8);
+    // The dashboard the scale was asked from shows the new counts without leaving it: the
+    // header reads the cluster as last listed, not the copy the view was opened with.
+    assert_eq!(c.node_count, 8);
+    let screen = h.screen();
+    assert!(screen.contains("workers 8"), "{screen}");
+}
+
+#[tokio::test]
+async fn esc_cancels_a_form_and_a_failed_plan_returns_to_the_form_with_its_values() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    h.press(KeyCode::Char('u'));
+    h.press(KeyCode::Esc);
+    assert!(h.dialog().is_none());
+    assert_eq!(h.status(), "cancelled: nothing changed");
+    // A plan the operator refuses (above the group's maximum) brings the form back.
+    h.press(KeyCode::Char('c'));
+    if let Some(Dialog::Form { form, .. }) = h.dialog() {
+        assert_eq!(form.fields[0].value, "6");
+    }
+    // Bypass the form's own max check by removing it: the operator's limits still apply.
+    if let Mode::Dialog(d) = &mut h.app.mode {
+        if let Dialog::Form { form, .. } = d.as_mut() {
+            form.fields[0].kind = super::state::form::FieldKind::Number { min: 0, max: None };
+        }
+    }
+    h.type_str("0");
+    h.press(KeyCode::Enter);
+    h.pump().await;
+    match h.dialog() {
+        Some(Dialog::Form { form, .. }) => {
+            assert_eq!(form.fields[0].value, "60", "the typed value is kept");
+            assert!(form.error.as_deref().unwrap().contains("maximum of 12"));
+        }
+        _ => panic!("back to the form"),
+    }
+}
+
+#[tokio::test]
+async fn production_needs_the_cluster_name_typed() {
+    let mut h = H::new(
+        Some(Guard {
+            read_only: false,
+            production: true,
+        }),
+        false,
+    );
+    h.open_edge().await;
+    h.press(KeyCode::Char('c'));
+    h.press(KeyCode::Backspace);
+    h.type_str("5");
+    h.press(KeyCode::Enter);
+    h.pump().await;
+    assert!(h
+        .screen()
+        .contains("PRODUCTION cloud: type the cluster name 'edge-native'"));
+    h.press(KeyCode::Char('y'));
+    h.press(KeyCode::Enter);
+    assert!(h
+        .screen()
+        .contains("'y' is not the cluster name 'edge-native'"));
+    assert!(h.app.take_requests().is_empty());
+    h.press(KeyCode::Backspace);
+    h.type_str("edge-native");
+    h.press(KeyCode::Enter);
+    h.pump().await;
+    assert!(h
+        .op
+        .calls()
+        .iter()
+        .any(|c| c.contains("apply_scale edge-native/edge 6->5 confirm=Some(\"edge-native\")")));
+}
+
+#[tokio::test]
+async fn read_only_and_no_operator_refuse_before_asking_anything() {
+    let mut h = H::new(Some(Guard::default()), true);
+    h.open_edge().await;
+    for k in ['c', 'u'] {
+        h.press(KeyCode::Char(k));
+        assert!(h.dialog().is_none());
+        assert!(
+            h.status().contains("refused: the console is read-only"),
+            "{}",
+            h.status()
+        );
+        assert_eq!(h.app.status.as_ref().map(|s| s.level), Some(Level::Error));
+    }
+    assert!(h
+        .app
+        .take_requests()
+        .iter()
+        .all(|r| !matches!(r, Request::PlanScale { .. } | Request::PlanUpgrade { .. })));
+    // The operator's own read-only guard counts too.
+    let mut h = H::new(
+        Some(Guard {
+            read_only: true,
+            production: false,
+        }),
+        false,
+    );
+    h.open_edge().await;
+    h.press(KeyCode::Char('c'));
+    assert!(h.status().contains("read-only"));
+
+    let mut h = H::new(None, false);
+    h.open_edge().await;
+    h.press(KeyCode::Char('c'));
+    assert!(h.status().contains(NO_ACTIONS), "{}", h.status());
+    // The journal view says the same where its table would be.
+    h.app
+        .update(Action::Command(super::action::Command::Journal));
+    h.pump().await;
+    assert!(h.screen().contains(NO_ACTIONS));
+}
+
+#[tokio::test]
+async fn upgrade_form_plan_confirm_start_opens_the_rollout_view() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    h.press(KeyCode::Char('u'));
+    snap!(h, "upgrade_form");
+    h.press(KeyCode::Enter);
+    assert!(h.screen().contains("image: cannot be empty"));
+    h.type_str("fc-41");
+    h.press(KeyCode::Tab);
+    h.press(KeyCode::Backspace);
+    h.type_str("2");
+    h.press(KeyCode::Tab);
+    h.type_str("1");
+    h.press(KeyCode::Enter);
+    h.pump().await;
+    let screen = h.screen();
+    assert!(
+        screen.contains("6 nodes in 4 batches (canary 1, then 2 at a time)"),
+        "{screen}"
+    );
+    h.press(KeyCode::Enter);
+    h.pump().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Rollout { .. }));
+    let screen = h.screen();
+    assert!(screen.contains("state running"), "{screen}");
+    assert!(screen.contains("(driven here)"));
+    assert!(screen.contains("fedora-coreos-38 → fc-41"));
+}
+
+/// A rollout of edge-native/edge 30 s in: batch 2 of 3 under way, one failure.
+fn mid_run(plan: &RolloutPlan) -> RolloutStatus {
+    let t0 = demo_epoch() - Chrono::seconds(30);
+    let mut s = initial_status(plan);
+    s.id = "r20261121T115930-0000abcd".into();
+    s.state = RolloutState::Running;
+    s.stack_status = "UPDATE_IN_PROGRESS".into();
+    s.current_batch = Some(1);
+    for n in s.nodes.iter_mut() {
+        match n.batch {
+            0 => {
+                n.phase = NodePhase::Done;
+                n.released_at = Some(t0);
+                n.finished_at = Some(t0 + Chrono::seconds(12));
+            }
+            1 => {
+                n.phase = NodePhase::Updating;
+                n.released_at = Some(t0 + Chrono::seconds(14));
+            }
+            _ => {}
+        }
+    }
+    if let Some(n) = s.nodes.iter_mut().find(|n| n.name == "1") {
+        n.phase = NodePhase::Failed;
+        n.reason = Some("Timed out waiting for kubelet to become Ready".into());
+    }
+    s.compute(demo_epoch());
+    s
+}
+
+fn edge_plan(c: &Cluster, g: &NodeGroup) -> RolloutPlan {
+    let target = target_of(c, g);
+    let stack = target.stack.clone().unwrap();
+    let members: Vec<String> = (0..6).map(|i| i.to_string()).collect();
+    let mut p = RolloutPlan::new(
+        target,
+        stack,
+        "fc-41",
+        Some("fedora-coreos-38".into()),
+        &members,
+        RolloutOptions {
+            batch_size: 2,
+            ..RolloutOptions::default()
+        },
+        BTreeMap::new(),
+    );
+    p.id = "r20261121T115930-0000abcd".into();
+    p
+}
+
+#[tokio::test]
+async fn rollout_view_controls_send_the_right_control() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    // Pretend our engine runs it: a status from "here".
+    h.rollout_driven_here(&g, &plan);
+    h.rollout_status(&g, mid_run(&plan));
+    h.app.take_requests();
+    snap!(h, "rollout_running");
+    h.press(KeyCode::Char('p'));
+    let reqs = h.app.take_requests();
+    assert!(
+        matches!(&reqs[..], [Request::RolloutControl { control: Control::Pause, plan: None, key }] if *key == g.id),
+        "{reqs:?}"
+    );
+    let mut paused = mid_run(&plan);
+    paused.state = RolloutState::Paused {
+        reason: "node 1 failed".into(),
+    };
+    h.rollout_status(&g, paused);
+    snap!(h, "rollout_paused");
+    // Skip: the selection follows batch 2 (nodes 2, 3, updating): refused with a reason.
+    h.press(KeyCode::Char('x'));
+    assert!(h
+        .status()
+        .contains("only nodes not yet released can be skipped"));
+    assert!(h.app.take_requests().is_empty());
+    h.key(KeyAction::Bottom);
+    h.press(KeyCode::Char('x'));
+    let reqs = h.app.take_requests();
+    assert!(
+        matches!(&reqs[..], [Request::RolloutControl { control: Control::Skip(n), .. }] if n == "5"),
+        "{reqs:?}"
+    );
+    // Abort asks how, then confirms.
+    h.press(KeyCode::Char('A'));
+    assert!(matches!(h.dialog(), Some(Dialog::AbortChoice { .. })));
+    h.press(KeyCode::Char('2'));
+    assert!(h
+        .screen()
+        .contains("cancel_update: Heat rolls the node group back"));
+    assert!(h.app.take_requests().is_empty());
+    h.press(KeyCode::Char('y'));
+    let reqs = h.app.take_requests();
+    assert!(
+        matches!(
+            &reqs[..],
+            [Request::RolloutControl {
+                control: Control::Abort(AbortMode::CancelUpdate),
+                ..
+            }]
+        ),
+        "{reqs:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_rollout_elsewhere_is_observed_and_resume_takes_it_over() {
+    let mut h = H::ops();
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    let mut status = mid_run(&plan);
+    status.state = RolloutState::Paused {
+        reason: "node 1 failed".into(),
+    };
+    h.op = h.op.clone().with_foreign_rollout(plan.clone(), status);
+    h.open_edge().await;
+    h.key(KeyAction::RolloutView);
+    h.pump().await;
+    let screen = h.screen();
+    assert!(screen.contains("not driven by this console"), "{screen}");
+    assert!(screen.contains("(observed)"));
+    assert_eq!(h.app.store.rollouts[&g.id].driver, Some(Driver::Elsewhere));
+    // Pause with no engine here goes through the journal to its driver.
+    h.press(KeyCode::Char('p'));
+    h.pump().await;
+    assert!(h
+        .op
+        .calls()
+        .iter()
+        .any(|c| c.starts_with("request_rollout edge-native/edge Pause")));
+    // Resume takes it over, after a confirmation: an engine here, resumed first.
+    h.press(KeyCode::Char('R'));
+    h.pump().await;
+    assert!(h.screen().contains("Take over this rollout?"));
+    assert!(
+        !h.op
+            .calls()
+            .iter()
+            .any(|c| c.starts_with("reattach_rollout")),
+        "nothing before the confirmation"
+    );
+    h.press(KeyCode::Char('y'));
+    h.pump().await;
+    assert!(
+        h.op.calls().iter().any(|c| c
+            .starts_with("reattach_rollout edge-native/edge r20261121T115930-0000abcd [Resume")),
+        "{:?}",
+        h.op.calls()
+    );
+    assert_eq!(h.app.store.rollouts[&g.id].driver, Some(Driver::Here));
+    assert!(h.screen().contains("(driven here)"));
+    assert!(!h.screen().contains("not driven by this console"));
+}
+
+#[tokio::test]
+async fn no_rollout_under_way_says_so() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    h.app
+        .update(Action::Command(super::action::Command::Rollout));
+    h.pump().await;
+    let screen = h.screen();
+    assert!(
+        screen.contains("no rollout under way on this node group"),
+        "{screen}"
+    );
+}
+
+fn entry(secs: i64, action: &str, target: &str, outcome: Outcome) -> Entry {
+    let mut e = Entry::new(
+        &crate::journal::Actor {
+            cloud: "simulator".into(),
+            user: "ops".into(),
+        },
+        action,
+        target,
+        outcome,
+    );
+    e.time = demo_epoch() - Chrono::seconds(secs);
+    e
+}
+
+#[tokio::test]
+async fn journal_view_tails_filters_shows_detail_and_exports() {
+    let mut h = H::ops();
+    h.pump().await;
+    h.app
+        .update(Action::Command(super::action::Command::Journal));
+    let gen = h.app.store.journal.meta.gen;
+    h.app.take_requests();
+    let entries = vec![
+        entry(300, "scale", "edge-native/edge", Outcome::Ok)
+            .plan(vec![
+                "scale edge-native/edge (HeatNative) from 6 to 8 nodes".into(),
+            ])
+            .calls(vec![ApiCall::new(
+                "PATCH",
+                "/stacks/edge-native-edge/x",
+                "{\"count\":8}",
+            )]),
+        entry(200, "rollout.start", "edge-native/edge", Outcome::Started)
+            .rollout("r20261121T115930-0000abcd"),
+        entry(
+            100,
+            "scale",
+            "prod-k8s/default-worker",
+            Outcome::Refused {
+                error: "scale refused: read-only mode".into(),
+            },
+        ),
+    ];
+    h.app.update(Action::Reply(Reply::Journal {
+        gen,
+        result: Ok((entries, 1234)),
+    }));
+    snap!(h, "journal");
+    assert_eq!(h.app.store.journal.offset, 1234);
+    // The next read goes on from the offset.
+    h.app.now += Chrono::seconds(10);
+    h.app.plan_refresh(false);
+    assert!(h
+        .app
+        .take_requests()
+        .iter()
+        .any(|r| matches!(r, Request::Journal { offset: 1234, .. })));
+    // Filter, detail, export of what is shown.
+    h.key(KeyAction::Filter);
+    h.type_str("edge");
+    h.press(KeyCode::Enter);
+    h.key(KeyAction::Top);
+    h.press(KeyCode::Enter);
+    let screen = h.screen();
+    assert!(
+        screen.contains("PATCH /stacks/edge-native-edge/x"),
+        "{screen}"
+    );
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('W'));
+    h.press(KeyCode::Enter);
+    let reqs = h.app.take_requests();
+    let Some(Request::Save { contents, .. }) = reqs.first() else {
+        panic!("{reqs:?}")
+    };
+    let back: Vec<Entry> = contents
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(back.len(), 2);
+    assert!(back.iter().all(|e| e.target == "edge-native/edge"));
+}
+
+#[tokio::test]
+async fn marked_nodes_can_be_removed_or_acted_on() {
+    let mut h = H::new(Some(Guard::default()), false);
+    h.op = h.op.clone().failing("3");
+    h.open_edge().await;
+    h.key(KeyAction::Open);
+    h.pump().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Nodes { .. }));
+    h.press(KeyCode::Char('X'));
+    assert!(h.status().contains("no nodes marked"));
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Mark);
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Mark); // marks 1 and 3 (mark moves down one)
+    h.press(KeyCode::Char('X'));
+    let reqs = h.app.take_requests();
+    assert!(
+        matches!(&reqs[..], [Request::PlanScale { request, .. }] if request.count == Some(4) && request.remove == vec!["1".to_string(), "3".to_string()]),
+        "{reqs:?}"
+    );
+    h.press(KeyCode::Esc);
+    // A command on the marked nodes, one at a time: node 3 fails, nothing after it runs.
+    h.press(KeyCode::Char('!'));
+    h.type_str("uptime");
+    h.press(KeyCode::Tab);
+    h.press(KeyCode::Backspace);
+    h.type_str("1");
+    h.press(KeyCode::Enter);
+    let screen = h.screen();
+    assert!(screen.contains("run `uptime` on 2 node(s)"), "{screen}");
+    h.press(KeyCode::Char('y'));
+    // The marks were for that run: none are left for the next `!` or `X`.
+    assert!(h.app.view().table.marks().is_empty());
+    h.pump().await;
+    let screen = h.screen();
+    assert!(screen.contains("1 ok, 1 failed, 0 not run"), "{screen}");
+    assert!(h
+        .op
+        .calls()
+        .iter()
+        .any(|c| c
+            .starts_with("node_action edge-native/edge \"uptime\" nodes=[\"1\", \"3\"] batch=1")));
+    // Typing `:journal` over the results (as they suggest) closes them and opens the
+    // palette: the `:` is not eaten, the letters are not hotkeys.
+    h.type_str(":journal");
+    let screen = h.screen();
+    assert!(matches!(h.app.mode, Mode::Input(_)), "{screen}");
+    assert!(screen.contains(":journal"), "{screen}");
+    assert!(matches!(h.app.view().kind, ViewKind::Nodes { .. }));
+    h.press(KeyCode::Esc);
+
+    // Results that arrive while the operator types do not take the keyboard away.
+    h.key(KeyAction::Mark);
+    h.press(KeyCode::Char('!'));
+    h.type_str("uptime");
+    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('y'));
+    h.type_str(":jour");
+    h.pump().await;
+    assert!(matches!(h.app.mode, Mode::Input(_)), "{}", h.screen());
+    assert!(h.status().contains("details: :journal"), "{}", h.status());
+}
+
+#[tokio::test]
+async fn quitting_with_a_rollout_driven_here_asks_first() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    // Nothing running: q quits at once.
+    h.press(KeyCode::Char('q'));
+    assert!(h.app.should_quit);
+    h.app.should_quit = false;
+
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    h.rollout_driven_here(&g, &plan);
+    h.rollout_status(&g, mid_run(&plan));
+    // (The fake cloud says it is the built-in simulator; first, a real cloud.)
+    h.app.info.is_simulator = false;
+    h.press(KeyCode::Char('q'));
+    assert!(
+        !h.app.should_quit,
+        "a running rollout must not be left silently"
+    );
+    let screen = h.screen();
+    assert!(screen.contains("Quit with a rollout running?"), "{screen}");
+    assert!(screen.contains("edge-native/edge"), "{screen}");
+    // On a real cloud the hooks outlive the console: it says how to go on.
+    assert!(screen.contains("rollout resume"), "{screen}");
+    h.press(KeyCode::Char('n'));
+    // The built-in simulator dies with the console: no take-over is promised.
+    h.app.info.is_simulator = true;
+    h.press(KeyCode::Char('q'));
+    let screen = h.screen();
+    assert!(screen.contains("built-in simulated cloud"), "{screen}");
+    assert!(!screen.contains("rollout resume"), "{screen}");
+    h.press(KeyCode::Char('n'));
+    assert!(!h.app.should_quit);
+    assert!(h.dialog().is_none());
+    h.press(KeyCode::Char('q'));
+    h.press(KeyCode::Char('y'));
+    assert!(h.app.should_quit);
+
+    // Once it has ended there is nothing to lose.
+    h.app.should_quit = false;
+    let mut done = mid_run(&plan);
+    done.state = RolloutState::Completed;
+    h.rollout_status(&g, done);
+    h.press(KeyCode::Char('q'));
+    assert!(h.app.should_quit);
+}
+#[tokio::test]
+async fn ctrl_c_with_a_rollout_driven_here_asks_and_a_second_ctrl_c_quits() {
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    let mut h = H::ops();
+    h.open_edge().await;
+    // Nothing running: ctrl-c quits at once.
+    h.app.on_key(ctrl_c);
+    assert!(h.app.should_quit);
+    h.app.should_quit = false;
+
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    h.rollout_driven_here(&g, &plan);
+    h.rollout_status(&g, mid_run(&plan));
+    h.app.on_key(ctrl_c);
+    assert!(!h.app.should_quit, "ctrl-c left a running rollout silently");
+    let screen = h.screen();
+    assert!(screen.contains("Quit with a rollout running?"), "{screen}");
+    // `n` keeps the console (and the rollout) going.
+    h.press(KeyCode::Char('n'));
+    assert!(!h.app.should_quit && h.dialog().is_none());
+    // Asked again, a second ctrl-c quits.
+    h.app.on_key(ctrl_c);
+    assert!(!h.app.should_quit);
+    h.app.on_key(ctrl_c);
+    assert!(h.app.should_quit);
+}
+
+#[path = "observed_tests.rs"]
+mod observed;
+
+#[tokio::test]
+async fn rollout_view_counts_stragglers() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    h.rollout_driven_here(&g, &plan);
+    let mut slow = mid_run(&plan);
+    assert!(!h.screen().contains("stragglers"));
+    // Batch 2's node 2 has been updating for 5 minutes; batch 1 took 12 s a node.
+    if let Some(n) = slow.nodes.iter_mut().find(|n| n.name == "2") {
+        n.released_at = Some(demo_epoch() - Chrono::minutes(5));
+    }
+    slow.compute(demo_epoch());
+    h.rollout_status(&g, slow);
+    let screen = h.screen();
+    assert!(screen.contains("stragglers 1"), "{screen}");
+}
+
+#[tokio::test]
+async fn paused_after_the_last_nodes_says_resume_finishes() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    h.rollout_driven_here(&g, &plan);
+    let mut s = mid_run(&plan);
+    for n in s.nodes.iter_mut() {
+        n.phase = NodePhase::Done;
+        n.released_at = Some(demo_epoch() - Chrono::seconds(20));
+        n.finished_at = Some(demo_epoch() - Chrono::seconds(10));
+        n.reason = None;
+    }
+    s.current_batch = None;
+    s.state = RolloutState::Paused {
+        reason: "paused by the operator".into(),
+    };
+    s.compute(demo_epoch());
+    h.rollout_status(&g, s);
+    let screen = h.screen();
+    assert!(
+        screen.contains("every node is updated; resume (R)"),
+        "{screen}"
+    );
+    assert!(screen.contains("batch 3/3"), "{screen}");
+}
+
+/// A manual Heat control from the stack list: `K` asks the worker for the plan, the plan
+/// arrives (here made as the live operator would, from the stack's state), the confirm
+/// dialog shows its exact call, `y` sends it through the operator, the footer says so.
+mod heat_controls {
+    use super::*;
+    use crate::drivers::manual::{plan_check, Request as ControlRequest};
+    use crate::model::{StackRef, StackSummary, Status};
+    use caldera_cloud::api::heat::StackDetail;
+
+    fn settled(stack: &StackRef) -> StackDetail {
+        StackDetail {
+            summary: StackSummary {
+                stack: stack.clone(),
+                status: Status::parse("UPDATE_COMPLETE"),
+                status_reason: None,
+                created_at: None,
+                updated_at: None,
+                parent: None,
+            },
+            description: None,
+            parameters: BTreeMap::new(),
+            outputs: None,
+            disable_rollback: None,
+            timeout_mins: None,
+            tags: vec![],
+            links: vec![],
+        }
+    }
+
+    async fn stacks_view(h: &mut H) {
+        h.pump().await;
+        h.press(KeyCode::Char(':'));
+        h.type_str("stacks");
+        h.press(KeyCode::Enter);
+        h.pump().await;
+        assert!(matches!(h.app.view().kind, ViewKind::Stacks));
+    }
+
+    #[tokio::test]
+    async fn check_from_the_stack_list_is_planned_confirmed_and_sent() {
+        let mut h = H::ops();
+        stacks_view(&mut h).await;
+        h.press(KeyCode::Char('K'));
+        let reqs = h.app.take_requests();
+        let [Request::PlanControl {
+            stack,
+            request: ControlRequest::Check,
+            gen,
+        }] = &reqs[..]
+        else {
+            panic!("{reqs:?}");
+        };
+        let stack = StackRef {
+            name: stack.clone(),
+            id: "0b5c5ad1-aaaa-4bbb-8ccc-000000000001".into(),
+        };
+        let plan = plan_check(&stack, &settled(&stack));
+        h.app.update(Action::Reply(Reply::ControlPlan {
+            gen: *gen,
+            result: Ok(plan),
+        }));
+        assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))));
+        let screen = h.screen();
+        assert!(screen.contains("/actions {\"check\":null}"), "{screen}");
+        snap!(h, "heat_check_confirm");
+        h.press(KeyCode::Char('y'));
+        h.pump().await;
+        assert!(h.status().contains("accepted by Heat"), "{}", h.status());
+        let calls = h.op.calls();
+        assert!(
+            calls
+                .iter()
+                .any(|c| c == &format!("apply_control heat.check {}", stack.name)),
+            "{calls:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn read_only_refuses_before_planning() {
+        let mut h = H::new(Some(Guard::default()), true);
+        stacks_view(&mut h).await;
+        h.press(KeyCode::Char('C'));
+        assert!(h.app.take_requests().is_empty());
+        assert!(h.status().contains("read-only"), "{}", h.status());
+    }
+
+    #[tokio::test]
+    async fn a_refused_plan_is_not_offered_but_journaled() {
+        let mut h = H::ops();
+        stacks_view(&mut h).await;
+        h.press(KeyCode::Char('K'));
+        let reqs = h.app.take_requests();
+        let [Request::PlanControl { stack, gen, .. }] = &reqs[..] else {
+            panic!("{reqs:?}");
+        };
+        let stack = StackRef {
+            name: stack.clone(),
+            id: "id".into(),
+        };
+        let mut busy = settled(&stack);
+        busy.summary.status = Status::parse("UPDATE_IN_PROGRESS");
+        h.app.update(Action::Reply(Reply::ControlPlan {
+            gen: *gen,
+            result: Ok(plan_check(&stack, &busy)),
+        }));
+        assert!(h.dialog().is_none());
+        assert!(h.status().contains("refused"), "{}", h.status());
+        let reqs = h.app.take_requests();
+        assert!(
+            matches!(&reqs[..], [Request::ApplyControl { plan, .. }] if !plan.refusals.is_empty())
+        );
+    }
+}

@@ -1,0 +1,386 @@
+//! `$XDG_CONFIG_HOME/caldera/config.toml` and the command-line options, resolved into
+//! the theme, key map and settings the console runs with. Problems never stop the
+//! console: they are collected (file, line, column, message) for the status line.
+//!
+//! ```toml
+//! theme = "high-contrast"      # a built-in name, a user theme name, or a path
+//! refresh_secs = 5             # how often the active view refreshes
+//! fps = 30                     # redraws per second at most
+//! read_only = true
+//!
+//! [keys]                       # action = [keys]; names as in the `?` help
+//! quit = ["q", "ctrl-q"]
+//! sort_next = [">"]
+//! faults_only = ["x"]
+//! ```
+
+use super::keys::KeyMap;
+use super::theme::{load_theme, user_theme_dir, FileError, Theme};
+use caldera_cloud::config::limits::{read_bounded, MAX_TOML_BYTES};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// How the console is started. `Default` gives the dark theme, 5 s refresh, 30 fps.
+#[derive(Debug, Clone)]
+pub struct ConsoleOptions {
+    /// `--theme NAME|PATH`; beats the config file.
+    pub theme: Option<String>,
+    /// The config file; `None` means `$XDG_CONFIG_HOME/caldera/config.toml` if it exists.
+    pub config_path: Option<PathBuf>,
+    /// Skip the config file entirely (tests).
+    pub no_config: bool,
+    /// Key overrides from the command line, applied after the config file's.
+    pub key_overrides: HashMap<String, Vec<String>>,
+    pub read_only: bool,
+    /// How often the active view refreshes (events are polled at this rate too).
+    pub refresh: Duration,
+    /// Redraws per second at most.
+    pub fps: u32,
+    /// Where user themes live; `None` means `$XDG_CONFIG_HOME/caldera/themes`.
+    pub theme_dir: Option<PathBuf>,
+    /// Messages for the status line at start (e.g. connection warnings).
+    pub notices: Vec<String>,
+}
+
+impl Default for ConsoleOptions {
+    fn default() -> Self {
+        ConsoleOptions {
+            theme: None,
+            config_path: None,
+            no_config: false,
+            key_overrides: HashMap::new(),
+            read_only: false,
+            refresh: Duration::from_secs(5),
+            fps: 30,
+            theme_dir: None,
+            notices: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    theme: Option<String>,
+    refresh_secs: Option<Spanned<f64>>,
+    fps: Option<Spanned<u32>>,
+    read_only: Option<bool>,
+    #[serde(default)]
+    keys: HashMap<String, Spanned<Vec<String>>>,
+}
+
+/// What the console runs with after options, config file and themes are resolved.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub theme: Theme,
+    pub keys: KeyMap,
+    pub read_only: bool,
+    pub refresh: Duration,
+    pub fps: u32,
+    pub theme_dir: Option<PathBuf>,
+    /// Problems found, already worded with file and line.
+    pub problems: Vec<String>,
+}
+
+pub fn default_config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("caldera").join("config.toml"))
+}
+
+/// Parse a config file's text and apply it over `out`.
+fn apply_config(
+    src: &str,
+    origin: &str,
+    out: &mut Resolved,
+    theme_from_cli: bool,
+) -> Option<String> {
+    let file: ConfigFile = match toml::from_str(src) {
+        Ok(f) => f,
+        Err(e) => {
+            out.problems.push(format!(
+                "{} (using defaults)",
+                FileError::from_toml(origin, src, &e)
+            ));
+            return None;
+        }
+    };
+    if let Some(r) = file.refresh_secs {
+        let v = *r.get_ref();
+        if v.is_finite() && v >= 0.2 {
+            out.refresh = Duration::from_secs_f64(v);
+        } else {
+            out.problems.push(
+                FileError::at(
+                    origin,
+                    src,
+                    Some(r.span()),
+                    "refresh_secs must be at least 0.2",
+                )
+                .to_string(),
+            );
+        }
+    }
+    if let Some(f) = file.fps {
+        let v = *f.get_ref();
+        if (1..=240).contains(&v) {
+            out.fps = v;
+        } else {
+            out.problems.push(
+                FileError::at(origin, src, Some(f.span()), "fps must be between 1 and 240")
+                    .to_string(),
+            );
+        }
+    }
+    if let Some(ro) = file.read_only {
+        out.read_only = out.read_only || ro;
+    }
+    let mut overrides: Vec<(String, Vec<String>)> = file
+        .keys
+        .iter()
+        .map(|(name, keys)| (name.clone(), keys.get_ref().clone()))
+        .collect();
+    overrides.sort();
+    for (name, msg) in out.keys.apply(&overrides) {
+        let span = file.keys.get(&name).map(|k| k.span());
+        out.problems
+            .push(FileError::at(origin, src, span, format!("[keys] {name}: {msg}")).to_string());
+    }
+    if theme_from_cli {
+        None
+    } else {
+        file.theme
+    }
+}
+
+/// Resolve options + config file + theme. Never fails; problems are in `Resolved::problems`.
+pub fn resolve(options: &ConsoleOptions) -> Resolved {
+    let theme_dir = options.theme_dir.clone().or_else(user_theme_dir);
+    let mut out = Resolved {
+        theme: Theme::default_theme(),
+        keys: KeyMap::default(),
+        read_only: options.read_only,
+        refresh: options.refresh,
+        fps: options.fps.clamp(1, 240),
+        theme_dir: theme_dir.clone(),
+        problems: Vec::new(),
+    };
+    let mut theme_spec = options.theme.clone();
+    if !options.no_config {
+        let path = options.config_path.clone().or_else(default_config_path);
+        if let Some(path) = path {
+            let explicit = options.config_path.is_some();
+            match read_bounded(&path, MAX_TOML_BYTES) {
+                Ok(src) => {
+                    let origin = path.display().to_string();
+                    let t = apply_config(&src, &origin, &mut out, options.theme.is_some());
+                    if t.is_some() {
+                        theme_spec = t;
+                    }
+                }
+                Err(e) if explicit || !e.is_missing() => {
+                    out.problems.push(format!(
+                        "{}: config file {e} (using defaults)",
+                        path.display()
+                    ));
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    out.problems.extend(options.notices.iter().cloned());
+    for msg in super::keys::apply_overrides(&mut out.keys, &options.key_overrides) {
+        out.problems.push(format!("--key: {msg}"));
+    }
+    if let Some(spec) = theme_spec {
+        match load_theme(&spec, theme_dir.as_deref()) {
+            Ok(t) => out.theme = t,
+            Err(e) => out.problems.push(format!("{e} (using the default theme)")),
+        }
+    }
+    out
+}
+
+/// Resolve a config given as text (tests and `--config -`).
+pub fn resolve_text(src: &str, origin: &Path) -> Resolved {
+    let dir: Option<PathBuf> = None;
+    let mut out = Resolved {
+        theme: Theme::default_theme(),
+        keys: KeyMap::default(),
+        read_only: false,
+        refresh: Duration::from_secs(5),
+        fps: 30,
+        theme_dir: dir.clone(),
+        problems: Vec::new(),
+    };
+    if let Some(spec) = apply_config(src, &origin.display().to_string(), &mut out, false) {
+        match load_theme(&spec, dir.as_deref()) {
+            Ok(t) => out.theme = t,
+            Err(e) => out.problems.push(format!("{e} (using the default theme)")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keys::KeyAction;
+
+    #[test]
+    fn good_config_applies() {
+        let r = resolve_text(
+            "theme = \"light\"\nrefresh_secs = 2\nfps = 20\n[keys]\nquit = [\"ctrl-q\"]\n",
+            Path::new("c.toml"),
+        );
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.theme.name, "light");
+        assert_eq!(r.fps, 20);
+        assert_eq!(r.refresh, Duration::from_secs(2));
+        assert_eq!(r.keys.keys_for(KeyAction::Quit).len(), 1);
+    }
+
+    #[test]
+    fn broken_config_names_file_and_line_and_falls_back() {
+        let r = resolve_text(
+            "theme = \"light\"\nfps = \"fast\"\n",
+            Path::new("/home/u/.config/caldera/config.toml"),
+        );
+        assert_eq!(r.theme.name, "dark");
+        assert_eq!(r.problems.len(), 1);
+        assert!(
+            r.problems[0].starts_with("/home/u/.config/caldera/config.toml:2:7:"),
+            "{}",
+            r.problems[0]
+        );
+        assert!(r.problems[0].contains("using defaults"));
+
+        let r = resolve_text(
+            "[keys]\nquit = [\"q\"]\nfly = [\"x\"]\nup = [\"hyper-k\"]\n",
+            Path::new("c.toml"),
+        );
+        assert_eq!(r.problems.len(), 2, "{:?}", r.problems);
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| p.starts_with("c.toml:3:") && p.contains("fly")));
+        assert!(r
+            .problems
+            .iter()
+            .any(|p| p.starts_with("c.toml:4:") && p.contains("hyper-k")));
+
+        let r = resolve_text("theme = \"neon\"\n", Path::new("c.toml"));
+        assert_eq!(r.theme.name, "dark");
+        assert!(r.problems[0].contains("neon"));
+    }
+
+    #[test]
+    fn config_file_with_broken_theme_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let theme = dir.path().join("bad.toml");
+        std::fs::write(&theme, "[colors]\n\nfg = \"nope\"\n").unwrap();
+        let cfg = dir.path().join("config.toml");
+        std::fs::write(&cfg, format!("theme = {:?}\n", theme.display().to_string())).unwrap();
+        let r = resolve(&ConsoleOptions {
+            config_path: Some(cfg),
+            theme_dir: Some(dir.path().to_path_buf()),
+            ..ConsoleOptions::default()
+        });
+        assert_eq!(r.theme.name, "dark");
+        assert_eq!(r.problems.len(), 1);
+        assert!(r.problems[0].contains("bad.toml:3:6:"), "{}", r.problems[0]);
+    }
+
+    #[test]
+    fn a_key_bound_to_two_actions_in_one_view_is_reported_and_the_defaults_kept() {
+        use crate::tui::keys::TABLE_VIEW;
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let r = resolve_text("[keys]\nquit = [\"j\"]\n", Path::new("c.toml"));
+        assert_eq!(
+            r.problems,
+            vec![
+                "c.toml:2:8: [keys] quit: j is already bound to down in Tables; keeping the default keys of quit (q ctrl-c)"
+                    .to_string()
+            ]
+        );
+        let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(r.keys.lookup(&key('j'), TABLE_VIEW), Some(KeyAction::Down));
+        assert_eq!(r.keys.lookup(&key('q'), TABLE_VIEW), Some(KeyAction::Quit));
+        let help: Vec<(String, &str)> = r
+            .keys
+            .help_sections()
+            .into_iter()
+            .flat_map(|s| s.1)
+            .collect();
+        assert!(
+            help.iter()
+                .any(|(k, h)| k == "q ctrl-c" && h.starts_with("Quit")),
+            "{help:?}"
+        );
+
+        // Swapping two keys in one file is not a conflict.
+        let r = resolve_text(
+            "[keys]\nup = [\"j\"]\ndown = [\"k\"]\n",
+            Path::new("c.toml"),
+        );
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.keys.lookup(&key('j'), TABLE_VIEW), Some(KeyAction::Up));
+        assert_eq!(r.keys.lookup(&key('k'), TABLE_VIEW), Some(KeyAction::Down));
+    }
+
+    #[test]
+    fn oversized_config_and_theme_files_are_refused_with_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("config.toml");
+        std::fs::write(&cfg, "theme = \"light\"\n").unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&cfg)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        let r = resolve(&ConsoleOptions {
+            config_path: Some(cfg.clone()),
+            theme_dir: Some(dir.path().to_path_buf()),
+            ..ConsoleOptions::default()
+        });
+        assert_eq!(r.theme.name, "dark");
+        assert_eq!(
+            r.problems,
+            vec![format!(
+                "{}: config file is larger than the 1 MiB limit (using defaults)",
+                cfg.display()
+            )]
+        );
+        let theme = dir.path().join("huge.toml");
+        std::fs::File::create(&theme)
+            .unwrap()
+            .set_len(2 << 20)
+            .unwrap();
+        let err = load_theme(&theme.display().to_string(), None).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("theme file is larger than the 1 MiB limit"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("huge.toml"), "{err}");
+    }
+
+    /// TOML nesting is bounded by the parser itself (toml_edit's recursion check, 80
+    /// levels): a config within the size limit but nested to the brim is an error, not a
+    /// stack overflow.
+    #[test]
+    fn deeply_nested_toml_is_an_error_not_a_crash() {
+        let src = format!("theme = {}\n", "[".repeat(500_000));
+        let r = resolve_text(&src, Path::new("c.toml"));
+        assert_eq!(r.theme.name, "dark");
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        assert!(r.problems[0].starts_with("c.toml:1:"), "{}", r.problems[0]);
+        assert!(
+            r.problems[0].contains("recursion limit"),
+            "{}",
+            r.problems[0]
+        );
+    }
+}

@@ -1,0 +1,667 @@
+//! Changing any scaling group of an operator's own stack (issue 11, item 5): plan and apply.
+//!
+//! A template nobody here wrote names its parameters as it likes; before caldera offers to
+//! change `KEY=VALUE` for the group at a resource path, it checks, from what Heat says:
+//! - the stack has that parameter at all;
+//! - the group's own definition in the stack's template reads it (`get_param: KEY`,
+//!   anywhere under the group resource), otherwise the change cannot reach its members;
+//! - the stack is not one Magnum owns (its conductor would fight a Heat update behind its
+//!   back) unless the operator says otherwise;
+//! - the stack has settled (Heat 27 lets a new update supersede one under way);
+//! - Heat's own preview of the update (`PATCH .../preview`) lists the group as updated or
+//!   replaced: the plan shows what Heat says, not what caldera guesses.
+//!
+//! Heat 27 answers `400` to `preview?show_nested=true` for a stack holding ResourceGroups
+//! (the engine fails with "'NoneType' object is not iterable", measured on Magnum's layout),
+//! so the preview is the top level's: which groups and resources change, not which members.
+//! It is also coarse: a group whose members are nested templates shows as updated on any
+//! parameter change (measured: `kube_masters` "updated" by `minion_image`), which is why the
+//! reach check above, not the preview, decides whether a change reaches the members.
+//!
+//! Applying a plan: a scale (`caldera scale STACK/GROUP --count N`) is one PATCH of the
+//! parameter the group's count reads ([`plan_group_scale`], [`apply_group_update`]); a
+//! rollout (`caldera rollout start STACK/GROUP --set KEY=VALUE`) is the same engine as
+//! caldera's own node groups (`crate::rollout`), with the hooks on this group's members
+//! ([`rollout_plan::RolloutPlan::for_group`]).
+//!
+//! A group inside a nested stack (`roles/Compute`) is planned through its owners: the reach
+//! check and the count follow the parameters each owner passes down to its nested template,
+//! Heat's preview shows the top-level owner (`roles`) changing, and the hooks environment
+//! nests the members' breakpoints under each owner.
+
+use super::actions::ActionContext;
+use super::guard::Reach;
+use super::{Limits, NodeGroupTarget};
+use crate::api::heat::{HeatClient, PreviewChanges, ResourceQuery, StackUpdate};
+use crate::journal::{ApiCall, Entry, Outcome};
+use crate::model::{DriverKind, StackRef};
+use crate::report::{ErrorKind, ServiceError, ServiceResult};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The resource types whose members are a node group's nodes, and the property that holds
+/// their count.
+const COUNT_PROPERTIES: [(&str, &str); 2] = [
+    ("OS::Heat::ResourceGroup", "count"),
+    ("OS::Heat::AutoScalingGroup", "desired_capacity"),
+];
+
+/// The action target for the group at `group` of the operator's stack `stack`: labelled
+/// `STACK/GROUP`, the form the commands take, the journal records and the driver lock is
+/// held by.
+pub fn group_target(stack: &StackRef, group: &str) -> NodeGroupTarget {
+    NodeGroupTarget {
+        cluster: stack.name.clone(),
+        nodegroup: group.to_string(),
+        driver: DriverKind::HeatNative,
+        stack: Some(stack.clone()),
+        cluster_id: None,
+        limits: Limits::default(),
+    }
+}
+
+/// Parameters only Magnum's Heat driver gives a stack (`kubecluster.yaml`): a stack with any
+/// of them belongs to a Magnum cluster.
+const MAGNUM_PARAMETERS: [&str; 3] = ["is_cluster_stack", "magnum_url", "cluster_uuid"];
+
+/// Expression nesting looked through for `get_param` (bounds hostile templates).
+const MAX_DEPTH: usize = 32;
+
+/// A planned parameter change for one group of a stack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupUpdatePlan {
+    pub stack: StackRef,
+    /// The group's resource path in the stack (`kube_minions`).
+    pub group: String,
+    pub set: BTreeMap<String, String>,
+    /// Heat's preview of the whole stack update.
+    pub preview: PreviewChanges,
+    /// Why the change is refused; empty when it may proceed.
+    pub refusals: Vec<String>,
+    /// The group's members now (names in its nested stack), for the plan's lines.
+    pub members: Vec<String>,
+    /// A scale: the member count before and after.
+    pub scale: Option<(u32, u32)>,
+}
+
+impl GroupUpdatePlan {
+    pub fn lines(&self) -> Vec<String> {
+        let set: Vec<String> = self.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut out = vec![format!(
+            "update {}/{}: {}",
+            self.stack.name,
+            self.group,
+            set.join(" ")
+        )];
+        if let Some((from, to)) = self.scale {
+            out.push(format!("  members: {from} -> {to}"));
+        }
+        let p = &self.preview;
+        for (what, list) in [
+            ("updated", &p.updated),
+            ("replaced", &p.replaced),
+            ("added", &p.added),
+            ("deleted", &p.deleted),
+            ("unchanged", &p.unchanged),
+        ] {
+            if !list.is_empty() {
+                out.push(format!("  Heat's preview, {what}: {}", list.join(", ")));
+            }
+        }
+        let top = top_resource(&self.group).to_string();
+        let group_changes = p.updated.contains(&top) || p.replaced.contains(&top);
+        if group_changes {
+            out.push(format!(
+                "  members of {} ({}): {} (Heat 27 previews a ResourceGroup's stack only at \
+                 the top level, not member by member)",
+                self.group,
+                self.members.len(),
+                if self.members.is_empty() {
+                    "-".to_string()
+                } else {
+                    self.members.join(", ")
+                }
+            ));
+        }
+        out.extend(self.refusals.iter().map(|r| format!("  refused: {r}")));
+        out
+    }
+
+    /// The parameters the PATCH sets.
+    pub fn parameters(&self) -> BTreeMap<String, Value> {
+        self.set
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect()
+    }
+
+    /// A scale's PATCH: the count parameter, and no breakpoints on the group's members (a
+    /// finished rollout's hooks stay in the stack's environment, PATCH merges environments).
+    pub fn scale_update(&self) -> StackUpdate {
+        StackUpdate {
+            parameters: self.parameters(),
+            environment: Some(crate::drivers::rollout_plan::registry_for_members(
+                &self.group,
+                serde_json::json!({"hooks": []}),
+            )),
+            existing: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// Plans setting `set` on the stack of the group at `group` (a top-level resource name).
+pub async fn plan_group_update(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+    set: &BTreeMap<String, String>,
+    allow_magnum: bool,
+) -> ServiceResult<GroupUpdatePlan> {
+    let (detail, templates) = futures::join!(
+        heat.get_stack(stack, false),
+        templates_along(heat, stack, group)
+    );
+    let (detail, templates) = (detail?, templates?);
+    let mut refusals = reach_refusals(&templates, &detail.parameters, group, set);
+    // Heat 27 accepts an update while another runs and lets it supersede the first (a
+    // rollout's hooked update among them): never start one on a stack that has not settled.
+    if detail.summary.status.is_in_progress() {
+        refusals.push(format!(
+            "stack {} is {}: wait for it to settle (or reattach to its rollout)",
+            stack.name, detail.summary.status
+        ));
+    }
+    if !allow_magnum {
+        if let Some(p) = MAGNUM_PARAMETERS
+            .iter()
+            .find(|p| detail.parameters.contains_key(**p))
+        {
+            refusals.push(format!(
+                "stack {} belongs to a Magnum cluster (it has Magnum's parameter {p}): \
+                 Magnum's conductor would undo or fight a Heat update behind its back; \
+                 change it through Magnum, or say so to go ahead",
+                stack.name
+            ));
+        }
+    }
+    let update = StackUpdate {
+        parameters: set
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+        existing: true,
+        ..Default::default()
+    };
+    let (preview, members) = futures::join!(
+        heat.preview_update(stack, &update),
+        group_members(heat, stack, group)
+    );
+    let preview = preview?;
+    let members = members.unwrap_or_default();
+    // Heat previews the top level: a group inside a nested stack changes with the resource
+    // that owns that nested stack (`roles` for `roles/Compute`).
+    let top = top_resource(group);
+    if refusals.is_empty()
+        && !preview.updated.iter().any(|r| r == top)
+        && !preview.replaced.iter().any(|r| r == top)
+    {
+        refusals.push(format!(
+            "Heat's preview does not update {top}: the members of {group} would not change"
+        ));
+    }
+    Ok(GroupUpdatePlan {
+        stack: stack.clone(),
+        group: group.to_string(),
+        set: set.clone(),
+        preview,
+        refusals,
+        members,
+        scale: None,
+    })
+}
+
+/// The members of the group `group` of `stack`: the resources of its nested stack, in
+/// index order (`2` before `10`).
+pub async fn group_members(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+) -> ServiceResult<Vec<String>> {
+    let nested = super::heat_native::group_stack_of(heat, stack, group).await?;
+    let mut names: Vec<String> = heat
+        .list_resources(&nested, &ResourceQuery::default())
+        .await?
+        .into_iter()
+        .map(|r| r.resource.name)
+        .collect();
+    names.sort_by(|a, b| super::member_order(a, b));
+    Ok(names)
+}
+
+/// Plans scaling the group `group` to `count` members: the parameter its count property
+/// reads (`count: {get_param: number_of_minions}`) is set to `count`, with Heat's preview
+/// and the same refusals as any change. A count written into the template is refused: only
+/// a template update could change it.
+pub async fn plan_group_scale(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+    count: u32,
+    allow_magnum: bool,
+) -> ServiceResult<GroupUpdatePlan> {
+    let templates = templates_along(heat, stack, group).await?;
+    let param = count_parameter_along(&templates, group).map_err(|e| {
+        ServiceError::new(
+            ErrorKind::Refused,
+            format!("scale {}/{group}: {e}", stack.name),
+        )
+    })?;
+    let mut set = BTreeMap::new();
+    set.insert(param, count.to_string());
+    let mut plan = plan_group_update(heat, stack, group, &set, allow_magnum).await?;
+    plan.scale = Some((plan.members.len() as u32, count));
+    if plan.members.len() as u32 == count {
+        plan.refusals
+            .push(format!("{group} already has {count} members"));
+    }
+    Ok(plan)
+}
+
+/// The first resource of a path: the top-level resource a change of the group goes through.
+fn top_resource(path: &str) -> &str {
+    path.split('/').find(|s| !s.is_empty()).unwrap_or(path)
+}
+
+/// The steps of a resource path.
+fn steps(path: &str) -> Vec<&str> {
+    path.split('/').filter(|s| !s.is_empty()).collect()
+}
+
+/// The templates from `stack` down to the one that defines the group at `path`: the stack's
+/// own, then the nested stack of each step but the last (`roles/Compute`: the stack's
+/// template, then `roles`'s).
+pub async fn templates_along(
+    heat: &HeatClient,
+    stack: &StackRef,
+    path: &str,
+) -> ServiceResult<Vec<Value>> {
+    let steps = steps(path);
+    let mut templates = vec![heat.get_template(stack).await?];
+    let mut current = stack.clone();
+    for step in steps.iter().take(steps.len().saturating_sub(1)) {
+        current = super::heat_native::group_stack_of(heat, &current, step).await?;
+        templates.push(heat.get_template(&current).await?);
+    }
+    Ok(templates)
+}
+
+/// The property map of resource `name` in `template`.
+fn properties_of<'a>(
+    template: &'a Value,
+    name: &str,
+) -> Option<&'a serde_json::Map<String, Value>> {
+    template
+        .get("resources")?
+        .get(name)?
+        .get("properties")?
+        .as_object()
+}
+
+/// `{get_param: NAME}` (or `[NAME]`) as the whole expression.
+fn plain_param(v: &Value) -> Option<String> {
+    let obj = v.as_object().filter(|o| o.len() == 1)?;
+    match obj.get("get_param")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) if a.len() == 1 => a[0].as_str().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// The stack parameter a group's member count reads, through the nested stacks on its path
+/// (`templates` from [`templates_along`]): the group's count reads `ComputeCount` of its own
+/// template, which the owner passes as `ComputeCount: {get_param: compute_count}`, and so on
+/// up to the stack's own parameter.
+pub fn count_parameter_along(templates: &[Value], path: &str) -> Result<String, String> {
+    let steps = steps(path);
+    let (Some(last), Some(own)) = (steps.last(), templates.get(steps.len().saturating_sub(1)))
+    else {
+        return Err(format!("no group at path {path}"));
+    };
+    let mut param = count_parameter(own, last)?;
+    for level in (0..steps.len() - 1).rev() {
+        let owner = steps[level];
+        let passed = templates
+            .get(level)
+            .and_then(|t| properties_of(t, owner))
+            .and_then(|p| p.get(&param));
+        param = match passed.map(|v| (plain_param(v), v)) {
+            Some((Some(up), _)) => up,
+            Some((None, v)) => {
+                return Err(format!(
+                    "{owner} passes {param} to its nested stack as {v}, not a parameter of                      the stack: only a template update can change the count"
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "{owner} does not pass {param} to its nested stack: the nested template's                      default decides the count, only a template update can change it"
+                ))
+            }
+        };
+    }
+    Ok(param)
+}
+
+/// The parameter a group's member count reads, from the template that defines the group.
+pub fn count_parameter(template: &Value, group: &str) -> Result<String, String> {
+    let resource = template
+        .get("resources")
+        .and_then(|r| r.get(group))
+        .ok_or_else(|| format!("the stack's template has no resource {group}"))?;
+    let kind = resource.get("type").and_then(Value::as_str).unwrap_or("?");
+    let (_, property) = COUNT_PROPERTIES
+        .iter()
+        .find(|(t, _)| *t == kind)
+        .ok_or_else(|| format!("{group} is a {kind}, not a scaling group"))?;
+    let value = resource
+        .get("properties")
+        .and_then(|p| p.get(*property))
+        .ok_or_else(|| format!("{group} has no {property} property"))?;
+    let param = value.get("get_param").and_then(|p| match p {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) if a.len() == 1 => a[0].as_str().map(str::to_string),
+        _ => None,
+    });
+    param.ok_or_else(|| {
+        format!(
+            "{group}'s {property} is not a parameter of the stack (the template says {value}): \
+             only a template update can change it"
+        )
+    })
+}
+
+/// Applies a scale (or any one-PATCH change) of a group the operator has seen: refusals
+/// and guard rails first (recorded as refused), then the plan and its call in the journal,
+/// then the PATCH, then its outcome.
+pub async fn apply_group_update(
+    ctx: &ActionContext,
+    heat: &HeatClient,
+    plan: &GroupUpdatePlan,
+    confirm: Option<&str>,
+) -> ServiceResult<()> {
+    let target = format!("{}/{}", plan.stack.name, plan.group);
+    if !plan.refusals.is_empty() {
+        let error = plan.refusals.join("; ");
+        let _ = ctx.journal.append(&Entry::new(
+            &ctx.actor,
+            "scale",
+            &target,
+            Outcome::Refused {
+                error: error.clone(),
+            },
+        ));
+        return Err(ServiceError::new(ErrorKind::Refused, error));
+    }
+    ctx.check("scale", &target, &plan.stack.name, Reach::Fleet, confirm)?;
+    let update = plan.scale_update();
+    let call = ApiCall::new(
+        "PATCH",
+        super::heat_native::stack_path(&plan.stack),
+        super::heat_native::update_body_text(&update),
+    );
+    ctx.record(
+        &Entry::new(&ctx.actor, "scale", &target, Outcome::Started)
+            .plan(plan.lines())
+            .calls(vec![call]),
+    )?;
+    let result = heat.update_stack(&plan.stack, &update).await;
+    let outcome = match &result {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Failed {
+            error: e.to_string(),
+        },
+    };
+    ctx.record(&Entry::new(&ctx.actor, "scale", &target, outcome))?;
+    result.map_err(ServiceError::from)
+}
+
+/// Refusals from the templates alone (`templates` from [`templates_along`]): unknown
+/// parameters, and parameters that do not reach the group's definition. Through a nested
+/// stack a parameter reaches the nested template's parameters its owner's properties read it
+/// into (`roles: {properties: {NodeImage: {get_param: node_image}}}`), and so on down.
+pub fn reach_refusals(
+    templates: &[Value],
+    parameters: &BTreeMap<String, String>,
+    group: &str,
+    set: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let steps = steps(group);
+    let definition = steps
+        .last()
+        .and_then(|last| templates.get(steps.len() - 1)?.get("resources")?.get(*last));
+    let Some(definition) = definition else {
+        return vec![format!("the stack's template has no resource {group}")];
+    };
+    let mut read = Vec::new();
+    params_read(definition, &mut read, 0);
+    let mut out = Vec::new();
+    for key in set.keys() {
+        if !parameters.contains_key(key) {
+            out.push(format!("the stack has no parameter {key}"));
+            continue;
+        }
+        // The names `key` goes by at each level on the way down.
+        let mut names = vec![key.clone()];
+        let mut lost = None;
+        for (level, owner) in steps.iter().enumerate().take(steps.len() - 1) {
+            let props = templates.get(level).and_then(|t| properties_of(t, owner));
+            let next: Vec<String> = props
+                .into_iter()
+                .flatten()
+                .filter(|(_, v)| {
+                    let mut r = Vec::new();
+                    params_read(v, &mut r, 0);
+                    r.iter().any(|p| names.contains(p))
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            if next.is_empty() {
+                lost = Some(*owner);
+                break;
+            }
+            names = next;
+        }
+        if let Some(owner) = lost {
+            out.push(format!(
+                "parameter {key} does not reach {group}'s members: {owner} does not pass it                  to its nested stack"
+            ));
+        } else if !read.iter().any(|r| names.contains(r)) {
+            let via = if steps.len() > 1 {
+                format!(" (as {})", names.join(", "))
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "parameter {key}{via} does not reach {group}'s members (its definition reads: {})",
+                if read.is_empty() {
+                    "no parameter".to_string()
+                } else {
+                    read.join(", ")
+                }
+            ));
+        }
+    }
+    out
+}
+
+/// Parameter names read by `get_param` anywhere in `v`, in the order met, once each.
+fn params_read(v: &Value, out: &mut Vec<String>, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            for (k, inner) in map {
+                if k == "get_param" {
+                    let name = match inner {
+                        Value::String(s) => Some(s.as_str()),
+                        Value::Array(a) => a.first().and_then(Value::as_str),
+                        _ => None,
+                    };
+                    if let Some(n) = name {
+                        if !out.iter().any(|x| x == n) {
+                            out.push(n.to_string());
+                        }
+                    }
+                }
+                params_read(inner, out, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                params_read(item, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_parameter_must_reach_the_group() {
+        let template = json!({"resources": {
+            "kube_masters": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "number_of_masters"}}},
+            "kube_minions": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "number_of_minions"},
+                "resource_def": {"properties": {"server_image": {"get_param": ["minion_image"]}}}}},
+        }});
+        let params = map(&[
+            ("number_of_masters", "3"),
+            ("number_of_minions", "5"),
+            ("minion_image", "a"),
+        ]);
+        let ok = reach_refusals(
+            std::slice::from_ref(&template),
+            &params,
+            "kube_minions",
+            &map(&[("minion_image", "b")]),
+        );
+        assert!(ok.is_empty(), "{ok:?}");
+        let r = reach_refusals(
+            std::slice::from_ref(&template),
+            &params,
+            "kube_minions",
+            &map(&[("number_of_masters", "4"), ("flavor", "x")]),
+        );
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert!(r[0].contains("no parameter flavor"), "{r:?}");
+        assert!(
+            r[1].contains("number_of_masters does not reach kube_minions")
+                && r[1].contains("number_of_minions, minion_image"),
+            "{r:?}"
+        );
+        let r = reach_refusals(
+            std::slice::from_ref(&template),
+            &params,
+            "nodes",
+            &map(&[("minion_image", "b")]),
+        );
+        assert!(r[0].contains("no resource nodes"));
+    }
+
+    #[test]
+    fn a_count_is_scaled_through_the_parameter_it_reads() {
+        let template = json!({"resources": {
+            "Compute": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "ComputeCount"}}},
+            "asg": {"type": "OS::Heat::AutoScalingGroup", "properties": {
+                "desired_capacity": {"get_param": ["size"]}, "min_size": 1}},
+            "fixed": {"type": "OS::Heat::ResourceGroup", "properties": {"count": 3}},
+            "net": {"type": "OS::Heat::None"},
+        }});
+        assert_eq!(
+            count_parameter(&template, "Compute").unwrap(),
+            "ComputeCount"
+        );
+        assert_eq!(count_parameter(&template, "asg").unwrap(), "size");
+        let e = count_parameter(&template, "fixed").unwrap_err();
+        assert!(e.contains("not a parameter") && e.contains('3'), "{e}");
+        assert!(count_parameter(&template, "net")
+            .unwrap_err()
+            .contains("not a scaling group"));
+        assert!(count_parameter(&template, "gone")
+            .unwrap_err()
+            .contains("no resource gone"));
+    }
+
+    #[test]
+    fn a_nested_group_is_reached_and_counted_through_its_owner() {
+        let top = json!({"resources": {
+            "roles": {"type": "roles.yaml", "properties": {
+                "ComputeCount": {"get_param": "compute_count"},
+                "NodeImage": {"str_replace": {"template": "img-X", "params": {"X": {"get_param": "image_tag"}}}},
+                "Fixed": 3}},
+            "bastion": {"type": "OS::Heat::Value"}
+        }});
+        let roles = json!({"resources": {
+            "Compute": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "ComputeCount"},
+                "resource_def": {"type": "node.yaml", "properties": {"image": {"get_param": "NodeImage"}}}}},
+            "Storage": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "Fixed"}}}
+        }});
+        let templates = [top, roles];
+        let params = map(&[("compute_count", "3"), ("image_tag", "a"), ("other", "x")]);
+        assert_eq!(
+            count_parameter_along(&templates, "roles/Compute").unwrap(),
+            "compute_count"
+        );
+        let e = count_parameter_along(&templates, "roles/Storage").unwrap_err();
+        assert!(
+            e.contains("passes Fixed") && e.contains("only a template update"),
+            "{e}"
+        );
+        assert!(reach_refusals(
+            &templates,
+            &params,
+            "roles/Compute",
+            &map(&[("image_tag", "b")])
+        )
+        .is_empty());
+        let r = reach_refusals(
+            &templates,
+            &params,
+            "roles/Compute",
+            &map(&[("other", "y")]),
+        );
+        assert!(r[0].contains("roles does not pass it"), "{r:?}");
+        let r = reach_refusals(
+            &templates,
+            &params,
+            "roles/Storage",
+            &map(&[("image_tag", "b")]),
+        );
+        assert!(
+            r[0].contains("(as NodeImage)") && r[0].contains("reads: Fixed"),
+            "{r:?}"
+        );
+        assert_eq!(top_resource("roles/Compute"), "roles");
+        let env = crate::drivers::rollout_plan::hooks_environment_for("roles/Compute");
+        assert_eq!(
+            env["resource_registry"]["resources"]["roles"]["Compute"]["*"]["hooks"][0],
+            "pre-update"
+        );
+    }
+}

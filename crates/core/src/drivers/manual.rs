@@ -1,0 +1,602 @@
+//! Manual Heat controls, outside caldera's rollouts: clear a pending hook, check a stack,
+//! cancel its update, mark a resource unhealthy.
+//!
+//! Each is planned first: the plan says exactly which calls go to Heat (and why it is
+//! refused, if it is). Applying one passes the guard rails, writes the plan and its calls to
+//! the journal, and only then sends the calls; the outcome follows in the journal.
+//!
+//! What Heat does with them (measured on Heat 27):
+//! - a hook (`pre-update` ...) set in a stack's environment holds each matching resource
+//!   until `POST .../resources/{name}/signal {"unset_hook": "pre-update"}` reaches the stack
+//!   that owns it (a group member's own nested stack, not the root);
+//! - `POST .../actions {"check": null}` asks every resource whether it still exists as
+//!   planned, nested stacks too: `CHECK_IN_PROGRESS`, then `CHECK_COMPLETE` (or
+//!   `CHECK_FAILED`). Heat 27 accepts it (200) even while an update runs, and the stack
+//!   then ends `CHECK_COMPLETE`, hiding the update's outcome: caldera refuses that;
+//! - `{"cancel_update": null}` stops an `UPDATE_IN_PROGRESS` and rolls back to the old
+//!   definition (`ROLLBACK_COMPLETE`); `cancel_without_rollback` leaves it where it is
+//!   (`UPDATE_FAILED`). On a stack not being updated Heat answers 400. A rollback of an
+//!   update made with hooks stops on the same hooks: they are cleared as for the update;
+//! - `PATCH .../resources/{name} {"mark_unhealthy": true}` sets the resource to
+//!   `CHECK_FAILED` with the given reason; the next update replaces it.
+
+use super::actions::ActionContext;
+use super::guard::Reach;
+use super::heat_native::stack_path;
+use super::refused;
+use crate::api::heat::{HeatClient, StackAction, StackDetail};
+use crate::journal::{ApiCall, Entry, Outcome};
+use crate::model::StackRef;
+use crate::ops::hooks::{self, PendingHook};
+use crate::report::{ServiceError, ServiceResult};
+
+/// Parameters only Magnum's Heat driver gives a stack: such a stack belongs to Magnum,
+/// whose conductor tracks its updates.
+const MAGNUM_PARAMETERS: [&str; 3] = ["is_cluster_stack", "magnum_url", "cluster_uuid"];
+
+/// Most segments of a resource path (bounds the walk down nested stacks).
+const MAX_PATH: usize = 16;
+
+/// Which control, with what it needs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Control {
+    /// Clear `hook` on each listed pending resource.
+    ClearHook {
+        hooks: Vec<PendingHook>,
+    },
+    Check,
+    /// `rollback`: `cancel_update`; else `cancel_without_rollback`.
+    Cancel {
+        rollback: bool,
+    },
+    MarkUnhealthy {
+        path: String,
+        reason: String,
+    },
+}
+
+impl Control {
+    /// The action name in the journal.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Control::ClearHook { .. } => "heat.clear_hook",
+            Control::Check => "heat.check",
+            Control::Cancel { .. } => "heat.cancel",
+            Control::MarkUnhealthy { .. } => "heat.mark_unhealthy",
+        }
+    }
+
+    /// A cancel reaches every resource the update touched (a rollback undoes them all);
+    /// the others reach one resource, or ask without changing anything.
+    pub fn reach(&self) -> Reach {
+        match self {
+            Control::Cancel { .. } => Reach::Fleet,
+            _ => Reach::Nodes,
+        }
+    }
+}
+
+/// A planned control: what it is, on which stack, the calls it sends, and why not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlPlan {
+    /// The root stack the operator named.
+    pub stack: StackRef,
+    pub control: Control,
+    /// `STACK` or `STACK/PATH`, as the journal records it.
+    pub target: String,
+    pub calls: Vec<ApiCall>,
+    /// Why it must not be sent; empty when it may.
+    pub refusals: Vec<String>,
+}
+
+impl ControlPlan {
+    /// The plan as the operator reads it before confirming.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!("{} {}", self.control.action(), self.target)];
+        out.push(match &self.control {
+            Control::ClearHook { hooks } => {
+                format!("  release {} resource(s) held on a hook", hooks.len())
+            }
+            Control::Check => {
+                "  Heat checks every resource: CHECK_IN_PROGRESS, then CHECK_COMPLETE or \
+                 CHECK_FAILED"
+                    .into()
+            }
+            Control::Cancel { rollback: true } => {
+                "  Heat stops the update and rolls back to the previous definition (a rollback \
+                 stops on the update's hooks: clear them as it reaches them)"
+                    .into()
+            }
+            Control::Cancel { rollback: false } => {
+                "  Heat stops the update where it is (no rollback): UPDATE_FAILED".into()
+            }
+            Control::MarkUnhealthy { path, reason } => {
+                format!("  {path} becomes CHECK_FAILED ({reason}); the next update replaces it")
+            }
+        });
+        out.extend(self.calls.iter().map(|c| format!("  {c}")));
+        out.extend(self.refusals.iter().map(|r| format!("  REFUSED: {r}")));
+        out
+    }
+
+    fn new(stack: &StackRef, control: Control, target: String) -> ControlPlan {
+        ControlPlan {
+            stack: stack.clone(),
+            control,
+            target,
+            calls: Vec::new(),
+            refusals: Vec::new(),
+        }
+    }
+}
+
+fn resource_path(owner: &StackRef, resource: &str) -> String {
+    format!("{}/resources/{resource}", stack_path(owner))
+}
+
+/// `*` matches any run of characters (including `/`); everything else itself.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == text;
+    };
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    for p in middle {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// Plans clearing `hook` on the pending resources whose path matches `pattern` (a path
+/// like `kube_minions/3`, or a glob: `kube_minions/*`; `hook` may be a glob too, `*` for
+/// any). Only resources Heat holds now are signalled: a signal to one not paused would
+/// clear nothing.
+pub fn plan_clear_hook(
+    stack: &StackRef,
+    pending: &[PendingHook],
+    pattern: &str,
+    hook: &str,
+) -> ControlPlan {
+    let chosen: Vec<PendingHook> = pending
+        .iter()
+        .filter(|h| glob_match(hook, &h.hook) && glob_match(pattern, &h.path))
+        .cloned()
+        .collect();
+    let calls = chosen
+        .iter()
+        .map(|h| {
+            ApiCall::new(
+                "POST",
+                format!("{}/signal", resource_path(&h.owner, &h.resource)),
+                format!("{{\"unset_hook\":\"{}\"}}", h.hook),
+            )
+        })
+        .collect();
+    let target = format!("{}/{pattern}", stack.name);
+    let mut plan = ControlPlan::new(stack, Control::ClearHook { hooks: chosen }, target);
+    plan.calls = calls;
+    if plan.calls.is_empty() {
+        let which = match hook {
+            "*" => "a hook".to_string(),
+            h => format!("the {h} hook"),
+        };
+        plan.refusals.push(format!(
+            "no resource matching {pattern} is held on {which} now"
+        ));
+    }
+    plan
+}
+
+/// Plans a stack check: refused while another action runs (Heat 27 takes it, and its
+/// CHECK status then hides how that action ended).
+pub fn plan_check(stack: &StackRef, detail: &StackDetail) -> ControlPlan {
+    let mut plan = ControlPlan::new(stack, Control::Check, stack.name.clone());
+    plan.calls.push(action_call(stack, StackAction::Check));
+    let status = &detail.summary.status;
+    if status.is_in_progress() {
+        plan.refusals.push(format!(
+            "stack {} is {status}: check it once that has ended (Heat would take the check \
+             and its CHECK status would hide how the action ended)",
+            stack.name
+        ));
+    }
+    plan
+}
+
+/// Plans cancelling the update under way: refused when the stack is not being updated
+/// (Heat answers 400), and on a stack Magnum owns unless `allow_magnum`.
+pub fn plan_cancel(
+    stack: &StackRef,
+    detail: &StackDetail,
+    rollback: bool,
+    allow_magnum: bool,
+) -> ControlPlan {
+    let action = if rollback {
+        StackAction::CancelUpdate
+    } else {
+        StackAction::CancelWithoutRollback
+    };
+    let mut plan = ControlPlan::new(stack, Control::Cancel { rollback }, stack.name.clone());
+    plan.calls.push(action_call(stack, action));
+    let status = &detail.summary.status;
+    if !(status.is_in_progress() && status.raw.starts_with("UPDATE")) {
+        plan.refusals.push(format!(
+            "stack {} is {status}: Heat cancels only an update in progress",
+            stack.name
+        ));
+    }
+    if let Some(p) = magnum_parameter(detail).filter(|_| !allow_magnum) {
+        plan.refusals.push(format!(
+            "stack {} belongs to a Magnum cluster (it has Magnum's parameter {p}): Magnum's \
+             conductor tracks this update; cancel it through Magnum, or say so to go ahead",
+            stack.name
+        ));
+    }
+    plan
+}
+
+fn magnum_parameter(detail: &StackDetail) -> Option<&'static str> {
+    MAGNUM_PARAMETERS
+        .iter()
+        .copied()
+        .find(|p| detail.parameters.contains_key(*p))
+}
+
+fn action_call(stack: &StackRef, action: StackAction) -> ApiCall {
+    ApiCall::new(
+        "POST",
+        format!("{}/actions", stack_path(stack)),
+        format!("{{\"{}\":null}}", action.key()),
+    )
+}
+
+/// Plans marking the resource at `owner`/`resource` (found from `path`) unhealthy.
+pub fn plan_mark_unhealthy(
+    stack: &StackRef,
+    owner: &StackRef,
+    resource: &str,
+    path: &str,
+    reason: &str,
+) -> ControlPlan {
+    let control = Control::MarkUnhealthy {
+        path: path.to_string(),
+        reason: reason.to_string(),
+    };
+    let mut plan = ControlPlan::new(stack, control, format!("{}/{path}", stack.name));
+    let body = serde_json::json!({"mark_unhealthy": true, "resource_status_reason": reason});
+    plan.calls.push(ApiCall::new(
+        "PATCH",
+        resource_path(owner, resource),
+        body.to_string(),
+    ));
+    if reason.trim().is_empty() {
+        plan.refusals
+            .push("give a reason: Heat shows it as the resource's status reason".into());
+    }
+    plan
+}
+
+/// The stack owning the resource at `path` (`kube_minions/3/server`) and its name there:
+/// each segment but the last names a resource whose nested stack holds the next.
+pub async fn owner_of(
+    heat: &HeatClient,
+    root: &StackRef,
+    path: &str,
+) -> ServiceResult<(StackRef, String)> {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let Some((last, parents)) = segments.split_last() else {
+        return Err(refused("give a resource path, e.g. kube_minions/3"));
+    };
+    if segments.len() > MAX_PATH {
+        return Err(refused(format!("{path}: deeper than {MAX_PATH} levels")));
+    }
+    let mut owner = root.clone();
+    for seg in parents {
+        let r = heat.get_resource(&owner, seg).await?;
+        owner = r.resource.nested.ok_or_else(|| {
+            refused(format!(
+                "{seg} in {path} owns no nested stack: no resource below it"
+            ))
+        })?;
+    }
+    // The last resource must exist: Heat would answer 404 after the journal entry.
+    heat.get_resource(&owner, last).await?;
+    Ok((owner, last.to_string()))
+}
+
+/// Plans a control read from Heat: the stack's state for check and cancel, the pending
+/// hooks for a clear, the resource's owner for mark unhealthy.
+pub async fn plan(
+    heat: &HeatClient,
+    stack: &StackRef,
+    request: &Request,
+) -> ServiceResult<ControlPlan> {
+    match request {
+        Request::ClearHook { pattern, hook } => {
+            let pending = hooks::pending_hooks(heat, stack).await?;
+            Ok(plan_clear_hook(stack, &pending, pattern, hook))
+        }
+        Request::Check => Ok(plan_check(stack, &heat.get_stack(stack, false).await?)),
+        Request::Cancel {
+            rollback,
+            allow_magnum,
+        } => {
+            let detail = heat.get_stack(stack, false).await?;
+            Ok(plan_cancel(stack, &detail, *rollback, *allow_magnum))
+        }
+        Request::MarkUnhealthy { path, reason } => {
+            let (owner, resource) = owner_of(heat, stack, path).await?;
+            Ok(plan_mark_unhealthy(stack, &owner, &resource, path, reason))
+        }
+    }
+}
+
+/// What the operator asked for, before it is planned against Heat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    ClearHook { pattern: String, hook: String },
+    Check,
+    Cancel { rollback: bool, allow_magnum: bool },
+    MarkUnhealthy { path: String, reason: String },
+}
+
+/// Sends a plan the operator has seen: refusals and guard rails first (recorded as
+/// refused), then the plan and its calls in the journal, then the calls, then the outcome.
+pub async fn apply(
+    ctx: &ActionContext,
+    heat: &HeatClient,
+    plan: &ControlPlan,
+    confirm: Option<&str>,
+) -> ServiceResult<()> {
+    let action = plan.control.action();
+    if !plan.refusals.is_empty() {
+        let error = plan.refusals.join("; ");
+        let _ = ctx.journal.append(&Entry::new(
+            &ctx.actor,
+            action,
+            &plan.target,
+            Outcome::Refused {
+                error: error.clone(),
+            },
+        ));
+        return Err(refused(error));
+    }
+    let reach = plan.control.reach();
+    ctx.check(action, &plan.target, &plan.stack.name, reach, confirm)?;
+    ctx.record(
+        &Entry::new(&ctx.actor, action, &plan.target, Outcome::Started)
+            .plan(plan.lines())
+            .calls(plan.calls.clone()),
+    )?;
+    let result = send(heat, plan).await;
+    let outcome = match &result {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Failed {
+            error: e.message.clone(),
+        },
+    };
+    ctx.record(&Entry::new(&ctx.actor, action, &plan.target, outcome))?;
+    result
+}
+
+/// The calls of a plan, in order; the first failure stops the rest.
+async fn send(heat: &HeatClient, plan: &ControlPlan) -> ServiceResult<()> {
+    let stack = &plan.stack;
+    let sent = match &plan.control {
+        Control::ClearHook { hooks } => {
+            for h in hooks {
+                heat.unset_hook(&h.owner, &h.resource, &h.hook).await?;
+            }
+            Ok(())
+        }
+        Control::Check => heat.action(stack, StackAction::Check).await,
+        Control::Cancel { rollback: true } => heat.action(stack, StackAction::CancelUpdate).await,
+        Control::Cancel { rollback: false } => {
+            heat.action(stack, StackAction::CancelWithoutRollback).await
+        }
+        Control::MarkUnhealthy { reason, .. } => {
+            let (owner, resource) = mark_target(plan)?;
+            heat.mark_unhealthy(&owner, &resource, true, reason).await
+        }
+    };
+    sent.map_err(ServiceError::from)
+}
+
+/// The owner and resource name a mark-unhealthy plan's call names (its PATCH path).
+fn mark_target(plan: &ControlPlan) -> ServiceResult<(StackRef, String)> {
+    let bad = || refused("mark unhealthy: the plan names no resource");
+    let call = plan.calls.first().ok_or_else(bad)?;
+    let rest = call.path.strip_prefix("/stacks/").ok_or_else(bad)?;
+    let mut parts = rest.splitn(4, '/');
+    let (Some(name), Some(id), Some("resources"), Some(resource)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad());
+    };
+    let owner = StackRef {
+        name: name.to_string(),
+        id: id.to_string(),
+    };
+    Ok((owner, resource.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drivers::guard::Guard;
+    use crate::journal::{Actor, Journal};
+    use crate::model::StackSummary;
+    use crate::model::Status;
+    use chrono::Utc;
+    use std::collections::BTreeMap;
+
+    fn sref(name: &str) -> StackRef {
+        StackRef {
+            name: name.into(),
+            id: format!("{name}-id"),
+        }
+    }
+
+    fn detail(status: &str, params: &[&str]) -> StackDetail {
+        StackDetail {
+            summary: StackSummary {
+                stack: sref("s"),
+                status: Status::parse(status),
+                status_reason: None,
+                created_at: None,
+                updated_at: None,
+                parent: None,
+            },
+            description: None,
+            parameters: params
+                .iter()
+                .map(|p| (p.to_string(), "x".to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            outputs: None,
+            disable_rollback: None,
+            timeout_mins: None,
+            tags: vec![],
+            links: vec![],
+        }
+    }
+
+    fn pending(path: &str, hook: &str) -> PendingHook {
+        let (owner, resource) = path.rsplit_once('/').unwrap_or(("s", path));
+        PendingHook {
+            path: path.into(),
+            owner: sref(owner),
+            resource: resource.into(),
+            hook: hook.into(),
+            since: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn globs_match_paths() {
+        assert!(glob_match("nodes/3", "nodes/3"));
+        assert!(!glob_match("nodes/3", "nodes/30"));
+        assert!(glob_match("nodes/*", "nodes/30"));
+        assert!(glob_match("*/3", "nodes/3"));
+        assert!(glob_match("n*s/*", "nodes/3"));
+        assert!(!glob_match("n*x/*", "nodes/3"));
+        assert!(glob_match("*", ""));
+    }
+
+    #[test]
+    fn a_clear_signals_each_matching_pending_hook_in_its_owner_stack() {
+        let hooks = [
+            pending("nodes/1", "pre-update"),
+            pending("nodes/2", "pre-update"),
+            pending("nodes/3", "pre-create"),
+            pending("lb/1", "pre-update"),
+        ];
+        let plan = plan_clear_hook(&sref("s"), &hooks, "nodes/*", "pre-update");
+        assert!(plan.refusals.is_empty());
+        let calls: Vec<String> = plan.calls.iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            calls,
+            [
+                "POST /stacks/nodes/nodes-id/resources/1/signal {\"unset_hook\":\"pre-update\"}",
+                "POST /stacks/nodes/nodes-id/resources/2/signal {\"unset_hook\":\"pre-update\"}",
+            ]
+        );
+        assert_eq!(plan.target, "s/nodes/*");
+        let none = plan_clear_hook(&sref("s"), &hooks, "nodes/9", "pre-update");
+        assert_eq!(none.refusals.len(), 1);
+    }
+
+    #[test]
+    fn check_is_refused_while_an_action_runs() {
+        let s = sref("s");
+        assert!(plan_check(&s, &detail("UPDATE_COMPLETE", &[]))
+            .refusals
+            .is_empty());
+        let busy = plan_check(&s, &detail("UPDATE_IN_PROGRESS", &[]));
+        assert_eq!(busy.refusals.len(), 1);
+        assert_eq!(
+            busy.calls[0].to_string(),
+            "POST /stacks/s/s-id/actions {\"check\":null}"
+        );
+    }
+
+    #[test]
+    fn cancel_wants_an_update_under_way_and_leave_for_magnum_stacks() {
+        let s = sref("s");
+        let running = detail("UPDATE_IN_PROGRESS", &[]);
+        let plan = plan_cancel(&s, &running, true, false);
+        assert!(plan.refusals.is_empty(), "{:?}", plan.refusals);
+        assert_eq!(plan.calls[0].body, "{\"cancel_update\":null}");
+        let plan = plan_cancel(&s, &running, false, false);
+        assert_eq!(plan.calls[0].body, "{\"cancel_without_rollback\":null}");
+        let settled = plan_cancel(&s, &detail("CREATE_COMPLETE", &[]), true, false);
+        assert_eq!(settled.refusals.len(), 1);
+        let creating = plan_cancel(&s, &detail("CREATE_IN_PROGRESS", &[]), true, false);
+        assert_eq!(creating.refusals.len(), 1);
+        let magnum = detail("UPDATE_IN_PROGRESS", &["cluster_uuid"]);
+        assert_eq!(plan_cancel(&s, &magnum, true, false).refusals.len(), 1);
+        assert!(plan_cancel(&s, &magnum, true, true).refusals.is_empty());
+    }
+
+    #[test]
+    fn mark_unhealthy_patches_the_resource_in_its_owner_and_wants_a_reason() {
+        let plan = plan_mark_unhealthy(&sref("s"), &sref("nodes"), "3", "nodes/3", "disk");
+        assert_eq!(
+            plan.calls[0].to_string(),
+            "PATCH /stacks/nodes/nodes-id/resources/3 \
+             {\"mark_unhealthy\":true,\"resource_status_reason\":\"disk\"}"
+        );
+        assert_eq!(
+            mark_target(&plan).ok(),
+            Some((sref("nodes"), "3".to_string()))
+        );
+        let blank = plan_mark_unhealthy(&sref("s"), &sref("nodes"), "3", "nodes/3", " ");
+        assert_eq!(blank.refusals.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn refusals_and_read_only_are_journaled_and_nothing_is_sent() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let journal = Journal::open(dir.path().join("j.jsonl"));
+        let ctx = ActionContext {
+            actor: Actor::local("c"),
+            journal: journal.clone(),
+            guard: Guard {
+                read_only: true,
+                production: false,
+            },
+        };
+        // No server listens here: a call that went out would fail, not be refused.
+        let transport = crate::api::http::Transport::new(&Default::default()).expect("t");
+        let heat = HeatClient::new(transport, "http://127.0.0.1:9/v1/admin").expect("heat");
+        let s = sref("s");
+        let plan = plan_check(&s, &detail("CREATE_COMPLETE", &[]));
+        let e = apply(&ctx, &heat, &plan, None)
+            .await
+            .expect_err("read-only");
+        assert!(e.message.contains("read-only"), "{e}");
+        let settled = plan_cancel(&s, &detail("CREATE_COMPLETE", &[]), true, false);
+        let e = apply(&ctx, &heat, &settled, None)
+            .await
+            .expect_err("refused");
+        assert!(e.message.contains("only an update"), "{e}");
+        let entries = journal.read_all().expect("read");
+        let outcomes: Vec<_> = entries
+            .iter()
+            .map(|e| {
+                (
+                    e.action.as_str(),
+                    matches!(e.outcome, Outcome::Refused { .. }),
+                )
+            })
+            .collect();
+        assert_eq!(outcomes, [("heat.check", true), ("heat.cancel", true)]);
+    }
+}

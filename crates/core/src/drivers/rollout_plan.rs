@@ -1,0 +1,508 @@
+//! A rollout plan: which members, in which batches, with which gates, and the API calls.
+//! Shown to the operator before anything happens and written to the journal as the
+//! rollout's spec, which a restarted process reads back to reattach.
+
+use crate::drivers::layout::{stack_path, GROUP_RESOURCE};
+use crate::drivers::{member_order, NodeGroupTarget};
+use crate::journal::ApiCall;
+use crate::model::StackRef;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How a rollout proceeds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolloutOptions {
+    /// Members released together after the canaries.
+    pub batch_size: usize,
+    /// The first members, released one at a time before any bigger batch.
+    pub canary: usize,
+    /// Time to wait after a batch before the next one, watching for failures (ms).
+    pub gate_wait_ms: u64,
+    /// Pause when a member fails (otherwise the rollout ends as failed).
+    pub pause_on_failure: bool,
+    /// Longest a member may take from release to done before the rollout pauses (ms).
+    pub node_timeout_ms: u64,
+}
+
+impl Default for RolloutOptions {
+    fn default() -> Self {
+        RolloutOptions {
+            batch_size: 1,
+            canary: 0,
+            gate_wait_ms: 0,
+            pause_on_failure: true,
+            node_timeout_ms: 30 * 60 * 1000,
+        }
+    }
+}
+
+impl RolloutOptions {
+    pub fn node_timeout(&self) -> Duration {
+        Duration::from_millis(self.node_timeout_ms)
+    }
+    pub fn gate_wait(&self) -> Duration {
+        Duration::from_millis(self.gate_wait_ms)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolloutPlan {
+    /// Unique per rollout; ties the journal lines together.
+    pub id: String,
+    pub target: NodeGroupTarget,
+    /// The node-group stack.
+    pub stack: StackRef,
+    pub image: String,
+    /// The group's image before the rollout, when known.
+    pub from_image: Option<String>,
+    /// Other parameters set by the same PATCH, as JSON text (`"-1"`, `"\"x\""`).
+    pub extra_parameters: BTreeMap<String, String>,
+    pub options: RolloutOptions,
+    /// Member names per batch, in release order.
+    pub batches: Vec<Vec<String>>,
+    pub created_at: DateTime<Utc>,
+    /// The group stack's newest event before the rollout's PATCH (id and Heat's time):
+    /// events up to it belong to earlier actions. Heat's clock, not ours, decides.
+    #[serde(default)]
+    pub since_event: Option<String>,
+    #[serde(default)]
+    pub since_time: Option<DateTime<Utc>>,
+    /// A group of an operator's own template (issue 11): the group's resource name in
+    /// `stack` (`kube_minions`), whose members are held on hooks and released; the update
+    /// sets only `extra_parameters` (`image` is then a label of them, not a parameter).
+    /// `None`: caldera's own node-group stack, its `nodes` group and `image` parameter.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// The stack's tags as the rollout's PATCH sets them: the stack's own, with this
+    /// rollout's marker ([`marker_tag`]) in place of any earlier one. `None` before the
+    /// start has read the stack (and in plans from before markers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_tags: Option<Vec<String>>,
+    /// Where the rollout was started, when the plan was read back from Heat's marker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_on: Option<String>,
+}
+
+/// The tag a rollout's PATCH puts on the stack: `caldera-rollout=<id>@<host>`. Heat is the
+/// one thing every machine's caldera sees, so the marker says whose rollout the update in
+/// progress is: a start on another machine that raced ours and won has its marker there,
+/// and a `rollout status` anywhere names the rollout by its own id.
+pub const MARKER_PREFIX: &str = "caldera-rollout=";
+/// Heat keeps tags of at most 80 characters.
+const TAG_MAX: usize = 80;
+
+/// This rollout's marker tag (the host cut so that the tag fits Heat's 80 characters;
+/// a comma would split it in Heat's tag list, so none is kept).
+pub fn marker_tag(id: &str, host: &str) -> String {
+    let head = format!("{MARKER_PREFIX}{id}@");
+    let room = TAG_MAX.saturating_sub(head.chars().count());
+    let host: String = host.chars().filter(|c| *c != ',').take(room).collect();
+    format!("{head}{host}")
+}
+
+/// The rollout id and host a stack's tags name, when one of them is a marker.
+pub fn marker_in(tags: &[String]) -> Option<(String, String)> {
+    tags.iter().find_map(|t| {
+        let rest = t.strip_prefix(MARKER_PREFIX)?;
+        let (id, host) = rest.split_once('@').unwrap_or((rest, ""));
+        Some((id.to_string(), host.to_string()))
+    })
+}
+
+/// `tags` with `marker` in place of any earlier marker.
+pub fn with_marker(tags: &[String], marker: &str) -> Vec<String> {
+    let mut out: Vec<String> = tags
+        .iter()
+        .filter(|t| !t.starts_with(MARKER_PREFIX))
+        .cloned()
+        .collect();
+    out.push(marker.to_string());
+    out
+}
+
+/// Splits members (in order) into canary batches of one, then batches of `batch_size`.
+pub fn make_batches(members: &[String], options: &RolloutOptions) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let canary = options.canary.min(members.len());
+    for m in &members[..canary] {
+        out.push(vec![m.clone()]);
+    }
+    for chunk in members[canary..].chunks(options.batch_size.max(1)) {
+        out.push(chunk.to_vec());
+    }
+    out
+}
+
+/// The Heat hook every rollout sets on the members and clears one by one.
+pub const ROLLOUT_HOOK: &str = "pre-update";
+
+/// `{"resource_registry": {"resources": {"nodes": {"*": {"hooks": ["pre-update"]}}}}}`:
+/// every member stops before its update until we clear its hook (form measured on Heat 27).
+pub fn hooks_environment() -> serde_json::Value {
+    hooks_environment_for(GROUP_RESOURCE)
+}
+
+/// The same breakpoints on the members of the group at resource path `group` of the updated
+/// stack (`kube_minions`, or `roles/Compute` inside a nested stack).
+pub fn hooks_environment_for(group: &str) -> serde_json::Value {
+    registry_for_members(group, serde_json::json!({"hooks": [ROLLOUT_HOOK]}))
+}
+
+/// `{"resource_registry": {"resources": {A: {B: {"*": entry}}}}}` for the members of the group
+/// at path `A/B`: Heat's environment names a nested stack's resources by nesting maps under
+/// the resource that owns the nested stack.
+pub fn registry_for_members(group: &str, entry: serde_json::Value) -> serde_json::Value {
+    let mut inner = serde_json::json!({ "*": entry });
+    for step in group.rsplit('/').filter(|s| !s.is_empty()) {
+        let mut level = serde_json::Map::new();
+        level.insert(step.to_string(), inner);
+        inner = serde_json::Value::Object(level);
+    }
+    serde_json::json!({ "resource_registry": { "resources": inner } })
+}
+
+fn set_flags<'a>(pairs: impl Iterator<Item = (&'a String, String)>) -> String {
+    let flags: Vec<String> = pairs.map(|(k, v)| format!("--set {k}={v}")).collect();
+    flags.join(" ")
+}
+
+pub fn new_rollout_id() -> String {
+    let now = Utc::now();
+    let n: u32 = rand::random();
+    format!("r{}-{:08x}", now.format("%Y%m%dT%H%M%S"), n)
+}
+
+impl RolloutPlan {
+    pub fn new(
+        target: NodeGroupTarget,
+        stack: StackRef,
+        image: &str,
+        from_image: Option<String>,
+        members: &[String],
+        options: RolloutOptions,
+        extra_parameters: BTreeMap<String, String>,
+    ) -> RolloutPlan {
+        let mut ordered = members.to_vec();
+        ordered.sort_by(|a, b| member_order(a, b));
+        RolloutPlan {
+            id: new_rollout_id(),
+            batches: make_batches(&ordered, &options),
+            target,
+            stack,
+            image: image.to_string(),
+            from_image,
+            extra_parameters,
+            options,
+            created_at: Utc::now(),
+            since_event: None,
+            since_time: None,
+            group: None,
+            stack_tags: None,
+            started_on: None,
+        }
+    }
+
+    /// A rollout of the group `group` of an operator's stack, setting `set` (JSON text
+    /// values): no image parameter, hooks on that group's members.
+    pub fn for_group(
+        target: NodeGroupTarget,
+        stack: StackRef,
+        group: &str,
+        members: &[String],
+        options: RolloutOptions,
+        set: BTreeMap<String, String>,
+    ) -> RolloutPlan {
+        let label: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut plan =
+            RolloutPlan::new(target, stack, &label.join(" "), None, members, options, set);
+        plan.group = Some(group.to_string());
+        plan
+    }
+
+    /// The resource name of the group whose members the rollout releases.
+    pub fn group_resource(&self) -> &str {
+        self.group.as_deref().unwrap_or(GROUP_RESOURCE)
+    }
+
+    /// The `image` parameter members are compared with, for caldera's own node groups.
+    pub fn image_parameter(&self) -> Option<&str> {
+        match self.group {
+            None => Some(&self.image),
+            Some(_) => None,
+        }
+    }
+
+    /// The flags of `caldera rollout start` that carry this rollout on (`--image v2`, or
+    /// `--set k=v` for a group of an operator's stack).
+    pub fn forward_flags(&self) -> String {
+        match &self.group {
+            None => format!("--image {}", self.image),
+            Some(_) => set_flags(self.extra_parameters.iter().map(|(k, v)| (k, v.clone()))),
+        }
+    }
+
+    /// The flags that take the members back (`from_image`, else a placeholder).
+    pub fn back_flags(&self) -> String {
+        match &self.group {
+            None => format!(
+                "--image {}",
+                self.from_image.as_deref().unwrap_or("<previous image>")
+            ),
+            Some(_) => set_flags(
+                self.extra_parameters
+                    .keys()
+                    .map(|k| (k, "<previous value>".to_string())),
+            ),
+        }
+    }
+
+    /// Breakpoints on every member of the rollout's group.
+    pub fn hooks_environment(&self) -> serde_json::Value {
+        hooks_environment_for(self.group_resource())
+    }
+
+    pub fn members(&self) -> impl Iterator<Item = &String> {
+        self.batches.iter().flatten()
+    }
+
+    /// The batch a member is in (0-based).
+    pub fn batch_of(&self, member: &str) -> Option<usize> {
+        self.batches
+            .iter()
+            .position(|b| b.iter().any(|m| m == member))
+    }
+
+    /// The parameters of the starting PATCH.
+    pub fn parameters(&self) -> BTreeMap<String, serde_json::Value> {
+        let mut p: BTreeMap<String, serde_json::Value> = self
+            .extra_parameters
+            .iter()
+            .map(|(k, v)| {
+                let value = serde_json::from_str(v)
+                    .unwrap_or_else(|_| serde_json::Value::String(v.clone()));
+                (k.clone(), value)
+            })
+            .collect();
+        if let Some(image) = self.image_parameter() {
+            p.insert("image".into(), serde_json::json!(image));
+        }
+        p
+    }
+
+    pub fn start_update(&self) -> crate::api::heat::StackUpdate {
+        crate::api::heat::StackUpdate {
+            parameters: self.parameters(),
+            environment: Some(self.hooks_environment()),
+            tags: self.stack_tags.clone(),
+            existing: true,
+            ..Default::default()
+        }
+    }
+
+    /// The API calls, in order: one PATCH, then one signal per member (on the group's
+    /// nested stack, named at run time).
+    pub fn calls(&self) -> Vec<ApiCall> {
+        let mut calls = vec![ApiCall::new(
+            "PATCH",
+            stack_path(&self.stack),
+            crate::drivers::layout::update_body_text(&self.start_update()),
+        )];
+        for m in self.members() {
+            calls.push(ApiCall::new(
+                "POST",
+                format!(
+                    "/stacks/<{} nested stack>/resources/{m}/signal",
+                    self.group_resource()
+                ),
+                r#"{"unset_hook":"pre-update"}"#,
+            ));
+        }
+        calls
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        let o = &self.options;
+        let head = match &self.group {
+            None => format!(
+                "rollout {} of {}: image {} -> {}",
+                self.id,
+                self.target.label(),
+                self.from_image.as_deref().unwrap_or("?"),
+                self.image
+            ),
+            Some(g) => format!(
+                "rollout {} of {} (group {g} of stack {}): set {}",
+                self.id,
+                self.target.label(),
+                self.stack.name,
+                self.image
+            ),
+        };
+        let mut out = vec![
+            head,
+            format!(
+                "  {} nodes in {} batches (canary {}, then {} at a time); gate {:.1}s after each batch; node timeout {}s; {} on failure",
+                self.members().count(),
+                self.batches.len(),
+                o.canary,
+                o.batch_size.max(1),
+                o.gate_wait_ms as f64 / 1000.0,
+                o.node_timeout_ms / 1000,
+                if o.pause_on_failure { "pause" } else { "stop" }
+            ),
+        ];
+        for (i, b) in self.batches.iter().enumerate() {
+            out.push(format!("  batch {:>3}: {}", i + 1, b.join(", ")));
+        }
+        out.push("  API calls:".into());
+        let calls = self.calls();
+        let shown = calls.len().min(4);
+        out.extend(calls[..shown].iter().map(|c| format!("    {c}")));
+        if calls.len() > shown {
+            out.push(format!(
+                "    ... {} more signals, one per member",
+                calls.len() - shown
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_replaces_an_earlier_one_and_fits_heats_tags() {
+        let tags = vec![
+            "caldera-cluster=c1".to_string(),
+            "caldera-rollout=r1@old".to_string(),
+        ];
+        let m = marker_tag("r20261125T101010-0a0b0c0d", "jump-1");
+        assert_eq!(m, "caldera-rollout=r20261125T101010-0a0b0c0d@jump-1");
+        let new = with_marker(&tags, &m);
+        assert_eq!(new, vec!["caldera-cluster=c1".to_string(), m.clone()]);
+        assert_eq!(
+            marker_in(&new),
+            Some(("r20261125T101010-0a0b0c0d".into(), "jump-1".into()))
+        );
+        assert_eq!(marker_in(&tags[..1]), None);
+        let long = marker_tag("r20261125T101010-0a0b0c0d", &"h,".repeat(100));
+        assert_eq!(long.chars().count(), TAG_MAX);
+        assert!(!long.contains(','), "{long}");
+    }
+
+    #[test]
+    fn canaries_then_batches() {
+        let members: Vec<String> = (0..7).map(|i| i.to_string()).collect();
+        let b = make_batches(
+            &members,
+            &RolloutOptions {
+                batch_size: 2,
+                canary: 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            b,
+            vec![vec!["0"], vec!["1", "2"], vec!["3", "4"], vec!["5", "6"]]
+        );
+        let b = make_batches(
+            &members[..2],
+            &RolloutOptions {
+                batch_size: 3,
+                canary: 5,
+                ..Default::default()
+            },
+        );
+        assert_eq!(b, vec![vec!["0"], vec!["1"]]);
+    }
+
+    #[test]
+    fn patch_carries_image_extra_parameters_and_hooks() {
+        let target = NodeGroupTarget {
+            cluster: "c".into(),
+            nodegroup: "w".into(),
+            driver: crate::model::DriverKind::HeatNative,
+            stack: None,
+            cluster_id: None,
+            limits: Default::default(),
+        };
+        let stack = StackRef {
+            name: "c-w".into(),
+            id: "1".into(),
+        };
+        let mut extra = BTreeMap::new();
+        extra.insert("node_fail_index".to_string(), "3".to_string());
+        let members: Vec<String> = ["10", "2", "1"].iter().map(|s| s.to_string()).collect();
+        let plan = RolloutPlan::new(
+            target,
+            stack,
+            "img-v2",
+            Some("img-v1".into()),
+            &members,
+            RolloutOptions::default(),
+            extra,
+        );
+        assert_eq!(plan.batches, vec![vec!["1"], vec!["2"], vec!["10"]]);
+        let calls = plan.calls();
+        assert_eq!(calls.len(), 4);
+        assert_eq!(calls[0].method, "PATCH");
+        let body: serde_json::Value = serde_json::from_str(&calls[0].body).unwrap();
+        assert_eq!(body["parameters"]["image"], "img-v2");
+        assert_eq!(body["parameters"]["node_fail_index"], 3);
+        assert_eq!(
+            body["environment"]["resource_registry"]["resources"]["nodes"]["*"]["hooks"][0],
+            "pre-update"
+        );
+        assert!(plan.lines().iter().any(|l| l.contains("batch   3: 10")));
+    }
+
+    #[test]
+    fn a_group_of_an_operators_stack_sets_only_its_parameters() {
+        let target = NodeGroupTarget {
+            cluster: "mystack".into(),
+            nodegroup: "kube_minions".into(),
+            driver: crate::model::DriverKind::HeatNative,
+            stack: None,
+            cluster_id: None,
+            limits: Default::default(),
+        };
+        let stack = StackRef {
+            name: "mystack".into(),
+            id: "1".into(),
+        };
+        let mut set = BTreeMap::new();
+        set.insert("minion_image".to_string(), "\"fcos-40\"".to_string());
+        let members: Vec<String> = ["1", "0"].iter().map(|s| s.to_string()).collect();
+        let plan = RolloutPlan::for_group(
+            target,
+            stack,
+            "kube_minions",
+            &members,
+            RolloutOptions::default(),
+            set,
+        );
+        assert_eq!(plan.batches, vec![vec!["0"], vec!["1"]]);
+        let body: serde_json::Value = serde_json::from_str(&plan.calls()[0].body).unwrap();
+        assert_eq!(
+            body["parameters"],
+            serde_json::json!({"minion_image": "fcos-40"})
+        );
+        assert_eq!(
+            body["environment"]["resource_registry"]["resources"]["kube_minions"]["*"]["hooks"][0],
+            "pre-update"
+        );
+        assert!(plan.calls()[1].path.contains("<kube_minions nested stack>"));
+        assert_eq!(plan.forward_flags(), "--set minion_image=\"fcos-40\"");
+        assert_eq!(plan.back_flags(), "--set minion_image=<previous value>");
+        assert!(plan.lines()[0].contains("group kube_minions of stack mystack"));
+        // The journal's spec reads back (a restarted process reattaches with it).
+        let back: RolloutPlan =
+            serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
+        assert_eq!(back.group_resource(), "kube_minions");
+        assert_eq!(back.image_parameter(), None);
+    }
+}

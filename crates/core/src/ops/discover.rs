@@ -1,0 +1,1065 @@
+//! Node groups and where their members keep their addresses, discovered from what Heat says
+//! about a stack: its resource listings, its template (`GET .../template`, outputs with their
+//! `get_attr` expressions) and its members' templates. Nothing here knows a name we chose.
+//!
+//! - **Groups.** Every scaling group (`OS::Heat::ResourceGroup`, `OS::Heat::AutoScalingGroup`)
+//!   in the stack, or inside one of its nested stacks (not inside a group's members), is a
+//!   node group named by its resource path: `kube_minions`, `roles/Compute`. Its members (the
+//!   group's nested stack's resources) are the nodes.
+//! - **Addresses.** Per group, the member output that holds an address: named by the owner
+//!   template's outputs that read `{get_attr: [group, attr]}` (Magnum's
+//!   `kube_minions_private: {get_attr: [kube_minions, kube_minion_ip]}`), else the member
+//!   template's own outputs whose names say address. That output's expression, followed down
+//!   through nested templates, names the resource and attribute that really hold the address
+//!   (`{get_attr: [kube_minion_eth0, fixed_ips, 0, ip_address]}`, a Neutron port), which the
+//!   typed listing reads for every member in one request.
+
+use crate::api::error::ApiError;
+use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
+use crate::model::{StackRef, Status};
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// Resource types whose members are nodes.
+pub const GROUP_TYPES: [&str; 2] = ["OS::Heat::ResourceGroup", "OS::Heat::AutoScalingGroup"];
+/// Nested stacks below the named stack searched for groups (each one listing); bounds the work
+/// on a stack of many nested stacks.
+const MAX_NESTED_SEARCHED: usize = 32;
+/// Nesting levels of non-group stacks searched for groups.
+const MAX_GROUP_DEPTH: usize = 3;
+/// Template levels followed from a member's output down to the resource holding the address.
+const MAX_HOPS: usize = 4;
+/// Expression nesting looked through for `get_attr`.
+const MAX_EXPR_DEPTH: usize = 12;
+
+/// A scaling group of a stack: one node group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupShape {
+    /// Resource path from the stack asked about: `kube_minions`, `roles/Compute`. Empty when
+    /// the stack asked about is itself a group's nested stack.
+    pub path: String,
+    /// The group's resource name in its owner.
+    pub name: String,
+    pub resource_type: String,
+    pub status: Status,
+    /// The stack holding the group resource.
+    pub owner: StackRef,
+    /// The group's nested stack, whose resources are the members (none before it exists).
+    pub stack: Option<StackRef>,
+    /// Members in index order.
+    pub members: Vec<Member>,
+    /// When Heat last changed the group resource (any update of the group moves it).
+    pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+pub fn is_group_type(t: &str) -> bool {
+    GROUP_TYPES.contains(&t)
+}
+
+/// Every node group of `stack`, in resource path order.
+pub async fn discover_groups(
+    heat: &HeatClient,
+    stack: &StackRef,
+) -> Result<Vec<GroupShape>, ApiError> {
+    let depth1 = ResourceQuery {
+        nested_depth: Some(1),
+        ..Default::default()
+    };
+    let listing = heat.list_resources(stack, &depth1).await?;
+    let mut found = groups_from_listing(stack, "", &listing);
+    let mut groups = found.groups;
+    // Groups one level further down need their own listings: their members, and nested
+    // stacks that may hold groups (bounded).
+    let mut searched = 0;
+    let mut level = 1;
+    while (!found.groups_without_members.is_empty() || !found.nested_to_search.is_empty())
+        && level <= MAX_GROUP_DEPTH
+    {
+        let member_listings =
+            futures::future::join_all(found.groups_without_members.iter().map(|g| async move {
+                let listing = match &g.stack {
+                    Some(s) => heat.list_resources(s, &ResourceQuery::default()).await,
+                    None => Ok(Vec::new()),
+                };
+                (g.clone(), listing)
+            }))
+            .await;
+        for (mut g, listing) in member_listings {
+            match (&g.stack, listing) {
+                (Some(s), Ok(listing)) => g.members = members_of(&s.id, &listing),
+                // Gone or unreadable (deleted under us): shown without members.
+                (_, Err(e)) => tracing::info!("members of group {}: {e}", g.path),
+                (None, Ok(_)) => {}
+            }
+            groups.push(g);
+        }
+        let to_search: Vec<(StackRef, String)> = found
+            .nested_to_search
+            .into_iter()
+            .take(MAX_NESTED_SEARCHED.saturating_sub(searched))
+            .collect();
+        searched += to_search.len();
+        let depth1 = &depth1;
+        let listings =
+            futures::future::join_all(to_search.iter().map(|(s, prefix)| async move {
+                (s, prefix, heat.list_resources(s, depth1).await)
+            }))
+            .await;
+        let mut next = Found::default();
+        for (s, prefix, listing) in listings {
+            match listing {
+                Ok(listing) => {
+                    let mut f = groups_from_listing(s, prefix, &listing);
+                    groups.append(&mut f.groups);
+                    next.groups_without_members
+                        .append(&mut f.groups_without_members);
+                    next.nested_to_search.append(&mut f.nested_to_search);
+                }
+                // A nested stack gone or unreadable holds no group we can show.
+                Err(e) => tracing::info!("searching {} for groups: {e}", s.name),
+            }
+        }
+        found = next;
+        level += 1;
+    }
+    if groups.is_empty() {
+        if let Some(g) = stack_as_group(stack, &listing) {
+            groups.push(g);
+        }
+    }
+    groups.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(groups)
+}
+
+/// The group at `path` (exactly), or every group when `path` is `None`.
+pub fn select<'a>(groups: &'a [GroupShape], path: Option<&str>) -> Vec<&'a GroupShape> {
+    match path {
+        None => groups.iter().collect(),
+        Some(p) => {
+            let p = p.trim_matches('/');
+            groups.iter().filter(|g| g.path == p).collect()
+        }
+    }
+}
+
+#[derive(Default)]
+struct Found {
+    groups: Vec<GroupShape>,
+    /// Groups found one level down: their members are not in the listing yet.
+    groups_without_members: Vec<GroupShape>,
+    /// Nested stacks one level down (not groups, not group members) to search next, with the
+    /// path prefix of their resources.
+    nested_to_search: Vec<(StackRef, String)>,
+}
+
+fn is_top(stack: &StackRef, r: &ResourceInfo) -> bool {
+    r.resource.owner.as_ref().is_none_or(|o| o.id == stack.id)
+}
+
+fn owned_by<'a>(
+    stack_id: &'a str,
+    listing: &'a [ResourceInfo],
+) -> impl Iterator<Item = &'a ResourceInfo> + 'a {
+    listing
+        .iter()
+        .filter(move |r| r.resource.owner.as_ref().is_some_and(|o| o.id == stack_id))
+}
+
+fn members_of(group_stack_id: &str, listing: &[ResourceInfo]) -> Vec<Member> {
+    let mut members: Vec<Member> = owned_by(group_stack_id, listing)
+        .map(Member::from_resource)
+        .collect();
+    // A listing of the group stack itself (depth 0) may carry no owner links.
+    if members.is_empty() {
+        members = listing
+            .iter()
+            .filter(|r| r.resource.owner.is_none())
+            .map(Member::from_resource)
+            .collect();
+    }
+    sort_members(&mut members);
+    members
+}
+
+pub(crate) fn sort_members(members: &mut [Member]) {
+    members.sort_by(|a, b| {
+        (a.index.is_none(), a.index, &a.name).cmp(&(b.index.is_none(), b.index, &b.name))
+    });
+}
+
+/// Groups among the top resources of a `nested_depth=1` listing of `stack`, and what is left
+/// to search one level down.
+fn groups_from_listing(stack: &StackRef, prefix: &str, listing: &[ResourceInfo]) -> Found {
+    let mut found = Found::default();
+    for r in listing.iter().filter(|r| is_top(stack, r)) {
+        let path = format!("{prefix}{}", r.resource.name);
+        if is_group_type(&r.resource.resource_type) {
+            let members = r
+                .resource
+                .nested
+                .as_ref()
+                .map(|g| members_of_depth1(&g.id, listing))
+                .unwrap_or_default();
+            found
+                .groups
+                .push(group(stack, path, &r.resource.name, r, members));
+            continue;
+        }
+        let Some(nested) = &r.resource.nested else {
+            continue;
+        };
+        // A plain nested stack: its own resources are in this listing.
+        for c in owned_by(&nested.id, listing) {
+            let child_path = format!("{path}/{}", c.resource.name);
+            if is_group_type(&c.resource.resource_type) {
+                found.groups_without_members.push(group(
+                    nested,
+                    child_path,
+                    &c.resource.name,
+                    c,
+                    Vec::new(),
+                ));
+            } else if let Some(n) = &c.resource.nested {
+                found
+                    .nested_to_search
+                    .push((n.clone(), format!("{child_path}/")));
+            }
+        }
+    }
+    found
+}
+
+fn members_of_depth1(group_stack_id: &str, listing: &[ResourceInfo]) -> Vec<Member> {
+    let mut members: Vec<Member> = owned_by(group_stack_id, listing)
+        .map(Member::from_resource)
+        .collect();
+    sort_members(&mut members);
+    members
+}
+
+fn group(
+    owner: &StackRef,
+    path: String,
+    name: &str,
+    r: &ResourceInfo,
+    members: Vec<Member>,
+) -> GroupShape {
+    GroupShape {
+        path,
+        name: name.to_string(),
+        resource_type: r.resource.resource_type.clone(),
+        status: r.resource.status.clone(),
+        owner: owner.clone(),
+        stack: r.resource.nested.clone(),
+        members,
+        updated_at: r.resource.updated_at,
+    }
+}
+
+/// A stack with no group but whose resources are all nested stacks of one type is itself a
+/// group's nested stack (someone named the group's stack directly): its resources are the
+/// members.
+fn stack_as_group(stack: &StackRef, listing: &[ResourceInfo]) -> Option<GroupShape> {
+    let top: Vec<&ResourceInfo> = listing.iter().filter(|r| is_top(stack, r)).collect();
+    let first = top.first()?;
+    let one_type = top
+        .iter()
+        .all(|r| r.resource.resource_type == first.resource.resource_type);
+    if !one_type || top.iter().any(|r| r.resource.nested.is_none()) {
+        return None;
+    }
+    let mut members: Vec<Member> = top.iter().map(|r| Member::from_resource(r)).collect();
+    sort_members(&mut members);
+    Some(GroupShape {
+        path: String::new(),
+        name: stack.name.clone(),
+        resource_type: first.resource.resource_type.clone(),
+        status: first.resource.status.clone(),
+        owner: stack.clone(),
+        stack: Some(stack.clone()),
+        members,
+        updated_at: first.resource.updated_at,
+    })
+}
+
+// ---- where the addresses live ----
+
+/// One step into an attribute's value: a list index or a map key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathStep {
+    Index(usize),
+    Key(String),
+}
+
+/// A template resource between a member stack and the address resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hop {
+    pub name: String,
+    pub resource_type: String,
+}
+
+/// The resource and attribute holding each member's address, for the typed listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypedAddress {
+    /// Nested template resources from the member stack down to the address resource.
+    pub hops: Vec<Hop>,
+    pub resource_name: String,
+    pub resource_type: String,
+    pub attribute: String,
+    /// Steps into the attribute's value (`fixed_ips` -> `0` -> `ip_address`).
+    pub path: Vec<PathStep>,
+}
+
+impl TypedAddress {
+    /// Nesting depth of the address resource below the group's stack.
+    pub fn depth(&self) -> u32 {
+        u32::try_from(self.hops.len()).unwrap_or(u32::MAX - 1) + 1
+    }
+}
+
+/// Where a group's member addresses are read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddressPlan {
+    /// The member stacks' output holding the address(es).
+    pub output_key: Option<String>,
+    /// The resource holding it, for the typed listing.
+    pub typed: Option<TypedAddress>,
+    /// What was looked at, for the one line shown when nothing was found.
+    pub tried: Vec<String>,
+    /// An output of the group's owner stack that is the member output over the whole group
+    /// (`kube_minions_private: {get_attr: [kube_minions, kube_minion_ip]}`): one request
+    /// for every address when Heat has resolved it before (`crate::ops::warm_outputs`).
+    pub aggregate: Option<Aggregate>,
+}
+
+/// An aggregate output and how its value lines up with the members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aggregate {
+    pub key: String,
+    /// `true`: a map keyed by member name (`[group, attributes, attr]`, an
+    /// AutoScalingGroup's `[group, outputs, attr]`); `false`: a ResourceGroup's list in
+    /// member index order (`[group, attr]`).
+    pub by_name: bool,
+}
+
+impl AddressPlan {
+    pub fn is_empty(&self) -> bool {
+        self.output_key.is_none() && self.typed.is_none()
+    }
+
+    /// One line: where addresses are read, or what was tried.
+    pub fn describe(&self) -> String {
+        match (&self.output_key, &self.typed) {
+            (None, None) => format!("no address found: {}", self.tried.join("; ")),
+            (key, typed) => {
+                let mut parts = Vec::new();
+                if let Some(k) = key {
+                    parts.push(format!("member output '{k}'"));
+                }
+                if let Some(t) = typed {
+                    let mut at: Vec<&str> = t.hops.iter().map(|h| h.name.as_str()).collect();
+                    at.push(&t.resource_name);
+                    let mut attribute = vec![t.attribute.clone()];
+                    attribute.extend(t.path.iter().map(|s| match s {
+                        PathStep::Index(i) => i.to_string(),
+                        PathStep::Key(k) => k.clone(),
+                    }));
+                    parts.push(format!(
+                        "{} ({}) attribute {}",
+                        at.join("/"),
+                        t.resource_type,
+                        attribute.join("/")
+                    ));
+                }
+                parts.join(", ")
+            }
+        }
+    }
+}
+
+/// Works out where `group`'s members keep their addresses. `output_key` (the operator's
+/// override) wins over anything found; it is still followed to its resource for the typed
+/// listing. Errors reading templates become lines in `tried`.
+pub async fn plan_addresses(
+    heat: &HeatClient,
+    group: &GroupShape,
+    output_key: Option<&str>,
+) -> AddressPlan {
+    let mut plan = AddressPlan::default();
+    let Some(member_stack) = group.members.iter().find_map(|m| m.stack.clone()) else {
+        plan.tried
+            .push(format!("group {} has no member stack", label(group)));
+        if let Some(k) = output_key {
+            plan.output_key = Some(k.to_string());
+        }
+        return plan;
+    };
+    let (owner_template, member_template) = futures::join!(
+        async {
+            if output_key.is_some() {
+                None
+            } else {
+                Some(heat.get_template(&group.owner).await)
+            }
+        },
+        heat.get_template(&member_stack)
+    );
+    let member_template = match member_template {
+        Ok(t) => t,
+        Err(e) => {
+            plan.tried.push(format!("member template: {e}"));
+            plan.output_key = output_key.map(str::to_string);
+            return plan;
+        }
+    };
+    let member_outputs = outputs_of(&member_template);
+    let mut owner_outputs = None;
+    let chosen = match output_key {
+        Some(k) => Some(k.to_string()),
+        None => {
+            let from_parent = match owner_template {
+                Some(Ok(t)) => {
+                    let attrs = member_attrs_read_by_parent(&t, &group.name);
+                    owner_outputs = Some(t);
+                    attrs
+                }
+                Some(Err(e)) => {
+                    plan.tried
+                        .push(format!("template of {}: {e}", group.owner.name));
+                    Vec::new()
+                }
+                None => Vec::new(),
+            };
+            let keys: Vec<&str> = member_outputs.keys().map(String::as_str).collect();
+            let choice = choose_output(&from_parent, &keys);
+            if choice.is_none() {
+                plan.tried.push(format!(
+                    "outputs of {} reading the group: {}",
+                    group.owner.name,
+                    list_or_none(&from_parent)
+                ));
+                plan.tried.push(format!(
+                    "member outputs: {}",
+                    list_or_none(&keys.iter().map(|k| k.to_string()).collect::<Vec<_>>())
+                ));
+            }
+            choice
+        }
+    };
+    let Some(key) = chosen else {
+        return plan;
+    };
+    plan.typed = follow_output(heat, &member_stack, &member_template, &key).await;
+    plan.aggregate = owner_outputs.and_then(|t| aggregate_output(&t, group, &key));
+    plan.output_key = Some(key);
+    plan
+}
+
+/// The owner template's output whose whole value is member output `attr` over `group`, in a
+/// shape whose entries can be matched to members (see [`Aggregate`]).
+pub fn aggregate_output(template: &Value, group: &GroupShape, attr: &str) -> Option<Aggregate> {
+    let resource_group = group.resource_type == "OS::Heat::ResourceGroup";
+    let mut found: Vec<(String, Aggregate)> = outputs_of(template)
+        .iter()
+        .filter_map(|(key, out)| {
+            let value = out.get("value").or_else(|| out.get("Value"))?;
+            let args = value
+                .get("get_attr")
+                .or_else(|| value.get("Fn::GetAtt"))?
+                .as_array()?;
+            if value.as_object().map(|o| o.len()) != Some(1) {
+                return None;
+            }
+            let args: Vec<&str> = args.iter().map(Value::as_str).collect::<Option<_>>()?;
+            let by_name = match args.as_slice() {
+                [g, a] if *g == group.name && *a == attr && resource_group => false,
+                [g, "attributes", a] if *g == group.name && *a == attr && resource_group => true,
+                [g, "outputs", a] if *g == group.name && *a == attr && !resource_group => true,
+                _ => return None,
+            };
+            Some((
+                key.clone(),
+                Aggregate {
+                    key: key.clone(),
+                    by_name,
+                },
+            ))
+        })
+        .collect();
+    // Several: the keyed one first, then by name, so the choice does not depend on map order.
+    found.sort_by(|a, b| (!a.1.by_name, &a.0).cmp(&(!b.1.by_name, &b.0)));
+    found.into_iter().next().map(|(_, a)| a)
+}
+
+fn label(group: &GroupShape) -> String {
+    if group.path.is_empty() {
+        group.name.clone()
+    } else {
+        group.path.clone()
+    }
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Follows the member output `key` down to a resource that is not a nested template: the
+/// typed listing's target. `None` when the output is not a plain `get_attr` chain.
+async fn follow_output(
+    heat: &HeatClient,
+    member_stack: &StackRef,
+    member_template: &Value,
+    key: &str,
+) -> Option<TypedAddress> {
+    let mut hops = Vec::new();
+    let mut stack = member_stack.clone();
+    let mut template = member_template.clone();
+    let mut key = key.to_string();
+    let mut outer_path: Vec<PathStep> = Vec::new();
+    for _ in 0..MAX_HOPS {
+        let value = output_value(&template, &key)?;
+        let (resource, attribute, mut path) = direct_get_attr(value)?;
+        let rtype = resource_type_in(&template, &resource)?;
+        path.append(&mut outer_path);
+        if !is_template_type(&rtype) {
+            return Some(TypedAddress {
+                hops,
+                resource_name: resource,
+                resource_type: rtype,
+                attribute,
+                path,
+            });
+        }
+        // A nested template: the attribute is one of its outputs. Read that stack's template.
+        let inner = heat
+            .get_resource(&stack, &resource)
+            .await
+            .ok()?
+            .resource
+            .nested?;
+        template = heat.get_template(&inner).await.ok()?;
+        hops.push(Hop {
+            name: resource,
+            resource_type: rtype,
+        });
+        stack = inner;
+        key = attribute;
+        outer_path = path;
+    }
+    None
+}
+
+/// A resource type that is itself a template (a nested stack).
+pub fn is_template_type(t: &str) -> bool {
+    let lower = t.to_ascii_lowercase();
+    t == "OS::Heat::Stack"
+        || lower.ends_with(".yaml")
+        || lower.ends_with(".yml")
+        || lower.ends_with(".template")
+        || lower.ends_with(".json")
+        || lower.contains("://")
+}
+
+/// The outputs map of a template (HOT `outputs`, CFN `Outputs`).
+pub fn outputs_of(template: &Value) -> serde_json::Map<String, Value> {
+    template
+        .get("outputs")
+        .or_else(|| template.get("Outputs"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn output_value<'a>(template: &'a Value, key: &str) -> Option<&'a Value> {
+    let out = template
+        .get("outputs")
+        .or_else(|| template.get("Outputs"))?
+        .get(key)?;
+    out.get("value").or_else(|| out.get("Value"))
+}
+
+fn resource_type_in(template: &Value, resource: &str) -> Option<String> {
+    let r = template
+        .get("resources")
+        .or_else(|| template.get("Resources"))?
+        .get(resource)?;
+    r.get("type")
+        .or_else(|| r.get("Type"))?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// `{get_attr: [resource, attribute, path...]}` (or `Fn::GetAtt`) as the whole expression.
+fn direct_get_attr(value: &Value) -> Option<(String, String, Vec<PathStep>)> {
+    let args = value
+        .get("get_attr")
+        .or_else(|| value.get("Fn::GetAtt"))?
+        .as_array()?;
+    let resource = args.first()?.as_str()?.to_string();
+    let mut rest = args[1..].iter();
+    let attribute = match rest.next()? {
+        Value::String(s) => s.clone(),
+        _ => return None,
+    };
+    let mut path = Vec::new();
+    for step in rest {
+        path.push(match step {
+            Value::Number(n) => PathStep::Index(usize::try_from(n.as_u64()?).ok()?),
+            Value::String(s) => match s.parse::<usize>() {
+                Ok(i) => PathStep::Index(i),
+                Err(_) => PathStep::Key(s.clone()),
+            },
+            // A computed path step (another function): not followable.
+            _ => return None,
+        });
+    }
+    Some((resource, attribute, path))
+}
+
+/// Every `get_attr` argument list anywhere in an expression (bounded depth).
+fn get_attrs_in<'a>(value: &'a Value, out: &mut Vec<&'a [Value]>, depth: usize) {
+    if depth > MAX_EXPR_DEPTH {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                if k == "get_attr" || k == "Fn::GetAtt" {
+                    if let Some(args) = v.as_array() {
+                        out.push(args);
+                    }
+                }
+                get_attrs_in(v, out, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                get_attrs_in(v, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Member outputs the template's outputs read through the group `group`:
+/// `{get_attr: [group, attr]}`, `[group, attributes, attr]` (ResourceGroup),
+/// `[group, outputs_list, attr]` (AutoScalingGroup), `[group, resource.0, attr]`,
+/// `[group, resource.0.attr]`. In the order the outputs come (Heat's template map order),
+/// without repeats.
+pub fn member_attrs_read_by_parent(template: &Value, group: &str) -> Vec<String> {
+    let mut calls = Vec::new();
+    let outputs = outputs_of(template);
+    for out in outputs.values() {
+        get_attrs_in(out, &mut calls, 0);
+    }
+    let mut attrs: Vec<String> = Vec::new();
+    for args in calls {
+        if args.first().and_then(Value::as_str) != Some(group) {
+            continue;
+        }
+        let Some(attr) = member_attr(&args[1..]) else {
+            continue;
+        };
+        if !attrs.contains(&attr) {
+            attrs.push(attr);
+        }
+    }
+    attrs
+}
+
+fn member_attr(args: &[Value]) -> Option<String> {
+    let first = args.first()?.as_str()?;
+    match first {
+        "attributes" | "outputs" | "outputs_list" => args.get(1)?.as_str().map(str::to_string),
+        "refs" | "refs_map" | "removed_rsrc_list" | "current_size" => None,
+        s if s.starts_with("resource.") => {
+            // `resource.0.attr` or `resource.0` followed by the attribute.
+            let mut parts = s.splitn(3, '.');
+            parts.next();
+            parts.next();
+            match parts.next() {
+                Some(attr) if !attr.is_empty() => Some(attr.to_string()),
+                _ => args.get(1)?.as_str().map(str::to_string),
+            }
+        }
+        s => Some(s.to_string()),
+    }
+}
+
+/// How much an output's name says "address": 0 = not at all.
+fn address_score(name: &str) -> u8 {
+    let n = name.to_ascii_lowercase();
+    let says_address = n.contains("ip") || n.contains("addr") || n.contains("address");
+    if !says_address {
+        return 0;
+    }
+    // The node's own (private) address first; external ones are still addresses.
+    if ["external", "floating", "public"]
+        .iter()
+        .any(|w| n.contains(w))
+    {
+        1
+    } else {
+        2
+    }
+}
+
+/// The member output holding the address: one the parent reads through the group (best named
+/// first, then in the parent's order), else a member output whose name says address.
+pub fn choose_output(read_by_parent: &[String], member_outputs: &[&str]) -> Option<String> {
+    let exists = |k: &str| member_outputs.is_empty() || member_outputs.contains(&k);
+    let from_parent = read_by_parent
+        .iter()
+        .filter(|a| exists(a) && address_score(a) > 0)
+        .max_by_key(|a| {
+            (
+                address_score(a),
+                std::cmp::Reverse(read_by_parent.iter().position(|x| x == *a)),
+            )
+        });
+    if let Some(a) = from_parent {
+        return Some(a.clone());
+    }
+    let mut own: Vec<&str> = member_outputs
+        .iter()
+        .copied()
+        .filter(|k| address_score(k) > 0)
+        .collect();
+    own.sort_by_key(|k| (std::cmp::Reverse(address_score(k)), k.len(), k.to_string()));
+    own.first().map(|k| k.to_string())
+}
+
+/// Applies `path` to an attribute value (a JSON string is parsed first).
+pub fn value_at<'a>(value: &'a Value, path: &[PathStep]) -> Option<std::borrow::Cow<'a, Value>> {
+    use std::borrow::Cow;
+    let mut current: Cow<'a, Value> = Cow::Borrowed(value);
+    for step in path {
+        if let Value::String(s) = current.as_ref() {
+            if let Some(parsed) = parse_json_text(s) {
+                current = Cow::Owned(parsed);
+            }
+        }
+        current = match (current, step) {
+            (Cow::Borrowed(v), PathStep::Index(i)) => Cow::Borrowed(v.get(*i)?),
+            (Cow::Borrowed(v), PathStep::Key(k)) => Cow::Borrowed(v.get(k.as_str())?),
+            (Cow::Owned(v), PathStep::Index(i)) => Cow::Owned(v.get(*i)?.clone()),
+            (Cow::Owned(v), PathStep::Key(k)) => Cow::Owned(v.get(k.as_str())?.clone()),
+        };
+    }
+    Some(current)
+}
+
+/// Maps nested stack ids to the member owning them, level by level, from typed listings of
+/// each hop (`nested_depth = level`): the address resource's owner stack then names its
+/// member however deep it sits.
+pub fn member_of_stacks(
+    members: &HashMap<String, String>,
+    hop_listings: &[Vec<ResourceInfo>],
+) -> HashMap<String, String> {
+    let mut known = members.clone();
+    for listing in hop_listings {
+        let mut next = HashMap::new();
+        for r in listing {
+            let (Some(owner), Some(nested)) = (&r.resource.owner, &r.resource.nested) else {
+                continue;
+            };
+            if let Some(member) = known.get(&owner.id) {
+                next.insert(nested.id.clone(), member.clone());
+            }
+        }
+        known = next;
+    }
+    known
+}
+
+/// One member of a node group (a scaling group member with its own nested stack).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    /// Resource name in the group (`"0"`, `"1"`, ...); in a stream over several groups,
+    /// prefixed with the group's path (`"kube_minions/0"`) so it is unique in the stream.
+    pub name: String,
+    pub index: Option<u32>,
+    pub stack: Option<StackRef>,
+    pub status: Status,
+    pub status_reason: Option<String>,
+    /// When the member's resource last changed status.
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Resource path of the member's group (`kube_minions`, `roles/Compute`; empty when the
+    /// stack asked about is itself the group's stack).
+    pub group: String,
+}
+
+impl Member {
+    pub fn from_resource(r: &ResourceInfo) -> Member {
+        Member {
+            name: r.resource.name.clone(),
+            index: r.resource.name.parse().ok(),
+            stack: r.resource.nested.clone(),
+            status: r.resource.status.clone(),
+            status_reason: r.resource.status_reason.clone(),
+            since: r.resource.updated_at.or(r.created_at),
+            group: String::new(),
+        }
+    }
+
+    /// Still being created (or not yet started): no address yet is not a failure.
+    pub fn is_pending(&self) -> bool {
+        !self.status.is_failed()
+            && (self.status.is_in_progress()
+                || self.status.action == "INIT"
+                || self.stack.is_none())
+    }
+}
+
+/// Largest JSON text inside a value that is parsed (for addresses, for outputs).
+const MAX_JSON_TEXT: usize = 64 * 1024;
+
+/// Parses a JSON object or list held in a string value (bounded); `None` for anything else.
+pub fn parse_json_text(s: &str) -> Option<serde_json::Value> {
+    let t = s.trim();
+    if t.len() > MAX_JSON_TEXT || !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str(t).ok()
+}
+
+
+#[cfg(test)]
+mod tests {
+
+    #[test]
+    fn the_aggregate_output_is_the_member_output_over_the_group() {
+        let template = json!({"outputs": {
+            "kube_minions_private": {"value": {"get_attr": ["kube_minions", "kube_minion_ip"]}},
+            "kube_minions": {"value": {"get_attr": ["kube_minions", "kube_minion_external_ip"]}},
+            "joined": {"value": {"list_join": [",", {"get_attr": ["kube_minions", "kube_minion_ip"]}]}},
+            "by_name": {"value": {"get_attr": ["kube_minions", "attributes", "kube_minion_ip"]}},
+            "asg": {"value": {"get_attr": ["pool", "outputs", "addr"]}},
+            "asg_list": {"value": {"get_attr": ["pool", "outputs_list", "addr"]}}
+        }});
+        let mut rg = GroupShape {
+            path: "kube_minions".into(),
+            name: "kube_minions".into(),
+            resource_type: "OS::Heat::ResourceGroup".into(),
+            status: crate::model::Status::parse("CREATE_COMPLETE"),
+            owner: StackRef {
+                name: "c".into(),
+                id: "c".into(),
+            },
+            stack: None,
+            members: Vec::new(),
+            updated_at: None,
+        };
+        // The keyed form wins over the list; a wrapped value (list_join) is no aggregate.
+        assert_eq!(
+            aggregate_output(&template, &rg, "kube_minion_ip"),
+            Some(Aggregate {
+                key: "by_name".into(),
+                by_name: true
+            })
+        );
+        let list_only = json!({"outputs": {
+            "kube_minions_private": {"value": {"get_attr": ["kube_minions", "kube_minion_ip"]}}
+        }});
+        assert_eq!(
+            aggregate_output(&list_only, &rg, "kube_minion_ip"),
+            Some(Aggregate {
+                key: "kube_minions_private".into(),
+                by_name: false
+            })
+        );
+        assert_eq!(aggregate_output(&list_only, &rg, "other"), None);
+        // An AutoScalingGroup's list has no member order to trust; its map does.
+        rg.name = "pool".into();
+        rg.resource_type = "OS::Heat::AutoScalingGroup".into();
+        assert_eq!(
+            aggregate_output(&template, &rg, "addr"),
+            Some(Aggregate {
+                key: "asg".into(),
+                by_name: true
+            })
+        );
+    }
+    use super::*;
+    use crate::model::StackResource;
+    use serde_json::json;
+
+    fn sref(id: &str) -> StackRef {
+        StackRef {
+            name: format!("{id}-name"),
+            id: id.into(),
+        }
+    }
+
+    fn res(name: &str, rtype: &str, owner: &str, nested: Option<&str>) -> ResourceInfo {
+        ResourceInfo {
+            resource: StackResource {
+                name: name.into(),
+                logical_id: name.into(),
+                physical_id: nested.map(str::to_string),
+                resource_type: rtype.into(),
+                status: Status::parse("CREATE_COMPLETE"),
+                status_reason: None,
+                updated_at: None,
+                owner: Some(sref(owner)),
+                nested: nested.map(sref),
+                parent_resource: None,
+                required_by: vec![],
+            },
+            created_at: None,
+            attributes: None,
+        }
+    }
+
+    #[test]
+    fn every_group_is_found_none_preferred() {
+        // Magnum's layout: two groups in the cluster stack, plus plain nested stacks.
+        let root = sref("root");
+        let listing = vec![
+            res("network", "lib/network.yaml", "root", Some("net")),
+            res("private_network", "OS::Neutron::Net", "net", None),
+            res(
+                "kube_masters",
+                "OS::Heat::ResourceGroup",
+                "root",
+                Some("gm"),
+            ),
+            res(
+                "kube_minions",
+                "OS::Heat::ResourceGroup",
+                "root",
+                Some("gw"),
+            ),
+            res("0", "kubemaster.yaml", "gm", Some("m0")),
+            res("1", "kubeminion.yaml", "gw", Some("w1")),
+            res("0", "kubeminion.yaml", "gw", Some("w0")),
+            res("10", "kubeminion.yaml", "gw", Some("w10")),
+            res("2", "kubeminion.yaml", "gw", Some("w2")),
+        ];
+        let found = groups_from_listing(&root, "", &listing);
+        let paths: Vec<&str> = found.groups.iter().map(|g| g.path.as_str()).collect();
+        assert_eq!(paths, vec!["kube_masters", "kube_minions"]);
+        let workers: Vec<&str> = found.groups[1]
+            .members
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect();
+        assert_eq!(workers, vec!["0", "1", "2", "10"]);
+        assert!(found.nested_to_search.is_empty());
+    }
+
+    #[test]
+    fn a_group_in_a_nested_stack_is_named_by_its_path() {
+        let root = sref("root");
+        let listing = vec![
+            res("roles", "roles.yaml", "root", Some("r")),
+            res("Compute", "OS::Heat::ResourceGroup", "r", Some("gc")),
+            res("deep", "deep.yaml", "r", Some("d")),
+            res("plain", "OS::Heat::None", "root", None),
+        ];
+        let found = groups_from_listing(&root, "", &listing);
+        assert!(found.groups.is_empty());
+        assert_eq!(found.groups_without_members.len(), 1);
+        assert_eq!(found.groups_without_members[0].path, "roles/Compute");
+        assert_eq!(found.groups_without_members[0].owner.id, "r");
+        assert_eq!(
+            found.nested_to_search,
+            vec![(sref("d"), "roles/deep/".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_group_stack_named_directly_is_its_own_group() {
+        let gs = sref("gs");
+        let listing = vec![
+            res("1", "node.yaml", "gs", Some("n1")),
+            res("0", "node.yaml", "gs", Some("n0")),
+            res("server", "OS::Heat::None", "n0", None),
+        ];
+        let g = stack_as_group(&gs, &listing).expect("a group");
+        assert_eq!(g.members.len(), 2);
+        assert_eq!(g.members[0].name, "0");
+        // A plain stack with mixed resources is not a group.
+        let plain = vec![
+            res("a", "node.yaml", "gs", Some("n1")),
+            res("b", "OS::Heat::None", "gs", None),
+        ];
+        assert!(stack_as_group(&gs, &plain).is_none());
+    }
+
+    #[test]
+    fn parent_outputs_name_the_member_output() {
+        // As in Magnum's kubecluster.yaml.
+        let t = json!({"outputs": {
+            "api_address": {"value": {"str_replace": {"template": "https://x", "params": {"x": {"get_attr": ["api_lb", "address"]}}}}},
+            "kube_masters_private": {"value": {"get_attr": ["kube_masters", "kube_master_ip"]}},
+            "kube_masters": {"value": {"get_attr": ["kube_masters", "kube_master_external_ip"]}},
+            "kube_minions_private": {"value": {"get_attr": ["kube_minions", "kube_minion_ip"]}},
+            "kube_minions": {"value": {"get_attr": ["kube_minions", "kube_minion_external_ip"]}},
+            "refs": {"value": {"get_attr": ["kube_minions", "refs"]}},
+            "asg": {"value": {"get_attr": ["pool", "outputs_list", "addr"]}},
+            "one": {"value": {"get_attr": ["kube_minions", "resource.0.kube_minion_ip"]}}
+        }});
+        let read = member_attrs_read_by_parent(&t, "kube_minions");
+        let mut sorted = read.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec!["kube_minion_external_ip", "kube_minion_ip"]);
+        assert_eq!(member_attrs_read_by_parent(&t, "pool"), vec!["addr"]);
+        let member = ["kube_minion_ip", "kube_minion_external_ip", "OS::stack_id"];
+        assert_eq!(
+            choose_output(&read, &member).as_deref(),
+            Some("kube_minion_ip")
+        );
+        // The parent reading an output the members do not have does not count.
+        assert_eq!(
+            choose_output(&["nope_ip".into()], &member).as_deref(),
+            Some("kube_minion_ip")
+        );
+        // Nothing says address: nothing chosen.
+        assert_eq!(choose_output(&[], &["name", "OS::stack_id"]), None);
+    }
+
+    #[test]
+    fn get_attr_paths_are_read() {
+        let v = json!({"get_attr": ["kube_minion_eth0", "fixed_ips", 0, "ip_address"]});
+        assert_eq!(
+            direct_get_attr(&v),
+            Some((
+                "kube_minion_eth0".to_string(),
+                "fixed_ips".to_string(),
+                vec![PathStep::Index(0), PathStep::Key("ip_address".into())]
+            ))
+        );
+        assert_eq!(direct_get_attr(&json!({"list_join": [",", []]})), None);
+        let fixed = json!([{"subnet_id": "s", "ip_address": "10.0.0.5"}]);
+        let path = [PathStep::Index(0), PathStep::Key("ip_address".into())];
+        assert_eq!(
+            value_at(&fixed, &path).unwrap().as_ref(),
+            &json!("10.0.0.5")
+        );
+        let text = json!("{\"net\": {\"ip\": \"10.1.0.3\"}}");
+        let path = [PathStep::Key("net".into()), PathStep::Key("ip".into())];
+        assert_eq!(value_at(&text, &path).unwrap().as_ref(), &json!("10.1.0.3"));
+    }
+
+    #[test]
+    fn hop_listings_map_deep_stacks_to_members() {
+        let members: HashMap<String, String> = [
+            ("m0".to_string(), "0".to_string()),
+            ("m1".to_string(), "1".to_string()),
+        ]
+        .into();
+        let hop1 = vec![
+            res("inner", "inner.yaml", "m0", Some("i0")),
+            res("inner", "inner.yaml", "m1", Some("i1")),
+        ];
+        let hop2 = vec![res("deeper", "deeper.yaml", "i1", Some("d1"))];
+        let map = member_of_stacks(&members, &[hop1, hop2]);
+        assert_eq!(map.get("d1").map(String::as_str), Some("1"));
+        assert_eq!(map.len(), 1);
+    }
+}

@@ -1,0 +1,253 @@
+//! Steering a rollout from outside its engine, shared by the headless `caldera rollout`
+//! commands and the console's operator: finding the rollout under way on a node group,
+//! the engine's options for it, and asking for a control (an abort with its Heat cancel).
+
+use super::engine::{
+    self, find_active, plan_from_heat, AbortMode, Control, EngineOptions, RolloutHandle,
+};
+use super::lock::{self, Holder, LockState};
+use super::{RolloutOptions, RolloutPlan};
+use crate::api::heat::HeatClient;
+use crate::drivers::actions::ActionContext;
+use crate::drivers::guard::Reach;
+use crate::drivers::NodeGroupTarget;
+use crate::journal::{Entry, Outcome};
+use crate::lifecycle::ActionsConfig;
+use crate::model::DriverKind;
+use crate::report::{ErrorKind, ServiceError, ServiceResult};
+use std::time::Duration;
+
+/// Shortest time between two looks at Heat: faster only loads Heat, it does not finish sooner.
+const MIN_POLL: Duration = Duration::from_millis(100);
+
+/// The engine's options for a rollout of `target`: its poll interval and the operator's
+/// lifecycle hooks for that cluster on `cloud`.
+pub fn engine_options(
+    config: &ActionsConfig,
+    cloud: &str,
+    target: &NodeGroupTarget,
+    poll: Duration,
+) -> EngineOptions {
+    EngineOptions {
+        poll: poll.max(MIN_POLL),
+        hooks: config.hooks_for(cloud, &target.cluster),
+        ..Default::default()
+    }
+}
+
+/// The rollout under way on `target`: the newest unfinished one in the journal (ours, even
+/// from before a restart), else, when the node group's stack is in progress or failed,
+/// the one Heat shows (another operator's). `None` when nothing is under way. Magnum node
+/// groups have no rollouts of ours: Magnum runs their upgrades.
+pub async fn find_rollout(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    target: &NodeGroupTarget,
+) -> ServiceResult<Option<RolloutPlan>> {
+    if target.driver != DriverKind::HeatNative {
+        return Ok(None);
+    }
+    if let Some(plan) = find_active(&ctx.journal, &target.label())? {
+        return Ok(Some(plan));
+    }
+    let Some(stack) = &target.stack else {
+        return Ok(None);
+    };
+    let detail = heat
+        .get_stack(stack, false)
+        .await
+        .map_err(crate::report::ServiceError::from)?;
+    let status = &detail.summary.status;
+    if !status.is_in_progress() && !status.is_failed() {
+        return Ok(None);
+    }
+    // Another operator's rollout holds its members on `pre-update` hooks; an update nobody
+    // drives that way (a plain PATCH from the CLI or Horizon) is not a rollout to take over:
+    // the console observes it instead, and never releases hooks it did not set.
+    let hooked = crate::ops::hooks::hook_used_since(
+        heat,
+        stack,
+        super::plan::ROLLOUT_HOOK,
+        detail.summary.updated_at,
+    )
+    .await
+    .map_err(crate::report::ServiceError::from)?;
+    if !hooked {
+        return Ok(None);
+    }
+    Ok(Some(
+        plan_from_heat(heat, target, RolloutOptions::default()).await?,
+    ))
+}
+
+/// Who drives `plan` on this machine: the live holder of its driver lock, or none (and
+/// the last one, when there was one).
+pub fn driver(ctx: &ActionContext, plan: &RolloutPlan) -> LockState {
+    lock::probe(&lock::lock_dir(ctx.journal.path()), &plan.target.label())
+}
+
+/// How a request that no engine would read is refused (the CLI's exit status tells it).
+pub const NOBODY_DRIVES: &str = "no process on this machine drives";
+
+fn nobody_drives(plan: &RolloutPlan, last: Option<Holder>, what: &str) -> ServiceError {
+    let last = last
+        .map(|h| {
+            format!(
+                " (last driver: pid {} on {}, last seen {})",
+                h.pid, h.host, h.last_seen
+            )
+        })
+        .unwrap_or_default();
+    ServiceError::new(
+        ErrorKind::Refused,
+        format!(
+            "{NOBODY_DRIVES} rollout {} of {}{last}: nothing is being \
+             released, {what}. A driver on another machine cannot be reached through this \
+             machine's journal; `caldera rollout resume` drives it from here",
+            plan.id,
+            plan.target.label()
+        ),
+    )
+}
+
+/// Asks whoever drives `plan` for `control`, after the guard rails. The live driver on this
+/// machine gets it through the journal (under the control lock: it acts before its next
+/// release). With no driver, a request nobody would read fails (pause, resume: `resume`
+/// takes the rollout over instead), a skip is recorded for the next driver, and an abort
+/// is driven from here to its end (see [`abort`]). Returns the journal offset after a
+/// request written for a live driver (its acknowledgement, [`engine::ack_action`], comes
+/// after it); `None` when nothing waits for one.
+pub async fn ask(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    plan: &RolloutPlan,
+    control: &Control,
+    options: EngineOptions,
+) -> ServiceResult<Option<u64>> {
+    let t = &plan.target;
+    if let Control::Abort(mode) = control {
+        if let Some(handle) = abort(heat, ctx, plan, *mode, options).await? {
+            handle.wait().await;
+        }
+        return Ok(None);
+    }
+    ctx.check(
+        "rollout.request",
+        &t.label(),
+        &t.cluster,
+        Reach::Nodes,
+        None,
+    )?;
+    match (driver(ctx, plan), control) {
+        (LockState::Held(_), _) => engine::request(ctx, plan, control).map(Some),
+        (LockState::Free(_), Control::Skip(m)) => ctx
+            .record(
+                &Entry::new(
+                    &ctx.actor,
+                    "rollout.skip",
+                    &format!("{}/{m}", t.label()),
+                    Outcome::Ok,
+                )
+                .rollout(&plan.id),
+            )
+            .map(|()| None),
+        (LockState::Free(last), Control::Pause) => {
+            Err(nobody_drives(plan, last, "there is nothing to pause"))
+        }
+        (LockState::Free(last), _) => Err(nobody_drives(plan, last, "nobody would read it")),
+    }
+}
+
+/// Aborts `plan`. The live driver on this machine does it when there is one (asked through
+/// the journal; `None` is returned); otherwise an engine started here takes the rollout
+/// over with the abort as its first control and drives it to the end: Heat's cancel, the
+/// rollback's hooks cleared, the end journaled (its handle is returned).
+pub async fn abort(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    plan: &RolloutPlan,
+    mode: AbortMode,
+    options: EngineOptions,
+) -> ServiceResult<Option<RolloutHandle>> {
+    let t = &plan.target;
+    ctx.check("rollout.abort", &t.label(), &t.cluster, Reach::Nodes, None)?;
+    if let LockState::Held(_) = driver(ctx, plan) {
+        engine::request(ctx, plan, &Control::Abort(mode))?;
+        return Ok(None);
+    }
+    match engine::reattach(
+        heat.clone(),
+        ctx.clone(),
+        plan.clone(),
+        options,
+        vec![Control::Abort(mode)],
+    )
+    .await
+    {
+        Ok(handle) => Ok(Some(handle)),
+        // A driver took the lock in between: it gets the request.
+        Err(e)
+            if e.kind == ErrorKind::Refused && matches!(driver(ctx, plan), LockState::Held(_)) =>
+        {
+            engine::request(ctx, plan, &Control::Abort(mode))?;
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What became of a control request written for an engine in another process.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ack {
+    /// The engine journaled that it honoured it (the entry says when and who).
+    Honoured(Entry),
+    /// The rollout ended first (its `rollout.finish`).
+    Ended(Entry),
+    /// Nothing acknowledged it in time: queued in the journal, not honoured (the process
+    /// driving the rollout may be gone or busy).
+    Queued,
+}
+
+/// Waits up to `wait` for the engine driving `plan` to journal that it honoured `control`,
+/// after offset `after` (where [`ask`] left the request). A journal that cannot be read is
+/// an error, never taken for "not yet".
+pub async fn acknowledgement(
+    journal: &crate::journal::Journal,
+    plan: &RolloutPlan,
+    control: &Control,
+    after: u64,
+    wait: Duration,
+) -> ServiceResult<Ack> {
+    const STEP: Duration = Duration::from_millis(200);
+    let ack = engine::ack_action(control);
+    let ours = |e: &Entry| e.rollout.as_deref() == Some(plan.id.as_str());
+    let honours = |e: &Entry| {
+        ours(e)
+            && e.action == ack
+            && match control {
+                Control::Skip(m) => e.target.ends_with(&format!("/{m}")),
+                _ => true,
+            }
+    };
+    let rounds = (wait.as_millis() / STEP.as_millis()).max(1);
+    let mut offset = after;
+    for round in 0..=rounds {
+        let (entries, next) = journal.read_from(offset).map_err(|e| {
+            crate::report::ServiceError::new(crate::report::ErrorKind::Config, e.to_string())
+        })?;
+        offset = next;
+        if let Some(e) = entries.iter().find(|e| honours(e)) {
+            return Ok(Ack::Honoured(e.clone()));
+        }
+        if let Some(e) = entries
+            .iter()
+            .find(|e| ours(e) && e.action == "rollout.finish")
+        {
+            return Ok(Ack::Ended(e.clone()));
+        }
+        if round < rounds {
+            tokio::time::sleep(STEP).await;
+        }
+    }
+    Ok(Ack::Queued)
+}

@@ -1,0 +1,2058 @@
+//! The rollout engine: one task per rollout that releases members batch by batch from their
+//! `pre-update` hooks and waits for each batch, with operator hooks, a health gate, pause,
+//! resume, skip and abort.
+//!
+//! Its truth is Heat's: which members are paused, released, done or failed comes from the
+//! group's events and the members' stacks ([`HeatObserver`]); the journal adds what Heat
+//! cannot know (the plan, which operator hooks already ran). A member is released only when
+//! Heat shows it paused on its hook in the current update, so a restarted process, or a
+//! second one, never releases a member twice: Heat itself refuses to clear a hook that is
+//! not pending.
+
+use super::lock::{self, ControlLock, DriverLock};
+use super::observe::{newest_event, HeatObserver};
+use super::plan::RolloutPlan;
+use super::status::{DriverInfo, NodePhase, NodeProgress, RolloutState, RolloutStatus};
+use crate::api::heat::{HeatClient, StackAction, StackUpdate};
+use crate::drivers::actions::ActionContext;
+use crate::drivers::guard::Reach;
+use crate::drivers::heat_native::{group_stack_of, stack_path, update_body_text};
+use crate::journal::{ApiCall, Entry, Journal, Outcome};
+use crate::lifecycle::{run_hook, HookContext, HookPoint, HookRun, HookSet};
+use crate::report::{ErrorKind, ServiceError, ServiceResult};
+use chrono::Utc;
+use futures::future::BoxFuture;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// Longest a wait (the poll, a gate, a hook) goes without looking for control requests
+/// other processes wrote to the journal; the console's controls arrive at once.
+const CONTROL_POLL: Duration = Duration::from_millis(200);
+
+/// How an abort leaves Heat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AbortMode {
+    /// Stop releasing; members not yet released stay on their hooks (the stack stays
+    /// UPDATE_IN_PROGRESS until someone releases or cancels).
+    LeavePaused,
+    /// `cancel_update`: Heat rolls the group back to the previous image.
+    CancelUpdate,
+    /// `cancel_without_rollback`: stop the update where it is.
+    CancelWithoutRollback,
+}
+
+/// What the console or a command asks of a running rollout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    Pause,
+    /// Continue; after a failure, re-send the update with these parameter overrides (JSON
+    /// text values, e.g. a fixed `node_fail_index`) so Heat retries the failed member.
+    Resume {
+        parameters: BTreeMap<String, String>,
+    },
+    Skip(String),
+    Abort(AbortMode),
+}
+
+/// Journal actions other processes append to steer a running rollout (`caldera rollout
+/// pause|resume|abort`); the engine reads them as it polls.
+pub const REQUEST_PAUSE: &str = "rollout.request.pause";
+pub const REQUEST_RESUME: &str = "rollout.request.resume";
+pub const REQUEST_ABORT: &str = "rollout.request.abort";
+pub const REQUEST_SKIP: &str = "rollout.request.skip";
+
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Time between looks at Heat.
+    pub poll: Duration,
+    pub hooks: HookSet,
+    /// The step-injection tests' observer; none in production.
+    pub probe: Probe,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            poll: Duration::from_secs(2),
+            hooks: HookSet::default(),
+            probe: Probe::default(),
+        }
+    }
+}
+
+/// The points of the engine where the step-injection tests act (a control, a kill, a
+/// concurrent start) and check the invariants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EngineStep {
+    /// A member is about to be released (before the controls are read for it).
+    BeforeRelease,
+    /// A member was released: Heat is updating it.
+    MemberUpdating,
+    /// A batch's health gate starts waiting.
+    GateWait,
+    PreHook,
+    PostHook,
+    /// A member failed or the stack did: the engine is about to pause or end.
+    AfterFailure,
+    /// An entry was written to the journal.
+    JournalWrite,
+}
+
+/// Told of each [`EngineStep`]; the engine waits for the returned future before going on.
+pub trait StepProbe: Send + Sync {
+    fn at(&self, step: EngineStep, member: Option<&str>) -> BoxFuture<'static, ()>;
+}
+
+/// An optional [`StepProbe`] (the engine's options stay `Debug` and `Clone`).
+#[derive(Clone, Default)]
+pub struct Probe(pub Option<Arc<dyn StepProbe>>);
+
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Probe(set)"
+        } else {
+            "Probe(none)"
+        })
+    }
+}
+
+/// A running rollout.
+pub struct RolloutHandle {
+    control: mpsc::UnboundedSender<Control>,
+    status: watch::Receiver<RolloutStatus>,
+    /// The engine task; `None` for a handle driven by hand ([`RolloutHandle::detached`]).
+    task: Option<tokio::task::JoinHandle<RolloutStatus>>,
+}
+
+/// The other end of a [`RolloutHandle::detached`] handle: what the handle's user sends, and
+/// the status it sees.
+pub struct DetachedRollout {
+    pub controls: mpsc::UnboundedReceiver<Control>,
+    pub status: watch::Sender<RolloutStatus>,
+}
+
+impl RolloutHandle {
+    pub fn send(&self, c: Control) -> ServiceResult<()> {
+        self.control
+            .send(c)
+            .map_err(|_| ServiceError::new(ErrorKind::Config, "the rollout has ended"))
+    }
+    pub fn status(&self) -> RolloutStatus {
+        self.status.borrow().clone()
+    }
+    pub fn watch(&self) -> watch::Receiver<RolloutStatus> {
+        self.status.clone()
+    }
+    /// A handle with no engine behind it: whoever holds the [`DetachedRollout`] plays the
+    /// engine. For fakes of the console's operator and for tests.
+    pub fn detached(initial: RolloutStatus) -> (RolloutHandle, DetachedRollout) {
+        let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+        let (st_tx, st_rx) = watch::channel(initial);
+        (
+            RolloutHandle {
+                control: ctl_tx,
+                status: st_rx,
+                task: None,
+            },
+            DetachedRollout {
+                controls: ctl_rx,
+                status: st_tx,
+            },
+        )
+    }
+
+    /// Waits for the rollout to end (completed, aborted, failed).
+    pub async fn wait(mut self) -> RolloutStatus {
+        match self.task.take() {
+            Some(task) => {
+                let last = self.status.borrow().clone();
+                task.await.unwrap_or(last)
+            }
+            None => self.wait_for(|s| s.state.is_final()).await,
+        }
+    }
+    /// Waits until `pred` holds for a snapshot, or the rollout ends.
+    pub async fn wait_for(&mut self, pred: impl Fn(&RolloutStatus) -> bool) -> RolloutStatus {
+        loop {
+            {
+                let s = self.status.borrow_and_update();
+                if pred(&s) || s.state.is_final() {
+                    return s.clone();
+                }
+            }
+            if self.status.changed().await.is_err() {
+                return self.status.borrow().clone();
+            }
+        }
+    }
+    /// Stops the engine task at once, as if the process died (Heat carries on); returns
+    /// once the task is gone (its driver lock released with it).
+    pub async fn kill(self) {
+        if let Some(task) = self.task {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+fn err(e: crate::api::ApiError) -> ServiceError {
+    ServiceError::from(e)
+}
+
+/// Takes `target`'s driver lock for rollout `id`, or refuses with who holds it.
+fn take_lock(ctx: &ActionContext, target: &str, id: &str) -> ServiceResult<DriverLock> {
+    DriverLock::acquire(&lock::lock_dir(ctx.journal.path()), target, id).map_err(|e| match e {
+        lock::LockError::Held(_) => crate::drivers::refused(format!(
+            "{target} already has a driver: {e}; `caldera rollout status` shows it"
+        )),
+        lock::LockError::Io(_) => ServiceError::new(ErrorKind::Config, e.to_string()),
+    })
+}
+
+/// Sends the rollout's PATCH (after the guard rails; the plan goes to the journal first)
+/// and starts the engine. One driver per node group: the driver lock is taken before
+/// Heat is looked at and kept by the engine, so on this machine the in-progress check and
+/// the PATCH never interleave with another start; another machine's rollout shows in Heat
+/// as an update in progress, and is refused here.
+pub async fn start(
+    heat: HeatClient,
+    ctx: ActionContext,
+    plan: RolloutPlan,
+    options: EngineOptions,
+    confirm: Option<&str>,
+) -> ServiceResult<RolloutHandle> {
+    let target = plan.target.label();
+    ctx.check(
+        "rollout.start",
+        &target,
+        &plan.target.cluster,
+        Reach::Fleet,
+        confirm,
+    )?;
+    let driver_lock = take_lock(&ctx, &target, &plan.id)?;
+    let requests_from = journal_len(&ctx.journal);
+    let detail = heat.get_stack(&plan.stack, false).await.map_err(err)?;
+    if detail.summary.status.is_in_progress() {
+        let hooked = crate::ops::hooks::hook_used_since(
+            &heat,
+            &plan.stack,
+            super::plan::ROLLOUT_HOOK,
+            detail.summary.updated_at,
+        )
+        .await
+        .unwrap_or(false);
+        let who = if hooked {
+            "a rollout on pre-update hooks is under way (driven from another machine, or its \
+             driver died: `caldera rollout status` tells, `rollout resume` takes it over)"
+        } else {
+            "another action is running"
+        };
+        return Err(crate::drivers::refused(format!(
+            "{target} is {}: {who}",
+            detail.summary.status
+        )));
+    }
+    // The baseline: what Heat's group stack said last before our PATCH.
+    let mut plan = plan;
+    // The marker goes to Heat with the PATCH: another machine's start that raced this one
+    // past the in-progress check finds which of the two Heat kept.
+    plan.stack_tags = Some(super::plan::with_marker(
+        &detail.tags,
+        &super::plan::marker_tag(&plan.id, &super::lock::hostname()),
+    ));
+    let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
+    if let Some((id, time)) = newest_event(&heat, &group).await? {
+        plan.since_event = Some(id);
+        plan.since_time = Some(time);
+    }
+    let calls = plan.calls();
+    // The engine reads the journal back (its memory, then requests): a journal it cannot
+    // read stops it, so find out before the PATCH rather than after.
+    let nothing_sent = |e: ServiceError| {
+        ServiceError::new(e.kind, format!("{}; nothing was sent to Heat", e.message))
+    };
+    journal_memory(&ctx.journal, &plan.id).map_err(nothing_sent)?;
+    let mut lines = plan.lines();
+    lines.extend(options.hooks.plan_lines());
+    ctx.record(
+        &Entry::new(&ctx.actor, "rollout.start", &target, Outcome::Started)
+            .rollout(&plan.id)
+            .plan(lines)
+            .spec(&plan)
+            .calls(calls[..1].to_vec()),
+    )
+    .map_err(nothing_sent)?;
+    let result = heat.update_stack(&plan.stack, &plan.start_update()).await;
+    let outcome = match &result {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Failed {
+            error: e.to_string(),
+        },
+    };
+    let recorded =
+        ctx.record(&Entry::new(&ctx.actor, "rollout.started", &target, outcome).rollout(&plan.id));
+    result.map_err(err)?;
+    // Two starts on two machines can both pass the in-progress check; Heat keeps the
+    // later PATCH (a new update supersedes the one in progress). The one whose marker is
+    // not on the stack lost: it ends here, having released nothing.
+    if let Some(winner) = superseded_by(&heat, &plan).await {
+        let reason = format!(
+            "superseded: {winner} was started at the same moment and Heat kept its update; \
+             nothing was released by this one"
+        );
+        let _ = ctx.record(
+            &Entry::new(
+                &ctx.actor,
+                "rollout.finish",
+                &target,
+                Outcome::Failed {
+                    error: reason.clone(),
+                },
+            )
+            .rollout(&plan.id),
+        );
+        return Err(crate::drivers::refused(format!("{target}: {reason}")));
+    }
+    // The update is in Heat now, every member held on its hook: an engine must exist to
+    // say so and to be resumed, even when the journal failed just now (it starts paused).
+    let paused = recorded.err().map(|e| {
+        format!(
+            "{}; the update was sent (members wait on their pre-update hooks), nothing \
+             released; fix the journal, then `caldera rollout resume`",
+            e.message
+        )
+    });
+    spawn(
+        heat,
+        ctx,
+        plan,
+        options,
+        Vec::new(),
+        driver_lock,
+        requests_from,
+        paused,
+    )
+    .await
+    .map_err(|e| {
+        ServiceError::new(
+            e.kind,
+            format!(
+                "the update was sent to Heat (members wait on their pre-update hooks, \
+                 nothing released) but the engine could not start: {}",
+                e.message
+            ),
+        )
+    })
+}
+
+/// The rollout whose marker Heat shows on `plan`'s stack, when it is not `plan`'s
+/// (`rollout ID from HOST`). `None` when the marker is ours, when the plan set none (a
+/// plan from before markers), or when Heat could not be read (the release that follows
+/// would fail the same way).
+async fn superseded_by(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
+    plan.stack_tags.as_ref()?;
+    let detail = match heat.get_stack(&plan.stack, false).await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!("rollout {}: reading the stack's marker: {e}", plan.id);
+            return None;
+        }
+    };
+    superseded_in(&detail.tags, plan)
+}
+
+/// The rollout that `tags` (the stack's, as read) name, when it is not `plan`'s.
+fn superseded_in(tags: &[String], plan: &RolloutPlan) -> Option<String> {
+    plan.stack_tags.as_ref()?;
+    match super::plan::marker_in(tags) {
+        Some((id, _)) if id == plan.id => None,
+        Some((id, host)) => Some(format!("rollout {id} from {host}")),
+        None => Some("an update without a rollout marker".to_string()),
+    }
+}
+
+/// Where the journal ends now: requests written after this point are for the driver that
+/// holds the lock (appends are whole lines, so the length is a line boundary).
+fn journal_len(journal: &Journal) -> u64 {
+    std::fs::metadata(journal.path()).map_or(0, |m| m.len())
+}
+
+/// Attaches to a rollout already under way (after a restart, or another operator's).
+/// `initial` controls (e.g. the resume that made the operator reattach) are applied before
+/// the engine first looks at Heat, so it never acts on a state they change. Refused while
+/// another process on this machine drives it.
+pub async fn reattach(
+    heat: HeatClient,
+    ctx: ActionContext,
+    plan: RolloutPlan,
+    options: EngineOptions,
+    initial: Vec<Control>,
+) -> ServiceResult<RolloutHandle> {
+    let target = plan.target.label();
+    ctx.check(
+        "rollout.reattach",
+        &target,
+        &plan.target.cluster,
+        Reach::Nodes,
+        None,
+    )?;
+    let driver_lock = take_lock(&ctx, &target, &plan.id)?;
+    let requests_from = journal_len(&ctx.journal);
+    ctx.record(
+        &Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id),
+    )?;
+    spawn(
+        heat,
+        ctx,
+        plan,
+        options,
+        initial,
+        driver_lock,
+        requests_from,
+        None,
+    )
+    .await
+}
+
+/// Who drives `plan` on this machine, from its driver lock.
+pub fn driver_info(journal: &Journal, plan: &RolloutPlan) -> DriverInfo {
+    match lock::probe(&lock::lock_dir(journal.path()), &plan.target.label()) {
+        lock::LockState::Held(Some(h)) => DriverInfo::Process {
+            pid: h.pid,
+            host: h.host,
+            started_at: h.started_at,
+            last_seen: h.last_seen,
+        },
+        lock::LockState::Held(None) => DriverInfo::Process {
+            pid: 0,
+            host: "?".into(),
+            started_at: Utc::now(),
+            last_seen: Utc::now(),
+        },
+        lock::LockState::Free(last) => DriverInfo::Nobody {
+            since: last.as_ref().map(|h| h.last_seen),
+            last_pid: last.map(|h| h.pid),
+            started_on: plan.started_on.clone().filter(|h| *h != lock::hostname()),
+        },
+    }
+}
+
+/// The plan of the newest rollout of `target` in the journal, ended or not.
+pub fn find_latest(journal: &Journal, target: &str) -> ServiceResult<Option<RolloutPlan>> {
+    let entries = journal
+        .read_all()
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    Ok(entries
+        .iter()
+        .rev()
+        .filter(|e| e.target == target && e.action == "rollout.start")
+        .filter(|e| e.outcome == Outcome::Started)
+        .find_map(|e| {
+            e.spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok())
+        }))
+}
+
+/// The plan of the newest rollout of `target` in the journal that has not ended.
+pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<RolloutPlan>> {
+    let entries = journal
+        .read_all()
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    let mut active: Option<RolloutPlan> = None;
+    for e in entries.iter().filter(|e| e.target == target) {
+        match e.action.as_str() {
+            // A refused start (guard rails) has no plan and ends nothing.
+            "rollout.start" if e.outcome == Outcome::Started => {
+                active = e
+                    .spec
+                    .as_deref()
+                    .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok());
+            }
+            "rollout.started" if matches!(e.outcome, Outcome::Failed { .. }) => active = None,
+            "rollout.finish" | "rollout.abort"
+                if active.as_ref().map(|p| Some(&p.id) == e.rollout.as_ref()) == Some(true) =>
+            {
+                active = None;
+            }
+            _ => {}
+        }
+    }
+    Ok(active)
+}
+
+#[allow(clippy::too_many_arguments)] // each is one piece of the engine's start
+async fn spawn(
+    heat: HeatClient,
+    ctx: ActionContext,
+    plan: RolloutPlan,
+    options: EngineOptions,
+    initial: Vec<Control>,
+    mut driver_lock: DriverLock,
+    requests_from: u64,
+    paused: Option<String>,
+) -> ServiceResult<RolloutHandle> {
+    driver_lock.set_rollout(&plan.id);
+    let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
+    let mut obs = HeatObserver::new(
+        heat.clone(),
+        plan.stack.clone(),
+        group,
+        plan.since_event.clone(),
+        plan.since_time,
+    );
+    obs.attach(plan.image_parameter()).await?;
+    // Controls sent right after attaching (a resume) must see Heat's current state.
+    obs.refresh().await?;
+    let (journal_offset, memory) = journal_memory(&ctx.journal, &plan.id)?;
+    let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+    for c in initial {
+        // The receiver is alive: it is moved into the task below.
+        let _ = ctl_tx.send(c);
+    }
+    let status = initial_status(&plan);
+    let (st_tx, st_rx) = watch::channel(status.clone());
+    let runner = Runner {
+        heat,
+        status,
+        lock_dir: lock::lock_dir(ctx.journal.path()),
+        driver_lock,
+        controls: ctl_rx,
+        controls_open: true,
+        tx: st_tx,
+        ended: None,
+        aborting: None,
+        ctx,
+        options,
+        obs,
+        paused,
+        skipped: memory.skipped,
+        pre_node_done: memory.pre_node,
+        post_node_done: memory.post_node,
+        batch_started: memory.batch_started,
+        batch_finished: memory.batch_finished,
+        passthrough: BTreeSet::new(),
+        timed_out: BTreeSet::new(),
+        released_local: BTreeMap::new(),
+        // Requests written since the lock was taken are this driver's.
+        journal_offset: journal_offset.min(requests_from),
+        ignore_failures_until_update: None,
+        draining: false,
+        plan,
+    };
+    let task = tokio::spawn(runner.run());
+    Ok(RolloutHandle {
+        control: ctl_tx,
+        status: st_rx,
+        task: Some(task),
+    })
+}
+
+#[derive(Default)]
+struct Memory {
+    skipped: BTreeSet<String>,
+    pre_node: BTreeSet<String>,
+    post_node: BTreeSet<String>,
+    batch_started: BTreeSet<usize>,
+    batch_finished: BTreeSet<usize>,
+}
+
+fn member_of(target: &str) -> String {
+    target.rsplit('/').next().unwrap_or("").to_string()
+}
+
+/// What the journal remembers of this rollout that Heat cannot tell: hooks already run,
+/// batches already gated, members skipped. Also where the journal ends now (requests after
+/// that point are new).
+fn journal_memory(journal: &Journal, id: &str) -> ServiceResult<(u64, Memory)> {
+    let (entries, offset) = journal
+        .read_from(0)
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    let mut m = Memory::default();
+    for e in entries.iter().filter(|e| e.rollout.as_deref() == Some(id)) {
+        let ok = e.outcome == Outcome::Ok;
+        match e.action.as_str() {
+            "hook.pre_node" if ok => {
+                m.pre_node.insert(member_of(&e.target));
+            }
+            "hook.post_node" if ok => {
+                m.post_node.insert(member_of(&e.target));
+            }
+            "rollout.batch_started" => {
+                if let Some(b) = batch_number(&e.target) {
+                    m.batch_started.insert(b);
+                }
+            }
+            "rollout.batch_finished" => {
+                if let Some(b) = batch_number(&e.target) {
+                    m.batch_finished.insert(b);
+                }
+            }
+            "rollout.skip" => {
+                m.skipped.insert(member_of(&e.target));
+            }
+            _ => {}
+        }
+    }
+    Ok((offset, m))
+}
+
+/// `cluster/ng#batch3` -> 2 (0-based).
+fn batch_number(target: &str) -> Option<usize> {
+    target
+        .rsplit_once("#batch")
+        .and_then(|(_, n)| n.parse::<usize>().ok())
+        .and_then(|n| n.checked_sub(1))
+}
+
+/// Every member pending, in batch order: a rollout before Heat has been looked at.
+pub fn initial_status(plan: &RolloutPlan) -> RolloutStatus {
+    let nodes = plan
+        .batches
+        .iter()
+        .enumerate()
+        .flat_map(|(b, members)| {
+            members.iter().map(move |m| NodeProgress {
+                name: m.clone(),
+                index: m.parse().ok(),
+                batch: b,
+                phase: NodePhase::Pending,
+                released_at: None,
+                finished_at: None,
+                reason: None,
+                straggler: false,
+                server: None,
+                address: None,
+            })
+        })
+        .collect();
+    RolloutStatus::new(
+        plan.id.clone(),
+        plan.target.label(),
+        plan.image.clone(),
+        RolloutState::Starting,
+        nodes,
+        plan.batches.len(),
+        Utc::now(),
+    )
+}
+
+struct Runner {
+    heat: HeatClient,
+    ctx: ActionContext,
+    /// Where the node group's driver and control locks live.
+    lock_dir: PathBuf,
+    /// Held as long as this engine runs: one driver per node group.
+    driver_lock: DriverLock,
+    controls: mpsc::UnboundedReceiver<Control>,
+    /// False once every handle is gone (no more controls from this process).
+    controls_open: bool,
+    tx: watch::Sender<RolloutStatus>,
+    /// Set by an abort: the state the rollout ends in.
+    ended: Option<RolloutState>,
+    /// An abort that cancelled Heat's update: the engine waits for Heat to settle (and, for
+    /// a rollback, clears the hooks Heat's rollback stops on) before it ends.
+    aborting: Option<Aborting>,
+    plan: RolloutPlan,
+    options: EngineOptions,
+    obs: HeatObserver,
+    status: RolloutStatus,
+    paused: Option<String>,
+    skipped: BTreeSet<String>,
+    pre_node_done: BTreeSet<String>,
+    post_node_done: BTreeSet<String>,
+    batch_started: BTreeSet<usize>,
+    batch_finished: BTreeSet<usize>,
+    /// Members released only because Heat paused them again though already updated.
+    passthrough: BTreeSet<String>,
+    timed_out: BTreeSet<String>,
+    /// When we first knew each member released, on our clock (timeouts must not depend on
+    /// the difference between our clock and Heat's).
+    released_local: BTreeMap<String, std::time::Instant>,
+    journal_offset: u64,
+    /// After a resume PATCH: old failures stand until Heat starts the new group update.
+    ignore_failures_until_update: Option<u32>,
+    /// Resumed after a failure: members Heat still holds on hooks in the failed update are
+    /// released first (batch by batch; Heat updates them within that update), and only then
+    /// is the update sent again to retry the failed members. Sending it while members wait
+    /// on hooks of the failed update makes Heat 27 update those members twice, the second
+    /// attempt cancelling the first (measured).
+    draining: bool,
+}
+
+/// An abort that cancelled Heat's update, until Heat settles.
+struct Aborting {
+    mode: AbortMode,
+    since: std::time::Instant,
+    /// Heat showed the rollback (a `cancel_update` turns into one).
+    saw_rollback: bool,
+    /// Rollback hooks cleared, per member.
+    cleared: BTreeMap<String, u32>,
+}
+
+/// Longest an abort waits for Heat to leave the cancelled update (or finish rolling back)
+/// before it ends and says what is left.
+const ABORT_SETTLE_MAX: Duration = Duration::from_secs(30 * 60);
+/// After `cancel_update`, how long a settled stack that is not a rollback yet may be Heat
+/// between the cancel and the rollback's start.
+const ROLLBACK_START_GRACE: Duration = Duration::from_secs(20);
+
+impl Runner {
+    fn target(&self) -> String {
+        self.plan.target.label()
+    }
+
+    fn member_target(&self, m: &str) -> String {
+        format!("{}/{m}", self.target())
+    }
+
+    fn batch_target(&self, b: usize) -> String {
+        format!("{}#batch{}", self.target(), b + 1)
+    }
+
+    fn record(&self, action: &str, target: &str, outcome: Outcome) -> Entry {
+        Entry::new(&self.ctx.actor, action, target, outcome).rollout(&self.plan.id)
+    }
+
+    /// Records `entry`; false when the journal cannot take it. Then the rollout pauses
+    /// before its next change (an action never reaches the cloud without its record) and
+    /// says what was and was not sent. Heat holds the members not yet released on their
+    /// hooks, so stopping here loses nothing.
+    fn write(&mut self, entry: Entry) -> bool {
+        match self.ctx.record(&entry) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("rollout {}: {e}", self.plan.id);
+                if self.paused.is_none() {
+                    self.paused = Some(format!(
+                        "{}: nothing more is sent to Heat until the journal takes entries \
+                         again; {}",
+                        e.message,
+                        self.sent_so_far()
+                    ));
+                }
+                false
+            }
+        }
+    }
+
+    /// Which members were released (or are done) and which are still held, for messages
+    /// that must say what was and was not sent.
+    fn sent_so_far(&self) -> String {
+        let (mut released, mut held) = (Vec::new(), Vec::new());
+        for m in self.plan.members() {
+            if self.skipped.contains(m) {
+                continue;
+            }
+            match self.obs.members.get(m) {
+                Some(t) if t.done || t.released_at.is_some() => released.push(m.as_str()),
+                _ => held.push(m.as_str()),
+            }
+        }
+        format!(
+            "released or done: {}; not released (held on their hooks): {}",
+            name_list(&released),
+            name_list(&held)
+        )
+    }
+
+    /// Writes `entry` and tells the probe.
+    async fn note(&mut self, entry: Entry) -> bool {
+        let ok = self.write(entry);
+        self.probe(EngineStep::JournalWrite, None).await;
+        ok
+    }
+
+    async fn probe(&self, step: EngineStep, member: Option<&str>) {
+        if let Some(p) = &self.options.probe.0 {
+            p.at(step, member).await;
+        }
+    }
+
+    /// Another start's update replaced ours in Heat (its marker is on the stack): its
+    /// driver releases from now on; this one ends without another signal.
+    fn superseded(&mut self, winner: &str) {
+        if self.ended.is_none() {
+            self.ended = Some(RolloutState::Failed {
+                reason: format!(
+                    "superseded: Heat now runs the update of {winner}; this rollout \
+                     released nothing more and ended ({})",
+                    self.sent_so_far()
+                ),
+            });
+        }
+    }
+
+    /// Whether Heat still runs this rollout's update (its marker on the stack), as read by
+    /// the last look at Heat when that is at most one poll old, else read again now: the
+    /// members of a batch are released one after another without a request each, and a
+    /// release after a long hook or gate still looks first. Ends the rollout when not.
+    async fn still_ours(&mut self) -> bool {
+        let fresh = self
+            .obs
+            .stack_read_at
+            .is_some_and(|t| t.elapsed() <= self.options.poll);
+        if !fresh && self.plan.stack_tags.is_some() {
+            match self.heat.get_stack(&self.plan.stack, false).await {
+                Ok(d) => {
+                    self.obs.stack_tags = d.tags;
+                    self.obs.stack_read_at = Some(std::time::Instant::now());
+                }
+                // The release that follows would fail the same way.
+                Err(e) => tracing::warn!("rollout {}: reading the marker: {e}", self.plan.id),
+            }
+        }
+        if self.obs.stack_read_at.is_none() {
+            return true; // never read: nothing says otherwise (the release will tell)
+        }
+        match superseded_in(&self.obs.stack_tags, &self.plan) {
+            Some(w) => {
+                self.superseded(&w);
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// Nothing may be released: paused, aborting or ended.
+    fn halted(&self) -> bool {
+        self.paused.is_some() || self.ended.is_some() || self.aborting.is_some()
+    }
+
+    fn publish(&mut self) {
+        self.update_status();
+        let _ = self.tx.send(self.status.clone());
+    }
+
+    async fn run(mut self) -> RolloutStatus {
+        loop {
+            self.take_controls().await;
+            let mut end = self.ended.clone();
+            if end.is_none() && self.aborting.is_some() {
+                end = self.abort_step().await;
+            } else if end.is_none() {
+                match self.obs.refresh().await {
+                    // Each look at Heat reads the stack, marker included: a rollout
+                    // superseded while it waits on Heat (no release due) ends all the same.
+                    Ok(()) => match superseded_in(&self.obs.stack_tags, &self.plan) {
+                        Some(winner) => self.superseded(&winner),
+                        None => end = self.step().await,
+                    },
+                    Err(e) => tracing::warn!("rollout {}: reading Heat: {e}", self.plan.id),
+                }
+            }
+            // An abort applied during the step (a gate, a hook) ends the rollout now.
+            let end = end.or_else(|| self.ended.clone());
+            self.update_status();
+            if let Some(state) = end {
+                return self.finish(state).await;
+            }
+            let _ = self.tx.send(self.status.clone());
+            self.driver_lock.beat();
+            self.idle(self.options.poll).await;
+        }
+    }
+
+    async fn finish(mut self, state: RolloutState) -> RolloutStatus {
+        let cancelled = matches!(
+            self.aborting.as_ref().map(|a| a.mode),
+            Some(AbortMode::CancelUpdate | AbortMode::CancelWithoutRollback)
+        );
+        if cancelled {
+            // Heat has left the cancelled update: nothing is updating or held any more, and
+            // a node not done was not updated by this rollout.
+            for n in self.status.nodes.iter_mut() {
+                if matches!(
+                    n.phase,
+                    NodePhase::Updating | NodePhase::Paused | NodePhase::Waiting
+                ) {
+                    n.phase = NodePhase::Pending;
+                }
+            }
+        }
+        self.status.state = state;
+        self.status.compute(self.now());
+        // A rollout that ended has nothing releasing: no rate, no ETA.
+        self.status.throughput_per_min = None;
+        self.status.eta_secs = None;
+        let (action, outcome) = match &self.status.state {
+            RolloutState::Completed | RolloutState::CompletedWithSkips => {
+                ("rollout.finish", Outcome::Ok)
+            }
+            // An abort that did what was asked is not a failure: the reason says where
+            // Heat was left.
+            RolloutState::Aborted { .. } => ("rollout.abort", Outcome::Ok),
+            other => (
+                "rollout.finish",
+                Outcome::Failed {
+                    error: other.label(),
+                },
+            ),
+        };
+        let mut entry = self
+            .record(action, &self.target(), outcome)
+            .plan(self.status.lines());
+        if let RolloutState::Aborted { reason } = &self.status.state {
+            entry = entry.output(reason.clone());
+        }
+        self.note(entry).await;
+        let _ = self.tx.send(self.status.clone());
+        self.status
+    }
+
+    /// Waits `dur`, or less when a control arrives (applied at once). True when one did.
+    async fn idle(&mut self, dur: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + dur;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            let cs = self.wait_controls((deadline - now).min(CONTROL_POLL)).await;
+            if !cs.is_empty() {
+                for c in cs {
+                    self.apply_control(c).await;
+                }
+                self.publish();
+                return true;
+            }
+        }
+    }
+
+    /// The controls that arrive within `slice`: from this process's handles (at once) or
+    /// other processes' journal requests (read at the end of the slice).
+    async fn wait_controls(&mut self, slice: Duration) -> Vec<Control> {
+        let mut cs = Vec::new();
+        if self.controls_open {
+            tokio::select! {
+                c = self.controls.recv() => match c {
+                    Some(c) => cs.push(c),
+                    None => self.controls_open = false,
+                },
+                _ = tokio::time::sleep(slice) => {}
+            }
+        } else {
+            tokio::time::sleep(slice).await;
+        }
+        cs.extend(self.drain_channel());
+        cs.extend(self.journal_requests());
+        cs
+    }
+
+    fn drain_channel(&mut self) -> Vec<Control> {
+        let mut cs = Vec::new();
+        while let Ok(c) = self.controls.try_recv() {
+            cs.push(c);
+        }
+        cs
+    }
+
+    /// Applies every control waiting. True when there was one.
+    async fn take_controls(&mut self) -> bool {
+        let mut cs = self.drain_channel();
+        cs.extend(self.journal_requests());
+        let any = !cs.is_empty();
+        for c in cs {
+            self.apply_control(c).await;
+        }
+        any
+    }
+
+    /// Requests other processes wrote to the journal since we last looked. A journal that
+    /// cannot be read may hold a pause: the rollout pauses until it can be read.
+    fn journal_requests(&mut self) -> Vec<Control> {
+        let (entries, offset) = match self.ctx.journal.read_from(self.journal_offset) {
+            Ok(read) => read,
+            Err(e) => {
+                tracing::error!("rollout {}: {e}", self.plan.id);
+                if self.ended.is_none() {
+                    self.paused = Some(format!(
+                        "{e}: a control request may be in it, so nothing more is sent to Heat \
+                         until it reads again; {}",
+                        self.sent_so_far()
+                    ));
+                }
+                return Vec::new();
+            }
+        };
+        self.journal_offset = offset;
+        let target = self.target();
+        entries
+            .into_iter()
+            .filter(|e| {
+                e.rollout.as_deref() == Some(self.plan.id.as_str())
+                    || (e.rollout.is_none() && e.target.starts_with(&target))
+            })
+            .filter_map(|e| parse_request(&e))
+            .collect()
+    }
+
+    async fn apply_control(&mut self, c: Control) {
+        let target = self.target();
+        if self.ended.is_some() || self.aborting.is_some() {
+            // An abort is the last word; later controls change nothing.
+            tracing::info!("rollout {}: {c:?} after the abort: ignored", self.plan.id);
+            return;
+        }
+        match c {
+            Control::Pause => {
+                self.paused = Some("paused by the operator".into());
+                let e = self.record("rollout.pause", &target, Outcome::Ok);
+                self.note(e).await;
+            }
+            Control::Skip(m) => {
+                self.skipped.insert(m.clone());
+                let e = self.record("rollout.skip", &self.member_target(&m), Outcome::Ok);
+                self.note(e).await;
+            }
+            Control::Resume { parameters } => {
+                // Overrides apply to the update sent to retry failed members.
+                self.plan.extra_parameters.extend(parameters);
+                if self.obs.stack_status.is_failed() {
+                    self.draining = true;
+                }
+                let e = self
+                    .record("rollout.resume", &target, Outcome::Ok)
+                    .spec(&self.plan.extra_parameters);
+                if !self.note(e).await {
+                    return; // the journal failed: still paused, saying why
+                }
+                self.paused = None;
+                self.timed_out.clear();
+            }
+            Control::Abort(mode) => self.abort(mode).await,
+        }
+    }
+
+    /// Stops releasing at once (the abort is journaled before anything else happens), then
+    /// sends Heat's cancel for the modes that cancel; the engine ends when Heat settles.
+    async fn abort(&mut self, mode: AbortMode) {
+        let target = self.target();
+        let e = self
+            .record("rollout.aborting", &target, Outcome::Ok)
+            .spec(&mode);
+        self.note(e).await;
+        let action = match mode {
+            AbortMode::LeavePaused => {
+                // Nothing is sent; the end waits for the members Heat is updating, so the
+                // last status says how they ended.
+                self.aborting = Some(Aborting {
+                    mode,
+                    since: std::time::Instant::now(),
+                    saw_rollback: false,
+                    cleared: BTreeMap::new(),
+                });
+                return;
+            }
+            AbortMode::CancelUpdate => StackAction::CancelUpdate,
+            AbortMode::CancelWithoutRollback => StackAction::CancelWithoutRollback,
+        };
+        let call = ApiCall::new(
+            "POST",
+            format!("{}/actions", stack_path(&self.plan.stack)),
+            format!("{{\"{}\":null}}", action.key()),
+        );
+        let e = self
+            .record("rollout.cancel", &target, Outcome::Started)
+            .calls(vec![call.clone()]);
+        if !self.note(e).await {
+            self.ended = Some(RolloutState::Aborted {
+                reason: format!(
+                    "stopped releasing; {} was NOT sent: the journal cannot be written. {}",
+                    action.key(),
+                    self.left_on_hooks()
+                ),
+            });
+            return;
+        }
+        // Pauses Heat writes from now on belong to the rollback.
+        for t in self.obs.members.values_mut() {
+            t.paused = false;
+        }
+        match self.heat.action(&self.plan.stack, action).await {
+            Ok(()) => {
+                let e = self.record("rollout.cancel", &target, Outcome::Ok);
+                self.note(e).await;
+                self.aborting = Some(Aborting {
+                    mode,
+                    since: std::time::Instant::now(),
+                    saw_rollback: false,
+                    cleared: BTreeMap::new(),
+                });
+            }
+            Err(e) => {
+                let entry = self
+                    .record(
+                        "rollout.cancel",
+                        &target,
+                        Outcome::Failed {
+                            error: e.to_string(),
+                        },
+                    )
+                    .calls(vec![call]);
+                self.note(entry).await;
+                let _ = self.obs.refresh().await;
+                let s = &self.obs.stack_status;
+                let reason = if !s.is_in_progress() {
+                    // A failed update (a member failed) is over for Heat: nothing to cancel.
+                    let done = self.plan.members().filter(|m| self.is_done(m)).count();
+                    format!(
+                        "stopped releasing; Heat's update already ended ({s}), there is nothing \
+                         to cancel: {done} of {} nodes on {}. To finish: `caldera rollout start \
+                         {target} {}` takes them back, `{}` carries on",
+                        self.plan.members().count(),
+                        self.plan.image,
+                        self.plan.back_flags(),
+                        self.plan.forward_flags()
+                    )
+                } else {
+                    format!(
+                        "stopped releasing; Heat refused {}: {e}. {}",
+                        action.key(),
+                        self.left_on_hooks()
+                    )
+                };
+                self.ended = Some(RolloutState::Aborted { reason });
+            }
+        }
+    }
+
+    /// Members released that Heat has not finished (nor failed).
+    fn updating(&self) -> Vec<&str> {
+        self.plan
+            .members()
+            .filter(|m| {
+                self.obs
+                    .members
+                    .get(*m)
+                    .is_some_and(|t| t.released_at.is_some() && !t.done && t.failed.is_none())
+            })
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// What an abort that stops releasing leaves, and how to finish.
+    fn left_on_hooks(&self) -> String {
+        let done = self.plan.members().filter(|m| self.is_done(m)).count();
+        let total = self.plan.members().count();
+        let t = self.target();
+        format!(
+            "{done} of {total} nodes updated, the others wait on their hooks (stack {}); to \
+             finish: `caldera rollout abort {t} --rollback` rolls back, `--cancel` stops Heat's \
+             update where it is, `caldera rollout resume {t}` continues",
+            self.obs.stack_status
+        )
+    }
+
+    /// One look at Heat while an abort's cancel settles. A `cancel_update` of a hooked
+    /// update rolls back through the same hooks (measured on Heat 27: the rollback pauses
+    /// every member it takes back on `pre-update` and waits for ever): each is cleared as
+    /// it pauses, until the rollback ends.
+    async fn abort_step(&mut self) -> Option<RolloutState> {
+        if let Err(e) = self.obs.refresh().await {
+            tracing::warn!("rollout {}: reading Heat: {e}", self.plan.id);
+            return None;
+        }
+        let status = self.obs.stack_status.clone();
+        let a = self.aborting.as_mut()?;
+        if status.action == "ROLLBACK" {
+            a.saw_rollback = true;
+        }
+        let (mode, since, saw_rollback) = (a.mode, a.since, a.saw_rollback);
+        if mode == AbortMode::LeavePaused {
+            if self.updating().is_empty() || since.elapsed() > self.plan.options.node_timeout() {
+                return Some(RolloutState::Aborted {
+                    reason: self.left_on_hooks(),
+                });
+            }
+            return None;
+        }
+        if status.is_in_progress() {
+            if mode == AbortMode::CancelUpdate {
+                self.clear_rollback_hooks().await;
+            }
+            if since.elapsed() > ABORT_SETTLE_MAX {
+                return Some(RolloutState::Aborted {
+                    reason: format!(
+                        "Heat is still {status} {}s after the cancel; `caldera rollout status` \
+                         follows it",
+                        since.elapsed().as_secs()
+                    ),
+                });
+            }
+            return None;
+        }
+        if mode == AbortMode::CancelUpdate
+            && !saw_rollback
+            && since.elapsed() < ROLLBACK_START_GRACE
+            && status.action == "UPDATE"
+            && !status.is_complete()
+        {
+            return None; // the cancel has not turned into the rollback yet
+        }
+        // Heat's cancel (and a rollback) changed members behind the events' backs: count
+        // what is done from the members' own stacks.
+        for t in self.obs.members.values_mut() {
+            t.done = false;
+        }
+        if let Err(e) = self.obs.attach(self.plan.image_parameter()).await {
+            tracing::warn!("rollout {}: recounting members: {e}", self.plan.id);
+        }
+        Some(RolloutState::Aborted {
+            reason: self.cancel_outcome(mode),
+        })
+    }
+
+    async fn clear_rollback_hooks(&mut self) {
+        let paused: Vec<String> = self
+            .obs
+            .members
+            .iter()
+            .filter(|(_, t)| t.paused)
+            .map(|(m, _)| m.clone())
+            .collect();
+        for m in paused {
+            let target = self.member_target(&m);
+            let r = self.obs.release(&m).await;
+            if let Some(t) = self.obs.members.get_mut(&m) {
+                t.paused = false;
+            }
+            let outcome = match &r {
+                Ok(()) => Outcome::Ok,
+                Err(e) => Outcome::Failed {
+                    error: e.message.clone(),
+                },
+            };
+            if let Some(a) = self.aborting.as_mut() {
+                *a.cleared.entry(m.clone()).or_default() += 1;
+            }
+            let e = self.record("rollout.rollback_release", &target, outcome);
+            self.note(e).await;
+        }
+    }
+
+    /// Where an abort's cancel left Heat, and how to finish.
+    fn cancel_outcome(&self, mode: AbortMode) -> String {
+        let s = &self.obs.stack_status;
+        let t = self.target();
+        let reason = self.obs.stack_reason.clone();
+        match mode {
+            AbortMode::CancelUpdate if s.action == "ROLLBACK" && s.is_complete() => format!(
+                "rolled back: stack {s}, every node back on its previous image{}",
+                self.plan
+                    .from_image
+                    .as_deref()
+                    .map(|i| format!(" ({i})"))
+                    .unwrap_or_default()
+            ),
+            AbortMode::CancelUpdate if s.action == "ROLLBACK" => {
+                // Measured on Heat 27: a member cut short by the cancel can fail the
+                // rollback (`resources[1]: Stack UPDATE cancelled`).
+                let done = self.plan.members().filter(|m| self.is_done(m)).count();
+                format!(
+                    "rollback failed: stack {s} ({reason}); {done} of {} nodes still on {}; to \
+                     finish: `caldera rollout start {t} {}` takes them back, `{}` carries on",
+                    self.plan.members().count(),
+                    self.plan.image,
+                    self.plan.back_flags(),
+                    self.plan.forward_flags()
+                )
+            }
+            _ => {
+                let done: Vec<&str> = self
+                    .plan
+                    .members()
+                    .filter(|m| self.is_done(m))
+                    .map(String::as_str)
+                    .collect();
+                let total = self.plan.members().count();
+                format!(
+                    "cancelled: stack {s} ({reason}); {} of {total} nodes on {}{}; to finish: \
+                     `caldera rollout start {t} {}` updates the rest{}",
+                    done.len(),
+                    self.plan.image,
+                    if done.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", done.join(","))
+                    },
+                    self.plan.forward_flags(),
+                    self.plan
+                        .from_image
+                        .as_deref()
+                        .map(|i| format!(", `--image {i}` goes back"))
+                        .unwrap_or_default()
+                )
+            }
+        }
+    }
+
+    fn is_done(&self, m: &str) -> bool {
+        self.obs.members.get(m).is_some_and(|t| t.done)
+    }
+
+    fn settled(&self, m: &str) -> bool {
+        self.is_done(m)
+            || self.skipped.contains(m)
+            || (self.draining && self.obs.members.get(m).is_some_and(|t| t.failed.is_some()))
+    }
+
+    /// Draining is over when no member waits on a hook of the failed update or is still
+    /// being updated by it.
+    fn drained(&self) -> bool {
+        self.plan.members().all(|m| {
+            self.skipped.contains(m)
+                || self.obs.members.get(m).is_none_or(|t| {
+                    t.done || t.failed.is_some() || (!t.paused && t.released_at.is_none())
+                })
+        })
+    }
+
+    /// Sends the update again so Heat retries the failed members.
+    async fn retry_update(&mut self) -> bool {
+        let target = self.target();
+        let update = StackUpdate {
+            parameters: self.plan.parameters(),
+            environment: Some(self.plan.hooks_environment()),
+            existing: true,
+            ..Default::default()
+        };
+        let call = ApiCall::new(
+            "PATCH",
+            stack_path(&self.plan.stack),
+            update_body_text(&update),
+        );
+        if self.halted() {
+            return false;
+        }
+        if !self.write(
+            self.record("rollout.retry", &target, Outcome::Started)
+                .calls(vec![call]),
+        ) {
+            return false; // paused by the failed write: the retry was not sent
+        }
+        let seen = self.obs.group_updates;
+        match self.heat.update_stack(&self.plan.stack, &update).await {
+            Ok(()) => {
+                self.ignore_failures_until_update = Some(seen);
+                self.draining = false;
+                self.write(self.record("rollout.retry", &target, Outcome::Ok));
+                true
+            }
+            Err(e) => {
+                self.write(self.record(
+                    "rollout.retry",
+                    &target,
+                    Outcome::Failed {
+                        error: e.to_string(),
+                    },
+                ));
+                self.paused = Some(format!("retrying the update failed: {e}"));
+                false
+            }
+        }
+    }
+
+    /// The first batch with a member neither done nor skipped.
+    fn current_batch(&self) -> Option<usize> {
+        self.plan
+            .batches
+            .iter()
+            .position(|b| b.iter().any(|m| !self.settled(m)))
+    }
+
+    fn failure(&self) -> Option<String> {
+        if self.draining {
+            return None;
+        }
+        if let Some(seen) = self.ignore_failures_until_update {
+            if self.obs.group_updates <= seen {
+                return None;
+            }
+        }
+        for m in self.plan.members() {
+            if let Some(reason) = self.obs.members.get(m).and_then(|t| t.failed.clone()) {
+                return Some(format!("node {m} failed: {reason}"));
+            }
+        }
+        if self.obs.stack_status.is_failed() {
+            return Some(format!(
+                "stack {}: {}",
+                self.obs.stack_status, self.obs.stack_reason
+            ));
+        }
+        None
+    }
+
+    async fn hook(&mut self, point: HookPoint, batch: usize, member: Option<&str>) -> bool {
+        let Some(command) = self.options.hooks.command(point).map(str::to_string) else {
+            return true;
+        };
+        let mut ctx = HookContext {
+            cluster: self.plan.target.cluster.clone(),
+            nodegroup: self.plan.target.nodegroup.clone(),
+            rollout: Some(self.plan.id.clone()),
+            batch: Some(batch + 1),
+            batch_nodes: self.plan.batches.get(batch).cloned().unwrap_or_default(),
+            ..Default::default()
+        };
+        if let Some(m) = member {
+            ctx.node_name = Some(m.to_string());
+            ctx.node_index = m.parse().ok();
+            ctx.node_ip = self.obs.member_ip(m).await;
+        }
+        let step = match point {
+            HookPoint::PreBatch | HookPoint::PreNode => EngineStep::PreHook,
+            _ => EngineStep::PostHook,
+        };
+        self.publish();
+        self.probe(step, member).await;
+        let target = match member {
+            Some(m) => self.member_target(m),
+            None => self.batch_target(batch),
+        };
+        // A hook changes the cluster (a drain): recorded before it runs, like a call.
+        let e = self
+            .record("hook.started", &target, Outcome::Started)
+            .plan(vec![format!("{}: {}", point.as_str(), command)]);
+        if !self.note(e).await {
+            return false;
+        }
+        // Controls arriving while the hook runs are applied at once: a pause shows now and
+        // holds what follows the hook; an abort stops the hook (its process is killed).
+        let timeout = self.options.hooks.timeout();
+        let run = run_hook(point, &command, &ctx, timeout);
+        tokio::pin!(run);
+        let run: HookRun = loop {
+            tokio::select! {
+                r = &mut run => break r,
+                cs = self.wait_controls(CONTROL_POLL) => {
+                    if cs.is_empty() {
+                        continue;
+                    }
+                    for c in cs {
+                        self.apply_control(c).await;
+                    }
+                    self.publish();
+                    if self.ended.is_some() || self.aborting.is_some() {
+                        let e = self.record(
+                            &format!("hook.{}", point.as_str()),
+                            &target,
+                            Outcome::Failed {
+                                error: "stopped by the abort".into(),
+                            },
+                        );
+                        self.note(e).await;
+                        return false;
+                    }
+                }
+            }
+        };
+        let outcome = if run.ok() {
+            Outcome::Ok
+        } else {
+            Outcome::Failed {
+                error: run.summary(),
+            }
+        };
+        let e = self
+            .record(&format!("hook.{}", point.as_str()), &target, outcome)
+            .output(run.output.clone());
+        self.note(e).await;
+        if !run.ok() && self.paused.is_none() {
+            self.paused = Some(format!("{} on {target}", run.summary()));
+        }
+        run.ok()
+    }
+
+    /// Releases member `m` from its hook, unless a control says otherwise: the controls are
+    /// read immediately before, under the node group's control lock, and the release's
+    /// intent is journaled under the same lock, so a pause, abort or skip recorded before
+    /// this point is honoured and one recorded later comes after the release in the
+    /// journal. False when it was not released.
+    async fn release(&mut self, m: &str) -> bool {
+        self.probe(EngineStep::BeforeRelease, Some(m)).await;
+        // Still ours in Heat? Another machine's start may have replaced our update since
+        // the last look; then its driver releases, and this one ends without a signal.
+        if !self.still_ours().await {
+            return false;
+        }
+        let target = self.member_target(m);
+        let call = ApiCall::new(
+            "POST",
+            format!("{}/resources/{m}/signal", stack_path(&self.obs.group)),
+            r#"{"unset_hook":"pre-update"}"#,
+        );
+        let action = if self.is_done(m) {
+            "rollout.passthrough"
+        } else {
+            "rollout.release"
+        };
+        {
+            let guard = match ControlLock::acquire(&self.lock_dir, &self.target()) {
+                Ok(g) => g,
+                Err(e) => {
+                    self.paused = Some(format!("the rollout's control lock: {e}"));
+                    return false;
+                }
+            };
+            let mut cs = self.drain_channel();
+            cs.extend(self.journal_requests());
+            if !cs.is_empty() {
+                drop(guard);
+                for c in cs {
+                    self.apply_control(c).await;
+                }
+                // Decided again on the next pass, with the controls applied.
+                return false;
+            }
+            if self.halted() || self.skipped.contains(m) {
+                return false;
+            }
+            let intent = self
+                .record(action, &target, Outcome::Started)
+                .calls(vec![call]);
+            if !self.write(intent) {
+                return false; // paused, saying what was and was not released
+            }
+        }
+        self.probe(EngineStep::JournalWrite, Some(m)).await;
+        let outcome = match self.obs.release(m).await {
+            Ok(()) => {
+                // Until the next look at Heat, count it as released.
+                if let Some(t) = self.obs.members.get_mut(m) {
+                    t.paused = false;
+                    t.released_at.get_or_insert_with(Utc::now);
+                }
+                Outcome::Ok
+            }
+            // Heat refuses when the hook is not pending: already released (by us before a
+            // restart, or by someone else). Heat's events will say which.
+            Err(e) => Outcome::Failed { error: e.message },
+        };
+        let released = outcome == Outcome::Ok;
+        let e = self.record(action, &target, outcome);
+        self.note(e).await;
+        if released {
+            self.probe(EngineStep::MemberUpdating, Some(m)).await;
+        }
+        true
+    }
+
+    async fn step(&mut self) -> Option<RolloutState> {
+        // Members Heat paused again though already updated (a resumed update re-pauses the
+        // whole group): let them through at once, they are not part of any batch now.
+        let through: Vec<String> = self
+            .obs
+            .members
+            .iter()
+            .filter(|(_, t)| t.done && t.paused)
+            .map(|(m, _)| m.clone())
+            .collect();
+        for m in through {
+            if self.halted() {
+                return None; // paused, aborting (or the journal failed): nothing is released
+            }
+            self.passthrough.insert(m.clone());
+            self.release(&m).await;
+        }
+
+        if let Some(reason) = self.failure() {
+            if self.paused.is_none() {
+                self.probe(EngineStep::AfterFailure, None).await;
+                if self.ended.is_some() || self.aborting.is_some() {
+                    return None;
+                }
+                if !self.plan.options.pause_on_failure {
+                    return Some(RolloutState::Failed { reason });
+                }
+                let e = self.record(
+                    "rollout.pause",
+                    &self.target(),
+                    Outcome::Failed {
+                        error: reason.clone(),
+                    },
+                );
+                // A journal that failed just now paused the rollout too: both are said.
+                let journal = (!self.note(e).await).then(|| self.paused.take()).flatten();
+                self.paused = Some(match journal {
+                    Some(j) => format!("{reason}; and {j}"),
+                    None => reason,
+                });
+            }
+            return None;
+        }
+
+        // Post-node hooks for members this rollout updated.
+        let finished: Vec<(usize, String)> = self
+            .plan
+            .batches
+            .iter()
+            .enumerate()
+            .flat_map(|(b, ms)| ms.iter().map(move |m| (b, m.clone())))
+            .filter(|(_, m)| {
+                self.is_done(m)
+                    && !self.post_node_done.contains(m)
+                    && !self.passthrough.contains(m)
+                    && self.obs.members.get(m).is_some_and(|t| t.done_at.is_some())
+            })
+            .collect();
+        for (b, m) in finished {
+            if self.halted() {
+                return None;
+            }
+            if !self.hook(HookPoint::PostNode, b, Some(&m)).await {
+                return None;
+            }
+            self.post_node_done.insert(m);
+        }
+        if self.halted() {
+            return None;
+        }
+
+        if self.draining && self.drained() {
+            let failed_left = self
+                .plan
+                .members()
+                .any(|m| self.obs.members.get(m).is_some_and(|t| t.failed.is_some()));
+            if failed_left || !self.obs.stack_status.is_complete() {
+                self.retry_update().await;
+                return None;
+            }
+            self.draining = false;
+        }
+        let Some(b) = self.current_batch() else {
+            if self.draining {
+                return None;
+            }
+            return self.finish_batches_then_complete().await;
+        };
+        // Gate and close every earlier batch before touching this one.
+        for k in 0..b {
+            if !self.batch_finished.contains(&k) && !self.close_batch(k).await {
+                return None;
+            }
+        }
+        if !self.batch_started.contains(&b) {
+            if !self.hook(HookPoint::PreBatch, b, None).await || self.halted() {
+                return None;
+            }
+            self.batch_started.insert(b);
+            let e = self.record("rollout.batch_started", &self.batch_target(b), Outcome::Ok);
+            self.note(e).await;
+        }
+        let members = self.plan.batches[b].clone();
+        for m in members {
+            if self.settled(&m) {
+                continue;
+            }
+            let Some(t) = self.obs.members.get(&m).cloned() else {
+                continue;
+            };
+            if t.released_at.is_some() {
+                let age = self
+                    .released_local
+                    .entry(m.clone())
+                    .or_insert_with(std::time::Instant::now)
+                    .elapsed();
+                if age > self.plan.options.node_timeout() && self.timed_out.insert(m.clone()) {
+                    let reason = format!(
+                        "node {m} not done {}s after release (timeout)",
+                        age.as_secs()
+                    );
+                    let e = self.record(
+                        "rollout.pause",
+                        &self.member_target(&m),
+                        Outcome::Failed {
+                            error: reason.clone(),
+                        },
+                    );
+                    self.note(e).await;
+                    self.paused = Some(reason);
+                    return None;
+                }
+                continue;
+            }
+            if !t.paused {
+                continue; // Heat has not reached it yet.
+            }
+            if self.halted() {
+                return None;
+            }
+            if !self.pre_node_done.contains(&m) {
+                if !self.hook(HookPoint::PreNode, b, Some(&m)).await {
+                    return None;
+                }
+                self.pre_node_done.insert(m.clone());
+            }
+            self.release(&m).await;
+            if self.halted() {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// The health gate and the post-batch hook of batch `k`.
+    async fn close_batch(&mut self, k: usize) -> bool {
+        let wait = self.plan.options.gate_wait();
+        if !wait.is_zero() {
+            // Shown while the gate waits (what it waits after is done).
+            self.publish();
+            self.probe(EngineStep::GateWait, None).await;
+            // The gate is a wait like any other: a control ends it at once (a pause or an
+            // abort leaves the batch unclosed; the gate runs again after a resume).
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                if self.halted() {
+                    return false;
+                }
+                let now = tokio::time::Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                self.idle(deadline - now).await;
+            }
+            if self.obs.refresh().await.is_ok() {
+                if let Some(reason) = self.failure() {
+                    self.paused = Some(format!("health gate after batch {}: {reason}", k + 1));
+                    return false;
+                }
+            }
+        }
+        if !self.hook(HookPoint::PostBatch, k, None).await {
+            return false;
+        }
+        if self.halted() {
+            return false;
+        }
+        self.batch_finished.insert(k);
+        let e = self.record("rollout.batch_finished", &self.batch_target(k), Outcome::Ok);
+        self.note(e).await;
+        true
+    }
+
+    async fn finish_batches_then_complete(&mut self) -> Option<RolloutState> {
+        for k in 0..self.plan.batches.len() {
+            if !self.batch_finished.contains(&k) && !self.close_batch(k).await {
+                return None;
+            }
+        }
+        if !self.skipped.is_empty() {
+            return Some(RolloutState::CompletedWithSkips);
+        }
+        let s = &self.obs.stack_status;
+        if s.is_complete() && s.action == "UPDATE" {
+            return Some(RolloutState::Completed);
+        }
+        None // Heat is still closing the update.
+    }
+
+    fn update_status(&mut self) {
+        let current = self.current_batch();
+        fill_nodes(&mut self.status, &self.obs, &self.skipped, current);
+        if let Some(a) = &self.aborting {
+            self.status.state = RolloutState::Aborting {
+                reason: match a.mode {
+                    AbortMode::CancelUpdate => format!(
+                        "Heat rolls back (stack {}); {} hook(s) of the rollback cleared",
+                        self.obs.stack_status,
+                        a.cleared.len()
+                    ),
+                    AbortMode::CancelWithoutRollback => format!(
+                        "cancel_without_rollback sent; stack {}",
+                        self.obs.stack_status
+                    ),
+                    AbortMode::LeavePaused => format!(
+                        "nothing more is released; waiting for {} node(s) Heat is updating",
+                        self.updating().len()
+                    ),
+                },
+            };
+        } else if !self.status.state.is_final() {
+            self.status.state = match &self.paused {
+                Some(reason) => RolloutState::Paused {
+                    reason: reason.clone(),
+                },
+                None if self.obs.group_updates == 0 => RolloutState::Starting,
+                None => RolloutState::Running,
+            };
+        }
+        self.status.driver = Some(DriverInfo::Here);
+        self.status.compute(self.now());
+    }
+
+    /// Durations and rates are in Heat's time: its newest event, or our clock if later.
+    fn now(&self) -> chrono::DateTime<Utc> {
+        let now = Utc::now();
+        self.obs.last_event_time.map_or(now, |t| t.max(now))
+    }
+}
+
+/// Appends a request for a rollout running in another process (or the next one to attach),
+/// under the node group's control lock (see [`lock`]): the engine sees it before its next
+/// release, or it is recorded after that release.
+/// Returns the journal offset after it, where the engine's acknowledgement (see
+/// [`ack_action`]) will be.
+pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> ServiceResult<u64> {
+    let target = plan.target.label();
+    let entry = match control {
+        Control::Pause => Entry::new(&ctx.actor, REQUEST_PAUSE, &target, Outcome::Ok),
+        Control::Resume { parameters } => {
+            Entry::new(&ctx.actor, REQUEST_RESUME, &target, Outcome::Ok).spec(parameters)
+        }
+        Control::Abort(mode) => {
+            Entry::new(&ctx.actor, REQUEST_ABORT, &target, Outcome::Ok).spec(mode)
+        }
+        Control::Skip(m) => Entry::new(
+            &ctx.actor,
+            REQUEST_SKIP,
+            &format!("{target}/{m}"),
+            Outcome::Ok,
+        ),
+    };
+    let _guard = ControlLock::acquire(&lock::lock_dir(ctx.journal.path()), &target)
+        .map_err(|e| ServiceError::new(ErrorKind::Config, format!("the control lock: {e}")))?;
+    ctx.record_at(&entry.rollout(&plan.id))
+}
+
+/// The entry an engine journals when it honours `control`: the acknowledgement a
+/// requester waits for. An abort is honoured when it is recorded (`rollout.aborting`:
+/// nothing is released from then on); `rollout.abort` follows when Heat has settled.
+pub fn ack_action(control: &Control) -> &'static str {
+    match control {
+        Control::Pause => "rollout.pause",
+        Control::Resume { .. } => "rollout.resume",
+        Control::Skip(_) => "rollout.skip",
+        Control::Abort(_) => "rollout.aborting",
+    }
+}
+
+/// `a, b, c` (the first 20, then how many more), or `none`.
+fn name_list(names: &[&str]) -> String {
+    const SHOWN: usize = 20;
+    if names.is_empty() {
+        return "none".into();
+    }
+    let mut s = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
+/// The control a journal entry asks for, when it is a request.
+pub fn parse_request(e: &Entry) -> Option<Control> {
+    match e.action.as_str() {
+        REQUEST_PAUSE => Some(Control::Pause),
+        REQUEST_RESUME => Some(Control::Resume {
+            parameters: e
+                .spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or_default(),
+        }),
+        REQUEST_ABORT => Some(Control::Abort(
+            e.spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or(AbortMode::LeavePaused),
+        )),
+        REQUEST_SKIP => Some(Control::Skip(member_of(&e.target))),
+        _ => None,
+    }
+}
+
+/// Node phases from what Heat says.
+fn fill_nodes(
+    status: &mut RolloutStatus,
+    obs: &HeatObserver,
+    skipped: &BTreeSet<String>,
+    current: Option<usize>,
+) {
+    for n in status.nodes.iter_mut() {
+        let t = obs.members.get(&n.name);
+        n.phase = if skipped.contains(&n.name) {
+            NodePhase::Skipped
+        } else if let Some(t) = t {
+            if t.done {
+                NodePhase::Done
+            } else if t.failed.is_some() {
+                NodePhase::Failed
+            } else if t.released_at.is_some() {
+                NodePhase::Updating
+            } else if t.paused && current == Some(n.batch) {
+                NodePhase::Paused
+            } else if current == Some(n.batch) {
+                NodePhase::Waiting
+            } else {
+                NodePhase::Pending
+            }
+        } else {
+            NodePhase::Pending
+        };
+        if let Some(t) = t {
+            n.released_at = t.done_released_at.or(t.released_at);
+            n.finished_at = t.done_at;
+            n.reason = t.failed.clone();
+        }
+    }
+    status.current_batch = current;
+    status.stack_status = obs.stack_status.raw.clone();
+}
+
+/// A rollout's status read from Heat and the journal, with no engine running (another
+/// process may be driving it). Paused means Heat holds members on hooks and nobody has
+/// released the next batch.
+pub async fn observe_status(
+    heat: &HeatClient,
+    journal: &Journal,
+    plan: &RolloutPlan,
+) -> ServiceResult<RolloutStatus> {
+    let group = group_stack_of(heat, &plan.stack, plan.group_resource()).await?;
+    let mut obs = HeatObserver::new(
+        heat.clone(),
+        plan.stack.clone(),
+        group,
+        plan.since_event.clone(),
+        plan.since_time,
+    );
+    obs.attach(plan.image_parameter()).await?;
+    // What the members' own stacks say is done, before the events are applied: the truth
+    // after an abort (below).
+    let on_image: BTreeSet<String> = obs
+        .members
+        .iter()
+        .filter(|(_, t)| t.done)
+        .map(|(m, _)| m.clone())
+        .collect();
+    obs.refresh().await?;
+    let (_, memory) = journal_memory(journal, &plan.id)?;
+    let mut status = initial_status(plan);
+    // The journal's last word on this rollout says whether it is paused or over.
+    let entries = journal
+        .rollout_entries(&plan.id)
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    status.state = RolloutState::Running;
+    for e in &entries {
+        match (e.action.as_str(), &e.outcome) {
+            ("rollout.pause", Outcome::Failed { error }) => {
+                status.state = RolloutState::Paused {
+                    reason: error.clone(),
+                }
+            }
+            ("rollout.pause", _) => {
+                status.state = RolloutState::Paused {
+                    reason: "paused by the operator".into(),
+                }
+            }
+            ("rollout.resume", Outcome::Ok) | ("rollout.reattach", _) => {
+                status.state = RolloutState::Running
+            }
+            ("rollout.aborting", _) => {
+                status.state = RolloutState::Aborting {
+                    reason: "Heat's cancel under way".into(),
+                }
+            }
+            ("rollout.abort", _) => {
+                status.state = RolloutState::Aborted {
+                    reason: e.output.clone().unwrap_or_else(|| "aborted".into()),
+                }
+            }
+            ("rollout.finish", Outcome::Ok) => status.state = RolloutState::Completed,
+            ("rollout.finish", Outcome::Failed { error }) => {
+                status.state = RolloutState::Failed {
+                    reason: error.clone(),
+                }
+            }
+            _ => {}
+        }
+    }
+    if matches!(status.state, RolloutState::Aborted { .. }) {
+        // A cancel (and its rollback) updated members behind the events' backs: Heat's
+        // rollback completes members that were never released. What is done is what the
+        // members' own stacks say, as the engine counted when it ended.
+        for (m, t) in obs.members.iter_mut() {
+            t.done = on_image.contains(m);
+        }
+    }
+    let settled =
+        |m: &String| memory.skipped.contains(m) || obs.members.get(m).is_some_and(|t| t.done);
+    let current = plan.batches.iter().position(|b| !b.iter().all(settled));
+    fill_nodes(&mut status, &obs, &memory.skipped, current);
+    if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
+        status.state = RolloutState::Completed;
+    }
+    if !status.state.is_final() {
+        status.driver = Some(driver_info(journal, plan));
+    }
+    let now = obs
+        .last_event_time
+        .map_or(Utc::now(), |t| t.max(Utc::now()));
+    status.compute(now);
+    Ok(status)
+}
+
+/// A plan for a rollout Heat shows under way but this machine's journal does not know
+/// (another operator's): the stack's image, every member not yet at it, `options`.
+pub async fn plan_from_heat(
+    heat: &HeatClient,
+    target: &crate::drivers::NodeGroupTarget,
+    options: super::RolloutOptions,
+) -> ServiceResult<RolloutPlan> {
+    let stack = target.stack.clone().ok_or_else(|| {
+        ServiceError::new(
+            ErrorKind::NotFound,
+            format!("{} has no stack", target.label()),
+        )
+    })?;
+    let detail = heat.get_stack(&stack, false).await.map_err(err)?;
+    let mut plan = match detail.parameters.get("image") {
+        // One of caldera's own node-group stacks: the `nodes` group, the `image` parameter.
+        Some(image) => {
+            let nodes = crate::drivers::heat_native::member_nodes(heat, target).await?;
+            let names: Vec<String> = nodes.into_iter().map(|n| n.name).collect();
+            RolloutPlan::new(
+                target.clone(),
+                stack,
+                image,
+                None,
+                &names,
+                options,
+                BTreeMap::new(),
+            )
+        }
+        // A group of an operator's stack (STACK/GROUP): its members; what the update
+        // changes is the other driver's to know.
+        None => {
+            let group = target.nodegroup.as_str();
+            let members = crate::drivers::any_group::group_members(heat, &stack, group).await?;
+            let mut plan = RolloutPlan::for_group(
+                target.clone(),
+                stack,
+                group,
+                &members,
+                options,
+                BTreeMap::new(),
+            );
+            plan.image = "an update started elsewhere".into();
+            plan
+        }
+    };
+    // Events before the current update started belong to earlier actions.
+    plan.since_time = detail.summary.updated_at;
+    // The rollout's own id and where it was started, from the marker its start set: every
+    // look from any machine names the same rollout, and a driver taking it over keeps
+    // checking that Heat still runs that update.
+    if let Some((id, host)) = super::plan::marker_in(&detail.tags) {
+        plan.id = id;
+        plan.started_on = Some(host);
+        plan.stack_tags = Some(detail.tags.clone());
+    }
+    Ok(plan)
+}

@@ -1,0 +1,295 @@
+//! What Heat says about a rollout, read from the ResourceGroup's nested stack: its events
+//! (the only place a `pre-update` pause is visible — measured on Heat 27, a paused member's
+//! resource keeps its old status and reason; the pause and the release are events) and, on
+//! attach, each member's own stack (its `image` parameter says whether it is updated).
+//!
+//! Per member it keeps the state of the *current* group update (a new `UPDATE_IN_PROGRESS`
+//! of the group stack, e.g. the PATCH that resumes after a failure, starts a fresh one:
+//! Heat then pauses every member again) and, across updates, whether the member is done.
+
+use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
+use crate::fetch::fan_out;
+use crate::model::{StackEvent, StackRef, Status};
+use crate::report::{ServiceError, ServiceResult};
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use std::collections::{BTreeMap, HashSet};
+
+/// The reason Heat gives a member update it abandoned for a newer traversal.
+pub const SUPERSEDED_MARK: &str = "Stack UPDATE cancelled";
+const EVENT_PAGE: u32 = 200;
+/// How far behind the newest event each read starts (Heat's times are whole seconds).
+const LATE_WRITER_SECS: i64 = 2;
+const ATTACH_CONCURRENCY: usize = 8;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemberTrack {
+    /// Paused on the hook in the current group update.
+    pub paused: bool,
+    /// When its hook was cleared in the current group update (Heat's time).
+    pub released_at: Option<DateTime<Utc>>,
+    /// Its update failed in the current group update, with Heat's reason.
+    pub failed: Option<String>,
+    /// Updated to the rollout's image (in this or an earlier group update).
+    pub done: bool,
+    /// Release and completion times of the update that made it done, when seen.
+    pub done_released_at: Option<DateTime<Utc>>,
+    pub done_at: Option<DateTime<Utc>>,
+    /// Heat resource status as of the last event.
+    pub status: Option<Status>,
+    /// The member's own stack.
+    pub stack: Option<StackRef>,
+}
+
+pub struct HeatObserver {
+    heat: HeatClient,
+    pub nodegroup_stack: StackRef,
+    pub group: StackRef,
+    /// Events older than this (Heat's time) belong to earlier actions.
+    since: Option<DateTime<Utc>>,
+    seen: HashSet<String>,
+    /// Where the next read starts: an event `LATE_WRITER_SECS` behind the newest seen.
+    marker: Option<String>,
+    /// Events `(time, id)` seen inside that window, to move the marker along.
+    recent: Vec<(DateTime<Utc>, String)>,
+    pub members: BTreeMap<String, MemberTrack>,
+    /// Group updates started since `since` (each PATCH of the node-group stack is one).
+    pub group_updates: u32,
+    pub stack_status: Status,
+    pub stack_reason: String,
+    /// The node-group stack's tags (a rollout's marker among them), as last read, and when.
+    pub stack_tags: Vec<String>,
+    pub stack_read_at: Option<std::time::Instant>,
+    /// The node-group stack's image parameter.
+    pub stack_image: Option<String>,
+    /// Every event applied, oldest first (tests check batches against Heat's own times).
+    pub log: Vec<StackEvent>,
+    /// Heat's time of the newest event seen.
+    pub last_event_time: Option<DateTime<Utc>>,
+}
+
+fn err(e: crate::api::ApiError) -> ServiceError {
+    ServiceError::from(e)
+}
+
+impl HeatObserver {
+    pub fn new(
+        heat: HeatClient,
+        nodegroup_stack: StackRef,
+        group: StackRef,
+        since_event: Option<String>,
+        since: Option<DateTime<Utc>>,
+    ) -> HeatObserver {
+        HeatObserver {
+            heat,
+            nodegroup_stack,
+            group,
+            since,
+            seen: since_event.iter().cloned().collect(),
+            marker: since_event,
+            recent: Vec::new(),
+            members: BTreeMap::new(),
+            group_updates: 0,
+            stack_status: Status::parse("UNKNOWN"),
+            stack_reason: String::new(),
+            stack_tags: Vec::new(),
+            stack_read_at: None,
+            stack_image: None,
+            log: Vec::new(),
+            last_event_time: None,
+        }
+    }
+
+    /// Reads every member's own stack: which are already at `image` (done before we look,
+    /// e.g. by an earlier process of this rollout whose events are gone).
+    /// `None` (a group of an operator's template, no image parameter): only the members'
+    /// resources are read; events alone say which are done.
+    pub async fn attach(&mut self, image: Option<&str>) -> ServiceResult<()> {
+        let resources = self
+            .heat
+            .list_resources(&self.group, &ResourceQuery::default())
+            .await
+            .map_err(err)?;
+        let refs: Vec<(String, Option<StackRef>, Status)> = resources
+            .into_iter()
+            .map(|r| (r.resource.name, r.resource.nested, r.resource.status))
+            .collect();
+        for (name, stack, status) in &refs {
+            let m = self.members.entry(name.clone()).or_default();
+            m.stack = stack.clone();
+            m.status = Some(status.clone());
+        }
+        let Some(image) = image else {
+            return Ok(());
+        };
+        let heat = self.heat.clone();
+        let mut lookups = fan_out(
+            refs.into_iter()
+                .filter_map(|(n, s, _)| s.map(|s| (n, s)))
+                .collect::<Vec<_>>(),
+            ATTACH_CONCURRENCY,
+            move |(_, stack): (String, StackRef)| {
+                let heat = heat.clone();
+                async move { heat.get_stack(&stack, false).await }
+            },
+        );
+        while let Some(((name, _), result)) = lookups.next().await {
+            let detail = result.map_err(err)?;
+            let at_image = detail.parameters.get("image").map(String::as_str) == Some(image);
+            let settled = detail.summary.status.is_complete();
+            if at_image && settled {
+                if let Some(m) = self.members.get_mut(&name) {
+                    m.done = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// New events and the stack's status.
+    pub async fn refresh(&mut self) -> ServiceResult<()> {
+        let detail = self
+            .heat
+            .get_stack(&self.nodegroup_stack, false)
+            .await
+            .map_err(err)?;
+        self.stack_status = detail.summary.status;
+        self.stack_reason = detail.summary.status_reason.unwrap_or_default();
+        self.stack_image = detail.parameters.get("image").cloned();
+        self.stack_tags = detail.tags;
+        self.stack_read_at = Some(std::time::Instant::now());
+        // Heat orders events by (whole-second time, random id): an event written a moment
+        // after the newest one seen can sort before it and never come after a marker set on
+        // the newest (measured: a member's pause missed, the rollout stuck). So each read
+        // starts behind the newest second and re-reads that window; ids de-duplicate.
+        let mut page_marker = self.marker.clone();
+        loop {
+            let query = EventQuery {
+                limit: Some(EVENT_PAGE),
+                marker: page_marker.clone(),
+                sort_dir: Some(SortDir::Asc),
+                ..Default::default()
+            };
+            let page = self
+                .heat
+                .list_events_page(&self.group, &query)
+                .await
+                .map_err(err)?;
+            let n = page.len();
+            if let Some(last) = page.last() {
+                page_marker = Some(last.id.clone());
+            }
+            for e in page {
+                // Heat answers from the start when a marker was purged: dedup by id.
+                if self.seen.insert(e.id.clone()) {
+                    self.recent.push((e.time, e.id.clone()));
+                    self.apply(e);
+                }
+            }
+            if n < EVENT_PAGE as usize {
+                break;
+            }
+        }
+        self.move_marker();
+        Ok(())
+    }
+
+    /// The next read starts at the newest event at least `LATE_WRITER_SECS` older than the
+    /// newest seen (or stays where it was when there is none yet).
+    fn move_marker(&mut self) {
+        let Some(newest) = self.recent.iter().map(|(t, _)| *t).max() else {
+            return;
+        };
+        let cutoff = newest - chrono::Duration::seconds(LATE_WRITER_SECS);
+        self.recent.sort();
+        if let Some(pos) = self.recent.iter().rposition(|(t, _)| *t <= cutoff) {
+            self.marker = Some(self.recent[pos].1.clone());
+            self.recent.drain(..pos);
+        }
+    }
+
+    fn apply(&mut self, e: StackEvent) {
+        // Only when the marker was purged does Heat send older events again.
+        if self.since.is_some_and(|t| e.time < t) {
+            return;
+        }
+        self.last_event_time = Some(e.time);
+        if e.resource_name == self.group.name {
+            if e.status.raw == "UPDATE_IN_PROGRESS" {
+                self.group_updates += 1;
+                for m in self.members.values_mut() {
+                    m.paused = false;
+                    m.released_at = None;
+                    m.failed = None;
+                }
+            }
+            self.log.push(e);
+            return;
+        }
+        let reason = e.status_reason.clone().unwrap_or_default();
+        let m = self.members.entry(e.resource_name.clone()).or_default();
+        let hook = crate::ops::hooks::hook_event(&reason, Some(super::plan::ROLLOUT_HOOK));
+        if hook == Some(true) {
+            // A pause starts a new attempt at this member, whatever happened before.
+            m.paused = true;
+            m.released_at = None;
+            m.failed = None;
+        } else if hook == Some(false) {
+            m.paused = false;
+            m.released_at = Some(e.time);
+        } else {
+            m.status = Some(e.status.clone());
+            if m.released_at.is_some() && m.failed.is_none() {
+                if e.status.is_failed() && reason.contains(SUPERSEDED_MARK) {
+                    // Heat cancelled this attempt for a newer traversal of the group
+                    // (measured on Heat 27 after a resumed update): it pauses the member
+                    // again, and the next attempt decides.
+                } else if e.status.is_failed() {
+                    m.failed = Some(reason);
+                    m.done = false;
+                } else if e.status.raw == "UPDATE_COMPLETE" && (!m.done || m.done_at.is_none()) {
+                    // Also when `attach` found it done already (a take-over): its times
+                    // come from these events.
+                    m.done = true;
+                    m.done_released_at = m.released_at;
+                    m.done_at = Some(e.time);
+                }
+            }
+        }
+        self.log.push(e);
+    }
+
+    /// Clears a member's hook on the group's nested stack.
+    pub async fn release(&self, member: &str) -> ServiceResult<()> {
+        self.heat
+            .unset_hook(&self.group, member, "pre-update")
+            .await
+            .map_err(err)
+    }
+
+    /// A member's `ip` output, for hooks (none when it cannot be had).
+    pub async fn member_ip(&self, member: &str) -> Option<String> {
+        let stack = self.members.get(member)?.stack.clone()?;
+        let out = self.heat.show_output(&stack, "ip").await.ok()?;
+        out.value.as_str().map(str::to_string)
+    }
+}
+
+/// The newest event of a stack (its id and Heat's time), the baseline of a new action.
+pub async fn newest_event(
+    heat: &HeatClient,
+    stack: &StackRef,
+) -> ServiceResult<Option<(String, DateTime<Utc>)>> {
+    let page = heat
+        .list_events_page(
+            stack,
+            &EventQuery {
+                limit: Some(1),
+                sort_dir: Some(SortDir::Desc),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(err)?;
+    Ok(page.into_iter().next().map(|e| (e.id, e.time)))
+}

@@ -1,0 +1,135 @@
+//! The read/act seam between the I/O layer and its users (console, headless commands).
+//!
+//! The console's workers hold an `Arc<dyn CloudService>` and never see HTTP. A real cloud
+//! (Keystone + Heat + Magnum + Nova), a no-auth standalone Heat and the built-in simulator
+//! are all served by implementations of this trait; tests use in-memory fakes.
+
+pub mod heat_native_rows;
+pub mod live;
+pub mod live_operator;
+pub mod observed_nova;
+pub mod observed_update;
+pub mod operator;
+
+use crate::model::{
+    Cluster, NodeAddress, NodeGroup, ServerDetail, ServerTarget, StackEvent, StackRef,
+    StackResource, StackSummary,
+};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::FutureExt;
+
+pub use caldera_cloud::health;
+pub use caldera_cloud::report::{BudgetStats, CloudInfo, ErrorKind, ServiceError, ServiceResult};
+
+/// One step of a streamed node fetch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeUpdate {
+    /// The member list is known: `total` members (statuses filled, IPs maybe not yet).
+    Members(Vec<crate::model::Node>),
+    /// Addresses for one member arrived (with its server name when the source knew it).
+    Address(NodeAddress),
+    /// A member's server name arrived after its address.
+    Named { member: String, name: String },
+    /// One member's address lookup failed; the rest keep coming.
+    AddressFailed { member: String, error: ServiceError },
+    /// Every member has been tried.
+    Done,
+}
+
+/// Where an event follower is; opaque to callers, passed back on each poll.
+#[derive(Debug, Clone, Default)]
+pub struct EventCursor {
+    pub(crate) tracker: crate::ops::event_tracker::EventTracker,
+}
+
+impl EventCursor {
+    /// Events delivered through this cursor so far.
+    /// Takes a page of events (as Heat gave it, oldest first) and returns the ones not
+    /// delivered before, in order; for services that read events themselves.
+    pub fn ingest(&mut self, page: Vec<StackEvent>) -> Vec<StackEvent> {
+        self.tracker.ingest(page)
+    }
+    pub fn delivered(&self) -> u64 {
+        self.tracker.delivered()
+    }
+    /// Duplicates the server sent again and the cursor dropped.
+    pub fn duplicates_dropped(&self) -> u64 {
+        self.tracker.duplicates_dropped()
+    }
+    /// Whether an event id went through this cursor (within its memory bound).
+    pub fn has_seen(&self, id: &str) -> bool {
+        self.tracker.has_seen(id)
+    }
+    /// Ids the cursor remembers for de-duplication (bounded).
+    pub fn remembered(&self) -> usize {
+        self.tracker.remembered()
+    }
+    /// The cloud's `max_events_per_stack` when known (Heat's default 1000 is assumed): the
+    /// follower polls fast enough not to lose events Heat purges.
+    pub fn with_retention(mut self, max_events_per_stack: usize) -> Self {
+        self.tracker.set_retention(max_events_per_stack);
+        self
+    }
+    /// Whether the retention was given (else the cloud's `caldera:` setting, or Heat's
+    /// default, applies).
+    pub fn retention_known(&self) -> bool {
+        self.tracker.retention_known()
+    }
+    /// The `max_events_per_stack` the follower paces itself against.
+    pub fn retention(&self) -> usize {
+        self.tracker.retention()
+    }
+    /// When to poll next, at most `configured` after this poll: sooner while a stack writes
+    /// events fast enough to outrun Heat's retention, backing off to `configured` when quiet.
+    pub fn next_delay(&self, configured: std::time::Duration) -> std::time::Duration {
+        self.tracker.next_delay(configured)
+    }
+}
+
+/// Everything the console reads from a cloud. Implementations own all I/O.
+pub trait CloudService: Send + Sync + 'static {
+    fn info(&self) -> CloudInfo;
+    fn budget(&self) -> BudgetStats;
+
+    fn list_clusters(&self) -> BoxFuture<'static, ServiceResult<Vec<Cluster>>>;
+    fn list_nodegroups(
+        &self,
+        cluster: Cluster,
+    ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>>;
+    fn list_stacks(&self) -> BoxFuture<'static, ServiceResult<Vec<StackSummary>>>;
+
+    /// Members of a node group with statuses, then their addresses as they are found.
+    fn stream_nodes(&self, nodegroup: NodeGroup) -> BoxStream<'static, ServiceResult<NodeUpdate>>;
+
+    /// Resources of a stack down to `nested_depth`.
+    fn stack_resources(
+        &self,
+        stack: StackRef,
+        nested_depth: u32,
+    ) -> BoxFuture<'static, ServiceResult<Vec<StackResource>>>;
+
+    /// New events since `cursor`, oldest first, without duplicates; returns the advanced cursor.
+    fn poll_events(
+        &self,
+        stack: StackRef,
+        nested_depth: u32,
+        cursor: EventCursor,
+    ) -> BoxFuture<'static, ServiceResult<(Vec<StackEvent>, EventCursor)>>;
+
+    /// One node's Nova server (`server show`) with the tail of its console log. A cloud
+    /// without Nova says so.
+    fn server_detail(
+        &self,
+        target: ServerTarget,
+    ) -> BoxFuture<'static, ServiceResult<ServerDetail>> {
+        let name = target.name;
+        async move {
+            Err(ServiceError::new(
+                ErrorKind::Unsupported,
+                format!("no Nova here: the server of {name} cannot be shown"),
+            ))
+        }
+        .boxed()
+    }
+}
