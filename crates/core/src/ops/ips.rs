@@ -1066,6 +1066,7 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Status;
     use serde_json::json;
 
     #[test]
