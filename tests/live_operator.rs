@@ -12,7 +12,7 @@ use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec, ScaleRequest, UpgradePlan};
 use caldera::journal::{Actor, Journal, Outcome};
 use caldera::lifecycle::ActionsConfig;
-use caldera::model::{Cluster, DriverKind, Node, NodeGroup};
+use caldera::model::{Cluster, DriverKind, ImageCounts, Node, NodeGroup};
 use caldera::rollout::{Control, NodePhase, RolloutOptions, RolloutState};
 use caldera::service::live::LiveService;
 use caldera::service::live_operator::LiveOperator;
@@ -800,4 +800,121 @@ async fn the_demo_holds_a_heat_native_cluster_beside_magnum() {
         ]
     );
     sim.shutdown().await;
+}
+
+/// #15: mid-upgrade, the nodes' counts by image (Nova's, against the node group's) say as
+/// many nodes are still on the old image as the rollout says remain; "complete" by status
+/// alone would have counted them done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mid_upgrade_the_nodes_count_old_and_new_by_image_as_the_rollout_does() {
+    let env = Env::with_heat_native().await;
+    let (c, g) = env.hn().await;
+    let op = env.operator(Guard::default());
+    let options = RolloutOptions {
+        batch_size: 2,
+        canary: 1,
+        ..RolloutOptions::default()
+    };
+    let plan = op
+        .plan_upgrade(c, g.clone(), NEW_IMAGE.into(), options)
+        .await
+        .expect("plan");
+    let mut handle = op
+        .start_upgrade(plan, None)
+        .await
+        .expect("start")
+        .expect("a rollout has a handle");
+    let done = |s: &caldera::rollout::RolloutStatus| {
+        s.nodes
+            .iter()
+            .filter(|n| n.phase == NodePhase::Done)
+            .count()
+    };
+    tokio::time::timeout(SETTLE, handle.wait_for(|s| done(s) >= 2))
+        .await
+        .expect("two nodes updated in time");
+    handle.send(Control::Pause).expect("pause");
+    // Paused, with the nodes it had released finished: nothing moves while we look.
+    let mid = tokio::time::timeout(
+        SETTLE,
+        handle.wait_for(|s| {
+            matches!(s.state, RolloutState::Paused { .. })
+                && s.nodes.iter().all(|n| n.phase != NodePhase::Updating)
+        }),
+    )
+    .await
+    .expect("paused in time");
+    assert!(
+        matches!(mid.state, RolloutState::Paused { .. }),
+        "{:?}",
+        mid.state
+    );
+    let total = DEMO_MEMBERS as usize;
+    assert!(
+        mid.remaining > 0 && mid.remaining < total,
+        "{:?}",
+        mid.lines()
+    );
+
+    let (_, g) = env.hn().await;
+    assert_eq!(
+        g.image.as_deref(),
+        Some(NEW_IMAGE),
+        "the group's target image"
+    );
+    let nodes = env.nodes(&g).await;
+    assert_eq!(nodes.len(), total);
+    let counts = ImageCounts::of(&nodes, g.image.as_deref());
+    assert_eq!(counts.unknown, 0, "every node's image is known: {nodes:?}");
+    assert_eq!(counts.updating, 0, "{counts:?}");
+    assert_eq!(counts.old, mid.remaining, "{counts:?} vs {:?}", mid.lines());
+    assert_eq!(counts.new, mid.done, "{counts:?}");
+    // By status alone every one of them is complete: what the pane used to say.
+    assert!(nodes.iter().all(|n| n.status.is_complete()), "{nodes:?}");
+    handle.kill().await;
+    env.sim.shutdown().await;
+}
+
+/// Magnum (Heat driver) members have their server's image from Nova: mid-upgrade (the
+/// node group's stack in progress, when its image parameter says nothing of the members) the
+/// IMAGE column and the counts by image still tell old nodes from new ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn magnum_nodes_mid_upgrade_carry_their_servers_image() {
+    let env = Env::start("small").await;
+    let c = env.cluster("small").await;
+    let g = env.nodegroup(&c, "default-worker").await;
+    let old = g.image.clone().expect("Magnum's node group image");
+    let op = env.operator(Guard::default());
+    let plan = op
+        .plan_upgrade(c.clone(), g, "k8s-v1.30".into(), RolloutOptions::default())
+        .await
+        .expect("upgrade plan");
+    assert!(matches!(plan, UpgradePlan::Magnum(_)), "{plan:?}");
+    op.start_upgrade(plan, None).await.expect("start");
+    let t0 = Instant::now();
+    loop {
+        let g = env.nodegroup(&c, "default-worker").await;
+        let nodes = env.nodes(&g).await;
+        assert!(!nodes.is_empty());
+        let counts = ImageCounts::of(&nodes, g.image.as_deref());
+        assert_eq!(counts.unknown, 0, "every node's image is known: {nodes:?}");
+        assert_eq!(counts.old + counts.updating + counts.new, nodes.len());
+        if g.status.is_in_progress() && counts.old > 0 {
+            assert_ne!(g.image.as_deref(), Some(old.as_str()), "the target image");
+            assert!(
+                nodes
+                    .iter()
+                    .any(|n| n.image.as_deref() == Some(old.as_str())),
+                "{nodes:?}"
+            );
+            break;
+        }
+        assert!(
+            t0.elapsed() < SETTLE,
+            "no mid-point seen: {counts:?} {}",
+            g.status
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    env.sim.shutdown().await;
 }

@@ -20,6 +20,7 @@ use crate::ops::capi_nodes;
 use crate::ops::event_tracker::MAX_PAGE;
 use crate::ops::hooks::paused_members;
 use crate::ops::ips::{stream_group_ips, IpEvent, IpOptions, Member};
+use crate::ops::member_images::member_images;
 use crate::ops::stack_paths::StackPaths;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
@@ -538,12 +539,25 @@ async fn forward_nodes(
     // the view).
     let mut hooks = Some(AbortOnDrop({
         let heat = heat.clone();
+        let nova = nova.clone().filter(|_| options.nova_servers);
+        let server_type = options.server_type.clone();
         let stack = stack.clone();
         let members_at = members_at.clone();
         tokio::spawn(async move {
-            let (paused, detail) = futures::join!(
+            let images = async {
+                let nova = nova.as_ref()?;
+                match member_images(&heat, nova, &members_at, &server_type).await {
+                    Ok(images) => Some(images),
+                    Err(e) => {
+                        tracing::info!("member images unknown: {e}");
+                        None
+                    }
+                }
+            };
+            let (paused, detail, members) = futures::join!(
                 paused_members(&heat, &members_at),
-                heat.get_stack(&stack, false)
+                heat.get_stack(&stack, false),
+                images
             );
             let image = match detail {
                 Ok(d) => settled_image(&d).or_else(|| magnum_settled_image(&d, role)),
@@ -552,7 +566,7 @@ async fn forward_nodes(
                     None
                 }
             };
-            (paused, image)
+            (paused, image, members.unwrap_or_default())
         })
     }));
     let mut paused: Option<SideFacts> = None;
@@ -568,10 +582,9 @@ async fn forward_nodes(
                         m,
                         facts.is_some_and(|f| f.paused.contains(&m.name)),
                     );
-                    // A member that settled while its group is settled has the group's image.
-                    if m.status.is_complete() {
-                        node.image = facts.and_then(|f| f.image.clone());
-                    }
+                    // The image its server runs (Nova), else, for a member that settled
+                    // while its group is settled, the group's image.
+                    node.image = facts.and_then(|f| f.member_image(m));
                     node
                 })
                 .collect(),
@@ -648,32 +661,50 @@ fn magnum_settled_image(
 }
 
 /// What the side lookups of a node stream found.
+#[derive(Default)]
 struct SideFacts {
     paused: HashSet<String>,
+    /// The group's image when it is settled (every member has it).
     image: Option<String>,
+    /// Each member's image as Nova says its server runs it (during a rolling update members
+    /// differ: this is how old and new nodes are told apart).
+    members: HashMap<String, String>,
+}
+
+impl SideFacts {
+    fn member_image(&self, m: &Member) -> Option<String> {
+        match self.members.get(&m.name) {
+            Some(image) => Some(image.clone()),
+            None if m.status.is_complete() => self.image.clone(),
+            None => None,
+        }
+    }
 }
 
 type SideLookup = (
     Result<HashSet<String>, crate::api::ApiError>,
     Option<String>,
+    HashMap<String, String>,
 );
 
 fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
     match found {
-        Ok((Ok(paused), image)) => SideFacts { paused, image },
-        Ok((Err(e), image)) => {
+        Ok((Ok(paused), image, members)) => SideFacts {
+            paused,
+            image,
+            members,
+        },
+        Ok((Err(e), image, members)) => {
             tracing::info!("hook state unknown: {e}");
             SideFacts {
                 paused: HashSet::new(),
                 image,
+                members,
             }
         }
         Err(e) => {
             tracing::warn!("node group lookup task: {e}");
-            SideFacts {
-                paused: HashSet::new(),
-                image: None,
-            }
+            SideFacts::default()
         }
     }
 }

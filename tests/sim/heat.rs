@@ -1081,7 +1081,9 @@ async fn stack_check_checks_every_resource_like_heat() {
     let before = api.all_events(&path, "&nested_depth=2", 500).await.len();
     let r = api.stack_action(&path, "check").await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
-    let evs = api.all_events(&path, "&nested_depth=2&sort_dir=asc", 500).await;
+    let evs = api
+        .all_events(&path, "&nested_depth=2&sort_dir=asc", 500)
+        .await;
     let check: Vec<(String, String, String)> = evs
         .iter()
         .filter(|e| e["resource_status"].as_str().unwrap().starts_with("CHECK_"))
@@ -1159,7 +1161,10 @@ async fn stack_check_checks_every_resource_like_heat() {
         .filter(|c| c.0 == "ngc")
         .map(|c| (c.1.clone(), c.2.clone()))
         .collect();
-    assert_eq!(stack_events[0], pair("CHECK_IN_PROGRESS", "Stack CHECK started"));
+    assert_eq!(
+        stack_events[0],
+        pair("CHECK_IN_PROGRESS", "Stack CHECK started")
+    );
     assert_eq!(stack_events[1].0, "CHECK_FAILED");
     assert!(stack_events[1].1.starts_with("Resource CHECK failed: "));
     assert!(

@@ -21,7 +21,7 @@
 //! A resource's state is only stored (and an event written) when it changes, as Heat's
 //! `Resource.state_set` does. The whole check happens at one simulated instant.
 
-use crate::sim::world::{completed, started, Action, State, StackRole, Status, World};
+use crate::sim::world::{completed, started, Action, StackRole, State, Status, World};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -39,13 +39,14 @@ fn run(w: &mut World, ix: usize) -> (State, String) {
     w.set_stack_status(ix, Status::new(CHECK, State::InProgress), started(CHECK));
     let mut failures: Vec<String> = Vec::new();
     let mut skipped: HashSet<Arc<str>> = HashSet::new();
-    for name in dependency_order(w, ix) {
+    let reqs = requirements(w, ix);
+    for name in dependency_order(&reqs) {
         if skipped.contains(&name) {
             continue;
         }
         if let Err(failure) = check_resource(w, ix, &name) {
             failures.push(failure);
-            skipped.extend(dependents(w, ix, &name));
+            skipped.extend(dependents(&reqs, &name));
         }
     }
     let (state, reason) = if failures.is_empty() {
@@ -239,52 +240,65 @@ fn py_repr(s: &str) -> String {
     out
 }
 
-/// What each resource of stack `ix` waits for. The simulator's member templates: caldera's
-/// address value reads the server (`get_attr`); Magnum's server is booted on its port.
-fn requires(w: &World, ix: usize, name: &str) -> Vec<Arc<str>> {
+/// Each resource of stack `ix` (template order) with the resources it waits for. The
+/// simulator's member templates: caldera's address value reads the server (`get_attr`);
+/// Magnum's server is booted on its port.
+type Requirements = Vec<(Arc<str>, Vec<Arc<str>>)>;
+
+fn requirements(w: &World, ix: usize) -> Requirements {
     let Some(st) = w.stack(ix) else {
         return vec![];
     };
-    let mut out: Vec<Arc<str>> = st
+    let mut out: Requirements = st
         .resources
         .iter()
-        .filter(|r| r.required_by.iter().any(|n| &**n == name))
-        .map(|r| r.name.clone())
+        .map(|r| (r.name.clone(), Vec::new()))
         .collect();
+    for r in &st.resources {
+        for dependent in &r.required_by {
+            if let Some((_, reqs)) = out.iter_mut().find(|(n, _)| n == dependent) {
+                reqs.push(r.name.clone());
+            }
+        }
+    }
     if let StackRole::Member(g, _) = st.role {
         let layout = w.groups[g].layout;
         let (server, address) = (layout.server(), layout.address().0);
-        let first = if layout.is_magnum() { address } else { server };
-        let second = if layout.is_magnum() { server } else { address };
-        if name == second {
-            if let Some(r) = st.resource(first) {
-                out.push(r.name.clone());
-            }
+        let (first, second) = if layout.is_magnum() {
+            (address, server)
+        } else {
+            (server, address)
+        };
+        if let (Some(f), Some((_, reqs))) = (
+            st.resource(first),
+            out.iter_mut().find(|(n, _)| &**n == second),
+        ) {
+            reqs.push(f.name.clone());
         }
     }
     out
 }
 
-/// The resources of stack `ix`, each after those it requires (template order otherwise).
-fn dependency_order(w: &World, ix: usize) -> Vec<Arc<str>> {
-    let names: Vec<Arc<str>> = w
-        .stack(ix)
-        .map(|s| s.resources.iter().map(|r| r.name.clone()).collect())
-        .unwrap_or_default();
+/// The resources, each after those it requires (template order otherwise).
+fn dependency_order(reqs: &Requirements) -> Vec<Arc<str>> {
     let mut done: HashSet<Arc<str>> = HashSet::new();
-    let mut out = Vec::with_capacity(names.len());
-    // Few resources per stack (a group stack has many, but none requires another).
-    while out.len() < names.len() {
+    let mut out = Vec::with_capacity(reqs.len());
+    while out.len() < reqs.len() {
         let before = out.len();
-        for n in &names {
-            if !done.contains(n) && requires(w, ix, n).iter().all(|r| done.contains(r)) {
+        for (n, needs) in reqs {
+            if !done.contains(n) && needs.iter().all(|r| done.contains(r)) {
                 done.insert(n.clone());
                 out.push(n.clone());
             }
         }
         if out.len() == before {
             // A cycle cannot be created in Heat; take the rest in template order.
-            out.extend(names.iter().filter(|n| !done.contains(*n)).cloned());
+            out.extend(
+                reqs.iter()
+                    .map(|(n, _)| n)
+                    .filter(|n| !done.contains(*n))
+                    .cloned(),
+            );
             break;
         }
     }
@@ -292,16 +306,12 @@ fn dependency_order(w: &World, ix: usize) -> Vec<Arc<str>> {
 }
 
 /// The resources that require `name`, directly or not: Heat cancels them when it fails.
-fn dependents(w: &World, ix: usize, name: &str) -> HashSet<Arc<str>> {
-    let names: Vec<Arc<str>> = w
-        .stack(ix)
-        .map(|s| s.resources.iter().map(|r| r.name.clone()).collect())
-        .unwrap_or_default();
+fn dependents(reqs: &Requirements, name: &str) -> HashSet<Arc<str>> {
     let mut out: HashSet<Arc<str>> = HashSet::new();
     let mut frontier: Vec<Arc<str>> = vec![Arc::from(name)];
     while let Some(f) = frontier.pop() {
-        for n in &names {
-            if !out.contains(n) && requires(w, ix, n).iter().any(|r| *r == f) {
+        for (n, needs) in reqs {
+            if !out.contains(n) && needs.contains(&f) {
                 out.insert(n.clone());
                 frontier.push(n.clone());
             }
