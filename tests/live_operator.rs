@@ -39,9 +39,11 @@ struct Env {
 
 impl Env {
     async fn start(scenario: &str) -> Env {
-        let sim = sim::start(SimOptions::fast(scenario, 50.0))
-            .await
-            .expect("simulator starts");
+        Env::start_with(SimOptions::fast(scenario, 50.0)).await
+    }
+
+    async fn start_with(options: SimOptions) -> Env {
+        let sim = sim::start(options).await.expect("simulator starts");
         let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
             .await
             .expect("connect to the simulator");
@@ -880,7 +882,12 @@ async fn mid_upgrade_the_nodes_count_old_and_new_by_image_as_the_rollout_does() 
 /// IMAGE column and the counts by image still tell old nodes from new ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn magnum_nodes_mid_upgrade_carry_their_servers_image() {
-    let env = Env::start("small").await;
+    // Members that take a few seconds each to update, so that a look lands mid-upgrade.
+    let env = Env::start_with(SimOptions {
+        update_median: Duration::from_secs(150),
+        ..SimOptions::fast("small", 50.0)
+    })
+    .await;
     let c = env.cluster("small").await;
     let g = env.nodegroup(&c, "default-worker").await;
     let old = g.image.clone().expect("Magnum's node group image");

@@ -491,6 +491,8 @@ async fn ips(
                 // The member's row is already out; each member keeps one row on stdout, so a
                 // name that lost the race is not printed (the console applies it).
                 IpEvent::Named { .. } => late_names += 1,
+                // The table lists addresses; images are for the nodes view.
+                IpEvent::Image { .. } => {}
                 IpEvent::Pending { member, .. } => {
                     pending += 1;
                     pending_members.push(member);

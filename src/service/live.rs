@@ -20,7 +20,6 @@ use crate::ops::capi_nodes;
 use crate::ops::event_tracker::MAX_PAGE;
 use crate::ops::hooks::paused_members;
 use crate::ops::ips::{stream_group_ips, IpEvent, IpOptions, Member};
-use crate::ops::member_images::member_images;
 use crate::ops::stack_paths::StackPaths;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
@@ -539,25 +538,12 @@ async fn forward_nodes(
     // the view).
     let mut hooks = Some(AbortOnDrop({
         let heat = heat.clone();
-        let nova = nova.clone().filter(|_| options.nova_servers);
-        let server_type = options.server_type.clone();
         let stack = stack.clone();
         let members_at = members_at.clone();
         tokio::spawn(async move {
-            let images = async {
-                let nova = nova.as_ref()?;
-                match member_images(&heat, nova, &members_at, &server_type).await {
-                    Ok(images) => Some(images),
-                    Err(e) => {
-                        tracing::info!("member images unknown: {e}");
-                        None
-                    }
-                }
-            };
-            let (paused, detail, members) = futures::join!(
+            let (paused, detail) = futures::join!(
                 paused_members(&heat, &members_at),
-                heat.get_stack(&stack, false),
-                images
+                heat.get_stack(&stack, false)
             );
             let image = match detail {
                 Ok(d) => settled_image(&d).or_else(|| magnum_settled_image(&d, role)),
@@ -566,9 +552,12 @@ async fn forward_nodes(
                     None
                 }
             };
-            (paused, image, members.unwrap_or_default())
+            (paused, image)
         })
     }));
+    // Each member's image as Nova lists its server (the address stream's Nova source):
+    // applied with the last member list, at `Done`.
+    let mut images: HashMap<String, String> = HashMap::new();
     let mut paused: Option<SideFacts> = None;
     let mut members: Option<Vec<Member>> = None;
     let mut ips = stream_group_ips(heat, nova, stack, group_path, options);
@@ -625,15 +614,26 @@ async fn forward_nodes(
                 member,
                 error: ServiceError::new(super::ErrorKind::NotFound, reason),
             }),
+            Ok(IpEvent::Image { member, image }) => {
+                images.insert(member, image);
+                continue;
+            }
             Ok(IpEvent::Done(_)) => {
-                if let Some(mut task) = hooks.take() {
-                    let found = hook_result((&mut task.0).await);
+                let pending = hooks.take();
+                let resend = pending.is_some() || !images.is_empty();
+                let mut found = match pending {
+                    Some(mut task) => hook_result((&mut task.0).await),
+                    None => paused.take().unwrap_or_default(),
+                };
+                found.members.extend(images.drain());
+                if resend {
                     if let Some(members) = &members {
                         if tx.send(Ok(to_nodes(members, Some(&found)))).await.is_err() {
                             return;
                         }
                     }
                 }
+                paused = Some(found);
                 Ok(NodeUpdate::Done)
             }
         };
@@ -684,22 +684,21 @@ impl SideFacts {
 type SideLookup = (
     Result<HashSet<String>, crate::api::ApiError>,
     Option<String>,
-    HashMap<String, String>,
 );
 
 fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
     match found {
-        Ok((Ok(paused), image, members)) => SideFacts {
+        Ok((Ok(paused), image)) => SideFacts {
             paused,
             image,
-            members,
+            members: HashMap::new(),
         },
-        Ok((Err(e), image, members)) => {
+        Ok((Err(e), image)) => {
             tracing::info!("hook state unknown: {e}");
             SideFacts {
                 paused: HashSet::new(),
                 image,
-                members,
+                members: HashMap::new(),
             }
         }
         Err(e) => {
