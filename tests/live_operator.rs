@@ -925,3 +925,44 @@ async fn magnum_nodes_mid_upgrade_carry_their_servers_image() {
     }
     env.sim.shutdown().await;
 }
+
+/// #15 as seen: the demo's prod-east is rolling 1000 Magnum workers to a new image. The nodes'
+/// counts by image say as many are left as the rollout view (an observed Heat update) does;
+/// by status alone nearly all of them were "complete". The update moves while we look, so
+/// the nodes' look is taken between two looks of the update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_upgrade_nodes_left_on_the_old_image_match_the_rollout_view() {
+    let env = Env::start_with(SimOptions::fast("demo", 1.0)).await;
+    let c = env.cluster("prod-east").await;
+    let g = env.nodegroup(&c, "default-worker").await;
+    let op = env.operator(Guard::default());
+    let update = op
+        .find_update(c, g.clone())
+        .await
+        .expect("find")
+        .expect("an upgrade under way");
+    let before = op.observe_update(update.clone()).await.expect("observe");
+    let nodes = env.nodes(&g).await;
+    let after = op.observe_update(update).await.expect("observe");
+    let counts = ImageCounts::of(&nodes, g.image.as_deref());
+    assert_eq!(counts.unknown, 0, "{counts:?}");
+    assert_eq!(counts.old + counts.updating + counts.new, nodes.len());
+    let left = counts.remaining();
+    assert!(
+        after.remaining <= left && left <= before.remaining,
+        "{counts:?}: the rollout view said {} then {} remain",
+        before.remaining,
+        after.remaining
+    );
+    assert!(
+        before.done <= counts.new && counts.new <= after.done,
+        "{counts:?}"
+    );
+    assert!(left > 100, "mid-upgrade: {counts:?}");
+    let complete = nodes.iter().filter(|n| n.status.is_complete()).count();
+    assert!(
+        complete > counts.new + 100,
+        "status alone: {complete} complete"
+    );
+    env.sim.shutdown().await;
+}
