@@ -687,3 +687,40 @@ async fn a_resize_adds_machines_and_removes_the_chosen_server() {
     assert!(saw_deleting, "ACTIVE with the task deleting before it went");
     sim.shutdown().await;
 }
+
+/// `failures` of a Cluster API cluster: no Heat stack, so the verdict comes from its Nova
+/// servers, as `nodegroups` gives it (stderr); stdout stays the failures table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headless_failures_give_the_cluster_api_verdict() {
+    let sim = demo().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clouds = dir.path().join("clouds.yaml");
+    std::fs::write(&clouds, sim.clouds_yaml("simcloud")).expect("write clouds.yaml");
+
+    let (ok, out, err) = caldera(&clouds, &["failures", "capi-prod", "--format", "csv"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "path,status,type,reason", "{out}");
+    assert!(
+        err.contains("runs on Cluster API (magnum-cluster-api"),
+        "{err}"
+    );
+    assert!(
+        err.contains("node group gpu failed: 1 server(s) in ERROR")
+            && err.contains(": No valid host was found."),
+        "{err}"
+    );
+    assert!(!err.contains("node group default-worker"), "{err}");
+
+    // One node group: only its verdict; a healthy one says so.
+    let (ok, out, err) = caldera(
+        &clouds,
+        &["failures", "capi-prod/default-worker", "--format", "json"],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "[]", "{out}");
+    assert!(err.contains("no node group failed or stalled"), "{err}");
+    let (ok, _, err) = caldera(&clouds, &["failures", "capi-prod/nope"]);
+    assert!(!ok);
+    assert!(err.contains("has no node group 'nope'"), "{err}");
+    sim.shutdown().await;
+}

@@ -12,7 +12,7 @@ use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec, ScaleRequest, UpgradePlan};
 use caldera::journal::{Actor, Journal, Outcome};
 use caldera::lifecycle::ActionsConfig;
-use caldera::model::{Cluster, DriverKind, Node, NodeGroup};
+use caldera::model::{Cluster, DriverKind, ImageCounts, Node, NodeGroup};
 use caldera::rollout::{Control, NodePhase, RolloutOptions, RolloutState};
 use caldera::service::live::LiveService;
 use caldera::service::live_operator::LiveOperator;
@@ -39,9 +39,11 @@ struct Env {
 
 impl Env {
     async fn start(scenario: &str) -> Env {
-        let sim = sim::start(SimOptions::fast(scenario, 50.0))
-            .await
-            .expect("simulator starts");
+        Env::start_with(SimOptions::fast(scenario, 50.0)).await
+    }
+
+    async fn start_with(options: SimOptions) -> Env {
+        let sim = sim::start(options).await.expect("simulator starts");
         let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
             .await
             .expect("connect to the simulator");
@@ -800,4 +802,167 @@ async fn the_demo_holds_a_heat_native_cluster_beside_magnum() {
         ]
     );
     sim.shutdown().await;
+}
+
+/// #15: mid-upgrade, the nodes' counts by image (Nova's, against the node group's) say as
+/// many nodes are still on the old image as the rollout says remain; "complete" by status
+/// alone would have counted them done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mid_upgrade_the_nodes_count_old_and_new_by_image_as_the_rollout_does() {
+    let env = Env::with_heat_native().await;
+    let (c, g) = env.hn().await;
+    let op = env.operator(Guard::default());
+    let options = RolloutOptions {
+        batch_size: 2,
+        canary: 1,
+        ..RolloutOptions::default()
+    };
+    let plan = op
+        .plan_upgrade(c, g.clone(), NEW_IMAGE.into(), options)
+        .await
+        .expect("plan");
+    let mut handle = op
+        .start_upgrade(plan, None)
+        .await
+        .expect("start")
+        .expect("a rollout has a handle");
+    let done = |s: &caldera::rollout::RolloutStatus| {
+        s.nodes
+            .iter()
+            .filter(|n| n.phase == NodePhase::Done)
+            .count()
+    };
+    tokio::time::timeout(SETTLE, handle.wait_for(|s| done(s) >= 2))
+        .await
+        .expect("two nodes updated in time");
+    handle.send(Control::Pause).expect("pause");
+    // Paused, with the nodes it had released finished: nothing moves while we look.
+    let mid = tokio::time::timeout(
+        SETTLE,
+        handle.wait_for(|s| {
+            matches!(s.state, RolloutState::Paused { .. })
+                && s.nodes.iter().all(|n| n.phase != NodePhase::Updating)
+        }),
+    )
+    .await
+    .expect("paused in time");
+    assert!(
+        matches!(mid.state, RolloutState::Paused { .. }),
+        "{:?}",
+        mid.state
+    );
+    let total = DEMO_MEMBERS as usize;
+    assert!(
+        mid.remaining > 0 && mid.remaining < total,
+        "{:?}",
+        mid.lines()
+    );
+
+    let (_, g) = env.hn().await;
+    assert_eq!(
+        g.image.as_deref(),
+        Some(NEW_IMAGE),
+        "the group's target image"
+    );
+    let nodes = env.nodes(&g).await;
+    assert_eq!(nodes.len(), total);
+    let counts = ImageCounts::of(&nodes, g.image.as_deref());
+    assert_eq!(counts.unknown, 0, "every node's image is known: {nodes:?}");
+    assert_eq!(counts.updating, 0, "{counts:?}");
+    assert_eq!(counts.old, mid.remaining, "{counts:?} vs {:?}", mid.lines());
+    assert_eq!(counts.new, mid.done, "{counts:?}");
+    // By status alone every one of them is complete: what the pane used to say.
+    assert!(nodes.iter().all(|n| n.status.is_complete()), "{nodes:?}");
+    handle.kill().await;
+    env.sim.shutdown().await;
+}
+
+/// Magnum (Heat driver) members have their server's image from Nova: mid-upgrade (the
+/// node group's stack in progress, when its image parameter says nothing of the members) the
+/// IMAGE column and the counts by image still tell old nodes from new ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn magnum_nodes_mid_upgrade_carry_their_servers_image() {
+    // Members that take a few seconds each to update, so that a look lands mid-upgrade.
+    let env = Env::start_with(SimOptions {
+        update_median: Duration::from_secs(150),
+        ..SimOptions::fast("small", 50.0)
+    })
+    .await;
+    let c = env.cluster("small").await;
+    let g = env.nodegroup(&c, "default-worker").await;
+    let old = g.image.clone().expect("Magnum's node group image");
+    let op = env.operator(Guard::default());
+    let plan = op
+        .plan_upgrade(c.clone(), g, "k8s-v1.30".into(), RolloutOptions::default())
+        .await
+        .expect("upgrade plan");
+    assert!(matches!(plan, UpgradePlan::Magnum(_)), "{plan:?}");
+    op.start_upgrade(plan, None).await.expect("start");
+    let t0 = Instant::now();
+    loop {
+        let g = env.nodegroup(&c, "default-worker").await;
+        let nodes = env.nodes(&g).await;
+        assert!(!nodes.is_empty());
+        let counts = ImageCounts::of(&nodes, g.image.as_deref());
+        assert_eq!(counts.unknown, 0, "every node's image is known: {nodes:?}");
+        assert_eq!(counts.old + counts.updating + counts.new, nodes.len());
+        if g.status.is_in_progress() && counts.old > 0 {
+            assert_ne!(g.image.as_deref(), Some(old.as_str()), "the target image");
+            assert!(
+                nodes
+                    .iter()
+                    .any(|n| n.image.as_deref() == Some(old.as_str())),
+                "{nodes:?}"
+            );
+            break;
+        }
+        assert!(
+            t0.elapsed() < SETTLE,
+            "no mid-point seen: {counts:?} {}",
+            g.status
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    env.sim.shutdown().await;
+}
+
+/// #15 as seen: the demo's prod-east is rolling 1000 Magnum workers to a new image. The nodes'
+/// counts by image say as many are left as the rollout view (an observed Heat update) does;
+/// by status alone nearly all of them were "complete". The update moves while we look, so
+/// the nodes' look is taken between two looks of the update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_upgrade_nodes_left_on_the_old_image_match_the_rollout_view() {
+    let env = Env::start_with(SimOptions::fast("demo", 1.0)).await;
+    let c = env.cluster("prod-east").await;
+    let g = env.nodegroup(&c, "default-worker").await;
+    let op = env.operator(Guard::default());
+    let update = op
+        .find_update(c, g.clone())
+        .await
+        .expect("find")
+        .expect("an upgrade under way");
+    let before = op.observe_update(update.clone()).await.expect("observe");
+    let nodes = env.nodes(&g).await;
+    let after = op.observe_update(update).await.expect("observe");
+    let counts = ImageCounts::of(&nodes, g.image.as_deref());
+    assert_eq!(counts.unknown, 0, "{counts:?}");
+    assert_eq!(counts.old + counts.updating + counts.new, nodes.len());
+    let left = counts.remaining();
+    assert!(
+        after.remaining <= left && left <= before.remaining,
+        "{counts:?}: the rollout view said {} then {} remain",
+        before.remaining,
+        after.remaining
+    );
+    assert!(
+        before.done <= counts.new && counts.new <= after.done,
+        "{counts:?}"
+    );
+    assert!(left > 100, "mid-upgrade: {counts:?}");
+    let complete = nodes.iter().filter(|n| n.status.is_complete()).count();
+    assert!(
+        complete > counts.new + 100,
+        "status alone: {complete} complete"
+    );
+    env.sim.shutdown().await;
 }

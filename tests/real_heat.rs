@@ -175,6 +175,7 @@ async fn fifty_member_group_events_and_ips() {
             IpEvent::Members(m) => assert_eq!(m.len(), members as usize),
             // Names come from Nova, which `stream_ips` does not ask.
             IpEvent::Named { member, .. } => panic!("member {member} named without Nova"),
+            IpEvent::Image { member, .. } => panic!("member {member}'s image without Nova"),
             IpEvent::Done(_) => {}
         }
     }

@@ -103,6 +103,7 @@ async fn collect(
                 c.sources.insert(a.member, source);
             }
             IpEvent::Named { member, .. } => panic!("{member} named without Nova"),
+            IpEvent::Image { member, .. } => panic!("{member}'s image without Nova"),
             IpEvent::Pending { member, .. } => {
                 assert!(c.pending.insert(member));
             }

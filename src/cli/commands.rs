@@ -2,7 +2,9 @@
 
 use super::args::Command;
 use super::output::{csv_line, Format, Table};
-use super::targets::{event_stacks, find_cluster, node_targets, NodeTargets};
+use super::targets::{
+    find_cluster, node_targets, stacks_of, target_head, ClusterTarget, NodeTargets,
+};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::{HeatClient, ResourceQuery, StackListQuery};
 use crate::model::terminal_safe;
@@ -188,7 +190,7 @@ async fn capi_verdicts(
     cluster: &crate::model::Cluster,
     capi: &crate::model::CapiCluster,
     groups: &[crate::model::NodeGroup],
-) {
+) -> bool {
     use crate::ops::capi_nodes::{cluster_servers, is_member};
     use crate::ops::capi_stall::{assess, ServerLook};
     let servers = match cluster_servers(nova, capi).await {
@@ -199,10 +201,11 @@ async fn capi_verdicts(
                 terminal_safe(&cluster.name),
                 terminal_safe(&e.to_string())
             );
-            return;
+            return true;
         }
     };
     let now = chrono::Utc::now();
+    let mut said = false;
     for g in groups {
         let looks: Vec<ServerLook> = servers
             .iter()
@@ -219,8 +222,10 @@ async fn capi_verdicts(
                 terminal_safe(&g.name),
                 terminal_safe(&line)
             );
+            said = true;
         }
     }
+    said
 }
 
 async fn nodegroups(
@@ -461,6 +466,8 @@ async fn ips(
                 // The member's row is already out; each member keeps one row on stdout, so a
                 // name that lost the race is not printed (the console applies it).
                 IpEvent::Named { .. } => late_names += 1,
+                // The table lists addresses; images are for the nodes view.
+                IpEvent::Image { .. } => {}
                 IpEvent::Pending { member, .. } => {
                     pending += 1;
                     pending_members.push(member);
@@ -636,6 +643,52 @@ fn few(names: &[String]) -> String {
     out
 }
 
+const FAILURE_COLUMNS: [&str; 4] = ["path", "status", "type", "reason"];
+
+/// `failures` of a cluster Cluster API runs: no Heat stack holds failed resources, and the
+/// cluster never says it failed (see `ops::capi_stall`); its Nova servers do. The verdict per
+/// node group goes to stderr as `nodegroups` words it, and stdout keeps the failures table
+/// (empty) so scripts read the same shape.
+async fn capi_failures(
+    nova: &crate::api::nova::NovaClient,
+    found: &ClusterTarget,
+    capi: &crate::model::CapiCluster,
+    target: &str,
+    format: Format,
+) -> CmdResult {
+    let groups: Vec<crate::model::NodeGroup> = match target.split_once('/') {
+        Some((_, ng)) => {
+            let g = found
+                .nodegroups
+                .iter()
+                .find(|g| g.name == ng || g.id == ng)
+                .ok_or_else(|| {
+                    ServiceError::new(
+                        crate::service::ErrorKind::NotFound,
+                        format!(
+                            "cluster {} has no node group '{}'",
+                            terminal_safe(&found.cluster.name),
+                            terminal_safe(ng)
+                        ),
+                    )
+                })?;
+            vec![g.clone()]
+        }
+        None => found.nodegroups.clone(),
+    };
+    eprintln!(
+        "cluster {} runs on Cluster API ({}, cluster {}): no Heat stack to hold failed \
+         resources; its Nova servers say:",
+        terminal_safe(&found.cluster.name),
+        capi.driver.as_str(),
+        terminal_safe(&capi.name)
+    );
+    if !capi_verdicts(nova, &found.cluster, capi, &groups).await {
+        eprintln!("no node group failed or stalled");
+    }
+    print_table(&Table::new(FAILURE_COLUMNS), format)
+}
+
 async fn failures(
     service: &LiveService,
     conn: &CloudConnection,
@@ -643,9 +696,15 @@ async fn failures(
     format: Format,
 ) -> CmdResult {
     let heat = &conn.heat;
-    let stacks = event_stacks(service, conn, target).await?;
+    let found = find_cluster(service, conn, target_head(target)).await?;
+    if let Some(f) = &found {
+        if let (Some(capi), Some(nova)) = (&f.cluster.capi, &conn.nova) {
+            return capi_failures(nova, f, capi, target, format).await;
+        }
+    }
+    let stacks = stacks_of(conn, found, target).await?;
     let several = stacks.len() > 1;
-    let mut t = Table::new(["path", "status", "type", "reason"]);
+    let mut t = Table::new(FAILURE_COLUMNS);
     let mut none = Vec::new();
     for root in &stacks {
         let listing = heat

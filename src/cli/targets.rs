@@ -199,12 +199,28 @@ pub async fn event_stacks(
     conn: &CloudConnection,
     target: &str,
 ) -> ServiceResult<Vec<StackRef>> {
+    let found = find_cluster(service, conn, target_head(target)).await?;
+    stacks_of(conn, found, target).await
+}
+
+/// `CLUSTER` of `CLUSTER/NODEGROUP` (or `STACK` of `STACK/PATH`).
+pub fn target_head(target: &str) -> &str {
+    target.split_once('/').map_or(target, |(h, _)| h)
+}
+
+/// [`event_stacks`] once the cluster lookup is done (`found`: the cluster `target` names,
+/// if it names one).
+pub async fn stacks_of(
+    conn: &CloudConnection,
+    found: Option<ClusterTarget>,
+    target: &str,
+) -> ServiceResult<Vec<StackRef>> {
     let (head, rest) = match target.split_once('/') {
         Some((h, r)) => (h, Some(r)),
         None => (target, None),
     };
     let heat = &conn.heat;
-    if let Some(found) = find_cluster(service, conn, head).await? {
+    if let Some(found) = found {
         let mut ids: Vec<String> = Vec::new();
         match rest {
             Some(ng) => {

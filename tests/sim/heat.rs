@@ -1050,3 +1050,135 @@ async fn failed_member_is_created_again_by_the_next_update() {
     );
     api.h.shutdown().await;
 }
+
+/// `stack check` as Heat's engine runs it: every resource of the tree is checked, nested
+/// stacks depth first (their own events), servers against Nova's `ACTIVE`; values cannot
+/// check themselves (one `CHECK_COMPLETE` "not supported"); a failed server fails its
+/// member, the group and the stack, and what depends on it is not checked.
+#[tokio::test]
+async fn stack_check_checks_every_resource_like_heat() {
+    let api = Api::start(fast("empty")).await;
+    let body = json!({"stack_name": "ngc", "template": {}, "parameters": {"count": 3, "node_fail_index": 2}});
+    api.call(Method::POST, &api.heat("/stacks"), Some(body), &[])
+        .await;
+    let path = api.stack_path("ngc").await;
+    api.wait_status(&path, "CREATE_FAILED", 20).await;
+    let group = group_stack_path(&api, &path).await;
+    // The other members finish their creates after the group failed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = api.get(&api.heat(&format!("{group}/resources"))).await;
+        let members = r.body["resources"].as_array().unwrap().clone();
+        if members
+            .iter()
+            .all(|m| m["resource_status"] != "CREATE_IN_PROGRESS")
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{members:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let before = api.all_events(&path, "&nested_depth=2", 500).await.len();
+    let r = api.stack_action(&path, "check").await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    let evs = api
+        .all_events(&path, "&nested_depth=2&sort_dir=asc", 500)
+        .await;
+    let check: Vec<(String, String, String)> = evs
+        .iter()
+        .filter(|e| e["resource_status"].as_str().unwrap().starts_with("CHECK_"))
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
+            (
+                s("resource_name"),
+                s("resource_status"),
+                s("resource_status_reason"),
+            )
+        })
+        .collect();
+    assert!(evs.len() > before);
+    let of = |res: &str| -> Vec<(String, String)> {
+        check
+            .iter()
+            .filter(|c| c.0 == res)
+            .map(|c| (c.1.clone(), c.2.clone()))
+            .collect()
+    };
+    let pair = |s: &str, r: &str| (s.to_string(), r.to_string());
+    // Healthy members: their server checked, their address value not supported.
+    let servers = of("server");
+    let ok = pair("CHECK_COMPLETE", "state changed");
+    assert_eq!(
+        servers.iter().filter(|s| **s == ok).count(),
+        2,
+        "{servers:?}"
+    );
+    assert_eq!(
+        servers
+            .iter()
+            .filter(|s| s.0 == "CHECK_IN_PROGRESS")
+            .count(),
+        3,
+        "{servers:?}"
+    );
+    let failed = pair(
+        "CHECK_FAILED",
+        "Error: resources.server: 'status': expected 'ACTIVE', got 'ERROR'",
+    );
+    assert!(servers.contains(&failed), "{servers:?}");
+    // The failed member's address depends on its server: not checked.
+    let addresses = of("address");
+    assert_eq!(
+        addresses,
+        vec![pair("CHECK_COMPLETE", "CHECK not supported for OS::Heat::Value"); 2]
+    );
+    for m in ["0", "1"] {
+        let ev = of(m);
+        assert_eq!(ev.first().map(|e| e.0.as_str()), Some("CHECK_IN_PROGRESS"));
+        assert_eq!(ev.last(), Some(&ok), "{m}: {ev:?}");
+    }
+    let member = of("2");
+    let last = member.last().expect("member 2 events");
+    assert_eq!(last.0, "CHECK_FAILED");
+    assert!(
+        last.1
+            .contains("resources[2].resources.server: 'status': expected 'ACTIVE', got 'ERROR'"),
+        "{last:?}"
+    );
+    let nodes = of("nodes");
+    assert_eq!(nodes.last().map(|e| e.0.as_str()), Some("CHECK_FAILED"));
+    // Member stacks report their own CHECK, before their resource in the group completes.
+    let pos = |stack_res: &str, state: &str| {
+        check
+            .iter()
+            .position(|c| c.0 == stack_res && c.1 == state)
+            .unwrap_or_else(|| panic!("{stack_res} {state}: {check:?}"))
+    };
+    assert!(pos("server", "CHECK_IN_PROGRESS") > pos("0", "CHECK_IN_PROGRESS"));
+    // The stack's own events: started, failed, then the "not fully supported" note.
+    let stack_events: Vec<(String, String)> = check
+        .iter()
+        .filter(|c| c.0 == "ngc")
+        .map(|c| (c.1.clone(), c.2.clone()))
+        .collect();
+    assert_eq!(
+        stack_events[0],
+        pair("CHECK_IN_PROGRESS", "Stack CHECK started")
+    );
+    assert_eq!(stack_events[1].0, "CHECK_FAILED");
+    assert!(stack_events[1].1.starts_with("Resource CHECK failed: "));
+    assert!(
+        stack_events
+            .last()
+            .unwrap()
+            .1
+            .ends_with(". 'CHECK' not fully supported (see resources)"),
+        "{stack_events:?}"
+    );
+    let st = api.wait_status(&path, "CHECK_FAILED", 5).await;
+    assert!(st["stack"]["stack_status_reason"]
+        .as_str()
+        .unwrap()
+        .contains("not fully supported"));
+    api.h.shutdown().await;
+}

@@ -173,6 +173,12 @@ fn server_view<'a>(w: &'a World, id: &str) -> Option<View<'a>> {
     view(grp.members.get(&r.index)?, id, capi)
 }
 
+/// The status Nova shows for server `id` (`ACTIVE`, `ERROR`, `BUILD`...), for Heat's
+/// `stack check` of an `OS::Nova::Server`, which compares it with `ACTIVE`.
+pub(crate) fn server_status(w: &World, id: &str) -> Option<&'static str> {
+    server_view(w, id).map(|v| v.status)
+}
+
 fn server_json(w: &World, base: &str, id: &str, detail: bool, minor: u32) -> Option<Value> {
     let r = w.servers.get(id)?;
     let grp = &w.groups[r.group];

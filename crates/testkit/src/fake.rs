@@ -415,7 +415,10 @@ fn add_cluster(
                 }
                 .into(),
             ),
-            image: Some(OLD_IMAGE.into()),
+            // An upgrading group already names the image it is being taken to (Heat's
+            // `image` parameter, Magnum's `image_id`); its members show the old one until
+            // updated.
+            image: Some(if ng_upgrading { NEW_IMAGE } else { OLD_IMAGE }.into()),
             version: Some("v1.30.4".into()),
             zone: Some((*zone).into()),
             node_count: *count,

@@ -49,3 +49,141 @@ pub struct NodeAddress {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
+
+/// Where a node stands in an image rollout, from the image its server runs (Nova's) against
+/// the image its node group is being taken to (the group's stack or Magnum's node group).
+/// Counting by status alone calls every member Heat has not reached yet "complete": during
+/// a rolling update those still run the old image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImagePhase {
+    /// Still on another image than the target (held on a hook, waiting, or failed).
+    Old,
+    /// Being worked on by Heat right now (in progress, not held on a hook).
+    Updating,
+    /// On the target image and not being worked on.
+    New,
+}
+
+/// A UUID as Nova and Glance print image ids.
+fn looks_like_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.chars().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+impl Node {
+    /// This node's phase against `target`, when both images are known and comparable.
+    /// Nova names a server's image by id; a group given its image by name (Heat accepts
+    /// either) cannot be compared without Glance, and then nothing is claimed.
+    pub fn image_phase(&self, target: Option<&str>) -> Option<ImagePhase> {
+        let (image, target) = (self.image.as_deref()?, target.filter(|t| !t.is_empty())?);
+        if looks_like_uuid(image) != looks_like_uuid(target) {
+            return None;
+        }
+        Some(if self.status.is_in_progress() && !self.hook_paused {
+            ImagePhase::Updating
+        } else if image == target {
+            ImagePhase::New
+        } else {
+            ImagePhase::Old
+        })
+    }
+}
+
+/// Nodes per [`ImagePhase`]; `unknown` counts those whose image could not be compared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageCounts {
+    pub old: usize,
+    pub updating: usize,
+    pub new: usize,
+    pub unknown: usize,
+}
+
+impl ImageCounts {
+    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a Node>, target: Option<&str>) -> ImageCounts {
+        let mut c = ImageCounts::default();
+        for n in nodes {
+            match n.image_phase(target) {
+                Some(ImagePhase::Old) => c.old += 1,
+                Some(ImagePhase::Updating) => c.updating += 1,
+                Some(ImagePhase::New) => c.new += 1,
+                None => c.unknown += 1,
+            }
+        }
+        c
+    }
+
+    /// Nodes not on the target image yet (being updated included): what a rollout has left.
+    pub fn remaining(&self) -> usize {
+        self.old + self.updating
+    }
+
+    /// Some node is not on the target image: a rollout (or a failed one) is visible.
+    pub fn is_mixed(&self) -> bool {
+        self.remaining() > 0 && self.old + self.updating + self.new > 0
+    }
+}
+
+#[cfg(test)]
+mod image_tests {
+    use super::*;
+    use crate::model::Status;
+
+    fn node(status: &str, image: Option<&str>, paused: bool) -> Node {
+        Node {
+            key: NodeKey {
+                nodegroup: "g".into(),
+                member: "0".into(),
+            },
+            index: Some(0),
+            name: "0".into(),
+            zone: None,
+            ip: None,
+            status: Status::parse(status),
+            status_reason: None,
+            image: image.map(str::to_string),
+            since: None,
+            hook_paused: paused,
+            stack_id: None,
+            server_id: None,
+            created: None,
+        }
+    }
+
+    #[test]
+    fn members_not_reached_yet_are_old_not_complete() {
+        let target = Some("img-v2");
+        let nodes = [
+            node("CREATE_COMPLETE", Some("img-v1"), false),
+            node("CREATE_COMPLETE", Some("img-v1"), true),
+            node("UPDATE_IN_PROGRESS", Some("img-v1"), false),
+            node("UPDATE_FAILED", Some("img-v1"), false),
+            node("UPDATE_COMPLETE", Some("img-v2"), false),
+            node("UPDATE_COMPLETE", None, false),
+        ];
+        let c = ImageCounts::of(&nodes, target);
+        assert_eq!(
+            c,
+            ImageCounts {
+                old: 3,
+                updating: 1,
+                new: 1,
+                unknown: 1
+            }
+        );
+        assert_eq!(c.remaining(), 4);
+        assert!(c.is_mixed());
+    }
+
+    #[test]
+    fn an_image_name_is_not_compared_with_nova_ids() {
+        let id = "4f1e0c52-7a0b-4d4e-9a57-0c1f3d5e6a7b";
+        let n = node("UPDATE_COMPLETE", Some(id), false);
+        assert_eq!(n.image_phase(Some("fedora-coreos-40")), None);
+        assert_eq!(n.image_phase(Some(id)), Some(ImagePhase::New));
+        assert_eq!(n.image_phase(None), None);
+    }
+}

@@ -1,7 +1,7 @@
 //! The nodes pane: rollout summary, fleet heat map (per zone) and the nodes table.
 
 use super::panes::{data_table, message_box};
-use crate::model::{terminal_safe, NodeGroup};
+use crate::model::{terminal_safe, ImageCounts, Node, NodeGroup};
 use crate::tui::columns::{node_state, short_duration};
 use crate::tui::state::store::{NodeRow, NodeSet};
 use crate::tui::state::view::View;
@@ -27,6 +27,9 @@ pub struct Rollout {
     pub active_p95: Option<i64>,
     /// Nodes updating for more than 3x the median (and over a minute).
     pub stragglers: usize,
+    /// Old / updating / new by image against the node group's image (see
+    /// `model::ImagePhase`), when the nodes' images are known.
+    pub images: Option<ImageCounts>,
 }
 
 impl Rollout {
@@ -54,10 +57,28 @@ impl Rollout {
         r
     }
 
-    /// Nodes per minute over the last 10 minutes and the time left at that pace.
+    /// With the nodes' images against `target` (the node group's image): a member Heat has
+    /// not reached yet counts as old, not as complete.
+    pub fn with_images<'a>(
+        mut self,
+        nodes: impl Iterator<Item = &'a Node>,
+        target: Option<&str>,
+    ) -> Rollout {
+        let c = ImageCounts::of(nodes, target);
+        self.images = (c.old + c.updating + c.new > 0).then_some(c);
+        self
+    }
+
+    /// Nodes per minute over the last 10 minutes and the time left at that pace (the nodes
+    /// not on the target image when images are known, else those in progress or held).
     pub fn pace(&self) -> Option<(f64, i64)> {
-        let remaining =
-            self.counts[CellState::InProgress as usize] + self.counts[CellState::Paused as usize];
+        let remaining = match self.images {
+            Some(c) => c.remaining(),
+            None => {
+                self.counts[CellState::InProgress as usize]
+                    + self.counts[CellState::Paused as usize]
+            }
+        };
         if self.done_recent == 0 || remaining == 0 {
             return None;
         }
@@ -120,6 +141,24 @@ fn summary_line_labels<'a>(
         }
         spans.push(Span::raw(if short { " " } else { "  " }));
     }
+    // During a rollout "complete" would count the members Heat has not reached yet: the
+    // image counts take its place.
+    let mixed = r.images.filter(|c| c.is_mixed());
+    if let Some(c) = mixed {
+        let text = if short {
+            // The failed and held counts must still fit at 80 columns: old is implied.
+            format!("{}/{} new ", c.new, c.old + c.updating + c.new)
+        } else {
+            format!(
+                "image: old {}  updating {}  new {}  ",
+                c.old, c.updating, c.new
+            )
+        };
+        spans.push(Span::styled(
+            text,
+            Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
+        ));
+    }
     for s in [
         CellState::Complete,
         CellState::InProgress,
@@ -128,7 +167,7 @@ fn summary_line_labels<'a>(
         CellState::Unknown,
     ] {
         let n = r.counts[s as usize];
-        if n == 0 && s == CellState::Unknown {
+        if (n == 0 && s == CellState::Unknown) || (s == CellState::Complete && mixed.is_some()) {
             continue;
         }
         spans.push(Span::styled(
@@ -204,7 +243,8 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         return;
     };
     let th = &app.theme;
-    let rollout = Rollout::compute(set.rows.iter(), app.now);
+    let rollout = Rollout::compute(set.rows.iter(), app.now)
+        .with_images(set.rows.iter().map(|r| &r.node), nodegroup.image.as_deref());
     let selected = view
         .table
         .selected(&set.rows)

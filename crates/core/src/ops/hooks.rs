@@ -4,6 +4,13 @@
 //! its status and reason); the pause reads `UPDATE paused until Hook pre-update is cleared`
 //! and the release `Hook pre-update is cleared`. The newest hook event of each member says
 //! whether it is paused, so the group's events are read newest first, a few pages at most.
+//!
+//! Limit: a pause whose event Heat has purged (it keeps `max_events_per_stack` events per
+//! stack, 1000 by default, dropping the oldest) is not seen. Heat's API keeps no other trace
+//! of it: `Resource._break_if_required` (heat/engine/resource.py) stores the hook in the
+//! resource's private data (`trigger_hook` -> `data_set(hook, "True")`, shown by no API) and
+//! writes the event with the resource's *current* action and status, leaving its status and
+//! `resource_status_reason` as they were. heatclient's `hook-poll` reads events the same way.
 
 use crate::api::heat::{EventQuery, HeatClient, SortDir};
 use crate::api::ApiError;

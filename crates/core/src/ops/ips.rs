@@ -137,6 +137,13 @@ pub enum IpEvent {
         member: String,
         reason: String,
     },
+    /// The image a member's server runs, as Nova lists it (with its name): how the nodes
+    /// view tells members on the old image from updated ones during a rolling update. Sent
+    /// only by the Nova source, at most once per member.
+    Image {
+        member: String,
+        image: String,
+    },
     Done(IpStats),
 }
 
@@ -609,6 +616,9 @@ impl GroupRun<'_> {
                         None => nova_done = true,
                         Some(batch) => {
                             for found in batch {
+                                if !state.image(tx, &found.member, found.image.as_deref()).await {
+                                    return false;
+                                }
                                 // An output the operator named is the member's value: Nova
                                 // then gives names only, never an address that would win the
                                 // race against it.
@@ -856,6 +866,8 @@ struct NovaMatch {
     name: String,
     /// Empty while the server has no fixed address yet; its name is still worth sending.
     addresses: Vec<String>,
+    /// The image id the server was booted from (none for boot-from-volume).
+    image: Option<String>,
 }
 
 /// Maps the members' servers to members, then pages through Nova's servers sending each
@@ -921,6 +933,7 @@ async fn nova_addresses(
                     member: member.clone(),
                     name: server.name.clone(),
                     addresses: server.fixed_ips(),
+                    image: server.image.clone().filter(|i| !i.is_empty()),
                 })
             })
             .collect();
@@ -979,6 +992,8 @@ struct Progress {
     emitted: HashSet<String>,
     /// Members whose server name has been sent (with the address or after it).
     named: HashSet<String>,
+    /// Members whose server image has been sent.
+    imaged: HashSet<String>,
     /// Names learned before any source had the member's address; they ride on that address.
     pending_names: HashMap<String, String>,
     stats: IpStats,
@@ -995,6 +1010,7 @@ impl Progress {
             members,
             emitted: HashSet::new(),
             named: HashSet::new(),
+            imaged: HashSet::new(),
             pending_names: HashMap::new(),
         }
     }
@@ -1042,6 +1058,21 @@ impl Progress {
             name,
         };
         tx.send(Ok(IpEvent::Address(address, source))).await.is_ok()
+    }
+
+    /// Sends a member's server image, once per member. False when the consumer is gone.
+    async fn image(&mut self, tx: &Sink, member: &str, image: Option<&str>) -> bool {
+        let Some(image) = image else {
+            return true;
+        };
+        if !self.members.contains(member) || !self.imaged.insert(member.to_string()) {
+            return true;
+        }
+        let event = IpEvent::Image {
+            member: member.to_string(),
+            image: image.to_string(),
+        };
+        tx.send(Ok(event)).await.is_ok()
     }
 
     /// Records a member's server name: sent at once if its address is out (and the name is

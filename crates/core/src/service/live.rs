@@ -555,6 +555,9 @@ async fn forward_nodes(
             (paused, image)
         })
     }));
+    // Each member's image as Nova lists its server (the address stream's Nova source):
+    // applied with the last member list, at `Done`.
+    let mut images: HashMap<String, String> = HashMap::new();
     let mut paused: Option<SideFacts> = None;
     let mut members: Option<Vec<Member>> = None;
     let mut ips = stream_group_ips(heat, nova, stack, group_path, options);
@@ -568,10 +571,9 @@ async fn forward_nodes(
                         m,
                         facts.is_some_and(|f| f.paused.contains(&m.name)),
                     );
-                    // A member that settled while its group is settled has the group's image.
-                    if m.status.is_complete() {
-                        node.image = facts.and_then(|f| f.image.clone());
-                    }
+                    // The image its server runs (Nova), else, for a member that settled
+                    // while its group is settled, the group's image.
+                    node.image = facts.and_then(|f| f.member_image(m));
                     node
                 })
                 .collect(),
@@ -612,15 +614,26 @@ async fn forward_nodes(
                 member,
                 error: ServiceError::new(super::ErrorKind::NotFound, reason),
             }),
+            Ok(IpEvent::Image { member, image }) => {
+                images.insert(member, image);
+                continue;
+            }
             Ok(IpEvent::Done(_)) => {
-                if let Some(mut task) = hooks.take() {
-                    let found = hook_result((&mut task.0).await);
+                let pending = hooks.take();
+                let resend = pending.is_some() || !images.is_empty();
+                let mut found = match pending {
+                    Some(mut task) => hook_result((&mut task.0).await),
+                    None => paused.take().unwrap_or_default(),
+                };
+                found.members.extend(images.drain());
+                if resend {
                     if let Some(members) = &members {
                         if tx.send(Ok(to_nodes(members, Some(&found)))).await.is_err() {
                             return;
                         }
                     }
                 }
+                paused = Some(found);
                 Ok(NodeUpdate::Done)
             }
         };
@@ -648,9 +661,24 @@ fn magnum_settled_image(
 }
 
 /// What the side lookups of a node stream found.
+#[derive(Default)]
 struct SideFacts {
     paused: HashSet<String>,
+    /// The group's image when it is settled (every member has it).
     image: Option<String>,
+    /// Each member's image as Nova says its server runs it (during a rolling update members
+    /// differ: this is how old and new nodes are told apart).
+    members: HashMap<String, String>,
+}
+
+impl SideFacts {
+    fn member_image(&self, m: &Member) -> Option<String> {
+        match self.members.get(&m.name) {
+            Some(image) => Some(image.clone()),
+            None if m.status.is_complete() => self.image.clone(),
+            None => None,
+        }
+    }
 }
 
 type SideLookup = (
@@ -660,20 +688,22 @@ type SideLookup = (
 
 fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
     match found {
-        Ok((Ok(paused), image)) => SideFacts { paused, image },
+        Ok((Ok(paused), image)) => SideFacts {
+            paused,
+            image,
+            members: HashMap::new(),
+        },
         Ok((Err(e), image)) => {
             tracing::info!("hook state unknown: {e}");
             SideFacts {
                 paused: HashSet::new(),
                 image,
+                members: HashMap::new(),
             }
         }
         Err(e) => {
             tracing::warn!("node group lookup task: {e}");
-            SideFacts {
-                paused: HashSet::new(),
-                image: None,
-            }
+            SideFacts::default()
         }
     }
 }

@@ -4,6 +4,7 @@
 //! 302 to `{name}/{id}[/resources|events|template|actions|environment|files]` (keeping the
 //! query), and 404 for anything else (e.g. `outputs`, as Heat 27 does).
 
+mod check;
 mod events;
 mod render;
 mod resources;

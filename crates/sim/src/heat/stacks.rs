@@ -562,16 +562,7 @@ pub fn action(w: &mut World, req: &Req, ix: usize) -> Reply {
                     ),
                 );
             }
-            w.set_stack_status(
-                ix,
-                Status::new(Action::Check, State::InProgress),
-                started(Action::Check),
-            );
-            w.set_stack_status(
-                ix,
-                Status::new(Action::Check, State::Complete),
-                completed(Action::Check),
-            );
+            super::check::check_stack(w, ix);
             Reply::null()
         }
         "suspend" | "resume" => heat_error(
