@@ -418,3 +418,95 @@ fn node_detail_shows_the_servers_fault_160x48() {
     assert!(status.success(), "exit status {status}");
     c.assert_restored();
 }
+
+/// Sends `keys` (each character one keystroke) and waits for `cond`, adding the keystrokes
+/// to `count`: the on-call paths below report how many an operator needs.
+fn counted(
+    c: &mut Console,
+    count: &mut usize,
+    keys: &str,
+    what: &str,
+    cond: impl Fn(&Screen) -> bool,
+) -> Screen {
+    *count += keys.chars().count();
+    c.press(keys, what, cond)
+}
+
+/// The two on-call paths of issue 15, counted in keystrokes from the cluster list: the cause
+/// of the demo's stuck cluster (`staging`: one member's server in a Nova rebuild that never
+/// ends, while its siblings took well under a minute) and the full reason of its failed
+/// node (`batch-jobs`: a server Nova could not place). The counts are printed
+/// (`cargo test --test console_e2e on_call -- --nocapture`) and bounded.
+#[test]
+fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(120, 40);
+    clusters_shown(&mut c);
+
+    let mut stuck = 0;
+    counted(&mut c, &mut stuck, "/staging", "the filter line", |s| {
+        s.has("/staging")
+    });
+    counted(&mut c, &mut stuck, ENTER, "the list filtered to staging", |s| {
+        counter(s, "Clusters") == Some((1, 6))
+    });
+    counted(&mut c, &mut stuck, ENTER, "staging's dashboard", |s| {
+        s.has_all(&["› staging", "Node groups of staging"])
+    });
+    let cause = counted(&mut c, &mut stuck, "t", "why staging is stuck", |s| {
+        s.has("Why stuck: 0 failed, 1 in progress, 0 held on hooks")
+            && s.line_with("stalled").is_some_and(|l| {
+                l.contains("kube_minions > 2 > kube-minion") && l.contains("siblings of 2 took")
+            })
+            && s.has("Nova REBUILD")
+    });
+    let line = cause.line_with("siblings of 2 took").unwrap_or_default();
+    // How long the siblings took for the same update (seconds), not how long they have sat.
+    let took = Regex::new(r"took (\d+)-(\d+) s").expect("regex");
+    let secs: Vec<u64> = took
+        .captures(line)
+        .map(|m| (1..=2).filter_map(|i| m[i].parse().ok()).collect())
+        .unwrap_or_default();
+    assert!(
+        secs.len() == 2 && secs[1] < 600,
+        "the siblings' update durations, in seconds: {line}"
+    );
+
+    c.press(&format!(":clusters{ENTER}"), "the cluster list", |s| {
+        s.has("Clusters [")
+    });
+    c.press(ESC, "the filter cleared", |s| counter(s, "Clusters") == Some((6, 6)));
+    let mut reason = 0;
+    counted(&mut c, &mut reason, "/batch-jobs", "the filter line", |s| {
+        s.has("/batch-jobs")
+    });
+    counted(&mut c, &mut reason, ENTER, "the list filtered to batch-jobs", |s| {
+        counter(s, "Clusters") == Some((1, 6))
+    });
+    counted(&mut c, &mut reason, ENTER, "batch-jobs' dashboard", |s| {
+        s.has("Node groups of batch-jobs")
+    });
+    counted(&mut c, &mut reason, "F", "faults only", |s| s.has("FAULTS ONLY"));
+    counted(&mut c, &mut reason, "/worker", "the filter line", |s| {
+        s.has("/worker")
+    });
+    counted(&mut c, &mut reason, ENTER, "the worker group", |s| {
+        counter(s, "Node groups of batch-jobs").is_some_and(|(shown, _)| shown == 1)
+    });
+    counted(&mut c, &mut reason, ENTER, "its failed node, alone", |s| {
+        counter(s, "Nodes of default-worker").is_some_and(|(shown, _)| shown == 1)
+    });
+    counted(&mut c, &mut reason, ENTER, "the failed node's whole reason", |s| {
+        s.has_all(&[
+            "Status     ERROR",
+            "Fault      [500] No valid host was found. There are not enough hosts available.",
+            "NoValidHost",
+        ])
+    });
+    println!("keystrokes from the cluster list: to staging's cause {stuck}, to batch-jobs' failed node's full reason {reason}");
+    assert!(stuck <= 12 && reason <= 20, "stuck {stuck}, reason {reason}");
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    c.assert_restored();
+}
