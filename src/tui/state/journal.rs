@@ -90,7 +90,7 @@ pub fn entry_lines(e: &Entry) -> Vec<String> {
 }
 
 impl App {
-    pub(super) fn want_journal(&mut self, force: bool) {
+    pub(crate) fn want_journal(&mut self, force: bool) {
         let now = self.now;
         let log = &self.store.journal;
         if !(log.meta.due(now, self.refresh) || (force && !log.meta.in_flight)) {
@@ -109,7 +109,7 @@ impl App {
             .flatten()
     }
 
-    pub(super) fn journal_detail(&mut self) {
+    pub(crate) fn journal_detail(&mut self) {
         let Some(row) = self.selected_entry() else {
             self.set_status(Level::Warn, "no journal entry selected");
             return;

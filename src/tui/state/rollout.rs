@@ -112,7 +112,7 @@ impl App {
     }
 
     /// Refresh of the rollout view: find, then observe when not driven here.
-    pub(super) fn want_rollout(&mut self, cluster: &Cluster, nodegroup: &NodeGroup, force: bool) {
+    pub(crate) fn want_rollout(&mut self, cluster: &Cluster, nodegroup: &NodeGroup, force: bool) {
         let now = self.now;
         let every = self.refresh;
         let key = nodegroup.id.clone();

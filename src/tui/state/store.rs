@@ -566,6 +566,10 @@ pub struct Store {
     /// Rollouts by node group id.
     pub rollouts: HashMap<String, super::rollout::RolloutSlot>,
     pub journal: super::journal::JournalLog,
+    /// Stack outputs (keys and descriptions), by stack id.
+    pub outputs: HashMap<String, Slot<Vec<crate::service::StackOutput>>>,
+    /// Evaluated stack outputs, by (stack id, output key).
+    pub output_values: HashMap<(String, String), Slot<crate::service::ResolvedOutput>>,
 }
 
 impl Store {

@@ -55,6 +55,11 @@ pub enum ViewKind {
     Server {
         target: ServerTarget,
     },
+    /// A stack's outputs; `shown` is the one whose value is evaluated and shown.
+    Outputs {
+        stack: StackTarget,
+        shown: Option<String>,
+    },
 }
 
 /// Event-tail options (also used by the dashboard's tail).
@@ -101,33 +106,11 @@ impl View {
 
     /// The breadcrumb segment for this view.
     pub fn crumb(&self) -> String {
-        match &self.kind {
-            ViewKind::Clusters => "clusters".into(),
-            ViewKind::Stacks => "stacks".into(),
-            ViewKind::NodeGroups { cluster } => format!("{} (node groups)", cluster.name),
-            ViewKind::Dashboard { cluster } => cluster.name.clone(),
-            ViewKind::Nodes { nodegroup, .. } => nodegroup.name.clone(),
-            ViewKind::Events { stack } => format!("events {}", stack.label()),
-            ViewKind::Tree { stack, .. } => stack.label().to_string(),
-            ViewKind::Rollout { nodegroup, .. } => format!("rollout {}", nodegroup.name),
-            ViewKind::Journal => "journal".into(),
-            ViewKind::Server { target } => format!("server {}", target.name),
-        }
+        crate::tui::views::screen(&self.kind).crumb()
     }
 
     pub fn title(&self) -> &'static str {
-        match &self.kind {
-            ViewKind::Clusters => "Clusters",
-            ViewKind::Stacks => "Stacks",
-            ViewKind::NodeGroups { .. } => "Node groups",
-            ViewKind::Dashboard { .. } => "Dashboard",
-            ViewKind::Nodes { .. } => "Nodes",
-            ViewKind::Events { .. } => "Events",
-            ViewKind::Tree { .. } => "Stack tree",
-            ViewKind::Rollout { .. } => "Rollout",
-            ViewKind::Journal => "Journal",
-            ViewKind::Server { .. } => "Server",
-        }
+        crate::tui::views::screen(&self.kind).title()
     }
 
     pub fn cluster(&self) -> Option<&Cluster> {
@@ -142,20 +125,6 @@ impl View {
 
     /// The data slot whose age the header shows, as (fetched_at, error, loading).
     pub fn primary_meta<'a>(&self, store: &'a Store) -> Option<&'a super::store::FetchMeta> {
-        match &self.kind {
-            ViewKind::Clusters => Some(&store.clusters.meta),
-            ViewKind::Stacks => Some(&store.stacks.meta),
-            ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => {
-                store.nodegroups.get(&cluster.id).map(|s| &s.meta)
-            }
-            ViewKind::Nodes { nodegroup, .. } => store.nodes.get(&nodegroup.id).map(|s| &s.meta),
-            ViewKind::Events { stack } => store.events.get(&stack.id).map(|s| &s.meta),
-            ViewKind::Tree { stack, .. } => store.trees.get(&stack.id).map(|s| &s.meta),
-            ViewKind::Rollout { nodegroup, .. } => {
-                store.rollouts.get(&nodegroup.id).map(|s| &s.meta)
-            }
-            ViewKind::Journal => Some(&store.journal.meta),
-            ViewKind::Server { target } => store.servers.get(&target.key).map(|s| &s.meta),
-        }
+        crate::tui::views::screen(&self.kind).meta(store)
     }
 }
