@@ -16,7 +16,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
-    let th = &app.theme;
+    let th = &app.theme();
     let mut spans = vec![
         Span::styled(format!(" {} ", terminal_safe(&c.name)), th.title()),
         Span::styled(
@@ -51,12 +51,12 @@ fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
 fn merged_tail<'a>(app: &'a App, ids: &'a [String], n: usize) -> Vec<(&'a str, &'a StackEvent)> {
     let mut out: Vec<(&str, &StackEvent)> = Vec::new();
     for id in ids {
-        if let Some(log) = app.store.events.get(id) {
+        if let Some(log) = app.store().events.get(id) {
             let start = log.events.len().saturating_sub(n);
             out.extend(
                 log.events[start..]
                     .iter()
-                    .filter(|e| !app.faults_only || e.status.is_failed())
+                    .filter(|e| !app.faults_only() || e.status.is_failed())
                     .map(|e| (id.as_str(), e)),
             );
         }
@@ -69,9 +69,9 @@ fn merged_tail<'a>(app: &'a App, ids: &'a [String], n: usize) -> Vec<(&'a str, &
 }
 
 pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: Rect) {
-    let th = &app.theme;
+    let th = &app.theme();
     let groups = app
-        .store
+        .store()
         .nodegroups
         .get(&cluster.id)
         .and_then(|s| s.data.clone())
@@ -82,7 +82,7 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     let mut verdicts: Vec<Vec<Line>> = groups
         .iter()
         .filter_map(|g| {
-            let set = app.store.nodes.get(&g.id)?;
+            let set = app.store().nodes.get(&g.id)?;
             let lines =
                 super::nodes::verdict_lines(app, g, set, Some(&g.name), area.width as usize);
             (!lines.is_empty()).then_some(lines)
@@ -112,7 +112,7 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     let (mut ok, mut failed, mut total, mut done) = (0, 0, 0, true);
     let expected: usize = groups.iter().map(|g| g.node_count as usize).sum();
     for g in &groups {
-        if let Some(set) = app.store.nodes.get(&g.id) {
+        if let Some(set) = app.store().nodes.get(&g.id) {
             heat.extend(zone_groups(set, &g.name, None));
             all_rows.push(set);
             ok += set.ips_ok;
@@ -121,7 +121,7 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
             done &= set.done;
         }
     }
-    let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now);
+    let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now());
     let inner_w = rest.width.saturating_sub(2);
     let map_max = (rest.height * 60 / 100).max(4);
     let map_h = if view.show_heat_map {
@@ -192,7 +192,12 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     let inner = block.inner(tail_area);
     let errors: Vec<String> = ids
         .iter()
-        .filter_map(|id| app.store.events.get(id).and_then(|l| l.meta.error.clone()))
+        .filter_map(|id| {
+            app.store()
+                .events
+                .get(id)
+                .and_then(|l| l.meta.error.clone())
+        })
         .collect();
     let mut lines: Vec<Line> = Vec::new();
     if let Some(e) = errors.first() {

@@ -68,7 +68,7 @@ pub fn event_line<'a>(e: &StackEvent, ctx: &RowCtx, source: Option<&str>) -> Lin
 }
 
 pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area: Rect) {
-    let log = app.store.events.get(&stack.id);
+    let log = app.store().events.get(&stack.id);
     let title = format!(
         "Events of {} {}",
         terminal_safe(stack.label()),
@@ -86,14 +86,14 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
             &title,
             Some(&log.events),
             Some(&log.meta),
-            &app.cols.events,
+            &app.cols().events,
             &view.table,
             "No events yet (polling).",
             true,
         );
         return;
     }
-    let th = &app.theme;
+    let th = &app.theme();
     let ctx = app.row_ctx();
     // The same title as the table's: counts, sort and the filter stay in sight while wrapped.
     let look = TableLook {
@@ -109,7 +109,7 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
             &look,
             &view.table,
             log.events.len(),
-            &app.cols.events,
+            &app.cols().events,
             &ctx,
         ));
     let inner = block.inner(area);

@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::Frame;
 
 pub fn draw(app: &App, view: &View, frame: &mut Frame, area: Rect) {
-    let log = &app.store.journal;
+    let log = &app.store().journal;
     let loaded = log.meta.fetched_at.is_some();
     data_table(
         app,
@@ -16,7 +16,7 @@ pub fn draw(app: &App, view: &View, frame: &mut Frame, area: Rect) {
         "Journal",
         loaded.then_some(log.rows.as_slice()),
         Some(&log.meta),
-        &app.cols.journal,
+        &app.cols().journal,
         &view.table,
         "No actions recorded yet.",
         true,

@@ -28,7 +28,7 @@ impl App {
     /// every view escapes outside text itself.
     pub fn draw_views(&self, frame: &mut Frame) {
         let area = frame.area();
-        frame.render_widget(Block::default().style(self.theme.style()), area);
+        frame.render_widget(Block::default().style(self.theme().style()), area);
         let [header, crumbs, body, status, footer] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Length(1),
@@ -42,7 +42,7 @@ impl App {
         self.draw_body(frame, body);
         chrome::status_line(self, frame, status);
         chrome::footer(self, frame, footer);
-        match &self.mode {
+        match self.mode() {
             Mode::Help(scroll) => chrome::help(self, frame, body, *scroll),
             Mode::Input(input) if input.kind == super::state::input::InputKind::Palette => {
                 chrome::palette_popup(self, input, frame, body)

@@ -91,7 +91,7 @@ fn summary_line_labels<'a>(
     expected: Option<usize>,
     short: bool,
 ) -> Line<'a> {
-    let th = &app.theme;
+    let th = &app.theme();
     let mut spans: Vec<Span> = Vec::new();
     if let (Some(want), Some((_, _, members, _))) = (expected, ips) {
         if want != members {
@@ -192,8 +192,13 @@ pub fn zone_groups(set: &NodeSet, prefix: &str, selected: Option<&str>) -> Vec<H
 }
 
 pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, area: Rect) {
-    let Some(set) = app.store.nodes.get(&nodegroup.id).filter(|s| s.has_members) else {
-        let meta = app.store.nodes.get(&nodegroup.id).map(|s| &s.meta);
+    let Some(set) = app
+        .store()
+        .nodes
+        .get(&nodegroup.id)
+        .filter(|s| s.has_members)
+    else {
+        let meta = app.store().nodes.get(&nodegroup.id).map(|s| &s.meta);
         message_box(
             app,
             frame,
@@ -203,8 +208,8 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         );
         return;
     };
-    let th = &app.theme;
-    let rollout = Rollout::compute(set.rows.iter(), app.now);
+    let th = &app.theme();
+    let rollout = Rollout::compute(set.rows.iter(), app.now());
     let selected = view
         .table
         .selected(&set.rows)
@@ -278,7 +283,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         &title,
         Some(&set.rows),
         Some(&set.meta),
-        &app.cols.nodes,
+        &app.cols().nodes,
         &view.table,
         "This node group has no members.",
         true,
@@ -306,7 +311,7 @@ pub fn verdict_lines(
         .filter_map(|r| ServerLook::of_node(&r.node))
         .collect();
     let cluster = app
-        .store
+        .store()
         .clusters
         .data
         .as_deref()
@@ -322,16 +327,16 @@ pub fn verdict_lines(
         since,
         &looks,
         set.progress.as_ref(),
-        app.now,
+        app.now(),
     );
-    let Some(text) = verdict.line(app.now) else {
+    let Some(text) = verdict.line(app.now()) else {
         return Vec::new();
     };
     let text = match label {
         Some(l) => format!("{l}: {text}"),
         None => text,
     };
-    let th = &app.theme;
+    let th = &app.theme();
     let style = match verdict {
         Verdict::Failed { .. } => Style::default().fg(th.failed).add_modifier(Modifier::BOLD),
         _ => Style::default().fg(th.warning).add_modifier(Modifier::BOLD),

@@ -27,7 +27,7 @@ pub fn data_table<T: TableRow>(
     empty_text: &str,
     focused: bool,
 ) {
-    let th = &app.theme;
+    let th = &app.theme();
     let ctx = app.row_ctx();
     match items {
         Some(items) => {
@@ -65,7 +65,7 @@ pub fn message_box(
     title: &str,
     meta: Option<&FetchMeta>,
 ) {
-    let th = &app.theme;
+    let th = &app.theme();
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
@@ -83,7 +83,7 @@ pub fn message_box(
             Line::from(Span::styled(
                 format!(
                     "retrying every {}s · r to retry now",
-                    app.refresh.as_secs().max(1)
+                    app.refresh().as_secs().max(1)
                 ),
                 th.muted(),
             )),
@@ -102,7 +102,7 @@ pub fn message_box(
 }
 
 pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
-    let slot = &app.store.clusters;
+    let slot = &app.store().clusters;
     data_table(
         app,
         frame,
@@ -110,9 +110,9 @@ pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
         "Clusters",
         slot.data.as_deref(),
         Some(&slot.meta),
-        &app.cols.clusters,
+        &app.cols().clusters,
         &view.table,
-        if app.info.has_magnum {
+        if app.info().has_magnum {
             "No clusters in this project."
         } else {
             // A Heat-only cloud: an empty list would read as "no clusters exist".
@@ -123,7 +123,7 @@ pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
 }
 
 pub fn stacks(app: &App, view: &View, frame: &mut Frame, area: Rect) {
-    let slot = &app.store.stacks;
+    let slot = &app.store().stacks;
     data_table(
         app,
         frame,
@@ -131,7 +131,7 @@ pub fn stacks(app: &App, view: &View, frame: &mut Frame, area: Rect) {
         "Stacks",
         slot.data.as_deref(),
         Some(&slot.meta),
-        &app.cols.stacks,
+        &app.cols().stacks,
         &view.table,
         "No stacks in this project.",
         true,
@@ -146,7 +146,7 @@ pub fn nodegroups(
     area: Rect,
     focused: bool,
 ) {
-    let slot = app.store.nodegroups.get(&cluster.id);
+    let slot = app.store().nodegroups.get(&cluster.id);
     let title = format!("Node groups of {}", cluster.name);
     data_table(
         app,
@@ -155,7 +155,7 @@ pub fn nodegroups(
         &title,
         slot.and_then(|s| s.data.as_deref()),
         slot.map(|s| &s.meta),
-        &app.cols.nodegroups,
+        &app.cols().nodegroups,
         &view.table,
         "This cluster has no node groups.",
         focused,

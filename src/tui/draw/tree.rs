@@ -22,7 +22,7 @@ const NAMES_SHOWN: usize = 6;
 
 /// `3 members of nodes held on pre-update hook since 12:01:07 (20m): 1, 3, 5`.
 fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
-    let th = &app.theme;
+    let th = &app.theme();
     let names: Vec<&str> = h
         .members
         .iter()
@@ -54,7 +54,7 @@ fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
             format!(
                 " since {} ({})",
                 t.format("%H:%M:%S"),
-                age(app.now, Some(t))
+                age(app.now(), Some(t))
             )
         })
         .unwrap_or_default();
@@ -76,16 +76,16 @@ fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
 /// `UPDATE_FAILED 8m ago`.
 fn cause_state(app: &App, tree: &TreeData, c: &Cause) -> (String, bool) {
     let res = &tree.rows[c.index].resource;
-    let elapsed = c.since.map(|t| (app.now - t).num_seconds()).unwrap_or(0);
+    let elapsed = c.since.map(|t| (app.now() - t).num_seconds()).unwrap_or(0);
     if res.status.is_failed() {
         return (
-            format!("  {} {} ago", res.status.raw, age(app.now, c.since)),
+            format!("  {} {} ago", res.status.raw, age(app.now(), c.since)),
             false,
         );
     }
     let stalled = is_stalled(elapsed, c.siblings.as_ref());
     let word = if stalled { "stalled" } else { "in progress" };
-    let mut text = format!("  {word} {}", age(app.now, c.since));
+    let mut text = format!("  {word} {}", age(app.now(), c.since));
     match &c.siblings {
         Some(d) if c.compared == c.index => {
             text.push_str(&format!("; siblings took {}", describe_durations(d)));
@@ -104,7 +104,7 @@ fn cause_state(app: &App, tree: &TreeData, c: &Cause) -> (String, bool) {
 
 /// One cause, and Nova's word on it when it is a server that Nova faults.
 fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec<Line<'a>> {
-    let th = &app.theme;
+    let th = &app.theme();
     let r = &tree.rows[c.index];
     let (state, stalled) = cause_state(app, tree, c);
     let (mark, style) = if r.resource.status.is_failed() {
@@ -138,7 +138,7 @@ fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec
     }
     let mut lines = vec![Line::from(spans)];
     let nova = app
-        .store
+        .store()
         .servers
         .get(&tree_server_key(stack_id, &r.path))
         .and_then(|slot| slot.data.as_ref())
@@ -155,7 +155,7 @@ fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec
 /// The why-stuck lines, at most `max` (the last says how many more): failures first, then
 /// the members held on hooks, then work in progress.
 pub fn stuck_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, max: usize) -> Vec<Line<'a>> {
-    let th = &app.theme;
+    let th = &app.theme();
     let a = &tree.stuck;
     if a.causes.is_empty() && a.holds.is_empty() {
         return vec![Line::from(Span::styled(
@@ -214,13 +214,13 @@ fn panel_title(tree: &TreeData) -> String {
 }
 
 pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area: Rect) {
-    let slot = app.store.trees.get(&stack.id);
+    let slot = app.store().trees.get(&stack.id);
     let title = format!("Resources of {}", terminal_safe(stack.label()));
     let Some(tree) = slot.and_then(|s| s.data.as_ref()) else {
         message_box(app, frame, area, &title, slot.map(|s| &s.meta));
         return;
     };
-    let th = &app.theme;
+    let th = &app.theme();
     let a = &tree.stuck;
     // A line per hold and per cause, and one for Nova's word on each of the first causes.
     let nova = a.causes.len().min(TREE_SERVERS);
@@ -235,7 +235,7 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
         &title,
         Some(&tree.rows),
         slot.map(|s| &s.meta),
-        &app.cols.tree,
+        &app.cols().tree,
         &view.table,
         "This stack has no resources.",
         true,

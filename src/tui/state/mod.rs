@@ -91,35 +91,35 @@ pub enum Mode {
 pub const TREE_DEPTH: u32 = 3;
 
 pub struct App {
-    pub info: CloudInfo,
-    pub budget: BudgetStats,
+    info: CloudInfo,
+    budget: BudgetStats,
     /// The injected clock: every age on screen is computed from this.
-    pub now: DateTime<Utc>,
-    pub theme: Theme,
-    pub keys: KeyMap,
-    pub theme_dir: Option<PathBuf>,
-    pub read_only: bool,
+    now: DateTime<Utc>,
+    theme: Theme,
+    keys: KeyMap,
+    theme_dir: Option<PathBuf>,
+    read_only: bool,
     /// The operator's guard rails; `None` when this connection cannot act.
-    pub guard: Option<Guard>,
-    pub refresh: Duration,
-    pub store: Store,
-    pub nav: Vec<View>,
-    pub mode: Mode,
-    pub history: Vec<String>,
-    pub status: Option<StatusLine>,
-    pub faults_only: bool,
-    pub frozen: bool,
+    guard: Option<Guard>,
+    refresh: Duration,
+    store: Store,
+    nav: Vec<View>,
+    mode: Mode,
+    history: Vec<String>,
+    status: Option<StatusLine>,
+    faults_only: bool,
+    frozen: bool,
     frozen_queue: Vec<Reply>,
     outbox: Vec<Request>,
     next_gen: u64,
-    pub should_quit: bool,
+    should_quit: bool,
     /// The user asked to suspend (ctrl-z): the runtime gives the terminal back, stops
     /// the process and takes the terminal again on SIGCONT.
-    pub should_suspend: bool,
+    should_suspend: bool,
     /// Something changed since the last draw.
-    pub dirty: bool,
-    pub size: (u16, u16),
-    pub cols: Columns,
+    dirty: bool,
+    size: (u16, u16),
+    cols: Columns,
 }
 
 impl App {
@@ -162,6 +162,136 @@ impl App {
         };
         app.plan_refresh(false);
         app
+    }
+
+    pub fn info(&self) -> &CloudInfo {
+        &self.info
+    }
+
+    /// The request budget as the service last reported it.
+    pub fn budget(&self) -> &BudgetStats {
+        &self.budget
+    }
+
+    pub fn set_budget(&mut self, budget: BudgetStats) {
+        self.budget = budget;
+    }
+
+    /// The injected clock: every age on screen is computed from this.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.now
+    }
+
+    pub fn theme(&self) -> &Theme {
+        &self.theme
+    }
+
+    pub fn keys(&self) -> &KeyMap {
+        &self.keys
+    }
+
+    pub fn theme_dir(&self) -> Option<&std::path::Path> {
+        self.theme_dir.as_deref()
+    }
+
+    /// Whether actions are off (by configuration, the cloud or the operator's guard).
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The operator's guard rails; `None` when this connection cannot act.
+    pub fn guard(&self) -> Option<&Guard> {
+        self.guard.as_ref()
+    }
+
+    /// The refresh pace.
+    pub fn refresh(&self) -> Duration {
+        self.refresh
+    }
+
+    /// Everything fetched (read-only: answers reach it through [`App::update`]).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The navigation stack, root first.
+    pub fn nav(&self) -> &[View] {
+        &self.nav
+    }
+
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
+    /// Leave the help, the palette or a dialog.
+    pub fn close_overlay(&mut self) {
+        self.mode = Mode::Normal;
+    }
+
+    /// The palette's history, oldest first.
+    pub fn history(&self) -> &[String] {
+        &self.history
+    }
+
+    pub fn status(&self) -> Option<&StatusLine> {
+        self.status.as_ref()
+    }
+
+    pub fn faults_only(&self) -> bool {
+        self.faults_only
+    }
+
+    pub fn frozen(&self) -> bool {
+        self.frozen
+    }
+
+    pub fn should_quit(&self) -> bool {
+        self.should_quit
+    }
+
+    /// The user asked to suspend (ctrl-z): the runtime gives the terminal back, stops
+    /// the process and takes the terminal again on SIGCONT.
+    pub fn should_suspend(&self) -> bool {
+        self.should_suspend
+    }
+
+    /// ctrl-z arrived as a signal (SIGTSTP).
+    pub fn request_suspend(&mut self) {
+        self.should_suspend = true;
+    }
+
+    /// Whether a suspend is asked for; the request is taken.
+    pub fn take_suspend(&mut self) -> bool {
+        std::mem::take(&mut self.should_suspend)
+    }
+
+    /// Something changed since the last draw.
+    pub fn dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// The screen was drawn.
+    pub fn drawn(&mut self) {
+        self.dirty = false;
+    }
+
+    /// Draw everything again (the terminal was someone else's).
+    pub fn redraw(&mut self) {
+        self.dirty = true;
+    }
+
+    /// The store, for the views' own actions (`tui::views`): drawing only reads it.
+    pub(crate) fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    pub fn size(&self) -> (u16, u16) {
+        self.size
+    }
+
+    /// The columns of every table.
+    pub fn cols(&self) -> &Columns {
+        &self.cols
     }
 
     pub fn view(&self) -> &View {
@@ -819,6 +949,30 @@ impl App {
             TableOp::SortNext => view.scroll,
         }
         .min(max);
+    }
+}
+
+/// Handles for the console's unit tests, which shape a state the keys cannot reach.
+#[cfg(test)]
+impl App {
+    pub(crate) fn mode_mut(&mut self) -> &mut Mode {
+        &mut self.mode
+    }
+
+    pub(crate) fn info_mut(&mut self) -> &mut CloudInfo {
+        &mut self.info
+    }
+
+    pub(crate) fn set_now(&mut self, now: DateTime<Utc>) {
+        self.now = now;
+    }
+
+    pub(crate) fn set_read_only(&mut self, read_only: bool) {
+        self.read_only = read_only;
+    }
+
+    pub(crate) fn clear_quit(&mut self) {
+        self.should_quit = false;
     }
 }
 

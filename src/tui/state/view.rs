@@ -1,7 +1,7 @@
 //! The navigation stack's entries: what a view shows and its own table state.
 
 use super::store::Store;
-use crate::model::{Cluster, NodeGroup, ServerTarget, StackRef};
+use crate::model::{Cluster, StackRef};
 use crate::tui::widgets::table::TableState;
 
 /// A stack to read, by id; the name is resolved by the worker when unknown.
@@ -23,44 +23,8 @@ impl StackTarget {
     }
 }
 
-/// A handful of these live on the navigation stack; boxing would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub enum ViewKind {
-    Clusters,
-    Stacks,
-    NodeGroups {
-        cluster: Cluster,
-    },
-    Dashboard {
-        cluster: Cluster,
-    },
-    Nodes {
-        cluster: Cluster,
-        nodegroup: NodeGroup,
-    },
-    Events {
-        stack: StackTarget,
-    },
-    Tree {
-        stack: StackTarget,
-        focus: Option<String>,
-    },
-    Rollout {
-        cluster: Cluster,
-        nodegroup: NodeGroup,
-    },
-    Journal,
-    /// One node's Nova server (`server show` and its console log).
-    Server {
-        target: ServerTarget,
-    },
-    /// A stack's outputs; `shown` is the one whose value is evaluated and shown.
-    Outputs {
-        stack: StackTarget,
-        shown: Option<String>,
-    },
-}
+/// What a view shows: declared with the views' registry (`tui::views`).
+pub use crate::tui::views::ViewKind;
 
 /// Event-tail options (also used by the dashboard's tail).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -42,7 +42,7 @@ impl Screen for Dashboard<'_> {
         app.want_clusters(p.force, p.now, p.every);
         app.want_nodegroups(cluster, p.force, p.now, p.every);
         let groups = app
-            .store
+            .store()
             .nodegroups
             .get(&cluster.id)
             .and_then(|s| s.data.clone())
@@ -90,7 +90,7 @@ impl Screen for Dashboard<'_> {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        let cluster = app.store.current_cluster(self.cluster);
+        let cluster = app.store().current_cluster(self.cluster);
         dashboard::draw(app, view, cluster, frame, area);
     }
 }

@@ -66,7 +66,7 @@ impl Screen for Events<'_> {
 
     fn open(&self, app: &mut App) {
         let items = app
-            .store
+            .store()
             .events
             .get(&self.stack.id)
             .map(|l| l.events.as_slice())

@@ -17,14 +17,55 @@ mod tree;
 
 use super::keys::{self, KeyAction, KeyContext};
 use super::state::store::{FetchMeta, Store};
-use super::state::view::{StackTarget, View, ViewKind};
+use super::state::view::{StackTarget, View};
 use super::state::{App, Columns};
 use super::widgets::table::{Column, RowCtx, TableRow, TableState};
+use crate::model::{Cluster, NodeGroup, ServerTarget};
 use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
 use ratatui::Frame;
 use std::collections::HashSet;
 use std::time::Duration;
+
+/// The views the navigation stack can hold, each with what it was opened on.
+/// A handful of these live on the navigation stack; boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum ViewKind {
+    Clusters,
+    Stacks,
+    NodeGroups {
+        cluster: Cluster,
+    },
+    Dashboard {
+        cluster: Cluster,
+    },
+    Nodes {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    Events {
+        stack: StackTarget,
+    },
+    Tree {
+        stack: StackTarget,
+        focus: Option<String>,
+    },
+    Rollout {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    Journal,
+    /// One node's Nova server (`server show` and its console log).
+    Server {
+        target: ServerTarget,
+    },
+    /// A stack's outputs; `shown` is the one whose value is evaluated and shown.
+    Outputs {
+        stack: StackTarget,
+        shown: Option<String>,
+    },
+}
 
 /// The registry: the behaviour of the view on the navigation stack.
 pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {

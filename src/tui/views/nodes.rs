@@ -75,7 +75,7 @@ impl Screen for Nodes<'_> {
     /// The member in its stack tree stays one key away (`t`).
     fn open(&self, app: &mut App) {
         let rows = app
-            .store
+            .store()
             .nodes
             .get(&self.nodegroup.id)
             .map(|s| s.rows.as_slice())
@@ -90,7 +90,7 @@ impl Screen for Nodes<'_> {
         match target {
             Some(target) => {
                 // Opened again: a fresh look (the console log moves on).
-                app.store.servers.remove(&target.key);
+                app.store_mut().servers.remove(&target.key);
                 app.push(ViewKind::Server { target })
             }
             None => app.set_status(Level::Warn, "no node selected"),
@@ -99,7 +99,7 @@ impl Screen for Nodes<'_> {
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
         let nodegroup = app
-            .store
+            .store()
             .current_nodegroup(&self.cluster.id, self.nodegroup);
         nodes::draw(app, view, nodegroup, frame, area);
     }

@@ -136,13 +136,15 @@ impl Screen for Outputs<'_> {
 
     /// Enter: evaluate the selected output (afresh, when it was shown before).
     fn open(&self, app: &mut App) {
-        let items = list_slot(&app.store, &self.stack.id)
+        let items = list_slot(&app.store(), &self.stack.id)
             .and_then(|s| s.data.as_deref())
             .unwrap_or(&[]);
         let Some(key) = app.view().table.selected(items).map(|o| o.key.clone()) else {
             return app.set_status(Level::Warn, "no output selected");
         };
-        app.store.output_values.remove(&value_key(self.stack, &key));
+        app.store_mut()
+            .output_values
+            .remove(&value_key(self.stack, &key));
         app.view_mut().kind = ViewKind::Outputs {
             stack: self.stack.clone(),
             shown: Some(key),
@@ -151,7 +153,7 @@ impl Screen for Outputs<'_> {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        let slot = list_slot(&app.store, &self.stack.id);
+        let slot = list_slot(&app.store(), &self.stack.id);
         let title = format!("Outputs of {}", self.stack.label());
         let table_area = match self.shown {
             Some(key) => {
@@ -161,7 +163,7 @@ impl Screen for Outputs<'_> {
                 let list = (rows as u16 + 3).clamp(5, (area.height / 2).max(5));
                 let [top, bottom] =
                     Layout::vertical([Constraint::Length(list), Constraint::Fill(1)]).areas(area);
-                let value = app.store.output_values.get(&value_key(self.stack, key));
+                let value = app.store().output_values.get(&value_key(self.stack, key));
                 draw_value(app, key, value, frame, bottom);
                 top
             }
@@ -190,7 +192,7 @@ fn draw_value(
     frame: &mut Frame,
     area: Rect,
 ) {
-    let th = &app.theme;
+    let th = &app.theme();
     let width = area.width.saturating_sub(2) as usize;
     let height = area.height.saturating_sub(2) as usize;
     let lines: Vec<Line> = match (slot.and_then(|s| s.data.as_ref()), slot) {

@@ -46,7 +46,7 @@ impl Screen for Stacks {
 
     fn context_stack(&self, app: &App) -> Option<StackTarget> {
         let v = app.view();
-        let items = app.store.stacks.data.as_deref().unwrap_or(&[]);
+        let items = app.store().stacks.data.as_deref().unwrap_or(&[]);
         v.table
             .selected(items)
             .map(|s| StackTarget::from_ref(&s.stack))
