@@ -596,12 +596,12 @@ async fn palette_history_and_unknown_command() {
     assert!(matches!(h.app.view().kind, ViewKind::Stacks));
     h.press(KeyCode::Char(':'));
     h.press(KeyCode::Up);
-    let Mode::Input(input) = &h.app.mode() else {
+    let Mode::Input(input) = h.app.mode() else {
         panic!("palette open");
     };
     assert_eq!(input.text(), "stacks");
     h.press(KeyCode::Up);
-    let Mode::Input(input) = &h.app.mode() else {
+    let Mode::Input(input) = h.app.mode() else {
         panic!("palette open");
     };
     assert_eq!(input.text(), "bogus");
@@ -836,7 +836,7 @@ async fn events_view_reconnects_with_backoff_and_says_so() {
         // Past any refresh interval: the follower polls when its backoff says so.
         tick(&mut h, 40);
         h.settle().await;
-        let status = h.app.status().clone().expect("a status line");
+        let status = h.app.status().cloned().expect("a status line");
         assert!(
             status.text.contains("events: reconnecting for")
                 && status.text.contains("connection failed"),
@@ -867,7 +867,7 @@ async fn events_view_reconnects_with_backoff_and_says_so() {
     h.fake.advance();
     tick(&mut h, 10);
     h.settle().await;
-    let status = h.app.status().clone().expect("a status line");
+    let status = h.app.status().cloned().expect("a status line");
     assert!(
         status.text.starts_with("events: reconnected after"),
         "{}",

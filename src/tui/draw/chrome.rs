@@ -25,10 +25,10 @@ fn badge<'a>(text: &'a str, bg: ratatui::style::Color, app: &App) -> Span<'a> {
 }
 
 pub fn header(app: &App, frame: &mut Frame, area: Rect) {
-    let th = &app.theme();
+    let th = app.theme();
     let hs = th.header();
     let key = hs.add_modifier(Modifier::BOLD);
-    let info = &app.info();
+    let info = app.info();
     // Segments in order of importance: on a narrow terminal whole segments are dropped
     // from the end, never cut in the middle of a number.
     let mut segments: Vec<Vec<Span>> = Vec::new();
@@ -74,7 +74,7 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         segments.push(troubled);
     }
     // Data age of the view's main data, with a stale marker.
-    if let Some(meta) = app.view().primary_meta(&app.store()) {
+    if let Some(meta) = app.view().primary_meta(app.store()) {
         let age = meta
             .fetched_at
             .map(|t| short_duration((app.now() - t).num_seconds()))
@@ -89,7 +89,7 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         }
         segments.push(data);
     }
-    let b = &app.budget();
+    let b = app.budget();
     let busy = b.max_in_flight > 0 && b.in_flight >= b.max_in_flight;
     let req = vec![
         Span::styled(" │ req ", hs),
@@ -153,7 +153,7 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
-    let th = &app.theme();
+    let th = app.theme();
     let crumbs: Vec<String> = std::iter::once(app.info().cloud.clone())
         .chain(app.nav().iter().map(|v| v.crumb()))
         .map(|c| terminal_safe(&c).into_owned())
@@ -186,8 +186,8 @@ pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
-    let th = &app.theme();
-    if let Mode::Input(input) = &app.mode() {
+    let th = app.theme();
+    if let Mode::Input(input) = app.mode() {
         let prompt_w = input.prompt().chars().count() as u16 + 1;
         let [p, rest] =
             Layout::horizontal([Constraint::Length(prompt_w), Constraint::Min(1)]).areas(area);
@@ -216,7 +216,7 @@ pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 pub fn footer(app: &App, frame: &mut Frame, area: Rect) {
-    let th = &app.theme();
+    let th = app.theme();
     // Where nothing can be changed, the keys that would change something are not offered.
     let can_act = app.guard().is_some_and(|g| !g.read_only) && !app.read_only();
     let hints = app.keys().hints_where(&app.key_contexts(), |a| {
@@ -256,7 +256,7 @@ fn fit_hints(hints: Vec<(String, &'static str)>, width: usize) -> Vec<(String, &
 }
 
 pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
-    let th = &app.theme();
+    let th = app.theme();
     let mut lines: Vec<Line> = Vec::new();
     for (section, rows) in app.keys().help_sections() {
         lines.push(Line::from(Span::styled(section, th.title())));
@@ -335,7 +335,7 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
 
 pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rect) {
     debug_assert_eq!(input.kind, InputKind::Palette);
-    let th = &app.theme();
+    let th = app.theme();
     let typed = input.text();
     let word = typed
         .split_whitespace()
@@ -368,7 +368,7 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
         }
     }
     if word == "theme" {
-        let names = crate::tui::theme::theme_names(app.theme_dir().as_deref());
+        let names = crate::tui::theme::theme_names(app.theme_dir());
         lines.push(Line::from(Span::styled(
             format!(" themes: {}", terminal_safe(&names.join("  "))),
             th.accent(),

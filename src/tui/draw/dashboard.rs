@@ -16,7 +16,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
-    let th = &app.theme();
+    let th = app.theme();
     let mut spans = vec![
         Span::styled(format!(" {} ", terminal_safe(&c.name)), th.title()),
         Span::styled(
@@ -69,7 +69,7 @@ fn merged_tail<'a>(app: &'a App, ids: &'a [String], n: usize) -> Vec<(&'a str, &
 }
 
 pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: Rect) {
-    let th = &app.theme();
+    let th = app.theme();
     let groups = app
         .store()
         .nodegroups

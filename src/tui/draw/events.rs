@@ -93,7 +93,7 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
         );
         return;
     }
-    let th = &app.theme();
+    let th = app.theme();
     let ctx = app.row_ctx();
     // The same title as the table's: counts, sort and the filter stay in sight while wrapped.
     let look = TableLook {

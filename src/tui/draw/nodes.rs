@@ -91,7 +91,7 @@ fn summary_line_labels<'a>(
     expected: Option<usize>,
     short: bool,
 ) -> Line<'a> {
-    let th = &app.theme();
+    let th = app.theme();
     let mut spans: Vec<Span> = Vec::new();
     if let (Some(want), Some((_, _, members, _))) = (expected, ips) {
         if want != members {
@@ -208,7 +208,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         );
         return;
     };
-    let th = &app.theme();
+    let th = app.theme();
     let rollout = Rollout::compute(set.rows.iter(), app.now());
     let selected = view
         .table
@@ -336,7 +336,7 @@ pub fn verdict_lines(
         Some(l) => format!("{l}: {text}"),
         None => text,
     };
-    let th = &app.theme();
+    let th = app.theme();
     let style = match verdict {
         Verdict::Failed { .. } => Style::default().fg(th.failed).add_modifier(Modifier::BOLD),
         _ => Style::default().fg(th.warning).add_modifier(Modifier::BOLD),

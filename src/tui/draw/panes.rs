@@ -27,7 +27,7 @@ pub fn data_table<T: TableRow>(
     empty_text: &str,
     focused: bool,
 ) {
-    let th = &app.theme();
+    let th = app.theme();
     let ctx = app.row_ctx();
     match items {
         Some(items) => {
@@ -65,7 +65,7 @@ pub fn message_box(
     title: &str,
     meta: Option<&FetchMeta>,
 ) {
-    let th = &app.theme();
+    let th = app.theme();
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())

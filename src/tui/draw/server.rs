@@ -25,7 +25,7 @@ pub fn draw(app: &App, view: &View, target: &ServerTarget, frame: &mut Frame, ar
         message_box(app, frame, area, &title, slot.map(|s| &s.meta));
         return;
     };
-    let th = &app.theme();
+    let th = app.theme();
     let inner_w = area.width.saturating_sub(2) as usize;
     let inner_h = area.height.saturating_sub(2) as usize;
     let mut lines = Vec::new();
@@ -65,7 +65,7 @@ pub fn line_count(app: &App, target: &ServerTarget, width: usize) -> usize {
 
 /// The detail as lines already wrapped to `width`.
 fn detail_lines(app: &App, d: &ServerDetail, width: usize) -> Vec<Line<'static>> {
-    let th = &app.theme();
+    let th = app.theme();
     let mut out: Vec<Line<'static>> = Vec::new();
     let value_w = width.saturating_sub(LABEL + 1).max(10);
     let field = |out: &mut Vec<Line<'static>>, label: &str, value: &str, style: Style| {

@@ -22,7 +22,7 @@ const NAMES_SHOWN: usize = 6;
 
 /// `3 members of nodes held on pre-update hook since 12:01:07 (20m): 1, 3, 5`.
 fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
-    let th = &app.theme();
+    let th = app.theme();
     let names: Vec<&str> = h
         .members
         .iter()
@@ -104,7 +104,7 @@ fn cause_state(app: &App, tree: &TreeData, c: &Cause) -> (String, bool) {
 
 /// One cause, and Nova's word on it when it is a server that Nova faults.
 fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec<Line<'a>> {
-    let th = &app.theme();
+    let th = app.theme();
     let r = &tree.rows[c.index];
     let (state, stalled) = cause_state(app, tree, c);
     let (mark, style) = if r.resource.status.is_failed() {
@@ -155,7 +155,7 @@ fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec
 /// The why-stuck lines, at most `max` (the last says how many more): failures first, then
 /// the members held on hooks, then work in progress.
 pub fn stuck_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, max: usize) -> Vec<Line<'a>> {
-    let th = &app.theme();
+    let th = app.theme();
     let a = &tree.stuck;
     if a.causes.is_empty() && a.holds.is_empty() {
         return vec![Line::from(Span::styled(
@@ -220,7 +220,7 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
         message_box(app, frame, area, &title, slot.map(|s| &s.meta));
         return;
     };
-    let th = &app.theme();
+    let th = app.theme();
     let a = &tree.stuck;
     // A line per hold and per cause, and one for Nova's word on each of the first causes.
     let nova = a.causes.len().min(TREE_SERVERS);

@@ -136,7 +136,7 @@ impl Screen for Outputs<'_> {
 
     /// Enter: evaluate the selected output (afresh, when it was shown before).
     fn open(&self, app: &mut App) {
-        let items = list_slot(&app.store(), &self.stack.id)
+        let items = list_slot(app.store(), &self.stack.id)
             .and_then(|s| s.data.as_deref())
             .unwrap_or(&[]);
         let Some(key) = app.view().table.selected(items).map(|o| o.key.clone()) else {
@@ -153,7 +153,7 @@ impl Screen for Outputs<'_> {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        let slot = list_slot(&app.store(), &self.stack.id);
+        let slot = list_slot(app.store(), &self.stack.id);
         let title = format!("Outputs of {}", self.stack.label());
         let table_area = match self.shown {
             Some(key) => {
@@ -192,7 +192,7 @@ fn draw_value(
     frame: &mut Frame,
     area: Rect,
 ) {
-    let th = &app.theme();
+    let th = app.theme();
     let width = area.width.saturating_sub(2) as usize;
     let height = area.height.saturating_sub(2) as usize;
     let lines: Vec<Line> = match (slot.and_then(|s| s.data.as_ref()), slot) {

@@ -112,7 +112,7 @@ impl Screen for Tree<'_> {
         let selected = app
             .view()
             .table
-            .selected(rows(&app.store(), &self.stack.id))
+            .selected(rows(app.store(), &self.stack.id))
             .map(|r| &r.resource);
         let server = selected.and_then(|r| self.server_of(r));
         match (selected.and_then(|r| r.nested.clone()), server) {
