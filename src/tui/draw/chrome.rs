@@ -74,7 +74,7 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         segments.push(troubled);
     }
     // Data age of the view's main data, with a stale marker.
-    if let Some(meta) = app.view().primary_meta(app.store()) {
+    if let Some(meta) = app.view_meta() {
         let age = meta
             .fetched_at
             .map(|t| short_duration((app.now() - t).num_seconds()))

@@ -3,6 +3,7 @@
 use super::panes::{data_table, message_box};
 use crate::model::{terminal_safe, StackEvent};
 use crate::tui::columns::{event_path, event_time, first_line_pub};
+use crate::tui::state::store::EventLog;
 use crate::tui::state::view::{StackTarget, TailOptions, View};
 use crate::tui::state::App;
 use crate::tui::widgets::table::{title_line, RowCtx, TableLook};
@@ -67,8 +68,14 @@ pub fn event_line<'a>(e: &StackEvent, ctx: &RowCtx, source: Option<&str>) -> Lin
     Line::from(spans)
 }
 
-pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area: Rect) {
-    let log = app.store().events.get(&stack.id);
+pub fn draw(
+    app: &App,
+    view: &View,
+    stack: &StackTarget,
+    log: Option<&EventLog>,
+    frame: &mut Frame,
+    area: Rect,
+) {
     let title = format!(
         "Events of {} {}",
         terminal_safe(stack.label()),

@@ -3,7 +3,7 @@
 use super::panes::{data_table, message_box};
 use crate::model::{terminal_safe, NodeGroup};
 use crate::tui::columns::{node_state, short_duration};
-use crate::tui::state::store::{NodeRow, NodeSet};
+use crate::tui::state::store::{NodeRow, NodeSet, Store};
 use crate::tui::state::view::View;
 use crate::tui::state::App;
 use crate::tui::theme::CellState;
@@ -191,14 +191,16 @@ pub fn zone_groups(set: &NodeSet, prefix: &str, selected: Option<&str>) -> Vec<H
     zones.into_values().collect()
 }
 
-pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, area: Rect) {
-    let Some(set) = app
-        .store()
-        .nodes
-        .get(&nodegroup.id)
-        .filter(|s| s.has_members)
-    else {
-        let meta = app.store().nodes.get(&nodegroup.id).map(|s| &s.meta);
+pub fn draw(
+    app: &App,
+    view: &View,
+    nodegroup: &NodeGroup,
+    store: &Store,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let Some(set) = store.nodes.get(&nodegroup.id).filter(|s| s.has_members) else {
+        let meta = store.nodes.get(&nodegroup.id).map(|s| &s.meta);
         message_box(
             app,
             frame,
@@ -226,7 +228,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
     } else {
         layout(&groups, inner_w, max_map.saturating_sub(2)).0 + 2
     };
-    let verdict = verdict_lines(app, nodegroup, set, None, inner_w as usize + 2);
+    let verdict = verdict_lines(app, store, nodegroup, set, None, inner_w as usize + 2);
     let [summary, stall, map, table] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(verdict.len() as u16),
@@ -296,6 +298,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
 /// (the dashboard shows every group's).
 pub fn verdict_lines(
     app: &App,
+    store: &Store,
     nodegroup: &NodeGroup,
     set: &NodeSet,
     label: Option<&str>,
@@ -310,8 +313,7 @@ pub fn verdict_lines(
         .iter()
         .filter_map(|r| ServerLook::of_node(&r.node))
         .collect();
-    let cluster = app
-        .store()
+    let cluster = store
         .clusters
         .data
         .as_deref()

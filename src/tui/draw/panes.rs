@@ -1,8 +1,8 @@
 //! Simple table panes (clusters, stacks, node groups) and the shared
 //! loading / error / stale handling.
 
-use crate::model::{terminal_safe, Cluster};
-use crate::tui::state::store::FetchMeta;
+use crate::model::{terminal_safe, Cluster, NodeGroup, StackSummary};
+use crate::tui::state::store::{FetchMeta, Slot};
 use crate::tui::state::view::View;
 use crate::tui::state::App;
 use crate::tui::widgets::table::{draw_table, Column, TableLook, TableRow, TableState};
@@ -101,8 +101,7 @@ pub fn message_box(
     );
 }
 
-pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
-    let slot = &app.store().clusters;
+pub fn clusters(app: &App, view: &View, slot: &Slot<Vec<Cluster>>, frame: &mut Frame, area: Rect) {
     data_table(
         app,
         frame,
@@ -122,8 +121,13 @@ pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
     );
 }
 
-pub fn stacks(app: &App, view: &View, frame: &mut Frame, area: Rect) {
-    let slot = &app.store().stacks;
+pub fn stacks(
+    app: &App,
+    view: &View,
+    slot: &Slot<Vec<StackSummary>>,
+    frame: &mut Frame,
+    area: Rect,
+) {
     data_table(
         app,
         frame,
@@ -142,11 +146,11 @@ pub fn nodegroups(
     app: &App,
     view: &View,
     cluster: &Cluster,
+    slot: Option<&Slot<Vec<NodeGroup>>>,
     frame: &mut Frame,
     area: Rect,
     focused: bool,
 ) {
-    let slot = app.store().nodegroups.get(&cluster.id);
     let title = format!("Node groups of {}", cluster.name);
     data_table(
         app,

@@ -158,9 +158,15 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
     lines
 }
 
-pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, area: Rect) {
+pub fn draw(
+    app: &App,
+    view: &View,
+    nodegroup: &NodeGroup,
+    slot: Option<&RolloutSlot>,
+    frame: &mut Frame,
+    area: Rect,
+) {
     let th = app.theme();
-    let slot = app.store().rollouts.get(&nodegroup.id);
     let title = format!(" Rollout of {} ", terminal_safe(&nodegroup.name));
     let Some((slot, status)) = slot.and_then(|s| s.status.as_ref().map(|st| (s, st))) else {
         let mut lines = Vec::new();

@@ -7,6 +7,7 @@
 use super::panes::message_box;
 use crate::model::{terminal_safe, ConsoleTail, ServerDetail, ServerTarget};
 use crate::tui::columns::age;
+use crate::tui::state::store::Slot;
 use crate::tui::state::view::View;
 use crate::tui::state::App;
 use ratatui::layout::Rect;
@@ -18,8 +19,14 @@ use ratatui::Frame;
 /// Width of the label column.
 const LABEL: usize = 11;
 
-pub fn draw(app: &App, view: &View, target: &ServerTarget, frame: &mut Frame, area: Rect) {
-    let slot = app.store().servers.get(&target.key);
+pub fn draw(
+    app: &App,
+    view: &View,
+    target: &ServerTarget,
+    slot: Option<&Slot<ServerDetail>>,
+    frame: &mut Frame,
+    area: Rect,
+) {
     let title = format!("Server of {}", terminal_safe(&target.name));
     let Some(detail) = slot.and_then(|s| s.data.as_ref()) else {
         message_box(app, frame, area, &title, slot.map(|s| &s.meta));
@@ -54,11 +61,8 @@ pub fn draw(app: &App, view: &View, target: &ServerTarget, frame: &mut Frame, ar
 }
 
 /// How many lines the detail takes at `width` (for bounding the scroll).
-pub fn line_count(app: &App, target: &ServerTarget, width: usize) -> usize {
-    app.store()
-        .servers
-        .get(&target.key)
-        .and_then(|s| s.data.as_ref())
+pub fn line_count(app: &App, slot: Option<&Slot<ServerDetail>>, width: usize) -> usize {
+    slot.and_then(|s| s.data.as_ref())
         .map(|d| detail_lines(app, d, width).len() + 1)
         .unwrap_or(0)
 }

@@ -8,7 +8,7 @@ use super::panes::{data_table, message_box};
 use crate::model::terminal_safe;
 use crate::ops::stuck::{describe_durations, is_stalled, nova_summary, Cause, HookHold};
 use crate::tui::columns::{age, first_line_pub};
-use crate::tui::state::store::{tree_server_key, TreeData, TREE_SERVERS};
+use crate::tui::state::store::{tree_server_key, Store, TreeData, TREE_SERVERS};
 use crate::tui::state::view::{StackTarget, View};
 use crate::tui::state::App;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -103,7 +103,13 @@ fn cause_state(app: &App, tree: &TreeData, c: &Cause) -> (String, bool) {
 }
 
 /// One cause, and Nova's word on it when it is a server that Nova faults.
-fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec<Line<'a>> {
+fn cause_lines<'a>(
+    app: &App,
+    store: &Store,
+    stack_id: &str,
+    tree: &TreeData,
+    c: &Cause,
+) -> Vec<Line<'a>> {
     let th = app.theme();
     let r = &tree.rows[c.index];
     let (state, stalled) = cause_state(app, tree, c);
@@ -137,8 +143,7 @@ fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec
         ));
     }
     let mut lines = vec![Line::from(spans)];
-    let nova = app
-        .store()
+    let nova = store
         .servers
         .get(&tree_server_key(stack_id, &r.path))
         .and_then(|slot| slot.data.as_ref())
@@ -154,7 +159,13 @@ fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec
 
 /// The why-stuck lines, at most `max` (the last says how many more): failures first, then
 /// the members held on hooks, then work in progress.
-pub fn stuck_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, max: usize) -> Vec<Line<'a>> {
+pub fn stuck_lines<'a>(
+    app: &App,
+    store: &Store,
+    stack_id: &str,
+    tree: &TreeData,
+    max: usize,
+) -> Vec<Line<'a>> {
     let th = app.theme();
     let a = &tree.stuck;
     if a.causes.is_empty() && a.holds.is_empty() {
@@ -168,7 +179,7 @@ pub fn stuck_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, max: usize) -
         .causes
         .iter()
         .filter(failed)
-        .map(|c| (true, cause_lines(app, stack_id, tree, c)))
+        .map(|c| (true, cause_lines(app, store, stack_id, tree, c)))
         .chain(
             a.holds
                 .iter()
@@ -178,7 +189,7 @@ pub fn stuck_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, max: usize) -
             a.causes
                 .iter()
                 .filter(|c| !failed(c))
-                .map(|c| (true, cause_lines(app, stack_id, tree, c))),
+                .map(|c| (true, cause_lines(app, store, stack_id, tree, c))),
         );
     let mut lines: Vec<Line> = Vec::new();
     let mut shown = 0;
@@ -213,8 +224,16 @@ fn panel_title(tree: &TreeData) -> String {
     format!(" Why stuck: {failed} failed, {active} in progress, {held} held on hooks ")
 }
 
-pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area: Rect) {
-    let slot = app.store().trees.get(&stack.id);
+/// `store` holds the tree and the Nova servers of its first causes.
+pub fn draw(
+    app: &App,
+    view: &View,
+    stack: &StackTarget,
+    store: &Store,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let slot = store.trees.get(&stack.id);
     let title = format!("Resources of {}", terminal_safe(stack.label()));
     let Some(tree) = slot.and_then(|s| s.data.as_ref()) else {
         message_box(app, frame, area, &title, slot.map(|s| &s.meta));
@@ -244,6 +263,12 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
         .borders(Borders::ALL)
         .border_style(th.border())
         .title(Span::styled(panel_title(tree), th.title()));
-    let lines = stuck_lines(app, &stack.id, tree, stuck_h.saturating_sub(2) as usize);
+    let lines = stuck_lines(
+        app,
+        store,
+        &stack.id,
+        tree,
+        stuck_h.saturating_sub(2) as usize,
+    );
     frame.render_widget(Paragraph::new(lines).block(block), bottom);
 }

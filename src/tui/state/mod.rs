@@ -342,6 +342,11 @@ impl App {
         self.screen().offers(action)
     }
 
+    /// The data slot whose age and error the header shows (the current view's).
+    pub fn view_meta(&self) -> Option<&FetchMeta> {
+        self.screen().meta(&self.store)
+    }
+
     /// The behaviour of the current view.
     pub(crate) fn screen(&self) -> Box<dyn Screen + '_> {
         views::screen(&self.view().kind)

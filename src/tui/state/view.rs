@@ -1,6 +1,5 @@
 //! The navigation stack's entries: what a view shows and its own table state.
 
-use super::store::Store;
 use crate::model::{Cluster, StackRef};
 use crate::tui::widgets::table::TableState;
 
@@ -85,10 +84,5 @@ impl View {
             | ViewKind::Rollout { cluster, .. } => Some(cluster),
             _ => None,
         }
-    }
-
-    /// The data slot whose age the header shows, as (fetched_at, error, loading).
-    pub fn primary_meta<'a>(&self, store: &'a Store) -> Option<&'a super::store::FetchMeta> {
-        crate::tui::views::screen(&self.kind).meta(store)
     }
 }

@@ -49,6 +49,6 @@ impl Screen for Clusters {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        panes::clusters(app, view, frame, area);
+        panes::clusters(app, view, &app.store().clusters, frame, area);
     }
 }

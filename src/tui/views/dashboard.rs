@@ -91,6 +91,6 @@ impl Screen for Dashboard<'_> {
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
         let cluster = app.store().current_cluster(self.cluster);
-        dashboard::draw(app, view, cluster, frame, area);
+        dashboard::draw(app, view, cluster, app.store(), frame, area);
     }
 }

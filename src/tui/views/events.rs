@@ -89,6 +89,7 @@ impl Screen for Events<'_> {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        events::draw(app, view, self.stack, frame, area);
+        let log = app.store().events.get(&self.stack.id);
+        events::draw(app, view, self.stack, log, frame, area);
     }
 }

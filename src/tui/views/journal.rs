@@ -55,6 +55,6 @@ impl Screen for Journal {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        journal::draw(app, view, frame, area);
+        journal::draw(app, view, &app.store().journal, frame, area);
     }
 }

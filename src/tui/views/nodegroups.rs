@@ -73,6 +73,7 @@ impl Screen for NodeGroups<'_> {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        panes::nodegroups(app, view, self.cluster, frame, area, true);
+        let slot = app.store().nodegroups.get(&self.cluster.id);
+        panes::nodegroups(app, view, self.cluster, slot, frame, area, true);
     }
 }

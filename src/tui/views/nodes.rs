@@ -101,6 +101,6 @@ impl Screen for Nodes<'_> {
         let nodegroup = app
             .store()
             .current_nodegroup(&self.cluster.id, self.nodegroup);
-        nodes::draw(app, view, nodegroup, frame, area);
+        nodes::draw(app, view, nodegroup, app.store(), frame, area);
     }
 }

@@ -86,6 +86,7 @@ impl Screen for Rollout<'_> {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        rollout::draw(app, view, self.nodegroup, frame, area);
+        let slot = app.store().rollouts.get(&self.nodegroup.id);
+        rollout::draw(app, view, self.nodegroup, slot, frame, area);
     }
 }

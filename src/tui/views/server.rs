@@ -61,7 +61,8 @@ impl Screen for Server<'_> {
     }
 
     fn text_lines(&self, app: &App, width: usize) -> Option<usize> {
-        Some(server::line_count(app, self.target, width))
+        let slot = app.store().servers.get(&self.target.key);
+        Some(server::line_count(app, slot, width))
     }
 
     /// The member's own stack, else its node group's.
@@ -75,6 +76,7 @@ impl Screen for Server<'_> {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        server::draw(app, view, self.target, frame, area);
+        let slot = app.store().servers.get(&self.target.key);
+        server::draw(app, view, self.target, slot, frame, area);
     }
 }

@@ -57,6 +57,6 @@ impl Screen for Stacks {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        panes::stacks(app, view, frame, area);
+        panes::stacks(app, view, &app.store().stacks, frame, area);
     }
 }

@@ -126,6 +126,6 @@ impl Screen for Tree<'_> {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        tree::draw(app, view, self.stack, frame, area);
+        tree::draw(app, view, self.stack, app.store(), frame, area);
     }
 }
