@@ -1,7 +1,10 @@
 //! The views: one module per view, each a [`Screen`] that says what the view is called,
-//! which keys it offers, what it fetches and how often, which rows its table shows and how
-//! it draws. The rest of the console reaches a view only through [`screen`], the registry:
-//! adding a view is a new module here, a [`ViewKind`] variant and one line in [`screen`].
+//! which keys it offers, what it fetches and how often, which rows its table shows, what
+//! Enter opens and how it draws (handing its data to the drawing: drawing never looks the
+//! store up itself). The rest of the console reaches a view only through [`screen`], the
+//! registry. Adding a view: a module here, its [`ViewKind`] variant and one line in
+//! [`screen`] (both in this file), its key in `keys.rs`, and its data request if it needs
+//! new data (see `outputs`, which was added this way).
 
 mod clusters;
 mod dashboard;
