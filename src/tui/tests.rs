@@ -1339,6 +1339,10 @@ async fn snapshot_stack_outputs_list_resolving_and_values() {
     let frame = terminal.draw(|f| h.app.draw_views(f)).expect("draw");
     let mut buf = frame.buffer.clone();
     assert_eq!(super::draw::backstop(&mut buf), 0);
+    // Tiny terminals: the value pane and the list share what there is, without a panic.
+    for (w, hh) in [(1, 1), (10, 3), (30, 8), (45, 12)] {
+        h.render(w, hh);
+    }
 }
 
 #[tokio::test]
