@@ -93,7 +93,7 @@ pub fn draw(
             &title,
             Some(&log.events),
             Some(&log.meta),
-            &app.cols().events,
+            &crate::tui::columns::EVENT_COLUMNS,
             &view.table,
             "No events yet (polling).",
             true,
@@ -116,7 +116,7 @@ pub fn draw(
             &look,
             &view.table,
             log.events.len(),
-            &app.cols().events,
+            &crate::tui::columns::EVENT_COLUMNS,
             &ctx,
         ));
     let inner = block.inner(area);

@@ -285,7 +285,7 @@ pub fn draw(
         &title,
         Some(&set.rows),
         Some(&set.meta),
-        &app.cols().nodes,
+        &crate::tui::columns::NODE_COLUMNS,
         &view.table,
         "This node group has no members.",
         true,

@@ -252,7 +252,7 @@ pub fn draw(
         "Nodes",
         Some(status.nodes.as_slice()),
         Some(&slot.meta),
-        &app.cols().rollout,
+        &crate::tui::ops_columns::ROLLOUT_COLUMNS,
         &view.table,
         "This rollout has no nodes.",
         true,

@@ -254,7 +254,7 @@ pub fn draw(
         &title,
         Some(&tree.rows),
         slot.map(|s| &s.meta),
-        &app.cols().tree,
+        &crate::tui::columns::TREE_COLUMNS,
         &view.table,
         "This stack has no resources.",
         true,

@@ -14,54 +14,21 @@ pub mod store;
 pub mod view;
 
 use super::action::{Action, Command, Reply, Request};
-use super::columns::{
-    cluster_columns, event_columns, node_columns, nodegroup_columns, stack_columns, tree_columns,
-};
 use super::config::Resolved;
 use super::keys::{KeyAction, KeyContext, KeyMap};
-use super::ops_columns::{journal_columns, rollout_columns};
 use super::theme::Theme;
 use super::views::{self, Plan, Screen, TableOp};
-use super::widgets::table::{Column, RowCtx};
+use super::widgets::table::RowCtx;
 use crate::drivers::guard::Guard;
-use crate::model::{Cluster, NodeGroup, ServerTarget, StackEvent, StackSummary};
-use crate::rollout::NodeProgress;
+use crate::model::{Cluster, NodeGroup, ServerTarget};
 use crate::service::{BudgetStats, CloudInfo};
 use chrono::{DateTime, Utc};
 use input::InputState;
-use journal::JournalRow;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
-use store::{build_tree, tree_servers, FetchMeta, NodeRow, Store, TreeRow};
+use store::{build_tree, tree_servers, FetchMeta, Store};
 use view::{View, ViewKind};
-
-/// The columns of every table, built once.
-pub struct Columns {
-    pub clusters: Vec<Column<Cluster>>,
-    pub nodegroups: Vec<Column<NodeGroup>>,
-    pub nodes: Vec<Column<NodeRow>>,
-    pub stacks: Vec<Column<StackSummary>>,
-    pub events: Vec<Column<StackEvent>>,
-    pub tree: Vec<Column<TreeRow>>,
-    pub rollout: Vec<Column<NodeProgress>>,
-    pub journal: Vec<Column<JournalRow>>,
-}
-
-impl Default for Columns {
-    fn default() -> Self {
-        Columns {
-            clusters: cluster_columns(),
-            nodegroups: nodegroup_columns(),
-            nodes: node_columns(),
-            stacks: stack_columns(),
-            events: event_columns(),
-            tree: tree_columns(),
-            rollout: rollout_columns(),
-            journal: journal_columns(),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -119,7 +86,6 @@ pub struct App {
     /// Something changed since the last draw.
     dirty: bool,
     size: (u16, u16),
-    cols: Columns,
 }
 
 impl App {
@@ -158,7 +124,6 @@ impl App {
             should_suspend: false,
             dirty: true,
             size: (80, 24),
-            cols: Columns::default(),
         };
         app.plan_refresh(false);
         app
@@ -287,11 +252,6 @@ impl App {
 
     pub fn size(&self) -> (u16, u16) {
         self.size
-    }
-
-    /// The columns of every table.
-    pub fn cols(&self) -> &Columns {
-        &self.cols
     }
 
     pub fn view(&self) -> &View {
@@ -912,7 +872,7 @@ impl App {
         };
         view.table.page = screen.page(self.size.1);
         // A text view has nothing to sync (its scroll is bounded when drawn).
-        if let Some(rows) = screen.table(&self.store, &self.cols, &view.table, faults) {
+        if let Some(rows) = screen.table(&self.store, &view.table, faults) {
             rows.sync(&mut view.table, &ctx, faults);
             screen.after_sync(view, rows.as_ref(), &self.store);
         }
@@ -931,7 +891,7 @@ impl App {
             view.tail.follow = false;
         }
         let faults = self.faults_only;
-        if let Some(rows) = screen.table(&self.store, &self.cols, &view.table, faults) {
+        if let Some(rows) = screen.table(&self.store, &view.table, faults) {
             rows.op(&mut view.table, op);
         }
     }

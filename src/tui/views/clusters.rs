@@ -4,7 +4,7 @@ use super::{Plan, Rows, Screen, Table};
 use crate::tui::draw::panes;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::{App, Columns};
+use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -31,12 +31,15 @@ impl Screen for Clusters {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
         let items = store.clusters.data.as_deref().unwrap_or(&[]);
-        Table::boxed(items, &cols.clusters, store.clusters.meta.version)
+        Table::boxed(
+            items,
+            &crate::tui::columns::CLUSTER_COLUMNS,
+            store.clusters.meta.version,
+        )
     }
 
     fn context_stack(&self, app: &App) -> Option<StackTarget> {

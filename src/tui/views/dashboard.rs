@@ -9,7 +9,7 @@ use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::dashboard_stacks;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::{App, Columns};
+use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -60,11 +60,10 @@ impl Screen for Dashboard<'_> {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
-        groups_table(store, cols, self.cluster)
+        groups_table(store, self.cluster)
     }
 
     /// The node group pane is a short table above the heat map and the tail.

@@ -6,7 +6,7 @@ use crate::tui::draw::events;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::{App, Columns};
+use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -41,7 +41,6 @@ impl Screen for Events<'_> {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
@@ -49,7 +48,7 @@ impl Screen for Events<'_> {
         let items = log.map(|l| l.events.as_slice()).unwrap_or(&[]);
         Table::boxed(
             items,
-            &cols.events,
+            &crate::tui::columns::EVENT_COLUMNS,
             log.map(|l| l.meta.version).unwrap_or(0),
         )
     }

@@ -5,7 +5,7 @@ use crate::tui::draw::journal;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::View;
-use crate::tui::state::{App, Columns};
+use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -36,12 +36,15 @@ impl Screen for Journal {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
         let log = &store.journal;
-        Table::boxed(&log.rows, &cols.journal, log.meta.version)
+        Table::boxed(
+            &log.rows,
+            &crate::tui::ops_columns::JOURNAL_COLUMNS,
+            log.meta.version,
+        )
     }
 
     fn after_sync(&self, view: &mut View, rows: &dyn Rows, _store: &Store) {

@@ -21,7 +21,7 @@ mod tree;
 use super::keys::{self, KeyAction, KeyContext};
 use super::state::store::{FetchMeta, Store};
 use super::state::view::{StackTarget, View};
-use super::state::{App, Columns};
+use super::state::App;
 use super::widgets::table::{Column, RowCtx, TableRow, TableState};
 use crate::model::{Cluster, NodeGroup, ServerTarget};
 use chrono::{DateTime, Utc};
@@ -119,7 +119,6 @@ pub trait Screen {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         state: &TableState,
         faults: bool,
     ) -> Option<Box<dyn Rows + 's>>;

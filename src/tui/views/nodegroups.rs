@@ -6,7 +6,7 @@ use crate::tui::draw::panes;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::{App, Columns};
+use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -16,15 +16,11 @@ pub struct NodeGroups<'a> {
 }
 
 /// The node groups of `cluster` as last listed, as a table (shared with the dashboard).
-pub(super) fn groups_table<'s>(
-    store: &'s Store,
-    cols: &'s Columns,
-    cluster: &Cluster,
-) -> Option<Box<dyn Rows + 's>> {
+pub(super) fn groups_table<'s>(store: &'s Store, cluster: &Cluster) -> Option<Box<dyn Rows + 's>> {
     let slot = store.nodegroups.get(&cluster.id);
     let items = slot.and_then(|s| s.data.as_deref()).unwrap_or(&[]);
     let version = slot.map(|s| s.meta.version).unwrap_or(0);
-    Table::boxed(items, &cols.nodegroups, version)
+    Table::boxed(items, &crate::tui::columns::NODEGROUP_COLUMNS, version)
 }
 
 /// The stack of the selected (or the view's) node group.
@@ -57,11 +53,10 @@ impl Screen for NodeGroups<'_> {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
-        groups_table(store, cols, self.cluster)
+        groups_table(store, self.cluster)
     }
 
     fn context_stack(&self, app: &App) -> Option<StackTarget> {

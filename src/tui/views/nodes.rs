@@ -8,7 +8,7 @@ use crate::tui::draw::nodes;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, NodeRow, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::{App, Columns, Level};
+use crate::tui::state::{App, Level};
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -45,12 +45,11 @@ impl Screen for Nodes<'_> {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         state: &TableState,
         faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
         let Some(set) = store.nodes.get(&self.nodegroup.id) else {
-            return Table::<NodeRow>::boxed(&[], &cols.nodes, 0);
+            return Table::<NodeRow>::boxed(&[], &crate::tui::columns::NODE_COLUMNS, 0);
         };
         // Addresses and names only reorder or refilter when a filter, a sort or
         // faults-only looks at them.
@@ -60,7 +59,7 @@ impl Screen for Nodes<'_> {
         } else {
             set.meta.version.wrapping_mul(1 << 32)
         };
-        Table::boxed(&set.rows, &cols.nodes, version)
+        Table::boxed(&set.rows, &crate::tui::columns::NODE_COLUMNS, version)
     }
 
     fn node_streams(&self, _store: &Store) -> HashSet<String> {

@@ -12,7 +12,7 @@ use crate::tui::draw::panes::data_table;
 use crate::tui::draw::server::wrap;
 use crate::tui::state::store::{FetchMeta, Slot, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::{App, Columns, Level};
+use crate::tui::state::{App, Level};
 use crate::tui::widgets::table::{muted, Column, SortKey, TableRow, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -121,7 +121,6 @@ impl Screen for Outputs<'_> {
     fn table<'s>(
         &self,
         store: &'s Store,
-        _cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {

@@ -7,7 +7,7 @@ use crate::tui::draw::rollout;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::{App, Columns};
+use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -45,7 +45,6 @@ impl Screen for Rollout<'_> {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
@@ -53,7 +52,7 @@ impl Screen for Rollout<'_> {
         let items = slot.map(|s| s.nodes()).unwrap_or(&[]);
         Table::boxed(
             items,
-            &cols.rollout,
+            &crate::tui::ops_columns::ROLLOUT_COLUMNS,
             slot.map(|s| s.meta.version).unwrap_or(0),
         )
     }

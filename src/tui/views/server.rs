@@ -6,7 +6,7 @@ use crate::tui::draw::server;
 use crate::tui::keys::{self, KeyAction, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::{App, Columns};
+use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -53,7 +53,6 @@ impl Screen for Server<'_> {
     fn table<'s>(
         &self,
         _store: &'s Store,
-        _cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {

@@ -5,7 +5,7 @@ use crate::tui::draw::panes;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::{App, Columns};
+use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -36,12 +36,15 @@ impl Screen for Stacks {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
         let items = store.stacks.data.as_deref().unwrap_or(&[]);
-        Table::boxed(items, &cols.stacks, store.stacks.meta.version)
+        Table::boxed(
+            items,
+            &crate::tui::columns::STACK_COLUMNS,
+            store.stacks.meta.version,
+        )
     }
 
     fn context_stack(&self, app: &App) -> Option<StackTarget> {

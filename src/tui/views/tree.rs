@@ -7,7 +7,7 @@ use crate::tui::draw::tree;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store, TreeRow};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::{App, Columns, Level};
+use crate::tui::state::{App, Level};
 use crate::tui::widgets::table::{TableRow, TableState};
 use ratatui::layout::Rect;
 use ratatui::Frame;
@@ -76,7 +76,6 @@ impl Screen for Tree<'_> {
     fn table<'s>(
         &self,
         store: &'s Store,
-        cols: &'s Columns,
         _state: &TableState,
         _faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
@@ -85,7 +84,11 @@ impl Screen for Tree<'_> {
             .get(&self.stack.id)
             .map(|s| s.meta.version)
             .unwrap_or(0);
-        Table::boxed(rows(store, &self.stack.id), &cols.tree, version)
+        Table::boxed(
+            rows(store, &self.stack.id),
+            &crate::tui::columns::TREE_COLUMNS,
+            version,
+        )
     }
 
     fn after_sync(&self, view: &mut View, table: &dyn Rows, store: &Store) {
