@@ -44,7 +44,7 @@ impl Harness {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let worker = Worker::new(svc.clone(), tx);
         let mut app = App::new(svc.info(), resolve(&options()), now);
-        app.budget = svc.budget();
+        app.set_budget(svc.budget());
         Harness {
             app,
             worker,
@@ -119,19 +119,19 @@ async fn live_console_shows_errors_in_place_and_recovers() {
     f.add(Fault::new(FaultKind::Status(500)).on_path("/container-infra/v1/clusters"));
     let mut h = Harness::new(svc, chrono::Utc::now());
     h.settle().await;
-    let err = h.app.store.clusters.meta.error.clone().expect("an error");
+    let err = h.app.store().clusters.meta.error.clone().expect("an error");
     assert!(err.contains("HTTP 500"), "{err}");
-    assert!(h.app.store.clusters.data.is_none());
+    assert!(h.app.store().clusters.data.is_none());
     let screen = h.render(160, 30);
     assert!(screen.contains("HTTP 500"), "{screen}");
-    assert!(!h.app.should_quit);
+    assert!(!h.app.should_quit());
 
     // The fault clears; a refresh brings the data and drops the error.
     f.clear();
     h.key(KeyAction::Refresh);
     h.settle().await;
-    assert!(h.app.store.clusters.meta.error.is_none());
-    assert_eq!(h.app.store.clusters.data.as_ref().map(Vec::len), Some(1));
+    assert!(h.app.store().clusters.meta.error.is_none());
+    assert_eq!(h.app.store().clusters.data.as_ref().map(Vec::len), Some(1));
     assert!(h.render(160, 30).contains("small"));
 
     // Heat now answers garbage: the dashboard, node groups and nodes views show errors in
@@ -167,10 +167,10 @@ async fn live_console_shows_errors_in_place_and_recovers() {
     h.app.update(Action::Command(Command::Clusters));
     h.key(KeyAction::Refresh);
     h.settle().await;
-    assert!(h.app.store.clusters.data.is_some(), "stale data kept");
-    assert!(h.app.store.clusters.meta.error.is_some());
+    assert!(h.app.store().clusters.data.is_some(), "stale data kept");
+    assert!(h.app.store().clusters.meta.error.is_some());
     assert!(h.render(160, 30).contains("small"));
-    assert!(!h.app.should_quit);
+    assert!(!h.app.should_quit());
     f.clear();
     sim.shutdown().await;
 }

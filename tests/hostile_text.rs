@@ -278,7 +278,7 @@ async fn every_console_view_escapes_what_the_cloud_sent() {
         ..ConsoleOptions::default()
     };
     let mut app = App::new(svc.info(), resolve(&options), chrono::Utc::now());
-    app.budget = svc.budget();
+    app.set_budget(svc.budget());
     let mut h = Harness {
         app,
         worker,
@@ -324,19 +324,18 @@ async fn every_console_view_escapes_what_the_cloud_sent() {
     h.settle().await;
     seen += &h.frame("tree and why-stuck", 200, 50);
     // A filter typed over hostile rows, the help, the status line and a text dialog.
-    h.app.status = Some(caldera::tui::state::StatusLine {
-        level: caldera::tui::state::Level::Error,
-        text: format!("Heat says: {HOSTILE}"),
-        at: chrono::Utc::now(),
-    });
+    h.app.set_status(
+        caldera::tui::state::Level::Error,
+        format!("Heat says: {HOSTILE}"),
+    );
     seen += &h.frame("status line", 200, 50);
-    h.app.mode = Mode::Dialog(Box::new(Dialog::Text {
+    h.app.open_dialog(Dialog::Text {
         title: format!("hook output {HOSTILE}"),
         lines: vec![format!("FAILED: {HOSTILE}"), format!("line two{HOSTILE}")],
         scroll: 0,
-    }));
+    });
     seen += &h.frame("text dialog", 200, 50);
-    h.app.mode = Mode::Normal;
+    h.app.close_overlay();
 
     // The journal view and an entry's detail: targets, errors and hook output recorded from
     // the cloud and from hooks.
@@ -372,11 +371,11 @@ async fn every_console_view_escapes_what_the_cloud_sent() {
     seen += &h.frame("journal", 200, 50);
     h.app.update(Action::Key(KeyAction::JournalDetail));
     assert!(
-        matches!(h.app.mode, Mode::Dialog(_)),
+        matches!(h.app.mode(), Mode::Dialog(_)),
         "the entry's detail opened"
     );
     seen += &h.frame("journal entry", 200, 50);
-    h.app.mode = Mode::Normal;
+    h.app.close_overlay();
 
     // Each field the APIs carry reached a screen, escaped.
     for field in [

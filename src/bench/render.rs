@@ -65,7 +65,7 @@ impl Console {
             ..ConsoleOptions::default()
         };
         let mut app = App::new(svc.info(), resolve(&options), chrono::Utc::now());
-        app.budget = svc.budget();
+        app.set_budget(svc.budget());
         app.update(Action::Resize(size.0, size.1));
         Ok(Console {
             app,

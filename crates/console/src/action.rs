@@ -15,7 +15,9 @@ use crate::model::{
 };
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, RolloutOptions, RolloutPlan, RolloutStatus};
-use crate::service::{BudgetStats, CloudInfo, EventCursor, NodeUpdate, ServiceResult};
+use crate::service::{
+    BudgetStats, CloudInfo, EventCursor, NodeUpdate, ResolvedOutput, ServiceResult, StackOutput,
+};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 
@@ -171,6 +173,17 @@ pub enum Request {
         target: ServerTarget,
         gen: u64,
     },
+    /// The outputs a stack declares (keys and descriptions).
+    Outputs {
+        stack: StackTarget,
+        gen: u64,
+    },
+    /// One output of a stack, evaluated.
+    Output {
+        stack: StackTarget,
+        key: String,
+        gen: u64,
+    },
     Save {
         path: PathBuf,
         contents: String,
@@ -303,6 +316,18 @@ pub enum Reply {
         key: NodeKey,
         gen: u64,
         result: ServiceResult<ServerDetail>,
+    },
+    Outputs {
+        stack_id: String,
+        stack_name: Option<String>,
+        gen: u64,
+        result: ServiceResult<Vec<StackOutput>>,
+    },
+    Output {
+        stack_id: String,
+        key: String,
+        gen: u64,
+        result: ServiceResult<ResolvedOutput>,
     },
     Tree {
         stack_id: String,

@@ -53,7 +53,7 @@ impl H {
         self.key(KeyAction::RolloutView);
         self.app.update(Action::Reply(Reply::RolloutFound {
             key: g.id.clone(),
-            gen: self.app.store.rollouts[&g.id].meta.gen,
+            gen: self.app.store().rollouts[&g.id].meta.gen,
             result: Ok(Some((plan.clone(), Driver::Here))),
         }));
     }
@@ -79,7 +79,7 @@ impl H {
         let operator: Option<Arc<dyn Operator>> = guard.map(|_| Arc::new(op.clone()) as _);
         let worker = Worker::new(svc.clone(), tx).with_operator(operator.clone());
         let mut app = App::new(svc.info(), resolve(&options(read_only)), demo_epoch());
-        app.budget = svc.budget();
+        app.set_budget(svc.budget());
         app.update(Action::Operator(operator.map(|o| o.guard())));
         H {
             app,
@@ -164,7 +164,7 @@ impl H {
     }
 
     fn dialog(&self) -> Option<&Dialog> {
-        match &self.app.mode {
+        match &self.app.mode() {
             Mode::Dialog(d) => Some(d),
             _ => None,
         }
@@ -172,7 +172,7 @@ impl H {
 
     fn status(&self) -> String {
         self.app
-            .status
+            .status()
             .as_ref()
             .map(|s| s.text.clone())
             .unwrap_or_default()
@@ -252,7 +252,7 @@ async fn esc_cancels_a_form_and_a_failed_plan_returns_to_the_form_with_its_value
         assert_eq!(form.fields[0].value, "6");
     }
     // Bypass the form's own max check by removing it: the operator's limits still apply.
-    if let Mode::Dialog(d) = &mut h.app.mode {
+    if let Mode::Dialog(d) = h.app.mode_mut() {
         if let Dialog::Form { form, .. } = d.as_mut() {
             form.fields[0].kind = super::state::form::FieldKind::Number { min: 0, max: None };
         }
@@ -316,7 +316,7 @@ async fn read_only_and_no_operator_refuse_before_asking_anything() {
             "{}",
             h.status()
         );
-        assert_eq!(h.app.status.as_ref().map(|s| s.level), Some(Level::Error));
+        assert_eq!(h.app.status().as_ref().map(|s| s.level), Some(Level::Error));
     }
     assert!(h
         .app
@@ -500,7 +500,10 @@ async fn a_rollout_elsewhere_is_observed_and_resume_takes_it_over() {
     let screen = h.screen();
     assert!(screen.contains("not driven by this console"), "{screen}");
     assert!(screen.contains("(observed)"));
-    assert_eq!(h.app.store.rollouts[&g.id].driver, Some(Driver::Elsewhere));
+    assert_eq!(
+        h.app.store().rollouts[&g.id].driver,
+        Some(Driver::Elsewhere)
+    );
     // Pause with no engine here goes through the journal to its driver.
     h.press(KeyCode::Char('p'));
     h.pump().await;
@@ -528,7 +531,7 @@ async fn a_rollout_elsewhere_is_observed_and_resume_takes_it_over() {
         "{:?}",
         h.op.calls()
     );
-    assert_eq!(h.app.store.rollouts[&g.id].driver, Some(Driver::Here));
+    assert_eq!(h.app.store().rollouts[&g.id].driver, Some(Driver::Here));
     assert!(h.screen().contains("(driven here)"));
     assert!(!h.screen().contains("not driven by this console"));
 }
@@ -567,7 +570,7 @@ async fn journal_view_tails_filters_shows_detail_and_exports() {
     h.pump().await;
     h.app
         .update(Action::Command(super::action::Command::Journal));
-    let gen = h.app.store.journal.meta.gen;
+    let gen = h.app.store().journal.meta.gen;
     h.app.take_requests();
     let entries = vec![
         entry(300, "scale", "edge-native/edge", Outcome::Ok)
@@ -595,9 +598,9 @@ async fn journal_view_tails_filters_shows_detail_and_exports() {
         result: Ok((entries, 1234)),
     }));
     snap!(h, "journal");
-    assert_eq!(h.app.store.journal.offset, 1234);
+    assert_eq!(h.app.store().journal.offset, 1234);
     // The next read goes on from the offset.
-    h.app.now += Chrono::seconds(10);
+    h.app.set_now(h.app.now() + Chrono::seconds(10));
     h.app.plan_refresh(false);
     assert!(h
         .app
@@ -676,7 +679,7 @@ async fn marked_nodes_can_be_removed_or_acted_on() {
     // palette: the `:` is not eaten, the letters are not hotkeys.
     h.type_str(":journal");
     let screen = h.screen();
-    assert!(matches!(h.app.mode, Mode::Input(_)), "{screen}");
+    assert!(matches!(h.app.mode(), Mode::Input(_)), "{screen}");
     assert!(screen.contains(":journal"), "{screen}");
     assert!(matches!(h.app.view().kind, ViewKind::Nodes { .. }));
     h.press(KeyCode::Esc);
@@ -689,7 +692,7 @@ async fn marked_nodes_can_be_removed_or_acted_on() {
     h.press(KeyCode::Char('y'));
     h.type_str(":jour");
     h.pump().await;
-    assert!(matches!(h.app.mode, Mode::Input(_)), "{}", h.screen());
+    assert!(matches!(h.app.mode(), Mode::Input(_)), "{}", h.screen());
     assert!(h.status().contains("details: :journal"), "{}", h.status());
 }
 
@@ -699,18 +702,18 @@ async fn quitting_with_a_rollout_driven_here_asks_first() {
     h.open_edge().await;
     // Nothing running: q quits at once.
     h.press(KeyCode::Char('q'));
-    assert!(h.app.should_quit);
-    h.app.should_quit = false;
+    assert!(h.app.should_quit());
+    h.app.clear_quit();
 
     let (c, g) = h.edge_rows().await;
     let plan = edge_plan(&c, &g);
     h.rollout_driven_here(&g, &plan);
     h.rollout_status(&g, mid_run(&plan));
     // (The fake cloud says it is the built-in simulator; first, a real cloud.)
-    h.app.info.is_simulator = false;
+    h.app.info_mut().is_simulator = false;
     h.press(KeyCode::Char('q'));
     assert!(
-        !h.app.should_quit,
+        !h.app.should_quit(),
         "a running rollout must not be left silently"
     );
     let screen = h.screen();
@@ -720,25 +723,25 @@ async fn quitting_with_a_rollout_driven_here_asks_first() {
     assert!(screen.contains("rollout resume"), "{screen}");
     h.press(KeyCode::Char('n'));
     // The built-in simulator dies with the console: no take-over is promised.
-    h.app.info.is_simulator = true;
+    h.app.info_mut().is_simulator = true;
     h.press(KeyCode::Char('q'));
     let screen = h.screen();
     assert!(screen.contains("built-in simulated cloud"), "{screen}");
     assert!(!screen.contains("rollout resume"), "{screen}");
     h.press(KeyCode::Char('n'));
-    assert!(!h.app.should_quit);
+    assert!(!h.app.should_quit());
     assert!(h.dialog().is_none());
     h.press(KeyCode::Char('q'));
     h.press(KeyCode::Char('y'));
-    assert!(h.app.should_quit);
+    assert!(h.app.should_quit());
 
     // Once it has ended there is nothing to lose.
-    h.app.should_quit = false;
+    h.app.clear_quit();
     let mut done = mid_run(&plan);
     done.state = RolloutState::Completed;
     h.rollout_status(&g, done);
     h.press(KeyCode::Char('q'));
-    assert!(h.app.should_quit);
+    assert!(h.app.should_quit());
 }
 #[tokio::test]
 async fn ctrl_c_with_a_rollout_driven_here_asks_and_a_second_ctrl_c_quits() {
@@ -747,25 +750,28 @@ async fn ctrl_c_with_a_rollout_driven_here_asks_and_a_second_ctrl_c_quits() {
     h.open_edge().await;
     // Nothing running: ctrl-c quits at once.
     h.app.on_key(ctrl_c);
-    assert!(h.app.should_quit);
-    h.app.should_quit = false;
+    assert!(h.app.should_quit());
+    h.app.clear_quit();
 
     let (c, g) = h.edge_rows().await;
     let plan = edge_plan(&c, &g);
     h.rollout_driven_here(&g, &plan);
     h.rollout_status(&g, mid_run(&plan));
     h.app.on_key(ctrl_c);
-    assert!(!h.app.should_quit, "ctrl-c left a running rollout silently");
+    assert!(
+        !h.app.should_quit(),
+        "ctrl-c left a running rollout silently"
+    );
     let screen = h.screen();
     assert!(screen.contains("Quit with a rollout running?"), "{screen}");
     // `n` keeps the console (and the rollout) going.
     h.press(KeyCode::Char('n'));
-    assert!(!h.app.should_quit && h.dialog().is_none());
+    assert!(!h.app.should_quit() && h.dialog().is_none());
     // Asked again, a second ctrl-c quits.
     h.app.on_key(ctrl_c);
-    assert!(!h.app.should_quit);
+    assert!(!h.app.should_quit());
     h.app.on_key(ctrl_c);
-    assert!(h.app.should_quit);
+    assert!(h.app.should_quit());
 }
 
 #[path = "observed_tests.rs"]

@@ -9,6 +9,16 @@ use chrono::{DateTime, Utc};
 use ratatui::layout::Constraint;
 use ratatui::style::{Modifier, Style};
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+// Every table's columns, built once and shared by the views (rows, sort, filter) and the
+// drawing (titles, widths, cells).
+pub static CLUSTER_COLUMNS: LazyLock<Vec<Column<Cluster>>> = LazyLock::new(cluster_columns);
+pub static NODEGROUP_COLUMNS: LazyLock<Vec<Column<NodeGroup>>> = LazyLock::new(nodegroup_columns);
+pub static NODE_COLUMNS: LazyLock<Vec<Column<NodeRow>>> = LazyLock::new(node_columns);
+pub static STACK_COLUMNS: LazyLock<Vec<Column<StackSummary>>> = LazyLock::new(stack_columns);
+pub static EVENT_COLUMNS: LazyLock<Vec<Column<StackEvent>>> = LazyLock::new(event_columns);
+pub static TREE_COLUMNS: LazyLock<Vec<Column<TreeRow>>> = LazyLock::new(tree_columns);
 
 /// How long a changed row stays highlighted.
 pub const FLASH_SECS: i64 = 4;

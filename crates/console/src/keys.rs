@@ -98,6 +98,7 @@ pub enum KeyAction {
     Dashboard,
     Events,
     Tree,
+    Outputs,
     Up,
     Down,
     PageUp,
@@ -416,6 +417,14 @@ const DEFAULTS: &[Default5] = &[
         &["t"],
         "Stack tree and why-stuck of the selected stack",
         Some("tree"),
+    ),
+    (
+        KeyAction::Outputs,
+        "outputs",
+        KeyContext::Global,
+        &["O"],
+        "Outputs of the selected stack (enter on one evaluates it)",
+        None,
     ),
     (
         KeyAction::Up,

@@ -42,6 +42,7 @@ mod ops_columns;
 mod runtime;
 pub mod state;
 pub mod theme;
+mod views;
 pub mod widgets;
 pub mod worker;
 

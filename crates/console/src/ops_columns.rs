@@ -9,6 +9,10 @@ use crate::rollout::{NodePhase, NodeProgress};
 use ratatui::layout::Constraint;
 use ratatui::style::{Modifier, Style};
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+pub static ROLLOUT_COLUMNS: LazyLock<Vec<Column<NodeProgress>>> = LazyLock::new(rollout_columns);
+pub static JOURNAL_COLUMNS: LazyLock<Vec<Column<JournalRow>>> = LazyLock::new(journal_columns);
 
 impl TableRow for NodeProgress {
     fn row_id(&self) -> Cow<'_, str> {

@@ -131,7 +131,7 @@ pub async fn run(
     }
     let fps = resolved.fps;
     let mut app = App::new(service.info(), resolved, chrono::Utc::now());
-    app.budget = service.budget();
+    app.set_budget(service.budget());
     app.update(Action::Operator(operator.as_ref().map(|o| o.guard())));
     install_panic_hook();
     let _guard = TerminalGuard;
@@ -142,10 +142,10 @@ pub async fn run(
     app.update(Action::Resize(size.width, size.height));
     tracing::info!(
         "console started on {} ({}x{}, read-only: {})",
-        app.info.cloud,
+        app.info().cloud,
         size.width,
         size.height,
-        app.read_only
+        app.read_only()
     );
     let result = event_loop(&mut terminal, &mut app, service, operator, fps).await;
     match &result {
@@ -198,7 +198,7 @@ async fn event_loop(
                 tracing::info!("SIGQUIT: quitting");
                 break;
             },
-            Some(()) = received(&mut sigtstp) => app.should_suspend = true,
+            Some(()) = received(&mut sigtstp) => app.request_suspend(),
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => app.on_key(key),
                 Some(Ok(Event::Resize(w, h))) => app.update(Action::Resize(w, h)),
@@ -225,18 +225,17 @@ async fn event_loop(
                 budget: service.budget(),
             }),
             _ = render.tick() => {
-                if app.dirty {
+                if app.dirty() {
                     app.prepare();
                     terminal.draw(|f| app.draw(f))?;
-                    app.dirty = false;
+                    app.drawn();
                 }
             }
         }
-        if app.should_quit {
+        if app.should_quit() {
             break;
         }
-        if app.should_suspend {
-            app.should_suspend = false;
+        if app.take_suspend() {
             suspend(terminal, app)?;
         }
     }
@@ -281,6 +280,6 @@ fn suspend(
     terminal.hide_cursor()?;
     let size = terminal.size()?;
     app.update(Action::Resize(size.width, size.height));
-    app.dirty = true;
+    app.redraw();
     Ok(())
 }

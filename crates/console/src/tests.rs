@@ -37,7 +37,7 @@ impl Harness {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let worker = Worker::new(svc.clone(), tx);
         let mut app = App::new(svc.info(), resolve(&options()), demo_epoch());
-        app.budget = svc.budget();
+        app.set_budget(svc.budget());
         Harness {
             app,
             fake,
@@ -135,7 +135,7 @@ async fn snapshot_clusters_loading_loaded_error_empty() {
     snap!(h, "clusters_error");
 
     let mut h = Harness::new(FakeCloud::default());
-    h.app.info.has_magnum = true;
+    h.app.info_mut().has_magnum = true;
     h.settle().await;
     snap!(h, "clusters_empty");
     assert!(!h.render(80, 24).contains("No Magnum endpoint"));
@@ -144,7 +144,7 @@ async fn snapshot_clusters_loading_loaded_error_empty() {
 #[tokio::test]
 async fn heat_only_cloud_says_why_there_are_no_clusters() {
     let mut h = Harness::new(FakeCloud::default());
-    h.app.info.has_magnum = false;
+    h.app.info_mut().has_magnum = false;
     h.settle().await;
     let screen = h.render(100, 24);
     assert!(
@@ -265,7 +265,7 @@ async fn snapshot_tree_and_why_stuck() {
     h.key(KeyAction::Open);
     h.settle().await;
     snap!(h, "tree_nested");
-    assert_eq!(h.app.nav.len(), 4);
+    assert_eq!(h.app.nav().len(), 4);
 }
 
 #[tokio::test]
@@ -280,18 +280,18 @@ async fn snapshot_stacks_help_palette() {
     snap!(h, "stacks");
     h.press(KeyCode::Char('?'));
     snap!(h, "help");
-    assert!(matches!(h.app.mode, Mode::Help(0)));
+    assert!(matches!(h.app.mode(), Mode::Help(0)));
     h.press(KeyCode::Char('j'));
     h.press(KeyCode::PageDown);
-    assert!(matches!(h.app.mode, Mode::Help(n) if n > 1));
+    assert!(matches!(h.app.mode(), Mode::Help(n) if *n > 1));
     snap!(h, "help_scrolled");
     // G goes to the end of the help, g back to the top; neither closes it.
     h.press(KeyCode::Char('G'));
-    assert!(matches!(h.app.mode, Mode::Help(n) if n > 10));
+    assert!(matches!(h.app.mode(), Mode::Help(n) if *n > 10));
     h.press(KeyCode::Char('g'));
-    assert!(matches!(h.app.mode, Mode::Help(0)));
+    assert!(matches!(h.app.mode(), Mode::Help(0)));
     h.press(KeyCode::Esc);
-    assert!(matches!(h.app.mode, Mode::Normal));
+    assert!(matches!(h.app.mode(), Mode::Normal));
 }
 
 #[tokio::test]
@@ -302,7 +302,7 @@ async fn snapshot_light_and_high_contrast_render() {
         "high-contrast".into(),
     )));
     snap!(h, "dashboard_high_contrast");
-    assert_eq!(h.app.theme.name, "high-contrast");
+    assert_eq!(h.app.theme().name, "high-contrast");
 }
 
 // ------------------------------------------------------------------ behaviour
@@ -325,14 +325,14 @@ async fn stale_generation_is_dropped_after_forced_refresh() {
         gen: old,
         result: Ok(vec![]),
     }));
-    assert!(h.app.store.clusters.data.is_none());
-    assert_eq!(h.app.store.clusters.meta.dropped, 1);
+    assert!(h.app.store().clusters.data.is_none());
+    assert_eq!(h.app.store().clusters.meta.dropped, 1);
     let clusters = h.fake.list_clusters().await.unwrap();
     h.app.update(Action::Reply(Reply::Clusters {
         gen: new,
         result: Ok(clusters),
     }));
-    assert_eq!(h.app.store.clusters.data.as_ref().map(Vec::len), Some(4));
+    assert_eq!(h.app.store().clusters.data.as_ref().map(Vec::len), Some(4));
 }
 
 #[tokio::test]
@@ -380,7 +380,7 @@ async fn node_selection_survives_live_updates() {
     let pos = h.app.view().table.selected_pos();
     let rows = &h
         .app
-        .store
+        .store()
         .nodes
         .values()
         .find(|s| s.rows.len() == 800)
@@ -415,7 +415,7 @@ async fn server_names_fill_in_without_moving_rows_or_selection() {
         other => panic!("not the nodes pane: {other:?}"),
     };
     let members_in_view = |h: &Harness| -> Vec<String> {
-        let rows = &h.app.store.nodes[&ng].rows;
+        let rows = &h.app.store().nodes[&ng].rows;
         let view = h.app.view().table.view();
         view.iter()
             .map(|&i| rows[i].node.key.member.clone())
@@ -427,7 +427,7 @@ async fn server_names_fill_in_without_moving_rows_or_selection() {
 
     // Names arrive in the reverse order of the members, one on an address, the rest late.
     let now = demo_epoch();
-    let set = h.app.store.nodes.get_mut(&ng).expect("node set");
+    let set = h.app.store_mut().nodes.get_mut(&ng).expect("node set");
     let gen = set.meta.gen;
     let total = set.rows.len();
     let name_of = |pos: usize| format!("srv-{:04}", total - pos);
@@ -462,7 +462,7 @@ async fn server_names_fill_in_without_moving_rows_or_selection() {
         h.app.view().table.selected_id().map(str::to_string),
         selected
     );
-    let set = &h.app.store.nodes[&ng];
+    let set = &h.app.store().nodes[&ng];
     assert!(set
         .rows
         .iter()
@@ -480,7 +480,7 @@ async fn server_names_fill_in_without_moving_rows_or_selection() {
             n
         })
         .collect();
-    let set = h.app.store.nodes.get_mut(&ng).expect("node set");
+    let set = h.app.store_mut().nodes.get_mut(&ng).expect("node set");
     assert!(set.apply(gen, Ok(NodeUpdate::Members(resent)), now));
     assert!(set
         .rows
@@ -509,7 +509,7 @@ async fn events_follow_new_events_and_save_to_file() {
     h.settle().await;
     let count = |h: &Harness| {
         h.app
-            .store
+            .store()
             .events
             .values()
             .map(|l| l.events.len())
@@ -532,7 +532,7 @@ async fn events_follow_new_events_and_save_to_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ev.txt");
     h.key(KeyAction::Save);
-    assert!(matches!(h.app.mode, Mode::Input(_)));
+    assert!(matches!(h.app.mode(), Mode::Input(_)));
     // Replace the suggested name with our path.
     h.app
         .on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
@@ -542,7 +542,7 @@ async fn events_follow_new_events_and_save_to_file() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(text.lines().count(), n1);
     assert!(text.contains("UPDATE_IN_PROGRESS"));
-    assert!(h.app.status.as_ref().unwrap().text.contains("saved"));
+    assert!(h.app.status().as_ref().unwrap().text.contains("saved"));
 }
 
 #[tokio::test]
@@ -559,7 +559,7 @@ async fn nodes_command_opens_any_stack_as_its_nodes() {
     let selected = {
         let v = h.app.view();
         v.table
-            .selected(h.app.store.stacks.data.as_deref().unwrap_or(&[]))
+            .selected(h.app.store().stacks.data.as_deref().unwrap_or(&[]))
             .map(|s| s.stack.clone())
             .expect("a stack selected")
     };
@@ -585,7 +585,7 @@ async fn palette_history_and_unknown_command() {
     h.press(KeyCode::Enter);
     assert!(h
         .app
-        .status
+        .status()
         .as_ref()
         .unwrap()
         .text
@@ -596,12 +596,12 @@ async fn palette_history_and_unknown_command() {
     assert!(matches!(h.app.view().kind, ViewKind::Stacks));
     h.press(KeyCode::Char(':'));
     h.press(KeyCode::Up);
-    let Mode::Input(input) = &h.app.mode else {
+    let Mode::Input(input) = h.app.mode() else {
         panic!("palette open");
     };
     assert_eq!(input.text(), "stacks");
     h.press(KeyCode::Up);
-    let Mode::Input(input) = &h.app.mode else {
+    let Mode::Input(input) = h.app.mode() else {
         panic!("palette open");
     };
     assert_eq!(input.text(), "bogus");
@@ -609,7 +609,7 @@ async fn palette_history_and_unknown_command() {
     h.press(KeyCode::Char(':'));
     h.type_str("q");
     h.press(KeyCode::Enter);
-    assert!(h.app.should_quit);
+    assert!(h.app.should_quit());
 }
 
 #[tokio::test]
@@ -618,18 +618,18 @@ async fn back_clears_filter_first_then_pops() {
     h.settle().await;
     h.key(KeyAction::Open);
     h.settle().await;
-    assert_eq!(h.app.nav.len(), 2);
+    assert_eq!(h.app.nav().len(), 2);
     h.press(KeyCode::Char('/'));
     h.type_str("!master");
     h.press(KeyCode::Enter);
     h.app.prepare();
     assert_eq!(h.app.view().table.len(), 2);
     h.press(KeyCode::Esc);
-    assert_eq!(h.app.nav.len(), 2);
+    assert_eq!(h.app.nav().len(), 2);
     h.app.prepare();
     assert_eq!(h.app.view().table.len(), 3);
     h.press(KeyCode::Esc);
-    assert_eq!(h.app.nav.len(), 1);
+    assert_eq!(h.app.nav().len(), 1);
 }
 
 #[tokio::test]
@@ -648,7 +648,7 @@ async fn config_problems_show_in_status_line() {
         ..ConsoleOptions::default()
     };
     let app = App::new(fake.info(), resolve(&opts), demo_epoch());
-    let status = app.status.as_ref().unwrap().text.clone();
+    let status = app.status().as_ref().unwrap().text.clone();
     assert!(
         status.contains(&format!("{}:4:", cfg.display())),
         "{status}"
@@ -702,7 +702,7 @@ async fn ten_thousand_nodes_stay_cheap_per_frame() {
 #[tokio::test]
 async fn snapshot_empty_panes_and_read_only() {
     let mut h = Harness::demo(1000);
-    h.app.read_only = true;
+    h.app.set_read_only(true);
     h.settle().await;
     h.key(KeyAction::Down); // staging: healthy, no events
     h.key(KeyAction::Open);
@@ -746,13 +746,13 @@ async fn statuses_are_coloured_from_the_theme() {
         panic!("{text} not on screen");
     };
     let (x, y) = find("CREATE_FAILED");
-    assert_eq!(buf[(x, y)].fg, h.app.theme.failed);
+    assert_eq!(buf[(x, y)].fg, h.app.theme().failed);
     let (x, y) = find("UPDATE_IN_PROGRESS");
-    assert_eq!(buf[(x, y)].fg, h.app.theme.in_progress);
+    assert_eq!(buf[(x, y)].fg, h.app.theme().in_progress);
     let (x, y) = find(" HEALTHY");
-    assert_eq!(buf[(x + 1, y)].fg, h.app.theme.healthy);
+    assert_eq!(buf[(x + 1, y)].fg, h.app.theme().healthy);
     let (x, y) = find("SIMULATOR");
-    assert_eq!(buf[(x, y)].bg, h.app.theme.simulator_bg);
+    assert_eq!(buf[(x, y)].bg, h.app.theme().simulator_bg);
 }
 
 #[tokio::test]
@@ -760,9 +760,12 @@ async fn freeze_keeps_the_screen_and_applies_on_thaw() {
     let mut h = Harness::demo(10);
     h.key(KeyAction::Freeze);
     h.settle().await;
-    assert!(h.app.store.clusters.data.is_none(), "frozen: answers wait");
+    assert!(
+        h.app.store().clusters.data.is_none(),
+        "frozen: answers wait"
+    );
     h.key(KeyAction::Freeze);
-    assert_eq!(h.app.store.clusters.data.as_ref().map(Vec::len), Some(4));
+    assert_eq!(h.app.store().clusters.data.as_ref().map(Vec::len), Some(4));
 }
 
 #[tokio::test]
@@ -810,7 +813,7 @@ async fn events_view_reconnects_with_backoff_and_says_so() {
     h.key(KeyAction::Down);
     h.key(KeyAction::Events);
     h.settle().await;
-    let shown = |h: &Harness| h.app.store.events.values().map(|l| l.events.len()).max();
+    let shown = |h: &Harness| h.app.store().events.values().map(|l| l.events.len()).max();
     let before = shown(&h).expect("events shown");
     h.fake.set_error(
         FakeOp::PollEvents,
@@ -833,7 +836,7 @@ async fn events_view_reconnects_with_backoff_and_says_so() {
         // Past any refresh interval: the follower polls when its backoff says so.
         tick(&mut h, 40);
         h.settle().await;
-        let status = h.app.status.clone().expect("a status line");
+        let status = h.app.status().cloned().expect("a status line");
         assert!(
             status.text.contains("events: reconnecting for")
                 && status.text.contains("connection failed"),
@@ -864,7 +867,7 @@ async fn events_view_reconnects_with_backoff_and_says_so() {
     h.fake.advance();
     tick(&mut h, 10);
     h.settle().await;
-    let status = h.app.status.clone().expect("a status line");
+    let status = h.app.status().cloned().expect("a status line");
     assert!(
         status.text.starts_with("events: reconnected after"),
         "{}",
@@ -961,7 +964,7 @@ async fn snapshot_node_detail_of_a_failed_server() {
     let ViewKind::Nodes { nodegroup, .. } = &h.app.view().kind else {
         panic!("not in the nodes view")
     };
-    let rows = &h.app.store.nodes[&nodegroup.id].rows;
+    let rows = &h.app.store().nodes[&nodegroup.id].rows;
     let node = h
         .app
         .view()
@@ -1023,7 +1026,7 @@ async fn node_detail_says_why_there_is_no_console_or_server() {
     let ViewKind::Nodes { nodegroup, .. } = &h.app.view().kind else {
         panic!("not in the nodes view")
     };
-    let rows = &h.app.store.nodes[&nodegroup.id].rows;
+    let rows = &h.app.store().nodes[&nodegroup.id].rows;
     let name = h
         .app
         .view()
@@ -1250,4 +1253,156 @@ async fn snapshot_tree_stalled_with_sibling_durations() {
         "the fault's escape is not obeyed"
     );
     snap!(h, "tree_stalled_siblings");
+}
+
+// ------------------------------------------------------------------ stack outputs
+
+/// Every demo stack gets three outputs: an address list (JSON text), a kubeconfig-like
+/// value longer than any pane, and one whose value carries terminal escapes.
+fn give_outputs(h: &Harness) {
+    use crate::service::StackOutput;
+    let output = |key: &str, description: Option<&str>, value: String| {
+        let o = StackOutput {
+            key: key.into(),
+            description: description.map(Into::into),
+        };
+        (o, value)
+    };
+    let kubeconfig: String = (0..120)
+        .map(|i| format!("    - name: user-{i}\n      token: {}\n", "x".repeat(70)))
+        .collect();
+    h.fake.with_data(|d| {
+        for s in &d.stacks {
+            let outputs = vec![
+                output(
+                    "api_address",
+                    Some("The Kubernetes API endpoint"),
+                    "https://10.0.0.5:6443".into(),
+                ),
+                output(
+                    "kubeconfig",
+                    Some("Admin credentials for the cluster (long)"),
+                    format!("apiVersion: v1\nusers:\n{kubeconfig}"),
+                ),
+                output(
+                    "motd",
+                    None,
+                    "hello \u{1b}]0;pwned\u{7} world\r\n\u{202e}desrever".into(),
+                ),
+            ];
+            d.outputs.insert(s.stack.id.clone(), outputs);
+        }
+    });
+}
+
+/// Open the stack list, its first stack's outputs (`O`), and evaluate the `n`-th output.
+async fn open_outputs(h: &mut Harness) {
+    h.settle().await;
+    h.app
+        .update(Action::Command(super::action::Command::Stacks));
+    h.settle().await;
+    h.press(KeyCode::Char('O'));
+    h.settle().await;
+}
+
+#[tokio::test]
+async fn snapshot_stack_outputs_list_resolving_and_values() {
+    let mut h = Harness::demo(100);
+    give_outputs(&h);
+    open_outputs(&mut h).await;
+    assert!(matches!(
+        h.app.view().kind,
+        ViewKind::Outputs { shown: None, .. }
+    ));
+    insta::assert_snapshot!("outputs_80x24", h.render(80, 24));
+    insta::assert_snapshot!("outputs_120x40", h.render(120, 40));
+    insta::assert_snapshot!("outputs_200x60", h.render(200, 60));
+
+    // Enter on the long one: "resolving…" until Heat answers, then the value, wrapped and
+    // cut to the pane.
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Enter);
+    let waiting = h.render(80, 24);
+    assert!(waiting.contains("resolving…"), "{waiting}");
+    h.settle().await;
+    insta::assert_snapshot!("outputs_long_value_80x24", h.render(80, 24));
+    insta::assert_snapshot!("outputs_long_value_120x40", h.render(120, 40));
+    insta::assert_snapshot!("outputs_long_value_200x60", h.render(200, 60));
+
+    // The value with escapes: shown escaped, nothing for the backstop to catch.
+    h.press(KeyCode::Down);
+    h.press(KeyCode::Enter);
+    h.settle().await;
+    let text = h.render(120, 40);
+    assert!(text.contains("hello \\e]0;pwned\\x07 world\\r"), "{text}");
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let frame = terminal.draw(|f| h.app.draw_views(f)).expect("draw");
+    let mut buf = frame.buffer.clone();
+    assert_eq!(super::draw::backstop(&mut buf), 0);
+    // Tiny terminals: the value pane and the list share what there is, without a panic.
+    for (w, hh) in [(1, 1), (10, 3), (30, 8), (45, 12)] {
+        h.render(w, hh);
+    }
+}
+
+#[tokio::test]
+async fn outputs_key_from_the_tree_evaluates_only_the_output_asked_for() {
+    let mut h = Harness::demo(100);
+    give_outputs(&h);
+    h.settle().await;
+    h.app
+        .update(Action::Command(super::action::Command::Stacks));
+    h.settle().await;
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let ViewKind::Tree { stack, .. } = h.app.view().kind.clone() else {
+        panic!("enter on a stack opens its tree");
+    };
+    h.press(KeyCode::Char('O'));
+    let listed: Vec<Request> = h.app.take_requests();
+    // Listing the outputs evaluates none of them.
+    assert!(listed
+        .iter()
+        .any(|r| matches!(r, Request::Outputs { stack: s, .. } if s.id == stack.id)));
+    assert!(!listed.iter().any(|r| matches!(r, Request::Output { .. })));
+    for r in listed {
+        h.outstanding += 1;
+        h.worker.submit(r);
+    }
+    h.settle().await;
+    assert_eq!(h.app.view().crumb(), format!("outputs {}", stack.label()));
+    assert_eq!(h.app.view().title(), "Outputs");
+
+    h.press(KeyCode::Enter);
+    let asked: Vec<Request> = h.app.take_requests();
+    let keys: Vec<&str> = asked
+        .iter()
+        .filter_map(|r| match r {
+            Request::Output { key, .. } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(keys, ["api_address"]);
+    for r in asked {
+        h.outstanding += 1;
+        h.worker.submit(r);
+    }
+    h.settle().await;
+    assert!(h.render(120, 40).contains("https://10.0.0.5:6443"));
+    // A tick does not evaluate it again; `r` does.
+    h.app.plan_refresh(false);
+    assert!(!h
+        .app
+        .take_requests()
+        .iter()
+        .any(|r| matches!(r, Request::Output { .. })));
+    h.key(KeyAction::Refresh);
+    assert!(h
+        .app
+        .take_requests()
+        .iter()
+        .any(|r| matches!(r, Request::Output { key, .. } if key == "api_address")));
+    // Back to the tree it came from.
+    h.press(KeyCode::Esc);
+    assert!(matches!(h.app.view().kind, ViewKind::Tree { .. }));
 }

@@ -30,6 +30,8 @@ pub enum FakeOp {
     StackResources,
     PollEvents,
     ServerDetail,
+    StackOutputs,
+    StackOutput,
 }
 
 /// The fake's data; public so tests can shape it directly through [`FakeCloud::with_data`].
@@ -58,6 +60,8 @@ pub struct FakeData {
     pub panic_on_info: bool,
     /// Nova servers by id or name (the node detail); a node without one is "not found".
     pub servers: HashMap<String, crate::model::ServerDetail>,
+    /// Stack outputs by stack id: each output and its value as text.
+    pub outputs: HashMap<String, Vec<(super::StackOutput, String)>>,
     event_seq: u64,
 }
 
@@ -838,6 +842,49 @@ impl CloudService for FakeCloud {
                 .or_else(|| nested_resources(d, &stack, nested_depth))
                 .unwrap_or_default()
         })
+    }
+
+    fn stack_outputs(
+        &self,
+        stack: StackRef,
+    ) -> BoxFuture<'static, ServiceResult<Vec<super::StackOutput>>> {
+        self.answer(FakeOp::StackOutputs, move |d| {
+            let outputs = d
+                .outputs
+                .get(&stack.id)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            outputs.iter().map(|(o, _)| o.clone()).collect()
+        })
+    }
+
+    fn stack_output(
+        &self,
+        stack: StackRef,
+        key: String,
+    ) -> BoxFuture<'static, ServiceResult<super::ResolvedOutput>> {
+        let found = self.answer(FakeOp::StackOutput, move |d| {
+            let outputs = d
+                .outputs
+                .get(&stack.id)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            outputs
+                .iter()
+                .find(|(o, _)| o.key == key)
+                .map(|(o, value)| super::ResolvedOutput {
+                    key: o.key.clone(),
+                    value: value.clone(),
+                    error: None,
+                })
+                .ok_or_else(|| {
+                    ServiceError::new(
+                        super::ErrorKind::NotFound,
+                        format!("stack {} has no output {key}", stack.name),
+                    )
+                })
+        });
+        async move { found.await? }.boxed()
     }
 
     fn server_detail(

@@ -18,17 +18,17 @@ fn badge<'a>(text: &'a str, bg: ratatui::style::Color, app: &App) -> Span<'a> {
     Span::styled(
         text,
         Style::default()
-            .fg(app.theme.badge_fg)
+            .fg(app.theme().badge_fg)
             .bg(bg)
             .add_modifier(Modifier::BOLD),
     )
 }
 
 pub fn header(app: &App, frame: &mut Frame, area: Rect) {
-    let th = &app.theme;
+    let th = app.theme();
     let hs = th.header();
     let key = hs.add_modifier(Modifier::BOLD);
-    let info = &app.info;
+    let info = app.info();
     // Segments in order of importance: on a narrow terminal whole segments are dropped
     // from the end, never cut in the middle of a number.
     let mut segments: Vec<Vec<Span>> = Vec::new();
@@ -74,10 +74,10 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         segments.push(troubled);
     }
     // Data age of the view's main data, with a stale marker.
-    if let Some(meta) = app.view().primary_meta(&app.store) {
+    if let Some(meta) = app.view_meta() {
         let age = meta
             .fetched_at
-            .map(|t| short_duration((app.now - t).num_seconds()))
+            .map(|t| short_duration((app.now() - t).num_seconds()))
             .unwrap_or_else(|| "-".into());
         let mut data = vec![Span::styled(" │ data ", hs), Span::styled(age, key)];
         if meta.in_flight {
@@ -89,7 +89,7 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         }
         segments.push(data);
     }
-    let b = &app.budget;
+    let b = app.budget();
     let busy = b.max_in_flight > 0 && b.in_flight >= b.max_in_flight;
     let req = vec![
         Span::styled(" │ req ", hs),
@@ -124,7 +124,7 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         segments.push(vec![Span::styled(format!(" │ {}", probing.join(" ")), hs)]);
     }
     let mut right: Vec<Span> = Vec::new();
-    if app.read_only {
+    if app.read_only() {
         right.push(badge(" READ-ONLY ", th.readonly_bg, app));
         right.push(Span::raw(" "));
     }
@@ -132,11 +132,11 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         right.push(badge(" SIMULATOR ", th.simulator_bg, app));
         right.push(Span::raw(" "));
     }
-    if app.frozen {
+    if app.frozen() {
         right.push(badge(" FROZEN ", th.warning, app));
         right.push(Span::raw(" "));
     }
-    if app.faults_only {
+    if app.faults_only() {
         right.push(badge(" FAULTS ONLY ", th.failed, app));
         right.push(Span::raw(" "));
     }
@@ -153,9 +153,9 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
-    let th = &app.theme;
-    let crumbs: Vec<String> = std::iter::once(app.info.cloud.clone())
-        .chain(app.nav.iter().map(|v| v.crumb()))
+    let th = app.theme();
+    let crumbs: Vec<String> = std::iter::once(app.info().cloud.clone())
+        .chain(app.nav().iter().map(|v| v.crumb()))
         .map(|c| terminal_safe(&c).into_owned())
         .collect();
     // Too long: drop the oldest crumbs (the current view always shows).
@@ -186,8 +186,8 @@ pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
-    let th = &app.theme;
-    if let Mode::Input(input) = &app.mode {
+    let th = app.theme();
+    if let Mode::Input(input) = app.mode() {
         let prompt_w = input.prompt().chars().count() as u16 + 1;
         let [p, rest] =
             Layout::horizontal([Constraint::Length(prompt_w), Constraint::Min(1)]).areas(area);
@@ -201,7 +201,7 @@ pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
         frame.render_widget(&input.textarea, rest);
         return;
     }
-    let Some(s) = &app.status else {
+    let Some(s) = &app.status() else {
         return;
     };
     let style = match s.level {
@@ -216,10 +216,10 @@ pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
 }
 
 pub fn footer(app: &App, frame: &mut Frame, area: Rect) {
-    let th = &app.theme;
+    let th = app.theme();
     // Where nothing can be changed, the keys that would change something are not offered.
-    let can_act = app.guard.is_some_and(|g| !g.read_only) && !app.read_only;
-    let hints = app.keys.hints_where(&app.key_contexts(), |a| {
+    let can_act = app.guard().is_some_and(|g| !g.read_only) && !app.read_only();
+    let hints = app.keys().hints_where(&app.key_contexts(), |a| {
         (can_act || !a.changes_cloud()) && app.view_offers(a)
     });
     let hints = fit_hints(hints, area.width as usize);
@@ -256,9 +256,9 @@ fn fit_hints(hints: Vec<(String, &'static str)>, width: usize) -> Vec<(String, &
 }
 
 pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
-    let th = &app.theme;
+    let th = app.theme();
     let mut lines: Vec<Line> = Vec::new();
-    for (section, rows) in app.keys.help_sections() {
+    for (section, rows) in app.keys().help_sections() {
         lines.push(Line::from(Span::styled(section, th.title())));
         for (keys, help) in rows {
             lines.push(Line::from(vec![
@@ -292,7 +292,7 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
     .iter()
     .map(|a| {
         let keys: Vec<String> = app
-            .keys
+            .keys()
             .keys_for(*a)
             .iter()
             .map(|k| k.to_string())
@@ -335,7 +335,7 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
 
 pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rect) {
     debug_assert_eq!(input.kind, InputKind::Palette);
-    let th = &app.theme;
+    let th = app.theme();
     let typed = input.text();
     let word = typed
         .split_whitespace()
@@ -368,18 +368,18 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
         }
     }
     if word == "theme" {
-        let names = crate::tui::theme::theme_names(app.theme_dir.as_deref());
+        let names = crate::tui::theme::theme_names(app.theme_dir());
         lines.push(Line::from(Span::styled(
             format!(" themes: {}", terminal_safe(&names.join("  "))),
             th.accent(),
         )));
     }
-    if !app.history.is_empty() {
+    if !app.history().is_empty() {
         lines.push(Line::from(Span::styled(
             format!(
                 " history (↑↓): {}",
                 terminal_safe(
-                    &app.history
+                    &app.history()
                         .iter()
                         .rev()
                         .take(5)

@@ -6,6 +6,7 @@ use super::nodes::{summary_line, zone_groups, Rollout};
 use super::panes::nodegroups;
 use crate::model::{terminal_safe, Cluster, StackEvent};
 use crate::tui::state::dashboard_stacks;
+use crate::tui::state::store::Store;
 use crate::tui::state::view::View;
 use crate::tui::state::App;
 use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
@@ -16,7 +17,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
-    let th = &app.theme;
+    let th = app.theme();
     let mut spans = vec![
         Span::styled(format!(" {} ", terminal_safe(&c.name)), th.title()),
         Span::styled(
@@ -48,15 +49,20 @@ fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
 /// The newest `n` events over several logs, oldest first, each with the id of the stack whose
 /// log it came from (its node group's stack: a member's event is emitted by the member's
 /// nested stack, which names no node group).
-fn merged_tail<'a>(app: &'a App, ids: &'a [String], n: usize) -> Vec<(&'a str, &'a StackEvent)> {
+fn merged_tail<'a>(
+    app: &App,
+    store: &'a Store,
+    ids: &'a [String],
+    n: usize,
+) -> Vec<(&'a str, &'a StackEvent)> {
     let mut out: Vec<(&str, &StackEvent)> = Vec::new();
     for id in ids {
-        if let Some(log) = app.store.events.get(id) {
+        if let Some(log) = store.events.get(id) {
             let start = log.events.len().saturating_sub(n);
             out.extend(
                 log.events[start..]
                     .iter()
-                    .filter(|e| !app.faults_only || e.status.is_failed())
+                    .filter(|e| !app.faults_only() || e.status.is_failed())
                     .map(|e| (id.as_str(), e)),
             );
         }
@@ -68,10 +74,18 @@ fn merged_tail<'a>(app: &'a App, ids: &'a [String], n: usize) -> Vec<(&'a str, &
     out.split_off(start)
 }
 
-pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: Rect) {
-    let th = &app.theme;
-    let groups = app
-        .store
+/// `store` holds what the dashboard composes: the node groups, their nodes and the events
+/// of their stacks.
+pub fn draw(
+    app: &App,
+    view: &View,
+    cluster: &Cluster,
+    store: &Store,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let th = app.theme();
+    let groups = store
         .nodegroups
         .get(&cluster.id)
         .and_then(|s| s.data.clone())
@@ -82,9 +96,9 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     let mut verdicts: Vec<Vec<Line>> = groups
         .iter()
         .filter_map(|g| {
-            let set = app.store.nodes.get(&g.id)?;
+            let set = store.nodes.get(&g.id)?;
             let lines =
-                super::nodes::verdict_lines(app, g, set, Some(&g.name), area.width as usize);
+                super::nodes::verdict_lines(app, store, g, set, Some(&g.name), area.width as usize);
             (!lines.is_empty()).then_some(lines)
         })
         .collect();
@@ -104,7 +118,15 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     let mut head_lines = vec![cluster_line(app, cluster)];
     head_lines.extend(verdict);
     frame.render_widget(Paragraph::new(head_lines), head);
-    nodegroups(app, view, cluster, frame, ng_area, true);
+    nodegroups(
+        app,
+        view,
+        cluster,
+        store.nodegroups.get(&cluster.id),
+        frame,
+        ng_area,
+        true,
+    );
 
     // Heat map over all node groups.
     let mut heat = Vec::new();
@@ -112,7 +134,7 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     let (mut ok, mut failed, mut total, mut done) = (0, 0, 0, true);
     let expected: usize = groups.iter().map(|g| g.node_count as usize).sum();
     for g in &groups {
-        if let Some(set) = app.store.nodes.get(&g.id) {
+        if let Some(set) = store.nodes.get(&g.id) {
             heat.extend(zone_groups(set, &g.name, None));
             all_rows.push(set);
             ok += set.ips_ok;
@@ -121,7 +143,7 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
             done &= set.done;
         }
     }
-    let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now);
+    let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now());
     let inner_w = rest.width.saturating_sub(2);
     let map_max = (rest.height * 60 / 100).max(4);
     let map_h = if view.show_heat_map {
@@ -192,7 +214,7 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     let inner = block.inner(tail_area);
     let errors: Vec<String> = ids
         .iter()
-        .filter_map(|id| app.store.events.get(id).and_then(|l| l.meta.error.clone()))
+        .filter_map(|id| store.events.get(id).and_then(|l| l.meta.error.clone()))
         .collect();
     let mut lines: Vec<Line> = Vec::new();
     if let Some(e) = errors.first() {
@@ -203,7 +225,7 @@ pub fn draw(app: &App, view: &View, cluster: &Cluster, frame: &mut Frame, area: 
     }
     let n = (inner.height as usize).saturating_sub(lines.len());
     let ctx = app.row_ctx();
-    let tail = merged_tail(app, &ids, n);
+    let tail = merged_tail(app, store, &ids, n);
     if tail.is_empty() && errors.is_empty() {
         lines.push(Line::from(Span::styled(
             "No events yet.",

@@ -13,7 +13,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
 fn boxed(app: &App, frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>, scroll: u16) {
-    let th = &app.theme;
+    let th = app.theme();
     clear(frame, area);
     frame.render_widget(
         Paragraph::new(lines)
@@ -46,7 +46,7 @@ fn hard_wrap(line: &str, width: usize) -> Vec<String> {
 }
 
 fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
-    let th = &app.theme;
+    let th = app.theme();
     let width = form
         .fields
         .iter()
@@ -101,7 +101,7 @@ fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
 }
 
 pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
-    let th = &app.theme;
+    let th = app.theme();
     match dialog {
         Dialog::Form { form, .. } => {
             let lines = form_lines(app, form);

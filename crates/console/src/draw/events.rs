@@ -3,6 +3,7 @@
 use super::panes::{data_table, message_box};
 use crate::model::{terminal_safe, StackEvent};
 use crate::tui::columns::{event_path, event_time, first_line_pub};
+use crate::tui::state::store::EventLog;
 use crate::tui::state::view::{StackTarget, TailOptions, View};
 use crate::tui::state::App;
 use crate::tui::widgets::table::{title_line, RowCtx, TableLook};
@@ -67,8 +68,14 @@ pub fn event_line<'a>(e: &StackEvent, ctx: &RowCtx, source: Option<&str>) -> Lin
     Line::from(spans)
 }
 
-pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area: Rect) {
-    let log = app.store.events.get(&stack.id);
+pub fn draw(
+    app: &App,
+    view: &View,
+    stack: &StackTarget,
+    log: Option<&EventLog>,
+    frame: &mut Frame,
+    area: Rect,
+) {
     let title = format!(
         "Events of {} {}",
         terminal_safe(stack.label()),
@@ -86,14 +93,14 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
             &title,
             Some(&log.events),
             Some(&log.meta),
-            &app.cols.events,
+            &crate::tui::columns::EVENT_COLUMNS,
             &view.table,
             "No events yet (polling).",
             true,
         );
         return;
     }
-    let th = &app.theme;
+    let th = app.theme();
     let ctx = app.row_ctx();
     // The same title as the table's: counts, sort and the filter stay in sight while wrapped.
     let look = TableLook {
@@ -109,7 +116,7 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
             &look,
             &view.table,
             log.events.len(),
-            &app.cols.events,
+            &crate::tui::columns::EVENT_COLUMNS,
             &ctx,
         ));
     let inner = block.inner(area);

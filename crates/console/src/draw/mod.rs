@@ -2,17 +2,16 @@
 //! the status / input line and the key hints; help and palette overlays on top.
 
 mod chrome;
-mod dashboard;
+pub(super) mod dashboard;
 mod dialog;
-mod events;
-mod journal;
-mod nodes;
-mod panes;
-mod rollout;
-pub(crate) mod server;
-mod tree;
+pub(super) mod events;
+pub(super) mod journal;
+pub(super) mod nodes;
+pub(super) mod panes;
+pub(super) mod rollout;
+pub(super) mod server;
+pub(super) mod tree;
 
-use super::state::view::ViewKind;
 use super::state::{App, Mode};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::widgets::{Block, Clear};
@@ -29,7 +28,7 @@ impl App {
     /// every view escapes outside text itself.
     pub fn draw_views(&self, frame: &mut Frame) {
         let area = frame.area();
-        frame.render_widget(Block::default().style(self.theme.style()), area);
+        frame.render_widget(Block::default().style(self.theme().style()), area);
         let [header, crumbs, body, status, footer] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Length(1),
@@ -43,7 +42,7 @@ impl App {
         self.draw_body(frame, body);
         chrome::status_line(self, frame, status);
         chrome::footer(self, frame, footer);
-        match &self.mode {
+        match self.mode() {
             Mode::Help(scroll) => chrome::help(self, frame, body, *scroll),
             Mode::Input(input) if input.kind == super::state::input::InputKind::Palette => {
                 chrome::palette_popup(self, input, frame, body)
@@ -55,28 +54,7 @@ impl App {
 
     fn draw_body(&self, frame: &mut Frame, area: Rect) {
         let view = self.view();
-        match &view.kind {
-            ViewKind::Clusters => panes::clusters(self, view, frame, area),
-            ViewKind::Stacks => panes::stacks(self, view, frame, area),
-            ViewKind::NodeGroups { cluster } => {
-                panes::nodegroups(self, view, cluster, frame, area, true)
-            }
-            ViewKind::Dashboard { cluster } => {
-                let cluster = self.store.current_cluster(cluster);
-                dashboard::draw(self, view, cluster, frame, area)
-            }
-            ViewKind::Nodes { cluster, nodegroup } => {
-                let nodegroup = self.store.current_nodegroup(&cluster.id, nodegroup);
-                nodes::draw(self, view, nodegroup, frame, area)
-            }
-            ViewKind::Events { stack } => events::draw(self, view, stack, frame, area),
-            ViewKind::Tree { stack, .. } => tree::draw(self, view, stack, frame, area),
-            ViewKind::Rollout { nodegroup, .. } => {
-                rollout::draw(self, view, nodegroup, frame, area)
-            }
-            ViewKind::Journal => journal::draw(self, view, frame, area),
-            ViewKind::Server { target } => server::draw(self, view, target, frame, area),
-        }
+        super::views::screen(&view.kind).draw(self, view, frame, area);
     }
 }
 

@@ -3,7 +3,7 @@
 use super::panes::{data_table, message_box};
 use crate::model::{terminal_safe, ImageCounts, Node, NodeGroup};
 use crate::tui::columns::{node_state, short_duration};
-use crate::tui::state::store::{NodeRow, NodeSet};
+use crate::tui::state::store::{NodeRow, NodeSet, Store};
 use crate::tui::state::view::View;
 use crate::tui::state::App;
 use crate::tui::theme::CellState;
@@ -112,7 +112,7 @@ fn summary_line_labels<'a>(
     expected: Option<usize>,
     short: bool,
 ) -> Line<'a> {
-    let th = &app.theme;
+    let th = app.theme();
     let mut spans: Vec<Span> = Vec::new();
     if let (Some(want), Some((_, _, members, _))) = (expected, ips) {
         if want != members {
@@ -230,9 +230,16 @@ pub fn zone_groups(set: &NodeSet, prefix: &str, selected: Option<&str>) -> Vec<H
     zones.into_values().collect()
 }
 
-pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, area: Rect) {
-    let Some(set) = app.store.nodes.get(&nodegroup.id).filter(|s| s.has_members) else {
-        let meta = app.store.nodes.get(&nodegroup.id).map(|s| &s.meta);
+pub fn draw(
+    app: &App,
+    view: &View,
+    nodegroup: &NodeGroup,
+    store: &Store,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let Some(set) = store.nodes.get(&nodegroup.id).filter(|s| s.has_members) else {
+        let meta = store.nodes.get(&nodegroup.id).map(|s| &s.meta);
         message_box(
             app,
             frame,
@@ -242,8 +249,8 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         );
         return;
     };
-    let th = &app.theme;
-    let rollout = Rollout::compute(set.rows.iter(), app.now)
+    let th = app.theme();
+    let rollout = Rollout::compute(set.rows.iter(), app.now())
         .with_images(set.rows.iter().map(|r| &r.node), nodegroup.image.as_deref());
     let selected = view
         .table
@@ -261,7 +268,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
     } else {
         layout(&groups, inner_w, max_map.saturating_sub(2)).0 + 2
     };
-    let verdict = verdict_lines(app, nodegroup, set, None, inner_w as usize + 2);
+    let verdict = verdict_lines(app, store, nodegroup, set, None, inner_w as usize + 2);
     let [summary, stall, map, table] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(verdict.len() as u16),
@@ -318,7 +325,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         &title,
         Some(&set.rows),
         Some(&set.meta),
-        &app.cols.nodes,
+        &crate::tui::columns::NODE_COLUMNS,
         &view.table,
         "This node group has no members.",
         true,
@@ -331,6 +338,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
 /// (the dashboard shows every group's).
 pub fn verdict_lines(
     app: &App,
+    store: &Store,
     nodegroup: &NodeGroup,
     set: &NodeSet,
     label: Option<&str>,
@@ -345,8 +353,7 @@ pub fn verdict_lines(
         .iter()
         .filter_map(|r| ServerLook::of_node(&r.node))
         .collect();
-    let cluster = app
-        .store
+    let cluster = store
         .clusters
         .data
         .as_deref()
@@ -362,16 +369,16 @@ pub fn verdict_lines(
         since,
         &looks,
         set.progress.as_ref(),
-        app.now,
+        app.now(),
     );
-    let Some(text) = verdict.line(app.now) else {
+    let Some(text) = verdict.line(app.now()) else {
         return Vec::new();
     };
     let text = match label {
         Some(l) => format!("{l}: {text}"),
         None => text,
     };
-    let th = &app.theme;
+    let th = app.theme();
     let style = match verdict {
         Verdict::Failed { .. } => Style::default().fg(th.failed).add_modifier(Modifier::BOLD),
         _ => Style::default().fg(th.warning).add_modifier(Modifier::BOLD),

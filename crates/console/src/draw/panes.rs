@@ -1,8 +1,8 @@
 //! Simple table panes (clusters, stacks, node groups) and the shared
 //! loading / error / stale handling.
 
-use crate::model::{terminal_safe, Cluster};
-use crate::tui::state::store::FetchMeta;
+use crate::model::{terminal_safe, Cluster, NodeGroup, StackSummary};
+use crate::tui::state::store::{FetchMeta, Slot};
 use crate::tui::state::view::View;
 use crate::tui::state::App;
 use crate::tui::widgets::table::{draw_table, Column, TableLook, TableRow, TableState};
@@ -27,7 +27,7 @@ pub fn data_table<T: TableRow>(
     empty_text: &str,
     focused: bool,
 ) {
-    let th = &app.theme;
+    let th = app.theme();
     let ctx = app.row_ctx();
     match items {
         Some(items) => {
@@ -65,7 +65,7 @@ pub fn message_box(
     title: &str,
     meta: Option<&FetchMeta>,
 ) {
-    let th = &app.theme;
+    let th = app.theme();
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
@@ -83,7 +83,7 @@ pub fn message_box(
             Line::from(Span::styled(
                 format!(
                     "retrying every {}s · r to retry now",
-                    app.refresh.as_secs().max(1)
+                    app.refresh().as_secs().max(1)
                 ),
                 th.muted(),
             )),
@@ -101,8 +101,7 @@ pub fn message_box(
     );
 }
 
-pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
-    let slot = &app.store.clusters;
+pub fn clusters(app: &App, view: &View, slot: &Slot<Vec<Cluster>>, frame: &mut Frame, area: Rect) {
     data_table(
         app,
         frame,
@@ -110,9 +109,9 @@ pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
         "Clusters",
         slot.data.as_deref(),
         Some(&slot.meta),
-        &app.cols.clusters,
+        &crate::tui::columns::CLUSTER_COLUMNS,
         &view.table,
-        if app.info.has_magnum {
+        if app.info().has_magnum {
             "No clusters in this project."
         } else {
             // A Heat-only cloud: an empty list would read as "no clusters exist".
@@ -122,8 +121,13 @@ pub fn clusters(app: &App, view: &View, frame: &mut Frame, area: Rect) {
     );
 }
 
-pub fn stacks(app: &App, view: &View, frame: &mut Frame, area: Rect) {
-    let slot = &app.store.stacks;
+pub fn stacks(
+    app: &App,
+    view: &View,
+    slot: &Slot<Vec<StackSummary>>,
+    frame: &mut Frame,
+    area: Rect,
+) {
     data_table(
         app,
         frame,
@@ -131,7 +135,7 @@ pub fn stacks(app: &App, view: &View, frame: &mut Frame, area: Rect) {
         "Stacks",
         slot.data.as_deref(),
         Some(&slot.meta),
-        &app.cols.stacks,
+        &crate::tui::columns::STACK_COLUMNS,
         &view.table,
         "No stacks in this project.",
         true,
@@ -142,11 +146,11 @@ pub fn nodegroups(
     app: &App,
     view: &View,
     cluster: &Cluster,
+    slot: Option<&Slot<Vec<NodeGroup>>>,
     frame: &mut Frame,
     area: Rect,
     focused: bool,
 ) {
-    let slot = app.store.nodegroups.get(&cluster.id);
     let title = format!("Node groups of {}", cluster.name);
     data_table(
         app,
@@ -155,7 +159,7 @@ pub fn nodegroups(
         &title,
         slot.and_then(|s| s.data.as_deref()),
         slot.map(|s| &s.meta),
-        &app.cols.nodegroups,
+        &crate::tui::columns::NODEGROUP_COLUMNS,
         &view.table,
         "This cluster has no node groups.",
         focused,

@@ -17,7 +17,7 @@ use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Wrap};
 use ratatui::Frame;
 
 fn state_color(app: &App, s: &RolloutState) -> ratatui::style::Color {
-    let th = &app.theme;
+    let th = app.theme();
     match s {
         RolloutState::Starting | RolloutState::Running => th.state_color(CellState::InProgress),
         RolloutState::Paused { .. } | RolloutState::Aborting { .. } => {
@@ -49,7 +49,7 @@ fn eta(s: Option<f64>) -> String {
 }
 
 fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> Vec<Line<'a>> {
-    let th = &app.theme;
+    let th = app.theme();
     let key = Style::default().fg(th.fg).add_modifier(Modifier::BOLD);
     let m = th.muted();
     // An observed update has no plan: Heat only says the image its stack asks for now.
@@ -158,9 +158,15 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
     lines
 }
 
-pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, area: Rect) {
-    let th = &app.theme;
-    let slot = app.store.rollouts.get(&nodegroup.id);
+pub fn draw(
+    app: &App,
+    view: &View,
+    nodegroup: &NodeGroup,
+    slot: Option<&RolloutSlot>,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let th = app.theme();
     let title = format!(" Rollout of {} ", terminal_safe(&nodegroup.name));
     let Some((slot, status)) = slot.and_then(|s| s.status.as_ref().map(|st| (s, st))) else {
         let mut lines = Vec::new();
@@ -246,7 +252,7 @@ pub fn draw(app: &App, view: &View, nodegroup: &NodeGroup, frame: &mut Frame, ar
         "Nodes",
         Some(status.nodes.as_slice()),
         Some(&slot.meta),
-        &app.cols.rollout,
+        &crate::tui::ops_columns::ROLLOUT_COLUMNS,
         &view.table,
         "This rollout has no nodes.",
         true,

@@ -7,6 +7,7 @@
 use super::panes::message_box;
 use crate::model::{terminal_safe, ConsoleTail, ServerDetail, ServerTarget};
 use crate::tui::columns::age;
+use crate::tui::state::store::Slot;
 use crate::tui::state::view::View;
 use crate::tui::state::App;
 use ratatui::layout::Rect;
@@ -18,14 +19,20 @@ use ratatui::Frame;
 /// Width of the label column.
 const LABEL: usize = 11;
 
-pub fn draw(app: &App, view: &View, target: &ServerTarget, frame: &mut Frame, area: Rect) {
-    let slot = app.store.servers.get(&target.key);
+pub fn draw(
+    app: &App,
+    view: &View,
+    target: &ServerTarget,
+    slot: Option<&Slot<ServerDetail>>,
+    frame: &mut Frame,
+    area: Rect,
+) {
     let title = format!("Server of {}", terminal_safe(&target.name));
     let Some(detail) = slot.and_then(|s| s.data.as_ref()) else {
         message_box(app, frame, area, &title, slot.map(|s| &s.meta));
         return;
     };
-    let th = &app.theme;
+    let th = app.theme();
     let inner_w = area.width.saturating_sub(2) as usize;
     let inner_h = area.height.saturating_sub(2) as usize;
     let mut lines = Vec::new();
@@ -54,18 +61,15 @@ pub fn draw(app: &App, view: &View, target: &ServerTarget, frame: &mut Frame, ar
 }
 
 /// How many lines the detail takes at `width` (for bounding the scroll).
-pub fn line_count(app: &App, target: &ServerTarget, width: usize) -> usize {
-    app.store
-        .servers
-        .get(&target.key)
-        .and_then(|s| s.data.as_ref())
+pub fn line_count(app: &App, slot: Option<&Slot<ServerDetail>>, width: usize) -> usize {
+    slot.and_then(|s| s.data.as_ref())
         .map(|d| detail_lines(app, d, width).len() + 1)
         .unwrap_or(0)
 }
 
 /// The detail as lines already wrapped to `width`.
 fn detail_lines(app: &App, d: &ServerDetail, width: usize) -> Vec<Line<'static>> {
-    let th = &app.theme;
+    let th = app.theme();
     let mut out: Vec<Line<'static>> = Vec::new();
     let value_w = width.saturating_sub(LABEL + 1).max(10);
     let field = |out: &mut Vec<Line<'static>>, label: &str, value: &str, style: Style| {
@@ -133,7 +137,7 @@ fn detail_lines(app: &App, d: &ServerDetail, width: usize) -> Vec<Line<'static>>
         Some(t) => format!(
             "{} ({} ago)",
             t.format("%Y-%m-%d %H:%M:%SZ"),
-            age(app.now, Some(t))
+            age(app.now(), Some(t))
         ),
         None => "-".into(),
     };

@@ -8,7 +8,7 @@ use super::panes::{data_table, message_box};
 use crate::model::terminal_safe;
 use crate::ops::stuck::{describe_durations, is_stalled, nova_summary, Cause, HookHold};
 use crate::tui::columns::{age, first_line_pub};
-use crate::tui::state::store::{tree_server_key, TreeData, TREE_SERVERS};
+use crate::tui::state::store::{tree_server_key, Store, TreeData, TREE_SERVERS};
 use crate::tui::state::view::{StackTarget, View};
 use crate::tui::state::App;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -22,7 +22,7 @@ const NAMES_SHOWN: usize = 6;
 
 /// `3 members of nodes held on pre-update hook since 12:01:07 (20m): 1, 3, 5`.
 fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
-    let th = &app.theme;
+    let th = app.theme();
     let names: Vec<&str> = h
         .members
         .iter()
@@ -54,7 +54,7 @@ fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
             format!(
                 " since {} ({})",
                 t.format("%H:%M:%S"),
-                age(app.now, Some(t))
+                age(app.now(), Some(t))
             )
         })
         .unwrap_or_default();
@@ -76,16 +76,16 @@ fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
 /// `UPDATE_FAILED 8m ago`.
 fn cause_state(app: &App, tree: &TreeData, c: &Cause) -> (String, bool) {
     let res = &tree.rows[c.index].resource;
-    let elapsed = c.since.map(|t| (app.now - t).num_seconds()).unwrap_or(0);
+    let elapsed = c.since.map(|t| (app.now() - t).num_seconds()).unwrap_or(0);
     if res.status.is_failed() {
         return (
-            format!("  {} {} ago", res.status.raw, age(app.now, c.since)),
+            format!("  {} {} ago", res.status.raw, age(app.now(), c.since)),
             false,
         );
     }
     let stalled = is_stalled(elapsed, c.siblings.as_ref());
     let word = if stalled { "stalled" } else { "in progress" };
-    let mut text = format!("  {word} {}", age(app.now, c.since));
+    let mut text = format!("  {word} {}", age(app.now(), c.since));
     match &c.siblings {
         Some(d) if c.compared == c.index => {
             text.push_str(&format!("; siblings took {}", describe_durations(d)));
@@ -103,8 +103,14 @@ fn cause_state(app: &App, tree: &TreeData, c: &Cause) -> (String, bool) {
 }
 
 /// One cause, and Nova's word on it when it is a server that Nova faults.
-fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec<Line<'a>> {
-    let th = &app.theme;
+fn cause_lines<'a>(
+    app: &App,
+    store: &Store,
+    stack_id: &str,
+    tree: &TreeData,
+    c: &Cause,
+) -> Vec<Line<'a>> {
+    let th = app.theme();
     let r = &tree.rows[c.index];
     let (state, stalled) = cause_state(app, tree, c);
     let (mark, style) = if r.resource.status.is_failed() {
@@ -137,8 +143,7 @@ fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec
         ));
     }
     let mut lines = vec![Line::from(spans)];
-    let nova = app
-        .store
+    let nova = store
         .servers
         .get(&tree_server_key(stack_id, &r.path))
         .and_then(|slot| slot.data.as_ref())
@@ -154,8 +159,14 @@ fn cause_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, c: &Cause) -> Vec
 
 /// The why-stuck lines, at most `max` (the last says how many more): failures first, then
 /// the members held on hooks, then work in progress.
-pub fn stuck_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, max: usize) -> Vec<Line<'a>> {
-    let th = &app.theme;
+pub fn stuck_lines<'a>(
+    app: &App,
+    store: &Store,
+    stack_id: &str,
+    tree: &TreeData,
+    max: usize,
+) -> Vec<Line<'a>> {
+    let th = app.theme();
     let a = &tree.stuck;
     if a.causes.is_empty() && a.holds.is_empty() {
         return vec![Line::from(Span::styled(
@@ -168,7 +179,7 @@ pub fn stuck_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, max: usize) -
         .causes
         .iter()
         .filter(failed)
-        .map(|c| (true, cause_lines(app, stack_id, tree, c)))
+        .map(|c| (true, cause_lines(app, store, stack_id, tree, c)))
         .chain(
             a.holds
                 .iter()
@@ -178,7 +189,7 @@ pub fn stuck_lines<'a>(app: &App, stack_id: &str, tree: &TreeData, max: usize) -
             a.causes
                 .iter()
                 .filter(|c| !failed(c))
-                .map(|c| (true, cause_lines(app, stack_id, tree, c))),
+                .map(|c| (true, cause_lines(app, store, stack_id, tree, c))),
         );
     let mut lines: Vec<Line> = Vec::new();
     let mut shown = 0;
@@ -213,14 +224,22 @@ fn panel_title(tree: &TreeData) -> String {
     format!(" Why stuck: {failed} failed, {active} in progress, {held} held on hooks ")
 }
 
-pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area: Rect) {
-    let slot = app.store.trees.get(&stack.id);
+/// `store` holds the tree and the Nova servers of its first causes.
+pub fn draw(
+    app: &App,
+    view: &View,
+    stack: &StackTarget,
+    store: &Store,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let slot = store.trees.get(&stack.id);
     let title = format!("Resources of {}", terminal_safe(stack.label()));
     let Some(tree) = slot.and_then(|s| s.data.as_ref()) else {
         message_box(app, frame, area, &title, slot.map(|s| &s.meta));
         return;
     };
-    let th = &app.theme;
+    let th = app.theme();
     let a = &tree.stuck;
     // A line per hold and per cause, and one for Nova's word on each of the first causes.
     let nova = a.causes.len().min(TREE_SERVERS);
@@ -235,7 +254,7 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
         &title,
         Some(&tree.rows),
         slot.map(|s| &s.meta),
-        &app.cols.tree,
+        &crate::tui::columns::TREE_COLUMNS,
         &view.table,
         "This stack has no resources.",
         true,
@@ -244,6 +263,12 @@ pub fn draw(app: &App, view: &View, stack: &StackTarget, frame: &mut Frame, area
         .borders(Borders::ALL)
         .border_style(th.border())
         .title(Span::styled(panel_title(tree), th.title()));
-    let lines = stuck_lines(app, &stack.id, tree, stuck_h.saturating_sub(2) as usize);
+    let lines = stuck_lines(
+        app,
+        store,
+        &stack.id,
+        tree,
+        stuck_h.saturating_sub(2) as usize,
+    );
     frame.render_widget(Paragraph::new(lines).block(block), bottom);
 }

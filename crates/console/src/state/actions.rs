@@ -144,7 +144,7 @@ impl App {
             .map(|_| cluster.name.clone())
     }
 
-    pub(super) fn open_dialog(&mut self, d: Dialog) {
+    pub fn open_dialog(&mut self, d: Dialog) {
         self.mode = Mode::Dialog(Box::new(d));
     }
 

@@ -2,7 +2,7 @@
 //! from the last offset on each refresh), an entry's detail and the JSON-lines export.
 
 use super::actions::Dialog;
-use super::store::FetchMeta;
+use super::store::{FetchMeta, Settled};
 use super::view::ViewKind;
 use super::{App, Level, Mode};
 use crate::journal::{Entry, Outcome};
@@ -32,23 +32,13 @@ impl JournalLog {
         result: ServiceResult<(Vec<Entry>, u64)>,
         now: DateTime<Utc>,
     ) {
-        if !self.meta.accept(gen) {
-            return;
-        }
-        self.meta.in_flight = false;
-        match result {
-            Ok((entries, next)) => {
-                for entry in entries {
-                    let seq = self.rows.len();
-                    self.rows.push(JournalRow { seq, entry });
-                }
-                self.offset = next;
-                self.meta.error = None;
-                self.meta.fetched_at = Some(now);
+        if let Settled::Fresh((entries, next)) = self.meta.settle(gen, result, now) {
+            for entry in entries {
+                let seq = self.rows.len();
+                self.rows.push(JournalRow { seq, entry });
             }
-            Err(e) => self.meta.error = Some(e.message),
+            self.offset = next;
         }
-        self.meta.version += 1;
     }
 }
 
@@ -90,7 +80,7 @@ pub fn entry_lines(e: &Entry) -> Vec<String> {
 }
 
 impl App {
-    pub(super) fn want_journal(&mut self, force: bool) {
+    pub(crate) fn want_journal(&mut self, force: bool) {
         let now = self.now;
         let log = &self.store.journal;
         if !(log.meta.due(now, self.refresh) || (force && !log.meta.in_flight)) {
@@ -109,7 +99,7 @@ impl App {
             .flatten()
     }
 
-    pub(super) fn journal_detail(&mut self) {
+    pub(crate) fn journal_detail(&mut self) {
         let Some(row) = self.selected_entry() else {
             self.set_status(Level::Warn, "no journal entry selected");
             return;

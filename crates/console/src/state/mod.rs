@@ -14,53 +14,21 @@ pub mod store;
 pub mod view;
 
 use super::action::{Action, Command, Reply, Request};
-use super::columns::{
-    cluster_columns, event_columns, node_columns, nodegroup_columns, stack_columns, tree_columns,
-};
 use super::config::Resolved;
-use super::keys::{self, KeyAction, KeyContext, KeyMap};
-use super::ops_columns::{journal_columns, rollout_columns};
+use super::keys::{KeyAction, KeyContext, KeyMap};
 use super::theme::Theme;
-use super::widgets::table::{Column, RowCtx, TableRow, TableState};
+use super::views::{self, Plan, Screen, TableOp};
+use super::widgets::table::RowCtx;
 use crate::drivers::guard::Guard;
-use crate::model::{Cluster, NodeGroup, StackEvent, StackSummary};
-use crate::rollout::NodeProgress;
+use crate::model::{Cluster, NodeGroup, ServerTarget};
 use crate::service::{BudgetStats, CloudInfo};
 use chrono::{DateTime, Utc};
 use input::InputState;
-use journal::JournalRow;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
-use store::{build_tree, tree_servers, NodeRow, Store, TreeRow};
+use store::{build_tree, tree_servers, FetchMeta, Store};
 use view::{View, ViewKind};
-
-/// The columns of every table, built once.
-pub struct Columns {
-    pub clusters: Vec<Column<Cluster>>,
-    pub nodegroups: Vec<Column<NodeGroup>>,
-    pub nodes: Vec<Column<NodeRow>>,
-    pub stacks: Vec<Column<StackSummary>>,
-    pub events: Vec<Column<StackEvent>>,
-    pub tree: Vec<Column<TreeRow>>,
-    pub rollout: Vec<Column<NodeProgress>>,
-    pub journal: Vec<Column<JournalRow>>,
-}
-
-impl Default for Columns {
-    fn default() -> Self {
-        Columns {
-            clusters: cluster_columns(),
-            nodegroups: nodegroup_columns(),
-            nodes: node_columns(),
-            stacks: stack_columns(),
-            events: event_columns(),
-            tree: tree_columns(),
-            rollout: rollout_columns(),
-            journal: journal_columns(),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -90,35 +58,34 @@ pub enum Mode {
 pub const TREE_DEPTH: u32 = 3;
 
 pub struct App {
-    pub info: CloudInfo,
-    pub budget: BudgetStats,
+    info: CloudInfo,
+    budget: BudgetStats,
     /// The injected clock: every age on screen is computed from this.
-    pub now: DateTime<Utc>,
-    pub theme: Theme,
-    pub keys: KeyMap,
-    pub theme_dir: Option<PathBuf>,
-    pub read_only: bool,
+    now: DateTime<Utc>,
+    theme: Theme,
+    keys: KeyMap,
+    theme_dir: Option<PathBuf>,
+    read_only: bool,
     /// The operator's guard rails; `None` when this connection cannot act.
-    pub guard: Option<Guard>,
-    pub refresh: Duration,
-    pub store: Store,
-    pub nav: Vec<View>,
-    pub mode: Mode,
-    pub history: Vec<String>,
-    pub status: Option<StatusLine>,
-    pub faults_only: bool,
-    pub frozen: bool,
+    guard: Option<Guard>,
+    refresh: Duration,
+    store: Store,
+    nav: Vec<View>,
+    mode: Mode,
+    history: Vec<String>,
+    status: Option<StatusLine>,
+    faults_only: bool,
+    frozen: bool,
     frozen_queue: Vec<Reply>,
     outbox: Vec<Request>,
     next_gen: u64,
-    pub should_quit: bool,
+    should_quit: bool,
     /// The user asked to suspend (ctrl-z): the runtime gives the terminal back, stops
     /// the process and takes the terminal again on SIGCONT.
-    pub should_suspend: bool,
+    should_suspend: bool,
     /// Something changed since the last draw.
-    pub dirty: bool,
-    pub size: (u16, u16),
-    pub cols: Columns,
+    dirty: bool,
+    size: (u16, u16),
 }
 
 impl App {
@@ -157,10 +124,134 @@ impl App {
             should_suspend: false,
             dirty: true,
             size: (80, 24),
-            cols: Columns::default(),
         };
         app.plan_refresh(false);
         app
+    }
+
+    pub fn info(&self) -> &CloudInfo {
+        &self.info
+    }
+
+    /// The request budget as the service last reported it.
+    pub fn budget(&self) -> &BudgetStats {
+        &self.budget
+    }
+
+    pub fn set_budget(&mut self, budget: BudgetStats) {
+        self.budget = budget;
+    }
+
+    /// The injected clock: every age on screen is computed from this.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.now
+    }
+
+    pub fn theme(&self) -> &Theme {
+        &self.theme
+    }
+
+    pub fn keys(&self) -> &KeyMap {
+        &self.keys
+    }
+
+    pub fn theme_dir(&self) -> Option<&std::path::Path> {
+        self.theme_dir.as_deref()
+    }
+
+    /// Whether actions are off (by configuration, the cloud or the operator's guard).
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The operator's guard rails; `None` when this connection cannot act.
+    pub fn guard(&self) -> Option<&Guard> {
+        self.guard.as_ref()
+    }
+
+    /// The refresh pace.
+    pub fn refresh(&self) -> Duration {
+        self.refresh
+    }
+
+    /// Everything fetched (read-only: answers reach it through [`App::update`]).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The navigation stack, root first.
+    pub fn nav(&self) -> &[View] {
+        &self.nav
+    }
+
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
+    /// Leave the help, the palette or a dialog.
+    pub fn close_overlay(&mut self) {
+        self.mode = Mode::Normal;
+    }
+
+    /// The palette's history, oldest first.
+    pub fn history(&self) -> &[String] {
+        &self.history
+    }
+
+    pub fn status(&self) -> Option<&StatusLine> {
+        self.status.as_ref()
+    }
+
+    pub fn faults_only(&self) -> bool {
+        self.faults_only
+    }
+
+    pub fn frozen(&self) -> bool {
+        self.frozen
+    }
+
+    pub fn should_quit(&self) -> bool {
+        self.should_quit
+    }
+
+    /// The user asked to suspend (ctrl-z): the runtime gives the terminal back, stops
+    /// the process and takes the terminal again on SIGCONT.
+    pub fn should_suspend(&self) -> bool {
+        self.should_suspend
+    }
+
+    /// ctrl-z arrived as a signal (SIGTSTP).
+    pub fn request_suspend(&mut self) {
+        self.should_suspend = true;
+    }
+
+    /// Whether a suspend is asked for; the request is taken.
+    pub fn take_suspend(&mut self) -> bool {
+        std::mem::take(&mut self.should_suspend)
+    }
+
+    /// Something changed since the last draw.
+    pub fn dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// The screen was drawn.
+    pub fn drawn(&mut self) {
+        self.dirty = false;
+    }
+
+    /// Draw everything again (the terminal was someone else's).
+    pub fn redraw(&mut self) {
+        self.dirty = true;
+    }
+
+    /// The store, for the views' own actions (`tui::views`): drawing only reads it.
+    pub(crate) fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    pub fn size(&self) -> (u16, u16) {
+        self.size
     }
 
     pub fn view(&self) -> &View {
@@ -168,7 +259,7 @@ impl App {
         &self.nav[self.nav.len() - 1]
     }
 
-    fn view_mut(&mut self) -> &mut View {
+    pub(crate) fn view_mut(&mut self) -> &mut View {
         let last = self.nav.len() - 1;
         &mut self.nav[last]
     }
@@ -202,36 +293,23 @@ impl App {
 
     /// The key contexts active in the current view, most specific first.
     pub fn key_contexts(&self) -> Vec<KeyContext> {
-        match self.view().kind {
-            ViewKind::NodeGroups { .. } => keys::NODEGROUPS_VIEW,
-            ViewKind::Nodes { .. } => keys::NODES_VIEW,
-            ViewKind::Events { .. } => keys::EVENTS_VIEW,
-            ViewKind::Dashboard { .. } => keys::DASHBOARD_VIEW,
-            ViewKind::Rollout { .. } => keys::ROLLOUT_VIEW,
-            ViewKind::Journal => keys::JOURNAL_VIEW,
-            ViewKind::Server { .. } => keys::SERVER_VIEW,
-            ViewKind::Stacks => keys::STACKS_VIEW,
-            ViewKind::Tree { .. } => keys::TREE_VIEW,
-            _ => keys::TABLE_VIEW,
-        }
-        .to_vec()
+        self.screen().key_contexts().to_vec()
     }
 
     /// Whether the current view has something for `action` to act on (the node detail is
     /// text: it scrolls, but has no rows to open, mark or sort).
     pub fn view_offers(&self, action: KeyAction) -> bool {
-        match self.view().kind {
-            ViewKind::Server { .. } => !matches!(
-                action,
-                KeyAction::Open
-                    | KeyAction::Mark
-                    | KeyAction::ClearMarks
-                    | KeyAction::SortNext
-                    | KeyAction::SortReverse
-                    | KeyAction::Filter
-            ),
-            _ => true,
-        }
+        self.screen().offers(action)
+    }
+
+    /// The data slot whose age and error the header shows (the current view's).
+    pub fn view_meta(&self) -> Option<&FetchMeta> {
+        self.screen().meta(&self.store)
+    }
+
+    /// The behaviour of the current view.
+    pub(crate) fn screen(&self) -> Box<dyn Screen + '_> {
+        views::screen(&self.view().kind)
     }
 
     /// Apply one action.
@@ -351,6 +429,7 @@ impl App {
             KeyAction::Dashboard => self.nav_dashboard(),
             KeyAction::Events => self.nav_events(),
             KeyAction::Tree => self.nav_tree(),
+            KeyAction::Outputs => views::outputs::open_for_context(self),
             KeyAction::Open => self.open_selected(),
             KeyAction::Scale => self.open_scale(),
             KeyAction::Upgrade => self.open_upgrade(),
@@ -507,6 +586,27 @@ impl App {
                 }
             },
             Reply::Journal { gen, result } => self.store.journal.finish(gen, result, now),
+            Reply::Outputs {
+                stack_id,
+                stack_name,
+                gen,
+                result,
+            } => {
+                self.learn_stack_name(&stack_id, stack_name);
+                if let Some(slot) = self.store.outputs.get_mut(&stack_id) {
+                    slot.finish(gen, result, now);
+                }
+            }
+            Reply::Output {
+                stack_id,
+                key,
+                gen,
+                result,
+            } => {
+                if let Some(slot) = self.store.output_values.get_mut(&(stack_id, key)) {
+                    slot.finish(gen, result, now);
+                }
+            }
             Reply::Server { key, gen, result } => {
                 if let Some(slot) = self.store.servers.get_mut(&key) {
                     slot.finish(gen, result, now);
@@ -542,7 +642,10 @@ impl App {
         };
         self.store.stack_names.insert(id.to_string(), name.clone());
         for v in &mut self.nav {
-            if let ViewKind::Events { stack } | ViewKind::Tree { stack, .. } = &mut v.kind {
+            if let ViewKind::Events { stack }
+            | ViewKind::Tree { stack, .. }
+            | ViewKind::Outputs { stack, .. } = &mut v.kind
+            {
                 if stack.id == id && stack.name.is_none() {
                     stack.name = Some(name.clone());
                 }
@@ -553,74 +656,60 @@ impl App {
     /// Start the fetches the current view needs: when due (one pending per slot), or all
     /// of them when `force` (a newer generation then supersedes any pending answer).
     pub fn plan_refresh(&mut self, force: bool) {
-        let now = self.now;
-        let every = self.refresh;
+        let plan = Plan {
+            force,
+            now: self.now,
+            every: self.refresh,
+            paused: self.view().tail.paused,
+        };
         let kind = self.view().kind.clone();
-        let paused = self.view().tail.paused;
-        match kind {
-            ViewKind::Clusters => self.want_clusters(force, now, every),
-            ViewKind::Stacks => {
-                if force || self.store.stacks.meta.due(now, every) {
-                    let gen = self.gen();
-                    self.store.stacks.meta.begin(gen, now);
-                    self.outbox.push(Request::Stacks { gen });
-                }
-            }
-            ViewKind::NodeGroups { cluster } => self.want_nodegroups(&cluster, force, now, every),
-            ViewKind::Dashboard { cluster } => {
-                // The header's counts come from the cluster list: keep it fresh too.
-                self.want_clusters(force, now, every);
-                self.want_nodegroups(&cluster, force, now, every);
-                let groups = self
-                    .store
-                    .nodegroups
-                    .get(&cluster.id)
-                    .and_then(|s| s.data.clone())
-                    .unwrap_or_default();
-                for g in &groups {
-                    self.want_nodes(g, force, now, every * 2);
-                }
-                if !paused {
-                    for stack in dashboard_stacks(&cluster, &groups) {
-                        self.want_events(&stack, force, now, every);
-                    }
-                }
-            }
-            ViewKind::Nodes { cluster, nodegroup } => {
-                // The wanted count (`count N ≠ members M`) comes from the node group list.
-                self.want_nodegroups(&cluster, force, now, every);
-                self.want_nodes(&nodegroup, force, now, every * 2)
-            }
-            ViewKind::Events { stack } => {
-                if !paused {
-                    self.want_events(&stack, force, now, every);
-                }
-            }
-            ViewKind::Rollout { cluster, nodegroup } => {
-                self.want_rollout(&cluster, &nodegroup, force);
-                // The rows' server names and addresses come from the node group's nodes, at a
-                // slow pace (a whole address stream costs a 1000-node group many requests;
-                // names and addresses seldom change during a rollout).
-                self.want_nodes(&nodegroup, force, now, every * 15)
-            }
-            ViewKind::Journal => self.want_journal(force),
-            ViewKind::Server { target } => {
-                let slot = self.store.servers.entry(target.key.clone()).or_default();
-                // Two requests a look (the server, its console log): half the refresh pace.
-                if force || slot.meta.due(now, every * 2) {
-                    let gen = self.gen();
-                    let slot = self.store.servers.entry(target.key.clone()).or_default();
-                    slot.meta.begin(gen, now);
-                    self.outbox.push(Request::Server { target, gen });
-                }
-            }
-            ViewKind::Tree { stack, .. } => self.want_tree(stack, force, now, every, paused),
+        views::screen(&kind).plan(self, plan);
+    }
+
+    pub(crate) fn want_stacks(&mut self, force: bool, now: DateTime<Utc>, every: Duration) {
+        if force || self.store.stacks.meta.due(now, every) {
+            let gen = self.gen();
+            self.store.stacks.meta.begin(gen, now);
+            self.outbox.push(Request::Stacks { gen });
+        }
+    }
+
+    pub(crate) fn want_server(
+        &mut self,
+        target: ServerTarget,
+        force: bool,
+        now: DateTime<Utc>,
+        every: Duration,
+    ) {
+        let slot = self.store.servers.entry(target.key.clone()).or_default();
+        if force || slot.meta.due(now, every) {
+            let gen = self.gen();
+            let slot = self.store.servers.entry(target.key.clone()).or_default();
+            slot.meta.begin(gen, now);
+            self.outbox.push(Request::Server { target, gen });
+        }
+    }
+
+    /// Start a fetch into the slot `meta` finds when due (or forced): a new generation,
+    /// the slot marked in flight, and the request `request` makes of the generation.
+    pub(crate) fn want_slot(
+        &mut self,
+        force: bool,
+        every: Duration,
+        meta: impl Fn(&mut Store) -> &mut FetchMeta,
+        request: impl FnOnce(u64) -> Request,
+    ) {
+        let now = self.now;
+        if force || meta(&mut self.store).due(now, every) {
+            let gen = self.gen();
+            meta(&mut self.store).begin(gen, now);
+            self.outbox.push(request(gen));
         }
     }
 
     /// The tree, the stack's events (siblings' durations and hook pauses come from them) and
     /// the Nova record of the first causes that are servers.
-    fn want_tree(
+    pub(crate) fn want_tree(
         &mut self,
         stack: view::StackTarget,
         force: bool,
@@ -659,7 +748,7 @@ impl App {
         }
     }
 
-    fn want_clusters(&mut self, force: bool, now: DateTime<Utc>, every: Duration) {
+    pub(crate) fn want_clusters(&mut self, force: bool, now: DateTime<Utc>, every: Duration) {
         if force || self.store.clusters.meta.due(now, every) {
             let gen = self.gen();
             self.store.clusters.meta.begin(gen, now);
@@ -667,7 +756,7 @@ impl App {
         }
     }
 
-    fn want_nodegroups(
+    pub(crate) fn want_nodegroups(
         &mut self,
         cluster: &Cluster,
         force: bool,
@@ -693,7 +782,13 @@ impl App {
         }
     }
 
-    fn want_nodes(&mut self, g: &NodeGroup, force: bool, now: DateTime<Utc>, every: Duration) {
+    pub(crate) fn want_nodes(
+        &mut self,
+        g: &NodeGroup,
+        force: bool,
+        now: DateTime<Utc>,
+        every: Duration,
+    ) {
         let due = self
             .store
             .nodes
@@ -713,7 +808,7 @@ impl App {
         }
     }
 
-    fn want_events(
+    pub(crate) fn want_events(
         &mut self,
         stack: &view::StackTarget,
         force: bool,
@@ -745,17 +840,7 @@ impl App {
 
     /// After the view changed: stop node streams nobody looks at, fetch what is new.
     fn after_nav(&mut self) {
-        let wanted: HashSet<String> = match &self.view().kind {
-            ViewKind::Nodes { nodegroup, .. } => [nodegroup.id.clone()].into_iter().collect(),
-            ViewKind::Dashboard { cluster } => self
-                .store
-                .nodegroups
-                .get(&cluster.id)
-                .and_then(|s| s.data.as_ref())
-                .map(|gs| gs.iter().map(|g| g.id.clone()).collect())
-                .unwrap_or_default(),
-            _ => HashSet::new(),
-        };
+        let wanted: HashSet<String> = self.screen().node_streams(&self.store);
         let mut stop = Vec::new();
         for (id, set) in self.store.nodes.iter_mut() {
             if set.meta.in_flight && !wanted.contains(id) {
@@ -775,221 +860,84 @@ impl App {
 
     /// Bring the visible tables' caches up to date (call before drawing).
     pub fn prepare(&mut self) {
-        let h = self.size.1;
+        let kind = self.view().kind.clone();
+        let screen = views::screen(&kind);
         let faults = self.faults_only;
+        let last = self.nav.len() - 1;
+        let view = &mut self.nav[last];
         let ctx = RowCtx {
             now: self.now,
             theme: &self.theme,
-            abs_time: self.nav[self.nav.len() - 1].tail.abs_time,
+            abs_time: view.tail.abs_time,
         };
-        let last = self.nav.len() - 1;
-        let view = &mut self.nav[last];
-        let store = &self.store;
-        let cols = &self.cols;
-        view.table.page = (h as usize).saturating_sub(8).max(1);
-        match &view.kind {
-            ViewKind::Clusters => {
-                let items = store.clusters.data.as_deref().unwrap_or(&[]);
-                view.table.sync(
-                    items,
-                    &cols.clusters,
-                    &ctx,
-                    store.clusters.meta.version,
-                    faults,
-                );
-            }
-            ViewKind::Stacks => {
-                let items = store.stacks.data.as_deref().unwrap_or(&[]);
-                view.table
-                    .sync(items, &cols.stacks, &ctx, store.stacks.meta.version, faults);
-            }
-            ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => {
-                let slot = store.nodegroups.get(&cluster.id);
-                let items = slot.and_then(|s| s.data.as_deref()).unwrap_or(&[]);
-                let v = slot.map(|s| s.meta.version).unwrap_or(0);
-                if matches!(view.kind, ViewKind::Dashboard { .. }) {
-                    view.table.page = 5;
-                }
-                view.table.sync(items, &cols.nodegroups, &ctx, v, faults);
-            }
-            ViewKind::Nodes { nodegroup, .. } => {
-                if let Some(set) = store.nodes.get(&nodegroup.id) {
-                    // Addresses and names only reorder or refilter when a filter, a sort
-                    // or faults-only looks at them.
-                    let ip_matters = view.table.filter().is_active()
-                        || view.table.sort.column.is_some()
-                        || faults;
-                    let v = if ip_matters {
-                        set.meta.version.wrapping_mul(1 << 32) ^ set.fill_version
-                    } else {
-                        set.meta.version.wrapping_mul(1 << 32)
-                    };
-                    view.table.sync(&set.rows, &cols.nodes, &ctx, v, faults);
-                } else {
-                    view.table
-                        .sync::<NodeRow>(&[], &cols.nodes, &ctx, 0, faults);
-                }
-            }
-            ViewKind::Events { stack } => {
-                let items = store
-                    .events
-                    .get(&stack.id)
-                    .map(|l| l.events.as_slice())
-                    .unwrap_or(&[]);
-                let v = store
-                    .events
-                    .get(&stack.id)
-                    .map(|l| l.meta.version)
-                    .unwrap_or(0);
-                view.table.sync(items, &cols.events, &ctx, v, faults);
-                if view.tail.follow {
-                    view.table.bottom(items);
-                }
-            }
-            ViewKind::Rollout { nodegroup, .. } => {
-                let slot = store.rollouts.get(&nodegroup.id);
-                let items = slot.map(|s| s.nodes()).unwrap_or(&[]);
-                let v = slot.map(|s| s.meta.version).unwrap_or(0);
-                view.table.sync(items, &cols.rollout, &ctx, v, faults);
-                // Until the operator moves, the selection follows the batch in flight.
-                let current = slot
-                    .and_then(|s| s.status.as_ref())
-                    .and_then(|s| s.current_batch);
-                if view.tail.follow {
-                    if let Some(n) = current.and_then(|b| items.iter().find(|n| n.batch == b)) {
-                        let id = n.name.clone();
-                        view.table.select_id(&id, items);
-                    }
-                }
-            }
-            // A text view: nothing to sync (its scroll is bounded when drawn).
-            ViewKind::Server { .. } => {}
-            ViewKind::Journal => {
-                let log = &store.journal;
-                view.table
-                    .sync(&log.rows, &cols.journal, &ctx, log.meta.version, faults);
-                if view.tail.follow {
-                    view.table.bottom(&log.rows);
-                }
-            }
-            ViewKind::Tree { stack, focus } => {
-                let rows = store
-                    .trees
-                    .get(&stack.id)
-                    .and_then(|s| s.data.as_ref())
-                    .map(|t| t.rows.as_slice())
-                    .unwrap_or(&[]);
-                let v = store
-                    .trees
-                    .get(&stack.id)
-                    .map(|s| s.meta.version)
-                    .unwrap_or(0);
-                view.table.sync(rows, &cols.tree, &ctx, v, faults);
-                if let Some(f) = focus.clone() {
-                    if let Some(r) = rows.iter().find(|r| r.resource.name == f) {
-                        let id = r.row_id().into_owned();
-                        view.table.select_id(&id, rows);
-                        view.kind = ViewKind::Tree {
-                            stack: stack.clone(),
-                            focus: None,
-                        };
-                    }
-                }
-            }
+        view.table.page = screen.page(self.size.1);
+        // A text view has nothing to sync (its scroll is bounded when drawn).
+        if let Some(rows) = screen.table(&self.store, &view.table, faults) {
+            rows.sync(&mut view.table, &ctx, faults);
+            screen.after_sync(view, rows.as_ref(), &self.store);
         }
     }
 
     fn table_op(&mut self, op: TableOp) {
-        if let ViewKind::Server { target } = &self.view().kind {
-            // The detail's height at the terminal's width bounds the scroll: header, crumbs,
-            // status and footer lines and the two borders are not the detail's.
-            let (w, h) = self.size;
-            let total = super::draw::server::line_count(self, target, w.saturating_sub(2) as usize);
-            let max = total.saturating_sub(h.saturating_sub(6) as usize);
-            let view = self.view_mut();
-            view.table.page = (h as usize).saturating_sub(8).max(1);
-            let page = view.table.page;
-            view.scroll = match op {
-                TableOp::Move(d) => view.scroll.saturating_add_signed(d),
-                TableOp::PageUp => view.scroll.saturating_sub(page),
-                TableOp::PageDown => view.scroll.saturating_add(page),
-                TableOp::Top => 0,
-                TableOp::Bottom => max,
-                TableOp::SortNext => view.scroll,
-            }
-            .min(max);
-            return;
+        let kind = self.view().kind.clone();
+        let screen = views::screen(&kind);
+        let width = self.size.0.saturating_sub(2) as usize;
+        if let Some(total) = screen.text_lines(self, width) {
+            return self.scroll_text(op, total);
         }
         let last = self.nav.len() - 1;
         let view = &mut self.nav[last];
-        let store = &self.store;
-        let cols = &self.cols;
-        if matches!(op, TableOp::Move(-1) | TableOp::PageUp | TableOp::Top) {
+        if screen.stops_follow(op) {
             view.tail.follow = false;
         }
-        if matches!(view.kind, ViewKind::Rollout { .. }) && op != TableOp::SortNext {
-            view.tail.follow = false;
+        let faults = self.faults_only;
+        if let Some(rows) = screen.table(&self.store, &view.table, faults) {
+            rows.op(&mut view.table, op);
         }
-        match &view.kind {
-            ViewKind::Clusters => op.run(
-                &mut view.table,
-                store.clusters.data.as_deref().unwrap_or(&[]),
-                cols.clusters.len(),
-            ),
-            ViewKind::Stacks => op.run(
-                &mut view.table,
-                store.stacks.data.as_deref().unwrap_or(&[]),
-                cols.stacks.len(),
-            ),
-            ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => op.run(
-                &mut view.table,
-                store
-                    .nodegroups
-                    .get(&cluster.id)
-                    .and_then(|s| s.data.as_deref())
-                    .unwrap_or(&[]),
-                cols.nodegroups.len(),
-            ),
-            ViewKind::Nodes { nodegroup, .. } => op.run(
-                &mut view.table,
-                store
-                    .nodes
-                    .get(&nodegroup.id)
-                    .map(|s| s.rows.as_slice())
-                    .unwrap_or(&[]),
-                cols.nodes.len(),
-            ),
-            ViewKind::Events { stack } => op.run(
-                &mut view.table,
-                store
-                    .events
-                    .get(&stack.id)
-                    .map(|l| l.events.as_slice())
-                    .unwrap_or(&[]),
-                cols.events.len(),
-            ),
-            ViewKind::Rollout { nodegroup, .. } => op.run(
-                &mut view.table,
-                store
-                    .rollouts
-                    .get(&nodegroup.id)
-                    .map(|s| s.nodes())
-                    .unwrap_or(&[]),
-                cols.rollout.len(),
-            ),
-            ViewKind::Journal => op.run(&mut view.table, &store.journal.rows, cols.journal.len()),
-            ViewKind::Server { .. } => {}
-            ViewKind::Tree { stack, .. } => op.run(
-                &mut view.table,
-                store
-                    .trees
-                    .get(&stack.id)
-                    .and_then(|s| s.data.as_ref())
-                    .map(|t| t.rows.as_slice())
-                    .unwrap_or(&[]),
-                cols.tree.len(),
-            ),
+    }
+
+    /// Table keys scroll a text view of `total` lines.
+    fn scroll_text(&mut self, op: TableOp, total: usize) {
+        // The text's height at the terminal's width bounds the scroll: header, crumbs,
+        // status and footer lines and the two borders are not the text's.
+        let h = self.size.1;
+        let max = total.saturating_sub(h.saturating_sub(6) as usize);
+        let view = self.view_mut();
+        view.table.page = (h as usize).saturating_sub(8).max(1);
+        let page = view.table.page;
+        view.scroll = match op {
+            TableOp::Move(d) => view.scroll.saturating_add_signed(d),
+            TableOp::PageUp => view.scroll.saturating_sub(page),
+            TableOp::PageDown => view.scroll.saturating_add(page),
+            TableOp::Top => 0,
+            TableOp::Bottom => max,
+            TableOp::SortNext => view.scroll,
         }
+        .min(max);
+    }
+}
+
+/// Handles for the console's unit tests, which shape a state the keys cannot reach.
+#[cfg(test)]
+impl App {
+    pub(crate) fn mode_mut(&mut self) -> &mut Mode {
+        &mut self.mode
+    }
+
+    pub(crate) fn info_mut(&mut self) -> &mut CloudInfo {
+        &mut self.info
+    }
+
+    pub(crate) fn set_now(&mut self, now: DateTime<Utc>) {
+        self.now = now;
+    }
+
+    pub(crate) fn set_read_only(&mut self, read_only: bool) {
+        self.read_only = read_only;
+    }
+
+    pub(crate) fn clear_quit(&mut self) {
+        self.should_quit = false;
     }
 }
 
@@ -1009,27 +957,4 @@ pub fn dashboard_stacks(cluster: &Cluster, groups: &[NodeGroup]) -> Vec<view::St
         }
     }
     out
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TableOp {
-    Move(isize),
-    PageUp,
-    PageDown,
-    Top,
-    Bottom,
-    SortNext,
-}
-
-impl TableOp {
-    fn run<T: TableRow>(self, t: &mut TableState, items: &[T], ncols: usize) {
-        match self {
-            TableOp::Move(d) => t.move_by(d, items),
-            TableOp::PageUp => t.page_up(items),
-            TableOp::PageDown => t.page_down(items),
-            TableOp::Top => t.top(items),
-            TableOp::Bottom => t.bottom(items),
-            TableOp::SortNext => t.sort.cycle(ncols),
-        }
-    }
 }

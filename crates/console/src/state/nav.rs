@@ -4,13 +4,10 @@
 
 use super::view::{StackTarget, View, ViewKind};
 use super::{App, Level};
-use crate::model::{Cluster, NodeGroup, ServerTarget};
-
-/// Heat's resource type of a Nova server.
-const SERVER_TYPE: &str = "OS::Nova::Server";
+use crate::model::{Cluster, NodeGroup};
 
 impl App {
-    pub(super) fn push(&mut self, kind: ViewKind) {
+    pub(crate) fn push(&mut self, kind: ViewKind) {
         if self.view().kind == kind {
             return;
         }
@@ -18,7 +15,7 @@ impl App {
         self.after_nav();
     }
 
-    fn selected_cluster(&self) -> Option<Cluster> {
+    pub(crate) fn selected_cluster(&self) -> Option<Cluster> {
         let v = self.view();
         match &v.kind {
             ViewKind::Clusters => v
@@ -29,7 +26,7 @@ impl App {
         }
     }
 
-    pub(super) fn selected_nodegroup(&self) -> Option<(Cluster, NodeGroup)> {
+    pub(crate) fn selected_nodegroup(&self) -> Option<(Cluster, NodeGroup)> {
         let v = self.view();
         match &v.kind {
             ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => {
@@ -51,7 +48,7 @@ impl App {
     }
 
     /// A stack id made into a target, with its name if the stack list knows it.
-    fn stack_target(&self, id: &str) -> StackTarget {
+    pub(crate) fn stack_target(&self, id: &str) -> StackTarget {
         let name = self
             .store
             .stacks
@@ -66,34 +63,9 @@ impl App {
         }
     }
 
-    /// The stack the `e` / `t` keys and `:events` / `:tree` act on.
-    fn context_stack(&self) -> Option<StackTarget> {
-        let v = self.view();
-        match &v.kind {
-            ViewKind::Clusters => self
-                .selected_cluster()
-                .and_then(|c| c.stack_id)
-                .map(|id| self.stack_target(&id)),
-            ViewKind::Stacks => v
-                .table
-                .selected(self.store.stacks.data.as_deref().unwrap_or(&[]))
-                .map(|s| StackTarget::from_ref(&s.stack)),
-            ViewKind::NodeGroups { .. }
-            | ViewKind::Dashboard { .. }
-            | ViewKind::Nodes { .. }
-            | ViewKind::Rollout { .. } => self
-                .selected_nodegroup()
-                .and_then(|(_, g)| g.stack_id)
-                .map(|id| self.stack_target(&id)),
-            ViewKind::Events { stack } | ViewKind::Tree { stack, .. } => Some(stack.clone()),
-            ViewKind::Journal => None,
-            // The member's own stack, else its node group's.
-            ViewKind::Server { target } => target
-                .member_stack
-                .as_deref()
-                .or(target.group_stack.as_deref())
-                .map(|id| self.stack_target(id)),
-        }
+    /// The stack the `e` / `t` / `O` keys and `:events` / `:tree` act on.
+    pub(crate) fn context_stack(&self) -> Option<StackTarget> {
+        self.screen().context_stack(self)
     }
 
     pub(super) fn nav_clusters(&mut self) {
@@ -112,7 +84,7 @@ impl App {
         }
     }
 
-    pub(super) fn nav_dashboard(&mut self) {
+    pub(crate) fn nav_dashboard(&mut self) {
         match self.selected_cluster() {
             Some(cluster) => self.push(ViewKind::Dashboard { cluster }),
             None => self.set_status(Level::Warn, "no cluster selected"),
@@ -121,7 +93,7 @@ impl App {
 
     /// The nodes of the selected node group, else of the context's stack (any stack: every
     /// scaling group's members, see `ops::discover`).
-    pub(super) fn nav_nodes(&mut self) {
+    pub(crate) fn nav_nodes(&mut self) {
         if let Some((cluster, nodegroup)) = self.selected_nodegroup() {
             return self.push(ViewKind::Nodes { cluster, nodegroup });
         }
@@ -134,14 +106,14 @@ impl App {
         }
     }
 
-    pub(super) fn nav_events(&mut self) {
+    pub(crate) fn nav_events(&mut self) {
         match self.context_stack() {
             Some(stack) => self.push(ViewKind::Events { stack }),
             None => self.set_status(Level::Warn, "no stack here"),
         }
     }
 
-    pub(super) fn nav_tree(&mut self) {
+    pub(crate) fn nav_tree(&mut self) {
         match self.context_stack() {
             Some(stack) => self.push(ViewKind::Tree { stack, focus: None }),
             None => self.set_status(Level::Warn, "no stack here"),
@@ -151,104 +123,8 @@ impl App {
     /// Enter: cluster -> dashboard -> nodes -> member in the stack tree -> nested stack.
     pub(super) fn open_selected(&mut self) {
         self.prepare();
-        let v = self.view();
-        match &v.kind {
-            ViewKind::Clusters => self.nav_dashboard(),
-            ViewKind::Stacks => self.nav_tree(),
-            ViewKind::NodeGroups { .. } | ViewKind::Dashboard { .. } => self.nav_nodes(),
-            // Every node is a Nova server (Heat member, Magnum on Heat, Cluster API): its
-            // detail. The member in its stack tree stays one key away (`t`).
-            ViewKind::Nodes { nodegroup, .. } => {
-                let target = v
-                    .table
-                    .selected(
-                        self.store
-                            .nodes
-                            .get(&nodegroup.id)
-                            .map(|s| s.rows.as_slice())
-                            .unwrap_or(&[]),
-                    )
-                    .map(|r| ServerTarget {
-                        key: r.node.key.clone(),
-                        name: r.node.name.clone(),
-                        server_id: r.node.server_id.clone(),
-                        member_stack: r.node.stack_id.clone(),
-                        group_stack: nodegroup.stack_id.clone(),
-                    });
-                match target {
-                    Some(target) => {
-                        // Opened again: a fresh look (the console log moves on).
-                        self.store.servers.remove(&target.key);
-                        self.push(ViewKind::Server { target })
-                    }
-                    None => self.set_status(Level::Warn, "no node selected"),
-                }
-            }
-            ViewKind::Events { stack } => {
-                let items = self
-                    .store
-                    .events
-                    .get(&stack.id)
-                    .map(|l| l.events.as_slice())
-                    .unwrap_or(&[]);
-                let target = v.table.selected(items).map(|e| {
-                    (
-                        e.stack
-                            .as_ref()
-                            .map(StackTarget::from_ref)
-                            .unwrap_or_else(|| stack.clone()),
-                        e.resource_name.clone(),
-                    )
-                });
-                if let Some((stack, focus)) = target {
-                    self.push(ViewKind::Tree {
-                        stack,
-                        focus: Some(focus),
-                    });
-                }
-            }
-            ViewKind::Rollout { .. } => self.nav_nodes(),
-            ViewKind::Journal => self.journal_detail(),
-            ViewKind::Server { .. } => {}
-            ViewKind::Tree { stack, .. } => {
-                let rows = self
-                    .store
-                    .trees
-                    .get(&stack.id)
-                    .and_then(|s| s.data.as_ref())
-                    .map(|t| t.rows.as_slice())
-                    .unwrap_or(&[]);
-                let selected = v.table.selected(rows).map(|r| &r.resource);
-                // A server resource that Nova created (it has a physical id): its detail.
-                let server = selected
-                    .filter(|r| r.resource_type == SERVER_TYPE)
-                    .and_then(|r| {
-                        Some(ServerTarget {
-                            key: crate::model::NodeKey {
-                                nodegroup: r
-                                    .owner
-                                    .as_ref()
-                                    .map_or(stack.id.clone(), |o| o.id.clone()),
-                                member: r.name.clone(),
-                            },
-                            name: r.name.clone(),
-                            server_id: Some(r.physical_id.clone().filter(|p| !p.is_empty())?),
-                            member_stack: r.owner.as_ref().map(|o| o.id.clone()),
-                            group_stack: None,
-                        })
-                    });
-                match (selected.and_then(|r| r.nested.clone()), server) {
-                    (Some(nested), _) => self.push(ViewKind::Tree {
-                        stack: StackTarget::from_ref(&nested),
-                        focus: None,
-                    }),
-                    (None, Some(target)) => self.push(ViewKind::Server { target }),
-                    (None, None) => {
-                        self.set_status(Level::Info, "this resource has no nested stack")
-                    }
-                }
-            }
-        }
+        let kind = self.view().kind.clone();
+        crate::tui::views::screen(&kind).open(self);
     }
 }
 

@@ -4,7 +4,7 @@
 //! not drive (Magnum's, a foreign Heat update: observed, controls refused with the reason),
 //! and the controls.
 
-use super::store::FetchMeta;
+use super::store::{FetchMeta, Settled};
 use super::view::ViewKind;
 use super::{App, Level};
 use crate::model::{Cluster, NodeGroup};
@@ -112,7 +112,7 @@ impl App {
     }
 
     /// Refresh of the rollout view: find, then observe when not driven here.
-    pub(super) fn want_rollout(&mut self, cluster: &Cluster, nodegroup: &NodeGroup, force: bool) {
+    pub(crate) fn want_rollout(&mut self, cluster: &Cluster, nodegroup: &NodeGroup, force: bool) {
         let now = self.now;
         let every = self.refresh;
         let key = nodegroup.id.clone();
@@ -173,16 +173,11 @@ impl App {
                 let Some(slot) = self.store.rollouts.get_mut(&key) else {
                     return;
                 };
-                if !slot.meta.accept(gen) {
-                    return;
-                }
-                slot.meta.in_flight = false;
-                slot.meta.version += 1;
-                match result {
-                    Ok(found) => {
+                match slot.meta.settle(gen, result, now) {
+                    Settled::Stale => return,
+                    Settled::Failed => {}
+                    Settled::Fresh(found) => {
                         slot.searched = true;
-                        slot.meta.error = None;
-                        slot.meta.fetched_at = Some(now);
                         match found {
                             // Our engine outranks a look-up that raced with its start.
                             Some(_) if slot.driver == Some(Driver::Here) => {}
@@ -212,7 +207,6 @@ impl App {
                             }
                         }
                     }
-                    Err(e) => slot.meta.error = Some(e.message),
                 }
                 if let ViewKind::Rollout {
                     cluster, nodegroup, ..
@@ -238,37 +232,27 @@ impl App {
                 if driver == Driver::Elsewhere && slot.driver == Some(Driver::Here) {
                     return;
                 }
-                slot.meta.version += 1;
-                match result {
-                    Ok(mut status) => {
-                        name_nodes(&mut status, self.store.nodes.get(&key));
-                        slot.driver = Some(driver);
-                        slot.searched = true;
-                        slot.status = Some(status);
-                        slot.meta.error = None;
-                        slot.meta.fetched_at = Some(now);
-                    }
-                    Err(e) => slot.meta.error = Some(e.message),
+                if let Some(mut status) = slot.meta.record(result, now) {
+                    name_nodes(&mut status, self.store.nodes.get(&key));
+                    slot.driver = Some(driver);
+                    slot.searched = true;
+                    slot.status = Some(status);
                 }
             }
             Reply::UpdateObserved { key, gen, result } => {
                 let Some(slot) = self.store.rollouts.get_mut(&key) else {
                     return;
                 };
-                if !slot.meta.accept(gen) {
-                    return;
-                }
-                slot.meta.in_flight = false;
-                // An engine here (started since the look began) outranks an observation.
+                // An engine here (started since the look began) outranks an observation:
+                // the look only ends.
                 if slot.driver == Some(Driver::Here) {
+                    slot.meta.end(gen);
                     return;
                 }
-                slot.meta.version += 1;
-                match result {
-                    Ok(found) => {
+                match slot.meta.settle(gen, result, now) {
+                    Settled::Stale | Settled::Failed => {}
+                    Settled::Fresh(found) => {
                         slot.searched = true;
-                        slot.meta.error = None;
-                        slot.meta.fetched_at = Some(now);
                         match found {
                             Some((update, mut status)) => {
                                 name_nodes(&mut status, self.store.nodes.get(&key));
@@ -283,7 +267,6 @@ impl App {
                             }
                         }
                     }
-                    Err(e) => slot.meta.error = Some(e.message),
                 }
             }
             Reply::RolloutControlled { key, what, result } => {

@@ -60,9 +60,62 @@ impl FetchMeta {
         true
     }
 
+    /// End the request of generation `gen` without recording anything; false if stale.
+    pub fn end(&mut self, gen: u64) -> bool {
+        if !self.accept(gen) {
+            return false;
+        }
+        self.in_flight = false;
+        true
+    }
+
+    /// The one bookkeeping of an answer of generation `gen`: stale ones are dropped
+    /// (counted), a current one ends the request and is recorded (see [`FetchMeta::record`]).
+    pub fn settle<T>(
+        &mut self,
+        gen: u64,
+        result: ServiceResult<T>,
+        now: DateTime<Utc>,
+    ) -> Settled<T> {
+        if !self.end(gen) {
+            return Settled::Stale;
+        }
+        match self.record(result, now) {
+            Some(v) => Settled::Fresh(v),
+            None => Settled::Failed,
+        }
+    }
+
+    /// Record an answer that needs no generation (a status an engine pushes): the data
+    /// changed, and it either arrived (error cleared) or failed (error kept, data stale).
+    pub fn record<T>(&mut self, result: ServiceResult<T>, now: DateTime<Utc>) -> Option<T> {
+        self.version += 1;
+        match result {
+            Ok(v) => {
+                self.error = None;
+                self.fetched_at = Some(now);
+                Some(v)
+            }
+            Err(e) => {
+                self.error = Some(e.message);
+                None
+            }
+        }
+    }
+
     pub fn is_loading(&self) -> bool {
         self.in_flight && self.fetched_at.is_none()
     }
+}
+
+/// What became of an answer (see [`FetchMeta::settle`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Settled<T> {
+    /// Another request superseded it: dropped.
+    Stale,
+    /// It was an error, now in `meta.error`.
+    Failed,
+    Fresh(T),
 }
 
 /// A fetched value.
@@ -84,20 +137,14 @@ impl<T> Default for Slot<T> {
 impl<T> Slot<T> {
     /// Apply an answer; false if it was stale.
     pub fn finish(&mut self, gen: u64, result: ServiceResult<T>, now: DateTime<Utc>) -> bool {
-        if !self.meta.accept(gen) {
-            return false;
-        }
-        self.meta.in_flight = false;
-        match result {
-            Ok(v) => {
+        match self.meta.settle(gen, result, now) {
+            Settled::Stale => false,
+            Settled::Failed => true,
+            Settled::Fresh(v) => {
                 self.data = Some(v);
-                self.meta.error = None;
-                self.meta.fetched_at = Some(now);
+                true
             }
-            Err(e) => self.meta.error = Some(e.message),
         }
-        self.meta.version += 1;
-        true
     }
 }
 
@@ -566,6 +613,10 @@ pub struct Store {
     /// Rollouts by node group id.
     pub rollouts: HashMap<String, super::rollout::RolloutSlot>,
     pub journal: super::journal::JournalLog,
+    /// Stack outputs (keys and descriptions), by stack id.
+    pub outputs: HashMap<String, Slot<Vec<crate::service::StackOutput>>>,
+    /// Evaluated stack outputs, by (stack id, output key).
+    pub output_values: HashMap<(String, String), Slot<crate::service::ResolvedOutput>>,
 }
 
 impl Store {

@@ -1,7 +1,6 @@
 //! The navigation stack's entries: what a view shows and its own table state.
 
-use super::store::Store;
-use crate::model::{Cluster, NodeGroup, ServerTarget, StackRef};
+use crate::model::{Cluster, StackRef};
 use crate::tui::widgets::table::TableState;
 
 /// A stack to read, by id; the name is resolved by the worker when unknown.
@@ -23,39 +22,8 @@ impl StackTarget {
     }
 }
 
-/// A handful of these live on the navigation stack; boxing would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub enum ViewKind {
-    Clusters,
-    Stacks,
-    NodeGroups {
-        cluster: Cluster,
-    },
-    Dashboard {
-        cluster: Cluster,
-    },
-    Nodes {
-        cluster: Cluster,
-        nodegroup: NodeGroup,
-    },
-    Events {
-        stack: StackTarget,
-    },
-    Tree {
-        stack: StackTarget,
-        focus: Option<String>,
-    },
-    Rollout {
-        cluster: Cluster,
-        nodegroup: NodeGroup,
-    },
-    Journal,
-    /// One node's Nova server (`server show` and its console log).
-    Server {
-        target: ServerTarget,
-    },
-}
+/// What a view shows: declared with the views' registry (`tui::views`).
+pub use crate::tui::views::ViewKind;
 
 /// Event-tail options (also used by the dashboard's tail).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,33 +69,11 @@ impl View {
 
     /// The breadcrumb segment for this view.
     pub fn crumb(&self) -> String {
-        match &self.kind {
-            ViewKind::Clusters => "clusters".into(),
-            ViewKind::Stacks => "stacks".into(),
-            ViewKind::NodeGroups { cluster } => format!("{} (node groups)", cluster.name),
-            ViewKind::Dashboard { cluster } => cluster.name.clone(),
-            ViewKind::Nodes { nodegroup, .. } => nodegroup.name.clone(),
-            ViewKind::Events { stack } => format!("events {}", stack.label()),
-            ViewKind::Tree { stack, .. } => stack.label().to_string(),
-            ViewKind::Rollout { nodegroup, .. } => format!("rollout {}", nodegroup.name),
-            ViewKind::Journal => "journal".into(),
-            ViewKind::Server { target } => format!("server {}", target.name),
-        }
+        crate::tui::views::screen(&self.kind).crumb()
     }
 
     pub fn title(&self) -> &'static str {
-        match &self.kind {
-            ViewKind::Clusters => "Clusters",
-            ViewKind::Stacks => "Stacks",
-            ViewKind::NodeGroups { .. } => "Node groups",
-            ViewKind::Dashboard { .. } => "Dashboard",
-            ViewKind::Nodes { .. } => "Nodes",
-            ViewKind::Events { .. } => "Events",
-            ViewKind::Tree { .. } => "Stack tree",
-            ViewKind::Rollout { .. } => "Rollout",
-            ViewKind::Journal => "Journal",
-            ViewKind::Server { .. } => "Server",
-        }
+        crate::tui::views::screen(&self.kind).title()
     }
 
     pub fn cluster(&self) -> Option<&Cluster> {
@@ -137,25 +83,6 @@ impl View {
             | ViewKind::Nodes { cluster, .. }
             | ViewKind::Rollout { cluster, .. } => Some(cluster),
             _ => None,
-        }
-    }
-
-    /// The data slot whose age the header shows, as (fetched_at, error, loading).
-    pub fn primary_meta<'a>(&self, store: &'a Store) -> Option<&'a super::store::FetchMeta> {
-        match &self.kind {
-            ViewKind::Clusters => Some(&store.clusters.meta),
-            ViewKind::Stacks => Some(&store.stacks.meta),
-            ViewKind::NodeGroups { cluster } | ViewKind::Dashboard { cluster } => {
-                store.nodegroups.get(&cluster.id).map(|s| &s.meta)
-            }
-            ViewKind::Nodes { nodegroup, .. } => store.nodes.get(&nodegroup.id).map(|s| &s.meta),
-            ViewKind::Events { stack } => store.events.get(&stack.id).map(|s| &s.meta),
-            ViewKind::Tree { stack, .. } => store.trees.get(&stack.id).map(|s| &s.meta),
-            ViewKind::Rollout { nodegroup, .. } => {
-                store.rollouts.get(&nodegroup.id).map(|s| &s.meta)
-            }
-            ViewKind::Journal => Some(&store.journal.meta),
-            ViewKind::Server { target } => store.servers.get(&target.key).map(|s| &s.meta),
         }
     }
 }

@@ -194,6 +194,35 @@ impl Worker {
                 let result = svc.server_detail(target).await;
                 let _ = tx.send(Reply::Server { key, gen, result });
             }),
+            Request::Outputs { stack, gen } => {
+                let cache = self.stack_names.clone();
+                self.spawn(async move {
+                    let stack_id = stack.id.clone();
+                    let sref = resolve(&svc, &cache, stack).await;
+                    let stack_name = (sref.name != sref.id).then(|| sref.name.clone());
+                    let result = svc.stack_outputs(sref).await;
+                    let _ = tx.send(Reply::Outputs {
+                        stack_id,
+                        stack_name,
+                        gen,
+                        result,
+                    });
+                })
+            }
+            Request::Output { stack, key, gen } => {
+                let cache = self.stack_names.clone();
+                self.spawn(async move {
+                    let stack_id = stack.id.clone();
+                    let sref = resolve(&svc, &cache, stack).await;
+                    let result = svc.stack_output(sref, key.clone()).await;
+                    let _ = tx.send(Reply::Output {
+                        stack_id,
+                        key,
+                        gen,
+                        result,
+                    });
+                })
+            }
             Request::Save { path, contents } => self.spawn(async move {
                 let lines = contents.lines().count();
                 let result = tokio::fs::write(&path, contents)

@@ -235,6 +235,53 @@ impl CloudService for LiveService {
         .boxed()
     }
 
+    fn stack_outputs(
+        &self,
+        stack: StackRef,
+    ) -> BoxFuture<'static, ServiceResult<Vec<super::StackOutput>>> {
+        let heat = self.conn.heat.clone();
+        async move {
+            let list = heat
+                .list_outputs(&stack)
+                .await
+                .map_err(ServiceError::from)?;
+            Ok(list
+                .into_iter()
+                .map(|o| super::StackOutput {
+                    key: o.key,
+                    description: o.description,
+                })
+                .collect())
+        }
+        .boxed()
+    }
+
+    fn stack_output(
+        &self,
+        stack: StackRef,
+        key: String,
+    ) -> BoxFuture<'static, ServiceResult<super::ResolvedOutput>> {
+        let heat = self.conn.heat.clone();
+        async move {
+            let o = heat
+                .show_output(&stack, &key)
+                .await
+                .map_err(ServiceError::from)?;
+            // A string output is shown as it is; lists and maps as (indented) JSON text.
+            let value = match o.value {
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Null => String::new(),
+                v => serde_json::to_string_pretty(&v).unwrap_or_default(),
+            };
+            Ok(super::ResolvedOutput {
+                key: o.key,
+                value,
+                error: o.error,
+            })
+        }
+        .boxed()
+    }
+
     fn server_detail(
         &self,
         target: crate::model::ServerTarget,

@@ -87,6 +87,25 @@ impl EventCursor {
     }
 }
 
+/// One output of a stack as Heat lists it (`GET /stacks/{name}/{id}/outputs`): its key and
+/// description. Listing evaluates nothing, so it is cheap even on a large stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackOutput {
+    pub key: String,
+    pub description: Option<String>,
+}
+
+/// One output evaluated (`GET .../outputs/{key}`): Heat resolves its `get_attr`s, which on a
+/// large stack can take seconds. The value is text (a string as it is, anything else as
+/// JSON), so no JSON value reaches the console; `error` is Heat's reason it could not
+/// resolve (an attribute of a failed resource, say).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedOutput {
+    pub key: String,
+    pub value: String,
+    pub error: Option<String>,
+}
+
 /// Everything the console reads from a cloud. Implementations own all I/O.
 pub trait CloudService: Send + Sync + 'static {
     fn info(&self) -> CloudInfo;
@@ -117,6 +136,29 @@ pub trait CloudService: Send + Sync + 'static {
         cursor: EventCursor,
     ) -> BoxFuture<'static, ServiceResult<(Vec<StackEvent>, EventCursor)>>;
 
+    /// The outputs a stack declares (keys and descriptions, nothing evaluated).
+    fn stack_outputs(
+        &self,
+        stack: StackRef,
+    ) -> BoxFuture<'static, ServiceResult<Vec<StackOutput>>> {
+        unsupported(format!(
+            "the outputs of {} cannot be listed here",
+            stack.name
+        ))
+    }
+
+    /// One output of a stack, evaluated by Heat (may be slow).
+    fn stack_output(
+        &self,
+        stack: StackRef,
+        key: String,
+    ) -> BoxFuture<'static, ServiceResult<ResolvedOutput>> {
+        unsupported(format!(
+            "output {key} of {} cannot be shown here",
+            stack.name
+        ))
+    }
+
     /// One node's Nova server (`server show`) with the tail of its console log. A cloud
     /// without Nova says so.
     fn server_detail(
@@ -132,4 +174,9 @@ pub trait CloudService: Send + Sync + 'static {
         }
         .boxed()
     }
+}
+
+/// The answer of a service that cannot do what was asked.
+fn unsupported<T: Send + 'static>(message: String) -> BoxFuture<'static, ServiceResult<T>> {
+    async move { Err(ServiceError::new(ErrorKind::Unsupported, message)) }.boxed()
 }

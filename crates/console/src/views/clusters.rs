@@ -1,0 +1,57 @@
+//! The cluster list (the root view): Enter opens a cluster's dashboard.
+
+use super::{Plan, Rows, Screen, Table};
+use crate::tui::draw::panes;
+use crate::tui::state::store::{FetchMeta, Store};
+use crate::tui::state::view::{StackTarget, View};
+use crate::tui::state::App;
+use crate::tui::widgets::table::TableState;
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+pub struct Clusters;
+
+impl Screen for Clusters {
+    fn title(&self) -> &'static str {
+        "Clusters"
+    }
+
+    fn crumb(&self) -> String {
+        "clusters".into()
+    }
+
+    fn meta<'s>(&self, store: &'s Store) -> Option<&'s FetchMeta> {
+        Some(&store.clusters.meta)
+    }
+
+    fn plan(&self, app: &mut App, p: Plan) {
+        app.want_clusters(p.force, p.now, p.every);
+    }
+
+    fn table<'s>(
+        &self,
+        store: &'s Store,
+        _state: &TableState,
+        _faults: bool,
+    ) -> Option<Box<dyn Rows + 's>> {
+        let items = store.clusters.data.as_deref().unwrap_or(&[]);
+        Table::boxed(
+            items,
+            &crate::tui::columns::CLUSTER_COLUMNS,
+            store.clusters.meta.version,
+        )
+    }
+
+    fn context_stack(&self, app: &App) -> Option<StackTarget> {
+        let id = app.selected_cluster()?.stack_id?;
+        Some(app.stack_target(&id))
+    }
+
+    fn open(&self, app: &mut App) {
+        app.nav_dashboard();
+    }
+
+    fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
+        panes::clusters(app, view, &app.store().clusters, frame, area);
+    }
+}

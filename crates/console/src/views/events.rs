@@ -1,0 +1,94 @@
+//! The event tail of one stack (and its nested stacks): follows new events, Enter opens the
+//! event's resource in its stack's tree.
+
+use super::{Plan, Rows, Screen, Table, TableOp};
+use crate::tui::draw::events;
+use crate::tui::keys::{self, KeyContext};
+use crate::tui::state::store::{FetchMeta, Store};
+use crate::tui::state::view::{StackTarget, View, ViewKind};
+use crate::tui::state::App;
+use crate::tui::widgets::table::TableState;
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+pub struct Events<'a> {
+    pub stack: &'a StackTarget,
+}
+
+impl Screen for Events<'_> {
+    fn title(&self) -> &'static str {
+        "Events"
+    }
+
+    fn crumb(&self) -> String {
+        format!("events {}", self.stack.label())
+    }
+
+    fn key_contexts(&self) -> &'static [KeyContext] {
+        keys::EVENTS_VIEW
+    }
+
+    fn meta<'s>(&self, store: &'s Store) -> Option<&'s FetchMeta> {
+        store.events.get(&self.stack.id).map(|s| &s.meta)
+    }
+
+    fn plan(&self, app: &mut App, p: Plan) {
+        if !p.paused {
+            app.want_events(self.stack, p.force, p.now, p.every);
+        }
+    }
+
+    fn table<'s>(
+        &self,
+        store: &'s Store,
+        _state: &TableState,
+        _faults: bool,
+    ) -> Option<Box<dyn Rows + 's>> {
+        let log = store.events.get(&self.stack.id);
+        let items = log.map(|l| l.events.as_slice()).unwrap_or(&[]);
+        Table::boxed(
+            items,
+            &crate::tui::columns::EVENT_COLUMNS,
+            log.map(|l| l.meta.version).unwrap_or(0),
+        )
+    }
+
+    fn after_sync(&self, view: &mut View, rows: &dyn Rows, _store: &Store) {
+        if view.tail.follow {
+            rows.op(&mut view.table, TableOp::Bottom);
+        }
+    }
+
+    fn context_stack(&self, _app: &App) -> Option<StackTarget> {
+        Some(self.stack.clone())
+    }
+
+    fn open(&self, app: &mut App) {
+        let items = app
+            .store()
+            .events
+            .get(&self.stack.id)
+            .map(|l| l.events.as_slice())
+            .unwrap_or(&[]);
+        let target = app.view().table.selected(items).map(|e| {
+            (
+                e.stack
+                    .as_ref()
+                    .map(StackTarget::from_ref)
+                    .unwrap_or_else(|| self.stack.clone()),
+                e.resource_name.clone(),
+            )
+        });
+        if let Some((stack, focus)) = target {
+            app.push(ViewKind::Tree {
+                stack,
+                focus: Some(focus),
+            });
+        }
+    }
+
+    fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
+        let log = app.store().events.get(&self.stack.id);
+        events::draw(app, view, self.stack, log, frame, area);
+    }
+}

@@ -1,0 +1,63 @@
+//! The operator journal: what this console (and others) did, newest at the bottom.
+
+use super::{Plan, Rows, Screen, Table, TableOp};
+use crate::tui::draw::journal;
+use crate::tui::keys::{self, KeyContext};
+use crate::tui::state::store::{FetchMeta, Store};
+use crate::tui::state::view::View;
+use crate::tui::state::App;
+use crate::tui::widgets::table::TableState;
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+pub struct Journal;
+
+impl Screen for Journal {
+    fn title(&self) -> &'static str {
+        "Journal"
+    }
+
+    fn crumb(&self) -> String {
+        "journal".into()
+    }
+
+    fn key_contexts(&self) -> &'static [KeyContext] {
+        keys::JOURNAL_VIEW
+    }
+
+    fn meta<'s>(&self, store: &'s Store) -> Option<&'s FetchMeta> {
+        Some(&store.journal.meta)
+    }
+
+    fn plan(&self, app: &mut App, p: Plan) {
+        app.want_journal(p.force);
+    }
+
+    fn table<'s>(
+        &self,
+        store: &'s Store,
+        _state: &TableState,
+        _faults: bool,
+    ) -> Option<Box<dyn Rows + 's>> {
+        let log = &store.journal;
+        Table::boxed(
+            &log.rows,
+            &crate::tui::ops_columns::JOURNAL_COLUMNS,
+            log.meta.version,
+        )
+    }
+
+    fn after_sync(&self, view: &mut View, rows: &dyn Rows, _store: &Store) {
+        if view.tail.follow {
+            rows.op(&mut view.table, TableOp::Bottom);
+        }
+    }
+
+    fn open(&self, app: &mut App) {
+        app.journal_detail();
+    }
+
+    fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
+        journal::draw(app, view, &app.store().journal, frame, area);
+    }
+}

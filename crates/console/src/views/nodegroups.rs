@@ -1,0 +1,74 @@
+//! A cluster's node groups: Enter opens a group's nodes.
+
+use super::{Plan, Rows, Screen, Table};
+use crate::model::Cluster;
+use crate::tui::draw::panes;
+use crate::tui::keys::{self, KeyContext};
+use crate::tui::state::store::{FetchMeta, Store};
+use crate::tui::state::view::{StackTarget, View};
+use crate::tui::state::App;
+use crate::tui::widgets::table::TableState;
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+pub struct NodeGroups<'a> {
+    pub cluster: &'a Cluster,
+}
+
+/// The node groups of `cluster` as last listed, as a table (shared with the dashboard).
+pub(super) fn groups_table<'s>(store: &'s Store, cluster: &Cluster) -> Option<Box<dyn Rows + 's>> {
+    let slot = store.nodegroups.get(&cluster.id);
+    let items = slot.and_then(|s| s.data.as_deref()).unwrap_or(&[]);
+    let version = slot.map(|s| s.meta.version).unwrap_or(0);
+    Table::boxed(items, &crate::tui::columns::NODEGROUP_COLUMNS, version)
+}
+
+/// The stack of the selected (or the view's) node group.
+pub(super) fn group_stack(app: &App) -> Option<StackTarget> {
+    let id = app.selected_nodegroup()?.1.stack_id?;
+    Some(app.stack_target(&id))
+}
+
+impl Screen for NodeGroups<'_> {
+    fn title(&self) -> &'static str {
+        "Node groups"
+    }
+
+    fn crumb(&self) -> String {
+        format!("{} (node groups)", self.cluster.name)
+    }
+
+    fn key_contexts(&self) -> &'static [KeyContext] {
+        keys::NODEGROUPS_VIEW
+    }
+
+    fn meta<'s>(&self, store: &'s Store) -> Option<&'s FetchMeta> {
+        store.nodegroups.get(&self.cluster.id).map(|s| &s.meta)
+    }
+
+    fn plan(&self, app: &mut App, p: Plan) {
+        app.want_nodegroups(self.cluster, p.force, p.now, p.every);
+    }
+
+    fn table<'s>(
+        &self,
+        store: &'s Store,
+        _state: &TableState,
+        _faults: bool,
+    ) -> Option<Box<dyn Rows + 's>> {
+        groups_table(store, self.cluster)
+    }
+
+    fn context_stack(&self, app: &App) -> Option<StackTarget> {
+        group_stack(app)
+    }
+
+    fn open(&self, app: &mut App) {
+        app.nav_nodes();
+    }
+
+    fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
+        let slot = app.store().nodegroups.get(&self.cluster.id);
+        panes::nodegroups(app, view, self.cluster, slot, frame, area, true);
+    }
+}

@@ -1,0 +1,65 @@
+//! The project's Heat stacks: Enter opens a stack's tree.
+
+use super::{Plan, Rows, Screen, Table};
+use crate::tui::draw::panes;
+use crate::tui::keys::{self, KeyContext};
+use crate::tui::state::store::{FetchMeta, Store};
+use crate::tui::state::view::{StackTarget, View};
+use crate::tui::state::App;
+use crate::tui::widgets::table::TableState;
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+pub struct Stacks;
+
+impl Screen for Stacks {
+    fn title(&self) -> &'static str {
+        "Stacks"
+    }
+
+    fn crumb(&self) -> String {
+        "stacks".into()
+    }
+
+    fn key_contexts(&self) -> &'static [KeyContext] {
+        keys::STACKS_VIEW
+    }
+
+    fn meta<'s>(&self, store: &'s Store) -> Option<&'s FetchMeta> {
+        Some(&store.stacks.meta)
+    }
+
+    fn plan(&self, app: &mut App, p: Plan) {
+        app.want_stacks(p.force, p.now, p.every);
+    }
+
+    fn table<'s>(
+        &self,
+        store: &'s Store,
+        _state: &TableState,
+        _faults: bool,
+    ) -> Option<Box<dyn Rows + 's>> {
+        let items = store.stacks.data.as_deref().unwrap_or(&[]);
+        Table::boxed(
+            items,
+            &crate::tui::columns::STACK_COLUMNS,
+            store.stacks.meta.version,
+        )
+    }
+
+    fn context_stack(&self, app: &App) -> Option<StackTarget> {
+        let v = app.view();
+        let items = app.store().stacks.data.as_deref().unwrap_or(&[]);
+        v.table
+            .selected(items)
+            .map(|s| StackTarget::from_ref(&s.stack))
+    }
+
+    fn open(&self, app: &mut App) {
+        app.nav_tree();
+    }
+
+    fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
+        panes::stacks(app, view, &app.store().stacks, frame, area);
+    }
+}

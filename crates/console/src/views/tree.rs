@@ -1,0 +1,134 @@
+//! A stack's resource tree with the why-stuck analysis: Enter opens a nested stack or a
+//! server resource's Nova server.
+
+use super::{Plan, Rows, Screen, Table};
+use crate::model::{NodeKey, ServerTarget, StackResource};
+use crate::tui::draw::tree;
+use crate::tui::keys::{self, KeyContext};
+use crate::tui::state::store::{FetchMeta, Store, TreeRow};
+use crate::tui::state::view::{StackTarget, View, ViewKind};
+use crate::tui::state::{App, Level};
+use crate::tui::widgets::table::{TableRow, TableState};
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+/// Heat's resource type of a Nova server.
+const SERVER_TYPE: &str = "OS::Nova::Server";
+
+pub struct Tree<'a> {
+    pub stack: &'a StackTarget,
+    /// A resource to select once the tree is there (opened from an event).
+    pub focus: &'a Option<String>,
+}
+
+fn rows<'s>(store: &'s Store, stack_id: &str) -> &'s [TreeRow] {
+    store
+        .trees
+        .get(stack_id)
+        .and_then(|s| s.data.as_ref())
+        .map(|t| t.rows.as_slice())
+        .unwrap_or(&[])
+}
+
+impl Tree<'_> {
+    /// A server resource that Nova created (it has a physical id): its detail's target.
+    fn server_of(&self, r: &StackResource) -> Option<ServerTarget> {
+        if r.resource_type != SERVER_TYPE {
+            return None;
+        }
+        Some(ServerTarget {
+            key: NodeKey {
+                nodegroup: r
+                    .owner
+                    .as_ref()
+                    .map_or(self.stack.id.clone(), |o| o.id.clone()),
+                member: r.name.clone(),
+            },
+            name: r.name.clone(),
+            server_id: Some(r.physical_id.clone().filter(|p| !p.is_empty())?),
+            member_stack: r.owner.as_ref().map(|o| o.id.clone()),
+            group_stack: None,
+        })
+    }
+}
+
+impl Screen for Tree<'_> {
+    fn title(&self) -> &'static str {
+        "Stack tree"
+    }
+
+    fn crumb(&self) -> String {
+        self.stack.label().to_string()
+    }
+
+    fn key_contexts(&self) -> &'static [KeyContext] {
+        keys::TREE_VIEW
+    }
+
+    fn meta<'s>(&self, store: &'s Store) -> Option<&'s FetchMeta> {
+        store.trees.get(&self.stack.id).map(|s| &s.meta)
+    }
+
+    fn plan(&self, app: &mut App, p: Plan) {
+        app.want_tree(self.stack.clone(), p.force, p.now, p.every, p.paused);
+    }
+
+    fn table<'s>(
+        &self,
+        store: &'s Store,
+        _state: &TableState,
+        _faults: bool,
+    ) -> Option<Box<dyn Rows + 's>> {
+        let version = store
+            .trees
+            .get(&self.stack.id)
+            .map(|s| s.meta.version)
+            .unwrap_or(0);
+        Table::boxed(
+            rows(store, &self.stack.id),
+            &crate::tui::columns::TREE_COLUMNS,
+            version,
+        )
+    }
+
+    fn after_sync(&self, view: &mut View, table: &dyn Rows, store: &Store) {
+        let Some(f) = self.focus else {
+            return;
+        };
+        if let Some(r) = rows(store, &self.stack.id)
+            .iter()
+            .find(|r| &r.resource.name == f)
+        {
+            table.select_id(&mut view.table, &r.row_id());
+            view.kind = ViewKind::Tree {
+                stack: self.stack.clone(),
+                focus: None,
+            };
+        }
+    }
+
+    fn context_stack(&self, _app: &App) -> Option<StackTarget> {
+        Some(self.stack.clone())
+    }
+
+    fn open(&self, app: &mut App) {
+        let selected = app
+            .view()
+            .table
+            .selected(rows(app.store(), &self.stack.id))
+            .map(|r| &r.resource);
+        let server = selected.and_then(|r| self.server_of(r));
+        match (selected.and_then(|r| r.nested.clone()), server) {
+            (Some(nested), _) => app.push(ViewKind::Tree {
+                stack: StackTarget::from_ref(&nested),
+                focus: None,
+            }),
+            (None, Some(target)) => app.push(ViewKind::Server { target }),
+            (None, None) => app.set_status(Level::Info, "this resource has no nested stack"),
+        }
+    }
+
+    fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
+        tree::draw(app, view, self.stack, app.store(), frame, area);
+    }
+}
