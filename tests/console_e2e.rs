@@ -447,9 +447,13 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
     counted(&mut c, &mut stuck, "/staging", "the filter line", |s| {
         s.has("/staging")
     });
-    counted(&mut c, &mut stuck, ENTER, "the list filtered to staging", |s| {
-        counter(s, "Clusters") == Some((1, 6))
-    });
+    counted(
+        &mut c,
+        &mut stuck,
+        ENTER,
+        "the list filtered to staging",
+        |s| counter(s, "Clusters") == Some((1, 6)),
+    );
     counted(&mut c, &mut stuck, ENTER, "staging's dashboard", |s| {
         s.has_all(&["› staging", "Node groups of staging"])
     });
@@ -475,18 +479,26 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
     c.press(&format!(":clusters{ENTER}"), "the cluster list", |s| {
         s.has("Clusters [")
     });
-    c.press(ESC, "the filter cleared", |s| counter(s, "Clusters") == Some((6, 6)));
+    c.press(ESC, "the filter cleared", |s| {
+        counter(s, "Clusters") == Some((6, 6))
+    });
     let mut reason = 0;
     counted(&mut c, &mut reason, "/batch-jobs", "the filter line", |s| {
         s.has("/batch-jobs")
     });
-    counted(&mut c, &mut reason, ENTER, "the list filtered to batch-jobs", |s| {
-        counter(s, "Clusters") == Some((1, 6))
-    });
+    counted(
+        &mut c,
+        &mut reason,
+        ENTER,
+        "the list filtered to batch-jobs",
+        |s| counter(s, "Clusters") == Some((1, 6)),
+    );
     counted(&mut c, &mut reason, ENTER, "batch-jobs' dashboard", |s| {
         s.has("Node groups of batch-jobs")
     });
-    counted(&mut c, &mut reason, "F", "faults only", |s| s.has("FAULTS ONLY"));
+    counted(&mut c, &mut reason, "F", "faults only", |s| {
+        s.has("FAULTS ONLY")
+    });
     counted(&mut c, &mut reason, "/worker", "the filter line", |s| {
         s.has("/worker")
     });
@@ -496,15 +508,24 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
     counted(&mut c, &mut reason, ENTER, "its failed node, alone", |s| {
         counter(s, "Nodes of default-worker").is_some_and(|(shown, _)| shown == 1)
     });
-    counted(&mut c, &mut reason, ENTER, "the failed node's whole reason", |s| {
-        s.has_all(&[
-            "Status     ERROR",
-            "Fault      [500] No valid host was found. There are not enough hosts available.",
-            "NoValidHost",
-        ])
-    });
+    counted(
+        &mut c,
+        &mut reason,
+        ENTER,
+        "the failed node's whole reason",
+        |s| {
+            s.has_all(&[
+                "Status     ERROR",
+                "Fault      [500] No valid host was found. There are not enough hosts available.",
+                "NoValidHost",
+            ])
+        },
+    );
     println!("keystrokes from the cluster list: to staging's cause {stuck}, to batch-jobs' failed node's full reason {reason}");
-    assert!(stuck <= 12 && reason <= 20, "stuck {stuck}, reason {reason}");
+    assert!(
+        stuck <= 12 && reason <= 20,
+        "stuck {stuck}, reason {reason}"
+    );
     c.send("q");
     let status = c.wait_exit();
     assert!(status.success(), "exit status {status}");

@@ -176,7 +176,6 @@ pub fn csv_line(cells: &[String]) -> String {
         .join(",")
 }
 
-
 /// What every headless command returns; the error is printed on stderr by `main`.
 pub type CmdResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 

@@ -61,7 +61,7 @@ pub struct FakeData {
     /// Nova servers by id or name (the node detail); a node without one is "not found".
     pub servers: HashMap<String, crate::model::ServerDetail>,
     /// Stack outputs by stack id: each output and its value as text.
-    pub outputs: HashMap<String, Vec<(super::StackOutput, String)>>,
+    pub outputs: HashMap<String, Vec<(crate::service::StackOutput, String)>>,
     event_seq: u64,
 }
 
@@ -847,7 +847,7 @@ impl CloudService for FakeCloud {
     fn stack_outputs(
         &self,
         stack: StackRef,
-    ) -> BoxFuture<'static, ServiceResult<Vec<super::StackOutput>>> {
+    ) -> BoxFuture<'static, ServiceResult<Vec<crate::service::StackOutput>>> {
         self.answer(FakeOp::StackOutputs, move |d| {
             let outputs = d
                 .outputs
@@ -862,7 +862,7 @@ impl CloudService for FakeCloud {
         &self,
         stack: StackRef,
         key: String,
-    ) -> BoxFuture<'static, ServiceResult<super::ResolvedOutput>> {
+    ) -> BoxFuture<'static, ServiceResult<crate::service::ResolvedOutput>> {
         let found = self.answer(FakeOp::StackOutput, move |d| {
             let outputs = d
                 .outputs
@@ -872,14 +872,14 @@ impl CloudService for FakeCloud {
             outputs
                 .iter()
                 .find(|(o, _)| o.key == key)
-                .map(|(o, value)| super::ResolvedOutput {
+                .map(|(o, value)| crate::service::ResolvedOutput {
                     key: o.key.clone(),
                     value: value.clone(),
                     error: None,
                 })
                 .ok_or_else(|| {
                     ServiceError::new(
-                        super::ErrorKind::NotFound,
+                        crate::service::ErrorKind::NotFound,
                         format!("stack {} has no output {key}", stack.name),
                     )
                 })

@@ -5,8 +5,8 @@
 //! once after a 401 (the transport then retries that request once). Renewal happens under one
 //! lock, so a hundred requests that find the token stale share one Keystone call.
 
-use crate::api_error::{ApiError, ApiResult};
 use crate::api::http::{Request, SentToken, TokenSource, Transport};
+use crate::api_error::{ApiError, ApiResult};
 pub use crate::config::clouds::{Credentials, DomainRef, ProjectScope, UserRef};
 use crate::config::Secret;
 use chrono::{DateTime, Utc};

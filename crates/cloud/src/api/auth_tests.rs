@@ -1,8 +1,8 @@
 //! Keystone token handling against a fake Keystone + service on the fault server.
 
 use crate::api::auth::*;
-use crate::api_error::ApiError;
 use crate::api::http::{Request, Transport, TransportConfig};
+use crate::api_error::ApiError;
 use crate::config::Secret;
 use crate::fetch::{fan_out, BudgetConfig, RequestBudget, RetryPolicy};
 use crate::testing::fault_server::{FaultServer, Hit, Reply};

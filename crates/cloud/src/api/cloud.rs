@@ -6,12 +6,12 @@
 //! `X-Auth-Project` headers the way Heat's noauth middleware expects.
 
 use crate::api::auth::TokenManager;
-use crate::api_error::{ApiError, ApiResult};
 use crate::api::heat::HeatClient;
 use crate::api::http::{Transport, TransportConfig};
 use crate::api::limits::{Purpose, ResponseMemory, Timeouts};
 use crate::api::magnum::MagnumClient;
 use crate::api::nova::NovaClient;
+use crate::api_error::{ApiError, ApiResult};
 use crate::config::clouds::permission_warnings;
 use crate::config::{CalderaSettings, CloudConfig};
 use crate::fetch::{AbortOnDrop, BudgetConfig, RequestBudget, RetryPolicy};

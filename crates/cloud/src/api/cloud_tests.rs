@@ -1,8 +1,8 @@
 //! CloudConnection against a fake Keystone whose catalog points back at the fault server.
 
 use crate::api::cloud::*;
-use crate::api_error::ApiError;
 use crate::api::heat::StackListQuery;
+use crate::api_error::ApiError;
 use crate::config::clouds::{Credentials, DomainRef, ProjectScope, UserRef};
 use crate::config::{CalderaSettings, CloudConfig, Secret};
 use crate::fetch::RetryPolicy;

@@ -8,8 +8,8 @@
 //! heatclient's behaviour (resolve once, then use `name/id`) needs to see it. `get_json` follows
 //! a same-origin redirect for GETs explicitly; nothing else does.
 
-use crate::api_error::{excerpt, ApiError, ApiResult, TransportKind};
 use crate::api::limits::{human, human_bytes, Held, NoRoom, Purpose, ResponseMemory, Timeouts};
+use crate::api_error::{excerpt, ApiError, ApiResult, TransportKind};
 use crate::config::ConfigError;
 use crate::fetch::retry::{parse_retry_after, RetryPolicy};
 use crate::fetch::RequestBudget;

@@ -1,8 +1,8 @@
 //! Nova: just enough to find servers and their addresses (for node IPs when Heat outputs do not
 //! carry them, and for reconciliation).
 
-use crate::api_error::{ApiError, ApiResult};
 use crate::api::http::Transport;
+use crate::api_error::{ApiError, ApiResult};
 use crate::fetch::{paginate, Page};
 use crate::model::server::{power_state_name, ServerAddr};
 use crate::model::{ConsoleTail, ServerDetail, ServerFault};

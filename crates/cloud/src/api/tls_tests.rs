@@ -2,8 +2,8 @@
 //! test CA (tests/fixtures/tls): default verification refuses it, `cacert` trusts it,
 //! `verify: false` accepts it.
 
-use crate::api_error::{ApiError, TransportKind};
 use crate::api::http::{Transport, TransportConfig};
+use crate::api_error::{ApiError, TransportKind};
 use crate::fetch::RetryPolicy;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};

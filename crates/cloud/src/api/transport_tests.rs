@@ -1,8 +1,8 @@
 //! Transport behaviour against the local fault server: retries, budget, errors, redirects,
 //! cancellation.
 
-use crate::api_error::{ApiError, TransportKind};
 use crate::api::http::{Redirect, Request, Transport, TransportConfig};
+use crate::api_error::{ApiError, TransportKind};
 use crate::fetch::{fan_out, BudgetConfig, RequestBudget, RetryPolicy};
 use crate::testing::fault_server::{closed_port_url, FaultServer, Reply};
 use futures::StreamExt;

@@ -26,10 +26,10 @@ use super::{
 use crate::api::heat::{
     HeatClient, ResourceQuery, StackCreate, StackDetail, StackListQuery, StackUpdate,
 };
+use crate::drivers::rollout_plan::{RolloutOptions, RolloutPlan};
 use crate::fetch::fan_out;
 use crate::journal::ApiCall;
 use crate::model::{Cluster, DriverKind, Health, Node, NodeKey, StackRef, Status};
-use crate::drivers::rollout_plan::{RolloutOptions, RolloutPlan};
 use crate::report::{ErrorKind, ServiceError, ServiceResult};
 use crate::templates::{self, Machines};
 use futures::future::BoxFuture;

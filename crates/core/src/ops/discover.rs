@@ -827,7 +827,6 @@ pub fn parse_json_text(s: &str) -> Option<serde_json::Value> {
     serde_json::from_str(t).ok()
 }
 
-
 #[cfg(test)]
 mod tests {
 

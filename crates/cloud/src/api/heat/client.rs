@@ -5,8 +5,8 @@
 //! [`HeatClient::resolve`].
 
 use super::wire::{self, link};
-use crate::api_error::{ApiError, ApiResult};
 use crate::api::http::{Redirect, Request, Transport};
+use crate::api_error::{ApiError, ApiResult};
 use crate::fetch::{paginate, Page};
 use crate::model::{StackEvent, StackRef, StackResource, StackSummary, Status};
 use chrono::{DateTime, Utc};

@@ -1,8 +1,8 @@
 //! HeatClient against the fault server, serving bodies captured from a real Heat 27.
 
 use super::*;
-use crate::api_error::ApiError;
 use crate::api::http::{Transport, TransportConfig};
+use crate::api_error::ApiError;
 use crate::fetch::{BudgetConfig, RequestBudget, RetryPolicy};
 use crate::model::{StackRef, StatusState};
 use crate::testing::fault_server::{FaultServer, Hit, Reply};

@@ -8,9 +8,9 @@
 
 use super::backend::{self, Backing, TemplateFacts};
 use super::wire;
-use crate::api_error::{ApiError, ApiResult};
 use crate::api::http::{Request, Transport};
 use crate::api::limits::Purpose;
+use crate::api_error::{ApiError, ApiResult};
 use crate::fetch::{paginate, Page};
 use crate::model::{Cluster, DriverKind, Health, NodeGroup, Role, Status};
 use futures::Stream;

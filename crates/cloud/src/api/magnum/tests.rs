@@ -1,8 +1,8 @@
 //! MagnumClient against the fault server. Bodies follow the Magnum api-ref examples.
 
 use super::client::*;
-use crate::api_error::ApiError;
 use crate::api::http::{Transport, TransportConfig};
+use crate::api_error::ApiError;
 use crate::fetch::{BudgetConfig, RequestBudget, RetryPolicy};
 use crate::model::{DriverKind, Health, Role, StatusState};
 use crate::testing::fault_server::{FaultServer, Hit, Reply};
