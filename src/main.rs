@@ -3,7 +3,7 @@
 use caldera::cli::args::ActionArgs;
 use caldera::cli::args::{Cli, Command};
 use caldera::cli::output::is_closed_pipe;
-use caldera::cli::{actions, commands, connect};
+use caldera::cli::{commands, connect, operate};
 use caldera::model::terminal_safe_lines;
 use caldera::service::live::LiveService;
 use caldera::service::live_operator::LiveOperator;
@@ -67,9 +67,9 @@ async fn run(cli: Cli) -> commands::CmdResult {
         }
         // Benchmarks start their own simulators and connections.
         Some(Command::Bench(args)) => caldera::bench::run(args).await,
-        Some(Command::Journal { repair: true, .. }) => actions::journal_repair(&cli.actions).await,
+        Some(Command::Journal { repair: true, .. }) => operate::journal_repair(&cli.actions).await,
         Some(Command::Journal { follow, format, .. }) => {
-            actions::journal(&cli.actions, follow, format).await
+            operate::journal(&cli.actions, follow, format).await
         }
         Some(command) => {
             let endpoint = connect::choose(&cli.conn, false)?;
@@ -86,7 +86,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
             }
             let result = match command {
                 Command::Scale { .. } | Command::Rollout { .. } | Command::Heat { .. } => {
-                    actions::run(command, conn, &cli.actions).await
+                    operate::run(command, conn, &cli.actions).await
                 }
                 other => commands::run(other, conn).await,
             };
@@ -151,10 +151,10 @@ fn console_operator(
     poll: std::time::Duration,
     notices: &mut Vec<String>,
 ) -> Option<Arc<dyn Operator>> {
-    match actions::actions_config(args) {
+    match operate::actions_config(args) {
         Ok(config) => Some(Arc::new(LiveOperator::new(
             conn,
-            actions::action_context(conn, args),
+            operate::action_context(conn, args),
             config,
             poll,
         ))),

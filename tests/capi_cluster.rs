@@ -465,7 +465,7 @@ fn tokens(name: &str) -> Vec<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     use caldera::drivers::Driver;
-    use caldera::service::observed_update::{find_any, observe_any, Watches};
+    use caldera::service::watch::{find_any, observe_any, Watches};
     let sim = sim::start(SimOptions::fast("demo", 60.0))
         .await
         .expect("simulator");

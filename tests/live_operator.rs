@@ -6,7 +6,7 @@
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::ResourceQuery;
 use caldera::api::nova::{ServerInfo, ServerQuery};
-use caldera::drivers::actions::ActionContext;
+use caldera::drivers::apply::ActionContext;
 use caldera::drivers::guard::Guard;
 use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec, ScaleRequest, UpgradePlan};

@@ -4,7 +4,7 @@
 //! number of requests on a 1000-node group.
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::drivers::actions::ActionContext;
+use caldera::drivers::apply::ActionContext;
 use caldera::drivers::guard::Guard;
 use caldera::drivers::UpgradePlan;
 use caldera::journal::{Actor, Journal};

@@ -80,7 +80,7 @@ struct Injector {
     nth: usize,
     seen: AtomicUsize,
     inject: Inject,
-    env_ctx: caldera::drivers::actions::ActionContext,
+    env_ctx: caldera::drivers::apply::ActionContext,
     heat: caldera::api::heat::HeatClient,
     plan: RolloutPlan,
     fired: Arc<Notify>,
@@ -661,7 +661,7 @@ async fn every_step_every_control_keeps_the_invariants() {
 }
 
 /// One start of a pair: the plan and the context (journal, locks) it starts from.
-type PairStart = (RolloutPlan, caldera::drivers::actions::ActionContext);
+type PairStart = (RolloutPlan, caldera::drivers::apply::ActionContext);
 
 /// Each pair's two starts at the same moment (all pairs at once); their plans and results.
 async fn start_pairs(

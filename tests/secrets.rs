@@ -291,7 +291,7 @@ async fn readable_clouds_yaml_with_a_password_is_warned_about() {
 /// carry a credential or a token, whether the action succeeds, fails or is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_journal_holds_no_secret() {
-    use caldera::drivers::actions::{scale, ActionContext};
+    use caldera::drivers::apply::{scale, ActionContext};
     use caldera::drivers::guard::Guard;
     use caldera::drivers::magnum::MagnumDriver;
     use caldera::drivers::{Driver, ScaleRequest};

@@ -70,7 +70,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
         Command::Bench(_) => Err("`caldera bench` is handled before connecting".into()),
         Command::Journal { .. } => Err("`caldera journal` is handled before connecting".into()),
         Command::Scale { .. } | Command::Rollout { .. } | Command::Heat { .. } => {
-            Err("action commands run through cli::actions::run".into())
+            Err("action commands run through cli::operate::run".into())
         }
     }
 }

@@ -1,9 +1,9 @@
 //! Headless commands: data on stdout, progress on stderr.
 
-pub mod actions;
 pub mod args;
 pub mod commands;
 pub mod connect;
 pub mod follow;
+pub mod operate;
 pub mod output;
 pub mod targets;

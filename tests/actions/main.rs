@@ -64,7 +64,7 @@ async fn sim_failing_post_node_hook_pauses_at_that_node() {
 /// upgrade with max_batch_size, each planned with its exact call and journaled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_magnum_resize_and_upgrade() {
-    use caldera::drivers::actions;
+    use caldera::drivers::apply;
     use caldera::drivers::magnum::MagnumDriver;
     use caldera::drivers::{Driver, ScaleRequest};
     let sim = sim::start(SimOptions::fast("small", 50.0))
@@ -118,7 +118,7 @@ async fn sim_magnum_resize_and_upgrade() {
     assert_eq!(plan.calls[0].method, "POST");
     assert!(plan.calls[0].path.ends_with("/actions/resize"));
     assert!(plan.calls[0].body.contains("\"nodes_to_remove\":[\"1\"]"));
-    actions::scale(&env.ctx, &driver, &plan, None)
+    apply::scale(&env.ctx, &driver, &plan, None)
         .await
         .expect("resize");
     let cluster_id = target.cluster_id.clone().expect("uuid");

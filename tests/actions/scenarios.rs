@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
-use caldera::drivers::actions::{self, ActionContext};
+use caldera::drivers::apply::{self, ActionContext};
 use caldera::drivers::guard::Guard;
 use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScaleRequest};
@@ -13,7 +13,7 @@ use caldera::journal::{Actor, Journal, Outcome};
 use caldera::lifecycle::HookSet;
 use caldera::model::{StackEvent, StackRef};
 use caldera::rollout::engine::{self, find_active, EngineOptions};
-use caldera::rollout::observe::newest_event;
+use caldera::rollout::heat_reader::newest_event;
 use caldera::rollout::{
     AbortMode, Control, NodePhase, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
 };
@@ -335,7 +335,7 @@ pub async fn scale_scenario(env: &Env, cluster: &str) {
         .await
         .expect("plan up");
     assert_eq!(up.added, ["10", "11", "12", "13"]);
-    actions::scale(&env.ctx, &env.driver, &up, None)
+    apply::scale(&env.ctx, &env.driver, &up, None)
         .await
         .expect("scale up");
     assert_eq!(env.settle(&stack).await, "UPDATE_COMPLETE");
@@ -354,7 +354,7 @@ pub async fn scale_scenario(env: &Env, cluster: &str) {
         .expect("plan down");
     assert_eq!(down.removed, ["3", "7"]);
     assert!(down.added.is_empty());
-    actions::scale(&env.ctx, &env.driver, &down, None)
+    apply::scale(&env.ctx, &env.driver, &down, None)
         .await
         .expect("scale down");
     assert_eq!(env.settle(&stack).await, "UPDATE_COMPLETE");

@@ -29,7 +29,7 @@
 //! Heat's preview shows the top-level owner (`roles`) changing, and the hooks environment
 //! nests the members' breakpoints under each owner.
 
-use super::actions::ActionContext;
+use super::apply::ActionContext;
 use super::guard::Reach;
 use super::{Limits, NodeGroupTarget};
 use crate::api::heat::{HeatClient, PreviewChanges, ResourceQuery, StackUpdate};

@@ -20,7 +20,7 @@
 //! - `PATCH .../resources/{name} {"mark_unhealthy": true}` sets the resource to
 //!   `CHECK_FAILED` with the given reason; the next update replaces it.
 
-use super::actions::ActionContext;
+use super::apply::ActionContext;
 use super::guard::Reach;
 use super::heat_native::stack_path;
 use super::refused;

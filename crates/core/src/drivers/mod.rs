@@ -8,11 +8,11 @@
 //! - [`magnum::MagnumDriver`]: Magnum clusters, through Magnum's resize and upgrade actions.
 //!
 //! Every change is first a *plan* (the members added/removed or updated and the exact API
-//! calls), shown to the operator; `crate::drivers::actions` applies a plan behind the guard
+//! calls), shown to the operator; `crate::drivers::apply` applies a plan behind the guard
 //! rails and writes it to the journal.
 
-pub mod actions;
 pub mod any_group;
+pub mod apply;
 pub mod guard;
 pub mod heat_native;
 pub mod layout;

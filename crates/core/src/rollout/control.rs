@@ -8,7 +8,7 @@ use super::engine::{
 use super::lock::{self, Holder, LockState};
 use super::{RolloutOptions, RolloutPlan};
 use crate::api::heat::HeatClient;
-use crate::drivers::actions::ActionContext;
+use crate::drivers::apply::ActionContext;
 use crate::drivers::guard::Reach;
 use crate::drivers::NodeGroupTarget;
 use crate::journal::{Entry, Outcome};

@@ -3,18 +3,18 @@
 //! resume, skip and abort.
 //!
 //! Its truth is Heat's: which members are paused, released, done or failed comes from the
-//! group's events and the members' stacks ([`HeatObserver`]); the journal adds what Heat
+//! group's events and the members' stacks ([`HeatReader`]); the journal adds what Heat
 //! cannot know (the plan, which operator hooks already ran). A member is released only when
 //! Heat shows it paused on its hook in the current update, so a restarted process, or a
 //! second one, never releases a member twice: Heat itself refuses to clear a hook that is
 //! not pending.
 
+use super::heat_reader::{newest_event, HeatReader};
 use super::lock::{self, ControlLock, DriverLock};
-use super::observe::{newest_event, HeatObserver};
 use super::plan::RolloutPlan;
 use super::status::{DriverInfo, NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::api::heat::{HeatClient, StackAction, StackUpdate};
-use crate::drivers::actions::ActionContext;
+use crate::drivers::apply::ActionContext;
 use crate::drivers::guard::Reach;
 use crate::drivers::heat_native::{group_stack_of, stack_path, update_body_text};
 use crate::journal::{ApiCall, Entry, Journal, Outcome};
@@ -499,7 +499,7 @@ async fn spawn(
 ) -> ServiceResult<RolloutHandle> {
     driver_lock.set_rollout(&plan.id);
     let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
-    let mut obs = HeatObserver::new(
+    let mut obs = HeatReader::new(
         heat.clone(),
         plan.stack.clone(),
         group,
@@ -660,7 +660,7 @@ struct Runner {
     aborting: Option<Aborting>,
     plan: RolloutPlan,
     options: EngineOptions,
-    obs: HeatObserver,
+    obs: HeatReader,
     status: RolloutStatus,
     paused: Option<String>,
     skipped: BTreeSet<String>,
@@ -1871,7 +1871,7 @@ pub fn parse_request(e: &Entry) -> Option<Control> {
 /// Node phases from what Heat says.
 fn fill_nodes(
     status: &mut RolloutStatus,
-    obs: &HeatObserver,
+    obs: &HeatReader,
     skipped: &BTreeSet<String>,
     current: Option<usize>,
 ) {
@@ -1915,7 +1915,7 @@ pub async fn observe_status(
     plan: &RolloutPlan,
 ) -> ServiceResult<RolloutStatus> {
     let group = group_stack_of(heat, &plan.stack, plan.group_resource()).await?;
-    let mut obs = HeatObserver::new(
+    let mut obs = HeatReader::new(
         heat.clone(),
         plan.stack.clone(),
         group,

@@ -16,8 +16,8 @@
 
 pub mod control;
 pub mod engine;
+pub mod heat_reader;
 pub mod lock;
-pub mod observe;
 pub mod observed;
 pub mod observed_nova;
 /// The plan types live with the drivers, which produce them (`UpgradePlan::Rollout`).

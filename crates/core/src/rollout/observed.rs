@@ -15,7 +15,7 @@
 //! A Magnum cluster run by a Cluster API driver has no Heat stack: its update is watched
 //! from Nova instead ([`UpdateSource::Nova`], classified by `super::observed_nova`).
 
-use super::observe::SUPERSEDED_MARK;
+use super::heat_reader::SUPERSEDED_MARK;
 use super::status::{NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::drivers::{member_order, NodeGroupTarget};
 use crate::model::{CapiCluster, Role, StackEvent, StackRef, Status};

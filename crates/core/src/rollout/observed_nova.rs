@@ -1,5 +1,5 @@
 //! A Magnum upgrade or resize of a cluster run by a Cluster API driver, seen node by node
-//! from Nova, in the rollout view's shape. Pure: the I/O is `service::observed_nova`.
+//! from Nova, in the rollout view's shape. Pure: the I/O is `service::watch_capi`.
 //!
 //! Cluster API never changes a machine in place. A MachineDeployment's rolling update
 //! (default `maxSurge: 1`, `maxUnavailable: 0`) and a KubeadmControlPlane's rollout create

@@ -1,15 +1,15 @@
 //! `LiveOperator`: the console's [`Operator`] over a real connection (a cloud, a standalone
 //! Heat or the simulator). It resolves the console's rows to a driver the same way the
 //! headless commands do (`drivers::resolve`) and acts through the same guarded, journaled
-//! paths (`drivers::actions`, `rollout::engine`, `rollout::control`), so an action from the
+//! paths (`drivers::apply`, `rollout::engine`, `rollout::control`), so an action from the
 //! console and the same action from `caldera scale` / `caldera rollout` leave the same trail.
 
-use super::observed_update::{self, Watches};
 use super::operator::Operator;
+use super::watch::{self, Watches};
 use super::{ErrorKind, ServiceError, ServiceResult};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::HeatClient;
-use crate::drivers::actions::{self, ActionContext};
+use crate::drivers::apply::{self, ActionContext};
 use crate::drivers::guard::Guard;
 use crate::drivers::manual::{self, ControlPlan, Request as ControlRequest};
 use crate::drivers::resolve::Drivers;
@@ -123,7 +123,7 @@ impl Operator for LiveOperator {
         let me = self.inner.clone();
         async move {
             let driver = me.drivers.of(plan.target.driver)?;
-            actions::scale(&me.action, driver, &plan, confirm.as_deref()).await
+            apply::scale(&me.action, driver, &plan, confirm.as_deref()).await
         }
         .boxed()
     }
@@ -172,7 +172,7 @@ impl Operator for LiveOperator {
                 }
                 UpgradePlan::Magnum(plan) => {
                     let magnum = me.drivers.magnum()?;
-                    actions::magnum_upgrade(&me.action, magnum, &plan, confirm.as_deref()).await?;
+                    apply::magnum_upgrade(&me.action, magnum, &plan, confirm.as_deref()).await?;
                     Ok(None)
                 }
             }
@@ -209,7 +209,7 @@ impl Operator for LiveOperator {
         let me = self.inner.clone();
         async move {
             let target = me.target(&cluster, &nodegroup).await?;
-            observed_update::find_any(&me.conn, &target).await
+            watch::find_any(&me.conn, &target).await
         }
         .boxed()
     }
@@ -219,7 +219,7 @@ impl Operator for LiveOperator {
         update: ObservedUpdate,
     ) -> BoxFuture<'static, ServiceResult<RolloutStatus>> {
         let me = self.inner.clone();
-        async move { observed_update::observe_any(&me.conn, &me.watches, &update).await }.boxed()
+        async move { watch::observe_any(&me.conn, &me.watches, &update).await }.boxed()
     }
 
     fn cancel_update(
@@ -230,14 +230,7 @@ impl Operator for LiveOperator {
     ) -> BoxFuture<'static, ServiceResult<()>> {
         let me = self.inner.clone();
         async move {
-            observed_update::cancel_update(
-                &me.heat,
-                &me.action,
-                &update,
-                rollback,
-                confirm.as_deref(),
-            )
-            .await
+            watch::cancel_update(&me.heat, &me.action, &update, rollback, confirm.as_deref()).await
         }
         .boxed()
     }
@@ -325,7 +318,7 @@ impl Operator for LiveOperator {
                 .config
                 .hooks_for(&me.action.actor.cloud, &target.cluster)
                 .timeout();
-            actions::node_action(
+            apply::node_action(
                 &me.action,
                 &target,
                 &command,

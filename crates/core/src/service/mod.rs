@@ -7,9 +7,9 @@
 pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;
-pub mod observed_nova;
-pub mod observed_update;
 pub mod operator;
+pub mod watch;
+pub mod watch_capi;
 
 use crate::model::{
     Cluster, NodeAddress, NodeGroup, ServerDetail, ServerTarget, StackEvent, StackRef,

@@ -41,7 +41,7 @@ pub struct MemberTrack {
     pub stack: Option<StackRef>,
 }
 
-pub struct HeatObserver {
+pub struct HeatReader {
     heat: HeatClient,
     pub nodegroup_stack: StackRef,
     pub group: StackRef,
@@ -72,15 +72,15 @@ fn err(e: crate::api::ApiError) -> ServiceError {
     ServiceError::from(e)
 }
 
-impl HeatObserver {
+impl HeatReader {
     pub fn new(
         heat: HeatClient,
         nodegroup_stack: StackRef,
         group: StackRef,
         since_event: Option<String>,
         since: Option<DateTime<Utc>>,
-    ) -> HeatObserver {
-        HeatObserver {
+    ) -> HeatReader {
+        HeatReader {
             heat,
             nodegroup_stack,
             group,

@@ -9,11 +9,11 @@
 //! (at most `max_events_per_stack`, 1000 by default: five pages); later ones one page.
 
 use super::live::follow_step;
-use super::observed_nova;
+use super::watch_capi;
 use super::{ErrorKind, EventCursor, ServiceError, ServiceResult};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::{HeatClient, ResourceQuery, StackAction};
-use crate::drivers::actions::ActionContext;
+use crate::drivers::apply::ActionContext;
 use crate::drivers::guard::Reach;
 use crate::drivers::heat_native::stack_path;
 use crate::drivers::magnum;
@@ -74,9 +74,7 @@ pub async fn find_any(
     target: &NodeGroupTarget,
 ) -> ServiceResult<Option<ObservedUpdate>> {
     match (&target.stack, target.driver, &conn.magnum) {
-        (None, DriverKind::Magnum, Some(magnum)) => {
-            observed_nova::find_update(magnum, target).await
-        }
+        (None, DriverKind::Magnum, Some(magnum)) => watch_capi::find_update(magnum, target).await,
         _ => find_update(&conn.heat, target).await,
     }
 }
@@ -95,7 +93,7 @@ pub async fn observe_any(
     })?;
     let key = update.target.label();
     let mut seen = take_from(&watches.nova, &key);
-    let status = observed_nova::observe_update(magnum, conn.nova.as_ref(), &mut seen, update).await;
+    let status = watch_capi::observe_update(magnum, conn.nova.as_ref(), &mut seen, update).await;
     put_into(&watches.nova, key, seen);
     status
 }

@@ -5,8 +5,8 @@ use super::args::{ActionArgs, Command, HeatCommand, JournalFormat, RolloutComman
 use super::output::CmdResult;
 use super::output::Format;
 use crate::api::cloud::CloudConnection;
-use crate::drivers::actions::{self, ActionContext};
 use crate::drivers::any_group;
+use crate::drivers::apply::{self, ActionContext};
 use crate::drivers::guard::{Guard, Reach};
 use crate::drivers::manual;
 use crate::drivers::resolve::Drivers;
@@ -321,7 +321,7 @@ async fn scale(
     if !yes && !confirm_prompt("apply this scale?")? {
         return Err("not applied".into());
     }
-    actions::scale(&ctx.action, driver, &plan, confirm.as_deref()).await?;
+    apply::scale(&ctx.action, driver, &plan, confirm.as_deref()).await?;
     eprintln!("scale accepted");
     if no_wait || target.driver != DriverKind::HeatNative {
         return Ok(());
@@ -530,10 +530,9 @@ async fn rollout_status(
     if let Some(plan) = control::find_rollout(heat, &ctx.action, target).await? {
         return observe_status(heat, &ctx.action.journal, &plan).await;
     }
-    if let Some(update) = crate::service::observed_update::find_any(&ctx.conn, target).await? {
-        let watches = crate::service::observed_update::Watches::default();
-        let mut status =
-            crate::service::observed_update::observe_any(&ctx.conn, &watches, &update).await?;
+    if let Some(update) = crate::service::watch::find_any(&ctx.conn, target).await? {
+        let watches = crate::service::watch::Watches::default();
+        let mut status = crate::service::watch::observe_any(&ctx.conn, &watches, &update).await?;
         status.id = format!("observed ({})", update.label());
         return Ok(status);
     }
@@ -829,7 +828,7 @@ async fn magnum_upgrade(
     if !yes && !confirm_prompt("start this upgrade?")? {
         return Err("not started".into());
     }
-    actions::magnum_upgrade(&ctx.action, magnum, &plan, confirm.as_deref()).await?;
+    apply::magnum_upgrade(&ctx.action, magnum, &plan, confirm.as_deref()).await?;
     eprintln!("upgrade accepted by Magnum");
     Ok(())
 }

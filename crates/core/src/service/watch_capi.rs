@@ -1,5 +1,5 @@
 //! Watching a Magnum upgrade or resize of a Cluster API cluster (no Heat stack) from Magnum
-//! and Nova, for `observed_update`. Each look costs three requests whatever the node
+//! and Nova, for `watch`. Each look costs three requests whatever the node
 //! group's size: Magnum's cluster (its status), Magnum's node group (the image it asks for)
 //! and one paged listing of the cluster's servers (`capi_nodes::cluster_servers`, 500 a
 //! page). What the node-by-node classification means is in `rollout::observed_nova`.
