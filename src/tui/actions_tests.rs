@@ -3,13 +3,14 @@
 //! guard rails, the rollout view's controls and take-over, the journal and node actions;
 //! snapshots at 80x24 and 200x60 with a fixed clock.
 
+use super::action::NO_ACTIONS;
 use super::action::{Action, Driver, Reply, Request};
 use super::config::{resolve, ConsoleOptions};
 use super::keys::KeyAction;
 use super::state::actions::Dialog;
 use super::state::view::ViewKind;
 use super::state::{App, Level, Mode};
-use super::worker::{Worker, NO_ACTIONS};
+use super::worker::Worker;
 use crate::drivers::guard::Guard;
 use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::{Cluster, NodeGroup};

@@ -11,9 +11,8 @@ use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{AbortMode, Control, RolloutOptions};
-use crate::tui::action::{Reply, Request};
+use crate::tui::action::{Reply, Request, NO_ACTIONS};
 use crate::tui::keys::{KeyAction, KeyContext};
-use crate::tui::worker::NO_ACTIONS;
 use crossterm::event::{KeyCode, KeyEvent};
 
 /// What a form or a plan is for.

@@ -1,27 +1,12 @@
 //! The navigation stack's entries: what a view shows and its own table state.
 
 use super::store::Store;
-use crate::model::{Cluster, NodeGroup, ServerTarget, StackRef};
+use crate::model::{Cluster, NodeGroup, ServerTarget};
 use crate::tui::widgets::table::TableState;
 
-/// A stack to read, by id; the name is resolved by the worker when unknown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StackTarget {
-    pub id: String,
-    pub name: Option<String>,
-}
-
-impl StackTarget {
-    pub fn from_ref(r: &StackRef) -> Self {
-        StackTarget {
-            id: r.id.clone(),
-            name: Some(r.name.clone()),
-        }
-    }
-    pub fn label(&self) -> &str {
-        self.name.as_deref().unwrap_or(&self.id)
-    }
-}
+/// Shared with the worker and the messages, so it lives with them (no state <-> worker
+/// import cycle); re-exported here for the views that hold one.
+pub use crate::tui::action::StackTarget;
 
 /// A handful of these live on the navigation stack; boxing would buy nothing.
 #[allow(clippy::large_enum_variant)]
