@@ -358,6 +358,19 @@ impl App {
             KeyAction::HeatCancel => self.heat_cancel(),
             KeyAction::HeatClearHook => self.heat_clear_hook(),
             KeyAction::HeatMarkUnhealthy => self.heat_mark_unhealthy(),
+            // Read by the open dialog (`on_dialog_key`); nothing to do outside one.
+            KeyAction::DialogSubmit
+            | KeyAction::DialogCancel
+            | KeyAction::DialogUp
+            | KeyAction::DialogDown
+            | KeyAction::DialogPageUp
+            | KeyAction::DialogPageDown
+            | KeyAction::FieldNext
+            | KeyAction::FieldPrev
+            | KeyAction::FieldToggle
+            | KeyAction::FieldClear
+            | KeyAction::AnswerYes
+            | KeyAction::AnswerNo => {}
             KeyAction::RolloutView => self.nav_rollout(),
             KeyAction::RemoveMarked => self.remove_marked(),
             KeyAction::RunOnMarked => self.open_node_action(),
