@@ -597,6 +597,14 @@ async fn journal_view_tails_filters_shows_detail_and_exports() {
     }));
     snap!(h, "journal");
     assert_eq!(h.app.store.journal.offset, 1234);
+    // Yank: the entry as one JSON line of the journal file, and its target.
+    h.key(KeyAction::Yank);
+    let line = h.app.take_clipboard().expect("a copy").text;
+    let copied: Entry = serde_json::from_str(&line).expect("a journal line");
+    h.key(KeyAction::YankName);
+    let target = h.app.take_clipboard().expect("a copy").text;
+    assert_eq!(copied.target, target);
+    assert!(h.status().starts_with("copied target "), "{}", h.status());
     // The next read goes on from the offset.
     h.app.now += Chrono::seconds(10);
     h.app.plan_refresh(false);

@@ -22,6 +22,7 @@
 //! Try it without a cloud: `cargo run --example fake_console -- --nodes 1000`.
 
 pub mod action;
+pub mod clipboard;
 pub mod columns;
 pub mod config;
 mod draw;

@@ -12,6 +12,7 @@ pub use nav::is_stack_standin;
 pub mod rollout;
 pub mod store;
 pub mod view;
+pub mod yank;
 
 use super::action::{Action, Command, Reply, Request};
 use super::columns::{
@@ -119,6 +120,8 @@ pub struct App {
     pub dirty: bool,
     pub size: (u16, u16),
     pub cols: Columns,
+    /// A copy (`y` / `Y`) for the runtime to write to the terminal.
+    clipboard: Option<crate::tui::clipboard::Clip>,
 }
 
 impl App {
@@ -158,6 +161,7 @@ impl App {
             dirty: true,
             size: (80, 24),
             cols: Columns::default(),
+            clipboard: None,
         };
         app.plan_refresh(false);
         app
@@ -358,6 +362,8 @@ impl App {
             KeyAction::HeatCancel => self.heat_cancel(),
             KeyAction::HeatClearHook => self.heat_clear_hook(),
             KeyAction::HeatMarkUnhealthy => self.heat_mark_unhealthy(),
+            KeyAction::Yank => self.yank(yank::Yank::Id),
+            KeyAction::YankName => self.yank(yank::Yank::Name),
             // Read by the open dialog (`on_dialog_key`); nothing to do outside one.
             KeyAction::DialogSubmit
             | KeyAction::DialogCancel
