@@ -472,3 +472,38 @@ fn yank_writes_osc_52_with_the_selected_row() {
     assert!(status.success(), "exit status {status}");
     c.assert_restored();
 }
+
+/// #15: "a key typed right after confirming a `!` run is lost and the next letters act as
+/// hotkeys (`:journal` opened the rollout view)". The answer and `:journal` go in one write,
+/// as a fast typist's keys arrive.
+#[test]
+fn keys_typed_right_after_confirming_a_run_reach_the_palette() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(160, 48);
+    clusters_shown(&mut c);
+    open_prod_east(&mut c);
+    open_default_worker(&mut c);
+    ips_filled(&mut c);
+    // Space marks the first node (the mark shows as a style only).
+    c.send(" ");
+    c.press("!", "the run form", |s| s.has("Run on 1 marked node"));
+    c.press("uptime", "the command typed", |s| s.has("uptime"));
+    c.press(ENTER, "the confirmation", |s| {
+        s.has("run `uptime` on 1 node")
+    });
+    c.press(&format!("y:journal{ENTER}"), "the journal", |s| {
+        s.has("› journal") && !s.has("Rollout")
+    });
+    // The run's results pop up over the journal once it is done (the journal reads its
+    // last line later); esc closes them, then `q` quits.
+    let s = c.wait_for("the run journaled", |s| {
+        s.line_with("default-worker/0")
+            .is_some_and(|l| l.contains(" ok "))
+    });
+    if s.has("Node action results") {
+        c.press(ESC, "the results closed", |s| !s.has("Node action results"));
+    }
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+}
