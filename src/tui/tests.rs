@@ -1359,3 +1359,34 @@ async fn yank_copies_what_each_view_selects() {
         "{status}: {id} {name}"
     );
 }
+
+/// The request budget in the header: spelled out where the whole header has room, the
+/// short form otherwise, and the help screen says what the short form means.
+#[tokio::test]
+async fn the_request_budget_explains_itself() {
+    let mut h = Harness::demo(40);
+    h.settle().await;
+    h.app.budget = crate::service::BudgetStats {
+        in_flight: 0,
+        max_in_flight: 16,
+        per_second: 0.0,
+        max_per_second: 50.0,
+        ..Default::default()
+    };
+    let header = |screen: &str| screen.lines().next().unwrap_or_default().to_string();
+    let wide = header(&h.render(200, 60));
+    assert!(
+        wide.contains("requests 0 in flight (max 16) · 0/s (limit 50/s)"),
+        "{wide}"
+    );
+    let narrow = header(&h.render(100, 30));
+    assert!(narrow.contains("req 0/16 0/50/s"), "{narrow}");
+    assert!(!narrow.contains("requests"), "{narrow}");
+    h.key(KeyAction::Help);
+    h.press(KeyCode::Char('G'));
+    let help = h.render(200, 60);
+    assert!(
+        help.contains("In flight (at most 16 at once) · started in the last second (limit 50/s)"),
+        "{help}"
+    );
+}
