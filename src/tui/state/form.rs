@@ -151,8 +151,8 @@ impl Form {
             }
             Some(KeyAction::FieldNext) => self.focus = (self.focus + 1) % n,
             Some(KeyAction::FieldPrev) => self.focus = (self.focus + n - 1) % n,
-            Some(action) => self.field_action(action, &key),
-            None => self.field_key(&key),
+            Some(action) => self.field_action(action, &key, keys),
+            None => self.field_key(&key, keys),
         }
         FormOutcome::Editing
     }
@@ -190,7 +190,7 @@ impl Form {
     }
 
     /// A table action on the focused field (clear, toggle, yes, no).
-    fn field_action(&mut self, action: KeyAction, key: &KeyEvent) {
+    fn field_action(&mut self, action: KeyAction, key: &KeyEvent, keys: &KeyMap) {
         let Some(field) = self.fields.get_mut(self.focus) else {
             return;
         };
@@ -204,7 +204,7 @@ impl Form {
             KeyAction::FieldToggle if flag => !field.is_on(),
             KeyAction::AnswerYes if flag => true,
             KeyAction::AnswerNo if flag => false,
-            _ => return self.field_key(key),
+            _ => return self.field_key(key, keys),
         };
         field.value = if on { "yes" } else { "no" }.into();
         self.error = None;
@@ -212,20 +212,23 @@ impl Form {
 
     /// A key the table does not bind here: backspace edits, a character on a flag is
     /// refused with the keys that answer it.
-    fn field_key(&mut self, key: &KeyEvent) {
+    fn field_key(&mut self, key: &KeyEvent, keys: &KeyMap) {
         let Some(field) = self.fields.get_mut(self.focus) else {
             return;
         };
-        match (key.code, &field.kind) {
-            (KeyCode::Backspace, FieldKind::Flag) => {}
-            (KeyCode::Backspace, _) => {
+        match (key.code, typed_char(key), &field.kind) {
+            (KeyCode::Backspace, _, FieldKind::Flag) => {}
+            (KeyCode::Backspace, _, _) => {
                 field.value.pop();
                 self.error = None;
             }
-            (KeyCode::Char(c), FieldKind::Flag) if !c.is_control() => {
+            (_, Some(c), FieldKind::Flag) => {
                 self.error = Some(format!(
-                    "{}: '{c}' is not an answer: toggle it, or answer yes / no",
-                    field.label
+                    "{}: '{c}' is not an answer: {} toggles, {} / {} set it",
+                    field.label,
+                    keys.first_key(KeyAction::FieldToggle),
+                    keys.first_key(KeyAction::AnswerYes),
+                    keys.first_key(KeyAction::AnswerNo),
                 ));
             }
             _ => {}
@@ -386,7 +389,14 @@ mod tests {
         f.focus = 2;
         f.on_key(k(KeyCode::Char('q')), &keys());
         assert!(f.fields[2].is_on());
-        assert!(f.error.is_some());
+        assert!(
+            f.error
+                .as_deref()
+                .unwrap()
+                .contains("'q' is not an answer: space toggles, y / n set it"),
+            "{:?}",
+            f.error
+        );
         f.on_key(k(KeyCode::Char(' ')), &keys());
         assert!(!f.fields[2].is_on());
         assert_eq!(f.on_key(k(KeyCode::Enter), &keys()), FormOutcome::Editing);
