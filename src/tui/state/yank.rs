@@ -97,11 +97,12 @@ impl App {
             ViewKind::Tree { stack, .. } => {
                 let rows = &s.trees.get(&stack.id)?.data.as_ref()?.rows;
                 let r = &v.table.selected(rows)?.resource;
-                match (id, &r.physical_id) {
-                    (true, Some(physical)) => Some(("physical id", physical.clone())),
-                    (true, None) => None,
-                    (false, _) => Some(("resource name", r.name.clone())),
-                }
+                // A resource Heat has not created yet has no physical id: the status line
+                // says it is empty rather than copying something else.
+                Some(match id {
+                    true => ("physical id", r.physical_id.clone().unwrap_or_default()),
+                    false => ("resource name", r.name.clone()),
+                })
             }
             ViewKind::Rollout { nodegroup, .. } => {
                 let n = v.table.selected(s.rollouts.get(&nodegroup.id)?.nodes())?;
