@@ -531,3 +531,92 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
     assert!(status.success(), "exit status {status}");
     c.assert_restored();
 }
+
+/// Standard base64 (with padding), to find the OSC 52 sequence the console should write.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let mut n = 0u32;
+        for (i, b) in chunk.iter().enumerate() {
+            n |= u32::from(*b) << (16 - 8 * i);
+        }
+        for i in 0..4 {
+            out.push(if i <= chunk.len() {
+                char::from(A[(n >> (18 - 6 * i)) as usize & 63])
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}
+
+/// Whether the console wrote `text` to the clipboard: `ESC ] 52 ; c ; <base64> BEL`.
+fn copied(c: &Console, text: &str) -> bool {
+    let seq = format!("\x1b]52;c;{}\x07", base64(text.as_bytes()));
+    let raw = c.raw();
+    raw.windows(seq.len()).any(|w| w == seq.as_bytes())
+}
+
+#[test]
+fn yank_writes_osc_52_with_the_selected_row() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(120, 40);
+    clusters_shown(&mut c);
+    c.press("/prod-east", "the filter line", |s| s.has("/prod-east"));
+    c.press(ENTER, "the list filtered to prod-east", |s| {
+        counter(s, "Clusters") == Some((1, 6))
+    });
+    assert_eq!(base64(b"prod-east"), "cHJvZC1lYXN0");
+    c.press("Y", "the name copied", |s| {
+        s.has("copied cluster name prod-east")
+    });
+    c.wait_until("the OSC 52 sequence with the name", |c| {
+        copied(c, "prod-east")
+    });
+    // The id: the one the status line names, in the sequence.
+    let id_re = Regex::new(r"copied cluster id ([0-9a-zA-Z-]+)").expect("regex");
+    let s = c.press("y", "the id copied", |s| id_re.is_match(&s.text));
+    let id = id_re.captures(&s.text).expect("id")[1].to_string();
+    c.wait_until("the OSC 52 sequence with the id", |c| copied(c, &id));
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    c.assert_restored();
+}
+
+/// #15: "a key typed right after confirming a `!` run is lost and the next letters act as
+/// hotkeys (`:journal` opened the rollout view)". The answer and `:journal` go in one write,
+/// as a fast typist's keys arrive.
+#[test]
+fn keys_typed_right_after_confirming_a_run_reach_the_palette() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(160, 48);
+    clusters_shown(&mut c);
+    open_prod_east(&mut c);
+    open_default_worker(&mut c);
+    ips_filled(&mut c);
+    // Space marks the first node (the mark shows as a style only).
+    c.send(" ");
+    c.press("!", "the run form", |s| s.has("Run on 1 marked node"));
+    c.press("uptime", "the command typed", |s| s.has("uptime"));
+    c.press(ENTER, "the confirmation", |s| {
+        s.has("run `uptime` on 1 node")
+    });
+    c.press(&format!("y:journal{ENTER}"), "the journal", |s| {
+        s.has("› journal") && !s.has("Rollout")
+    });
+    // The run's results pop up over the journal once it is done (the journal reads its
+    // last line later); esc closes them, then `q` quits.
+    let s = c.wait_for("the run journaled", |s| {
+        s.line_with("default-worker/0")
+            .is_some_and(|l| l.contains(" ok "))
+    });
+    if s.has("Node action results") {
+        c.press(ESC, "the results closed", |s| !s.has("Node action results"));
+    }
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+}

@@ -3,15 +3,14 @@
 //! generation of the request so stale answers can be dropped).
 
 use super::keys::KeyAction;
-use super::state::view::StackTarget;
 use crate::drivers::guard::Guard;
 use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
 use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::journal::Entry;
 use crate::lifecycle::HookRun;
 use crate::model::{
-    Cluster, Node, NodeGroup, NodeKey, ServerDetail, ServerTarget, StackEvent, StackResource,
-    StackSummary,
+    Cluster, Node, NodeGroup, NodeKey, ServerDetail, ServerTarget, StackEvent, StackRef,
+    StackResource, StackSummary,
 };
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, RolloutOptions, RolloutPlan, RolloutStatus};
@@ -20,6 +19,29 @@ use crate::service::{
 };
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
+
+/// What every action says on a connection without an operator (the worker's refusal, and
+/// the state's status line before it asks).
+pub const NO_ACTIONS: &str = "actions are not available on this connection";
+
+/// A stack to read, by id; the name is resolved by the worker when unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackTarget {
+    pub id: String,
+    pub name: Option<String>,
+}
+
+impl StackTarget {
+    pub fn from_ref(r: &StackRef) -> Self {
+        StackTarget {
+            id: r.id.clone(),
+            name: Some(r.name.clone()),
+        }
+    }
+    pub fn label(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
+    }
+}
 
 /// Everything that changes the app state goes through one of these.
 /// (Replies carry plans and rollout statuses; one is built per answer and moved once, so

@@ -3,13 +3,14 @@
 //! guard rails, the rollout view's controls and take-over, the journal and node actions;
 //! snapshots at 80x24 and 200x60 with a fixed clock.
 
+use super::action::NO_ACTIONS;
 use super::action::{Action, Driver, Reply, Request};
 use super::config::{resolve, ConsoleOptions};
 use super::keys::KeyAction;
 use super::state::actions::Dialog;
 use super::state::view::ViewKind;
 use super::state::{App, Level, Mode};
-use super::worker::{Worker, NO_ACTIONS};
+use super::worker::Worker;
 use crate::drivers::guard::Guard;
 use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::{Cluster, NodeGroup};
@@ -599,6 +600,14 @@ async fn journal_view_tails_filters_shows_detail_and_exports() {
     }));
     snap!(h, "journal");
     assert_eq!(h.app.store().journal.offset, 1234);
+    // Yank: the entry as one JSON line of the journal file, and its target.
+    h.key(KeyAction::Yank);
+    let line = h.app.take_clipboard().expect("a copy").text;
+    let copied: Entry = serde_json::from_str(&line).expect("a journal line");
+    h.key(KeyAction::YankName);
+    let target = h.app.take_clipboard().expect("a copy").text;
+    assert_eq!(copied.target, target);
+    assert!(h.status().starts_with("copied target "), "{}", h.status());
     // The next read goes on from the offset.
     h.app.set_now(h.app.now() + Chrono::seconds(10));
     h.app.plan_refresh(false);
@@ -694,6 +703,105 @@ async fn marked_nodes_can_be_removed_or_acted_on() {
     h.pump().await;
     assert!(matches!(h.app.mode(), Mode::Input(_)), "{}", h.screen());
     assert!(h.status().contains("details: :journal"), "{}", h.status());
+}
+
+/// The nodes view of `edge-native` with its second node marked, and the `!` form open.
+async fn node_action_form(h: &mut H) {
+    h.open_edge().await;
+    h.key(KeyAction::Open);
+    h.pump().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Mark);
+    h.press(KeyCode::Char('!'));
+    assert!(matches!(h.dialog(), Some(Dialog::Form { .. })));
+}
+
+fn ctrl(h: &mut H, c: char) {
+    h.app
+        .on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+}
+
+#[tokio::test]
+async fn dialog_keys_follow_the_key_table_and_text_fields_take_every_letter() {
+    let mut h = H::ops();
+    let problems = h.app.keys_mut().apply(&[
+        ("answer_yes".into(), vec!["o".into()]),
+        ("field_next".into(), vec!["ctrl-n".into()]),
+        ("dialog_cancel".into(), vec!["ctrl-g".into()]),
+    ]);
+    assert!(problems.is_empty(), "{problems:?}");
+    node_action_form(&mut h).await;
+    // Letters bound elsewhere (yes, no, scroll, toggle, quit, help, the new yes `o`) are
+    // text in a text field.
+    h.type_str("yes | jk nq? o");
+    let focus = |h: &H| match h.dialog() {
+        Some(Dialog::Form { form, .. }) => (form.focus, form.fields[0].value.clone()),
+        _ => panic!("no form"),
+    };
+    assert_eq!(focus(&h), (0, "yes | jk nq? o".to_string()));
+    // The old keys no longer move or cancel; the new ones do, and the hint says so.
+    h.press(KeyCode::Tab);
+    h.press(KeyCode::Esc);
+    assert_eq!(focus(&h).0, 0);
+    assert!(
+        h.screen().contains("ctrl-n / shift-tab ↑ field"),
+        "{}",
+        h.screen()
+    );
+    ctrl(&mut h, 'n');
+    assert_eq!(focus(&h).0, 1);
+    h.press(KeyCode::Enter);
+    let screen = h.screen();
+    assert!(
+        screen.contains("o / enter: do it · n / ctrl-g: cancel"),
+        "{screen}"
+    );
+    h.press(KeyCode::Char('y'));
+    assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))));
+    h.press(KeyCode::Char('o'));
+    assert!(h.dialog().is_none());
+    let reqs = h.app.take_requests();
+    assert!(
+        matches!(&reqs[..], [Request::NodeAction { command, .. }] if command == "yes | jk nq? o"),
+        "{reqs:?}"
+    );
+    // The new cancel key cancels a form.
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Mark);
+    h.press(KeyCode::Char('!'));
+    ctrl(&mut h, 'g');
+    assert!(h.dialog().is_none());
+    assert!(h.status().contains("cancelled"), "{}", h.status());
+}
+
+/// #15: "a key typed right after confirming a `!` run is lost and the next letters act as
+/// hotkeys (`:journal` opened the rollout view)".
+#[tokio::test]
+async fn keys_typed_right_after_confirming_a_run_are_not_lost() {
+    let mut h = H::ops();
+    node_action_form(&mut h).await;
+    h.type_str("uptime");
+    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('y'));
+    // Typed at once, before the run answers: the palette gets every letter.
+    h.type_str(":journal");
+    assert!(matches!(h.app.mode(), Mode::Input(_)), "{}", h.screen());
+    h.press(KeyCode::Enter);
+    assert!(
+        matches!(h.app.view().kind, ViewKind::Journal),
+        "{:?}",
+        h.app.view().kind
+    );
+    // The results arrive over the journal; the next `:` goes to the palette again.
+    h.pump().await;
+    assert!(
+        matches!(h.dialog(), Some(Dialog::Text { .. })),
+        "{}",
+        h.screen()
+    );
+    h.type_str(":nodes");
+    assert!(matches!(h.app.mode(), Mode::Input(_)), "{}", h.screen());
+    assert!(h.screen().contains(":nodes"));
 }
 
 #[tokio::test]

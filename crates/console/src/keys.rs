@@ -1,6 +1,9 @@
 //! The key table: every action with its default keys, its context and its help text.
 //! The handler, the `?` help and the footer hints all read this one table, and the
-//! `[keys]` section of the config file overrides it.
+//! `[keys]` section of the config file overrides it. Dialogs (forms, confirmations, the
+//! abort choice, text overlays) read their keys from the same table, in contexts of their
+//! own: a dialog answers its keys only (the global ones do not apply while it is open), and
+//! a printable character typed into a text field goes to the field, whatever it is bound to.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashMap;
@@ -23,6 +26,12 @@ pub enum KeyContext {
     HeatStack,
     /// Manual Heat controls on the resource selected in the stack tree.
     HeatResource,
+    /// Every dialog: submit, cancel, scroll or move in a list.
+    Dialog,
+    /// A form's fields.
+    Form,
+    /// Yes / no: a confirmation without a name to type, a yes/no field of a form.
+    Answer,
 }
 
 /// The contexts of each kind of view, most specific first (`Global` is always last).
@@ -52,8 +61,21 @@ pub const TREE_VIEW: &[KeyContext] = &[
 /// The node detail scrolls with the table keys (up/down, pages, top/bottom); the table's
 /// other keys (open, mark, sort) have nothing to act on there and are not offered.
 pub const SERVER_VIEW: &[KeyContext] = &[KeyContext::Table];
-/// Actions that share a key on purpose: in the journal, enter opens the entry's detail.
-const SHARED_KEYS: &[(KeyAction, KeyAction)] = &[(KeyAction::JournalDetail, KeyAction::Open)];
+/// The contexts of each kind of dialog, most specific first. `Global` does not apply in a
+/// dialog: its keys answer the dialog.
+pub const FORM_DIALOG: &[KeyContext] = &[KeyContext::Form, KeyContext::Answer, KeyContext::Dialog];
+pub const CONFIRM_DIALOG: &[KeyContext] = &[KeyContext::Answer, KeyContext::Dialog];
+/// "Planning…", the abort choice and the text overlays.
+pub const PLAIN_DIALOG: &[KeyContext] = &[KeyContext::Dialog];
+/// Every dialog's contexts, for the conflict check.
+pub const ALL_DIALOGS: &[&[KeyContext]] = &[FORM_DIALOG, CONFIRM_DIALOG, PLAIN_DIALOG];
+/// Actions that share a key on purpose: in the journal, enter opens the entry's detail; in
+/// a form, the arrows move between fields where other dialogs scroll.
+const SHARED_KEYS: &[(KeyAction, KeyAction)] = &[
+    (KeyAction::JournalDetail, KeyAction::Open),
+    (KeyAction::FieldNext, KeyAction::DialogDown),
+    (KeyAction::FieldPrev, KeyAction::DialogUp),
+];
 /// Every view's contexts, for the conflict check.
 pub const ALL_VIEWS: &[&[KeyContext]] = &[
     TABLE_VIEW,
@@ -80,6 +102,9 @@ impl KeyContext {
             KeyContext::Journal => "Journal",
             KeyContext::HeatStack => "Heat controls (stack list, tree)",
             KeyContext::HeatResource => "Heat controls (tree resource)",
+            KeyContext::Dialog => "Dialogs",
+            KeyContext::Form => "Dialogs: form fields (letters typed in a text field stay text)",
+            KeyContext::Answer => "Dialogs: yes / no",
         }
     }
 }
@@ -131,6 +156,20 @@ pub enum KeyAction {
     HeatCancel,
     HeatClearHook,
     HeatMarkUnhealthy,
+    Yank,
+    YankName,
+    DialogSubmit,
+    DialogCancel,
+    DialogUp,
+    DialogDown,
+    DialogPageUp,
+    DialogPageDown,
+    FieldNext,
+    FieldPrev,
+    FieldToggle,
+    FieldClear,
+    AnswerYes,
+    AnswerNo,
 }
 
 impl KeyAction {
@@ -515,6 +554,22 @@ const DEFAULTS: &[Default5] = &[
         None,
     ),
     (
+        KeyAction::Yank,
+        "yank",
+        KeyContext::Table,
+        &["y"],
+        "Copy the row's id to the clipboard (node: server id; resource: physical id)",
+        None,
+    ),
+    (
+        KeyAction::YankName,
+        "yank_name",
+        KeyContext::Table,
+        &["Y"],
+        "Copy the row's name (node: its address, for ssh; event: its resource's name)",
+        None,
+    ),
+    (
         KeyAction::HeatMap,
         "heat_map",
         KeyContext::Nodes,
@@ -682,6 +737,102 @@ const DEFAULTS: &[Default5] = &[
         "Mark the selected resource unhealthy (replaced by the next update): reason, plan",
         Some("unhealthy"),
     ),
+    (
+        KeyAction::DialogSubmit,
+        "dialog_submit",
+        KeyContext::Dialog,
+        &["enter"],
+        "Plan the form (nothing changes yet), confirm, choose, close a text",
+        None,
+    ),
+    (
+        KeyAction::DialogCancel,
+        "dialog_cancel",
+        KeyContext::Dialog,
+        &["esc"],
+        "Cancel the dialog (nothing changes)",
+        None,
+    ),
+    (
+        KeyAction::DialogUp,
+        "dialog_up",
+        KeyContext::Dialog,
+        &["up", "k"],
+        "Scroll the plan or text up; previous choice",
+        None,
+    ),
+    (
+        KeyAction::DialogDown,
+        "dialog_down",
+        KeyContext::Dialog,
+        &["down", "j"],
+        "Scroll the plan or text down; next choice",
+        None,
+    ),
+    (
+        KeyAction::DialogPageUp,
+        "dialog_page_up",
+        KeyContext::Dialog,
+        &["pgup"],
+        "Scroll the plan or text a page up",
+        None,
+    ),
+    (
+        KeyAction::DialogPageDown,
+        "dialog_page_down",
+        KeyContext::Dialog,
+        &["pgdn"],
+        "Scroll the plan or text a page down",
+        None,
+    ),
+    (
+        KeyAction::FieldNext,
+        "field_next",
+        KeyContext::Form,
+        &["tab", "down"],
+        "Next field",
+        None,
+    ),
+    (
+        KeyAction::FieldPrev,
+        "field_prev",
+        KeyContext::Form,
+        &["shift-tab", "up"],
+        "Previous field",
+        None,
+    ),
+    (
+        KeyAction::FieldToggle,
+        "field_toggle",
+        KeyContext::Form,
+        &["space"],
+        "Toggle a yes/no field",
+        None,
+    ),
+    (
+        KeyAction::FieldClear,
+        "field_clear",
+        KeyContext::Form,
+        &["ctrl-u"],
+        "Clear the field",
+        None,
+    ),
+    (
+        KeyAction::AnswerYes,
+        "answer_yes",
+        KeyContext::Answer,
+        &["y", "Y"],
+        "Yes: do it (no name to type), or set a yes/no field",
+        None,
+    ),
+    (
+        KeyAction::AnswerNo,
+        "answer_no",
+        KeyContext::Answer,
+        &["n", "N"],
+        "No: cancel (nothing changes), or clear a yes/no field",
+        None,
+    ),
 ];
 
 /// The key table in use.
@@ -738,8 +889,10 @@ impl KeyMap {
     /// apply (Global applies everywhere), unless the two share it on purpose.
     fn clash(&self, idx: usize) -> Option<(KeyBinding, &KeyEntry)> {
         let e = &self.entries[idx];
-        for view in ALL_VIEWS {
-            let active = |c: KeyContext| c == KeyContext::Global || view.contains(&c);
+        let views = ALL_VIEWS.iter().map(|v| (v, true));
+        let dialogs = ALL_DIALOGS.iter().map(|v| (v, false));
+        for (view, global) in views.chain(dialogs) {
+            let active = |c: KeyContext| (global && c == KeyContext::Global) || view.contains(&c);
             if !active(e.context) {
                 continue;
             }
@@ -814,6 +967,25 @@ impl KeyMap {
             })
     }
 
+    /// The action for a key in an open dialog: its contexts only, most specific first
+    /// (the global keys do not apply: `q` or `-` may be an answer there).
+    pub fn lookup_dialog(&self, ev: &KeyEvent, contexts: &[KeyContext]) -> Option<KeyAction> {
+        let kb = KeyBinding::from_event(ev);
+        contexts.iter().find_map(|ctx| {
+            self.entries
+                .iter()
+                .find(|e| e.context == *ctx && e.keys.contains(&kb))
+                .map(|e| e.action)
+        })
+    }
+
+    /// The first key of `action`, as the dialogs' hints name it (`?` if it has none).
+    pub fn first_key(&self, action: KeyAction) -> String {
+        self.keys_for(action)
+            .first()
+            .map_or_else(|| "?".to_string(), ToString::to_string)
+    }
+
     pub fn keys_for(&self, action: KeyAction) -> &[KeyBinding] {
         self.entries
             .iter()
@@ -836,6 +1008,9 @@ impl KeyMap {
             KeyContext::Journal,
             KeyContext::HeatStack,
             KeyContext::HeatResource,
+            KeyContext::Dialog,
+            KeyContext::Form,
+            KeyContext::Answer,
         ] {
             let rows: Vec<(String, &'static str)> = self
                 .entries
@@ -973,10 +1148,12 @@ mod tests {
     #[test]
     fn no_key_conflicts_within_a_view() {
         let m = KeyMap::default();
-        let allowed = [(KeyAction::JournalDetail, KeyAction::Open)];
-        for contexts in ALL_VIEWS {
+        let allowed = SHARED_KEYS;
+        let views = ALL_VIEWS.iter().map(|v| (v, &[KeyContext::Global][..]));
+        let dialogs = ALL_DIALOGS.iter().map(|v| (v, &[][..]));
+        for (contexts, global) in views.chain(dialogs) {
             let mut seen: HashMap<KeyBinding, KeyAction> = HashMap::new();
-            for ctx in contexts.iter().chain(std::iter::once(&KeyContext::Global)) {
+            for ctx in contexts.iter().chain(global) {
                 for e in m.entries.iter().filter(|e| e.context == *ctx) {
                     for k in &e.keys {
                         if let Some(prev) = seen.insert(*k, e.action) {
@@ -1042,5 +1219,29 @@ mod tests {
             .hints(&[KeyContext::Table])
             .iter()
             .any(|(k, l)| k == "ctrl-q" && *l == "quit"));
+    }
+
+    /// Dialog keys are checked against the other keys of the dialogs they answer in (not
+    /// the global ones, which do not apply there).
+    #[test]
+    fn dialog_overrides_are_checked_within_the_dialogs() {
+        let mut m = KeyMap::default();
+        let problems = m.apply(&[
+            ("answer_yes".into(), vec!["tab".into()]),
+            ("dialog_cancel".into(), vec!["q".into()]),
+        ]);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].1.contains("field_next"), "{problems:?}");
+        let ev = |c: char| key(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(
+            m.lookup_dialog(&ev('q'), PLAIN_DIALOG),
+            Some(KeyAction::DialogCancel)
+        );
+        assert_eq!(
+            m.lookup_dialog(&ev('y'), CONFIRM_DIALOG),
+            Some(KeyAction::AnswerYes)
+        );
+        assert_eq!(m.lookup_dialog(&ev('y'), PLAIN_DIALOG), None);
+        assert_eq!(m.lookup(&ev('q'), &[]), Some(KeyAction::Quit));
     }
 }

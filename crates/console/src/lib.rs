@@ -1,9 +1,9 @@
 //! The console: a k9s-like terminal UI over a [`CloudService`](crate::service::CloudService).
 //!
 //! ```no_run
-//! # async fn demo(svc: std::sync::Arc<dyn caldera::service::CloudService>) {
-//! let _log = caldera::tui::init_logging("info"); // $XDG_STATE_HOME/caldera/caldera.log
-//! caldera::tui::run(svc, None, caldera::tui::ConsoleOptions::default()).await.ok();
+//! # async fn demo(svc: std::sync::Arc<dyn caldera_core::service::CloudService>) {
+//! let _log = caldera_console::init_logging("info"); // $XDG_STATE_HOME/caldera/caldera.log
+//! caldera_console::run(svc, None, caldera_console::ConsoleOptions::default()).await.ok();
 //! # }
 //! ```
 //!
@@ -34,6 +34,7 @@ pub(crate) mod service {
 }
 
 pub mod action;
+pub mod clipboard;
 pub mod columns;
 pub mod config;
 mod draw;

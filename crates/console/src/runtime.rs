@@ -21,7 +21,7 @@ use crossterm::terminal::{
 use futures::StreamExt;
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
-use std::io::{stdout, Stdout};
+use std::io::{stdout, Stdout, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -232,6 +232,9 @@ async fn event_loop(
                 }
             }
         }
+        if let Some(clip) = app.take_clipboard() {
+            copy(terminal, &clip)?;
+        }
         if app.should_quit() {
             break;
         }
@@ -240,6 +243,18 @@ async fn event_loop(
         }
     }
     worker.shutdown();
+    Ok(())
+}
+
+/// Puts `clip` on the operator's clipboard: the OSC 52 sequence, written through the
+/// backend the frames go through and between two frames (never inside one).
+fn copy(
+    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    clip: &super::clipboard::Clip,
+) -> Result<(), ConsoleError> {
+    let backend = terminal.backend_mut();
+    backend.write_all(clip.osc52().as_bytes())?;
+    backend.flush()?;
     Ok(())
 }
 

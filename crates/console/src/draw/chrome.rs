@@ -90,18 +90,8 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         segments.push(data);
     }
     let b = app.budget();
-    let busy = b.max_in_flight > 0 && b.in_flight >= b.max_in_flight;
-    let req = vec![
-        Span::styled(" │ req ", hs),
-        Span::styled(
-            format!(
-                "{}/{} {:.0}/{:.0}/s",
-                b.in_flight, b.max_in_flight, b.per_second, b.max_per_second
-            ),
-            if busy { hs.fg(th.warning) } else { key },
-        ),
-    ];
-    segments.push(req);
+    let req_at = segments.len();
+    segments.push(requests_segment(app, false));
     if b.total_retries > 0 {
         segments.push(vec![Span::styled(
             format!(" ({} retries)", b.total_retries),
@@ -144,6 +134,12 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     let [left_area, right_area] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(right_w)]).areas(area);
     let width = |segs: &[Vec<Span>]| -> usize { segs.iter().flatten().map(Span::width).sum() };
+    // The request budget spelled out when the whole header has room for it.
+    let mut spelled = segments.clone();
+    spelled[req_at] = requests_segment(app, true);
+    if width(&spelled) <= left_area.width as usize {
+        segments = spelled;
+    }
     while segments.len() > 1 && width(&segments) > left_area.width as usize {
         segments.pop();
     }
@@ -151,6 +147,56 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)).style(hs), left_area);
     frame.render_widget(Paragraph::new(Line::from(right)).style(hs), right_area);
 }
+
+/// The request budget: requests in flight (of the most allowed at once) and started in
+/// the last second (of the rate limit). `long` spells it out for a newcomer
+/// (`requests 0 in flight (max 16) · 15/s (limit 50/s)`); the short form is
+/// `req 0/16 15/50/s`, as the help screen explains.
+fn requests_segment(app: &App, long: bool) -> Vec<Span<'static>> {
+    let th = app.theme();
+    let hs = th.header();
+    let b = app.budget();
+    let busy = b.max_in_flight > 0 && b.in_flight >= b.max_in_flight;
+    let (label, text) = if long {
+        (
+            " │ requests ",
+            format!(
+                "{} in flight (max {}) · {:.0}/s (limit {:.0}/s)",
+                b.in_flight, b.max_in_flight, b.per_second, b.max_per_second
+            ),
+        )
+    } else {
+        (
+            " │ req ",
+            format!(
+                "{}/{} {:.0}/{:.0}/s",
+                b.in_flight, b.max_in_flight, b.per_second, b.max_per_second
+            ),
+        )
+    };
+    let style = if busy {
+        hs.fg(th.warning)
+    } else {
+        hs.add_modifier(Modifier::BOLD)
+    };
+    vec![Span::styled(label, hs), Span::styled(text, style)]
+}
+
+/// What the header's figures mean, for the help screen.
+const HEADER_HELP: &[(&str, &str)] = &[
+    (
+        "data 8s ⟳",
+        "Age of the view's data; ⟳ a refresh is under way; STALE: the last one failed",
+    ),
+    (
+        "req 0/16 15/50/s",
+        "In flight (at most 16 at once) · started in the last second (limit 50/s)",
+    ),
+    (
+        "(3 retries)",
+        "Requests retried since start (429 or 5xx answers, timeouts, lost connections)",
+    ),
+];
 
 pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
     let th = app.theme();
@@ -269,6 +315,13 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
                 Span::styled(help, Style::default().fg(th.fg)),
             ]));
         }
+    }
+    lines.push(Line::from(Span::styled("Header", th.title())));
+    for (figure, help) in HEADER_HELP {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {figure:<16}"), th.accent()),
+            Span::styled(*help, Style::default().fg(th.fg)),
+        ]));
     }
     lines.push(Line::from(Span::styled("Commands (:)", th.title())));
     for (name, aliases, help) in COMMANDS {

@@ -3,6 +3,7 @@
 
 use super::{centered, clear};
 use crate::model::terminal_safe;
+use crate::tui::keys::{join_keys, KeyAction};
 use crate::tui::state::actions::{Dialog, ABORT_MODES};
 use crate::tui::state::form::{FieldKind, Form};
 use crate::tui::state::App;
@@ -93,11 +94,37 @@ fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
         ))),
         None => lines.push(Line::from("")),
     }
-    lines.push(Line::from(Span::styled(
-        " tab/↑↓ field · enter plan (nothing changes yet) · esc cancel",
-        th.muted(),
-    )));
+    lines.push(Line::from(Span::styled(form_hint(app), th.muted())));
     lines
+}
+
+/// The keys of a dialog, as the key table binds them.
+fn key(app: &App, action: KeyAction) -> String {
+    app.keys().first_key(action)
+}
+
+fn form_hint(app: &App) -> String {
+    let k = |a| key(app, a);
+    let all = |a| join_keys(app.keys().keys_for(a));
+    format!(
+        " {} / {} field · {} plan (nothing changes yet) · {} cancel",
+        all(KeyAction::FieldNext),
+        all(KeyAction::FieldPrev),
+        k(KeyAction::DialogSubmit),
+        k(KeyAction::DialogCancel)
+    )
+}
+
+/// How to scroll a plan or a text.
+fn scroll_hint(app: &App) -> String {
+    let k = |a| key(app, a);
+    format!(
+        "{}/{} {}/{}",
+        k(KeyAction::DialogUp),
+        k(KeyAction::DialogDown),
+        k(KeyAction::DialogPageUp),
+        k(KeyAction::DialogPageDown)
+    )
 }
 
 pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
@@ -114,7 +141,13 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
                     format!(" {}", terminal_safe(title)),
                     Style::default().fg(th.in_progress),
                 )),
-                Line::from(Span::styled(" esc cancels (nothing changes)", th.muted())),
+                Line::from(Span::styled(
+                    format!(
+                        " {} cancels (nothing changes)",
+                        key(app, KeyAction::DialogCancel)
+                    ),
+                    th.muted(),
+                )),
             ];
             let area = centered(body, 70, 4);
             boxed(app, frame, area, "Plan", lines, 0);
@@ -150,7 +183,13 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
                     ]));
                 }
                 None => answer.push(Line::from(Span::styled(
-                    "y / enter: do it · n / esc: cancel (nothing changes)",
+                    format!(
+                        "{} / {}: do it · {} / {}: cancel (nothing changes)",
+                        key(app, KeyAction::AnswerYes),
+                        key(app, KeyAction::DialogSubmit),
+                        key(app, KeyAction::AnswerNo),
+                        key(app, KeyAction::DialogCancel)
+                    ),
                     th.accent().add_modifier(Modifier::BOLD),
                 ))),
             }
@@ -163,9 +202,13 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             // The y/n line already says how to cancel; the name prompt does not.
             answer.push(Line::from(Span::styled(
                 if c.name.is_some() {
-                    "esc: cancel (nothing changes) · ↑↓ pgup pgdn: scroll the plan"
+                    format!(
+                        "{}: cancel (nothing changes) · {}: scroll the plan",
+                        key(app, KeyAction::DialogCancel),
+                        scroll_hint(app)
+                    )
                 } else {
-                    "↑↓ pgup pgdn: scroll the plan"
+                    format!("{}: scroll the plan", scroll_hint(app))
                 },
                 th.muted(),
             )));
@@ -209,7 +252,14 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
                 )));
             }
             lines.push(Line::from(Span::styled(
-                "1-3 or ↑↓ + enter choose (a confirmation follows) · esc cancel",
+                format!(
+                    "1-{} or {}/{} + {} choose (a confirmation follows) · {} cancel",
+                    ABORT_MODES.len(),
+                    key(app, KeyAction::DialogUp),
+                    key(app, KeyAction::DialogDown),
+                    key(app, KeyAction::DialogSubmit),
+                    key(app, KeyAction::DialogCancel)
+                ),
                 th.muted(),
             )));
             let area = centered(body, 80, lines.len() as u16 + 2);
@@ -232,7 +282,7 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
                 })
                 .collect();
             out.push(Line::from(Span::styled(
-                "j/k scroll · any other key closes",
+                format!("{} scroll · any other key closes", scroll_hint(app)),
                 th.muted(),
             )));
             let h = (out.len() as u16 + 2).min(body.height);

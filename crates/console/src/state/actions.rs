@@ -11,9 +11,8 @@ use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{AbortMode, Control, RolloutOptions};
-use crate::tui::action::{Reply, Request};
-use crate::tui::keys::{KeyAction, KeyContext};
-use crate::tui::worker::NO_ACTIONS;
+use crate::tui::action::{Reply, Request, NO_ACTIONS};
+use crate::tui::keys::{self, KeyAction, KeyContext};
 use crossterm::event::{KeyCode, KeyEvent};
 
 /// What a form or a plan is for.
@@ -345,72 +344,46 @@ impl App {
         });
     }
 
-    /// A key while a dialog is open.
+    /// A key while a dialog is open: its meaning comes from the key table's dialog
+    /// contexts (see [`crate::tui::keys`]).
     pub(super) fn on_dialog_key(&mut self, key: KeyEvent) {
         let Mode::Dialog(dialog) = std::mem::replace(&mut self.mode, Mode::Normal) else {
             return;
         };
+        let action = self.keys.lookup_dialog(&key, keys::PLAIN_DIALOG);
         match *dialog {
-            Dialog::Form { mut form, purpose } => match form.on_key(key) {
+            Dialog::Form { mut form, purpose } => match form.on_key(key, &self.keys) {
                 FormOutcome::Editing => self.open_dialog(Dialog::Form { form, purpose }),
                 FormOutcome::Cancelled => {
                     self.set_status(Level::Info, "cancelled: nothing changed")
                 }
                 FormOutcome::Submitted => self.submit_form(form, purpose),
             },
-            Dialog::Waiting { .. } if key.code == KeyCode::Esc => {
+            Dialog::Waiting { .. } if action == Some(KeyAction::DialogCancel) => {
                 // The plan that arrives later is dropped (its generation is gone).
                 self.set_status(Level::Info, "cancelled: nothing changed");
             }
             d @ Dialog::Waiting { .. } => self.open_dialog(d),
-            Dialog::Confirm(mut c) => match c.on_key(key) {
+            Dialog::Confirm(mut c) => match c.on_key(key, &self.keys) {
                 ConfirmOutcome::Open => self.open_dialog(Dialog::Confirm(c)),
                 ConfirmOutcome::No => self.set_status(Level::Info, "cancelled: nothing changed"),
                 ConfirmOutcome::Yes(typed) => self.confirmed(c.then, typed),
             },
             Dialog::AbortChoice { key: k, selected } => {
-                let n = ABORT_MODES.len();
-                let choose = |i: usize| Some(i);
-                let chosen = match key.code {
-                    KeyCode::Esc => {
-                        self.set_status(Level::Info, "abort cancelled: nothing changed");
-                        return;
-                    }
-                    KeyCode::Up | KeyCode::Char('k') => {
-                        self.open_dialog(Dialog::AbortChoice {
-                            key: k,
-                            selected: (selected + n - 1) % n,
-                        });
-                        return;
-                    }
-                    KeyCode::Down | KeyCode::Char('j') => {
-                        self.open_dialog(Dialog::AbortChoice {
-                            key: k,
-                            selected: (selected + 1) % n,
-                        });
-                        return;
-                    }
-                    KeyCode::Enter => choose(selected),
-                    KeyCode::Char(c @ '1'..='3') => choose(c as usize - '1' as usize),
-                    _ => None,
-                };
-                match chosen.and_then(|i| ABORT_MODES.get(i)) {
-                    Some((mode, text)) => self.confirm_abort(k, *mode, text),
-                    None => self.open_dialog(Dialog::AbortChoice { key: k, selected }),
-                }
+                self.on_abort_choice_key(k, selected, action, &key)
             }
             Dialog::Text {
                 title,
                 lines,
                 scroll,
             } => {
-                let scroll = match key.code {
-                    KeyCode::Down | KeyCode::Char('j') => scroll.saturating_add(1),
-                    KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
-                    KeyCode::PageDown => scroll.saturating_add(10),
-                    KeyCode::PageUp => scroll.saturating_sub(10),
-                    // Esc, Enter and the quit key only close it.
-                    KeyCode::Esc | KeyCode::Enter => return,
+                let scroll = match action {
+                    Some(KeyAction::DialogDown) => scroll.saturating_add(1),
+                    Some(KeyAction::DialogUp) => scroll.saturating_sub(1),
+                    Some(KeyAction::DialogPageDown) => scroll.saturating_add(10),
+                    Some(KeyAction::DialogPageUp) => scroll.saturating_sub(10),
+                    // Submit, cancel and the quit and back keys only close it.
+                    Some(KeyAction::DialogSubmit | KeyAction::DialogCancel) => return,
                     _ if matches!(
                         self.keys.lookup(&key, &[KeyContext::Global]),
                         Some(KeyAction::Quit | KeyAction::Back)
@@ -432,6 +405,39 @@ impl App {
                     scroll,
                 });
             }
+        }
+    }
+
+    /// The abort choice: move, choose (by number too), or cancel.
+    fn on_abort_choice_key(
+        &mut self,
+        k: String,
+        selected: usize,
+        action: Option<KeyAction>,
+        key: &KeyEvent,
+    ) {
+        let n = ABORT_MODES.len();
+        let chosen = match (action, key.code) {
+            (Some(KeyAction::DialogCancel), _) => {
+                self.set_status(Level::Info, "abort cancelled: nothing changed");
+                return;
+            }
+            (Some(KeyAction::DialogUp), _) => {
+                let selected = (selected + n - 1) % n;
+                return self.open_dialog(Dialog::AbortChoice { key: k, selected });
+            }
+            (Some(KeyAction::DialogDown), _) => {
+                let selected = (selected + 1) % n;
+                return self.open_dialog(Dialog::AbortChoice { key: k, selected });
+            }
+            (Some(KeyAction::DialogSubmit), _) => Some(selected),
+            // The choices' numbers, as the dialog shows them.
+            (None, KeyCode::Char(c @ '1'..='9')) => Some(c as usize - '1' as usize),
+            _ => None,
+        };
+        match chosen.and_then(|i| ABORT_MODES.get(i)) {
+            Some((mode, text)) => self.confirm_abort(k, *mode, text),
+            None => self.open_dialog(Dialog::AbortChoice { key: k, selected }),
         }
     }
 

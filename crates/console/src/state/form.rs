@@ -3,6 +3,7 @@
 //! production cloud), the abort choice and a read-only text overlay. Bad input never
 //! clears what was typed: the key is refused with a message in the form.
 
+use crate::tui::keys::{KeyAction, KeyMap, CONFIRM_DIALOG, FORM_DIALOG};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// What a field accepts.
@@ -12,7 +13,7 @@ pub enum FieldKind {
     Number { min: u64, max: Option<u64> },
     /// Any text; `required` refuses an empty value.
     Text { required: bool },
-    /// yes / no, toggled with space (or y / n).
+    /// yes / no: toggled (space), or set (y / n), as the key table says.
     Flag,
 }
 
@@ -131,75 +132,122 @@ impl Form {
         true
     }
 
-    pub fn on_key(&mut self, key: KeyEvent) -> FormOutcome {
+    /// A key for the form: a character typed into a text or number field goes to the
+    /// field (even a letter the key table binds); every other key is looked up in the
+    /// table's form contexts.
+    pub fn on_key(&mut self, key: KeyEvent, keys: &KeyMap) -> FormOutcome {
+        if let Some(c) = typed_char(&key) {
+            if self.type_char(c) {
+                return FormOutcome::Editing;
+            }
+        }
         let n = self.fields.len().max(1);
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match key.code {
-            KeyCode::Esc => return FormOutcome::Cancelled,
-            KeyCode::Enter => {
+        match keys.lookup_dialog(&key, FORM_DIALOG) {
+            Some(KeyAction::DialogCancel) => return FormOutcome::Cancelled,
+            Some(KeyAction::DialogSubmit) => {
                 if self.validate() {
                     return FormOutcome::Submitted;
                 }
             }
-            KeyCode::Tab | KeyCode::Down => self.focus = (self.focus + 1) % n,
-            KeyCode::BackTab | KeyCode::Up => self.focus = (self.focus + n - 1) % n,
-            _ => {
-                let Some(field) = self.fields.get_mut(self.focus) else {
-                    return FormOutcome::Editing;
-                };
-                match (key.code, &field.kind) {
-                    (KeyCode::Char('u'), _) if ctrl => {
-                        field.value.clear();
-                        self.error = None;
-                    }
-                    (KeyCode::Backspace, FieldKind::Flag) => {}
-                    (KeyCode::Backspace, _) => {
-                        field.value.pop();
-                        self.error = None;
-                    }
-                    (KeyCode::Char(' ' | 'y' | 'n'), FieldKind::Flag) => {
-                        let on = match key.code {
-                            KeyCode::Char('y') => true,
-                            KeyCode::Char('n') => false,
-                            _ => !field.is_on(),
-                        };
-                        field.value = if on { "yes" } else { "no" }.into();
-                        self.error = None;
-                    }
-                    (KeyCode::Char(c), FieldKind::Flag) => {
-                        self.error = Some(format!(
-                            "{}: '{c}' is not an answer: space toggles, y / n set it",
-                            field.label
-                        ));
-                    }
-                    (KeyCode::Char(c), FieldKind::Number { .. }) if !ctrl => {
-                        if !c.is_ascii_digit() {
-                            self.error = Some(format!(
-                                "{}: '{c}' is not a digit (digits 0-9 only)",
-                                field.label
-                            ));
-                        } else if field.value.len() >= 12 {
-                            self.error = Some(format!("{}: that is too many digits", field.label));
-                        } else {
-                            if field.value == "0" {
-                                field.value.clear();
-                            }
-                            field.value.push(c);
-                            self.error = None;
-                        }
-                    }
-                    (KeyCode::Char(c), FieldKind::Text { .. }) if !ctrl => {
-                        if c.is_control() {
-                            return FormOutcome::Editing;
-                        }
-                        field.value.push(c);
-                        self.error = None;
-                    }
-                    _ => {}
-                }
-            }
+            Some(KeyAction::FieldNext) => self.focus = (self.focus + 1) % n,
+            Some(KeyAction::FieldPrev) => self.focus = (self.focus + n - 1) % n,
+            Some(action) => self.field_action(action, &key, keys),
+            None => self.field_key(&key, keys),
         }
         FormOutcome::Editing
+    }
+
+    /// A character for the focused text or number field; `false` when the focused field
+    /// is a flag (its keys are actions: toggle, yes, no).
+    fn type_char(&mut self, c: char) -> bool {
+        let Some(field) = self.fields.get_mut(self.focus) else {
+            return false;
+        };
+        match field.kind {
+            FieldKind::Flag => return false,
+            FieldKind::Number { .. } if !c.is_ascii_digit() => {
+                self.error = Some(format!(
+                    "{}: '{c}' is not a digit (digits 0-9 only)",
+                    field.label
+                ));
+            }
+            FieldKind::Number { .. } if field.value.len() >= 12 => {
+                self.error = Some(format!("{}: that is too many digits", field.label));
+            }
+            FieldKind::Number { .. } => {
+                if field.value == "0" {
+                    field.value.clear();
+                }
+                field.value.push(c);
+                self.error = None;
+            }
+            FieldKind::Text { .. } => {
+                field.value.push(c);
+                self.error = None;
+            }
+        }
+        true
+    }
+
+    /// A table action on the focused field (clear, toggle, yes, no).
+    fn field_action(&mut self, action: KeyAction, key: &KeyEvent, keys: &KeyMap) {
+        let Some(field) = self.fields.get_mut(self.focus) else {
+            return;
+        };
+        let flag = field.kind == FieldKind::Flag;
+        let on = match action {
+            KeyAction::FieldClear if !flag => {
+                field.value.clear();
+                self.error = None;
+                return;
+            }
+            KeyAction::FieldToggle if flag => !field.is_on(),
+            KeyAction::AnswerYes if flag => true,
+            KeyAction::AnswerNo if flag => false,
+            _ => return self.field_key(key, keys),
+        };
+        field.value = if on { "yes" } else { "no" }.into();
+        self.error = None;
+    }
+
+    /// A key the table does not bind here: backspace edits, a character on a flag is
+    /// refused with the keys that answer it.
+    fn field_key(&mut self, key: &KeyEvent, keys: &KeyMap) {
+        let Some(field) = self.fields.get_mut(self.focus) else {
+            return;
+        };
+        match (key.code, typed_char(key), &field.kind) {
+            (KeyCode::Backspace, _, FieldKind::Flag) => {}
+            (KeyCode::Backspace, _, _) => {
+                field.value.pop();
+                self.error = None;
+            }
+            (_, Some(c), FieldKind::Flag) => {
+                self.error = Some(format!(
+                    "{}: '{c}' is not an answer: {} toggles, {} / {} set it",
+                    field.label,
+                    keys.first_key(KeyAction::FieldToggle),
+                    keys.first_key(KeyAction::AnswerYes),
+                    keys.first_key(KeyAction::AnswerNo),
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The character a key types into a text field: printable, without ctrl or alt.
+fn typed_char(key: &KeyEvent) -> Option<char> {
+    match key.code {
+        KeyCode::Char(c)
+            if !c.is_control()
+                && !key
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+        {
+            Some(c)
+        }
+        _ => None,
     }
 }
 
@@ -243,47 +291,49 @@ impl<T> Confirm<T> {
         }
     }
 
-    pub fn on_key(&mut self, key: KeyEvent) -> ConfirmOutcome {
-        match key.code {
-            KeyCode::Esc => return ConfirmOutcome::No,
-            KeyCode::Up => self.scroll = self.scroll.saturating_sub(1),
-            KeyCode::Down => self.scroll = self.scroll.saturating_add(1),
-            KeyCode::PageUp => self.scroll = self.scroll.saturating_sub(10),
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_add(10),
-            _ => match &self.name {
-                None => match key.code {
-                    KeyCode::Enter | KeyCode::Char('y') | KeyCode::Char('Y') => {
-                        return ConfirmOutcome::Yes(None)
-                    }
-                    KeyCode::Char('n') | KeyCode::Char('N') => return ConfirmOutcome::No,
-                    _ => {}
-                },
-                Some(name) => match key.code {
-                    KeyCode::Enter if self.typed == *name => {
-                        return ConfirmOutcome::Yes(Some(self.typed.clone()))
-                    }
-                    KeyCode::Enter => {
-                        self.error = Some(if self.typed.is_empty() {
-                            format!("type the cluster name '{name}' to confirm (esc cancels)")
-                        } else {
-                            format!(
-                                "'{}' is not the cluster name '{name}': nothing done (esc cancels)",
-                                self.typed
-                            )
-                        });
-                    }
-                    KeyCode::Backspace => {
-                        self.typed.pop();
-                        self.error = None;
-                    }
-                    KeyCode::Char(c) if !c.is_control() => {
-                        self.typed.push(c);
-                        self.error = None;
-                    }
-                    _ => {}
-                },
-            },
+    /// A key for the confirmation. With a name to type, characters go to the name (even
+    /// `y`); the rest comes from the table's confirmation contexts.
+    pub fn on_key(&mut self, key: KeyEvent, keys: &KeyMap) -> ConfirmOutcome {
+        if let (Some(_), Some(c)) = (&self.name, typed_char(&key)) {
+            self.typed.push(c);
+            self.error = None;
+            return ConfirmOutcome::Open;
         }
+        match keys.lookup_dialog(&key, CONFIRM_DIALOG) {
+            Some(KeyAction::DialogCancel) => return ConfirmOutcome::No,
+            Some(KeyAction::DialogUp) => self.scroll = self.scroll.saturating_sub(1),
+            Some(KeyAction::DialogDown) => self.scroll = self.scroll.saturating_add(1),
+            Some(KeyAction::DialogPageUp) => self.scroll = self.scroll.saturating_sub(10),
+            Some(KeyAction::DialogPageDown) => self.scroll = self.scroll.saturating_add(10),
+            Some(KeyAction::DialogSubmit) => return self.submit(keys),
+            Some(KeyAction::AnswerYes) if self.name.is_none() => return ConfirmOutcome::Yes(None),
+            Some(KeyAction::AnswerNo) if self.name.is_none() => return ConfirmOutcome::No,
+            _ if key.code == KeyCode::Backspace && self.name.is_some() => {
+                self.typed.pop();
+                self.error = None;
+            }
+            _ => {}
+        }
+        ConfirmOutcome::Open
+    }
+
+    /// Enter: yes, unless a name is asked for and not (exactly) typed.
+    fn submit(&mut self, keys: &KeyMap) -> ConfirmOutcome {
+        let Some(name) = &self.name else {
+            return ConfirmOutcome::Yes(None);
+        };
+        if self.typed == *name {
+            return ConfirmOutcome::Yes(Some(self.typed.clone()));
+        }
+        let cancel = keys.first_key(KeyAction::DialogCancel);
+        self.error = Some(if self.typed.is_empty() {
+            format!("type the cluster name '{name}' to confirm ({cancel} cancels)")
+        } else {
+            format!(
+                "'{}' is not the cluster name '{name}': nothing done ({cancel} cancels)",
+                self.typed
+            )
+        });
         ConfirmOutcome::Open
     }
 }
@@ -296,30 +346,34 @@ mod tests {
         KeyEvent::new(code, KeyModifiers::NONE)
     }
 
+    fn keys() -> KeyMap {
+        KeyMap::default()
+    }
+
     #[test]
     fn bad_keys_are_refused_with_a_reason_and_keep_the_value() {
         let mut f = Form::new(
             "scale",
             vec![Field::number("nodes", 6, 1, Some(12), String::new())],
         );
-        f.on_key(k(KeyCode::Backspace));
+        f.on_key(k(KeyCode::Backspace), &keys());
         assert_eq!(f.fields[0].value, "");
-        f.on_key(k(KeyCode::Char('1')));
-        f.on_key(k(KeyCode::Char('x')));
+        f.on_key(k(KeyCode::Char('1')), &keys());
+        f.on_key(k(KeyCode::Char('x')), &keys());
         assert_eq!(f.fields[0].value, "1");
         assert!(f.error.as_deref().unwrap().contains("'x' is not a digit"));
-        f.on_key(k(KeyCode::Char('5')));
+        f.on_key(k(KeyCode::Char('5')), &keys());
         assert_eq!(f.error, None);
-        assert_eq!(f.on_key(k(KeyCode::Enter)), FormOutcome::Editing);
+        assert_eq!(f.on_key(k(KeyCode::Enter), &keys()), FormOutcome::Editing);
         assert!(f
             .error
             .as_deref()
             .unwrap()
             .contains("above the maximum of 12"));
-        f.on_key(k(KeyCode::Backspace));
-        assert_eq!(f.on_key(k(KeyCode::Enter)), FormOutcome::Submitted);
+        f.on_key(k(KeyCode::Backspace), &keys());
+        assert_eq!(f.on_key(k(KeyCode::Enter), &keys()), FormOutcome::Submitted);
         assert_eq!(f.fields[0].number_value(), 1);
-        assert_eq!(f.on_key(k(KeyCode::Esc)), FormOutcome::Cancelled);
+        assert_eq!(f.on_key(k(KeyCode::Esc), &keys()), FormOutcome::Cancelled);
     }
 
     #[test]
@@ -333,43 +387,112 @@ mod tests {
             ],
         );
         f.focus = 2;
-        f.on_key(k(KeyCode::Char('q')));
+        f.on_key(k(KeyCode::Char('q')), &keys());
         assert!(f.fields[2].is_on());
-        assert!(f.error.is_some());
-        f.on_key(k(KeyCode::Char(' ')));
+        assert!(
+            f.error
+                .as_deref()
+                .unwrap()
+                .contains("'q' is not an answer: space toggles, y / n set it"),
+            "{:?}",
+            f.error
+        );
+        f.on_key(k(KeyCode::Char(' ')), &keys());
         assert!(!f.fields[2].is_on());
-        assert_eq!(f.on_key(k(KeyCode::Enter)), FormOutcome::Editing);
+        assert_eq!(f.on_key(k(KeyCode::Enter), &keys()), FormOutcome::Editing);
         assert_eq!(f.focus, 0);
         assert!(f
             .error
             .as_deref()
             .unwrap()
             .contains("image: cannot be empty"));
-        f.on_key(k(KeyCode::BackTab));
+        f.on_key(k(KeyCode::BackTab), &keys());
         assert_eq!(f.focus, 2);
     }
 
     #[test]
     fn production_confirmation_wants_the_exact_name() {
         let mut c = Confirm::new("scale", vec![], Some("prod".into()), ());
-        assert_eq!(c.on_key(k(KeyCode::Char('y'))), ConfirmOutcome::Open);
-        assert_eq!(c.on_key(k(KeyCode::Enter)), ConfirmOutcome::Open);
+        assert_eq!(
+            c.on_key(k(KeyCode::Char('y')), &keys()),
+            ConfirmOutcome::Open
+        );
+        assert_eq!(c.on_key(k(KeyCode::Enter), &keys()), ConfirmOutcome::Open);
         assert!(c
             .error
             .as_deref()
             .unwrap()
             .contains("'y' is not the cluster name"));
-        c.on_key(k(KeyCode::Backspace));
+        c.on_key(k(KeyCode::Backspace), &keys());
         for ch in "prod".chars() {
-            c.on_key(k(KeyCode::Char(ch)));
+            c.on_key(k(KeyCode::Char(ch)), &keys());
         }
         assert_eq!(
-            c.on_key(k(KeyCode::Enter)),
+            c.on_key(k(KeyCode::Enter), &keys()),
             ConfirmOutcome::Yes(Some("prod".into()))
         );
         let mut plain = Confirm::new("scale", vec![], None, ());
-        assert_eq!(plain.on_key(k(KeyCode::Char('x'))), ConfirmOutcome::Open);
-        assert_eq!(plain.on_key(k(KeyCode::Char('n'))), ConfirmOutcome::No);
-        assert_eq!(plain.on_key(k(KeyCode::Enter)), ConfirmOutcome::Yes(None));
+        assert_eq!(
+            plain.on_key(k(KeyCode::Char('x')), &keys()),
+            ConfirmOutcome::Open
+        );
+        assert_eq!(
+            plain.on_key(k(KeyCode::Char('n')), &keys()),
+            ConfirmOutcome::No
+        );
+        assert_eq!(
+            plain.on_key(k(KeyCode::Enter), &keys()),
+            ConfirmOutcome::Yes(None)
+        );
+    }
+
+    #[test]
+    fn remapped_keys_answer_and_the_old_ones_do_not() {
+        let mut keys = keys();
+        let problems = keys.apply(&[
+            ("answer_yes".into(), vec!["o".into()]),
+            ("field_toggle".into(), vec!["t".into()]),
+            ("dialog_submit".into(), vec!["ctrl-s".into()]),
+        ]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut f = Form::new(
+            "upgrade",
+            vec![
+                Field::text("image", "", ""),
+                Field::flag("pause on failure", false, ""),
+            ],
+        );
+        // Into a text field, `t` and `o` are letters.
+        for c in "toot".chars() {
+            f.on_key(k(KeyCode::Char(c)), &keys);
+        }
+        assert_eq!(f.fields[0].value, "toot");
+        f.on_key(k(KeyCode::Tab), &keys);
+        f.on_key(k(KeyCode::Char(' ')), &keys);
+        assert!(!f.fields[1].is_on(), "space no longer toggles");
+        f.on_key(k(KeyCode::Char('t')), &keys);
+        assert!(f.fields[1].is_on());
+        assert_eq!(f.on_key(k(KeyCode::Enter), &keys), FormOutcome::Editing);
+        let ctrl_s = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL);
+        assert_eq!(f.on_key(ctrl_s, &keys), FormOutcome::Submitted);
+        let mut c = Confirm::new("scale", vec![], None, ());
+        assert_eq!(c.on_key(k(KeyCode::Char('y')), &keys), ConfirmOutcome::Open);
+        assert_eq!(c.on_key(k(KeyCode::Enter), &keys), ConfirmOutcome::Open);
+        assert_eq!(
+            c.on_key(k(KeyCode::Char('o')), &keys),
+            ConfirmOutcome::Yes(None)
+        );
+        // With a name to type, the new yes key is a letter of the name.
+        let mut named = Confirm::new("scale", vec![], Some("oslo".into()), ());
+        for ch in "oslo".chars() {
+            assert_eq!(
+                named.on_key(k(KeyCode::Char(ch)), &keys),
+                ConfirmOutcome::Open
+            );
+        }
+        assert_eq!(
+            named.on_key(ctrl_s, &keys),
+            ConfirmOutcome::Yes(Some("oslo".into()))
+        );
     }
 }

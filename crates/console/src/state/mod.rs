@@ -12,6 +12,7 @@ pub use nav::is_stack_standin;
 pub mod rollout;
 pub mod store;
 pub mod view;
+pub mod yank;
 
 use super::action::{Action, Command, Reply, Request};
 use super::config::Resolved;
@@ -86,6 +87,8 @@ pub struct App {
     /// Something changed since the last draw.
     dirty: bool,
     size: (u16, u16),
+    /// A copy (`y` / `Y`) for the runtime to write to the terminal.
+    clipboard: Option<crate::tui::clipboard::Clip>,
 }
 
 impl App {
@@ -124,6 +127,7 @@ impl App {
             should_suspend: false,
             dirty: true,
             size: (80, 24),
+            clipboard: None,
         };
         app.plan_refresh(false);
         app
@@ -437,6 +441,21 @@ impl App {
             KeyAction::HeatCancel => self.heat_cancel(),
             KeyAction::HeatClearHook => self.heat_clear_hook(),
             KeyAction::HeatMarkUnhealthy => self.heat_mark_unhealthy(),
+            KeyAction::Yank => self.yank(yank::Yank::Id),
+            KeyAction::YankName => self.yank(yank::Yank::Name),
+            // Read by the open dialog (`on_dialog_key`); nothing to do outside one.
+            KeyAction::DialogSubmit
+            | KeyAction::DialogCancel
+            | KeyAction::DialogUp
+            | KeyAction::DialogDown
+            | KeyAction::DialogPageUp
+            | KeyAction::DialogPageDown
+            | KeyAction::FieldNext
+            | KeyAction::FieldPrev
+            | KeyAction::FieldToggle
+            | KeyAction::FieldClear
+            | KeyAction::AnswerYes
+            | KeyAction::AnswerNo => {}
             KeyAction::RolloutView => self.nav_rollout(),
             KeyAction::RemoveMarked => self.remove_marked(),
             KeyAction::RunOnMarked => self.open_node_action(),
@@ -920,6 +939,10 @@ impl App {
 /// Handles for the console's unit tests, which shape a state the keys cannot reach.
 #[cfg(test)]
 impl App {
+    pub(crate) fn keys_mut(&mut self) -> &mut KeyMap {
+        &mut self.keys
+    }
+
     pub(crate) fn mode_mut(&mut self) -> &mut Mode {
         &mut self.mode
     }

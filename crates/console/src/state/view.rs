@@ -1,26 +1,11 @@
 //! The navigation stack's entries: what a view shows and its own table state.
 
-use crate::model::{Cluster, StackRef};
+use crate::model::Cluster;
 use crate::tui::widgets::table::TableState;
 
-/// A stack to read, by id; the name is resolved by the worker when unknown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StackTarget {
-    pub id: String,
-    pub name: Option<String>,
-}
-
-impl StackTarget {
-    pub fn from_ref(r: &StackRef) -> Self {
-        StackTarget {
-            id: r.id.clone(),
-            name: Some(r.name.clone()),
-        }
-    }
-    pub fn label(&self) -> &str {
-        self.name.as_deref().unwrap_or(&self.id)
-    }
-}
+/// Shared with the worker and the messages, so it lives with them (no state <-> worker
+/// import cycle); re-exported here for the views that hold one.
+pub use crate::tui::action::StackTarget;
 
 /// What a view shows: declared with the views' registry (`tui::views`).
 pub use crate::tui::views::ViewKind;

@@ -4,6 +4,7 @@ use super::{Plan, Rows, Screen, Table};
 use crate::tui::draw::panes;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
+use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
@@ -12,6 +13,13 @@ use ratatui::Frame;
 pub struct Clusters;
 
 impl Screen for Clusters {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        let c = v.table.selected(s.clusters.data.as_deref()?)?;
+        Some(pick(id, ("cluster id", &c.id), ("cluster name", &c.name)))
+    }
+
     fn title(&self) -> &'static str {
         "Clusters"
     }

@@ -9,6 +9,7 @@ use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::dashboard_stacks;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
+use crate::tui::state::yank::Yank;
 use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
@@ -20,6 +21,12 @@ pub struct Dashboard<'a> {
 }
 
 impl Screen for Dashboard<'_> {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        super::nodegroups::yank_group(s, v, self.cluster, id)
+    }
+
     fn title(&self) -> &'static str {
         "Dashboard"
     }

@@ -6,6 +6,7 @@ use crate::tui::draw::events;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
+use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
@@ -16,6 +17,17 @@ pub struct Events<'a> {
 }
 
 impl Screen for Events<'_> {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        let e = v.table.selected(&s.events.get(&self.stack.id)?.events)?;
+        Some(pick(
+            id,
+            ("event id", &e.id),
+            ("resource name", &e.resource_name),
+        ))
+    }
+
     fn title(&self) -> &'static str {
         "Events"
     }

@@ -5,6 +5,7 @@ use crate::tui::draw::journal;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::View;
+use crate::tui::state::yank::Yank;
 use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
@@ -13,6 +14,18 @@ use ratatui::Frame;
 pub struct Journal;
 
 impl Screen for Journal {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        let e = &v.table.selected(&s.journal.rows)?.entry;
+        if id {
+            let line = serde_json::to_string(e).ok()?;
+            Some(("journal entry", line))
+        } else {
+            Some(("target", e.target.clone()))
+        }
+    }
+
     fn title(&self) -> &'static str {
         "Journal"
     }

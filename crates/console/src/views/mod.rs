@@ -21,6 +21,7 @@ mod tree;
 use super::keys::{self, KeyAction, KeyContext};
 use super::state::store::{FetchMeta, Store};
 use super::state::view::{StackTarget, View};
+use super::state::yank::Yank;
 use super::state::App;
 use super::widgets::table::{Column, RowCtx, TableRow, TableState};
 use crate::model::{Cluster, NodeGroup, ServerTarget};
@@ -157,6 +158,12 @@ pub trait Screen {
 
     /// Draw the view's body.
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect);
+
+    /// What `y` (the id) or `Y` (the name) copies from the selected row: what it is, and the
+    /// text (`state::yank` says what an operator pastes it into). Nothing by default.
+    fn yank(&self, _store: &Store, _view: &View, _what: Yank) -> Option<(&'static str, String)> {
+        None
+    }
 }
 
 /// One refresh: forced (`r`) or periodic, at `every`, with the view's tail paused or not.

@@ -6,6 +6,7 @@ use crate::tui::draw::panes;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
+use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
@@ -23,6 +24,23 @@ pub(super) fn groups_table<'s>(store: &'s Store, cluster: &Cluster) -> Option<Bo
     Table::boxed(items, &crate::tui::columns::NODEGROUP_COLUMNS, version)
 }
 
+/// `y` / `Y` on a node group (also the dashboard's table): its id or name.
+pub(super) fn yank_group(
+    s: &Store,
+    v: &View,
+    cluster: &Cluster,
+    id: bool,
+) -> Option<(&'static str, String)> {
+    let g = v
+        .table
+        .selected(s.nodegroups.get(&cluster.id)?.data.as_deref()?)?;
+    Some(pick(
+        id,
+        ("node group id", &g.id),
+        ("node group name", &g.name),
+    ))
+}
+
 /// The stack of the selected (or the view's) node group.
 pub(super) fn group_stack(app: &App) -> Option<StackTarget> {
     let id = app.selected_nodegroup()?.1.stack_id?;
@@ -30,6 +48,12 @@ pub(super) fn group_stack(app: &App) -> Option<StackTarget> {
 }
 
 impl Screen for NodeGroups<'_> {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        yank_group(s, v, self.cluster, id)
+    }
+
     fn title(&self) -> &'static str {
         "Node groups"
     }

@@ -8,6 +8,7 @@ use crate::tui::draw::nodes;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, NodeRow, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
+use crate::tui::state::yank::Yank;
 use crate::tui::state::{App, Level};
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
@@ -20,6 +21,22 @@ pub struct Nodes<'a> {
 }
 
 impl Screen for Nodes<'_> {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        let n = &v
+            .table
+            .selected(&s.nodes.get(&self.nodegroup.id)?.rows)?
+            .node;
+        Some(match (id, &n.server_id, &n.stack_id, &n.ip) {
+            (true, Some(server), _, _) => ("server id", server.clone()),
+            (true, None, Some(stack), _) => ("member stack id", stack.clone()),
+            (true, None, None, _) => ("member", n.key.member.clone()),
+            (false, _, _, Some(ip)) => ("address", ip.clone()),
+            (false, _, _, None) => ("node name (no address yet)", n.name.clone()),
+        })
+    }
+
     fn title(&self) -> &'static str {
         "Nodes"
     }

@@ -12,6 +12,7 @@ use crate::tui::draw::panes::data_table;
 use crate::tui::draw::server::wrap;
 use crate::tui::state::store::{FetchMeta, Slot, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
+use crate::tui::state::yank::Yank;
 use crate::tui::state::{App, Level};
 use crate::tui::widgets::table::{muted, Column, SortKey, TableRow, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -82,6 +83,15 @@ fn value_key(stack: &StackTarget, key: &str) -> (String, String) {
 }
 
 impl Screen for Outputs<'_> {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, _: Yank) -> Option<(&'static str, String)> {
+        // The output's key either way: what `openstack stack output show STACK KEY` takes.
+        let o = v
+            .table
+            .selected(s.outputs.get(&self.stack.id)?.data.as_deref()?)?;
+        Some(("output key", o.key.clone()))
+    }
+
     fn title(&self) -> &'static str {
         "Outputs"
     }

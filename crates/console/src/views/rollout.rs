@@ -7,6 +7,7 @@ use crate::tui::draw::rollout;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
+use crate::tui::state::yank::Yank;
 use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
@@ -18,6 +19,18 @@ pub struct Rollout<'a> {
 }
 
 impl Screen for Rollout<'_> {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        let n = v
+            .table
+            .selected(s.rollouts.get(&self.nodegroup.id)?.nodes())?;
+        Some(match (id, n.index) {
+            (true, Some(i)) => ("member index", i.to_string()),
+            _ => ("node name", n.name.clone()),
+        })
+    }
+
     fn title(&self) -> &'static str {
         "Rollout"
     }

@@ -6,6 +6,7 @@ use crate::tui::draw::server;
 use crate::tui::keys::{self, KeyAction, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
+use crate::tui::state::yank::Yank;
 use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
@@ -16,6 +17,16 @@ pub struct Server<'a> {
 }
 
 impl Screen for Server<'_> {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, _: &Store, _: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        Some(match (id, &self.target.server_id) {
+            (true, Some(server)) => ("server id", server.clone()),
+            (true, None) => ("member", self.target.key.member.clone()),
+            (false, _) => ("node name", self.target.name.clone()),
+        })
+    }
+
     fn title(&self) -> &'static str {
         "Server"
     }

@@ -5,6 +5,7 @@ use crate::tui::draw::panes;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
+use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
@@ -13,6 +14,13 @@ use ratatui::Frame;
 pub struct Stacks;
 
 impl Screen for Stacks {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        let st = &v.table.selected(s.stacks.data.as_deref()?)?.stack;
+        Some(pick(id, ("stack id", &st.id), ("stack name", &st.name)))
+    }
+
     fn title(&self) -> &'static str {
         "Stacks"
     }

@@ -7,6 +7,7 @@ use crate::tui::draw::tree;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store, TreeRow};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
+use crate::tui::state::yank::Yank;
 use crate::tui::state::{App, Level};
 use crate::tui::widgets::table::{TableRow, TableState};
 use ratatui::layout::Rect;
@@ -53,6 +54,19 @@ impl Tree<'_> {
 }
 
 impl Screen for Tree<'_> {
+    /// `y` / `Y`: see `state::yank`.
+    fn yank(&self, s: &Store, v: &View, what: Yank) -> Option<(&'static str, String)> {
+        let id = what == Yank::Id;
+        let rows = &s.trees.get(&self.stack.id)?.data.as_ref()?.rows;
+        let r = &v.table.selected(rows)?.resource;
+        // A resource Heat has not created yet has no physical id: the status line says it
+        // is empty rather than copying something else.
+        Some(match id {
+            true => ("physical id", r.physical_id.clone().unwrap_or_default()),
+            false => ("resource name", r.name.clone()),
+        })
+    }
+
     fn title(&self) -> &'static str {
         "Stack tree"
     }

@@ -5,15 +5,12 @@
 use super::Worker;
 use crate::rollout::{Control, RolloutHandle, RolloutPlan, RolloutStatus};
 use crate::service::{ErrorKind, ServiceError};
-use crate::tui::action::{Driver, Reply, Request};
+use crate::tui::action::{Driver, Reply, Request, NO_ACTIONS};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
-
-/// What every action says on a connection without an operator.
-pub const NO_ACTIONS: &str = "actions are not available on this connection";
 
 /// Shortest time between two forwarded statuses of one rollout.
 const COALESCE: Duration = Duration::from_millis(100);

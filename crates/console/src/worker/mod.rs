@@ -5,10 +5,7 @@
 
 mod actions;
 
-pub use actions::NO_ACTIONS;
-
-use super::action::{Reply, Request};
-use super::state::view::StackTarget;
+use super::action::{Reply, Request, StackTarget};
 use crate::model::StackRef;
 use crate::service::operator::Operator;
 use crate::service::CloudService;
