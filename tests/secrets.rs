@@ -274,7 +274,7 @@ async fn readable_clouds_yaml_with_a_password_is_warned_about() {
         caldera::tui::config::resolve(&options),
         chrono::Utc::now(),
     );
-    app.update(caldera::tui::action::Action::Resize(200, 30));
+    app.update(caldera::tui::message::Action::Resize(200, 30));
     app.prepare();
     let mut term =
         ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 30)).expect("terminal");

@@ -7,9 +7,9 @@
 
 use super::{median, memory_mib, secs, verdict, BenchResult, Md};
 use crate::service::CloudService;
-use crate::tui::action::{Action, Reply, Request};
 use crate::tui::config::{resolve, ConsoleOptions};
 use crate::tui::keys::KeyAction;
+use crate::tui::message::{Action, Reply, Request};
 use crate::tui::state::view::ViewKind;
 use crate::tui::state::App;
 use crate::tui::worker::Worker;

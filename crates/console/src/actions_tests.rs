@@ -3,11 +3,11 @@
 //! guard rails, the rollout view's controls and take-over, the journal and node actions;
 //! snapshots at 80x24 and 200x60 with a fixed clock.
 
-use super::action::NO_ACTIONS;
-use super::action::{Action, Driver, Reply, Request};
 use super::config::{resolve, ConsoleOptions};
 use super::keys::KeyAction;
-use super::state::actions::Dialog;
+use super::message::NO_ACTIONS;
+use super::message::{Action, Driver, Reply, Request};
+use super::state::action_dialogs::Dialog;
 use super::state::view::ViewKind;
 use super::state::{App, Level, Mode};
 use super::worker::Worker;
@@ -342,7 +342,7 @@ async fn read_only_and_no_operator_refuse_before_asking_anything() {
     assert!(h.status().contains(NO_ACTIONS), "{}", h.status());
     // The journal view says the same where its table would be.
     h.app
-        .update(Action::Command(super::action::Command::Journal));
+        .update(Action::Command(super::message::Command::Journal));
     h.pump().await;
     assert!(h.screen().contains(NO_ACTIONS));
 }
@@ -542,7 +542,7 @@ async fn no_rollout_under_way_says_so() {
     let mut h = H::ops();
     h.open_edge().await;
     h.app
-        .update(Action::Command(super::action::Command::Rollout));
+        .update(Action::Command(super::message::Command::Rollout));
     h.pump().await;
     let screen = h.screen();
     assert!(
@@ -570,7 +570,7 @@ async fn journal_view_tails_filters_shows_detail_and_exports() {
     let mut h = H::ops();
     h.pump().await;
     h.app
-        .update(Action::Command(super::action::Command::Journal));
+        .update(Action::Command(super::message::Command::Journal));
     let gen = h.app.store().journal.meta.gen;
     h.app.take_requests();
     let entries = vec![

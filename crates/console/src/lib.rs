@@ -8,8 +8,8 @@
 //! ```
 //!
 //! Layout of the module:
-//! - `state`: the one app state; typed [`action::Action`]s in, [`action::Request`]s out,
-//!   worker [`action::Reply`]s tagged with a generation (stale ones dropped);
+//! - `state`: the one app state; typed [`message::Action`]s in, [`message::Request`]s out,
+//!   worker [`message::Reply`]s tagged with a generation (stale ones dropped);
 //! - `draw`: a pure function of the state (`App::draw(&self, frame)`);
 //! - `widgets`: the data table (state / sort / filter / draw kept apart) and the heat map;
 //! - `keys`: the key table (handling, `?` help and footer hints all come from it);
@@ -33,13 +33,13 @@ pub(crate) mod service {
     pub use caldera_testkit::{fake, fake_operator};
 }
 
-pub mod action;
+mod action_columns;
 pub mod clipboard;
-pub mod columns;
 pub mod config;
 mod draw;
 pub mod keys;
-mod ops_columns;
+pub mod message;
+pub mod resource_columns;
 mod runtime;
 pub mod state;
 pub mod theme;

@@ -7,8 +7,8 @@
 //! SIGTSTP and ctrl-z give the terminal back and stop the process, SIGCONT (`fg`) takes
 //! the terminal again and redraws everything.
 
-use super::action::Action;
 use super::config::{resolve, ConsoleOptions};
+use super::message::Action;
 use super::state::App;
 use super::worker::Worker;
 use crate::service::operator::Operator;

@@ -1,9 +1,9 @@
 //! Console tests over the fake cloud: snapshots of every pane at 80x24 and 200x60 with
 //! a fixed clock, plus behaviour (navigation, generations, selection by id, input).
 
-use super::action::{Action, Reply, Request};
 use super::config::{resolve, ConsoleOptions};
 use super::keys::KeyAction;
+use super::message::{Action, Reply, Request};
 use super::state::view::ViewKind;
 use super::state::{App, Mode};
 use super::worker::Worker;
@@ -182,7 +182,7 @@ async fn snapshot_nodegroups_and_nodes_1000() {
     let mut h = Harness::demo(1000);
     h.settle().await;
     h.app
-        .update(Action::Command(super::action::Command::NodeGroups));
+        .update(Action::Command(super::message::Command::NodeGroups));
     h.settle().await;
     snap!(h, "nodegroups");
     h.key(KeyAction::Down);
@@ -298,7 +298,7 @@ async fn snapshot_stacks_help_palette() {
 async fn snapshot_light_and_high_contrast_render() {
     let mut h = Harness::demo(100);
     h.open_prod().await;
-    h.app.update(Action::Command(super::action::Command::Theme(
+    h.app.update(Action::Command(super::message::Command::Theme(
         "high-contrast".into(),
     )));
     snap!(h, "dashboard_high_contrast");
@@ -720,7 +720,7 @@ async fn snapshot_empty_panes_and_read_only() {
     h.settle().await;
     h.key(KeyAction::Bottom); // edge-native: no node groups left
     h.app
-        .update(Action::Command(super::action::Command::NodeGroups));
+        .update(Action::Command(super::message::Command::NodeGroups));
     h.settle().await;
     snap!(h, "nodegroups_empty");
 }
@@ -1299,7 +1299,7 @@ fn give_outputs(h: &Harness) {
 async fn open_outputs(h: &mut Harness) {
     h.settle().await;
     h.app
-        .update(Action::Command(super::action::Command::Stacks));
+        .update(Action::Command(super::message::Command::Stacks));
     h.settle().await;
     h.press(KeyCode::Char('O'));
     h.settle().await;
@@ -1351,7 +1351,7 @@ async fn outputs_key_from_the_tree_evaluates_only_the_output_asked_for() {
     give_outputs(&h);
     h.settle().await;
     h.app
-        .update(Action::Command(super::action::Command::Stacks));
+        .update(Action::Command(super::message::Command::Stacks));
     h.settle().await;
     h.key(KeyAction::Open);
     h.settle().await;

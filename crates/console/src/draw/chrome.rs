@@ -3,9 +3,9 @@
 use super::{centered, clear};
 use crate::model::terminal_safe;
 use crate::service::health::{Health, ServiceHealth};
-use crate::tui::action::COMMANDS;
-use crate::tui::columns::short_duration;
 use crate::tui::keys::KeyAction;
+use crate::tui::message::COMMANDS;
+use crate::tui::resource_columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
 use crate::tui::state::{App, Level, Mode};
 use ratatui::layout::{Constraint, Layout, Rect};

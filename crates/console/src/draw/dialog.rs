@@ -4,7 +4,7 @@
 use super::{centered, clear};
 use crate::model::terminal_safe;
 use crate::tui::keys::{join_keys, KeyAction};
-use crate::tui::state::actions::{Dialog, ABORT_MODES};
+use crate::tui::state::action_dialogs::{Dialog, ABORT_MODES};
 use crate::tui::state::form::{FieldKind, Form};
 use crate::tui::state::App;
 use ratatui::layout::{Constraint, Layout, Rect};

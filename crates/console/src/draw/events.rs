@@ -2,7 +2,7 @@
 
 use super::panes::{data_table, message_box};
 use crate::model::{terminal_safe, StackEvent};
-use crate::tui::columns::{event_path, event_time, first_line_pub};
+use crate::tui::resource_columns::{event_path, event_time, first_line_pub};
 use crate::tui::state::store::EventLog;
 use crate::tui::state::view::{StackTarget, TailOptions, View};
 use crate::tui::state::App;
@@ -93,7 +93,7 @@ pub fn draw(
             &title,
             Some(&log.events),
             Some(&log.meta),
-            &crate::tui::columns::EVENT_COLUMNS,
+            &crate::tui::resource_columns::EVENT_COLUMNS,
             &view.table,
             "No events yet (polling).",
             true,
@@ -116,7 +116,7 @@ pub fn draw(
             &look,
             &view.table,
             log.events.len(),
-            &crate::tui::columns::EVENT_COLUMNS,
+            &crate::tui::resource_columns::EVENT_COLUMNS,
             &ctx,
         ));
     let inner = block.inner(area);

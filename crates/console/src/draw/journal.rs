@@ -16,7 +16,7 @@ pub fn draw(app: &App, view: &View, log: &JournalLog, frame: &mut Frame, area: R
         "Journal",
         loaded.then_some(log.rows.as_slice()),
         Some(&log.meta),
-        &crate::tui::ops_columns::JOURNAL_COLUMNS,
+        &crate::tui::action_columns::JOURNAL_COLUMNS,
         &view.table,
         "No actions recorded yet.",
         true,

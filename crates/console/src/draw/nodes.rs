@@ -2,7 +2,7 @@
 
 use super::panes::{data_table, message_box};
 use crate::model::{terminal_safe, ImageCounts, Node, NodeGroup};
-use crate::tui::columns::{node_state, short_duration};
+use crate::tui::resource_columns::{node_state, short_duration};
 use crate::tui::state::store::{NodeRow, NodeSet, Store};
 use crate::tui::state::view::View;
 use crate::tui::state::App;
@@ -325,7 +325,7 @@ pub fn draw(
         &title,
         Some(&set.rows),
         Some(&set.meta),
-        &crate::tui::columns::NODE_COLUMNS,
+        &crate::tui::resource_columns::NODE_COLUMNS,
         &view.table,
         "This node group has no members.",
         true,

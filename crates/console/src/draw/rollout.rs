@@ -5,7 +5,7 @@
 use super::panes::data_table;
 use crate::model::{terminal_safe, NodeGroup};
 use crate::rollout::{RolloutState, RolloutStatus};
-use crate::tui::action::Driver;
+use crate::tui::message::Driver;
 use crate::tui::state::rollout::RolloutSlot;
 use crate::tui::state::view::View;
 use crate::tui::state::App;
@@ -252,7 +252,7 @@ pub fn draw(
         "Nodes",
         Some(status.nodes.as_slice()),
         Some(&slot.meta),
-        &crate::tui::ops_columns::ROLLOUT_COLUMNS,
+        &crate::tui::action_columns::ROLLOUT_COLUMNS,
         &view.table,
         "This rollout has no nodes.",
         true,

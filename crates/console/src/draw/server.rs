@@ -6,7 +6,7 @@
 
 use super::panes::message_box;
 use crate::model::{terminal_safe, ConsoleTail, ServerDetail, ServerTarget};
-use crate::tui::columns::age;
+use crate::tui::resource_columns::age;
 use crate::tui::state::store::Slot;
 use crate::tui::state::view::View;
 use crate::tui::state::App;

@@ -7,7 +7,7 @@
 use super::panes::{data_table, message_box};
 use crate::model::terminal_safe;
 use crate::ops::stuck::{describe_durations, is_stalled, nova_summary, Cause, HookHold};
-use crate::tui::columns::{age, first_line_pub};
+use crate::tui::resource_columns::{age, first_line_pub};
 use crate::tui::state::store::{tree_server_key, Store, TreeData, TREE_SERVERS};
 use crate::tui::state::view::{StackTarget, View};
 use crate::tui::state::App;
@@ -254,7 +254,7 @@ pub fn draw(
         &title,
         Some(&tree.rows),
         slot.map(|s| &s.meta),
-        &crate::tui::columns::TREE_COLUMNS,
+        &crate::tui::resource_columns::TREE_COLUMNS,
         &view.table,
         "This stack has no resources.",
         true,

@@ -3,14 +3,14 @@
 //! planned by the worker from Heat (the exact calls), shown in the confirm dialog, and
 //! sent only once confirmed; the worker journals it before the call goes out.
 
-use super::actions::{Dialog, OnYes, Purpose};
+use super::action_dialogs::{Dialog, OnYes, Purpose};
 use super::form::{Confirm, Field, Form};
 use super::view::{StackTarget, ViewKind};
 use super::{App, Level};
 use crate::drivers::guard::Reach;
 use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
 use crate::service::ServiceResult;
-use crate::tui::action::Request;
+use crate::tui::message::Request;
 
 /// The tree shows `nodes > 17 > server`; Heat's paths and the commands read `nodes/17/server`.
 fn slash_path(tree_path: &str) -> String {

@@ -3,9 +3,9 @@
 
 use super::view::ViewKind;
 use super::{App, Level, Mode};
-use crate::tui::action::{Action, Command, Request, COMMANDS};
-use crate::tui::columns::{event_path, first_line_pub};
 use crate::tui::keys::{KeyAction, KeyContext};
+use crate::tui::message::{Action, Command, Request, COMMANDS};
+use crate::tui::resource_columns::{event_path, first_line_pub};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::{Modifier, Style};
 use std::path::PathBuf;

@@ -1,13 +1,13 @@
 //! The journal view's state: the audit journal tailed from the operator (`read_journal`
 //! from the last offset on each refresh), an entry's detail and the JSON-lines export.
 
-use super::actions::Dialog;
+use super::action_dialogs::Dialog;
 use super::store::{FetchMeta, Settled};
 use super::view::ViewKind;
 use super::{App, Level, Mode};
 use crate::journal::{Entry, Outcome};
 use crate::service::ServiceResult;
-use crate::tui::action::Request;
+use crate::tui::message::Request;
 use chrono::{DateTime, Utc};
 
 /// One journal line as a table row (entries have no id: their place in the journal is one).

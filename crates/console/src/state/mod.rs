@@ -2,7 +2,7 @@
 //! I/O is requested through an outbox of [`Request`]s that the event loop hands to the
 //! workers; drawing reads the state and never changes it.
 
-pub mod actions;
+pub mod action_dialogs;
 pub mod form;
 mod heat;
 pub mod input;
@@ -14,9 +14,9 @@ pub mod store;
 pub mod view;
 pub mod yank;
 
-use super::action::{Action, Command, Reply, Request};
 use super::config::Resolved;
 use super::keys::{KeyAction, KeyContext, KeyMap};
+use super::message::{Action, Command, Reply, Request};
 use super::theme::Theme;
 use super::views::{self, Plan, Screen, TableOp};
 use super::widgets::table::RowCtx;
@@ -52,7 +52,7 @@ pub enum Mode {
     Help(u16),
     Input(Box<InputState>),
     /// A form, a confirmation or an overlay of the operator actions.
-    Dialog(Box<actions::Dialog>),
+    Dialog(Box<action_dialogs::Dialog>),
 }
 
 /// How deep the stack tree asks Heat to look.

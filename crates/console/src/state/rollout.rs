@@ -10,7 +10,7 @@ use super::{App, Level};
 use crate::model::{Cluster, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, NodePhase, RolloutPlan, RolloutState, RolloutStatus};
-use crate::tui::action::{Driver, Reply, Request};
+use crate::tui::message::{Driver, Reply, Request};
 use std::collections::BTreeMap;
 
 /// What the console knows of one node group's rollout.
@@ -417,17 +417,19 @@ impl App {
             "  cannot make a node update twice; pause that one first all the same.".to_string(),
         ]);
         let name = self.production_name(&slot.cluster);
-        self.open_dialog(super::actions::Dialog::Confirm(super::form::Confirm::new(
-            "Take over this rollout?",
-            lines,
-            name,
-            super::actions::OnYes::Rollout {
-                key,
-                control: Control::Resume {
-                    parameters: BTreeMap::new(),
+        self.open_dialog(super::action_dialogs::Dialog::Confirm(
+            super::form::Confirm::new(
+                "Take over this rollout?",
+                lines,
+                name,
+                super::action_dialogs::OnYes::Rollout {
+                    key,
+                    control: Control::Resume {
+                        parameters: BTreeMap::new(),
+                    },
                 },
-            },
-        )));
+            ),
+        ));
     }
 }
 

@@ -5,7 +5,7 @@ use crate::tui::widgets::table::TableState;
 
 /// Shared with the worker and the messages, so it lives with them (no state <-> worker
 /// import cycle); re-exported here for the views that hold one.
-pub use crate::tui::action::StackTarget;
+pub use crate::tui::message::StackTarget;
 
 /// What a view shows: declared with the views' registry (`tui::views`).
 pub use crate::tui::views::ViewKind;

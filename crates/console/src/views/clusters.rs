@@ -45,7 +45,7 @@ impl Screen for Clusters {
         let items = store.clusters.data.as_deref().unwrap_or(&[]);
         Table::boxed(
             items,
-            &crate::tui::columns::CLUSTER_COLUMNS,
+            &crate::tui::resource_columns::CLUSTER_COLUMNS,
             store.clusters.meta.version,
         )
     }

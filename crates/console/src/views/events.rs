@@ -60,7 +60,7 @@ impl Screen for Events<'_> {
         let items = log.map(|l| l.events.as_slice()).unwrap_or(&[]);
         Table::boxed(
             items,
-            &crate::tui::columns::EVENT_COLUMNS,
+            &crate::tui::resource_columns::EVENT_COLUMNS,
             log.map(|l| l.meta.version).unwrap_or(0),
         )
     }

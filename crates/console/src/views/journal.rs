@@ -55,7 +55,7 @@ impl Screen for Journal {
         let log = &store.journal;
         Table::boxed(
             &log.rows,
-            &crate::tui::ops_columns::JOURNAL_COLUMNS,
+            &crate::tui::action_columns::JOURNAL_COLUMNS,
             log.meta.version,
         )
     }

@@ -21,7 +21,11 @@ pub(super) fn groups_table<'s>(store: &'s Store, cluster: &Cluster) -> Option<Bo
     let slot = store.nodegroups.get(&cluster.id);
     let items = slot.and_then(|s| s.data.as_deref()).unwrap_or(&[]);
     let version = slot.map(|s| s.meta.version).unwrap_or(0);
-    Table::boxed(items, &crate::tui::columns::NODEGROUP_COLUMNS, version)
+    Table::boxed(
+        items,
+        &crate::tui::resource_columns::NODEGROUP_COLUMNS,
+        version,
+    )
 }
 
 /// `y` / `Y` on a node group (also the dashboard's table): its id or name.

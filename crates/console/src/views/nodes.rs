@@ -66,7 +66,7 @@ impl Screen for Nodes<'_> {
         faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
         let Some(set) = store.nodes.get(&self.nodegroup.id) else {
-            return Table::<NodeRow>::boxed(&[], &crate::tui::columns::NODE_COLUMNS, 0);
+            return Table::<NodeRow>::boxed(&[], &crate::tui::resource_columns::NODE_COLUMNS, 0);
         };
         // Addresses and names only reorder or refilter when a filter, a sort or
         // faults-only looks at them.
@@ -76,7 +76,11 @@ impl Screen for Nodes<'_> {
         } else {
             set.meta.version.wrapping_mul(1 << 32)
         };
-        Table::boxed(&set.rows, &crate::tui::columns::NODE_COLUMNS, version)
+        Table::boxed(
+            &set.rows,
+            &crate::tui::resource_columns::NODE_COLUMNS,
+            version,
+        )
     }
 
     fn node_streams(&self, _store: &Store) -> HashSet<String> {

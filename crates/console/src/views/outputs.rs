@@ -113,7 +113,7 @@ impl Screen for Outputs<'_> {
             p.force,
             p.every * 4,
             |s| &mut s.outputs.entry(id.clone()).or_default().meta,
-            |gen| crate::tui::action::Request::Outputs { stack, gen },
+            |gen| crate::tui::message::Request::Outputs { stack, gen },
         );
         let Some(key) = self.shown.clone() else {
             return;
@@ -124,7 +124,7 @@ impl Screen for Outputs<'_> {
             p.force,
             Duration::MAX,
             |s| &mut s.output_values.entry(slot_key.clone()).or_default().meta,
-            |gen| crate::tui::action::Request::Output { stack, key, gen },
+            |gen| crate::tui::message::Request::Output { stack, key, gen },
         );
     }
 

@@ -65,7 +65,7 @@ impl Screen for Rollout<'_> {
         let items = slot.map(|s| s.nodes()).unwrap_or(&[]);
         Table::boxed(
             items,
-            &crate::tui::ops_columns::ROLLOUT_COLUMNS,
+            &crate::tui::action_columns::ROLLOUT_COLUMNS,
             slot.map(|s| s.meta.version).unwrap_or(0),
         )
     }

@@ -50,7 +50,7 @@ impl Screen for Stacks {
         let items = store.stacks.data.as_deref().unwrap_or(&[]);
         Table::boxed(
             items,
-            &crate::tui::columns::STACK_COLUMNS,
+            &crate::tui::resource_columns::STACK_COLUMNS,
             store.stacks.meta.version,
         )
     }

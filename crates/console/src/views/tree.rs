@@ -100,7 +100,7 @@ impl Screen for Tree<'_> {
             .unwrap_or(0);
         Table::boxed(
             rows(store, &self.stack.id),
-            &crate::tui::columns::TREE_COLUMNS,
+            &crate::tui::resource_columns::TREE_COLUMNS,
             version,
         )
     }

@@ -3,9 +3,9 @@
 //! Node streams can be cancelled; stack names are resolved (and cached) here.
 //! The operator's actions and the rollouts they start are in [`actions`].
 
-mod actions;
+mod operator_jobs;
 
-use super::action::{Reply, Request, StackTarget};
+use super::message::{Reply, Request, StackTarget};
 use crate::model::StackRef;
 use crate::service::operator::Operator;
 use crate::service::CloudService;
@@ -23,7 +23,7 @@ pub struct Worker {
     node_streams: HashMap<String, CancellationToken>,
     stack_names: Arc<Mutex<HashMap<String, StackRef>>>,
     /// The rollouts this console drives, by node-group id.
-    rollouts: actions::Rollouts,
+    rollouts: operator_jobs::Rollouts,
     shutdown: CancellationToken,
 }
 
@@ -67,7 +67,7 @@ impl Worker {
             tx,
             node_streams: HashMap::new(),
             stack_names: Arc::new(Mutex::new(HashMap::new())),
-            rollouts: actions::Rollouts::default(),
+            rollouts: operator_jobs::Rollouts::default(),
             shutdown: CancellationToken::new(),
         }
     }

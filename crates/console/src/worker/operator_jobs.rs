@@ -5,7 +5,7 @@
 use super::Worker;
 use crate::rollout::{Control, RolloutHandle, RolloutPlan, RolloutStatus};
 use crate::service::{ErrorKind, ServiceError};
-use crate::tui::action::{Driver, Reply, Request, NO_ACTIONS};
+use crate::tui::message::{Driver, Reply, Request, NO_ACTIONS};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;

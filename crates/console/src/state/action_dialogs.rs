@@ -11,8 +11,8 @@ use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{AbortMode, Control, RolloutOptions};
-use crate::tui::action::{Reply, Request, NO_ACTIONS};
 use crate::tui::keys::{self, KeyAction, KeyContext};
+use crate::tui::message::{Reply, Request, NO_ACTIONS};
 use crossterm::event::{KeyCode, KeyEvent};
 
 /// What a form or a plan is for.
@@ -574,7 +574,7 @@ impl App {
                     });
                     slot.plan = Some(rollout);
                     slot.status = None;
-                    slot.driver = Some(crate::tui::action::Driver::Here);
+                    slot.driver = Some(crate::tui::message::Driver::Here);
                     slot.meta.error = None;
                     slot.meta.in_flight = false;
                     self.open_rollout_view(cluster, nodegroup);
@@ -638,7 +638,7 @@ impl App {
             .store
             .rollouts
             .values()
-            .filter(|s| s.driver == Some(crate::tui::action::Driver::Here))
+            .filter(|s| s.driver == Some(crate::tui::message::Driver::Here))
             .filter_map(|s| {
                 let st = s.status.as_ref()?;
                 (!st.state.is_final()).then(|| {
