@@ -1370,8 +1370,8 @@ async fn outputs_key_from_the_tree_evaluates_only_the_output_asked_for() {
         h.worker.submit(r);
     }
     h.settle().await;
-    assert_eq!(h.app.view().crumb(), format!("outputs {}", stack.label()));
-    assert_eq!(h.app.view().title(), "Outputs");
+    assert_eq!(h.app.screen().crumb(), format!("outputs {}", stack.label()));
+    assert_eq!(h.app.screen().title(), "Outputs");
 
     h.press(KeyCode::Enter);
     let asked: Vec<Request> = h.app.take_requests();

@@ -201,7 +201,7 @@ const HEADER_HELP: &[(&str, &str)] = &[
 pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
     let th = app.theme();
     let crumbs: Vec<String> = std::iter::once(app.info().cloud.clone())
-        .chain(app.nav().iter().map(|v| v.crumb()))
+        .chain(app.nav().iter().map(|v| app.screen_of(&v.kind).crumb()))
         .map(|c| terminal_safe(&c).into_owned())
         .collect();
     // Too long: drop the oldest crumbs (the current view always shows).

@@ -54,7 +54,7 @@ impl App {
 
     fn draw_body(&self, frame: &mut Frame, area: Rect) {
         let view = self.view();
-        super::views::screen(&view.kind).draw(self, view, frame, area);
+        self.screen_of(&view.kind).draw(self, view, frame, area);
     }
 }
 

@@ -562,7 +562,7 @@ impl App {
                 if rollout.is_none() {
                     // Magnum's: the view opens on it once Magnum accepted (`UpgradeStarted`).
                     let slot = self.store.rollouts.entry(key.clone()).or_insert_with(|| {
-                        super::rollout::RolloutSlot::new(cluster.clone(), nodegroup.clone())
+                        super::store::RolloutSlot::new(cluster.clone(), nodegroup.clone())
                     });
                     slot.expect_update = true;
                 }
@@ -570,7 +570,7 @@ impl App {
                     // Ours from now on (set before the view opens, so it does not go looking):
                     // the engine's statuses replace any other.
                     let slot = self.store.rollouts.entry(key).or_insert_with(|| {
-                        super::rollout::RolloutSlot::new(cluster.clone(), nodegroup.clone())
+                        super::store::RolloutSlot::new(cluster.clone(), nodegroup.clone())
                     });
                     slot.plan = Some(rollout);
                     slot.status = None;

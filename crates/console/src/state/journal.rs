@@ -2,45 +2,12 @@
 //! from the last offset on each refresh), an entry's detail and the JSON-lines export.
 
 use super::action_dialogs::Dialog;
-use super::store::{FetchMeta, Settled};
 use super::view::ViewKind;
 use super::{App, Level, Mode};
 use crate::journal::{Entry, Outcome};
-use crate::service::ServiceResult;
 use crate::tui::message::Request;
-use chrono::{DateTime, Utc};
 
-/// One journal line as a table row (entries have no id: their place in the journal is one).
-#[derive(Debug, Clone, PartialEq)]
-pub struct JournalRow {
-    pub seq: usize,
-    pub entry: Entry,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct JournalLog {
-    pub meta: FetchMeta,
-    pub rows: Vec<JournalRow>,
-    /// Where the next read starts.
-    pub offset: u64,
-}
-
-impl JournalLog {
-    pub fn finish(
-        &mut self,
-        gen: u64,
-        result: ServiceResult<(Vec<Entry>, u64)>,
-        now: DateTime<Utc>,
-    ) {
-        if let Settled::Fresh((entries, next)) = self.meta.settle(gen, result, now) {
-            for entry in entries {
-                let seq = self.rows.len();
-                self.rows.push(JournalRow { seq, entry });
-            }
-            self.offset = next;
-        }
-    }
-}
+pub use super::store::{JournalLog, JournalRow};
 
 /// The outcome as one word and its error.
 pub fn outcome_text(o: &Outcome) -> String {

@@ -10,6 +10,7 @@ pub mod journal;
 mod nav;
 pub use nav::is_stack_standin;
 pub mod rollout;
+pub mod screen;
 pub mod store;
 pub mod view;
 pub mod yank;
@@ -18,13 +19,13 @@ use super::config::Resolved;
 use super::keys::{KeyAction, KeyContext, KeyMap};
 use super::message::{Action, Command, Reply, Request};
 use super::theme::Theme;
-use super::views::{self, Plan, Screen, TableOp};
 use super::widgets::table::RowCtx;
 use crate::drivers::guard::Guard;
 use crate::model::{Cluster, NodeGroup, ServerTarget};
 use crate::service::{BudgetStats, CloudInfo};
 use chrono::{DateTime, Utc};
 use input::InputState;
+use screen::{Plan, Registry, Screen, TableOp};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -89,10 +90,18 @@ pub struct App {
     size: (u16, u16),
     /// A copy (`y` / `Y`) for the runtime to write to the terminal.
     clipboard: Option<crate::tui::clipboard::Clip>,
+    /// The views, as given (the state names none).
+    views: Registry,
 }
 
 impl App {
-    pub fn new(info: CloudInfo, resolved: Resolved, now: DateTime<Utc>) -> App {
+    /// The state over the views of `views` (`tui::views::REGISTRY`; `App::new` uses it).
+    pub fn with_views(
+        info: CloudInfo,
+        resolved: Resolved,
+        now: DateTime<Utc>,
+        views: Registry,
+    ) -> App {
         let status = if resolved.problems.is_empty() {
             None
         } else {
@@ -128,6 +137,7 @@ impl App {
             dirty: true,
             size: (80, 24),
             clipboard: None,
+            views,
         };
         app.plan_refresh(false);
         app
@@ -313,7 +323,12 @@ impl App {
 
     /// The behaviour of the current view.
     pub(crate) fn screen(&self) -> Box<dyn Screen + '_> {
-        views::screen(&self.view().kind)
+        self.screen_of(&self.view().kind)
+    }
+
+    /// The behaviour of a view of kind `kind`.
+    pub(crate) fn screen_of<'k>(&self, kind: &'k ViewKind) -> Box<dyn Screen + 'k> {
+        (self.views.screen)(kind)
     }
 
     /// Apply one action.
@@ -394,6 +409,10 @@ impl App {
         if !self.view_offers(k) {
             return;
         }
+        // Keys that open a view from anywhere are the views' own.
+        if (self.views.on_key)(self, k) {
+            return;
+        }
         match k {
             KeyAction::Quit => self.request_quit(),
             KeyAction::Suspend => self.should_suspend = true,
@@ -433,7 +452,6 @@ impl App {
             KeyAction::Dashboard => self.nav_dashboard(),
             KeyAction::Events => self.nav_events(),
             KeyAction::Tree => self.nav_tree(),
-            KeyAction::Outputs => views::outputs::open_for_context(self),
             KeyAction::Open => self.open_selected(),
             KeyAction::Scale => self.open_scale(),
             KeyAction::Upgrade => self.open_upgrade(),
@@ -441,6 +459,8 @@ impl App {
             KeyAction::HeatCancel => self.heat_cancel(),
             KeyAction::HeatClearHook => self.heat_clear_hook(),
             KeyAction::HeatMarkUnhealthy => self.heat_mark_unhealthy(),
+            // Handled by the views' registry above.
+            KeyAction::Outputs => {}
             KeyAction::Yank => self.yank(yank::Yank::Id),
             KeyAction::YankName => self.yank(yank::Yank::Name),
             // Read by the open dialog (`on_dialog_key`); nothing to do outside one.
@@ -682,7 +702,7 @@ impl App {
             paused: self.view().tail.paused,
         };
         let kind = self.view().kind.clone();
-        views::screen(&kind).plan(self, plan);
+        self.screen_of(&kind).plan(self, plan);
     }
 
     pub(crate) fn want_stacks(&mut self, force: bool, now: DateTime<Utc>, every: Duration) {
@@ -880,7 +900,7 @@ impl App {
     /// Bring the visible tables' caches up to date (call before drawing).
     pub fn prepare(&mut self) {
         let kind = self.view().kind.clone();
-        let screen = views::screen(&kind);
+        let screen = self.screen_of(&kind);
         let faults = self.faults_only;
         let last = self.nav.len() - 1;
         let view = &mut self.nav[last];
@@ -899,7 +919,7 @@ impl App {
 
     fn table_op(&mut self, op: TableOp) {
         let kind = self.view().kind.clone();
-        let screen = views::screen(&kind);
+        let screen = self.screen_of(&kind);
         let width = self.size.0.saturating_sub(2) as usize;
         if let Some(total) = screen.text_lines(self, width) {
             return self.scroll_text(op, total);

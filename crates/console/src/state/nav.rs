@@ -124,7 +124,7 @@ impl App {
     pub(super) fn open_selected(&mut self) {
         self.prepare();
         let kind = self.view().kind.clone();
-        crate::tui::views::screen(&kind).open(self);
+        self.screen_of(&kind).open(self);
     }
 }
 

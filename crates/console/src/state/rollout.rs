@@ -4,93 +4,16 @@
 //! not drive (Magnum's, a foreign Heat update: observed, controls refused with the reason),
 //! and the controls.
 
-use super::store::{FetchMeta, Settled};
+use super::store::Settled;
 use super::view::ViewKind;
 use super::{App, Level};
 use crate::model::{Cluster, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
-use crate::rollout::{Control, NodePhase, RolloutPlan, RolloutState, RolloutStatus};
+use crate::rollout::{Control, NodePhase, RolloutStatus};
 use crate::tui::message::{Driver, Reply, Request};
 use std::collections::BTreeMap;
 
-/// What the console knows of one node group's rollout.
-#[derive(Debug, Clone)]
-pub struct RolloutSlot {
-    pub cluster: Cluster,
-    pub nodegroup: NodeGroup,
-    pub plan: Option<RolloutPlan>,
-    pub status: Option<RolloutStatus>,
-    /// `None` until known.
-    pub driver: Option<Driver>,
-    /// `find_rollout` answered at least once.
-    pub searched: bool,
-    /// An update no caldera rollout drives, shown when `plan` is `None`.
-    pub observed: Option<ObservedUpdate>,
-    /// Magnum accepted an upgrade from this console: Heat may not have started it yet.
-    pub expect_update: bool,
-    /// Find / observe bookkeeping (and their last error).
-    pub meta: FetchMeta,
-}
-
-impl RolloutSlot {
-    pub(super) fn new(cluster: Cluster, nodegroup: NodeGroup) -> RolloutSlot {
-        RolloutSlot {
-            cluster,
-            nodegroup,
-            plan: None,
-            status: None,
-            driver: None,
-            searched: false,
-            observed: None,
-            expect_update: false,
-            meta: FetchMeta::default(),
-        }
-    }
-
-    /// The one-line explanation under the header.
-    pub fn note(&self) -> Option<String> {
-        if let Some(u) = &self.observed {
-            return Some(format!(
-                "{}. p/R/x do not apply; {}",
-                u.label(),
-                u.abort_note()
-            ));
-        }
-        match (self.driver, &self.status) {
-            (Some(Driver::Elsewhere), Some(s)) if !s.state.is_final() => Some(
-                "not driven by this console (another operator's, or from before a restart): \
-                 resume (R) takes it over"
-                    .into(),
-            ),
-            // Paused after the last batch's nodes finished: the engine holds the last
-            // batch's post hooks, gate and finish until resumed.
-            (Some(Driver::Here), Some(s))
-                if matches!(s.state, RolloutState::Paused { .. }) && s.remaining == 0 =>
-            {
-                Some(
-                    "every node is updated; resume (R) runs the last batch's hooks and gate \
-                     and finishes the rollout"
-                        .into(),
-                )
-            }
-            (_, None) if self.searched && self.plan.is_none() && self.expect_update => Some(
-                "Magnum accepted the upgrade; waiting for Heat to start updating the node group"
-                    .into(),
-            ),
-            (_, None) if self.searched && self.plan.is_none() => {
-                Some("no rollout under way on this node group (u starts an upgrade)".into())
-            }
-            _ => None,
-        }
-    }
-
-    pub fn nodes(&self) -> &[crate::rollout::NodeProgress] {
-        self.status
-            .as_ref()
-            .map(|s| s.nodes.as_slice())
-            .unwrap_or(&[])
-    }
-}
+pub use super::store::RolloutSlot;
 
 impl App {
     pub(super) fn open_rollout_view(&mut self, cluster: Cluster, nodegroup: NodeGroup) {
@@ -462,7 +385,7 @@ fn name_nodes(status: &mut RolloutStatus, nodes: Option<&super::store::NodeSet>)
 mod tests {
     use super::*;
     use crate::model::{Node, NodeKey, Status};
-    use crate::rollout::NodeProgress;
+    use crate::rollout::{NodeProgress, RolloutState};
     use crate::service::NodeUpdate;
 
     fn node(member: &str, name: &str, ip: Option<&str>) -> Node {

@@ -6,7 +6,10 @@ use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, ServerTarget, StackEvent, StackResource, StackSummary,
 };
 use crate::ops::stuck::{assess, Assessment, Entry};
+use crate::rollout::observed::ObservedUpdate;
+use crate::rollout::{RolloutPlan, RolloutState, RolloutStatus};
 use crate::service::{EventCursor, NodeUpdate, ServiceResult};
+use crate::tui::message::Driver;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -611,8 +614,8 @@ pub struct Store {
     /// Stack names learnt from the workers, by id.
     pub stack_names: HashMap<String, String>,
     /// Rollouts by node group id.
-    pub rollouts: HashMap<String, super::rollout::RolloutSlot>,
-    pub journal: super::journal::JournalLog,
+    pub rollouts: HashMap<String, RolloutSlot>,
+    pub journal: JournalLog,
     /// Stack outputs (keys and descriptions), by stack id.
     pub outputs: HashMap<String, Slot<Vec<crate::service::StackOutput>>>,
     /// Evaluated stack outputs, by (stack id, output key).
@@ -641,6 +644,121 @@ impl Store {
             .and_then(|slot| slot.data.as_deref())
             .and_then(|all| all.iter().find(|g| g.id == opened.id))
             .unwrap_or(opened)
+    }
+}
+
+// ------------------------------------------------------------------ rollouts
+
+/// What the console knows of one node group's rollout.
+#[derive(Debug, Clone)]
+pub struct RolloutSlot {
+    pub cluster: Cluster,
+    pub nodegroup: NodeGroup,
+    pub plan: Option<RolloutPlan>,
+    pub status: Option<RolloutStatus>,
+    /// `None` until known.
+    pub driver: Option<Driver>,
+    /// `find_rollout` answered at least once.
+    pub searched: bool,
+    /// An update no caldera rollout drives, shown when `plan` is `None`.
+    pub observed: Option<ObservedUpdate>,
+    /// Magnum accepted an upgrade from this console: Heat may not have started it yet.
+    pub expect_update: bool,
+    /// Find / observe bookkeeping (and their last error).
+    pub meta: FetchMeta,
+}
+
+impl RolloutSlot {
+    pub(super) fn new(cluster: Cluster, nodegroup: NodeGroup) -> RolloutSlot {
+        RolloutSlot {
+            cluster,
+            nodegroup,
+            plan: None,
+            status: None,
+            driver: None,
+            searched: false,
+            observed: None,
+            expect_update: false,
+            meta: FetchMeta::default(),
+        }
+    }
+
+    /// The one-line explanation under the header.
+    pub fn note(&self) -> Option<String> {
+        if let Some(u) = &self.observed {
+            return Some(format!(
+                "{}. p/R/x do not apply; {}",
+                u.label(),
+                u.abort_note()
+            ));
+        }
+        match (self.driver, &self.status) {
+            (Some(Driver::Elsewhere), Some(s)) if !s.state.is_final() => Some(
+                "not driven by this console (another operator's, or from before a restart): \
+                 resume (R) takes it over"
+                    .into(),
+            ),
+            // Paused after the last batch's nodes finished: the engine holds the last
+            // batch's post hooks, gate and finish until resumed.
+            (Some(Driver::Here), Some(s))
+                if matches!(s.state, RolloutState::Paused { .. }) && s.remaining == 0 =>
+            {
+                Some(
+                    "every node is updated; resume (R) runs the last batch's hooks and gate \
+                     and finishes the rollout"
+                        .into(),
+                )
+            }
+            (_, None) if self.searched && self.plan.is_none() && self.expect_update => Some(
+                "Magnum accepted the upgrade; waiting for Heat to start updating the node group"
+                    .into(),
+            ),
+            (_, None) if self.searched && self.plan.is_none() => {
+                Some("no rollout under way on this node group (u starts an upgrade)".into())
+            }
+            _ => None,
+        }
+    }
+
+    pub fn nodes(&self) -> &[crate::rollout::NodeProgress] {
+        self.status
+            .as_ref()
+            .map(|s| s.nodes.as_slice())
+            .unwrap_or(&[])
+    }
+}
+
+// ------------------------------------------------------------------ the journal
+
+/// One journal line as a table row (entries have no id: their place in the journal is one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalRow {
+    pub seq: usize,
+    pub entry: crate::journal::Entry,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct JournalLog {
+    pub meta: FetchMeta,
+    pub rows: Vec<JournalRow>,
+    /// Where the next read starts.
+    pub offset: u64,
+}
+
+impl JournalLog {
+    pub fn finish(
+        &mut self,
+        gen: u64,
+        result: ServiceResult<(Vec<crate::journal::Entry>, u64)>,
+        now: DateTime<Utc>,
+    ) {
+        if let Settled::Fresh((entries, next)) = self.meta.settle(gen, result, now) {
+            for entry in entries {
+                let seq = self.rows.len();
+                self.rows.push(JournalRow { seq, entry });
+            }
+            self.offset = next;
+        }
     }
 }
 

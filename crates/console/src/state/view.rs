@@ -1,14 +1,51 @@
 //! The navigation stack's entries: what a view shows and its own table state.
 
-use crate::model::Cluster;
+use crate::model::{Cluster, NodeGroup, ServerTarget};
 use crate::tui::widgets::table::TableState;
 
 /// Shared with the worker and the messages, so it lives with them (no state <-> worker
 /// import cycle); re-exported here for the views that hold one.
 pub use crate::tui::message::StackTarget;
 
-/// What a view shows: declared with the views' registry (`tui::views`).
-pub use crate::tui::views::ViewKind;
+/// The views the navigation stack can hold, each with what it was opened on.
+/// A handful of these live on the navigation stack; boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum ViewKind {
+    Clusters,
+    Stacks,
+    NodeGroups {
+        cluster: Cluster,
+    },
+    Dashboard {
+        cluster: Cluster,
+    },
+    Nodes {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    Events {
+        stack: StackTarget,
+    },
+    Tree {
+        stack: StackTarget,
+        focus: Option<String>,
+    },
+    Rollout {
+        cluster: Cluster,
+        nodegroup: NodeGroup,
+    },
+    Journal,
+    /// One node's Nova server (`server show` and its console log).
+    Server {
+        target: ServerTarget,
+    },
+    /// A stack's outputs; `shown` is the one whose value is evaluated and shown.
+    Outputs {
+        stack: StackTarget,
+        shown: Option<String>,
+    },
+}
 
 /// Event-tail options (also used by the dashboard's tail).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,15 +87,6 @@ impl View {
             show_heat_map: true,
             scroll: 0,
         }
-    }
-
-    /// The breadcrumb segment for this view.
-    pub fn crumb(&self) -> String {
-        crate::tui::views::screen(&self.kind).crumb()
-    }
-
-    pub fn title(&self) -> &'static str {
-        crate::tui::views::screen(&self.kind).title()
     }
 
     pub fn cluster(&self) -> Option<&Cluster> {

@@ -55,7 +55,7 @@ impl App {
     /// (each view says, `Screen::yank`).
     pub fn yank_text(&self, what: Yank) -> Option<(&'static str, String)> {
         let v = self.view();
-        crate::tui::views::screen(&v.kind).yank(self.store(), v, what)
+        self.screen_of(&v.kind).yank(self.store(), v, what)
     }
 }
 

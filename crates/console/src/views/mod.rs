@@ -18,60 +18,16 @@ mod server;
 mod stacks;
 mod tree;
 
-use super::keys::{self, KeyAction, KeyContext};
-use super::state::store::{FetchMeta, Store};
-use super::state::view::{StackTarget, View};
-use super::state::yank::Yank;
+use super::config::Resolved;
+use super::keys::KeyAction;
+pub use super::state::screen::{Plan, Registry, Rows, Screen, TableOp};
+pub use super::state::view::ViewKind;
 use super::state::App;
 use super::widgets::table::{Column, RowCtx, TableRow, TableState};
-use crate::model::{Cluster, NodeGroup, ServerTarget};
+use crate::service::CloudInfo;
 use chrono::{DateTime, Utc};
-use ratatui::layout::Rect;
-use ratatui::Frame;
-use std::collections::HashSet;
-use std::time::Duration;
 
-/// The views the navigation stack can hold, each with what it was opened on.
-/// A handful of these live on the navigation stack; boxing would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub enum ViewKind {
-    Clusters,
-    Stacks,
-    NodeGroups {
-        cluster: Cluster,
-    },
-    Dashboard {
-        cluster: Cluster,
-    },
-    Nodes {
-        cluster: Cluster,
-        nodegroup: NodeGroup,
-    },
-    Events {
-        stack: StackTarget,
-    },
-    Tree {
-        stack: StackTarget,
-        focus: Option<String>,
-    },
-    Rollout {
-        cluster: Cluster,
-        nodegroup: NodeGroup,
-    },
-    Journal,
-    /// One node's Nova server (`server show` and its console log).
-    Server {
-        target: ServerTarget,
-    },
-    /// A stack's outputs; `shown` is the one whose value is evaluated and shown.
-    Outputs {
-        stack: StackTarget,
-        shown: Option<String>,
-    },
-}
-
-/// The registry: the behaviour of the view on the navigation stack.
+/// The registry: the behaviour of a view on the navigation stack.
 pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
     match kind {
         ViewKind::Clusters => Box::new(clusters::Clusters),
@@ -88,110 +44,6 @@ pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
         ViewKind::Server { target } => Box::new(server::Server { target }),
         ViewKind::Outputs { stack, shown } => Box::new(outputs::Outputs { stack, shown }),
     }
-}
-
-/// What one kind of view is. Only `title`, `crumb`, `meta`, `plan`, `table` and `draw` are
-/// required; the rest have the plain table's behaviour.
-pub trait Screen {
-    /// The view's name in titles ("Stack tree").
-    fn title(&self) -> &'static str;
-
-    /// Its segment of the breadcrumbs (`events my-stack`).
-    fn crumb(&self) -> String;
-
-    /// The key contexts it offers, most specific first (`Global` is always added last).
-    fn key_contexts(&self) -> &'static [KeyContext] {
-        keys::TABLE_VIEW
-    }
-
-    /// Whether it has something for `action` to act on.
-    fn offers(&self, _action: KeyAction) -> bool {
-        true
-    }
-
-    /// The data slot whose age and error the header shows.
-    fn meta<'s>(&self, store: &'s Store) -> Option<&'s FetchMeta>;
-
-    /// Start the fetches it needs (see [`Plan`]).
-    fn plan(&self, app: &mut App, plan: Plan);
-
-    /// Its table's rows as last fetched (`None` for a text view). `state` is the view's
-    /// table, for views whose cached order depends on the filter or sort.
-    fn table<'s>(
-        &self,
-        store: &'s Store,
-        state: &TableState,
-        faults: bool,
-    ) -> Option<Box<dyn Rows + 's>>;
-
-    /// The table's page at a terminal `height` (rows moved by page up / down).
-    fn page(&self, height: u16) -> usize {
-        (height as usize).saturating_sub(8).max(1)
-    }
-
-    /// After the table caught up with its rows: move the selection where the view wants it
-    /// (the followed tail, the batch in flight, a resource asked for).
-    fn after_sync(&self, _view: &mut View, _rows: &dyn Rows, _store: &Store) {}
-
-    /// A table key moved the selection: whether following stops.
-    fn stops_follow(&self, op: TableOp) -> bool {
-        matches!(op, TableOp::Move(-1) | TableOp::PageUp | TableOp::Top)
-    }
-
-    /// For a text view: its height in lines at `width` (table keys then scroll it).
-    fn text_lines(&self, _app: &App, _width: usize) -> Option<usize> {
-        None
-    }
-
-    /// The node groups whose node streams it reads (others are stopped when it opens).
-    fn node_streams(&self, _store: &Store) -> HashSet<String> {
-        HashSet::new()
-    }
-
-    /// The stack the `e` / `t` / `O` keys act on from this view.
-    fn context_stack(&self, _app: &App) -> Option<StackTarget> {
-        None
-    }
-
-    /// Enter (the default opens nothing).
-    fn open(&self, _app: &mut App) {}
-
-    /// Draw the view's body.
-    fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect);
-
-    /// What `y` (the id) or `Y` (the name) copies from the selected row: what it is, and the
-    /// text (`state::yank` says what an operator pastes it into). Nothing by default.
-    fn yank(&self, _store: &Store, _view: &View, _what: Yank) -> Option<(&'static str, String)> {
-        None
-    }
-}
-
-/// One refresh: forced (`r`) or periodic, at `every`, with the view's tail paused or not.
-#[derive(Debug, Clone, Copy)]
-pub struct Plan {
-    pub force: bool,
-    pub now: DateTime<Utc>,
-    pub every: Duration,
-    pub paused: bool,
-}
-
-/// A table key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TableOp {
-    Move(isize),
-    PageUp,
-    PageDown,
-    Top,
-    Bottom,
-    SortNext,
-}
-
-/// A view's rows, typed inside, seen from the state without their type.
-pub trait Rows {
-    /// Bring the table's filtered, sorted index up to date.
-    fn sync(&self, state: &mut TableState, ctx: &RowCtx, faults: bool);
-    fn op(&self, state: &mut TableState, op: TableOp);
-    fn select_id(&self, state: &mut TableState, id: &str);
 }
 
 /// The generic table view: rows of one type with their columns and data version.
@@ -233,5 +85,25 @@ impl<T: TableRow> Rows for Table<'_, T> {
 
     fn select_id(&self, state: &mut TableState, id: &str) {
         state.select_id(id, self.items);
+    }
+}
+
+/// Keys that open a view from anywhere (the key table says which; a view with its own key adds
+/// a line here): whether `action` was one.
+fn on_key(app: &mut App, action: KeyAction) -> bool {
+    match action {
+        KeyAction::Outputs => outputs::open_for_context(app),
+        _ => return false,
+    }
+    true
+}
+
+/// The views as the state reaches them: the state names no view (it gets this registry).
+pub const REGISTRY: Registry = Registry { screen, on_key };
+
+impl App {
+    /// The console's state over the views of this module.
+    pub fn new(info: CloudInfo, resolved: Resolved, now: DateTime<Utc>) -> App {
+        App::with_views(info, resolved, now, REGISTRY)
     }
 }
