@@ -130,7 +130,8 @@ pub struct RolloutHandle {
 }
 
 /// The other end of a [`RolloutHandle::detached`] handle: what the handle's user sends, and
-/// the status it sees.
+/// the status it sees. Only for fakes (`caldera-testkit`): the `test-support` feature.
+#[cfg(feature = "test-support")]
 pub struct DetachedRollout {
     pub controls: mpsc::UnboundedReceiver<Control>,
     pub status: watch::Sender<RolloutStatus>,
@@ -149,7 +150,8 @@ impl RolloutHandle {
         self.status.clone()
     }
     /// A handle with no engine behind it: whoever holds the [`DetachedRollout`] plays the
-    /// engine. For fakes of the console's operator and for tests.
+    /// engine. For fakes of the console's operator and for tests (`test-support` feature).
+    #[cfg(feature = "test-support")]
     pub fn detached(initial: RolloutStatus) -> (RolloutHandle, DetachedRollout) {
         let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
         let (st_tx, st_rx) = watch::channel(initial);
