@@ -508,6 +508,7 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
     counted(&mut c, &mut reason, ENTER, "its failed node, alone", |s| {
         counter(s, "Nodes of default-worker").is_some_and(|(shown, _)| shown == 1)
     });
+    let before_row = reason;
     counted(
         &mut c,
         &mut reason,
@@ -521,9 +522,13 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
             ])
         },
     );
-    println!("keystrokes from the cluster list: to staging's cause {stuck}, to batch-jobs' failed node's full reason {reason}");
+    println!(
+        "keystrokes from the cluster list (filters typed in full): to staging's cause {stuck}, \
+         to batch-jobs' failed node's full reason {reason} ({} from the node's row)",
+        reason - before_row
+    );
     assert!(
-        stuck <= 12 && reason <= 20,
+        stuck <= 12 && reason <= 24 && reason - before_row == 1,
         "stuck {stuck}, reason {reason}"
     );
     c.send("q");
