@@ -1,10 +1,11 @@
 //! The views: one module per view, each a [`Screen`] that says what the view is called,
 //! which keys it offers, what it fetches and how often, which rows its table shows, what
-//! Enter opens and how it draws (handing its data to the drawing: drawing never looks the
-//! store up itself). The rest of the console reaches a view only through [`screen`], the
-//! registry. Adding a view: a module here, its [`ViewKind`] variant and one line in
-//! [`screen`] (both in this file), its key in `keys.rs`, and its data request if it needs
-//! new data (see `outputs`, which was added this way).
+//! Enter opens, what `y`/`Y` copy and how it draws (handing its data to the drawing: drawing
+//! never looks the store up itself). The state reaches a view only through [`REGISTRY`]
+//! (given to `App` when it is made; the state names no view). Adding a view: a module here
+//! with its `mod` line and one line in [`screen`], its [`ViewKind`] variant (`state/view.rs`),
+//! its key in `keys.rs` (and one line in `on_key` when the key opens it from anywhere), and
+//! its data request if it needs new data (see `outputs`, which was added this way).
 
 mod clusters;
 mod dashboard;
