@@ -937,7 +937,7 @@ async fn paused_after_the_last_nodes_says_resume_finishes() {
 /// dialog shows its exact call, `y` sends it through the operator, the footer says so.
 mod heat_controls {
     use super::*;
-    use crate::drivers::manual::{plan_check, Request as ControlRequest};
+    use crate::drivers::manual::{plan_cancel, plan_check, Request as ControlRequest};
     use crate::model::{StackRef, StackSummary, Status};
     use caldera_cloud::api::heat::StackDetail;
 
@@ -1042,6 +1042,84 @@ mod heat_controls {
         let reqs = h.app.take_requests();
         assert!(
             matches!(&reqs[..], [Request::ApplyControl { plan, .. }] if !plan.refusals.is_empty())
+        );
+    }
+
+    /// A cancel on a stack Magnum owns is refused first; the operator may still go ahead on
+    /// purpose: typing the stack's name plans it again with the override, and that plan is
+    /// confirmed like any other. Nothing reaches the operator before that.
+    #[tokio::test]
+    async fn a_cancel_on_a_magnum_stack_goes_ahead_only_when_its_name_is_typed() {
+        let mut h = H::ops();
+        stacks_view(&mut h).await;
+        h.press(KeyCode::Char('C'));
+        let reqs = h.app.take_requests();
+        let [Request::PlanControl {
+            stack,
+            request:
+                ControlRequest::Cancel {
+                    allow_magnum: false,
+                    ..
+                },
+            gen,
+        }] = &reqs[..]
+        else {
+            panic!("{reqs:?}");
+        };
+        let stack = StackRef {
+            name: stack.clone(),
+            id: "id".into(),
+        };
+        let mut owned = settled(&stack);
+        owned.summary.status = Status::parse("UPDATE_IN_PROGRESS");
+        owned.parameters.insert("cluster_uuid".into(), "c1".into());
+        h.app.update(Action::Reply(Reply::ControlPlan {
+            gen: *gen,
+            result: Ok(plan_cancel(&stack, &owned, true, false)),
+        }));
+        let screen = h.screen();
+        assert!(screen.contains("belongs to a Magnum cluster"), "{screen}");
+        assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))), "{screen}");
+        // Declining sends nothing.
+        h.press(KeyCode::Esc);
+        assert!(h.dialog().is_none());
+        assert!(h.app.take_requests().is_empty());
+
+        // Again, and this time the name is typed: the plan is asked for with the override.
+        h.press(KeyCode::Char('C'));
+        let reqs = h.app.take_requests();
+        let [Request::PlanControl { gen, .. }] = &reqs[..] else {
+            panic!("{reqs:?}");
+        };
+        h.app.update(Action::Reply(Reply::ControlPlan {
+            gen: *gen,
+            result: Ok(plan_cancel(&stack, &owned, true, false)),
+        }));
+        h.type_str(&stack.name);
+        h.press(KeyCode::Enter);
+        let reqs = h.app.take_requests();
+        let [Request::PlanControl {
+            request:
+                ControlRequest::Cancel {
+                    allow_magnum: true,
+                    rollback: true,
+                },
+            gen,
+            ..
+        }] = &reqs[..]
+        else {
+            panic!("{reqs:?}");
+        };
+        // The new plan has no refusal: it is confirmed as any other, then sent.
+        h.app.update(Action::Reply(Reply::ControlPlan {
+            gen: *gen,
+            result: Ok(plan_cancel(&stack, &owned, true, true)),
+        }));
+        assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))));
+        assert!(
+            h.screen().contains("{\"cancel_update\":null}"),
+            "{}",
+            h.screen()
         );
     }
 }

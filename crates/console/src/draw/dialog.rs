@@ -166,11 +166,17 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             let mut answer: Vec<Line> = Vec::new();
             match &c.name {
                 Some(name) => {
-                    answer.push(Line::from(Span::styled(
-                        format!(
+                    let prompt = match &c.name_prompt {
+                        Some(why) => {
+                            format!("{why}: type '{}' and press enter", terminal_safe(name))
+                        }
+                        None => format!(
                             "PRODUCTION cloud: type the cluster name '{}' and press enter",
                             terminal_safe(name)
                         ),
+                    };
+                    answer.push(Line::from(Span::styled(
+                        prompt,
                         th.warning().add_modifier(Modifier::BOLD),
                     )));
                     answer.push(Line::from(vec![

@@ -75,6 +75,11 @@ pub enum OnYes {
     ApplyControl {
         plan: Box<ControlPlan>,
     },
+    /// Plan a manual Heat control again, with a refusal overridden on purpose.
+    PlanControl {
+        stack: StackTarget,
+        request: ControlRequest,
+    },
 }
 
 /// The ways to abort, as the abort dialog offers them.
@@ -622,6 +627,10 @@ impl App {
                     plan,
                     confirm: typed,
                 });
+            }
+            OnYes::PlanControl { stack, request } => {
+                let title = format!("planning it again for {}…", stack.label());
+                self.plan_control(stack, request, title);
             }
         }
     }

@@ -259,6 +259,8 @@ pub struct Confirm<T> {
     pub lines: Vec<String>,
     /// On a production cloud: the cluster name to type.
     pub name: Option<String>,
+    /// Why the name is asked for, when not because the cloud is production.
+    pub name_prompt: Option<String>,
     pub typed: String,
     pub error: Option<String>,
     pub scroll: u16,
@@ -284,11 +286,18 @@ impl<T> Confirm<T> {
             title: title.into(),
             lines,
             name,
+            name_prompt: None,
             typed: String::new(),
             error: None,
             scroll: 0,
             then,
         }
+    }
+
+    /// The name is asked for another reason than a production cloud: `prompt` says which.
+    pub fn name_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.name_prompt = Some(prompt.into());
+        self
     }
 
     /// A key for the confirmation. With a name to type, characters go to the name (even

@@ -58,8 +58,8 @@ impl App {
     }
 
     pub(super) fn heat_cancel(&mut self) {
-        // The console never overrides the Magnum refusal: that is for the command line,
-        // where `--allow-magnum-owned` is typed on purpose.
+        // On a stack Magnum owns the plan is refused first; the operator may then go ahead on
+        // purpose, typing the stack's name (`control_planned`), as `--allow-magnum-owned` does.
         let request = ControlRequest::Cancel {
             rollback: true,
             allow_magnum: false,
@@ -145,6 +145,9 @@ impl App {
     /// A plan arrived: the confirmation shows it. A refused plan is not offered: it goes
     /// to the worker only to be journaled as refused, and the footer says why.
     pub(super) fn control_planned(&mut self, plan: ControlPlan) {
+        if let Some(request) = plan.override_with.clone() {
+            return self.offer_override(plan, request);
+        }
         if !plan.refusals.is_empty() {
             self.set_status(
                 Level::Error,
@@ -169,6 +172,28 @@ impl App {
                 plan: Box::new(plan),
             },
         )));
+    }
+
+    /// A plan refused for a reason the operator may override on purpose (a cancel on a stack
+    /// Magnum owns): the refusal is shown, and typing the stack's name plans it again with the
+    /// override (that plan is confirmed and journaled as any other). Declining sends nothing.
+    fn offer_override(&mut self, plan: ControlPlan, request: ControlRequest) {
+        let mut lines = vec![format!("refused: {}", plan.refusals.join("; "))];
+        lines.push(
+            "Magnum's conductor may then fight the result. Typing the stack's name plans it \
+             again; that plan is shown before anything is sent."
+                .into(),
+        );
+        let stack = StackTarget::from_ref(&plan.stack);
+        self.open_dialog(Dialog::Confirm(
+            Confirm::new(
+                format!("{} {} anyway?", plan.control.action(), plan.target),
+                lines,
+                Some(plan.stack.name.clone()),
+                OnYes::PlanControl { stack, request },
+            )
+            .name_prompt("To go ahead on a stack Magnum owns"),
+        ));
     }
 
     pub(super) fn control_applied(

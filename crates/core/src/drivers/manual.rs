@@ -87,6 +87,9 @@ pub struct ControlPlan {
     pub calls: Vec<ApiCall>,
     /// Why it must not be sent; empty when it may.
     pub refusals: Vec<String>,
+    /// The request to plan again when the only refusal is one the operator may override by
+    /// saying so on purpose (a cancel on a stack Magnum owns: `allow_magnum`).
+    pub override_with: Option<Request>,
 }
 
 impl ControlPlan {
@@ -126,6 +129,7 @@ impl ControlPlan {
             target,
             calls: Vec::new(),
             refusals: Vec::new(),
+            override_with: None,
         }
     }
 }
@@ -234,6 +238,12 @@ pub fn plan_cancel(
         ));
     }
     if let Some(p) = magnum_parameter(detail).filter(|_| !allow_magnum) {
+        if plan.refusals.is_empty() {
+            plan.override_with = Some(Request::Cancel {
+                rollback,
+                allow_magnum: true,
+            });
+        }
         plan.refusals.push(format!(
             "stack {} belongs to a Magnum cluster (it has Magnum's parameter {p}): Magnum's \
              conductor tracks this update; cancel it through Magnum, or say so to go ahead",
