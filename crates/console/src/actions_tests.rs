@@ -882,7 +882,7 @@ async fn ctrl_c_with_a_rollout_driven_here_asks_and_a_second_ctrl_c_quits() {
     assert!(h.app.should_quit());
 }
 
-#[path = "observed_tests.rs"]
+#[path = "watched_update_tests.rs"]
 mod observed;
 
 #[tokio::test]
