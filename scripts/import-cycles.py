@@ -60,12 +60,14 @@ def sccs(edges):
 def main():
     import glob
     roots = sorted(glob.glob('crates/*/src')) + ['src']
-    found = 0
+    found = set()
     for srcroot in roots:
         for depth in range(1, 6):
             for comp in sccs(graph(srcroot, depth)):
-                print(f'{srcroot}: import cycle between {", ".join(comp)}')
-                found += 1
+                key = (srcroot, tuple(comp))
+                if key not in found:
+                    print(f'{srcroot}: import cycle between {", ".join(comp)}')
+                    found.add(key)
     if found:
         sys.exit(1)
     print(f'no import cycle in {len(roots)} crates')
