@@ -153,7 +153,12 @@ impl Session {
             let resp = req.send().await.expect("request");
             let status = resp.status();
             let text = resp.text().await.unwrap_or_default();
-            if status.as_u16() == 401 && attempt == 0 {
+            // Heat answers 500 with Keystone's `Unauthorized` when the token it was handed
+            // expired while Heat used it (to make the stack's trust): tokens here live 20 s,
+            // and a loaded machine gets there. Renewed and sent again, as after a 401.
+            let stale = status.as_u16() == 401
+                || (status.as_u16() == 500 && text.contains("\"type\": \"Unauthorized\""));
+            if stale && attempt == 0 {
                 let (token, _) = Session::login(&self.http, &self.auth).await;
                 *self.token.lock().expect("token lock") = token;
                 continue;
