@@ -10,6 +10,7 @@ pub mod journal;
 mod nav;
 pub use nav::is_stack_standin;
 pub mod rollout;
+pub mod settle;
 pub mod store;
 pub mod view;
 pub mod yank;
@@ -89,6 +90,8 @@ pub struct App {
     size: (u16, u16),
     /// A copy (`y` / `Y`) for the runtime to write to the terminal.
     clipboard: Option<crate::tui::clipboard::Clip>,
+    /// Bursts of refreshes after accepted actions (see [`settle`]).
+    settling: Vec<settle::Settle>,
 }
 
 impl App {
@@ -128,6 +131,7 @@ impl App {
             dirty: true,
             size: (80, 24),
             clipboard: None,
+            settling: Vec::new(),
         };
         app.plan_refresh(false);
         app
@@ -675,10 +679,12 @@ impl App {
     /// Start the fetches the current view needs: when due (one pending per slot), or all
     /// of them when `force` (a newer generation then supersedes any pending answer).
     pub fn plan_refresh(&mut self, force: bool) {
+        // After an action, faster until the cloud is done with it.
+        let every = self.plan_settle(self.refresh);
         let plan = Plan {
             force,
             now: self.now,
-            every: self.refresh,
+            every,
             paused: self.view().tail.paused,
         };
         let kind = self.view().kind.clone();
