@@ -106,7 +106,7 @@ impl Settle {
 }
 
 impl App {
-    /// The bursts under way (for tests and the header).
+    /// The bursts under way.
     pub fn settling(&self) -> &[Settle] {
         &self.settling
     }
