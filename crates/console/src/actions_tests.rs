@@ -1154,3 +1154,40 @@ async fn a_scale_settles_the_counts_on_screen_without_navigating() {
         .collect();
     assert!(lists.is_empty(), "{lists:?}");
 }
+
+/// A Heat control (here a check) accepted from anywhere settles on its stack: the stack list
+/// is read while the stack is CHECK_IN_PROGRESS (the cluster list on screen never reads it
+/// otherwise), and the burst ends once Heat says CHECK_COMPLETE.
+#[tokio::test]
+async fn a_heat_control_settles_on_its_stack() {
+    let mut h = H::ops();
+    h.pump().await;
+    let set_status = |h: &H, status: &str| {
+        h.fake.with_data(|d| {
+            d.stacks[0].status = crate::model::Status::parse(status);
+            d.stacks[0].stack.id.clone()
+        })
+    };
+    let id = set_status(&h, "CHECK_IN_PROGRESS");
+    assert!(h.app.store().stacks.data.is_none());
+    h.app.update(Action::Reply(Reply::ControlApplied {
+        action: "heat.check",
+        target: "stack".into(),
+        stack_id: id.clone(),
+        result: Ok(()),
+    }));
+    h.pump().await;
+    assert!(
+        h.app.store().stacks.data.is_some(),
+        "the stack list is read"
+    );
+    h.tick_at(6).await;
+    assert_eq!(h.app.settling().len(), 1, "still CHECK_IN_PROGRESS");
+    set_status(&h, "CHECK_COMPLETE");
+    h.tick_at(8).await;
+    h.tick_at(9).await;
+    assert!(h.app.settling().is_empty(), "{:?}", h.app.settling());
+    let listed = h.app.store().stacks.data.as_deref().unwrap_or(&[]);
+    let stack = listed.iter().find(|s| s.stack.id == id).expect("listed");
+    assert_eq!(stack.status.raw, "CHECK_COMPLETE");
+}
