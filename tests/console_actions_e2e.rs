@@ -294,6 +294,17 @@ fn scale_form_then_remove_marked_members() {
         s.has("scale of sc/workers applied")
     });
     cloud.wait_heat("14 members", &t, |cl| cl.members(&t).len() == 14);
+    // Fresh after the action (#15), on the simulator's Heat: the dashboard's header and its
+    // node group pane reach the new count and Heat's settled status with no key pressed.
+    c.wait_for("the dashboard at 14 workers, settled", |s| {
+        s.has("workers 14")
+            && s.text.lines().any(|l| {
+                !l.contains("masters")
+                    && l.contains("workers")
+                    && l.contains(" 14 ")
+                    && l.contains("UPDATE_COMPLETE")
+            })
+    });
     let names = cloud.members(&t);
     let want: Vec<String> = (0..14).map(|i| i.to_string()).collect();
     assert_eq!(names, want);

@@ -1123,3 +1123,149 @@ mod heat_controls {
         );
     }
 }
+
+impl H {
+    /// One tick of the event loop `secs` seconds after the demo epoch, its requests answered.
+    async fn tick_at(&mut self, secs: i64) {
+        self.app.update(Action::Tick {
+            now: crate::service::fake::demo_epoch() + Chrono::seconds(secs),
+            info: Box::new(self.fake.info()),
+            budget: self.fake.budget(),
+        });
+        self.pump().await;
+    }
+
+    /// The fake's edge-native cluster and node group as Heat shows them: `count` nodes,
+    /// both in `status`.
+    fn shape_edge(&self, count: u32, status: &str) {
+        self.fake.with_data(|d| {
+            let Some(c) = d.clusters.iter_mut().find(|c| c.name == "edge-native") else {
+                return;
+            };
+            c.node_count = count;
+            c.status = crate::model::Status::parse(status);
+            let id = c.id.clone();
+            for g in d.nodegroups.iter_mut().filter(|g| g.cluster_id == id) {
+                g.node_count = count;
+                g.status = crate::model::Status::parse(status);
+            }
+        });
+    }
+
+    /// The node group pane's `edge` row and the header's worker count, as drawn.
+    fn edge_counts(&mut self) -> (String, String) {
+        let screen = self.screen();
+        let row = screen
+            .lines()
+            .find(|l| l.contains(" edge ") && l.contains("UPDATE_"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let workers = screen
+            .split("workers ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .unwrap_or_default()
+            .to_string();
+        (row, workers)
+    }
+}
+
+/// #15 "fresh after actions": Magnum answers a resize at once, then Heat takes its time, and
+/// the console showed `workers 22` until the operator left the view. Here the lists still say
+/// 6 when the console first re-reads them; the counts move while Heat works and the
+/// dashboard (header and node group pane) follows within the burst's pace (2 s, faster than
+/// the 5 s refresh) without any key; once Heat is done the burst ends and the refresh
+/// returns to its own pace.
+#[tokio::test]
+async fn a_scale_settles_the_counts_on_screen_without_navigating() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    h.press(KeyCode::Char('c'));
+    h.press(KeyCode::Backspace);
+    h.type_str("8");
+    h.press(KeyCode::Enter);
+    h.pump().await;
+    assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))));
+    h.press(KeyCode::Char('y'));
+    for r in h.app.take_requests() {
+        h.worker.submit(r);
+    }
+    let applied = h.rx.recv().await.expect("the scale's answer");
+    assert!(matches!(applied, Reply::ScaleApplied { .. }), "{applied:?}");
+    // Accepted, but nothing counted yet: Heat has only just started.
+    h.shape_edge(6, "UPDATE_IN_PROGRESS");
+    h.app.update(Action::Reply(applied));
+    h.pump().await;
+    assert_eq!(h.app.settling().len(), 1);
+    let (row, workers) = h.edge_counts();
+    assert_eq!(workers, "6");
+    assert!(row.contains(" 6 "), "{row}");
+    // Heat created the members: the counts move while it is still in progress.
+    h.shape_edge(8, "UPDATE_IN_PROGRESS");
+    h.tick_at(2).await;
+    let (row, workers) = h.edge_counts();
+    assert_eq!(workers, "8", "the header follows within the burst");
+    assert!(
+        row.contains(" 8 ") && row.contains("UPDATE_IN_PROGRESS"),
+        "{row}"
+    );
+    // Heat is done: the next reads see it and the burst ends.
+    h.shape_edge(8, "UPDATE_COMPLETE");
+    h.tick_at(4).await;
+    h.tick_at(6).await;
+    let (row, _) = h.edge_counts();
+    assert!(row.contains("UPDATE_COMPLETE"), "{row}");
+    assert!(h.app.settling().is_empty(), "{:?}", h.app.settling());
+    // Back at the refresh's own pace: nothing is read again 2 s later.
+    h.app.update(Action::Tick {
+        now: crate::service::fake::demo_epoch() + Chrono::seconds(8),
+        info: Box::new(h.fake.info()),
+        budget: h.fake.budget(),
+    });
+    let lists: Vec<Request> = h
+        .app
+        .take_requests()
+        .into_iter()
+        .filter(|r| matches!(r, Request::Clusters { .. } | Request::NodeGroups { .. }))
+        .collect();
+    assert!(lists.is_empty(), "{lists:?}");
+}
+
+/// A Heat control (here a check) accepted from anywhere settles on its stack: the stack list
+/// is read while the stack is CHECK_IN_PROGRESS (the cluster list on screen never reads it
+/// otherwise), and the burst ends once Heat says CHECK_COMPLETE.
+#[tokio::test]
+async fn a_heat_control_settles_on_its_stack() {
+    let mut h = H::ops();
+    h.pump().await;
+    let set_status = |h: &H, status: &str| {
+        h.fake.with_data(|d| {
+            d.stacks[0].status = crate::model::Status::parse(status);
+            d.stacks[0].stack.id.clone()
+        })
+    };
+    let id = set_status(&h, "CHECK_IN_PROGRESS");
+    assert!(h.app.store().stacks.data.is_none());
+    h.app.update(Action::Reply(Reply::ControlApplied {
+        action: "heat.check",
+        target: "stack".into(),
+        stack_id: id.clone(),
+        result: Ok(()),
+    }));
+    h.pump().await;
+    assert!(
+        h.app.store().stacks.data.is_some(),
+        "the stack list is read"
+    );
+    h.tick_at(6).await;
+    assert_eq!(h.app.settling().len(), 1, "still CHECK_IN_PROGRESS");
+    set_status(&h, "CHECK_COMPLETE");
+    h.tick_at(8).await;
+    h.tick_at(9).await;
+    assert!(h.app.settling().is_empty(), "{:?}", h.app.settling());
+    let listed = h.app.store().stacks.data.as_deref().unwrap_or(&[]);
+    let stack = listed.iter().find(|s| s.stack.id == id).expect("listed");
+    assert_eq!(stack.status.raw, "CHECK_COMPLETE");
+}

@@ -405,6 +405,8 @@ pub enum Reply {
     },
     NodeActionDone {
         target: String,
+        /// The node group the nodes are in.
+        nodegroup_id: String,
         /// `(node name, run)` in order; nodes after a failed batch have no run.
         result: ServiceResult<Vec<(String, HookRun)>>,
         asked: usize,
@@ -422,6 +424,8 @@ pub enum Reply {
         action: &'static str,
         /// `STACK` or `STACK/PATH`.
         target: String,
+        /// The root stack's id.
+        stack_id: String,
         result: ServiceResult<()>,
     },
 }

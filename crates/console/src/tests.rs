@@ -177,6 +177,51 @@ async fn snapshot_dashboard_1000_nodes() {
     snap!(h, "dashboard_1000");
 }
 
+/// #15: during the Magnum upgrade the dashboard's line says old / updating / new, each node
+/// group's nodes against its own image (the sum of what each group's nodes pane says), and
+/// the heat map goes by image with its legend; once every node is on its group's image the
+/// map and the line go back to statuses.
+#[tokio::test]
+async fn dashboard_counts_by_image_during_an_upgrade_only() {
+    use crate::model::{ImageCounts, Status};
+    let mut h = Harness::demo(1000);
+    h.open_prod().await;
+    let c = h.fake.list_clusters().await.unwrap()[0].clone();
+    let groups = h.fake.list_nodegroups(c).await.unwrap();
+    let sum = h.fake.with_data(|d| {
+        groups.iter().fold(ImageCounts::default(), |acc, g| {
+            let nodes = d.nodes.get(&g.id).map(Vec::as_slice).unwrap_or(&[]);
+            acc + ImageCounts::of(nodes, g.image.as_deref())
+        })
+    });
+    assert!(sum.old > 0 && sum.new > 0, "{sum:?}");
+    let screen = h.render(200, 60);
+    let line = format!(
+        "image: ▒ old {}  ▓ updating {}  █ new {}",
+        sum.old, sum.updating, sum.new
+    );
+    assert!(screen.contains(&line), "{line}\n{screen}");
+    assert!(
+        screen.contains("Fleet heat map  image ▒ old ▓ updating █ new"),
+        "{screen}"
+    );
+    // The upgrade is over: every node on its group's image, done.
+    h.fake.with_data(|d| {
+        for g in &groups {
+            for n in d.nodes.get_mut(&g.id).into_iter().flatten() {
+                n.image.clone_from(&g.image);
+                n.status = Status::parse("UPDATE_COMPLETE");
+                n.hook_paused = false;
+            }
+        }
+    });
+    h.app.plan_refresh(true);
+    h.settle().await;
+    let screen = h.render(200, 60);
+    assert!(!screen.contains("image ▒ old"), "{screen}");
+    assert!(screen.contains("█ complete 1003"), "{screen}");
+}
+
 #[tokio::test]
 async fn snapshot_nodegroups_and_nodes_1000() {
     let mut h = Harness::demo(1000);
@@ -1074,6 +1119,8 @@ fn stalled_capi(h: &Harness) {
             g.stack_id = None;
             g.status = Status::parse("CREATE_IN_PROGRESS");
             g.status_reason = None;
+            // Being created, not upgraded: the servers boot the group's own image.
+            g.image = Some("ubuntu-2204-kube-v1.30.2".into());
             ids.push((g.id.clone(), g.name.clone()));
         }
         for (id, name) in ids {

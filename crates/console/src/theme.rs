@@ -132,6 +132,9 @@ theme_colors!(
     failed,
     paused,
     unknown,
+    old,
+    updating,
+    new,
     healthy,
     unhealthy,
     error,
@@ -158,7 +161,8 @@ fn parse_color(raw: &str) -> Option<Color> {
     Color::from_str(raw).ok()
 }
 
-/// A node's or resource's state as the heat map and the colours see it.
+/// A node's or resource's state as the heat map and the colours see it: by status, or
+/// during an upgrade by image (`Old`, `Updating`, `New`: see `model::ImagePhase`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CellState {
     Complete,
@@ -166,6 +170,12 @@ pub enum CellState {
     Paused,
     Failed,
     Unknown,
+    /// Still on another image than its node group's (waiting, or held on a hook).
+    Old,
+    /// Being updated by Heat right now.
+    Updating,
+    /// On its node group's image.
+    New,
 }
 
 impl CellState {
@@ -176,6 +186,9 @@ impl CellState {
             CellState::Paused => '▒',
             CellState::Failed => 'X',
             CellState::Unknown => '░',
+            CellState::Old => '▒',
+            CellState::Updating => '▓',
+            CellState::New => '█',
         }
     }
     pub fn label(self) -> &'static str {
@@ -185,6 +198,9 @@ impl CellState {
             CellState::Paused => "paused on hook",
             CellState::Failed => "failed",
             CellState::Unknown => "unknown",
+            CellState::Old => "old",
+            CellState::Updating => "updating",
+            CellState::New => "new",
         }
     }
     /// For narrow screens, after the count: "12 updating".
@@ -195,6 +211,9 @@ impl CellState {
             CellState::Paused => "on hook",
             CellState::Failed => "failed",
             CellState::Unknown => "unknown",
+            CellState::Old => "old",
+            CellState::Updating => "upd",
+            CellState::New => "new",
         }
     }
 }
@@ -223,6 +242,9 @@ impl Theme {
             failed: Color::Red,
             paused: Color::Yellow,
             unknown: Color::DarkGray,
+            old: Color::Magenta,
+            updating: Color::Blue,
+            new: Color::Green,
             healthy: Color::Green,
             unhealthy: Color::Red,
             error: Color::LightRed,
@@ -295,6 +317,9 @@ impl Theme {
             CellState::Paused => self.paused,
             CellState::Failed => self.failed,
             CellState::Unknown => self.unknown,
+            CellState::Old => self.old,
+            CellState::Updating => self.updating,
+            CellState::New => self.new,
         }
     }
 

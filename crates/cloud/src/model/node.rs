@@ -102,6 +102,19 @@ pub struct ImageCounts {
     pub unknown: usize,
 }
 
+/// Counts of several node groups, each made against its own image.
+impl std::ops::Add for ImageCounts {
+    type Output = ImageCounts;
+    fn add(self, o: ImageCounts) -> ImageCounts {
+        ImageCounts {
+            old: self.old + o.old,
+            updating: self.updating + o.updating,
+            new: self.new + o.new,
+            unknown: self.unknown + o.unknown,
+        }
+    }
+}
+
 impl ImageCounts {
     pub fn of<'a>(nodes: impl IntoIterator<Item = &'a Node>, target: Option<&str>) -> ImageCounts {
         let mut c = ImageCounts::default();

@@ -2,9 +2,9 @@
 //! group, and the merged event tail of the cluster's stacks.
 
 use super::events::{event_line, tail_badges};
-use super::nodes::{summary_line, zone_groups, Rollout};
+use super::nodes::{heat_map_title, summary_line, zone_groups, Rollout};
 use super::panes::nodegroups;
-use crate::model::{terminal_safe, Cluster, StackEvent};
+use crate::model::{terminal_safe, Cluster, ImageCounts, StackEvent};
 use crate::tui::state::dashboard_stacks;
 use crate::tui::state::store::Store;
 use crate::tui::state::view::View;
@@ -133,9 +133,14 @@ pub fn draw(
     let mut all_rows = Vec::new();
     let (mut ok, mut failed, mut total, mut done) = (0, 0, 0, true);
     let expected: usize = groups.iter().map(|g| g.node_count as usize).sum();
+    // Old / updating / new, each group's nodes against its own image (Heat-native and
+    // Magnum groups alike): the same counts as each group's nodes pane.
+    let mut images = ImageCounts::default();
     for g in &groups {
         if let Some(set) = store.nodes.get(&g.id) {
-            heat.extend(zone_groups(set, &g.name, None));
+            let image = g.image.as_deref();
+            images = images + ImageCounts::of(set.rows.iter().map(|r| &r.node), image);
+            heat.extend(zone_groups(set, &g.name, None, image));
             all_rows.push(set);
             ok += set.ips_ok;
             failed += set.ips_failed;
@@ -143,7 +148,8 @@ pub fn draw(
             done &= set.done;
         }
     }
-    let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now());
+    let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now())
+        .with_image_counts(images);
     let inner_w = rest.width.saturating_sub(2);
     let map_max = (rest.height * 60 / 100).max(4);
     let map_h = if view.show_heat_map {
@@ -162,11 +168,7 @@ pub fn draw(
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Span::styled(" Fleet heat map ", th.title()))
-            .title(Span::styled(
-                note.map(|n| format!(" {n} ")).unwrap_or_default(),
-                th.warning(),
-            ));
+            .title(Line::from(heat_map_title(app, rollout.by_image(), note)));
         let inner = block.inner(map_area);
         frame.render_widget(block, map_area);
         let [sum, map] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);

@@ -1,7 +1,7 @@
 //! The nodes pane: rollout summary, fleet heat map (per zone) and the nodes table.
 
 use super::panes::{data_table, message_box};
-use crate::model::{terminal_safe, ImageCounts, Node, NodeGroup};
+use crate::model::{terminal_safe, ImageCounts, ImagePhase, Node, NodeGroup};
 use crate::tui::resource_columns::{node_state, short_duration};
 use crate::tui::state::store::{NodeRow, NodeSet, Store};
 use crate::tui::state::view::View;
@@ -38,7 +38,9 @@ impl Rollout {
         let mut active: Vec<i64> = Vec::new();
         for row in rows {
             let s = node_state(row);
-            r.counts[s as usize] += 1;
+            if let Some(n) = r.counts.get_mut(s as usize) {
+                *n += 1;
+            }
             let age = row.node.since.map(|t| (now - t).num_seconds());
             match s {
                 CellState::Complete if age.is_some_and(|a| a <= 600) => r.done_recent += 1,
@@ -60,13 +62,26 @@ impl Rollout {
     /// With the nodes' images against `target` (the node group's image): a member Heat has
     /// not reached yet counts as old, not as complete.
     pub fn with_images<'a>(
-        mut self,
+        self,
         nodes: impl Iterator<Item = &'a Node>,
         target: Option<&str>,
     ) -> Rollout {
         let c = ImageCounts::of(nodes, target);
+        self.with_image_counts(c)
+    }
+
+    /// With image counts already made (the dashboard adds up its node groups', each against
+    /// its own image).
+    pub fn with_image_counts(mut self, c: ImageCounts) -> Rollout {
         self.images = (c.old + c.updating + c.new > 0).then_some(c);
         self
+    }
+
+    /// An upgrade is visible: some node is still on another image than its node group's
+    /// (nodes only being created, on the group's own image, are no upgrade). The heat map
+    /// and the summary then say old / updating / new.
+    pub fn by_image(&self) -> bool {
+        self.images.is_some_and(upgrading)
     }
 
     /// Nodes per minute over the last 10 minutes and the time left at that pace (the nodes
@@ -143,21 +158,28 @@ fn summary_line_labels<'a>(
     }
     // During a rollout "complete" would count the members Heat has not reached yet: the
     // image counts take its place.
-    let mixed = r.images.filter(|c| c.is_mixed());
+    let mixed = r.images.filter(|c| upgrading(*c));
     if let Some(c) = mixed {
-        let text = if short {
+        let bold = Style::default().fg(th.fg).add_modifier(Modifier::BOLD);
+        if short {
             // The failed and held counts must still fit at 80 columns: old is implied.
-            format!("{}/{} new ", c.new, c.old + c.updating + c.new)
+            spans.push(glyph_span(app, CellState::New));
+            spans.push(Span::styled(
+                format!("{}/{} new ", c.new, c.old + c.updating + c.new),
+                bold,
+            ));
         } else {
-            format!(
-                "image: old {}  updating {}  new {}  ",
-                c.old, c.updating, c.new
-            )
-        };
-        spans.push(Span::styled(
-            text,
-            Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
-        ));
+            // The heat map's cells by image, each with its count: the map's legend.
+            spans.push(Span::styled("image: ", bold));
+            for (s, n) in [
+                (CellState::Old, c.old),
+                (CellState::Updating, c.updating),
+                (CellState::New, c.new),
+            ] {
+                spans.push(glyph_span(app, s));
+                spans.push(Span::styled(format!("{} {n}  ", s.label()), bold));
+            }
+        }
     }
     for s in [
         CellState::Complete,
@@ -170,10 +192,7 @@ fn summary_line_labels<'a>(
         if (n == 0 && s == CellState::Unknown) || (s == CellState::Complete && mixed.is_some()) {
             continue;
         }
-        spans.push(Span::styled(
-            format!("{} ", s.glyph()),
-            Style::default().fg(th.state_color(s)),
-        ));
+        spans.push(glyph_span(app, s));
         let text = if short {
             format!("{n} {} ", s.short_label())
         } else {
@@ -206,8 +225,63 @@ fn summary_line_labels<'a>(
     Line::from(spans)
 }
 
-/// Heat groups of one node group, one per zone (zones in name order).
-pub fn zone_groups(set: &NodeSet, prefix: &str, selected: Option<&str>) -> Vec<HeatGroup> {
+/// Some node is still on another image than its node group's: an upgrade (or a failed one)
+/// is under way, and counts and cells go by image.
+fn upgrading(c: ImageCounts) -> bool {
+    c.old > 0
+}
+
+/// A state's glyph in its colour, as the heat map draws it, for a legend.
+fn glyph_span<'a>(app: &App, s: CellState) -> Span<'a> {
+    Span::styled(
+        format!("{} ", s.glyph()),
+        Style::default().fg(app.theme().state_color(s)),
+    )
+}
+
+/// The heat map's title: its scale first (what the cells stand for), then, by image during
+/// an upgrade, the legend of old / updating / new (failed nodes keep their mark, which the
+/// summary line explains).
+pub fn heat_map_title<'a>(app: &App, by_image: bool, note: Option<String>) -> Vec<Span<'a>> {
+    let th = app.theme();
+    let mut spans = vec![Span::styled(" Fleet heat map ", th.title())];
+    if let Some(n) = note {
+        spans.push(Span::styled(format!(" {n} "), th.warning()));
+    }
+    if by_image {
+        spans.push(Span::styled(" image ", th.title()));
+        for s in [CellState::Old, CellState::Updating, CellState::New] {
+            spans.push(glyph_span(app, s));
+            spans.push(Span::styled(format!("{} ", s.label()), th.muted()));
+        }
+    }
+    spans
+}
+
+/// A node's cell by image (see [`CellState::Old`]): a failed node stays failed (the operator
+/// must see it whatever its image); a node whose image cannot be compared keeps its status.
+pub fn image_state(row: &NodeRow, target: Option<&str>) -> CellState {
+    let by_status = node_state(row);
+    if by_status == CellState::Failed {
+        return by_status;
+    }
+    match row.node.image_phase(target) {
+        Some(ImagePhase::Old) => CellState::Old,
+        Some(ImagePhase::Updating) => CellState::Updating,
+        Some(ImagePhase::New) => CellState::New,
+        None => by_status,
+    }
+}
+
+/// Heat groups of one node group, one per zone (zones in name order). While some member is
+/// not on `image` (the node group's), cells say old / updating / new; else by status.
+pub fn zone_groups(
+    set: &NodeSet,
+    prefix: &str,
+    selected: Option<&str>,
+    image: Option<&str>,
+) -> Vec<HeatGroup> {
+    let by_image = upgrading(ImageCounts::of(set.rows.iter().map(|r| &r.node), image));
     let mut zones: BTreeMap<&str, HeatGroup> = BTreeMap::new();
     for row in &set.rows {
         let zone = row.node.zone.as_deref().unwrap_or("-");
@@ -225,7 +299,11 @@ pub fn zone_groups(set: &NodeSet, prefix: &str, selected: Option<&str>) -> Vec<H
         if selected == Some(row.node.key.member.as_str()) {
             g.selected = Some(g.states.len());
         }
-        g.states.push(node_state(row));
+        g.states.push(if by_image {
+            image_state(row, image)
+        } else {
+            node_state(row)
+        });
     }
     zones.into_values().collect()
 }
@@ -257,7 +335,7 @@ pub fn draw(
         .selected(&set.rows)
         .map(|r| r.node.key.member.as_str());
     let groups = if view.show_heat_map {
-        zone_groups(set, "", selected)
+        zone_groups(set, "", selected, nodegroup.image.as_deref())
     } else {
         Vec::new()
     };
@@ -298,11 +376,7 @@ pub fn draw(
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Span::styled(" Fleet heat map ", th.title()))
-            .title(Span::styled(
-                note.map(|n| format!(" {n} ")).unwrap_or_default(),
-                th.warning(),
-            ));
+            .title(Line::from(heat_map_title(app, rollout.by_image(), note)));
         let inner = block.inner(map);
         frame.render_widget(block, map);
         frame.render_widget(
@@ -425,6 +499,72 @@ mod tests {
             ip_error: None,
             changed_at: None,
         }
+    }
+
+    /// A Heat-native group mid-upgrade (Nova names images by id, the group too): cells say
+    /// old / updating / new, a failed node keeps its mark, a node whose image is not known
+    /// keeps its status; the same group with no node left on another image (a scale adding
+    /// members on the group's image) is coloured by status as before.
+    #[test]
+    fn heat_map_cells_go_by_image_only_during_an_upgrade() {
+        let now = Utc::now();
+        let (old, new) = (
+            "0f6b3c2e-1111-4a5b-9c8d-0123456789ab",
+            "7d2e9a41-2222-4c6d-8e9f-0123456789ab",
+        );
+        let mut rows = [
+            row(0, "UPDATE_COMPLETE", false, 30, now),
+            row(1, "UPDATE_IN_PROGRESS", false, 30, now),
+            row(2, "UPDATE_IN_PROGRESS", true, 30, now),
+            row(3, "UPDATE_FAILED", false, 30, now),
+            row(4, "CREATE_COMPLETE", false, 30, now),
+            row(5, "UPDATE_COMPLETE", false, 30, now),
+        ];
+        let images = [Some(new), Some(old), Some(old), Some(old), Some(old), None];
+        for (r, image) in rows.iter_mut().zip(images) {
+            r.node.image = image.map(str::to_string);
+        }
+        let mut set = NodeSet::default();
+        assert!(set.apply(
+            0,
+            Ok(crate::service::NodeUpdate::Members(
+                rows.iter().map(|r| r.node.clone()).collect()
+            )),
+            now
+        ));
+        let states = |set: &NodeSet| zone_groups(set, "", None, Some(new))[0].states.clone();
+        assert_eq!(
+            states(&set),
+            [
+                CellState::New,
+                CellState::Updating,
+                CellState::Old,
+                CellState::Failed,
+                CellState::Old,
+                CellState::Complete,
+            ]
+        );
+        let r = Rollout::compute(set.rows.iter(), now)
+            .with_images(set.rows.iter().map(|r| &r.node), Some(new));
+        assert!(r.by_image());
+        // The upgrade done, two members being created on the new image: by status.
+        for row in &mut set.rows {
+            row.node.image = Some(new.to_string());
+        }
+        set.rows[1].node.status = Status::parse("CREATE_IN_PROGRESS");
+        set.rows[3].node.status = Status::parse("CREATE_IN_PROGRESS");
+        set.rows[2].node.hook_paused = false;
+        assert_eq!(
+            states(&set),
+            [
+                CellState::Complete,
+                CellState::InProgress,
+                CellState::InProgress,
+                CellState::InProgress,
+                CellState::Complete,
+                CellState::Complete,
+            ]
+        );
     }
 
     #[test]

@@ -856,7 +856,7 @@ impl App {
                             self.view_mut().table.clear_marks();
                         }
                     }
-                    self.plan_refresh(true);
+                    self.settle_group(&nodegroup_id);
                 }
                 Err(e) => self.set_status(Level::Error, format!("scale of {target} failed: {e}")),
             },
@@ -865,13 +865,16 @@ impl App {
                 target,
                 result,
             } => match result {
-                Ok(true) => self.set_status(Level::Info, format!("rollout of {target} started")),
+                Ok(true) => {
+                    self.set_status(Level::Info, format!("rollout of {target} started"));
+                    self.settle_group(&key);
+                }
                 Ok(false) => {
                     self.set_status(
                         Level::Info,
                         format!("Magnum accepted the upgrade of {target}: it runs the batches"),
                     );
-                    self.plan_refresh(true);
+                    self.settle_group(&key);
                     self.watch_magnum_upgrade(&key);
                 }
                 Err(e) => {
@@ -885,10 +888,13 @@ impl App {
             },
             Reply::NodeActionDone {
                 target,
+                nodegroup_id,
                 result,
                 asked,
             } => match result {
                 Ok(runs) => {
+                    // A command on the nodes can restart or replace servers.
+                    self.settle_group(&nodegroup_id);
                     let ok = runs.iter().filter(|(_, r)| r.ok()).count();
                     let failed = runs.len() - ok;
                     let not_run = asked.saturating_sub(runs.len());
@@ -941,8 +947,9 @@ impl App {
             Reply::ControlApplied {
                 action,
                 target,
+                stack_id,
                 result,
-            } => self.control_applied(action, &target, result),
+            } => self.control_applied(action, &target, &stack_id, result),
             _ => {}
         }
     }

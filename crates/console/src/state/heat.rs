@@ -5,6 +5,7 @@
 
 use super::action_dialogs::{Dialog, OnYes, Purpose};
 use super::form::{Confirm, Field, Form};
+use super::settle::Subject;
 use super::view::{StackTarget, ViewKind};
 use super::{App, Level};
 use crate::drivers::guard::Reach;
@@ -200,6 +201,7 @@ impl App {
         &mut self,
         action: &str,
         target: &str,
+        stack_id: &str,
         result: ServiceResult<()>,
     ) {
         match result {
@@ -208,7 +210,9 @@ impl App {
                     Level::Info,
                     format!("{action} {target}: accepted by Heat (journaled; :journal)"),
                 );
-                self.plan_refresh(true);
+                self.settle(Subject::Stack {
+                    id: stack_id.to_string(),
+                });
             }
             Err(e) => self.set_status(Level::Error, format!("{action} {target}: {e}")),
         }

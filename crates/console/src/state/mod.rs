@@ -11,6 +11,7 @@ mod nav;
 pub use nav::is_stack_standin;
 pub mod rollout;
 pub mod screen;
+pub mod settle;
 pub mod store;
 pub mod view;
 pub mod yank;
@@ -92,6 +93,8 @@ pub struct App {
     clipboard: Option<crate::tui::clipboard::Clip>,
     /// The views, as given (the state names none).
     views: Registry,
+    /// Bursts of refreshes after accepted actions (see [`settle`]).
+    settling: Vec<settle::Settle>,
 }
 
 impl App {
@@ -138,6 +141,7 @@ impl App {
             size: (80, 24),
             clipboard: None,
             views,
+            settling: Vec::new(),
         };
         app.plan_refresh(false);
         app
@@ -695,10 +699,12 @@ impl App {
     /// Start the fetches the current view needs: when due (one pending per slot), or all
     /// of them when `force` (a newer generation then supersedes any pending answer).
     pub fn plan_refresh(&mut self, force: bool) {
+        // After an action, faster until the cloud is done with it.
+        let every = self.plan_settle(self.refresh);
         let plan = Plan {
             force,
             now: self.now,
-            every: self.refresh,
+            every,
             paused: self.view().tail.paused,
         };
         let kind = self.view().kind.clone();

@@ -198,12 +198,16 @@ impl App {
                     .rollouts
                     .get(&key)
                     .map(|s| format!("{}/{}", s.cluster.name, s.nodegroup.name))
-                    .unwrap_or(key);
+                    .unwrap_or_else(|| key.clone());
                 match result {
-                    Ok(()) => self.set_status(
-                        Level::Info,
-                        format!("{what} sent to the rollout of {label}"),
-                    ),
+                    Ok(()) => {
+                        self.set_status(
+                            Level::Info,
+                            format!("{what} sent to the rollout of {label}"),
+                        );
+                        // A resume releases nodes, an abort or a cancel stops or rolls back.
+                        self.settle_group(&key);
+                    }
                     Err(e) => {
                         self.set_status(Level::Error, format!("{what} of {label} failed: {e}"))
                     }

@@ -94,13 +94,15 @@ pub fn scale_note(groups: &[HeatGroup], width: u16, max_rows: u16) -> Option<Str
 }
 
 /// Severity for aggregation: the worst state of a cell's nodes is shown.
+/// By image, a cell of old and new nodes is old: the upgrade has not done it yet.
 fn severity(s: CellState) -> u8 {
     match s {
-        CellState::Complete => 0,
+        CellState::Complete | CellState::New => 0,
         CellState::Unknown => 1,
-        CellState::InProgress => 2,
-        CellState::Paused => 3,
-        CellState::Failed => 4,
+        CellState::Old => 2,
+        CellState::InProgress | CellState::Updating => 3,
+        CellState::Paused => 4,
+        CellState::Failed => 5,
     }
 }
 
@@ -170,7 +172,12 @@ impl HeatMap<'_> {
 
 fn group_note(g: &HeatGroup) -> String {
     let failed = g.states.iter().filter(|s| **s == CellState::Failed).count();
-    let paused = g.states.iter().filter(|s| **s == CellState::Paused).count();
+    // By image, the nodes held on a hook are among the old ones, drawn with the same glyph.
+    let paused = g
+        .states
+        .iter()
+        .filter(|s| matches!(s, CellState::Paused | CellState::Old))
+        .count();
     let mut note = format!("{}", g.states.len());
     if failed > 0 {
         note.push_str(&format!(" {failed}{}", CellState::Failed.glyph()));
@@ -330,6 +337,33 @@ mod tests {
         assert_eq!(nodes_per_half_cell(&many, 78, 4), 3);
         // Narrow: labels on their own line.
         assert_eq!(layout(&g, 50, 30), (21, Density::Full));
+    }
+
+    /// Unfolded (one node per half cell), what does not fit is counted in nodes too: three
+    /// groups of 50 in two rows show two groups, and the third's 50 nodes are not shown.
+    #[test]
+    fn nodes_not_shown_counts_nodes_unfolded() {
+        let groups = vec![
+            HeatGroup {
+                label: "a".into(),
+                states: vec![CellState::Old; 50],
+                selected: None,
+            };
+            3
+        ];
+        let theme = Theme::default_theme();
+        let area = Rect::new(0, 0, 78, 2);
+        assert_eq!(nodes_per_half_cell(&groups, 78, 2), 1);
+        let mut buf = Buffer::empty(area);
+        HeatMap {
+            groups: &groups,
+            theme: &theme,
+        }
+        .render(area, &mut buf);
+        let last: String = (0..area.width)
+            .map(|x| buf[(x, area.height - 1)].symbol().to_string())
+            .collect();
+        assert!(last.contains("+50 nodes not shown"), "{last:?}");
     }
 
     /// The "+N nodes not shown" note counts nodes even when a big fleet is folded several

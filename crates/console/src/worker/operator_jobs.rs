@@ -290,6 +290,7 @@ impl Worker {
                 batch_size,
             } => self.spawn(async move {
                 let target = format!("{}/{}", cluster.name, nodegroup.name);
+                let nodegroup_id = nodegroup.id.clone();
                 let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
                 let asked = nodes.len();
                 let result = op
@@ -298,6 +299,7 @@ impl Worker {
                     .map(|runs| names.into_iter().zip(runs).collect());
                 let _ = tx.send(Reply::NodeActionDone {
                     target,
+                    nodegroup_id,
                     result,
                     asked,
                 });
@@ -316,10 +318,12 @@ impl Worker {
             }),
             Request::ApplyControl { plan, confirm } => self.spawn(async move {
                 let (action, target) = (plan.control.action(), plan.target.clone());
+                let stack_id = plan.stack.id.clone();
                 let result = op.apply_control(*plan, confirm).await;
                 let _ = tx.send(Reply::ControlApplied {
                     action,
                     target,
+                    stack_id,
                     result,
                 });
             }),
@@ -394,6 +398,7 @@ fn refusal(req: Request) -> Reply {
             ..
         } => Reply::NodeActionDone {
             target: format!("{}/{}", cluster.name, nodegroup.name),
+            nodegroup_id: nodegroup.id,
             result: Err(e()),
             asked: nodes.len(),
         },
@@ -407,6 +412,7 @@ fn refusal(req: Request) -> Reply {
         },
         Request::ApplyControl { plan, .. } => Reply::ControlApplied {
             action: plan.control.action(),
+            stack_id: plan.stack.id.clone(),
             target: plan.target,
             result: Err(e()),
         },
