@@ -206,6 +206,12 @@ pub enum Request {
         key: String,
         gen: u64,
     },
+    /// One resource of a stack (the stack that owns it): `resource show`, metadata, events.
+    Resource {
+        stack: StackTarget,
+        resource: String,
+        gen: u64,
+    },
     Save {
         path: PathBuf,
         contents: String,
@@ -350,6 +356,12 @@ pub enum Reply {
         key: String,
         gen: u64,
         result: ServiceResult<ResolvedOutput>,
+    },
+    Resource {
+        stack_id: String,
+        resource: String,
+        gen: u64,
+        result: ServiceResult<crate::service::ResourceDetail>,
     },
     Tree {
         stack_id: String,

@@ -32,7 +32,11 @@ pub enum FakeOp {
     ServerDetail,
     StackOutputs,
     StackOutput,
+    ResourceDetail,
 }
+
+/// A resource's attributes (name, value as text) and metadata (as text).
+pub type ResourceExtras = (Vec<(String, String)>, String);
 
 /// The fake's data; public so tests can shape it directly through [`FakeCloud::with_data`].
 #[derive(Debug, Clone, Default)]
@@ -62,6 +66,9 @@ pub struct FakeData {
     pub servers: HashMap<String, crate::model::ServerDetail>,
     /// Stack outputs by stack id: each output and its value as text.
     pub outputs: HashMap<String, Vec<(crate::service::StackOutput, String)>>,
+    /// Resource attributes and metadata (as text) by (stack id, resource name), for the
+    /// resource detail; a resource without an entry has none.
+    pub resource_extras: HashMap<(String, String), ResourceExtras>,
     event_seq: u64,
 }
 
@@ -883,6 +890,54 @@ impl CloudService for FakeCloud {
                         format!("stack {} has no output {key}", stack.name),
                     )
                 })
+        });
+        async move { found.await? }.boxed()
+    }
+
+    /// The resource as `stack_resources` gives it (depth 0 of its stack), its attributes
+    /// and metadata from `resource_extras`, and its events newest first, bounded as Heat's
+    /// `limit` bounds them.
+    fn resource_detail(
+        &self,
+        stack: StackRef,
+        resource: String,
+    ) -> BoxFuture<'static, ServiceResult<crate::service::ResourceDetail>> {
+        use crate::service::resource_detail::RESOURCE_EVENTS;
+        let found = self.answer(FakeOp::ResourceDetail, move |d| {
+            let listed = nodegroup_resources(d, &stack, 0)
+                .or_else(|| d.resources.get(&stack.id).cloned())
+                .or_else(|| nested_resources(d, &stack, 0))
+                .unwrap_or_default();
+            let Some(r) = listed.into_iter().find(|r| r.name == resource) else {
+                return Err(ServiceError::new(
+                    crate::service::ErrorKind::NotFound,
+                    format!("The Resource ({resource}) could not be found."),
+                ));
+            };
+            let (attributes, metadata) = d
+                .resource_extras
+                .get(&(stack.id.clone(), resource.clone()))
+                .cloned()
+                .unwrap_or_default();
+            let events: Vec<StackEvent> = d
+                .events
+                .get(&stack.id)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .rev()
+                .filter(|e| e.resource_name == resource)
+                .take(RESOURCE_EVENTS as usize)
+                .cloned()
+                .collect();
+            Ok(crate::service::ResourceDetail {
+                created_at: r.updated_at,
+                resource: r,
+                attributes,
+                attributes_omitted: 0,
+                metadata,
+                events,
+            })
         });
         async move { found.await? }.boxed()
     }

@@ -626,6 +626,16 @@ impl App {
                     slot.finish(gen, result, now);
                 }
             }
+            Reply::Resource {
+                stack_id,
+                resource,
+                gen,
+                result,
+            } => {
+                if let Some(slot) = self.store.resources.get_mut(&(stack_id, resource)) {
+                    slot.finish(gen, result, now);
+                }
+            }
             Reply::Server { key, gen, result } => {
                 if let Some(slot) = self.store.servers.get_mut(&key) {
                     slot.finish(gen, result, now);

@@ -617,6 +617,8 @@ pub struct Store {
     pub outputs: HashMap<String, Slot<Vec<crate::service::StackOutput>>>,
     /// Evaluated stack outputs, by (stack id, output key).
     pub output_values: HashMap<(String, String), Slot<crate::service::ResolvedOutput>>,
+    /// Resource details, by (owning stack id, resource name).
+    pub resources: HashMap<(String, String), Slot<crate::service::ResourceDetail>>,
 }
 
 impl Store {

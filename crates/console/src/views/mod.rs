@@ -13,6 +13,7 @@ mod journal;
 mod nodegroups;
 mod nodes;
 pub mod outputs;
+mod resource;
 mod rollout;
 mod server;
 mod stacks;
@@ -69,6 +70,11 @@ pub enum ViewKind {
         stack: StackTarget,
         shown: Option<String>,
     },
+    /// One resource of a stack (`resource show`, metadata, its events).
+    Resource {
+        stack: StackTarget,
+        resource: String,
+    },
 }
 
 /// The registry: the behaviour of the view on the navigation stack.
@@ -87,6 +93,7 @@ pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
         ViewKind::Journal => Box::new(journal::Journal),
         ViewKind::Server { target } => Box::new(server::Server { target }),
         ViewKind::Outputs { stack, shown } => Box::new(outputs::Outputs { stack, shown }),
+        ViewKind::Resource { stack, resource } => Box::new(resource::Resource { stack, resource }),
     }
 }
 

@@ -282,6 +282,42 @@ impl CloudService for LiveService {
         .boxed()
     }
 
+    /// Three reads at once: `resource show` (attributes included: Heat resolves every
+    /// attribute of the type's schema), its metadata and its latest events, newest first.
+    fn resource_detail(
+        &self,
+        stack: StackRef,
+        resource: String,
+    ) -> BoxFuture<'static, ServiceResult<super::ResourceDetail>> {
+        use super::resource_detail::{attribute_texts, metadata_text, RESOURCE_EVENTS};
+        let heat = self.conn.heat.clone();
+        async move {
+            let query = EventQuery {
+                limit: Some(RESOURCE_EVENTS),
+                sort_dir: Some(SortDir::Desc),
+                ..EventQuery::default()
+            };
+            let (info, metadata, events) = futures::try_join!(
+                heat.get_resource(&stack, &resource),
+                heat.get_resource_metadata(&stack, &resource),
+                heat.resource_events(&stack, &resource, &query),
+            )
+            .map_err(ServiceError::from)?;
+            let (attributes, attributes_omitted) = attribute_texts(info.attributes);
+            let mut events = events;
+            events.truncate(RESOURCE_EVENTS as usize);
+            Ok(super::ResourceDetail {
+                resource: info.resource,
+                created_at: info.created_at,
+                attributes,
+                attributes_omitted,
+                metadata: metadata_text(&metadata),
+                events,
+            })
+        }
+        .boxed()
+    }
+
     fn server_detail(
         &self,
         target: crate::model::ServerTarget,

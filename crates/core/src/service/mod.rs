@@ -8,6 +8,7 @@ pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;
 pub mod operator;
+pub mod resource_detail;
 pub mod watch;
 pub mod watch_capi;
 
@@ -21,6 +22,7 @@ use futures::FutureExt;
 
 pub use caldera_cloud::health;
 pub use caldera_cloud::report::{BudgetStats, CloudInfo, ErrorKind, ServiceError, ServiceResult};
+pub use resource_detail::ResourceDetail;
 
 /// One step of a streamed node fetch.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,6 +157,19 @@ pub trait CloudService: Send + Sync + 'static {
     ) -> BoxFuture<'static, ServiceResult<ResolvedOutput>> {
         unsupported(format!(
             "output {key} of {} cannot be shown here",
+            stack.name
+        ))
+    }
+
+    /// One resource of `stack` (the stack that owns it): `resource show` with its
+    /// attributes, its metadata and its latest events.
+    fn resource_detail(
+        &self,
+        stack: StackRef,
+        resource: String,
+    ) -> BoxFuture<'static, ServiceResult<ResourceDetail>> {
+        unsupported(format!(
+            "resource {resource} of {} cannot be shown here",
             stack.name
         ))
     }

@@ -1,0 +1,113 @@
+//! The detail views (resource, event) over the fake cloud: the keys that reach them, what
+//! they ask the cloud, and snapshots at 80x24, 120x40 and 200x60.
+
+use super::*;
+use crate::model::{StackEvent, Status};
+
+/// A reason longer than any pane, with a terminal escape inside.
+const LONG_REASON: &str = "Error: resources.deployment: Deployment to server failed: \
+    deploy_status_code : Deployment exited with non-zero status code: 1 \u{1b}[2J while \
+    running /var/lib/heat-config/hooks/script: kubelet did not become ready within 600 \
+    seconds; last message from the node: node \"prod-k8s-default-worker-17\" not found";
+
+/// Open prod-k8s's worker tree, select member 0's `deployment` and press Enter.
+async fn open_deployment(h: &mut Harness) -> (String, String) {
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Tree);
+    h.settle().await;
+    // nodes > 0 > deployment
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    match &h.app.view().kind {
+        ViewKind::Resource { stack, resource } => (stack.id.clone(), resource.clone()),
+        other => panic!("Enter on a plain resource opened {other:?}"),
+    }
+}
+
+/// The deployment's attributes, metadata and three events (one failed with a long reason).
+fn give_details(h: &Harness, stack_id: &str, resource: &str) {
+    h.fake.with_data(|d| {
+        let attributes = vec![
+            ("deploy_status_code".to_string(), "1".to_string()),
+            (
+                "deploy_stdout".to_string(),
+                "line one\nline \u{1b}]0;pwned\u{7}two".to_string(),
+            ),
+        ];
+        let metadata = "{\n  \"deployments\": []\n}".to_string();
+        d.resource_extras.insert(
+            (stack_id.to_string(), resource.to_string()),
+            (attributes, metadata),
+        );
+        let t0 = demo_epoch() - chrono::Duration::seconds(600);
+        let event = |i: i64, status: &str, reason: &str| StackEvent {
+            id: format!("ev-{i}"),
+            time: t0 + chrono::Duration::seconds(i * 60),
+            resource_name: resource.to_string(),
+            logical_id: resource.to_string(),
+            physical_id: None,
+            status: Status::parse(status),
+            status_reason: Some(reason.to_string()),
+            stack: None,
+            path: Vec::new(),
+        };
+        let events = d.events.entry(stack_id.to_string()).or_default();
+        events.push(event(0, "UPDATE_IN_PROGRESS", "state changed"));
+        events.push(event(1, "SIGNAL_COMPLETE", "Signal: deployment failed (1)"));
+        events.push(event(2, "UPDATE_FAILED", LONG_REASON));
+    });
+}
+
+#[tokio::test]
+async fn enter_on_a_plain_tree_resource_opens_its_detail_with_the_full_reason() {
+    let mut h = Harness::demo(10);
+    let (stack_id, resource) = open_deployment(&mut h).await;
+    give_details(&h, &stack_id, &resource);
+    let asked: Vec<Request> = h.app.take_requests();
+    assert!(
+        asked.iter().any(|r| matches!(r,
+            Request::Resource { stack, resource: name, .. }
+                if stack.id == stack_id && name == "deployment")),
+        "{asked:?}"
+    );
+    for r in asked {
+        h.outstanding += 1;
+        h.worker.submit(r);
+    }
+    h.settle().await;
+    let screen = h.render(120, 40);
+    assert!(screen.contains("deploy_status_code"), "{screen}");
+    assert!(screen.contains("\"deployments\": []"), "{screen}");
+    assert!(screen.contains("UPDATE_FAILED"), "{screen}");
+    // The whole reason, wrapped: its last words are on screen, its escape is not obeyed.
+    assert!(screen.contains("not found"), "{screen}");
+    assert!(!screen.contains('\u{1b}'), "{screen}");
+    insta::assert_snapshot!("resource_detail_80x24", h.render(80, 24));
+    insta::assert_snapshot!("resource_detail_120x40", h.render(120, 40));
+    insta::assert_snapshot!("resource_detail_200x60", h.render(200, 60));
+    // It scrolls to its end (the oldest event) and back.
+    h.render(80, 24);
+    h.key(KeyAction::Bottom);
+    let bottom = h.render(80, 24);
+    assert!(bottom.contains("state changed"), "{bottom}");
+    h.key(KeyAction::Back);
+    assert!(matches!(h.app.view().kind, ViewKind::Tree { .. }));
+}
+
+#[tokio::test]
+async fn a_resource_heat_cannot_show_says_why() {
+    let mut h = Harness::demo(10);
+    h.fake.set_error(
+        FakeOp::ResourceDetail,
+        Some(ServiceError::new(
+            ErrorKind::NotFound,
+            "The Resource (deployment) could not be found.",
+        )),
+    );
+    open_deployment(&mut h).await;
+    h.settle().await;
+    let screen = h.render(80, 24);
+    assert!(screen.contains("could not be found"), "{screen}");
+}
