@@ -111,3 +111,82 @@ async fn a_resource_heat_cannot_show_says_why() {
     let screen = h.render(80, 24);
     assert!(screen.contains("could not be found"), "{screen}");
 }
+
+/// Open prod-k8s's event tail with a newest event of member 17's server carrying
+/// [`LONG_REASON`], selected as the followed tail's last row, and press Enter.
+async fn open_long_event(h: &mut Harness) -> StackEvent {
+    h.open_prod().await;
+    h.key(KeyAction::Events);
+    let ViewKind::Events { stack } = h.app.view().kind.clone() else {
+        panic!("e opened {:?}", h.app.view().kind);
+    };
+    let member = crate::model::StackRef {
+        name: "prod-k8s-default-worker-nodes-17".into(),
+        id: "member-17-id".into(),
+    };
+    let event = StackEvent {
+        id: "6f1c2a4e-event".into(),
+        time: demo_epoch() - chrono::Duration::seconds(30),
+        resource_name: "server".into(),
+        logical_id: "server".into(),
+        physical_id: Some("9a8b7c6d-server".into()),
+        status: Status::parse("UPDATE_FAILED"),
+        status_reason: Some(LONG_REASON.into()),
+        stack: Some(member),
+        path: vec!["nodes".into(), "17".into()],
+    };
+    h.fake.with_data(|d| {
+        d.events
+            .entry(stack.id.clone())
+            .or_default()
+            .push(event.clone());
+    });
+    h.app.plan_refresh(true);
+    h.settle().await;
+    // The table catches up with its rows (and the followed tail's last) when drawn.
+    h.render(80, 24);
+    h.key(KeyAction::Open);
+    event
+}
+
+#[tokio::test]
+async fn enter_on_an_event_shows_it_whole_then_its_resource_in_the_tree() {
+    let mut h = Harness::demo(10);
+    let event = open_long_event(&mut h).await;
+    assert!(
+        matches!(&h.app.view().kind, ViewKind::Event { event: e, .. } if *e == event),
+        "{:?}",
+        h.app.view().kind
+    );
+    // Nothing to fetch: the event is the tail's.
+    h.app.plan_refresh(true);
+    assert!(!h
+        .app
+        .take_requests()
+        .iter()
+        .any(|r| matches!(r, Request::Resource { .. })));
+    let screen = h.render(80, 24);
+    for part in [
+        "nodes > 17 > server",
+        "UPDATE_FAILED",
+        "9a8b7c6d-server",
+        "6f1c2a4e-event",
+        "(30s ago)",
+        // The reason's last words: wrapped, not cut.
+        "not found",
+    ] {
+        assert!(screen.contains(part), "{part}: {screen}");
+    }
+    assert!(!screen.contains('\u{1b}'), "{screen}");
+    insta::assert_snapshot!("event_detail_80x24", h.render(80, 24));
+    insta::assert_snapshot!("event_detail_120x40", h.render(120, 40));
+    insta::assert_snapshot!("event_detail_200x60", h.render(200, 60));
+    // Enter again: the resource, in the tree of the stack that emitted the event.
+    h.key(KeyAction::Open);
+    assert!(
+        matches!(&h.app.view().kind,
+            ViewKind::Tree { stack, focus: Some(f) } if stack.id == "member-17-id" && f == "server"),
+        "{:?}",
+        h.app.view().kind
+    );
+}

@@ -8,6 +8,7 @@
 
 mod clusters;
 mod dashboard;
+mod event;
 mod events;
 mod journal;
 mod nodegroups;
@@ -75,6 +76,11 @@ pub enum ViewKind {
         stack: StackTarget,
         resource: String,
     },
+    /// One event of the tail of `stack`, whole.
+    Event {
+        stack: StackTarget,
+        event: crate::model::StackEvent,
+    },
 }
 
 /// The registry: the behaviour of the view on the navigation stack.
@@ -94,6 +100,7 @@ pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
         ViewKind::Server { target } => Box::new(server::Server { target }),
         ViewKind::Outputs { stack, shown } => Box::new(outputs::Outputs { stack, shown }),
         ViewKind::Resource { stack, resource } => Box::new(resource::Resource { stack, resource }),
+        ViewKind::Event { stack, event } => Box::new(event::Event { stack, event }),
     }
 }
 
