@@ -190,3 +190,91 @@ async fn enter_on_an_event_shows_it_whole_then_its_resource_in_the_tree() {
         h.app.view().kind
     );
 }
+
+/// Every demo stack's parameters (one hidden, as Heat shows it; one long) and template.
+fn give_stack_extras(h: &Harness) {
+    let template = "heat_template_version: 2021-04-16\ndescription: workers \u{1b}[31mred\n\
+        parameters:\n  count:\n    type: number\n  ssh_key:\n    type: string\n    hidden: true\n\
+        resources:\n  nodes:\n    type: OS::Heat::ResourceGroup\n    properties:\n      count: {get_param: count}\n";
+    h.fake.with_data(|d| {
+        for s in &d.stacks {
+            let parameters = vec![
+                ("OS::stack_name".to_string(), s.stack.name.clone()),
+                ("count".to_string(), "10".to_string()),
+                ("ssh_key".to_string(), "******".to_string()),
+                (
+                    "user_data".to_string(),
+                    format!("#cloud-config {}", "x ".repeat(150)),
+                ),
+            ];
+            d.stack_extras
+                .insert(s.stack.id.clone(), (parameters, template.to_string()));
+        }
+    });
+}
+
+#[tokio::test]
+async fn i_on_a_stack_shows_it_whole_with_hidden_parameters_kept_hidden() {
+    let mut h = Harness::demo(10);
+    give_outputs(&h);
+    give_stack_extras(&h);
+    h.settle().await;
+    h.app
+        .update(Action::Command(crate::tui::message::Command::Stacks));
+    h.settle().await;
+    h.render(80, 24);
+    h.press(KeyCode::Char('i'));
+    let ViewKind::Stack { stack } = h.app.view().kind.clone() else {
+        panic!("i opened {:?}", h.app.view().kind);
+    };
+    let asked = h.app.take_requests();
+    assert!(
+        asked
+            .iter()
+            .any(|r| matches!(r, Request::Stack { stack: s, .. } if s.id == stack.id)),
+        "{asked:?}"
+    );
+    for r in asked {
+        h.outstanding += 1;
+        h.worker.submit(r);
+    }
+    h.settle().await;
+    let screen = h.render(120, 40);
+    for part in [
+        "Parameters (4)",
+        "******",
+        "api_address",
+        "The Kubernetes API endpoint",
+        "Rollback",
+        "60 min",
+    ] {
+        assert!(screen.contains(part), "{part}: {screen}");
+    }
+    insta::assert_snapshot!("stack_detail_80x24", h.render(80, 24));
+    insta::assert_snapshot!("stack_detail_120x40", h.render(120, 40));
+    insta::assert_snapshot!("stack_detail_200x60", h.render(200, 60));
+    // The template is at the end: scrolled to, escaped, never obeyed.
+    h.render(80, 24);
+    h.key(KeyAction::Bottom);
+    let bottom = h.render(80, 24);
+    assert!(bottom.contains("OS::Heat::ResourceGroup"), "{bottom}");
+    assert!(!bottom.contains('\u{1b}'), "{bottom}");
+}
+
+#[tokio::test]
+async fn i_in_the_tree_shows_the_tree_stack() {
+    let mut h = Harness::demo(10);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Tree);
+    h.settle().await;
+    let ViewKind::Tree { stack: tree, .. } = h.app.view().kind.clone() else {
+        panic!("t opened {:?}", h.app.view().kind);
+    };
+    h.key(KeyAction::StackDetail);
+    assert!(
+        matches!(&h.app.view().kind, ViewKind::Stack { stack } if stack.id == tree.id),
+        "{:?}",
+        h.app.view().kind
+    );
+}

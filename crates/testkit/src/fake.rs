@@ -33,6 +33,7 @@ pub enum FakeOp {
     StackOutputs,
     StackOutput,
     ResourceDetail,
+    StackOverview,
 }
 
 /// A resource's attributes (name, value as text) and metadata (as text).
@@ -69,6 +70,8 @@ pub struct FakeData {
     /// Resource attributes and metadata (as text) by (stack id, resource name), for the
     /// resource detail; a resource without an entry has none.
     pub resource_extras: HashMap<(String, String), ResourceExtras>,
+    /// Stack parameters (as Heat shows them) and template (as text) by stack id.
+    pub stack_extras: HashMap<String, (Vec<(String, String)>, String)>,
     event_seq: u64,
 }
 
@@ -937,6 +940,40 @@ impl CloudService for FakeCloud {
                 attributes_omitted: 0,
                 metadata,
                 events,
+            })
+        });
+        async move { found.await? }.boxed()
+    }
+
+    /// The stack as listed, its outputs from `outputs`, parameters and template from
+    /// `stack_extras`; an unknown stack is Heat's 404.
+    fn stack_overview(
+        &self,
+        stack: StackRef,
+    ) -> BoxFuture<'static, ServiceResult<crate::service::StackOverview>> {
+        let found = self.answer(FakeOp::StackOverview, move |d| {
+            let Some(summary) = d.stacks.iter().find(|s| s.stack.id == stack.id).cloned() else {
+                return Err(ServiceError::new(
+                    crate::service::ErrorKind::NotFound,
+                    format!("The Stack ({}) could not be found.", stack.name),
+                ));
+            };
+            let (parameters, template) = d.stack_extras.get(&stack.id).cloned().unwrap_or_default();
+            let outputs = d
+                .outputs
+                .get(&stack.id)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            Ok(crate::service::StackOverview {
+                summary,
+                description: None,
+                parameters,
+                parameters_omitted: 0,
+                outputs: outputs.iter().map(|(o, _)| o.clone()).collect(),
+                tags: vec![],
+                timeout_mins: Some(60),
+                disable_rollback: Some(true),
+                template,
             })
         });
         async move { found.await? }.boxed()

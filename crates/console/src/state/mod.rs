@@ -434,6 +434,7 @@ impl App {
             KeyAction::Events => self.nav_events(),
             KeyAction::Tree => self.nav_tree(),
             KeyAction::Outputs => views::outputs::open_for_context(self),
+            KeyAction::StackDetail => views::stack::open_for_context(self),
             KeyAction::Open => self.open_selected(),
             KeyAction::Scale => self.open_scale(),
             KeyAction::Upgrade => self.open_upgrade(),
@@ -623,6 +624,15 @@ impl App {
                 result,
             } => {
                 if let Some(slot) = self.store.output_values.get_mut(&(stack_id, key)) {
+                    slot.finish(gen, result, now);
+                }
+            }
+            Reply::Stack {
+                stack_id,
+                gen,
+                result,
+            } => {
+                if let Some(slot) = self.store.stack_details.get_mut(&stack_id) {
                     slot.finish(gen, result, now);
                 }
             }

@@ -17,6 +17,7 @@ pub mod outputs;
 mod resource;
 mod rollout;
 mod server;
+pub mod stack;
 mod stacks;
 mod tree;
 
@@ -81,6 +82,10 @@ pub enum ViewKind {
         stack: StackTarget,
         event: crate::model::StackEvent,
     },
+    /// One stack whole (`stack show`, parameters, outputs list, template).
+    Stack {
+        stack: StackTarget,
+    },
 }
 
 /// The registry: the behaviour of the view on the navigation stack.
@@ -101,6 +106,7 @@ pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
         ViewKind::Outputs { stack, shown } => Box::new(outputs::Outputs { stack, shown }),
         ViewKind::Resource { stack, resource } => Box::new(resource::Resource { stack, resource }),
         ViewKind::Event { stack, event } => Box::new(event::Event { stack, event }),
+        ViewKind::Stack { stack } => Box::new(stack::Stack { stack }),
     }
 }
 

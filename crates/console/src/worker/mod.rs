@@ -220,6 +220,19 @@ impl Worker {
                     });
                 })
             }
+            Request::Stack { stack, gen } => {
+                let cache = self.stack_names.clone();
+                self.spawn(async move {
+                    let stack_id = stack.id.clone();
+                    let sref = resolve(&svc, &cache, stack).await;
+                    let result = svc.stack_overview(sref).await;
+                    let _ = tx.send(Reply::Stack {
+                        stack_id,
+                        gen,
+                        result,
+                    });
+                })
+            }
             Request::Resource {
                 stack,
                 resource,

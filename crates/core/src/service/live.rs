@@ -318,6 +318,43 @@ impl CloudService for LiveService {
         .boxed()
     }
 
+    /// Three reads at once: `stack show` without resolving outputs (resolving walks every
+    /// member of a large stack), the outputs list and the template.
+    fn stack_overview(
+        &self,
+        stack: StackRef,
+    ) -> BoxFuture<'static, ServiceResult<super::StackOverview>> {
+        use super::stack_overview::{bounded_parameters, template_text};
+        let heat = self.conn.heat.clone();
+        async move {
+            let (show, outputs, template) = futures::try_join!(
+                heat.get_stack(&stack, false),
+                heat.list_outputs(&stack),
+                heat.get_template(&stack),
+            )
+            .map_err(ServiceError::from)?;
+            let (parameters, parameters_omitted) = bounded_parameters(show.parameters);
+            Ok(super::StackOverview {
+                summary: show.summary,
+                description: show.description,
+                parameters,
+                parameters_omitted,
+                outputs: outputs
+                    .into_iter()
+                    .map(|o| super::StackOutput {
+                        key: o.key,
+                        description: o.description,
+                    })
+                    .collect(),
+                tags: show.tags,
+                timeout_mins: show.timeout_mins,
+                disable_rollback: show.disable_rollback,
+                template: template_text(&template),
+            })
+        }
+        .boxed()
+    }
+
     fn server_detail(
         &self,
         target: crate::model::ServerTarget,

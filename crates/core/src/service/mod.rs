@@ -9,6 +9,7 @@ pub mod live;
 pub mod live_operator;
 pub mod operator;
 pub mod resource_detail;
+pub mod stack_overview;
 pub mod watch;
 pub mod watch_capi;
 
@@ -23,6 +24,7 @@ use futures::FutureExt;
 pub use caldera_cloud::health;
 pub use caldera_cloud::report::{BudgetStats, CloudInfo, ErrorKind, ServiceError, ServiceResult};
 pub use resource_detail::ResourceDetail;
+pub use stack_overview::StackOverview;
 
 /// One step of a streamed node fetch.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,6 +174,11 @@ pub trait CloudService: Send + Sync + 'static {
             "resource {resource} of {} cannot be shown here",
             stack.name
         ))
+    }
+
+    /// One stack whole: `stack show` (outputs not resolved), its outputs list, its template.
+    fn stack_overview(&self, stack: StackRef) -> BoxFuture<'static, ServiceResult<StackOverview>> {
+        unsupported(format!("stack {} cannot be shown here", stack.name))
     }
 
     /// One node's Nova server (`server show`) with the tail of its console log. A cloud
