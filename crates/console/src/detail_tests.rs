@@ -4,6 +4,19 @@
 use super::*;
 use crate::model::{StackEvent, Status};
 
+/// The view draws every text from the cloud escaped itself (nothing left for the last-line
+/// backstop to catch) and survives tiny terminals.
+fn escaped_everywhere(h: &mut Harness) {
+    h.render(120, 40);
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let frame = terminal.draw(|f| h.app.draw_views(f)).expect("draw");
+    let mut buf = frame.buffer.clone();
+    assert_eq!(super::super::draw::backstop(&mut buf), 0);
+    for (w, hh) in [(1, 1), (10, 3), (30, 8), (45, 12)] {
+        h.render(w, hh);
+    }
+}
+
 /// A reason longer than any pane, with a terminal escape inside.
 const LONG_REASON: &str = "Error: resources.deployment: Deployment to server failed: \
     deploy_status_code : Deployment exited with non-zero status code: 1 \u{1b}[2J while \
@@ -84,6 +97,7 @@ async fn enter_on_a_plain_tree_resource_opens_its_detail_with_the_full_reason() 
     // The whole reason, wrapped: its last words are on screen, its escape is not obeyed.
     assert!(screen.contains("not found"), "{screen}");
     assert!(!screen.contains('\u{1b}'), "{screen}");
+    escaped_everywhere(&mut h);
     insta::assert_snapshot!("resource_detail_80x24", h.render(80, 24));
     insta::assert_snapshot!("resource_detail_120x40", h.render(120, 40));
     insta::assert_snapshot!("resource_detail_200x60", h.render(200, 60));
@@ -178,6 +192,7 @@ async fn enter_on_an_event_shows_it_whole_then_its_resource_in_the_tree() {
         assert!(screen.contains(part), "{part}: {screen}");
     }
     assert!(!screen.contains('\u{1b}'), "{screen}");
+    escaped_everywhere(&mut h);
     insta::assert_snapshot!("event_detail_80x24", h.render(80, 24));
     insta::assert_snapshot!("event_detail_120x40", h.render(120, 40));
     insta::assert_snapshot!("event_detail_200x60", h.render(200, 60));
@@ -250,6 +265,7 @@ async fn i_on_a_stack_shows_it_whole_with_hidden_parameters_kept_hidden() {
     ] {
         assert!(screen.contains(part), "{part}: {screen}");
     }
+    escaped_everywhere(&mut h);
     insta::assert_snapshot!("stack_detail_80x24", h.render(80, 24));
     insta::assert_snapshot!("stack_detail_120x40", h.render(120, 40));
     insta::assert_snapshot!("stack_detail_200x60", h.render(200, 60));

@@ -5,6 +5,7 @@
 //! its stack's tree, where Enter used to go straight from the tail.
 
 use super::{Plan, Rows, Screen};
+use crate::model::terminal_safe;
 use crate::model::StackEvent;
 use crate::tui::draw::detail::{self, status_style, when, DetailText};
 use crate::tui::keys::{self, KeyAction, KeyContext};
@@ -50,7 +51,7 @@ impl Screen for Event<'_> {
     }
 
     fn crumb(&self) -> String {
-        format!("event {}", self.event.resource_name)
+        format!("event {}", terminal_safe(&self.event.resource_name))
     }
 
     fn key_contexts(&self) -> &'static [KeyContext] {

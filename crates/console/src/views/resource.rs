@@ -5,6 +5,7 @@
 //! reason is what sent operators through four more views. A text view that scrolls.
 
 use super::{Plan, Rows, Screen};
+use crate::model::terminal_safe;
 use crate::service::ResourceDetail;
 use crate::tui::draw::detail::{self, status_style, when, DetailText};
 use crate::tui::keys::{self, KeyAction, KeyContext};
@@ -53,7 +54,7 @@ impl Screen for Resource<'_> {
     }
 
     fn crumb(&self) -> String {
-        format!("resource {}", self.resource)
+        format!("resource {}", terminal_safe(self.resource))
     }
 
     fn key_contexts(&self) -> &'static [KeyContext] {

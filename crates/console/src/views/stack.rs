@@ -5,6 +5,7 @@
 //! parameter declared `hidden: true` as `******`; it stays hidden here.
 
 use super::{Plan, Rows, Screen};
+use crate::model::terminal_safe;
 use crate::service::StackOverview;
 use crate::tui::draw::detail::{self, status_style, when, DetailText};
 use crate::tui::keys::{self, KeyAction, KeyContext};
@@ -54,7 +55,7 @@ impl Screen for Stack<'_> {
     }
 
     fn crumb(&self) -> String {
-        format!("stack {}", self.stack.label())
+        format!("stack {}", terminal_safe(self.stack.label()))
     }
 
     fn key_contexts(&self) -> &'static [KeyContext] {
