@@ -99,3 +99,54 @@ async fn a_stack_is_shown_with_parameters_outputs_and_template() {
         .expect_err("no such stack");
     assert!(!missing.message.is_empty());
 }
+
+/// Heat gives a parameter the template declares `hidden: true` back as `******` (its
+/// `stack show`), and so does the simulator; the stack detail shows it so.
+#[tokio::test]
+async fn a_hidden_parameter_stays_hidden() {
+    use caldera::api::heat::StackCreate;
+    use serde_json::json;
+    let sim = sim::start(SimOptions::fast("demo", 1.0))
+        .await
+        .expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect to the simulator");
+    let heat = conn.heat.clone();
+    let create = StackCreate {
+        name: "with-secret".into(),
+        template: json!({
+            "heat_template_version": "2021-04-16",
+            "parameters": {
+                "count": {"type": "number"},
+                "db_password": {"type": "string", "hidden": true},
+            },
+            "resources": {"nodes": {"type": "OS::Heat::ResourceGroup"}},
+        }),
+        parameters: [
+            ("count".to_string(), json!(1)),
+            ("db_password".to_string(), json!("s3cret")),
+        ]
+        .into_iter()
+        .collect(),
+        ..Default::default()
+    };
+    let stack = heat.create_stack(&create).await.expect("stack created");
+    let service = LiveService::new(conn);
+    let detail = service.stack_overview(stack).await.expect("stack shown");
+    let value = |k: &str| {
+        detail
+            .parameters
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(value("db_password").as_deref(), Some("******"));
+    assert_eq!(value("count").as_deref(), Some("1"));
+    assert!(!detail.template.contains("s3cret"));
+    assert!(
+        detail.template.contains("hidden: true"),
+        "{}",
+        detail.template
+    );
+}
