@@ -294,3 +294,40 @@ async fn i_in_the_tree_shows_the_tree_stack() {
         h.app.view().kind
     );
 }
+
+/// A resource, event or stack named by a hostile tenant: the breadcrumbs escape it.
+#[test]
+fn hostile_names_are_escaped_in_the_breadcrumbs() {
+    let evil = "res\u{1b}[2J".to_string();
+    let stack = crate::tui::message::StackTarget {
+        id: "id".into(),
+        name: Some(evil.clone()),
+    };
+    let event = StackEvent {
+        id: "e".into(),
+        time: demo_epoch(),
+        resource_name: evil.clone(),
+        logical_id: evil.clone(),
+        physical_id: None,
+        status: Status::parse("CREATE_FAILED"),
+        status_reason: None,
+        stack: None,
+        path: vec![],
+    };
+    let kinds = [
+        ViewKind::Resource {
+            stack: stack.clone(),
+            resource: evil.clone(),
+        },
+        ViewKind::Event {
+            stack: stack.clone(),
+            event,
+        },
+        ViewKind::Stack { stack },
+    ];
+    for kind in kinds {
+        let crumb = crate::tui::views::screen(&kind).crumb();
+        assert!(crumb.contains("res\\e[2J"), "{crumb}");
+        assert!(!crumb.contains('\u{1b}'), "{crumb}");
+    }
+}
