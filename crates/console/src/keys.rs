@@ -124,6 +124,7 @@ pub enum KeyAction {
     Events,
     Tree,
     Outputs,
+    StackDetail,
     Up,
     Down,
     PageUp,
@@ -463,6 +464,14 @@ const DEFAULTS: &[Default5] = &[
         KeyContext::Global,
         &["O"],
         "Outputs of the selected stack (enter on one evaluates it)",
+        None,
+    ),
+    (
+        KeyAction::StackDetail,
+        "stack_detail",
+        KeyContext::Global,
+        &["i"],
+        "Stack detail: status, parameters, outputs, tags, template",
         None,
     ),
     (

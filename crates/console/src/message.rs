@@ -206,6 +206,17 @@ pub enum Request {
         key: String,
         gen: u64,
     },
+    /// One stack whole: `stack show`, its outputs list and its template.
+    Stack {
+        stack: StackTarget,
+        gen: u64,
+    },
+    /// One resource of a stack (the stack that owns it): `resource show`, metadata, events.
+    Resource {
+        stack: StackTarget,
+        resource: String,
+        gen: u64,
+    },
     Save {
         path: PathBuf,
         contents: String,
@@ -350,6 +361,17 @@ pub enum Reply {
         key: String,
         gen: u64,
         result: ServiceResult<ResolvedOutput>,
+    },
+    Stack {
+        stack_id: String,
+        gen: u64,
+        result: ServiceResult<crate::service::StackOverview>,
+    },
+    Resource {
+        stack_id: String,
+        resource: String,
+        gen: u64,
+        result: ServiceResult<crate::service::ResourceDetail>,
     },
     Tree {
         stack_id: String,

@@ -1592,3 +1592,6 @@ async fn the_request_budget_explains_itself() {
         "{help}"
     );
 }
+
+#[path = "detail_tests.rs"]
+mod detail_tests;

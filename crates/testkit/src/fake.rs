@@ -32,7 +32,12 @@ pub enum FakeOp {
     ServerDetail,
     StackOutputs,
     StackOutput,
+    ResourceDetail,
+    StackOverview,
 }
+
+/// A resource's attributes (name, value as text) and metadata (as text).
+pub type ResourceExtras = (Vec<(String, String)>, String);
 
 /// The fake's data; public so tests can shape it directly through [`FakeCloud::with_data`].
 #[derive(Debug, Clone, Default)]
@@ -62,6 +67,11 @@ pub struct FakeData {
     pub servers: HashMap<String, crate::model::ServerDetail>,
     /// Stack outputs by stack id: each output and its value as text.
     pub outputs: HashMap<String, Vec<(crate::service::StackOutput, String)>>,
+    /// Resource attributes and metadata (as text) by (stack id, resource name), for the
+    /// resource detail; a resource without an entry has none.
+    pub resource_extras: HashMap<(String, String), ResourceExtras>,
+    /// Stack parameters (as Heat shows them) and template (as text) by stack id.
+    pub stack_extras: HashMap<String, (Vec<(String, String)>, String)>,
     event_seq: u64,
 }
 
@@ -883,6 +893,88 @@ impl CloudService for FakeCloud {
                         format!("stack {} has no output {key}", stack.name),
                     )
                 })
+        });
+        async move { found.await? }.boxed()
+    }
+
+    /// The resource as `stack_resources` gives it (depth 0 of its stack), its attributes
+    /// and metadata from `resource_extras`, and its events newest first, bounded as Heat's
+    /// `limit` bounds them.
+    fn resource_detail(
+        &self,
+        stack: StackRef,
+        resource: String,
+    ) -> BoxFuture<'static, ServiceResult<crate::service::ResourceDetail>> {
+        use crate::service::resource_detail::RESOURCE_EVENTS;
+        let found = self.answer(FakeOp::ResourceDetail, move |d| {
+            let listed = nodegroup_resources(d, &stack, 0)
+                .or_else(|| d.resources.get(&stack.id).cloned())
+                .or_else(|| nested_resources(d, &stack, 0))
+                .unwrap_or_default();
+            let Some(r) = listed.into_iter().find(|r| r.name == resource) else {
+                return Err(ServiceError::new(
+                    crate::service::ErrorKind::NotFound,
+                    format!("The Resource ({resource}) could not be found."),
+                ));
+            };
+            let (attributes, metadata) = d
+                .resource_extras
+                .get(&(stack.id.clone(), resource.clone()))
+                .cloned()
+                .unwrap_or_default();
+            let events: Vec<StackEvent> = d
+                .events
+                .get(&stack.id)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .rev()
+                .filter(|e| e.resource_name == resource)
+                .take(RESOURCE_EVENTS as usize)
+                .cloned()
+                .collect();
+            Ok(crate::service::ResourceDetail {
+                created_at: r.updated_at,
+                resource: r,
+                attributes,
+                attributes_omitted: 0,
+                metadata,
+                events,
+            })
+        });
+        async move { found.await? }.boxed()
+    }
+
+    /// The stack as listed, its outputs from `outputs`, parameters and template from
+    /// `stack_extras`; an unknown stack is Heat's 404.
+    fn stack_overview(
+        &self,
+        stack: StackRef,
+    ) -> BoxFuture<'static, ServiceResult<crate::service::StackOverview>> {
+        let found = self.answer(FakeOp::StackOverview, move |d| {
+            let Some(summary) = d.stacks.iter().find(|s| s.stack.id == stack.id).cloned() else {
+                return Err(ServiceError::new(
+                    crate::service::ErrorKind::NotFound,
+                    format!("The Stack ({}) could not be found.", stack.name),
+                ));
+            };
+            let (parameters, template) = d.stack_extras.get(&stack.id).cloned().unwrap_or_default();
+            let outputs = d
+                .outputs
+                .get(&stack.id)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            Ok(crate::service::StackOverview {
+                summary,
+                description: None,
+                parameters,
+                parameters_omitted: 0,
+                outputs: outputs.iter().map(|(o, _)| o.clone()).collect(),
+                tags: vec![],
+                timeout_mins: Some(60),
+                disable_rollback: Some(true),
+                template,
+            })
         });
         async move { found.await? }.boxed()
     }

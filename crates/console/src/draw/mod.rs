@@ -3,6 +3,7 @@
 
 mod chrome;
 pub(super) mod dashboard;
+pub(super) mod detail;
 mod dialog;
 pub(super) mod events;
 pub(super) mod journal;

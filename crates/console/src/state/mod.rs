@@ -464,7 +464,7 @@ impl App {
             KeyAction::HeatClearHook => self.heat_clear_hook(),
             KeyAction::HeatMarkUnhealthy => self.heat_mark_unhealthy(),
             // Handled by the views' registry above.
-            KeyAction::Outputs => {}
+            KeyAction::Outputs | KeyAction::StackDetail => {}
             KeyAction::Yank => self.yank(yank::Yank::Id),
             KeyAction::YankName => self.yank(yank::Yank::Name),
             // Read by the open dialog (`on_dialog_key`); nothing to do outside one.
@@ -647,6 +647,25 @@ impl App {
                 result,
             } => {
                 if let Some(slot) = self.store.output_values.get_mut(&(stack_id, key)) {
+                    slot.finish(gen, result, now);
+                }
+            }
+            Reply::Stack {
+                stack_id,
+                gen,
+                result,
+            } => {
+                if let Some(slot) = self.store.stack_details.get_mut(&stack_id) {
+                    slot.finish(gen, result, now);
+                }
+            }
+            Reply::Resource {
+                stack_id,
+                resource,
+                gen,
+                result,
+            } => {
+                if let Some(slot) = self.store.resources.get_mut(&(stack_id, resource)) {
                     slot.finish(gen, result, now);
                 }
             }

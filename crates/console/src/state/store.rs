@@ -620,6 +620,10 @@ pub struct Store {
     pub outputs: HashMap<String, Slot<Vec<crate::service::StackOutput>>>,
     /// Evaluated stack outputs, by (stack id, output key).
     pub output_values: HashMap<(String, String), Slot<crate::service::ResolvedOutput>>,
+    /// Stack details (`stack show`, outputs list, template), by stack id.
+    pub stack_details: HashMap<String, Slot<crate::service::StackOverview>>,
+    /// Resource details, by (owning stack id, resource name).
+    pub resources: HashMap<(String, String), Slot<crate::service::ResourceDetail>>,
 }
 
 impl Store {

@@ -45,6 +45,20 @@ pub enum ViewKind {
         stack: StackTarget,
         shown: Option<String>,
     },
+    /// One resource of a stack (`resource show`, metadata, its events).
+    Resource {
+        stack: StackTarget,
+        resource: String,
+    },
+    /// One event of the tail of `stack`, whole.
+    Event {
+        stack: StackTarget,
+        event: crate::model::StackEvent,
+    },
+    /// One stack whole (`stack show`, parameters, outputs list, template).
+    Stack {
+        stack: StackTarget,
+    },
 }
 
 /// Event-tail options (also used by the dashboard's tail).

@@ -1,5 +1,5 @@
 //! The event tail of one stack (and its nested stacks): follows new events, Enter opens the
-//! event's resource in its stack's tree.
+//! event whole (`views::event`), and Enter there the event's resource in its stack's tree.
 
 use super::{Plan, Rows, Screen, Table, TableOp};
 use crate::tui::draw::events;
@@ -75,6 +75,7 @@ impl Screen for Events<'_> {
         Some(self.stack.clone())
     }
 
+    /// Enter: the selected event, whole (its Enter goes on to the resource in the tree).
     fn open(&self, app: &mut App) {
         let items = app
             .store()
@@ -82,19 +83,10 @@ impl Screen for Events<'_> {
             .get(&self.stack.id)
             .map(|l| l.events.as_slice())
             .unwrap_or(&[]);
-        let target = app.view().table.selected(items).map(|e| {
-            (
-                e.stack
-                    .as_ref()
-                    .map(StackTarget::from_ref)
-                    .unwrap_or_else(|| self.stack.clone()),
-                e.resource_name.clone(),
-            )
-        });
-        if let Some((stack, focus)) = target {
-            app.push(ViewKind::Tree {
-                stack,
-                focus: Some(focus),
+        if let Some(event) = app.view().table.selected(items).cloned() {
+            app.push(ViewKind::Event {
+                stack: self.stack.clone(),
+                event,
             });
         }
     }

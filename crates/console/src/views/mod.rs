@@ -9,13 +9,16 @@
 
 mod clusters;
 mod dashboard;
+mod event;
 mod events;
 mod journal;
 mod nodegroups;
 mod nodes;
-pub mod outputs;
+mod outputs;
+mod resource;
 mod rollout;
 mod server;
+mod stack;
 mod stacks;
 mod tree;
 
@@ -44,6 +47,9 @@ pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
         ViewKind::Journal => Box::new(journal::Journal),
         ViewKind::Server { target } => Box::new(server::Server { target }),
         ViewKind::Outputs { stack, shown } => Box::new(outputs::Outputs { stack, shown }),
+        ViewKind::Resource { stack, resource } => Box::new(resource::Resource { stack, resource }),
+        ViewKind::Event { stack, event } => Box::new(event::Event { stack, event }),
+        ViewKind::Stack { stack } => Box::new(stack::Stack { stack }),
     }
 }
 
@@ -94,6 +100,7 @@ impl<T: TableRow> Rows for Table<'_, T> {
 fn on_key(app: &mut App, action: KeyAction) -> bool {
     match action {
         KeyAction::Outputs => outputs::open_for_context(app),
+        KeyAction::StackDetail => stack::open_for_context(app),
         _ => return false,
     }
     true

@@ -1,5 +1,5 @@
-//! A stack's resource tree with the why-stuck analysis: Enter opens a nested stack or a
-//! server resource's Nova server.
+//! A stack's resource tree with the why-stuck analysis: Enter opens a nested stack, a
+//! server resource's Nova server, or any other resource's detail (`views::resource`).
 
 use super::{Plan, Rows, Screen, Table};
 use crate::model::{NodeKey, ServerTarget, StackResource};
@@ -138,7 +138,17 @@ impl Screen for Tree<'_> {
                 focus: None,
             }),
             (None, Some(target)) => app.push(ViewKind::Server { target }),
-            (None, None) => app.set_status(Level::Info, "this resource has no nested stack"),
+            (None, None) => match selected {
+                // Any other resource: its own detail, asked of the stack that owns it.
+                Some(r) => app.push(ViewKind::Resource {
+                    stack: r
+                        .owner
+                        .as_ref()
+                        .map_or_else(|| self.stack.clone(), StackTarget::from_ref),
+                    resource: r.name.clone(),
+                }),
+                None => app.set_status(Level::Info, "no resource selected"),
+            },
         }
     }
 

@@ -220,6 +220,37 @@ impl Worker {
                     });
                 })
             }
+            Request::Stack { stack, gen } => {
+                let cache = self.stack_names.clone();
+                self.spawn(async move {
+                    let stack_id = stack.id.clone();
+                    let sref = resolve(&svc, &cache, stack).await;
+                    let result = svc.stack_overview(sref).await;
+                    let _ = tx.send(Reply::Stack {
+                        stack_id,
+                        gen,
+                        result,
+                    });
+                })
+            }
+            Request::Resource {
+                stack,
+                resource,
+                gen,
+            } => {
+                let cache = self.stack_names.clone();
+                self.spawn(async move {
+                    let stack_id = stack.id.clone();
+                    let sref = resolve(&svc, &cache, stack).await;
+                    let result = svc.resource_detail(sref, resource.clone()).await;
+                    let _ = tx.send(Reply::Resource {
+                        stack_id,
+                        resource,
+                        gen,
+                        result,
+                    });
+                })
+            }
             Request::Save { path, contents } => self.spawn(async move {
                 let lines = contents.lines().count();
                 let result = tokio::fs::write(&path, contents)

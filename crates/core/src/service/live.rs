@@ -282,6 +282,79 @@ impl CloudService for LiveService {
         .boxed()
     }
 
+    /// Three reads at once: `resource show` (attributes included: Heat resolves every
+    /// attribute of the type's schema), its metadata and its latest events, newest first.
+    fn resource_detail(
+        &self,
+        stack: StackRef,
+        resource: String,
+    ) -> BoxFuture<'static, ServiceResult<super::ResourceDetail>> {
+        use super::resource_detail::{attribute_texts, metadata_text, RESOURCE_EVENTS};
+        let heat = self.conn.heat.clone();
+        async move {
+            let query = EventQuery {
+                limit: Some(RESOURCE_EVENTS),
+                sort_dir: Some(SortDir::Desc),
+                ..EventQuery::default()
+            };
+            let (info, metadata, events) = futures::try_join!(
+                heat.get_resource(&stack, &resource),
+                heat.get_resource_metadata(&stack, &resource),
+                heat.resource_events(&stack, &resource, &query),
+            )
+            .map_err(ServiceError::from)?;
+            let (attributes, attributes_omitted) = attribute_texts(info.attributes);
+            let mut events = events;
+            events.truncate(RESOURCE_EVENTS as usize);
+            Ok(super::ResourceDetail {
+                resource: info.resource,
+                created_at: info.created_at,
+                attributes,
+                attributes_omitted,
+                metadata: metadata_text(&metadata),
+                events,
+            })
+        }
+        .boxed()
+    }
+
+    /// Three reads at once: `stack show` without resolving outputs (resolving walks every
+    /// member of a large stack), the outputs list and the template.
+    fn stack_overview(
+        &self,
+        stack: StackRef,
+    ) -> BoxFuture<'static, ServiceResult<super::StackOverview>> {
+        use super::stack_overview::{bounded_parameters, template_text};
+        let heat = self.conn.heat.clone();
+        async move {
+            let (show, outputs, template) = futures::try_join!(
+                heat.get_stack(&stack, false),
+                heat.list_outputs(&stack),
+                heat.get_template(&stack),
+            )
+            .map_err(ServiceError::from)?;
+            let (parameters, parameters_omitted) = bounded_parameters(show.parameters);
+            Ok(super::StackOverview {
+                summary: show.summary,
+                description: show.description,
+                parameters,
+                parameters_omitted,
+                outputs: outputs
+                    .into_iter()
+                    .map(|o| super::StackOutput {
+                        key: o.key,
+                        description: o.description,
+                    })
+                    .collect(),
+                tags: show.tags,
+                timeout_mins: show.timeout_mins,
+                disable_rollback: show.disable_rollback,
+                template: template_text(&template),
+            })
+        }
+        .boxed()
+    }
+
     fn server_detail(
         &self,
         target: crate::model::ServerTarget,

@@ -8,6 +8,8 @@ pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;
 pub mod operator;
+pub mod resource_detail;
+pub mod stack_overview;
 pub mod watch;
 pub mod watch_capi;
 
@@ -21,6 +23,8 @@ use futures::FutureExt;
 
 pub use caldera_cloud::health;
 pub use caldera_cloud::report::{BudgetStats, CloudInfo, ErrorKind, ServiceError, ServiceResult};
+pub use resource_detail::ResourceDetail;
+pub use stack_overview::StackOverview;
 
 /// One step of a streamed node fetch.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,6 +161,24 @@ pub trait CloudService: Send + Sync + 'static {
             "output {key} of {} cannot be shown here",
             stack.name
         ))
+    }
+
+    /// One resource of `stack` (the stack that owns it): `resource show` with its
+    /// attributes, its metadata and its latest events.
+    fn resource_detail(
+        &self,
+        stack: StackRef,
+        resource: String,
+    ) -> BoxFuture<'static, ServiceResult<ResourceDetail>> {
+        unsupported(format!(
+            "resource {resource} of {} cannot be shown here",
+            stack.name
+        ))
+    }
+
+    /// One stack whole: `stack show` (outputs not resolved), its outputs list, its template.
+    fn stack_overview(&self, stack: StackRef) -> BoxFuture<'static, ServiceResult<StackOverview>> {
+        unsupported(format!("stack {} cannot be shown here", stack.name))
     }
 
     /// One node's Nova server (`server show`) with the tail of its console log. A cloud

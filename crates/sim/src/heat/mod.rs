@@ -183,6 +183,7 @@ fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) 
         ["resources"] if m == Method::GET => resources::list(w, sh, req, ix),
         ["resources", r] if m == Method::GET => resources::show(w, sh, req, ix, r),
         ["resources", r] if m == Method::PATCH => resources::mark_unhealthy(w, req, ix, r),
+        ["resources", r, "metadata"] if m == Method::GET => resources::metadata(w, ix, r),
         ["resources", r, "signal"] if m == Method::POST => resources::signal(w, req, ix, r),
         ["resources", r, "events"] if m == Method::GET => events::list(w, sh, req, ix, Some(r)),
         ["resources", r, "events", id] if m == Method::GET => events::show(w, sh, ix, r, id),

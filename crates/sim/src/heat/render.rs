@@ -250,7 +250,11 @@ pub fn stack_detail(w: &World, base: &str, ix: usize, resolve_outputs: bool) -> 
     let params: Map<String, Value> = s
         .params
         .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .map(|(k, v)| match s.hidden_params.contains(k) {
+            // Heat never gives a hidden parameter's value back.
+            true => (k.clone(), Value::String("******".into())),
+            false => (k.clone(), Value::String(v.clone())),
+        })
         .collect();
     v["parameters"] = Value::Object(params);
     v["template_description"] = json!(s.description);

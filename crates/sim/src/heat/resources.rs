@@ -97,6 +97,16 @@ pub fn show(w: &mut World, sh: &Shared, _req: &Req, ix: usize, name: &str) -> Re
     Reply::ok(json!({ "resource": v }))
 }
 
+/// `GET .../resources/{name}/metadata`: Heat answers `{"metadata": {...}}`; the simulated
+/// resources carry none (no software deployments or wait conditions write to them), so
+/// the map is empty, as Heat's is for such resources.
+pub fn metadata(w: &World, ix: usize, name: &str) -> Reply {
+    if w.stack(ix).and_then(|s| s.resource(name)).is_none() {
+        return resource_404(w, ix, name);
+    }
+    Reply::ok(json!({ "metadata": {} }))
+}
+
 pub fn mark_unhealthy(w: &mut World, req: &Req, ix: usize, name: &str) -> Reply {
     let body = match req.json_body() {
         Ok(b) => b,

@@ -252,7 +252,10 @@ pub fn template(w: &mut World, ix: usize) -> Reply {
         .params
         .keys()
         .filter(|k| !k.starts_with("OS::"))
-        .map(|k| (k.clone(), json!({"type": "string"})))
+        .map(|k| match s.hidden_params.contains(k) {
+            true => (k.clone(), json!({"type": "string", "hidden": true})),
+            false => (k.clone(), json!({"type": "string"})),
+        })
         .collect();
     Reply::ok(json!({
         "heat_template_version": "2021-04-16",
@@ -619,8 +622,16 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
     let g = create_group(w, None, spec, Some(name.to_string()));
     let ix = w.groups[g].ng_stack;
     let tags = tag_values(body.get("tags"));
+    let hidden = hidden_params(&body);
     if let Some(s) = w.stack_mut(ix) {
         s.tags = tags;
+        // A hidden parameter is kept (Heat keeps it, encrypted) and shown as `******`.
+        for k in &hidden {
+            if let Some(v) = p.get(k) {
+                s.params.insert(k.clone(), param_string(v));
+            }
+        }
+        s.hidden_params = hidden;
     }
     if has_group {
         // The template's own parameters, so PATCHes naming them are accepted like Heat's.
@@ -675,6 +686,19 @@ pub fn delete(w: &mut World, ix: usize) -> Reply {
         }
     }
     Reply::empty(StatusCode::NO_CONTENT)
+}
+
+/// The parameters the submitted template declares `hidden: true`.
+fn hidden_params(body: &Value) -> std::collections::BTreeSet<String> {
+    let declared = body
+        .pointer("/template/parameters")
+        .and_then(Value::as_object);
+    declared
+        .into_iter()
+        .flatten()
+        .filter(|(_, d)| d.get("hidden").and_then(Value::as_bool) == Some(true))
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 /// `tags` as Heat takes them: a comma-separated string or a list.

@@ -102,6 +102,7 @@ fn base_stack(
         updated_ms: None,
         deleted_ms: None,
         params,
+        hidden_params: Default::default(),
         description: description.into(),
         tags: vec![],
         disable_rollback: true,

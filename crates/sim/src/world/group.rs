@@ -521,6 +521,7 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         updated_ms: None,
         deleted_ms: None,
         params,
+        hidden_params: Default::default(),
         description: description.into(),
         tags: vec![],
         disable_rollback: true,

@@ -492,6 +492,7 @@ mod tests {
             updated_ms: None,
             deleted_ms: None,
             params: BTreeMap::new(),
+            hidden_params: Default::default(),
             description: String::new(),
             tags: vec![],
             disable_rollback: true,

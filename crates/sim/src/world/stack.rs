@@ -1,7 +1,7 @@
 //! Heat's objects as the simulator stores them: stacks, resources and events.
 //! Kept compact (no JSON values, shared type names) so 10 000-node worlds stay small.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -156,6 +156,9 @@ pub struct Stack {
     /// Set once the stack is DELETE_COMPLETE: Heat still shows it by id.
     pub deleted_ms: Option<i64>,
     pub params: BTreeMap<String, String>,
+    /// Parameters the template declares `hidden: true`: Heat's `stack show` gives their
+    /// values as `******`.
+    pub hidden_params: BTreeSet<String>,
     pub description: String,
     pub tags: Vec<String>,
     pub disable_rollback: bool,

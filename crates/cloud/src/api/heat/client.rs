@@ -552,6 +552,23 @@ impl HeatClient {
         Ok(resource_from(show.resource))
     }
 
+    /// `GET .../resources/{name}/metadata`: the resource's metadata (`{"metadata": {...}}`),
+    /// what software deployments and signals write there; arbitrary JSON.
+    pub async fn get_resource_metadata(
+        &self,
+        stack: &StackRef,
+        resource: &str,
+    ) -> ApiResult<serde_json::Value> {
+        #[derive(serde::Deserialize)]
+        struct Show {
+            #[serde(default)]
+            metadata: serde_json::Value,
+        }
+        let url = self.stack_url(stack, &["resources", resource, "metadata"]);
+        let show: Show = self.transport.get_json(url.as_str()).await?;
+        Ok(show.metadata)
+    }
+
     fn events_url(&self, mut url: Url, query: &EventQuery) -> Url {
         {
             let mut q = url.query_pairs_mut();
