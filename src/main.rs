@@ -68,6 +68,11 @@ async fn run(cli: Cli) -> commands::CmdResult {
         // Benchmarks start their own simulators and connections.
         Some(Command::Bench(args)) => caldera::bench::run(args).await,
         Some(Command::Journal { repair: true, .. }) => operate::journal_repair(&cli.actions).await,
+        // Every cloud of clouds.yaml, each on its own connection.
+        Some(Command::Fleet {
+            cloud_timeout,
+            format,
+        }) => caldera::cli::fleet::run(&cli.conn, cloud_timeout, format).await,
         Some(Command::Journal { follow, format, .. }) => {
             operate::journal(&cli.actions, follow, format).await
         }

@@ -7,6 +7,7 @@ pub mod capi_stall;
 pub mod discover;
 pub mod event_tracker;
 pub mod failures;
+pub mod fleet;
 pub mod hooks;
 pub mod ips;
 pub mod stack_paths;
