@@ -121,6 +121,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 theme: cli.console.theme.clone(),
                 read_only: cli.console.read_only || conn.info().read_only,
                 notices,
+                fleet: console_fleet(&cli.conn),
                 ..ConsoleOptions::default()
             };
             let service = Arc::new(LiveService::new(conn));
@@ -129,6 +130,16 @@ async fn run(cli: Cli) -> commands::CmdResult {
             result.map_err(Into::into)
         }
     }
+}
+
+/// Every cloud of clouds.yaml for the `:fleet` view, each asked on its own connection;
+/// `None` (the view says so) when there is no clouds.yaml.
+fn console_fleet(args: &caldera::cli::args::ConnectArgs) -> Option<tui::config::FleetHandle> {
+    use caldera::ops::fleet::{LiveFleet, DEFAULT_CLOUD_TIMEOUT};
+    let options = connect::connect_options(args).ok()?;
+    let env = caldera::config::DiscoveryEnv::from_process();
+    let fleet = LiveFleet::discover(&env, options, DEFAULT_CLOUD_TIMEOUT).ok()?;
+    Some(tui::config::FleetHandle(Arc::new(fleet)))
 }
 
 /// Warnings about the configuration itself (a password file others can read), printed

@@ -43,6 +43,18 @@ pub struct ConsoleOptions {
     pub theme_dir: Option<PathBuf>,
     /// Messages for the status line at start (e.g. connection warnings).
     pub notices: Vec<String>,
+    /// Where the `:fleet` view asks every cloud (`None`: no clouds.yaml, the view says so).
+    pub fleet: Option<FleetHandle>,
+}
+
+/// The fleet source the console was started with (see `ops::fleet`).
+#[derive(Clone)]
+pub struct FleetHandle(pub crate::ops::fleet::SharedFleet);
+
+impl std::fmt::Debug for FleetHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FleetHandle")
+    }
 }
 
 impl Default for ConsoleOptions {
@@ -57,6 +69,7 @@ impl Default for ConsoleOptions {
             fps: 30,
             theme_dir: None,
             notices: Vec::new(),
+            fleet: None,
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, ServerDetail, ServerTarget, StackEvent, StackRef,
     StackResource, StackSummary,
 };
+use crate::ops::fleet::FleetReport;
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, RolloutOptions, RolloutPlan, RolloutStatus};
 use crate::service::{
@@ -77,6 +78,7 @@ pub enum Command {
     Faults,
     Rollout,
     Journal,
+    Fleet,
     Scale,
     Upgrade,
     Run,
@@ -114,6 +116,7 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
         "rollout of the current node group",
     ),
     ("journal", &["audit", "jo"], "the audit journal of actions"),
+    ("fleet", &["fl"], "clusters of every cloud in clouds.yaml"),
     ("scale", &[], "scale the current node group"),
     ("upgrade", &["up"], "upgrade the current node group"),
     ("run", &[], "run a command on the marked nodes"),
@@ -149,6 +152,7 @@ impl Command {
             "faults" => Command::Faults,
             "rollout" => Command::Rollout,
             "journal" => Command::Journal,
+            "fleet" => Command::Fleet,
             "scale" => Command::Scale,
             "upgrade" => Command::Upgrade,
             "run" => Command::Run,
@@ -278,6 +282,10 @@ pub enum Request {
     },
     Journal {
         offset: u64,
+        gen: u64,
+    },
+    /// Ask every cloud of clouds.yaml for its clusters (the fleet view).
+    Fleet {
         gen: u64,
     },
     /// Plans a manual Heat control on `stack` (a name or id): read-only.
@@ -417,6 +425,16 @@ pub enum Reply {
         gen: u64,
         result: ServiceResult<ControlPlan>,
     },
+    /// One cloud's answer to `Request::Fleet`, as it comes.
+    FleetCloud {
+        gen: u64,
+        report: FleetReport,
+    },
+    /// Every cloud answered (or there is no clouds.yaml to ask).
+    FleetDone {
+        gen: u64,
+        result: ServiceResult<()>,
+    },
     ControlApplied {
         /// `heat.check`, ...
         action: &'static str,
@@ -440,6 +458,7 @@ mod tests {
             Ok(Command::Theme("light".into()))
         );
         assert!(Command::parse("theme").is_err());
+        assert_eq!(Command::parse(":fleet"), Ok(Command::Fleet));
         assert!(Command::parse("bogus").unwrap_err().contains("bogus"));
     }
 }

@@ -147,7 +147,8 @@ pub async fn run(
         size.height,
         app.read_only()
     );
-    let result = event_loop(&mut terminal, &mut app, service, operator, fps).await;
+    let fleet = options.fleet.as_ref().map(|f| f.0.clone());
+    let result = event_loop(&mut terminal, &mut app, service, operator, fleet, fps).await;
     match &result {
         Ok(()) => tracing::info!("console closed"),
         Err(e) => tracing::error!("console failed: {e}"),
@@ -163,10 +164,13 @@ async fn event_loop(
     app: &mut App,
     service: Arc<dyn CloudService>,
     operator: Option<Arc<dyn Operator>>,
+    fleet: Option<crate::ops::fleet::SharedFleet>,
     fps: u32,
 ) -> Result<(), ConsoleError> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut worker = Worker::new(service.clone(), tx).with_operator(operator);
+    let mut worker = Worker::new(service.clone(), tx)
+        .with_operator(operator)
+        .with_fleet(fleet);
     let mut events = EventStream::new();
     let mut render = tokio::time::interval(Duration::from_secs_f64(1.0 / fps.max(1) as f64));
     render.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

@@ -3,6 +3,7 @@
 //! workers; drawing reads the state and never changes it.
 
 pub mod action_dialogs;
+pub mod fleet;
 pub mod form;
 mod heat;
 pub mod input;
@@ -379,6 +380,7 @@ impl App {
             Command::Faults => self.on_action(KeyAction::FaultsOnly),
             Command::Rollout => self.nav_rollout(),
             Command::Journal => self.push(ViewKind::Journal),
+            Command::Fleet => self.push(ViewKind::Fleet),
             Command::Scale => self.open_scale(),
             Command::Upgrade => self.open_upgrade(),
             Command::Run => self.open_node_action(),
@@ -605,6 +607,8 @@ impl App {
                 }
             },
             Reply::Journal { gen, result } => self.store.journal.finish(gen, result, now),
+            Reply::FleetCloud { gen, report } => self.store.fleet.answer(gen, &report, now),
+            Reply::FleetDone { gen, result } => self.store.fleet.done(gen, result, now),
             Reply::Outputs {
                 stack_id,
                 stack_name,

@@ -613,6 +613,8 @@ pub struct Store {
     /// Rollouts by node group id.
     pub rollouts: HashMap<String, super::rollout::RolloutSlot>,
     pub journal: super::journal::JournalLog,
+    /// The clusters of every cloud (the fleet view).
+    pub fleet: super::fleet::FleetLog,
     /// Stack outputs (keys and descriptions), by stack id.
     pub outputs: HashMap<String, Slot<Vec<crate::service::StackOutput>>>,
     /// Evaluated stack outputs, by (stack id, output key).

@@ -9,6 +9,7 @@
 mod clusters;
 mod dashboard;
 mod events;
+mod fleet;
 mod journal;
 mod nodegroups;
 mod nodes;
@@ -60,6 +61,8 @@ pub enum ViewKind {
         nodegroup: NodeGroup,
     },
     Journal,
+    /// The clusters of every cloud in clouds.yaml.
+    Fleet,
     /// One node's Nova server (`server show` and its console log).
     Server {
         target: ServerTarget,
@@ -85,6 +88,7 @@ pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
             Box::new(rollout::Rollout { cluster, nodegroup })
         }
         ViewKind::Journal => Box::new(journal::Journal),
+        ViewKind::Fleet => Box::new(fleet::Fleet),
         ViewKind::Server { target } => Box::new(server::Server { target }),
         ViewKind::Outputs { stack, shown } => Box::new(outputs::Outputs { stack, shown }),
     }

@@ -8,7 +8,7 @@ mod operator_jobs;
 use super::message::{Reply, Request, StackTarget};
 use crate::model::StackRef;
 use crate::service::operator::Operator;
-use crate::service::CloudService;
+use crate::service::{CloudService, ErrorKind, ServiceError};
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,6 +25,8 @@ pub struct Worker {
     /// The rollouts this console drives, by node-group id.
     rollouts: operator_jobs::Rollouts,
     shutdown: CancellationToken,
+    /// Every cloud of clouds.yaml, for the fleet view.
+    fleet: Option<crate::ops::fleet::SharedFleet>,
 }
 
 /// Find a stack's name (Heat URLs want `name/id`), from the cache or the stack list.
@@ -69,6 +71,7 @@ impl Worker {
             stack_names: Arc::new(Mutex::new(HashMap::new())),
             rollouts: operator_jobs::Rollouts::default(),
             shutdown: CancellationToken::new(),
+            fleet: None,
         }
     }
 
@@ -76,6 +79,38 @@ impl Worker {
     pub fn with_operator(mut self, operator: Option<Arc<dyn Operator>>) -> Worker {
         self.operator = operator;
         self
+    }
+
+    /// Gives the worker the clouds the fleet view asks.
+    pub fn with_fleet(mut self, fleet: Option<crate::ops::fleet::SharedFleet>) -> Worker {
+        self.fleet = fleet;
+        self
+    }
+
+    /// Each cloud's answer as it comes, then the end. Without a fleet source, the end says
+    /// why at once.
+    fn scan_fleet(&self, gen: u64) {
+        let tx = self.tx.clone();
+        let Some(fleet) = self.fleet.clone() else {
+            let result = Err(ServiceError::new(
+                ErrorKind::Config,
+                "no clouds.yaml: the fleet lists the clouds it defines",
+            ));
+            let _ = tx.send(Reply::FleetDone { gen, result });
+            return;
+        };
+        self.spawn(async move {
+            let mut answers = fleet.scan();
+            while let Some(report) = answers.next().await {
+                if tx.send(Reply::FleetCloud { gen, report }).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(Reply::FleetDone {
+                gen,
+                result: Ok(()),
+            });
+        });
     }
 
     /// Stop everything (on quit).
@@ -228,6 +263,7 @@ impl Worker {
                     .map_err(|e| e.to_string());
                 let _ = tx.send(Reply::Saved { path, result });
             }),
+            Request::Fleet { gen } => self.scan_fleet(gen),
             other => self.submit_action(other),
         }
     }
