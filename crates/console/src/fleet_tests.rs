@@ -217,3 +217,97 @@ async fn enter_shows_a_dead_clouds_whole_reason() {
     assert!(screen.contains("cloud dr-site"), "{screen}");
     assert!(screen.contains("os error 111"), "{screen}");
 }
+
+/// Applies every answer until the worker has nothing more to say for a while.
+async fn drain(app: &mut App, worker: &mut Worker, rx: &mut UnboundedReceiver<Reply>) {
+    loop {
+        for r in app.take_requests() {
+            worker.submit(r);
+        }
+        match tokio::time::timeout(Duration::from_millis(300), rx.recv()).await {
+            Ok(Some(reply)) => app.update(Action::Reply(reply)),
+            _ => return,
+        }
+    }
+}
+
+#[tokio::test]
+async fn switching_cloud_drops_every_views_data_and_fetches_it_from_the_new_cloud() {
+    let mut f = Fleet::new(None);
+    drain(&mut f.app, &mut f.worker, &mut f.rx).await;
+    let old = f.app.store().clusters.data.clone().expect("clusters");
+    assert!(old.len() > 1);
+    f.app.update(Action::Command(Command::Stacks));
+    drain(&mut f.app, &mut f.worker, &mut f.rx).await;
+    assert_eq!(f.app.nav().len(), 2);
+
+    f.app.update(Action::Command(Command::Cloud {
+        name: "dr-site".into(),
+        region: Some("RegionTwo".into()),
+    }));
+    let asked = f.app.take_requests();
+    assert!(
+        asked
+            .iter()
+            .any(|r| matches!(r, Request::SwitchCloud { name, region }
+            if name == "dr-site" && region.as_deref() == Some("RegionTwo"))),
+        "{asked:?}"
+    );
+    assert!(f
+        .render(120, 40)
+        .contains("connecting to dr-site (RegionTwo)"));
+
+    // What the runtime does once connected: the worker on the new service, the app told.
+    let mut other = FakeCloud::demo(3).with_data(|d| d.clone());
+    other.info.cloud = "dr-site".into();
+    other.info.region = Some("RegionTwo".into());
+    other.clusters.truncate(1);
+    other.clusters[0].name = "only-on-dr".into();
+    let next: Arc<dyn CloudService> = Arc::new(FakeCloud::new(other));
+    f.worker.replace(next.clone(), None);
+    f.app.update(Action::Switched {
+        info: Box::new(next.info()),
+        guard: None,
+        notices: vec!["a notice of the new cloud".into()],
+    });
+    // Back at the root, nothing of the old cloud left on screen or in the store.
+    assert_eq!(f.app.nav().len(), 1);
+    assert!(matches!(f.app.view().kind, ViewKind::Clusters));
+    assert!(f.app.store().clusters.data.is_none());
+    assert!(f.app.store().stacks.data.is_none());
+    drain(&mut f.app, &mut f.worker, &mut f.rx).await;
+    let names: Vec<String> = f
+        .app
+        .store()
+        .clusters
+        .data
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    assert_eq!(names, ["only-on-dr"]);
+    let screen = f.render(120, 40);
+    assert!(screen.contains("dr-site · RegionTwo"), "{screen}");
+    assert!(
+        screen.contains("now on cloud dr-site (RegionTwo)"),
+        "{screen}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_switch_stays_on_the_cloud() {
+    let mut f = Fleet::new(None);
+    drain(&mut f.app, &mut f.worker, &mut f.rx).await;
+    let before = f.app.store().clusters.data.clone();
+    f.app.update(Action::SwitchFailed {
+        cloud: "dr-site".into(),
+        error: "connection failed at 10.9.0.5:5000".into(),
+    });
+    assert_eq!(f.app.store().clusters.data, before);
+    let screen = f.render(120, 40);
+    assert!(
+        screen.contains("cannot switch to cloud dr-site: connection failed"),
+        "{screen}"
+    );
+}

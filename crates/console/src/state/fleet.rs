@@ -1,12 +1,18 @@
-//! The fleet view's state: the clusters of every cloud in clouds.yaml, streamed in as each
-//! cloud answers (`ops::fleet`). A new scan replaces a cloud's rows when that cloud answers,
-//! so the table never empties while the slow clouds are still being asked.
+//! Reach beyond the cloud the console is on. The fleet view's state: the clusters of every
+//! cloud in clouds.yaml, streamed in as each cloud answers (`ops::fleet`); a new scan
+//! replaces a cloud's rows when that cloud answers, so the table never empties while the
+//! slow clouds are still being asked. And `:cloud NAME [REGION]`: the console moves to
+//! another cloud, every view's data dropped and fetched anew from there.
 
 use super::action_dialogs::Dialog;
-use super::store::{FetchMeta, Settled};
+use super::store::{FetchMeta, Settled, Store};
+use super::view::{View, ViewKind};
 use super::{App, Level, Mode};
+use crate::drivers::guard::Guard;
 use crate::ops::fleet::{FleetReport, FleetRow};
+use crate::service::CloudInfo;
 use crate::service::ServiceResult;
+use crate::tui::message::Driver;
 use crate::tui::message::Request;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
@@ -100,5 +106,67 @@ impl App {
         self.store.fleet.meta.begin(gen, now);
         self.store.fleet.answered = 0;
         self.outbox.push(Request::Fleet { gen });
+    }
+
+    /// `:cloud NAME [REGION]`: asks the runtime to connect, unless a rollout this console
+    /// drives is releasing nodes (moving away would stop its engine mid-batch).
+    pub(crate) fn switch_cloud(&mut self, name: String, region: Option<String>) {
+        if let Some(target) = self.rollout_running_here() {
+            self.set_status(
+                Level::Warn,
+                format!(
+                    "a rollout runs here on {target}: pause it (p) or let it end before :cloud"
+                ),
+            );
+            return;
+        }
+        let to = match &region {
+            Some(r) => format!("{name} ({r})"),
+            None => name.clone(),
+        };
+        self.set_status(Level::Info, format!("connecting to {to}…"));
+        self.outbox.push(Request::SwitchCloud { name, region });
+    }
+
+    /// The node group of a rollout driven here that is starting, running or aborting.
+    fn rollout_running_here(&self) -> Option<String> {
+        self.store.rollouts.values().find_map(|slot| {
+            let status = slot.status.as_ref()?;
+            let live = !status.state.is_final()
+                && !matches!(status.state, crate::rollout::RolloutState::Paused { .. });
+            (slot.driver == Some(Driver::Here) && live)
+                .then(|| format!("{}/{}", slot.cluster.name, slot.nodegroup.name))
+        })
+    }
+
+    /// Connected to another cloud: every view's data is dropped (it was the old cloud's),
+    /// the console goes back to its cluster list there and fetches everything anew. The
+    /// fleet, which is every cloud's, is kept. Read-only stays on once it was (never relaxed
+    /// by a switch).
+    pub(crate) fn switched(&mut self, info: CloudInfo, guard: Option<Guard>, notices: Vec<String>) {
+        let fleet = std::mem::take(&mut self.store.fleet);
+        self.store = Store::default();
+        self.store.fleet = fleet;
+        self.nav = vec![View::new(ViewKind::Clusters)];
+        self.mode = Mode::Normal;
+        self.frozen = false;
+        self.frozen_queue.clear();
+        self.info = info;
+        self.read_only =
+            self.read_only || self.info.read_only || guard.as_ref().is_some_and(|g| g.read_only);
+        self.guard = guard;
+        let region = self
+            .info
+            .region
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        let mut text = format!("now on cloud {}{region}", self.info.cloud);
+        for n in notices {
+            text.push_str(" | ");
+            text.push_str(&n);
+        }
+        self.set_status(Level::Info, text);
+        self.plan_refresh(true);
     }
 }

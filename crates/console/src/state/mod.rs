@@ -354,6 +354,18 @@ impl App {
                 self.guard = guard;
                 self.read_only = self.read_only || guard.is_some_and(|g| g.read_only);
             }
+            Action::Switched {
+                info,
+                guard,
+                notices,
+            } => self.switched(*info, guard, notices),
+            Action::SwitchFailed { cloud, error } => self.set_status(
+                Level::Error,
+                format!(
+                    "cannot switch to cloud {cloud}: {error} (still on {})",
+                    self.info.cloud
+                ),
+            ),
         }
     }
 
@@ -381,6 +393,7 @@ impl App {
             Command::Rollout => self.nav_rollout(),
             Command::Journal => self.push(ViewKind::Journal),
             Command::Fleet => self.push(ViewKind::Fleet),
+            Command::Cloud { name, region } => self.switch_cloud(name, region),
             Command::Scale => self.open_scale(),
             Command::Upgrade => self.open_upgrade(),
             Command::Run => self.open_node_action(),

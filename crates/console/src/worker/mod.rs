@@ -113,6 +113,21 @@ impl Worker {
         });
     }
 
+    /// Puts the worker on another cloud (`:cloud`): everything under way on the old one
+    /// (node streams, lookups, rollouts driven here) is stopped, its stack names forgotten,
+    /// and every request from now on goes to `service`.
+    pub fn replace(&mut self, service: Arc<dyn CloudService>, operator: Option<Arc<dyn Operator>>) {
+        self.shutdown.cancel();
+        self.shutdown = CancellationToken::new();
+        for (_, stream) in self.node_streams.drain() {
+            stream.cancel();
+        }
+        self.stack_names = Arc::new(Mutex::new(HashMap::new()));
+        self.rollouts = operator_jobs::Rollouts::default();
+        self.service = service;
+        self.operator = operator;
+    }
+
     /// Stop everything (on quit).
     pub fn shutdown(&self) {
         self.shutdown.cancel();
@@ -264,6 +279,10 @@ impl Worker {
                 let _ = tx.send(Reply::Saved { path, result });
             }),
             Request::Fleet { gen } => self.scan_fleet(gen),
+            // Connecting is the runtime's (it owns the worker it replaces).
+            Request::SwitchCloud { name, .. } => {
+                tracing::warn!("switching to cloud {name} reached the worker: ignored");
+            }
             other => self.submit_action(other),
         }
     }
