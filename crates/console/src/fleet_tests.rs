@@ -311,3 +311,68 @@ async fn a_failed_switch_stays_on_the_cloud() {
         "{screen}"
     );
 }
+
+#[tokio::test]
+async fn no_switch_while_a_rollout_driven_here_releases_nodes() {
+    use crate::rollout::{RolloutState, RolloutStatus};
+    use crate::tui::message::Driver;
+    use crate::tui::state::rollout::RolloutSlot;
+    let fake = FakeCloud::demo(3);
+    let cluster = fake.list_clusters().await.expect("clusters").remove(0);
+    let nodegroup = fake
+        .list_nodegroups(cluster.clone())
+        .await
+        .expect("node groups")
+        .remove(0);
+    let mut f = Fleet::new(None);
+    let slot = |state: RolloutState| RolloutSlot {
+        cluster: cluster.clone(),
+        nodegroup: nodegroup.clone(),
+        plan: None,
+        status: Some(RolloutStatus::new(
+            "r1".into(),
+            "t".into(),
+            "img".into(),
+            state,
+            Vec::new(),
+            1,
+            demo_epoch(),
+        )),
+        driver: Some(Driver::Here),
+        searched: true,
+        observed: None,
+        expect_update: false,
+        meta: Default::default(),
+    };
+    let key = nodegroup.id.clone();
+    f.app
+        .store_mut()
+        .rollouts
+        .insert(key.clone(), slot(RolloutState::Running));
+    f.app.take_requests();
+    let cloud = || {
+        Action::Command(Command::Cloud {
+            name: "dr-site".into(),
+            region: None,
+        })
+    };
+    f.app.update(cloud());
+    assert!(!f
+        .app
+        .take_requests()
+        .iter()
+        .any(|r| matches!(r, Request::SwitchCloud { .. })));
+    let screen = f.render(200, 60);
+    assert!(screen.contains("a rollout runs here on"), "{screen}");
+    // Paused, it lives in Heat's hooks: the console may leave.
+    let paused = RolloutState::Paused {
+        reason: "operator".into(),
+    };
+    f.app.store_mut().rollouts.insert(key, slot(paused));
+    f.app.update(cloud());
+    assert!(f
+        .app
+        .take_requests()
+        .iter()
+        .any(|r| matches!(r, Request::SwitchCloud { .. })));
+}

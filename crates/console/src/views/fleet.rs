@@ -37,7 +37,7 @@ fn status_of(r: &FleetRow) -> crate::model::Status {
 
 /// A cloud's own row in the error colour; a cluster's status in its state's.
 fn status_style(r: &FleetRow, ctx: &RowCtx) -> Style {
-    if r.is_cloud_problem() && r.status != "no clusters" {
+    if r.is_cloud_problem() {
         return ctx.theme.error();
     }
     crate::tui::resource_columns::status_style(&status_of(r), ctx)

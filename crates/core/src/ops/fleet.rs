@@ -56,6 +56,9 @@ pub struct FleetRow {
     pub masters: Option<u32>,
     pub workers: Option<u32>,
     pub driver: String,
+    /// Whether the cloud answered (a cluster's row, or `no clusters`); `false` for a cloud
+    /// unreachable, refusing the credentials or misconfigured.
+    pub answered: bool,
 }
 
 impl FleetRow {
@@ -69,7 +72,7 @@ impl FleetRow {
 
     /// Whether this row says a cloud gave no answer (rather than listing a cluster).
     pub fn is_cloud_problem(&self) -> bool {
-        self.cluster.is_empty() && self.masters.is_none()
+        !self.answered
     }
 }
 
@@ -86,7 +89,7 @@ impl FleetReport {
     /// Its rows: one per cluster; a cloud with no cluster or no answer is one row saying so.
     pub fn rows(&self, now: DateTime<Utc>) -> Vec<FleetRow> {
         let region = self.region.clone().unwrap_or_default();
-        let cloud_row = |status: String| FleetRow {
+        let cloud_row = |status: String, answered: bool| FleetRow {
             cloud: self.cloud.clone(),
             region: region.clone(),
             cluster: String::new(),
@@ -96,15 +99,22 @@ impl FleetReport {
             masters: None,
             workers: None,
             driver: String::new(),
+            answered,
         };
         let clusters = match &self.answer {
             FleetAnswer::Clusters(c) if c.is_empty() => {
-                return vec![cloud_row("no clusters".into())]
+                return vec![cloud_row("no clusters".into(), true)]
             }
             FleetAnswer::Clusters(c) => c,
-            FleetAnswer::AuthFailed(why) => return vec![cloud_row(format!("auth failed: {why}"))],
-            FleetAnswer::Unreachable(why) => return vec![cloud_row(format!("unreachable: {why}"))],
-            FleetAnswer::BadConfig(why) => return vec![cloud_row(format!("bad config: {why}"))],
+            FleetAnswer::AuthFailed(why) => {
+                return vec![cloud_row(format!("auth failed: {why}"), false)]
+            }
+            FleetAnswer::Unreachable(why) => {
+                return vec![cloud_row(format!("unreachable: {why}"), false)]
+            }
+            FleetAnswer::BadConfig(why) => {
+                return vec![cloud_row(format!("bad config: {why}"), false)]
+            }
         };
         clusters
             .iter()
@@ -120,6 +130,7 @@ impl FleetReport {
                 masters: Some(c.master_count),
                 workers: Some(c.node_count),
                 driver: driver_label(c),
+                answered: true,
             })
             .collect()
     }
@@ -320,5 +331,6 @@ mod tests {
         assert_eq!(rows[0].status, "auth failed: HTTP 401");
         let rows = report(FleetAnswer::Clusters(Vec::new())).rows(now);
         assert_eq!(rows[0].status, "no clusters");
+        assert!(!rows[0].is_cloud_problem());
     }
 }
