@@ -68,6 +68,11 @@ async fn run(cli: Cli) -> commands::CmdResult {
         // Benchmarks start their own simulators and connections.
         Some(Command::Bench(args)) => caldera::bench::run(args).await,
         Some(Command::Journal { repair: true, .. }) => operate::journal_repair(&cli.actions).await,
+        // Every cloud of clouds.yaml, each on its own connection.
+        Some(Command::Fleet {
+            cloud_timeout,
+            format,
+        }) => caldera::cli::fleet::run(&cli.conn, cloud_timeout, format).await,
         Some(Command::Journal { follow, format, .. }) => {
             operate::journal(&cli.actions, follow, format).await
         }
@@ -116,6 +121,8 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 theme: cli.console.theme.clone(),
                 read_only: cli.console.read_only || conn.info().read_only,
                 notices,
+                fleet: console_fleet(&cli.conn),
+                connector: Some(console_connector(&cli, poll)),
                 ..ConsoleOptions::default()
             };
             let service = Arc::new(LiveService::new(conn));
@@ -124,6 +131,52 @@ async fn run(cli: Cli) -> commands::CmdResult {
             result.map_err(Into::into)
         }
     }
+}
+
+/// Every cloud of clouds.yaml for the `:fleet` view, each asked on its own connection;
+/// `None` (the view says so) when there is no clouds.yaml.
+fn console_fleet(args: &caldera::cli::args::ConnectArgs) -> Option<tui::config::FleetHandle> {
+    use caldera::service::fleet::{LiveFleet, DEFAULT_CLOUD_TIMEOUT};
+    let options = connect::connect_options(args).ok()?;
+    let env = caldera::config::DiscoveryEnv::from_process();
+    let fleet = LiveFleet::discover(&env, options, DEFAULT_CLOUD_TIMEOUT).ok()?;
+    Some(tui::config::FleetHandle(Arc::new(fleet)))
+}
+
+/// How `:cloud NAME [REGION]` reconnects the console: the cloud from clouds.yaml (the
+/// region, when given, instead of its `region_name`), connected with the same flags, its
+/// actions through the same journal and hooks, `--read-only` kept.
+fn console_connector(cli: &Cli, poll: std::time::Duration) -> tui::config::Connector {
+    let conn_args = cli.conn.clone();
+    let actions = cli.actions.clone();
+    let read_only = cli.console.read_only;
+    tui::config::Connector(Arc::new(move |name, region| {
+        let (conn_args, actions) = (conn_args.clone(), actions.clone());
+        Box::pin(async move {
+            let env = caldera::config::DiscoveryEnv::from_process();
+            let mut cloud =
+                caldera::config::load_cloud(&env, Some(&name)).map_err(|e| e.to_string())?;
+            if region.is_some() {
+                cloud.region_name = region;
+            }
+            let options = connect::connect_options(&conn_args).map_err(|e| e.to_string())?;
+            let mut conn = caldera::api::cloud::CloudConnection::from_cloud(&cloud, &options)
+                .await
+                .map_err(|e| e.to_string())?;
+            if read_only {
+                conn.set_read_only(true);
+            }
+            let mut notices: Vec<String> =
+                conn.warnings().iter().map(ToString::to_string).collect();
+            let operator = console_operator(&conn, &actions, poll, &mut notices);
+            let service: Arc<dyn caldera::service::CloudService> = Arc::new(LiveService::new(conn));
+            Ok(tui::config::Reconnected {
+                service,
+                operator,
+                notices,
+            })
+        })
+    }))
 }
 
 /// Warnings about the configuration itself (a password file others can read), printed

@@ -287,6 +287,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
+    /// The clusters of every cloud in clouds.yaml at once: each cloud on its own connection
+    /// (its own request budget and timeouts), one that does not answer shown as such.
+    Fleet {
+        /// Longest wait for one cloud's whole answer (authenticate and list), in seconds;
+        /// a cloud that takes longer is shown `unreachable`.
+        #[arg(long, default_value_t = 20.0)]
+        cloud_timeout: f64,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
     /// List the node groups of a cluster.
     Nodegroups {
         /// Cluster name or id.

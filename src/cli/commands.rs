@@ -69,13 +69,14 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
         Command::Sim { .. } => Err("`caldera sim` is handled before connecting".into()),
         Command::Bench(_) => Err("`caldera bench` is handled before connecting".into()),
         Command::Journal { .. } => Err("`caldera journal` is handled before connecting".into()),
+        Command::Fleet { .. } => Err("`caldera fleet` is handled before connecting".into()),
         Command::Scale { .. } | Command::Rollout { .. } | Command::Heat { .. } => {
             Err("action commands run through cli::operate::run".into())
         }
     }
 }
 
-fn print_table(table: &Table, format: Format) -> CmdResult {
+pub fn print_table(table: &Table, format: Format) -> CmdResult {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     match format {

@@ -36,7 +36,13 @@ pub fn choose(args: &ConnectArgs, allow_simulator: bool) -> Result<Endpoint, Con
     }
     let env = DiscoveryEnv::from_process();
     match load_cloud(&env, args.cloud.as_deref()) {
-        Ok(cloud) => Ok(Endpoint::Cloud(Box::new(cloud))),
+        Ok(mut cloud) => {
+            // `--region` picks the endpoints of another region of the same cloud.
+            if let Some(region) = &args.region {
+                cloud.region_name = Some(region.clone());
+            }
+            Ok(Endpoint::Cloud(Box::new(cloud)))
+        }
         Err(ConfigError::NotFound { .. }) if allow_simulator && args.cloud.is_none() => {
             Ok(Endpoint::Simulator)
         }

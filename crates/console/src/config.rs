@@ -43,6 +43,44 @@ pub struct ConsoleOptions {
     pub theme_dir: Option<PathBuf>,
     /// Messages for the status line at start (e.g. connection warnings).
     pub notices: Vec<String>,
+    /// Where the `:fleet` view asks every cloud (`None`: no clouds.yaml, the view says so).
+    pub fleet: Option<FleetHandle>,
+    /// How `:cloud NAME [REGION]` reconnects (`None`: the command says it cannot).
+    pub connector: Option<Connector>,
+}
+
+/// A new connection for `:cloud NAME [REGION]`: the service the views read, the operator
+/// that acts on it (`None`: reads only), and what the operator should know about it.
+pub struct Reconnected {
+    pub service: std::sync::Arc<dyn crate::service::CloudService>,
+    pub operator: Option<std::sync::Arc<dyn crate::service::operator::Operator>>,
+    pub notices: Vec<String>,
+}
+
+/// What connecting to a cloud of clouds.yaml by name (and region) returns, or why not.
+pub type ConnectFuture = futures::future::BoxFuture<'static, Result<Reconnected, String>>;
+
+/// Connects the console to another cloud of clouds.yaml (built by the binary, which knows
+/// how a connection, its service and its operator are made).
+#[derive(Clone)]
+pub struct Connector(
+    pub std::sync::Arc<dyn Fn(String, Option<String>) -> ConnectFuture + Send + Sync>,
+);
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connector")
+    }
+}
+
+/// The fleet source the console was started with (see `service::fleet`).
+#[derive(Clone)]
+pub struct FleetHandle(pub crate::service::fleet::SharedFleet);
+
+impl std::fmt::Debug for FleetHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FleetHandle")
+    }
 }
 
 impl Default for ConsoleOptions {
@@ -57,6 +95,8 @@ impl Default for ConsoleOptions {
             fps: 30,
             theme_dir: None,
             notices: Vec::new(),
+            fleet: None,
+            connector: None,
         }
     }
 }

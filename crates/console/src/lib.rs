@@ -54,4 +54,6 @@ pub use runtime::{init_logging, init_logging_to, log_path, run, ConsoleError};
 #[cfg(test)]
 mod actions_tests;
 #[cfg(test)]
+mod fleet_tests;
+#[cfg(test)]
 mod tests;

@@ -14,6 +14,7 @@ use crate::model::{
 };
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, RolloutOptions, RolloutPlan, RolloutStatus};
+use crate::service::fleet::FleetReport;
 use crate::service::{
     BudgetStats, CloudInfo, EventCursor, NodeUpdate, ResolvedOutput, ServiceResult, StackOutput,
 };
@@ -61,6 +62,17 @@ pub enum Action {
     Resize(u16, u16),
     /// Whether this connection can act, and its guard rails (`None`: reads only).
     Operator(Option<Guard>),
+    /// `:cloud` connected: the console is on another cloud now.
+    Switched {
+        info: Box<CloudInfo>,
+        guard: Option<Guard>,
+        notices: Vec<String>,
+    },
+    /// `:cloud` could not connect: the console stays where it was.
+    SwitchFailed {
+        cloud: String,
+        error: String,
+    },
 }
 
 /// A `:` palette command.
@@ -77,6 +89,12 @@ pub enum Command {
     Faults,
     Rollout,
     Journal,
+    Fleet,
+    /// Reconnect to another cloud of clouds.yaml, optionally in another region.
+    Cloud {
+        name: String,
+        region: Option<String>,
+    },
     Scale,
     Upgrade,
     Run,
@@ -114,6 +132,12 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
         "rollout of the current node group",
     ),
     ("journal", &["audit", "jo"], "the audit journal of actions"),
+    ("fleet", &["fl"], "clusters of every cloud in clouds.yaml"),
+    (
+        "cloud",
+        &["ctx"],
+        "switch cloud: :cloud NAME [REGION] (from clouds.yaml)",
+    ),
     ("scale", &[], "scale the current node group"),
     ("upgrade", &["up"], "upgrade the current node group"),
     ("run", &[], "run a command on the marked nodes"),
@@ -149,6 +173,19 @@ impl Command {
             "faults" => Command::Faults,
             "rollout" => Command::Rollout,
             "journal" => Command::Journal,
+            "fleet" => Command::Fleet,
+            "cloud" if arg.is_empty() => {
+                return Err(":cloud needs a cloud name from clouds.yaml (and a region)".into())
+            }
+            "cloud" => {
+                let mut words = arg.split_whitespace();
+                let name = words.next().unwrap_or_default().to_string();
+                let region = words.next().map(str::to_string);
+                if words.next().is_some() {
+                    return Err(":cloud takes a cloud name and at most a region".into());
+                }
+                Command::Cloud { name, region }
+            }
             "scale" => Command::Scale,
             "upgrade" => Command::Upgrade,
             "run" => Command::Run,
@@ -289,6 +326,15 @@ pub enum Request {
     },
     Journal {
         offset: u64,
+        gen: u64,
+    },
+    /// Connect to another cloud (the runtime does it: the worker's service is replaced).
+    SwitchCloud {
+        name: String,
+        region: Option<String>,
+    },
+    /// Ask every cloud of clouds.yaml for its clusters (the fleet view).
+    Fleet {
         gen: u64,
     },
     /// Plans a manual Heat control on `stack` (a name or id): read-only.
@@ -441,6 +487,16 @@ pub enum Reply {
         gen: u64,
         result: ServiceResult<ControlPlan>,
     },
+    /// One cloud's answer to `Request::Fleet`, as it comes.
+    FleetCloud {
+        gen: u64,
+        report: FleetReport,
+    },
+    /// Every cloud answered (or there is no clouds.yaml to ask).
+    FleetDone {
+        gen: u64,
+        result: ServiceResult<()>,
+    },
     ControlApplied {
         /// `heat.check`, ...
         action: &'static str,
@@ -466,6 +522,16 @@ mod tests {
             Ok(Command::Theme("light".into()))
         );
         assert!(Command::parse("theme").is_err());
+        assert_eq!(Command::parse(":fleet"), Ok(Command::Fleet));
+        assert_eq!(
+            Command::parse(":cloud prod RegionTwo"),
+            Ok(Command::Cloud {
+                name: "prod".into(),
+                region: Some("RegionTwo".into())
+            })
+        );
+        assert!(Command::parse(":cloud").is_err());
+        assert!(Command::parse(":cloud a b c").is_err());
         assert!(Command::parse("bogus").unwrap_err().contains("bogus"));
     }
 }

@@ -40,7 +40,7 @@ fn in_state_key(since: Option<DateTime<Utc>>) -> SortKey {
     SortKey::opt_int(since.map(|t| -t.timestamp()))
 }
 
-fn status_style(s: &Status, ctx: &RowCtx) -> Style {
+pub fn status_style(s: &Status, ctx: &RowCtx) -> Style {
     ctx.theme.status_style(s.state)
 }
 

@@ -7,8 +7,8 @@
 //! SIGTSTP and ctrl-z give the terminal back and stop the process, SIGCONT (`fg`) takes
 //! the terminal again and redraws everything.
 
-use super::config::{resolve, ConsoleOptions};
-use super::message::Action;
+use super::config::{resolve, Connector, ConsoleOptions, Reconnected};
+use super::message::{Action, Request};
 use super::state::App;
 use super::worker::Worker;
 use crate::service::operator::Operator;
@@ -147,7 +147,12 @@ pub async fn run(
         size.height,
         app.read_only()
     );
-    let result = event_loop(&mut terminal, &mut app, service, operator, fps).await;
+    let fleet = options.fleet.as_ref().map(|f| f.0.clone());
+    let reach = Reach {
+        fleet,
+        connector: options.connector.clone(),
+    };
+    let result = event_loop(&mut terminal, &mut app, service, operator, reach, fps).await;
     match &result {
         Ok(()) => tracing::info!("console closed"),
         Err(e) => tracing::error!("console failed: {e}"),
@@ -163,10 +168,15 @@ async fn event_loop(
     app: &mut App,
     service: Arc<dyn CloudService>,
     operator: Option<Arc<dyn Operator>>,
+    reach: Reach,
     fps: u32,
 ) -> Result<(), ConsoleError> {
+    let mut service = service;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut worker = Worker::new(service.clone(), tx).with_operator(operator);
+    let mut worker = Worker::new(service.clone(), tx)
+        .with_operator(operator)
+        .with_fleet(reach.fleet.clone());
+    let (switch_tx, mut switch_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut events = EventStream::new();
     let mut render = tokio::time::interval(Duration::from_secs_f64(1.0 / fps.max(1) as f64));
     render.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -179,9 +189,27 @@ async fn event_loop(
     let mut sigtstp = listen(SignalKind::from_raw(signal_hook::consts::SIGTSTP));
     loop {
         for req in app.take_requests() {
-            worker.submit(req);
+            match req {
+                Request::SwitchCloud { name, region } => {
+                    connect(reach.connector.as_ref(), name, region, switch_tx.clone())
+                }
+                other => worker.submit(other),
+            }
         }
         tokio::select! {
+            Some((cloud, result)) = switch_rx.recv() => match result {
+                Ok(Reconnected { service: next, operator, notices }) => {
+                    worker.replace(next.clone(), operator.clone());
+                    service = next;
+                    app.update(Action::Switched {
+                        info: Box::new(service.info()),
+                        guard: operator.map(|o| o.guard()),
+                        notices,
+                    });
+                    app.set_budget(service.budget());
+                }
+                Err(error) => app.update(Action::SwitchFailed { cloud, error }),
+            },
             Some(()) = received(&mut sigterm) => {
                 tracing::info!("SIGTERM: quitting");
                 break;
@@ -244,6 +272,41 @@ async fn event_loop(
     }
     worker.shutdown();
     Ok(())
+}
+
+/// What the console reaches beyond its cloud: every cloud (the fleet view) and another
+/// one (`:cloud`).
+struct Reach {
+    fleet: Option<crate::service::fleet::SharedFleet>,
+    connector: Option<Connector>,
+}
+
+/// How long `:cloud` waits for the new cloud (Keystone, the catalog) before giving up; the
+/// console stays on its cloud, usable, meanwhile.
+const SWITCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Connects to `name` in the background; the answer comes back on `tx`.
+fn connect(
+    connector: Option<&Connector>,
+    name: String,
+    region: Option<String>,
+    tx: tokio::sync::mpsc::UnboundedSender<(String, Result<Reconnected, String>)>,
+) {
+    let Some(connector) = connector.cloned() else {
+        let _ = tx.send((
+            name,
+            Err("this console cannot reconnect (started without clouds.yaml)".into()),
+        ));
+        return;
+    };
+    tokio::spawn(async move {
+        let connecting = (connector.0)(name.clone(), region);
+        let result = match tokio::time::timeout(SWITCH_TIMEOUT, connecting).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("no answer within {} s", SWITCH_TIMEOUT.as_secs())),
+        };
+        let _ = tx.send((name, result));
+    });
 }
 
 /// Puts `clip` on the operator's clipboard: the OSC 52 sequence, written through the

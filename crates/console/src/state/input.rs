@@ -77,6 +77,16 @@ pub fn complete(line: &str, theme_names: &[String]) -> (String, Vec<String>) {
     if trimmed.contains(' ') {
         return (line.to_string(), vec![]);
     }
+    // A word that already is a command or an alias means that command (`cl` is :clusters,
+    // though :cloud starts the same way).
+    if let Some((name, _, _)) = COMMANDS
+        .iter()
+        .find(|(n, aliases, _)| *n == trimmed || aliases.contains(&trimmed))
+    {
+        if *name != "theme" {
+            return (name.to_string(), vec![]);
+        }
+    }
     let mut hits: Vec<String> = Vec::new();
     for (name, aliases, _) in COMMANDS {
         if name.starts_with(trimmed) {
@@ -311,6 +321,8 @@ mod tests {
         assert_eq!(complete("th", &themes).0, "theme ");
         assert_eq!(complete("theme l", &themes).0, "theme light");
         assert_eq!(complete("nodeg", &themes).0, "nodegroups");
+        let (line, c) = complete("clo", &themes);
+        assert_eq!((line.as_str(), c.len()), ("cloud", 0));
         assert_eq!(complete("zzz", &themes), ("zzz".to_string(), vec![]));
     }
 }

@@ -3,6 +3,7 @@
 //! workers; drawing reads the state and never changes it.
 
 pub mod action_dialogs;
+pub mod fleet;
 pub mod form;
 mod heat;
 pub mod input;
@@ -372,6 +373,18 @@ impl App {
                 self.guard = guard;
                 self.read_only = self.read_only || guard.is_some_and(|g| g.read_only);
             }
+            Action::Switched {
+                info,
+                guard,
+                notices,
+            } => self.switched(*info, guard, notices),
+            Action::SwitchFailed { cloud, error } => self.set_status(
+                Level::Error,
+                format!(
+                    "cannot switch to cloud {cloud}: {error} (still on {})",
+                    self.info.cloud
+                ),
+            ),
         }
     }
 
@@ -398,6 +411,8 @@ impl App {
             Command::Faults => self.on_action(KeyAction::FaultsOnly),
             Command::Rollout => self.nav_rollout(),
             Command::Journal => self.push(ViewKind::Journal),
+            Command::Fleet => self.push(ViewKind::Fleet),
+            Command::Cloud { name, region } => self.switch_cloud(name, region),
             Command::Scale => self.open_scale(),
             Command::Upgrade => self.open_upgrade(),
             Command::Run => self.open_node_action(),
@@ -629,6 +644,8 @@ impl App {
                 }
             },
             Reply::Journal { gen, result } => self.store.journal.finish(gen, result, now),
+            Reply::FleetCloud { gen, report } => self.store.fleet.answer(gen, &report, now),
+            Reply::FleetDone { gen, result } => self.store.fleet.done(gen, result, now),
             Reply::Outputs {
                 stack_id,
                 stack_name,

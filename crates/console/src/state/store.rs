@@ -8,6 +8,7 @@ use crate::model::{
 use crate::ops::stuck::{assess, Assessment, Entry};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{RolloutPlan, RolloutState, RolloutStatus};
+use crate::service::fleet::{FleetReport, FleetRow};
 use crate::service::{EventCursor, NodeUpdate, ServiceResult};
 use crate::tui::message::Driver;
 use chrono::{DateTime, Utc};
@@ -616,6 +617,8 @@ pub struct Store {
     /// Rollouts by node group id.
     pub rollouts: HashMap<String, RolloutSlot>,
     pub journal: JournalLog,
+    /// The clusters of every cloud (the fleet view).
+    pub fleet: FleetLog,
     /// Stack outputs (keys and descriptions), by stack id.
     pub outputs: HashMap<String, Slot<Vec<crate::service::StackOutput>>>,
     /// Evaluated stack outputs, by (stack id, output key).
@@ -763,6 +766,48 @@ impl JournalLog {
             }
             self.offset = next;
         }
+    }
+}
+
+// ------------------------------------------------------------------ the fleet
+
+/// The clusters of every cloud in clouds.yaml, as the fleet view shows them.
+#[derive(Debug, Clone, Default)]
+pub struct FleetLog {
+    pub meta: FetchMeta,
+    pub rows: Vec<FleetRow>,
+    /// Clouds that answered the scan under way (or the last one).
+    pub answered: usize,
+}
+
+impl FleetLog {
+    /// One cloud's answer: its rows replace the ones it gave last time, in place.
+    pub fn answer(&mut self, gen: u64, report: &FleetReport, now: DateTime<Utc>) {
+        if !self.meta.accept(gen) {
+            return;
+        }
+        let fresh = report.rows(now);
+        let at = self.rows.iter().position(|r| r.cloud == report.cloud);
+        self.rows.retain(|r| r.cloud != report.cloud);
+        let at = at.unwrap_or(self.rows.len()).min(self.rows.len());
+        self.rows.splice(at..at, fresh);
+        self.answered += 1;
+        self.meta.version += 1;
+        self.meta.fetched_at = Some(now);
+    }
+
+    /// The scan ended: every cloud answered, or there was nothing to ask.
+    pub fn done(&mut self, gen: u64, result: ServiceResult<()>, now: DateTime<Utc>) {
+        let fetched = self.meta.fetched_at;
+        if let Settled::Fresh(()) = self.meta.settle(gen, result, now) {
+            // Ending is not data: the age shown is the last cloud's answer.
+            self.meta.fetched_at = fetched.or(Some(now));
+        }
+    }
+
+    /// Clouds whose row says they gave no clusters (unreachable, refused, misconfigured).
+    pub fn clouds_down(&self) -> usize {
+        self.rows.iter().filter(|r| r.is_cloud_problem()).count()
     }
 }
 

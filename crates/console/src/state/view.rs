@@ -36,6 +36,8 @@ pub enum ViewKind {
         nodegroup: NodeGroup,
     },
     Journal,
+    /// The clusters of every cloud in clouds.yaml.
+    Fleet,
     /// One node's Nova server (`server show` and its console log).
     Server {
         target: ServerTarget,

@@ -11,6 +11,7 @@ mod clusters;
 mod dashboard;
 mod event;
 mod events;
+mod fleet;
 mod journal;
 mod nodegroups;
 mod nodes;
@@ -45,6 +46,7 @@ pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
             Box::new(rollout::Rollout { cluster, nodegroup })
         }
         ViewKind::Journal => Box::new(journal::Journal),
+        ViewKind::Fleet => Box::new(fleet::Fleet),
         ViewKind::Server { target } => Box::new(server::Server { target }),
         ViewKind::Outputs { stack, shown } => Box::new(outputs::Outputs { stack, shown }),
         ViewKind::Resource { stack, resource } => Box::new(resource::Resource { stack, resource }),

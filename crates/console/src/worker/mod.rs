@@ -8,7 +8,7 @@ mod operator_jobs;
 use super::message::{Reply, Request, StackTarget};
 use crate::model::StackRef;
 use crate::service::operator::Operator;
-use crate::service::CloudService;
+use crate::service::{CloudService, ErrorKind, ServiceError};
 use futures::StreamExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,6 +25,8 @@ pub struct Worker {
     /// The rollouts this console drives, by node-group id.
     rollouts: operator_jobs::Rollouts,
     shutdown: CancellationToken,
+    /// Every cloud of clouds.yaml, for the fleet view.
+    fleet: Option<crate::service::fleet::SharedFleet>,
 }
 
 /// Find a stack's name (Heat URLs want `name/id`), from the cache or the stack list.
@@ -69,6 +71,7 @@ impl Worker {
             stack_names: Arc::new(Mutex::new(HashMap::new())),
             rollouts: operator_jobs::Rollouts::default(),
             shutdown: CancellationToken::new(),
+            fleet: None,
         }
     }
 
@@ -76,6 +79,53 @@ impl Worker {
     pub fn with_operator(mut self, operator: Option<Arc<dyn Operator>>) -> Worker {
         self.operator = operator;
         self
+    }
+
+    /// Gives the worker the clouds the fleet view asks.
+    pub fn with_fleet(mut self, fleet: Option<crate::service::fleet::SharedFleet>) -> Worker {
+        self.fleet = fleet;
+        self
+    }
+
+    /// Each cloud's answer as it comes, then the end. Without a fleet source, the end says
+    /// why at once.
+    fn scan_fleet(&self, gen: u64) {
+        let tx = self.tx.clone();
+        let Some(fleet) = self.fleet.clone() else {
+            let result = Err(ServiceError::new(
+                ErrorKind::Config,
+                "no clouds.yaml: the fleet lists the clouds it defines",
+            ));
+            let _ = tx.send(Reply::FleetDone { gen, result });
+            return;
+        };
+        self.spawn(async move {
+            let mut answers = fleet.scan();
+            while let Some(report) = answers.next().await {
+                if tx.send(Reply::FleetCloud { gen, report }).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(Reply::FleetDone {
+                gen,
+                result: Ok(()),
+            });
+        });
+    }
+
+    /// Puts the worker on another cloud (`:cloud`): everything under way on the old one
+    /// (node streams, lookups, rollouts driven here) is stopped, its stack names forgotten,
+    /// and every request from now on goes to `service`.
+    pub fn replace(&mut self, service: Arc<dyn CloudService>, operator: Option<Arc<dyn Operator>>) {
+        self.shutdown.cancel();
+        self.shutdown = CancellationToken::new();
+        for (_, stream) in self.node_streams.drain() {
+            stream.cancel();
+        }
+        self.stack_names = Arc::new(Mutex::new(HashMap::new()));
+        self.rollouts = operator_jobs::Rollouts::default();
+        self.service = service;
+        self.operator = operator;
     }
 
     /// Stop everything (on quit).
@@ -259,6 +309,11 @@ impl Worker {
                     .map_err(|e| e.to_string());
                 let _ = tx.send(Reply::Saved { path, result });
             }),
+            Request::Fleet { gen } => self.scan_fleet(gen),
+            // Connecting is the runtime's (it owns the worker it replaces).
+            Request::SwitchCloud { name, .. } => {
+                tracing::warn!("switching to cloud {name} reached the worker: ignored");
+            }
             other => self.submit_action(other),
         }
     }
