@@ -748,11 +748,13 @@ impl App {
     }
 
     pub(crate) fn want_stacks(&mut self, force: bool, now: DateTime<Utc>, every: Duration) {
-        if force || self.store.stacks.meta.due(now, every) {
-            let gen = self.gen();
-            self.store.stacks.meta.begin(gen, now);
-            self.outbox.push(Request::Stacks { gen });
-        }
+        self.fetch_when_due(
+            force,
+            now,
+            every,
+            |s| &mut s.stacks.meta,
+            |gen| Request::Stacks { gen },
+        );
     }
 
     pub(crate) fn want_server(
@@ -762,13 +764,14 @@ impl App {
         now: DateTime<Utc>,
         every: Duration,
     ) {
-        let slot = self.store.servers.entry(target.key.clone()).or_default();
-        if force || slot.meta.due(now, every) {
-            let gen = self.gen();
-            let slot = self.store.servers.entry(target.key.clone()).or_default();
-            slot.meta.begin(gen, now);
-            self.outbox.push(Request::Server { target, gen });
-        }
+        let key = target.key.clone();
+        self.fetch_when_due(
+            force,
+            now,
+            every,
+            |s| &mut s.servers.entry(key.clone()).or_default().meta,
+            |gen| Request::Server { target, gen },
+        );
     }
 
     /// Start a fetch into the slot `meta` finds when due (or forced): a new generation,
@@ -780,7 +783,18 @@ impl App {
         meta: impl Fn(&mut Store) -> &mut FetchMeta,
         request: impl FnOnce(u64) -> Request,
     ) {
-        let now = self.now;
+        self.fetch_when_due(force, self.now, every, meta, request);
+    }
+
+    /// [`Self::want_slot`] with the time the refresh plan was made at.
+    fn fetch_when_due(
+        &mut self,
+        force: bool,
+        now: DateTime<Utc>,
+        every: Duration,
+        meta: impl Fn(&mut Store) -> &mut FetchMeta,
+        request: impl FnOnce(u64) -> Request,
+    ) {
         if force || meta(&mut self.store).due(now, every) {
             let gen = self.gen();
             meta(&mut self.store).begin(gen, now);
@@ -807,34 +821,32 @@ impl App {
             .as_ref()
             .map(|t| tree_servers(&stack.id, t))
             .unwrap_or_default();
-        if force || slot.meta.due(now, every * 2) {
-            let gen = self.gen();
-            let slot = self.store.trees.entry(stack.id.clone()).or_default();
-            slot.meta.begin(gen, now);
-            self.outbox.push(Request::Tree {
+        let id = stack.id.clone();
+        self.fetch_when_due(
+            force,
+            now,
+            every * 2,
+            |s| &mut s.trees.entry(id.clone()).or_default().meta,
+            |gen| Request::Tree {
                 stack,
                 depth: TREE_DEPTH,
                 gen,
-            });
-        }
+            },
+        );
+        // A server and its console log per look: at a quarter of the refresh pace.
         for target in servers {
-            let slot = self.store.servers.entry(target.key.clone()).or_default();
-            // A server and its console log per look: at a quarter of the refresh pace.
-            if force || slot.meta.due(now, every * 4) {
-                let gen = self.gen();
-                let slot = self.store.servers.entry(target.key.clone()).or_default();
-                slot.meta.begin(gen, now);
-                self.outbox.push(Request::Server { target, gen });
-            }
+            self.want_server(target, force, now, every * 4);
         }
     }
 
     pub(crate) fn want_clusters(&mut self, force: bool, now: DateTime<Utc>, every: Duration) {
-        if force || self.store.clusters.meta.due(now, every) {
-            let gen = self.gen();
-            self.store.clusters.meta.begin(gen, now);
-            self.outbox.push(Request::Clusters { gen });
-        }
+        self.fetch_when_due(
+            force,
+            now,
+            every,
+            |s| &mut s.clusters.meta,
+            |gen| Request::Clusters { gen },
+        );
     }
 
     pub(crate) fn want_nodegroups(
@@ -844,23 +856,16 @@ impl App {
         now: DateTime<Utc>,
         every: Duration,
     ) {
-        let due = self
-            .store
-            .nodegroups
-            .entry(cluster.id.clone())
-            .or_default()
-            .meta
-            .due(now, every);
-        if force || due {
-            let gen = self.gen();
-            if let Some(slot) = self.store.nodegroups.get_mut(&cluster.id) {
-                slot.meta.begin(gen, now);
-            }
-            self.outbox.push(Request::NodeGroups {
+        self.fetch_when_due(
+            force,
+            now,
+            every,
+            |s| &mut s.nodegroups.entry(cluster.id.clone()).or_default().meta,
+            |gen| Request::NodeGroups {
                 cluster: cluster.clone(),
                 gen,
-            });
-        }
+            },
+        );
     }
 
     pub(crate) fn want_nodes(
@@ -870,23 +875,16 @@ impl App {
         now: DateTime<Utc>,
         every: Duration,
     ) {
-        let due = self
-            .store
-            .nodes
-            .entry(g.id.clone())
-            .or_default()
-            .meta
-            .due(now, every);
-        if force || due {
-            let gen = self.gen();
-            if let Some(set) = self.store.nodes.get_mut(&g.id) {
-                set.meta.begin(gen, now);
-            }
-            self.outbox.push(Request::Nodes {
+        self.fetch_when_due(
+            force,
+            now,
+            every,
+            |s| &mut s.nodes.entry(g.id.clone()).or_default().meta,
+            |gen| Request::Nodes {
                 nodegroup: g.clone(),
                 gen,
-            });
-        }
+            },
+        );
     }
 
     pub(crate) fn want_events(

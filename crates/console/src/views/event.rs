@@ -59,15 +59,9 @@ impl Screen for Event<'_> {
     }
 
     /// Text that scrolls; Enter opens the resource in the tree; nothing to mark or sort.
+    /// Text, but Enter opens the event's resource in its stack's tree.
     fn offers(&self, action: KeyAction) -> bool {
-        !matches!(
-            action,
-            KeyAction::Mark
-                | KeyAction::ClearMarks
-                | KeyAction::SortNext
-                | KeyAction::SortReverse
-                | KeyAction::Filter
-        )
+        action == KeyAction::Open || super::text_offers(action)
     }
 
     /// The tail's data: its age and error are the event's.

@@ -32,6 +32,20 @@ use super::widgets::table::{Column, RowCtx, TableRow, TableState};
 use crate::service::CloudInfo;
 use chrono::{DateTime, Utc};
 
+/// What a text view (a detail) offers: it scrolls with the table keys, but has no rows to
+/// open, mark, sort or filter.
+pub fn text_offers(action: KeyAction) -> bool {
+    !matches!(
+        action,
+        KeyAction::Open
+            | KeyAction::Mark
+            | KeyAction::ClearMarks
+            | KeyAction::SortNext
+            | KeyAction::SortReverse
+            | KeyAction::Filter
+    )
+}
+
 /// The registry: the behaviour of a view on the navigation stack.
 pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
     match kind {

@@ -62,17 +62,8 @@ impl Screen for Stack<'_> {
         keys::SERVER_VIEW
     }
 
-    /// The detail is text: it scrolls, but has no rows to open, mark or sort.
     fn offers(&self, action: KeyAction) -> bool {
-        !matches!(
-            action,
-            KeyAction::Open
-                | KeyAction::Mark
-                | KeyAction::ClearMarks
-                | KeyAction::SortNext
-                | KeyAction::SortReverse
-                | KeyAction::Filter
-        )
+        super::text_offers(action)
     }
 
     fn meta<'s>(&self, store: &'s Store) -> Option<&'s FetchMeta> {
