@@ -48,6 +48,12 @@ fn magnum_secrets() -> Vec<String> {
 /// A cluster template for the test driver (the stand-in Glance/Nova/Neutron of
 /// scripts/magnum_standalone.py know these names); returns its uuid.
 async fn create_template(op: &Session, name: &str) -> String {
+    create_template_with(op, name, json!({})).await
+}
+
+/// [`create_template`] with Magnum labels (the test driver reads
+/// `caldera_node_create_seconds`: how long each node takes to "boot").
+async fn create_template_with(op: &Session, name: &str, labels: Value) -> String {
     let out = op
         .call(
             Method::POST,
@@ -62,6 +68,7 @@ async fn create_template(op: &Session, name: &str) -> String {
                 "master_flavor_id": "m1.small",
                 "flavor_id": "m1.small",
                 "network_driver": "flannel",
+                "labels": labels,
             })),
         )
         .await;
@@ -147,6 +154,35 @@ async fn ready_cluster(op: &Session, prefix: &str, workers: u32) -> (String, Val
         "Magnum created the cluster: {c}"
     );
     (name, c)
+}
+
+/// Heat's `stack show` of a stack, through the operator's token.
+async fn stack_show(op: &Session, stack_id: &str) -> Value {
+    // GET /stacks/{id} answers with a redirect to /stacks/{name}/{id}; reqwest follows it.
+    op.call(
+        Method::GET,
+        &format!("{}/stacks/{stack_id}", op.heat_url()),
+        None,
+    )
+    .await["stack"]
+        .clone()
+}
+
+/// Waits (bounded) until Heat's status of the stack satisfies `done`, and returns it.
+async fn wait_stack(op: &Session, stack_id: &str, done: impl Fn(&str) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let s = stack_show(op, stack_id).await;
+        if done(s["stack_status"].as_str().unwrap_or("")) {
+            return s;
+        }
+        assert!(
+            started.elapsed() < CLUSTER_WAIT,
+            "stack {stack_id} still {} after {CLUSTER_WAIT:?}",
+            s["stack_status"]
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// The outputs of a Heat stack by key, through the operator's token.
@@ -439,4 +475,123 @@ async fn upgrade_refusal_of_the_heat_driver_is_said_clearly() {
         after["cluster_template_id"], c["cluster_template_id"],
         "the cluster keeps its template: {after}"
     );
+}
+
+/// A cancel on the stack of a Magnum cluster, on the real services. Magnum's conductor tracks
+/// the update it started; caldera refuses to cancel it behind Magnum unless told to, and when
+/// told to, Heat rolls back and Magnum learns of it from Heat. What Magnum then says is
+/// printed: that is what an operator who overrides gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Magnum: run scripts/real-magnum-suite.sh"]
+async fn a_cancel_behind_magnum_is_refused_unless_the_operator_says_so() {
+    let op = Session::operator().await;
+    // Each node takes 25 s to "boot": the resize's update stays in progress long enough.
+    let template = create_template_with(
+        &op,
+        &unique("mg-cancel-tpl"),
+        json!({"caldera_node_create_seconds": "25"}),
+    )
+    .await;
+    let name = unique("mg-cancel");
+    let id = create_cluster(&op, &name, &template, 1).await;
+    let c = wait_cluster(&op, &id, &["CREATE_COMPLETE"]).await;
+    assert_eq!(c["status"], "CREATE_COMPLETE", "{c}");
+    let stack_id = c["stack_id"].as_str().expect("stack_id").to_string();
+    let stack_name = stack_show(&op, &stack_id).await["stack_name"]
+        .as_str()
+        .expect("stack_name")
+        .to_string();
+    let dir = operator_dir();
+
+    // Settled: refused for its status, and Magnum's parameter is named too.
+    let r = dir
+        .caldera(
+            &["--cloud", "magnum", "heat", "cancel", &stack_name, "--yes"],
+            &magnum_secrets(),
+        )
+        .await;
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(!r.ok, "nothing to cancel: {said}");
+    assert!(
+        said.contains("Heat cancels only an update in progress"),
+        "{said}"
+    );
+    assert!(said.contains("belongs to a Magnum cluster"), "{said}");
+
+    // Magnum's resize: the stack goes UPDATE_IN_PROGRESS for ~25 s.
+    caldera(
+        &dir,
+        &[
+            "scale",
+            &format!("{name}/default-worker"),
+            "--count",
+            "2",
+            "--yes",
+            "--no-wait",
+        ],
+    )
+    .await;
+    wait_stack(&op, &stack_id, |s| s == "UPDATE_IN_PROGRESS").await;
+
+    let r = dir
+        .caldera(
+            &["--cloud", "magnum", "heat", "cancel", &stack_name, "--yes"],
+            &magnum_secrets(),
+        )
+        .await;
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(!r.ok, "refused without the operator's word: {said}");
+    assert!(
+        said.contains("belongs to a Magnum cluster") && said.contains("is_cluster_stack"),
+        "the refusal names Magnum's parameter: {said}"
+    );
+    assert!(!r.log.contains("/actions"), "nothing sent: {}", r.log);
+    let s = stack_show(&op, &stack_id).await;
+    assert_eq!(s["stack_status"], "UPDATE_IN_PROGRESS", "untouched: {s}");
+
+    let r = dir
+        .caldera(
+            &[
+                "--cloud",
+                "magnum",
+                "heat",
+                "cancel",
+                &stack_name,
+                "--allow-magnum-owned",
+                "--yes",
+            ],
+            &magnum_secrets(),
+        )
+        .await;
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(r.ok, "the operator said so: {said}");
+    assert!(
+        said.contains("{\"cancel_update\":null}"),
+        "the plan shows the call: {said}"
+    );
+    assert!(
+        r.log.contains("/actions status=200"),
+        "caldera sent it and Heat took it: {}",
+        r.log
+    );
+
+    let s = wait_stack(&op, &stack_id, |s| !s.ends_with("IN_PROGRESS")).await;
+    assert_eq!(
+        s["stack_status"], "ROLLBACK_COMPLETE",
+        "Heat rolled the resize back: {s}"
+    );
+    let c = wait_cluster(
+        &op,
+        &id,
+        &["ROLLBACK_COMPLETE", "UPDATE_COMPLETE", "UPDATE_FAILED"],
+    )
+    .await;
+    println!(
+        "after the override Magnum says: status {} node_count {} reason {}",
+        c["status"], c["node_count"], c["status_reason"]
+    );
+    // Measured on Magnum 22: its poller takes Heat's rollback as the cluster's end state and
+    // puts the node count back.
+    assert_eq!(c["status"], "ROLLBACK_COMPLETE", "{c}");
+    assert_eq!(c["node_count"], 1, "{c}");
 }

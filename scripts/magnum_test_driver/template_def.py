@@ -55,6 +55,11 @@ class ServerFreeK8sTemplateDefinition(fcos_def.FCOSK8sTemplateDefinition):
             extra['magnum_url'] = osc.magnum_url()
         except Exception:  # no container-infra endpoint: not fatal here
             extra['magnum_url'] = ''
+        # caldera's knob for tests that act while Heat works: how long each node takes to
+        # "boot", from the cluster's label (the template's default otherwise).
+        seconds = (cluster.labels or {}).get('caldera_node_create_seconds')
+        if seconds:
+            extra['node_create_seconds'] = int(seconds)
         params = heat_template_def.TemplateDefinition.get_params(
             self, context, cluster_template, cluster, extra_params=extra)
         declared = _declared_parameters()
