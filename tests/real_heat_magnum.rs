@@ -5,7 +5,7 @@
 //! masters kube_masters), the console's node stream of a default node group shows that
 //! group's members with the addresses Heat's aggregate outputs give, and a resize the way
 //! Magnum sends it (`number_of_minions`, `minions_to_remove`) reaches only the workers. The
-//! simulator claims the same (tests/sim/magnum.rs); this is where Heat says so.
+//! simulator claims the same (tests/sim/magnum_cases.rs); this is where Heat says so.
 //!
 //! `HEAT_URL` must point at a real Heat (`scripts/heat-standalone.sh start`).
 
@@ -210,7 +210,7 @@ async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
     );
     // Heat updates a group whose definition did not change (its resource and nested stack
     // go UPDATE_IN_PROGRESS -> UPDATE_COMPLETE) and none of its members (the simulator does
-    // the same, tests/sim/magnum.rs).
+    // the same, tests/sim/magnum_cases.rs).
     let master_events = heat
         .resource_events(&stack, "kube_masters", &EventQuery::default())
         .await

@@ -1,10 +1,10 @@
 //! Tests of the simulated cloud, talking to it over HTTP on 127.0.0.1 with plain reqwest.
 
 mod common;
-mod faults;
+mod faults_cases;
 mod fixtures;
-mod heat;
-mod keystone;
-mod magnum;
-mod nova;
+mod heat_cases;
+mod keystone_cases;
+mod magnum_cases;
+mod nova_cases;
 mod perf;

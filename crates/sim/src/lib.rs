@@ -29,20 +29,20 @@ pub(crate) use caldera_core::{drivers, service, templates};
 
 pub mod clock;
 pub mod faults;
+mod front;
 mod heat;
-mod http;
-mod keystone;
-mod magnum;
-mod nova;
+mod keystone_service;
+mod magnum_service;
+mod nova_service;
+mod reply;
 pub mod scenario;
 pub mod seed;
-mod server;
 mod shared;
 pub mod world;
 
 pub use faults::{Fault, FaultControl, FaultKind};
 
-use server::{ConnKill, KillableListener};
+use front::{ConnKill, KillableListener};
 use shared::{ServerConfig, Shared};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -312,7 +312,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         cfg: cfg.clone(),
     });
     let app = axum::Router::new()
-        .fallback(server::dispatch)
+        .fallback(front::dispatch)
         .with_state(shared.clone());
     let stop = CancellationToken::new();
     let stop2 = stop.clone();
@@ -322,7 +322,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
             .with_graceful_shutdown(async move { stop2.cancelled().await })
             .await;
     });
-    let ticker = tokio::spawn(server::ticker(world.clone(), stop.clone()));
+    let ticker = tokio::spawn(front::ticker(world.clone(), stop.clone()));
     let handle = SimHandle {
         addr,
         auth_url: format!("{base}/identity/v3"),

@@ -5,12 +5,12 @@
 //! query), and 404 for anything else (e.g. `outputs`, as Heat 27 does).
 
 mod check;
-mod events;
-mod render;
+mod event_list;
 mod resources;
-pub(crate) mod stacks;
+mod shapes;
+pub(crate) mod stack_routes;
 
-use crate::sim::http::{heat_error, Reply, Req};
+use crate::sim::reply::{heat_error, Reply, Req};
 use crate::sim::shared::{lock, Shared};
 use crate::sim::world::{stack_not_found, World};
 use axum::http::{Method, StatusCode};
@@ -78,8 +78,8 @@ const LOOKUP_PATHS: &[&str] = &[
 fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str]) -> Reply {
     let m = req.method;
     match rest {
-        ["stacks"] if m == Method::GET => stacks::list(w, sh, req),
-        ["stacks"] if m == Method::POST => stacks::create(w, sh, req),
+        ["stacks"] if m == Method::GET => stack_routes::list(w, sh, req),
+        ["stacks"] if m == Method::POST => stack_routes::create(w, sh, req),
         // Name-only lookups redirect whatever the method (measured: PATCH too).
         ["stacks", name] => redirect(w, sh, req, name, &[]),
         ["stacks", name, second, tail @ ..] => {
@@ -113,7 +113,7 @@ fn redirect(w: &World, sh: &Shared, req: &Req, name: &str, sub: &[&str]) -> Repl
     let Some(ix) = w.find_stack(name).filter(|ix| !w.heat_hidden(*ix)) else {
         return stack_404(name);
     };
-    let mut loc = render::stack_url(w, &sh.cfg.base, ix);
+    let mut loc = shapes::stack_url(w, &sh.cfg.base, ix);
     for s in sub {
         loc.push('/');
         loc.push_str(s);
@@ -166,28 +166,28 @@ pub(crate) fn accepted(req: &Req) -> Reply {
 fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) -> Reply {
     let m = req.method;
     match tail {
-        [] if m == Method::GET => stacks::show(w, sh, req, ix),
-        [] if m == Method::PATCH => stacks::update(w, sh, req, ix, true),
-        [] if m == Method::PUT => stacks::update(w, sh, req, ix, false),
-        [] if m == Method::DELETE => stacks::delete(w, ix),
-        ["outputs"] if m == Method::GET => stacks::outputs_list(w, ix),
-        ["outputs", key] if m == Method::GET => stacks::output_show(w, sh, ix, key),
-        ["template"] if m == Method::GET => stacks::template(w, ix),
+        [] if m == Method::GET => stack_routes::show(w, sh, req, ix),
+        [] if m == Method::PATCH => stack_routes::update(w, sh, req, ix, true),
+        [] if m == Method::PUT => stack_routes::update(w, sh, req, ix, false),
+        [] if m == Method::DELETE => stack_routes::delete(w, ix),
+        ["outputs"] if m == Method::GET => stack_routes::outputs_list(w, ix),
+        ["outputs", key] if m == Method::GET => stack_routes::output_show(w, sh, ix, key),
+        ["template"] if m == Method::GET => stack_routes::template(w, ix),
         ["environment"] if m == Method::GET => Reply::ok(
             w.stack(ix)
                 .map(|s| s.environment.clone())
                 .unwrap_or_default(),
         ),
         ["files"] if m == Method::GET => Reply::ok(json!({})),
-        ["actions"] if m == Method::POST => stacks::action(w, req, ix),
+        ["actions"] if m == Method::POST => stack_routes::action(w, req, ix),
         ["resources"] if m == Method::GET => resources::list(w, sh, req, ix),
         ["resources", r] if m == Method::GET => resources::show(w, sh, req, ix, r),
         ["resources", r] if m == Method::PATCH => resources::mark_unhealthy(w, req, ix, r),
         ["resources", r, "metadata"] if m == Method::GET => resources::metadata(w, ix, r),
         ["resources", r, "signal"] if m == Method::POST => resources::signal(w, req, ix, r),
-        ["resources", r, "events"] if m == Method::GET => events::list(w, sh, req, ix, Some(r)),
-        ["resources", r, "events", id] if m == Method::GET => events::show(w, sh, ix, r, id),
-        ["events"] if m == Method::GET => events::list(w, sh, req, ix, None),
+        ["resources", r, "events"] if m == Method::GET => event_list::list(w, sh, req, ix, Some(r)),
+        ["resources", r, "events", id] if m == Method::GET => event_list::show(w, sh, ix, r, id),
+        ["events"] if m == Method::GET => event_list::list(w, sh, req, ix, None),
         [] | ["outputs", ..] | ["resources", ..] | ["events"] | ["actions"] => heat_error(
             StatusCode::METHOD_NOT_ALLOWED,
             "HTTPMethodNotAllowed",

@@ -1,8 +1,8 @@
 //! Resources: list (nested_depth, with_detail, filters), show, mark-unhealthy, signal.
 
-use super::render::{attributes, resource_json};
-use super::stacks::int_param;
-use crate::sim::http::{heat_error, Reply, Req};
+use super::shapes::{attributes, resource_json};
+use super::stack_routes::int_param;
+use crate::sim::reply::{heat_error, Reply, Req};
 use crate::sim::shared::Shared;
 use crate::sim::world::group;
 use crate::sim::world::{Action, StackRole, State, Status, World};

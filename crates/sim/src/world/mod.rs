@@ -5,13 +5,13 @@
 pub mod build;
 pub mod capi;
 pub mod group;
+mod heat_objects;
 mod ids;
-mod stack;
 
 pub use build::{ClusterSpec, GroupSpec};
 pub use group::{FailSpec, Group, GroupOp, HookRule, Layout, Member, Phase, UpdateRequest};
+pub use heat_objects::{Action, Event, Output, Resource, Stack, StackRole, State, Status};
 pub use ids::{format_uuid, parse_uuid, Ids};
-pub use stack::{Action, Event, Output, Resource, Stack, StackRole, State, Status};
 
 use crate::sim::clock::SimClock;
 use std::cmp::Reverse;
@@ -93,7 +93,7 @@ pub struct World {
     pub last_event_ms: i64,
     /// Outputs Heat has resolved and keeps, per (stack, output key): the stack's version
     /// they were resolved at and when the resolution is done (wall clock: the cost is paid
-    /// in real time). See `sim::heat::stacks::output_cost`.
+    /// in real time). See `sim::heat::stack_routes::output_cost`.
     pub resolved_outputs: HashMap<(usize, String), (String, std::time::Instant)>,
 }
 

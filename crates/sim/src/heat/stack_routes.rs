@@ -1,10 +1,10 @@
 //! Stack list, create, show, update (PUT/PATCH), outputs, template and actions.
 
-use super::render::{
+use super::shapes::{
     output_members, output_value, outputs, stack_detail, stack_summary, stack_url,
 };
 use super::stack_404;
-use crate::sim::http::{heat_error, Reply, Req};
+use crate::sim::reply::{heat_error, Reply, Req};
 use crate::sim::shared::Shared;
 use crate::sim::world::build::create_group;
 use crate::sim::world::group::{self, hooks_from_env, UpdateRequest};
@@ -264,7 +264,7 @@ pub fn template(w: &mut World, ix: usize) -> Reply {
         "resources": resources,
         "outputs": s.outputs.iter().map(|o| {
             let mut out = json!({"description": o.description});
-            if let Some(value) = super::render::output_expression(s.role, o.key) {
+            if let Some(value) = super::shapes::output_expression(s.role, o.key) {
                 out["value"] = value;
             }
             (o.key.to_string(), out)

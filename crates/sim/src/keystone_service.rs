@@ -2,7 +2,7 @@
 //! application-credential authentication, token validation and revocation, and a
 //! catalog pointing at the simulated Heat, Magnum and Nova.
 
-use crate::sim::http::{keystone_error, Reply, Req};
+use crate::sim::reply::{keystone_error, Reply, Req};
 use crate::sim::shared::{lock, Shared, Token};
 use axum::http::{Method, StatusCode};
 use chrono::{DateTime, SecondsFormat, Utc};

@@ -1,9 +1,9 @@
 //! Events of a stack or of one resource: filters, nested_depth (with `root_stack`
 //! links), sorting and marker paging as Heat's DB layer does them.
 
-use super::render::event_json;
-use super::stacks::{int_param, sort_dir};
-use crate::sim::http::{heat_error, Reply, Req};
+use super::shapes::event_json;
+use super::stack_routes::{int_param, sort_dir};
+use crate::sim::reply::{heat_error, Reply, Req};
 use crate::sim::shared::Shared;
 use crate::sim::world::{parse_uuid, Event, World};
 use axum::http::StatusCode;

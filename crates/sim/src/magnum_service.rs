@@ -6,7 +6,7 @@
 //! habit of never failing a create (see `shape_cluster`).
 
 use crate::sim::clock::iso_offset;
-use crate::sim::http::{magnum_error, Reply, Req};
+use crate::sim::reply::{magnum_error, Reply, Req};
 use crate::sim::shared::{lock, Shared};
 use crate::sim::world::group::{self, Phase, UpdateRequest};
 use crate::sim::world::{Action, State, Status, World};
@@ -795,7 +795,7 @@ fn resize_body(w: &mut World, body: &Value, c: usize) -> Result<Reply, Reply> {
         })?,
     };
     let grp = &w.groups[g];
-    if count > crate::sim::heat::stacks::MAX_MEMBERS {
+    if count > crate::sim::heat::stack_routes::MAX_MEMBERS {
         return Err(magnum_error(
             StatusCode::BAD_REQUEST,
             "node_count is larger than the simulator holds.",

@@ -1,7 +1,7 @@
 //! Nova compute v2.1 at `/compute/v2.1`: the servers behind node-group members.
 
 use crate::sim::clock::iso_z;
-use crate::sim::http::{nova_error, Reply, Req};
+use crate::sim::reply::{nova_error, Reply, Req};
 use crate::sim::shared::{lock, Shared};
 use crate::sim::world::group::Member;
 use crate::sim::world::{Action, Phase, World};
