@@ -10,13 +10,13 @@
 //! Figures are printed, never asserted: the machine is shared and timings are noisy, so each
 //! measurement is repeated and the median shown, with the load average alongside.
 
-pub mod events;
-pub mod ips;
-pub mod osc;
+pub mod address_race;
+pub mod follow_race;
 /// Drives the console over the in-memory fake cloud (`caldera-testkit`): only with the `bench`
 /// feature (on by default), so a build without it ships no fakes.
 #[cfg(feature = "bench")]
-pub mod render;
+pub mod frame_cost;
+pub mod osc;
 
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -41,14 +41,14 @@ pub struct BenchArgs {
 #[derive(Debug, Subcommand)]
 pub enum BenchPart {
     /// IPs of every member of a node group on the simulator (bench-N scenario).
-    IpsSim(ips::SimArgs),
+    IpsSim(address_race::SimArgs),
     /// IPs of a node group on a real standalone Heat, cold and warm.
-    IpsHeat(ips::HeatArgs),
+    IpsHeat(address_race::HeatArgs),
     /// Following the events of a node group create on the simulator.
-    Events(events::EventArgs),
+    Events(follow_race::EventArgs),
     /// Console frame time, memory and time to first frame.
     #[cfg(feature = "bench")]
-    Render(render::RenderArgs),
+    Render(frame_cost::RenderArgs),
 }
 
 pub async fn run(args: BenchArgs) -> BenchResult {
@@ -63,11 +63,11 @@ pub async fn run(args: BenchArgs) -> BenchResult {
         None => None,
     };
     match args.part {
-        BenchPart::IpsSim(a) => ips::run_sim(a, osc).await,
-        BenchPart::IpsHeat(a) => ips::run_heat(a, osc).await,
-        BenchPart::Events(a) => events::run(a, osc).await,
+        BenchPart::IpsSim(a) => address_race::run_sim(a, osc).await,
+        BenchPart::IpsHeat(a) => address_race::run_heat(a, osc).await,
+        BenchPart::Events(a) => follow_race::run(a, osc).await,
         #[cfg(feature = "bench")]
-        BenchPart::Render(a) => render::run(a).await,
+        BenchPart::Render(a) => frame_cost::run(a).await,
     }
 }
 
