@@ -104,8 +104,11 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 eprintln!("caldera: no cloud configured; starting the built-in simulated cloud");
             }
             early_warnings(&endpoint);
-            let opened = connect::open(&endpoint, &cli.conn).await?;
-            let mut conn = opened.conn.clone();
+            let connect::Opened {
+                mut conn,
+                simulator,
+            } = connect::open(&endpoint, &cli.conn).await?;
+            let simulator = connect::BuiltInSim::new(simulator);
             if cli.console.read_only {
                 conn.set_read_only(true);
             }
@@ -122,12 +125,12 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 read_only: cli.console.read_only || conn.info().read_only,
                 notices,
                 fleet: console_fleet(&cli.conn),
-                connector: Some(console_connector(&cli, poll)),
+                connector: Some(console_connector(&cli, poll, simulator.clone())),
                 ..ConsoleOptions::default()
             };
             let service = Arc::new(LiveService::new(conn));
             let result = tui::run(service, operator, options).await;
-            opened.close().await;
+            simulator.shutdown().await;
             result.map_err(Into::into)
         }
     }
@@ -145,13 +148,19 @@ fn console_fleet(args: &caldera::cli::args::ConnectArgs) -> Option<tui::config::
 
 /// How `:cloud NAME [REGION]` reconnects the console: the cloud from clouds.yaml (the
 /// region, when given, instead of its `region_name`), connected with the same flags, its
-/// actions through the same journal and hooks, `--read-only` kept.
-fn console_connector(cli: &Cli, poll: std::time::Duration) -> tui::config::Connector {
+/// actions through the same journal and hooks, `--read-only` kept. Leaving the built-in
+/// simulator ends it (nothing leads back to it).
+fn console_connector(
+    cli: &Cli,
+    poll: std::time::Duration,
+    simulator: connect::BuiltInSim,
+) -> tui::config::Connector {
     let conn_args = cli.conn.clone();
     let actions = cli.actions.clone();
     let read_only = cli.console.read_only;
     tui::config::Connector(Arc::new(move |name, region| {
         let (conn_args, actions) = (conn_args.clone(), actions.clone());
+        let simulator = simulator.clone();
         Box::pin(async move {
             let env = caldera::config::DiscoveryEnv::from_process();
             let mut cloud =
@@ -174,6 +183,7 @@ fn console_connector(cli: &Cli, poll: std::time::Duration) -> tui::config::Conne
                 service,
                 operator,
                 notices,
+                retire: simulator.retire(),
             })
         })
     }))

@@ -1,9 +1,14 @@
 //! `caldera fleet` against three clouds of one clouds.yaml: two in-process simulators, one
 //! pointing at a loopback port nothing listens on, and one whose password is wrong. Every
 //! reachable cloud's clusters are listed; the others are rows saying why, within the
-//! per-cloud bound, and no secret is printed.
+//! per-cloud bound, and no secret is printed. And the fleet scanner over several scans:
+//! one login per cloud, not one per scan, and a dead cloud asked again each time.
 
+use caldera::api::cloud::ConnectOptions;
+use caldera::config::DiscoveryEnv;
+use caldera::service::fleet::{FleetAnswer, FleetReport, FleetSource, LiveFleet};
 use caldera::sim::{self, SimHandle, SimOptions};
+use futures::StreamExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -140,4 +145,93 @@ async fn lists_every_cloud_and_names_the_dead_one() {
     drop(silent);
     east.shutdown().await;
     west.shutdown().await;
+}
+
+/// The token requests Keystone of `sim` has received.
+fn logins(sim: &SimHandle) -> u64 {
+    sim.faults().requests("POST", "/identity/v3/auth/tokens")
+}
+
+/// One whole scan, the answers by cloud name.
+async fn scan(fleet: &LiveFleet) -> Vec<FleetReport> {
+    let mut reports: Vec<FleetReport> = fleet.scan().collect().await;
+    reports.sort_by(|a, b| a.cloud.cmp(&b.cloud));
+    reports
+}
+
+fn answer<'r>(reports: &'r [FleetReport], cloud: &str) -> &'r FleetAnswer {
+    &reports
+        .iter()
+        .find(|r| r.cloud == cloud)
+        .unwrap_or_else(|| panic!("no answer from {cloud}: {reports:?}"))
+        .answer
+}
+
+fn has_clusters(answer: &FleetAnswer) -> bool {
+    matches!(answer, FleetAnswer::Clusters(c) if !c.is_empty())
+}
+
+/// The console scans the fleet every minute: the scanner keeps each cloud's connection, so
+/// Keystone sees one token request per cloud over three scans, one more after a 401 (the
+/// token refused, renewed once). A cloud down at one scan keeps no connection and is asked
+/// again at the next, where it answers once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scans_keep_each_clouds_login_and_retry_a_dead_one() {
+    let east = sim::start(SimOptions::fast("demo", 50.0))
+        .await
+        .expect("sim");
+    // `late` is down at the first scan, then back on the same address (same seed, same
+    // credentials, same project).
+    let late_options = SimOptions {
+        seed: 7,
+        ..SimOptions::fast("demo", 50.0)
+    };
+    let late = sim::start(late_options.clone()).await.expect("sim");
+    let late_yaml = entry(&late, "late");
+    let late_addr = late.addr;
+    late.shutdown().await;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clouds = dir.path().join("clouds.yaml");
+    let yaml = format!("clouds:\n{}{late_yaml}", entry(&east, "east"));
+    std::fs::write(&clouds, yaml).expect("write clouds.yaml");
+    let env = DiscoveryEnv {
+        client_config_file: Some(clouds),
+        ..DiscoveryEnv::default()
+    };
+    let fleet = LiveFleet::discover(&env, ConnectOptions::default(), Duration::from_secs(4))
+        .expect("the fleet");
+
+    let first = scan(&fleet).await;
+    assert!(has_clusters(answer(&first, "east")), "{first:?}");
+    assert!(
+        matches!(answer(&first, "late"), FleetAnswer::Unreachable(_)),
+        "{first:?}"
+    );
+    assert_eq!(logins(&east), 1);
+
+    let late = sim::start(SimOptions {
+        addr: late_addr,
+        ..late_options
+    })
+    .await
+    .expect("sim back on its address");
+    let second = scan(&fleet).await;
+    assert!(has_clusters(answer(&second, "east")), "{second:?}");
+    assert!(has_clusters(answer(&second, "late")), "{second:?}");
+    let third = scan(&fleet).await;
+    assert!(has_clusters(answer(&third, "east")), "{third:?}");
+    assert!(has_clusters(answer(&third, "late")), "{third:?}");
+    assert_eq!(logins(&east), 1, "east logged in again on a later scan");
+    assert_eq!(logins(&late), 1, "late logged in again on a later scan");
+
+    // Keystone no longer takes east's token: the next call answers 401, the connection
+    // renews it once and the scan still lists east's clusters.
+    east.faults().fail_next(1, 401);
+    let fourth = scan(&fleet).await;
+    assert!(has_clusters(answer(&fourth, "east")), "{fourth:?}");
+    assert_eq!(logins(&east), 2, "one renewal after the 401");
+
+    east.shutdown().await;
+    late.shutdown().await;
 }

@@ -7,6 +7,8 @@ use crate::api::limits::ResponseMemory;
 use crate::config::{load_cloud, CloudConfig, ConfigError, DiscoveryEnv};
 use crate::fetch::BudgetConfig;
 use crate::sim::{SimHandle, SimOptions};
+use futures::future::BoxFuture;
+use std::sync::{Arc, Mutex};
 
 /// Where the process will get its data from.
 #[derive(Debug)]
@@ -88,6 +90,33 @@ impl Opened {
         if let Some(sim) = self.simulator {
             sim.shutdown().await;
         }
+    }
+}
+
+/// The built-in simulator the console was started on, shared with `:cloud`. It is in no
+/// clouds.yaml, so once the console has switched to another cloud nothing leads back to it:
+/// the switch ends it (its port and its tasks), and quitting ends it if it still runs.
+#[derive(Clone, Default)]
+pub struct BuiltInSim(Arc<Mutex<Option<SimHandle>>>);
+
+impl BuiltInSim {
+    pub fn new(simulator: Option<SimHandle>) -> BuiltInSim {
+        BuiltInSim(Arc::new(Mutex::new(simulator)))
+    }
+
+    /// Ends the simulator, if it still runs.
+    pub async fn shutdown(&self) {
+        let sim = self.0.lock().ok().and_then(|mut slot| slot.take());
+        if let Some(sim) = sim {
+            sim.shutdown().await;
+        }
+    }
+
+    /// What a switch away runs once the console has moved (`None`: no simulator runs).
+    pub fn retire(&self) -> Option<BoxFuture<'static, ()>> {
+        let running = self.0.lock().ok().is_some_and(|slot| slot.is_some());
+        let sim = self.clone();
+        running.then(|| Box::pin(async move { sim.shutdown().await }) as BoxFuture<'static, ()>)
     }
 }
 

@@ -55,6 +55,10 @@ pub struct Reconnected {
     pub service: std::sync::Arc<dyn crate::service::CloudService>,
     pub operator: Option<std::sync::Arc<dyn crate::service::operator::Operator>>,
     pub notices: Vec<String>,
+    /// What to end once the console has left the cloud it was on (`None`: nothing): the
+    /// built-in simulator it was started on, which no `:cloud NAME` leads back to. Run only
+    /// after the console has moved, when nothing asks the old cloud any more.
+    pub retire: Option<futures::future::BoxFuture<'static, ()>>,
 }
 
 /// What connecting to a cloud of clouds.yaml by name (and region) returns, or why not.

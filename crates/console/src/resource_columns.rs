@@ -36,7 +36,7 @@ fn ts(t: Option<DateTime<Utc>>) -> SortKey {
 }
 
 /// Longest in state first when sorted ascending: the oldest `since` is the biggest time.
-fn in_state_key(since: Option<DateTime<Utc>>) -> SortKey {
+pub(crate) fn in_state_key(since: Option<DateTime<Utc>>) -> SortKey {
     SortKey::opt_int(since.map(|t| -t.timestamp()))
 }
 

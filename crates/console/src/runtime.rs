@@ -198,8 +198,12 @@ async fn event_loop(
         }
         tokio::select! {
             Some((cloud, result)) = switch_rx.recv() => match result {
-                Ok(Reconnected { service: next, operator, notices }) => {
+                Ok(Reconnected { service: next, operator, notices, retire }) => {
                     worker.replace(next.clone(), operator.clone());
+                    // The old cloud's requests are stopped: what it needed can end now.
+                    if let Some(retire) = retire {
+                        tokio::spawn(retire);
+                    }
                     service = next;
                     app.update(Action::Switched {
                         info: Box::new(service.info()),

@@ -6,6 +6,7 @@ use super::{Plan, Rows, Screen, Table};
 use crate::service::fleet::FleetRow;
 use crate::tui::draw::panes::data_table;
 use crate::tui::keys::KeyAction;
+use crate::tui::resource_columns::in_state_key;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::View;
 use crate::tui::state::yank::{pick, Yank};
@@ -86,7 +87,8 @@ fn fleet_columns() -> Vec<Column<FleetRow>> {
             hide_below: 0,
             width: Constraint::Length(8),
             text: |r, _| r.in_state.clone(),
-            sort: |r, _| SortKey::str(&r.in_state),
+            // By the time itself, as the cluster and node-group tables: `12m` before `3h`.
+            sort: |r, _| in_state_key(r.since),
             style: plain,
         },
         Column {
@@ -196,6 +198,75 @@ impl Screen for Fleet {
             &view.table,
             "No cloud in clouds.yaml.",
             true,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::theme::Theme;
+    use chrono::{DateTime, Utc};
+
+    /// A cluster's row `ago` seconds in its status (its text as the scan wrote it).
+    fn row(cluster: &str, now: DateTime<Utc>, ago: Option<i64>) -> FleetRow {
+        let since = ago.map(|s| now - chrono::Duration::seconds(s));
+        FleetRow {
+            cloud: "prod".into(),
+            region: "RegionOne".into(),
+            cluster: cluster.into(),
+            status: "CREATE_IN_PROGRESS".into(),
+            in_state: since
+                .map(|t| crate::model::short_duration((now - t).num_seconds()))
+                .unwrap_or_default(),
+            since,
+            health: "UNKNOWN".into(),
+            masters: Some(1),
+            workers: Some(2),
+            driver: "magnum".into(),
+            answered: true,
+        }
+    }
+
+    fn sorted_by_in_state(rows: &[FleetRow], now: DateTime<Utc>, descending: bool) -> Vec<&str> {
+        let theme = Theme::default_theme();
+        let ctx = RowCtx {
+            now,
+            theme: &theme,
+            abs_time: false,
+        };
+        let column = FLEET_COLUMNS.iter().position(|c| c.title == "IN STATE");
+        let mut table = TableState::default();
+        table.sort.column = column;
+        table.sort.descending = descending;
+        table.sync(rows, &FLEET_COLUMNS, &ctx, 1, false);
+        table
+            .view()
+            .iter()
+            .map(|&i| rows[i].cluster.as_str())
+            .collect()
+    }
+
+    /// `3h`, `12m` and `45s` as text sort `12m`, `3h`, `45s`; by the time they are `45s`,
+    /// `12m`, `3h`, and a row without a time (a cloud that gave none) stays last either way.
+    #[test]
+    fn in_state_sorts_by_the_duration_not_the_text() {
+        let now = crate::service::fake::demo_epoch();
+        let rows = [
+            row("three-hours", now, Some(3 * 3600)),
+            row("unknown", now, None),
+            row("twelve-minutes", now, Some(12 * 60)),
+            row("seconds", now, Some(45)),
+        ];
+        assert_eq!(rows[0].in_state, "3h");
+        assert_eq!(rows[2].in_state, "12m");
+        assert_eq!(
+            sorted_by_in_state(&rows, now, false),
+            ["seconds", "twelve-minutes", "three-hours", "unknown"]
+        );
+        assert_eq!(
+            sorted_by_in_state(&rows, now, true),
+            ["three-hours", "twelve-minutes", "seconds", "unknown"]
         );
     }
 }

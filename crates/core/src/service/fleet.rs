@@ -4,6 +4,13 @@
 //! timeouts), and a bound on the whole look (authenticate, find the endpoints, list the
 //! clusters). A cloud that is down, slow or refuses the credentials becomes one row saying
 //! so; it never holds up the others, and the answers stream in the order they come.
+//!
+//! A connection, once made, is kept for the next scans (the console scans every minute):
+//! Keystone is asked for a token on the first scan, then only when the token nears its
+//! expiry or a call answers 401 (the connection's token manager renews it). A cloud that
+//! could not be logged in to (Keystone down, the credentials refused) has no connection to
+//! keep, so the next scan tries it afresh; one whose credentials are refused later loses
+//! its connection. A failed listing (Heat down, too slow) keeps it: its token is still good.
 
 use crate::api::cloud::{CloudConnection, ConnectOptions};
 use crate::config::clouds::list_clouds;
@@ -15,7 +22,7 @@ use crate::service::CloudService;
 use caldera_cloud::api_error::{self, ApiError};
 use chrono::{DateTime, Utc};
 use futures::stream::{BoxStream, FuturesUnordered, StreamExt};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long one cloud may take to answer, by default: a Keystone that does not answer
@@ -52,6 +59,9 @@ pub struct FleetRow {
     pub status: String,
     /// How long in this status (`12m`), empty when unknown.
     pub in_state: String,
+    /// Since when in this status (what `in_state` counts from, and what the console sorts
+    /// by: `3h` is longer than `12m`, whatever the text says), `None` when unknown.
+    pub since: Option<DateTime<Utc>>,
     pub health: String,
     pub masters: Option<u32>,
     pub workers: Option<u32>,
@@ -95,6 +105,7 @@ impl FleetReport {
             cluster: String::new(),
             status,
             in_state: String::new(),
+            since: None,
             health: String::new(),
             masters: None,
             workers: None,
@@ -118,19 +129,23 @@ impl FleetReport {
         };
         clusters
             .iter()
-            .map(|c| FleetRow {
-                cloud: self.cloud.clone(),
-                region: region.clone(),
-                cluster: c.name.clone(),
-                status: c.status.raw.clone(),
-                in_state: state_since(c.created_at, c.updated_at)
-                    .map(|t| short_duration((now - t).num_seconds()))
-                    .unwrap_or_default(),
-                health: c.health.as_str().to_string(),
-                masters: Some(c.master_count),
-                workers: Some(c.node_count),
-                driver: driver_label(c),
-                answered: true,
+            .map(|c| {
+                let since = state_since(c.created_at, c.updated_at);
+                FleetRow {
+                    cloud: self.cloud.clone(),
+                    region: region.clone(),
+                    cluster: c.name.clone(),
+                    status: c.status.raw.clone(),
+                    in_state: since
+                        .map(|t| short_duration((now - t).num_seconds()))
+                        .unwrap_or_default(),
+                    since,
+                    health: c.health.as_str().to_string(),
+                    masters: Some(c.master_count),
+                    workers: Some(c.node_count),
+                    driver: driver_label(c),
+                    answered: true,
+                }
             })
             .collect()
     }
@@ -142,11 +157,36 @@ pub trait FleetSource: Send + Sync {
     fn scan(&self) -> BoxStream<'static, FleetReport>;
 }
 
-/// The clouds of clouds.yaml, each entry loaded (or why it cannot be).
+/// The clouds of clouds.yaml, each entry loaded (or why it cannot be), with the connection
+/// the last scan made to it.
 pub struct LiveFleet {
-    clouds: Vec<(String, Result<CloudConfig, String>)>,
+    clouds: Vec<FleetCloud>,
     options: ConnectOptions,
     per_cloud: Duration,
+}
+
+/// One cloud of the fleet: its entry, and its connection once one scan made it.
+struct FleetCloud {
+    name: String,
+    config: Result<CloudConfig, String>,
+    session: Session,
+}
+
+/// A cloud's kept connection (token, catalog, budget), shared by the scans. The lock is
+/// only held to take a copy or put one back, never across a request.
+#[derive(Clone, Default)]
+struct Session(Arc<Mutex<Option<LiveService>>>);
+
+impl Session {
+    fn get(&self) -> Option<LiveService> {
+        self.0.lock().ok()?.clone()
+    }
+
+    fn keep(&self, service: Option<LiveService>) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = service;
+        }
+    }
 }
 
 impl LiveFleet {
@@ -161,8 +201,12 @@ impl LiveFleet {
         let clouds = names
             .into_iter()
             .map(|name| {
-                let cloud = load_cloud(env, Some(&name)).map_err(|e| e.to_string());
-                (name, cloud)
+                let config = load_cloud(env, Some(&name)).map_err(|e| e.to_string());
+                FleetCloud {
+                    name,
+                    config,
+                    session: Session::default(),
+                }
             })
             .collect();
         Ok(LiveFleet {
@@ -174,7 +218,7 @@ impl LiveFleet {
 
     /// The cloud names, in clouds.yaml's order.
     pub fn names(&self) -> Vec<String> {
-        self.clouds.iter().map(|(n, _)| n.clone()).collect()
+        self.clouds.iter().map(|c| c.name.clone()).collect()
     }
 }
 
@@ -183,13 +227,18 @@ impl FleetSource for LiveFleet {
         let asks: FuturesUnordered<_> = self
             .clouds
             .iter()
-            .map(|(name, cloud)| {
-                let (name, cloud) = (name.clone(), cloud.clone());
-                let options = self.options.clone();
-                let per_cloud = self.per_cloud;
+            .map(|cloud| {
+                let name = cloud.name.clone();
+                let ask = Ask {
+                    name: name.clone(),
+                    config: cloud.config.clone(),
+                    session: cloud.session.clone(),
+                    options: self.options.clone(),
+                    per_cloud: self.per_cloud,
+                };
                 // Each cloud on its own task: a slow TLS handshake on one cannot starve the
                 // others' polling.
-                let task = tokio::spawn(ask_cloud(name.clone(), cloud, options, per_cloud));
+                let task = tokio::spawn(ask.run());
                 async move {
                     task.await.unwrap_or_else(|e| FleetReport {
                         cloud: name,
@@ -203,52 +252,91 @@ impl FleetSource for LiveFleet {
     }
 }
 
-/// One cloud's answer within `per_cloud`.
-async fn ask_cloud(
+/// One cloud's look in one scan: everything it needs, owned, so it runs on its own task.
+struct Ask {
     name: String,
-    cloud: Result<CloudConfig, String>,
+    config: Result<CloudConfig, String>,
+    session: Session,
     options: ConnectOptions,
     per_cloud: Duration,
-) -> FleetReport {
-    let cloud = match cloud {
-        Ok(c) => c,
-        Err(why) => {
-            return FleetReport {
-                cloud: name,
-                region: None,
-                answer: FleetAnswer::BadConfig(why),
+}
+
+impl Ask {
+    /// The cloud's answer within `per_cloud` (connecting, when it has no connection yet,
+    /// counts against the bound).
+    async fn run(self) -> FleetReport {
+        let cloud = match self.config {
+            Ok(c) => c,
+            Err(why) => {
+                return FleetReport {
+                    cloud: self.name,
+                    region: None,
+                    answer: FleetAnswer::BadConfig(why),
+                }
             }
+        };
+        let region = cloud.region_name.clone();
+        let look = list_one(&cloud, &self.options, &self.session);
+        let answer = match tokio::time::timeout(self.per_cloud, look).await {
+            Ok(answer) => answer,
+            Err(_) => FleetAnswer::Unreachable(format!(
+                "no answer within {}",
+                crate::api::limits::human(self.per_cloud)
+            )),
+        };
+        FleetReport {
+            cloud: self.name,
+            region,
+            answer,
         }
-    };
-    let region = cloud.region_name.clone();
-    let answer = match tokio::time::timeout(per_cloud, list_one(&cloud, &options)).await {
-        Ok(answer) => answer,
-        Err(_) => FleetAnswer::Unreachable(format!(
-            "no answer within {}",
-            crate::api::limits::human(per_cloud)
-        )),
-    };
-    FleetReport {
-        cloud: name,
-        region,
-        answer,
     }
 }
 
-async fn list_one(cloud: &CloudConfig, options: &ConnectOptions) -> FleetAnswer {
-    let conn = match CloudConnection::from_cloud(cloud, options).await {
-        Ok(conn) => conn,
-        Err(ApiError::Auth(why)) => return FleetAnswer::AuthFailed(auth_reason(&cloud.name, &why)),
-        Err(ApiError::Config(e)) => return FleetAnswer::BadConfig(e.to_string()),
-        Err(ApiError::Transport {
-            url, kind, detail, ..
-        }) => return FleetAnswer::Unreachable(transport_reason(&url, &kind.to_string(), &detail)),
-        Err(e) => return FleetAnswer::Unreachable(e.to_string()),
+/// Lists the cloud's clusters on its kept connection, or on a new one (kept for the next
+/// scans once it works). A refusal of the credentials drops the kept connection: the next
+/// scan logs in afresh; any other failure (Heat down, a timeout) keeps it, its token still
+/// good.
+async fn list_one(cloud: &CloudConfig, options: &ConnectOptions, session: &Session) -> FleetAnswer {
+    let service = match session.get() {
+        Some(service) => service,
+        None => match connect(cloud, options).await {
+            Ok(service) => {
+                session.keep(Some(service.clone()));
+                service
+            }
+            Err(answer) => return answer,
+        },
     };
-    let service = LiveService::new(conn);
-    match service.list_clusters().await {
+    let answer = match service.list_clusters().await {
         Ok(clusters) => FleetAnswer::Clusters(clusters),
         Err(e) => from_service_error(e),
+    };
+    if matches!(
+        answer,
+        FleetAnswer::AuthFailed(_) | FleetAnswer::BadConfig(_)
+    ) {
+        session.keep(None);
+    }
+    answer
+}
+
+/// Logs in to the cloud and finds its endpoints; a failure is the cloud's answer.
+async fn connect(
+    cloud: &CloudConfig,
+    options: &ConnectOptions,
+) -> Result<LiveService, FleetAnswer> {
+    match CloudConnection::from_cloud(cloud, options).await {
+        Ok(conn) => Ok(LiveService::new(conn)),
+        Err(ApiError::Auth(why)) => Err(FleetAnswer::AuthFailed(auth_reason(&cloud.name, &why))),
+        Err(ApiError::Config(e)) => Err(FleetAnswer::BadConfig(e.to_string())),
+        Err(ApiError::Transport {
+            url, kind, detail, ..
+        }) => Err(FleetAnswer::Unreachable(transport_reason(
+            &url,
+            &kind.to_string(),
+            &detail,
+        ))),
+        Err(e) => Err(FleetAnswer::Unreachable(e.to_string())),
     }
 }
 
