@@ -35,7 +35,8 @@ fn ts(t: Option<DateTime<Utc>>) -> SortKey {
     SortKey::opt_int(t.map(|t| t.timestamp()))
 }
 
-/// Longest in state first when sorted ascending: the oldest `since` is the biggest time.
+/// Time in state as a number that grows with the time: ascending puts the shortest first
+/// (`45s`, `12m`, `3h`), not the text order; an unknown `since` sorts as no value.
 pub(crate) fn in_state_key(since: Option<DateTime<Utc>>) -> SortKey {
     SortKey::opt_int(since.map(|t| -t.timestamp()))
 }
