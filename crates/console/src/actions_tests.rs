@@ -1269,3 +1269,137 @@ async fn a_heat_control_settles_on_its_stack() {
     let stack = listed.iter().find(|s| s.stack.id == id).expect("listed");
     assert_eq!(stack.status.raw, "CHECK_COMPLETE");
 }
+
+impl H {
+    /// Scales `edge-native` to `to` nodes through the form and its confirmation, and
+    /// returns the operator's answer, not yet applied.
+    async fn accepted_scale(&mut self, to: &str) -> Reply {
+        self.open_edge().await;
+        self.press(KeyCode::Char('c'));
+        self.press(KeyCode::Backspace);
+        self.type_str(to);
+        self.press(KeyCode::Enter);
+        self.pump().await;
+        self.press(KeyCode::Char('y'));
+        for r in self.app.take_requests() {
+            self.worker.submit(r);
+        }
+        let applied = self.rx.recv().await.expect("the scale's answer");
+        assert!(matches!(applied, Reply::ScaleApplied { .. }), "{applied:?}");
+        applied
+    }
+
+    /// A scale of `edge-native` accepted while Heat works on it (UPDATE_IN_PROGRESS).
+    async fn settling_edge(&mut self) {
+        let applied = self.accepted_scale("8").await;
+        self.shape_edge(6, "UPDATE_IN_PROGRESS");
+        self.app.update(Action::Reply(applied));
+        self.pump().await;
+        assert_eq!(self.app.settling().len(), 1);
+    }
+
+    /// The header line as drawn on a `w`x`h` terminal.
+    fn header(&mut self, w: u16, h: u16) -> String {
+        self.render(w, h)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+/// #15 "fresh after actions": the burst of refreshes after an action shows in the header
+/// (what settles, for how long so far) while it runs, named where there is room, unnamed
+/// on 80 columns, left out before the data's age on narrower ones; it goes once Heat is done.
+#[tokio::test]
+async fn the_header_shows_a_settle_burst_until_the_group_settles() {
+    let mut h = H::ops();
+    assert!(!h.header(200, 60).contains("settling"));
+    h.settling_edge().await;
+    h.shape_edge(8, "UPDATE_IN_PROGRESS");
+    h.tick_at(14).await;
+    let wide = h.header(200, 60);
+    assert!(wide.contains("│ settling edge-native/edge 14s │"), "{wide}");
+    let narrow = h.header(80, 24);
+    assert!(narrow.contains("│ data 0s │ settling 14s "), "{narrow}");
+    let middle = h.header(100, 30);
+    assert!(
+        middle.contains("settling edge-native/edge 14s"),
+        "named before the request budget: {middle}"
+    );
+    let cut = h.header(90, 30);
+    assert!(cut.contains("│ settling edge-native/e… 14s "), "{cut}");
+    let narrower = h.header(70, 24);
+    assert!(
+        narrower.contains("data 0s") && !narrower.contains("settling"),
+        "{narrower}"
+    );
+    insta::assert_snapshot!("settling_header_80x24", h.header(80, 24));
+    insta::assert_snapshot!("settling_header_200x60", h.header(200, 60));
+    // Heat is done: the first read that says so ends it on screen.
+    h.shape_edge(8, "UPDATE_COMPLETE");
+    h.tick_at(16).await;
+    let done = h.header(200, 60);
+    assert!(!done.contains("settling"), "{done}");
+    assert!(done.contains("data 0s"), "{done}");
+    // The help's header section says what it means.
+    h.key(KeyAction::Help);
+    h.press(KeyCode::Char('G'));
+    let help = h.render(200, 60);
+    assert!(
+        help.contains("settling x 14s  x re-read every 2 s after an action, until Heat is done"),
+        "{help}"
+    );
+}
+
+/// A group Heat keeps busy longer than the burst's bound: the header counts up to it and
+/// the indicator goes at 120 s, the group still UPDATE_IN_PROGRESS.
+#[tokio::test]
+async fn the_header_drops_a_settle_burst_at_its_bound() {
+    let mut h = H::ops();
+    h.settling_edge().await;
+    h.tick_at(118).await;
+    let before = h.header(200, 60);
+    assert!(
+        before.contains("settling edge-native/edge 1m58s"),
+        "{before}"
+    );
+    h.tick_at(120).await;
+    let after = h.header(200, 60);
+    assert!(!after.contains("settling"), "{after}");
+    assert!(h.app.settling().is_empty(), "{:?}", h.app.settling());
+    let group = h.app.store().nodegroups.values().find_map(|s| {
+        s.data
+            .as_deref()?
+            .iter()
+            .find(|g| g.name == "edge")
+            .map(|g| g.status.raw.clone())
+    });
+    assert_eq!(group.as_deref(), Some("UPDATE_IN_PROGRESS"));
+}
+
+/// A Heat control settles on a stack: the header names the stack, and a second burst
+/// started meanwhile is the one named, the first counted beside it.
+#[tokio::test]
+async fn the_header_names_the_newest_burst_and_counts_the_others() {
+    let mut h = H::ops();
+    h.settling_edge().await;
+    let (id, name) = h.fake.with_data(|d| {
+        d.stacks[0].status = crate::model::Status::parse("CHECK_IN_PROGRESS");
+        (d.stacks[0].stack.id.clone(), d.stacks[0].stack.name.clone())
+    });
+    h.tick_at(3).await;
+    h.app.update(Action::Reply(Reply::ControlApplied {
+        action: "heat.check",
+        target: "stack".into(),
+        stack_id: id,
+        result: Ok(()),
+    }));
+    h.pump().await;
+    h.tick_at(5).await;
+    let header = h.header(200, 60);
+    assert!(
+        header.contains(&format!("│ settling {name} 2s +1 │")),
+        "{header}"
+    );
+}

@@ -7,6 +7,7 @@ use crate::tui::keys::KeyAction;
 use crate::tui::message::COMMANDS;
 use crate::tui::resource_columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
+use crate::tui::state::settle::{cut_name, SettleShown};
 use crate::tui::state::{App, Level, Mode};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -89,6 +90,13 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         }
         segments.push(data);
     }
+    // A burst of refreshes after an action: dropped before the data's age, kept over the
+    // request budget (it is what makes the requests more frequent for a while).
+    let settle = app.settle_shown();
+    let settle_at = segments.len();
+    if let Some(s) = &settle {
+        segments.push(settle_segment(app, s, Some(&s.subject)));
+    }
     let b = app.budget();
     let req_at = segments.len();
     segments.push(requests_segment(app, false));
@@ -140,12 +148,58 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     if width(&spelled) <= left_area.width as usize {
         segments = spelled;
     }
-    while segments.len() > 1 && width(&segments) > left_area.width as usize {
+    let room = left_area.width as usize;
+    while segments.len() > 1 && width(&segments) > room {
+        // The burst's segment, last now, is fitted (its name cut, then left out) before
+        // it goes.
+        if let Some(s) = settle.as_ref().filter(|_| segments.len() == settle_at + 1) {
+            if let Some(fitted) =
+                fit_settle(app, s, room.saturating_sub(width(&segments[..settle_at])))
+            {
+                segments[settle_at] = fitted;
+                break;
+            }
+        }
         segments.pop();
     }
     let spans: Vec<Span> = segments.into_iter().flatten().collect();
     frame.render_widget(Paragraph::new(Line::from(spans)).style(hs), left_area);
     frame.render_widget(Paragraph::new(Line::from(right)).style(hs), right_area);
+}
+
+/// The burst under way (see `state::settle`): ` │ settling edge-native/edge 14s`, ` +1` when
+/// others run besides; without `name`, the subject is left out.
+fn settle_segment(app: &App, s: &SettleShown, name: Option<&str>) -> Vec<Span<'static>> {
+    let hs = app.theme().header();
+    let key = hs.add_modifier(Modifier::BOLD);
+    let mut spans = vec![Span::styled(" │ settling ", hs)];
+    if let Some(name) = name {
+        spans.push(Span::styled(format!("{name} "), key));
+    }
+    spans.push(Span::styled(s.age(), key));
+    if s.others > 0 {
+        spans.push(Span::styled(format!(" +{}", s.others), hs));
+    }
+    spans
+}
+
+/// Fewest characters of a subject's name worth showing (`…` included).
+const SETTLE_NAME_MIN: usize = 6;
+
+/// The burst's segment within `room` columns: named in full, its name cut, or unnamed;
+/// `None` when even that does not fit.
+fn fit_settle(app: &App, s: &SettleShown, room: usize) -> Option<Vec<Span<'static>>> {
+    let width = |seg: &[Span]| -> usize { seg.iter().map(Span::width).sum() };
+    let bare = settle_segment(app, s, None);
+    // The name and the space after it.
+    let name_room = room.saturating_sub(width(&bare) + 1);
+    if name_room >= SETTLE_NAME_MIN {
+        let named = settle_segment(app, s, Some(&cut_name(&s.subject, name_room)));
+        if width(&named) <= room {
+            return Some(named);
+        }
+    }
+    (width(&bare) <= room).then_some(bare)
 }
 
 /// The request budget: requests in flight (of the most allowed at once) and started in
@@ -191,6 +245,10 @@ const HEADER_HELP: &[(&str, &str)] = &[
     (
         "req 0/16 15/50/s",
         "In flight (at most 16 at once) · started in the last second (limit 50/s)",
+    ),
+    (
+        "settling x 14s",
+        "x re-read every 2 s after an action, until Heat is done with it (2 min at most)",
     ),
     (
         "(3 retries)",

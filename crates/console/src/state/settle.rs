@@ -8,7 +8,8 @@
 //! `workers N`, the node group list behind the counts, and whatever the view shows: nodes,
 //! events, tree) until the subject leaves *_IN_PROGRESS, bounded in time. The slots the
 //! views down the navigation stack show are made due too, so going back shows the new
-//! state at once.
+//! state at once. The header says a burst runs (`settling edge-native/edge 14s`): the
+//! numbers on screen are still moving, and the console asks the cloud more often meanwhile.
 
 use super::store::Store;
 use super::App;
@@ -105,10 +106,96 @@ impl Settle {
     }
 }
 
+/// Longest subject name the header gives a burst; longer names are cut with `…`.
+pub const SHOWN_NAME_MAX: usize = 28;
+
+/// What the header shows of the bursts under way: the newest one, named as the operator
+/// knows it, with how long it has run, and how many others run besides it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettleShown {
+    /// `cluster/node group`, or the stack's name; terminal-safe, at most
+    /// [`SHOWN_NAME_MAX`] columns.
+    pub subject: String,
+    /// Seconds since the action was accepted.
+    pub secs: i64,
+    pub others: usize,
+}
+
+impl SettleShown {
+    /// `14s`, `1m05s`: a burst lasts two minutes at most, so minutes alone would be too coarse.
+    pub fn age(&self) -> String {
+        let s = self.secs.max(0);
+        if s < 60 {
+            format!("{s}s")
+        } else {
+            format!("{}m{:02}s", s / 60, s % 60)
+        }
+    }
+}
+
+/// `name` as the header may print it: control characters made visible, at most `max`
+/// characters (the end cut and marked with `…`).
+pub fn cut_name(name: &str, max: usize) -> String {
+    let safe = crate::model::terminal_safe(name);
+    if safe.chars().count() <= max {
+        return safe.into_owned();
+    }
+    let mut out: String = safe.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 impl App {
     /// The bursts under way.
     pub fn settling(&self) -> &[Settle] {
         &self.settling
+    }
+
+    /// The burst the header shows, if one runs at the injected clock: a burst whose subject
+    /// has settled, or past its bound, is not shown even before the next refresh ends it.
+    pub fn settle_shown(&self) -> Option<SettleShown> {
+        let running: Vec<&Settle> = self
+            .settling
+            .iter()
+            .filter(|s| !s.over(&self.store, self.now))
+            .collect();
+        let newest = running.iter().max_by_key(|s| s.started)?;
+        Some(SettleShown {
+            subject: cut_name(&self.subject_name(&newest.subject), SHOWN_NAME_MAX),
+            secs: (self.now - newest.started).num_seconds(),
+            others: running.len() - 1,
+        })
+    }
+
+    /// A subject as the operator knows it: `cluster/node group` (the cluster alone when the
+    /// group is not listed), or the stack's name (its id when no name is known).
+    fn subject_name(&self, subject: &Subject) -> String {
+        match subject {
+            Subject::NodeGroup {
+                cluster,
+                nodegroup_id,
+            } => {
+                let group = self
+                    .store
+                    .nodegroups
+                    .get(&cluster.id)
+                    .and_then(|s| s.data.as_deref())
+                    .and_then(|gs| gs.iter().find(|g| &g.id == nodegroup_id));
+                match group {
+                    Some(g) => format!("{}/{}", cluster.name, g.name),
+                    None => cluster.name.clone(),
+                }
+            }
+            Subject::Stack { id } => self
+                .store
+                .stacks
+                .data
+                .as_deref()
+                .and_then(|ss| ss.iter().find(|s| &s.stack.id == id))
+                .map(|s| s.stack.name.clone())
+                .or_else(|| self.store.stack_names.get(id).cloned())
+                .unwrap_or_else(|| id.clone()),
+        }
     }
 
     /// An action was accepted: re-read what it changes now and settle until the cloud is
@@ -213,5 +300,29 @@ impl App {
             }
         }
         pace
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cut_name, SettleShown};
+
+    #[test]
+    fn names_are_cut_and_made_safe_and_ages_keep_their_seconds() {
+        assert_eq!(cut_name("edge-native/edge", 16), "edge-native/edge");
+        assert_eq!(cut_name("edge-native/edge", 12), "edge-native…");
+        assert!(!cut_name("prod\u{1b}[2J-east", 28).contains('\u{1b}'));
+        let age = |secs| {
+            SettleShown {
+                subject: String::new(),
+                secs,
+                others: 0,
+            }
+            .age()
+        };
+        assert_eq!(
+            [age(0), age(59), age(60), age(119)],
+            ["0s", "59s", "1m00s", "1m59s"]
+        );
     }
 }

@@ -18,11 +18,18 @@
 //! Any update of the group moves its `updated_time`, so a remembered value is never used for
 //! a group that changed. The file is small and bounded; a damaged or oversized one is ignored
 //! (the runs are only slower), never trusted.
+//!
+//! The memory is asked once per settled group per run, and on every nodes refresh in the
+//! console: a handle keeps what it last read or wrote, with the file's stamp (modification
+//! time, length and, on Unix, inode), and reads the file again only when the stamp moved
+//! (another caldera replaced it). Every write replaces the file whole, so a replacement
+//! always has a new inode and a new stamp.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
 
 /// Entries kept (oldest dropped first).
 const MAX_ENTRIES: usize = 512;
@@ -70,20 +77,78 @@ struct Entry {
     at_ms: i64,
 }
 
+/// What tells one version of the file from another without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: Option<SystemTime>,
+    len: u64,
+    /// A replacement is a new file: this tells it apart even within the clock's resolution.
+    #[cfg(unix)]
+    inode: u64,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            modified: meta.modified().ok(),
+            len: meta.len(),
+            #[cfg(unix)]
+            inode: std::os::unix::fs::MetadataExt::ino(meta),
+        }
+    }
+
+    /// The file at `path` now; `None` when there is none (or it cannot be looked at).
+    fn at(path: &Path) -> Option<Stamp> {
+        std::fs::metadata(path).ok().map(|m| Stamp::of(&m))
+    }
+}
+
+/// The file as this handle last read or wrote it.
+#[derive(Debug, Default)]
+struct Cache {
+    /// The entries and the stamp of the file they came from (`None`: no file); `None` until
+    /// the first look.
+    seen: Option<(Option<Stamp>, BTreeMap<String, Entry>)>,
+    /// Times the file was read (what the tests count).
+    reads: u64,
+}
+
+impl Cache {
+    /// The entries of the file at `path` as it is now, read only when its stamp moved.
+    fn current(&mut self, path: &Path) -> &mut BTreeMap<String, Entry> {
+        let now = Stamp::at(path);
+        let (stamp, all) = match self.seen.take() {
+            Some((seen, all)) if seen == now => (seen, all),
+            _ if now.is_none() => (None, BTreeMap::new()),
+            _ => {
+                self.reads += 1;
+                load(path)
+            }
+        };
+        &mut self.seen.insert((stamp, all)).1
+    }
+}
+
 /// The memory, in a file (`$XDG_STATE_HOME/caldera/heat-outputs.json` by default). Cheap to
-/// clone; writes from one process are serialised, and a write replaces the file whole.
+/// clone (the clones share what was read); writes from one process are serialised, and a
+/// write replaces the file whole.
 #[derive(Debug, Clone)]
 pub struct WarmOutputs {
     path: PathBuf,
-    lock: Arc<Mutex<()>>,
+    cache: Arc<Mutex<Cache>>,
 }
 
 impl WarmOutputs {
     pub fn at(path: impl Into<PathBuf>) -> WarmOutputs {
         WarmOutputs {
             path: path.into(),
-            lock: Arc::new(Mutex::new(())),
+            cache: Arc::new(Mutex::new(Cache::default())),
         }
+    }
+
+    /// The cache, held for the whole of a get or a set (the file's I/O included).
+    fn cache(&self) -> MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Next to the journal.
@@ -99,14 +164,14 @@ impl WarmOutputs {
 
     /// What is known of `key`, if anything.
     pub fn get(&self, key: &OutputKey) -> Option<Warmth> {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        read(&self.path).get(&key.flat()).map(|e| e.warmth)
+        let mut cache = self.cache();
+        cache.current(&self.path).get(&key.flat()).map(|e| e.warmth)
     }
 
     /// Records `warmth` for `key`. A failure to write is logged: it costs speed only.
     pub fn set(&self, key: &OutputKey, warmth: Warmth) {
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut all = read(&self.path);
+        let mut cache = self.cache();
+        let mut all = std::mem::take(cache.current(&self.path));
         // Strictly after every entry, so the oldest is well defined within a millisecond.
         let newest = all.values().map(|e| e.at_ms).max().unwrap_or(i64::MIN);
         let at_ms = chrono::Utc::now()
@@ -123,24 +188,56 @@ impl WarmOutputs {
                 None => break,
             };
         }
-        if let Err(e) = write(&self.path, &all) {
-            tracing::info!(
-                "remembering Heat's output cache in {}: {e}",
-                self.path.display()
-            );
-        }
+        cache.seen = match write(&self.path, &all) {
+            // What is on disk now is what this handle holds.
+            Ok(stamp) => Some((Some(stamp), all)),
+            Err(e) => {
+                tracing::info!(
+                    "remembering Heat's output cache in {}: {e}",
+                    self.path.display()
+                );
+                // The file is as it was, or half replaced: the next look reads it.
+                None
+            }
+        };
+    }
+
+    /// Times this handle (and its clones) read the file.
+    #[cfg(test)]
+    fn reads(&self) -> u64 {
+        self.cache().reads
     }
 }
 
-fn read(path: &Path) -> BTreeMap<String, Entry> {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return BTreeMap::new();
+/// The file at `path` with the stamp of what was read (the open file's, so a replacement
+/// during the read is read again next time rather than taken for the old file); a missing,
+/// damaged or oversized file holds nothing.
+fn load(path: &Path) -> (Option<Stamp>, BTreeMap<String, Entry>) {
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::info!("{}: {e}", path.display());
+            }
+            return (None, BTreeMap::new());
+        }
     };
-    if meta.len() > MAX_FILE_BYTES {
+    let stamp = match f.metadata() {
+        Ok(meta) => Stamp::of(&meta),
+        Err(e) => {
+            tracing::info!("{}: {e}", path.display());
+            return (None, BTreeMap::new());
+        }
+    };
+    if stamp.len > MAX_FILE_BYTES {
         tracing::info!("{} is too large; ignored", path.display());
-        return BTreeMap::new();
+        return (Some(stamp), BTreeMap::new());
     }
-    match std::fs::read(path).map(|b| serde_json::from_slice(&b)) {
+    let mut body = Vec::new();
+    let parsed = f
+        .read_to_end(&mut body)
+        .map(|_| serde_json::from_slice(&body));
+    let all = match parsed {
         Ok(Ok(map)) => map,
         Ok(Err(e)) => {
             tracing::info!("{} does not parse ({e}); ignored", path.display());
@@ -150,12 +247,14 @@ fn read(path: &Path) -> BTreeMap<String, Entry> {
             tracing::info!("{}: {e}", path.display());
             BTreeMap::new()
         }
-    }
+    };
+    (Some(stamp), all)
 }
 
 /// Writes the whole map to a temporary file beside `path`, then renames it over `path`: a
-/// reader sees the old file or the new one, never half of one.
-fn write(path: &Path, all: &BTreeMap<String, Entry>) -> std::io::Result<()> {
+/// reader sees the old file or the new one, never half of one. Returns the new file's stamp
+/// (a rename keeps a file's modification time, length and inode).
+fn write(path: &Path, all: &BTreeMap<String, Entry>) -> std::io::Result<Stamp> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -164,7 +263,9 @@ fn write(path: &Path, all: &BTreeMap<String, Entry>) -> std::io::Result<()> {
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(&body)?;
     f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    let stamp = Stamp::of(&f.metadata()?);
+    std::fs::rename(&tmp, path)?;
+    Ok(stamp)
 }
 
 #[cfg(test)]
@@ -214,10 +315,57 @@ mod tests {
         for i in 0..MAX_ENTRIES + 5 {
             m.set(&key(&format!("t{i}")), Warmth::Warm);
         }
-        assert_eq!(read(m.path()).len(), MAX_ENTRIES);
+        assert_eq!(load(m.path()).1.len(), MAX_ENTRIES);
         assert_eq!(
             m.get(&key(&format!("t{}", MAX_ENTRIES + 4))),
             Some(Warmth::Warm)
         );
+    }
+
+    #[test]
+    fn repeated_gets_read_the_file_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("heat-outputs.json");
+        let writer = WarmOutputs::at(&path);
+        writer.set(&key("t1"), Warmth::Warm);
+        writer.set(&key("t2"), Warmth::Requested);
+        // The writer holds what it wrote: it never had to read the file.
+        assert_eq!(writer.get(&key("t1")), Some(Warmth::Warm));
+        assert_eq!(writer.reads(), 0);
+        let reader = WarmOutputs::at(&path);
+        for _ in 0..5 {
+            assert_eq!(reader.get(&key("t1")), Some(Warmth::Warm));
+            assert_eq!(reader.clone().get(&key("t2")), Some(Warmth::Requested));
+        }
+        assert_eq!(reader.reads(), 1);
+        // A set on the file as read does not read it again either.
+        reader.set(&key("t3"), Warmth::Cold);
+        assert_eq!(reader.get(&key("t3")), Some(Warmth::Cold));
+        assert_eq!(reader.reads(), 1);
+    }
+
+    #[test]
+    fn a_file_replaced_by_another_process_is_seen_by_the_next_get() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("heat-outputs.json");
+        let here = WarmOutputs::at(&path);
+        here.set(&key("t1"), Warmth::Warm);
+        assert_eq!(here.get(&key("t1")), Some(Warmth::Warm));
+        // Another caldera (its own handle, its own cache) marks it cold: a file of the same
+        // length, written within the same clock tick perhaps.
+        let there = WarmOutputs::at(&path);
+        there.set(&key("t1"), Warmth::Cold);
+        assert_eq!(here.get(&key("t1")), Some(Warmth::Cold));
+        assert_eq!(here.reads(), 1);
+        // Replaced by hand with a damaged file: ignored, then a good one is seen again.
+        std::fs::write(dir.path().join("next"), b"{\"torn").unwrap();
+        std::fs::rename(dir.path().join("next"), &path).unwrap();
+        assert_eq!(here.get(&key("t1")), None);
+        there.set(&key("t2"), Warmth::Missed);
+        assert_eq!(here.get(&key("t2")), Some(Warmth::Missed));
+        assert_eq!(here.reads(), 3);
+        // The file removed: nothing is known.
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(here.get(&key("t2")), None);
     }
 }
