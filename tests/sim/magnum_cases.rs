@@ -1,6 +1,6 @@
 use crate::common::{fast, Api};
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -541,5 +541,57 @@ async fn a_heat_update_of_the_cluster_stack_updates_no_unchanged_member() {
         .body;
     assert_eq!(masters["node_count"], 1);
     assert_eq!(masters["image_id"], "fedora-coreos-39");
+    api.h.shutdown().await;
+}
+
+/// A Magnum member's server takes its port (`networks: [{port: {get_resource:
+/// kube_minion_eth0}}]`), so Heat creates the port first: in each member stack the port is
+/// CREATE_COMPLETE before the server is CREATE_IN_PROGRESS.
+#[tokio::test]
+async fn a_magnum_member_makes_its_port_before_its_server() {
+    let api = Api::start(fast("small")).await;
+    let stack_id = api
+        .mget("/clusters/small/nodegroups/default-worker")
+        .await
+        .body["stack_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = api.stack_path(&stack_id).await;
+    let events = api
+        .all_events(&path, "&nested_depth=3&sort_dir=asc", 500)
+        .await;
+    // Each event's own stack, from its `stack` link.
+    let stack_of = |e: &Value| -> String {
+        e["links"]
+            .as_array()
+            .and_then(|l| l.iter().find(|l| l["rel"] == "stack"))
+            .and_then(|l| l["href"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut checked = 0;
+    let stacks: std::collections::BTreeSet<String> = events.iter().map(stack_of).collect();
+    for stack in stacks {
+        let at = |resource: &str, status: &str| {
+            events.iter().position(|e| {
+                stack_of(e) == stack
+                    && e["resource_name"] == resource
+                    && e["resource_status"] == status
+            })
+        };
+        let (Some(port), Some(server)) = (
+            at("kube_minion_eth0", "CREATE_COMPLETE"),
+            at("kube-minion", "CREATE_IN_PROGRESS"),
+        ) else {
+            continue;
+        };
+        assert!(
+            port < server,
+            "port {port} after server {server} in {stack}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 2, "members checked: {checked}");
     api.h.shutdown().await;
 }

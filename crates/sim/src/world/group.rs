@@ -121,6 +121,12 @@ impl Layout {
             Layout::MagnumMinions => ("kube_minion_eth0", "OS::Neutron::Port"),
         }
     }
+    /// Whether Heat makes the address resource before the server: Magnum's server takes its
+    /// port (`networks: [{port: {get_resource: kube_minion_eth0}}]`), so the port comes
+    /// first; caldera's address is a Value reading the server's networks, so it comes after.
+    pub fn address_first(self) -> bool {
+        !matches!(self, Layout::Caldera)
+    }
     /// The member resource's type in the group's nested stack.
     pub fn member_type(self) -> &'static str {
         match self {
@@ -751,7 +757,11 @@ fn run(w: &mut World, g: usize, i: u32, action: Action) {
     let ip = Status::new(action, State::InProgress);
     w.set_resource_status(rg, &name, ip, STATE_CHANGED);
     w.set_stack_status(mstack, ip, started(action));
-    w.set_resource_status(mstack, w.groups[g].layout.server(), ip, STATE_CHANGED);
+    let layout = w.groups[g].layout;
+    if action == Action::Create && layout.address_first() {
+        create_address(w, mstack, layout);
+    }
+    w.set_resource_status(mstack, layout.server(), ip, STATE_CHANGED);
     let replace = action == Action::Update && replaces_machines(w, g);
     if replace {
         start_replacement(w, g, i);
@@ -776,6 +786,15 @@ fn run(w: &mut World, g: usize, i: u32, action: Action) {
         m.phase = Phase::Running { action, due };
         m.since_ms = now;
     }
+}
+
+/// The member's address resource goes through its create (a port or a Value: instant).
+fn create_address(w: &mut World, mstack: usize, layout: Layout) {
+    let address = layout.address().0;
+    let ip = Status::new(Action::Create, State::InProgress);
+    w.set_resource_status(mstack, address, ip, STATE_CHANGED);
+    let done = Status::new(Action::Create, State::Complete);
+    w.set_resource_status(mstack, address, done, STATE_CHANGED);
 }
 
 /// The node group stack's `action_wait_secs` parameter in ms, when set and positive.
@@ -851,14 +870,9 @@ fn finish(w: &mut World, g: usize, i: u32, action: Action) {
     adopt_replacement(w, g, i);
     let done = Status::new(action, State::Complete);
     w.set_resource_status(mstack, w.groups[g].layout.server(), done, STATE_CHANGED);
-    if action == Action::Create {
-        w.set_resource_status(
-            mstack,
-            w.groups[g].layout.address().0,
-            Status::new(Action::Create, State::InProgress),
-            STATE_CHANGED,
-        );
-        w.set_resource_status(mstack, w.groups[g].layout.address().0, done, STATE_CHANGED);
+    let layout = w.groups[g].layout;
+    if action == Action::Create && !layout.address_first() {
+        create_address(w, mstack, layout);
     }
     w.set_stack_status(mstack, done, completed(action));
     w.set_resource_status(rg, &name, done, STATE_CHANGED);
