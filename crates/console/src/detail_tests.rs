@@ -433,6 +433,8 @@ async fn tab_gives_the_dashboard_tail_the_keys_and_enter_opens_an_event() {
     h.key(KeyAction::Back);
     h.press(KeyCode::Char('k'));
     h.press(KeyCode::Up);
+    // A picked event stays put as new ones come: the tail says it scrolls.
+    assert!(h.render(120, 40).contains("Events [SCROLL rel]"));
     h.press(KeyCode::Enter);
     let third = &tail[tail.len() - 3];
     assert!(

@@ -242,6 +242,9 @@ pub fn draw(
         .map(|s| s.id)
         .collect();
     let focused = view.tail_pick.focused;
+    // A picked event stays selected as new ones come: the tail scrolls, it does not follow.
+    let mut badges = view.tail;
+    badges.follow &= !(focused && view.tail_pick.event.is_some());
     // The tail with the keys has its border in the accent colour, as a focused table has.
     let (border, pick_hint) = match focused {
         true => (
@@ -255,7 +258,7 @@ pub fn draw(
         .border_style(border)
         .title(Line::from(vec![
             Span::styled(
-                format!(" Events {} ", tail_badges(app, &view.tail)),
+                format!(" Events {} ", tail_badges(app, &badges)),
                 th.title(),
             ),
             Span::styled(pick_hint, th.muted()),
