@@ -50,9 +50,10 @@ impl Dashboard<'_> {
         let Some(at) = dashboard::picked(&tail, app.view().tail_pick.event.as_ref()) else {
             return;
         };
-        let to = at.saturating_add_signed(by).min(tail.len() - 1);
-        let (log, e) = tail[to];
-        let event = Some((log.to_string(), e.id.clone()));
+        let to = at
+            .saturating_add_signed(by)
+            .min(tail.len().saturating_sub(1));
+        let event = tail.get(to).map(|(log, e)| (log.to_string(), e.id.clone()));
         app.view_mut().tail_pick.event = event;
     }
 
@@ -61,7 +62,7 @@ impl Dashboard<'_> {
         let cluster = app.store().current_cluster(self.cluster);
         let tail = dashboard::whole_tail(app, app.store(), cluster);
         let at = dashboard::picked(&tail, app.view().tail_pick.event.as_ref())?;
-        let (log, e) = tail[at];
+        let &(log, e) = tail.get(at)?;
         let stack = StackTarget {
             id: log.to_string(),
             name: None,
