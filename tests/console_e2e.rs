@@ -537,6 +537,86 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
     c.assert_restored();
 }
 
+/// The detail views of #15 from the keys, on the demo's failed cluster (`batch-jobs`, one
+/// server Nova could not place): an event picked in the dashboard's tail (`tab`, then the
+/// table keys and Enter) with its whole reason, which the tail cuts; the ResourceGroup's own
+/// `resource show` (`D`, where Enter drills into its nested stack) with its physical id;
+/// the stack detail (`i`) with a parameter; the outputs (`O`) with an output key.
+#[test]
+fn detail_views_from_the_tail_and_the_tree_120x40() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Console::start(120, 40);
+    clusters_shown(&mut c);
+    c.press("/batch-jobs", "the filter line", |s| s.has("/batch-jobs"));
+    c.press(ENTER, "the list filtered to batch-jobs", |s| {
+        counter(s, "Clusters") == Some((1, 6))
+    });
+    c.press(ENTER, "batch-jobs' dashboard", |s| {
+        s.has_all(&["Node groups of batch-jobs", "Events ["])
+    });
+    // Faults only: the tail's failed events; the oldest is the server's own.
+    c.press("F", "the failed events", |s| {
+        s.has("FAULTS ONLY") && s.line_with("kube_minions > 5 > kube-minion").is_some()
+    });
+    c.press(TAB, "the tail has the keys", |s| {
+        s.has("enter: event · tab: groups")
+    });
+    let uuid =
+        Regex::new(r"Physical id  [0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+            .expect("regex");
+    c.press(
+        &format!("g{ENTER}"),
+        "the server's failed event, whole",
+        |s| {
+            s.has_all(&[
+                "Event of kube_minions > 5 > kube-minion",
+                "Status       CREATE_FAILED",
+                "Went to status ERROR due to",
+                // The end of the reason, which the tail's line cuts at 120 columns.
+                "There are not enough hosts available., Code: 500",
+            ]) && uuid.is_match(&s.text)
+        },
+    );
+    c.press(ESC, "back to the dashboard, the tail still picking", |s| {
+        s.has("enter: event · tab: groups")
+    });
+    // Two presses: ESC and a letter sent together read as alt-letter.
+    c.press(ESC, "the keys back to the node groups", |s| {
+        s.has("Events [") && !s.has("enter: event")
+    });
+    c.press("F", "all the events again", |s| !s.has("FAULTS ONLY"));
+    c.press("t", "batch-jobs' tree", |s| {
+        s.has_all(&["Resources of batch-", "kube_minions", "D describe"])
+    });
+    c.press("/kube_minions", "the filter line", |s| {
+        s.has("/kube_minions")
+    });
+    c.press(ENTER, "the ResourceGroup alone", |s| {
+        counter(s, "Resources of batch-").is_some_and(|(shown, _)| shown == 1)
+    });
+    c.press("D", "the ResourceGroup's resource show", |s| {
+        s.has_all(&[
+            "Resource kube_minions of batch-",
+            "Type         OS::Heat::ResourceGroup",
+            "Status       CREATE_FAILED",
+            "Attributes (",
+            "Events (latest",
+        ]) && uuid.is_match(&s.text)
+    });
+    c.press(ESC, "back to the tree", |s| s.has("Resources of batch-"));
+    c.press("i", "the stack detail", |s| {
+        s.has_all(&["Parameters (", "kube_tag     v1.29.4"])
+    });
+    c.press(ESC, "back to the tree", |s| s.has("Resources of batch-"));
+    c.press("O", "the outputs", |s| {
+        s.has_all(&["Outputs of batch-", "api_address", "kube_minions_private"])
+    });
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status}");
+    c.assert_restored();
+}
+
 /// Standard base64 (with padding), to find the OSC 52 sequence the console should write.
 fn base64(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

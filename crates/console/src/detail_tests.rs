@@ -331,3 +331,140 @@ fn hostile_names_are_escaped_in_the_breadcrumbs() {
         assert!(!crumb.contains('\u{1b}'), "{crumb}");
     }
 }
+
+/// #15: Enter on a ResourceGroup drills into its nested stack, so its own `resource show`
+/// was out of reach; `D` (the key table's describe) opens it for any tree row.
+#[tokio::test]
+async fn d_describes_a_resource_group_where_enter_drills_in() {
+    let mut h = Harness::demo(10);
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Tree);
+    h.settle().await;
+    h.render(120, 40);
+    let ViewKind::Tree { stack, .. } = h.app.view().kind.clone() else {
+        panic!("t opened {:?}", h.app.view().kind);
+    };
+    let owner = h.app.store().trees[&stack.id]
+        .data
+        .as_ref()
+        .expect("tree")
+        .rows[0]
+        .resource
+        .clone();
+    assert!(owner.nested.is_some(), "{owner:?}");
+    let physical = owner.physical_id.clone().expect("created");
+    h.fake.with_data(|d| {
+        let refs = ("refs".to_string(), "[\"0\", \"1\"]".to_string());
+        let extras = (vec![refs], String::new());
+        d.resource_extras
+            .insert((stack.id.clone(), owner.name.clone()), extras);
+    });
+    // The key as typed, through the key table.
+    h.press(KeyCode::Char('D'));
+    assert!(
+        matches!(&h.app.view().kind,
+            ViewKind::Resource { stack: s, resource } if s.id == stack.id && *resource == owner.name),
+        "{:?}",
+        h.app.view().kind
+    );
+    h.settle().await;
+    let screen = h.render(120, 40);
+    for part in [
+        owner.resource_type.as_str(),
+        physical.as_str(),
+        owner.status.raw.as_str(),
+        "Attributes (1)",
+        "refs",
+    ] {
+        assert!(screen.contains(part), "{part}\n{screen}");
+    }
+    // Enter on the same row still drills into the nested stack.
+    h.key(KeyAction::Back);
+    h.press(KeyCode::Enter);
+    assert!(
+        matches!(&h.app.view().kind, ViewKind::Tree { stack: s, .. } if Some(&s.id) == owner.nested.as_ref().map(|n| &n.id)),
+        "{:?}",
+        h.app.view().kind
+    );
+    // The footer offers it in the tree, the help explains it.
+    h.key(KeyAction::Back);
+    assert!(h.render(120, 40).contains("D describe"));
+    h.press(KeyCode::Char('?'));
+    assert!(h.render(200, 60).contains("Describe the selected resource"));
+}
+
+/// The events of the dashboard's tail, oldest first (the tail's own order).
+fn dashboard_tail(h: &Harness) -> Vec<StackEvent> {
+    let ViewKind::Dashboard { cluster } = &h.app.view().kind else {
+        panic!("not the dashboard: {:?}", h.app.view().kind);
+    };
+    crate::tui::draw::dashboard::whole_tail(&h.app, h.app.store(), cluster)
+        .into_iter()
+        .map(|(_, e)| e.clone())
+        .collect()
+}
+
+/// #15: the dashboard's tail had no rows to select. `tab` gives it the keys, the table keys
+/// move a selection in it, Enter opens the selected event whole; Esc (or `tab`) gives the
+/// keys back to the node groups, where Enter opens the nodes as before.
+#[tokio::test]
+async fn tab_gives_the_dashboard_tail_the_keys_and_enter_opens_an_event() {
+    let mut h = Harness::demo(10);
+    h.open_prod().await;
+    let tail = dashboard_tail(&h);
+    assert!(tail.len() >= 3, "{tail:?}");
+    h.press(KeyCode::Tab);
+    assert!(h.app.view().tail_pick.focused);
+    let screen = h.render(120, 40);
+    assert!(screen.contains("enter: event · tab: groups"), "{screen}");
+    insta::assert_snapshot!("dashboard_tail_focused_120x40", screen);
+    // Enter: the newest event.
+    h.press(KeyCode::Enter);
+    let newest = tail.last().expect("events");
+    assert!(
+        matches!(&h.app.view().kind, ViewKind::Event { event, .. } if event == newest),
+        "{:?}",
+        h.app.view().kind
+    );
+    let screen = h.render(120, 40);
+    assert!(screen.contains(&newest.id), "{screen}");
+    // Back on the dashboard the tail still has the keys: two up, Enter, the third newest.
+    h.key(KeyAction::Back);
+    h.press(KeyCode::Char('k'));
+    h.press(KeyCode::Up);
+    // A picked event stays put as new ones come: the tail says it scrolls.
+    assert!(h.render(120, 40).contains("Events [SCROLL rel]"));
+    h.press(KeyCode::Enter);
+    let third = &tail[tail.len() - 3];
+    assert!(
+        matches!(&h.app.view().kind, ViewKind::Event { event, .. } if event == third),
+        "{:?}",
+        h.app.view().kind
+    );
+    h.key(KeyAction::Back);
+    // `y` copies the selected event's id.
+    assert_eq!(
+        h.app.yank_text(crate::tui::state::yank::Yank::Id),
+        Some(("event id", third.id.clone()))
+    );
+    // Top, then `G`: the oldest, then the newest again.
+    h.press(KeyCode::Char('g'));
+    h.press(KeyCode::Enter);
+    assert!(matches!(&h.app.view().kind, ViewKind::Event { event, .. } if event == &tail[0]));
+    h.key(KeyAction::Back);
+    h.press(KeyCode::Char('G'));
+    h.press(KeyCode::Enter);
+    assert!(matches!(&h.app.view().kind, ViewKind::Event { event, .. } if event == newest));
+    h.key(KeyAction::Back);
+    // Esc gives the keys back without leaving; Enter then opens the nodes, as before.
+    h.press(KeyCode::Esc);
+    assert!(!h.app.view().tail_pick.focused);
+    assert!(matches!(h.app.view().kind, ViewKind::Dashboard { .. }));
+    h.press(KeyCode::Enter);
+    assert!(
+        matches!(h.app.view().kind, ViewKind::Nodes { .. }),
+        "{:?}",
+        h.app.view().kind
+    );
+}

@@ -14,6 +14,10 @@ use std::fmt;
 pub enum KeyContext {
     Global,
     Table,
+    /// The dashboard's panes (the node groups, the event tail).
+    Dashboard,
+    /// The rows of the stack tree.
+    Tree,
     Events,
     Nodes,
     /// Actions on a node group (node groups, dashboard, nodes).
@@ -38,6 +42,7 @@ pub enum KeyContext {
 pub const TABLE_VIEW: &[KeyContext] = &[KeyContext::Table];
 pub const NODEGROUPS_VIEW: &[KeyContext] = &[KeyContext::NodeGroups, KeyContext::Table];
 pub const DASHBOARD_VIEW: &[KeyContext] = &[
+    KeyContext::Dashboard,
     KeyContext::NodeGroups,
     KeyContext::Events,
     KeyContext::Nodes,
@@ -54,6 +59,7 @@ pub const ROLLOUT_VIEW: &[KeyContext] = &[KeyContext::Rollout, KeyContext::Table
 pub const JOURNAL_VIEW: &[KeyContext] = &[KeyContext::Journal, KeyContext::Table];
 pub const STACKS_VIEW: &[KeyContext] = &[KeyContext::HeatStack, KeyContext::Table];
 pub const TREE_VIEW: &[KeyContext] = &[
+    KeyContext::Tree,
     KeyContext::HeatResource,
     KeyContext::HeatStack,
     KeyContext::Table,
@@ -94,6 +100,8 @@ impl KeyContext {
         match self {
             KeyContext::Global => "Global",
             KeyContext::Table => "Tables",
+            KeyContext::Dashboard => "Dashboard",
+            KeyContext::Tree => "Stack tree",
             KeyContext::Events => "Event tail",
             KeyContext::Nodes => "Nodes",
             KeyContext::NodeGroups => "Node group actions",
@@ -125,6 +133,10 @@ pub enum KeyAction {
     Tree,
     Outputs,
     StackDetail,
+    /// Give the dashboard's event tail the keys, or give them back to the node groups.
+    FocusTail,
+    /// The selected tree resource's own `resource show`, whatever it is.
+    Describe,
     Up,
     Down,
     PageUp,
@@ -473,6 +485,22 @@ const DEFAULTS: &[Default5] = &[
         &["i"],
         "Stack detail: status, parameters, outputs, tags, template",
         None,
+    ),
+    (
+        KeyAction::FocusTail,
+        "focus_tail",
+        KeyContext::Dashboard,
+        &["tab"],
+        "Give the keys to the event tail, or back to the node groups (enter: event whole)",
+        Some("pick event"),
+    ),
+    (
+        KeyAction::Describe,
+        "describe",
+        KeyContext::Tree,
+        &["D"],
+        "Describe the selected resource (resource show), nested stack owners included",
+        Some("describe"),
     ),
     (
         KeyAction::Up,
@@ -1009,6 +1037,8 @@ impl KeyMap {
         for ctx in [
             KeyContext::Global,
             KeyContext::Table,
+            KeyContext::Dashboard,
+            KeyContext::Tree,
             KeyContext::Nodes,
             KeyContext::Events,
             KeyContext::NodeGroups,

@@ -183,7 +183,8 @@ impl CellState {
         match self {
             CellState::Complete => '█',
             CellState::InProgress => '▓',
-            CellState::Paused => '▒',
+            // The tree's hook marker (`‖ pre-update`): a held member waits, it is not old.
+            CellState::Paused => '‖',
             CellState::Failed => 'X',
             CellState::Unknown => '░',
             CellState::Old => '▒',

@@ -52,26 +52,61 @@ fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
 fn merged_tail<'a>(
     app: &App,
     store: &'a Store,
-    ids: &'a [String],
+    ids: &[String],
     n: usize,
 ) -> Vec<(&'a str, &'a StackEvent)> {
     let mut out: Vec<(&str, &StackEvent)> = Vec::new();
-    for id in ids {
-        if let Some(log) = store.events.get(id) {
-            let start = log.events.len().saturating_sub(n);
-            out.extend(
-                log.events[start..]
-                    .iter()
-                    .filter(|e| !app.faults_only() || e.status.is_failed())
-                    .map(|e| (id.as_str(), e)),
-            );
-        }
+    for (id, log) in ids.iter().filter_map(|id| store.events.get_key_value(id)) {
+        let start = log.events.len().saturating_sub(n);
+        out.extend(
+            log.events[start..]
+                .iter()
+                .filter(|e| !app.faults_only() || e.status.is_failed())
+                .map(|e| (id.as_str(), e)),
+        );
     }
     // Stable on time alone: each log is in Heat's order, which within a second is the only
     // record of which event came first (the ids are random UUIDs).
     out.sort_by_key(|(_, e)| e.time);
     let start = out.len().saturating_sub(n);
     out.split_off(start)
+}
+
+/// Every event of the dashboard's tail, oldest first, with the id of its log's stack: what
+/// the tail's selection moves over (`views::dashboard`).
+pub fn whole_tail<'a>(
+    app: &App,
+    store: &'a Store,
+    cluster: &Cluster,
+) -> Vec<(&'a str, &'a StackEvent)> {
+    let groups = store
+        .nodegroups
+        .get(&cluster.id)
+        .and_then(|s| s.data.as_deref())
+        .unwrap_or_default();
+    let ids: Vec<String> = dashboard_stacks(cluster, groups)
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    merged_tail(app, store, &ids, usize::MAX)
+}
+
+/// The position of the selected event in `tail` (the newest when none is picked, or when
+/// the picked one left the tail: faults only, or the log moved on).
+pub fn picked(tail: &[(&str, &StackEvent)], pick: Option<&(String, String)>) -> Option<usize> {
+    let found = pick.and_then(|(log, id)| {
+        tail.iter()
+            .position(|(l, e)| *l == log.as_str() && &e.id == id)
+    });
+    found.or(tail.len().checked_sub(1))
+}
+
+/// The `n` lines of the tail shown while its selection is at `at` of `len`: the newest
+/// when the selection is among them, else a window that starts at the selection.
+fn window(len: usize, n: usize, at: usize) -> std::ops::Range<usize> {
+    let newest = len.saturating_sub(n);
+    let start = at.min(newest);
+    start..(start + n).min(len)
 }
 
 /// `store` holds what the dashboard composes: the node groups, their nodes and the events
@@ -125,7 +160,7 @@ pub fn draw(
         store.nodegroups.get(&cluster.id),
         frame,
         ng_area,
-        true,
+        !view.tail_pick.focused,
     );
 
     // Heat map over all node groups.
@@ -206,13 +241,28 @@ pub fn draw(
         .into_iter()
         .map(|s| s.id)
         .collect();
+    let focused = view.tail_pick.focused;
+    // A picked event stays selected as new ones come: the tail scrolls, it does not follow.
+    let mut badges = view.tail;
+    badges.follow &= !(focused && view.tail_pick.event.is_some());
+    // The tail with the keys has its border in the accent colour, as a focused table has.
+    let (border, pick_hint) = match focused {
+        true => (
+            Style::default().fg(th.accent),
+            "enter: event · tab: groups ",
+        ),
+        false => (th.border(), ""),
+    };
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(th.border())
-        .title(Span::styled(
-            format!(" Events {} ", tail_badges(app, &view.tail)),
-            th.title(),
-        ));
+        .border_style(border)
+        .title(Line::from(vec![
+            Span::styled(
+                format!(" Events {} ", tail_badges(app, &badges)),
+                th.title(),
+            ),
+            Span::styled(pick_hint, th.muted()),
+        ]));
     let inner = block.inner(tail_area);
     let errors: Vec<String> = ids
         .iter()
@@ -227,7 +277,14 @@ pub fn draw(
     }
     let n = (inner.height as usize).saturating_sub(lines.len());
     let ctx = app.row_ctx();
-    let tail = merged_tail(app, store, &ids, n);
+    // With the keys, the whole tail: the selection may be above the newest lines.
+    let mut tail = merged_tail(app, store, &ids, if focused { usize::MAX } else { n });
+    let mut selected = None;
+    if let Some(at) = picked(&tail, view.tail_pick.event.as_ref()).filter(|_| focused) {
+        let shown = window(tail.len(), n, at);
+        selected = Some(at - shown.start);
+        tail = tail.drain(shown).collect();
+    }
     if tail.is_empty() && errors.is_empty() {
         lines.push(Line::from(Span::styled(
             "No events yet.",
@@ -243,9 +300,12 @@ pub fn draw(
             _ => cluster.name.clone(),
         }
     };
-    lines.extend(
-        tail.into_iter()
-            .map(|(log, e)| event_line(e, &ctx, Some(&source(log)))),
-    );
+    lines.extend(tail.into_iter().enumerate().map(|(i, (log, e))| {
+        let line = event_line(e, &ctx, Some(&source(log)));
+        match selected == Some(i) {
+            true => line.patch_style(th.selected()),
+            false => line,
+        }
+    }));
     frame.render_widget(Paragraph::new(lines).block(block), tail_area);
 }

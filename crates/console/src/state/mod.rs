@@ -432,6 +432,11 @@ impl App {
         if (self.views.on_key)(self, k) {
             return;
         }
+        // So are the keys a view answers itself.
+        let kind = self.view().kind.clone();
+        if self.screen_of(&kind).own_key(self, k) {
+            return;
+        }
         match k {
             KeyAction::Quit => self.request_quit(),
             KeyAction::Suspend => self.should_suspend = true,
@@ -480,6 +485,8 @@ impl App {
             KeyAction::HeatMarkUnhealthy => self.heat_mark_unhealthy(),
             // Handled by the views' registry above.
             KeyAction::Outputs | KeyAction::StackDetail => {}
+            // The views' own keys (`Screen::own_key`); nothing elsewhere.
+            KeyAction::FocusTail | KeyAction::Describe => {}
             KeyAction::Yank => self.yank(yank::Yank::Id),
             KeyAction::YankName => self.yank(yank::Yank::Name),
             // Read by the open dialog (`on_dialog_key`); nothing to do outside one.

@@ -89,6 +89,12 @@ pub trait Screen {
     /// Enter (the default opens nothing).
     fn open(&self, _app: &mut App) {}
 
+    /// A key the view answers itself, before the state's own handling (`D` on a tree row,
+    /// the keys of the dashboard's event tail while it has them): whether it took the key.
+    fn own_key(&self, _app: &mut App, _action: KeyAction) -> bool {
+        false
+    }
+
     /// Draw the view's body.
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect);
 

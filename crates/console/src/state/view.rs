@@ -83,6 +83,18 @@ impl Default for TailOptions {
     }
 }
 
+/// The dashboard's event tail as a list the keys move in: `tab` gives it the keys (k9s-like
+/// pane focus), the table keys then move in it, Enter opens the selected event whole, and
+/// `tab` or Esc give the keys back to the node groups.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TailPick {
+    /// Whether the tail has the keys (else the node group table has them).
+    pub focused: bool,
+    /// The selected event: the id of the stack whose log holds it, and its id. `None` is
+    /// the newest event, whichever it is when the tail moves on.
+    pub event: Option<(String, String)>,
+}
+
 #[derive(Debug, Clone)]
 pub struct View {
     pub kind: ViewKind,
@@ -90,6 +102,8 @@ pub struct View {
     pub table: TableState,
     pub tail: TailOptions,
     pub show_heat_map: bool,
+    /// The dashboard's tail selection (see [`TailPick`]).
+    pub tail_pick: TailPick,
     /// Lines scrolled down in a text view (the node detail).
     pub scroll: usize,
 }
@@ -101,6 +115,7 @@ impl View {
             table: TableState::default(),
             tail: TailOptions::default(),
             show_heat_map: true,
+            tail_pick: TailPick::default(),
             scroll: 0,
         }
     }

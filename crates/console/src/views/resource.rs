@@ -1,5 +1,5 @@
 //! One resource of a stack (Enter on a tree resource that is neither a nested stack nor a
-//! Nova server): `openstack stack resource show` with its attributes, then its metadata and
+//! Nova server, `D` on any tree resource): `openstack stack resource show` with its attributes, then its metadata and
 //! its own latest events, newest first. The status reason is shown whole, wrapped: it is the
 //! line that says why a resource failed ("Went to status ERROR due to ..."), and a cut
 //! reason is what sent operators through four more views. A text view that scrolls.

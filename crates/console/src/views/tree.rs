@@ -1,10 +1,13 @@
 //! A stack's resource tree with the why-stuck analysis: Enter opens a nested stack, a
-//! server resource's Nova server, or any other resource's detail (`views::resource`).
+//! server resource's Nova server, or any other resource's detail (`views::resource`). `D`
+//! (k9s's describe) opens the detail of any resource, the ones Enter drills through
+//! included: a ResourceGroup's or a member's `resource show` says why Heat failed it, which
+//! the nested stack's own status does not always repeat.
 
 use super::{Plan, Rows, Screen, Table};
 use crate::model::{NodeKey, ServerTarget, StackResource};
 use crate::tui::draw::tree;
-use crate::tui::keys::{self, KeyContext};
+use crate::tui::keys::{self, KeyAction, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store, TreeRow};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::Yank;
@@ -50,6 +53,25 @@ impl Tree<'_> {
             member_stack: r.owner.as_ref().map(|o| o.id.clone()),
             group_stack: None,
         })
+    }
+
+    /// The detail of resource `r`, asked of the stack that owns it (a member's nested
+    /// stack for a row of a nested stack shown inline).
+    fn resource_view(&self, r: &StackResource) -> ViewKind {
+        ViewKind::Resource {
+            stack: r
+                .owner
+                .as_ref()
+                .map_or_else(|| self.stack.clone(), StackTarget::from_ref),
+            resource: r.name.clone(),
+        }
+    }
+
+    fn selected<'s>(&self, app: &'s App) -> Option<&'s StackResource> {
+        app.view()
+            .table
+            .selected(rows(app.store(), &self.stack.id))
+            .map(|r| &r.resource)
     }
 }
 
@@ -125,12 +147,20 @@ impl Screen for Tree<'_> {
         Some(self.stack.clone())
     }
 
+    /// `D`: the selected resource's own detail, whatever Enter would open.
+    fn own_key(&self, app: &mut App, action: KeyAction) -> bool {
+        if action != KeyAction::Describe {
+            return false;
+        }
+        match self.selected(app).map(|r| self.resource_view(r)) {
+            Some(kind) => app.push(kind),
+            None => app.set_status(Level::Info, "no resource selected"),
+        }
+        true
+    }
+
     fn open(&self, app: &mut App) {
-        let selected = app
-            .view()
-            .table
-            .selected(rows(app.store(), &self.stack.id))
-            .map(|r| &r.resource);
+        let selected = self.selected(app);
         let server = selected.and_then(|r| self.server_of(r));
         match (selected.and_then(|r| r.nested.clone()), server) {
             (Some(nested), _) => app.push(ViewKind::Tree {
@@ -140,13 +170,7 @@ impl Screen for Tree<'_> {
             (None, Some(target)) => app.push(ViewKind::Server { target }),
             (None, None) => match selected {
                 // Any other resource: its own detail, asked of the stack that owns it.
-                Some(r) => app.push(ViewKind::Resource {
-                    stack: r
-                        .owner
-                        .as_ref()
-                        .map_or_else(|| self.stack.clone(), StackTarget::from_ref),
-                    resource: r.name.clone(),
-                }),
+                Some(r) => app.push(self.resource_view(r)),
                 None => app.set_status(Level::Info, "no resource selected"),
             },
         }

@@ -171,19 +171,14 @@ impl HeatMap<'_> {
 }
 
 fn group_note(g: &HeatGroup) -> String {
-    let failed = g.states.iter().filter(|s| **s == CellState::Failed).count();
-    // By image, the nodes held on a hook are among the old ones, drawn with the same glyph.
-    let paused = g
-        .states
-        .iter()
-        .filter(|s| matches!(s, CellState::Paused | CellState::Old))
-        .count();
     let mut note = format!("{}", g.states.len());
-    if failed > 0 {
-        note.push_str(&format!(" {failed}{}", CellState::Failed.glyph()));
-    }
-    if paused > 0 {
-        note.push_str(&format!(" {paused}{}", CellState::Paused.glyph()));
+    // Each count with the glyph of its cells: by image a member held on a hook is old (it
+    // is drawn `▒`, counted old); by status it is held (drawn and counted `‖`).
+    for s in [CellState::Failed, CellState::Paused, CellState::Old] {
+        let n = g.states.iter().filter(|c| **c == s).count();
+        if n > 0 {
+            note.push_str(&format!(" {n}{}", s.glyph()));
+        }
     }
     note
 }
@@ -306,6 +301,55 @@ impl HeatMap<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #15: `▒` meant "old image" on the map and "paused on hook" in the counts beside it.
+    /// A held member now has the tree's hook marker, in its cells, its group's note and the
+    /// counts' legend alike; old stays `▒`.
+    #[test]
+    fn held_members_have_the_hook_marker_not_the_old_glyph() {
+        assert_eq!(CellState::Paused.glyph(), '‖');
+        let legends = [
+            CellState::Complete,
+            CellState::InProgress,
+            CellState::Failed,
+            CellState::Unknown,
+            CellState::Old,
+            CellState::Updating,
+            CellState::New,
+        ];
+        assert!(legends.iter().all(|s| s.glyph() != '‖'));
+        // By status: two held, one failed, one done, drawn at one node per cell.
+        let g = vec![HeatGroup {
+            label: "w".into(),
+            states: vec![
+                CellState::Paused,
+                CellState::Failed,
+                CellState::Paused,
+                CellState::Complete,
+            ],
+            selected: None,
+        }];
+        assert_eq!(group_note(&g[0]), "4 1X 2‖");
+        let theme = Theme::default_theme();
+        let area = Rect::new(0, 0, 30, 2);
+        let mut buf = Buffer::empty(area);
+        HeatMap {
+            groups: &g,
+            theme: &theme,
+        }
+        .render(area, &mut buf);
+        // Narrow: the label and its note on a line, the cells under it.
+        let row = |y| -> String { (0..30).map(|x| buf[(x, y)].symbol().to_string()).collect() };
+        assert!(row(0).starts_with("w (4 1X 2‖)"), "{:?}", row(0));
+        assert!(row(1).starts_with("‖X‖█"), "{:?}", row(1));
+        // By image, a held member is old: counted and drawn as old.
+        let old = HeatGroup {
+            label: "w".into(),
+            states: vec![CellState::Old, CellState::Old, CellState::New],
+            selected: None,
+        };
+        assert_eq!(group_note(&old), "3 2▒");
+    }
 
     #[test]
     fn thousand_nodes_fit_in_120_columns_at_half_density() {
