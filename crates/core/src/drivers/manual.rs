@@ -486,6 +486,7 @@ mod tests {
             resource: resource.into(),
             hook: hook.into(),
             since: Utc::now(),
+            evidence: hooks::HookEvidence::Seen,
         }
     }
 

@@ -173,11 +173,7 @@ fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) 
         ["outputs"] if m == Method::GET => stacks::outputs_list(w, ix),
         ["outputs", key] if m == Method::GET => stacks::output_show(w, sh, ix, key),
         ["template"] if m == Method::GET => stacks::template(w, ix),
-        ["environment"] if m == Method::GET => Reply::ok(
-            w.stack(ix)
-                .map(|s| s.environment.clone())
-                .unwrap_or_default(),
-        ),
+        ["environment"] if m == Method::GET => stacks::environment(w, ix),
         ["files"] if m == Method::GET => Reply::ok(json!({})),
         ["actions"] if m == Method::POST => stacks::action(w, req, ix),
         ["resources"] if m == Method::GET => resources::list(w, sh, req, ix),
