@@ -12,6 +12,8 @@ use caldera::model::StackRef;
 use caldera::ops::hooks::{hook_event, pending_hooks, HookEvidence, PendingHook};
 use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::Machines;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const MEMBERS: u32 = 20;
@@ -80,6 +82,31 @@ async fn hook_events(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
         .collect()
 }
 
+/// `caldera heat hooks STACK` through a clouds.yaml naming the simulator; stdout.
+fn heat_hooks_cli(dir: &Path, clouds_yaml: &str, stack: &str) -> String {
+    let clouds = dir.join("clouds.yaml");
+    std::fs::write(&clouds, clouds_yaml).expect("clouds.yaml");
+    let journal = dir.join("journal.jsonl");
+    let actions = dir.join("actions.toml");
+    std::fs::write(&actions, "").expect("actions file");
+    let o = Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .env("OS_CLIENT_CONFIG_FILE", &clouds)
+        .env("OS_CLOUD", "simcloud")
+        .env("CALDERA_JOURNAL", &journal)
+        .env("CALDERA_ACTIONS_CONFIG", &actions)
+        .env("XDG_STATE_HOME", dir)
+        .args(["heat", "hooks", stack])
+        .output()
+        .expect("run caldera");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
 fn named(pending: &[PendingHook]) -> Vec<(String, &str, HookEvidence)> {
     pending
         .iter()
@@ -87,9 +114,9 @@ fn named(pending: &[PendingHook]) -> Vec<(String, &str, HookEvidence)> {
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_members_whose_pause_events_were_purged_are_named_as_inferred() {
-    let (_sim, heat, stack) = start().await;
+    let (sim, heat, stack) = start().await;
     let env = serde_json::json!({
         "resource_registry": {"resources": {"nodes": {"[0-2]": {"hooks": "pre-update"}}}}
     });
@@ -148,6 +175,25 @@ async fn held_members_whose_pause_events_were_purged_are_named_as_inferred() {
         "held on pre-update hook (inferred: its pause event was purged)"
     );
 
+    // The operator's command says which holds are inferred.
+    let dir = tempfile::tempdir().expect("dir");
+    let (path, yaml, name) = (
+        dir.path().to_path_buf(),
+        sim.clouds_yaml("simcloud"),
+        stack.name.clone(),
+    );
+    let out = tokio::task::spawn_blocking(move || heat_hooks_cli(&path, &yaml, &name))
+        .await
+        .expect("cli");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("nodes/")).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        rows.iter()
+            .all(|l| l.contains("pre-update")
+                && l.ends_with("(inferred: its pause event was purged)")),
+        "{out}"
+    );
+
     // The environment as Heat answers it: every section, the hooks by path; the group's
     // own stack holds its parent's registry narrowed to `nodes`.
     let url = format!(
@@ -197,7 +243,7 @@ async fn held_members_whose_pause_events_were_purged_are_named_as_inferred() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_pause_events_still_there_the_holds_are_seen_not_inferred() {
     let (_sim, heat, stack) = start().await;
     let env = serde_json::json!({
