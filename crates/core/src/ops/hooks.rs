@@ -27,19 +27,21 @@
 //!
 //! So the one hold that can be told from waiting is pre-update: [`pending_hooks`] reports
 //! a member as held *inferred* ([`HookEvidence::InferredPurged`]) when its stack is
-//! `UPDATE_IN_PROGRESS`, the member is `*_COMPLETE` with `updated_time` before the stack's
+//! `UPDATE_IN_PROGRESS` or `ROLLBACK_IN_PROGRESS` (a rollback updates members back and stops
+//! on the same hooks; the environment is then the restored one, which Heat also matches), the member is `*_COMPLETE` with `updated_time` before the stack's
 //! update began, nothing it depends on is in progress, no hook event of it was read, the
 //! stack's events no longer reach back before the update began (had they, the absence of a
 //! pause event would be the truth), and the environment (`GET .../environment`, see
 //! `caldera_cloud::api::heat::hooks_env` for how Heat matches hook globs on nested paths)
 //! declares a `pre-update` hook matching its path. The stacks and the environment are read
-//! only when such a member exists. Limit: a member released *unchanged* (its update found
+//! only when such a member exists (a nested stack counts as maybe updating when its owning
+//! resource is `UPDATE_IN_PROGRESS`, the root when one of its resources is). Limit: a member released *unchanged* (its update found
 //! nothing to do, so its `updated_time` stays old) whose release event is purged too looks
 //! exactly like a held one; the label says "inferred" for that reason.
 
 use crate::api::heat::{EnvironmentHooks, EventQuery, HeatClient, SortDir};
 use crate::api::ApiError;
-use crate::model::{StackEvent, StackRef, StackResource};
+use crate::model::{StackEvent, StackRef, StackResource, StackSummary};
 use crate::ops::stack_paths::StackPaths;
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
@@ -420,7 +422,7 @@ fn start_was_read(
     events.iter().any(|e| {
         let of_owner = e.stack.as_ref().map_or(root.id.as_str(), |s| s.id.as_str()) == owner.id;
         let start = e.resource_name == owner.name
-            && e.status.action == "UPDATE"
+            && matches!(e.status.action.as_str(), "UPDATE" | "ROLLBACK")
             && e.status.is_in_progress();
         of_owner && (start || bound.is_some_and(|b| e.time < b))
     })
@@ -478,6 +480,16 @@ pub fn infer_pre_update(
         .collect()
 }
 
+/// Whether Heat runs `Resource.update` on a stack's members now (an update, or a rollback,
+/// which updates them back and stops on the same hooks) and since when: `updated_time`,
+/// which `Stack.converge_stack` sets when either begins.
+pub fn update_began(stack: &StackSummary) -> Option<DateTime<Utc>> {
+    let updating = matches!(stack.status.action.as_str(), "UPDATE" | "ROLLBACK");
+    (updating && stack.status.is_in_progress())
+        .then_some(stack.updated_at)
+        .flatten()
+}
+
 /// Reads the candidates' stacks (when did their update begin?) and, if any candidate is
 /// left in a window of purged events, the root's environment once.
 async fn inferred_holds(
@@ -496,11 +508,8 @@ async fn inferred_holds(
     let shown = futures::future::join_all(owners.iter().map(|o| heat.get_stack(o, false))).await;
     let mut began = HashMap::new();
     for (owner, detail) in owners.iter().zip(shown) {
-        let s = detail?.summary;
-        if s.status.action == "UPDATE" && s.status.is_in_progress() {
-            if let Some(t) = s.updated_at {
-                began.insert(owner.id.clone(), t);
-            }
+        if let Some(t) = update_began(&detail?.summary) {
+            began.insert(owner.id.clone(), t);
         }
     }
     let purged = |owner: &str, t| window.purged_since(events, root, owner, t);
@@ -791,5 +800,31 @@ mod tests {
         resources.push(port);
         let candidates = pre_update_candidates(&root, &resources, &purged_events(), &paths);
         assert!(candidates.iter().all(|c| c.resource != "0"));
+    }
+
+    #[test]
+    fn an_update_or_a_rollback_in_progress_gives_its_start() {
+        let summary = |status: &str, updated: Option<i64>| StackSummary {
+            stack: sref("ng"),
+            status: Status::parse(status),
+            status_reason: None,
+            created_at: Some(t(0)),
+            updated_at: updated.map(t),
+            parent: None,
+        };
+        assert_eq!(
+            update_began(&summary("UPDATE_IN_PROGRESS", Some(101))),
+            Some(t(101))
+        );
+        assert_eq!(
+            update_began(&summary("ROLLBACK_IN_PROGRESS", Some(130))),
+            Some(t(130))
+        );
+        assert_eq!(update_began(&summary("UPDATE_COMPLETE", Some(101))), None);
+        assert_eq!(update_began(&summary("CREATE_IN_PROGRESS", None)), None);
+        assert_eq!(
+            update_began(&summary("DELETE_IN_PROGRESS", Some(101))),
+            None
+        );
     }
 }
