@@ -369,20 +369,28 @@ pub fn pre_update_candidates(
             (owner, e.resource_name.as_str())
         })
         .collect();
-    let waits_on_work = |r: &StackResource, owner: &str| {
-        resources.iter().any(|d| {
-            owner_of(d, root).id == owner
-                && d.status.is_in_progress()
-                && d.required_by.iter().any(|n| n == &r.name)
+    // (stack, resource) pairs that something at work in the same stack is required by.
+    let waiting: HashSet<(String, &str)> = resources
+        .iter()
+        .filter(|d| d.status.is_in_progress())
+        .flat_map(|d| {
+            let owner = owner_of(d, root).id;
+            d.required_by
+                .iter()
+                .map(move |n| (owner.clone(), n.as_str()))
         })
-    };
+        .collect();
+    let mut start_read: HashMap<String, bool> = HashMap::new();
     let mut out = Vec::new();
     for r in resources {
         let owner = owner_of(r, root);
         let (Some(bound), Some(updated_at)) = (updating.get(&owner.id), r.updated_at) else {
             continue;
         };
-        if start_was_read(events, root, &owner, *bound) {
+        let read = *start_read
+            .entry(owner.id.clone())
+            .or_insert_with(|| start_was_read(events, root, &owner, *bound));
+        if read {
             continue;
         }
         let settled =
@@ -390,7 +398,7 @@ pub fn pre_update_candidates(
         if !settled
             || bound.is_some_and(|b| updated_at >= b)
             || hooked.contains(&(owner.id.clone(), r.name.as_str()))
-            || waits_on_work(r, &owner.id)
+            || waiting.contains(&(owner.id.clone(), r.name.as_str()))
         {
             continue;
         }
