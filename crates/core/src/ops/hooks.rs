@@ -26,18 +26,24 @@
 //!   status, like one whose dependents are still being deleted.
 //!
 //! So the one hold that can be told from waiting is pre-update: [`pending_hooks`] reports
-//! a member as held *inferred* ([`HookEvidence::InferredPurged`]) when its stack is
-//! `UPDATE_IN_PROGRESS` or `ROLLBACK_IN_PROGRESS` (a rollback updates members back and stops
-//! on the same hooks; the environment is then the restored one, which Heat also matches), the member is `*_COMPLETE` with `updated_time` before the stack's
-//! update began, nothing it depends on is in progress, no hook event of it was read, the
-//! stack's events no longer reach back before the update began (had they, the absence of a
-//! pause event would be the truth), and the environment (`GET .../environment`, see
-//! `caldera_cloud::api::heat::hooks_env` for how Heat matches hook globs on nested paths)
-//! declares a `pre-update` hook matching its path. The stacks and the environment are read
-//! only when such a member exists (a nested stack counts as maybe updating when its owning
-//! resource is `UPDATE_IN_PROGRESS`, the root when one of its resources is). Limit: a member released *unchanged* (its update found
-//! nothing to do, so its `updated_time` stays old) whose release event is purged too looks
-//! exactly like a held one; the label says "inferred" for that reason.
+//! a member as held *inferred* ([`HookEvidence::InferredPurged`]) when
+//!
+//! - its stack is `UPDATE_IN_PROGRESS` or `ROLLBACK_IN_PROGRESS` (a rollback updates members
+//!   back and stops on the same hooks; the environment is then the restored one, which is
+//!   also what Heat matches);
+//! - the member is `*_COMPLETE` with `updated_time` before its stack's update began, and
+//!   nothing it depends on is in progress;
+//! - no hook event of it was read, and its stack's events no longer reach back before the
+//!   update began (had they, the absence of a pause event would be the truth);
+//! - the environment (`GET .../environment`; see `caldera_cloud::api::heat::hooks_env` for
+//!   how Heat matches hook globs on nested paths) declares a `pre-update` hook on its path.
+//!
+//! The stacks and the environment are read only when such a member exists (a nested stack
+//! counts as maybe updating when its owning resource is `UPDATE_IN_PROGRESS`, the root when
+//! one of its resources is). Limit: a member released *unchanged* (its update found nothing
+//! to do, so its `updated_time` stays old) whose release event is purged too looks exactly
+//! like a held one; the label says "inferred" for that reason. Clearing such a hook is
+//! harmless: Heat's `_unset_hook` deletes the hook data whether set or not.
 
 use crate::api::heat::{EnvironmentHooks, EventQuery, HeatClient, SortDir};
 use crate::api::ApiError;
