@@ -235,3 +235,81 @@ async fn real_mark_unhealthy_shows_check_failed() {
     assert_eq!(outcomes(&journal, "heat.mark_unhealthy"), ["started", "ok"]);
     let _ = heat.delete_stack(&stack).await;
 }
+
+/// The environment call (issue 15, item 2): a stack created with a pre-update hook on the
+/// members of its ResourceGroup answers `GET .../environment` with the bare stored
+/// `env_as_dict()` (every section, the registry as given), and the group's own nested stack
+/// with its parent's registry narrowed to `nodes` (`get_child_environment`), so the hooks
+/// match by path from either. Creating does not stop on a pre-update hook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_environment_gives_the_hooks_by_path() {
+    let heat = heat().await;
+    let template = json!({
+        "heat_template_version": "2021-04-16",
+        "resources": {"nodes": {
+            "type": "OS::Heat::ResourceGroup",
+            "properties": {"count": 2, "resource_def": {"type": "OS::Heat::TestResource"}}
+        }}
+    });
+    let create = StackCreate {
+        name: unique("menv"),
+        template,
+        environment: Some(
+            json!({"resource_registry": {"resources": {"nodes": {"*": {"hooks": "pre-update"}}}}}),
+        ),
+        disable_rollback: Some(true),
+        ..Default::default()
+    };
+    let stack = heat.create_stack(&create).await.expect("stack create");
+    wait_status(&heat, &stack, "CREATE_COMPLETE").await;
+
+    let url = format!(
+        "{}/stacks/{}/{}/environment",
+        heat.base().trim_end_matches('/'),
+        stack.name,
+        stack.id
+    );
+    let raw: serde_json::Value = heat.transport().get_json(&url).await.expect("environment");
+    for section in [
+        "parameters",
+        "parameter_defaults",
+        "event_sinks",
+        "encrypted_param_names",
+        "resource_registry",
+    ] {
+        assert!(raw.get(section).is_some(), "{section} in {raw}");
+    }
+    assert_eq!(
+        raw.pointer("/resource_registry/resources/nodes/*/hooks"),
+        Some(&json!("pre-update")),
+        "{raw}"
+    );
+
+    let hooks = heat.get_environment_hooks(&stack).await.expect("hooks");
+    assert!(hooks.matches(&["nodes", "0"], "pre-update"));
+    assert!(hooks.matches(&["nodes", "1"], "pre-update"));
+    assert!(!hooks.matches(&["nodes", "0"], "pre-create"));
+    assert!(!hooks.matches(&["nodes"], "pre-update"));
+
+    let resources = heat
+        .list_resources(&stack, &Default::default())
+        .await
+        .expect("resources");
+    let group = resources
+        .iter()
+        .find_map(|r| {
+            r.resource
+                .nested
+                .clone()
+                .filter(|_| r.resource.name == "nodes")
+        })
+        .expect("the group's nested stack");
+    let nested = heat
+        .get_environment_hooks(&group)
+        .await
+        .expect("nested hooks");
+    assert!(nested.matches(&["0"], "pre-update"), "{nested:?}");
+    assert!(!nested.matches(&["nodes", "0"], "pre-update"), "{nested:?}");
+    let _ = heat.delete_stack(&stack).await;
+}

@@ -910,8 +910,15 @@ async fn heat_hooks(ctx: &Ctx, stack: &str, format: Format) -> CmdResult {
     )];
     lines.extend(pending.iter().map(|h| {
         let held = (now - h.since).num_seconds().max(0);
+        // An inferred hold was paused at or after SINCE (its stack's update start).
+        let note = match h.evidence {
+            crate::ops::hooks::HookEvidence::Seen => "",
+            crate::ops::hooks::HookEvidence::InferredPurged => {
+                " (inferred: its pause event was purged)"
+            }
+        };
         format!(
-            "{:<40} {:<12} {:<20} {held}s",
+            "{:<40} {:<12} {:<20} {held}s{note}",
             h.path,
             h.hook,
             h.since.format("%Y-%m-%dT%H:%M:%SZ")

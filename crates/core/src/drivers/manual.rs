@@ -98,7 +98,17 @@ impl ControlPlan {
         let mut out = vec![format!("{} {}", self.control.action(), self.target)];
         out.push(match &self.control {
             Control::ClearHook { hooks } => {
-                format!("  release {} resource(s) held on a hook", hooks.len())
+                let inferred = hooks
+                    .iter()
+                    .filter(|h| h.evidence == hooks::HookEvidence::InferredPurged)
+                    .count();
+                // Heat's `_unset_hook` clears the hook data whether set or not and writes a
+                // release event: a wrong inference costs one harmless event.
+                let note = match inferred {
+                    0 => String::new(),
+                    n => format!(" ({n} inferred: pause event purged)"),
+                };
+                format!("  release {} resource(s) held on a hook{note}", hooks.len())
             }
             Control::Check => {
                 "  Heat checks every resource: CHECK_IN_PROGRESS, then CHECK_COMPLETE or \
@@ -486,6 +496,7 @@ mod tests {
             resource: resource.into(),
             hook: hook.into(),
             since: Utc::now(),
+            evidence: hooks::HookEvidence::Seen,
         }
     }
 
@@ -521,6 +532,20 @@ mod tests {
         assert_eq!(plan.target, "s/nodes/*");
         let none = plan_clear_hook(&sref("s"), &hooks, "nodes/9", "pre-update");
         assert_eq!(none.refusals.len(), 1);
+    }
+
+    #[test]
+    fn a_clear_plan_says_how_many_holds_are_inferred() {
+        let mut inferred = pending("nodes/2", "pre-update");
+        inferred.evidence = hooks::HookEvidence::InferredPurged;
+        let hooks = [pending("nodes/1", "pre-update"), inferred];
+        let plan = plan_clear_hook(&sref("s"), &hooks, "nodes/*", "pre-update");
+        assert_eq!(
+            plan.lines()[1],
+            "  release 2 resource(s) held on a hook (1 inferred: pause event purged)"
+        );
+        let seen = plan_clear_hook(&sref("s"), &hooks[..1], "nodes/*", "pre-update");
+        assert_eq!(seen.lines()[1], "  release 1 resource(s) held on a hook");
     }
 
     #[test]

@@ -173,11 +173,7 @@ fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) 
         ["outputs"] if m == Method::GET => stack_routes::outputs_list(w, ix),
         ["outputs", key] if m == Method::GET => stack_routes::output_show(w, sh, ix, key),
         ["template"] if m == Method::GET => stack_routes::template(w, ix),
-        ["environment"] if m == Method::GET => Reply::ok(
-            w.stack(ix)
-                .map(|s| s.environment.clone())
-                .unwrap_or_default(),
-        ),
+        ["environment"] if m == Method::GET => stack_routes::environment(w, ix),
         ["files"] if m == Method::GET => Reply::ok(json!({})),
         ["actions"] if m == Method::POST => stack_routes::action(w, req, ix),
         ["resources"] if m == Method::GET => resources::list(w, sh, req, ix),

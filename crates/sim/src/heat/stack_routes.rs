@@ -280,6 +280,77 @@ fn param_string(v: &Value) -> String {
     }
 }
 
+/// `GET .../environment`: the stack's environment as Heat answers it, `env_as_dict()` with no
+/// wrapping key and every section present (`parameters`, `parameter_defaults`,
+/// `event_sinks`, `encrypted_param_names`, `resource_registry` with `resources`), hidden
+/// parameters as `******`. A nested stack's is what Heat stores for it
+/// (`get_child_environment`): its parent's registry narrowed to the resource owning it, so
+/// `nodes: {"*": {hooks}}` of the node group's stack reads `"*": {hooks}` in the group's.
+pub fn environment(w: &World, ix: usize) -> Reply {
+    match w.stack(ix) {
+        Some(st) => {
+            let mut env = json!({
+                "parameters": {},
+                "parameter_defaults": {},
+                "event_sinks": [],
+                "encrypted_param_names": [],
+                "resource_registry": {"resources": registry_resources(w, ix, 0)},
+            });
+            for section in ["parameters", "parameter_defaults"] {
+                if let Some(given) = st.environment.get(section).and_then(Value::as_object) {
+                    let masked: serde_json::Map<String, Value> = given
+                        .iter()
+                        .map(|(k, v)| match st.hidden_params.contains(k) {
+                            true => (k.clone(), json!("******")),
+                            false => (k.clone(), v.clone()),
+                        })
+                        .collect();
+                    env[section] = Value::Object(masked);
+                }
+            }
+            Reply::ok(env)
+        }
+        None => stack_404(&ix.to_string()),
+    }
+}
+
+/// `resource_registry.resources` of stack `ix`: its own for a top-level stack; for a nested
+/// one, its parent's narrowed as `remove_resources_except(owner)` does (the dicts of every
+/// pattern matching the owner merged one level deep, the exact name's last).
+fn registry_resources(w: &World, ix: usize, depth: usize) -> Value {
+    let Some(st) = w.stack(ix) else {
+        return json!({});
+    };
+    let (Some(parent), Some(owner)) = (st.parent, st.owner_resource.as_deref()) else {
+        return st
+            .environment
+            .pointer("/resource_registry/resources")
+            .filter(|v| v.is_object())
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+    };
+    if depth > 16 {
+        return json!({});
+    }
+    let above = registry_resources(w, parent, depth + 1);
+    let mut out = serde_json::Map::new();
+    let Some(entries) = above.as_object() else {
+        return json!({});
+    };
+    let matching = entries
+        .iter()
+        .filter(|(pattern, _)| group::fnmatch(pattern, owner) && pattern.as_str() != owner)
+        .chain(entries.get_key_value(owner));
+    for (_, v) in matching {
+        if let Some(level) = v.as_object() {
+            for (k, v) in level {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
 /// Merges `environment.resource_registry.resources` of a PATCH into the stack's.
 fn merge_env(old: &Value, new: &Value) -> Value {
     let mut out = old.clone();

@@ -4,6 +4,7 @@
 //! and some (output show) answer 404 to a name alone, so names are resolved once with
 //! [`HeatClient::resolve`].
 
+use super::hooks_env::EnvironmentHooks;
 use super::wire::{self, link};
 use crate::api::http::{Redirect, Request, Transport};
 use crate::api_error::{ApiError, ApiResult};
@@ -497,6 +498,13 @@ impl HeatClient {
         self.transport.get_json(url.as_str()).await
     }
 
+    /// `GET .../environment`, keeping only the hooks it declares by resource path (see
+    /// [`super::hooks_env`]): what says a member may be held once its pause event is purged.
+    pub async fn get_environment_hooks(&self, stack: &StackRef) -> ApiResult<EnvironmentHooks> {
+        let url = self.stack_url(stack, &["environment"]);
+        self.transport.get_json(url.as_str()).await
+    }
+
     /// Output keys and descriptions, without evaluating any output.
     pub async fn list_outputs(&self, stack: &StackRef) -> ApiResult<Vec<OutputInfo>> {
         let url = self.stack_url(stack, &["outputs"]);
@@ -794,6 +802,9 @@ pub fn fuzz_decode(body: &[u8]) {
         for e in l.events {
             std::hint::black_box(event_from(e));
         }
+    }
+    if let Ok(env) = decode_json::<EnvironmentHooks>(&m, u, ct, body) {
+        std::hint::black_box(env.matches(&["nodes", "0"], "pre-update"));
     }
     let _ = decode_json::<wire::StackCreated>(&m, u, ct, body);
     let _ = decode_json::<wire::PreviewUpdate>(&m, u, ct, body);

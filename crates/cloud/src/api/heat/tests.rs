@@ -618,3 +618,29 @@ async fn first_page_arrives_before_the_last_is_fetched() {
         t0.elapsed()
     );
 }
+
+#[tokio::test]
+async fn environment_hooks_are_read_by_path_from_the_bare_environment_object() {
+    // `GET .../environment` answers the stored `env_as_dict()` with no wrapping key.
+    let body = json!({
+        "parameters": {"v": "b", "secret": "******"},
+        "parameter_defaults": {},
+        "event_sinks": [],
+        "encrypted_param_names": [],
+        "resource_registry": {"resources": {"nodes": {"*": {"hooks": ["pre-update"]}}}}
+    })
+    .to_string();
+    let server = FaultServer::start(move |hit| match hit.path.as_str() {
+        "/v1/admin/stacks/big50/8c565576-5ca1-4cf3-8ec8-0d7cc15df1d3/environment" => {
+            Reply::json(200, &body)
+        }
+        _ => Reply::status(500),
+    })
+    .await;
+    let heat = client(&server);
+    let hooks = heat.get_environment_hooks(&big50()).await.unwrap();
+    assert!(hooks.matches(&["nodes", "12"], "pre-update"));
+    assert!(!hooks.matches(&["nodes", "12"], "pre-create"));
+    assert!(!hooks.matches(&["nodes"], "pre-update"));
+    assert_eq!(server.hits().len(), 1);
+}
