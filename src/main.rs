@@ -72,7 +72,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
         Some(Command::Fleet {
             cloud_timeout,
             format,
-        }) => caldera::cli::fleet::run(&cli.conn, cloud_timeout, format).await,
+        }) => caldera::cli::fleet_cmd::run(&cli.conn, cloud_timeout, format).await,
         Some(Command::Journal { follow, format, .. }) => {
             operate::journal(&cli.actions, follow, format).await
         }
@@ -139,7 +139,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
 /// Every cloud of clouds.yaml for the `:fleet` view, each asked on its own connection;
 /// `None` (the view says so) when there is no clouds.yaml.
 fn console_fleet(args: &caldera::cli::args::ConnectArgs) -> Option<tui::config::FleetHandle> {
-    use caldera::service::fleet::{LiveFleet, DEFAULT_CLOUD_TIMEOUT};
+    use caldera::service::fleet_scan::{LiveFleet, DEFAULT_CLOUD_TIMEOUT};
     let options = connect::connect_options(args).ok()?;
     let env = caldera::config::DiscoveryEnv::from_process();
     let fleet = LiveFleet::discover(&env, options, DEFAULT_CLOUD_TIMEOUT).ok()?;

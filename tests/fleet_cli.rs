@@ -6,7 +6,7 @@
 
 use caldera::api::cloud::ConnectOptions;
 use caldera::config::DiscoveryEnv;
-use caldera::service::fleet::{FleetAnswer, FleetReport, FleetSource, LiveFleet};
+use caldera::service::fleet_scan::{FleetAnswer, FleetReport, FleetSource, LiveFleet};
 use caldera::sim::{self, SimHandle, SimOptions};
 use futures::StreamExt;
 use std::path::Path;

@@ -532,7 +532,7 @@ async fn a_killed_rollout_is_found_paused_by_request_and_finished_by_reattaching
     assert!(
         matches!(
             observed.driver,
-            Some(caldera::rollout::status::DriverInfo::Nobody { .. })
+            Some(caldera::rollout::progress::DriverInfo::Nobody { .. })
         ),
         "{:?}",
         observed.driver

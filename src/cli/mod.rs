@@ -3,7 +3,7 @@
 pub mod args;
 pub mod commands;
 pub mod connect;
-pub mod fleet;
+pub mod fleet_cmd;
 pub mod follow;
 pub mod operate;
 pub mod output;

@@ -534,7 +534,7 @@ pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
     assert!(
         matches!(
             seen.driver,
-            Some(caldera::rollout::status::DriverInfo::Nobody { since: Some(_), .. })
+            Some(caldera::rollout::progress::DriverInfo::Nobody { since: Some(_), .. })
         ),
         "{:?}",
         seen.driver

@@ -98,11 +98,11 @@ pub fn console_config(data: &[u8]) {
 }
 
 pub fn heat(data: &[u8]) {
-    caldera::api::heat::client::fuzz_decode(data);
+    caldera::api::heat::heat_client::fuzz_decode(data);
 }
 
 pub fn magnum(data: &[u8]) {
-    caldera::api::magnum::client::fuzz_decode(data);
+    caldera::api::magnum::magnum_client::fuzz_decode(data);
 }
 
 pub fn nova(data: &[u8]) {

@@ -16,7 +16,7 @@
 
 use super::keys::KeyMap;
 use super::theme::{load_theme, user_theme_dir, FileError, Theme};
-use caldera_cloud::config::limits::{read_bounded, MAX_TOML_BYTES};
+use caldera_cloud::config::file_limits::{read_bounded, MAX_TOML_BYTES};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -77,9 +77,9 @@ impl std::fmt::Debug for Connector {
     }
 }
 
-/// The fleet source the console was started with (see `service::fleet`).
+/// The fleet source the console was started with (see `service::fleet_scan`).
 #[derive(Clone)]
-pub struct FleetHandle(pub crate::service::fleet::SharedFleet);
+pub struct FleetHandle(pub crate::service::fleet_scan::SharedFleet);
 
 impl std::fmt::Debug for FleetHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -9,7 +9,7 @@ use super::state::view::ViewKind;
 use super::state::App;
 use super::worker::Worker;
 use crate::service::fake::{demo_epoch, FakeCloud};
-use crate::service::fleet::{FixedFleet, FleetAnswer, FleetReport, SharedFleet};
+use crate::service::fleet_scan::{FixedFleet, FleetAnswer, FleetReport, SharedFleet};
 use crate::service::CloudService;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;

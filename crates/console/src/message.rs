@@ -14,7 +14,7 @@ use crate::model::{
 };
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, RolloutOptions, RolloutPlan, RolloutStatus};
-use crate::service::fleet::FleetReport;
+use crate::service::fleet_scan::FleetReport;
 use crate::service::{
     BudgetStats, CloudInfo, EventCursor, NodeUpdate, ResolvedOutput, ServiceResult, StackOutput,
 };

@@ -281,7 +281,7 @@ async fn event_loop(
 /// What the console reaches beyond its cloud: every cloud (the fleet view) and another
 /// one (`:cloud`).
 struct Reach {
-    fleet: Option<crate::service::fleet::SharedFleet>,
+    fleet: Option<crate::service::fleet_scan::SharedFleet>,
     connector: Option<Connector>,
 }
 

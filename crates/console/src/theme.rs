@@ -386,9 +386,9 @@ pub fn load_theme(spec: &str, user_dir: Option<&Path>) -> Result<Theme, FileErro
     };
     if let Some(path) = file {
         let origin = path.display().to_string();
-        let src = caldera_cloud::config::limits::read_bounded(
+        let src = caldera_cloud::config::file_limits::read_bounded(
             &path,
-            caldera_cloud::config::limits::MAX_TOML_BYTES,
+            caldera_cloud::config::file_limits::MAX_TOML_BYTES,
         )
         .map_err(|e| FileError {
             origin: origin.clone(),

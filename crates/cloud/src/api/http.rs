@@ -336,9 +336,9 @@ impl Transport {
             builder = builder.danger_accept_invalid_certs(true);
         }
         if let Some(path) = &config.cacert {
-            let pem = crate::config::limits::read_bounded_bytes(
+            let pem = crate::config::file_limits::read_bounded_bytes(
                 path,
-                crate::config::limits::MAX_CACERT_BYTES,
+                crate::config::file_limits::MAX_CACERT_BYTES,
             )
             .map_err(|e| ConfigError::File {
                 what: "cacert".into(),

@@ -10,7 +10,7 @@
 //! point it at temporary directories.
 
 use super::error::ConfigError;
-use super::limits::{
+use super::file_limits::{
     check_readable_kind, check_yaml_depth, read_bounded, FileLimitError, MAX_CLOUDS_BYTES,
     MAX_YAML_DEPTH,
 };
@@ -119,7 +119,7 @@ pub fn find_files(env: &DiscoveryEnv) -> Result<(PathBuf, Option<PathBuf>), Conf
 }
 
 /// Reads and parses one clouds/secure file, bounded in size and nesting before the YAML
-/// parser sees it (see [`super::limits`]).
+/// parser sees it (see [`super::file_limits`]).
 fn read_yaml(path: &Path, what: &'static str) -> Result<Value, ConfigError> {
     let read_err = |detail: String| ConfigError::Read {
         what,

@@ -2,7 +2,7 @@
 
 pub mod clouds;
 pub mod error;
-pub mod limits;
+pub mod file_limits;
 pub mod secret;
 
 pub use clouds::{load_cloud, CalderaSettings, CloudConfig, Credentials, DiscoveryEnv};

@@ -53,7 +53,7 @@ impl Rollout {
             let p50 = active[active.len() / 2];
             r.active_p50 = Some(p50);
             r.active_p95 = Some(active[(active.len() * 95 / 100).min(active.len() - 1)]);
-            let limit = crate::rollout::status::straggler_after_ms(p50 * 1000) / 1000;
+            let limit = crate::rollout::progress::straggler_after_ms(p50 * 1000) / 1000;
             r.stragglers = active.iter().filter(|a| **a > limit).count();
         }
         r

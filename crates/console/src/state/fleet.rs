@@ -1,5 +1,5 @@
 //! Reach beyond the cloud the console is on. The fleet view's state: the clusters of every
-//! cloud in clouds.yaml, streamed in as each cloud answers (`service::fleet`); a new scan
+//! cloud in clouds.yaml, streamed in as each cloud answers (`service::fleet_scan`); a new scan
 //! replaces a cloud's rows when that cloud answers, so the table never empties while the
 //! slow clouds are still being asked. And `:cloud NAME [REGION]`: the console moves to
 //! another cloud, every view's data dropped and fetched anew from there.
@@ -9,7 +9,7 @@ use super::store::Store;
 use super::view::{View, ViewKind};
 use super::{App, Level, Mode};
 use crate::drivers::guard::Guard;
-use crate::service::fleet::FleetRow;
+use crate::service::fleet_scan::FleetRow;
 use crate::service::CloudInfo;
 use crate::tui::message::Driver;
 use crate::tui::message::Request;

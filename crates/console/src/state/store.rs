@@ -8,7 +8,7 @@ use crate::model::{
 use crate::ops::stuck::{assess, Assessment, Entry};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{RolloutPlan, RolloutState, RolloutStatus};
-use crate::service::fleet::{FleetReport, FleetRow};
+use crate::service::fleet_scan::{FleetReport, FleetRow};
 use crate::service::{EventCursor, NodeUpdate, ServiceResult};
 use crate::tui::message::Driver;
 use chrono::{DateTime, Utc};

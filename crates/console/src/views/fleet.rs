@@ -3,7 +3,7 @@
 //! as each cloud answers; each cloud is asked on its own connection and time bound.
 
 use super::{Plan, Rows, Screen, Table};
-use crate::service::fleet::FleetRow;
+use crate::service::fleet_scan::FleetRow;
 use crate::tui::draw::panes::data_table;
 use crate::tui::keys::KeyAction;
 use crate::tui::resource_columns::in_state_key;

@@ -26,7 +26,7 @@ pub struct Worker {
     rollouts: operator_jobs::Rollouts,
     shutdown: CancellationToken,
     /// Every cloud of clouds.yaml, for the fleet view.
-    fleet: Option<crate::service::fleet::SharedFleet>,
+    fleet: Option<crate::service::fleet_scan::SharedFleet>,
 }
 
 /// Find a stack's name (Heat URLs want `name/id`), from the cache or the stack list.
@@ -82,7 +82,7 @@ impl Worker {
     }
 
     /// Gives the worker the clouds the fleet view asks.
-    pub fn with_fleet(mut self, fleet: Option<crate::service::fleet::SharedFleet>) -> Worker {
+    pub fn with_fleet(mut self, fleet: Option<crate::service::fleet_scan::SharedFleet>) -> Worker {
         self.fleet = fleet;
         self
     }

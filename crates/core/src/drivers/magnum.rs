@@ -10,7 +10,7 @@ use super::{
     ScaleRequest, UpgradePlan, UpgradeTarget,
 };
 use crate::api::heat::{HeatClient, ResourceQuery};
-use crate::api::magnum::client::{
+use crate::api::magnum::magnum_client::{
     Microversion, ResizeRequest, UpgradeRequest, NODEGROUPS, RESIZE, UPGRADE,
 };
 use crate::api::magnum::MagnumClient;

@@ -136,7 +136,7 @@ impl ActionsConfig {
     /// Reads the file the operator named (`--actions-config`): missing is an error (a typo
     /// must not run a rollout without its drain hooks).
     pub fn load(path: &Path) -> Result<ActionsConfig, String> {
-        use crate::config::limits::{read_bounded, MAX_TOML_BYTES};
+        use crate::config::file_limits::{read_bounded, MAX_TOML_BYTES};
         match read_bounded(path, MAX_TOML_BYTES) {
             Ok(text) => ActionsConfig::parse(&text, &path.display().to_string()),
             Err(e) if e.is_missing() => Err(format!(

@@ -12,7 +12,7 @@
 use super::heat_reader::{newest_event, HeatReader};
 use super::lock::{self, ControlLock, DriverLock};
 use super::plan::RolloutPlan;
-use super::status::{DriverInfo, NodePhase, NodeProgress, RolloutState, RolloutStatus};
+use super::progress::{DriverInfo, NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::api::heat::{HeatClient, StackAction, StackUpdate};
 use crate::drivers::apply::ActionContext;
 use crate::drivers::guard::Reach;

@@ -22,8 +22,8 @@ pub mod observed;
 pub mod observed_nova;
 /// The plan types live with the drivers, which produce them (`UpgradePlan::Rollout`).
 pub use crate::drivers::rollout_plan as plan;
-pub mod status;
+pub mod progress;
 
 pub use engine::{AbortMode, Control, EngineOptions, RolloutHandle};
 pub use plan::{RolloutOptions, RolloutPlan};
-pub use status::{NodePhase, NodeProgress, RolloutState, RolloutStatus};
+pub use progress::{NodePhase, NodeProgress, RolloutState, RolloutStatus};

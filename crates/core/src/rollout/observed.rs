@@ -16,7 +16,7 @@
 //! from Nova instead ([`UpdateSource::Nova`], classified by `super::observed_nova`).
 
 use super::heat_reader::SUPERSEDED_MARK;
-use super::status::{NodePhase, NodeProgress, RolloutState, RolloutStatus};
+use super::progress::{NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::drivers::{member_order, NodeGroupTarget};
 use crate::model::{CapiCluster, Role, StackEvent, StackRef, Status};
 use crate::ops::hooks::hook_event;

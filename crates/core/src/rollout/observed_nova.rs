@@ -22,7 +22,7 @@
 //! of the node group being brought to the new image, so the counts move one way: old →
 //! being replaced → new.
 
-use super::status::{NodePhase, NodeProgress, RolloutState, RolloutStatus};
+use super::progress::{NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::model::Status;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;

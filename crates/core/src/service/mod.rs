@@ -4,7 +4,7 @@
 //! (Keystone + Heat + Magnum + Nova), a no-auth standalone Heat and the built-in simulator
 //! are all served by implementations of this trait; tests use in-memory fakes.
 
-pub mod fleet;
+pub mod fleet_scan;
 pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;

@@ -1,13 +1,13 @@
 //! Heat (orchestration v1).
 
-pub mod client;
+pub mod heat_client;
+pub mod heat_wire;
 pub mod hooks_env;
-pub mod wire;
 
 #[cfg(test)]
-mod tests;
+mod heat_tests;
 
-pub use client::{
+pub use heat_client::{
     EventQuery, HeatClient, OutputInfo, OutputValue, PreviewChanges, ResourceInfo, ResourceQuery,
     SortDir, StackAction, StackCreate, StackDetail, StackListQuery, StackUpdate,
 };

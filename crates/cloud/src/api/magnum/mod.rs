@@ -1,10 +1,10 @@
 //! Magnum (container-infra v1).
 
 pub mod backend;
-pub mod client;
-pub mod wire;
+pub mod magnum_client;
+pub mod magnum_wire;
 
 #[cfg(test)]
-mod tests;
+mod magnum_tests;
 
-pub use client::{MagnumClient, Microversion, ResizeRequest, UpgradeRequest};
+pub use magnum_client::{MagnumClient, Microversion, ResizeRequest, UpgradeRequest};

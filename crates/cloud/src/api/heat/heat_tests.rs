@@ -88,7 +88,7 @@ fn stack_pages(hit: &Hit, n: usize) -> Reply {
 #[test]
 fn stack_refs_come_from_links() {
     assert_eq!(
-        client::stack_ref_from_href(
+        heat_client::stack_ref_from_href(
             "http://127.0.0.1:8004/v1/admin/stacks/d0n100-nodes-5cir4o4473df/88abcbe7-324d-4bed-98e7-efc91f70a937"
         ),
         Some(StackRef {
@@ -97,11 +97,14 @@ fn stack_refs_come_from_links() {
         })
     );
     assert_eq!(
-        client::stack_ref_from_href("http://h/v1/p/stacks/a/b/resources/x").map(|r| r.path()),
+        heat_client::stack_ref_from_href("http://h/v1/p/stacks/a/b/resources/x").map(|r| r.path()),
         Some("a/b".to_string())
     );
-    assert_eq!(client::stack_ref_from_href("http://h/v1/p/stacks/a"), None);
-    assert_eq!(client::stack_ref_from_href("not a url"), None);
+    assert_eq!(
+        heat_client::stack_ref_from_href("http://h/v1/p/stacks/a"),
+        None
+    );
+    assert_eq!(heat_client::stack_ref_from_href("not a url"), None);
 }
 
 #[tokio::test]

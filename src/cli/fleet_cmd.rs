@@ -1,10 +1,10 @@
 //! `caldera fleet`: the clusters of every cloud in clouds.yaml, each cloud asked at once on
-//! its own connection (see `service::fleet`). A cloud that does not answer is a row saying so.
+//! its own connection (see `service::fleet_scan`). A cloud that does not answer is a row saying so.
 
 use super::args::ConnectArgs;
 use super::output::{CmdResult, Format, Table};
 use crate::config::DiscoveryEnv;
-use crate::service::fleet::{FleetReport, FleetSource, LiveFleet};
+use crate::service::fleet_scan::{FleetReport, FleetSource, LiveFleet};
 use futures::StreamExt;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ pub const COLUMNS: [&str; 9] = [
 pub async fn run(conn: &ConnectArgs, cloud_timeout: f64, format: Format) -> CmdResult {
     let options = super::connect::connect_options(conn)?;
     let per_cloud = Duration::try_from_secs_f64(cloud_timeout.clamp(0.1, 3600.0))
-        .unwrap_or(crate::service::fleet::DEFAULT_CLOUD_TIMEOUT);
+        .unwrap_or(crate::service::fleet_scan::DEFAULT_CLOUD_TIMEOUT);
     let fleet = LiveFleet::discover(&DiscoveryEnv::from_process(), options, per_cloud)?;
     let names = fleet.names();
     let mut reports: Vec<FleetReport> = Vec::with_capacity(names.len());
@@ -36,7 +36,7 @@ pub async fn run(conn: &ConnectArgs, cloud_timeout: f64, format: Format) -> CmdR
 
 /// One line on stderr per cloud as it answers: progress, not data.
 fn summary(report: &FleetReport) -> String {
-    use crate::service::fleet::FleetAnswer;
+    use crate::service::fleet_scan::FleetAnswer;
     match &report.answer {
         FleetAnswer::Clusters(c) => format!("{} clusters", c.len()),
         FleetAnswer::AuthFailed(_) => "auth failed".into(),

@@ -1,6 +1,6 @@
 //! MagnumClient against the fault server. Bodies follow the Magnum api-ref examples.
 
-use super::client::*;
+use super::magnum_client::*;
 use crate::api::http::{Transport, TransportConfig};
 use crate::api_error::ApiError;
 use crate::fetch::{BudgetConfig, RequestBudget, RetryPolicy};

@@ -7,7 +7,7 @@
 //! Magnums.
 
 use super::backend::{self, Backing, TemplateFacts};
-use super::wire;
+use super::magnum_wire as wire;
 use crate::api::http::{Request, Transport};
 use crate::api::limits::Purpose;
 use crate::api_error::{ApiError, ApiResult};

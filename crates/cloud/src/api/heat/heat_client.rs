@@ -4,8 +4,8 @@
 //! and some (output show) answer 404 to a name alone, so names are resolved once with
 //! [`HeatClient::resolve`].
 
+use super::heat_wire::{self as wire, link};
 use super::hooks_env::EnvironmentHooks;
-use super::wire::{self, link};
 use crate::api::http::{Redirect, Request, Transport};
 use crate::api_error::{ApiError, ApiResult};
 use crate::fetch::{paginate, Page};
