@@ -3,7 +3,7 @@
 use super::{Plan, Rows, Screen, Table, TableOp};
 use crate::tui::draw::panes::data_table;
 use crate::tui::keys::{self, KeyContext};
-use crate::tui::state::journal::JournalLog;
+use crate::tui::state::journal_reads::JournalLog;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::View;
 use crate::tui::state::yank::Yank;

@@ -7,7 +7,7 @@ use crate::rollout::{RolloutState, RolloutStatus};
 use crate::tui::draw::panes::data_table;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::message::Driver;
-use crate::tui::state::rollout::RolloutSlot;
+use crate::tui::state::rollout_control::RolloutSlot;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
 use crate::tui::state::yank::Yank;
