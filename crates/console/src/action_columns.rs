@@ -1,7 +1,7 @@
 //! Columns of the action views: the rollout's nodes and the audit journal.
 
 use super::resource_columns::{age, short_duration};
-use super::state::journal::{outcome_text, JournalRow};
+use super::state::journal_reads::{outcome_text, JournalRow};
 use super::theme::CellState;
 use super::widgets::table::{muted, plain, Column, RowCtx, SortKey, TableRow};
 use crate::journal::Outcome;

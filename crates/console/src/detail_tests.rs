@@ -399,7 +399,7 @@ fn dashboard_tail(h: &Harness) -> Vec<StackEvent> {
     let ViewKind::Dashboard { cluster } = &h.app.view().kind else {
         panic!("not the dashboard: {:?}", h.app.view().kind);
     };
-    crate::tui::draw::dashboard::whole_tail(&h.app, h.app.store(), cluster)
+    crate::tui::views::dashboard_tail(&h.app, h.app.store(), cluster)
         .into_iter()
         .map(|(_, e)| e.clone())
         .collect()

@@ -1,17 +1,20 @@
 //! Drawing: a pure function of the app state. Layout: header, breadcrumbs, the view,
 //! the status / input line and the key hints; help and palette overlays on top.
+//!
+//! Each view draws itself (`Screen::draw`, in its module under `views/`); this module holds
+//! the frame around the views (`chrome`, the action dialogs in `dialog`) and only the parts
+//! several views share: the table panes and loading / error boxes (`panes`), the detail
+//! views' text (`detail`), an event tail's lines (`tail`), a node group's summary and heat
+//! map cells (`node_summary`) and wrapping (`text`). A view never imports another view's
+//! drawing: what two views show alike moves here.
 
 mod chrome;
-pub(super) mod dashboard;
 pub(super) mod detail;
 mod dialog;
-pub(super) mod events;
-pub(super) mod journal;
-pub(super) mod nodes;
+pub(super) mod node_summary;
 pub(super) mod panes;
-pub(super) mod rollout;
-pub(super) mod server;
-pub(super) mod tree;
+pub(super) mod tail;
+pub(super) mod text;
 
 use super::state::{App, Mode};
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -3,14 +3,14 @@
 //! workers; drawing reads the state and never changes it.
 
 pub mod action_dialogs;
-pub mod fleet;
 pub mod form;
-mod heat;
+mod heat_controls;
 pub mod input;
-pub mod journal;
+pub mod journal_reads;
 mod nav;
+pub mod other_clouds;
 pub use nav::is_stack_standin;
-pub mod rollout;
+pub mod rollout_control;
 pub mod screen;
 pub mod settle;
 pub mod store;

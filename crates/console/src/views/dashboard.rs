@@ -5,16 +5,24 @@
 
 use super::nodegroups::{group_stack, groups_table};
 use super::{Plan, Rows, Screen};
-use crate::model::{Cluster, StackEvent};
-use crate::tui::draw::dashboard;
+use crate::model::{terminal_safe, Cluster, ImageCounts, StackEvent};
+use crate::tui::draw::node_summary::{
+    heat_map_title, summary_line, verdict_lines, zone_groups, Rollout,
+};
+use crate::tui::draw::panes::nodegroups;
+use crate::tui::draw::tail::{event_line, tail_badges};
 use crate::tui::keys::{self, KeyAction, KeyContext};
 use crate::tui::state::dashboard_stacks;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
+use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
 use crate::tui::widgets::table::TableState;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 use std::collections::HashSet;
 
@@ -46,8 +54,8 @@ impl Dashboard<'_> {
     /// Move the tail's selection by `by` events (older when negative).
     fn move_pick(&self, app: &mut App, by: isize) {
         let cluster = app.store().current_cluster(self.cluster);
-        let tail = dashboard::whole_tail(app, app.store(), cluster);
-        let Some(at) = dashboard::picked(&tail, app.view().tail_pick.event.as_ref()) else {
+        let tail = whole_tail(app, app.store(), cluster);
+        let Some(at) = picked(&tail, app.view().tail_pick.event.as_ref()) else {
             return;
         };
         let to = at
@@ -60,8 +68,8 @@ impl Dashboard<'_> {
     /// The selected event of the tail with the stack whose log holds it.
     fn picked_event(&self, app: &App) -> Option<(StackTarget, StackEvent)> {
         let cluster = app.store().current_cluster(self.cluster);
-        let tail = dashboard::whole_tail(app, app.store(), cluster);
-        let at = dashboard::picked(&tail, app.view().tail_pick.event.as_ref())?;
+        let tail = whole_tail(app, app.store(), cluster);
+        let at = picked(&tail, app.view().tail_pick.event.as_ref())?;
         let &(log, e) = tail.get(at)?;
         let stack = StackTarget {
             id: log.to_string(),
@@ -190,6 +198,302 @@ impl Screen for Dashboard<'_> {
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
         let cluster = app.store().current_cluster(self.cluster);
-        dashboard::draw(app, view, cluster, app.store(), frame, area);
+        draw_dashboard(app, view, cluster, app.store(), frame, area);
     }
+}
+
+// Drawing: cluster line, node groups, the fleet heat map of every node group, and the merged
+// event tail of the cluster's stacks.
+
+fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
+    let th = app.theme();
+    let mut spans = vec![
+        Span::styled(format!(" {} ", terminal_safe(&c.name)), th.title()),
+        Span::styled(
+            format!("{} ", terminal_safe(&c.status.raw)),
+            th.status_style(c.status.state),
+        ),
+        Span::styled(format!("{} ", c.health.as_str()), th.health_style(c.health)),
+        Span::styled(
+            format!("masters {} workers {} ", c.master_count, c.node_count),
+            Style::default().fg(th.fg),
+        ),
+    ];
+    if let Some(v) = &c.coe_version {
+        spans.push(Span::styled(format!("{} ", terminal_safe(v)), th.muted()));
+    }
+    if let Some(r) = &c.status_reason {
+        spans.push(Span::styled(
+            format!("— {}", terminal_safe(r.lines().next().unwrap_or(""))),
+            if c.status.is_failed() {
+                Style::default().fg(th.failed)
+            } else {
+                th.muted()
+            },
+        ));
+    }
+    Line::from(spans)
+}
+
+/// The newest `n` events over several logs, oldest first, each with the id of the stack whose
+/// log it came from (its node group's stack: a member's event is emitted by the member's
+/// nested stack, which names no node group).
+fn merged_tail<'a>(
+    app: &App,
+    store: &'a Store,
+    ids: &[String],
+    n: usize,
+) -> Vec<(&'a str, &'a StackEvent)> {
+    let mut out: Vec<(&str, &StackEvent)> = Vec::new();
+    for (id, log) in ids.iter().filter_map(|id| store.events.get_key_value(id)) {
+        let start = log.events.len().saturating_sub(n);
+        out.extend(
+            log.events[start..]
+                .iter()
+                .filter(|e| !app.faults_only() || e.status.is_failed())
+                .map(|e| (id.as_str(), e)),
+        );
+    }
+    // Stable on time alone: each log is in Heat's order, which within a second is the only
+    // record of which event came first (the ids are random UUIDs).
+    out.sort_by_key(|(_, e)| e.time);
+    let start = out.len().saturating_sub(n);
+    out.split_off(start)
+}
+
+/// Every event of the dashboard's tail, oldest first, with the id of its log's stack: what
+/// the tail's selection moves over (`Dashboard::move_pick`).
+pub(crate) fn whole_tail<'a>(
+    app: &App,
+    store: &'a Store,
+    cluster: &Cluster,
+) -> Vec<(&'a str, &'a StackEvent)> {
+    let groups = store
+        .nodegroups
+        .get(&cluster.id)
+        .and_then(|s| s.data.as_deref())
+        .unwrap_or_default();
+    let ids: Vec<String> = dashboard_stacks(cluster, groups)
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    merged_tail(app, store, &ids, usize::MAX)
+}
+
+/// The position of the selected event in `tail` (the newest when none is picked, or when
+/// the picked one left the tail: faults only, or the log moved on).
+fn picked(tail: &[(&str, &StackEvent)], pick: Option<&(String, String)>) -> Option<usize> {
+    let found = pick.and_then(|(log, id)| {
+        tail.iter()
+            .position(|(l, e)| *l == log.as_str() && &e.id == id)
+    });
+    found.or(tail.len().checked_sub(1))
+}
+
+/// The `n` lines of the tail shown while its selection is at `at` of `len`: the newest
+/// when the selection is among them, else a window that starts at the selection.
+fn window(len: usize, n: usize, at: usize) -> std::ops::Range<usize> {
+    let newest = len.saturating_sub(n);
+    let start = at.min(newest);
+    start..(start + n).min(len)
+}
+
+/// `store` holds what the dashboard composes: the node groups, their nodes and the events
+/// of their stacks.
+fn draw_dashboard(
+    app: &App,
+    view: &View,
+    cluster: &Cluster,
+    store: &Store,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let th = app.theme();
+    let groups = store
+        .nodegroups
+        .get(&cluster.id)
+        .and_then(|s| s.data.clone())
+        .unwrap_or_default();
+    let ng_h = (groups.len() as u16 + 3).clamp(4, 9);
+    // A Cluster API cluster's trouble, which its Magnum status does not show: the first
+    // node group whose servers failed, else the first stalled one.
+    let mut verdicts: Vec<Vec<Line>> = groups
+        .iter()
+        .filter_map(|g| {
+            let set = store.nodes.get(&g.id)?;
+            let lines = verdict_lines(app, store, g, set, Some(&g.name), area.width as usize);
+            (!lines.is_empty()).then_some(lines)
+        })
+        .collect();
+    // Failures (drawn in the failed colour) before stalls.
+    verdicts.sort_by_key(|l| {
+        !l.first()
+            .and_then(|l| l.spans.first())
+            .is_some_and(|s| s.style.fg == Some(th.failed))
+    });
+    let verdict = verdicts.into_iter().next().unwrap_or_default();
+    let [head, ng_area, rest] = Layout::vertical([
+        Constraint::Length(1 + verdict.len() as u16),
+        Constraint::Length(ng_h),
+        Constraint::Min(4),
+    ])
+    .areas(area);
+    let mut head_lines = vec![cluster_line(app, cluster)];
+    head_lines.extend(verdict);
+    frame.render_widget(Paragraph::new(head_lines), head);
+    nodegroups(
+        app,
+        view,
+        cluster,
+        store.nodegroups.get(&cluster.id),
+        frame,
+        ng_area,
+        !view.tail_pick.focused,
+    );
+
+    // Heat map over all node groups.
+    let mut heat = Vec::new();
+    let mut all_rows = Vec::new();
+    let (mut ok, mut failed, mut total, mut done) = (0, 0, 0, true);
+    let expected: usize = groups.iter().map(|g| g.node_count as usize).sum();
+    // Old / updating / new, each group's nodes against its own image (Heat-native and
+    // Magnum groups alike): the same counts as each group's nodes pane.
+    let mut images = ImageCounts::default();
+    for g in &groups {
+        if let Some(set) = store.nodes.get(&g.id) {
+            let image = g.image.as_deref();
+            images = images + ImageCounts::of(set.rows.iter().map(|r| &r.node), image);
+            heat.extend(zone_groups(set, &g.name, None, image));
+            all_rows.push(set);
+            ok += set.ips_ok;
+            failed += set.ips_failed;
+            total += set.rows.len();
+            done &= set.done;
+        }
+    }
+    let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now())
+        .with_image_counts(images);
+    let inner_w = rest.width.saturating_sub(2);
+    let map_max = (rest.height * 60 / 100).max(4);
+    let map_h = if view.show_heat_map {
+        (layout(&heat, inner_w, map_max.saturating_sub(3)).0 + 3).min(map_max)
+    } else {
+        0
+    };
+    let [map_area, tail_area] =
+        Layout::vertical([Constraint::Length(map_h), Constraint::Min(3)]).areas(rest);
+    if map_h > 0 {
+        let note = scale_note(
+            &heat,
+            map_area.width.saturating_sub(2),
+            map_area.height.saturating_sub(3),
+        );
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(th.border())
+            .title(Line::from(heat_map_title(app, rollout.by_image(), note)));
+        let inner = block.inner(map_area);
+        frame.render_widget(block, map_area);
+        let [sum, map] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+        frame.render_widget(
+            Paragraph::new(summary_line(
+                app,
+                &rollout,
+                Some((ok, failed, total, done)),
+                (all_rows.len() == groups.len()).then_some(expected),
+                sum.width,
+            )),
+            sum,
+        );
+        if heat.is_empty() {
+            frame.render_widget(
+                Paragraph::new(Span::styled(
+                    "Loading nodes…",
+                    Style::default().fg(th.in_progress),
+                )),
+                map,
+            );
+        } else {
+            frame.render_widget(
+                HeatMap {
+                    groups: &heat,
+                    theme: th,
+                },
+                map,
+            );
+        }
+    }
+
+    // Event tail.
+    let ids: Vec<String> = dashboard_stacks(cluster, &groups)
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    let focused = view.tail_pick.focused;
+    // A picked event stays selected as new ones come: the tail scrolls, it does not follow.
+    let mut badges = view.tail;
+    badges.follow &= !(focused && view.tail_pick.event.is_some());
+    // The tail with the keys has its border in the accent colour, as a focused table has.
+    let (border, pick_hint) = match focused {
+        true => (
+            Style::default().fg(th.accent),
+            "enter: event · tab: groups ",
+        ),
+        false => (th.border(), ""),
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(border)
+        .title(Line::from(vec![
+            Span::styled(
+                format!(" Events {} ", tail_badges(app, &badges)),
+                th.title(),
+            ),
+            Span::styled(pick_hint, th.muted()),
+        ]));
+    let inner = block.inner(tail_area);
+    let errors: Vec<String> = ids
+        .iter()
+        .filter_map(|id| store.events.get(id).and_then(|l| l.meta.error.clone()))
+        .collect();
+    let mut lines: Vec<Line> = Vec::new();
+    if let Some(e) = errors.first() {
+        lines.push(Line::from(Span::styled(
+            format!("events: {}", terminal_safe(e)),
+            th.error(),
+        )));
+    }
+    let n = (inner.height as usize).saturating_sub(lines.len());
+    let ctx = app.row_ctx();
+    // With the keys, the whole tail: the selection may be above the newest lines.
+    let mut tail = merged_tail(app, store, &ids, if focused { usize::MAX } else { n });
+    let mut selected = None;
+    if let Some(at) = picked(&tail, view.tail_pick.event.as_ref()).filter(|_| focused) {
+        let shown = window(tail.len(), n, at);
+        selected = Some(at - shown.start);
+        tail = tail.drain(shown).collect();
+    }
+    if tail.is_empty() && errors.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "No events yet.",
+            th.muted().add_modifier(Modifier::ITALIC),
+        )));
+    }
+    // The node group whose stack's log held the event; the cluster when that stack holds
+    // several groups (Magnum's default groups share the cluster stack) or none.
+    let source = |log: &str| -> String {
+        let mut owners = groups.iter().filter(|g| g.stack_id.as_deref() == Some(log));
+        match (owners.next(), owners.next()) {
+            (Some(g), None) => g.name.clone(),
+            _ => cluster.name.clone(),
+        }
+    };
+    lines.extend(tail.into_iter().enumerate().map(|(i, (log, e))| {
+        let line = event_line(e, &ctx, Some(&source(log)));
+        match selected == Some(i) {
+            true => line.patch_style(th.selected()),
+            false => line,
+        }
+    }));
+    frame.render_widget(Paragraph::new(lines).block(block), tail_area);
 }

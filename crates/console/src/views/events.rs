@@ -2,14 +2,19 @@
 //! event whole (`views::event`), and Enter there the event's resource in its stack's tree.
 
 use super::{Plan, Rows, Screen, Table, TableOp};
-use crate::tui::draw::events;
+use crate::model::terminal_safe;
+use crate::tui::draw::panes::{data_table, message_box};
+use crate::tui::draw::tail::{event_line, tail_badges};
 use crate::tui::keys::{self, KeyContext};
-use crate::tui::state::store::{FetchMeta, Store};
+use crate::tui::state::store::{EventLog, FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
-use crate::tui::widgets::table::TableState;
+use crate::tui::widgets::table::{title_line, TableLook, TableState};
 use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
 pub struct Events<'a> {
@@ -93,6 +98,88 @@ impl Screen for Events<'_> {
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
         let log = app.store().events.get(&self.stack.id);
-        events::draw(app, view, self.stack, log, frame, area);
+        draw_tail(app, view, self.stack, log, frame, area);
     }
+}
+
+// Drawing: the tail as a table, or its events as wrapped lines.
+
+fn draw_tail(
+    app: &App,
+    view: &View,
+    stack: &StackTarget,
+    log: Option<&EventLog>,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let title = format!(
+        "Events of {} {}",
+        terminal_safe(stack.label()),
+        tail_badges(app, &view.tail)
+    );
+    let Some(log) = log.filter(|l| l.meta.fetched_at.is_some() || !l.events.is_empty()) else {
+        message_box(app, frame, area, &title, log.map(|l| &l.meta));
+        return;
+    };
+    if !view.tail.wrap {
+        data_table(
+            app,
+            frame,
+            area,
+            &title,
+            Some(&log.events),
+            Some(&log.meta),
+            &crate::tui::resource_columns::EVENT_COLUMNS,
+            &view.table,
+            "No events yet (polling).",
+            true,
+        );
+        return;
+    }
+    let th = app.theme();
+    let ctx = app.row_ctx();
+    // The same title as the table's: counts, sort and the filter stay in sight while wrapped.
+    let look = TableLook {
+        title: &title,
+        badges: Vec::new(),
+        focused: true,
+        empty_text: "",
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(th.accent))
+        .title(title_line(
+            &look,
+            &view.table,
+            log.events.len(),
+            &crate::tui::resource_columns::EVENT_COLUMNS,
+            &ctx,
+        ));
+    let inner = block.inner(area);
+    let h = inner.height as usize;
+    let t = &view.table;
+    // In wrap mode show the rows ending at the selection, so following shows the tail.
+    let end = t.selected_pos().map(|p| p + 1).unwrap_or(0);
+    let start = end.saturating_sub(h);
+    let lines: Vec<Line> = t.view()[start..end]
+        .iter()
+        .filter_map(|&i| log.events.get(i))
+        .enumerate()
+        .map(|(k, e)| {
+            let line = event_line(e, &ctx, None);
+            if start + k + 1 == end {
+                line.style(Style::default().add_modifier(Modifier::REVERSED))
+            } else {
+                line
+            }
+        })
+        .collect();
+    let w = inner.width.max(1) as usize;
+    let total: usize = lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum();
+    let total = total.min(u16::MAX as usize) as u16;
+    let para = Paragraph::new(lines)
+        .block(block)
+        .wrap(Wrap { trim: false });
+    let scroll = total.saturating_sub(inner.height);
+    frame.render_widget(para.scroll((scroll, 0)), area);
 }

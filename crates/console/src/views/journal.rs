@@ -1,8 +1,9 @@
 //! The operator journal: what this console (and others) did, newest at the bottom.
 
 use super::{Plan, Rows, Screen, Table, TableOp};
-use crate::tui::draw::journal;
+use crate::tui::draw::panes::data_table;
 use crate::tui::keys::{self, KeyContext};
+use crate::tui::state::journal_reads::JournalLog;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::View;
 use crate::tui::state::yank::Yank;
@@ -71,6 +72,24 @@ impl Screen for Journal {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        journal::draw(app, view, &app.store().journal, frame, area);
+        draw_journal(app, view, &app.store().journal, frame, area);
     }
+}
+
+// Drawing: every action recorded, newest last, errors in red.
+
+fn draw_journal(app: &App, view: &View, log: &JournalLog, frame: &mut Frame, area: Rect) {
+    let loaded = log.meta.fetched_at.is_some();
+    data_table(
+        app,
+        frame,
+        area,
+        "Journal",
+        loaded.then_some(log.rows.as_slice()),
+        Some(&log.meta),
+        &crate::tui::action_columns::JOURNAL_COLUMNS,
+        &view.table,
+        "No actions recorded yet.",
+        true,
+    );
 }

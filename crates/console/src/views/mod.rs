@@ -1,7 +1,10 @@
 //! The views: one module per view, each a [`Screen`] that says what the view is called,
 //! which keys it offers, what it fetches and how often, which rows its table shows, what
 //! Enter opens, what `y`/`Y` copy and how it draws (handing its data to the drawing: drawing
-//! never looks the store up itself). The state reaches a view only through [`REGISTRY`]
+//! never looks the store up itself). A view is one module: its drawing follows its `Screen`
+//! impl there, using the shared parts in `draw/` (panes, detail text, event tail lines, node
+//! summary, wrapping); a drawing part that a second view needs moves to `draw/`, so that views
+//! do not import each other's drawing. The state reaches a view only through [`REGISTRY`]
 //! (given to `App` when it is made; the state names no view). Adding a view: a module here
 //! with its `mod` line and one line in [`screen`], its [`ViewKind`] variant (`state/view.rs`),
 //! its key in `keys.rs` (and one line in `on_key` when the key opens it from anywhere), and
@@ -31,6 +34,11 @@ use super::state::App;
 use super::widgets::table::{Column, RowCtx, TableRow, TableState};
 use crate::service::CloudInfo;
 use chrono::{DateTime, Utc};
+
+/// The dashboard's whole event tail, oldest first: what its selection moves over (for the
+/// tests that move it).
+#[cfg(test)]
+pub(crate) use dashboard::whole_tail as dashboard_tail;
 
 /// What a text view (a detail) offers: it scrolls with the table keys, but has no rows to
 /// open, mark, sort or filter.

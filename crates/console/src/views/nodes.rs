@@ -3,15 +3,21 @@
 
 use super::nodegroups::group_stack;
 use super::{Plan, Rows, Screen, Table};
-use crate::model::{Cluster, NodeGroup, ServerTarget};
-use crate::tui::draw::nodes;
+use crate::model::{terminal_safe, Cluster, NodeGroup, ServerTarget};
+use crate::tui::draw::node_summary::{
+    heat_map_title, summary_line, verdict_lines, zone_groups, Rollout,
+};
+use crate::tui::draw::panes::{data_table, message_box};
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, NodeRow, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::Yank;
 use crate::tui::state::{App, Level};
+use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
 use crate::tui::widgets::table::TableState;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 use std::collections::HashSet;
 
@@ -121,6 +127,107 @@ impl Screen for Nodes<'_> {
         let nodegroup = app
             .store()
             .current_nodegroup(&self.cluster.id, self.nodegroup);
-        nodes::draw(app, view, nodegroup, app.store(), frame, area);
+        draw_nodes(app, view, nodegroup, app.store(), frame, area);
     }
+}
+
+// Drawing: the rollout summary, the fleet heat map (per zone) and the nodes table (the
+// summary's parts are shared with the dashboard: `draw::node_summary`).
+
+fn draw_nodes(
+    app: &App,
+    view: &View,
+    nodegroup: &NodeGroup,
+    store: &Store,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let Some(set) = store.nodes.get(&nodegroup.id).filter(|s| s.has_members) else {
+        let meta = store.nodes.get(&nodegroup.id).map(|s| &s.meta);
+        message_box(
+            app,
+            frame,
+            area,
+            &format!("Nodes of {}", terminal_safe(&nodegroup.name)),
+            meta,
+        );
+        return;
+    };
+    let th = app.theme();
+    let rollout = Rollout::compute(set.rows.iter(), app.now())
+        .with_images(set.rows.iter().map(|r| &r.node), nodegroup.image.as_deref());
+    let selected = view
+        .table
+        .selected(&set.rows)
+        .map(|r| r.node.key.member.as_str());
+    let groups = if view.show_heat_map {
+        zone_groups(set, "", selected, nodegroup.image.as_deref())
+    } else {
+        Vec::new()
+    };
+    let inner_w = area.width.saturating_sub(2);
+    let max_map = (area.height * 45 / 100).max(3);
+    let map_h = if groups.is_empty() {
+        0
+    } else {
+        layout(&groups, inner_w, max_map.saturating_sub(2)).0 + 2
+    };
+    let verdict = verdict_lines(app, store, nodegroup, set, None, inner_w as usize + 2);
+    let [summary, stall, map, table] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(verdict.len() as u16),
+        Constraint::Length(map_h),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    frame.render_widget(Paragraph::new(verdict), stall);
+    frame.render_widget(
+        Paragraph::new(summary_line(
+            app,
+            &rollout,
+            Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
+            // A plain stack's nodes have no count of their own to reconcile.
+            (!crate::tui::state::is_stack_standin(nodegroup))
+                .then_some(nodegroup.node_count as usize),
+            summary.width,
+        )),
+        summary,
+    );
+    if map_h > 0 {
+        let note = scale_note(
+            &groups,
+            map.width.saturating_sub(2),
+            map.height.saturating_sub(2),
+        );
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(th.border())
+            .title(Line::from(heat_map_title(app, rollout.by_image(), note)));
+        let inner = block.inner(map);
+        frame.render_widget(block, map);
+        frame.render_widget(
+            HeatMap {
+                groups: &groups,
+                theme: th,
+            },
+            inner,
+        );
+    }
+    let title = format!(
+        "Nodes of {} ({})",
+        terminal_safe(&nodegroup.name),
+        nodegroup.role.as_str()
+    );
+    data_table(
+        app,
+        frame,
+        table,
+        &title,
+        Some(&set.rows),
+        Some(&set.meta),
+        &crate::tui::resource_columns::NODE_COLUMNS,
+        &view.table,
+        "This node group has no members.",
+        true,
+    );
 }

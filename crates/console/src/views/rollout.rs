@@ -2,15 +2,22 @@
 
 use super::nodegroups::group_stack;
 use super::{Plan, Rows, Screen, Table, TableOp};
-use crate::model::{Cluster, NodeGroup};
-use crate::tui::draw::rollout;
+use crate::model::{terminal_safe, Cluster, NodeGroup};
+use crate::rollout::{RolloutState, RolloutStatus};
+use crate::tui::draw::panes::data_table;
 use crate::tui::keys::{self, KeyContext};
+use crate::tui::message::Driver;
+use crate::tui::state::rollout_control::RolloutSlot;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
 use crate::tui::state::yank::Yank;
 use crate::tui::state::App;
+use crate::tui::theme::CellState;
 use crate::tui::widgets::table::TableState;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Wrap};
 use ratatui::Frame;
 
 pub struct Rollout<'a> {
@@ -99,6 +106,252 @@ impl Screen for Rollout<'_> {
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
         let slot = app.store().rollouts.get(&self.nodegroup.id);
-        rollout::draw(app, view, self.nodegroup, slot, frame, area);
+        draw_progress(app, view, self.nodegroup, slot, frame, area);
     }
+}
+
+// Drawing: a header (target, image, state, batch, counts, pace, ETA), a progress gauge and
+// the nodes with their phases; the batch in flight is selected until the operator moves.
+
+fn state_color(app: &App, s: &RolloutState) -> ratatui::style::Color {
+    let th = app.theme();
+    match s {
+        RolloutState::Starting | RolloutState::Running => th.state_color(CellState::InProgress),
+        RolloutState::Paused { .. } | RolloutState::Aborting { .. } => {
+            th.state_color(CellState::Paused)
+        }
+        RolloutState::Completed | RolloutState::CompletedWithSkips => {
+            th.state_color(CellState::Complete)
+        }
+        RolloutState::Aborted { .. } | RolloutState::Failed { .. } => {
+            th.state_color(CellState::Failed)
+        }
+    }
+}
+
+fn secs(ms: Option<i64>) -> String {
+    ms.map(|m| format!("{:.1}s", m as f64 / 1000.0))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn eta(s: Option<f64>) -> String {
+    match s {
+        Some(s) if s >= 3600.0 => {
+            format!("{:.0}h{:02.0}m", (s / 3600.0).floor(), (s % 3600.0) / 60.0)
+        }
+        Some(s) if s >= 60.0 => format!("{:.0}m{:02.0}s", (s / 60.0).floor(), s % 60.0),
+        Some(s) => format!("{s:.0}s"),
+        None => "-".into(),
+    }
+}
+
+fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> Vec<Line<'a>> {
+    let th = app.theme();
+    let key = Style::default().fg(th.fg).add_modifier(Modifier::BOLD);
+    let m = th.muted();
+    // An observed update has no plan: Heat only says the image its stack asks for now.
+    let image = match (
+        &slot.observed,
+        slot.plan.as_ref().and_then(|p| p.from_image.clone()),
+    ) {
+        (Some(_), _) => s.image.clone(),
+        (None, from) => format!("{} → {}", from.unwrap_or_else(|| "?".into()), s.image),
+    };
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(terminal_safe(&s.target).into_owned(), key),
+            Span::styled("  image ", m),
+            Span::styled(terminal_safe(&image).into_owned(), key),
+            Span::styled("  state ", m),
+            Span::styled(
+                terminal_safe(&s.state.label()).into_owned(),
+                Style::default()
+                    .fg(state_color(app, &s.state))
+                    .add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(
+                match (slot.driver, &slot.observed) {
+                    (_, Some(_)) => "  (observed: not driven by caldera)".to_string(),
+                    (Some(Driver::Here), None) => "  (driven here)".to_string(),
+                    // Who drives it, from its driver lock: another process, or nobody.
+                    (Some(Driver::Elsewhere), None) => match &s.driver {
+                        Some(d) if !s.state.is_final() => format!("  (observed; {})", d.label()),
+                        _ => "  (observed)".to_string(),
+                    },
+                    (None, None) => String::new(),
+                },
+                m,
+            ),
+        ]),
+        Line::from(vec![
+            Span::styled("batch ", m),
+            Span::styled(format!("{}/{}", s.batch_shown(), s.batches), key),
+            Span::styled("  done ", m),
+            Span::styled(
+                s.done.to_string(),
+                Style::default().fg(th.state_color(CellState::Complete)),
+            ),
+            Span::styled("  failed ", m),
+            Span::styled(
+                s.failed.to_string(),
+                if s.failed > 0 {
+                    th.error().add_modifier(Modifier::BOLD)
+                } else {
+                    key
+                },
+            ),
+            Span::styled("  skipped ", m),
+            Span::styled(s.skipped.to_string(), key),
+            Span::styled("  remaining ", m),
+            Span::styled(s.remaining.to_string(), key),
+            // Only when there are some: nodes updating 3x longer than the median.
+            Span::styled(
+                if s.stragglers > 0 {
+                    format!("  stragglers {}", s.stragglers)
+                } else {
+                    String::new()
+                },
+                th.warning().add_modifier(Modifier::BOLD),
+            ),
+            Span::styled("  stack ", m),
+            Span::styled(
+                if s.stack_status.is_empty() {
+                    "-".to_string()
+                } else {
+                    terminal_safe(&s.stack_status).into_owned()
+                },
+                m,
+            ),
+        ]),
+        Line::from(vec![
+            Span::styled("throughput ", m),
+            Span::styled(
+                s.throughput_per_min
+                    .map(|t| format!("{t:.1} nodes/min"))
+                    .unwrap_or_else(|| "-".into()),
+                key,
+            ),
+            Span::styled("  per node p50 ", m),
+            Span::styled(secs(s.p50_ms), key),
+            Span::styled(" p95 ", m),
+            Span::styled(secs(s.p95_ms), key),
+            Span::styled("  ETA ", m),
+            Span::styled(eta(s.eta_secs), key),
+            Span::styled(format!("  id {}", terminal_safe(&s.id)), m),
+        ]),
+    ];
+    if let Some(note) = slot.note() {
+        lines.push(Line::from(Span::styled(
+            terminal_safe(&note).into_owned(),
+            th.warning(),
+        )));
+    }
+    if let Some(e) = &slot.meta.error {
+        lines.push(Line::from(Span::styled(
+            terminal_safe(e).into_owned(),
+            th.error(),
+        )));
+    }
+    lines
+}
+
+fn draw_progress(
+    app: &App,
+    view: &View,
+    nodegroup: &NodeGroup,
+    slot: Option<&RolloutSlot>,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let th = app.theme();
+    let title = format!(" Rollout of {} ", terminal_safe(&nodegroup.name));
+    let Some((slot, status)) = slot.and_then(|s| s.status.as_ref().map(|st| (s, st))) else {
+        let mut lines = Vec::new();
+        match slot {
+            Some(s) if s.meta.error.is_some() => {
+                lines.push(Line::from(Span::styled(
+                    terminal_safe(s.meta.error.as_deref().unwrap_or_default()).into_owned(),
+                    th.error(),
+                )));
+            }
+            Some(s) if s.note().is_some() => {
+                lines.push(Line::from(Span::styled(
+                    terminal_safe(&s.note().unwrap_or_default()).into_owned(),
+                    Style::default().fg(th.fg),
+                )));
+            }
+            Some(s) if s.plan.is_some() => lines.push(Line::from(Span::styled(
+                "rollout found: reading its state…",
+                Style::default().fg(th.in_progress),
+            ))),
+            _ => lines.push(Line::from(Span::styled(
+                "looking for a rollout under way…",
+                Style::default().fg(th.in_progress),
+            ))),
+        }
+        frame.render_widget(
+            Paragraph::new(lines).wrap(Wrap { trim: true }).block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(th.border())
+                    .title(Span::styled(title, th.title())),
+            ),
+            area,
+        );
+        return;
+    };
+    let head_lines = header_lines(app, slot, status);
+    // Lines wrap in a narrow terminal: count the rows they take, so the note (what this
+    // rollout is, why controls do not apply) is never cut off.
+    let inner = usize::from(area.width.saturating_sub(2)).max(1);
+    let rows: usize = head_lines
+        .iter()
+        .map(|l| l.width().div_ceil(inner).max(1))
+        .sum();
+    let head_h = (rows as u16).saturating_add(2);
+    let [head, gauge, table] = Layout::vertical([
+        Constraint::Length(head_h),
+        Constraint::Length(1),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    frame.render_widget(
+        Paragraph::new(head_lines).wrap(Wrap { trim: true }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(th.border())
+                .title(Span::styled(title, th.title())),
+        ),
+        head,
+    );
+    let total = status.nodes.len().max(1);
+    let finished = status.done + status.skipped;
+    let ratio = (finished as f64 / total as f64).clamp(0.0, 1.0);
+    frame.render_widget(
+        Gauge::default()
+            .gauge_style(
+                Style::default()
+                    .fg(state_color(app, &status.state))
+                    .bg(th.header_bg),
+            )
+            .ratio(ratio)
+            .label(format!(
+                "{finished}/{} nodes  {:.0}%",
+                status.nodes.len(),
+                ratio * 100.0
+            )),
+        gauge,
+    );
+    data_table(
+        app,
+        frame,
+        table,
+        "Nodes",
+        Some(status.nodes.as_slice()),
+        Some(&slot.meta),
+        &crate::tui::action_columns::ROLLOUT_COLUMNS,
+        &view.table,
+        "This rollout has no nodes.",
+        true,
+    );
 }

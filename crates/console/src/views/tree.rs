@@ -5,15 +5,22 @@
 //! the nested stack's own status does not always repeat.
 
 use super::{Plan, Rows, Screen, Table};
-use crate::model::{NodeKey, ServerTarget, StackResource};
-use crate::tui::draw::tree;
+use crate::model::{terminal_safe, NodeKey, ServerTarget, StackResource};
+use crate::ops::stuck::{describe_durations, is_stalled, nova_summary, Cause, HookHold};
+use crate::tui::draw::panes::{data_table, message_box};
 use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::state::store::{FetchMeta, Store, TreeRow};
+use crate::tui::resource_columns::{age, first_line_pub};
+use crate::tui::state::store::{
+    tree_server_key, FetchMeta, Store, TreeData, TreeRow, TREE_SERVERS,
+};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::Yank;
 use crate::tui::state::{App, Level};
 use crate::tui::widgets::table::{TableRow, TableState};
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 /// Heat's resource type of a Nova server.
@@ -177,6 +184,267 @@ impl Screen for Tree<'_> {
     }
 
     fn draw(&self, app: &App, view: &View, frame: &mut Frame, area: Rect) {
-        tree::draw(app, view, self.stack, app.store(), frame, area);
+        draw_tree(app, view, self.stack, app.store(), frame, area);
     }
+}
+
+// Drawing: the table above the "why is it stuck" panel. The panel reads
+// [`crate::ops::stuck::Assessment`]: members Heat holds on a hook first (not a fault: a
+// rollout, or an operator, must clear the hook), then failed resources, then work in progress
+// compared with how long its siblings took, with Nova's word on a server.
+
+/// Held members named in a hold's line; the rest are counted.
+const NAMES_SHOWN: usize = 6;
+
+/// `3 members of nodes held on pre-update hook since 12:01:07 (20m): 1, 3, 5`.
+fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
+    let th = app.theme();
+    let names: Vec<&str> = h
+        .members
+        .iter()
+        .filter_map(|&i| tree.rows.get(i))
+        .map(|r| r.resource.name.as_str())
+        .collect();
+    let mut named = names
+        .iter()
+        .take(NAMES_SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > NAMES_SHOWN {
+        named.push_str(&format!(" +{}", names.len() - NAMES_SHOWN));
+    }
+    let noun = if names.len() == 1 {
+        "member"
+    } else {
+        "members"
+    };
+    let parent = if h.parent.is_empty() {
+        String::new()
+    } else {
+        format!(" of {}", h.parent)
+    };
+    let since = h
+        .since
+        .map(|t| {
+            format!(
+                " since {} ({})",
+                t.format("%H:%M:%S"),
+                age(app.now(), Some(t))
+            )
+        })
+        .unwrap_or_default();
+    let text = format!(
+        "{} {noun}{parent} held on {} hook{since}: {named}",
+        names.len(),
+        h.hook
+    );
+    Line::from(vec![
+        Span::styled(" ‖ ", Style::default().fg(th.paused)),
+        Span::styled(
+            terminal_safe(&text).into_owned(),
+            Style::default().fg(th.paused),
+        ),
+    ])
+}
+
+/// `stalled 20m; siblings took 36-50 s (median 42 s)`, or for a failure
+/// `UPDATE_FAILED 8m ago`.
+fn cause_state(app: &App, tree: &TreeData, c: &Cause) -> (String, bool) {
+    let res = &tree.rows[c.index].resource;
+    let elapsed = c.since.map(|t| (app.now() - t).num_seconds()).unwrap_or(0);
+    if res.status.is_failed() {
+        return (
+            format!("  {} {} ago", res.status.raw, age(app.now(), c.since)),
+            false,
+        );
+    }
+    let stalled = is_stalled(elapsed, c.siblings.as_ref());
+    let word = if stalled { "stalled" } else { "in progress" };
+    let mut text = format!("  {word} {}", age(app.now(), c.since));
+    match &c.siblings {
+        Some(d) if c.compared == c.index => {
+            text.push_str(&format!("; siblings took {}", describe_durations(d)));
+        }
+        Some(d) => {
+            let level = &tree.rows[c.compared].resource.name;
+            text.push_str(&format!(
+                "; siblings of {level} took {}",
+                describe_durations(d)
+            ));
+        }
+        None => text.push_str("; no sibling finished to compare"),
+    }
+    (text, stalled)
+}
+
+/// One cause, and Nova's word on it when it is a server that Nova faults.
+fn cause_lines<'a>(
+    app: &App,
+    store: &Store,
+    stack_id: &str,
+    tree: &TreeData,
+    c: &Cause,
+) -> Vec<Line<'a>> {
+    let th = app.theme();
+    let r = &tree.rows[c.index];
+    let (state, stalled) = cause_state(app, tree, c);
+    let (mark, style) = if r.resource.status.is_failed() {
+        (
+            "✖",
+            Style::default().fg(th.failed).add_modifier(Modifier::BOLD),
+        )
+    } else if stalled {
+        (
+            "●",
+            Style::default()
+                .fg(th.in_progress)
+                .add_modifier(Modifier::BOLD),
+        )
+    } else {
+        ("●", Style::default().fg(th.in_progress))
+    };
+    let mut spans = vec![
+        Span::styled(format!(" {mark} "), style),
+        Span::styled(
+            terminal_safe(&r.path).into_owned(),
+            Style::default().fg(th.fg).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(terminal_safe(&state).into_owned(), style),
+    ];
+    if let Some(reason) = r.resource.status_reason.as_deref() {
+        spans.push(Span::styled(
+            format!(" — {}", first_line_pub(Some(reason))),
+            th.muted(),
+        ));
+    }
+    let mut lines = vec![Line::from(spans)];
+    let nova = store
+        .servers
+        .get(&tree_server_key(stack_id, &r.path))
+        .and_then(|slot| slot.data.as_ref())
+        .and_then(nova_summary);
+    if let Some(text) = nova {
+        lines.push(Line::from(Span::styled(
+            format!("   └ {}", terminal_safe(&text)),
+            Style::default().fg(th.failed),
+        )));
+    }
+    lines
+}
+
+/// The why-stuck lines, at most `max` (the last says how many more): failures first, then
+/// the members held on hooks, then work in progress.
+fn stuck_lines<'a>(
+    app: &App,
+    store: &Store,
+    stack_id: &str,
+    tree: &TreeData,
+    max: usize,
+) -> Vec<Line<'a>> {
+    let th = app.theme();
+    let a = &tree.stuck;
+    if a.causes.is_empty() && a.holds.is_empty() {
+        return vec![Line::from(Span::styled(
+            "Nothing in progress or failed.",
+            Style::default().fg(th.complete),
+        ))];
+    }
+    let failed = |c: &&Cause| tree.rows[c.index].resource.status.is_failed();
+    let blocks = a
+        .causes
+        .iter()
+        .filter(failed)
+        .map(|c| (true, cause_lines(app, store, stack_id, tree, c)))
+        .chain(
+            a.holds
+                .iter()
+                .map(|h| (false, vec![hold_line(app, tree, h)])),
+        )
+        .chain(
+            a.causes
+                .iter()
+                .filter(|c| !failed(c))
+                .map(|c| (true, cause_lines(app, store, stack_id, tree, c))),
+        );
+    let mut lines: Vec<Line> = Vec::new();
+    let mut shown = 0;
+    for (is_cause, block) in blocks {
+        // Keep a line for "… and N more" unless every cause fits.
+        let left = a.causes.len() - shown - usize::from(is_cause);
+        if lines.len() + block.len() + usize::from(left > 0) > max {
+            break;
+        }
+        lines.extend(block);
+        shown += usize::from(is_cause);
+    }
+    if shown < a.causes.len() {
+        lines.push(Line::from(Span::styled(
+            format!("   … and {} more", a.causes.len() - shown),
+            th.muted(),
+        )));
+    }
+    lines
+}
+
+/// ` Why stuck: 5 failed, 2 in progress, 555 held on hooks `.
+fn panel_title(tree: &TreeData) -> String {
+    let a = &tree.stuck;
+    let failed = a
+        .causes
+        .iter()
+        .filter(|c| tree.rows[c.index].resource.status.is_failed())
+        .count();
+    let active = a.causes.len() - failed;
+    let held = a.held.len();
+    format!(" Why stuck: {failed} failed, {active} in progress, {held} held on hooks ")
+}
+
+/// `store` holds the tree and the Nova servers of its first causes.
+fn draw_tree(
+    app: &App,
+    view: &View,
+    stack: &StackTarget,
+    store: &Store,
+    frame: &mut Frame,
+    area: Rect,
+) {
+    let slot = store.trees.get(&stack.id);
+    let title = format!("Resources of {}", terminal_safe(stack.label()));
+    let Some(tree) = slot.and_then(|s| s.data.as_ref()) else {
+        message_box(app, frame, area, &title, slot.map(|s| &s.meta));
+        return;
+    };
+    let th = app.theme();
+    let a = &tree.stuck;
+    // A line per hold and per cause, and one for Nova's word on each of the first causes.
+    let nova = a.causes.len().min(TREE_SERVERS);
+    let want = (a.holds.len() + a.causes.len() + nova).min(10) as u16 + 2;
+    let stuck_h = want.min(area.height / 2).max(3);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(stuck_h)]).areas(area);
+    data_table(
+        app,
+        frame,
+        top,
+        &title,
+        Some(&tree.rows),
+        slot.map(|s| &s.meta),
+        &crate::tui::resource_columns::TREE_COLUMNS,
+        &view.table,
+        "This stack has no resources.",
+        true,
+    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(th.border())
+        .title(Span::styled(panel_title(tree), th.title()));
+    let lines = stuck_lines(
+        app,
+        store,
+        &stack.id,
+        tree,
+        stuck_h.saturating_sub(2) as usize,
+    );
+    frame.render_widget(Paragraph::new(lines).block(block), bottom);
 }

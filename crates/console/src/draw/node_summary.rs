@@ -1,19 +1,16 @@
-//! The nodes pane: rollout summary, fleet heat map (per zone) and the nodes table.
+//! What the nodes view and the dashboard both show of a node group's nodes: the rollout
+//! counts and pace ([`Rollout`]) with their summary line, the heat map's cells by zone and
+//! its title, and a Cluster API node group's verdict (failed or stalled servers).
 
-use super::panes::{data_table, message_box};
 use crate::model::{terminal_safe, ImageCounts, ImagePhase, Node, NodeGroup};
 use crate::tui::resource_columns::{node_state, short_duration};
 use crate::tui::state::store::{NodeRow, NodeSet, Store};
-use crate::tui::state::view::View;
 use crate::tui::state::App;
 use crate::tui::theme::CellState;
-use crate::tui::widgets::heatmap::{layout, scale_note, HeatGroup, HeatMap};
+use crate::tui::widgets::heatmap::HeatGroup;
 use chrono::{DateTime, Utc};
-use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
-use ratatui::Frame;
 use std::collections::BTreeMap;
 
 /// Per-state counts, throughput and time-in-state of a set of nodes.
@@ -260,7 +257,7 @@ pub fn heat_map_title<'a>(app: &App, by_image: bool, note: Option<String>) -> Ve
 
 /// A node's cell by image (see [`CellState::Old`]): a failed node stays failed (the operator
 /// must see it whatever its image); a node whose image cannot be compared keeps its status.
-pub fn image_state(row: &NodeRow, target: Option<&str>) -> CellState {
+fn image_state(row: &NodeRow, target: Option<&str>) -> CellState {
     let by_status = node_state(row);
     if by_status == CellState::Failed {
         return by_status;
@@ -306,104 +303,6 @@ pub fn zone_groups(
         });
     }
     zones.into_values().collect()
-}
-
-pub fn draw(
-    app: &App,
-    view: &View,
-    nodegroup: &NodeGroup,
-    store: &Store,
-    frame: &mut Frame,
-    area: Rect,
-) {
-    let Some(set) = store.nodes.get(&nodegroup.id).filter(|s| s.has_members) else {
-        let meta = store.nodes.get(&nodegroup.id).map(|s| &s.meta);
-        message_box(
-            app,
-            frame,
-            area,
-            &format!("Nodes of {}", terminal_safe(&nodegroup.name)),
-            meta,
-        );
-        return;
-    };
-    let th = app.theme();
-    let rollout = Rollout::compute(set.rows.iter(), app.now())
-        .with_images(set.rows.iter().map(|r| &r.node), nodegroup.image.as_deref());
-    let selected = view
-        .table
-        .selected(&set.rows)
-        .map(|r| r.node.key.member.as_str());
-    let groups = if view.show_heat_map {
-        zone_groups(set, "", selected, nodegroup.image.as_deref())
-    } else {
-        Vec::new()
-    };
-    let inner_w = area.width.saturating_sub(2);
-    let max_map = (area.height * 45 / 100).max(3);
-    let map_h = if groups.is_empty() {
-        0
-    } else {
-        layout(&groups, inner_w, max_map.saturating_sub(2)).0 + 2
-    };
-    let verdict = verdict_lines(app, store, nodegroup, set, None, inner_w as usize + 2);
-    let [summary, stall, map, table] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(verdict.len() as u16),
-        Constraint::Length(map_h),
-        Constraint::Min(3),
-    ])
-    .areas(area);
-    frame.render_widget(Paragraph::new(verdict), stall);
-    frame.render_widget(
-        Paragraph::new(summary_line(
-            app,
-            &rollout,
-            Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
-            // A plain stack's nodes have no count of their own to reconcile.
-            (!crate::tui::state::is_stack_standin(nodegroup))
-                .then_some(nodegroup.node_count as usize),
-            summary.width,
-        )),
-        summary,
-    );
-    if map_h > 0 {
-        let note = scale_note(
-            &groups,
-            map.width.saturating_sub(2),
-            map.height.saturating_sub(2),
-        );
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(th.border())
-            .title(Line::from(heat_map_title(app, rollout.by_image(), note)));
-        let inner = block.inner(map);
-        frame.render_widget(block, map);
-        frame.render_widget(
-            HeatMap {
-                groups: &groups,
-                theme: th,
-            },
-            inner,
-        );
-    }
-    let title = format!(
-        "Nodes of {} ({})",
-        terminal_safe(&nodegroup.name),
-        nodegroup.role.as_str()
-    );
-    data_table(
-        app,
-        frame,
-        table,
-        &title,
-        Some(&set.rows),
-        Some(&set.meta),
-        &crate::tui::resource_columns::NODE_COLUMNS,
-        &view.table,
-        "This node group has no members.",
-        true,
-    );
 }
 
 /// What the Nova servers of a Cluster API node group say when its Magnum status does not
@@ -457,7 +356,7 @@ pub fn verdict_lines(
         Verdict::Failed { .. } => Style::default().fg(th.failed).add_modifier(Modifier::BOLD),
         _ => Style::default().fg(th.warning).add_modifier(Modifier::BOLD),
     };
-    let mut lines = super::server::wrap(&format!(" {}", terminal_safe(&text)), width.max(20));
+    let mut lines = super::text::wrap(&format!(" {}", terminal_safe(&text)), width.max(20));
     if lines.len() > 3 {
         lines.truncate(3);
         if let Some(last) = lines.last_mut() {
