@@ -4,7 +4,7 @@
 //! here, whoever built it.
 
 use super::panes::message_box;
-use super::text::wrap;
+use super::wrap::wrap;
 use crate::model::{terminal_safe, Status};
 use crate::tui::resource_columns::age;
 use crate::tui::state::store::FetchMeta;

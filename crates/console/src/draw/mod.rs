@@ -14,7 +14,7 @@ mod dialog;
 pub(super) mod node_summary;
 pub(super) mod panes;
 pub(super) mod tail;
-pub(super) mod text;
+pub(super) mod wrap;
 
 use super::state::{App, Mode};
 use ratatui::layout::{Constraint, Layout, Rect};

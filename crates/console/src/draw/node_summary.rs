@@ -356,7 +356,7 @@ pub fn verdict_lines(
         Verdict::Failed { .. } => Style::default().fg(th.failed).add_modifier(Modifier::BOLD),
         _ => Style::default().fg(th.warning).add_modifier(Modifier::BOLD),
     };
-    let mut lines = super::text::wrap(&format!(" {}", terminal_safe(&text)), width.max(20));
+    let mut lines = super::wrap::wrap(&format!(" {}", terminal_safe(&text)), width.max(20));
     if lines.len() > 3 {
         lines.truncate(3);
         if let Some(last) = lines.last_mut() {

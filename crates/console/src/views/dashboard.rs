@@ -1,7 +1,7 @@
 //! A cluster's dashboard: its node groups, the fleet heat map and the event tail of the
 //! cluster's and its groups' stacks. The keys go to the node groups; `tab` gives them to the
 //! event tail (as k9s moves between panes), where the table keys move a selection and Enter
-//! opens the selected event whole (`views::event`), as it does in the events view.
+//! opens the selected event whole (`views::event_detail`), as it does in the events view.
 
 use super::nodegroups::{group_stack, groups_table};
 use super::{Plan, Rows, Screen};

@@ -1,5 +1,5 @@
 //! The event tail of one stack (and its nested stacks): follows new events, Enter opens the
-//! event whole (`views::event`), and Enter there the event's resource in its stack's tree.
+//! event whole (`views::event_detail`), and Enter there the event's resource in its stack's tree.
 
 use super::{Plan, Rows, Screen, Table, TableOp};
 use crate::model::terminal_safe;

@@ -12,17 +12,17 @@
 
 mod clusters;
 mod dashboard;
-mod event;
+mod event_detail;
 mod events;
 mod fleet;
 mod journal;
 mod nodegroups;
 mod nodes;
 mod outputs;
-mod resource;
+mod resource_detail;
 mod rollout;
-mod server;
-mod stack;
+mod server_detail;
+mod stack_detail;
 mod stacks;
 mod tree;
 
@@ -69,11 +69,13 @@ pub fn screen(kind: &ViewKind) -> Box<dyn Screen + '_> {
         }
         ViewKind::Journal => Box::new(journal::Journal),
         ViewKind::Fleet => Box::new(fleet::Fleet),
-        ViewKind::Server { target } => Box::new(server::Server { target }),
+        ViewKind::Server { target } => Box::new(server_detail::Server { target }),
         ViewKind::Outputs { stack, shown } => Box::new(outputs::Outputs { stack, shown }),
-        ViewKind::Resource { stack, resource } => Box::new(resource::Resource { stack, resource }),
-        ViewKind::Event { stack, event } => Box::new(event::Event { stack, event }),
-        ViewKind::Stack { stack } => Box::new(stack::Stack { stack }),
+        ViewKind::Resource { stack, resource } => {
+            Box::new(resource_detail::Resource { stack, resource })
+        }
+        ViewKind::Event { stack, event } => Box::new(event_detail::Event { stack, event }),
+        ViewKind::Stack { stack } => Box::new(stack_detail::Stack { stack }),
     }
 }
 
@@ -124,7 +126,7 @@ impl<T: TableRow> Rows for Table<'_, T> {
 fn on_key(app: &mut App, action: KeyAction) -> bool {
     match action {
         KeyAction::Outputs => outputs::open_for_context(app),
-        KeyAction::StackDetail => stack::open_for_context(app),
+        KeyAction::StackDetail => stack_detail::open_for_context(app),
         _ => return false,
     }
     true

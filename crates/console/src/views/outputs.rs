@@ -9,7 +9,7 @@ use super::{Plan, Rows, Screen, Table};
 use crate::model::terminal_safe;
 use crate::service::{ResolvedOutput, StackOutput};
 use crate::tui::draw::panes::data_table;
-use crate::tui::draw::text::wrap;
+use crate::tui::draw::wrap::wrap;
 use crate::tui::state::store::{FetchMeta, Slot, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::Yank;

@@ -1,5 +1,5 @@
 //! A stack's resource tree with the why-stuck analysis: Enter opens a nested stack, a
-//! server resource's Nova server, or any other resource's detail (`views::resource`). `D`
+//! server resource's Nova server, or any other resource's detail (`views::resource_detail`). `D`
 //! (k9s's describe) opens the detail of any resource, the ones Enter drills through
 //! included: a ResourceGroup's or a member's `resource show` says why Heat failed it, which
 //! the nested stack's own status does not always repeat.

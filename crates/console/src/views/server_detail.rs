@@ -3,7 +3,7 @@
 use super::{Plan, Rows, Screen};
 use crate::model::{terminal_safe, ConsoleTail, ServerDetail, ServerTarget};
 use crate::tui::draw::panes::message_box;
-use crate::tui::draw::text::wrap;
+use crate::tui::draw::wrap::wrap;
 use crate::tui::keys::{self, KeyAction, KeyContext};
 use crate::tui::resource_columns::age;
 use crate::tui::state::store::{FetchMeta, Slot, Store};
