@@ -34,6 +34,7 @@ pub(crate) mod service {
 }
 
 mod action_columns;
+mod cell_text;
 pub mod clipboard;
 pub mod config;
 mod draw;

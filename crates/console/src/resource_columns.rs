@@ -1,6 +1,7 @@
 //! The columns of every table (title, width, text, sort key, style) and the row
 //! identities. Filtering searches the same texts that are shown.
 
+use super::cell_text::{event_path, first_line};
 use super::state::store::{NodeRow, TreeRow};
 use super::theme::CellState;
 use super::widgets::table::{muted, plain, Column, RowCtx, SortKey, TableRow};
@@ -59,13 +60,6 @@ pub fn node_state(r: &NodeRow) -> CellState {
     } else {
         CellState::Unknown
     }
-}
-
-/// The first line of a reason, terminal-safe (the spans of the event tail and the
-/// why-stuck panel use it directly, not through a table).
-fn first_line(s: Option<&str>) -> String {
-    s.map(|s| crate::model::terminal_safe(s.lines().next().unwrap_or("")).into_owned())
-        .unwrap_or_default()
 }
 
 // ---------------------------------------------------------------- clusters
@@ -481,11 +475,6 @@ pub fn event_time(e: &StackEvent, ctx: &RowCtx) -> String {
     }
 }
 
-/// `  nodes > 17 > server` with two spaces per nesting level.
-pub fn event_path(e: &StackEvent) -> String {
-    format!("{}{}", "  ".repeat(e.path.len()), e.display_path())
-}
-
 pub fn event_columns() -> Vec<Column<StackEvent>> {
     vec![
         Column {
@@ -596,9 +585,4 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
             style: muted,
         },
     ]
-}
-
-/// The first line of an optional text (for one-line displays and saved files).
-pub fn first_line_pub(s: Option<&str>) -> String {
-    first_line(s)
 }

@@ -3,7 +3,8 @@
 //! line.
 
 use crate::model::{terminal_safe, StackEvent};
-use crate::tui::resource_columns::{event_path, event_time, first_line_pub};
+use crate::tui::cell_text::{event_path, first_line};
+use crate::tui::resource_columns::event_time;
 use crate::tui::state::view::TailOptions;
 use crate::tui::state::App;
 use crate::tui::widgets::table::RowCtx;
@@ -61,7 +62,7 @@ pub fn event_line<'a>(e: &StackEvent, ctx: &RowCtx, source: Option<&str>) -> Lin
             format!("{} ", terminal_safe(&event_path(e))),
             Style::default().fg(th.fg),
         ),
-        Span::styled(first_line_pub(e.status_reason.as_deref()), reason_style),
+        Span::styled(first_line(e.status_reason.as_deref()), reason_style),
     ]);
     Line::from(spans)
 }

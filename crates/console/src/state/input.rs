@@ -3,9 +3,9 @@
 
 use super::view::ViewKind;
 use super::{App, Level, Mode};
+use crate::tui::cell_text::{event_path, first_line};
 use crate::tui::keys::{KeyAction, KeyContext};
 use crate::tui::message::{Action, Command, Request, COMMANDS};
-use crate::tui::resource_columns::{event_path, first_line_pub};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::{Modifier, Style};
 use std::path::PathBuf;
@@ -295,7 +295,7 @@ impl App {
                     e.time.format("%Y-%m-%dT%H:%M:%SZ"),
                     e.status.raw,
                     event_path(e),
-                    first_line_pub(e.status_reason.as_deref())
+                    first_line(e.status_reason.as_deref())
                 ));
             }
         }

@@ -7,9 +7,10 @@
 use super::{Plan, Rows, Screen, Table};
 use crate::model::{terminal_safe, NodeKey, ServerTarget, StackResource};
 use crate::ops::stuck::{describe_durations, is_stalled, nova_summary, Cause, HookHold};
+use crate::tui::cell_text::first_line;
 use crate::tui::draw::panes::{data_table, message_box};
 use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::resource_columns::{age, first_line_pub};
+use crate::tui::resource_columns::age;
 use crate::tui::state::store::{
     tree_server_key, FetchMeta, Store, TreeData, TreeRow, TREE_SERVERS,
 };
@@ -314,7 +315,7 @@ fn cause_lines<'a>(
     ];
     if let Some(reason) = r.resource.status_reason.as_deref() {
         spans.push(Span::styled(
-            format!(" — {}", first_line_pub(Some(reason))),
+            format!(" — {}", first_line(Some(reason))),
             th.muted(),
         ));
     }
