@@ -48,14 +48,16 @@ pub trait Screen {
     /// Start the fetches it needs (see [`Plan`]).
     fn plan(&self, app: &mut App, plan: Plan);
 
-    /// Its table's rows as last fetched (`None` for a text view). `state` is the view's
-    /// table, for views whose cached order depends on the filter or sort.
+    /// Its table's rows as last fetched (`None`, the default, for a text view). `state` is
+    /// the view's table, for views whose cached order depends on the filter or sort.
     fn table<'s>(
         &self,
-        store: &'s Store,
-        state: &TableState,
-        faults: bool,
-    ) -> Option<Box<dyn Rows + 's>>;
+        _store: &'s Store,
+        _state: &TableState,
+        _faults: bool,
+    ) -> Option<Box<dyn Rows + 's>> {
+        None
+    }
 
     /// The table's page at a terminal `height` (rows moved by page up / down).
     fn page(&self, height: u16) -> usize {

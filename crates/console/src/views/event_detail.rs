@@ -4,7 +4,7 @@
 //! request: the event is the one the tail holds. Enter goes on to the event's resource in
 //! its stack's tree, where Enter used to go straight from the tail.
 
-use super::{Plan, Rows, Screen};
+use super::{Plan, Screen};
 use crate::model::terminal_safe;
 use crate::model::StackEvent;
 use crate::tui::draw::detail::{self, status_style, when, DetailText};
@@ -13,7 +13,6 @@ use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
-use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -71,15 +70,6 @@ impl Screen for Event<'_> {
 
     /// Nothing to fetch: the event is already here.
     fn plan(&self, _app: &mut App, _p: Plan) {}
-
-    fn table<'s>(
-        &self,
-        _store: &'s Store,
-        _state: &TableState,
-        _faults: bool,
-    ) -> Option<Box<dyn Rows + 's>> {
-        None
-    }
 
     fn text_lines(&self, app: &App, width: usize) -> Option<usize> {
         Some(detail_lines(app, self.event, resource_type(app, self), width).len())

@@ -4,7 +4,7 @@
 //! line that says why a resource failed ("Went to status ERROR due to ..."), and a cut
 //! reason is what sent operators through four more views. A text view that scrolls.
 
-use super::{Plan, Rows, Screen};
+use super::{Plan, Screen};
 use crate::model::terminal_safe;
 use crate::service::ResourceDetail;
 use crate::tui::draw::detail::{self, status_style, when, DetailText};
@@ -14,7 +14,6 @@ use crate::tui::state::store::{FetchMeta, Slot, Store};
 use crate::tui::state::view::{StackTarget, View};
 use crate::tui::state::yank::Yank;
 use crate::tui::state::App;
-use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -84,15 +83,6 @@ impl Screen for Resource<'_> {
                 gen,
             },
         );
-    }
-
-    fn table<'s>(
-        &self,
-        _store: &'s Store,
-        _state: &TableState,
-        _faults: bool,
-    ) -> Option<Box<dyn Rows + 's>> {
-        None
     }
 
     fn text_lines(&self, app: &App, width: usize) -> Option<usize> {

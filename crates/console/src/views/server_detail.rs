@@ -1,6 +1,6 @@
 //! One node's Nova server (`server show` and its console log): a text view that scrolls.
 
-use super::{Plan, Rows, Screen};
+use super::{Plan, Screen};
 use crate::model::{terminal_safe, ConsoleTail, ServerDetail, ServerTarget};
 use crate::tui::draw::panes::message_box;
 use crate::tui::draw::wrap::wrap;
@@ -10,7 +10,6 @@ use crate::tui::state::store::{FetchMeta, Slot, Store};
 use crate::tui::state::view::{StackTarget, View};
 use crate::tui::state::yank::Yank;
 use crate::tui::state::App;
-use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -55,15 +54,6 @@ impl Screen for Server<'_> {
     fn plan(&self, app: &mut App, p: Plan) {
         // Two requests a look (the server, its console log): half the refresh pace.
         app.want_server(self.target.clone(), p.force, p.now, p.every * 2);
-    }
-
-    fn table<'s>(
-        &self,
-        _store: &'s Store,
-        _state: &TableState,
-        _faults: bool,
-    ) -> Option<Box<dyn Rows + 's>> {
-        None
     }
 
     fn text_lines(&self, app: &App, width: usize) -> Option<usize> {

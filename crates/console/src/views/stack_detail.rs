@@ -4,7 +4,7 @@
 //! (`O` evaluates them) and its template, in a text view that scrolls. Heat shows a
 //! parameter declared `hidden: true` as `******`; it stays hidden here.
 
-use super::{Plan, Rows, Screen};
+use super::{Plan, Screen};
 use crate::model::terminal_safe;
 use crate::service::StackOverview;
 use crate::tui::draw::detail::{self, status_style, when, DetailText};
@@ -14,7 +14,6 @@ use crate::tui::state::store::{FetchMeta, Slot, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::{App, Level};
-use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -81,15 +80,6 @@ impl Screen for Stack<'_> {
             |s| &mut s.stack_details.entry(id.clone()).or_default().meta,
             |gen| crate::tui::message::Request::Stack { stack, gen },
         );
-    }
-
-    fn table<'s>(
-        &self,
-        _store: &'s Store,
-        _state: &TableState,
-        _faults: bool,
-    ) -> Option<Box<dyn Rows + 's>> {
-        None
     }
 
     fn text_lines(&self, app: &App, width: usize) -> Option<usize> {
