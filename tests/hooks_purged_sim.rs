@@ -72,6 +72,15 @@ async fn wait(
 
 /// Every event of the tree Heat still has, with any hook in its reason.
 async fn hook_events(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
+    hook_events_by_id(heat, stack)
+        .await
+        .into_iter()
+        .map(|(_, reason)| reason)
+        .collect()
+}
+
+/// [`hook_events`] with their ids, `(id, reason)`.
+async fn hook_events_by_id(heat: &HeatClient, stack: &StackRef) -> Vec<(String, String)> {
     let events = heat
         .list_events_page(
             stack,
@@ -85,8 +94,8 @@ async fn hook_events(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
         .expect("events");
     events
         .into_iter()
-        .filter_map(|e| e.status_reason)
-        .filter(|r| hook_event(r, None).is_some())
+        .filter_map(|e| Some((e.id, e.status_reason?)))
+        .filter(|(_, r)| hook_event(r, None).is_some())
         .collect()
 }
 
@@ -365,14 +374,16 @@ async fn with_the_pause_events_still_there_the_holds_are_seen_not_inferred() {
     heat.update_stack(&stack, &update).await.expect("update");
     // All held at once: 20 pause events, the newest 12 or so kept, so some members' pauses
     // are purged and others are not; each is named once, with the evidence it has.
-    // The pause events kept are read before and after the poll, until no event came between.
+    // The pause events kept are read before and after the poll, until no event came or
+    // went between (the same events, not merely as many: one written and one purged
+    // between the reads leave the count alone).
     let t0 = Instant::now();
     let (pending, kept) = loop {
-        let before = hook_events(&heat, &stack).await.len();
+        let before = hook_events_by_id(&heat, &stack).await;
         let p = pending_hooks(&heat, &stack).await.expect("poll");
-        let after = hook_events(&heat, &stack).await.len();
+        let after = hook_events_by_id(&heat, &stack).await;
         if p.len() == MEMBERS as usize && before == after {
-            break (p, after);
+            break (p, after.len());
         }
         assert!(t0.elapsed() < Duration::from_secs(60), "{} held", p.len());
         tokio::time::sleep(Duration::from_millis(50)).await;
