@@ -9,9 +9,17 @@ use caldera::api::heat::{EventQuery, HeatClient, SortDir, StackUpdate};
 use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec};
 use caldera::model::StackRef;
-use caldera::ops::hooks::{hook_event, pending_hooks, HookEvidence, PendingHook};
+use caldera::ops::hooks::{
+    hook_event, paused_members, pending_hooks, update_began, with_inferred_members, HookEvidence,
+    PendingHook,
+};
+use caldera::service::live::LiveService;
+use caldera::service::{CloudService, EventCursor, NodeUpdate};
 use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::Machines;
+use caldera::tui::state::store::build_tree;
+use futures::StreamExt;
+use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -64,6 +72,15 @@ async fn wait(
 
 /// Every event of the tree Heat still has, with any hook in its reason.
 async fn hook_events(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
+    hook_events_by_id(heat, stack)
+        .await
+        .into_iter()
+        .map(|(_, reason)| reason)
+        .collect()
+}
+
+/// [`hook_events`] with their ids, `(id, reason)`.
+async fn hook_events_by_id(heat: &HeatClient, stack: &StackRef) -> Vec<(String, String)> {
     let events = heat
         .list_events_page(
             stack,
@@ -77,8 +94,8 @@ async fn hook_events(heat: &HeatClient, stack: &StackRef) -> Vec<String> {
         .expect("events");
     events
         .into_iter()
-        .filter_map(|e| e.status_reason)
-        .filter(|r| hook_event(r, None).is_some())
+        .filter_map(|e| Some((e.id, e.status_reason?)))
+        .filter(|(_, r)| hook_event(r, None).is_some())
         .collect()
 }
 
@@ -175,6 +192,8 @@ async fn held_members_whose_pause_events_were_purged_are_named_as_inferred() {
         "held on pre-update hook (inferred: its pause event was purged)"
     );
 
+    why_stuck_and_marks_name_the_inferred_holds(&sim, &heat, &stack, &pending[0].owner).await;
+
     // The operator's command says which holds are inferred.
     let dir = tempfile::tempdir().expect("dir");
     let (path, yaml, name) = (
@@ -243,6 +262,103 @@ async fn held_members_whose_pause_events_were_purged_are_named_as_inferred() {
     }
 }
 
+/// The console's why-stuck line (its tree read and event poll, assessed as the console does)
+/// and the nodes pane's hook marks name the three members held though no event says so, as
+/// inferred; the group busy only with them is not reported as stalled work.
+async fn why_stuck_and_marks_name_the_inferred_holds(
+    sim: &SimHandle,
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &StackRef,
+) {
+    // `group` is the group's own stack, where its members' events are.
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let service = LiveService::new(conn);
+    let read = service
+        .stack_tree(stack.clone(), 3)
+        .await
+        .expect("tree read");
+    let (events, _) = service
+        .poll_events(stack.clone(), 5, EventCursor::default())
+        .await
+        .expect("events");
+    let tree = build_tree(&stack.id, read.resources, &events)
+        .with_inferred_holds(read.inferred_holds, &events);
+    let a = &tree.stuck;
+    let causes: Vec<&str> = a
+        .causes
+        .iter()
+        .map(|c| tree.rows[c.index].path.as_str())
+        .collect();
+    assert!(causes.is_empty(), "held, not stalled: {causes:?}");
+    let [h] = a.holds.as_slice() else {
+        panic!("one hold: {:?}", a.holds)
+    };
+    let names: Vec<&str> = h
+        .members
+        .iter()
+        .map(|&i| tree.rows[i].resource.name.as_str())
+        .collect();
+    assert_eq!(
+        h.describe(&names, ""),
+        "3 members of nodes held on pre-update hook (3 inferred: their pause events were purged): 0, 1, 2"
+    );
+
+    // The nodes pane: the group's events mark nobody; with the inference, the three.
+    let seen = paused_members(heat, group).await.expect("paused");
+    assert!(seen.is_empty(), "{seen:?}");
+    let detail = heat.get_stack(stack, false).await.expect("show");
+    let began = update_began(&detail.summary);
+    assert!(began.is_some(), "the update runs");
+    let marked = with_inferred_members(heat, stack, began, seen)
+        .await
+        .expect("marks");
+    // Members as the node stream lists them: named in their group `nodes`.
+    let held: Vec<String> = (0..MEMBERS)
+        .map(|i| i.to_string())
+        .filter(|m| marked.holds(m, "nodes"))
+        .collect();
+    assert_eq!(held, ["0", "1", "2"]);
+    assert!(marked.holds("nodes/1", "nodes") && !marked.holds("1", ""));
+    // The same through the console's node stream: the members marked held on a hook.
+    let c = service
+        .list_clusters()
+        .await
+        .expect("clusters")
+        .into_iter()
+        .find(|c| c.name == "ctl")
+        .expect("cluster ctl listed");
+    let g = service
+        .list_nodegroups(c)
+        .await
+        .expect("node groups")
+        .into_iter()
+        .find(|g| g.name == "workers")
+        .expect("node group workers listed");
+    let mut stream = service.stream_nodes(g);
+    let mut nodes = Vec::new();
+    while let Some(update) = stream.next().await {
+        match update.expect("node update") {
+            NodeUpdate::Members(m) => nodes = m,
+            NodeUpdate::Done => break,
+            _ => {}
+        }
+    }
+    let marked: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n.hook_paused)
+        .map(|n| n.key.member.as_str())
+        .collect();
+    assert_eq!(marked, ["0", "1", "2"]);
+    // No update running: nothing is inferred (and nothing more read).
+    let none = with_inferred_members(heat, stack, None, HashSet::new())
+        .await
+        .expect("marks");
+    assert!(none.inferred.is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_pause_events_still_there_the_holds_are_seen_not_inferred() {
     let (_sim, heat, stack) = start().await;
@@ -258,14 +374,16 @@ async fn with_the_pause_events_still_there_the_holds_are_seen_not_inferred() {
     heat.update_stack(&stack, &update).await.expect("update");
     // All held at once: 20 pause events, the newest 12 or so kept, so some members' pauses
     // are purged and others are not; each is named once, with the evidence it has.
-    // The pause events kept are read before and after the poll, until no event came between.
+    // The pause events kept are read before and after the poll, until no event came or
+    // went between (the same events, not merely as many: one written and one purged
+    // between the reads leave the count alone).
     let t0 = Instant::now();
     let (pending, kept) = loop {
-        let before = hook_events(&heat, &stack).await.len();
+        let before = hook_events_by_id(&heat, &stack).await;
         let p = pending_hooks(&heat, &stack).await.expect("poll");
-        let after = hook_events(&heat, &stack).await.len();
+        let after = hook_events_by_id(&heat, &stack).await;
         if p.len() == MEMBERS as usize && before == after {
-            break (p, after);
+            break (p, after.len());
         }
         assert!(t0.elapsed() < Duration::from_secs(60), "{} held", p.len());
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -10,13 +10,14 @@ use crate::journal::Entry;
 use crate::lifecycle::HookRun;
 use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, ServerDetail, ServerTarget, StackEvent, StackRef,
-    StackResource, StackSummary,
+    StackSummary,
 };
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, RolloutOptions, RolloutPlan, RolloutStatus};
 use crate::service::fleet_scan::FleetReport;
 use crate::service::{
     BudgetStats, CloudInfo, EventCursor, NodeUpdate, ResolvedOutput, ServiceResult, StackOutput,
+    StackTree,
 };
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
@@ -423,7 +424,7 @@ pub enum Reply {
         stack_id: String,
         stack_name: Option<String>,
         gen: u64,
-        result: ServiceResult<Vec<StackResource>>,
+        result: ServiceResult<StackTree>,
     },
     Saved {
         path: PathBuf,

@@ -637,7 +637,10 @@ impl App {
                     .map(|log| log.events.as_slice())
                     .unwrap_or_default();
                 if let Some(slot) = self.store.trees.get_mut(&stack_id) {
-                    let result = result.map(|rs| build_tree(&stack_id, rs, events));
+                    let result = result.map(|t| {
+                        build_tree(&stack_id, t.resources, events)
+                            .with_inferred_holds(t.inferred_holds, events)
+                    });
                     slot.finish(gen, result, now);
                 }
             }

@@ -5,7 +5,8 @@
 use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, ServerTarget, StackEvent, StackResource, StackSummary,
 };
-use crate::ops::stuck::{assess, Assessment, Entry};
+use crate::ops::hooks::PendingHook;
+use crate::ops::stuck::{assess_with_inferred, Assessment, Entry};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{RolloutPlan, RolloutState, RolloutStatus};
 use crate::service::fleet_scan::{FleetReport, FleetRow};
@@ -422,9 +423,19 @@ pub struct TreeData {
     /// Why the stack is not done: causes (indices into `rows`) and hook-held members; see
     /// [`crate::ops::stuck`]. Re-read whenever the tree or the stack's events change.
     pub stuck: Assessment,
+    /// Members held on a hook whose pause events Heat purged, inferred when the tree was
+    /// read (no event can show them); a newer event of theirs (a release) wins.
+    pub inferred_holds: Vec<PendingHook>,
 }
 
 impl TreeData {
+    /// The tree with the holds inferred at its read, assessed again with them.
+    pub fn with_inferred_holds(mut self, holds: Vec<PendingHook>, events: &[StackEvent]) -> Self {
+        self.inferred_holds = holds;
+        self.reassess(events);
+        self
+    }
+
     /// Assess the tree again with the stack's events (oldest first); marks hook-held rows.
     pub fn reassess(&mut self, events: &[StackEvent]) {
         let entries: Vec<Entry> = self
@@ -435,7 +446,7 @@ impl TreeData {
                 resource: &r.resource,
             })
             .collect();
-        let stuck = assess(&entries, events);
+        let stuck = assess_with_inferred(&entries, events, &self.inferred_holds);
         for (i, row) in self.rows.iter_mut().enumerate() {
             row.hook = stuck.held.get(&i).cloned();
         }
@@ -545,6 +556,7 @@ pub fn build_tree(root_id: &str, resources: Vec<StackResource>, events: &[StackE
     let mut tree = TreeData {
         rows,
         stuck: Assessment::default(),
+        inferred_holds: vec![],
     };
     tree.reassess(events);
     tree

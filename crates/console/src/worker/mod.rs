@@ -227,7 +227,7 @@ impl Worker {
                     let stack_id = stack.id.clone();
                     let sref = resolve(&svc, &cache, stack).await;
                     let stack_name = (sref.name != sref.id).then(|| sref.name.clone());
-                    let result = svc.stack_resources(sref, depth).await;
+                    let result = svc.stack_tree(sref, depth).await;
                     let _ = tx.send(Reply::Tree {
                         stack_id,
                         stack_name,

@@ -44,6 +44,11 @@
 //! to do, so its `updated_time` stays old) whose release event is purged too looks exactly
 //! like a held one; the label says "inferred" for that reason. Clearing such a hook is
 //! harmless: Heat's `_unset_hook` deletes the hook data whether set or not.
+//!
+//! Who uses the inference: `caldera heat hooks` ([`pending_hooks`]), the console's why-stuck
+//! line ([`inferred_tree_holds`], from the resources its tree read listed: no call more
+//! unless a candidate exists) and the nodes pane's hook marks ([`with_inferred_members`],
+//! only while the group's stack runs an update).
 
 use crate::api::heat::{EnvironmentHooks, EventQuery, HeatClient, SortDir};
 use crate::api::ApiError;
@@ -307,6 +312,91 @@ pub async fn pending_hooks(
         pending.sort_by(|a, b| a.path.cmp(&b.path).then(a.hook.cmp(&b.hook)));
     }
     Ok(pending)
+}
+
+/// The holds of `root`'s tree that only the inference finds (their pause events purged),
+/// given the tree's resources already listed (to [`TREE_DEPTH`], as the console's tree read
+/// lists them): for the why-stuck assessment, whose events say the rest. Costs no call unless
+/// a member looks held with no event to tell (no event is read yet, so the test is the
+/// widest); then the newest events, the candidates' stacks and the environment, as
+/// [`pending_hooks`] reads them.
+pub async fn inferred_tree_holds(
+    heat: &HeatClient,
+    root: &StackRef,
+    resources: &[StackResource],
+) -> Result<Vec<PendingHook>, ApiError> {
+    let mut paths = StackPaths::new(root);
+    paths.learn(resources);
+    // Events only remove candidates: none without them is none with them.
+    if pre_update_candidates(root, resources, &[], &paths).is_empty() {
+        return Ok(vec![]);
+    }
+    let mut events = Vec::new();
+    let exhausted = newest_events(heat, root, Some(TREE_DEPTH), |page| {
+        events.extend_from_slice(page);
+        false
+    })
+    .await?;
+    let window = EventWindow {
+        exhausted,
+        oldest: events.last().map(|e| e.time),
+    };
+    let candidates = pre_update_candidates(root, resources, &events, &paths);
+    if candidates.is_empty() {
+        return Ok(vec![]);
+    }
+    inferred_holds(heat, root, &candidates, &events, window).await
+}
+
+/// The members of a node group held on a hook, as the nodes pane marks them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HeldMembers {
+    /// Names in the group (`3`) of those whose newest hook event is a pause
+    /// ([`paused_members`]).
+    pub seen: HashSet<String>,
+    /// Paths from the root stack (`kube_minions/3`) of those inferred held, their pause
+    /// events purged ([`pending_hooks`]).
+    pub inferred: HashSet<String>,
+}
+
+impl HeldMembers {
+    /// Whether member `name` of the group at path `group` (`kube_minions`; empty when the
+    /// root is the group's own stack) is held. `name` may carry the group already
+    /// (`kube_minions/3`, in a stream over several groups).
+    pub fn holds(&self, name: &str, group: &str) -> bool {
+        let path = match group {
+            "" => name.to_string(),
+            g if name.starts_with(&format!("{g}/")) => name.to_string(),
+            g => format!("{g}/{name}"),
+        };
+        self.seen.contains(name) || self.inferred.contains(&path)
+    }
+}
+
+/// `seen` (the members whose newest hook event is a pause, [`paused_members`]) and, while
+/// `root` (the stack the group belongs to, whose environment declares the hooks) runs an
+/// update (`root_update_began`, from a stack read the caller makes anyway), the members
+/// inferred held with their pause events purged (the tree's hook poll, [`pending_hooks`]).
+/// Nothing more is read when no update runs.
+pub async fn with_inferred_members(
+    heat: &HeatClient,
+    root: &StackRef,
+    root_update_began: Option<DateTime<Utc>>,
+    seen: HashSet<String>,
+) -> Result<HeldMembers, ApiError> {
+    let mut held = HeldMembers {
+        seen,
+        inferred: HashSet::new(),
+    };
+    if root_update_began.is_some() {
+        held.inferred = pending_hooks(heat, root)
+            .await?
+            .into_iter()
+            .filter(|h| h.evidence == HookEvidence::InferredPurged)
+            .map(|h| h.path)
+            .collect();
+    }
+    Ok(held)
 }
 
 /// A member that shows what Heat leaves on one held on pre-update, with no hook event read.
@@ -814,6 +904,22 @@ mod tests {
         resources.push(port);
         let candidates = pre_update_candidates(&root, &resources, &purged_events(), &paths);
         assert!(candidates.iter().all(|c| c.resource != "0"));
+    }
+
+    #[test]
+    fn held_members_match_seen_names_and_inferred_paths() {
+        let held = HeldMembers {
+            seen: HashSet::from(["4".to_string()]),
+            inferred: HashSet::from(["kube_minions/3".to_string(), "7".to_string()]),
+        };
+        assert!(held.holds("4", "kube_minions"));
+        assert!(held.holds("3", "kube_minions"));
+        assert!(held.holds("kube_minions/3", "kube_minions"));
+        assert!(!held.holds("3", "kube_masters"));
+        assert!(!held.holds("3", ""));
+        // The group's own stack asked about: the path is the name.
+        assert!(held.holds("7", ""));
+        assert!(!held.holds("7", "kube_minions"));
     }
 
     #[test]

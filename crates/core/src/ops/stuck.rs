@@ -7,7 +7,9 @@
 //! - **failed**: a resource in `*_FAILED`; the stack goes on only if rollback or retry says so.
 //! - **held on a hook**: Heat paused a member before acting on it (`UPDATE paused until Hook
 //!   pre-update is cleared`, see [`super::hooks`]). Nothing is wrong; someone (a rollout) must
-//!   clear the hook. These are counted and named, never reported as stuck work.
+//!   clear the hook. These are counted and named, never reported as stuck work. A pause
+//!   whose event Heat purged is known only by inference ([`super::hooks::inferred_tree_holds`]
+//!   says how); such holds are given to [`assess_with_inferred`] and said as inferred.
 //! - **in progress**: compared with how long its siblings *took* for the same action. Heat
 //!   writes `UPDATE_IN_PROGRESS` then `UPDATE_COMPLETE` per resource; the gap between the two is
 //!   what a member of this group usually needs. A server 20 minutes in progress whose siblings
@@ -16,7 +18,7 @@
 //! When the deepest cause is an `OS::Nova::Server`, its Nova record (status and fault) is the
 //! next thing an operator reads; [`nova_summary`] says it in one line.
 
-use super::hooks::hook_event;
+use super::hooks::{hook_event, PendingHook};
 use crate::model::{ServerDetail, StackEvent, StackResource};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
@@ -78,8 +80,51 @@ pub struct HookHold {
     pub parent: String,
     /// Indices of the held members, in tree order.
     pub members: Vec<usize>,
-    /// The earliest pause among them.
+    /// The earliest pause among them (for an inferred hold, its stack's update start).
     pub since: Option<DateTime<Utc>>,
+    /// How many of `members` are held by inference: no event says so any more (Heat purged
+    /// their pause events), what Heat leaves of them and the environment's hooks do.
+    pub inferred: usize,
+}
+
+/// Held members named in a hold's line; the rest are counted.
+pub const HOLD_NAMES_SHOWN: usize = 6;
+
+impl HookHold {
+    /// The hold in one line, `names` its members' names in order and `since` how the caller
+    /// tells the time (` since 12:01:07 (20m)`, or empty): `3 members of nodes held on
+    /// pre-update hook (2 inferred: their pause events were purged) since …: 0, 1, 2`.
+    pub fn describe(&self, names: &[&str], since: &str) -> String {
+        let mut named = names
+            .iter()
+            .take(HOLD_NAMES_SHOWN)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.len() > HOLD_NAMES_SHOWN {
+            named.push_str(&format!(" +{}", names.len() - HOLD_NAMES_SHOWN));
+        }
+        let noun = if names.len() == 1 {
+            "member"
+        } else {
+            "members"
+        };
+        let parent = if self.parent.is_empty() {
+            String::new()
+        } else {
+            format!(" of {}", self.parent)
+        };
+        let inferred = match self.inferred {
+            0 => String::new(),
+            1 => " (1 inferred: its pause event was purged)".to_string(),
+            n => format!(" ({n} inferred: their pause events were purged)"),
+        };
+        format!(
+            "{} {noun}{parent} held on {} hook{inferred}{since}: {named}",
+            names.len(),
+            self.hook
+        )
+    }
 }
 
 /// The why-stuck verdict of a tree.
@@ -162,13 +207,24 @@ fn parent_path(path: &str) -> Option<&str> {
     path.rsplit_once(" > ").map(|(p, _)| p)
 }
 
+/// A hold of one entry: the hook, since when, and whether it is inferred.
+type Held = (String, Option<DateTime<Utc>>, bool);
+
 /// Which entries Heat holds on a hook, by index: from the newest hook event of each path,
-/// or from the resource's own reason when events do not say.
+/// else from the resource's own reason, else from `inferred` (matched by owning stack and
+/// name), when events do not say. An event newer than the inference (a release) wins.
 fn held_entries(
     entries: &[Entry],
     events: &[StackEvent],
-) -> HashMap<usize, (String, Option<DateTime<Utc>>)> {
+    inferred: &[PendingHook],
+) -> HashMap<usize, Held> {
     let pauses = hook_pauses(events);
+    let inferred_hook = |r: &StackResource| {
+        inferred
+            .iter()
+            .find(|h| h.resource == r.name && h.owner.id == owner_id(r))
+            .map(|h| (h.hook.clone(), Some(h.since), true))
+    };
     let mut held = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
         if e.resource.status.is_failed() {
@@ -179,11 +235,11 @@ fn held_entries(
             .status_reason
             .as_deref()
             .filter(|r| hook_event(r, None) == Some(true))
-            .map(|r| (hook_name(r), e.resource.updated_at));
+            .map(|r| (hook_name(r), e.resource.updated_at, false));
         let hold = match pauses.get(e.path) {
-            Some(Some((hook, t))) => Some((hook.clone(), Some(*t))),
+            Some(Some((hook, t))) => Some((hook.clone(), Some(*t), false)),
             Some(None) => None,
-            None => from_reason,
+            None => from_reason.or_else(|| inferred_hook(e.resource)),
         };
         if let Some(h) = hold {
             held.insert(i, h);
@@ -205,15 +261,13 @@ fn has_held_ancestor(path: &str, held: &HashSet<&str>) -> bool {
     false
 }
 
-fn group_holds(
-    entries: &[Entry],
-    held: &HashMap<usize, (String, Option<DateTime<Utc>>)>,
-) -> Vec<HookHold> {
+fn group_holds(entries: &[Entry], held: &HashMap<usize, Held>) -> Vec<HookHold> {
     let mut groups: Vec<HookHold> = Vec::new();
     let mut order: Vec<usize> = held.keys().copied().collect();
     order.sort_unstable();
     for i in order {
-        let (hook, since) = &held[&i];
+        let (hook, since, inferred) = &held[&i];
+        let inferred = usize::from(*inferred);
         let parent = parent_path(entries[i].path).unwrap_or("").to_string();
         match groups
             .iter_mut()
@@ -221,6 +275,7 @@ fn group_holds(
         {
             Some(g) => {
                 g.members.push(i);
+                g.inferred += inferred;
                 g.since = match (g.since, *since) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
@@ -231,6 +286,7 @@ fn group_holds(
                 parent,
                 members: vec![i],
                 since: *since,
+                inferred,
             }),
         }
     }
@@ -261,7 +317,18 @@ fn sibling_durations(
 
 /// Assess a tree: `entries` in tree order, `events` of the stack (nested), oldest first.
 pub fn assess(entries: &[Entry], events: &[StackEvent]) -> Assessment {
-    let mut held = held_entries(entries, events);
+    assess_with_inferred(entries, events, &[])
+}
+
+/// [`assess`], with the holds known only by inference (pause events purged; see
+/// [`super::hooks::inferred_tree_holds`]) counted as held, said as inferred, and so never
+/// reported as stalled work.
+pub fn assess_with_inferred(
+    entries: &[Entry],
+    events: &[StackEvent],
+    inferred: &[PendingHook],
+) -> Assessment {
+    let mut held = held_entries(entries, events, inferred);
     let held_paths: HashSet<&str> = held.keys().map(|&i| entries[i].path).collect();
     // Waiting with a held ancestor: neither a hold of its own nor a cause.
     let waiting: HashSet<usize> = (0..entries.len())
@@ -305,7 +372,7 @@ pub fn assess(entries: &[Entry], events: &[StackEvent]) -> Assessment {
     Assessment {
         causes,
         holds,
-        held: held.into_iter().map(|(i, (h, _))| (i, h)).collect(),
+        held: held.into_iter().map(|(i, (h, _, _))| (i, h)).collect(),
     }
 }
 

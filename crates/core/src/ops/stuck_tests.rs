@@ -268,3 +268,64 @@ fn stalled_is_well_past_the_slowest_sibling() {
     assert!(is_stalled(20 * 60, Some(&d)));
     assert!(!is_stalled(20 * 60, None));
 }
+
+fn inferred_hold(member: &str) -> PendingHook {
+    PendingHook {
+        path: format!("nodes/{member}"),
+        owner: sref("g"),
+        resource: member.into(),
+        hook: "pre-update".into(),
+        since: at(50),
+        evidence: super::super::hooks::HookEvidence::InferredPurged,
+    }
+}
+
+#[test]
+fn holds_inferred_from_purged_pause_events_are_held_and_said_so() {
+    // Members 0-2 untouched since their create, 3 updated: Heat holds 0-2 on pre-update.
+    // Only 0's pause event is left; 1 and 2 are inferred held (their pauses purged), as
+    // was 3, whose release the console read after the inference.
+    let rows = group([
+        "CREATE_COMPLETE",
+        "CREATE_COMPLETE",
+        "CREATE_COMPLETE",
+        "UPDATE_COMPLETE",
+    ]);
+    let pause = "UPDATE paused until Hook pre-update is cleared";
+    let events = vec![
+        ev(&["nodes"], "0", "CREATE_COMPLETE", 60, pause),
+        ev(
+            &["nodes"],
+            "3",
+            "CREATE_COMPLETE",
+            70,
+            "Hook pre-update is cleared",
+        ),
+    ];
+    let inferred: Vec<PendingHook> = ["1", "2", "3"].into_iter().map(inferred_hold).collect();
+    let a = assess_with_inferred(&entries(&rows), &events, &inferred);
+    assert!(a.causes.is_empty(), "held, not stalled: {a:?}");
+    let [h] = a.holds.as_slice() else {
+        panic!("one hold: {:?}", a.holds)
+    };
+    let names: Vec<&str> = h.members.iter().map(|&i| rows[i].1.name.as_str()).collect();
+    assert_eq!(names, ["0", "1", "2"]);
+    assert_eq!((h.inferred, h.since), (2, Some(at(50))));
+    assert_eq!(
+        h.describe(&names, ""),
+        "3 members of nodes held on pre-update hook (2 inferred: their pause events were purged): 0, 1, 2"
+    );
+    assert_eq!(a.held.len(), 3);
+
+    // Without the inference the group is at work with nothing to show for it: a cause.
+    let events = &events[1..];
+    let a = assess(&entries(&rows), events);
+    let causes: Vec<&str> = a.causes.iter().map(|c| rows[c.index].0.as_str()).collect();
+    assert_eq!(causes, ["nodes"]);
+    let a = assess_with_inferred(&entries(&rows), events, &inferred[..1]);
+    assert!(a.causes.is_empty(), "{a:?}");
+    assert_eq!(
+        a.holds[0].describe(&["1"], " since 12:00:50 (5m)"),
+        "1 member of nodes held on pre-update hook (1 inferred: its pause event was purged) since 12:00:50 (5m): 1"
+    );
+}

@@ -18,13 +18,15 @@ use crate::model::{
 };
 use crate::ops::capi_nodes;
 use crate::ops::event_tracker::MAX_PAGE;
-use crate::ops::hooks::paused_members;
+use crate::ops::hooks::{
+    inferred_tree_holds, paused_members, update_began, with_inferred_members, HeldMembers,
+};
 use crate::ops::ips::{stream_group_ips, IpEvent, IpOptions, Member};
 use crate::ops::stack_paths::StackPaths;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 use futures::FutureExt;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Details fetched at once when a list lacks fields the console shows (status_reason...).
@@ -231,6 +233,31 @@ impl CloudService for LiveService {
                     .learn(&resources);
             }
             Ok(resources)
+        }
+        .boxed()
+    }
+
+    fn stack_tree(
+        &self,
+        stack: StackRef,
+        nested_depth: u32,
+    ) -> BoxFuture<'static, ServiceResult<super::StackTree>> {
+        let listed = self.stack_resources(stack.clone(), nested_depth);
+        let heat = self.conn.heat.clone();
+        async move {
+            let resources = listed.await?;
+            // No call unless a member looks held with no event to say so; a failed
+            // inference costs the holds it would have found, not the tree.
+            let inferred_holds = inferred_tree_holds(&heat, &stack, &resources)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::info!("hooks of {} not inferred: {e}", stack.name);
+                    vec![]
+                });
+            Ok(super::StackTree {
+                resources,
+                inferred_holds,
+            })
         }
         .boxed()
     }
@@ -661,10 +688,17 @@ async fn forward_nodes(
         let stack = stack.clone();
         let members_at = members_at.clone();
         tokio::spawn(async move {
-            let (paused, detail) = futures::join!(
+            let (seen, detail) = futures::join!(
                 paused_members(&heat, &members_at),
                 heat.get_stack(&stack, false)
             );
+            // The stack read says whether an update runs: only then can a member be held
+            // with its pause event purged, and is more than the group's events read.
+            let began = detail.as_ref().ok().and_then(|d| update_began(&d.summary));
+            let paused = match seen {
+                Ok(seen) => with_inferred_members(&heat, &stack, began, seen).await,
+                Err(e) => Err(e),
+            };
             let image = match detail {
                 Ok(d) => settled_image(&d).or_else(|| magnum_settled_image(&d, role)),
                 Err(e) => {
@@ -689,7 +723,7 @@ async fn forward_nodes(
                     let mut node = node_from_member(
                         &nodegroup,
                         m,
-                        facts.is_some_and(|f| f.paused.contains(&m.name)),
+                        facts.is_some_and(|f| f.paused.holds(&m.name, &m.group)),
                     );
                     // The image its server runs (Nova), else, for a member that settled
                     // while its group is settled, the group's image.
@@ -783,7 +817,7 @@ fn magnum_settled_image(
 /// What the side lookups of a node stream found.
 #[derive(Default)]
 struct SideFacts {
-    paused: HashSet<String>,
+    paused: HeldMembers,
     /// The group's image when it is settled (every member has it).
     image: Option<String>,
     /// Each member's image as Nova says its server runs it (during a rolling update members
@@ -801,10 +835,7 @@ impl SideFacts {
     }
 }
 
-type SideLookup = (
-    Result<HashSet<String>, crate::api::ApiError>,
-    Option<String>,
-);
+type SideLookup = (Result<HeldMembers, crate::api::ApiError>, Option<String>);
 
 fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
     match found {
@@ -816,7 +847,7 @@ fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
         Ok((Err(e), image)) => {
             tracing::info!("hook state unknown: {e}");
             SideFacts {
-                paused: HashSet::new(),
+                paused: HeldMembers::default(),
                 image,
                 members: HashMap::new(),
             }

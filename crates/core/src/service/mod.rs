@@ -27,6 +27,15 @@ pub use caldera_cloud::report::{BudgetStats, CloudInfo, ErrorKind, ServiceError,
 pub use resource_detail::ResourceDetail;
 pub use stack_overview::StackOverview;
 
+/// A stack's resources as the tree read lists them, with the members held on a hook whose
+/// pause events Heat purged ([`crate::ops::hooks::inferred_tree_holds`]): the events the
+/// console follows cannot show those.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StackTree {
+    pub resources: Vec<StackResource>,
+    pub inferred_holds: Vec<crate::ops::hooks::PendingHook>,
+}
+
 /// One step of a streamed node fetch.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeUpdate {
@@ -132,6 +141,24 @@ pub trait CloudService: Send + Sync + 'static {
         stack: StackRef,
         nested_depth: u32,
     ) -> BoxFuture<'static, ServiceResult<Vec<StackResource>>>;
+
+    /// Resources of a stack down to `nested_depth`, with the holds on hooks that only an
+    /// inference finds (pause events purged by Heat): what the console's tree assesses.
+    /// Without the inference here, no such hold.
+    fn stack_tree(
+        &self,
+        stack: StackRef,
+        nested_depth: u32,
+    ) -> BoxFuture<'static, ServiceResult<StackTree>> {
+        self.stack_resources(stack, nested_depth)
+            .map(|r| {
+                r.map(|resources| StackTree {
+                    resources,
+                    inferred_holds: vec![],
+                })
+            })
+            .boxed()
+    }
 
     /// New events since `cursor`, oldest first, without duplicates; returns the advanced cursor.
     fn poll_events(
