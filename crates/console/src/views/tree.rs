@@ -194,10 +194,8 @@ impl Screen for Tree<'_> {
 // rollout, or an operator, must clear the hook), then failed resources, then work in progress
 // compared with how long its siblings took, with Nova's word on a server.
 
-/// Held members named in a hold's line; the rest are counted.
-const NAMES_SHOWN: usize = 6;
-
-/// `3 members of nodes held on pre-update hook since 12:01:07 (20m): 1, 3, 5`.
+/// `3 members of nodes held on pre-update hook since 12:01:07 (20m): 1, 3, 5`, with how many
+/// of them are inferred (their pause events purged) when any are.
 fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
     let th = app.theme();
     let names: Vec<&str> = h
@@ -206,25 +204,6 @@ fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
         .filter_map(|&i| tree.rows.get(i))
         .map(|r| r.resource.name.as_str())
         .collect();
-    let mut named = names
-        .iter()
-        .take(NAMES_SHOWN)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > NAMES_SHOWN {
-        named.push_str(&format!(" +{}", names.len() - NAMES_SHOWN));
-    }
-    let noun = if names.len() == 1 {
-        "member"
-    } else {
-        "members"
-    };
-    let parent = if h.parent.is_empty() {
-        String::new()
-    } else {
-        format!(" of {}", h.parent)
-    };
     let since = h
         .since
         .map(|t| {
@@ -235,11 +214,7 @@ fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
             )
         })
         .unwrap_or_default();
-    let text = format!(
-        "{} {noun}{parent} held on {} hook{since}: {named}",
-        names.len(),
-        h.hook
-    );
+    let text = h.describe(&names, &since);
     Line::from(vec![
         Span::styled(" ‖ ", Style::default().fg(th.paused)),
         Span::styled(
