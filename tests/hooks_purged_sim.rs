@@ -19,7 +19,6 @@ use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::Machines;
 use caldera::tui::state::store::build_tree;
 use futures::StreamExt;
-use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -308,7 +307,12 @@ async fn why_stuck_and_marks_name_the_inferred_holds(
 
     // The nodes pane: the group's events mark nobody; with the inference, the three.
     let seen = paused_members(heat, group).await.expect("paused");
-    assert!(seen.is_empty(), "{seen:?}");
+    assert!(seen.names.is_empty(), "{seen:?}");
+    let began_at = update_began(&heat.get_stack(stack, false).await.expect("show").summary);
+    assert!(
+        seen.oldest_read.zip(began_at).is_some_and(|(o, b)| o >= b),
+        "the group's events no longer reach the update's start: {seen:?} {began_at:?}"
+    );
     let detail = heat.get_stack(stack, false).await.expect("show");
     let began = update_began(&detail.summary);
     assert!(began.is_some(), "the update runs");
@@ -353,7 +357,7 @@ async fn why_stuck_and_marks_name_the_inferred_holds(
         .collect();
     assert_eq!(marked, ["0", "1", "2"]);
     // No update running: nothing is inferred (and nothing more read).
-    let none = with_inferred_members(heat, stack, None, HashSet::new())
+    let none = with_inferred_members(heat, stack, None, Default::default())
         .await
         .expect("marks");
     assert!(none.inferred.is_empty());

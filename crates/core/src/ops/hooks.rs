@@ -146,18 +146,47 @@ async fn newest_events(
     Ok(false)
 }
 
+/// The members of the node group paused on a hook right now, by their newest events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PausedMembers {
+    /// Names in the group (`3`) of those whose newest hook event is a pause.
+    pub names: HashSet<String>,
+    /// How far back the events read reach, in the stack that reaches least far: Heat
+    /// purges each stack's events on its own (the group's nested stack, busy with every
+    /// member, loses its oldest first while the member stacks keep theirs), so this is the
+    /// latest of each stack's oldest event read. When it is older than the update's start,
+    /// every pause of that update was read, and none can have been purged.
+    pub oldest_read: Option<DateTime<Utc>>,
+}
+
 /// The members of the node group paused on a hook right now.
 pub async fn paused_members(
     heat: &HeatClient,
     nodegroup: &StackRef,
-) -> Result<HashSet<String>, ApiError> {
+) -> Result<PausedMembers, ApiError> {
     let mut events = Vec::new();
     newest_events_until(heat, nodegroup, |page| {
         events.extend_from_slice(page);
         false
     })
     .await?;
-    Ok(paused_from_newest_first(&events))
+    Ok(PausedMembers {
+        names: paused_from_newest_first(&events),
+        oldest_read: reach_of_every_stack(&events),
+    })
+}
+
+/// The latest, over the stacks the events come from (each event's own stack, from its
+/// links), of each stack's oldest event.
+fn reach_of_every_stack(events: &[StackEvent]) -> Option<DateTime<Utc>> {
+    let mut oldest: HashMap<Option<&str>, DateTime<Utc>> = HashMap::new();
+    for e in events {
+        oldest
+            .entry(e.stack.as_ref().map(|s| s.id.as_str()))
+            .and_modify(|t| *t = (*t).min(e.time))
+            .or_insert(e.time);
+    }
+    oldest.into_values().max()
 }
 
 /// Whether Heat paused or released any member of the node group on `hook` at or after
@@ -377,18 +406,20 @@ impl HeldMembers {
 /// `root` (the stack the group belongs to, whose environment declares the hooks) runs an
 /// update (`root_update_began`, from a stack read the caller makes anyway), the members
 /// inferred held with their pause events purged (the tree's hook poll, [`pending_hooks`]).
-/// Nothing more is read when no update runs.
+/// Nothing more is read when no update runs, nor when the group's events read reach back
+/// before the update began (then no pause of it can have been purged): the hook poll lists
+/// the whole tree, which on a 1000-member group is the dearest read there is.
 pub async fn with_inferred_members(
     heat: &HeatClient,
     root: &StackRef,
     root_update_began: Option<DateTime<Utc>>,
-    seen: HashSet<String>,
+    paused: PausedMembers,
 ) -> Result<HeldMembers, ApiError> {
     let mut held = HeldMembers {
-        seen,
+        seen: paused.names,
         inferred: HashSet::new(),
     };
-    if root_update_began.is_some() {
+    if may_have_purged_pauses(root_update_began, paused.oldest_read) {
         held.inferred = pending_hooks(heat, root)
             .await?
             .into_iter()
@@ -397,6 +428,20 @@ pub async fn with_inferred_members(
             .collect();
     }
     Ok(held)
+}
+
+/// Whether a pause of the update begun at `began` may have been purged, the oldest event read
+/// being `oldest_read`: no update, nothing to infer; events reaching back before its start,
+/// every pause of it was read.
+fn may_have_purged_pauses(
+    began: Option<DateTime<Utc>>,
+    oldest_read: Option<DateTime<Utc>>,
+) -> bool {
+    match (began, oldest_read) {
+        (None, _) => false,
+        (Some(began), Some(oldest)) => oldest >= began,
+        (Some(_), None) => true,
+    }
 }
 
 /// A member that shows what Heat leaves on one held on pre-update, with no hook event read.
@@ -946,5 +991,34 @@ mod tests {
             update_began(&summary("DELETE_IN_PROGRESS", Some(101))),
             None
         );
+    }
+    #[test]
+    fn the_tree_is_polled_for_purged_pauses_only_when_the_events_miss_the_updates_start() {
+        let t = |s: i64| DateTime::<Utc>::from_timestamp(1_700_000_000 + s, 0);
+        assert!(!may_have_purged_pauses(None, t(0)), "no update");
+        assert!(
+            !may_have_purged_pauses(t(10), t(5)),
+            "events reach before the start"
+        );
+        assert!(
+            may_have_purged_pauses(t(10), t(10)),
+            "the oldest is the start itself"
+        );
+        assert!(may_have_purged_pauses(t(10), t(60)), "older events purged");
+        assert!(may_have_purged_pauses(t(10), None), "no event read");
+    }
+    #[test]
+    fn each_stack_reaches_back_on_its_own() {
+        // The group's stack lost its oldest events (it holds from 100 s on); a member stack
+        // still has its create at 5 s: the group's 100 s is how far back the read reaches.
+        let mut group = ev("3", 100, "state changed");
+        group.stack = Some(sref("rg"));
+        let mut member = ev("server", 5, "state changed");
+        member.stack = Some(sref("member-3"));
+        let mut newer = ev("4", 300, "state changed");
+        newer.stack = Some(sref("rg"));
+        let reach = reach_of_every_stack(&[newer.clone(), group.clone(), member]);
+        assert_eq!(reach, Some(group.time));
+        assert_eq!(reach_of_every_stack(&[]), None);
     }
 }
