@@ -44,6 +44,9 @@
 //! to do, so its `updated_time` stays old) whose release event is purged too looks exactly
 //! like a held one; the label says "inferred" for that reason. Clearing such a hook is
 //! harmless: Heat's `_unset_hook` deletes the hook data whether set or not.
+//!
+//! Run on a real Heat 27 that purges (`tests/real_heat_purged_hooks.rs`): held members,
+//! the group resource and the group stack's `Stack UPDATE started` look as described here.
 
 use crate::api::heat::{EnvironmentHooks, EventQuery, HeatClient, SortDir};
 use crate::api::ApiError;
