@@ -32,9 +32,6 @@ trap 'scripts/heat-standalone.sh stop >/dev/null 2>&1 || true; purging_heat stop
 url_line="$(scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
 export HEAT_URL="${url_line#HEAT_URL=}"
 echo "real Heat at $HEAT_URL"
-purge_line="$(purging_heat start | grep '^HEAT_URL=' | tail -n 1)"
-PURGE_URL="${purge_line#HEAT_URL=}"
-echo "purging real Heat at $PURGE_URL"
 
 # The real-Heat tests (tests/real_heat*.rs) are #[ignore]d in a plain `cargo test` (they need
 # this server); --ignored runs exactly them. Two threads: one Heat engine on a 2-core machine.
@@ -47,7 +44,11 @@ for f in tests/real_heat*.rs; do
 done
 cargo test --locked "${suites[@]}" -- --ignored --test-threads=2
 
-# Hook pauses whose events the purging Heat deleted (about 25 s); then that Heat is stopped.
+# Hook pauses whose events the purging Heat deleted: started only now (nothing else uses it),
+# about 35 s with its start, then stopped.
+purge_line="$(purging_heat start | grep '^HEAT_URL=' | tail -n 1)"
+PURGE_URL="${purge_line#HEAT_URL=}"
+echo "purging real Heat at $PURGE_URL"
 HEAT_URL="$PURGE_URL" cargo test --locked --test real_heat_purged_hooks -- --ignored \
   --test-threads=2
 purging_heat stop
