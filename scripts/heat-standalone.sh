@@ -23,6 +23,16 @@
 #   HEAT_PORT (8004)          API port on 127.0.0.1; another port gets its own run dir
 #                             (target/heat-run-PORT) and database (heat_PORT)
 #   HEAT_MAX_EVENTS (1000)    [DEFAULT] max_events_per_stack
+#   HEAT_EVENT_PURGE_BATCH (200)  [DEFAULT] event_purge_batch_size. Heat (heat/db/api.py
+#                             `event_create`) counts a stack's events only when
+#                             2/batch > random.uniform(0, 1), and when the count has reached
+#                             max_events_per_stack deletes that stack's `batch` oldest events
+#                             (lowest ids) before writing the new one. 1 or 2 makes the check
+#                             always pass: a stack then keeps its newest
+#                             max_events_per_stack - 1 .. max_events_per_stack events, as
+#                             long as its events are written one at a time (inserts that
+#                             race delete the same oldest rows and the count overshoots:
+#                             use HEAT_LEAF_DELAY > 0; tests/real_heat_purged_hooks.rs)
 #   HEAT_STACK_TIMEOUT (1800) [DEFAULT] stack_action_timeout, seconds
 #   HEAT_START_TIMEOUT (120)  seconds to wait for the API to answer 200
 #   HEAT_KEEP_DB (0)          1 = keep the existing `heat` database on start
@@ -197,6 +207,7 @@ heat_waitcondition_server_url = http://$HOST:8000/v1/waitcondition
 max_resources_per_stack = -1
 max_stacks_per_tenant = -1
 max_events_per_stack = ${HEAT_MAX_EVENTS:-1000}
+event_purge_batch_size = ${HEAT_EVENT_PURGE_BATCH:-200}
 max_json_body_size = 16777216
 max_template_size = 4194304
 stack_action_timeout = ${HEAT_STACK_TIMEOUT:-1800}

@@ -2,7 +2,8 @@
 # Runs caldera's tests against a real OpenStack Heat on 127.0.0.1.
 # Installs PostgreSQL (Debian) and Heat (PyPI, venv cached under target/) when missing,
 # starts Heat, runs every tests/real_heat*.rs with `--ignored` (the operator-action scenarios
-# of tests/real_heat_actions.rs last), and stops Heat afterwards.
+# of tests/real_heat_actions.rs last; tests/real_heat_purged_hooks.rs against a second,
+# event-purging Heat on HEAT_PURGE_PORT, default HEAT_PORT + 100), and stops both afterwards.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -13,8 +14,21 @@ cd "$ROOT"
 # pacing: start the leaves at once unless the caller asks for the stock delay (HEAT_LEAF_DELAY=1).
 export HEAT_LEAF_DELAY="${HEAT_LEAF_DELAY:-0}"
 
+# A second Heat, on its own port, run dir and database, purges events the moment a stack has
+# 12 (tests/real_heat_purged_hooks.rs: hook pauses whose events are gone). Heat's
+# event_create (heat/db/api.py) counts a stack's events only when 2/event_purge_batch_size >
+# random.uniform(0, 1), so a batch of 2 makes every insert check, and deletes the batch's
+# oldest events (lowest ids). Inserts that race delete the same oldest rows, so a burst of
+# leaves started at once overshoots the limit: the 0.2 s leaf delay keeps them apart.
+PURGE_PORT="${HEAT_PURGE_PORT:-$((${HEAT_PORT:-8004} + 100))}"
+purging_heat() {
+  env -u HEAT_RUN_DIR -u HEAT_KEEP_DB -u HEAT_KEYSTONE_URL -u HEAT_EXTRA_BINDS \
+    HEAT_PORT="$PURGE_PORT" HEAT_MAX_EVENTS=12 HEAT_EVENT_PURGE_BATCH=2 HEAT_LEAF_DELAY=0.2 \
+    scripts/heat-standalone.sh "$@"
+}
+
 scripts/heat-standalone.sh install
-trap 'scripts/heat-standalone.sh stop >/dev/null 2>&1 || true' EXIT
+trap 'scripts/heat-standalone.sh stop >/dev/null 2>&1 || true; purging_heat stop >/dev/null 2>&1 || true' EXIT
 url_line="$(scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
 export HEAT_URL="${url_line#HEAT_URL=}"
 echo "real Heat at $HEAT_URL"
@@ -25,9 +39,19 @@ suites=()
 for f in tests/real_heat*.rs; do
   name="$(basename "$f" .rs)"
   [ "$name" = real_heat_actions ] && continue
+  [ "$name" = real_heat_purged_hooks ] && continue
   suites+=(--test "$name")
 done
 cargo test --locked "${suites[@]}" -- --ignored --test-threads=2
+
+# Hook pauses whose events the purging Heat deleted: started only now (nothing else uses it),
+# about 35 s with its start, then stopped.
+purge_line="$(purging_heat start | grep '^HEAT_URL=' | tail -n 1)"
+PURGE_URL="${purge_line#HEAT_URL=}"
+echo "purging real Heat at $PURGE_URL"
+HEAT_URL="$PURGE_URL" cargo test --locked --test real_heat_purged_hooks -- --ignored \
+  --test-threads=2
+purging_heat stop
 
 # The operator-action scenarios (scale, node-by-node rollouts, failure and resume, kill and
 # reattach, hooks, headless commands) run after the rest, several at once: each spends most of

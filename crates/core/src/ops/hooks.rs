@@ -48,7 +48,11 @@
 //! Who uses the inference: `caldera heat hooks` ([`pending_hooks`]), the console's why-stuck
 //! line ([`inferred_tree_holds`], from the resources its tree read listed: no call more
 //! unless a candidate exists) and the nodes pane's hook marks ([`with_inferred_members`],
-//! only while the group's stack runs an update).
+//! only while the group's stack runs an update and some stack's events read no longer reach
+//! its start).
+//!
+//! Run on a real Heat 27 that purges (`tests/real_heat_purged_hooks.rs`): held members,
+//! the group resource and the group stack's `Stack UPDATE started` look as described here.
 
 use crate::api::heat::{EnvironmentHooks, EventQuery, HeatClient, SortDir};
 use crate::api::ApiError;
