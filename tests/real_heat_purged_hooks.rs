@@ -33,7 +33,8 @@ use caldera::api::heat::{
 };
 use caldera::model::{StackEvent, StackRef};
 use caldera::ops::hooks::{
-    hook_event, pending_hooks, pre_update_candidates, HookEvidence, PendingHook, TREE_DEPTH,
+    hook_event, paused_members, pending_hooks, pre_update_candidates, update_began,
+    with_inferred_members, HookEvidence, PendingHook, TREE_DEPTH,
 };
 use caldera::ops::stack_paths::StackPaths;
 use heat_wait::wait_status;
@@ -237,6 +238,22 @@ async fn real_held_members_whose_pause_events_were_purged_are_inferred() {
     );
     assert!(pending.iter().all(|h| h.hook == "pre-update"));
 
+    // The nodes pane's marks: the group's events name nobody and no longer reach back to the
+    // update's start, so the tree is polled and the three are marked, as inferred.
+    let paused = paused_members(&heat, &stack).await.expect("paused");
+    assert!(paused.names.is_empty(), "{paused:?}");
+    let began = update_began(&d.summary);
+    assert!(
+        paused.oldest_read.zip(began).is_some_and(|(o, b)| o >= b),
+        "the group stack's events start after the update began: {paused:?} {began:?}"
+    );
+    let marks = with_inferred_members(&heat, &stack, began, paused)
+        .await
+        .expect("marks");
+    let mut marked: Vec<&str> = marks.inferred.iter().map(String::as_str).collect();
+    marked.sort();
+    assert_eq!(marked, ["nodes/0", "nodes/1", "nodes/2"]);
+
     // The operator's command says which holds are inferred.
     let name = stack.name.clone();
     let out = tokio::task::spawn_blocking(move || heat_hooks_cli(&name))
@@ -279,6 +296,18 @@ async fn real_with_every_event_kept_nothing_is_inferred() {
         events.iter().any(|e| e.status.raw == "CREATE_COMPLETE"),
         "the creation is still in the events: {events:?}"
     );
+    // The nodes pane's marks: every stack's events reach back before the update, so the
+    // pauses read are the truth and the tree is not polled for purged ones.
+    let paused = paused_members(&heat, &stack).await.expect("paused");
+    let d = heat.get_stack(&stack, false).await.expect("show");
+    let began = update_began(&d.summary);
+    assert!(
+        paused.oldest_read.zip(began).is_some_and(|(o, b)| o < b),
+        "{paused:?} {began:?}"
+    );
+    let mut names: Vec<&str> = paused.names.iter().map(String::as_str).collect();
+    names.sort();
+    assert_eq!(names, ["0", "1"]);
     // The guard, on Heat's own data: even were the pause events unread, the group stack's
     // `Stack UPDATE started` (UPDATE_IN_PROGRESS under the stack's own name, in its own
     // events) says the events reach back to the update, so no member is even a candidate.
