@@ -202,6 +202,11 @@ pub enum Request {
     Clusters {
         gen: u64,
     },
+    /// One cluster read alone (a settle burst follows it without reading the whole list).
+    Cluster {
+        cluster: Cluster,
+        gen: u64,
+    },
     Stacks {
         gen: u64,
     },
@@ -365,6 +370,11 @@ pub enum Reply {
     Clusters {
         gen: u64,
         result: ServiceResult<Vec<Cluster>>,
+    },
+    Cluster {
+        cluster_id: String,
+        gen: u64,
+        result: ServiceResult<Cluster>,
     },
     Stacks {
         gen: u64,
