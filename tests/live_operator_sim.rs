@@ -804,6 +804,51 @@ async fn the_demo_holds_a_heat_native_cluster_beside_magnum() {
     sim.shutdown().await;
 }
 
+/// #15 item 4: a settle burst follows one cluster with `cluster()`, not the list (whose
+/// cost grows with the clusters: a detail and a node-group listing each). One Magnum cluster
+/// costs its detail, its node-group listing and, for a cluster without a Heat stack UUID,
+/// its template; a Heat-native one its own node-group stacks. Each row is the list's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_cluster_is_read_for_a_few_requests_as_the_list_shows_it() {
+    let sim = sim::start(SimOptions {
+        scenario: "demo".into(),
+        speed: 1.0,
+        output_cost_per_member: Duration::ZERO,
+        detail_cost_per_resource: Duration::ZERO,
+        heat_native_demo: true,
+        ..SimOptions::default()
+    })
+    .await
+    .expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let service = LiveService::new(conn.clone());
+    let before = conn.budget().total_requests;
+    let clusters = service.list_clusters().await.expect("clusters");
+    let list_cost = conn.budget().total_requests - before;
+    assert!(clusters.len() > 1, "{clusters:?}");
+    for listed in &clusters {
+        let before = conn.budget().total_requests;
+        let alone = service.cluster(listed.clone()).await.expect("one cluster");
+        let cost = conn.budget().total_requests - before;
+        eprintln!("{}: {cost} requests (the list: {list_cost})", listed.name);
+        let most = match listed.driver {
+            DriverKind::HeatNative => 1 + 3 * u64::from(listed.nodegroup_count.unwrap_or(0)),
+            _ => 3,
+        };
+        assert!(cost <= most, "{}: {cost} requests", listed.name);
+        assert_eq!(&alone, listed, "{}", listed.name);
+    }
+    let unknown = Cluster {
+        id: "no-such-cluster".into(),
+        name: "no-such-cluster".into(),
+        ..clusters[0].clone()
+    };
+    assert!(service.cluster(unknown).await.is_err());
+    sim.shutdown().await;
+}
+
 /// #15: mid-upgrade, the nodes' counts by image (Nova's, against the node group's) say as
 /// many nodes are still on the old image as the rollout says remain; "complete" by status
 /// alone would have counted them done.

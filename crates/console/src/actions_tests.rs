@@ -1233,6 +1233,122 @@ async fn a_scale_settles_the_counts_on_screen_without_navigating() {
     assert!(lists.is_empty(), "{lists:?}");
 }
 
+/// #15 item 4: the clusters list costs requests for every cluster, so a burst on a node
+/// group re-reads its cluster alone and that cluster's node groups, every 2 s; the list
+/// keeps the refresh's pace (5 s) and is made due once when the burst ends. The patched row
+/// keeps the header's `workers N` moving, and its read time ends the burst.
+#[tokio::test]
+async fn a_burst_on_a_node_group_reads_its_cluster_alone_not_the_list() {
+    let mut h = H::ops();
+    h.settling_edge().await;
+    let edge = h.edge_rows().await.0;
+    assert!(
+        h.app.store().clusters.data.as_ref().map_or(0, Vec::len) > 1,
+        "one cluster among several"
+    );
+    h.shape_edge(8, "UPDATE_IN_PROGRESS");
+    let mut asked = Vec::new();
+    for secs in [2, 4, 6] {
+        asked.push((secs, h.burst_reads(secs).await));
+    }
+    for (secs, reads) in &asked {
+        let ours = |id: &str| id == edge.id;
+        assert!(
+            reads
+                .iter()
+                .any(|r| matches!(r, Read::Cluster(id) if ours(id))),
+            "{secs}s: {reads:?}"
+        );
+        assert!(
+            reads
+                .iter()
+                .any(|r| matches!(r, Read::NodeGroups(id) if ours(id))),
+            "{secs}s: {reads:?}"
+        );
+        assert!(
+            reads.iter().all(|r| match r {
+                Read::Cluster(id) | Read::NodeGroups(id) => ours(id),
+                Read::List => true,
+            }),
+            "only the acted-on cluster is read alone, {secs}s: {reads:?}"
+        );
+    }
+    // The list at the refresh's pace (read at 0 s when the action was accepted): at 6 s,
+    // never at the burst's.
+    let lists: Vec<i64> = asked
+        .iter()
+        .filter(|(_, reads)| reads.contains(&Read::List))
+        .map(|(secs, _)| *secs)
+        .collect();
+    assert_eq!(lists, [6], "{asked:?}");
+    let (_, workers) = h.edge_counts();
+    assert_eq!(workers, "8", "the patched row feeds the header");
+    // Heat is done: the cluster read alone at 8 s sees it (the list, read at 6 s, still
+    // says UPDATE_IN_PROGRESS), so the burst ends at 10 s, and the list is made due once
+    // more, before its own pace (11 s) would.
+    h.shape_edge(8, "UPDATE_COMPLETE");
+    let reads = h.burst_reads(8).await;
+    assert!(!reads.contains(&Read::List), "{reads:?}");
+    assert_eq!(h.app.settling().len(), 1);
+    let reads = h.burst_reads(10).await;
+    assert!(h.app.settling().is_empty(), "{:?}", h.app.settling());
+    assert!(reads.contains(&Read::List), "{reads:?}");
+}
+
+/// The cluster read alone says when it was read: a burst whose group and cluster are done
+/// before the list's pace comes round ends on that read, the list last read before Heat
+/// had started.
+#[tokio::test]
+async fn a_burst_ends_on_its_cluster_read_alone() {
+    let mut h = H::ops();
+    h.settling_edge().await;
+    h.shape_edge(8, "UPDATE_IN_PROGRESS");
+    h.burst_reads(2).await;
+    h.shape_edge(8, "UPDATE_COMPLETE");
+    let reads = h.burst_reads(4).await;
+    assert!(!reads.contains(&Read::List), "{reads:?}");
+    assert_eq!(h.app.settle_shown(), None, "done as of the reads at 4 s");
+    h.burst_reads(6).await;
+    assert!(h.app.settling().is_empty(), "{:?}", h.app.settling());
+}
+
+/// A list read as the burst test counts it.
+#[derive(Debug, PartialEq)]
+enum Read {
+    List,
+    /// One cluster alone, by id.
+    Cluster(String),
+    /// A cluster's node groups, by cluster id.
+    NodeGroups(String),
+}
+
+impl H {
+    /// The cluster and node-group reads one tick `secs` after the epoch asks for, then
+    /// answered.
+    async fn burst_reads(&mut self, secs: i64) -> Vec<Read> {
+        self.app.update(Action::Tick {
+            now: crate::service::fake::demo_epoch() + Chrono::seconds(secs),
+            info: Box::new(self.fake.info()),
+            budget: self.fake.budget(),
+        });
+        let requests = self.app.take_requests();
+        let reads = requests
+            .iter()
+            .filter_map(|r| match r {
+                Request::Clusters { .. } => Some(Read::List),
+                Request::Cluster { cluster, .. } => Some(Read::Cluster(cluster.id.clone())),
+                Request::NodeGroups { cluster, .. } => Some(Read::NodeGroups(cluster.id.clone())),
+                _ => None,
+            })
+            .collect();
+        for r in requests {
+            self.worker.submit(r);
+        }
+        self.pump().await;
+        reads
+    }
+}
+
 /// A Heat control (here a check) accepted from anywhere settles on its stack: the stack list
 /// is read while the stack is CHECK_IN_PROGRESS (the cluster list on screen never reads it
 /// otherwise), and the burst ends once Heat says CHECK_COMPLETE.

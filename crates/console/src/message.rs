@@ -203,6 +203,11 @@ pub enum Request {
     Clusters {
         gen: u64,
     },
+    /// One cluster read alone (a settle burst follows it without reading the whole list).
+    Cluster {
+        cluster: Cluster,
+        gen: u64,
+    },
     Stacks {
         gen: u64,
     },
@@ -366,6 +371,11 @@ pub enum Reply {
     Clusters {
         gen: u64,
         result: ServiceResult<Vec<Cluster>>,
+    },
+    Cluster {
+        cluster_id: String,
+        gen: u64,
+        result: ServiceResult<Cluster>,
     },
     Stacks {
         gen: u64,

@@ -24,6 +24,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FakeOp {
     ListClusters,
+    /// One cluster read alone ([`CloudService::cluster`]).
+    Cluster,
     ListNodegroups,
     ListStacks,
     StreamNodes,
@@ -762,6 +764,21 @@ impl CloudService for FakeCloud {
 
     fn list_clusters(&self) -> BoxFuture<'static, ServiceResult<Vec<Cluster>>> {
         self.answer(FakeOp::ListClusters, |d| d.clusters.clone())
+    }
+
+    fn cluster(&self, cluster: Cluster) -> BoxFuture<'static, ServiceResult<Cluster>> {
+        let found = self.answer(FakeOp::Cluster, move |d| {
+            d.clusters.iter().find(|c| c.id == cluster.id).cloned()
+        });
+        async move {
+            found.await?.ok_or_else(|| {
+                ServiceError::new(
+                    crate::service::ErrorKind::NotFound,
+                    "no such cluster".to_string(),
+                )
+            })
+        }
+        .boxed()
     }
 
     fn list_nodegroups(

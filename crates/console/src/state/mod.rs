@@ -573,6 +573,11 @@ impl App {
             Reply::Clusters { gen, result } => {
                 self.store.clusters.finish(gen, result, now);
             }
+            Reply::Cluster {
+                cluster_id,
+                gen,
+                result,
+            } => self.store.patch_cluster(&cluster_id, gen, result, now),
             Reply::Stacks { gen, result } => {
                 self.store.stacks.finish(gen, result, now);
             }
@@ -850,12 +855,36 @@ impl App {
     }
 
     pub(crate) fn want_clusters(&mut self, force: bool, now: DateTime<Utc>, every: Duration) {
+        // The list costs requests for every cluster (its detail, its node-group count), so
+        // it never goes faster than the refresh: a settle burst follows its cluster alone
+        // (`want_cluster`) and leaves the list at its own pace.
+        let every = every.max(self.refresh);
         self.fetch_when_due(
             force,
             now,
             every,
             |s| &mut s.clusters.meta,
             |gen| Request::Clusters { gen },
+        );
+    }
+
+    /// The one cluster `cluster` read alone (its row in the list patched with the answer).
+    pub(crate) fn want_cluster(
+        &mut self,
+        cluster: &Cluster,
+        force: bool,
+        now: DateTime<Utc>,
+        every: Duration,
+    ) {
+        self.fetch_when_due(
+            force,
+            now,
+            every,
+            |s| s.cluster_reads.entry(cluster.id.clone()).or_default(),
+            |gen| Request::Cluster {
+                cluster: cluster.clone(),
+                gen,
+            },
         );
     }
 

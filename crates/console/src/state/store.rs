@@ -613,6 +613,10 @@ fn walk(
 #[derive(Debug, Default)]
 pub struct Store {
     pub clusters: Slot<Vec<Cluster>>,
+    /// One cluster read alone, by cluster id: a settle burst follows the cluster it acted
+    /// on this way (the list costs requests for every cluster); each answer patches the
+    /// cluster's row in `clusters`, and its `fetched_at` says when that row was read.
+    pub cluster_reads: HashMap<String, FetchMeta>,
     pub stacks: Slot<Vec<StackSummary>>,
     /// By cluster id.
     pub nodegroups: HashMap<String, Slot<Vec<NodeGroup>>>,
@@ -642,6 +646,35 @@ pub struct Store {
 }
 
 impl Store {
+    /// An answer to a read of the one cluster `id`: a current one replaces the cluster's
+    /// row in the list (the header's `workers N` and the counts follow), a stale one is
+    /// dropped. A cluster not listed yet waits for the list.
+    pub fn patch_cluster(
+        &mut self,
+        id: &str,
+        gen: u64,
+        result: ServiceResult<Cluster>,
+        now: DateTime<Utc>,
+    ) {
+        let Some(meta) = self.cluster_reads.get_mut(id) else {
+            return;
+        };
+        let Settled::Fresh(read) = meta.settle(gen, result, now) else {
+            return;
+        };
+        let rows = self.clusters.data.as_mut();
+        if let Some(row) = rows.and_then(|cs| cs.iter_mut().find(|c| c.id == id)) {
+            *row = read;
+            self.clusters.meta.version += 1;
+        }
+    }
+
+    /// When the row of cluster `id` in the list was last read: by the list, or alone.
+    pub fn cluster_read_at(&self, id: &str) -> Option<DateTime<Utc>> {
+        let alone = self.cluster_reads.get(id).and_then(|m| m.fetched_at);
+        self.clusters.meta.fetched_at.max(alone)
+    }
+
     /// The cluster as last listed: a view keeps the copy it was opened with, whose counts go
     /// stale as soon as a scale lands.
     pub fn current_cluster<'a>(&'a self, opened: &'a Cluster) -> &'a Cluster {

@@ -155,6 +155,15 @@ impl Worker {
                 let result = svc.list_clusters().await;
                 let _ = tx.send(Reply::Clusters { gen, result });
             }),
+            Request::Cluster { cluster, gen } => self.spawn(async move {
+                let cluster_id = cluster.id.clone();
+                let result = svc.cluster(cluster).await;
+                let _ = tx.send(Reply::Cluster {
+                    cluster_id,
+                    gen,
+                    result,
+                });
+            }),
             Request::Stacks { gen } => {
                 let cache = self.stack_names.clone();
                 self.spawn(async move {

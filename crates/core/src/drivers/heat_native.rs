@@ -276,10 +276,34 @@ impl HeatNativeDriver {
 
     /// Every Heat-native cluster, from the node-group stacks' tags.
     pub async fn list_clusters(&self) -> ServiceResult<Vec<Cluster>> {
+        self.clusters_of(vec![ROLE_NODEGROUP.to_string()]).await
+    }
+
+    /// One cluster as [`HeatNativeDriver::list_clusters`] shows it, from its own node-group
+    /// stacks alone (tagged with its name), not every cluster's.
+    pub async fn cluster(&self, cluster: &str) -> ServiceResult<Cluster> {
+        let tags = vec![
+            format!("{TAG_CLUSTER}{cluster}"),
+            ROLE_NODEGROUP.to_string(),
+        ];
+        self.clusters_of(tags)
+            .await?
+            .into_iter()
+            .find(|c| c.id == cluster)
+            .ok_or_else(|| {
+                ServiceError::new(
+                    ErrorKind::NotFound,
+                    format!("cluster {cluster} has no node group stacks"),
+                )
+            })
+    }
+
+    /// The clusters the node-group stacks carrying every tag of `tags` make up.
+    async fn clusters_of(&self, tags: Vec<String>) -> ServiceResult<Vec<Cluster>> {
         let stacks: Vec<_> = self
             .heat
             .list_stacks(StackListQuery {
-                tags: vec![ROLE_NODEGROUP.to_string()],
+                tags,
                 ..Default::default()
             })
             .try_collect()

@@ -119,6 +119,24 @@ impl CloudService for LiveService {
         .boxed()
     }
 
+    fn cluster(&self, cluster: Cluster) -> BoxFuture<'static, ServiceResult<Cluster>> {
+        let magnum = self.conn.magnum.clone();
+        let heat_native = self.heat_native.clone();
+        async move {
+            if cluster.driver == DriverKind::HeatNative {
+                return heat_native.cluster(&cluster.id).await;
+            }
+            match magnum {
+                Some(m) => magnum_row(m, cluster.id, None).await,
+                None => Err(ServiceError::new(
+                    super::ErrorKind::Unsupported,
+                    format!("no Magnum here: cluster {} cannot be read", cluster.name),
+                )),
+            }
+        }
+        .boxed()
+    }
+
     fn list_nodegroups(
         &self,
         cluster: Cluster,
@@ -598,53 +616,45 @@ async fn forward_capi_nodes(
     let _ = tx.send(Ok(NodeUpdate::Done)).await;
 }
 
-/// Magnum's clusters with their details and node-group counts.
+/// Magnum's clusters with their details and node-group counts: the list, then each
+/// cluster's row ([`magnum_row`]) side by side, in the list's order.
 async fn magnum_clusters(magnum: MagnumClient) -> ServiceResult<Vec<Cluster>> {
     let listed: Vec<Cluster> = magnum
         .list_clusters(None)
         .try_collect()
         .await
         .map_err(ServiceError::from)?;
-    // The list lacks status_reason and friends; fetch details alongside, and keep the
-    // list entry when a detail call fails.
-    let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
-    let mut fetches = fan_out(ids, DETAIL_CONCURRENCY, |id: String| {
-        let magnum = magnum.clone();
-        async move { magnum.get_cluster(&id).await }
-    });
-    let mut details: HashMap<String, Cluster> = HashMap::new();
-    while let Some((id, result)) = fetches.next().await {
-        if let Ok(cluster) = result {
-            details.insert(id, cluster);
-        }
-    }
-    drop(fetches);
-    // The NGS column: node groups per cluster, one small listing each.
-    let ids: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
-    let mut counts = fan_out(ids, DETAIL_CONCURRENCY, |id: String| {
-        let magnum = magnum.clone();
-        async move { magnum.list_nodegroups(&id, None).await.map(|g| g.len()) }
-    });
-    let mut nodegroups: HashMap<String, u32> = HashMap::new();
-    while let Some((id, result)) = counts.next().await {
-        if let Ok(n) = result {
-            nodegroups.insert(id, u32::try_from(n).unwrap_or(u32::MAX));
-        }
-    }
-    let mut out: Vec<Cluster> = listed
-        .into_iter()
-        .map(|c| {
-            let mut cluster = details.get(&c.id).cloned().unwrap_or(c);
-            cluster.nodegroup_count = nodegroups.get(&cluster.id).copied();
-            cluster
-        })
-        .collect();
-    // Which driver runs each cluster whose id is not a Heat stack UUID (templates read
-    // only for those).
-    for cluster in &mut out {
-        magnum.refine_backend(cluster).await;
-    }
-    Ok(out)
+    let order: Vec<String> = listed.iter().map(|c| c.id.clone()).collect();
+    let mut rows: HashMap<String, Cluster> = fan_out(listed, DETAIL_CONCURRENCY, |c: Cluster| {
+        magnum_row(magnum.clone(), c.id.clone(), Some(c))
+    })
+    .filter_map(|(c, row)| async move { row.ok().map(|row| (c.id, row)) })
+    .collect()
+    .await;
+    Ok(order.iter().filter_map(|id| rows.remove(id)).collect())
+}
+
+/// One Magnum cluster as the clusters list shows it, the per-cluster work of the list:
+/// the detail (the list lacks status_reason and friends), the node-group count (the NGS
+/// column, one small listing) and, for a cluster whose id is not a Heat stack UUID, the
+/// driver its template names (one template read). `listed` is the list's entry, kept when
+/// the detail fails; read alone (no entry), a failed detail is the answer.
+async fn magnum_row(
+    magnum: MagnumClient,
+    id: String,
+    listed: Option<Cluster>,
+) -> ServiceResult<Cluster> {
+    let mut cluster = match (magnum.get_cluster(&id).await, listed) {
+        (Ok(detail), _) => detail,
+        (Err(_), Some(entry)) => entry,
+        (Err(e), None) => return Err(e.into()),
+    };
+    cluster.nodegroup_count = match magnum.list_nodegroups(&id, None).await {
+        Ok(groups) => Some(u32::try_from(groups.len()).unwrap_or(u32::MAX)),
+        Err(_) => None,
+    };
+    magnum.refine_backend(&mut cluster).await;
+    Ok(cluster)
 }
 
 /// Streams a node group's members and addresses into `tx`. Which members are paused on a

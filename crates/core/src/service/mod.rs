@@ -132,6 +132,16 @@ pub trait CloudService: Send + Sync + 'static {
     ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>>;
     fn list_stacks(&self) -> BoxFuture<'static, ServiceResult<Vec<StackSummary>>>;
 
+    /// One cluster read again, as the clusters list would show it (status, counts, the NGS
+    /// column), for the price of that one cluster: the list costs requests per cluster, so a
+    /// console that only needs to follow one cluster (an action settling on it) reads this.
+    fn cluster(&self, cluster: Cluster) -> BoxFuture<'static, ServiceResult<Cluster>> {
+        unsupported(format!(
+            "cluster {} cannot be read alone here",
+            cluster.name
+        ))
+    }
+
     /// Members of a node group with statuses, then their addresses as they are found.
     fn stream_nodes(&self, nodegroup: NodeGroup) -> BoxStream<'static, ServiceResult<NodeUpdate>>;
 
