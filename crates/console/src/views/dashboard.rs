@@ -135,8 +135,9 @@ impl Screen for Dashboard<'_> {
 
     fn plan(&self, app: &mut App, p: Plan) {
         let cluster = self.cluster;
-        // The header's counts come from the cluster list: keep it fresh too.
-        app.want_clusters(p.force, p.now, p.every);
+        // The header's counts come from the cluster's row: read it alone (the whole list
+        // costs two requests per cluster of the cloud), and patch it into the list.
+        app.want_cluster(cluster, p.force, p.now, p.every);
         app.want_nodegroups(cluster, p.force, p.now, p.every);
         let groups = app
             .store()
