@@ -554,6 +554,8 @@ async fn capi_ips(
         let mut addressed: Vec<String> = Vec::new();
         while let Some(update) = stream.next().await {
             match update? {
+                // The list before its marks: the `Members` that follows counts.
+                NodeUpdate::Listed(_) => {}
                 NodeUpdate::Members(nodes) => {
                     members += nodes.len();
                     eprintln!("{}: {} members", terminal_safe(&label), nodes.len());

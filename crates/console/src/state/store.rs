@@ -197,70 +197,8 @@ impl NodeSet {
                 self.meta.in_flight = false;
                 self.meta.version += 1;
             }
-            Ok(NodeUpdate::Members(nodes)) => {
-                let old: HashMap<String, NodeRow> = self
-                    .rows
-                    .drain(..)
-                    .map(|r| (r.node.key.member.clone(), r))
-                    .collect();
-                let first = !self.has_members;
-                self.rows = nodes
-                    .into_iter()
-                    .map(|mut n| {
-                        let mut ip_error = None;
-                        let mut changed_at = None;
-                        if let Some(prev) = old.get(&n.key.member) {
-                            if n.ip.is_none() {
-                                n.ip = prev.node.ip.clone();
-                                ip_error = prev.ip_error.clone();
-                            }
-                            // A re-sent member list names members by their resource name; a
-                            // server name learned from the address stream stays.
-                            if n.name == n.key.member {
-                                n.name.clone_from(&prev.node.name);
-                            }
-                            changed_at = if prev.node.status != n.status
-                                || prev.node.hook_paused != n.hook_paused
-                            {
-                                Some(now)
-                            } else {
-                                prev.changed_at
-                            };
-                        } else if !first {
-                            changed_at = Some(now);
-                        }
-                        NodeRow {
-                            node: n,
-                            ip_error,
-                            changed_at,
-                        }
-                    })
-                    .collect();
-                self.index = self
-                    .rows
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| (r.node.key.member.clone(), i))
-                    .collect();
-                self.recount();
-                let looks: Vec<_> = self
-                    .rows
-                    .iter()
-                    .filter_map(|r| crate::ops::capi_stall::ServerLook::of_node(&r.node))
-                    .collect();
-                if !looks.is_empty() {
-                    self.progress = Some(crate::ops::capi_stall::Progress::next(
-                        self.progress.as_ref(),
-                        &looks,
-                        now,
-                    ));
-                }
-                self.has_members = true;
-                self.done = false;
-                self.meta.error = None;
-                self.meta.fetched_at = Some(now);
-                self.meta.version += 1;
-            }
+            Ok(NodeUpdate::Members(nodes)) => self.members(nodes, false, now),
+            Ok(NodeUpdate::Listed(nodes)) => self.members(nodes, true, now),
             Ok(NodeUpdate::Address(addr)) => {
                 if let Some(&i) = self.index.get(&addr.member) {
                     let row = &mut self.rows[i];
@@ -303,6 +241,79 @@ impl NodeSet {
             }
         }
         true
+    }
+
+    /// A member list replaces the rows; what the list does not say yet (an address, a
+    /// server name, and for a `provisional` list the hook mark and the image) is kept from
+    /// the row before.
+    fn members(&mut self, nodes: Vec<Node>, provisional: bool, now: DateTime<Utc>) {
+        let old: HashMap<String, NodeRow> = self
+            .rows
+            .drain(..)
+            .map(|r| (r.node.key.member.clone(), r))
+            .collect();
+        let first = !self.has_members;
+        self.rows = nodes
+            .into_iter()
+            .map(|mut n| {
+                let mut ip_error = None;
+                let mut changed_at = None;
+                if let Some(prev) = old.get(&n.key.member) {
+                    if n.ip.is_none() {
+                        n.ip = prev.node.ip.clone();
+                        ip_error = prev.ip_error.clone();
+                    }
+                    // A re-sent member list names members by their resource name; a
+                    // server name learned from the address stream stays.
+                    if n.name == n.key.member {
+                        n.name.clone_from(&prev.node.name);
+                    }
+                    if provisional {
+                        n.hook_paused = prev.node.hook_paused;
+                        if n.image.is_none() {
+                            n.image.clone_from(&prev.node.image);
+                        }
+                    }
+                    changed_at =
+                        if prev.node.status != n.status || prev.node.hook_paused != n.hook_paused {
+                            Some(now)
+                        } else {
+                            prev.changed_at
+                        };
+                } else if !first {
+                    changed_at = Some(now);
+                }
+                NodeRow {
+                    node: n,
+                    ip_error,
+                    changed_at,
+                }
+            })
+            .collect();
+        self.index = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.node.key.member.clone(), i))
+            .collect();
+        self.recount();
+        let looks: Vec<_> = self
+            .rows
+            .iter()
+            .filter_map(|r| crate::ops::capi_stall::ServerLook::of_node(&r.node))
+            .collect();
+        if !looks.is_empty() {
+            self.progress = Some(crate::ops::capi_stall::Progress::next(
+                self.progress.as_ref(),
+                &looks,
+                now,
+            ));
+        }
+        self.has_members = true;
+        self.done = false;
+        self.meta.error = None;
+        self.meta.fetched_at = Some(now);
+        self.meta.version += 1;
     }
 
     /// The stream ended (possibly without `Done`).
@@ -928,5 +939,73 @@ mod tests {
         assert!(slot.finish(2, Ok(vec![2]), now));
         assert_eq!(slot.data, Some(vec![2]));
         assert!(!slot.meta.in_flight);
+    }
+    fn node(member: &str, image: Option<&str>, hook: bool) -> Node {
+        Node {
+            key: crate::model::NodeKey {
+                nodegroup: "ng".into(),
+                member: member.into(),
+            },
+            index: member.parse().ok(),
+            name: member.into(),
+            zone: None,
+            ip: None,
+            status: Status::parse("UPDATE_COMPLETE"),
+            status_reason: None,
+            image: image.map(str::to_string),
+            since: None,
+            hook_paused: hook,
+            stack_id: None,
+            server_id: None,
+            created: None,
+        }
+    }
+
+    /// A refresh's first member list comes before the hook marks and images: the rows keep
+    /// theirs until the list that has them, which is then the truth (a released member).
+    #[test]
+    fn a_provisional_member_list_keeps_the_marks_and_images_until_the_real_one() {
+        let now = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let mut set = NodeSet::default();
+        set.meta.gen = 1;
+        let marked = vec![
+            node("0", Some("img-new"), false),
+            node("1", Some("img-old"), true),
+        ];
+        assert!(set.apply(1, Ok(NodeUpdate::Members(marked)), now));
+        let bare = vec![
+            node("0", None, false),
+            node("1", None, false),
+            node("2", None, false),
+        ];
+        assert!(set.apply(1, Ok(NodeUpdate::Listed(bare)), now));
+        let seen = |set: &NodeSet| -> Vec<(Option<String>, bool)> {
+            set.rows
+                .iter()
+                .map(|r| (r.node.image.clone(), r.node.hook_paused))
+                .collect()
+        };
+        assert_eq!(
+            seen(&set),
+            [
+                (Some("img-new".into()), false),
+                (Some("img-old".into()), true),
+                (None, false),
+            ]
+        );
+        let released = vec![
+            node("0", Some("img-new"), false),
+            node("1", Some("img-old"), false),
+            node("2", Some("img-new"), false),
+        ];
+        assert!(set.apply(1, Ok(NodeUpdate::Members(released)), now));
+        assert_eq!(
+            seen(&set),
+            [
+                (Some("img-new".into()), false),
+                (Some("img-old".into()), false),
+                (Some("img-new".into()), false),
+            ]
+        );
     }
 }

@@ -726,22 +726,24 @@ async fn forward_nodes(
     let mut members: Option<Vec<Member>> = None;
     let mut ips = stream_group_ips(heat, nova, stack, group_path, options);
     let to_nodes = |members: &[Member], facts: Option<&SideFacts>| {
-        NodeUpdate::Members(
-            members
-                .iter()
-                .map(|m| {
-                    let mut node = node_from_member(
-                        &nodegroup,
-                        m,
-                        facts.is_some_and(|f| f.paused.holds(&m.name, &m.group)),
-                    );
-                    // The image its server runs (Nova), else, for a member that settled
-                    // while its group is settled, the group's image.
-                    node.image = facts.and_then(|f| f.member_image(m));
-                    node
-                })
-                .collect(),
-        )
+        let nodes = members
+            .iter()
+            .map(|m| {
+                let mut node = node_from_member(
+                    &nodegroup,
+                    m,
+                    facts.is_some_and(|f| f.paused.holds(&m.name, &m.group)),
+                );
+                // The image its server runs (Nova), else, for a member that settled
+                // while its group is settled, the group's image.
+                node.image = facts.and_then(|f| f.member_image(m));
+                node
+            })
+            .collect();
+        match facts {
+            Some(_) => NodeUpdate::Members(nodes),
+            None => NodeUpdate::Listed(nodes),
+        }
     };
     loop {
         let event = tokio::select! {
