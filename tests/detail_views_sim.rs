@@ -6,7 +6,7 @@
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::service::live::LiveService;
-use caldera::service::resource_detail::RESOURCE_EVENTS;
+use caldera::service::resource_show::RESOURCE_EVENTS;
 use caldera::service::CloudService;
 use caldera::sim::{self, SimOptions};
 

@@ -922,7 +922,7 @@ impl CloudService for FakeCloud {
         stack: StackRef,
         resource: String,
     ) -> BoxFuture<'static, ServiceResult<crate::service::ResourceDetail>> {
-        use crate::service::resource_detail::RESOURCE_EVENTS;
+        use crate::service::resource_show::RESOURCE_EVENTS;
         let found = self.answer(FakeOp::ResourceDetail, move |d| {
             let listed = nodegroup_resources(d, &stack, 0)
                 .or_else(|| d.resources.get(&stack.id).cloned())

@@ -334,7 +334,7 @@ impl CloudService for LiveService {
         stack: StackRef,
         resource: String,
     ) -> BoxFuture<'static, ServiceResult<super::ResourceDetail>> {
-        use super::resource_detail::{attribute_texts, metadata_text, RESOURCE_EVENTS};
+        use super::resource_show::{attribute_texts, metadata_text, RESOURCE_EVENTS};
         let heat = self.conn.heat.clone();
         async move {
             let query = EventQuery {

@@ -9,7 +9,7 @@ pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;
 pub mod operator;
-pub mod resource_detail;
+pub mod resource_show;
 pub mod stack_overview;
 pub mod watch;
 pub mod watch_capi;
@@ -24,7 +24,7 @@ use futures::FutureExt;
 
 pub use caldera_cloud::health;
 pub use caldera_cloud::report::{BudgetStats, CloudInfo, ErrorKind, ServiceError, ServiceResult};
-pub use resource_detail::ResourceDetail;
+pub use resource_show::ResourceDetail;
 pub use stack_overview::StackOverview;
 
 /// A stack's resources as the tree read lists them, with the members held on a hook whose
