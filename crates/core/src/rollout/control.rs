@@ -72,12 +72,42 @@ pub async fn find_rollout(
     )
     .await
     .map_err(crate::report::ServiceError::from)?;
-    if !hooked {
+    if !hooked && !members_hooked_in_environment(heat, stack, &detail, target).await {
         return Ok(None);
     }
     Ok(Some(
         plan_from_heat(heat, target, RolloutOptions::default()).await?,
     ))
+}
+
+/// Whether the stack's environment holds the group's members on the rollout hook. A
+/// rollout's PATCH says so at once, while its first pause event may be seconds away (the
+/// update just began, or a second PATCH restarted it), so a status read in that moment
+/// does not take it for a plain update. Hooks stay in the environment after an update (a
+/// PATCH merges it), so a later update is held on them too, and is one to drive as well.
+async fn members_hooked_in_environment(
+    heat: &HeatClient,
+    stack: &crate::model::StackRef,
+    detail: &crate::api::heat::StackDetail,
+    target: &NodeGroupTarget,
+) -> bool {
+    // caldera's own node-group stacks hold their members in `nodes`; an operator's stack
+    // names the group by its path (`kube_minions`, `roles/Compute`).
+    let group: Vec<&str> = if detail.parameters.contains_key("image") {
+        vec![crate::drivers::layout::GROUP_RESOURCE]
+    } else {
+        target
+            .nodegroup
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let Ok(hooks) = heat.get_environment_hooks(stack).await else {
+        return false;
+    };
+    // A rollout's hooks cover every member (`*`); "0" stands for any member name.
+    let member: Vec<&str> = group.into_iter().chain(["0"]).collect();
+    hooks.matches(&member, super::plan::ROLLOUT_HOOK)
 }
 
 /// Who drives `plan` on this machine: the live holder of its driver lock, or none (and
