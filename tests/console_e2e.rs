@@ -454,8 +454,9 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
         "the list filtered to staging",
         |s| counter(s, "Clusters") == Some((1, 6)),
     );
+    // The dashboard with its node groups listed: `t` opens the selected group's stack.
     counted(&mut c, &mut stuck, ENTER, "staging's dashboard", |s| {
-        s.has_all(&["› staging", "Node groups of staging"])
+        s.has_all(&["› staging", "Node groups of staging", "default-worker"])
     });
     let cause = counted(&mut c, &mut stuck, "t", "why staging is stuck", |s| {
         s.has("Why stuck: 0 failed, 1 in progress, 0 held on hooks")
@@ -494,7 +495,7 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
         |s| counter(s, "Clusters") == Some((1, 6)),
     );
     counted(&mut c, &mut reason, ENTER, "batch-jobs' dashboard", |s| {
-        s.has("Node groups of batch-jobs")
+        s.has_all(&["Node groups of batch-jobs", "default-worker"])
     });
     counted(&mut c, &mut reason, "F", "faults only", |s| {
         s.has("FAULTS ONLY")
