@@ -575,9 +575,13 @@ async fn a_cancel_behind_magnum_is_refused_unless_the_operator_says_so() {
         r.log
     );
 
+    // Heat rolls back; a cancel that lands while a resource is mid-update can leave the
+    // rollback failed (`Resource UPDATE failed: resources.secgroup_kube_minion: Stack UPDATE
+    // cancelled`, seen in CI), as on any stack: both are Heat's answer to the cancel.
     let s = wait_stack(&op, &stack_id, |s| !s.ends_with("IN_PROGRESS")).await;
-    assert_eq!(
-        s["stack_status"], "ROLLBACK_COMPLETE",
+    let rolled = s["stack_status"].as_str().unwrap_or_default().to_string();
+    assert!(
+        rolled == "ROLLBACK_COMPLETE" || rolled == "ROLLBACK_FAILED",
         "Heat rolled the resize back: {s}"
     );
     let c = wait_cluster(
@@ -587,11 +591,18 @@ async fn a_cancel_behind_magnum_is_refused_unless_the_operator_says_so() {
     )
     .await;
     println!(
-        "after the override Magnum says: status {} node_count {} reason {}",
+        "after the override Heat says {rolled}; Magnum says: status {} node_count {} reason {}",
         c["status"], c["node_count"], c["status_reason"]
     );
-    // Measured on Magnum 22: its poller takes Heat's rollback as the cluster's end state and
-    // puts the node count back.
-    assert_eq!(c["status"], "ROLLBACK_COMPLETE", "{c}");
-    assert_eq!(c["node_count"], 1, "{c}");
+    // Measured on Magnum 22: its poller takes Heat's rollback as the cluster's end state,
+    // never a resize done; after a clean rollback it says ROLLBACK_COMPLETE and puts the
+    // node count back.
+    assert!(
+        c["status"] != "UPDATE_COMPLETE" && c["status"] != "UPDATE_IN_PROGRESS",
+        "{c}"
+    );
+    if rolled == "ROLLBACK_COMPLETE" {
+        assert_eq!(c["status"], "ROLLBACK_COMPLETE", "{c}");
+        assert_eq!(c["node_count"], 1, "{c}");
+    }
 }
