@@ -131,7 +131,7 @@ impl Env {
         let mut names: BTreeMap<String, String> = BTreeMap::new();
         while let Some(update) = stream.next().await {
             match update.expect("node update") {
-                NodeUpdate::Members(m) | NodeUpdate::Listed(m) => nodes = m,
+                NodeUpdate::Members(m) | NodeUpdate::Listed { nodes: m, .. } => nodes = m,
                 NodeUpdate::Address(a) => {
                     if let Some(name) = a.name {
                         assert!(names.insert(a.member.clone(), name).is_none());

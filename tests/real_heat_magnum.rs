@@ -91,7 +91,7 @@ async fn nodes_pane(service: &LiveService, group: NodeGroup) -> BTreeMap<String,
     while let Some(update) = updates.next().await {
         assert!(Instant::now() < deadline, "node stream did not finish");
         match update.expect("node update") {
-            NodeUpdate::Members(nodes) | NodeUpdate::Listed(nodes) => {
+            NodeUpdate::Members(nodes) | NodeUpdate::Listed { nodes, .. } => {
                 rows = nodes.into_iter().map(|n| n.key.member).collect()
             }
             NodeUpdate::Address(a) => {

@@ -272,7 +272,7 @@ async fn magnum_cluster_layout() {
     let (mut rows, mut filled, mut failed) = (Vec::new(), BTreeMap::new(), 0);
     while let Some(update) = updates.next().await {
         match update.expect("node update") {
-            NodeUpdate::Members(nodes) | NodeUpdate::Listed(nodes) => {
+            NodeUpdate::Members(nodes) | NodeUpdate::Listed { nodes, .. } => {
                 rows = nodes.into_iter().map(|n| n.key.member).collect()
             }
             NodeUpdate::Address(a) => {

@@ -554,11 +554,11 @@ async fn capi_ips(
         let mut addressed: Vec<String> = Vec::new();
         while let Some(update) = stream.next().await {
             match update? {
-                // The list before its marks: the `Members` that follows counts.
-                NodeUpdate::Listed(_) => {}
-                NodeUpdate::Members(nodes) => {
-                    members += nodes.len();
-                    eprintln!("{}: {} members", terminal_safe(&label), nodes.len());
+                // A list is sent again with its marks and images: the last one counts.
+                NodeUpdate::Listed { nodes, .. } | NodeUpdate::Members(nodes) => {
+                    if listed.is_empty() {
+                        eprintln!("{}: {} members", terminal_safe(&label), nodes.len());
+                    }
                     listed = nodes.into_iter().map(|n| n.name).collect();
                 }
                 NodeUpdate::Address(a) => {
@@ -598,6 +598,7 @@ async fn capi_ips(
                 NodeUpdate::Named { .. } | NodeUpdate::Done => {}
             }
         }
+        members += listed.len();
         for n in listed {
             if !addressed.contains(&n) && !without.contains(&n) {
                 without.push(n);

@@ -96,6 +96,24 @@ impl Harness {
         terminal.backend().to_string()
     }
 
+    /// Takes the app's requests: hands all but the node streams to the worker and returns
+    /// those (node group id and generation), for a test to answer itself.
+    fn node_streams(&mut self) -> Vec<(String, u64)> {
+        let mut streams = Vec::new();
+        for req in self.app.take_requests() {
+            match req {
+                Request::Nodes { nodegroup, gen } => streams.push((nodegroup.id, gen)),
+                other => {
+                    if !matches!(other, Request::StopNodes { .. }) {
+                        self.outstanding += 1;
+                    }
+                    self.worker.submit(other);
+                }
+            }
+        }
+        streams
+    }
+
     /// Open prod-k8s (first cluster) and go to `view`.
     async fn open_prod(&mut self) {
         self.settle().await;
@@ -220,6 +238,71 @@ async fn dashboard_counts_by_image_during_an_upgrade_only() {
     let screen = h.render(200, 60);
     assert!(!screen.contains("image ▒ old"), "{screen}");
     assert!(screen.contains("█ complete 1003"), "{screen}");
+}
+
+/// The first member list of a load mid-upgrade comes before the images and hook marks (the
+/// stream's `Listed`): Heat calls the members not reached yet complete and the held ones in
+/// progress, so the line says that both are still being read and claims no pace or
+/// percentiles; the full list then counts by image.
+#[tokio::test]
+async fn a_first_member_list_mid_upgrade_claims_no_done_before_the_images() {
+    use crate::service::NodeUpdate;
+    let mut h = Harness::demo(1000);
+    h.settle().await;
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.app.plan_refresh(false);
+    // Answer each node group's stream with provisional lists only, as the worker would
+    // before the hook lookup (`marks` false) and the images (`Members`) come in.
+    let streams = h.node_streams();
+    assert!(!streams.is_empty(), "the dashboard asked for no nodes");
+    let listed = |h: &mut Harness, streams: &[(String, u64)], marks: bool| {
+        for (id, gen) in streams {
+            let nodes = h.fake.with_data(|d| {
+                let nodes = d.nodes.get(id).cloned().unwrap_or_default();
+                let bare = |mut n: crate::model::Node| {
+                    (n.image, n.ip) = (None, None);
+                    n.hook_paused &= marks;
+                    n
+                };
+                nodes.into_iter().map(bare).collect()
+            });
+            h.app.update(Action::Reply(Reply::Nodes {
+                nodegroup_id: id.clone(),
+                gen: *gen,
+                update: Ok(NodeUpdate::Listed { nodes, marks }),
+            }));
+        }
+    };
+    listed(&mut h, &streams, false);
+    let screen = h.render(200, 60);
+    assert!(screen.contains("⟳ reading images and hooks"), "{screen}");
+    for derived in ["ETA", "p50", "image: ▒ old"] {
+        assert!(!screen.contains(derived), "{derived}: {screen}");
+    }
+    let narrow = h.render(80, 24);
+    assert!(narrow.contains("failed ⟳ images"), "{narrow}");
+    // The hook lookup answered: the held members are counted, the images still awaited.
+    listed(&mut h, &streams, true);
+    let screen = h.render(200, 60);
+    assert!(screen.contains("⟳ reading images"), "{screen}");
+    assert!(!screen.contains("reading images and hooks"), "{screen}");
+    assert!(!screen.contains("paused on hook 0"), "{screen}");
+    // The full lists: by image, and nothing pending any more.
+    h.settle().await;
+    h.app.plan_refresh(true);
+    h.settle().await;
+    let screen = h.render(200, 60);
+    assert!(screen.contains("image: ▒ old"), "{screen}");
+    assert!(!screen.contains("⟳ reading"), "{screen}");
+    // A refresh's provisional list keeps what was known: still by image.
+    h.app.plan_refresh(true);
+    let streams = h.node_streams();
+    assert!(!streams.is_empty(), "the refresh asked for no nodes");
+    listed(&mut h, &streams, false);
+    let screen = h.render(200, 60);
+    assert!(screen.contains("image: ▒ old"), "{screen}");
+    assert!(!screen.contains("⟳ reading"), "{screen}");
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 
 use crate::model::{terminal_safe, ImageCounts, ImagePhase, Node, NodeGroup};
 use crate::tui::resource_columns::{node_state, short_duration};
-use crate::tui::state::store::{NodeRow, NodeSet, Store};
+use crate::tui::state::store::{NodeRow, NodeSet, Pending, Store};
 use crate::tui::state::App;
 use crate::tui::theme::CellState;
 use crate::tui::widgets::heatmap::HeatGroup;
@@ -27,6 +27,11 @@ pub struct Rollout {
     /// Old / updating / new by image against the node group's image (see
     /// `model::ImagePhase`), when the nodes' images are known.
     pub images: Option<ImageCounts>,
+    /// What is still being read on a first load (a provisional member list): without the
+    /// images Heat's "complete" may count members an upgrade has not reached, without the
+    /// hook marks "in progress" counts held members, so the line says so and claims no
+    /// pace or percentiles.
+    pub pending: Pending,
 }
 
 impl Rollout {
@@ -74,6 +79,23 @@ impl Rollout {
         self
     }
 
+    /// What the node sets are still reading on their first load (`pending`). Some images
+    /// may be known already (a settled group's members have its image) while those Nova
+    /// gives for the members an upgrade moves are not.
+    pub fn with_pending(mut self, pending: Pending) -> Rollout {
+        self.pending = pending;
+        self
+    }
+
+    fn reading(&self) -> Option<(&'static str, &'static str)> {
+        match (self.pending.images, self.pending.marks) {
+            (true, true) => Some(("⟳ reading images and hooks", "⟳ images")),
+            (true, false) => Some(("⟳ reading images", "⟳ images")),
+            (false, true) => Some(("⟳ reading hooks", "⟳ hooks")),
+            (false, false) => None,
+        }
+    }
+
     /// An upgrade is visible: some node is still on another image than its node group's
     /// (nodes only being created, on the group's own image, are no upgrade). The heat map
     /// and the summary then say old / updating / new.
@@ -91,7 +113,7 @@ impl Rollout {
                     + self.counts[CellState::Paused as usize]
             }
         };
-        if self.done_recent == 0 || remaining == 0 {
+        if self.done_recent == 0 || remaining == 0 || self.reading().is_some() {
             return None;
         }
         let per_min = self.done_recent as f64 / 10.0;
@@ -196,6 +218,12 @@ fn summary_line_labels<'a>(
             format!("{} {n}  ", s.label())
         };
         spans.push(Span::styled(text, Style::default().fg(th.fg)));
+    }
+    if let Some((long, narrow)) = r.reading() {
+        // Heat's states until the images and hooks say which members an upgrade has
+        // reached and which it holds: nothing is derived from them meanwhile.
+        spans.push(Span::styled(if short { narrow } else { long }, th.muted()));
+        return Line::from(spans);
     }
     if let (Some(p50), Some(p95)) = (r.active_p50, r.active_p95) {
         spans.push(Span::styled(

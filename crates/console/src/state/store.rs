@@ -173,12 +173,36 @@ pub struct NodeSet {
     /// Every member has been tried in the current stream.
     pub done: bool,
     pub has_members: bool,
+    /// What the rows' member list did not carry yet (`NodeUpdate::Listed`): the rows keep
+    /// what the list before knew, so this is only ever set before the first full list.
+    pub pending: Pending,
+    /// A full member list (`Members`) or the stream's end has been seen.
+    known: bool,
     /// Bumped when addresses or server names fill in (the structure `meta.version` does
     /// not move: rows keep their place unless a sort or filter looks at what changed).
     pub fill_version: u64,
     /// Nodes read from Nova (Cluster API): servers per state and since when unchanged,
     /// over the looks so far (see `ops::capi_stall`).
     pub progress: Option<crate::ops::capi_stall::Progress>,
+}
+
+/// What a provisional member list (`NodeUpdate::Listed`) does not carry yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// The hook marks (the stream's hook lookup has not answered).
+    pub marks: bool,
+    /// Nova's images (they come at the end of the addresses).
+    pub images: bool,
+}
+
+impl Pending {
+    /// What either of two node sets is missing (the dashboard shows several as one).
+    pub fn or(self, other: Pending) -> Pending {
+        Pending {
+            marks: self.marks || other.marks,
+            images: self.images || other.images,
+        }
+    }
 }
 
 impl NodeSet {
@@ -194,11 +218,21 @@ impl NodeSet {
         match update {
             Err(e) => {
                 self.meta.error = Some(e.message);
+                self.pending = Pending::default();
                 self.meta.in_flight = false;
                 self.meta.version += 1;
             }
-            Ok(NodeUpdate::Members(nodes)) => self.members(nodes, false, now),
-            Ok(NodeUpdate::Listed(nodes)) => self.members(nodes, true, now),
+            Ok(NodeUpdate::Members(nodes)) => {
+                self.known = true;
+                self.members(nodes, Pending::default(), now)
+            }
+            Ok(NodeUpdate::Listed { nodes, marks }) => {
+                let pending = Pending {
+                    marks: !marks,
+                    images: true,
+                };
+                self.members(nodes, pending, now)
+            }
             Ok(NodeUpdate::Address(addr)) => {
                 if let Some(&i) = self.index.get(&addr.member) {
                     let row = &mut self.rows[i];
@@ -235,6 +269,8 @@ impl NodeSet {
             }
             Ok(NodeUpdate::Done) => {
                 self.done = true;
+                self.known = true;
+                self.pending = Pending::default();
                 self.meta.in_flight = false;
                 self.meta.fetched_at = Some(now);
                 self.fill_version += 1;
@@ -244,15 +280,21 @@ impl NodeSet {
     }
 
     /// A member list replaces the rows; what the list does not say yet (an address, a
-    /// server name, and for a `provisional` list the hook mark and the image) is kept from
-    /// the row before.
-    fn members(&mut self, nodes: Vec<Node>, provisional: bool, now: DateTime<Utc>) {
+    /// server name, and what is `pending`: the hook mark, the image) is kept from the row
+    /// before.
+    fn members(&mut self, nodes: Vec<Node>, pending: Pending, now: DateTime<Utc>) {
         let old: HashMap<String, NodeRow> = self
             .rows
             .drain(..)
             .map(|r| (r.node.key.member.clone(), r))
             .collect();
         let first = !self.has_members;
+        // A refresh's rows keep what the list before knew: nothing is missing.
+        self.pending = if self.known {
+            Pending::default()
+        } else {
+            pending
+        };
         self.rows = nodes
             .into_iter()
             .map(|mut n| {
@@ -268,11 +310,11 @@ impl NodeSet {
                     if n.name == n.key.member {
                         n.name.clone_from(&prev.node.name);
                     }
-                    if provisional {
+                    if pending.marks {
                         n.hook_paused = prev.node.hook_paused;
-                        if n.image.is_none() {
-                            n.image.clone_from(&prev.node.image);
-                        }
+                    }
+                    if pending.images && n.image.is_none() {
+                        n.image.clone_from(&prev.node.image);
                     }
                     changed_at =
                         if prev.node.status != n.status || prev.node.hook_paused != n.hook_paused {
@@ -978,7 +1020,11 @@ mod tests {
             node("1", None, false),
             node("2", None, false),
         ];
-        assert!(set.apply(1, Ok(NodeUpdate::Listed(bare)), now));
+        let listed = NodeUpdate::Listed {
+            nodes: bare,
+            marks: false,
+        };
+        assert!(set.apply(1, Ok(listed), now));
         let seen = |set: &NodeSet| -> Vec<(Option<String>, bool)> {
             set.rows
                 .iter()
@@ -1007,5 +1053,38 @@ mod tests {
                 (Some("img-new".into()), false),
             ]
         );
+    }
+
+    /// Only a first load misses marks and images: a refresh's provisional lists keep what
+    /// the full list before knew, so nothing is pending then, images or not (a group whose
+    /// images cannot be compared would otherwise say "reading" on every refresh).
+    #[test]
+    fn only_a_first_load_is_pending() {
+        let now = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let mut set = NodeSet::default();
+        set.meta.gen = 1;
+        let bare = || vec![node("0", None, false), node("1", None, true)];
+        let listed = |marks| NodeUpdate::Listed {
+            nodes: bare(),
+            marks,
+        };
+        assert!(set.apply(1, Ok(listed(false)), now));
+        let both = Pending {
+            marks: true,
+            images: true,
+        };
+        assert_eq!(set.pending, both);
+        assert!(set.apply(1, Ok(listed(true)), now));
+        let images = Pending {
+            marks: false,
+            images: true,
+        };
+        assert_eq!(set.pending, images);
+        assert!(set.apply(1, Ok(NodeUpdate::Done), now));
+        assert_eq!(set.pending, Pending::default());
+        set.meta.gen = 2;
+        set.done = false;
+        assert!(set.apply(2, Ok(listed(false)), now));
+        assert_eq!(set.pending, Pending::default());
     }
 }

@@ -13,7 +13,7 @@ use crate::tui::draw::panes::nodegroups;
 use crate::tui::draw::tail::{event_line, tail_badges};
 use crate::tui::keys::{self, KeyAction, KeyContext};
 use crate::tui::state::dashboard_stacks;
-use crate::tui::state::store::{FetchMeta, Store};
+use crate::tui::state::store::{FetchMeta, Pending, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
@@ -373,7 +373,12 @@ fn draw_dashboard(
         }
     }
     let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now())
-        .with_image_counts(images);
+        .with_image_counts(images)
+        .with_pending(
+            all_rows
+                .iter()
+                .fold(Pending::default(), |p, s| p.or(s.pending)),
+        );
     let inner_w = rest.width.saturating_sub(2);
     let map_max = (rest.height * 60 / 100).max(4);
     let map_h = if view.show_heat_map {

@@ -155,7 +155,8 @@ fn draw_nodes(
     };
     let th = app.theme();
     let rollout = Rollout::compute(set.rows.iter(), app.now())
-        .with_images(set.rows.iter().map(|r| &r.node), nodegroup.image.as_deref());
+        .with_images(set.rows.iter().map(|r| &r.node), nodegroup.image.as_deref())
+        .with_pending(set.pending);
     let selected = view
         .table
         .selected(&set.rows)

@@ -740,9 +740,14 @@ async fn forward_nodes(
                 node
             })
             .collect();
+        // Nova's images come with the last list, at `Done`: until then a list is
+        // provisional, with or without the hook marks.
         match facts {
-            Some(_) => NodeUpdate::Members(nodes),
-            None => NodeUpdate::Listed(nodes),
+            Some(f) if f.images_read => NodeUpdate::Members(nodes),
+            _ => NodeUpdate::Listed {
+                nodes,
+                marks: facts.is_some(),
+            },
         }
     };
     loop {
@@ -786,17 +791,17 @@ async fn forward_nodes(
             }
             Ok(IpEvent::Done(_)) => {
                 let pending = hooks.take();
-                let resend = pending.is_some() || !images.is_empty();
                 let mut found = match pending {
                     Some(mut task) => hook_result((&mut task.0).await),
                     None => paused.take().unwrap_or_default(),
                 };
                 found.members.extend(images.drain());
-                if resend {
-                    if let Some(members) = &members {
-                        if tx.send(Ok(to_nodes(members, Some(&found)))).await.is_err() {
-                            return;
-                        }
+                found.images_read = true;
+                // Every list before was provisional: this one, with all that is known,
+                // is the one a reader keeps.
+                if let Some(members) = &members {
+                    if tx.send(Ok(to_nodes(members, Some(&found)))).await.is_err() {
+                        return;
                     }
                 }
                 paused = Some(found);
@@ -835,6 +840,8 @@ struct SideFacts {
     /// Each member's image as Nova says its server runs it (during a rolling update members
     /// differ: this is how old and new nodes are told apart).
     members: HashMap<String, String>,
+    /// Nova's images have been read (they come with the addresses, at their end).
+    images_read: bool,
 }
 
 impl SideFacts {
@@ -855,6 +862,7 @@ fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
             paused,
             image,
             members: HashMap::new(),
+            images_read: false,
         },
         Ok((Err(e), image)) => {
             tracing::info!("hook state unknown: {e}");
@@ -862,6 +870,7 @@ fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
                 paused: HeldMembers::default(),
                 image,
                 members: HashMap::new(),
+                images_read: false,
             }
         }
         Err(e) => {

@@ -41,10 +41,14 @@ pub struct StackTree {
 pub enum NodeUpdate {
     /// The member list is known: `total` members (statuses filled, IPs maybe not yet).
     Members(Vec<crate::model::Node>),
-    /// The member list, sent before the hook marks and images are known (a `Members` with
-    /// them follows before `Done`): a view keeps the marks and images it knew meanwhile,
-    /// rather than showing every node off its hook and of no image for a moment.
-    Listed(Vec<crate::model::Node>),
+    /// The member list, sent before the images are known (a `Members` with them follows
+    /// before `Done`, when there are any): a view keeps the images it knew meanwhile, and
+    /// the hook marks too unless `marks` says these carry them, rather than showing every
+    /// node off its hook and of no image for a moment.
+    Listed {
+        nodes: Vec<crate::model::Node>,
+        marks: bool,
+    },
     /// Addresses for one member arrived (with its server name when the source knew it).
     Address(NodeAddress),
     /// A member's server name arrived after its address.
