@@ -175,6 +175,52 @@ async fn live_console_shows_errors_in_place_and_recovers() {
     sim.shutdown().await;
 }
 
+/// The dashboard reads its cluster alone; when that read fails (a 503 on the cluster's own
+/// path, the list still answering), the dashboard says so under the cluster's line, keeps
+/// the last good figures, and drops the warning after the next good read.
+#[tokio::test]
+async fn a_dashboards_failed_cluster_read_is_shown_then_cleared() {
+    let sim = sim::start(SimOptions {
+        scenario: "small".into(),
+        speed: 20.0,
+        output_cost_per_member: Duration::ZERO,
+        detail_cost_per_resource: Duration::ZERO,
+        ..SimOptions::default()
+    })
+    .await
+    .expect("simulator");
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let svc: Arc<dyn CloudService> = Arc::new(LiveService::new(conn));
+    let mut h = Harness::new(svc.clone(), chrono::Utc::now());
+    h.settle().await;
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let cluster = svc.list_clusters().await.expect("clusters")[0].clone();
+    let own = format!("/container-infra/v1/clusters/{}", cluster.id);
+    let f = sim.faults();
+    f.add(Fault::new(FaultKind::Status(503)).on_path(&own));
+    h.app.plan_refresh(true);
+    h.settle().await;
+    let screen = h.render(200, 50);
+    let line = screen
+        .lines()
+        .find(|l| l.contains("this cluster's last read failed"))
+        .unwrap_or_else(|| panic!("no failed read shown:\n{screen}"));
+    assert!(line.contains("HTTP 503"), "{line}");
+    assert!(
+        screen.contains(&format!("workers {}", cluster.node_count)),
+        "{screen}"
+    );
+    f.clear();
+    h.app.plan_refresh(true);
+    h.settle().await;
+    let screen = h.render(200, 50);
+    assert!(!screen.contains("last read failed"), "{screen}");
+    sim.shutdown().await;
+}
+
 /// Draws `app` at `w`x`h`, checking nothing lands outside the frame.
 fn draw(app: &mut App, w: u16, h: u16) {
     app.update(Action::Resize(w, h));

@@ -18,10 +18,10 @@ use crate::rollout::engine::initial_status;
 use crate::rollout::{
     AbortMode, Control, NodePhase, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
 };
-use crate::service::fake::{demo_epoch, FakeCloud};
+use crate::service::fake::{demo_epoch, FakeCloud, FakeOp};
 use crate::service::fake_operator::{target_of, FakeOperator};
 use crate::service::operator::Operator;
-use crate::service::CloudService;
+use crate::service::{CloudService, ErrorKind, ServiceError};
 use chrono::Duration as Chrono;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
@@ -1291,6 +1291,47 @@ async fn a_burst_on_a_node_group_reads_its_cluster_alone_not_the_list() {
     assert!(h.app.settling().is_empty(), "{:?}", h.app.settling());
     let list = &h.app.store().clusters.meta;
     assert!(list.attempted_at.is_none() || list.in_flight, "{list:?}");
+}
+
+/// A failed read of the cluster alone is shown under its line on the dashboard (its figures
+/// are then as old as the last good read), and cleared by the next good one.
+#[tokio::test]
+async fn a_failed_cluster_read_is_shown_on_the_dashboard_until_a_good_one() {
+    let mut h = H::ops();
+    h.settling_edge().await;
+    h.shape_edge(8, "UPDATE_IN_PROGRESS");
+    h.burst_reads(2).await;
+    assert!(!h.screen().contains("last read failed"));
+    h.fake.set_error(
+        FakeOp::Cluster,
+        Some(ServiceError::new(
+            ErrorKind::Http,
+            "GET /v1/clusters/edge: HTTP 503: Service Unavailable\nretry later",
+        )),
+    );
+    let reads = h.burst_reads(4).await;
+    assert!(
+        reads.iter().any(|r| matches!(r, Read::Cluster(_))),
+        "{reads:?}"
+    );
+    let screen = h.screen();
+    let line = screen
+        .lines()
+        .find(|l| l.contains("last read failed"))
+        .unwrap_or_else(|| panic!("no failed read shown:\n{screen}"));
+    assert!(
+        line.contains("(figures from 2s ago): GET /v1/clusters/edge: HTTP 503"),
+        "{line}"
+    );
+    assert!(
+        !screen.contains("retry later"),
+        "one line of the error: {screen}"
+    );
+    let (_, workers) = h.edge_counts();
+    assert_eq!(workers, "8", "the last good figures stay");
+    h.fake.set_error(FakeOp::Cluster, None);
+    h.burst_reads(6).await;
+    assert!(!h.screen().contains("last read failed"));
 }
 
 /// The cluster read alone says when it was read: a burst whose group and cluster are done

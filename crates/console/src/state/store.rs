@@ -722,6 +722,16 @@ impl Store {
         }
     }
 
+    /// The error of the last read of cluster `id` alone, unless a list read that arrived
+    /// after that read started has covered it.
+    pub fn cluster_read_error(&self, id: &str) -> Option<&str> {
+        let read = self.cluster_reads.get(id)?;
+        let error = read.error.as_deref()?;
+        let listed = self.clusters.meta.fetched_at;
+        let covered = listed.zip(read.attempted_at).is_some_and(|(l, a)| l > a);
+        (!covered).then_some(error)
+    }
+
     /// When the row of cluster `id` in the list was last read: by the list, or alone.
     pub fn cluster_read_at(&self, id: &str) -> Option<DateTime<Utc>> {
         let alone = self.cluster_reads.get(id).and_then(|m| m.fetched_at);

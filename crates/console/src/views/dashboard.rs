@@ -12,6 +12,7 @@ use crate::tui::draw::node_summary::{
 use crate::tui::draw::panes::nodegroups;
 use crate::tui::draw::tail::{event_line, tail_badges};
 use crate::tui::keys::{self, KeyAction, KeyContext};
+use crate::tui::resource_columns::short_duration;
 use crate::tui::state::dashboard_stacks;
 use crate::tui::state::store::{FetchMeta, Pending, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
@@ -236,6 +237,30 @@ fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
     Line::from(spans)
 }
 
+/// The cluster line's figures are stale: its last read alone failed, and no list read
+/// since has covered it. Says since when the figures are and what the cloud answered.
+fn read_failed_line<'a>(app: &App, store: &Store, c: &Cluster) -> Option<Line<'a>> {
+    let error = store.cluster_read_error(&c.id)?;
+    let age = store
+        .cluster_read_at(&c.id)
+        .map(|t| {
+            format!(
+                "figures from {} ago",
+                short_duration((app.now() - t).num_seconds())
+            )
+        })
+        .unwrap_or_else(|| "figures as listed".into());
+    let th = app.theme();
+    Some(Line::from(vec![
+        Span::styled(" ⚠ this cluster's last read failed", th.warning()),
+        Span::styled(format!(" ({age}): "), th.muted()),
+        Span::styled(
+            terminal_safe(error.lines().next().unwrap_or("")).into_owned(),
+            th.warning(),
+        ),
+    ]))
+}
+
 /// The newest `n` events over several logs, oldest first, each with the id of the stack whose
 /// log it came from (its node group's stack: a member's event is emitted by the member's
 /// nested stack, which names no node group).
@@ -333,13 +358,15 @@ fn draw_dashboard(
             .is_some_and(|s| s.style.fg == Some(th.failed))
     });
     let verdict = verdicts.into_iter().next().unwrap_or_default();
+    let read_failed = read_failed_line(app, store, cluster);
     let [head, ng_area, rest] = Layout::vertical([
-        Constraint::Length(1 + verdict.len() as u16),
+        Constraint::Length(1 + read_failed.is_some() as u16 + verdict.len() as u16),
         Constraint::Length(ng_h),
         Constraint::Min(4),
     ])
     .areas(area);
     let mut head_lines = vec![cluster_line(app, cluster)];
+    head_lines.extend(read_failed);
     head_lines.extend(verdict);
     frame.render_widget(Paragraph::new(head_lines), head);
     nodegroups(
