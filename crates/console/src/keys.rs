@@ -41,11 +41,14 @@ pub enum KeyContext {
 /// The contexts of each kind of view, most specific first (`Global` is always last).
 pub const TABLE_VIEW: &[KeyContext] = &[KeyContext::Table];
 pub const NODEGROUPS_VIEW: &[KeyContext] = &[KeyContext::NodeGroups, KeyContext::Table];
+/// The footer offers hints in this order and drops the last ones that do not fit: at 80
+/// columns the heat map's toggle (which frees rows for the tail there) comes before the
+/// tail's own keys.
 pub const DASHBOARD_VIEW: &[KeyContext] = &[
     KeyContext::Dashboard,
     KeyContext::NodeGroups,
-    KeyContext::Events,
     KeyContext::Nodes,
+    KeyContext::Events,
     KeyContext::Table,
 ];
 pub const NODES_VIEW: &[KeyContext] = &[
