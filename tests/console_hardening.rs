@@ -90,8 +90,9 @@ impl Harness {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn live_console_shows_errors_in_place_and_recovers() {
+/// The simulator's `small` scenario, fast, and the live service on it with quick retries
+/// (two attempts), so that an injected fault shows at once.
+async fn small_live_sim() -> (sim::SimHandle, Arc<dyn CloudService>) {
     let sim = sim::start(SimOptions {
         scenario: "small".into(),
         speed: 20.0,
@@ -114,7 +115,12 @@ async fn live_console_shows_errors_in_place_and_recovers() {
     )
     .await
     .expect("connect");
-    let svc: Arc<dyn CloudService> = Arc::new(LiveService::new(conn));
+    (sim, Arc::new(LiveService::new(conn)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_console_shows_errors_in_place_and_recovers() {
+    let (sim, svc) = small_live_sim().await;
     let f = sim.faults();
     f.add(Fault::new(FaultKind::Status(500)).on_path("/container-infra/v1/clusters"));
     let mut h = Harness::new(svc, chrono::Utc::now());
@@ -180,19 +186,7 @@ async fn live_console_shows_errors_in_place_and_recovers() {
 /// the last good figures, and drops the warning after the next good read.
 #[tokio::test]
 async fn a_dashboards_failed_cluster_read_is_shown_then_cleared() {
-    let sim = sim::start(SimOptions {
-        scenario: "small".into(),
-        speed: 20.0,
-        output_cost_per_member: Duration::ZERO,
-        detail_cost_per_resource: Duration::ZERO,
-        ..SimOptions::default()
-    })
-    .await
-    .expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
-    let svc: Arc<dyn CloudService> = Arc::new(LiveService::new(conn));
+    let (sim, svc) = small_live_sim().await;
     let mut h = Harness::new(svc.clone(), chrono::Utc::now());
     h.settle().await;
     h.key(KeyAction::Open);
