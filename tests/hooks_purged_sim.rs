@@ -356,6 +356,15 @@ async fn why_stuck_and_marks_name_the_inferred_holds(
         .map(|n| n.key.member.as_str())
         .collect();
     assert_eq!(marked, ["0", "1", "2"]);
+    // Each mark says it is inferred (the nodes pane's HOOK column reads "inferred").
+    assert!(
+        nodes.iter().all(|n| n.hook_inferred == n.hook_paused),
+        "{:?}",
+        nodes
+            .iter()
+            .map(|n| (&n.key.member, n.hook_paused, n.hook_inferred))
+            .collect::<Vec<_>>()
+    );
     // No update running: nothing is inferred (and nothing more read).
     let none = with_inferred_members(heat, stack, None, Default::default())
         .await

@@ -350,13 +350,12 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         Column {
             title: "HOOK",
             hide_below: 0,
-            width: Constraint::Length(6),
-            text: |r, _| {
-                if r.node.hook_paused {
-                    "paused".into()
-                } else {
-                    String::new()
-                }
+            width: Constraint::Length(8),
+            // "inferred": Heat purged the pause event; the why-stuck line says from what.
+            text: |r, _| match (r.node.hook_paused, r.node.hook_inferred) {
+                (true, true) => "inferred".into(),
+                (true, false) => "paused".into(),
+                (false, _) => String::new(),
             },
             sort: |r, _| SortKey::Int(r.node.hook_paused as i64),
             style: |_, ctx| {

@@ -305,6 +305,49 @@ async fn a_first_member_list_mid_upgrade_claims_no_done_before_the_images() {
     assert!(!screen.contains("⟳ reading"), "{screen}");
 }
 
+/// A hold whose pause event Heat purged is marked "inferred" in the HOOK column, a seen one
+/// "paused"; both count as held in the summary.
+#[tokio::test]
+async fn the_hook_column_says_which_holds_are_inferred() {
+    let mut h = Harness::demo(1000);
+    h.fake.with_data(|d| {
+        let g = d.nodegroups.iter().find(|g| g.name == "default-worker");
+        let id = g.expect("default-worker").id.clone();
+        for (i, n) in d
+            .nodes
+            .get_mut(&id)
+            .expect("its nodes")
+            .iter_mut()
+            .enumerate()
+        {
+            n.hook_paused = i < 2;
+            n.hook_inferred = i == 1;
+        }
+    });
+    h.settle().await;
+    h.app
+        .update(Action::Command(super::message::Command::NodeGroups));
+    h.settle().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let screen = h.render(120, 40);
+    let row = |member: &str| {
+        let name = format!("prod-k8s-default-worker-{member} ");
+        screen
+            .lines()
+            .find(|l| l.contains(&name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(row("0").contains(" paused "), "{screen}");
+    assert!(row("1").contains(" inferred "), "{screen}");
+    assert!(
+        !row("2").contains("paused") && !row("2").contains("inferred"),
+        "{screen}"
+    );
+}
+
 #[tokio::test]
 async fn snapshot_nodegroups_and_nodes_1000() {
     let mut h = Harness::demo(1000);
@@ -1239,6 +1282,7 @@ fn stalled_capi(h: &Harness) {
                             created + chrono::Duration::minutes(3 + i as i64 % 2)
                         }),
                         hook_paused: false,
+                        hook_inferred: false,
                         stack_id: None,
                         server_id: Some(format!("srv-{i}")),
                         created: Some(created),

@@ -556,6 +556,7 @@ fn add_cluster(
                 image: Some(image.into()),
                 since: Some(d.now - ChronoDuration::seconds(since_s)),
                 hook_paused: paused,
+                hook_inferred: false,
                 server_id: None,
                 created: None,
                 stack_id: Some(format!("{name}-{gname}-member-{i}")),

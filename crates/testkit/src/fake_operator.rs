@@ -293,6 +293,7 @@ impl FakeOperator {
                     image: None,
                     since: Some(now),
                     hook_paused: false,
+                    hook_inferred: false,
                     server_id: None,
                     created: None,
                     stack_id: None,

@@ -26,6 +26,10 @@ pub struct Node {
     pub since: Option<DateTime<Utc>>,
     /// Paused on a Heat hook (e.g. `pre-update`) and waiting to be released.
     pub hook_paused: bool,
+    /// The hold is inferred, not seen: Heat purged the member's pause event, and the
+    /// stack's environment and times say it is held (see `ops::hooks`).
+    #[serde(default)]
+    pub hook_inferred: bool,
     /// The member's nested stack id, when it has one.
     pub stack_id: Option<String>,
     /// The Nova server's id when the listing that found the node knew it (Cluster API nodes
@@ -160,6 +164,7 @@ mod image_tests {
             image: image.map(str::to_string),
             since: None,
             hook_paused: paused,
+            hook_inferred: false,
             stack_id: None,
             server_id: None,
             created: None,

@@ -419,6 +419,7 @@ mod tests {
                 image: None,
                 since: Some(now - Duration::seconds(age)),
                 hook_paused: paused,
+                hook_inferred: false,
                 server_id: None,
                 created: None,
                 stack_id: None,

@@ -407,6 +407,7 @@ mod tests {
             image: None,
             since: None,
             hook_paused: false,
+            hook_inferred: false,
             stack_id: None,
             server_id: None,
             created: None,

@@ -312,6 +312,7 @@ impl NodeSet {
                     }
                     if pending.marks {
                         n.hook_paused = prev.node.hook_paused;
+                        n.hook_inferred = prev.node.hook_inferred;
                     }
                     if pending.images && n.image.is_none() {
                         n.image.clone_from(&prev.node.image);
@@ -1007,6 +1008,7 @@ mod tests {
             image: image.map(str::to_string),
             since: None,
             hook_paused: hook,
+            hook_inferred: false,
             stack_id: None,
             server_id: None,
             created: None,

@@ -441,6 +441,7 @@ pub fn node_from_resource(target: &NodeGroupTarget, r: &crate::model::StackResou
         image: None,
         since: r.updated_at,
         hook_paused: false,
+        hook_inferred: false,
         server_id: None,
         created: None,
         stack_id: r.nested.as_ref().map(|s| s.id.clone()),

@@ -505,6 +505,7 @@ impl Driver for MagnumDriver {
                     image: None,
                     since: r.resource.updated_at,
                     hook_paused: false,
+                    hook_inferred: false,
                     server_id: None,
                     created: None,
                     stack_id: r.resource.nested.as_ref().map(|s| s.id.clone()),

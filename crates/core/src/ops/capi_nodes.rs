@@ -173,6 +173,7 @@ pub fn node_from_server(nodegroup_id: &str, s: &ServerInfo) -> Node {
         image: s.image.clone(),
         since: s.updated.or(s.created),
         hook_paused: false,
+        hook_inferred: false,
         server_id: Some(s.id.clone()),
         created: s.created,
         stack_id: None,

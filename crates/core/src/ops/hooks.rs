@@ -397,13 +397,31 @@ impl HeldMembers {
     /// root is the group's own stack) is held. `name` may carry the group already
     /// (`kube_minions/3`, in a stream over several groups).
     pub fn holds(&self, name: &str, group: &str) -> bool {
+        self.hold(name, group).is_some()
+    }
+
+    /// How member `name` (as for [`HeldMembers::holds`]) is known to be held, if it is.
+    pub fn hold(&self, name: &str, group: &str) -> Option<HoldSeen> {
         let path = match group {
             "" => name.to_string(),
             g if name.starts_with(&format!("{g}/")) => name.to_string(),
             g => format!("{g}/{name}"),
         };
-        self.seen.contains(name) || self.inferred.contains(&path)
+        if self.seen.contains(name) {
+            Some(HoldSeen::Event)
+        } else if self.inferred.contains(&path) {
+            Some(HoldSeen::Inferred)
+        } else {
+            None
+        }
     }
+}
+
+/// How a hold is known: from its pause event, or inferred with that event purged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldSeen {
+    Event,
+    Inferred,
 }
 
 /// `seen` (the members whose newest hook event is a pause, [`paused_members`]) and, while

@@ -19,7 +19,7 @@ use crate::model::{
 use crate::ops::capi_nodes;
 use crate::ops::event_tracker::MAX_PAGE;
 use crate::ops::hooks::{
-    inferred_tree_holds, paused_members, update_began, with_inferred_members, HeldMembers,
+    inferred_tree_holds, paused_members, update_began, with_inferred_members, HeldMembers, HoldSeen,
 };
 use crate::ops::ips::{stream_group_ips, IpEvent, IpOptions, Member};
 use crate::ops::stack_paths::StackPaths;
@@ -68,7 +68,7 @@ impl LiveService {
     }
 }
 
-fn node_from_member(nodegroup: &NodeGroup, m: &Member, paused: bool) -> Node {
+fn node_from_member(nodegroup: &NodeGroup, m: &Member, hold: Option<HoldSeen>) -> Node {
     Node {
         key: NodeKey {
             nodegroup: nodegroup.id.clone(),
@@ -82,7 +82,8 @@ fn node_from_member(nodegroup: &NodeGroup, m: &Member, paused: bool) -> Node {
         status_reason: m.status_reason.clone(),
         image: None,
         since: m.since,
-        hook_paused: paused,
+        hook_paused: hold.is_some(),
+        hook_inferred: hold == Some(HoldSeen::Inferred),
         server_id: None,
         created: None,
         stack_id: m.stack.as_ref().map(|s| s.id.clone()),
@@ -729,11 +730,8 @@ async fn forward_nodes(
         let nodes = members
             .iter()
             .map(|m| {
-                let mut node = node_from_member(
-                    &nodegroup,
-                    m,
-                    facts.is_some_and(|f| f.paused.holds(&m.name, &m.group)),
-                );
+                let hold = facts.and_then(|f| f.paused.hold(&m.name, &m.group));
+                let mut node = node_from_member(&nodegroup, m, hold);
                 // The image its server runs (Nova), else, for a member that settled
                 // while its group is settled, the group's image.
                 node.image = facts.and_then(|f| f.member_image(m));
