@@ -9,15 +9,14 @@
 #[allow(dead_code)]
 mod pty;
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+#[path = "support/sim_group.rs"]
+mod sim_group;
+
 use caldera::api::heat::{HeatClient, StackUpdate};
-use caldera::drivers::heat_native::HeatNativeDriver;
-use caldera::drivers::{Driver, Limits, NodeGroupSpec};
 use caldera::journal::{Journal, Outcome};
 use caldera::model::StackRef;
 use caldera::rollout::plan::hooks_environment;
-use caldera::sim::{self, SimOptions};
-use caldera::templates::Machines;
+use caldera::sim::SimOptions;
 use pty::Console;
 use std::ffi::OsStr;
 use std::time::{Duration, Instant};
@@ -39,27 +38,11 @@ fn check_and_cancel_from_the_stack_list() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (sim, heat, stack) = rt.block_on(async {
-        let sim = sim::start(SimOptions::fast("empty", 50.0))
-            .await
-            .expect("simulator");
-        let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-            .await
-            .expect("connect");
-        let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);
-        let t = driver
-            .create_nodegroup(&NodeGroupSpec {
-                cluster: "hx".into(),
-                nodegroup: "workers".into(),
-                count: 3,
-                image: "img-v1".into(),
-                limits: Limits::default(),
-                action_wait_secs: 0,
-            })
-            .await
-            .expect("create");
-        (sim, conn.heat.clone(), t.stack.expect("stack"))
-    });
+    let (sim, heat, stack) = rt.block_on(sim_group::start_group(
+        SimOptions::fast("empty", 50.0),
+        "hx",
+        3,
+    ));
     let t0 = Instant::now();
     while status(&rt, &heat, &stack) != "CREATE_COMPLETE" {
         assert!(t0.elapsed() < pty::TIMEOUT, "never created");

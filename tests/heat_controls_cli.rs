@@ -2,41 +2,23 @@
 //! against an in-process simulator reached through a clouds.yaml: each control's plan, its
 //! journal entries (the intent before the call, refusals recorded), and read-only mode.
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+#[path = "support/sim_group.rs"]
+mod sim_group;
+
 use caldera::api::heat::{HeatClient, StackUpdate};
-use caldera::drivers::heat_native::HeatNativeDriver;
-use caldera::drivers::{Driver, Limits, NodeGroupSpec};
 use caldera::journal::{Entry, Journal, Outcome};
 use caldera::model::StackRef;
 use caldera::rollout::plan::hooks_environment;
-use caldera::sim::{self, SimHandle, SimOptions};
-use caldera::templates::Machines;
+use caldera::sim::{SimHandle, SimOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 async fn start() -> (SimHandle, HeatClient, StackRef) {
-    let sim = sim::start(SimOptions::fast("empty", 50.0))
-        .await
-        .expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
-    let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);
-    let t = driver
-        .create_nodegroup(&NodeGroupSpec {
-            cluster: "ctl".into(),
-            nodegroup: "workers".into(),
-            count: 3,
-            image: "img-v1".into(),
-            limits: Limits::default(),
-            action_wait_secs: 0,
-        })
-        .await
-        .expect("create");
-    let stack = t.stack.clone().expect("stack");
-    settle(&conn.heat, &stack).await;
-    (sim, conn.heat.clone(), stack)
+    let (sim, heat, stack) =
+        sim_group::start_group(SimOptions::fast("empty", 50.0), "ctl", 3).await;
+    settle(&heat, &stack).await;
+    (sim, heat, stack)
 }
 
 /// Waits (bounded) until the stack's action has ended; returns its status.

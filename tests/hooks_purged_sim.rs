@@ -4,10 +4,11 @@
 //! alone (all caldera and heatclient's `hook-poll` had) no longer show the pauses;
 //! `pending_hooks` names the three as held, inferred, and stops when one is released.
 
+#[path = "support/sim_group.rs"]
+mod sim_group;
+
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::{EventQuery, HeatClient, SortDir, StackUpdate};
-use caldera::drivers::heat_native::HeatNativeDriver;
-use caldera::drivers::{Driver, Limits, NodeGroupSpec};
 use caldera::model::StackRef;
 use caldera::ops::hooks::{
     hook_event, paused_members, pending_hooks, update_began, with_inferred_members, HookEvidence,
@@ -15,8 +16,7 @@ use caldera::ops::hooks::{
 };
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, EventCursor, NodeUpdate};
-use caldera::sim::{self, SimHandle, SimOptions};
-use caldera::templates::Machines;
+use caldera::sim::{SimHandle, SimOptions};
 use caldera::tui::state::store::build_tree;
 use futures::StreamExt;
 use std::path::Path;
@@ -28,25 +28,9 @@ const MEMBERS: u32 = 20;
 async fn start() -> (SimHandle, HeatClient, StackRef) {
     let mut opts = SimOptions::fast("empty", 50.0);
     opts.max_events_per_stack = 12;
-    let sim = sim::start(opts).await.expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
-    let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);
-    let t = driver
-        .create_nodegroup(&NodeGroupSpec {
-            cluster: "ctl".into(),
-            nodegroup: "workers".into(),
-            count: MEMBERS,
-            image: "img-v1".into(),
-            limits: Limits::default(),
-            action_wait_secs: 0,
-        })
-        .await
-        .expect("create");
-    let stack = t.stack.clone().expect("stack");
-    wait(&conn.heat, &stack, "created", |s| s.is_none()).await;
-    (sim, conn.heat.clone(), stack)
+    let (sim, heat, stack) = sim_group::start_group(opts, "ctl", MEMBERS).await;
+    wait(&heat, &stack, "created", |s| s.is_none()).await;
+    (sim, heat, stack)
 }
 
 /// Waits (bounded) until `done` says so of the stack's in-progress status (`None` when
