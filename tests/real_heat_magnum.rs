@@ -11,39 +11,18 @@
 
 #[path = "support/heat_wait.rs"]
 mod heat_wait;
-use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
-use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, StackCreate, StackUpdate};
+#[path = "support/real_heat_client.rs"]
+mod real_heat_client;
+use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, StackUpdate};
 use caldera::drivers::magnum::group_in_stack;
-use caldera::model::{NodeGroup, Role, StackRef, Status};
+use caldera::model::{NodeGroup, Role, StackRef};
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, NodeUpdate};
 use futures::StreamExt;
 use heat_wait::wait_status;
-use serde_json::Value;
+use real_heat_client::{connect, create_magnum_layout, default_group, unique};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-fn heat_url() -> String {
-    std::env::var("HEAT_URL")
-        .expect("HEAT_URL must point at a real Heat (scripts/real-heat-suite.sh starts one)")
-}
-
-async fn connect() -> CloudConnection {
-    CloudConnection::no_auth(
-        &NoAuthEndpoints::heat_only(heat_url()),
-        &ConnectOptions::default(),
-    )
-    .await
-    .expect("connect to the real Heat")
-}
-
-fn fixture(path: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/shapes/magnum")
-        .join(path);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 /// Heat's own answer for a group's addresses, member index order.
 async fn aggregate(heat: &HeatClient, stack: &StackRef, key: &str) -> Vec<String> {
@@ -54,33 +33,6 @@ async fn aggregate(heat: &HeatClient, stack: &StackRef, key: &str) -> Vec<String
         .iter()
         .map(|v| v.as_str().unwrap_or_default().to_string())
         .collect()
-}
-
-/// A Magnum default node group's row as the console has it: its `stack_id` is the cluster
-/// stack (Magnum gives both default groups the cluster's stack).
-fn default_group(name: &str, role: Role, stack: &StackRef) -> NodeGroup {
-    NodeGroup {
-        id: format!("uuid-of-{name}"),
-        name: name.into(),
-        cluster_id: "cluster-uuid".into(),
-        role,
-        flavor: None,
-        image: None,
-        version: None,
-        zone: None,
-        node_count: 0,
-        min_node_count: None,
-        max_node_count: None,
-        status: Status::parse("CREATE_COMPLETE"),
-        status_reason: None,
-        is_default: true,
-        stack_id: Some(stack.id.clone()),
-        capi: None,
-        node_labels: Default::default(),
-        node_taints: Vec::new(),
-        created_at: None,
-        updated_at: None,
-    }
 }
 
 /// Member -> addresses from the console's node stream of `group`.
@@ -121,35 +73,8 @@ async fn member_stacks(heat: &HeatClient, group: &StackRef) -> BTreeMap<String, 
 async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
     let conn = connect().await;
     let heat = conn.heat.clone();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let name = format!("magnum-ng-{}-{nanos}", std::process::id());
-    let template: Value =
-        serde_yaml_ng::from_str(&fixture("kubecluster.yaml")).expect("template YAML");
-    let files = [
-        ("lib/network.yaml", "network.yaml"),
-        ("kubemaster.yaml", "kubemaster.yaml"),
-        ("kubeminion.yaml", "kubeminion.yaml"),
-    ]
-    .iter()
-    .map(|(n, p)| (n.to_string(), fixture(p)))
-    .collect();
-    let stack = heat
-        .create_stack(&StackCreate {
-            name: name.clone(),
-            template,
-            files,
-            parameters: serde_json::from_value(
-                serde_json::json!({"number_of_masters": 3, "number_of_minions": 7}),
-            )
-            .expect("parameters"),
-            disable_rollback: Some(true),
-            ..Default::default()
-        })
-        .await
-        .expect("stack create");
+    let name = unique("magnum-ng");
+    let stack = create_magnum_layout(&heat, &name, 3, 7).await;
     wait_status(&heat, &stack, "CREATE_COMPLETE").await;
 
     // Each default node group's group in the one cluster stack, by role.
@@ -267,34 +192,7 @@ async fn a_group_change_is_planned_from_heats_preview() {
     use caldera::drivers::any_group::plan_group_update;
     let conn = connect().await;
     let heat = conn.heat.clone();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let template: Value =
-        serde_yaml_ng::from_str(&fixture("kubecluster.yaml")).expect("template YAML");
-    let files = [
-        ("lib/network.yaml", "network.yaml"),
-        ("kubemaster.yaml", "kubemaster.yaml"),
-        ("kubeminion.yaml", "kubeminion.yaml"),
-    ]
-    .iter()
-    .map(|(n, p)| (n.to_string(), fixture(p)))
-    .collect();
-    let stack = heat
-        .create_stack(&StackCreate {
-            name: format!("group-plan-{}-{nanos}", std::process::id()),
-            template,
-            files,
-            parameters: serde_json::from_value(
-                serde_json::json!({"number_of_masters": 1, "number_of_minions": 2}),
-            )
-            .expect("parameters"),
-            disable_rollback: Some(true),
-            ..Default::default()
-        })
-        .await
-        .expect("stack create");
+    let stack = create_magnum_layout(&heat, &unique("group-plan"), 1, 2).await;
     wait_status(&heat, &stack, "CREATE_COMPLETE").await;
     let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
         pairs

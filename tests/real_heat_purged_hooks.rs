@@ -31,14 +31,17 @@ mod real_heat_client;
 use caldera::api::heat::{
     EventQuery, HeatClient, ResourceQuery, SortDir, StackCreate, StackUpdate,
 };
-use caldera::model::{StackEvent, StackRef};
+use caldera::model::{Role, StackEvent, StackRef};
 use caldera::ops::hooks::{
     hook_event, paused_members, pending_hooks, pre_update_candidates, update_began,
     with_inferred_members, HookEvidence, PendingHook, TREE_DEPTH,
 };
 use caldera::ops::stack_paths::StackPaths;
+use caldera::service::live::LiveService;
+use caldera::service::{CloudService, NodeUpdate};
+use futures::StreamExt;
 use heat_wait::wait_status;
-use real_heat_client::{heat, heat_url, unique};
+use real_heat_client::{connect, create_magnum_layout, default_group, heat, heat_url, unique};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -350,5 +353,112 @@ async fn real_with_every_event_kept_nothing_is_inferred() {
         .expect("clear");
     let left = wait_pending(&heat, &stack, &["nodes/1"]).await;
     assert_eq!(left[0].evidence, HookEvidence::Seen);
+    finish(&heat, &stack).await;
+}
+
+/// Magnum's own layout (one cluster stack holding `kube_masters` and `kube_minions`, each
+/// member a nested stack), every minion held on `pre-update` by a new image: 20 pause
+/// events in the minions' group stack, which keeps its newest 12, so some pauses are
+/// purged and others not, whichever Heat wrote last. Each minion is named once, seen
+/// exactly where its pause event is still there and inferred elsewhere; no master is
+/// named; and the console's node stream of `default-worker` marks each minion the same
+/// way (the HOOK column's `paused` / `inferred`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a purging real Heat: run scripts/real-heat-suite.sh"]
+async fn real_magnum_layout_holds_are_each_named_with_the_evidence_heat_kept() {
+    let conn = connect().await;
+    let heat = conn.heat.clone();
+    let stack = create_magnum_layout(&heat, &unique("purge-magnum"), 1, MEMBERS as u32).await;
+    wait_status(&heat, &stack, "CREATE_COMPLETE").await;
+    let env = json!({"resource_registry": {"resources": {"kube_minions": {"*": {"hooks": "pre-update"}}}}});
+    let update = StackUpdate {
+        parameters: [("minion_image".to_string(), json!("fedora-coreos-40"))].into(),
+        environment: Some(env),
+        existing: true,
+        ..Default::default()
+    };
+    heat.update_stack(&stack, &update).await.expect("update");
+
+    // Every minion held, and the pause events Heat kept read before and after the poll,
+    // until no event came or went between (the same events, by id).
+    let pauses = |events: &[StackEvent]| -> Vec<(String, String)> {
+        let mut kept: Vec<(String, String)> = events
+            .iter()
+            .filter(|e| {
+                e.status_reason
+                    .as_deref()
+                    .is_some_and(|r| hook_event(r, None).is_some())
+            })
+            .map(|e| (e.id.clone(), e.resource_name.clone()))
+            .collect();
+        kept.sort();
+        kept
+    };
+    let t0 = Instant::now();
+    let (pending, kept) = loop {
+        let before = pauses(&all_events(&heat, &stack).await);
+        let p = pending_hooks(&heat, &stack).await.expect("poll");
+        let after = pauses(&all_events(&heat, &stack).await);
+        if p.len() == MEMBERS && before == after {
+            break (p, after);
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "{} held: {:?}",
+            p.len(),
+            named(&p)
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let mut paths: Vec<&str> = pending.iter().map(|h| h.path.as_str()).collect();
+    paths.sort();
+    let mut want: Vec<String> = (0..MEMBERS).map(|i| format!("kube_minions/{i}")).collect();
+    want.sort();
+    assert_eq!(paths, want, "every minion named once, no master");
+    assert!(pending.iter().all(|h| h.hook == "pre-update"));
+    let mut seen: Vec<&str> = pending
+        .iter()
+        .filter(|h| h.evidence == HookEvidence::Seen)
+        .map(|h| h.resource.as_str())
+        .collect();
+    seen.sort();
+    let mut kept_names: Vec<&str> = kept.iter().map(|(_, name)| name.as_str()).collect();
+    kept_names.sort();
+    kept_names.dedup();
+    assert_eq!(
+        seen, kept_names,
+        "seen exactly where the pause event is kept"
+    );
+    assert!(
+        !seen.is_empty() && seen.len() < MEMBERS,
+        "some pauses purged, some kept (max {MAX_EVENTS} events a stack): {} seen",
+        seen.len()
+    );
+
+    // The console's node stream of default-worker: each minion marked held, inferred
+    // exactly where the poll inferred it.
+    let service = LiveService::new(conn.clone());
+    let mut updates = service.stream_nodes(default_group("default-worker", Role::Worker, &stack));
+    let mut nodes = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while let Some(update) = updates.next().await {
+        assert!(Instant::now() < deadline, "node stream did not finish");
+        match update.expect("node update") {
+            NodeUpdate::Members(n) => nodes = n,
+            NodeUpdate::Done => break,
+            _ => {}
+        }
+    }
+    assert_eq!(nodes.len(), MEMBERS, "{nodes:?}");
+    for n in &nodes {
+        let seen_here = seen.contains(&n.key.member.as_str());
+        assert!(
+            n.hook_paused && n.hook_inferred != seen_here,
+            "member {}: paused {} inferred {} (seen by the poll: {seen_here})",
+            n.key.member,
+            n.hook_paused,
+            n.hook_inferred
+        );
+    }
     finish(&heat, &stack).await;
 }

@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
-use caldera::api::heat::HeatClient;
+use caldera::api::heat::{HeatClient, StackCreate};
+use caldera::model::{NodeGroup, Role, StackRef, Status};
 use std::path::PathBuf;
 
 pub fn heat_url() -> String {
@@ -40,4 +41,64 @@ pub fn fixture(path: &str) -> String {
         .join("tests/fixtures/shapes")
         .join(path);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A Magnum default node group's row as the console has it: its `stack_id` is the cluster
+/// stack (Magnum gives both default groups the cluster's stack).
+pub fn default_group(name: &str, role: Role, stack: &StackRef) -> NodeGroup {
+    NodeGroup {
+        id: format!("uuid-of-{name}"),
+        name: name.into(),
+        cluster_id: "cluster-uuid".into(),
+        role,
+        flavor: None,
+        image: None,
+        version: None,
+        zone: None,
+        node_count: 0,
+        min_node_count: None,
+        max_node_count: None,
+        status: Status::parse("CREATE_COMPLETE"),
+        status_reason: None,
+        is_default: true,
+        stack_id: Some(stack.id.clone()),
+        capi: None,
+        node_labels: Default::default(),
+        node_taints: Vec::new(),
+        created_at: None,
+        updated_at: None,
+    }
+}
+
+/// Stack `name` in the layout Magnum's Heat driver builds (the stand-in templates of
+/// `tests/fixtures/shapes/magnum`: one cluster stack holding `kube_masters` and
+/// `kube_minions`), with `masters` and `minions` members; not waited for.
+pub async fn create_magnum_layout(
+    heat: &HeatClient,
+    name: &str,
+    masters: u32,
+    minions: u32,
+) -> StackRef {
+    let template =
+        serde_yaml_ng::from_str(&fixture("magnum/kubecluster.yaml")).expect("template YAML");
+    let files = [
+        ("lib/network.yaml", "network.yaml"),
+        ("kubemaster.yaml", "kubemaster.yaml"),
+        ("kubeminion.yaml", "kubeminion.yaml"),
+    ]
+    .iter()
+    .map(|(n, p)| (n.to_string(), fixture(&format!("magnum/{p}"))))
+    .collect();
+    let parameters =
+        serde_json::json!({"number_of_masters": masters, "number_of_minions": minions});
+    heat.create_stack(&StackCreate {
+        name: name.into(),
+        template,
+        files,
+        parameters: serde_json::from_value(parameters).expect("parameters"),
+        disable_rollback: Some(true),
+        ..Default::default()
+    })
+    .await
+    .expect("stack create")
 }

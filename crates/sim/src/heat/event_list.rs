@@ -51,7 +51,12 @@ pub fn list(w: &mut World, sh: &Shared, req: &Req, ix: usize, resource: Option<&
             );
         }
     }
+    // Heat lists nested events from a root only: it takes the stacks whose resources carry
+    // this one as their root_stack_id (heat/engine/service.py `list_events`), so asked of a
+    // nested stack it lists nothing at all.
+    let nested = w.stack(ix).is_some_and(|s| s.parent.is_some());
     let stacks: Vec<usize> = match (depth, resource) {
+        (Some(d), None) if d > 0 && nested => Vec::new(),
         (Some(d), None) if d > 0 => w
             .nested_stacks(ix, d.min(5) as u32)
             .into_iter()

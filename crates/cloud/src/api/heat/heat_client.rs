@@ -14,7 +14,8 @@ use chrono::{DateTime, Utc};
 use futures::Stream;
 use reqwest::Method;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use url::Url;
 
@@ -210,7 +211,14 @@ pub struct PreviewChanges {
 pub struct HeatClient {
     transport: Transport,
     base: Url,
+    /// Whether each stack whose events were read with `nested_depth` is a root (has no
+    /// parent): see [`HeatClient::list_events_page`]. A stack never changes parent, so
+    /// what is learned stays true; the map is emptied past [`ROOTS_KEPT`] stacks.
+    roots: Arc<Mutex<HashMap<String, bool>>>,
 }
+
+/// Stacks whose root-ness a client remembers before it forgets them all and learns again.
+const ROOTS_KEPT: usize = 4096;
 
 /// Page size of `list_stacks` when the query sets none.
 pub const DEFAULT_STACK_PAGE: u32 = 100;
@@ -323,7 +331,11 @@ impl HeatClient {
                 format!("Heat endpoint '{heat_base}' is not an http(s) URL"),
             )));
         }
-        Ok(HeatClient { transport, base })
+        Ok(HeatClient {
+            transport,
+            base,
+            roots: Arc::default(),
+        })
     }
 
     pub fn base(&self) -> &str {
@@ -603,14 +615,60 @@ impl HeatClient {
     }
 
     /// One page of a stack's events (`path` left empty; the caller knows the tree).
+    ///
+    /// Heat lists nested events from a root stack only: with `nested_depth` it takes the
+    /// stacks whose resources carry this stack as their `root_stack_id`, at absolute depths
+    /// 0..=n (`list_events` in heat/engine/service.py), which for a nested stack (Magnum's
+    /// `kube_minions` group, a drilled-into member) is none: no events at all, where the
+    /// same stack without `nested_depth` lists its own. So a nested stack's events are read
+    /// without it: its own events, which hold its members' (the members are its resources);
+    /// what happens inside a member shows in that member's own stack. Whether a stack is a
+    /// root is learned once, from its `parent` (one stack show).
     pub async fn list_events_page(
         &self,
         stack: &StackRef,
         query: &EventQuery,
     ) -> ApiResult<Vec<StackEvent>> {
+        let own;
+        let query = match query.nested_depth {
+            Some(d) if d > 0 && !self.is_root(stack).await? => {
+                own = EventQuery {
+                    nested_depth: None,
+                    ..query.clone()
+                };
+                &own
+            }
+            _ => query,
+        };
         let url = self.events_url(self.stack_url(stack, &["events"]), query);
         let list: wire::EventList = self.transport.get_json(url.as_str()).await?;
         Ok(list.events.into_iter().map(event_from).collect())
+    }
+
+    /// Whether `stack` has no parent, learned once per stack (see `list_events_page`).
+    pub async fn is_root(&self, stack: &StackRef) -> ApiResult<bool> {
+        let known = self
+            .roots
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&stack.id).copied());
+        if let Some(root) = known {
+            return Ok(root);
+        }
+        let root = self.get_stack(stack, false).await?.summary.parent.is_none();
+        if let Ok(mut m) = self.roots.lock() {
+            if m.len() >= ROOTS_KEPT {
+                m.clear();
+            }
+            m.insert(stack.id.clone(), root);
+        }
+        if !root {
+            tracing::info!(
+                stack = %stack.name,
+                "a nested stack: its own events are read (Heat lists nested events from a root only)"
+            );
+        }
+        Ok(root)
     }
 
     /// All events of a stack matching `query`, page by page (marker = last event id).

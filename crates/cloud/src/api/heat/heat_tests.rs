@@ -340,7 +340,12 @@ async fn resources_carry_owner_nested_parent_and_attributes() {
 
 #[tokio::test]
 async fn events_decode_with_their_owning_stack() {
-    let server = FaultServer::start(|_| Reply::json(200, EVENTS_ASC)).await;
+    // The stack show says it is a root (`parent` null): its nested events can be listed.
+    let server = FaultServer::start(|hit| match hit.path.ends_with("/events") {
+        true => Reply::json(200, EVENTS_ASC),
+        false => Reply::json(200, STACK_SHOW),
+    })
+    .await;
     let heat = client(&server);
     let query = EventQuery {
         limit: Some(6),
@@ -351,7 +356,7 @@ async fn events_decode_with_their_owning_stack() {
         filters: vec![("resource_status".into(), "FAILED".into())],
     };
     let events = heat.list_events_page(&d0n100(), &query).await.unwrap();
-    let hit = &server.hits()[0];
+    let hit = &server.hits()[1];
     assert_eq!(hit.path, format!("/v1/admin/stacks/d0n100/{D0N100}/events"));
     for (k, v) in [
         ("limit", "6"),
@@ -382,7 +387,7 @@ async fn events_decode_with_their_owning_stack() {
         .await
         .unwrap();
     assert_eq!(
-        server.hits()[1].path,
+        server.hits()[2].path,
         format!("/v1/admin/stacks/d0n100/{D0N100}/resources/nodes/events")
     );
 }
@@ -646,4 +651,39 @@ async fn environment_hooks_are_read_by_path_from_the_bare_environment_object() {
     assert!(!hooks.matches(&["nodes", "12"], "pre-create"));
     assert!(!hooks.matches(&["nodes"], "pre-update"));
     assert_eq!(server.hits().len(), 1);
+}
+
+/// Heat lists nothing for `nested_depth` on a nested stack (it filters on the resources'
+/// root stack): such a stack's events are read without it, its own, and whether a stack is
+/// a root is asked once.
+#[tokio::test]
+async fn a_nested_stacks_events_are_read_without_nested_depth() {
+    let nested = STACK_SHOW.replace(
+        "\"parent\": null",
+        "\"parent\": \"0b4ea1a1-0000-4000-8000-000000000000\"",
+    );
+    assert_ne!(nested, STACK_SHOW, "the fixture names its parent");
+    let server = FaultServer::start(move |hit| match hit.path.ends_with("/events") {
+        true => Reply::json(200, EVENTS_ASC),
+        false => Reply::json(200, &nested),
+    })
+    .await;
+    let heat = client(&server);
+    let query = EventQuery {
+        nested_depth: Some(2),
+        ..Default::default()
+    };
+    for _ in 0..2 {
+        let events = heat.list_events_page(&d0n100(), &query).await.unwrap();
+        assert_eq!(events.len(), 6);
+    }
+    let hits = server.hits();
+    let shows = hits.iter().filter(|h| !h.path.ends_with("/events")).count();
+    assert_eq!(shows, 1, "root-ness asked once");
+    let reads: Vec<_> = hits
+        .iter()
+        .filter(|h| h.path.ends_with("/events"))
+        .collect();
+    assert_eq!(reads.len(), 2);
+    assert!(reads.iter().all(|h| h.param("nested_depth").is_none()));
 }
