@@ -2,38 +2,22 @@
 //! as an operator runs them, against an in-process simulator reached through a clouds.yaml,
 //! including the guard rails set in that file.
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+#[path = "support/sim_group.rs"]
+mod sim_group;
+
 use caldera::drivers::heat_native::HeatNativeDriver;
-use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget};
-use caldera::sim::{self, SimHandle, SimOptions};
-use caldera::templates::Machines;
+use caldera::drivers::{Driver, NodeGroupTarget};
+use caldera::sim::{SimHandle, SimOptions};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 async fn start() -> (SimHandle, HeatNativeDriver) {
-    let sim = sim::start(SimOptions::fast("empty", 50.0))
-        .await
-        .expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
-    let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);
-    (sim, driver)
+    sim_group::sim_driver(SimOptions::fast("empty", 50.0)).await
 }
 
 async fn create(driver: &HeatNativeDriver, cluster: &str, count: u32) -> NodeGroupTarget {
-    let t = driver
-        .create_nodegroup(&NodeGroupSpec {
-            cluster: cluster.into(),
-            nodegroup: "workers".into(),
-            count,
-            image: "img-v1".into(),
-            limits: Limits::default(),
-            action_wait_secs: 0,
-        })
-        .await
-        .expect("create");
+    let t = sim_group::create_group(driver, cluster, "workers", count).await;
     let stack = t.stack.clone().expect("stack");
     let t0 = Instant::now();
     loop {

@@ -3,39 +3,22 @@
 //! (`STACK/GROUP` for one group), against an in-process simulator reached through a
 //! clouds.yaml, as an operator runs them.
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+#[path = "support/sim_group.rs"]
+mod sim_group;
+
 use caldera::drivers::heat_native::HeatNativeDriver;
-use caldera::drivers::{Driver, Limits, NodeGroupSpec};
 use caldera::model::StackRef;
-use caldera::sim::{self, SimHandle, SimOptions};
-use caldera::templates::Machines;
+use caldera::sim::{SimHandle, SimOptions};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 async fn start() -> (SimHandle, HeatNativeDriver) {
-    let sim = sim::start(SimOptions::fast("empty", 50.0))
-        .await
-        .expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
-    let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);
-    (sim, driver)
+    sim_group::sim_driver(SimOptions::fast("empty", 50.0)).await
 }
 
 async fn create(driver: &HeatNativeDriver, cluster: &str, nodegroup: &str, count: u32) -> StackRef {
-    let t = driver
-        .create_nodegroup(&NodeGroupSpec {
-            cluster: cluster.into(),
-            nodegroup: nodegroup.into(),
-            count,
-            image: "img-v1".into(),
-            limits: Limits::default(),
-            action_wait_secs: 0,
-        })
-        .await
-        .expect("create");
+    let t = sim_group::create_group(driver, cluster, nodegroup, count).await;
     let stack = t.stack.expect("stack");
     let t0 = Instant::now();
     loop {

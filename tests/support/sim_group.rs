@@ -1,38 +1,57 @@
-//! A Heat-native node group of our test template on an in-process simulator, as the tests
-//! of Heat's controls and hooks start from (`tests/heat_controls_cli.rs`,
-//! `tests/hooks_purged_sim.rs`, `tests/console_heat_controls_e2e.rs`). The caller waits for
-//! the create in its own way.
+//! Heat-native node groups of our test template on an in-process simulator, as the tests of
+//! the headless commands and of Heat's controls and hooks start from (`tests/actions_cli.rs`,
+//! `tests/names_cli.rs`, `tests/heat_controls_cli.rs`, `tests/hooks_purged_sim.rs`,
+//! `tests/console_heat_controls_e2e.rs`). Callers wait for a create in their own way.
+#![allow(dead_code)]
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::HeatClient;
 use caldera::drivers::heat_native::HeatNativeDriver;
-use caldera::drivers::{Driver, Limits, NodeGroupSpec};
+use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget};
 use caldera::model::StackRef;
 use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::Machines;
 
-/// Starts a simulator with `opts` and creates node group `workers` of cluster `cluster` with
-/// `count` members on image `img-v1`; returns the simulator, its Heat and the group's stack.
-pub async fn start_group(
-    opts: SimOptions,
-    cluster: &str,
-    count: u32,
-) -> (SimHandle, HeatClient, StackRef) {
+/// A simulator started with `opts` and caldera's Heat-native driver on it.
+pub async fn sim_driver(opts: SimOptions) -> (SimHandle, HeatNativeDriver) {
     let sim = sim::start(opts).await.expect("simulator");
     let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
         .expect("connect");
-    let driver = HeatNativeDriver::new(conn.heat.clone(), Machines::Test);
-    let t = driver
+    (
+        sim,
+        HeatNativeDriver::new(conn.heat.clone(), Machines::Test),
+    )
+}
+
+/// Asks for node group `nodegroup` of cluster `cluster`, `count` members on image `img-v1`.
+pub async fn create_group(
+    driver: &HeatNativeDriver,
+    cluster: &str,
+    nodegroup: &str,
+    count: u32,
+) -> NodeGroupTarget {
+    driver
         .create_nodegroup(&NodeGroupSpec {
             cluster: cluster.into(),
-            nodegroup: "workers".into(),
+            nodegroup: nodegroup.into(),
             count,
             image: "img-v1".into(),
             limits: Limits::default(),
             action_wait_secs: 0,
         })
         .await
-        .expect("create");
-    (sim, conn.heat.clone(), t.stack.expect("stack"))
+        .expect("create")
+}
+
+/// A simulator started with `opts` holding node group `workers` of cluster `cluster`
+/// (`count` members): the simulator, its Heat and the group's stack.
+pub async fn start_group(
+    opts: SimOptions,
+    cluster: &str,
+    count: u32,
+) -> (SimHandle, HeatClient, StackRef) {
+    let (sim, driver) = sim_driver(opts).await;
+    let t = create_group(&driver, cluster, "workers", count).await;
+    (sim, driver.heat().clone(), t.stack.expect("stack"))
 }
