@@ -14,6 +14,9 @@
 //! way: clouds.yaml -> Keystone -> catalog -> Magnum (container-infra) and Heat, and what it
 //! says is checked against Magnum's and Heat's own answers.
 
+#[path = "support/pty.rs"]
+#[allow(dead_code)]
+mod pty;
 #[path = "support/real_keystone_env.rs"]
 mod real_keystone_env;
 
@@ -485,11 +488,12 @@ async fn upgrade_refusal_of_the_heat_driver_is_said_clearly() {
 #[ignore = "needs a real Magnum: run scripts/real-magnum-suite.sh"]
 async fn a_cancel_behind_magnum_is_refused_unless_the_operator_says_so() {
     let op = Session::operator().await;
-    // Each node takes 25 s to "boot": the resize's update stays in progress long enough.
+    // Each node takes 60 s to "boot": the resize's update stays in progress through the CLI's
+    // refusals and the console's way to the cancel (about 40 s on a busy machine).
     let template = create_template_with(
         &op,
         &unique("mg-cancel-tpl"),
-        json!({"caldera_node_create_seconds": "25"}),
+        json!({"caldera_node_create_seconds": "60"}),
     )
     .await;
     let name = unique("mg-cancel");
@@ -518,7 +522,7 @@ async fn a_cancel_behind_magnum_is_refused_unless_the_operator_says_so() {
     );
     assert!(said.contains("belongs to a Magnum cluster"), "{said}");
 
-    // Magnum's resize: the stack goes UPDATE_IN_PROGRESS for ~25 s.
+    // Magnum's resize: the stack goes UPDATE_IN_PROGRESS for ~60 s.
     caldera(
         &dir,
         &[
@@ -549,6 +553,7 @@ async fn a_cancel_behind_magnum_is_refused_unless_the_operator_says_so() {
     let s = stack_show(&op, &stack_id).await;
     assert_eq!(s["stack_status"], "UPDATE_IN_PROGRESS", "untouched: {s}");
 
+    // The CLI's override plans the call; without --yes and a terminal it stops there.
     let r = dir
         .caldera(
             &[
@@ -558,22 +563,51 @@ async fn a_cancel_behind_magnum_is_refused_unless_the_operator_says_so() {
                 "cancel",
                 &stack_name,
                 "--allow-magnum-owned",
-                "--yes",
             ],
             &magnum_secrets(),
         )
         .await;
     let said = format!("{}{}", r.stdout, r.stderr);
-    assert!(r.ok, "the operator said so: {said}");
+    assert!(!r.ok, "no --yes, no terminal: {said}");
     assert!(
-        said.contains("{\"cancel_update\":null}"),
-        "the plan shows the call: {said}"
+        said.contains("{\"cancel_update\":null}") && said.contains("give --yes"),
+        "the plan shows the call, then asks for --yes: {said}"
     );
+    assert!(!r.log.contains("/actions"), "nothing sent: {}", r.log);
+
+    // The console's way: `C` on the stack is refused, typing its name plans it with the
+    // override, `y` sends it.
+    let yaml = clouds(&[operator_cloud("magnum")]);
+    let name_typed = stack_name.clone();
+    let journal_path = dir.path().join("console-journal.jsonl");
+    let journal_at = journal_path.clone();
+    let console = tokio::task::spawn_blocking(move || {
+        cancel_from_the_console(&yaml, &name_typed, &journal_at)
+    })
+    .await
+    .expect("console thread");
+    let entries = caldera::journal::Journal::open(&journal_path)
+        .read_all()
+        .expect("the console's journal");
+    let seen: Vec<(&str, &str, String)> = entries
+        .iter()
+        .map(|e| {
+            let o = match e.outcome {
+                caldera::journal::Outcome::Started => "started",
+                caldera::journal::Outcome::Ok => "ok",
+                _ => "other",
+            };
+            (e.action.as_str(), o, e.target.clone())
+        })
+        .collect();
     assert!(
-        r.log.contains("/actions status=200"),
-        "caldera sent it and Heat took it: {}",
-        r.log
+        matches!(&seen[..], [("heat.cancel", "started", t), ("heat.cancel", "ok", _)] if t.contains(&stack_name)),
+        "journaled before the call, then Heat's acceptance: {seen:?}"
     );
+    for secret in magnum_secrets() {
+        assert!(!console.screen.contains(&secret), "a secret on the screen");
+        assert!(!console.log.contains(&secret), "a secret in the log");
+    }
 
     // Heat rolls back; a cancel that lands while a resource is mid-update can leave the
     // rollback failed (`Resource UPDATE failed: resources.secgroup_kube_minion: Stack UPDATE
@@ -605,4 +639,55 @@ async fn a_cancel_behind_magnum_is_refused_unless_the_operator_says_so() {
         assert_eq!(c["status"], "ROLLBACK_COMPLETE", "{c}");
         assert_eq!(c["node_count"], 1, "{c}");
     }
+}
+
+/// What the console showed and logged in [`cancel_from_the_console`].
+struct ConsoleCancel {
+    screen: String,
+    log: String,
+}
+
+/// In a pty, as an operator: the stack list filtered to `stack`, `C`, the refusal for a stack
+/// Magnum owns, the stack's name typed, the plan with the call, `y`, Heat's acceptance; then
+/// `q`, and the terminal restored.
+fn cancel_from_the_console(
+    clouds_yaml: &str,
+    stack: &str,
+    journal: &std::path::Path,
+) -> ConsoleCancel {
+    let yaml = clouds_yaml.to_string();
+    let journal = journal.to_str().expect("utf-8");
+    let args = ["--cloud", "magnum", "--journal", journal];
+    let mut c = pty::Console::start_with(160, 40, &args, &[], |home| {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = home.join("config").join("openstack");
+        std::fs::create_dir_all(&dir).expect("config dir");
+        let path = dir.join("clouds.yaml");
+        std::fs::write(&path, &yaml).expect("clouds.yaml");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    });
+    c.wait_for("the first frame", |s| s.alternate && s.has("magnum"));
+    c.send(":stacks\r");
+    c.wait_for("the stack list", |s| s.has("Stacks ["));
+    c.send("/");
+    c.send(&format!("{stack}\r"));
+    c.wait_for("the cluster's stack, updating", |s| {
+        s.has(stack) && s.has("UPDATE_IN_PROGRESS")
+    });
+    c.press("C", "the refusal, with the way to go ahead", |s| {
+        s.has("belongs to a Magnum cluster") && s.has("To go ahead on a stack Magnum owns")
+    });
+    c.send(stack);
+    // The plan's call wraps at this width: its start and the action are enough.
+    c.press("\r", "the plan with the override", |s| {
+        s.has(&format!("heat.cancel {stack}?")) && s.has("/actions {\"cancel_update\"")
+    });
+    c.press("y", "Heat's acceptance", |s| s.has("accepted by Heat"));
+    let screen = c.screen().text.clone();
+    c.send("q");
+    let exit = c.wait_exit();
+    assert!(exit.success(), "caldera exited with {exit}");
+    c.assert_restored();
+    let log = std::fs::read_to_string(c.log_path()).unwrap_or_default();
+    ConsoleCancel { screen, log }
 }
