@@ -136,8 +136,7 @@ async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
         "the masters kept their member stacks"
     );
     // Heat updates a group whose definition did not change (its resource and nested stack
-    // go UPDATE_IN_PROGRESS -> UPDATE_COMPLETE) and none of its members (the simulator does
-    // the same, tests/sim/magnum_cases.rs).
+    // go UPDATE_IN_PROGRESS -> UPDATE_COMPLETE).
     let master_events = heat
         .resource_events(&stack, "kube_masters", &EventQuery::default())
         .await
@@ -148,23 +147,43 @@ async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
             .any(|e| e.status.raw == "UPDATE_COMPLETE"),
         "{master_events:?}"
     );
-    let inside = heat
-        .list_events_page(
-            &masters,
-            &EventQuery {
-                nested_depth: Some(2),
-                limit: Some(1000),
-                ..Default::default()
-            },
-        )
+    // Heat updates every member of that group too (`StackResource` always updates a nested
+    // stack and lets it find nothing to do): each member resource goes UPDATE_IN_PROGRESS ->
+    // UPDATE_COMPLETE and its stack writes `Stack UPDATE started`, but nothing inside a
+    // member changes. Read stack by stack: Heat lists no nested events of a nested stack.
+    let group_events = heat
+        .list_events_page(&masters, &EventQuery::default())
         .await
         .expect("events of the masters' group");
-    let touched: Vec<String> = inside
-        .iter()
-        .filter(|e| e.status.raw.starts_with("UPDATE") && e.resource_name != masters.name)
-        .map(|e| format!("{} {}", e.resource_name, e.status.raw))
-        .collect();
-    assert!(touched.is_empty(), "no master member updated: {touched:?}");
+    for member in masters_before.keys() {
+        assert!(
+            group_events
+                .iter()
+                .any(|e| &e.resource_name == member && e.status.raw == "UPDATE_COMPLETE"),
+            "master {member} is updated (a no-op) with its group: {group_events:?}"
+        );
+    }
+    for (member, id) in member_stacks(&heat, &masters).await {
+        let inside = heat.resolve(&id).await.expect("member stack");
+        let events = heat
+            .list_events_page(&inside, &EventQuery::default())
+            .await
+            .expect("events of a master");
+        assert!(
+            events.iter().any(|e| e.resource_name == inside.name
+                && e.status_reason.as_deref() == Some("Stack UPDATE started")),
+            "master {member}'s stack is updated: {events:?}"
+        );
+        let touched: Vec<String> = events
+            .iter()
+            .filter(|e| e.status.raw.starts_with("UPDATE") && e.resource_name != inside.name)
+            .map(|e| format!("{} {}", e.resource_name, e.status.raw))
+            .collect();
+        assert!(
+            touched.is_empty(),
+            "nothing inside master {member} updated: {touched:?}"
+        );
+    }
     let minion_events = heat
         .resource_events(&stack, "kube_minions", &EventQuery::default())
         .await

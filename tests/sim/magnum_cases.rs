@@ -512,23 +512,45 @@ async fn a_heat_update_of_the_cluster_stack_updates_no_unchanged_member() {
     let evs = api.all_events(&path, "", 500).await;
     assert_eq!(top_events(&evs, "Stack UPDATE started"), 1);
     assert_eq!(top_events(&evs, "Stack UPDATE completed successfully"), 1);
-    // As on a real Heat (tests/real_heat_magnum.rs): the masters' group is updated, none of
-    // its members.
+    // As on a real Heat (tests/real_heat_magnum.rs): the masters' group is updated and
+    // nothing inside its members changes. (Heat also updates each member as a no-op, its
+    // resource and stack writing UPDATE events; the simulator leaves the members alone: a
+    // known difference, README.)
     let masters_group = evs
         .iter()
         .filter(|e| e["resource_name"] == "kube_masters")
         .any(|e| e["resource_status"] == "UPDATE_COMPLETE");
     assert!(masters_group, "the masters' group resource is updated");
     let masters_path = api.stack_path(&group("kube_masters")).await;
-    let inside = api.all_events(&masters_path, "&nested_depth=2", 500).await;
-    let touched: Vec<&serde_json::Value> = inside
-        .iter()
-        .filter(|e| {
-            e["resource_status"].as_str().unwrap().starts_with("UPDATE")
-                && !masters_path.contains(&format!("/{}/", e["resource_name"].as_str().unwrap()))
-        })
-        .collect();
-    assert!(touched.is_empty(), "no master member updated: {touched:?}");
+    // Heat 27 lists nothing for nested_depth on a nested stack (measured; it filters on
+    // the resources' root stack), where the same stack lists its own events without it.
+    let nested = api.all_events(&masters_path, "&nested_depth=2", 500).await;
+    assert!(nested.is_empty(), "{nested:?}");
+    assert!(!api.all_events(&masters_path, "", 500).await.is_empty());
+    let members = api
+        .get(&api.heat(&format!("{masters_path}/resources")))
+        .await
+        .body;
+    let members = members["resources"].as_array().unwrap().clone();
+    assert!(!members.is_empty(), "{members:?}");
+    for m in &members {
+        let id = m["physical_resource_id"].as_str().unwrap();
+        let member_path = api.stack_path(id).await;
+        // Stack by stack: like Heat, the simulator lists no nested events of a nested stack.
+        let inside = api.all_events(&member_path, "", 500).await;
+        assert!(!inside.is_empty(), "the master's events are read");
+        let touched: Vec<&serde_json::Value> = inside
+            .iter()
+            .filter(|e| {
+                e["resource_status"].as_str().unwrap().starts_with("UPDATE")
+                    && !member_path.contains(&format!("/{}/", e["resource_name"].as_str().unwrap()))
+            })
+            .collect();
+        assert!(
+            touched.is_empty(),
+            "nothing inside a master updated: {touched:?}"
+        );
+    }
     let workers = api
         .mget("/clusters/small/nodegroups/default-worker")
         .await
