@@ -631,7 +631,7 @@ impl HeatClient {
     ) -> ApiResult<Vec<StackEvent>> {
         let own;
         let query = match query.nested_depth {
-            Some(d) if d > 0 && !self.is_root(stack).await? => {
+            Some(d) if d > 0 && !self.is_root(stack).await => {
                 own = EventQuery {
                     nested_depth: None,
                     ..query.clone()
@@ -645,17 +645,25 @@ impl HeatClient {
         Ok(list.events.into_iter().map(event_from).collect())
     }
 
-    /// Whether `stack` has no parent, learned once per stack (see `list_events_page`).
-    pub async fn is_root(&self, stack: &StackRef) -> ApiResult<bool> {
+    /// Whether `stack` has no parent, learned once per stack (see `list_events_page`). A
+    /// stack that cannot be shown (deleted: Heat still lists its events; or a failed read)
+    /// is taken for a root this time, which reads its events as before, and asked again.
+    pub async fn is_root(&self, stack: &StackRef) -> bool {
         let known = self
             .roots
             .lock()
             .ok()
             .and_then(|m| m.get(&stack.id).copied());
         if let Some(root) = known {
-            return Ok(root);
+            return root;
         }
-        let root = self.get_stack(stack, false).await?.summary.parent.is_none();
+        let root = match self.get_stack(stack, false).await {
+            Ok(detail) => detail.summary.parent.is_none(),
+            Err(e) => {
+                tracing::debug!(stack = %stack.name, "parent unknown ({e}): read as a root");
+                return true;
+            }
+        };
         if let Ok(mut m) = self.roots.lock() {
             if m.len() >= ROOTS_KEPT {
                 m.clear();
@@ -668,7 +676,7 @@ impl HeatClient {
                 "a nested stack: its own events are read (Heat lists nested events from a root only)"
             );
         }
-        Ok(root)
+        root
     }
 
     /// All events of a stack matching `query`, page by page (marker = last event id).

@@ -687,3 +687,33 @@ async fn a_nested_stacks_events_are_read_without_nested_depth() {
     assert_eq!(reads.len(), 2);
     assert!(reads.iter().all(|h| h.param("nested_depth").is_none()));
 }
+
+/// A stack that cannot be shown (a deleted one, whose events Heat still lists by id) is read
+/// as a root: its events as asked, and the question asked again next time.
+#[tokio::test]
+async fn a_stack_that_cannot_be_shown_is_read_as_a_root() {
+    let server = FaultServer::start(|hit| match hit.path.ends_with("/events") {
+        true => Reply::json(200, EVENTS_ASC),
+        false => not_found("d0n100"),
+    })
+    .await;
+    let heat = client(&server);
+    let query = EventQuery {
+        nested_depth: Some(2),
+        ..Default::default()
+    };
+    for _ in 0..2 {
+        let events = heat.list_events_page(&d0n100(), &query).await.unwrap();
+        assert_eq!(events.len(), 6);
+    }
+    let hits = server.hits();
+    let reads: Vec<_> = hits
+        .iter()
+        .filter(|h| h.path.ends_with("/events"))
+        .collect();
+    assert!(reads
+        .iter()
+        .all(|h| h.param("nested_depth").as_deref() == Some("2")));
+    let shows = hits.iter().filter(|h| !h.path.ends_with("/events")).count();
+    assert_eq!(shows, 2, "not remembered");
+}
