@@ -653,6 +653,29 @@ async fn environment_hooks_are_read_by_path_from_the_bare_environment_object() {
     assert_eq!(server.hits().len(), 1);
 }
 
+/// Reads `d0n100`'s events with `nested_depth` 2 twice from a server whose stack show is
+/// `show`: the `nested_depth` each events read sent, and how many stack shows were asked.
+async fn events_read_twice(show: Reply) -> (Vec<Option<String>>, usize) {
+    let server = FaultServer::start(move |hit| match hit.path.ends_with("/events") {
+        true => Reply::json(200, EVENTS_ASC),
+        false => show.clone(),
+    })
+    .await;
+    let heat = client(&server);
+    let query = EventQuery {
+        nested_depth: Some(2),
+        ..Default::default()
+    };
+    for _ in 0..2 {
+        let events = heat.list_events_page(&d0n100(), &query).await.unwrap();
+        assert_eq!(events.len(), 6);
+    }
+    let hits = server.hits();
+    let (reads, shows): (Vec<_>, Vec<_>) = hits.iter().partition(|h| h.path.ends_with("/events"));
+    let depths = reads.iter().map(|h| h.param("nested_depth")).collect();
+    (depths, shows.len())
+}
+
 /// Heat lists nothing for `nested_depth` on a nested stack (it filters on the resources'
 /// root stack): such a stack's events are read without it, its own, and whether a stack is
 /// a root is asked once.
@@ -663,57 +686,16 @@ async fn a_nested_stacks_events_are_read_without_nested_depth() {
         "\"parent\": \"0b4ea1a1-0000-4000-8000-000000000000\"",
     );
     assert_ne!(nested, STACK_SHOW, "the fixture names its parent");
-    let server = FaultServer::start(move |hit| match hit.path.ends_with("/events") {
-        true => Reply::json(200, EVENTS_ASC),
-        false => Reply::json(200, &nested),
-    })
-    .await;
-    let heat = client(&server);
-    let query = EventQuery {
-        nested_depth: Some(2),
-        ..Default::default()
-    };
-    for _ in 0..2 {
-        let events = heat.list_events_page(&d0n100(), &query).await.unwrap();
-        assert_eq!(events.len(), 6);
-    }
-    let hits = server.hits();
-    let shows = hits.iter().filter(|h| !h.path.ends_with("/events")).count();
+    let (depths, shows) = events_read_twice(Reply::json(200, &nested)).await;
+    assert_eq!(depths, [None, None]);
     assert_eq!(shows, 1, "root-ness asked once");
-    let reads: Vec<_> = hits
-        .iter()
-        .filter(|h| h.path.ends_with("/events"))
-        .collect();
-    assert_eq!(reads.len(), 2);
-    assert!(reads.iter().all(|h| h.param("nested_depth").is_none()));
 }
 
 /// A stack that cannot be shown (a deleted one, whose events Heat still lists by id) is read
 /// as a root: its events as asked, and the question asked again next time.
 #[tokio::test]
 async fn a_stack_that_cannot_be_shown_is_read_as_a_root() {
-    let server = FaultServer::start(|hit| match hit.path.ends_with("/events") {
-        true => Reply::json(200, EVENTS_ASC),
-        false => not_found("d0n100"),
-    })
-    .await;
-    let heat = client(&server);
-    let query = EventQuery {
-        nested_depth: Some(2),
-        ..Default::default()
-    };
-    for _ in 0..2 {
-        let events = heat.list_events_page(&d0n100(), &query).await.unwrap();
-        assert_eq!(events.len(), 6);
-    }
-    let hits = server.hits();
-    let reads: Vec<_> = hits
-        .iter()
-        .filter(|h| h.path.ends_with("/events"))
-        .collect();
-    assert!(reads
-        .iter()
-        .all(|h| h.param("nested_depth").as_deref() == Some("2")));
-    let shows = hits.iter().filter(|h| !h.path.ends_with("/events")).count();
+    let (depths, shows) = events_read_twice(not_found("d0n100")).await;
+    assert_eq!(depths, [Some("2".to_string()), Some("2".to_string())]);
     assert_eq!(shows, 2, "not remembered");
 }
