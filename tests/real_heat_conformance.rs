@@ -388,26 +388,10 @@ async fn hooks_pause_members_until_cleared(server: &Server) {
 async fn hook_marks(server: &Server, stack: &StackRef) -> Vec<String> {
     let service = LiveService::new(server.conn.clone());
     let nodegroup = NodeGroup {
-        id: stack.id.clone(),
-        name: stack.name.clone(),
         cluster_id: String::new(),
-        role: Role::Worker,
-        flavor: None,
-        image: None,
-        version: None,
-        zone: None,
         node_count: 3,
-        min_node_count: None,
-        max_node_count: None,
         status: Status::parse("UPDATE_IN_PROGRESS"),
-        status_reason: None,
-        is_default: false,
-        stack_id: Some(stack.id.clone()),
-        capi: None,
-        node_labels: Default::default(),
-        node_taints: Vec::new(),
-        created_at: None,
-        updated_at: None,
+        ..NodeGroup::of_stack(&stack.id, &stack.name, Role::Worker)
     };
     let mut latest: Vec<Node> = Vec::new();
     let mut updates = service.stream_nodes(nodegroup);

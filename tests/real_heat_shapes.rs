@@ -246,28 +246,7 @@ async fn magnum_cluster_layout() {
     // The console's nodes pane of the stack (no cluster of any driver): every group's
     // members, with their addresses, through the live service.
     let service = LiveService::new(conn.clone());
-    let pane = NodeGroup {
-        id: stack.id.clone(),
-        name: name.clone(),
-        cluster_id: stack.id.clone(),
-        role: Role::Other,
-        flavor: None,
-        image: None,
-        version: None,
-        zone: None,
-        node_count: 0,
-        min_node_count: None,
-        max_node_count: None,
-        status: caldera::model::Status::parse(""),
-        status_reason: None,
-        is_default: false,
-        stack_id: Some(stack.id.clone()),
-        capi: None,
-        node_labels: Default::default(),
-        node_taints: Vec::new(),
-        created_at: None,
-        updated_at: None,
-    };
+    let pane = NodeGroup::of_stack(&stack.id, &name, Role::Other);
     let mut updates = service.stream_nodes(pane);
     let (mut rows, mut filled, mut failed) = (Vec::new(), BTreeMap::new(), 0);
     while let Some(update) = updates.next().await {

@@ -48,25 +48,10 @@ pub fn fixture(path: &str) -> String {
 pub fn default_group(name: &str, role: Role, stack: &StackRef) -> NodeGroup {
     NodeGroup {
         id: format!("uuid-of-{name}"),
-        name: name.into(),
         cluster_id: "cluster-uuid".into(),
-        role,
-        flavor: None,
-        image: None,
-        version: None,
-        zone: None,
-        node_count: 0,
-        min_node_count: None,
-        max_node_count: None,
         status: Status::parse("CREATE_COMPLETE"),
-        status_reason: None,
         is_default: true,
-        stack_id: Some(stack.id.clone()),
-        capi: None,
-        node_labels: Default::default(),
-        node_taints: Vec::new(),
-        created_at: None,
-        updated_at: None,
+        ..NodeGroup::of_stack(&stack.id, name, role)
     }
 }
 

@@ -152,6 +152,36 @@ pub struct NodeGroup {
     pub updated_at: Option<DateTime<Utc>>,
 }
 
+impl NodeGroup {
+    /// A node group whose nodes are the members of Heat stack `stack_id`, known by nothing
+    /// more than its id, name and role (status unknown, no counts, no cluster of its own):
+    /// the console's view of a plain stack, and a start for any row built by hand.
+    pub fn of_stack(stack_id: &str, name: &str, role: Role) -> NodeGroup {
+        NodeGroup {
+            id: stack_id.to_string(),
+            name: name.to_string(),
+            cluster_id: stack_id.to_string(),
+            role,
+            flavor: None,
+            image: None,
+            version: None,
+            zone: None,
+            node_count: 0,
+            min_node_count: None,
+            max_node_count: None,
+            status: Status::parse(""),
+            status_reason: None,
+            is_default: false,
+            stack_id: Some(stack_id.to_string()),
+            capi: None,
+            node_labels: Default::default(),
+            node_taints: Vec::new(),
+            created_at: None,
+            updated_at: None,
+        }
+    }
+}
+
 /// Since when a Magnum cluster, node group or Heat stack has been in its current status, as
 /// far as the API tells: its `updated_at`, or `created_at` when never updated. Magnum and
 /// Heat both touch `updated_at` when the status changes (an update starting, finishing or

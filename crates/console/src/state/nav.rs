@@ -157,27 +157,6 @@ pub(super) fn stack_as_nodegroup(stack: &StackTarget) -> (Cluster, NodeGroup) {
         updated_at: None,
         capi: None,
     };
-    let nodegroup = NodeGroup {
-        id: stack.id.clone(),
-        name,
-        cluster_id: stack.id.clone(),
-        role: crate::model::Role::Other,
-        flavor: None,
-        image: None,
-        version: None,
-        zone: None,
-        node_count: 0,
-        min_node_count: None,
-        max_node_count: None,
-        status: unknown,
-        status_reason: None,
-        is_default: false,
-        stack_id: Some(stack.id.clone()),
-        capi: None,
-        node_labels: Default::default(),
-        node_taints: Vec::new(),
-        created_at: None,
-        updated_at: None,
-    };
+    let nodegroup = NodeGroup::of_stack(&stack.id, &name, crate::model::Role::Other);
     (cluster, nodegroup)
 }

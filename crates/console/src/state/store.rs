@@ -176,7 +176,8 @@ pub struct NodeSet {
     /// What the rows' member list did not carry yet (`NodeUpdate::Listed`): the rows keep
     /// what the list before knew, so this is only ever set before the first full list.
     pub pending: Pending,
-    /// A full member list (`Members`) or the stream's end has been seen.
+    /// A full member list (`Members`) or the stream's end has been seen. Not derivable from
+    /// `meta.fetched_at` or `has_members`: every member list, provisional too, sets those.
     known: bool,
     /// Bumped when addresses or server names fill in (the structure `meta.version` does
     /// not move: rows keep their place unless a sort or filter looks at what changed).

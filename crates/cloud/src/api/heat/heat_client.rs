@@ -648,7 +648,7 @@ impl HeatClient {
     /// Whether `stack` has no parent, learned once per stack (see `list_events_page`). A
     /// stack that cannot be shown (deleted: Heat still lists its events; or a failed read)
     /// is taken for a root this time, which reads its events as before, and asked again.
-    pub async fn is_root(&self, stack: &StackRef) -> bool {
+    async fn is_root(&self, stack: &StackRef) -> bool {
         let known = self
             .roots
             .lock()
