@@ -17,13 +17,13 @@
 mod heat_wait;
 #[path = "support/real_heat_client.rs"]
 mod real_heat_client;
-use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, StackCreate};
+use caldera::api::heat::{HeatClient, ResourceQuery, StackCreate};
 use caldera::drivers::any_group::group_members;
 use caldera::drivers::heat_native::group_stack_of;
 use caldera::journal::{Journal, Outcome};
 use caldera::model::StackRef;
 use heat_wait::wait_status;
-use real_heat_client::{fixture, heat, heat_url, unique};
+use real_heat_client::{fixture, heat, heat_url, oldest_first, unique, until_next_update};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -90,24 +90,45 @@ async fn updated_at(heat: &HeatClient, stack: &StackRef) -> Option<chrono::DateT
     d.summary.updated_at
 }
 
-/// The group's nested stack events: (event id, member, status).
-async fn member_events(
+/// The group's nested stack events not in `seen` (ids of events listed before an action),
+/// up to the update that takes the action's hooks out (see `until_next_update`).
+async fn member_events_after(
     heat: &HeatClient,
     stack: &StackRef,
     group: &str,
+    seen: &BTreeSet<String>,
 ) -> Vec<(String, String, String)> {
     let nested = group_stack_of(heat, stack, group)
         .await
         .expect("group stack");
-    heat.list_events_page(&nested, &EventQuery::default())
+    let events: Vec<_> = heat
+        .list_events_page(&nested, &oldest_first())
         .await
         .expect("events")
+        .into_iter()
+        .filter(|e| !seen.contains(&e.id))
+        .collect();
+    until_next_update(events)
         .into_iter()
         .filter(|e| !e.is_stack_event())
         .map(|e| {
             let what = format!("{} {}", e.status.raw, e.status_reason.unwrap_or_default());
             (e.id, e.resource_name, what)
         })
+        .collect()
+}
+
+/// Every event id of the group's nested stack, its own included: what an action's events
+/// are told apart from.
+async fn event_ids(heat: &HeatClient, stack: &StackRef, group: &str) -> BTreeSet<String> {
+    let nested = group_stack_of(heat, stack, group)
+        .await
+        .expect("group stack");
+    heat.list_events_page(&nested, &oldest_first())
+        .await
+        .expect("events")
+        .into_iter()
+        .map(|e| e.id)
         .collect()
 }
 
@@ -188,11 +209,7 @@ async fn magnum_layout_scaled_and_rolled_out_by_path() {
     assert_eq!(ips.as_array().map(Vec::len), Some(3), "{ips}");
 
     // The rollout: the image parameter of the operator's template, member by member.
-    let seen: BTreeSet<String> = member_events(&heat, &stack, "kube_minions")
-        .await
-        .into_iter()
-        .map(|(id, _, _)| id)
-        .collect();
+    let seen = event_ids(&heat, &stack, "kube_minions").await;
     let (ok, out, err) = caldera(
         &journal,
         &[
@@ -227,12 +244,15 @@ async fn magnum_layout_scaled_and_rolled_out_by_path() {
     let mut started_at: BTreeMap<String, chrono::DateTime<chrono::Utc>> = BTreeMap::new();
     let mut done_at: BTreeMap<String, chrono::DateTime<chrono::Utc>> = BTreeMap::new();
     let nested = group_stack_of(&heat, &stack, "kube_minions").await.unwrap();
-    for e in heat
-        .list_events_page(&nested, &EventQuery::default())
+    let fresh: Vec<_> = heat
+        .list_events_page(&nested, &oldest_first())
         .await
         .unwrap()
-    {
-        if seen.contains(&e.id) || e.is_stack_event() {
+        .into_iter()
+        .filter(|e| !seen.contains(&e.id))
+        .collect();
+    for e in until_next_update(fresh) {
+        if e.is_stack_event() {
             continue;
         }
         let reason = e.status_reason.clone().unwrap_or_default();
@@ -425,11 +445,7 @@ async fn a_group_rollout_is_paused_and_resumed_by_path() {
     )
     .await;
     let target = format!("{}/kube_minions", stack.name);
-    let seen: BTreeSet<String> = member_events(&heat, &stack, "kube_minions")
-        .await
-        .into_iter()
-        .map(|(id, _, _)| id)
-        .collect();
+    let seen = event_ids(&heat, &stack, "kube_minions").await;
     // A gate after each batch leaves time to pause before the second member.
     let driver = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
         .args(["--heat-url", &heat_url()])
@@ -480,7 +496,7 @@ async fn a_group_rollout_is_paused_and_resumed_by_path() {
     assert!(ok, "resume:\n{out}\n{err}");
     wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
     let mut completes: BTreeMap<String, usize> = BTreeMap::new();
-    for (id, member, status) in member_events(&heat, &stack, "kube_minions").await {
+    for (id, member, status) in member_events_after(&heat, &stack, "kube_minions", &seen).await {
         // The member's own update (hook events carry its last status, see above).
         if !seen.contains(&id) && status == "UPDATE_COMPLETE state changed" {
             *completes.entry(member).or_default() += 1;
@@ -612,11 +628,7 @@ async fn a_group_inside_a_nested_stack_is_rolled_out_and_scaled_by_path() {
     )
     .await;
     let target = format!("{}/roles/Compute", stack.name);
-    let seen: BTreeSet<String> = member_events(&heat, &stack, "roles/Compute")
-        .await
-        .into_iter()
-        .map(|(id, _, _)| id)
-        .collect();
+    let seen = event_ids(&heat, &stack, "roles/Compute").await;
     let (ok, out, err) = caldera(
         &journal,
         &[
@@ -635,11 +647,12 @@ async fn a_group_inside_a_nested_stack_is_rolled_out_and_scaled_by_path() {
         preview_updates(&out, "roles").is_some(),
         "Heat's preview shows the owner changing: {out}"
     );
-    let events: Vec<(String, String, String)> = member_events(&heat, &stack, "roles/Compute")
-        .await
-        .into_iter()
-        .filter(|(id, _, _)| !seen.contains(id))
-        .collect();
+    let events: Vec<(String, String, String)> =
+        member_events_after(&heat, &stack, "roles/Compute", &seen)
+            .await
+            .into_iter()
+            .filter(|(id, _, _)| !seen.contains(id))
+            .collect();
     for member in ["0", "1"] {
         let mine: Vec<&String> = events
             .iter()

@@ -488,7 +488,14 @@ async fn run_case(
             RolloutState::Aborted { reason },
         ) => {
             assert!(reason.starts_with("rolled back"), "{name}: {reason}");
-            assert_eq!(settled, "ROLLBACK_COMPLETE", "{name}");
+            // Heat's rollback took the environment back with the template, or the rollout
+            // took its hooks out with one more update that changes no member.
+            let said = end.hooks_left.clone().unwrap_or_default();
+            match settled.as_str() {
+                "ROLLBACK_COMPLETE" => assert!(said.starts_with("none left"), "{name}: {said}"),
+                "UPDATE_COMPLETE" => assert!(said.starts_with("taken out"), "{name}: {said}"),
+                other => panic!("{name}: rolled back, then {other}: {said}"),
+            }
             assert_eq!(at_new, 0, "{name}: {images:?}");
         }
         (
@@ -550,6 +557,28 @@ async fn run_case(
             assert_eq!(end.done, members.len(), "{name}");
         }
         (_, other) => panic!("{name}: ended {other:?}\n{:#?}", end.lines()),
+    }
+    // Nothing left behind: once Heat's update is over and every member is what the stored
+    // stack says (completed, rolled back), no hook of the rollout is in the stack's
+    // environment; at any other ending the rollout says why its hooks stay.
+    let hooks = heat
+        .get_environment_hooks(&stack)
+        .await
+        .expect("environment");
+    let said = end.hooks_left.clone().unwrap_or_default();
+    let clean = matches!(end.state, RolloutState::Completed)
+        || matches!(&end.state, RolloutState::Aborted { reason } if reason.starts_with("rolled back"));
+    if clean {
+        assert!(
+            hooks.paths_with("pre-update").is_empty(),
+            "{name}: hooks left after {:?}: {hooks:?} ({said})",
+            end.state
+        );
+    } else {
+        assert!(
+            !said.is_empty(),
+            "{name}: hooks neither taken out nor explained"
+        );
     }
     // The abort is journaled as one, not as a failure.
     if let RolloutState::Aborted { .. } = end.state {

@@ -265,6 +265,20 @@ pub enum HeatCommand {
         #[arg(long)]
         confirm: Option<String>,
     },
+    /// Take `pre-update` hooks out of the stack's environment on a group's members (left by
+    /// a rollout that ended with members not updated, an older version, another tool):
+    /// otherwise the next update of the stack, by any tool, holds every one of them. The
+    /// PATCH is an update of its own; the plan shows Heat's preview of it.
+    Unhook {
+        stack: String,
+        /// The group's path from the stack down (`kube_minions`, `roles/Compute`), as
+        /// `caldera heat hooks STACK` names it.
+        group: String,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        confirm: Option<String>,
+    },
     /// Mark a resource unhealthy (`CHECK_FAILED`): the next update replaces it.
     MarkUnhealthy {
         stack: String,

@@ -833,7 +833,7 @@ async fn magnum_upgrade(
     Ok(())
 }
 
-/// `caldera heat hooks|clear-hook|check|cancel|mark-unhealthy`.
+/// `caldera heat hooks|clear-hook|check|cancel|mark-unhealthy|unhook`.
 async fn heat_control(ctx: &Ctx, command: HeatCommand) -> CmdResult {
     use manual::Request;
     let (stack, request, yes, confirm) = match command {
@@ -876,6 +876,12 @@ async fn heat_control(ctx: &Ctx, command: HeatCommand) -> CmdResult {
             let path = resource_path.trim_matches('/').to_string();
             (stack, Request::MarkUnhealthy { path, reason }, yes, confirm)
         }
+        HeatCommand::Unhook {
+            stack,
+            group,
+            yes,
+            confirm,
+        } => (stack, Request::Unhook { group }, yes, confirm),
     };
     let heat = &ctx.conn.heat;
     let stack = heat.resolve(&stack).await?;
@@ -927,5 +933,11 @@ async fn heat_hooks(ctx: &Ctx, stack: &str, format: Format) -> CmdResult {
     if pending.is_empty() {
         lines.push(format!("no resource of {} is held on a hook", stack.name));
     }
+    // Hooks the environment keeps with no update running hold the next update's members.
+    let left = crate::ops::leftover_hooks::leftover_hooks(heat, &stack).await?;
+    lines.extend(
+        left.iter()
+            .map(|l| format!("warning: {}", l.line(&stack.name))),
+    );
     print_lines(&lines)
 }

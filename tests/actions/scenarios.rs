@@ -208,14 +208,15 @@ impl Env {
             .try_collect()
             .await
             .expect("events");
-        match mark {
+        let events = match mark {
             Some(mark) => events
                 .into_iter()
                 .skip_while(|e| e.id != mark)
                 .skip(1)
                 .collect(),
             None => events,
-        }
+        };
+        until_next_update(events)
     }
 
     pub async fn delete(&self, target: &NodeGroupTarget) {
@@ -243,6 +244,25 @@ impl Env {
                 .collect(),
         )
     }
+}
+
+/// The events up to the start of an update that follows a completed one: a rollout ends by
+/// taking its hooks out of the stack's environment with one more update, which changes no
+/// member but walks each member's stack (Heat always updates a nested stack with its
+/// parent), so the members' update events of that update are not the rollout's.
+pub fn until_next_update(events: Vec<StackEvent>) -> Vec<StackEvent> {
+    let mut completed = false;
+    let mut out = Vec::new();
+    for e in events {
+        if e.is_stack_event() {
+            if completed && e.status.raw == "UPDATE_IN_PROGRESS" {
+                break;
+            }
+            completed = e.status.raw == "UPDATE_COMPLETE";
+        }
+        out.push(e);
+    }
+    out
 }
 
 fn is_hook_event(e: &StackEvent) -> bool {
@@ -815,7 +835,7 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
         }
         AbortMode::CancelUpdate => {
             assert!(reason.starts_with("rolled back"), "{reason}");
-            assert_eq!(env.settle(&stack).await, "ROLLBACK_COMPLETE");
+            assert_rolled_back_and_unhooked(env, &stack, &end).await;
             assert_eq!(at_new, 0, "{images:?}");
         }
         AbortMode::CancelWithoutRollback => {
@@ -855,12 +875,35 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
                 panic!("{:#?}", end2.lines());
             };
             assert!(reason.starts_with("rolled back"), "{reason}");
-            assert_eq!(env.settle(&stack).await, "ROLLBACK_COMPLETE");
+            assert_rolled_back_and_unhooked(env, &stack, &end2).await;
             let images = env.member_images(&target).await;
             assert!(images.values().all(|i| i == "img-v1"), "{images:?}");
         }
     }
     env.delete(&target).await;
+}
+
+/// After an abort with rollback: Heat rolled back, and no hook of the rollout is left in the
+/// stack's environment. Either Heat's rollback took the environment back with the template
+/// (the stack stays `ROLLBACK_COMPLETE`), or the rollout took its hooks out afterwards with
+/// one more update that changes no member (`UPDATE_COMPLETE`), as its status says.
+async fn assert_rolled_back_and_unhooked(env: &Env, stack: &StackRef, end: &RolloutStatus) {
+    let settled = env.settle(stack).await;
+    let said = end.hooks_left.clone().unwrap_or_default();
+    match settled.as_str() {
+        "ROLLBACK_COMPLETE" => assert!(said.starts_with("none left"), "{said}"),
+        "UPDATE_COMPLETE" => assert!(said.starts_with("taken out"), "{said}"),
+        other => panic!("after the rollback the stack is {other}: {said}"),
+    }
+    let hooks = env
+        .heat
+        .get_environment_hooks(stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "the rollout's hooks stayed: {hooks:?} ({said})"
+    );
 }
 
 /// Two starts of rollouts at the same moment, each from its own context (journal, locks).

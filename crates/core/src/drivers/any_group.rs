@@ -172,6 +172,18 @@ pub async fn plan_group_update(
             stack.name, detail.summary.status
         ));
     }
+    // Hooks an earlier action left in the stack's environment would stop this update on
+    // every member they name, and it would never end: take them out first, on purpose.
+    if !detail.summary.status.is_in_progress() {
+        let left = crate::ops::leftover_hooks::leftover_hooks(heat, stack).await?;
+        refusals.extend(left.iter().map(|l| {
+            format!(
+                "{}; this update would stop on them and not end until each member is \
+                 released by hand",
+                l.line(&stack.name)
+            )
+        }));
+    }
     if !allow_magnum {
         if let Some(p) = MAGNUM_PARAMETERS
             .iter()

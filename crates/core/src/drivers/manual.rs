@@ -20,14 +20,17 @@
 //! - `PATCH .../resources/{name} {"mark_unhealthy": true}` sets the resource to
 //!   `CHECK_FAILED` with the given reason; the next update replaces it.
 
+use super::any_group::group_members;
 use super::apply::ActionContext;
 use super::guard::Reach;
 use super::heat_native::stack_path;
+use super::heat_native::update_body_text;
 use super::refused;
-use crate::api::heat::{HeatClient, StackAction, StackDetail};
+use crate::api::heat::{EnvironmentHooks, HeatClient, StackAction, StackDetail, StackUpdate};
 use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::StackRef;
 use crate::ops::hooks::{self, PendingHook};
+use crate::ops::leftover_hooks::HELD_HOOK;
 use crate::report::{ServiceError, ServiceResult};
 
 /// Parameters only Magnum's Heat driver gives a stack: such a stack belongs to Magnum,
@@ -53,6 +56,17 @@ pub enum Control {
         path: String,
         reason: String,
     },
+    /// Take `pre-update` out of the stack's environment at `keys` (a group's members),
+    /// keeping any other hook declared there (`remaining`).
+    Unhook {
+        group: String,
+        keys: Vec<String>,
+        remaining: Vec<String>,
+        /// The members the next update would no longer hold, when known.
+        members: Option<usize>,
+        /// Heat's preview of the PATCH: the top-level resources it would update.
+        updates: Vec<String>,
+    },
 }
 
 impl Control {
@@ -63,6 +77,7 @@ impl Control {
             Control::Check => "heat.check",
             Control::Cancel { .. } => "heat.cancel",
             Control::MarkUnhealthy { .. } => "heat.mark_unhealthy",
+            Control::Unhook { .. } => "heat.unhook",
         }
     }
 
@@ -70,8 +85,10 @@ impl Control {
     /// the others reach one resource, or ask without changing anything.
     pub fn reach(&self) -> Reach {
         match self {
-            Control::Cancel { .. } => Reach::Fleet,
-            _ => Reach::Nodes,
+            Control::Cancel { .. } | Control::Unhook { .. } => Reach::Fleet,
+            Control::ClearHook { .. } | Control::Check | Control::MarkUnhealthy { .. } => {
+                Reach::Nodes
+            }
         }
     }
 }
@@ -125,6 +142,25 @@ impl ControlPlan {
             }
             Control::MarkUnhealthy { path, reason } => {
                 format!("  {path} becomes CHECK_FAILED ({reason}); the next update replaces it")
+            }
+            Control::Unhook {
+                group,
+                members,
+                updates,
+                ..
+            } => {
+                let held = members
+                    .map(|n| format!("its {n} member(s)"))
+                    .unwrap_or_else(|| "its members".into());
+                let preview = match updates.as_slice() {
+                    [] => "Heat's preview: no resource updated".to_string(),
+                    u => format!("Heat's preview, updated: {}", u.join(", ")),
+                };
+                format!(
+                    "  takes pre-update out of the stack's environment on {group}: the next \
+                     update no longer holds {held}. The PATCH is itself an update: Heat brings \
+                     every resource to the stack's stored definition, unheld ({preview})"
+                )
             }
         });
         out.extend(self.calls.iter().map(|c| format!("  {c}")));
@@ -332,6 +368,103 @@ pub async fn owner_of(
     Ok((owner, last.to_string()))
 }
 
+/// The environment's keys of a group path as the operator gives it: `kube_minions` (its
+/// members: `kube_minions/*`), or the keys themselves when they end at the pattern that
+/// holds the hook (`kube_minions/*`, `racks/*/nodes/*`).
+fn unhook_keys(env: &EnvironmentHooks, group: &str) -> Vec<String> {
+    let given: Vec<String> = group
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let as_given: Vec<&str> = given.iter().map(String::as_str).collect();
+    let holds = |keys: &[&str]| {
+        env.hooks_at(keys)
+            .is_some_and(|h| h.iter().any(|h| h == HELD_HOOK))
+    };
+    if !as_given.is_empty() && holds(&as_given) {
+        return given;
+    }
+    let mut keys = given;
+    keys.push("*".into());
+    keys
+}
+
+/// Plans taking `pre-update` out of the stack's environment on the members of `group`:
+/// refused while an update runs (its hooks hold members now: release or cancel it) and
+/// where the environment declares no such hook.
+pub fn plan_unhook(
+    stack: &StackRef,
+    detail: &StackDetail,
+    env: &EnvironmentHooks,
+    group: &str,
+    members: Option<usize>,
+    updates: Vec<String>,
+) -> ControlPlan {
+    let keys = unhook_keys(env, group);
+    let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let declared: Vec<String> = env
+        .hooks_at(&key_refs)
+        .map(<[String]>::to_vec)
+        .unwrap_or_default();
+    let remaining: Vec<String> = declared
+        .iter()
+        .filter(|h| *h != HELD_HOOK)
+        .cloned()
+        .collect();
+    let group = group.trim_matches('/').to_string();
+    let control = Control::Unhook {
+        group: group.clone(),
+        keys: keys.clone(),
+        remaining: remaining.clone(),
+        members,
+        updates,
+    };
+    let mut plan = ControlPlan::new(stack, control, format!("{}/{group}", stack.name));
+    plan.calls.push(ApiCall::new(
+        "PATCH",
+        stack_path(stack),
+        update_body_text(&unhook_update(&key_refs, &remaining)),
+    ));
+    let status = &detail.summary.status;
+    if status.is_in_progress() {
+        plan.refusals.push(format!(
+            "stack {} is {status}: the update's hooks hold members now; release them \
+             (`caldera heat clear-hook`) or cancel the update first",
+            stack.name
+        ));
+    }
+    if !declared.iter().any(|h| h == HELD_HOOK) {
+        plan.refusals.push(format!(
+            "the stack's environment declares no {HELD_HOOK} hook on {} (`caldera heat hooks \
+             {}` lists what it holds)",
+            keys.join("/"),
+            stack.name
+        ));
+    }
+    plan
+}
+
+/// The PATCH of an unhook: the hooks at `keys` without `pre-update` (a `null` takes the
+/// `hooks` key out when none is left; Heat merges the rest of the environment unchanged).
+fn unhook_update(keys: &[&str], remaining: &[String]) -> StackUpdate {
+    let hooks = match remaining {
+        [] => serde_json::Value::Null,
+        r => serde_json::json!(r),
+    };
+    let mut inner = serde_json::json!({ "hooks": hooks });
+    for key in keys.iter().rev() {
+        let mut level = serde_json::Map::new();
+        level.insert((*key).to_string(), inner);
+        inner = serde_json::Value::Object(level);
+    }
+    StackUpdate {
+        environment: Some(serde_json::json!({ "resource_registry": { "resources": inner } })),
+        existing: true,
+        ..Default::default()
+    }
+}
+
 /// Plans a control read from Heat: the stack's state for check and cancel, the pending
 /// hooks for a clear, the resource's owner for mark unhealthy.
 pub async fn plan(
@@ -356,16 +489,62 @@ pub async fn plan(
             let (owner, resource) = owner_of(heat, stack, path).await?;
             Ok(plan_mark_unhealthy(stack, &owner, &resource, path, reason))
         }
+        Request::Unhook { group } => {
+            let detail = heat.get_stack(stack, false).await?;
+            let env = heat.get_environment_hooks(stack).await?;
+            let group = group.trim_matches('/');
+            let literal = group
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>();
+            let members = match literal.iter().any(|s| s.contains(['*', '?', '['])) {
+                true => None,
+                false => group_members(heat, stack, &literal.join("/"))
+                    .await
+                    .ok()
+                    .map(|m| m.len()),
+            };
+            let mut plan = plan_unhook(stack, &detail, &env, group, members, Vec::new());
+            if plan.refusals.is_empty() {
+                // What Heat says the PATCH would update, shown before it is confirmed.
+                let keys = unhook_keys(&env, group);
+                let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+                let remaining = match &plan.control {
+                    Control::Unhook { remaining, .. } => remaining.clone(),
+                    _ => Vec::new(),
+                };
+                let preview = heat
+                    .preview_update(stack, &unhook_update(&key_refs, &remaining))
+                    .await?;
+                if let Control::Unhook { updates, .. } = &mut plan.control {
+                    *updates = preview.updated;
+                }
+            }
+            Ok(plan)
+        }
     }
 }
 
 /// What the operator asked for, before it is planned against Heat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
-    ClearHook { pattern: String, hook: String },
+    ClearHook {
+        pattern: String,
+        hook: String,
+    },
     Check,
-    Cancel { rollback: bool, allow_magnum: bool },
-    MarkUnhealthy { path: String, reason: String },
+    Cancel {
+        rollback: bool,
+        allow_magnum: bool,
+    },
+    MarkUnhealthy {
+        path: String,
+        reason: String,
+    },
+    /// Take the `pre-update` hooks out of the stack's environment on a group's members.
+    Unhook {
+        group: String,
+    },
 }
 
 /// Sends a plan the operator has seen: refusals and guard rails first (recorded as
@@ -425,6 +604,13 @@ async fn send(heat: &HeatClient, plan: &ControlPlan) -> ServiceResult<()> {
         Control::MarkUnhealthy { reason, .. } => {
             let (owner, resource) = mark_target(plan)?;
             heat.mark_unhealthy(&owner, &resource, true, reason).await
+        }
+        Control::Unhook {
+            keys, remaining, ..
+        } => {
+            let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+            heat.update_stack(stack, &unhook_update(&key_refs, remaining))
+                .await
         }
     };
     sent.map_err(ServiceError::from)

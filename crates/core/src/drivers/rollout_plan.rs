@@ -2,6 +2,7 @@
 //! Shown to the operator before anything happens and written to the journal as the
 //! rollout's spec, which a restarted process reads back to reattach.
 
+use crate::api::heat::PriorEntry;
 use crate::drivers::layout::{stack_path, GROUP_RESOURCE};
 use crate::drivers::{member_order, NodeGroupTarget};
 use crate::journal::ApiCall;
@@ -83,6 +84,12 @@ pub struct RolloutPlan {
     /// Where the rollout was started, when the plan was read back from Heat's marker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_on: Option<String>,
+    /// What the stack's environment declared at the members' hook path before the
+    /// rollout's PATCH (read by the start): the start adds its hook beside it, and the end
+    /// puts it back ([`RolloutPlan::unhook_update`]). `None` in a plan not started yet, and
+    /// in plans from before it was kept (their end removes the hook key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks_before: Option<PriorEntry>,
 }
 
 /// The tag a rollout's PATCH puts on the stack: `caldera-rollout=<id>@<host>`. Heat is the
@@ -150,6 +157,14 @@ pub fn hooks_environment_for(group: &str) -> serde_json::Value {
     registry_for_members(group, serde_json::json!({"hooks": [ROLLOUT_HOOK]}))
 }
 
+/// The environment's keys of the hook entry of every member of the group at path `group`
+/// (`roles/Compute` -> `["roles", "Compute", "*"]`).
+pub fn member_hook_keys(group: &str) -> Vec<&str> {
+    let mut keys: Vec<&str> = group.split('/').filter(|s| !s.is_empty()).collect();
+    keys.push("*");
+    keys
+}
+
 /// `{"resource_registry": {"resources": {A: {B: {"*": entry}}}}}` for the members of the group
 /// at path `A/B`: Heat's environment names a nested stack's resources by nesting maps under
 /// the resource that owns the nested stack.
@@ -201,6 +216,7 @@ impl RolloutPlan {
             group: None,
             stack_tags: None,
             started_on: None,
+            hooks_before: None,
         }
     }
 
@@ -258,9 +274,34 @@ impl RolloutPlan {
         }
     }
 
-    /// Breakpoints on every member of the rollout's group.
+    /// Breakpoints on every member of the rollout's group, beside any hook the environment
+    /// already declared there (an operator's own stays).
     pub fn hooks_environment(&self) -> serde_json::Value {
-        hooks_environment_for(self.group_resource())
+        match &self.hooks_before {
+            Some(prior) => prior.adding(&self.hook_keys(), ROLLOUT_HOOK),
+            None => hooks_environment_for(self.group_resource()),
+        }
+    }
+
+    /// The environment's keys of the members' hook entry: the group's path, then `*`.
+    pub fn hook_keys(&self) -> Vec<&str> {
+        member_hook_keys(self.group_resource())
+    }
+
+    /// The PATCH that takes the rollout's hooks out of the stack's environment again, and
+    /// nothing else: the entry at [`RolloutPlan::hook_keys`] as it was before the start
+    /// (Heat merges a PATCH's environment into the stored one, so only that path moves).
+    pub fn unhook_update(&self) -> crate::api::heat::StackUpdate {
+        let keys = self.hook_keys();
+        let prior = self
+            .hooks_before
+            .clone()
+            .unwrap_or(PriorEntry::Present(Vec::new()));
+        crate::api::heat::StackUpdate {
+            environment: Some(prior.restoring(&keys)),
+            existing: true,
+            ..Default::default()
+        }
     }
 
     pub fn members(&self) -> impl Iterator<Item = &String> {

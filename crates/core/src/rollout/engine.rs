@@ -267,6 +267,16 @@ pub async fn start(
         &detail.tags,
         &super::plan::marker_tag(&plan.id, &super::lock::hostname()),
     ));
+    // What the environment declares where the rollout puts its hook: the start keeps it
+    // beside ours, the end puts it back. Without it the end could not leave the stack's
+    // environment as it found it, so nothing starts.
+    let before = heat.get_environment_hooks(&plan.stack).await.map_err(|e| {
+        crate::drivers::refused(format!(
+            "{target}: reading the stack's environment (what the rollout's hooks must leave \
+             as it was): {e}; nothing was sent to Heat"
+        ))
+    })?;
+    plan.hooks_before = Some(before.prior_entry(&plan.hook_keys()));
     let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
     if let Some((id, time)) = newest_event(&heat, &group).await? {
         plan.since_event = Some(id);
@@ -878,6 +888,7 @@ impl Runner {
             }
         }
         self.status.state = state;
+        self.status.hooks_left = self.take_out_hooks().await;
         self.status.compute(self.now());
         // A rollout that ended has nothing releasing: no rate, no ETA.
         self.status.throughput_per_min = None;
@@ -905,6 +916,29 @@ impl Runner {
         self.note(entry).await;
         let _ = self.tx.send(self.status.clone());
         self.status
+    }
+
+    /// The end of every rollout: its hooks out of the stack's environment where that
+    /// changes nothing else, else why they stay ([`super::unhook`]). A rollout another
+    /// update superseded leaves the stack to that update.
+    async fn take_out_hooks(&mut self) -> Option<String> {
+        if let RolloutState::Failed { reason } = &self.status.state {
+            if reason.starts_with("superseded") {
+                return Some(format!(
+                    "left to the update that superseded this rollout (`caldera heat hooks {}` \
+                     shows what the environment holds)",
+                    self.plan.stack.name
+                ));
+            }
+        }
+        let ending = match self.status.state {
+            RolloutState::Completed => super::unhook::Ending::Completed,
+            _ => super::unhook::Ending::Other,
+        };
+        let line =
+            super::unhook::take_out(&self.heat, &self.ctx, &self.plan, ending, self.options.poll)
+                .await;
+        Some(line)
     }
 
     /// Waits `dur`, or less when a control arrives (applied at once). True when one did.
@@ -1992,12 +2026,32 @@ pub async fn observe_status(
     }
     if !status.state.is_final() {
         status.driver = Some(driver_info(journal, plan));
+    } else {
+        status.hooks_left = hooks_left_now(heat, plan).await;
     }
     let now = obs
         .last_event_time
         .map_or(Utc::now(), |t| t.max(Utc::now()));
     status.compute(now);
     Ok(status)
+}
+
+/// After a rollout's end, what Heat's environment holds now that would stop the stack's
+/// next update (read from Heat, whatever the journal says); `None` when it cannot be read.
+async fn hooks_left_now(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
+    let left = crate::ops::leftover_hooks::leftover_hooks(heat, &plan.stack)
+        .await
+        .ok()?;
+    Some(match left.as_slice() {
+        [] => "none left: the stack's environment holds no pre-update hook that would stop \
+               its next update"
+            .to_string(),
+        l => l
+            .iter()
+            .map(|h| h.line(&plan.stack.name))
+            .collect::<Vec<_>>()
+            .join("; "),
+    })
 }
 
 /// A plan for a rollout Heat shows under way but this machine's journal does not know

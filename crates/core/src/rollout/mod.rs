@@ -13,6 +13,7 @@
 //! - [`lock`]: one driver per node group; control requests ordered against releases.
 //! - [`control`]: finding a rollout under way and steering it from outside its engine.
 //! - [`status`]: [`status::RolloutStatus`], the snapshot the console shows.
+//! - [`unhook`]: taking the rollout's hooks back out of the stack's environment at its end.
 
 pub mod control;
 pub mod engine;
@@ -23,6 +24,7 @@ pub mod observed_nova;
 /// The plan types live with the drivers, which produce them (`UpgradePlan::Rollout`).
 pub use crate::drivers::rollout_plan as plan;
 pub mod progress;
+pub mod unhook;
 
 pub use engine::{AbortMode, Control, EngineOptions, RolloutHandle};
 pub use plan::{RolloutOptions, RolloutPlan};

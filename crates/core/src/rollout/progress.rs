@@ -200,6 +200,10 @@ pub struct RolloutStatus {
     /// Who drives it, when known.
     #[serde(default)]
     pub driver: Option<DriverInfo>,
+    /// What the end of the rollout left in the stack's environment: its hooks taken out
+    /// (and Heat's word that they are gone), or why they are still there and what they hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks_left: Option<String>,
 }
 
 /// How long a node may be updating before it counts as a straggler, given the median time
@@ -250,6 +254,7 @@ impl RolloutStatus {
             stragglers: 0,
             updated_at: now,
             driver: None,
+            hooks_left: None,
         }
     }
 
@@ -358,6 +363,9 @@ impl RolloutStatus {
                     .unwrap_or_else(|| "-".into())
             ),
         ];
+        if let Some(h) = &self.hooks_left {
+            out.push(format!("  hooks: {h}"));
+        }
         for n in &self.nodes {
             out.push(format!(
                 "  {:>6} batch {:>3} {:<9}{}{}",

@@ -351,6 +351,41 @@ fn registry_resources(w: &World, ix: usize, depth: usize) -> Value {
     Value::Object(out)
 }
 
+/// `ResourceRegistry.load` (heat/engine/environment.py) on `resources`: a dict is merged key
+/// by key into the stored one, a `hooks` value (or any other non-dict) replaces the stored
+/// one, and a `null` removes the stored key, unless the key ends in `*`, where Heat removes
+/// only type mappings matching the glob (never a dict of hooks). Bounded in depth.
+fn load_registry(
+    dst: &mut serde_json::Map<String, Value>,
+    src: &serde_json::Map<String, Value>,
+    depth: usize,
+) {
+    if depth > 16 {
+        return;
+    }
+    for (k, v) in src {
+        match v {
+            Value::Null => {
+                if !k.ends_with('*') {
+                    dst.remove(k);
+                }
+            }
+            Value::Object(inner) if k != "hooks" => {
+                let slot = dst.entry(k.clone()).or_insert_with(|| json!({}));
+                if !slot.is_object() {
+                    *slot = json!({});
+                }
+                if let Some(slot) = slot.as_object_mut() {
+                    load_registry(slot, inner, depth + 1);
+                }
+            }
+            other => {
+                dst.insert(k.clone(), other.clone());
+            }
+        }
+    }
+}
+
 /// Merges `environment.resource_registry.resources` of a PATCH into the stack's.
 fn merge_env(old: &Value, new: &Value) -> Value {
     let mut out = old.clone();
@@ -365,9 +400,7 @@ fn merge_env(old: &Value, new: &Value) -> Value {
             .pointer_mut("/resource_registry/resources")
             .and_then(|v| v.as_object_mut())
         {
-            for (k, v) in res {
-                dst.insert(k.clone(), v.clone());
-            }
+            load_registry(dst, res, 0);
         }
     }
     if let Some(p) = new.get("parameters").and_then(|v| v.as_object()) {

@@ -510,6 +510,13 @@ impl HeatClient {
         self.transport.get_json(url.as_str()).await
     }
 
+    /// `GET .../environment`: the stack's stored environment as Heat answers it (hidden
+    /// parameters as `******`), for showing and comparing whole.
+    pub async fn get_environment(&self, stack: &StackRef) -> ApiResult<serde_json::Value> {
+        let url = self.stack_url(stack, &["environment"]);
+        self.transport.get_json(url.as_str()).await
+    }
+
     /// `GET .../environment`, keeping only the hooks it declares by resource path (see
     /// [`super::hooks_env`]): what says a member may be held once its pause event is purged.
     pub async fn get_environment_hooks(&self, stack: &StackRef) -> ApiResult<EnvironmentHooks> {

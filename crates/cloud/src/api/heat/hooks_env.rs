@@ -122,6 +122,139 @@ impl EnvironmentHooks {
     pub fn entries(&self) -> usize {
         self.resources.count()
     }
+
+    /// The hooks declared at exactly `keys` (keys as written in the environment, no glob
+    /// matching: `["kube_minions", "*"]`), or `None` when a key of the path is absent.
+    pub fn hooks_at(&self, keys: &[&str]) -> Option<&[String]> {
+        self.level_at(keys).map(|l| l.hooks.as_slice())
+    }
+
+    fn level_at(&self, keys: &[&str]) -> Option<&HookLevel> {
+        let mut level = &self.resources;
+        for key in keys {
+            level = &level.children.iter().find(|(k, _)| k == key)?.1;
+        }
+        Some(level)
+    }
+
+    /// What exactly `keys` held in this environment: read before an action puts a hook
+    /// there, it is what the action's end puts back.
+    pub fn prior_entry(&self, keys: &[&str]) -> PriorEntry {
+        let mut level = &self.resources;
+        for (depth, key) in keys.iter().enumerate() {
+            match level.children.iter().find(|(k, _)| k == key) {
+                Some((_, l)) => level = l,
+                None => return PriorEntry::AbsentFrom(depth),
+            }
+        }
+        PriorEntry::Present(level.hooks.clone())
+    }
+
+    /// Every exact path (up to the pattern holding them) whose hooks include `hook`, as
+    /// written in the environment: `[["kube_minions", "*"]]`.
+    pub fn paths_with(&self, hook: &str) -> Vec<Vec<String>> {
+        fn walk(level: &HookLevel, hook: &str, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+            if !path.is_empty() && level.hooks.iter().any(|h| h == hook) {
+                out.push(path.clone());
+            }
+            for (k, l) in &level.children {
+                path.push(k.clone());
+                walk(l, hook, path, out);
+                path.pop();
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.resources, hook, &mut Vec::new(), &mut out);
+        out
+    }
+}
+
+/// What one exact key path of the environment's `resources` held before an action set a
+/// hook there (see [`EnvironmentHooks::prior_entry`]).
+///
+/// Heat merges a PATCH's environment into the stored one (`ResourceRegistry.load`, in
+/// `heat/engine/environment.py`): a dict is merged key by key, a `hooks` value replaces the
+/// stored one, and a `null` value removes the stored key (`_register_info(path, None)`
+/// pops it) unless the key ends in `*`: then only type mappings matching the glob go, never
+/// a dict of hooks. So a hook added where nothing was is taken back whole by a `null` at the
+/// first key that was absent; under the member pattern `*` (a glob) only its `hooks` key can
+/// be taken back, leaving `"*": {}`, which holds nothing.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PriorEntry {
+    /// The key at this depth of the path (0 = the first) was absent, and so every key below.
+    AbsentFrom(usize),
+    /// Every key was there; the last one declared these hooks (none: no `hooks` key, or an
+    /// empty list).
+    Present(Vec<String>),
+}
+
+impl PriorEntry {
+    /// The hooks the path holds with `hook` added to what was there.
+    pub fn hooks_with(&self, hook: &str) -> Vec<String> {
+        let mut hooks = match self {
+            PriorEntry::AbsentFrom(_) => Vec::new(),
+            PriorEntry::Present(h) => h.clone(),
+        };
+        if !hooks.iter().any(|h| h == hook) {
+            hooks.push(hook.to_string());
+        }
+        hooks
+    }
+
+    /// `{"resource_registry": {"resources": …}}` setting `hook` at `keys`, keeping the hooks
+    /// already declared there (the operator's own stay).
+    pub fn adding(&self, keys: &[&str], hook: &str) -> serde_json::Value {
+        let hooks = serde_json::json!({ "hooks": self.hooks_with(hook) });
+        registry_patch(keys, hooks)
+    }
+
+    /// The environment PATCH that returns `keys` to this prior state: a `null` at the first
+    /// key that was absent (a key that is not a glob), else the prior `hooks` (or a `null`
+    /// `hooks`, when there were none).
+    pub fn restoring(&self, keys: &[&str]) -> serde_json::Value {
+        match self {
+            PriorEntry::AbsentFrom(depth) => match keys.get(*depth) {
+                Some(key) if !key.ends_with('*') => {
+                    registry_patch(&keys[..=*depth], serde_json::Value::Null)
+                }
+                _ => registry_patch(keys, serde_json::json!({ "hooks": null })),
+            },
+            PriorEntry::Present(hooks) if hooks.is_empty() => {
+                registry_patch(keys, serde_json::json!({ "hooks": null }))
+            }
+            PriorEntry::Present(hooks) => {
+                registry_patch(keys, serde_json::json!({ "hooks": hooks }))
+            }
+        }
+    }
+
+    /// Whether the environment `now` declares at `keys` the hooks this prior state did (the
+    /// restore took: an entry left as `{}` declares none, as an absent one).
+    pub fn is_restored_in(&self, now: &EnvironmentHooks, keys: &[&str]) -> bool {
+        let mut want = match self {
+            PriorEntry::AbsentFrom(_) => Vec::new(),
+            PriorEntry::Present(h) => h.clone(),
+        };
+        let mut have = now
+            .hooks_at(keys)
+            .map(<[String]>::to_vec)
+            .unwrap_or_default();
+        want.sort();
+        have.sort();
+        want == have
+    }
+}
+
+/// `{"resource_registry": {"resources": {k0: {k1: … {k_last: leaf}}}}}`.
+fn registry_patch(keys: &[&str], leaf: serde_json::Value) -> serde_json::Value {
+    let mut inner = leaf;
+    for key in keys.iter().rev() {
+        let mut level = serde_json::Map::new();
+        level.insert((*key).to_string(), inner);
+        inner = serde_json::Value::Object(level);
+    }
+    serde_json::json!({ "resource_registry": { "resources": inner } })
 }
 
 // ---- decoding: `{"resource_registry": {"resources": {...}}}`, everything else skipped ----
@@ -532,5 +665,112 @@ mod tests {
         )
         .expect("decodes");
         assert!(env.matches(&["["], "pre-update"));
+    }
+
+    /// Applies a PATCH environment to a stored one as Heat's `ResourceRegistry.load` does
+    /// (dicts merged key by key, `hooks` replaced, `null` pops a key not ending in `*`),
+    /// on plain JSON: the model the restore is checked against.
+    fn heat_load(stored: &mut serde_json::Value, patch: &serde_json::Value) {
+        let (Some(stored), Some(patch)) = (stored.as_object_mut(), patch.as_object()) else {
+            return;
+        };
+        for (k, v) in patch {
+            if v.is_null() {
+                if !k.ends_with('*') {
+                    stored.remove(k);
+                }
+            } else if k == "hooks" || !v.is_object() {
+                stored.insert(k.clone(), v.clone());
+            } else {
+                let slot = stored.entry(k.clone()).or_insert_with(|| json!({}));
+                heat_load(slot, v);
+            }
+        }
+    }
+
+    fn after(stored: &serde_json::Value, patch: &serde_json::Value) -> serde_json::Value {
+        let mut env = stored.clone();
+        heat_load(&mut env, patch);
+        env
+    }
+
+    #[test]
+    fn a_hook_added_then_restored_leaves_the_environment_as_it_was() {
+        let keys = ["kube_minions", "*"];
+        let cases = [
+            // Nothing at all in the registry.
+            json!({"resource_registry": {"resources": {}}}),
+            // Another group's hooks and a type mapping: untouched.
+            json!({"resource_registry": {"OS::Foo": "foo.yaml", "resources": {
+                "kube_masters": {"*": {"hooks": ["pre-update"]}}}}}),
+            // The group is there with the operator's own hook on one member.
+            json!({"resource_registry": {"resources": {
+                "kube_minions": {"3": {"hooks": "pre-delete"}}}}}),
+            // The operator's own hook on every member: kept, ours added beside it.
+            json!({"resource_registry": {"resources": {
+                "kube_minions": {"*": {"hooks": ["pre-create"]}}}}}),
+        ];
+        for stored in cases {
+            let before: EnvironmentHooks = serde_json::from_value(stored.clone()).expect("env");
+            let prior = before.prior_entry(&keys);
+            let during = after(&stored, &prior.adding(&keys, "pre-update"));
+            let held: EnvironmentHooks = serde_json::from_value(during.clone()).expect("env");
+            assert!(
+                held.matches(&["kube_minions", "4"], "pre-update"),
+                "{during}"
+            );
+            for h in before.hooks_at(&keys).unwrap_or_default() {
+                assert!(
+                    held.matches(&["kube_minions", "4"], h),
+                    "kept {h}: {during}"
+                );
+            }
+            let restored = after(&during, &prior.restoring(&keys));
+            let now: EnvironmentHooks = serde_json::from_value(restored.clone()).expect("env");
+            assert!(prior.is_restored_in(&now, &keys), "{restored}");
+            // Every hook type declared where it was, and nowhere else (a `"*": {}` left under
+            // a group that had other entries declares nothing).
+            for hook in ["pre-create", "pre-update", "pre-delete"] {
+                assert_eq!(
+                    now.paths_with(hook),
+                    before.paths_with(hook),
+                    "{hook}: {stored} -> {during} -> {restored}"
+                );
+            }
+            // Where the group was absent, the JSON itself is as before.
+            if matches!(prior, PriorEntry::AbsentFrom(0)) {
+                assert_eq!(restored, stored);
+            }
+        }
+    }
+
+    #[test]
+    fn a_nested_group_path_is_restored_by_removing_its_first_absent_key() {
+        let keys = ["roles", "Compute", "*"];
+        let stored = json!({"resource_registry": {"resources": {"roles": {"Controller": {}}}}});
+        let before: EnvironmentHooks = serde_json::from_value(stored.clone()).expect("env");
+        let prior = before.prior_entry(&keys);
+        assert_eq!(prior, PriorEntry::AbsentFrom(1));
+        assert_eq!(
+            prior.restoring(&keys),
+            json!({"resource_registry": {"resources": {"roles": {"Compute": null}}}})
+        );
+        let during = after(&stored, &prior.adding(&keys, "pre-update"));
+        assert_eq!(after(&during, &prior.restoring(&keys)), stored);
+    }
+
+    #[test]
+    fn hooks_left_anywhere_are_listed_by_path() {
+        let env = parse(json!({"resource_registry": {"resources": {
+            "kube_minions": {"*": {"hooks": ["pre-update"]}},
+            "racks": {"*": {"nodes": {"*": {"hooks": "pre-update"}}}},
+            "db": {"hooks": "pre-create"}}}}));
+        assert_eq!(
+            env.paths_with("pre-update"),
+            vec![
+                vec!["kube_minions".to_string(), "*".to_string()],
+                vec!["racks".into(), "*".into(), "nodes".into(), "*".into()],
+            ]
+        );
     }
 }

@@ -11,4 +11,4 @@ pub use heat_client::{
     EventQuery, HeatClient, OutputInfo, OutputValue, PreviewChanges, ResourceInfo, ResourceQuery,
     SortDir, StackAction, StackCreate, StackDetail, StackListQuery, StackUpdate,
 };
-pub use hooks_env::EnvironmentHooks;
+pub use hooks_env::{EnvironmentHooks, PriorEntry};

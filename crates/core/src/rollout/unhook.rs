@@ -1,0 +1,215 @@
+//! Taking a rollout's hooks back out of the stack's environment.
+//!
+//! A rollout's PATCH puts `pre-update` on every member of its group
+//! (`resource_registry.resources.GROUP."*".hooks`). Heat stores the environment an update
+//! was sent with and merges every later PATCH into it, so the hook outlives the rollout:
+//! every later update of the stack, whoever starts it (Magnum's conductor, the CLI, another
+//! caldera), holds that group's members forever, since a member's nested stack is always
+//! updated when its parent is (measured on Heat 27). So a rollout is not over until the
+//! hook is gone again: one more PATCH that puts the entry back as it was before the start
+//! ([`RolloutPlan::unhook_update`]), and Heat's word that it is gone (its environment read
+//! back), not ours.
+//!
+//! That PATCH is itself an update: Heat converges every resource to the stored template.
+//! It changes nothing only when every member already is what the stored stack says: after a
+//! completed rollout (all members on the new values), or after Heat rolled back (the stored
+//! stack is the old one again). After an update cancelled without rollback, a failed one or
+//! one with skipped members, the hook is what keeps the members not updated from changing:
+//! taking it out would update them. Then the hook stays, and the rollout says what it holds
+//! and how to take it out when the operator chooses (`caldera heat unhook`).
+
+use super::plan::{RolloutPlan, ROLLOUT_HOOK};
+use crate::api::heat::{EnvironmentHooks, HeatClient, PriorEntry, StackUpdate};
+use crate::drivers::apply::ActionContext;
+use crate::drivers::heat_native::{stack_path, update_body_text};
+use crate::journal::{ApiCall, Entry, Outcome};
+use crate::model::StackRef;
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// Longest the unhook waits for Heat's update that takes the hook out (it changes no
+/// resource, so it takes seconds; a member stack per member is still walked).
+const UNHOOK_WAIT: Duration = Duration::from_secs(10 * 60);
+
+/// How a rollout ended, as far as taking its hooks out is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Every member updated and Heat's update complete: the stored stack is what the
+    /// members are.
+    Completed,
+    /// Anything else: whether the members match the stored stack is Heat's to say
+    /// (`ROLLBACK_COMPLETE`: the old stack again).
+    Other,
+}
+
+/// The stack's environment at `keys` is back to `prior`; `None` when Heat cannot be read.
+async fn restored(
+    heat: &HeatClient,
+    stack: &StackRef,
+    prior: &PriorEntry,
+    keys: &[&str],
+) -> Option<bool> {
+    let env: EnvironmentHooks = heat.get_environment_hooks(stack).await.ok()?;
+    Some(prior.is_restored_in(&env, keys))
+}
+
+/// Takes the rollout's hooks out of the stack's environment when that changes nothing else
+/// (see the module's note), journaled first, and checks Heat's environment afterwards.
+/// Answers the line the rollout's status and its last journal entry carry.
+pub async fn take_out(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    plan: &RolloutPlan,
+    ending: Ending,
+    poll: Duration,
+) -> String {
+    let keys = plan.hook_keys();
+    let group = plan.group_resource();
+    let members = plan.members().count();
+    let prior = plan
+        .hooks_before
+        .clone()
+        .unwrap_or(PriorEntry::Present(Vec::new()));
+    let detail = match heat.get_stack(&plan.stack, false).await {
+        Ok(d) => d,
+        Err(e) => {
+            return format!(
+                "not known whether the {ROLLOUT_HOOK} hooks on {group} are still in the \
+                 stack's environment (reading the stack: {e}); `caldera heat hooks {}` tells",
+                plan.stack.name
+            )
+        }
+    };
+    let status = &detail.summary.status;
+    match restored(heat, &plan.stack, &prior, &keys).await {
+        Some(true) => {
+            return "none left: the stack's environment holds on the members what it held \
+                    before the rollout"
+                .to_string()
+        }
+        Some(false) => {}
+        None => {
+            return format!(
+                "not known whether the {ROLLOUT_HOOK} hooks on {group} are still in the \
+                 stack's environment (Heat's environment could not be read); `caldera heat \
+                 hooks {}` tells",
+                plan.stack.name
+            )
+        }
+    }
+    if status.is_in_progress() {
+        return format!(
+            "the {ROLLOUT_HOOK} hooks on {group} stay while Heat's update runs ({status}): \
+             they hold the members not released; once it ends, `caldera heat unhook {} {group}` \
+             takes them out",
+            plan.stack.name
+        );
+    }
+    let safe = ending == Ending::Completed || status.raw == "ROLLBACK_COMPLETE";
+    if !safe {
+        return format!(
+            "left in the stack's environment on purpose: {ROLLOUT_HOOK} on {group}, so the \
+             next update of {stack} (by any tool) holds its {members} member(s). Heat's \
+             update ended {status} with members not on the stack's stored values, and taking \
+             the hooks out is an update that would bring them there unheld; `caldera heat \
+             unhook {stack} {group}` does it when you choose",
+            stack = plan.stack.name
+        );
+    }
+    let update = plan.unhook_update();
+    let call = ApiCall::new("PATCH", stack_path(&plan.stack), update_body_text(&update));
+    let target = plan.target.label();
+    let entry = |outcome: Outcome| {
+        Entry::new(&ctx.actor, "rollout.unhook", &target, outcome)
+            .rollout(&plan.id)
+            .calls(vec![call.clone()])
+    };
+    if let Err(e) = ctx.record(&entry(Outcome::Started)) {
+        return format!(
+            "still in the stack's environment ({ROLLOUT_HOOK} on {group}): the journal could \
+             not take the entry of the PATCH that takes them out ({}), so it was not sent; \
+             `caldera heat unhook {} {group}`",
+            e.message, plan.stack.name
+        );
+    }
+    let line = send_and_check(
+        heat,
+        &plan.stack,
+        &update,
+        &prior,
+        &keys,
+        detail.summary.updated_at,
+        poll,
+    )
+    .await;
+    let outcome = match &line {
+        Ok(_) => Outcome::Ok,
+        Err(e) => Outcome::Failed { error: e.clone() },
+    };
+    let _ = ctx.record(&entry(outcome));
+    match line {
+        Ok(l) => l,
+        Err(e) => format!(
+            "still in the stack's environment ({ROLLOUT_HOOK} on {group}): {e}; `caldera heat \
+             unhook {} {group}`",
+            plan.stack.name
+        ),
+    }
+}
+
+/// Sends the PATCH, waits for Heat's update it starts to end, and reads the environment
+/// back. `Ok` with the line to show, `Err` with what went wrong.
+pub async fn send_and_check(
+    heat: &HeatClient,
+    stack: &StackRef,
+    update: &StackUpdate,
+    prior: &PriorEntry,
+    keys: &[&str],
+    updated_before: Option<DateTime<Utc>>,
+    poll: Duration,
+) -> Result<String, String> {
+    heat.update_stack(stack, update)
+        .await
+        .map_err(|e| format!("the PATCH that takes them out failed: {e}"))?;
+    let status = wait_update_end(heat, stack, updated_before, poll).await;
+    match restored(heat, stack, prior, keys).await {
+        Some(true) => Ok(format!(
+            "taken out: Heat's environment holds on the members what it held before \
+             (its update for it: {status})"
+        )),
+        Some(false) => Err(format!(
+            "Heat's environment still declares them after the PATCH (its update: {status})"
+        )),
+        None => Err(format!(
+            "sent, but Heat's environment could not be read back (its update: {status})"
+        )),
+    }
+}
+
+/// Waits (bounded) until the update a PATCH just started has ended: the stack no longer in
+/// progress and updated after `before`. Answers the stack's status as last read.
+async fn wait_update_end(
+    heat: &HeatClient,
+    stack: &StackRef,
+    before: Option<DateTime<Utc>>,
+    poll: Duration,
+) -> String {
+    let deadline = tokio::time::Instant::now() + UNHOOK_WAIT;
+    let poll = poll.clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let mut last = String::from("not read");
+    while tokio::time::Instant::now() < deadline {
+        if let Ok(d) = heat.get_stack(stack, false).await {
+            last = d.summary.status.raw.clone();
+            let newer = match (before, d.summary.updated_at) {
+                (Some(b), Some(now)) => now > b,
+                (None, Some(_)) => true,
+                (_, None) => false,
+            };
+            if newer && !d.summary.status.is_in_progress() {
+                return last;
+            }
+        }
+        tokio::time::sleep(poll).await;
+    }
+    format!("{last}, still running after {}s", UNHOOK_WAIT.as_secs())
+}

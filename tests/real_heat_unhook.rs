@@ -1,0 +1,353 @@
+//! Nothing left behind (issue 23, item 2), on a real OpenStack Heat on 127.0.0.1, on
+//! Magnum's cluster layout (templates: tests/fixtures/shapes/magnum) carrying an operator's
+//! own hooks:
+//!
+//! - a completed rollout takes its `pre-update` hooks back out of the stack's environment:
+//!   Heat's stored environment after it equals the one before (the operator's own hooks
+//!   kept), and a following plain `PATCH` of one parameter (`openstack stack update
+//!   --existing`) completes with no member held;
+//! - a rollout cancelled without rollback keeps its hooks (taking them out is an update that
+//!   would bring the members not updated to the new values) and says so; `rollout status`
+//!   and `heat hooks` name the hooks the next update would stop on; `heat unhook` shows its
+//!   plan with Heat's preview, sends nothing unconfirmed, and with `--yes` takes them out.
+//!
+//! `scripts/real-heat-suite.sh` starts a Heat and runs these with `--ignored`; HEAT_URL must
+//! point at it.
+
+#[path = "support/heat_wait.rs"]
+mod heat_wait;
+#[path = "support/real_heat_client.rs"]
+mod real_heat_client;
+use caldera::api::heat::{HeatClient, StackCreate, StackUpdate};
+use caldera::drivers::heat_native::group_stack_of;
+use caldera::journal::{Journal, Outcome};
+use caldera::model::StackRef;
+use heat_wait::wait_status;
+use real_heat_client::{fixture, heat, heat_url, oldest_first, unique};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const MAGNUM_FILES: [(&str, &str); 3] = [
+    ("lib/network.yaml", "magnum/network.yaml"),
+    ("kubemaster.yaml", "magnum/kubemaster.yaml"),
+    ("kubeminion.yaml", "magnum/kubeminion.yaml"),
+];
+
+/// The operator's own hooks, which no action of caldera may touch: one on a minion (the
+/// rollout's group) that only a delete would meet, one on the masters' deletes.
+fn operators_environment() -> Value {
+    json!({"resource_registry": {"resources": {
+        "kube_minions": {"1": {"hooks": "pre-delete"}},
+        "kube_masters": {"*": {"hooks": ["pre-delete"]}},
+    }}})
+}
+
+/// Magnum's layout with 1 master and `minions` minions, the operator's hooks in its
+/// environment, created and waited for.
+async fn magnum_stack(heat: &HeatClient, prefix: &str, minions: u32) -> StackRef {
+    let template: Value =
+        serde_yaml_ng::from_str(&fixture("magnum/kubecluster.yaml")).expect("template YAML");
+    let create = StackCreate {
+        name: unique(prefix),
+        template,
+        files: MAGNUM_FILES
+            .iter()
+            .map(|(n, p)| (n.to_string(), fixture(p)))
+            .collect(),
+        parameters: serde_json::from_value(
+            json!({"number_of_masters": 1, "number_of_minions": minions}),
+        )
+        .expect("parameters"),
+        environment: Some(operators_environment()),
+        disable_rollback: Some(true),
+        ..Default::default()
+    };
+    let stack = heat.create_stack(&create).await.expect("stack create");
+    wait_status(heat, &stack, "CREATE_COMPLETE").await;
+    stack
+}
+
+/// Runs the caldera binary on the real Heat with its own journal; stdin is not a terminal.
+fn caldera(journal: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url()])
+        .args(args)
+        .env("CALDERA_JOURNAL", journal)
+        .env_remove("CALDERA_ACTIONS_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run caldera");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// The stored environment's `resource_registry` (what hooks live in) and `parameters`.
+async fn registry_and_parameters(heat: &HeatClient, stack: &StackRef) -> (Value, Value) {
+    let env = heat.get_environment(stack).await.expect("environment");
+    (env["resource_registry"].clone(), env["parameters"].clone())
+}
+
+/// `v` without the map entries that declare nothing (`{}`), recursively.
+fn without_empty(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), without_empty(v)))
+                .filter(|(_, v)| v.as_object().is_none_or(|o| !o.is_empty()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A plain `PATCH` of one parameter, as `openstack stack update --existing --parameter`
+/// sends it, must end within `limit` with no member paused on a hook on the way.
+async fn plain_update_runs_unheld(heat: &HeatClient, stack: &StackRef, image: &str) {
+    let group = group_stack_of(heat, stack, "kube_minions")
+        .await
+        .expect("group");
+    let before: std::collections::BTreeSet<String> = heat
+        .list_events_page(&group, &oldest_first())
+        .await
+        .expect("events")
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let update = StackUpdate {
+        parameters: [("minion_image".to_string(), json!(image))].into(),
+        existing: true,
+        ..Default::default()
+    };
+    heat.update_stack(stack, &update).await.expect("PATCH");
+    let t0 = Instant::now();
+    let limit = Duration::from_secs(120);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let d = heat.get_stack(stack, false).await.expect("stack");
+        let status = d.summary.status.raw.clone();
+        if status == "UPDATE_COMPLETE" && d.summary.updated_at.is_some() {
+            break;
+        }
+        assert!(
+            d.summary.status.is_in_progress() || status == "CREATE_COMPLETE",
+            "the plain update ended {status}"
+        );
+        assert!(
+            t0.elapsed() < limit,
+            "the plain update is still {status} after {limit:?}: a member is held"
+        );
+    }
+    let held: Vec<String> = heat
+        .list_events_page(&group, &oldest_first())
+        .await
+        .expect("events")
+        .into_iter()
+        .filter(|e| !before.contains(&e.id))
+        .filter(|e| {
+            e.status_reason
+                .as_deref()
+                .is_some_and(|r| r.contains("paused until Hook"))
+        })
+        .map(|e| e.resource_name)
+        .collect();
+    assert!(
+        held.is_empty(),
+        "members held by the plain update: {held:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_completed_rollout_leaves_the_environment_as_it_found_it() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = magnum_stack(&heat, "unhook-done", 2).await;
+    let target = format!("{}/kube_minions", stack.name);
+    let (registry_before, params_before) = registry_and_parameters(&heat, &stack).await;
+
+    let (ok, out, err) = caldera(
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "minion_image=fedora-coreos-40",
+            "--yes",
+            "--poll-secs",
+            "0.5",
+        ],
+    );
+    assert!(ok, "rollout failed:\n{out}\n{err}");
+    assert!(out.contains("hooks: taken out"), "{out}\n{err}");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+
+    // Heat's stored environment: the registry exactly as before (the operator's own hooks
+    // included), the parameters as before but the one the rollout set.
+    // One difference Heat's merge cannot avoid: where the group's entry existed already
+    // (the operator's hook on member 1), a `null` can take back only the `hooks` of the
+    // member pattern `*` (a glob key), leaving `"*": {}`, which declares nothing.
+    let (registry_after, params_after) = registry_and_parameters(&heat, &stack).await;
+    assert_eq!(
+        without_empty(&registry_after),
+        without_empty(&registry_before),
+        "the resource registry, entries that declare nothing aside: {registry_after}"
+    );
+    let mut expected = params_before.clone();
+    expected["minion_image"] = json!("fedora-coreos-40");
+    assert_eq!(
+        params_after, expected,
+        "only the rollout's parameter changed"
+    );
+
+    // The journal: the unhook's PATCH recorded before it was sent, its outcome, the end.
+    let actions: Vec<(String, Outcome)> = Journal::open(&journal)
+        .read_all()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.action, e.outcome))
+        .collect();
+    let at = |a: &str, o: &Outcome| actions.iter().position(|(x, y)| x == a && y == o);
+    let started = at("rollout.unhook", &Outcome::Started).expect("unhook journaled");
+    let done = at("rollout.unhook", &Outcome::Ok).expect("unhook outcome");
+    let finish = at("rollout.finish", &Outcome::Ok).expect("finish");
+    assert!(started < done && done < finish, "{actions:?}");
+
+    // Whoever updates the stack next is not held.
+    plain_update_runs_unheld(&heat, &stack, "fedora-coreos-41").await;
+    let (ok, out, err) = caldera(&journal, &["heat", "hooks", &stack.name]);
+    assert!(ok && !out.contains("warning:"), "{out}\n{err}");
+    heat.delete_stack(&stack).await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn hooks_a_cancelled_rollout_keeps_are_named_and_taken_out_on_request() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = magnum_stack(&heat, "unhook-cancel", 3).await;
+    let target = format!("{}/kube_minions", stack.name);
+    let (registry_before, _) = registry_and_parameters(&heat, &stack).await;
+
+    // A gate after each member leaves time to cancel before the last one.
+    let driver = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url()])
+        .args(["rollout", "start", &target, "--set", "minion_image=fcos-41"])
+        .args(["--yes", "--poll-secs", "0.5", "--gate-secs", "5"])
+        .env("CALDERA_JOURNAL", &journal)
+        .env_remove("CALDERA_ACTIONS_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the driver");
+    let mut released = false;
+    for _ in 0..240 {
+        let entries = Journal::open(&journal).read_all().unwrap_or_default();
+        if entries
+            .iter()
+            .any(|e| e.action == "rollout.release" && e.outcome == Outcome::Ok)
+        {
+            released = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(released, "the driver never released a member");
+    let (ok, out, err) = caldera(
+        &journal,
+        &[
+            "rollout",
+            "abort",
+            &target,
+            "--cancel",
+            "--wait-secs",
+            "120",
+        ],
+    );
+    assert!(ok, "abort --cancel:\n{out}\n{err}");
+    let end = driver.wait_with_output().expect("driver ends");
+    let said = String::from_utf8_lossy(&end.stdout).to_string();
+    let settled = heat.get_stack(&stack, false).await.expect("stack");
+    assert!(
+        !settled.summary.status.is_in_progress(),
+        "{}",
+        settled.summary.status
+    );
+
+    // The hooks stay (taking them out would update the members not updated), and every
+    // reader says so: the driver's last words, `rollout status`, `heat hooks`.
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert_eq!(
+        hooks.paths_with("pre-update"),
+        vec![vec!["kube_minions".to_string(), "*".to_string()]],
+        "{hooks:?}"
+    );
+    assert!(
+        said.contains("left in the stack's environment on purpose"),
+        "{said}"
+    );
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("holds pre-update hooks on kube_minions/* with no update running")
+            && out.contains("will hold its 3 member(s)"),
+        "{out}"
+    );
+    let (ok, out, err) = caldera(&journal, &["heat", "hooks", &stack.name]);
+    assert!(
+        ok && out.contains("warning: this stack's environment holds"),
+        "{out}\n{err}"
+    );
+
+    // Another group's action would stop on them and never end: refused, nothing sent.
+    let updated = settled.summary.updated_at;
+    let masters = format!("{}/kube_masters", stack.name);
+    let (ok, out, err) = caldera(&journal, &["scale", &masters, "--count", "2", "--yes"]);
+    assert!(
+        !ok && out.contains("holds pre-update hooks on kube_minions/*"),
+        "{out}\n{err}"
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
+
+    // The way out: planned (Heat's preview included), nothing sent unconfirmed...
+    let (ok, out, err) = caldera(&journal, &["heat", "unhook", &stack.name, "kube_minions"]);
+    assert!(!ok && err.contains("not a terminal"), "{out}\n{err}");
+    assert!(
+        out.contains("heat.unhook") && out.contains("Heat's preview") && out.contains("PATCH"),
+        "{out}"
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
+    // ... and sent when confirmed: the members are no longer held, and the registry is back
+    // to what it was (the operator's own hooks kept).
+    let (ok, out, err) = caldera(
+        &journal,
+        &["heat", "unhook", &stack.name, "kube_minions", "--yes"],
+    );
+    assert!(ok, "{out}\n{err}");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
+    assert!(
+        hooks.matches(&["kube_minions", "1"], "pre-delete"),
+        "{hooks:?}"
+    );
+    assert!(
+        hooks.matches(&["kube_masters", "0"], "pre-delete"),
+        "{hooks:?}"
+    );
+    let (registry_after, _) = registry_and_parameters(&heat, &stack).await;
+    let minions_before = &registry_before["resources"]["kube_minions"];
+    let minions_after = &registry_after["resources"]["kube_minions"];
+    assert_eq!(minions_after["1"], minions_before["1"], "{registry_after}");
+    plain_update_runs_unheld(&heat, &stack, "fcos-42").await;
+    heat.delete_stack(&stack).await.ok();
+}
