@@ -225,7 +225,7 @@ async fn a_group_change_is_planned_from_heats_preview() {
         &stack,
         "kube_minions",
         &set(&[("minion_image", "fedora-coreos-40")]),
-        false,
+        &Default::default(),
     )
     .await
     .expect("plan");
@@ -251,13 +251,19 @@ async fn a_group_change_is_planned_from_heats_preview() {
         &stack,
         "kube_minions",
         &set(&[("number_of_masters", "2"), ("flavor", "m1.large")]),
-        false,
+        &Default::default(),
     )
     .await
     .expect("plan");
-    assert_eq!(plan.refusals.len(), 2, "{:?}", plan.refusals);
+    assert_eq!(plan.refusals.len(), 3, "{:?}", plan.refusals);
     assert!(plan.refusals[0].contains("no parameter flavor"));
     assert!(plan.refusals[1].contains("does not reach kube_minions"));
+    // And it would scale the masters, unheld: the blast radius says so.
+    assert!(
+        plan.refusals[2].contains("kube_masters (OS::Heat::ResourceGroup) reads number_of_masters"),
+        "{:?}",
+        plan.refusals
+    );
     // Nothing was changed by planning.
     let detail = heat.get_stack(&stack, false).await.expect("show");
     assert_eq!(detail.summary.status.raw, "CREATE_COMPLETE");

@@ -168,6 +168,11 @@ pub enum RolloutCommand {
         /// STACK/GROUP: go ahead on a stack Magnum owns (its conductor may fight the update).
         #[arg(long)]
         allow_magnum_owned: bool,
+        /// STACK/GROUP: let Heat update this other resource of the stack (its path) in the
+        /// same update, unheld, although it reads a changed parameter too (repeatable).
+        /// Without it such a change is refused, naming what it would touch.
+        #[arg(long, value_name = "PATH")]
+        let_heat_update: Vec<String>,
         /// Seconds between looks at Heat.
         #[arg(long, default_value_t = 2.0)]
         poll_secs: f64,
@@ -397,6 +402,11 @@ pub enum Command {
         /// STACK/GROUP: go ahead on a stack Magnum owns (its conductor may fight the update).
         #[arg(long)]
         allow_magnum_owned: bool,
+        /// STACK/GROUP: let Heat update this other resource of the stack (its path) in the
+        /// same update, unheld, although it reads a changed parameter too (repeatable).
+        /// Without it such a change is refused, naming what it would touch.
+        #[arg(long, value_name = "PATH")]
+        let_heat_update: Vec<String>,
         /// Return once the request is accepted instead of following it.
         #[arg(long)]
         no_wait: bool,

@@ -271,6 +271,7 @@ pub async fn run(command: Command, conn: CloudConnection, args: &ActionArgs) -> 
             yes,
             confirm,
             allow_magnum_owned,
+            let_heat_update,
             no_wait,
         } => {
             if let Some((stack, group)) = ctx.any_group(&target).await? {
@@ -283,7 +284,10 @@ pub async fn run(command: Command, conn: CloudConnection, args: &ActionArgs) -> 
                 let opts = AnyGroupOpts {
                     yes,
                     confirm,
-                    allow_magnum: allow_magnum_owned,
+                    allow: any_group::Allow {
+                        magnum: allow_magnum_owned,
+                        heat_updates: let_heat_update,
+                    },
                     no_wait,
                 };
                 return scale_any_group(&ctx, &stack, &group, count, opts).await;
@@ -380,6 +384,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             yes,
             confirm,
             allow_magnum_owned,
+            let_heat_update,
             poll_secs,
         } => {
             let options = RolloutOptions {
@@ -399,7 +404,10 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 let opts = AnyGroupOpts {
                     yes,
                     confirm,
-                    allow_magnum: allow_magnum_owned,
+                    allow: any_group::Allow {
+                        magnum: allow_magnum_owned,
+                        heat_updates: let_heat_update,
+                    },
                     no_wait: false,
                 };
                 let sets = parse_sets(&set)?;
@@ -686,7 +694,7 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
 struct AnyGroupOpts {
     yes: bool,
     confirm: Option<String>,
-    allow_magnum: bool,
+    allow: any_group::Allow,
     no_wait: bool,
 }
 
@@ -727,7 +735,7 @@ async fn scale_any_group(
     opts: AnyGroupOpts,
 ) -> CmdResult {
     let heat = &ctx.conn.heat;
-    let plan = any_group::plan_group_scale(heat, stack, group, count, opts.allow_magnum).await?;
+    let plan = any_group::plan_group_scale(heat, stack, group, count, &opts.allow).await?;
     print_lines(&plan.lines())?;
     if !plan.refusals.is_empty() {
         return refuse(ctx, "scale", &plan);
@@ -786,8 +794,7 @@ async fn rollout_any_group(
         opts.confirm.as_deref(),
     )?;
     let preview =
-        any_group::plan_group_update(heat, stack, group, &plain_values(&sets), opts.allow_magnum)
-            .await?;
+        any_group::plan_group_update(heat, stack, group, &plain_values(&sets), &opts.allow).await?;
     print_lines(&preview.lines())?;
     if !preview.refusals.is_empty() {
         return refuse(ctx, "rollout.start", &preview);

@@ -82,6 +82,53 @@ pub struct GroupUpdatePlan {
     pub members: Vec<String>,
     /// A scale: the member count before and after.
     pub scale: Option<(u32, u32)>,
+    /// The blast radius outside the target: every other resource whose definition reads a
+    /// changed parameter, which Heat updates in the same update, unheld.
+    pub also: Vec<AlsoChanged>,
+}
+
+/// A resource outside the target that reads a parameter the change sets: Heat updates it in
+/// the same update, with no hook holding it (a group: all its members at once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlsoChanged {
+    /// Its resource path in the stack (`kube_masters`, `roles/Controller`).
+    pub path: String,
+    /// Its type as the template writes it.
+    pub resource_type: String,
+    /// Which of the changed parameters it reads (by the name they go by at its level).
+    pub reads: Vec<String>,
+    /// Its members now, for a group.
+    pub members: Option<usize>,
+    /// The operator said Heat may update it (`--let-heat-update PATH`).
+    pub allowed: bool,
+}
+
+impl AlsoChanged {
+    fn line(&self) -> String {
+        let what = match self.members {
+            Some(n) => format!("{}, {n} member(s), all at once", self.resource_type),
+            None => self.resource_type.clone(),
+        };
+        let how = match self.allowed {
+            true => "let Heat update it (--let-heat-update)",
+            false => "refused unless --let-heat-update names it",
+        };
+        format!(
+            "  blast radius: {} ({what}) reads {} too: Heat updates it in the same update, \
+             unheld; {how}",
+            self.path,
+            self.reads.join(", ")
+        )
+    }
+}
+
+/// What an operator said a change of a group may do beyond its target.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allow {
+    /// Go ahead on a stack Magnum owns.
+    pub magnum: bool,
+    /// Resources outside the target Heat may update unheld (their paths).
+    pub heat_updates: Vec<String>,
 }
 
 impl GroupUpdatePlan {
@@ -123,6 +170,7 @@ impl GroupUpdatePlan {
                 }
             ));
         }
+        out.extend(self.also.iter().map(AlsoChanged::line));
         out.extend(self.refusals.iter().map(|r| format!("  refused: {r}")));
         out
     }
@@ -135,15 +183,12 @@ impl GroupUpdatePlan {
             .collect()
     }
 
-    /// A scale's PATCH: the count parameter, and no breakpoints on the group's members (a
-    /// finished rollout's hooks stay in the stack's environment, PATCH merges environments).
+    /// A scale's PATCH: the count parameter and nothing else. The stack's environment is
+    /// left as it is: hooks left there would hold this update, and the plan refuses then
+    /// (see [`crate::ops::leftover_hooks`]), rather than clearing anyone's hooks.
     pub fn scale_update(&self) -> StackUpdate {
         StackUpdate {
             parameters: self.parameters(),
-            environment: Some(crate::drivers::rollout_plan::registry_for_members(
-                &self.group,
-                serde_json::json!({"hooks": []}),
-            )),
             existing: true,
             ..Default::default()
         }
@@ -156,7 +201,7 @@ pub async fn plan_group_update(
     stack: &StackRef,
     group: &str,
     set: &BTreeMap<String, String>,
-    allow_magnum: bool,
+    allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
     let (detail, templates) = futures::join!(
         heat.get_stack(stack, false),
@@ -184,7 +229,7 @@ pub async fn plan_group_update(
             )
         }));
     }
-    if !allow_magnum {
+    if !allow.magnum {
         if let Some(p) = MAGNUM_PARAMETERS
             .iter()
             .find(|p| detail.parameters.contains_key(**p))
@@ -222,6 +267,45 @@ pub async fn plan_group_update(
             "Heat's preview does not update {top}: the members of {group} would not change"
         ));
     }
+    let mut also = Vec::new();
+    for (path, resource_type, reads) in also_reading(&templates, group, set) {
+        let members = match COUNT_PROPERTIES.iter().any(|(t, _)| *t == resource_type) {
+            true => group_members(heat, stack, &path)
+                .await
+                .ok()
+                .map(|m| m.len()),
+            false => None,
+        };
+        let allowed = allow
+            .heat_updates
+            .iter()
+            .any(|a| a.trim_matches('/') == path);
+        if !allowed {
+            refusals.push(format!(
+                "{path} ({resource_type}) reads {} too: Heat would update it in the same \
+                 update with no hook holding it{}; say --let-heat-update {path} to let it",
+                reads.join(", "),
+                members
+                    .map(|n| format!(" (all {n} of its members at once)"))
+                    .unwrap_or_default()
+            ));
+        }
+        also.push(AlsoChanged {
+            path,
+            resource_type,
+            reads,
+            members,
+            allowed,
+        });
+    }
+    for a in &allow.heat_updates {
+        if !also.iter().any(|x| x.path == a.trim_matches('/')) {
+            refusals.push(format!(
+                "--let-heat-update {a}: no resource outside {group} by that path reads a \
+                 changed parameter"
+            ));
+        }
+    }
     Ok(GroupUpdatePlan {
         stack: stack.clone(),
         group: group.to_string(),
@@ -230,7 +314,73 @@ pub async fn plan_group_update(
         refusals,
         members,
         scale: None,
+        also,
     })
+}
+
+/// The blast radius of setting `set` for the group at `group`, from the templates along its
+/// path ([`templates_along`]): at each level, every resource but the one on the path whose
+/// definition reads a changed parameter (by the name it goes by at that level: the stack's
+/// own at the top, the property its owner passes it as below). Heat's preview cannot tell
+/// this (it marks every group of nested templates updated on any change); the templates'
+/// `get_param` can. Answers (path, type, parameters read).
+pub fn also_reading(
+    templates: &[Value],
+    group: &str,
+    set: &BTreeMap<String, String>,
+) -> Vec<(String, String, Vec<String>)> {
+    let steps = steps(group);
+    let mut names: Vec<String> = set.keys().cloned().collect();
+    let mut out = Vec::new();
+    for (level, on_path) in steps.iter().enumerate() {
+        let Some(resources) = templates
+            .get(level)
+            .and_then(|t| t.get("resources"))
+            .and_then(Value::as_object)
+        else {
+            break;
+        };
+        for (name, definition) in resources {
+            if name == on_path {
+                continue;
+            }
+            let mut read = Vec::new();
+            params_read(definition, &mut read, 0);
+            let reads: Vec<String> = read.into_iter().filter(|r| names.contains(r)).collect();
+            if reads.is_empty() {
+                continue;
+            }
+            let path = steps[..level]
+                .iter()
+                .map(|s| s.to_string())
+                .chain(std::iter::once(name.clone()))
+                .collect::<Vec<_>>()
+                .join("/");
+            let resource_type = definition
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            out.push((path, resource_type, reads));
+        }
+        // The names the changed parameters go by one level down: the properties the owner
+        // on the path passes them in.
+        let next: Vec<String> = properties_of(&templates[level], on_path)
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| {
+                let mut r = Vec::new();
+                params_read(v, &mut r, 0);
+                r.iter().any(|p| names.contains(p))
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        if next.is_empty() {
+            break;
+        }
+        names = next;
+    }
+    out
 }
 
 /// The members of the group `group` of `stack`: the resources of its nested stack, in
@@ -260,7 +410,7 @@ pub async fn plan_group_scale(
     stack: &StackRef,
     group: &str,
     count: u32,
-    allow_magnum: bool,
+    allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
     let templates = templates_along(heat, stack, group).await?;
     let param = count_parameter_along(&templates, group).map_err(|e| {
@@ -271,7 +421,7 @@ pub async fn plan_group_scale(
     })?;
     let mut set = BTreeMap::new();
     set.insert(param, count.to_string());
-    let mut plan = plan_group_update(heat, stack, group, &set, allow_magnum).await?;
+    let mut plan = plan_group_update(heat, stack, group, &set, allow).await?;
     plan.scale = Some((plan.members.len() as u32, count));
     if plan.members.len() as u32 == count {
         plan.refusals
@@ -485,7 +635,8 @@ pub fn reach_refusals(
         }
         if let Some(owner) = lost {
             out.push(format!(
-                "parameter {key} does not reach {group}'s members: {owner} does not pass it                  to its nested stack"
+                "parameter {key} does not reach {group}'s members: {owner} does not pass it \
+                 to its nested stack"
             ));
         } else if !read.iter().any(|r| names.contains(r)) {
             let via = if steps.len() > 1 {
@@ -548,6 +699,66 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn the_blast_radius_names_every_other_resource_reading_a_changed_parameter() {
+        // Magnum's layout can pass one image to masters and minions; a bastion server reads
+        // it directly; the network reads nothing that changes.
+        let top = json!({"resources": {
+            "network": {"type": "lib/network.yaml", "properties": {"cidr": {"get_param": "cidr"}}},
+            "bastion": {"type": "OS::Nova::Server", "properties": {"image": {"get_param": "server_image"}}},
+            "kube_masters": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "number_of_masters"},
+                "resource_def": {"type": "kubemaster.yaml", "properties": {
+                    "server_image": {"get_param": "server_image"}}}}},
+            "kube_minions": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "number_of_minions"},
+                "resource_def": {"type": "kubeminion.yaml", "properties": {
+                    "server_image": {"get_param": "server_image"}}}}},
+        }});
+        let also = also_reading(
+            std::slice::from_ref(&top),
+            "kube_minions",
+            &map(&[("server_image", "fcos-41")]),
+        );
+        let paths: Vec<(&str, &str)> = also
+            .iter()
+            .map(|(p, t, _)| (p.as_str(), t.as_str()))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("bastion", "OS::Nova::Server"),
+                ("kube_masters", "OS::Heat::ResourceGroup")
+            ]
+        );
+        // A scale's count parameter is the minions' own.
+        let also = also_reading(
+            std::slice::from_ref(&top),
+            "kube_minions",
+            &map(&[("number_of_minions", "4")]),
+        );
+        assert!(also.is_empty(), "{also:?}");
+    }
+
+    #[test]
+    fn the_blast_radius_follows_a_parameter_into_a_nested_stack() {
+        // roles/Compute: `roles` passes the image on as `RoleImage`, which its Controller
+        // group reads as well.
+        let top = json!({"resources": {
+            "roles": {"type": "roles.yaml", "properties": {"RoleImage": {"get_param": "image"}}},
+        }});
+        let roles = json!({"resources": {
+            "Compute": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "resource_def": {"type": "role.yaml", "properties": {"image": {"get_param": "RoleImage"}}}}},
+            "Controller": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "resource_def": {"type": "role.yaml", "properties": {"image": {"get_param": "RoleImage"}}}}},
+        }});
+        let also = also_reading(&[top, roles], "roles/Compute", &map(&[("image", "v2")]));
+        assert_eq!(also.len(), 1, "{also:?}");
+        assert_eq!(also[0].0, "roles/Controller");
+        assert_eq!(also[0].2, ["RoleImage"]);
     }
 
     #[test]

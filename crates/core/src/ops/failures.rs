@@ -56,13 +56,18 @@ fn collect(
     let Some(children) = by_owner.get(stack_id) else {
         return;
     };
-    for resource in children.iter().filter(|r| r.status.is_failed()) {
+    for resource in children.iter() {
         let path = format!("{prefix}.{}", resource.name);
+        // A failure may sit below a resource that is not failed itself: a group member
+        // marked unhealthy (or failing a check) is `CHECK_FAILED` while its group and the
+        // stack keep their `*_COMPLETE` (Heat changes no parent's status for it).
         let nested_failed = resource.nested.as_ref().is_some_and(|nested| {
-            !visiting.contains(&nested.id)
-                && by_owner
-                    .get(nested.id.as_str())
-                    .is_some_and(|kids| kids.iter().any(|k| k.status.is_failed()))
+            !visiting.contains(&nested.id) && {
+                visiting.push(nested.id.clone());
+                let below = failed_below(by_owner, &nested.id, visiting);
+                visiting.pop();
+                below
+            }
         });
         match (&resource.nested, nested_failed) {
             (Some(nested), true) => {
@@ -70,12 +75,35 @@ fn collect(
                 collect(by_owner, &nested.id, &path, visiting, out);
                 visiting.pop();
             }
-            _ => out.push(Failure {
+            _ if resource.status.is_failed() => out.push(Failure {
                 path,
                 resource: (*resource).clone(),
             }),
+            _ => {}
         }
     }
+}
+
+/// Whether any resource of stack `stack_id`, or of a stack below it, is failed.
+fn failed_below(
+    by_owner: &HashMap<&str, Vec<&StackResource>>,
+    stack_id: &str,
+    visiting: &mut Vec<String>,
+) -> bool {
+    let Some(children) = by_owner.get(stack_id) else {
+        return false;
+    };
+    children.iter().any(|r| {
+        r.status.is_failed()
+            || r.nested.as_ref().is_some_and(|n| {
+                !visiting.contains(&n.id) && {
+                    visiting.push(n.id.clone());
+                    let below = failed_below(by_owner, &n.id, visiting);
+                    visiting.pop();
+                    below
+                }
+            })
+    })
 }
 
 #[cfg(test)]
@@ -130,6 +158,29 @@ mod tests {
             failures[0].resource.status_reason.as_deref(),
             Some("server says CREATE_FAILED")
         );
+    }
+
+    #[test]
+    fn a_member_marked_unhealthy_under_a_complete_group_is_a_failure() {
+        // `caldera heat mark-unhealthy STACK kube_minions/4`: Heat sets the member
+        // CHECK_FAILED and leaves the group and the stack as they were.
+        let root = stack("c", "r");
+        let group = stack("c-kube_minions-x", "g");
+        let listing = vec![
+            res(
+                "kube_minions",
+                "UPDATE_COMPLETE",
+                &root,
+                Some(group.clone()),
+            ),
+            res("api_lb", "CREATE_COMPLETE", &root, None),
+            res("3", "UPDATE_COMPLETE", &group, None),
+            res("4", "CHECK_FAILED", &group, None),
+        ];
+        let f = deepest_failures(&root, &listing);
+        let paths: Vec<&str> = f.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["c.kube_minions.4"]);
+        assert_eq!(f[0].resource.status.raw, "CHECK_FAILED");
     }
 
     #[test]

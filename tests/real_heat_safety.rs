@@ -1,4 +1,5 @@
-//! Nothing left behind (issue 23, item 2), on a real OpenStack Heat on 127.0.0.1, on
+//! Actions change only what the plan names and leave nothing behind (issue 23), on a real
+//! OpenStack Heat on 127.0.0.1, on
 //! Magnum's cluster layout (templates: tests/fixtures/shapes/magnum) carrying an operator's
 //! own hooks:
 //!
@@ -9,7 +10,10 @@
 //! - a rollout cancelled without rollback keeps its hooks (taking them out is an update that
 //!   would bring the members not updated to the new values) and says so; `rollout status`
 //!   and `heat hooks` name the hooks the next update would stop on; `heat unhook` shows its
-//!   plan with Heat's preview, sends nothing unconfirmed, and with `--yes` takes them out.
+//!   plan with Heat's preview, sends nothing unconfirmed, and with `--yes` takes them out;
+//! - a rollout of the minions where the masters read the same image parameter (as Magnum's
+//!   layout can) is refused, naming the masters and sending nothing, unless the operator
+//!   says `--let-heat-update kube_masters`.
 //!
 //! `scripts/real-heat-suite.sh` starts a Heat and runs these with `--ignored`; HEAT_URL must
 //! point at it.
@@ -46,8 +50,19 @@ fn operators_environment() -> Value {
 /// Magnum's layout with 1 master and `minions` minions, the operator's hooks in its
 /// environment, created and waited for.
 async fn magnum_stack(heat: &HeatClient, prefix: &str, minions: u32) -> StackRef {
-    let template: Value =
+    magnum_stack_edited(heat, prefix, minions, |_| {}).await
+}
+
+/// The same, with the cluster template changed by `edit` first.
+async fn magnum_stack_edited(
+    heat: &HeatClient,
+    prefix: &str,
+    minions: u32,
+    edit: impl FnOnce(&mut Value),
+) -> StackRef {
+    let mut template: Value =
         serde_yaml_ng::from_str(&fixture("magnum/kubecluster.yaml")).expect("template YAML");
+    edit(&mut template);
     let create = StackCreate {
         name: unique(prefix),
         template,
@@ -349,5 +364,68 @@ async fn hooks_a_cancelled_rollout_keeps_are_named_and_taken_out_on_request() {
     let minions_after = &registry_after["resources"]["kube_minions"];
     assert_eq!(minions_after["1"], minions_before["1"], "{registry_after}");
     plain_update_runs_unheld(&heat, &stack, "fcos-42").await;
+    heat.delete_stack(&stack).await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets_heat() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    // The masters read the minions' image parameter too: one image for the whole cluster.
+    let stack = magnum_stack_edited(&heat, "blast", 2, |t| {
+        t["resources"]["kube_masters"]["properties"]["resource_def"]["properties"]
+            ["server_image"] = json!({"get_param": "minion_image"});
+    })
+    .await;
+    let target = format!("{}/kube_minions", stack.name);
+    let updated = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .summary
+        .updated_at;
+    let start = |extra: &[&str]| {
+        let mut args = vec![
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "minion_image=fcos-41",
+            "--yes",
+            "--poll-secs",
+            "0.5",
+        ];
+        args.extend_from_slice(extra);
+        caldera(&journal, &args)
+    };
+    let (ok, out, err) = start(&[]);
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        out.contains(
+            "blast radius: kube_masters (OS::Heat::ResourceGroup, 1 member(s), all at once)"
+        ) && out.contains("refused: kube_masters (OS::Heat::ResourceGroup) reads minion_image too"),
+        "{out}\n{err}"
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
+    let refused = Journal::open(&journal)
+        .read_all()
+        .unwrap()
+        .into_iter()
+        .any(|e| matches!(e.outcome, Outcome::Refused { .. }) && e.action == "rollout.start");
+    assert!(refused, "the refusal is journaled");
+
+    // Said on purpose: the masters are Heat's to update, the minions are held and released.
+    let (ok, out, err) = start(&["--let-heat-update", "kube_masters"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("let Heat update it (--let-heat-update)"),
+        "{out}"
+    );
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
     heat.delete_stack(&stack).await.ok();
 }
