@@ -429,3 +429,58 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
     assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
     heat.delete_stack(&stack).await.ok();
 }
+
+/// An AutoScalingGroup's members are updated in Heat's own order, several times each: a
+/// rollout refuses with the reason, and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_rollout_of_an_autoscaling_group_is_refused_with_the_reason() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let mut template: Value = serde_yaml_ng::from_str(&fixture("asg.yaml")).expect("template");
+    template["parameters"] = json!({"member_image": {"type": "string", "default": "v1"}});
+    template["resources"]["pool"]["properties"]["resource"]["properties"] =
+        json!({"image": {"get_param": "member_image"}});
+    let mut member: Value = serde_yaml_ng::from_str(&fixture("asg_member.yaml")).expect("member");
+    member["parameters"]["image"] = json!({"type": "string", "default": "v0"});
+    let create = StackCreate {
+        name: unique("asg-roll"),
+        template,
+        files: [(
+            "asg_member.yaml".to_string(),
+            serde_json::to_string(&member).expect("member JSON"),
+        )]
+        .into(),
+        disable_rollback: Some(true),
+        ..Default::default()
+    };
+    let stack = heat.create_stack(&create).await.expect("create");
+    wait_status(&heat, &stack, "CREATE_COMPLETE").await;
+    let updated = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .summary
+        .updated_at;
+    let target = format!("{}/pool", stack.name);
+    let (ok, out, err) = caldera(
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "member_image=v2",
+            "--yes",
+        ],
+    );
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        out.contains("refused: pool is an OS::Heat::AutoScalingGroup"),
+        "{out}\n{err}"
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
+    heat.delete_stack(&stack).await.ok();
+}

@@ -794,7 +794,8 @@ async fn rollout_any_group(
         opts.confirm.as_deref(),
     )?;
     let preview =
-        any_group::plan_group_update(heat, stack, group, &plain_values(&sets), &opts.allow).await?;
+        any_group::plan_group_rollout(heat, stack, group, &plain_values(&sets), &opts.allow)
+            .await?;
     print_lines(&preview.lines())?;
     if !preview.refusals.is_empty() {
         return refuse(ctx, "rollout.start", &preview);

@@ -383,6 +383,61 @@ pub fn also_reading(
     out
 }
 
+/// The group kinds whose members a rollout can hold and release one at a time, each updated
+/// once: a ResourceGroup updates each member stack once, when its hook is cleared (measured
+/// on Heat 27). An AutoScalingGroup is refused: its own `rolling_updates` policy
+/// (`max_batch_size`, `min_in_service`, `pause_time`) orders the members, Heat signals and
+/// updates each several times (8 per member measured, up to 3 in one second), and a member's
+/// change can land after its first `UPDATE_COMPLETE`, so "released, then complete" would not
+/// mean "changed once, in caldera's order".
+const ROLLOUT_GROUP_TYPES: [&str; 1] = ["OS::Heat::ResourceGroup"];
+
+/// Plans a rollout of `set` on the members of the group at `group`: a group update
+/// ([`plan_group_update`]) whose group is of a kind a rollout can hold member by member.
+pub async fn plan_group_rollout(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+    set: &BTreeMap<String, String>,
+    allow: &Allow,
+) -> ServiceResult<GroupUpdatePlan> {
+    let mut plan = plan_group_update(heat, stack, group, set, allow).await?;
+    let templates = templates_along(heat, stack, group).await?;
+    if let Some(refusal) = rollout_kind_refusal(&templates, group) {
+        plan.refusals.push(refusal);
+    }
+    Ok(plan)
+}
+
+/// Why the group at `group` cannot be rolled out member by member, from its type in the
+/// template that defines it.
+pub fn rollout_kind_refusal(templates: &[Value], group: &str) -> Option<String> {
+    let steps = steps(group);
+    let last = steps.last()?;
+    let kind = templates
+        .get(steps.len() - 1)?
+        .get("resources")?
+        .get(*last)?
+        .get("type")?
+        .as_str()?;
+    if ROLLOUT_GROUP_TYPES.contains(&kind) {
+        return None;
+    }
+    Some(match kind {
+        "OS::Heat::AutoScalingGroup" => format!(
+            "{group} is an OS::Heat::AutoScalingGroup: Heat updates its members in its own \
+             order (its rolling_updates policy: max_batch_size, min_in_service, pause_time), \
+             several times each, and a member's change can land after its first \
+             UPDATE_COMPLETE, so caldera cannot hold each member and know it changed once; \
+             set its rolling_updates policy and update the stack instead"
+        ),
+        other => format!(
+            "{group} is an {other}: a rollout holds and releases the members of an \
+             OS::Heat::ResourceGroup only"
+        ),
+    })
+}
+
 /// The members of the group `group` of `stack`: the resources of its nested stack, in
 /// index order (`2` before `10`).
 pub async fn group_members(
@@ -759,6 +814,24 @@ mod tests {
         assert_eq!(also.len(), 1, "{also:?}");
         assert_eq!(also[0].0, "roles/Controller");
         assert_eq!(also[0].2, ["RoleImage"]);
+    }
+
+    #[test]
+    fn only_a_resource_group_is_rolled_out_member_by_member() {
+        let top = json!({"resources": {
+            "pool": {"type": "OS::Heat::AutoScalingGroup", "properties": {}},
+            "nodes": {"type": "OS::Heat::ResourceGroup", "properties": {}},
+            "vips": {"type": "OS::Heat::Value", "properties": {}},
+        }});
+        let t = std::slice::from_ref(&top);
+        assert_eq!(rollout_kind_refusal(t, "nodes"), None);
+        let asg = rollout_kind_refusal(t, "pool").unwrap_or_default();
+        assert!(
+            asg.contains("AutoScalingGroup") && asg.contains("rolling_updates"),
+            "{asg}"
+        );
+        let value = rollout_kind_refusal(t, "vips").unwrap_or_default();
+        assert!(value.contains("OS::Heat::Value"), "{value}");
     }
 
     #[test]
