@@ -566,7 +566,7 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
         }
     }
     if let Some(s) = w.stack_mut(ix) {
-        s.environment = env.clone();
+        s.previous_environment = Some(std::mem::replace(&mut s.environment, env.clone()));
         if let Some(t) = body.get("timeout_mins").and_then(|v| v.as_u64()) {
             s.timeout_mins = Some(t as u32);
         }

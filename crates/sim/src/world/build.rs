@@ -108,6 +108,7 @@ fn base_stack(
         disable_rollback: true,
         timeout_mins: None,
         environment: serde_json::json!({"parameters": {}, "resource_registry": {"resources": {}}}),
+        previous_environment: None,
         resources: vec![],
         events: Default::default(),
         outputs: vec![],

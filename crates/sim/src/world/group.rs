@@ -533,6 +533,7 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         disable_rollback: true,
         timeout_mins: None,
         environment: serde_json::json!({}),
+        previous_environment: None,
         resources: vec![
             res(&n_server, &t_server, server_id.clone(), None),
             res(&n_address, &t_address, address_id, address_value),
@@ -1473,6 +1474,11 @@ pub fn cancel(w: &mut World, g: usize, rollback: bool) -> Result<(), String> {
             Status::new(Action::Update, State::Failed),
             "Stack UPDATE cancelled".into(),
         );
+    } else if let Some(s) = w.stack_mut(ng) {
+        // The rollback converges to the previous template, whose environment it stores.
+        if let Some(prev) = s.previous_environment.take() {
+            s.environment = prev;
+        }
     }
     for &k in &busy {
         cancel_group(w, k, rollback)?;

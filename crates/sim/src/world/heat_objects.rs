@@ -164,6 +164,10 @@ pub struct Stack {
     pub disable_rollback: bool,
     pub timeout_mins: Option<u32>,
     pub environment: serde_json::Value,
+    /// The environment before the last update replaced it: what a `cancel_update` rollback
+    /// stores again (measured on Heat 27: after `ROLLBACK_COMPLETE` the environment's
+    /// `resources` are the old ones, the update's hooks gone).
+    pub previous_environment: Option<serde_json::Value>,
     pub resources: Vec<Resource>,
     pub events: VecDeque<Event>,
     pub outputs: Vec<Output>,

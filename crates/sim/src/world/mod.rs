@@ -498,6 +498,7 @@ mod tests {
             disable_rollback: true,
             timeout_mins: None,
             environment: serde_json::json!({}),
+            previous_environment: None,
             resources: vec![],
             events: Default::default(),
             outputs: vec![],
