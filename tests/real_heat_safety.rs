@@ -484,3 +484,53 @@ async fn a_rollout_of_an_autoscaling_group_is_refused_with_the_reason() {
     assert_eq!(d.summary.updated_at, updated, "nothing sent");
     heat.delete_stack(&stack).await.ok();
 }
+
+/// Chosen members of a group that is not caldera's own, through the parameter its
+/// `removal_policies` read (Magnum's `minions_to_remove`): the plan names the members
+/// removed and added and the exact call; Heat removes exactly those.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn chosen_members_of_any_group_are_removed_through_its_removal_policies() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = magnum_stack(&heat, "remove", 3).await;
+    let target = format!("{}/kube_minions", stack.name);
+    let (ok, out, err) = caldera(&journal, &["scale", &target, "--remove", "1", "--yes"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("members: 3 -> 2")
+            && out.contains("removed: 1")
+            && out.contains("call: PATCH")
+            && out.contains("minions_to_remove"),
+        "{out}"
+    );
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let members = caldera::drivers::any_group::group_members(&heat, &stack, "kube_minions")
+        .await
+        .expect("members");
+    assert_eq!(members, ["0", "2"]);
+    // Removed and added at once: the new member takes a name Heat has not used.
+    let (ok, out, err) = caldera(
+        &journal,
+        &["scale", &target, "--count", "2", "--remove", "0", "--yes"],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("removed: 0") && out.contains("added: 1 member(s)"),
+        "{out}"
+    );
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let members = caldera::drivers::any_group::group_members(&heat, &stack, "kube_minions")
+        .await
+        .expect("members");
+    assert_eq!(members.len(), 2, "{members:?}");
+    assert!(
+        !members.iter().any(|m| m == "0" || m == "1"),
+        "removed names are never reused: {members:?}"
+    );
+    // A member that is not there is refused, and nothing is sent.
+    let (ok, out, err) = caldera(&journal, &["scale", &target, "--remove", "9", "--yes"]);
+    assert!(!ok && out.contains("has no member 9"), "{out}\n{err}");
+    heat.delete_stack(&stack).await.ok();
+}

@@ -275,11 +275,8 @@ pub async fn run(command: Command, conn: CloudConnection, args: &ActionArgs) -> 
             no_wait,
         } => {
             if let Some((stack, group)) = ctx.any_group(&target).await? {
-                let count = count.ok_or("STACK/GROUP is scaled by count: give --count")?;
-                if !remove.is_empty() {
-                    return Err("STACK/GROUP: --remove names members of caldera's own node \
-                                groups only; give --count"
-                        .into());
+                if count.is_none() && remove.is_empty() {
+                    return Err("STACK/GROUP: give --count, --remove, or both".into());
                 }
                 let opts = AnyGroupOpts {
                     yes,
@@ -290,7 +287,7 @@ pub async fn run(command: Command, conn: CloudConnection, args: &ActionArgs) -> 
                     },
                     no_wait,
                 };
-                return scale_any_group(&ctx, &stack, &group, count, opts).await;
+                return scale_any_group(&ctx, &stack, &group, count, &remove, opts).await;
             }
             scale(&ctx, &target, count, remove, yes, confirm, no_wait).await
         }
@@ -731,11 +728,12 @@ async fn scale_any_group(
     ctx: &Ctx,
     stack: &StackRef,
     group: &str,
-    count: u32,
+    count: Option<u32>,
+    remove: &[String],
     opts: AnyGroupOpts,
 ) -> CmdResult {
     let heat = &ctx.conn.heat;
-    let plan = any_group::plan_group_scale(heat, stack, group, count, &opts.allow).await?;
+    let plan = any_group::plan_group_scale(heat, stack, group, count, remove, &opts.allow).await?;
     print_lines(&plan.lines())?;
     if !plan.refusals.is_empty() {
         return refuse(ctx, "scale", &plan);

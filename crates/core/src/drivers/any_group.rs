@@ -82,6 +82,8 @@ pub struct GroupUpdatePlan {
     pub members: Vec<String>,
     /// A scale: the member count before and after.
     pub scale: Option<(u32, u32)>,
+    /// A scale: the members it removes (by name), through the group's removal policies.
+    pub removing: Vec<String>,
     /// The blast radius outside the target: every other resource whose definition reads a
     /// changed parameter, which Heat updates in the same update, unheld.
     pub also: Vec<AlsoChanged>,
@@ -142,6 +144,17 @@ impl GroupUpdatePlan {
         )];
         if let Some((from, to)) = self.scale {
             out.push(format!("  members: {from} -> {to}"));
+            if !self.removing.is_empty() {
+                out.push(format!(
+                    "  removed: {} (Heat never reuses a removed member's name)",
+                    self.removing.join(", ")
+                ));
+            }
+            let kept = self.members.len().saturating_sub(self.removing.len()) as u32;
+            if to > kept {
+                out.push(format!("  added: {} member(s), named by Heat", to - kept));
+            }
+            out.push(format!("  call: {}", self.scale_call()));
         }
         let p = &self.preview;
         for (what, list) in [
@@ -181,6 +194,16 @@ impl GroupUpdatePlan {
             .iter()
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect()
+    }
+
+    /// A scale's PATCH as the journal and the plan show it.
+    pub fn scale_call(&self) -> ApiCall {
+        let update = self.scale_update();
+        ApiCall::new(
+            "PATCH",
+            super::heat_native::stack_path(&self.stack),
+            super::heat_native::update_body_text(&update),
+        )
     }
 
     /// A scale's PATCH: the count parameter and nothing else. The stack's environment is
@@ -314,6 +337,7 @@ pub async fn plan_group_update(
         refusals,
         members,
         scale: None,
+        removing: Vec::new(),
         also,
     })
 }
@@ -456,29 +480,57 @@ pub async fn group_members(
     Ok(names)
 }
 
-/// Plans scaling the group `group` to `count` members: the parameter its count property
-/// reads (`count: {get_param: number_of_minions}`) is set to `count`, with Heat's preview
-/// and the same refusals as any change. A count written into the template is refused: only
-/// a template update could change it.
+/// Plans scaling the group `group` to `count` members, removing `remove` (member names)
+/// first: the parameter its count property reads (`count: {get_param: number_of_minions}`)
+/// is set to `count`, and the one its `removal_policies` read to the members to remove, with
+/// Heat's preview and the same refusals as any change. A count or removal written into the
+/// template is refused: only a template update could change it.
 pub async fn plan_group_scale(
     heat: &HeatClient,
     stack: &StackRef,
     group: &str,
-    count: u32,
+    count: Option<u32>,
+    remove: &[String],
     allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
     let templates = templates_along(heat, stack, group).await?;
-    let param = count_parameter_along(&templates, group).map_err(|e| {
+    let refused = |e: String| {
         ServiceError::new(
             ErrorKind::Refused,
             format!("scale {}/{group}: {e}", stack.name),
         )
-    })?;
+    };
+    let param = count_parameter_along(&templates, group).map_err(refused)?;
+    let members = group_members(heat, stack, group).await?;
+    let count = count.unwrap_or_else(|| members.len().saturating_sub(remove.len()) as u32);
     let mut set = BTreeMap::new();
     set.insert(param, count.to_string());
+    let mut early = Vec::new();
+    if !remove.is_empty() {
+        let unknown: Vec<&String> = remove.iter().filter(|m| !members.contains(m)).collect();
+        if !unknown.is_empty() {
+            early.push(format!(
+                "{group} has no member {} (members: {})",
+                unknown
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                members.join(", ")
+            ));
+        }
+        match removal_parameter_along(&templates, group) {
+            Ok(rp) => {
+                set.insert(rp.name().to_string(), rp.value(remove));
+            }
+            Err(e) => early.push(e),
+        }
+    }
     let mut plan = plan_group_update(heat, stack, group, &set, allow).await?;
+    plan.refusals.splice(0..0, early);
     plan.scale = Some((plan.members.len() as u32, count));
-    if plan.members.len() as u32 == count {
+    plan.removing = remove.to_vec();
+    if plan.members.len() as u32 == count && remove.is_empty() {
         plan.refusals
             .push(format!("{group} already has {count} members"));
     }
@@ -545,8 +597,18 @@ pub fn count_parameter_along(templates: &[Value], path: &str) -> Result<String, 
     else {
         return Err(format!("no group at path {path}"));
     };
-    let mut param = count_parameter(own, last)?;
-    for level in (0..steps.len() - 1).rev() {
+    parameter_up(templates, &steps, count_parameter(own, last)?, "count")
+}
+
+/// The stack parameter that `param`, a parameter of the template defining the group at
+/// `steps`, is passed down from by each owner on the way (`what` names it in the errors).
+fn parameter_up(
+    templates: &[Value],
+    steps: &[&str],
+    mut param: String,
+    what: &str,
+) -> Result<String, String> {
+    for level in (0..steps.len().saturating_sub(1)).rev() {
         let owner = steps[level];
         let passed = templates
             .get(level)
@@ -556,17 +618,104 @@ pub fn count_parameter_along(templates: &[Value], path: &str) -> Result<String, 
             Some((Some(up), _)) => up,
             Some((None, v)) => {
                 return Err(format!(
-                    "{owner} passes {param} to its nested stack as {v}, not a parameter of                      the stack: only a template update can change the count"
+                    "{owner} passes {param} to its nested stack as {v}, not a parameter of \
+                     the stack: only a template update can change the {what}"
                 ))
             }
             None => {
                 return Err(format!(
-                    "{owner} does not pass {param} to its nested stack: the nested template's                      default decides the count, only a template update can change it"
+                    "{owner} does not pass {param} to its nested stack: the nested template's \
+                     default decides the {what}, only a template update can change it"
                 ))
             }
         };
     }
     Ok(param)
+}
+
+/// How Heat can be told which members of a group to remove: the parameter its
+/// `removal_policies` read, as the stack's own parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemovalParameter {
+    /// `removal_policies: [{resource_list: {get_param: P}}]` (Magnum's `minions_to_remove`):
+    /// P is a list of member names.
+    List(String),
+    /// `removal_policies: {get_param: P}`: P is the whole policy list (JSON).
+    Policies(String),
+}
+
+impl RemovalParameter {
+    pub fn name(&self) -> &str {
+        match self {
+            RemovalParameter::List(p) | RemovalParameter::Policies(p) => p,
+        }
+    }
+
+    /// The parameter's value that removes `members`.
+    pub fn value(&self, members: &[String]) -> String {
+        match self {
+            RemovalParameter::List(_) => members.join(","),
+            RemovalParameter::Policies(_) => {
+                serde_json::json!([{ "resource_list": members }]).to_string()
+            }
+        }
+    }
+}
+
+/// The parameter through which Heat can be told which members of the group at `path` to
+/// remove (`templates` from [`templates_along`]); why not, when it cannot.
+pub fn removal_parameter_along(
+    templates: &[Value],
+    path: &str,
+) -> Result<RemovalParameter, String> {
+    let steps = steps(path);
+    let (Some(last), Some(own)) = (steps.last(), templates.get(steps.len().saturating_sub(1)))
+    else {
+        return Err(format!("no group at path {path}"));
+    };
+    let resource = own
+        .get("resources")
+        .and_then(|r| r.get(*last))
+        .ok_or_else(|| format!("the stack's template has no resource {last}"))?;
+    let kind = resource.get("type").and_then(Value::as_str).unwrap_or("?");
+    if kind != "OS::Heat::ResourceGroup" {
+        return Err(format!(
+            "{path} is a {kind}: Heat removes chosen members of an OS::Heat::ResourceGroup \
+             only (its removal_policies)"
+        ));
+    }
+    let policies = resource
+        .get("properties")
+        .and_then(|p| p.get("removal_policies"));
+    let found = match policies {
+        None => None,
+        Some(v) => match plain_param(v) {
+            Some(p) => Some(RemovalParameter::Policies(p)),
+            None => v
+                .as_array()
+                .filter(|a| a.len() == 1)
+                .and_then(|a| a[0].get("resource_list"))
+                .and_then(plain_param)
+                .map(RemovalParameter::List),
+        },
+    };
+    let found = found.ok_or_else(|| {
+        format!(
+            "{path}'s removal_policies are not read from a parameter (the template says {}): \
+             Heat can be told which members to remove only by a template update",
+            policies.map_or_else(|| "none".to_string(), Value::to_string)
+        )
+    })?;
+    let up = parameter_up(
+        templates,
+        &steps,
+        found.name().to_string(),
+        "removal policies",
+    )?;
+    Ok(match found {
+        RemovalParameter::List(_) => RemovalParameter::List(up),
+        RemovalParameter::Policies(_) => RemovalParameter::Policies(up),
+    })
 }
 
 /// The parameter a group's member count reads, from the template that defines the group.
@@ -621,11 +770,7 @@ pub async fn apply_group_update(
     }
     ctx.check("scale", &target, &plan.stack.name, Reach::Fleet, confirm)?;
     let update = plan.scale_update();
-    let call = ApiCall::new(
-        "PATCH",
-        super::heat_native::stack_path(&plan.stack),
-        super::heat_native::update_body_text(&update),
-    );
+    let call = plan.scale_call();
     ctx.record(
         &Entry::new(&ctx.actor, "scale", &target, Outcome::Started)
             .plan(plan.lines())
@@ -832,6 +977,38 @@ mod tests {
         );
         let value = rollout_kind_refusal(t, "vips").unwrap_or_default();
         assert!(value.contains("OS::Heat::Value"), "{value}");
+    }
+
+    #[test]
+    fn removal_is_possible_where_the_policies_read_a_parameter() {
+        let group = |policies: Value| {
+            json!({"resources": {"kube_minions": {"type": "OS::Heat::ResourceGroup",
+                "properties": {"count": {"get_param": "n"}, "removal_policies": policies}}}})
+        };
+        let t = group(json!([{"resource_list": {"get_param": "minions_to_remove"}}]));
+        assert_eq!(
+            removal_parameter_along(std::slice::from_ref(&t), "kube_minions"),
+            Ok(RemovalParameter::List("minions_to_remove".into()))
+        );
+        let t = group(json!({"get_param": "policies"}));
+        let rp = removal_parameter_along(std::slice::from_ref(&t), "kube_minions");
+        assert_eq!(rp, Ok(RemovalParameter::Policies("policies".into())));
+        assert_eq!(
+            RemovalParameter::Policies("p".into()).value(&["3".into(), "7".into()]),
+            r#"[{"resource_list":["3","7"]}]"#
+        );
+        let t = group(json!([{"resource_list": ["1"]}]));
+        let e = removal_parameter_along(std::slice::from_ref(&t), "kube_minions");
+        assert!(e.is_err_and(|e| e.contains("not read from a parameter")));
+        // Through a nested stack: the owner passes the list on from the stack's parameter.
+        let top = json!({"resources": {"roles": {"type": "roles.yaml",
+            "properties": {"ComputeRemovals": {"get_param": "compute_removals"}}}}});
+        let roles = json!({"resources": {"Compute": {"type": "OS::Heat::ResourceGroup",
+            "properties": {"removal_policies": [{"resource_list": {"get_param": "ComputeRemovals"}}]}}}});
+        assert_eq!(
+            removal_parameter_along(&[top, roles], "roles/Compute"),
+            Ok(RemovalParameter::List("compute_removals".into()))
+        );
     }
 
     #[test]
