@@ -16,6 +16,7 @@
 
 use super::keys::KeyMap;
 use super::theme::{load_theme, user_theme_dir, FileError, Theme};
+use caldera_cloud::config::bounds;
 use caldera_cloud::config::file_limits::{read_bounded, MAX_TOML_BYTES};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -105,6 +106,10 @@ impl Default for ConsoleOptions {
     }
 }
 
+/// The quickest refresh a config file or `--refresh` may ask for, and the slowest.
+pub const MIN_REFRESH_SECS: f64 = 0.2;
+pub const MAX_REFRESH_SECS: f64 = 86400.0;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
@@ -151,30 +156,20 @@ fn apply_config(
         }
     };
     if let Some(r) = file.refresh_secs {
-        let v = *r.get_ref();
-        if v.is_finite() && v >= 0.2 {
-            out.refresh = Duration::from_secs_f64(v);
-        } else {
-            out.problems.push(
-                FileError::at(
-                    origin,
-                    src,
-                    Some(r.span()),
-                    "refresh_secs must be at least 0.2",
-                )
-                .to_string(),
-            );
+        match bounds::seconds(*r.get_ref(), MIN_REFRESH_SECS, MAX_REFRESH_SECS) {
+            Ok(d) => out.refresh = d,
+            Err(e) => out.problems.push(
+                FileError::at(origin, src, Some(r.span()), format!("refresh_secs: {e}"))
+                    .to_string(),
+            ),
         }
     }
     if let Some(f) = file.fps {
-        let v = *f.get_ref();
-        if (1..=240).contains(&v) {
-            out.fps = v;
-        } else {
-            out.problems.push(
-                FileError::at(origin, src, Some(f.span()), "fps must be between 1 and 240")
-                    .to_string(),
-            );
+        match bounds::whole(i128::from(*f.get_ref()), 1, 240, "number") {
+            Ok(v) => out.fps = u32::try_from(v).unwrap_or(30),
+            Err(e) => out
+                .problems
+                .push(FileError::at(origin, src, Some(f.span()), format!("fps: {e}")).to_string()),
         }
     }
     if let Some(ro) = file.read_only {
@@ -283,6 +278,28 @@ mod tests {
         assert_eq!(r.fps, 20);
         assert_eq!(r.refresh, Duration::from_secs(2));
         assert_eq!(r.keys.keys_for(KeyAction::Quit).len(), 1);
+    }
+
+    /// Numbers past what a duration holds were a panic (`Duration::from_secs_f64`):
+    /// every one is refused by name, and the setting keeps its default.
+    #[test]
+    fn refresh_secs_out_of_bounds_is_refused_never_a_panic() {
+        for (v, shown) in [
+            ("1e308", "1e308"),
+            ("inf", "inf"),
+            ("nan", "NaN"),
+            ("0.1", "0.1"),
+        ] {
+            let r = resolve_text(&format!("refresh_secs = {v}\n"), Path::new("c.toml"));
+            assert_eq!(r.refresh, Duration::from_secs(5), "{v}");
+            assert_eq!(
+                r.problems,
+                [format!(
+                    "c.toml:1:16: refresh_secs: expected a number of seconds from 0.2 to 86400, got {shown}"
+                )],
+                "{v}"
+            );
+        }
     }
 
     #[test]
