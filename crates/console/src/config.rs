@@ -113,12 +113,47 @@ pub const MAX_REFRESH_SECS: f64 = 86400.0;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
-    theme: Option<String>,
-    refresh_secs: Option<Spanned<f64>>,
-    fps: Option<Spanned<u32>>,
-    read_only: Option<bool>,
+    // Values are read as any TOML value and typed here, so a value of the wrong type is
+    // named by its key and what it should be, and the rest of the file still applies.
+    theme: Option<Spanned<toml::Value>>,
+    refresh_secs: Option<Spanned<toml::Value>>,
+    fps: Option<Spanned<toml::Value>>,
+    read_only: Option<Spanned<toml::Value>>,
     #[serde(default)]
-    keys: HashMap<String, Spanned<Vec<String>>>,
+    keys: HashMap<String, Spanned<toml::Value>>,
+}
+
+/// `origin:LINE: key: message`, for a value that is there but not what the key takes.
+fn key_problem(
+    origin: &str,
+    src: &str,
+    span: std::ops::Range<usize>,
+    key: &str,
+    msg: &str,
+) -> String {
+    let mut e = FileError::at(origin, src, Some(span), format!("{key}: {msg}"));
+    e.column = None;
+    e.to_string()
+}
+
+/// A TOML number as seconds; anything else is "a number of seconds" it is not.
+fn config_seconds(v: &toml::Value, min: f64, max: f64) -> Result<Duration, String> {
+    match v {
+        toml::Value::Float(f) => bounds::seconds(*f, min, max),
+        // Far past any bound, so its display is what matters, not exactness.
+        toml::Value::Integer(i) => bounds::seconds(*i as f64, min, max),
+        other => Err(format!("expected a number of seconds, got {other}")),
+    }
+}
+
+/// A TOML whole number from `min` to `max`.
+fn config_whole(v: &toml::Value, min: u64, max: u64) -> Result<u64, String> {
+    match v {
+        toml::Value::Integer(i) => bounds::whole(i128::from(*i), min, max, "number"),
+        other => Err(format!(
+            "expected a whole number from {min} to {max}, got {other}"
+        )),
+    }
 }
 
 /// What the console runs with after options, config file and themes are resolved.
@@ -155,41 +190,82 @@ fn apply_config(
             return None;
         }
     };
-    if let Some(r) = file.refresh_secs {
-        match bounds::seconds(*r.get_ref(), MIN_REFRESH_SECS, MAX_REFRESH_SECS) {
+    if let Some(r) = &file.refresh_secs {
+        match config_seconds(r.get_ref(), MIN_REFRESH_SECS, MAX_REFRESH_SECS) {
             Ok(d) => out.refresh = d,
-            Err(e) => out.problems.push(
-                FileError::at(origin, src, Some(r.span()), format!("refresh_secs: {e}"))
-                    .to_string(),
-            ),
-        }
-    }
-    if let Some(f) = file.fps {
-        match bounds::whole(i128::from(*f.get_ref()), 1, 240, "number") {
-            Ok(v) => out.fps = u32::try_from(v).unwrap_or(30),
             Err(e) => out
                 .problems
-                .push(FileError::at(origin, src, Some(f.span()), format!("fps: {e}")).to_string()),
+                .push(key_problem(origin, src, r.span(), "refresh_secs", &e)),
         }
     }
-    if let Some(ro) = file.read_only {
-        out.read_only = out.read_only || ro;
+    if let Some(f) = &file.fps {
+        let fps = config_whole(f.get_ref(), 1, 240)
+            .and_then(|v| u32::try_from(v).map_err(|e| e.to_string()));
+        match fps {
+            Ok(v) => out.fps = v,
+            Err(e) => out
+                .problems
+                .push(key_problem(origin, src, f.span(), "fps", &e)),
+        }
     }
-    let mut overrides: Vec<(String, Vec<String>)> = file
-        .keys
-        .iter()
-        .map(|(name, keys)| (name.clone(), keys.get_ref().clone()))
-        .collect();
+    if let Some(ro) = &file.read_only {
+        match ro.get_ref() {
+            toml::Value::Boolean(b) => out.read_only = out.read_only || *b,
+            other => out.problems.push(key_problem(
+                origin,
+                src,
+                ro.span(),
+                "read_only",
+                &format!("expected true or false, got {other}"),
+            )),
+        }
+    }
+    let mut overrides: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, keys) in &file.keys {
+        let names: Option<Vec<String>> = match keys.get_ref() {
+            toml::Value::Array(items) => items
+                .iter()
+                .map(|k| k.as_str().map(str::to_string))
+                .collect(),
+            _ => None,
+        };
+        match names {
+            Some(names) => overrides.push((name.clone(), names)),
+            None => out.problems.push(key_problem(
+                origin,
+                src,
+                keys.span(),
+                &format!("[keys] {name}"),
+                &format!("expected a list of key names, got {}", keys.get_ref()),
+            )),
+        }
+    }
     overrides.sort();
     for (name, msg) in out.keys.apply(&overrides) {
         let span = file.keys.get(&name).map(|k| k.span());
         out.problems
             .push(FileError::at(origin, src, span, format!("[keys] {name}: {msg}")).to_string());
     }
+    let theme = match &file.theme {
+        Some(t) => match t.get_ref() {
+            toml::Value::String(name) => Some(name.clone()),
+            other => {
+                out.problems.push(key_problem(
+                    origin,
+                    src,
+                    t.span(),
+                    "theme",
+                    &format!("expected a theme name or path, got {other}"),
+                ));
+                None
+            }
+        },
+        None => None,
+    };
     if theme_from_cli {
         None
     } else {
-        file.theme
+        theme
     }
 }
 
@@ -295,17 +371,47 @@ mod tests {
             assert_eq!(
                 r.problems,
                 [format!(
-                    "c.toml:1:16: refresh_secs: expected a number of seconds from 0.2 to 86400, got {shown}"
+                    "c.toml:1: refresh_secs: expected a number of seconds from 0.2 to 86400, got {shown}"
                 )],
                 "{v}"
             );
         }
     }
 
+    /// A value of the wrong type names its key and what it should be, in words (not
+    /// serde's `invalid type: string "fast", expected f64`), and the rest of the file
+    /// still applies: nothing else is lost to one bad value.
+    #[test]
+    fn a_value_of_the_wrong_type_names_its_key_and_loses_nothing_else() {
+        let r = resolve_text(
+            "theme = \"light\"\nrefresh_secs = \"fast\"\nfps = 1.5\nread_only = \"yes\"\n\
+             [keys]\nquit = \"q\"\n",
+            Path::new("config.toml"),
+        );
+        assert_eq!(
+            r.problems,
+            [
+                "config.toml:2: refresh_secs: expected a number of seconds, got \"fast\"",
+                "config.toml:3: fps: expected a whole number from 1 to 240, got 1.5",
+                "config.toml:4: read_only: expected true or false, got \"yes\"",
+                "config.toml:6: [keys] quit: expected a list of key names, got \"q\"",
+            ]
+        );
+        assert_eq!(r.theme.name, "light");
+        assert_eq!((r.refresh, r.fps), (Duration::from_secs(5), 30));
+        let r = resolve_text("theme = 7\nfps = 20\n", Path::new("c.toml"));
+        assert_eq!(
+            r.problems,
+            ["c.toml:1: theme: expected a theme name or path, got 7"]
+        );
+        assert_eq!(r.fps, 20);
+    }
+
     #[test]
     fn broken_config_names_file_and_line_and_falls_back() {
+        // A file that is not TOML at all: where it breaks, and the defaults.
         let r = resolve_text(
-            "theme = \"light\"\nfps = \"fast\"\n",
+            "theme = \"light\"\nfps = = 3\n",
             Path::new("/home/u/.config/caldera/config.toml"),
         );
         assert_eq!(r.theme.name, "dark");
