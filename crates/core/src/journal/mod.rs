@@ -720,7 +720,7 @@ impl Journal {
             }
         } else {
             let text =
-                serde_json::to_string_pretty(&entries).map_err(|e| JournalError::Encode {
+                crate::model::json_string_pretty(&entries).map_err(|e| JournalError::Encode {
                     path: self.path.clone(),
                     detail: e.to_string(),
                 })?;
