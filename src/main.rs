@@ -30,7 +30,12 @@ fn main() -> ExitCode {
     // Don't wait for stray blocking tasks (e.g. a stdin reader) once the work is done.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        // The console quit on a signal that ends a process (terminal restored): the status
+        // a shell gives a process that signal ended.
+        Ok(()) => match tui::ending_signal() {
+            Some(sig) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(u8::MAX)),
+            None => ExitCode::SUCCESS,
+        },
         // `caldera events | head`: the reader has what it wanted.
         Err(e) if is_closed_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -162,3 +162,205 @@ async fn json_output_escapes_c1_del_and_bidi_and_keeps_the_exact_text() {
     );
     sim.shutdown().await;
 }
+
+/// A minimal pseudo-terminal for the console (after `tests/support/pty.rs`): the binary is
+/// a session leader with the pty as its controlling terminal; every byte it writes is kept.
+mod pty {
+    use std::fs::File;
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command, ExitStatus, Stdio};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    pub struct Console {
+        pub child: Child,
+        master: File,
+        raw: Arc<Mutex<(Vec<u8>, bool)>>,
+        pub log: std::path::PathBuf,
+        _home: tempfile::TempDir,
+    }
+
+    fn check(rc: libc::c_int, what: &str) -> std::io::Result<()> {
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(std::io::Error::new(e.kind(), format!("{what}: {e}")));
+        }
+        Ok(())
+    }
+
+    impl Console {
+        pub fn start() -> Console {
+            let home = tempfile::tempdir().expect("temp home");
+            let log = home.path().join("caldera.log");
+            let (mut m, mut s): (libc::c_int, libc::c_int) = (-1, -1);
+            let size = libc::winsize {
+                ws_row: 30,
+                ws_col: 100,
+                ws_xpixel: 0,
+                ws_ypixel: 0,
+            };
+            // SAFETY: out-pointers to locals; no name buffer; the size is read only.
+            check(
+                unsafe {
+                    libc::openpty(
+                        &mut m,
+                        &mut s,
+                        std::ptr::null_mut(),
+                        std::ptr::null(),
+                        &size,
+                    )
+                },
+                "openpty",
+            )
+            .expect("openpty");
+            // SAFETY: fresh descriptors from openpty, owned by nothing else.
+            let (master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
+            for fd in [&master, &slave] {
+                // SAFETY: fcntl on descriptors we own.
+                unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+            }
+            let stdio = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup the pty slave"));
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_caldera"));
+            cmd.args(["--simulator", "--log-file"])
+                .arg(&log)
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("TERM", "xterm-256color")
+                .env("HOME", home.path())
+                .env("XDG_CONFIG_HOME", home.path().join("config"))
+                .env("XDG_STATE_HOME", home.path().join("state"))
+                .env("XDG_DATA_HOME", home.path().join("data"))
+                .env("RUST_LOG", "info")
+                .stdin(stdio(&slave))
+                .stdout(stdio(&slave))
+                .stderr(stdio(&slave));
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    check(libc::setsid(), "setsid")?;
+                    check(libc::ioctl(0, libc::TIOCSCTTY, 0), "TIOCSCTTY")
+                });
+            }
+            let child = cmd.spawn().expect("start caldera");
+            drop(slave);
+            let master = File::from(master);
+            let mut read_side = master.try_clone().expect("dup the pty master");
+            let raw = Arc::new(Mutex::new((Vec::new(), false)));
+            let sink = raw.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16 * 1024];
+                loop {
+                    match read_side.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => sink.lock().unwrap().0.extend_from_slice(&buf[..n]),
+                    }
+                }
+                sink.lock().unwrap().1 = true;
+            });
+            Console {
+                child,
+                master,
+                raw,
+                log,
+                _home: home,
+            }
+        }
+
+        pub fn raw(&self) -> String {
+            String::from_utf8_lossy(&self.raw.lock().unwrap().0).to_string()
+        }
+
+        /// Waits (at most a minute) until `cond` holds on what was written so far.
+        pub fn wait_for(&mut self, what: &str, cond: impl Fn(&str) -> bool) {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !cond(&self.raw()) {
+                if Instant::now() > deadline {
+                    let _ = self.child.kill();
+                    panic!("timed out waiting for {what}:\n{:?}", self.raw());
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+
+        /// Waits for the exit, then for the last bytes written to be read.
+        pub fn wait_exit(&mut self) -> ExitStatus {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let status = loop {
+                if let Some(status) = self.child.try_wait().expect("wait") {
+                    break status;
+                }
+                if Instant::now() > deadline {
+                    let _ = self.child.kill();
+                    panic!("caldera did not exit");
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            while !self.raw.lock().unwrap().1 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            status
+        }
+
+        /// Canonical input and echo on: not left in raw mode.
+        pub fn cooked(&self) -> bool {
+            // SAFETY: a zeroed termios is a valid out-buffer for tcgetattr on our master.
+            let mut t: libc::termios = unsafe { std::mem::zeroed() };
+            check(
+                unsafe { libc::tcgetattr(self.master.as_raw_fd(), &mut t) },
+                "tcgetattr",
+            )
+            .expect("termios");
+            t.c_lflag & libc::ICANON != 0 && t.c_lflag & libc::ECHO != 0
+        }
+    }
+
+    impl Drop for Console {
+        fn drop(&mut self) {
+            if let Ok(None) = self.child.try_wait() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+        }
+    }
+}
+
+/// SIGUSR1, SIGUSR2 and SIGALRM end a process by default: the console used to die on the
+/// alternate screen, raw, cursor hidden. Each now restores the terminal first (the last
+/// alternate-screen switch is the exit, the cursor is shown, cooked mode) and exits with
+/// 128 + the signal's number.
+#[test]
+fn every_terminating_signal_restores_the_terminal_and_exits_128_plus_its_number() {
+    use std::os::unix::process::ExitStatusExt;
+    for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM] {
+        let mut c = pty::Console::start();
+        // A first frame is drawn from inside the event loop, where signals are listened to.
+        c.wait_for("the console's first frame", |raw| {
+            raw.rfind("\x1b[?1049h")
+                .is_some_and(|at| raw.len() > at + 200)
+        });
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(c.child.id() as i32, sig) }, 0);
+        let status = c.wait_exit();
+        let raw = c.raw();
+        let entered = raw
+            .rfind("\x1b[?1049h")
+            .expect("entered the alternate screen");
+        let left = raw.rfind("\x1b[?1049l");
+        assert!(
+            left.is_some_and(|l| l > entered),
+            "signal {sig} ({status:?}, killed by {:?}): the alternate screen was not left",
+            status.signal()
+        );
+        let shown = raw.rfind("\x1b[?25h");
+        assert!(
+            shown.is_some_and(|s| s > raw.rfind("\x1b[?25l").unwrap_or(0)),
+            "signal {sig}: the cursor was left hidden"
+        );
+        assert!(c.cooked(), "signal {sig}: raw mode left on");
+        assert_eq!(status.code(), Some(128 + sig), "signal {sig}: {status:?}");
+        let log = std::fs::read_to_string(&c.log).unwrap_or_default();
+        assert!(log.contains(": quitting (exit status"), "{log}");
+    }
+}
