@@ -77,11 +77,17 @@ async fn run(cli: Cli) -> commands::CmdResult {
         Some(Command::Fleet {
             cloud_timeout,
             format,
-        }) => caldera::cli::fleet_cmd::run(&cli.conn, cloud_timeout, format).await,
+        }) => {
+            caldera::api::http::announce_waits_on_stderr();
+            caldera::cli::fleet_cmd::run(&cli.conn, cloud_timeout, format).await
+        }
         Some(Command::Journal { follow, format, .. }) => {
             operate::journal(&cli.actions, follow, format).await
         }
         Some(command) => {
+            // A service that accepts and never answers is named on stderr within seconds,
+            // with its deadline, not after a silence as long as its timeout.
+            caldera::api::http::announce_waits_on_stderr();
             let endpoint = connect::choose(&cli.conn, false)?;
             let early = early_warnings(&endpoint);
             let opened = connect::open(&endpoint, &cli.conn).await?;

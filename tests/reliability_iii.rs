@@ -364,3 +364,90 @@ fn every_terminating_signal_restores_the_terminal_and_exits_128_plus_its_number(
         assert!(log.contains(": quitting (exit status"), "{log}");
     }
 }
+
+/// A service that accepts connections and never answers (a hung Heat behind a load
+/// balancer): every headless command says on stderr, within 5 s, which service it waits
+/// for and when it gives up, instead of a silence as long as the timeout.
+#[test]
+fn a_service_that_accepts_and_never_answers_is_named_on_stderr_within_5_s() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    // Accepts every connection and holds it, saying nothing (loopback only).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/v1/tenant");
+    let home = tempfile::tempdir().unwrap();
+    let commands: Vec<Vec<String>> = vec![
+        vec!["stacks".into()],
+        vec!["events".into(), "s1".into(), "--follow".into()],
+        vec![
+            "clusters".into(),
+            "--magnum-url".into(),
+            format!("http://127.0.0.1:{port}/v1"),
+        ],
+    ];
+    let mut children: Vec<(Vec<String>, std::process::Child)> = commands
+        .into_iter()
+        .map(|args| {
+            let child = caldera(home.path())
+                .arg("--heat-url")
+                .arg(&url)
+                .args(&args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start caldera");
+            (args, child)
+        })
+        .collect();
+    // What each wrote to stderr, read as it comes.
+    let readers: Vec<_> = children
+        .iter_mut()
+        .map(|(_, c)| {
+            let mut err = c.stderr.take().expect("stderr");
+            let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let sink = seen.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = err.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            });
+            seen
+        })
+        .collect();
+    let started = Instant::now();
+    let said = |seen: &std::sync::Arc<std::sync::Mutex<String>>| {
+        let s = seen.lock().unwrap();
+        s.contains(&format!("waiting for Heat at http://127.0.0.1:{port}"))
+            && s.contains("gives up after")
+    };
+    while started.elapsed() < Duration::from_secs(5) && !readers.iter().all(said) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for ((args, child), seen) in children.iter_mut().zip(&readers) {
+        let _ = child.kill();
+        let _ = child.wait();
+        let text = seen.lock().unwrap().clone();
+        assert!(
+            said(seen),
+            "{args:?}: nothing on stderr names the silent service within 5 s:\n{text}"
+        );
+        // The deadline is a number of seconds, with the flag that changes it.
+        assert!(
+            text.contains(" s; ") && text.contains("--timeout "),
+            "{args:?}: {text}"
+        );
+    }
+}
