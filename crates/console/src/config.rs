@@ -106,7 +106,7 @@ impl Default for ConsoleOptions {
     }
 }
 
-/// The quickest refresh a config file or `--refresh` may ask for, and the slowest.
+/// The quickest refresh `refresh_secs` may ask for, and the slowest.
 pub const MIN_REFRESH_SECS: f64 = 0.2;
 pub const MAX_REFRESH_SECS: f64 = 86400.0;
 
@@ -140,7 +140,7 @@ fn key_problem(
 fn config_seconds(v: &toml::Value, min: f64, max: f64) -> Result<Duration, String> {
     match v {
         toml::Value::Float(f) => bounds::seconds(*f, min, max),
-        // Far past any bound, so its display is what matters, not exactness.
+        // Only integers past 2^53 lose precision here, and those are past any bound.
         toml::Value::Integer(i) => bounds::seconds(*i as f64, min, max),
         other => Err(format!("expected a number of seconds, got {other}")),
     }
