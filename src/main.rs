@@ -78,7 +78,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
             cloud_timeout,
             format,
         }) => {
-            caldera::api::http::announce_waits_on_stderr();
+            caldera::api::http::announce_waits_on_stderr(true);
             caldera::cli::fleet_cmd::run(&cli.conn, cloud_timeout, format).await
         }
         Some(Command::Journal { follow, format, .. }) => {
@@ -87,7 +87,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
         Some(command) => {
             // A service that accepts and never answers is named on stderr within seconds,
             // with its deadline, not after a silence as long as its timeout.
-            caldera::api::http::announce_waits_on_stderr();
+            caldera::api::http::announce_waits_on_stderr(true);
             let endpoint = connect::choose(&cli.conn, false)?;
             let early = early_warnings(&endpoint);
             let opened = connect::open(&endpoint, &cli.conn).await?;
@@ -115,10 +115,15 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 eprintln!("caldera: no cloud configured; starting the built-in simulated cloud");
             }
             early_warnings(&endpoint);
+            // Connecting happens before the console takes the terminal: a silent Keystone is
+            // named on stderr, as for the headless commands; once connected, the header does.
+            caldera::api::http::announce_waits_on_stderr(true);
+            let opened = connect::open(&endpoint, &cli.conn).await;
+            caldera::api::http::announce_waits_on_stderr(false);
             let connect::Opened {
                 mut conn,
                 simulator,
-            } = connect::open(&endpoint, &cli.conn).await?;
+            } = opened?;
             let simulator = connect::BuiltInSim::new(simulator);
             if cli.console.read_only {
                 conn.set_read_only(true);

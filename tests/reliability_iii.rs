@@ -192,7 +192,16 @@ mod pty {
 
     impl Console {
         pub fn start() -> Console {
+            Console::start_with(&["--simulator"], |_| Vec::new())
+        }
+
+        /// `caldera ARGS` with `env(home)` added to its environment.
+        pub fn start_with(
+            args: &[&str],
+            env: impl FnOnce(&std::path::Path) -> Vec<(String, std::ffi::OsString)>,
+        ) -> Console {
             let home = tempfile::tempdir().expect("temp home");
+            let extra = env(home.path());
             let log = home.path().join("caldera.log");
             let (mut m, mut s): (libc::c_int, libc::c_int) = (-1, -1);
             let size = libc::winsize {
@@ -223,7 +232,8 @@ mod pty {
             }
             let stdio = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup the pty slave"));
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_caldera"));
-            cmd.args(["--simulator", "--log-file"])
+            cmd.args(args)
+                .arg("--log-file")
                 .arg(&log)
                 .env_clear()
                 .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -233,6 +243,7 @@ mod pty {
                 .env("XDG_STATE_HOME", home.path().join("state"))
                 .env("XDG_DATA_HOME", home.path().join("data"))
                 .env("RUST_LOG", "info")
+                .envs(extra)
                 .stdin(stdio(&slave))
                 .stdout(stdio(&slave))
                 .stderr(stdio(&slave));
@@ -450,4 +461,44 @@ fn a_service_that_accepts_and_never_answers_is_named_on_stderr_within_5_s() {
             "{args:?}: {text}"
         );
     }
+}
+
+/// The console connects before it takes the terminal: a Keystone that accepts and never
+/// answers is named there too, with its deadline (and nothing is written on stderr once
+/// the console draws).
+#[test]
+fn the_console_names_a_silent_keystone_before_it_draws() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let mut c = pty::Console::start_with(&["--timeout", "keystone=4"], |home| {
+        let clouds = home.join("clouds.yaml");
+        std::fs::write(
+            &clouds,
+            format!(
+                "clouds:\n  silent:\n    auth:\n      auth_url: http://127.0.0.1:{port}/v3\n      \
+                 username: u\n      password: p\n      project_name: p\n      \
+                 user_domain_name: Default\n      project_domain_name: Default\n"
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&clouds, std::fs::Permissions::from_mode(0o600)).unwrap();
+        vec![
+            ("OS_CLIENT_CONFIG_FILE".to_string(), clouds.into_os_string()),
+            ("OS_CLOUD".to_string(), "silent".into()),
+        ]
+    });
+    let started = std::time::Instant::now();
+    c.wait_for("the Keystone notice", |raw| {
+        raw.contains(&format!("waiting for Keystone at http://127.0.0.1:{port}"))
+            && raw.contains("gives up after 4 s; --timeout keystone=SECS")
+    });
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let _ = c.wait_exit();
 }

@@ -39,12 +39,12 @@ static ANNOUNCE_WAITS: AtomicBool = AtomicBool::new(false);
 /// silence, not one per request or retry.
 static ANNOUNCED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
-/// From now on, a request of this process with no answer after [`WAIT_NOTICE_AFTER`] says
-/// on stderr which service it waits for and when it gives up:
+/// From now on (`on`), a request of this process with no answer after [`WAIT_NOTICE_AFTER`]
+/// says on stderr which service it waits for and when it gives up:
 /// `caldera: waiting for Heat at https://heat:8004 (no answer gives up after 60 s;
-/// --timeout heat=SECS)`.
-pub fn announce_waits_on_stderr() {
-    ANNOUNCE_WAITS.store(true, Ordering::Relaxed);
+/// --timeout heat=SECS)`; or no more (`!on`: the console, once it has the terminal).
+pub fn announce_waits_on_stderr(on: bool) {
+    ANNOUNCE_WAITS.store(on, Ordering::Relaxed);
 }
 
 /// A token the transport sends as `X-Auth-Token`.
@@ -658,6 +658,10 @@ impl Transport {
 
     /// Says on stderr, once per silence of a service, what is waited for and until when.
     fn announce_wait(&self, req: &Request, first_byte: Duration, which: &str) {
+        // Looked at again: the console may have taken the terminal since the request began.
+        if !ANNOUNCE_WAITS.load(Ordering::Relaxed) {
+            return;
+        }
         let key = self.wait_key(req);
         let first = ANNOUNCED
             .lock()
