@@ -30,7 +30,12 @@ fn main() -> ExitCode {
     // Don't wait for stray blocking tasks (e.g. a stdin reader) once the work is done.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        // The console quit on a signal that ends a process (terminal restored): the status
+        // a shell gives a process that signal ended.
+        Ok(()) => match tui::ending_signal() {
+            Some(sig) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(u8::MAX)),
+            None => ExitCode::SUCCESS,
+        },
         // `caldera events | head`: the reader has what it wanted.
         Err(e) if is_closed_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -72,11 +77,17 @@ async fn run(cli: Cli) -> commands::CmdResult {
         Some(Command::Fleet {
             cloud_timeout,
             format,
-        }) => caldera::cli::fleet_cmd::run(&cli.conn, cloud_timeout, format).await,
+        }) => {
+            caldera::api::http::announce_waits_on_stderr(true);
+            caldera::cli::fleet_cmd::run(&cli.conn, cloud_timeout, format).await
+        }
         Some(Command::Journal { follow, format, .. }) => {
             operate::journal(&cli.actions, follow, format).await
         }
         Some(command) => {
+            // A service that accepts and never answers is named on stderr within seconds,
+            // with its deadline, not after a silence as long as its timeout.
+            caldera::api::http::announce_waits_on_stderr(true);
             let endpoint = connect::choose(&cli.conn, false)?;
             let early = early_warnings(&endpoint);
             let opened = connect::open(&endpoint, &cli.conn).await?;
@@ -104,10 +115,15 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 eprintln!("caldera: no cloud configured; starting the built-in simulated cloud");
             }
             early_warnings(&endpoint);
+            // Connecting happens before the console takes the terminal: a silent Keystone is
+            // named on stderr, as for the headless commands; once connected, the header does.
+            caldera::api::http::announce_waits_on_stderr(true);
+            let opened = connect::open(&endpoint, &cli.conn).await;
+            caldera::api::http::announce_waits_on_stderr(false);
             let connect::Opened {
                 mut conn,
                 simulator,
-            } = connect::open(&endpoint, &cli.conn).await?;
+            } = opened?;
             let simulator = connect::BuiltInSim::new(simulator);
             if cli.console.read_only {
                 conn.set_read_only(true);

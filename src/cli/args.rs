@@ -1,6 +1,7 @@
 //! Command-line arguments. The console is the default; the subcommands are headless.
 
 use super::output::Format;
+use caldera_cloud::config::bounds;
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -61,15 +62,15 @@ pub struct ConnectArgs {
     pub simulator: bool,
 
     /// Items per page for paginated listings.
-    #[arg(long, global = true, default_value_t = 200)]
+    #[arg(long, global = true, default_value_t = 200, value_parser = whole::<u32>(1, 10_000))]
     pub page_size: u32,
 
     /// Most requests in flight at once, process-wide.
-    #[arg(long, global = true, default_value_t = 16)]
+    #[arg(long, global = true, default_value_t = 16, value_parser = whole::<u32>(1, 1024))]
     pub max_in_flight: u32,
 
     /// Most requests started per second, process-wide (0: no limit).
-    #[arg(long, global = true, default_value_t = 50)]
+    #[arg(long, global = true, default_value_t = 50, value_parser = whole::<u32>(0, 100_000))]
     pub max_per_second: u32,
 
     /// A timeout in seconds, KEY=SECS (repeatable): connect; keystone, heat, magnum, nova
@@ -80,7 +81,7 @@ pub struct ConnectArgs {
     pub timeouts: Vec<String>,
 
     /// Most MB of response bodies held in memory at once, process-wide.
-    #[arg(long, global = true, default_value_t = 512)]
+    #[arg(long, global = true, default_value_t = 512, value_parser = whole::<usize>(1, 1 << 20))]
     pub max_response_memory: usize,
 }
 
@@ -102,7 +103,7 @@ pub struct ConsoleArgs {
     pub log_file: Option<PathBuf>,
 
     /// How often a rollout driven from the console looks at Heat, in seconds.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, value_parser = secs(0.01, 3600.0))]
     pub rollout_poll_secs: f64,
 }
 
@@ -141,16 +142,16 @@ pub enum RolloutCommand {
         #[arg(long)]
         template: Option<String>,
         /// Nodes released together after the canaries.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = whole::<usize>(1, 100_000))]
         batch: usize,
         /// First nodes, one at a time, before bigger batches.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = whole::<usize>(0, 100_000))]
         canary: usize,
         /// Seconds to watch for failures after each batch before the next.
-        #[arg(long, default_value_t = 0.0)]
+        #[arg(long, default_value_t = 0.0, value_parser = secs(0.0, 86400.0))]
         gate_secs: f64,
         /// Pause when a node takes longer than this from release to done.
-        #[arg(long, default_value_t = 1800)]
+        #[arg(long, default_value_t = 1800, value_parser = whole::<u64>(1, 7 * 86400))]
         node_timeout_secs: u64,
         /// End the rollout on a failure instead of pausing it.
         #[arg(long)]
@@ -174,7 +175,7 @@ pub enum RolloutCommand {
         #[arg(long, value_name = "PATH")]
         let_heat_update: Vec<String>,
         /// Seconds between looks at Heat.
-        #[arg(long, default_value_t = 2.0)]
+        #[arg(long, default_value_t = 2.0, value_parser = secs(0.01, 3600.0))]
         poll_secs: f64,
     },
     /// The rollout's state, from Heat and the journal.
@@ -187,7 +188,7 @@ pub enum RolloutCommand {
     Pause {
         target: String,
         /// How long to wait for the engine's acknowledgement (exit 4 without one).
-        #[arg(long, default_value_t = 15.0)]
+        #[arg(long, default_value_t = 15.0, value_parser = secs(0.0, 3600.0))]
         wait_secs: f64,
     },
     /// Reattach to the rollout (after a pause, a failure or a restart) and follow it.
@@ -196,7 +197,7 @@ pub enum RolloutCommand {
         /// Parameter overrides for the retried update, KEY=JSON (e.g. after fixing a cause).
         #[arg(long = "set", value_name = "KEY=JSON")]
         set: Vec<String>,
-        #[arg(long, default_value_t = 2.0)]
+        #[arg(long, default_value_t = 2.0, value_parser = secs(0.01, 3600.0))]
         poll_secs: f64,
     },
     /// Skip a node: it is never released by this rollout.
@@ -204,7 +205,7 @@ pub enum RolloutCommand {
         target: String,
         node: String,
         /// How long to wait for the engine's acknowledgement (exit 4 without one).
-        #[arg(long, default_value_t = 15.0)]
+        #[arg(long, default_value_t = 15.0, value_parser = secs(0.0, 3600.0))]
         wait_secs: f64,
     },
     /// Stop the rollout; optionally cancel Heat's update.
@@ -217,7 +218,7 @@ pub enum RolloutCommand {
         #[arg(long)]
         cancel: bool,
         /// How long to wait for the engine's acknowledgement (exit 4 without one).
-        #[arg(long, default_value_t = 15.0)]
+        #[arg(long, default_value_t = 15.0, value_parser = secs(0.0, 3600.0))]
         wait_secs: f64,
     },
 }
@@ -311,7 +312,7 @@ pub enum Command {
     Fleet {
         /// Longest wait for one cloud's whole answer (authenticate and list), in seconds;
         /// a cloud that takes longer is shown `unreachable`.
-        #[arg(long, default_value_t = 20.0)]
+        #[arg(long, default_value_t = 20.0, value_parser = secs(0.1, 3600.0))]
         cloud_timeout: f64,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -339,16 +340,16 @@ pub enum Command {
         #[arg(long)]
         follow: bool,
         /// Include events of nested stacks down to this depth.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = whole::<u32>(0, 32))]
         nested_depth: u32,
         /// Longest wait between polls when following, in seconds (polls come sooner while
         /// events arrive faster than Heat keeps them, see --max-events-per-stack).
-        #[arg(long, default_value_t = 2.0)]
+        #[arg(long, default_value_t = 2.0, value_parser = secs(0.2, 86400.0))]
         interval: f64,
         /// The cloud's Heat `max_events_per_stack` (default: the cloud's
         /// `caldera: {max_events_per_stack}` in clouds.yaml, else Heat's 1000): the follower
         /// polls often enough that the busiest stack cannot purge events between two polls.
-        #[arg(long)]
+        #[arg(long, value_parser = whole::<usize>(1, 10_000_000))]
         max_events_per_stack: Option<usize>,
         /// With --follow: stop once the stack is no longer IN_PROGRESS.
         #[arg(long)]
@@ -363,7 +364,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
         /// Per-member lookups in flight at once.
-        #[arg(long, default_value_t = 16)]
+        #[arg(long, default_value_t = 16, value_parser = whole::<usize>(1, 1024))]
         concurrency: usize,
         /// Name of each member's output holding its address (default: the cloud's
         /// `caldera: {output_key}` in clouds.yaml, else discovered per node group from the
@@ -388,7 +389,7 @@ pub enum Command {
         /// its count reads (Heat's preview of the update is printed first).
         target: String,
         /// The new node count (default: the current count minus --remove).
-        #[arg(long)]
+        #[arg(long, value_parser = whole::<u32>(0, 100_000))]
         count: Option<u32>,
         /// Nodes to remove, by member name: 3,7.
         #[arg(long, value_delimiter = ',')]
@@ -445,7 +446,35 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Simulated clock speed factor.
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = 1.0, value_parser = number(0.001, 100_000.0))]
         speed: f64,
     },
+}
+
+/// A flag's seconds, from `min` to `max` (see `caldera_cloud::config::bounds`): `1e308`,
+/// `inf` and `NaN` are refused with the bounds, never a panic further on.
+fn secs(
+    min: f64,
+    max: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| bounds::parse_seconds(s, min, max).map(|d| d.as_secs_f64())
+}
+
+/// A flag's plain number (a factor), finite and from `min` to `max`.
+fn number(
+    min: f64,
+    max: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| bounds::parse_number(s, min, max)
+}
+
+/// A flag's whole number (a count), from `min` to `max`.
+fn whole<T: TryFrom<u64> + Clone + Send + Sync + 'static>(
+    min: u64,
+    max: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let v = bounds::parse_whole(s, min, max, "number")?;
+        T::try_from(v).map_err(|_| format!("expected a whole number from {min} to {max}, got {v}"))
+    }
 }

@@ -96,7 +96,7 @@ pub fn print_table(table: &Table, format: Format) -> CmdResult {
                         .collect()
                 })
                 .collect();
-            serde_json::to_writer_pretty(&mut out, &rows)?;
+            caldera_cloud::model::write_json(&mut out, &rows, true)?;
             writeln!(out)?;
         }
     }
@@ -459,7 +459,7 @@ async fn ips(
                             if let Some(name) = &a.name {
                                 row["name"] = serde_json::json!(name);
                             }
-                            writeln!(out, "{row}")?
+                            writeln!(out, "{}", caldera_cloud::model::json_string(&row)?)?
                         }
                     }
                     out.flush()?;
@@ -588,8 +588,10 @@ async fn capi_ips(
                         Format::Json => writeln!(
                             out,
                             "{}",
-                            serde_json::json!({"group": label, "member": a.member, "index": null,
+                            caldera_cloud::model::json_string(
+                                &serde_json::json!({"group": label, "member": a.member, "index": null,
                                 "addresses": a.addresses, "name": a.member})
+                            )?
                         )?,
                     }
                     out.flush()?;

@@ -132,13 +132,10 @@ pub async fn open(
             conn: CloudConnection::no_auth(endpoints, &options).await?,
             simulator: None,
         }),
+        // A Keystone slow to answer is named on stderr by the transport, as every service
+        // is (`crate::api::http::announce_waits_on_stderr`, set by the headless commands).
         Endpoint::Cloud(cloud) => Ok(Opened {
-            conn: say_when_slow(
-                &cloud.auth_url,
-                options.timeouts.keystone.unwrap_or(options.timeout),
-                CloudConnection::from_cloud(cloud, &options),
-            )
-            .await?,
+            conn: CloudConnection::from_cloud(cloud, &options).await?,
             simulator: None,
         }),
         Endpoint::Simulator => {
@@ -161,24 +158,4 @@ pub async fn open(
             })
         }
     }
-}
-
-/// Runs the authentication `connect`; if it takes more than two seconds, says on stderr what
-/// is being waited for and for how long at most, instead of leaving the operator in silence.
-async fn say_when_slow<T>(
-    auth_url: &str,
-    timeout: std::time::Duration,
-    connect: impl std::future::Future<Output = T>,
-) -> T {
-    let mut connect = std::pin::pin!(connect);
-    tokio::select! {
-        done = &mut connect => return done,
-        _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
-    }
-    eprintln!(
-        "caldera: waiting for Keystone at {} (no answer gives up after {}; --timeout keystone=SECS)",
-        crate::api::error::redact_url(auth_url),
-        crate::api::limits::human(timeout)
-    );
-    connect.await
 }

@@ -13,6 +13,7 @@ use crate::drivers::resolve::Drivers;
 use crate::drivers::{Driver, NodeGroupTarget, ScaleRequest, UpgradePlan, UpgradeTarget};
 use crate::journal::{Actor, Entry, Journal, Outcome};
 use crate::lifecycle::ActionsConfig;
+use crate::model::{json_string, json_string_pretty};
 use crate::model::{terminal_safe, DriverKind, StackRef};
 use crate::rollout::control;
 use crate::rollout::engine::{self, find_latest, observe_status, EngineOptions};
@@ -92,7 +93,7 @@ pub async fn journal(args: &ActionArgs, follow: bool, format: JournalFormat) -> 
         let mut out = stdout.lock();
         for e in scan.entries {
             match format {
-                JournalFormat::Json => writeln!(out, "{}", serde_json::to_string(&e)?)?,
+                JournalFormat::Json => writeln!(out, "{}", json_string(&e)?)?,
                 _ => writeln!(out, "{}", terminal_safe(&entry_line(&e)))?,
             }
         }
@@ -456,9 +457,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             let target = ctx.resolve_target(&target).await?;
             let status = rollout_status(ctx, &target).await?;
             match format {
-                JournalFormat::Json => {
-                    writeln!(io::stdout(), "{}", serde_json::to_string_pretty(&status)?)?
-                }
+                JournalFormat::Json => writeln!(io::stdout(), "{}", json_string_pretty(&status)?)?,
                 _ => print_lines(&status.lines())?,
             }
             Ok(())
@@ -912,7 +911,7 @@ async fn heat_hooks(ctx: &Ctx, stack: &str, format: Format) -> CmdResult {
     let stack = heat.resolve(stack).await?;
     let pending = crate::ops::hooks::pending_hooks(heat, &stack).await?;
     if format == Format::Json {
-        writeln!(io::stdout(), "{}", serde_json::to_string_pretty(&pending)?)?;
+        writeln!(io::stdout(), "{}", json_string_pretty(&pending)?)?;
         return Ok(());
     }
     let now = chrono::Utc::now();

@@ -192,7 +192,7 @@ pub fn event_line(e: &StackEvent, format: Format) -> String {
             terminal_safe(&reason)
         ),
         Format::Csv => csv_line(&[time, e.id.clone(), path, e.status.raw.clone(), reason]),
-        Format::Json => serde_json::json!({
+        Format::Json => caldera_cloud::model::json_string(&serde_json::json!({
             "time": time,
             "id": e.id,
             "path": e.path,
@@ -200,8 +200,9 @@ pub fn event_line(e: &StackEvent, format: Format) -> String {
             "status": e.status.raw,
             "reason": e.status_reason,
             "stack_id": e.stack.as_ref().map(|s| s.id.clone()),
-        })
-        .to_string(),
+        }))
+        // A `Value` always serializes.
+        .unwrap_or_default(),
     }
 }
 

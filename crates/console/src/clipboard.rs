@@ -4,8 +4,9 @@
 //! operator's desk does the copying; tmux passes it on with `set -g set-clipboard on`.
 //!
 //! The text comes from the cloud (names, reasons), so it is cleaned first: no control
-//! characters (a newline pasted into a shell runs the line) and a bounded length (a
-//! terminal drops, or chokes on, a huge sequence).
+//! characters (a newline pasted into a shell runs the line), no bidi overrides (pasted, they
+//! make a command read otherwise than it runs) and a bounded length (a terminal drops, or
+//! chokes on, a huge sequence).
 
 /// The most text one copy carries, in bytes (the sequence is a third longer).
 pub const MAX_BYTES: usize = 16 * 1024;
@@ -18,13 +19,14 @@ pub struct Clip {
 }
 
 impl Clip {
-    /// `raw` without control characters (tabs and line breaks become spaces), trimmed,
+    /// `raw` without control characters or bidi overrides (tabs and line breaks become
+    /// spaces), trimmed,
     /// and cut at a character boundary to [`MAX_BYTES`].
     pub fn new(raw: &str) -> Clip {
         let clean: String = raw
             .chars()
             .map(|c| if c.is_whitespace() { ' ' } else { c })
-            .filter(|c| !c.is_control())
+            .filter(|c| !c.is_control() && !caldera_cloud::model::text::is_unsafe_char(*c))
             .collect();
         let clean = clean.trim();
         let mut end = clean.len().min(MAX_BYTES);
@@ -100,6 +102,14 @@ mod tests {
         assert!(!clip.osc52()[1..clip.osc52().len() - 1]
             .chars()
             .any(|c| c.is_control()));
+    }
+
+    /// A right-to-left override or an isolate makes pasted text read otherwise than it
+    /// runs: none reaches the clipboard (C1 neither).
+    #[test]
+    fn bidi_overrides_never_reach_the_clipboard() {
+        let clip = Clip::new("rm \u{202e}fl- \u{2066}x\u{2069}\u{202a}\u{9b}y");
+        assert_eq!(clip.text, "rm fl- xy");
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 use super::keys::KeyMap;
 use super::theme::{load_theme, user_theme_dir, FileError, Theme};
+use caldera_cloud::config::bounds;
 use caldera_cloud::config::file_limits::{read_bounded, MAX_TOML_BYTES};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -105,15 +106,54 @@ impl Default for ConsoleOptions {
     }
 }
 
+/// The quickest refresh `refresh_secs` may ask for, and the slowest.
+pub const MIN_REFRESH_SECS: f64 = 0.2;
+pub const MAX_REFRESH_SECS: f64 = 86400.0;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
-    theme: Option<String>,
-    refresh_secs: Option<Spanned<f64>>,
-    fps: Option<Spanned<u32>>,
-    read_only: Option<bool>,
+    // Values are read as any TOML value and typed here, so a value of the wrong type is
+    // named by its key and what it should be, and the rest of the file still applies.
+    theme: Option<Spanned<toml::Value>>,
+    refresh_secs: Option<Spanned<toml::Value>>,
+    fps: Option<Spanned<toml::Value>>,
+    read_only: Option<Spanned<toml::Value>>,
     #[serde(default)]
-    keys: HashMap<String, Spanned<Vec<String>>>,
+    keys: HashMap<String, Spanned<toml::Value>>,
+}
+
+/// `origin:LINE: key: message`, for a value that is there but not what the key takes.
+fn key_problem(
+    origin: &str,
+    src: &str,
+    span: std::ops::Range<usize>,
+    key: &str,
+    msg: &str,
+) -> String {
+    let mut e = FileError::at(origin, src, Some(span), format!("{key}: {msg}"));
+    e.column = None;
+    e.to_string()
+}
+
+/// A TOML number as seconds; anything else is "a number of seconds" it is not.
+fn config_seconds(v: &toml::Value, min: f64, max: f64) -> Result<Duration, String> {
+    match v {
+        toml::Value::Float(f) => bounds::seconds(*f, min, max),
+        // Only integers past 2^53 lose precision here, and those are past any bound.
+        toml::Value::Integer(i) => bounds::seconds(*i as f64, min, max),
+        other => Err(format!("expected a number of seconds, got {other}")),
+    }
+}
+
+/// A TOML whole number from `min` to `max`.
+fn config_whole(v: &toml::Value, min: u64, max: u64) -> Result<u64, String> {
+    match v {
+        toml::Value::Integer(i) => bounds::whole(i128::from(*i), min, max, "number"),
+        other => Err(format!(
+            "expected a whole number from {min} to {max}, got {other}"
+        )),
+    }
 }
 
 /// What the console runs with after options, config file and themes are resolved.
@@ -150,51 +190,82 @@ fn apply_config(
             return None;
         }
     };
-    if let Some(r) = file.refresh_secs {
-        let v = *r.get_ref();
-        if v.is_finite() && v >= 0.2 {
-            out.refresh = Duration::from_secs_f64(v);
-        } else {
-            out.problems.push(
-                FileError::at(
-                    origin,
-                    src,
-                    Some(r.span()),
-                    "refresh_secs must be at least 0.2",
-                )
-                .to_string(),
-            );
+    if let Some(r) = &file.refresh_secs {
+        match config_seconds(r.get_ref(), MIN_REFRESH_SECS, MAX_REFRESH_SECS) {
+            Ok(d) => out.refresh = d,
+            Err(e) => out
+                .problems
+                .push(key_problem(origin, src, r.span(), "refresh_secs", &e)),
         }
     }
-    if let Some(f) = file.fps {
-        let v = *f.get_ref();
-        if (1..=240).contains(&v) {
-            out.fps = v;
-        } else {
-            out.problems.push(
-                FileError::at(origin, src, Some(f.span()), "fps must be between 1 and 240")
-                    .to_string(),
-            );
+    if let Some(f) = &file.fps {
+        let fps = config_whole(f.get_ref(), 1, 240)
+            .and_then(|v| u32::try_from(v).map_err(|e| e.to_string()));
+        match fps {
+            Ok(v) => out.fps = v,
+            Err(e) => out
+                .problems
+                .push(key_problem(origin, src, f.span(), "fps", &e)),
         }
     }
-    if let Some(ro) = file.read_only {
-        out.read_only = out.read_only || ro;
+    if let Some(ro) = &file.read_only {
+        match ro.get_ref() {
+            toml::Value::Boolean(b) => out.read_only = out.read_only || *b,
+            other => out.problems.push(key_problem(
+                origin,
+                src,
+                ro.span(),
+                "read_only",
+                &format!("expected true or false, got {other}"),
+            )),
+        }
     }
-    let mut overrides: Vec<(String, Vec<String>)> = file
-        .keys
-        .iter()
-        .map(|(name, keys)| (name.clone(), keys.get_ref().clone()))
-        .collect();
+    let mut overrides: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, keys) in &file.keys {
+        let names: Option<Vec<String>> = match keys.get_ref() {
+            toml::Value::Array(items) => items
+                .iter()
+                .map(|k| k.as_str().map(str::to_string))
+                .collect(),
+            _ => None,
+        };
+        match names {
+            Some(names) => overrides.push((name.clone(), names)),
+            None => out.problems.push(key_problem(
+                origin,
+                src,
+                keys.span(),
+                &format!("[keys] {name}"),
+                &format!("expected a list of key names, got {}", keys.get_ref()),
+            )),
+        }
+    }
     overrides.sort();
     for (name, msg) in out.keys.apply(&overrides) {
         let span = file.keys.get(&name).map(|k| k.span());
         out.problems
             .push(FileError::at(origin, src, span, format!("[keys] {name}: {msg}")).to_string());
     }
+    let theme = match &file.theme {
+        Some(t) => match t.get_ref() {
+            toml::Value::String(name) => Some(name.clone()),
+            other => {
+                out.problems.push(key_problem(
+                    origin,
+                    src,
+                    t.span(),
+                    "theme",
+                    &format!("expected a theme name or path, got {other}"),
+                ));
+                None
+            }
+        },
+        None => None,
+    };
     if theme_from_cli {
         None
     } else {
-        file.theme
+        theme
     }
 }
 
@@ -285,10 +356,62 @@ mod tests {
         assert_eq!(r.keys.keys_for(KeyAction::Quit).len(), 1);
     }
 
+    /// Numbers past what a duration holds were a panic (`Duration::from_secs_f64`):
+    /// every one is refused by name, and the setting keeps its default.
+    #[test]
+    fn refresh_secs_out_of_bounds_is_refused_never_a_panic() {
+        for (v, shown) in [
+            ("1e308", "1e308"),
+            ("inf", "inf"),
+            ("nan", "NaN"),
+            ("0.1", "0.1"),
+        ] {
+            let r = resolve_text(&format!("refresh_secs = {v}\n"), Path::new("c.toml"));
+            assert_eq!(r.refresh, Duration::from_secs(5), "{v}");
+            assert_eq!(
+                r.problems,
+                [format!(
+                    "c.toml:1: refresh_secs: expected a number of seconds from 0.2 to 86400, got {shown}"
+                )],
+                "{v}"
+            );
+        }
+    }
+
+    /// A value of the wrong type names its key and what it should be, in words (not
+    /// serde's `invalid type: string "fast", expected f64`), and the rest of the file
+    /// still applies: nothing else is lost to one bad value.
+    #[test]
+    fn a_value_of_the_wrong_type_names_its_key_and_loses_nothing_else() {
+        let r = resolve_text(
+            "theme = \"light\"\nrefresh_secs = \"fast\"\nfps = 1.5\nread_only = \"yes\"\n\
+             [keys]\nquit = \"q\"\n",
+            Path::new("config.toml"),
+        );
+        assert_eq!(
+            r.problems,
+            [
+                "config.toml:2: refresh_secs: expected a number of seconds, got \"fast\"",
+                "config.toml:3: fps: expected a whole number from 1 to 240, got 1.5",
+                "config.toml:4: read_only: expected true or false, got \"yes\"",
+                "config.toml:6: [keys] quit: expected a list of key names, got \"q\"",
+            ]
+        );
+        assert_eq!(r.theme.name, "light");
+        assert_eq!((r.refresh, r.fps), (Duration::from_secs(5), 30));
+        let r = resolve_text("theme = 7\nfps = 20\n", Path::new("c.toml"));
+        assert_eq!(
+            r.problems,
+            ["c.toml:1: theme: expected a theme name or path, got 7"]
+        );
+        assert_eq!(r.fps, 20);
+    }
+
     #[test]
     fn broken_config_names_file_and_line_and_falls_back() {
+        // A file that is not TOML at all: where it breaks, and the defaults.
         let r = resolve_text(
-            "theme = \"light\"\nfps = \"fast\"\n",
+            "theme = \"light\"\nfps = = 3\n",
             Path::new("/home/u/.config/caldera/config.toml"),
         );
         assert_eq!(r.theme.name, "dark");

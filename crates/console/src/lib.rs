@@ -50,7 +50,7 @@ pub mod worker;
 
 pub use config::ConsoleOptions;
 pub use draw::backstop;
-pub use runtime::{init_logging, init_logging_to, log_path, run, ConsoleError};
+pub use runtime::{ending_signal, init_logging, init_logging_to, log_path, run, ConsoleError};
 
 #[cfg(test)]
 mod actions_tests;

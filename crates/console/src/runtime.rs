@@ -3,7 +3,13 @@
 //! render timer capped at the configured FPS; drawing happens only when something changed.
 //!
 //! Signals: SIGTERM, SIGHUP, SIGINT and SIGQUIT quit cleanly (terminal restored, exit
-//! code 0; SIGQUIT's default action would dump core and leave the terminal raw);
+//! code 0; SIGQUIT's default action would dump core and leave the terminal raw); every
+//! other signal whose default action ends the process (SIGUSR1, SIGUSR2, SIGALRM,
+//! SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGIO, SIGPWR, SIGSYS, the real-time ones…) also
+//! restores the terminal first, then the process exits with the conventional 128 + the
+//! signal's number ([`ending_signal`]). SIGPIPE is ignored by Rust programs (a write
+//! fails instead); SIGKILL and SIGSTOP cannot be caught; SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+//! SIGTRAP and SIGABRT are faults of the process itself, left to their default.
 //! SIGTSTP and ctrl-z give the terminal back and stop the process, SIGCONT (`fg`) takes
 //! the terminal again and redraws everything.
 
@@ -23,11 +29,61 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use std::io::{stdout, Stdout, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::signal::unix::{signal, Signal, SignalKind};
+
+/// The signal that ended the console, 0 for none.
+static ENDED_BY: AtomicI32 = AtomicI32::new(0);
+
+/// The signal (beyond SIGTERM, SIGHUP, SIGINT and SIGQUIT, which quit with 0) that ended
+/// the console once the terminal was restored: the binary exits with 128 + its number,
+/// as a shell reports a process a signal ended.
+pub fn ending_signal() -> Option<i32> {
+    Some(ENDED_BY.load(Ordering::Relaxed)).filter(|s| *s > 0)
+}
+
+/// Signals whose default action ends the process, beyond the four that quit cleanly, and
+/// that a process may catch (see the module's doc for those left out, and why).
+fn other_ending_signals() -> Vec<i32> {
+    let mut sigs = vec![
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+        libc::SIGIO,
+        libc::SIGSYS,
+    ];
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        sigs.extend([libc::SIGPWR, libc::SIGSTKFLT]);
+        sigs.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
+    }
+    sigs
+}
+
+/// One channel for every signal of [`other_ending_signals`]: its number, when it comes.
+fn listen_ending() -> tokio::sync::mpsc::UnboundedReceiver<i32> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for sig in other_ending_signals() {
+        if let Some(mut stream) = listen(SignalKind::from_raw(sig)) {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if tx.send(sig).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    }
+    rx
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -187,6 +243,7 @@ async fn event_loop(
     let mut sigint = listen(SignalKind::interrupt());
     let mut sigquit = listen(SignalKind::quit());
     let mut sigtstp = listen(SignalKind::from_raw(signal_hook::consts::SIGTSTP));
+    let mut ending = listen_ending();
     loop {
         for req in app.take_requests() {
             match req {
@@ -231,6 +288,13 @@ async fn event_loop(
                 break;
             },
             Some(()) = received(&mut sigtstp) => app.request_suspend(),
+            Some(sig) = ending.recv() => {
+                let name = signal_hook::low_level::signal_name(sig)
+                    .map_or_else(|| format!("signal {sig}"), str::to_string);
+                tracing::info!("{name}: quitting (exit status {})", 128 + sig);
+                ENDED_BY.store(sig, Ordering::Relaxed);
+                break;
+            },
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => app.on_key(key),
                 Some(Ok(Event::Resize(w, h))) => app.update(Action::Resize(w, h)),

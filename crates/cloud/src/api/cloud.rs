@@ -61,16 +61,8 @@ impl ConnectOptions {
         let (key, value) = spec.split_once('=').ok_or_else(|| {
             format!("--timeout {spec}: expected KEY=SECS, KEY one of {TIMEOUT_KEYS}")
         })?;
-        let secs: f64 = value
-            .trim()
-            .parse()
-            .map_err(|_| format!("--timeout {spec}: '{value}' is not a number of seconds"))?;
-        let d = Duration::try_from_secs_f64(secs)
-            .ok()
-            .filter(|d| !d.is_zero() && d.as_secs() <= 24 * 3600)
-            .ok_or_else(|| {
-                format!("--timeout {spec}: seconds must be above 0 and at most a day")
-            })?;
+        let d = crate::config::bounds::parse_seconds(value, 0.001, 86400.0)
+            .map_err(|e| format!("--timeout {spec}: {e}"))?;
         let t = &mut self.timeouts;
         match key.trim().to_ascii_lowercase().as_str() {
             "connect" => self.connect_timeout = d,

@@ -20,11 +20,32 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, LOCATION
 use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+
+/// How long a request waits for the first byte of an answer before a headless command says
+/// what it is waiting for (a service that accepts connections and never answers would
+/// otherwise leave the operator in silence for its whole first-byte timeout).
+pub const WAIT_NOTICE_AFTER: Duration = Duration::from_secs(2);
+
+/// Whether waits are announced on stderr: set by the headless commands only (the console
+/// draws on the terminal and names a silent service in its header instead).
+static ANNOUNCE_WAITS: AtomicBool = AtomicBool::new(false);
+/// Services (name and origin) announced as silent and not heard from since: one notice per
+/// silence, not one per request or retry.
+static ANNOUNCED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// From now on (`on`), a request of this process with no answer after [`WAIT_NOTICE_AFTER`]
+/// says on stderr which service it waits for and when it gives up:
+/// `caldera: waiting for Heat at https://heat:8004 (no answer gives up after 60 s;
+/// --timeout heat=SECS)`; or no more (`!on`: the console, once it has the terminal).
+pub fn announce_waits_on_stderr(on: bool) {
+    ANNOUNCE_WAITS.store(on, Ordering::Relaxed);
+}
 
 /// A token the transport sends as `X-Auth-Token`.
 pub trait SentToken: Send + Sync {
@@ -625,6 +646,37 @@ impl Transport {
         }
     }
 
+    /// The service and origin a request waits on (`Heat at http://heat:8004`).
+    fn wait_key(&self, req: &Request) -> String {
+        let name = self.inner.service.map_or("the cloud", Api::name);
+        let redacted = crate::api_error::redact_url(&req.url);
+        let origin = url::Url::parse(&redacted)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or(redacted);
+        format!("{name} at {}", crate::model::text::terminal_safe(&origin))
+    }
+
+    /// Says on stderr, once per silence of a service, what is waited for and until when.
+    fn announce_wait(&self, req: &Request, first_byte: Duration, which: &str) {
+        // Looked at again: the console may have taken the terminal since the request began.
+        if !ANNOUNCE_WAITS.load(Ordering::Relaxed) {
+            return;
+        }
+        let key = self.wait_key(req);
+        let first = ANNOUNCED
+            .lock()
+            .map(|mut announced| announced.insert(key.clone()))
+            .unwrap_or(true);
+        if first {
+            // "first-byte timeout, --timeout heat=SECS": the flag is what the operator needs.
+            let how = which.strip_prefix("first-byte timeout, ").unwrap_or(which);
+            eprintln!(
+                "caldera: waiting for {key} (no answer gives up after {}; {how})",
+                human(first_byte)
+            );
+        }
+    }
+
     /// A transport error naming the service it was talking to (`... connection failed:
     /// Magnum: ...`).
     fn named(&self, err: ApiError) -> ApiError {
@@ -665,7 +717,26 @@ impl Transport {
     ) -> ApiResult<Response> {
         let (first_byte, which) = self.first_byte(req);
         let asked = Instant::now();
-        let mut resp = match tokio::time::timeout(first_byte, builder.send()).await {
+        let sending = tokio::time::timeout(first_byte, builder.send());
+        let announce = ANNOUNCE_WAITS.load(Ordering::Relaxed);
+        let sent = if announce && first_byte > WAIT_NOTICE_AFTER {
+            let mut sending = std::pin::pin!(sending);
+            tokio::select! {
+                sent = &mut sending => sent,
+                () = tokio::time::sleep(WAIT_NOTICE_AFTER) => {
+                    self.announce_wait(req, first_byte, &which);
+                    sending.await
+                }
+            }
+        } else {
+            sending.await
+        };
+        if announce && matches!(sent, Ok(Ok(_))) {
+            if let Ok(mut announced) = ANNOUNCED.lock() {
+                announced.remove(&self.wait_key(req));
+            }
+        }
+        let mut resp = match sent {
             Err(_) => {
                 return Err(self.timed_out(
                     req,

@@ -1,5 +1,6 @@
 //! Configuration: clouds.yaml discovery and the secrets it holds.
 
+pub mod bounds;
 pub mod clouds;
 pub mod error;
 pub mod file_limits;

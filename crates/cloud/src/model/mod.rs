@@ -18,4 +18,4 @@ pub use node::{ImageCounts, ImagePhase, Node, NodeAddress, NodeKey};
 pub use server::{ConsoleTail, ServerDetail, ServerFault, ServerTarget};
 pub use stack::{StackEvent, StackRef, StackResource, StackSummary};
 pub use status::{short_duration, Status, StatusState};
-pub use text::{terminal_safe, terminal_safe_lines};
+pub use text::{json_string, json_string_pretty, terminal_safe, terminal_safe_lines, write_json};

@@ -11,10 +11,14 @@
 //! shown as a visible escape (`\e`, `\x07`, `\u{202e}`, and `\n`, `\r`, `\t`), so the
 //! operator sees what the cloud sent instead of being steered by it. Everything else,
 //! including a backslash, is unchanged, so ordinary names look exactly as they are.
-//! Machine output (JSON) does not use it: serde_json escapes control characters itself
-//! and the value stays exact.
+//! Machine output (JSON) does not use it: the value must stay exact. serde_json escapes
+//! C0 controls itself but writes DEL, C1 (a one-byte CSI) and the bidi overrides raw, and
+//! `caldera stacks --format json` is read on a terminal as often as by `jq`: every
+//! `--format json` output goes through [`json_string`] / [`json_string_pretty`], which
+//! escape those as `\uXXXX` too (the same data for any JSON reader, inert on a terminal).
 
 use std::borrow::Cow;
+use std::io;
 
 /// Whether `c` must not reach a terminal as it is.
 pub fn is_unsafe_char(c: char) -> bool {
@@ -67,9 +71,127 @@ pub fn terminal_safe_lines(s: &str) -> Cow<'_, str> {
     )
 }
 
+/// A serde_json formatter that also writes DEL, C1 and bidi overrides as `\uXXXX` (serde_json
+/// escapes C0 before a fragment reaches [`serde_json::ser::Formatter::write_string_fragment`]).
+struct TerminalSafe<F>(F);
+
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for TerminalSafe<F> {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if is_unsafe_char(c) {
+                writer.write_all(&fragment.as_bytes()[start..i])?;
+                write!(writer, "\\u{:04x}", u32::from(c))?;
+                start = i + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+    // The layout is the inner formatter's (compact or pretty).
+    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn end_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_key(w)
+    }
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// Writes `value` as JSON to `out` (pretty: indented), with nothing a terminal obeys in it:
+/// the one JSON writer of every `--format json` output.
+pub fn write_json<W: io::Write, T: serde::Serialize + ?Sized>(
+    out: W,
+    value: &T,
+    pretty: bool,
+) -> serde_json::Result<()> {
+    if pretty {
+        let f = TerminalSafe(serde_json::ser::PrettyFormatter::new());
+        value.serialize(&mut serde_json::Serializer::with_formatter(out, f))
+    } else {
+        let f = TerminalSafe(serde_json::ser::CompactFormatter);
+        value.serialize(&mut serde_json::Serializer::with_formatter(out, f))
+    }
+}
+
+/// `value` as one line of JSON, terminal-safe (see [`write_json`]).
+pub fn json_string<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut out = Vec::new();
+    write_json(&mut out, value, false)?;
+    // The serializer writes UTF-8 only; an error here cannot happen, but is not a panic.
+    String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
+/// `value` as indented JSON, terminal-safe (see [`write_json`]).
+pub fn json_string_pretty<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut out = Vec::new();
+    write_json(&mut out, value, true)?;
+    String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// C1 (a one-byte CSI), DEL and every bidi override are `\uXXXX` in JSON, as C0 is; the
+    /// value read back is exact, and the layout is serde_json's own.
+    #[test]
+    fn json_escapes_what_a_terminal_obeys_and_reads_back_exact() {
+        let raw = "evil\x1b[2J\u{9b}31m\u{85}\u{202e}gnp\u{2066}x\u{2069}\x7f é→🦀";
+        let v = serde_json::json!({"name": raw, "n": [1, 2]});
+        let one = json_string(&v).unwrap();
+        assert_eq!(
+            one,
+            "{\"n\":[1,2],\"name\":\"evil\\u001b[2J\\u009b31m\\u0085\\u202egnp\\u2066x\\u2069\\u007f é→🦀\"}"
+        );
+        let pretty = json_string_pretty(&v).unwrap();
+        assert_eq!(
+            pretty.lines().count(),
+            serde_json::to_string_pretty(&v).unwrap().lines().count()
+        );
+        for text in [&one, &pretty] {
+            assert!(
+                !text.chars().any(|c| c != '\n' && is_unsafe_char(c)),
+                "{text}"
+            );
+            let back: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(back["name"], raw);
+        }
+    }
 
     #[test]
     fn plain_text_is_borrowed_unchanged() {

@@ -98,7 +98,7 @@ impl App {
         let mut out = String::new();
         for &i in v.table.view() {
             if let Some(r) = self.store.journal.rows.get(i) {
-                match serde_json::to_string(&r.entry) {
+                match caldera_cloud::model::json_string(&r.entry) {
                     Ok(line) => {
                         out.push_str(&line);
                         out.push('\n');

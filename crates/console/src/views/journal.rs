@@ -20,7 +20,7 @@ impl Screen for Journal {
         let id = what == Yank::Id;
         let e = &v.table.selected(&s.journal.rows)?.entry;
         if id {
-            let line = serde_json::to_string(e).ok()?;
+            let line = caldera_cloud::model::json_string(e).ok()?;
             Some(("journal entry", line))
         } else {
             Some(("target", e.target.clone()))

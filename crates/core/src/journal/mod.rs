@@ -455,14 +455,35 @@ impl Journal {
         self.scan(offset, false)
     }
 
-    /// The journal's length now (where an entry appended next would start, unless a torn
-    /// tail is moved aside first).
+    /// The journal's length now, a torn tail included (an offset for readers is
+    /// [`Journal::end_of_entries`]).
     pub fn len(&self) -> Result<u64, JournalError> {
         match std::fs::metadata(&self.path) {
             Ok(m) => Ok(m.len()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
             Err(e) => Err(self.io(e)),
         }
+    }
+
+    /// Where the next entry will start: the journal's length less a torn tail (an
+    /// unterminated last line, which the next append or repair cuts off, writing there).
+    /// An offset taken from here stays on a line boundary across that repair; the plain
+    /// length would point inside the entry written where the torn bytes were, and a
+    /// strict reader starting there would read half a line.
+    pub fn end_of_entries(&self) -> Result<u64, JournalError> {
+        let mut file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(self.io(e)),
+        };
+        // No writer is mid-line while we hold this.
+        flock(&file, libc::LOCK_SH).map_err(|e| self.io(e))?;
+        let len = file.metadata().map_err(|e| self.io(e))?.len();
+        if len == 0 {
+            return Ok(0);
+        }
+        let (start, terminated) = last_line_start(&mut file, len).map_err(|e| self.io(e))?;
+        Ok(if terminated { len } else { start })
     }
 
     pub fn is_empty(&self) -> Result<bool, JournalError> {
@@ -699,7 +720,7 @@ impl Journal {
             }
         } else {
             let text =
-                serde_json::to_string_pretty(&entries).map_err(|e| JournalError::Encode {
+                crate::model::json_string_pretty(&entries).map_err(|e| JournalError::Encode {
                     path: self.path.clone(),
                     detail: e.to_string(),
                 })?;

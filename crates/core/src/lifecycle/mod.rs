@@ -33,6 +33,7 @@
 //!   holds stdout is read until it is silent for [`EXIT_GRACE`] (at most until the hook's
 //!   timeout), then no longer read (it is left running: a hook may start a daemon).
 
+use crate::config::bounds;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,8 @@ pub const OUTPUT_LIMIT: usize = 4096;
 /// After the hook's own process exited, how long a silence ends the reading of its pipes.
 pub const EXIT_GRACE: Duration = Duration::from_millis(500);
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
+/// The longest a hook may be given: a day.
+pub const MAX_TIMEOUT_SECS: u64 = 86400;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -130,7 +133,27 @@ pub struct ActionsConfig {
 
 impl ActionsConfig {
     pub fn parse(text: &str, origin: &str) -> Result<ActionsConfig, String> {
-        toml::from_str(text).map_err(|e| format!("{origin}: {e}"))
+        let cfg: ActionsConfig = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        // A hook killed after 0 s never runs; one left for days holds the rollout as long.
+        let h = &cfg.hooks;
+        let levels = std::iter::once(("[hooks]".to_string(), h.timeout_secs))
+            .chain(
+                h.clouds
+                    .iter()
+                    .map(|(n, s)| (format!("[hooks.clouds.{n}]"), s.timeout_secs)),
+            )
+            .chain(
+                h.clusters
+                    .iter()
+                    .map(|(n, s)| (format!("[hooks.clusters.{n}]"), s.timeout_secs)),
+            );
+        for (place, secs) in levels {
+            if let Some(secs) = secs {
+                bounds::whole(i128::from(secs), 1, MAX_TIMEOUT_SECS, "number of seconds")
+                    .map_err(|e| format!("{origin}: {place} timeout_secs: {e}"))?;
+            }
+        }
+        Ok(cfg)
     }
 
     /// Reads the file the operator named (`--actions-config`): missing is an error (a typo
@@ -552,6 +575,33 @@ mod tests {
             .unwrap_err()
             .contains("no such actions file"));
         assert!(ActionsConfig::load_default(&none).is_ok());
+    }
+
+    /// A hook killed after 0 s never runs (the plan said "killed after 0s"); a timeout
+    /// is a whole number of seconds, at least one, at any level of the file.
+    #[test]
+    fn a_hook_timeout_of_zero_or_past_a_day_is_refused_naming_where() {
+        for (text, place) in [
+            ("[hooks]\ntimeout_secs = 0\n", "[hooks] timeout_secs"),
+            (
+                "[hooks.clouds.prod]\ntimeout_secs = 0\n",
+                "[hooks.clouds.prod] timeout_secs",
+            ),
+            (
+                "[hooks.clusters.c1]\ntimeout_secs = 99999999\n",
+                "[hooks.clusters.c1] timeout_secs",
+            ),
+        ] {
+            let e = ActionsConfig::parse(text, "actions.toml").unwrap_err();
+            assert!(
+                e.starts_with(&format!(
+                    "actions.toml: {place}: expected a whole number of seconds from 1 to"
+                )),
+                "{e}"
+            );
+        }
+        let ok = ActionsConfig::parse("[hooks]\ntimeout_secs = 1\n", "a").unwrap();
+        assert_eq!(ok.hooks_for("x", "y").timeout(), Duration::from_secs(1));
     }
 
     #[test]

@@ -388,10 +388,13 @@ fn superseded_in(tags: &[String], plan: &RolloutPlan) -> Option<String> {
     }
 }
 
-/// Where the journal ends now: requests written after this point are for the driver that
-/// holds the lock (appends are whole lines, so the length is a line boundary).
+/// Where the journal's entries end now: requests written after this point are for the
+/// driver that holds the lock. Not the file's length: a torn tail (a writer that died
+/// mid-line) is cut off by the next append, which writes where it started, so an offset
+/// past it would land inside that entry and the engine would pause on a line it cannot
+/// read.
 fn journal_len(journal: &Journal) -> u64 {
-    std::fs::metadata(journal.path()).map_or(0, |m| m.len())
+    journal.end_of_entries().unwrap_or(0)
 }
 
 /// Attaches to a rollout already under way (after a restart, or another operator's).
@@ -2111,4 +2114,46 @@ pub async fn plan_from_heat(
         plan.stack_tags = Some(detail.tags.clone());
     }
     Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::Actor;
+
+    fn request_entry(n: usize) -> Entry {
+        let actor = Actor {
+            cloud: "prod".into(),
+            user: "alice".into(),
+        };
+        Entry::new(&actor, REQUEST_PAUSE, &format!("c1/w{n}"), Outcome::Ok).rollout("r1")
+    }
+
+    /// A writer died mid-line, at any byte of its entry; a driver then takes the point
+    /// where requests start, and the next append (a pause request) moves the torn bytes
+    /// aside and lands where they were. The driver must read that request, whole, from
+    /// its offset: never from inside it.
+    #[test]
+    fn requests_offset_after_a_torn_tail_at_every_byte_reads_the_next_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let mut line = serde_json::to_vec(&request_entry(0)).unwrap();
+        line.push(b'\n');
+        let scratch = Journal::open(dir.path().join("scratch.jsonl"));
+        scratch.append(&request_entry(0)).unwrap();
+        let head = std::fs::read(scratch.path()).unwrap();
+        for cut in 0..line.len() {
+            let mut bytes = head.clone();
+            bytes.extend_from_slice(&line[..cut]);
+            std::fs::write(&path, &bytes).unwrap();
+            let j = Journal::open(&path);
+            let from = journal_len(&j);
+            j.append(&request_entry(1)).unwrap();
+            let (entries, _) = j
+                .read_from(from)
+                .unwrap_or_else(|e| panic!("torn at byte {cut} of {}: {e}", line.len()));
+            let targets: Vec<&str> = entries.iter().map(|e| e.target.as_str()).collect();
+            assert_eq!(targets, ["c1/w1"], "torn at byte {cut}");
+        }
+    }
 }
