@@ -426,6 +426,51 @@ async fn scale_workers_goes_through_magnum_resize() {
     assert_eq!(got.len(), 3, "{}", r.stdout);
 }
 
+/// A caldera rollout of the workers of a Magnum cluster's stack leaves nothing behind: its
+/// `pre-update` hooks are taken out of the stack's environment when it completes, so
+/// Magnum's next resize of the cluster (an update of the same stack) completes instead of
+/// holding every worker on a hook forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Magnum: run scripts/real-magnum-suite.sh"]
+async fn a_resize_after_a_caldera_rollout_of_the_cluster_stack_completes() {
+    let op = Session::operator().await;
+    let (name, c) = ready_cluster(&op, "mg-after", 2).await;
+    let id = c["uuid"].as_str().expect("uuid").to_string();
+    let stack_id = c["stack_id"].as_str().expect("stack_id").to_string();
+    let stack_name = stack_show(&op, &stack_id).await["stack_name"]
+        .as_str()
+        .expect("stack name")
+        .to_string();
+    let dir = operator_dir();
+    let group = format!("{stack_name}/kube_minions");
+    let r = caldera(
+        &dir,
+        &[
+            "rollout",
+            "start",
+            &group,
+            "--set",
+            "minion_image=fcos-next",
+            "--allow-magnum-owned",
+            "--yes",
+            "--poll-secs",
+            "0.5",
+        ],
+    )
+    .await;
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(said.contains("hooks: taken out"), "{said}");
+    let s = wait_stack(&op, &stack_id, |s| !s.ends_with("IN_PROGRESS")).await;
+    assert_eq!(s["stack_status"], "UPDATE_COMPLETE", "{s}");
+
+    // Magnum's resize: an update of the same stack, which leftover hooks would hold forever.
+    let worker = format!("{name}/default-worker");
+    caldera(&dir, &["scale", &worker, "--count", "3", "--yes"]).await;
+    let c = wait_cluster(&op, &id, &["UPDATE_COMPLETE", "UPDATE_FAILED"]).await;
+    assert_eq!(c["status"], "UPDATE_COMPLETE", "Magnum resized: {c}");
+    assert_eq!(c["node_count"], 3, "{c}");
+}
+
 /// Magnum 22 refuses to upgrade a cluster of its Heat driver; `rollout start --template`
 /// passes Magnum's own reason on, fails, and the cluster keeps its template.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
