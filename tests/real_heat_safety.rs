@@ -20,6 +20,9 @@
 
 #[path = "support/heat_wait.rs"]
 mod heat_wait;
+#[path = "support/pty.rs"]
+#[allow(dead_code)]
+mod pty;
 #[path = "support/real_heat_client.rs"]
 mod real_heat_client;
 use caldera::api::heat::{HeatClient, StackCreate, StackUpdate};
@@ -38,12 +41,13 @@ const MAGNUM_FILES: [(&str, &str); 3] = [
     ("kubeminion.yaml", "magnum/kubeminion.yaml"),
 ];
 
-/// The operator's own hooks, which no action of caldera may touch: one on a minion (the
-/// rollout's group) that only a delete would meet, one on the masters' deletes.
+/// The operator's own hooks, which no action of caldera may touch: under the rollout's
+/// group and under the masters, on names no member has (so that no test stack's delete is
+/// held by them).
 fn operators_environment() -> Value {
     json!({"resource_registry": {"resources": {
-        "kube_minions": {"1": {"hooks": "pre-delete"}},
-        "kube_masters": {"*": {"hooks": ["pre-delete"]}},
+        "kube_minions": {"99": {"hooks": "pre-delete"}},
+        "kube_masters": {"spare-*": {"hooks": ["pre-delete"]}},
     }}})
 }
 
@@ -205,7 +209,7 @@ async fn a_completed_rollout_leaves_the_environment_as_it_found_it() {
     // Heat's stored environment: the registry exactly as before (the operator's own hooks
     // included), the parameters as before but the one the rollout set.
     // One difference Heat's merge cannot avoid: where the group's entry existed already
-    // (the operator's hook on member 1), a `null` can take back only the `hooks` of the
+    // (the operator's hook on member 99), a `null` can take back only the `hooks` of the
     // member pattern `*` (a glob key), leaving `"*": {}`, which declares nothing.
     let (registry_after, params_after) = registry_and_parameters(&heat, &stack).await;
     assert_eq!(
@@ -312,7 +316,7 @@ async fn hooks_a_cancelled_rollout_keeps_are_named_and_taken_out_on_request() {
     assert!(ok, "{out}\n{err}");
     assert!(
         out.contains("holds pre-update hooks on kube_minions/* with no update running")
-            && out.contains("will hold its 3 member(s)"),
+            && out.contains("holds its 3 member(s)"),
         "{out}"
     );
     let (ok, out, err) = caldera(&journal, &["heat", "hooks", &stack.name]);
@@ -320,6 +324,25 @@ async fn hooks_a_cancelled_rollout_keeps_are_named_and_taken_out_on_request() {
         ok && out.contains("warning: this stack's environment holds"),
         "{out}\n{err}"
     );
+
+    // The console's tree of the stack says it too, first in its why-stuck panel, at 80x24.
+    let url = heat_url();
+    let mut c = pty::Console::start_with(80, 24, &["--heat-url", &url], &[], |_| {});
+    c.wait_for("the first frame", |s| s.alternate);
+    c.send(":stacks\r");
+    c.wait_for("the stack list", |s| s.has("Stacks ["));
+    c.send("/");
+    c.send(&format!("{}\r", stack.name));
+    c.wait_for("the stack alone", |s| {
+        s.has(&stack.name) && s.has("Stacks [1")
+    });
+    c.press("\r", "the tree, with the hooks left", |s| {
+        s.has("pre-update hooks left on kube_minions/*: next update holds its 3 members")
+            && s.has(&format!("caldera heat unhook {} kube_minions", stack.name))
+    });
+    c.send("q");
+    assert!(c.wait_exit().success());
+    c.assert_restored();
 
     // Another group's action would stop on them and never end: refused, nothing sent.
     let updated = settled.summary.updated_at;
@@ -352,17 +375,20 @@ async fn hooks_a_cancelled_rollout_keeps_are_named_and_taken_out_on_request() {
     let hooks = heat.get_environment_hooks(&stack).await.expect("env");
     assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
     assert!(
-        hooks.matches(&["kube_minions", "1"], "pre-delete"),
+        hooks.matches(&["kube_minions", "99"], "pre-delete"),
         "{hooks:?}"
     );
     assert!(
-        hooks.matches(&["kube_masters", "0"], "pre-delete"),
+        hooks.matches(&["kube_masters", "spare-1"], "pre-delete"),
         "{hooks:?}"
     );
     let (registry_after, _) = registry_and_parameters(&heat, &stack).await;
     let minions_before = &registry_before["resources"]["kube_minions"];
     let minions_after = &registry_after["resources"]["kube_minions"];
-    assert_eq!(minions_after["1"], minions_before["1"], "{registry_after}");
+    assert_eq!(
+        minions_after["99"], minions_before["99"],
+        "{registry_after}"
+    );
     plain_update_runs_unheld(&heat, &stack, "fcos-42").await;
     heat.delete_stack(&stack).await.ok();
 }

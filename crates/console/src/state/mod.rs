@@ -643,8 +643,10 @@ impl App {
                     .unwrap_or_default();
                 if let Some(slot) = self.store.trees.get_mut(&stack_id) {
                     let result = result.map(|t| {
-                        build_tree(&stack_id, t.resources, events)
-                            .with_inferred_holds(t.inferred_holds, events)
+                        let mut tree = build_tree(&stack_id, t.resources, events)
+                            .with_inferred_holds(t.inferred_holds, events);
+                        tree.leftover_hooks = t.leftover_hooks;
+                        tree
                     });
                     slot.finish(gen, result, now);
                 }

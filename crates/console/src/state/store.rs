@@ -6,6 +6,7 @@ use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, ServerTarget, StackEvent, StackResource, StackSummary,
 };
 use crate::ops::hooks::PendingHook;
+use crate::ops::leftover_hooks::LeftoverHook;
 use crate::ops::stuck::{assess_with_inferred, Assessment, Entry};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{RolloutPlan, RolloutState, RolloutStatus};
@@ -481,6 +482,9 @@ pub struct TreeData {
     /// Members held on a hook whose pause events Heat purged, inferred when the tree was
     /// read (no event can show them); a newer event of theirs (a release) wins.
     pub inferred_holds: Vec<PendingHook>,
+    /// Hooks the stack's environment keeps with no update running, as the tree read found
+    /// them: each holds a group's members in the stack's next update.
+    pub leftover_hooks: Vec<LeftoverHook>,
 }
 
 impl TreeData {
@@ -612,6 +616,7 @@ pub fn build_tree(root_id: &str, resources: Vec<StackResource>, events: &[StackE
         rows,
         stuck: Assessment::default(),
         inferred_holds: vec![],
+        leftover_hooks: vec![],
     };
     tree.reassess(events);
     tree

@@ -309,6 +309,27 @@ fn cause_lines<'a>(
     lines
 }
 
+/// Hooks the stack's environment keeps with no update running, one line each: they stop
+/// its next update, whoever starts it, so they come before anything else.
+fn leftover_lines<'a>(app: &App, stack_name: &str, tree: &TreeData) -> Vec<Line<'a>> {
+    let th = app.theme();
+    tree.leftover_hooks
+        .iter()
+        .flat_map(|l| {
+            [
+                Line::from(Span::styled(
+                    format!("⚠ {}", terminal_safe(&l.short())),
+                    Style::default().fg(th.failed),
+                )),
+                Line::from(Span::styled(
+                    format!("  {}", terminal_safe(&l.remedy(stack_name))),
+                    th.muted(),
+                )),
+            ]
+        })
+        .collect()
+}
+
 /// The why-stuck lines, at most `max` (the last says how many more): failures first, then
 /// the members held on hooks, then work in progress.
 fn stuck_lines<'a>(
@@ -395,7 +416,9 @@ fn draw_tree(
     let a = &tree.stuck;
     // A line per hold and per cause, and one for Nova's word on each of the first causes.
     let nova = a.causes.len().min(TREE_SERVERS);
-    let want = (a.holds.len() + a.causes.len() + nova).min(10) as u16 + 2;
+    // Two lines per hook left in the environment, shown first (they stop the next update).
+    let left = 2 * tree.leftover_hooks.len().min(3);
+    let want = (left + (a.holds.len() + a.causes.len() + nova).max(1)).min(12) as u16 + 2;
     let stuck_h = want.min(area.height / 2).max(3);
     let [top, bottom] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(stuck_h)]).areas(area);
@@ -415,12 +438,8 @@ fn draw_tree(
         .borders(Borders::ALL)
         .border_style(th.border())
         .title(Span::styled(panel_title(tree), th.title()));
-    let lines = stuck_lines(
-        app,
-        store,
-        &stack.id,
-        tree,
-        stuck_h.saturating_sub(2) as usize,
-    );
+    let mut lines = leftover_lines(app, stack.name.as_deref().unwrap_or(&stack.id), tree);
+    let room = (stuck_h.saturating_sub(2) as usize).saturating_sub(lines.len());
+    lines.extend(stuck_lines(app, store, &stack.id, tree, room));
     frame.render_widget(Paragraph::new(lines).block(block), bottom);
 }

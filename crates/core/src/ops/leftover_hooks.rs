@@ -30,15 +30,39 @@ pub struct LeftoverHook {
 impl LeftoverHook {
     /// What an operator needs to read: what is left, what it does, how it goes.
     pub fn line(&self, stack: &str) -> String {
+        format!("{}; {}", self.what(stack), self.remedy(stack))
+    }
+
+    /// What is left and what it does.
+    pub fn what(&self, _stack: &str) -> String {
         let held = match self.members {
             Some(n) => format!("its {n} member(s)"),
             None => "the members of every group it matches".to_string(),
         };
         format!(
             "this stack's environment holds {HELD_HOOK} hooks on {}/{} with no update running: \
-             the next update of {stack} (by any tool) will hold {held} until each is released; \
-             `caldera heat unhook {stack} {}` takes them out",
-            self.group, self.members_pattern, self.group
+             its next update (by any tool) holds {held}",
+            self.group, self.members_pattern
+        )
+    }
+
+    /// What is left, in a line of a narrow terminal.
+    pub fn short(&self) -> String {
+        let held = match self.members {
+            Some(n) => format!("holds its {n} members"),
+            None => "holds their members".to_string(),
+        };
+        format!(
+            "{HELD_HOOK} hooks left on {}/{}: next update {held}",
+            self.group, self.members_pattern
+        )
+    }
+
+    /// How it goes.
+    pub fn remedy(&self, stack: &str) -> String {
+        format!(
+            "`caldera heat unhook {stack} {}` takes them out",
+            self.group
         )
     }
 }

@@ -22,6 +22,7 @@ use crate::ops::hooks::{
     inferred_tree_holds, paused_members, update_began, with_inferred_members, HeldMembers, HoldSeen,
 };
 use crate::ops::ips::{stream_group_ips, IpEvent, IpOptions, Member};
+use crate::ops::leftover_hooks::leftover_hooks;
 use crate::ops::stack_paths::StackPaths;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
@@ -273,9 +274,16 @@ impl CloudService for LiveService {
                     tracing::info!("hooks of {} not inferred: {e}", stack.name);
                     vec![]
                 });
+            // Read from Heat's stored environment while no update runs (two calls); a
+            // failed read costs the warning, not the tree.
+            let leftover_hooks = leftover_hooks(&heat, &stack).await.unwrap_or_else(|e| {
+                tracing::info!("leftover hooks of {} not read: {e}", stack.name);
+                vec![]
+            });
             Ok(super::StackTree {
                 resources,
                 inferred_holds,
+                leftover_hooks,
             })
         }
         .boxed()

@@ -34,6 +34,9 @@ pub use stack_overview::StackOverview;
 pub struct StackTree {
     pub resources: Vec<StackResource>,
     pub inferred_holds: Vec<crate::ops::hooks::PendingHook>,
+    /// `pre-update` hooks the stack's environment keeps with no update running: they would
+    /// hold the members they name in the stack's next update ([`crate::ops::leftover_hooks`]).
+    pub leftover_hooks: Vec<crate::ops::leftover_hooks::LeftoverHook>,
 }
 
 /// One step of a streamed node fetch.
@@ -173,6 +176,7 @@ pub trait CloudService: Send + Sync + 'static {
                 r.map(|resources| StackTree {
                     resources,
                     inferred_holds: vec![],
+                    leftover_hooks: vec![],
                 })
             })
             .boxed()
