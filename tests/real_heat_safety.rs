@@ -237,6 +237,33 @@ async fn a_completed_rollout_leaves_the_environment_as_it_found_it() {
     let finish = at("rollout.finish", &Outcome::Ok).expect("finish");
     assert!(started < done && done < finish, "{actions:?}");
 
+    // A member marked unhealthy afterwards is named where an operator looks: a failure of
+    // the stack, and in the rollout's status as unhealthy (its update stands).
+    let (ok, out, err) = caldera(
+        &journal,
+        &[
+            "heat",
+            "mark-unhealthy",
+            &stack.name,
+            "kube_minions/1",
+            "--reason",
+            "disk",
+            "--yes",
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    let (ok, out, err) = caldera(&journal, &["failures", &stack.name]);
+    assert!(
+        ok && out.contains("kube_minions.1") && out.contains("CHECK_FAILED"),
+        "{out}\n{err}"
+    );
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("completed") && out.contains("unhealthy since: 1") && out.contains("failed 0"),
+        "{out}"
+    );
+
     // Whoever updates the stack next is not held.
     plain_update_runs_unheld(&heat, &stack, "fedora-coreos-41").await;
     let (ok, out, err) = caldera(&journal, &["heat", "hooks", &stack.name]);

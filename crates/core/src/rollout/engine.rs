@@ -1938,9 +1938,19 @@ fn fill_nodes(
         if let Some(t) = t {
             n.released_at = t.done_released_at.or(t.released_at);
             n.finished_at = t.done_at;
-            n.reason = t.failed.clone();
+            n.reason = t.failed.clone().or_else(|| {
+                t.check_failed.as_ref().map(|r| {
+                    format!("CHECK_FAILED (unhealthy: {r}): Heat's next update replaces it")
+                })
+            });
         }
     }
+    status.unhealthy = obs
+        .members
+        .iter()
+        .filter(|(_, t)| t.check_failed.is_some())
+        .map(|(m, _)| m.clone())
+        .collect();
     status.current_batch = current;
     status.stack_status = obs.stack_status.raw.clone();
 }

@@ -37,6 +37,10 @@ pub struct MemberTrack {
     pub done_at: Option<DateTime<Utc>>,
     /// Heat resource status as of the last event.
     pub status: Option<Status>,
+    /// Heat checked the member and found it unhealthy (`CHECK_FAILED`: marked unhealthy by
+    /// an operator, or a failed stack check), with Heat's reason; a later update replaces
+    /// it. Not a failure of the rollout's update: the member's update stands.
+    pub check_failed: Option<String>,
     /// The member's own stack.
     pub stack: Option<StackRef>,
 }
@@ -228,6 +232,16 @@ impl HeatReader {
         }
         let reason = e.status_reason.clone().unwrap_or_default();
         let m = self.members.entry(e.resource_name.clone()).or_default();
+        if e.status.action == "CHECK" {
+            // A check (or a mark unhealthy) says how the member is, not how its update went.
+            m.status = Some(e.status.clone());
+            m.check_failed = e.status.is_failed().then(|| reason.clone());
+            self.log.push(e);
+            return;
+        }
+        if e.status.action == "UPDATE" {
+            m.check_failed = None;
+        }
         let hook = crate::ops::hooks::hook_event(&reason, Some(super::plan::ROLLOUT_HOOK));
         if hook == Some(true) {
             // A pause starts a new attempt at this member, whatever happened before.

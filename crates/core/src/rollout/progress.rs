@@ -204,6 +204,10 @@ pub struct RolloutStatus {
     /// (and Heat's word that they are gone), or why they are still there and what they hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks_left: Option<String>,
+    /// Members Heat found unhealthy since (`CHECK_FAILED`: marked unhealthy, a failed
+    /// check): their update stands, and Heat's next update replaces them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unhealthy: Vec<String>,
 }
 
 /// How long a node may be updating before it counts as a straggler, given the median time
@@ -255,6 +259,7 @@ impl RolloutStatus {
             updated_at: now,
             driver: None,
             hooks_left: None,
+            unhealthy: Vec::new(),
         }
     }
 
@@ -365,6 +370,12 @@ impl RolloutStatus {
         ];
         if let Some(h) = &self.hooks_left {
             out.push(format!("  hooks: {h}"));
+        }
+        if !self.unhealthy.is_empty() {
+            out.push(format!(
+                "  unhealthy since: {} (CHECK_FAILED: Heat's next update replaces them)",
+                self.unhealthy.join(", ")
+            ));
         }
         for n in &self.nodes {
             out.push(format!(
