@@ -187,25 +187,32 @@ pub async fn send_and_check(
 }
 
 /// Waits (bounded) until the update a PATCH just started has ended: the stack no longer in
-/// progress and updated after `before`. Answers the stack's status as last read.
+/// progress, and seen in progress since, or updated after `before`. An update that changes
+/// nothing can start and end between two looks, within the same second of Heat's clock
+/// (the simulator's too): a stack settled for [`SETTLED_GRACE`] after the PATCH counts as
+/// ended. Answers the stack's status as last read.
 async fn wait_update_end(
     heat: &HeatClient,
     stack: &StackRef,
     before: Option<DateTime<Utc>>,
     poll: Duration,
 ) -> String {
-    let deadline = tokio::time::Instant::now() + UNHOOK_WAIT;
+    let started = tokio::time::Instant::now();
+    let deadline = started + UNHOOK_WAIT;
     let poll = poll.clamp(Duration::from_millis(100), Duration::from_secs(5));
     let mut last = String::from("not read");
+    let mut seen_running = false;
     while tokio::time::Instant::now() < deadline {
         if let Ok(d) = heat.get_stack(stack, false).await {
             last = d.summary.status.raw.clone();
+            let running = d.summary.status.is_in_progress();
+            seen_running |= running;
             let newer = match (before, d.summary.updated_at) {
                 (Some(b), Some(now)) => now > b,
                 (None, Some(_)) => true,
                 (_, None) => false,
             };
-            if newer && !d.summary.status.is_in_progress() {
+            if !running && (newer || seen_running || started.elapsed() >= SETTLED_GRACE) {
                 return last;
             }
         }
@@ -213,3 +220,7 @@ async fn wait_update_end(
     }
     format!("{last}, still running after {}s", UNHOOK_WAIT.as_secs())
 }
+
+/// How long a stack seen settled after the unhook's PATCH, never in progress and with no
+/// newer update time, is taken to have run that update already.
+const SETTLED_GRACE: Duration = Duration::from_secs(5);
