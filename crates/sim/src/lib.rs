@@ -6,8 +6,8 @@
 //! fault test runs against it, so it answers with the real services' shapes (field
 //! names, links, status and reason texts, error bodies, paging) rather than a
 //! convenient approximation. Heat behaviour was checked against a real Heat 27
-//! (tests/fixtures/heat/ and tests/sim/). Where it deviates, the module that does so says
-//! why.
+//! (tests/fixtures/heat/ and crates/sim/tests/http/). Where it deviates, the module that does
+//! so says why.
 //!
 //! - Scenarios ([`scenario_names`]): `demo` (a 1000-worker rolling upgrade held by three
 //!   pre-update hooks, a scale-out, a stuck update, a failed create, a healthy cluster),
