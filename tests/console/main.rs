@@ -3,6 +3,9 @@
 //! is what used to be one `tests/<module>.rs` binary, so `cargo test --test console console_net::`
 //! runs what `--test console_net` did.
 
+// Tests may unwrap, expect and panic (the workspace denies them elsewhere).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 /// The shared test support (tests/support/), the parts this binary uses.
 #[path = "../support"]
 mod support {

@@ -3,6 +3,9 @@
 //! is what used to be one `tests/<module>.rs` binary (`actions` was `tests/actions/`), so
 //! `cargo test --test offline fault_matrix::` runs what `--test fault_matrix` did.
 
+// Tests may unwrap, expect and panic (the workspace denies them elsewhere).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 /// The shared test support (tests/support/), the parts this binary uses.
 #[path = "../support"]
 mod support {

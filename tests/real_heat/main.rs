@@ -4,6 +4,9 @@
 //! `tests/real_heat_<module>.rs` binary (`basics` was `tests/real_heat.rs`), so
 //! `cargo test --test real_heat -- --ignored api::` runs what `--test real_heat_api` did.
 
+// Tests may unwrap, expect and panic (the workspace denies them elsewhere).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 /// The shared test support (tests/support/), the parts this binary uses.
 #[path = "../support"]
 mod support {

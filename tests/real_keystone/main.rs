@@ -2,6 +2,9 @@
 //! `scripts/real-keystone-suite.sh` starts both and runs these with `--ignored`. `basics` was
 //! `tests/real_keystone.rs`, `actions` was `tests/real_keystone_actions.rs`.
 
+// Tests may unwrap, expect and panic (the workspace denies them elsewhere).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 /// The shared test support (tests/support/), the parts this binary uses.
 #[path = "../support"]
 mod support {

@@ -14,6 +14,9 @@
 //! way: clouds.yaml -> Keystone -> catalog -> Magnum (container-infra) and Heat, and what it
 //! says is checked against Magnum's and Heat's own answers.
 
+// Tests may unwrap, expect and panic (the workspace denies them elsewhere).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 /// The shared test support (tests/support/), the parts this binary uses.
 #[path = "../support"]
 mod support {

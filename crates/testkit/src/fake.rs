@@ -750,6 +750,9 @@ fn nested_resources(d: &FakeData, stack: &StackRef, depth: u32) -> Option<Vec<St
 }
 
 impl CloudService for FakeCloud {
+    // The panic is the fake's to give when a test asks (`panic_on_info`): the console's
+    // panic handling is tested with it.
+    #[allow(clippy::panic)]
     fn info(&self) -> CloudInfo {
         let d = self.lock();
         if d.panic_on_info {
