@@ -750,8 +750,8 @@ fn nested_resources(d: &FakeData, stack: &StackRef, depth: u32) -> Option<Vec<St
 }
 
 impl CloudService for FakeCloud {
-    // The panic is the fake's to give when a test asks (`panic_on_info`): the console's
-    // panic handling is tested with it.
+    // The panic is the fake's to give when asked (`panic_on_info`: `examples/fake_console.rs
+    // --panic-after`, to watch the console's panic handling).
     #[allow(clippy::panic)]
     fn info(&self) -> CloudInfo {
         let d = self.lock();
