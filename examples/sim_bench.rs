@@ -15,21 +15,21 @@ fn rss_mb() -> f64 {
         / 1024.0
 }
 
-async fn measure(scenario: &str) {
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+async fn measure(scenario: &str) -> Res<()> {
     let before = rss_mb();
     let t = Instant::now();
     let h = sim::start(SimOptions {
         scenario: scenario.into(),
         ..Default::default()
     })
-    .await
-    .unwrap();
+    .await?;
     let built = t.elapsed();
     let rss = rss_mb();
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+        .build()?;
     let body = json!({"auth": {
         "identity": {"methods": ["password"], "password": {"user": {"name": h.username, "domain": {"name": "Default"}, "password": h.password}}},
         "scope": {"project": {"name": h.project_name, "domain": {"name": "Default"}}}}});
@@ -37,9 +37,13 @@ async fn measure(scenario: &str) {
         .post(format!("{}/auth/tokens", h.auth_url))
         .json(&body)
         .send()
-        .await
-        .unwrap();
-    let token = r.headers()["x-subject-token"].to_str().unwrap().to_string();
+        .await?;
+    let token = r
+        .headers()
+        .get("x-subject-token")
+        .ok_or("no X-Subject-Token")?
+        .to_str()?
+        .to_string();
     let get = |url: String| {
         let http = http.clone();
         let token = token.clone();
@@ -49,38 +53,41 @@ async fn measure(scenario: &str) {
                 .header("X-Auth-Token", token)
                 .header("OpenStack-API-Version", "container-infra 1.12")
                 .send()
-                .await
-                .unwrap();
+                .await?;
             let status = r.status();
             let v: Value = r.json().await.unwrap_or(Value::Null);
-            (status, v)
+            Res::Ok((status, v))
         }
     };
-    let (_, clusters) = get(format!("{}/clusters", h.magnum_url())).await;
+    let (_, clusters) = get(format!("{}/clusters", h.magnum_url())).await?;
     let cl = clusters["clusters"][0]["uuid"]
         .as_str()
-        .unwrap()
+        .ok_or("no cluster")?
         .to_string();
     let (_, ngs) = get(format!(
         "{}/clusters/{cl}/nodegroups?role=worker",
         h.magnum_url()
     ))
-    .await;
+    .await?;
     let ng = ngs["nodegroups"]
         .as_array()
-        .unwrap()
+        .ok_or("no node groups")?
         .iter()
         .max_by_key(|n| n["node_count"].as_u64())
-        .unwrap()
+        .ok_or("no node group")?
         .clone();
-    let stack_id = ng["stack_id"].as_str().unwrap();
+    let stack_id = ng["stack_id"].as_str().ok_or("no stack_id")?;
     let r = http
         .get(format!("{}/stacks/{stack_id}", h.heat_url()))
         .header("X-Auth-Token", &token)
         .send()
-        .await
-        .unwrap();
-    let path = r.headers()["location"].to_str().unwrap().to_string();
+        .await?;
+    let path = r
+        .headers()
+        .get("location")
+        .ok_or("no Location")?
+        .to_str()?
+        .to_string();
     println!("scenario {scenario}: built in {built:.2?}; RSS {rss:.1} MB (before {before:.1} MB); {} servers", h.with_world(|w| w.servers.len()));
     let cases = vec![
         ("events page (limit 50)", format!("{path}/events?limit=50")),
@@ -95,7 +102,7 @@ async fn measure(scenario: &str) {
             format!(
                 "{}/clusters/{cl}/nodegroups/{}",
                 h.magnum_url(),
-                ng["uuid"].as_str().unwrap()
+                ng["uuid"].as_str().ok_or("no node group uuid")?
             ),
         ),
         (
@@ -112,7 +119,7 @@ async fn measure(scenario: &str) {
         let mut v = Vec::new();
         for _ in 0..101 {
             let t = Instant::now();
-            let (s, _) = get(url.clone()).await;
+            let (s, _) = get(url.clone()).await?;
             v.push(t.elapsed());
             assert!(s.is_success(), "{name}: {s}");
         }
@@ -124,6 +131,7 @@ async fn measure(scenario: &str) {
         );
     }
     h.shutdown().await;
+    Ok(())
 }
 
 fn ms(d: Duration) -> f64 {
@@ -131,7 +139,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 #[tokio::main]
-async fn main() {
+async fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let scenarios = if args.is_empty() {
         vec!["demo".to_string(), "bench-10000".to_string()]
@@ -139,6 +147,7 @@ async fn main() {
         args
     };
     for s in scenarios {
-        measure(&s).await;
+        measure(&s).await?;
     }
+    Ok(())
 }

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/osc-venv.sh > /dev/null
-cargo build --release --quiet
+cargo build --release --features bench --quiet  # `bench render` needs the feature
 BIN="${CARGO_TARGET_DIR:-target}/release/caldera"
 echo "# caldera bench, $(date -u +%FT%TZ), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$BIN" bench render

@@ -7,7 +7,7 @@
 # share of the budget under libFuzzer (coverage-guided, AddressSanitizer). The stable
 # toolchain is enough: RUSTC_BOOTSTRAP=1 lets it take cargo-fuzz's -Z flags. Without
 # cargo-fuzz (or with CALDERA_FUZZ_MODE=harness) the seeded random harness
-# tests/fuzz_parsers.rs runs for the budget instead. Either way a panic fails the script
+# tests/offline/fuzz_parsers.rs runs for the budget instead. Either way a panic fails the script
 # and the input that caused it is kept (fuzz/artifacts/<target>/ or target/tmp/).
 set -euo pipefail
 
@@ -53,7 +53,7 @@ case "$mode" in
     ;;
   harness)
     echo "== seeded random harness for ${secs}s (cargo-fuzz not installed)"
-    CALDERA_FUZZ_SECS="$secs" cargo test --release --test fuzz_parsers -- --nocapture
+    CALDERA_FUZZ_SECS="$secs" cargo test --release --test offline fuzz_parsers:: -- --nocapture
     ;;
   *)
     echo "CALDERA_FUZZ_MODE must be auto, libfuzzer or harness" >&2; exit 2 ;;

@@ -32,7 +32,7 @@
 #                             max_events_per_stack - 1 .. max_events_per_stack events, as
 #                             long as its events are written one at a time (inserts that
 #                             race delete the same oldest rows and the count overshoots:
-#                             use HEAT_LEAF_DELAY > 0; tests/real_heat_purged_hooks.rs)
+#                             use HEAT_LEAF_DELAY > 0; tests/real_heat/purged_hooks.rs)
 #   HEAT_STACK_TIMEOUT (1800) [DEFAULT] stack_action_timeout, seconds
 #   HEAT_START_TIMEOUT (120)  seconds to wait for the API to answer 200
 #   HEAT_KEEP_DB (0)          1 = keep the existing `heat` database on start

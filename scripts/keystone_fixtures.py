@@ -7,7 +7,7 @@ Keystone v3 API (standard library only). Idempotent: what exists is reused.
 
 Environment: KEYSTONE_ADMIN_PASSWORD, KEYSTONE_OPERATOR_PASSWORD, HEAT_SERVICE_PASSWORD.
 
-What it makes (tests/real_keystone*.rs relies on these names):
+What it makes (tests/real_keystone/ relies on these names):
   domain   caldera-ops                       (besides `default`)
   projects ops (in caldera-ops), ops (in default: same name, other domain), service (default)
   users    operator   (caldera-ops) member of both `ops` projects

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs caldera's tests against a real OpenStack Heat on 127.0.0.1.
 # Installs PostgreSQL (Debian) and Heat (PyPI, venv cached under target/) when missing,
-# starts Heat, runs every tests/real_heat*.rs with `--ignored` (the operator-action scenarios
-# of tests/real_heat_actions.rs last; tests/real_heat_purged_hooks.rs against a second,
+# starts Heat, runs the tests of tests/real_heat/ with `--ignored` (the operator-action scenarios
+# of tests/real_heat/actions.rs last; tests/real_heat/purged_hooks.rs against a second,
 # event-purging Heat on HEAT_PURGE_PORT, default HEAT_PORT + 100), and stops both afterwards.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,7 +15,7 @@ cd "$ROOT"
 export HEAT_LEAF_DELAY="${HEAT_LEAF_DELAY:-0}"
 
 # A second Heat, on its own port, run dir and database, purges events the moment a stack has
-# 12 (tests/real_heat_purged_hooks.rs: hook pauses whose events are gone). Heat's
+# 12 (tests/real_heat/purged_hooks.rs: hook pauses whose events are gone). Heat's
 # event_create (heat/db/api.py) counts a stack's events only when 2/event_purge_batch_size >
 # random.uniform(0, 1), so a batch of 2 makes every insert check, and deletes the batch's
 # oldest events (lowest ids). Inserts that race delete the same oldest rows, so a burst of
@@ -33,23 +33,20 @@ url_line="$(scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
 export HEAT_URL="${url_line#HEAT_URL=}"
 echo "real Heat at $HEAT_URL"
 
-# The real-Heat tests (tests/real_heat*.rs) are #[ignore]d in a plain `cargo test` (they need
-# this server); --ignored runs exactly them. Two threads: one Heat engine on a 2-core machine.
-suites=()
-for f in tests/real_heat*.rs; do
-  name="$(basename "$f" .rs)"
-  [ "$name" = real_heat_actions ] && continue
-  [ "$name" = real_heat_purged_hooks ] && continue
-  suites+=(--test "$name")
-done
-cargo test --locked "${suites[@]}" -- --ignored --test-threads=2
+# The real-Heat tests (the `real_heat` test binary, tests/real_heat/) are #[ignore]d in a plain
+# `cargo test` (they need this server); --ignored runs exactly them. Two threads: one Heat engine
+# on a 2-core machine. Each module of the binary is one suite, selected by name (`actions::`,
+# `purged_hooks::`, ...: every test's name starts with its module's); the two run below are
+# skipped here, and no other test's name holds `actions::` or `purged_hooks::`.
+cargo test --locked --test real_heat -- --ignored --skip actions:: --skip purged_hooks:: \
+  --test-threads=2
 
 # Hook pauses whose events the purging Heat deleted: started only now (nothing else uses it),
 # about 35 s with its start, then stopped.
 purge_line="$(purging_heat start | grep '^HEAT_URL=' | tail -n 1)"
 PURGE_URL="${purge_line#HEAT_URL=}"
 echo "purging real Heat at $PURGE_URL"
-HEAT_URL="$PURGE_URL" cargo test --locked --test real_heat_purged_hooks -- --ignored \
+HEAT_URL="$PURGE_URL" cargo test --locked --test real_heat -- --ignored purged_hooks:: \
   --test-threads=2
 purging_heat stop
 
@@ -58,5 +55,5 @@ purging_heat stop
 # its time waiting on Heat's 1-second steps (member updates, resource checks), not on CPU, so
 # running four together takes about a third of the time one at a time does while keeping the
 # one-process Heat well below one core (the GIL's limit). REAL_HEAT_ACTIONS_THREADS changes it.
-cargo test --locked --test real_heat_actions -- --ignored \
+cargo test --locked --test real_heat -- --ignored actions:: \
   --test-threads="${REAL_HEAT_ACTIONS_THREADS:-4}"

@@ -7,8 +7,8 @@
 #
 # Installs what is missing (PostgreSQL and MariaDB from apt; Heat, Keystone and Magnum venvs
 # from PyPI, cached under target/), starts Keystone + Heat, then Magnum, runs
-# tests/real_magnum.rs with `--ignored`, and stops Magnum, Heat and Keystone afterwards
-# (PostgreSQL and MariaDB keep running).
+# the `real_magnum` test binary (tests/real_magnum/) with `--ignored`, and stops Magnum, Heat
+# and Keystone afterwards (PostgreSQL and MariaDB keep running).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

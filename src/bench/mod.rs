@@ -13,7 +13,7 @@
 pub mod address_race;
 pub mod follow_race;
 /// Drives the console over the in-memory fake cloud (`caldera-testkit`): only with the `bench`
-/// feature (on by default), so a build without it ships no fakes.
+/// feature (off by default: `--features bench`), so a build without it ships no fakes.
 #[cfg(feature = "bench")]
 pub mod frame_cost;
 pub mod osc;

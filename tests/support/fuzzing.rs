@@ -2,7 +2,7 @@
 //! secure.yaml), console themes, console config and key bindings, and the wire decoders
 //! of Heat, Magnum, Nova and Keystone (plus error bodies, `Retry-After`, timestamps and
 //! output values). Used by the cargo-fuzz targets in `fuzz/` and by the bounded random
-//! harness in `tests/fuzz_parsers.rs`. Each function must return for any input, never panic.
+//! harness in `tests/offline/fuzz_parsers.rs`. Each function must return for any input, never panic.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -1,5 +1,5 @@
-//! Waiting on a real Heat stack in the shape suites (`tests/real_heat_shapes.rs`,
-//! `tests/real_heat_magnum.rs`): bounded, and failing at once when the stack settles in
+//! Waiting on a real Heat stack in the shape suites (`tests/real_heat/shapes.rs`,
+//! `tests/real_heat/magnum.rs`): bounded, and failing at once when the stack settles in
 //! another state.
 
 use caldera::api::heat::HeatClient;

@@ -1,7 +1,6 @@
 //! What the real-Heat suites share: the Heat's URL (`HEAT_URL`, set by
 //! `scripts/real-heat-suite.sh`), a connection to it, stack names unique on a shared Heat,
 //! and the stack-shape fixtures (`tests/fixtures/shapes`).
-#![allow(dead_code)]
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{EventQuery, HeatClient, SortDir, StackCreate};

@@ -1,5 +1,5 @@
-//! The real Heat the action suites drive (`tests/real_heat_actions.rs`,
-//! `tests/real_heat_control.rs`): its URL, a scenario environment on it, and stack names
+//! The real Heat the action suites drive (`tests/real_heat/actions.rs`,
+//! `tests/real_heat/control.rs`): its URL, a scenario environment on it, and stack names
 //! unique on a shared Heat.
 
 use super::scenarios::Env;

@@ -1,12 +1,10 @@
-//! The real Keystone (and the Heat behind it) the `tests/real_keystone*.rs` suites drive:
+//! The real Keystone (and the Heat behind it) the `tests/real_keystone/` suites drive:
 //! where it is, the fixture names and passwords (scripts/keystone_fixtures.py), a token the
 //! test itself holds ([`Session`]), running the real `caldera` binary against a clouds.yaml
 //! ([`Dir`]), and the secret scan every run goes through ([`assert_no_secrets`]).
 //!
 //! Every token the test process is issued is remembered ([`tokens_seen`]) so the scan can
 //! look for those exact values besides the passwords and anything shaped like a Fernet token.
-
-#![allow(dead_code)]
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

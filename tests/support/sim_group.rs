@@ -1,8 +1,7 @@
 //! Heat-native node groups of our test template on an in-process simulator, as the tests of
-//! the headless commands and of Heat's controls and hooks start from (`tests/actions_cli.rs`,
-//! `tests/names_cli.rs`, `tests/heat_controls_cli.rs`, `tests/hooks_purged_sim.rs`,
-//! `tests/console_heat_controls_e2e.rs`). Callers wait for a create in their own way.
-#![allow(dead_code)]
+//! the headless commands and of Heat's controls and hooks start from (`tests/offline/actions_cli.rs`,
+//! `tests/offline/names_cli.rs`, `tests/offline/heat_controls_cli.rs`, `tests/offline/hooks_purged_sim.rs`,
+//! `tests/console/console_heat_controls_e2e.rs`). Callers wait for a create in their own way.
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::HeatClient;

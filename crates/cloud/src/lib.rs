@@ -10,6 +10,9 @@
 //! This crate knows nothing of operations, drivers, the simulator or the console: the compiler
 //! forbids it (they are crates that depend on this one).
 
+// Tests may unwrap, expect and panic (the workspace denies them elsewhere).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
 pub mod api;
 pub mod api_error;
 pub mod config;
@@ -20,4 +23,5 @@ pub mod report;
 /// A scriptable loopback HTTP server for the clients' fault tests; built for this crate's tests
 /// and, with the `test-support` feature, for the other crates' tests (never in the binary).
 #[cfg(any(test, feature = "test-support"))]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 pub mod testing;

@@ -21,6 +21,9 @@
 //!
 //! Try it without a cloud: `cargo run --example fake_console -- --nodes 1000`.
 
+// Tests may unwrap, expect and panic (the workspace denies them elsewhere).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
 // The layers below, named as `crate::api`, `crate::service`, … so paths read the same in every
 // crate (`crate::tui` is this crate itself). The console never names the simulator.
 pub(crate) use crate as tui;

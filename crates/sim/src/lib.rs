@@ -6,8 +6,8 @@
 //! fault test runs against it, so it answers with the real services' shapes (field
 //! names, links, status and reason texts, error bodies, paging) rather than a
 //! convenient approximation. Heat behaviour was checked against a real Heat 27
-//! (tests/fixtures/heat/ and tests/sim/). Where it deviates, the module that does so says
-//! why.
+//! (tests/fixtures/heat/ and crates/sim/tests/http/). Where it deviates, the module that does
+//! so says why.
 //!
 //! - Scenarios ([`scenario_names`]): `demo` (a 1000-worker rolling upgrade held by three
 //!   pre-update hooks, a scale-out, a stuck update, a failed create, a healthy cluster),
@@ -19,6 +19,9 @@
 //!   leaf delay between member starts, output resolution that costs time per member.
 //! - Layout: `server` (HTTP, faults, auth), `keystone`, `heat/`, `magnum`, `nova` (wire
 //!   formats), `world/` (state and dynamics), `scenario`, `clock`, `faults`.
+
+// Tests may unwrap, expect and panic (the workspace denies them elsewhere).
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 // The layers below, named as `crate::api`, `crate::drivers`, … so paths read the same in every
 // crate (`crate::sim` is this crate itself).

@@ -750,6 +750,9 @@ fn nested_resources(d: &FakeData, stack: &StackRef, depth: u32) -> Option<Vec<St
 }
 
 impl CloudService for FakeCloud {
+    // The panic is the fake's to give when asked (`panic_on_info`: `examples/fake_console.rs
+    // --panic-after`, to watch the console's panic handling).
+    #[allow(clippy::panic)]
     fn info(&self) -> CloudInfo {
         let d = self.lock();
         if d.panic_on_info {

@@ -7,7 +7,7 @@
 //! was expected. The server counts requests in flight so budget limits can be checked from
 //! the server's side.
 //!
-//! Self-contained on purpose: `tests/fault_matrix.rs` compiles this same file by path (the
+//! Self-contained on purpose: `tests/offline/fault_matrix.rs` compiles this same file by path (the
 //! library's `testing` module exists only in its own unit tests), so it uses no `crate::` item.
 
 use axum::body::{Body, Bytes};

@@ -51,7 +51,7 @@
 //! only while the group's stack runs an update and some stack's events read no longer reach
 //! its start).
 //!
-//! Run on a real Heat 27 that purges (`tests/real_heat_purged_hooks.rs`): held members,
+//! Run on a real Heat 27 that purges (`tests/real_heat/purged_hooks.rs`): held members,
 //! the group resource and the group stack's `Stack UPDATE started` look as described here.
 
 use crate::api::heat::{EnvironmentHooks, EventQuery, HeatClient, SortDir};

@@ -593,7 +593,13 @@ impl GroupRun<'_> {
                 break;
             }
             tokio::select! {
-                listing = async { typed.as_mut().map(|t| &mut t.0).expect("guarded by typed_done").await }, if !typed_done => {
+                // `typed` is there while `typed_done` is false; without it there is nothing to wait on.
+                listing = async {
+                    match typed.as_mut() {
+                        Some(t) => (&mut t.0).await,
+                        None => std::future::pending().await,
+                    }
+                }, if !typed_done => {
                     typed_done = true;
                     match listing {
                         Ok(Ok(found)) => {

@@ -758,7 +758,13 @@ async fn forward_nodes(
     };
     loop {
         let event = tokio::select! {
-            found = async { hooks.as_mut().map(|h| &mut h.0).expect("guarded").await }, if hooks.is_some() => {
+            found = async {
+                match hooks.as_mut() {
+                    Some(h) => (&mut h.0).await,
+                    // Not polled: the branch runs only while `hooks` is there.
+                    None => std::future::pending().await,
+                }
+            }, if hooks.is_some() => {
                 hooks = None;
                 paused = Some(hook_result(found));
                 if let Some(members) = &members {

@@ -1,0 +1,221 @@
+//! Operator actions against the in-process simulator (fast clock): scaling, node-by-node
+//! rollouts, failures, restarts and hooks. The same scenarios run on a real Heat in
+//! `tests/real_heat/actions.rs`.
+
+use crate::support::scenarios;
+
+use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use caldera::sim::{self, SimHandle, SimOptions};
+use scenarios::Env;
+use std::time::Duration;
+
+async fn sim_env() -> (SimHandle, Env) {
+    let sim = sim::start(SimOptions::fast("empty", 50.0))
+        .await
+        .expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect to the simulator");
+    let env = Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    );
+    (sim, env)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_scale_10_14_12_removing_named_members() {
+    let (sim, env) = sim_env().await;
+    scenarios::scale_scenario(&env, "sc").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_rollout_batch_1_then_2_never_overlap() {
+    let (sim, env) = sim_env().await;
+    scenarios::rollout_batches_scenario(&env, "rb").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_failure_pauses_then_resume_finishes() {
+    let (sim, env) = sim_env().await;
+    scenarios::failure_then_resume_scenario(&env, "rf").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_killed_engine_reattaches_and_updates_each_member_once() {
+    let (sim, env) = sim_env().await;
+    scenarios::kill_and_reattach_scenario(&env, "rk").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_failing_post_node_hook_pauses_at_that_node() {
+    let (sim, env) = sim_env().await;
+    scenarios::failing_hook_scenario(&env, "rh").await;
+    sim.shutdown().await;
+}
+
+/// The Magnum driver on the simulator's Magnum: resize removing a named node, then an
+/// upgrade with max_batch_size, each planned with its exact call and journaled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_magnum_resize_and_upgrade() {
+    use caldera::drivers::apply;
+    use caldera::drivers::magnum::MagnumDriver;
+    use caldera::drivers::{Driver, ScaleRequest};
+    let sim = sim::start(SimOptions::fast("small", 50.0))
+        .await
+        .expect("simulator");
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let env = Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    );
+    let magnum = conn.magnum.clone().expect("the simulator has Magnum");
+    let driver = MagnumDriver::new(magnum.clone(), Some(conn.heat.clone()));
+    let target = driver
+        .find_nodegroup("small", "default-worker")
+        .await
+        .expect("node group");
+    assert_eq!(target.limits.max, Some(20));
+    let before: Vec<String> = driver
+        .list_nodes(&target)
+        .await
+        .expect("nodes from the group's stack")
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(before, ["0", "1", "2"]);
+    // The default masters share the cluster stack with the workers (Magnum's layout): the
+    // driver tells their groups apart.
+    let masters = driver
+        .find_nodegroup("small", "default-master")
+        .await
+        .expect("masters");
+    assert_eq!(masters.stack, target.stack, "one cluster stack");
+    let master_nodes = driver.list_nodes(&masters).await.expect("master nodes");
+    assert_eq!(master_nodes.len(), 1);
+
+    let plan = driver
+        .plan_scale(
+            &target,
+            &ScaleRequest {
+                count: Some(4),
+                remove: vec!["1".into()],
+            },
+        )
+        .await
+        .expect("plan");
+    assert_eq!((plan.from, plan.to), (3, 4));
+    assert_eq!(plan.calls[0].method, "POST");
+    assert!(plan.calls[0].path.ends_with("/actions/resize"));
+    assert!(plan.calls[0].body.contains("\"nodes_to_remove\":[\"1\"]"));
+    apply::scale(&env.ctx, &driver, &plan, None)
+        .await
+        .expect("resize");
+    let cluster_id = target.cluster_id.clone().expect("uuid");
+    let t0 = std::time::Instant::now();
+    loop {
+        let ng = magnum
+            .get_nodegroup(&cluster_id, "default-worker")
+            .await
+            .expect("node group");
+        if ng.status.is_complete() && ng.node_count == 4 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{ng:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after: Vec<String> = driver
+        .list_nodes(&target)
+        .await
+        .expect("nodes")
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(after.len(), 4);
+    assert!(!after.contains(&"1".to_string()), "{after:?}");
+    let master_after = driver.list_nodes(&masters).await.expect("master nodes");
+    assert_eq!(
+        master_after, master_nodes,
+        "the resize left the masters alone"
+    );
+
+    let up = driver
+        .plan_upgrade(&target, "k8s-v1.30", 2)
+        .await
+        .expect("upgrade plan");
+    assert!(up.calls[0].body.contains("\"max_batch_size\":2"));
+    assert!(up.lines()[0].contains("2 node(s) at a time"));
+    driver.apply_upgrade(&up).await.expect("upgrade accepted");
+    let t0 = std::time::Instant::now();
+    loop {
+        let ng = magnum
+            .get_nodegroup(&cluster_id, "default-worker")
+            .await
+            .expect("node group");
+        if ng.status.is_complete() && ng.image.as_deref() == Some("fedora-coreos-40") {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{ng:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let journal = env.ctx.journal.read_all().expect("journal");
+    assert_eq!(journal.len(), 2, "scale started + ok");
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_pause_from_journal_skip_and_resume() {
+    let (sim, env) = sim_env().await;
+    scenarios::pause_skip_resume_scenario(&env, "rp").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_abort_with_rollback_rolls_back_through_the_hooks() {
+    let (sim, env) = sim_env().await;
+    scenarios::abort_scenario(&env, "ab1", caldera::rollout::AbortMode::CancelUpdate).await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_abort_without_rollback_says_what_remains() {
+    let (sim, env) = sim_env().await;
+    scenarios::abort_scenario(
+        &env,
+        "ab2",
+        caldera::rollout::AbortMode::CancelWithoutRollback,
+    )
+    .await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_abort_leaving_hooks_then_rollback_from_another_process() {
+    let (sim, env) = sim_env().await;
+    scenarios::abort_scenario(&env, "ab3", caldera::rollout::AbortMode::LeavePaused).await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_starts_from_two_machines_heat_keeps_one() {
+    let (sim, env) = sim_env().await;
+    scenarios::two_machines_start_scenario(&env, "tm").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_concurrent_starts_one_driver() {
+    let (sim, env) = sim_env().await;
+    scenarios::concurrent_start_scenario(&env, "cs").await;
+    sim.shutdown().await;
+}

@@ -1,0 +1,508 @@
+//! The headless action commands (`caldera scale`, `caldera rollout ...`, `caldera journal`)
+//! as an operator runs them, against an in-process simulator reached through a clouds.yaml,
+//! including the guard rails set in that file.
+
+use crate::support::sim_group;
+
+use caldera::drivers::heat_native::HeatNativeDriver;
+use caldera::drivers::{Driver, NodeGroupTarget};
+use caldera::sim::{SimHandle, SimOptions};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+async fn start() -> (SimHandle, HeatNativeDriver) {
+    sim_group::sim_driver(SimOptions::fast("empty", 50.0)).await
+}
+
+async fn create(driver: &HeatNativeDriver, cluster: &str, count: u32) -> NodeGroupTarget {
+    let t = sim_group::create_group(driver, cluster, "workers", count).await;
+    let stack = t.stack.clone().expect("stack");
+    let t0 = Instant::now();
+    loop {
+        let d = driver.heat().get_stack(&stack, false).await.expect("show");
+        if !d.summary.status.is_in_progress() {
+            assert_eq!(d.summary.status.raw, "CREATE_COMPLETE");
+            return t;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A clouds.yaml for the simulator with caldera settings appended to the cloud.
+fn clouds_yaml(dir: &Path, sim: &SimHandle, caldera: &str) -> std::path::PathBuf {
+    let mut text = sim.clouds_yaml("simcloud");
+    if !caldera.is_empty() {
+        text.push_str(&format!("    caldera: {caldera}\n"));
+    }
+    let p = dir.join(format!("clouds-{}.yaml", caldera.len()));
+    std::fs::write(&p, text).expect("write clouds.yaml");
+    p
+}
+
+fn caldera(clouds: &Path, journal: &Path, args: &[&str]) -> Output {
+    // A named actions file must exist (a missing one is an error): none yet is no hooks.
+    let actions = journal.with_extension("toml");
+    if !actions.exists() {
+        std::fs::write(&actions, "").expect("actions file");
+    }
+    Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .env("OS_CLIENT_CONFIG_FILE", clouds)
+        .env("OS_CLOUD", "simcloud")
+        .env("CALDERA_JOURNAL", journal)
+        .env("CALDERA_ACTIONS_CONFIG", journal.with_extension("toml"))
+        .env("XDG_STATE_HOME", journal.parent().expect("dir"))
+        .args(args)
+        .output()
+        .expect("run caldera")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_rollout_and_journal_commands() {
+    let (sim, driver) = start().await;
+    create(&driver, "cli", 5).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+
+    // Scale: the plan names the nodes, then it is applied and followed.
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "scale",
+            "cli/workers",
+            "--count",
+            "6",
+            "--remove",
+            "1",
+            "--yes",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("from 5 to 6 nodes"), "{stdout}");
+    assert!(stdout.contains("add    2: 5, 6"), "{stdout}");
+    assert!(stdout.contains("remove 1: 1"), "{stdout}");
+    assert!(stdout.contains("PATCH /stacks/cli-workers/"), "{stdout}");
+    assert!(stderr.contains("UPDATE_COMPLETE"), "{stderr}");
+
+    // Without --yes and without a terminal, nothing is done.
+    let out = caldera(&clouds, &journal, &["scale", "cli", "--count", "2"]);
+    assert!(!out.status.success());
+    assert!(text(&out).1.contains("--yes"), "{:?}", text(&out));
+
+    // A rollout, batch 2 with a canary, followed to the end.
+    std::fs::write(
+        journal.with_extension("toml"),
+        "[hooks]\npost_batch = \"echo batch $CALDERA_BATCH: $CALDERA_BATCH_NODES\"\n",
+    )
+    .expect("hooks config");
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "cli/workers",
+            "--image",
+            "img-v2",
+            "--batch",
+            "2",
+            "--canary",
+            "1",
+            "--yes",
+            "--poll-secs",
+            "0.05",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("batch   1: 0\n"), "{stdout}");
+    assert!(stdout.contains("batch   2: 2, 3\n"), "{stdout}");
+    assert!(stdout.contains(": completed"), "{stdout}");
+    assert!(stdout.contains("done 6 failed 0"), "{stdout}");
+
+    let out = caldera(&clouds, &journal, &["rollout", "status", "cli/workers"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("completed"), "{stdout}");
+    // A finished rollout is shown as itself: its own id, every time, and no rate or ETA.
+    let id = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal")
+        .iter()
+        .rev()
+        .find(|e| e.action == "rollout.start")
+        .and_then(|e| e.rollout.clone())
+        .expect("the rollout's id");
+    assert!(stdout.starts_with(&format!("rollout {id} ")), "{stdout}");
+    assert!(stdout.contains("throughput -; ETA -"), "{stdout}");
+    let again = caldera(&clouds, &journal, &["rollout", "status", "cli/workers"]);
+    assert_eq!(text(&again).0.lines().next(), stdout.lines().next());
+
+    // A start while another process drives the group is refused naming the holder: hold
+    // the group's driver lock as a live driver does.
+    let lock_dir = caldera::rollout::lock::lock_dir(&journal);
+    let held = caldera::rollout::lock::DriverLock::acquire(&lock_dir, "cli/workers", "r-held")
+        .expect("lock");
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "cli/workers",
+            "--image",
+            "img-v3",
+            "--yes",
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("already has a driver: rollout r-held driven by pid"),
+        "{stderr}"
+    );
+    drop(held);
+
+    // The journal, as CSV: scale and rollout lines with their calls; hooks' output kept.
+    let out = caldera(&clouds, &journal, &["journal", "--format", "csv"]);
+    let (stdout, _) = text(&out);
+    assert!(stdout
+        .lines()
+        .any(|l| l.contains(",scale,cli/workers,") && l.contains("PATCH")));
+    assert!(stdout.contains("rollout.finish"), "{stdout}");
+    let entries = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal");
+    let hook = entries
+        .iter()
+        .find(|e| e.action == "hook.post_batch" && e.target.ends_with("#batch2"))
+        .expect("post_batch hook of batch 2");
+    assert_eq!(hook.output.as_deref(), Some("batch 2: 2,3\n"));
+    assert!(entries
+        .iter()
+        .all(|e| !e.user.is_empty() && e.cloud == "simcloud"));
+    let raw = std::fs::read_to_string(&journal).expect("journal text");
+    assert!(
+        !raw.contains(&sim.password),
+        "the journal holds the password"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guard_rails_from_clouds_yaml() {
+    let (sim, driver) = start().await;
+    create(&driver, "prod", 3).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = dir.path().join("journal.jsonl");
+
+    let ro = clouds_yaml(dir.path(), &sim, "{read_only: true}");
+    let out = caldera(&ro, &journal, &["scale", "prod", "--count", "4", "--yes"]);
+    assert!(!out.status.success());
+    assert!(text(&out).1.contains("read-only"), "{:?}", text(&out));
+    let plain = clouds_yaml(dir.path(), &sim, "");
+    let out = caldera(
+        &plain,
+        &journal,
+        &[
+            "--read-only",
+            "rollout",
+            "start",
+            "prod",
+            "--image",
+            "x",
+            "--yes",
+        ],
+    );
+    assert!(text(&out).1.contains("read-only"), "{:?}", text(&out));
+
+    // Refusals are part of the audit trail.
+    let refused = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal");
+    assert_eq!(
+        refused
+            .iter()
+            .filter(|e| matches!(e.outcome, caldera::journal::Outcome::Refused { .. }))
+            .count(),
+        2
+    );
+
+    let prod = clouds_yaml(dir.path(), &sim, "{production: true}");
+    let out = caldera(&prod, &journal, &["scale", "prod", "--count", "4", "--yes"]);
+    assert!(!out.status.success());
+    assert!(text(&out).1.contains("--confirm prod"), "{:?}", text(&out));
+    let out = caldera(
+        &prod,
+        &journal,
+        &["scale", "prod", "--count", "4", "--yes", "--confirm", "prd"],
+    );
+    assert!(!out.status.success());
+    let out = caldera(
+        &prod,
+        &journal,
+        &[
+            "scale",
+            "prod",
+            "--count",
+            "4",
+            "--yes",
+            "--confirm",
+            "prod",
+        ],
+    );
+    assert!(out.status.success(), "{:?}", text(&out));
+    let names: Vec<String> = driver
+        .list_nodes(&driver.find_nodegroup("prod", "workers").await.expect("ng"))
+        .await
+        .expect("nodes")
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    assert_eq!(names, ["0", "1", "2", "3"]);
+    sim.shutdown().await;
+}
+
+/// `rollout start` stops at a failure (exit status 3, Heat keeps the rest on hooks);
+/// `rollout status` in another process says so; `rollout resume --set` in a third process
+/// reattaches from the journal and Heat, and finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_paused_by_a_failure_is_resumed_by_another_process() {
+    let (sim, driver) = start().await;
+    create(&driver, "rf", 4).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            "rf",
+            "--image",
+            "img-v2",
+            "--set",
+            "node_fail_index=2",
+            "--yes",
+            "--poll-secs",
+            "0.05",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stderr.contains("rollout paused: node 2 failed"), "{stderr}");
+
+    let out = caldera(&clouds, &journal, &["rollout", "status", "rf"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("paused: node 2 failed"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.contains("  3 batch   4 pending")),
+        "{stdout}"
+    );
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "resume",
+            "rf",
+            "--set",
+            "node_fail_index=-1",
+            "--poll-secs",
+            "0.05",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(": completed"), "{stdout}");
+    assert!(stdout.contains("done 4 failed 0"), "{stdout}");
+    let entries = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal");
+    assert!(entries
+        .iter()
+        .any(|e| e.action == "rollout.retry" && e.outcome == caldera::journal::Outcome::Ok));
+    sim.shutdown().await;
+}
+
+/// Each member's image, from its own stack.
+async fn images(
+    driver: &HeatNativeDriver,
+    target: &NodeGroupTarget,
+) -> std::collections::BTreeMap<String, String> {
+    let heat = driver.heat();
+    let group = driver
+        .group_stack(target.stack.as_ref().expect("stack"))
+        .await
+        .expect("group");
+    let mut out = std::collections::BTreeMap::new();
+    for m in heat
+        .list_resources(&group, &Default::default())
+        .await
+        .expect("members")
+    {
+        let stack = m.resource.nested.clone().expect("member stack");
+        let d = heat.get_stack(&stack, false).await.expect("member");
+        out.insert(
+            m.resource.name.clone(),
+            d.parameters.get("image").cloned().unwrap_or_default(),
+        );
+    }
+    out
+}
+
+/// `caldera rollout skip` and `caldera rollout abort --rollback` from other processes while
+/// `caldera rollout start` drives (a long gate after each node): the skip is honoured by the
+/// driver (rc 0), the abort too; the driver ends with Heat's rollback finished and every node
+/// back on its old image, the journal saying aborted (not failed), and `rollout status`
+/// says the rollout ended, aborted, with its own id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skip_and_abort_from_other_processes_reach_the_driver() {
+    let (sim, driver) = start().await;
+    let target = create(&driver, "ab", 4).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+    let actions = journal.with_extension("toml");
+    std::fs::write(&actions, "").expect("actions file");
+    let mut driving = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .env("OS_CLIENT_CONFIG_FILE", &clouds)
+        .env("OS_CLOUD", "simcloud")
+        .env("CALDERA_JOURNAL", &journal)
+        .env("CALDERA_ACTIONS_CONFIG", &actions)
+        .env("XDG_STATE_HOME", dir.path())
+        .args([
+            "rollout",
+            "start",
+            "ab",
+            "--image",
+            "img-v2",
+            "--gate-secs",
+            "600",
+            "--yes",
+            "--poll-secs",
+            "0.05",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rollout start");
+    // The first node is released, then the gate holds the rest.
+    let t0 = Instant::now();
+    let first = loop {
+        let entries = caldera::journal::Journal::open(&journal)
+            .read_all()
+            .unwrap_or_default();
+        if let Some(e) = entries
+            .iter()
+            .find(|e| e.action == "rollout.release" && e.outcome == caldera::journal::Outcome::Ok)
+        {
+            break e.target.rsplit('/').next().unwrap_or_default().to_string();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no release: {entries:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let pending = ["0", "1", "2", "3"]
+        .into_iter()
+        .find(|m| *m != first)
+        .expect("a pending member");
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &["rollout", "skip", "ab/workers", pending],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "skip: {stdout}\n{stderr}");
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &["rollout", "abort", "ab/workers", "--rollback"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "abort: {stdout}\n{stderr}");
+
+    // The driver ends on its own: the rollback done, nothing left on a hook.
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(status) = driving.try_wait().expect("try_wait") {
+            break status;
+        }
+        if t0.elapsed() > Duration::from_secs(90) {
+            let _ = driving.kill();
+            panic!("the driver did not end after the abort");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let out = driving.wait_with_output().expect("output");
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains("rolled back") || stderr.contains("rolled back"),
+        "rc {:?}\n{stdout}\n{stderr}",
+        status.code()
+    );
+    let stack = target.stack.clone().expect("stack");
+    let shown = driver.heat().get_stack(&stack, false).await.expect("show");
+    assert_eq!(shown.summary.status.raw, "ROLLBACK_COMPLETE");
+    let imgs = images(&driver, &target).await;
+    assert!(imgs.values().all(|i| i == "img-v1"), "{imgs:?}");
+
+    let entries = caldera::journal::Journal::open(&journal)
+        .read_all()
+        .expect("journal parses");
+    let rollout = entries
+        .iter()
+        .find(|e| e.action == "rollout.start")
+        .and_then(|e| e.rollout.clone())
+        .expect("rollout id");
+    let ours: Vec<_> = entries
+        .iter()
+        .filter(|e| e.rollout.as_deref() == Some(rollout.as_str()))
+        .collect();
+    // The first member only was released: the skipped one never, the others were held by
+    // the gate until the abort.
+    let released: Vec<&str> = ours
+        .iter()
+        .filter(|e| e.action == "rollout.release" && e.outcome == caldera::journal::Outcome::Ok)
+        .map(|e| e.target.as_str())
+        .collect();
+    assert_eq!(released, [format!("ab/workers/{first}")], "{ours:#?}");
+    assert!(ours.iter().any(|e| e.action == "rollout.skip"));
+    let last = ours.last().expect("entries");
+    assert_eq!(
+        (last.action.as_str(), &last.outcome),
+        ("rollout.abort", &caldera::journal::Outcome::Ok)
+    );
+
+    for _ in 0..2 {
+        let out = caldera(&clouds, &journal, &["rollout", "status", "ab/workers"]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stdout.contains(&rollout), "its own id: {stdout}");
+        assert!(stdout.contains("aborted: rolled back"), "{stdout}");
+        // Nothing is releasing any more: no rate, no ETA; after the rollback no node counts
+        // as done (the first one was updated, then rolled back; the others never were).
+        assert!(stdout.contains("throughput -; ETA -"), "{stdout}");
+        assert!(stdout.contains("done 0 failed 0 skipped 1"), "{stdout}");
+    }
+    sim.shutdown().await;
+}

@@ -1,0 +1,311 @@
+//! `caldera heat hooks|clear-hook|check|cancel|mark-unhealthy` as an operator runs them,
+//! against an in-process simulator reached through a clouds.yaml: each control's plan, its
+//! journal entries (the intent before the call, refusals recorded), and read-only mode.
+
+use crate::support::sim_group;
+
+use caldera::api::heat::{HeatClient, StackUpdate};
+use caldera::journal::{Entry, Journal, Outcome};
+use caldera::model::StackRef;
+use caldera::rollout::plan::hooks_environment;
+use caldera::sim::{SimHandle, SimOptions};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+async fn start() -> (SimHandle, HeatClient, StackRef) {
+    let (sim, heat, stack) =
+        sim_group::start_group(SimOptions::fast("empty", 50.0), "ctl", 3).await;
+    settle(&heat, &stack).await;
+    (sim, heat, stack)
+}
+
+/// Waits (bounded) until the stack's action has ended; returns its status.
+async fn settle(heat: &HeatClient, stack: &StackRef) -> String {
+    let t0 = Instant::now();
+    loop {
+        let d = heat.get_stack(stack, false).await.expect("show");
+        if !d.summary.status.is_in_progress() {
+            return d.summary.status.raw;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "never settled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// An update of the image with every member held on `pre-update`, as an operator's own
+/// hooked update would be.
+async fn hooked_update(heat: &HeatClient, stack: &StackRef) {
+    let update = StackUpdate {
+        parameters: [("image".to_string(), serde_json::json!("img-v2"))].into(),
+        environment: Some(hooks_environment()),
+        existing: true,
+        ..Default::default()
+    };
+    heat.update_stack(stack, &update).await.expect("update");
+}
+
+fn clouds_yaml(dir: &Path, sim: &SimHandle, caldera: &str) -> PathBuf {
+    let mut text = sim.clouds_yaml("simcloud");
+    if !caldera.is_empty() {
+        text.push_str(&format!("    caldera: {caldera}\n"));
+    }
+    let p = dir.join(format!("clouds-{}.yaml", caldera.len()));
+    std::fs::write(&p, text).expect("write clouds.yaml");
+    p
+}
+
+fn caldera(clouds: &Path, journal: &Path, args: &[&str]) -> (bool, String, String) {
+    let actions = journal.with_extension("toml");
+    if !actions.exists() {
+        std::fs::write(&actions, "").expect("actions file");
+    }
+    let o: Output = Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .env("OS_CLIENT_CONFIG_FILE", clouds)
+        .env("OS_CLOUD", "simcloud")
+        .env("CALDERA_JOURNAL", journal)
+        .env("CALDERA_ACTIONS_CONFIG", &actions)
+        .env("XDG_STATE_HOME", journal.parent().expect("dir"))
+        .args(args)
+        .output()
+        .expect("run caldera");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn entries(journal: &Path) -> Vec<Entry> {
+    Journal::open(journal).read_all().expect("journal")
+}
+
+/// The outcomes the journal holds for `action`, in order.
+fn outcomes(journal: &Path, action: &str) -> Vec<String> {
+    entries(journal)
+        .iter()
+        .filter(|e| e.action == action)
+        .map(|e| match &e.outcome {
+            Outcome::Started => format!("started {}", e.calls.len()),
+            Outcome::Ok => "ok".into(),
+            Outcome::Failed { error } => format!("failed {error}"),
+            Outcome::Refused { .. } => "refused".into(),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_are_polled_then_cleared_and_the_members_proceed() {
+    let (sim, heat, stack) = start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+
+    let (ok, out, err) = caldera(&clouds, &journal, &["heat", "hooks", "ctl-workers"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("no resource of ctl-workers is held"), "{out}");
+
+    hooked_update(&heat, &stack).await;
+    // Heat pauses the members as it reaches them: wait (bounded) for all three.
+    let t0 = Instant::now();
+    let out = loop {
+        let (ok, out, err) = caldera(&clouds, &journal, &["heat", "hooks", "ctl-workers"]);
+        assert!(ok, "{out}\n{err}");
+        if out.matches("pre-update").count() == 3 {
+            break out;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "{out}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for m in ["nodes/0", "nodes/1", "nodes/2"] {
+        assert!(out.contains(m), "{out}");
+    }
+
+    // One member: planned (the signal to its owner, the group's nested stack), sent.
+    let (ok, out, err) = caldera(
+        &clouds,
+        &journal,
+        &["heat", "clear-hook", "ctl-workers", "nodes/1", "--yes"],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("heat.clear_hook ctl-workers/nodes/1"), "{out}");
+    assert!(
+        out.contains("/resources/1/signal {\"unset_hook\":\"pre-update\"}"),
+        "{out}"
+    );
+    assert_eq!(outcomes(&journal, "heat.clear_hook"), ["started 1", "ok"]);
+
+    // A path no hook holds is refused, and recorded as such.
+    let (ok, out, err) = caldera(
+        &clouds,
+        &journal,
+        &["heat", "clear-hook", "ctl-workers", "nodes/9", "--yes"],
+    );
+    assert!(!ok, "{out}");
+    assert!(err.contains("no resource matching nodes/9"), "{err}");
+
+    // The rest by glob: the update completes.
+    let (ok, out, err) = caldera(
+        &clouds,
+        &journal,
+        &["heat", "clear-hook", "ctl-workers", "nodes/*", "--yes"],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("release 2 resource(s)"), "{out}");
+    assert_eq!(
+        outcomes(&journal, "heat.clear_hook"),
+        ["started 1", "ok", "refused", "started 2", "ok"]
+    );
+    assert_eq!(settle(&heat, &stack).await, "UPDATE_COMPLETE");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_cancel_and_mark_unhealthy_are_planned_and_journaled() {
+    let (sim, heat, stack) = start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+
+    // Check a settled stack.
+    let (ok, out, err) = caldera(
+        &clouds,
+        &journal,
+        &["heat", "check", "ctl-workers", "--yes"],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("POST /stacks/ctl-workers/"), "{out}");
+    assert!(out.contains("/actions {\"check\":null}"), "{out}");
+    assert_eq!(settle(&heat, &stack).await, "CHECK_COMPLETE");
+    assert_eq!(outcomes(&journal, "heat.check"), ["started 1", "ok"]);
+    // The intent entry holds the plan and the call, before the outcome.
+    let started = entries(&journal)
+        .into_iter()
+        .find(|e| e.action == "heat.check")
+        .expect("entry");
+    assert!(started.plan.iter().any(|l| l.contains("CHECK_COMPLETE")));
+
+    // Cancel with nothing to cancel: refused by the plan, recorded, nothing sent.
+    let (ok, out, err) = caldera(
+        &clouds,
+        &journal,
+        &["heat", "cancel", "ctl-workers", "--yes"],
+    );
+    assert!(!ok, "{out}");
+    assert!(err.contains("cancels only an update in progress"), "{err}");
+    assert_eq!(outcomes(&journal, "heat.cancel"), ["refused"]);
+
+    // Cancel an update under way (held on its hooks): Heat rolls back.
+    hooked_update(&heat, &stack).await;
+    let (ok, out, err) = caldera(
+        &clouds,
+        &journal,
+        &["heat", "cancel", "ctl-workers", "--yes"],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("{\"cancel_update\":null}"), "{out}");
+    assert_eq!(
+        outcomes(&journal, "heat.cancel"),
+        ["refused", "started 1", "ok"]
+    );
+    // Heat's rollback stops on the same hooks (Heat 27): release them as it reaches them.
+    let t0 = Instant::now();
+    loop {
+        let d = heat.get_stack(&stack, false).await.expect("show");
+        if !d.summary.status.is_in_progress() {
+            assert_eq!(d.summary.status.raw, "ROLLBACK_COMPLETE");
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "rollback never ended"
+        );
+        let _ = caldera(
+            &clouds,
+            &journal,
+            &["heat", "clear-hook", "ctl-workers", "nodes/*", "--yes"],
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Mark a member unhealthy, in the group's nested stack.
+    let (ok, out, err) = caldera(
+        &clouds,
+        &journal,
+        &[
+            "heat",
+            "mark-unhealthy",
+            "ctl-workers",
+            "nodes/2",
+            "--reason",
+            "disk gone",
+            "--yes",
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("\"mark_unhealthy\":true"), "{out}");
+    assert_eq!(
+        outcomes(&journal, "heat.mark_unhealthy"),
+        ["started 1", "ok"]
+    );
+    let nodes = heat.get_resource(&stack, "nodes").await.expect("nodes");
+    let group = nodes.resource.nested.expect("nested");
+    let member = heat.get_resource(&group, "2").await.expect("member");
+    assert_eq!(member.resource.status.raw, "CHECK_FAILED");
+    assert_eq!(member.resource.status_reason.as_deref(), Some("disk gone"));
+
+    // A path that does not exist is an error before anything is recorded.
+    let before = entries(&journal).len();
+    let (ok, _, err) = caldera(
+        &clouds,
+        &journal,
+        &[
+            "heat",
+            "mark-unhealthy",
+            "ctl-workers",
+            "nodes/99",
+            "--reason",
+            "x",
+            "--yes",
+        ],
+    );
+    assert!(!ok);
+    assert!(err.contains("99"), "{err}");
+    assert_eq!(entries(&journal).len(), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_refuses_every_control_and_records_it() {
+    let (sim, heat, stack) = start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = clouds_yaml(dir.path(), &sim, "{read_only: true}");
+    let journal = dir.path().join("journal.jsonl");
+    let (ok, out, _) = caldera(&clouds, &journal, &["heat", "hooks", "ctl-workers"]);
+    assert!(ok, "hooks only read: {out}");
+    let (ok, _, err) = caldera(
+        &clouds,
+        &journal,
+        &["heat", "check", "ctl-workers", "--yes"],
+    );
+    assert!(!ok);
+    assert!(err.contains("read-only"), "{err}");
+    let (ok, _, err) = caldera(
+        &clouds,
+        &journal,
+        &[
+            "heat",
+            "mark-unhealthy",
+            "ctl-workers",
+            "nodes/0",
+            "--reason",
+            "r",
+            "--yes",
+        ],
+    );
+    assert!(!ok);
+    assert!(err.contains("read-only"), "{err}");
+    assert_eq!(outcomes(&journal, "heat.check"), ["refused"]);
+    assert_eq!(outcomes(&journal, "heat.mark_unhealthy"), ["refused"]);
+    // Nothing reached Heat.
+    let d = heat.get_stack(&stack, false).await.expect("show");
+    assert_eq!(d.summary.status.raw, "CREATE_COMPLETE");
+}

@@ -1,0 +1,36 @@
+//! Offline tests: the CLI, the clients, the services and the operator actions against the
+//! in-process simulator and fakes (no terminal, no real service). One test binary; each module
+//! is what used to be one `tests/<module>.rs` binary (`actions` was `tests/actions/`), so
+//! `cargo test --test offline fault_matrix::` runs what `--test fault_matrix` did.
+
+// Tests may unwrap, expect and panic (the workspace denies them elsewhere).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+/// The shared test support (tests/support/), the parts this binary uses.
+#[path = "../support"]
+mod support {
+    pub mod fuzzing;
+    pub mod scenarios;
+    pub mod sim_group;
+}
+
+mod actions;
+mod actions_cli;
+mod capi_cluster;
+mod cli_habits;
+mod detail_views_sim;
+mod event_follow;
+mod fault_matrix;
+mod fleet_cli;
+mod fuzz_parsers;
+mod heat_controls_cli;
+mod hooks_purged_sim;
+mod ips_stream;
+mod journal_faults;
+mod live_operator_sim;
+mod names_cli;
+mod observed_update;
+mod rollout_steps;
+mod secrets;
+mod stack_outputs_sim;
+mod why_stuck_sim;

@@ -1,0 +1,585 @@
+//! Actions change only what the plan names and leave nothing behind (issue 23), on a real
+//! OpenStack Heat on 127.0.0.1, on
+//! Magnum's cluster layout (templates: tests/fixtures/shapes/magnum) carrying an operator's
+//! own hooks:
+//!
+//! - a completed rollout takes its `pre-update` hooks back out of the stack's environment:
+//!   Heat's stored environment after it equals the one before (the operator's own hooks
+//!   kept), and a following plain `PATCH` of one parameter (`openstack stack update
+//!   --existing`) completes with no member held;
+//! - a rollout cancelled without rollback keeps its hooks (taking them out is an update that
+//!   would bring the members not updated to the new values) and says so; `rollout status`
+//!   and `heat hooks` name the hooks the next update would stop on; `heat unhook` shows its
+//!   plan with Heat's preview, sends nothing unconfirmed, and with `--yes` takes them out;
+//! - a rollout of the minions where the masters read the same image parameter (as Magnum's
+//!   layout can) is refused, naming the masters and sending nothing, unless the operator
+//!   says `--let-heat-update kube_masters`.
+//!
+//! `scripts/real-heat-suite.sh` starts a Heat and runs these with `--ignored`; HEAT_URL must
+//! point at it.
+
+use crate::support::heat_wait;
+use crate::support::pty;
+use crate::support::real_heat_client;
+use caldera::api::heat::{HeatClient, StackCreate, StackUpdate};
+use caldera::drivers::heat_native::group_stack_of;
+use caldera::journal::{Journal, Outcome};
+use caldera::model::StackRef;
+use heat_wait::wait_status;
+use real_heat_client::{fixture, heat, heat_url, oldest_first, unique};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const MAGNUM_FILES: [(&str, &str); 3] = [
+    ("lib/network.yaml", "magnum/network.yaml"),
+    ("kubemaster.yaml", "magnum/kubemaster.yaml"),
+    ("kubeminion.yaml", "magnum/kubeminion.yaml"),
+];
+
+/// The operator's own hooks, which no action of caldera may touch: under the rollout's
+/// group and under the masters, on names no member has (so that no test stack's delete is
+/// held by them).
+fn operators_environment() -> Value {
+    json!({"resource_registry": {"resources": {
+        "kube_minions": {"99": {"hooks": "pre-delete"}},
+        "kube_masters": {"spare-*": {"hooks": ["pre-delete"]}},
+    }}})
+}
+
+/// Magnum's layout with 1 master and `minions` minions, the operator's hooks in its
+/// environment, created and waited for.
+async fn magnum_stack(heat: &HeatClient, prefix: &str, minions: u32) -> StackRef {
+    magnum_stack_edited(heat, prefix, minions, |_| {}).await
+}
+
+/// The same, with the cluster template changed by `edit` first.
+async fn magnum_stack_edited(
+    heat: &HeatClient,
+    prefix: &str,
+    minions: u32,
+    edit: impl FnOnce(&mut Value),
+) -> StackRef {
+    let mut template: Value =
+        serde_yaml_ng::from_str(&fixture("magnum/kubecluster.yaml")).expect("template YAML");
+    edit(&mut template);
+    let create = StackCreate {
+        name: unique(prefix),
+        template,
+        files: MAGNUM_FILES
+            .iter()
+            .map(|(n, p)| (n.to_string(), fixture(p)))
+            .collect(),
+        parameters: serde_json::from_value(
+            json!({"number_of_masters": 1, "number_of_minions": minions}),
+        )
+        .expect("parameters"),
+        environment: Some(operators_environment()),
+        disable_rollback: Some(true),
+        ..Default::default()
+    };
+    let stack = heat.create_stack(&create).await.expect("stack create");
+    wait_status(heat, &stack, "CREATE_COMPLETE").await;
+    stack
+}
+
+/// Runs the caldera binary on the real Heat with its own journal; stdin is not a terminal.
+fn caldera(journal: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url()])
+        .args(args)
+        .env("CALDERA_JOURNAL", journal)
+        .env_remove("CALDERA_ACTIONS_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run caldera");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// The stored environment's `resource_registry` (what hooks live in) and `parameters`.
+async fn registry_and_parameters(heat: &HeatClient, stack: &StackRef) -> (Value, Value) {
+    let env = heat.get_environment(stack).await.expect("environment");
+    (env["resource_registry"].clone(), env["parameters"].clone())
+}
+
+/// `v` without the map entries that declare nothing (`{}`), recursively.
+fn without_empty(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), without_empty(v)))
+                .filter(|(_, v)| v.as_object().is_none_or(|o| !o.is_empty()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A plain `PATCH` of one parameter, as `openstack stack update --existing --parameter`
+/// sends it, must end within `limit` with no member paused on a hook on the way.
+async fn plain_update_runs_unheld(heat: &HeatClient, stack: &StackRef, image: &str) {
+    let group = group_stack_of(heat, stack, "kube_minions")
+        .await
+        .expect("group");
+    let before: std::collections::BTreeSet<String> = heat
+        .list_events_page(&group, &oldest_first())
+        .await
+        .expect("events")
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let update = StackUpdate {
+        parameters: [("minion_image".to_string(), json!(image))].into(),
+        existing: true,
+        ..Default::default()
+    };
+    heat.update_stack(stack, &update).await.expect("PATCH");
+    let t0 = Instant::now();
+    let limit = Duration::from_secs(120);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let d = heat.get_stack(stack, false).await.expect("stack");
+        let status = d.summary.status.raw.clone();
+        if status == "UPDATE_COMPLETE" && d.summary.updated_at.is_some() {
+            break;
+        }
+        assert!(
+            d.summary.status.is_in_progress() || status == "CREATE_COMPLETE",
+            "the plain update ended {status}"
+        );
+        assert!(
+            t0.elapsed() < limit,
+            "the plain update is still {status} after {limit:?}: a member is held"
+        );
+    }
+    let held: Vec<String> = heat
+        .list_events_page(&group, &oldest_first())
+        .await
+        .expect("events")
+        .into_iter()
+        .filter(|e| !before.contains(&e.id))
+        .filter(|e| {
+            e.status_reason
+                .as_deref()
+                .is_some_and(|r| r.contains("paused until Hook"))
+        })
+        .map(|e| e.resource_name)
+        .collect();
+    assert!(
+        held.is_empty(),
+        "members held by the plain update: {held:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_completed_rollout_leaves_the_environment_as_it_found_it() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = magnum_stack(&heat, "unhook-done", 2).await;
+    let target = format!("{}/kube_minions", stack.name);
+    let (registry_before, params_before) = registry_and_parameters(&heat, &stack).await;
+
+    let (ok, out, err) = caldera(
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "minion_image=fedora-coreos-40",
+            "--yes",
+            "--poll-secs",
+            "0.5",
+        ],
+    );
+    assert!(ok, "rollout failed:\n{out}\n{err}");
+    assert!(out.contains("hooks: taken out"), "{out}\n{err}");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+
+    // Heat's stored environment: the registry exactly as before (the operator's own hooks
+    // included), the parameters as before but the one the rollout set.
+    // One difference Heat's merge cannot avoid: where the group's entry existed already
+    // (the operator's hook on member 99), a `null` can take back only the `hooks` of the
+    // member pattern `*` (a glob key), leaving `"*": {}`, which declares nothing.
+    let (registry_after, params_after) = registry_and_parameters(&heat, &stack).await;
+    assert_eq!(
+        without_empty(&registry_after),
+        without_empty(&registry_before),
+        "the resource registry, entries that declare nothing aside: {registry_after}"
+    );
+    let mut expected = params_before.clone();
+    expected["minion_image"] = json!("fedora-coreos-40");
+    assert_eq!(
+        params_after, expected,
+        "only the rollout's parameter changed"
+    );
+
+    // The journal: the unhook's PATCH recorded before it was sent, its outcome, the end.
+    let actions: Vec<(String, Outcome)> = Journal::open(&journal)
+        .read_all()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.action, e.outcome))
+        .collect();
+    let at = |a: &str, o: &Outcome| actions.iter().position(|(x, y)| x == a && y == o);
+    let started = at("rollout.unhook", &Outcome::Started).expect("unhook journaled");
+    let done = at("rollout.unhook", &Outcome::Ok).expect("unhook outcome");
+    let finish = at("rollout.finish", &Outcome::Ok).expect("finish");
+    assert!(started < done && done < finish, "{actions:?}");
+
+    // A member marked unhealthy afterwards is named where an operator looks: a failure of
+    // the stack, and in the rollout's status as unhealthy (its update stands).
+    let (ok, out, err) = caldera(
+        &journal,
+        &[
+            "heat",
+            "mark-unhealthy",
+            &stack.name,
+            "kube_minions/1",
+            "--reason",
+            "disk",
+            "--yes",
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    let (ok, out, err) = caldera(&journal, &["failures", &stack.name]);
+    assert!(
+        ok && out.contains("kube_minions.1") && out.contains("CHECK_FAILED"),
+        "{out}\n{err}"
+    );
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("completed") && out.contains("unhealthy since: 1") && out.contains("failed 0"),
+        "{out}"
+    );
+
+    // Whoever updates the stack next is not held.
+    plain_update_runs_unheld(&heat, &stack, "fedora-coreos-41").await;
+    let (ok, out, err) = caldera(&journal, &["heat", "hooks", &stack.name]);
+    assert!(ok && !out.contains("warning:"), "{out}\n{err}");
+    heat.delete_stack(&stack).await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn hooks_a_cancelled_rollout_keeps_are_named_and_taken_out_on_request() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = magnum_stack(&heat, "unhook-cancel", 3).await;
+    let target = format!("{}/kube_minions", stack.name);
+    let (registry_before, _) = registry_and_parameters(&heat, &stack).await;
+
+    // A gate after each member leaves time to cancel before the last one.
+    let driver = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url()])
+        .args(["rollout", "start", &target, "--set", "minion_image=fcos-41"])
+        .args(["--yes", "--poll-secs", "0.5", "--gate-secs", "5"])
+        .env("CALDERA_JOURNAL", &journal)
+        .env_remove("CALDERA_ACTIONS_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the driver");
+    let mut released = false;
+    for _ in 0..240 {
+        let entries = Journal::open(&journal).read_all().unwrap_or_default();
+        if entries
+            .iter()
+            .any(|e| e.action == "rollout.release" && e.outcome == Outcome::Ok)
+        {
+            released = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(released, "the driver never released a member");
+    let (ok, out, err) = caldera(
+        &journal,
+        &[
+            "rollout",
+            "abort",
+            &target,
+            "--cancel",
+            "--wait-secs",
+            "120",
+        ],
+    );
+    assert!(ok, "abort --cancel:\n{out}\n{err}");
+    let end = driver.wait_with_output().expect("driver ends");
+    let said = String::from_utf8_lossy(&end.stdout).to_string();
+    let settled = heat.get_stack(&stack, false).await.expect("stack");
+    assert!(
+        !settled.summary.status.is_in_progress(),
+        "{}",
+        settled.summary.status
+    );
+
+    // The hooks stay (taking them out would update the members not updated), and every
+    // reader says so: the driver's last words, `rollout status`, `heat hooks`.
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert_eq!(
+        hooks.paths_with("pre-update"),
+        vec![vec!["kube_minions".to_string(), "*".to_string()]],
+        "{hooks:?}"
+    );
+    assert!(
+        said.contains("left in the stack's environment on purpose"),
+        "{said}"
+    );
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("holds pre-update hooks on kube_minions/* with no update running")
+            && out.contains("holds its 3 member(s)"),
+        "{out}"
+    );
+    let (ok, out, err) = caldera(&journal, &["heat", "hooks", &stack.name]);
+    assert!(
+        ok && out.contains("warning: this stack's environment holds"),
+        "{out}\n{err}"
+    );
+
+    // The console's tree of the stack says it too, first in its why-stuck panel, at 80x24.
+    let url = heat_url();
+    let mut c = pty::Console::start_with(80, 24, &["--heat-url", &url], &[], |_| {});
+    c.wait_for("the first frame", |s| s.alternate);
+    c.send(":stacks\r");
+    c.wait_for("the stack list", |s| s.has("Stacks ["));
+    c.send("/");
+    c.send(&format!("{}\r", stack.name));
+    c.wait_for("the stack alone", |s| {
+        s.has(&stack.name) && s.has("Stacks [1")
+    });
+    c.press("\r", "the tree, with the hooks left", |s| {
+        s.has("pre-update hooks left on kube_minions/*: next update holds its 3 members")
+            && s.has(&format!("caldera heat unhook {} kube_minions", stack.name))
+    });
+    c.send("q");
+    assert!(c.wait_exit().success());
+    c.assert_restored();
+
+    // Another group's action would stop on them and never end: refused, nothing sent.
+    let updated = settled.summary.updated_at;
+    let masters = format!("{}/kube_masters", stack.name);
+    let (ok, out, err) = caldera(&journal, &["scale", &masters, "--count", "2", "--yes"]);
+    assert!(
+        !ok && out.contains("holds pre-update hooks on kube_minions/*"),
+        "{out}\n{err}"
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
+
+    // The way out: planned (Heat's preview included), nothing sent unconfirmed...
+    let (ok, out, err) = caldera(&journal, &["heat", "unhook", &stack.name, "kube_minions"]);
+    assert!(!ok && err.contains("not a terminal"), "{out}\n{err}");
+    assert!(
+        out.contains("heat.unhook") && out.contains("Heat's preview") && out.contains("PATCH"),
+        "{out}"
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
+    // ... and sent when confirmed: the members are no longer held, and the registry is back
+    // to what it was (the operator's own hooks kept).
+    let (ok, out, err) = caldera(
+        &journal,
+        &["heat", "unhook", &stack.name, "kube_minions", "--yes"],
+    );
+    assert!(ok, "{out}\n{err}");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
+    assert!(
+        hooks.matches(&["kube_minions", "99"], "pre-delete"),
+        "{hooks:?}"
+    );
+    assert!(
+        hooks.matches(&["kube_masters", "spare-1"], "pre-delete"),
+        "{hooks:?}"
+    );
+    let (registry_after, _) = registry_and_parameters(&heat, &stack).await;
+    let minions_before = &registry_before["resources"]["kube_minions"];
+    let minions_after = &registry_after["resources"]["kube_minions"];
+    assert_eq!(
+        minions_after["99"], minions_before["99"],
+        "{registry_after}"
+    );
+    plain_update_runs_unheld(&heat, &stack, "fcos-42").await;
+    heat.delete_stack(&stack).await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets_heat() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    // The masters read the minions' image parameter too: one image for the whole cluster.
+    let stack = magnum_stack_edited(&heat, "blast", 2, |t| {
+        t["resources"]["kube_masters"]["properties"]["resource_def"]["properties"]
+            ["server_image"] = json!({"get_param": "minion_image"});
+    })
+    .await;
+    let target = format!("{}/kube_minions", stack.name);
+    let updated = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .summary
+        .updated_at;
+    let start = |extra: &[&str]| {
+        let mut args = vec![
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "minion_image=fcos-41",
+            "--yes",
+            "--poll-secs",
+            "0.5",
+        ];
+        args.extend_from_slice(extra);
+        caldera(&journal, &args)
+    };
+    let (ok, out, err) = start(&[]);
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        out.contains(
+            "blast radius: kube_masters (OS::Heat::ResourceGroup, 1 member(s), all at once)"
+        ) && out.contains("refused: kube_masters (OS::Heat::ResourceGroup) reads minion_image too"),
+        "{out}\n{err}"
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
+    let refused = Journal::open(&journal)
+        .read_all()
+        .unwrap()
+        .into_iter()
+        .any(|e| matches!(e.outcome, Outcome::Refused { .. }) && e.action == "rollout.start");
+    assert!(refused, "the refusal is journaled");
+
+    // Said on purpose: the masters are Heat's to update, the minions are held and released.
+    let (ok, out, err) = start(&["--let-heat-update", "kube_masters"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("let Heat update it (--let-heat-update)"),
+        "{out}"
+    );
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
+    heat.delete_stack(&stack).await.ok();
+}
+
+/// An AutoScalingGroup's members are updated in Heat's own order, several times each: a
+/// rollout refuses with the reason, and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_rollout_of_an_autoscaling_group_is_refused_with_the_reason() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let mut template: Value = serde_yaml_ng::from_str(&fixture("asg.yaml")).expect("template");
+    template["parameters"] = json!({"member_image": {"type": "string", "default": "v1"}});
+    template["resources"]["pool"]["properties"]["resource"]["properties"] =
+        json!({"image": {"get_param": "member_image"}});
+    let mut member: Value = serde_yaml_ng::from_str(&fixture("asg_member.yaml")).expect("member");
+    member["parameters"]["image"] = json!({"type": "string", "default": "v0"});
+    let create = StackCreate {
+        name: unique("asg-roll"),
+        template,
+        files: [(
+            "asg_member.yaml".to_string(),
+            serde_json::to_string(&member).expect("member JSON"),
+        )]
+        .into(),
+        disable_rollback: Some(true),
+        ..Default::default()
+    };
+    let stack = heat.create_stack(&create).await.expect("create");
+    wait_status(&heat, &stack, "CREATE_COMPLETE").await;
+    let updated = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .summary
+        .updated_at;
+    let target = format!("{}/pool", stack.name);
+    let (ok, out, err) = caldera(
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "member_image=v2",
+            "--yes",
+        ],
+    );
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        out.contains("refused: pool is an OS::Heat::AutoScalingGroup"),
+        "{out}\n{err}"
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
+    heat.delete_stack(&stack).await.ok();
+}
+
+/// Chosen members of a group that is not caldera's own, through the parameter its
+/// `removal_policies` read (Magnum's `minions_to_remove`): the plan names the members
+/// removed and added and the exact call; Heat removes exactly those.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn chosen_members_of_any_group_are_removed_through_its_removal_policies() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = magnum_stack(&heat, "remove", 3).await;
+    let target = format!("{}/kube_minions", stack.name);
+    let (ok, out, err) = caldera(&journal, &["scale", &target, "--remove", "1", "--yes"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("members: 3 -> 2")
+            && out.contains("removed: 1")
+            && out.contains("call: PATCH")
+            && out.contains("minions_to_remove"),
+        "{out}"
+    );
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let members = caldera::drivers::any_group::group_members(&heat, &stack, "kube_minions")
+        .await
+        .expect("members");
+    assert_eq!(members, ["0", "2"]);
+    // Removed and added at once: the new member takes a name Heat has not used.
+    let (ok, out, err) = caldera(
+        &journal,
+        &["scale", &target, "--count", "2", "--remove", "0", "--yes"],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("removed: 0") && out.contains("added: 1 member(s)"),
+        "{out}"
+    );
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let members = caldera::drivers::any_group::group_members(&heat, &stack, "kube_minions")
+        .await
+        .expect("members");
+    assert_eq!(members.len(), 2, "{members:?}");
+    assert!(
+        !members.iter().any(|m| m == "0" || m == "1"),
+        "removed names are never reused: {members:?}"
+    );
+    // A member that is not there is refused, and nothing is sent.
+    let (ok, out, err) = caldera(&journal, &["scale", &target, "--remove", "9", "--yes"]);
+    assert!(!ok && out.contains("has no member 9"), "{out}\n{err}");
+    heat.delete_stack(&stack).await.ok();
+}

@@ -1,0 +1,1067 @@
+//! Operator-action scenarios shared by the simulator tests (`tests/offline/actions.rs`) and the
+//! real-Heat tests (`tests/real_heat/actions.rs`): the same driver and engine calls against
+//! either cloud, checked against Heat's own events and member stacks.
+
+use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
+use caldera::drivers::apply::{self, ActionContext};
+use caldera::drivers::guard::Guard;
+use caldera::drivers::heat_native::HeatNativeDriver;
+use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScaleRequest};
+use caldera::journal::{Actor, Journal, Outcome};
+use caldera::lifecycle::HookSet;
+use caldera::model::{StackEvent, StackRef};
+use caldera::rollout::engine::{self, find_active, EngineOptions};
+use caldera::rollout::heat_reader::newest_event;
+use caldera::rollout::{
+    AbortMode, Control, NodePhase, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
+};
+use caldera::templates::Machines;
+use chrono::{DateTime, Utc};
+
+use futures::TryStreamExt;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+pub struct Env {
+    pub heat: HeatClient,
+    pub driver: HeatNativeDriver,
+    pub ctx: ActionContext,
+    pub poll: Duration,
+    /// Longest any settle may take.
+    pub timeout: Duration,
+    /// Seconds each test machine takes per action (real Heat).
+    pub action_wait_secs: u32,
+    _dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new(heat: HeatClient, poll: Duration, timeout: Duration, wait: u32) -> Env {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let journal = Journal::open(dir.path().join("journal.jsonl"));
+        Env {
+            driver: HeatNativeDriver::new(heat.clone(), Machines::Test),
+            heat,
+            ctx: ActionContext {
+                actor: Actor {
+                    cloud: "test".into(),
+                    user: "tester".into(),
+                },
+                journal,
+                guard: Guard::default(),
+            },
+            poll,
+            timeout,
+            action_wait_secs: wait,
+            _dir: dir,
+        }
+    }
+
+    pub fn engine_options(&self, hooks: HookSet) -> EngineOptions {
+        EngineOptions {
+            poll: self.poll,
+            hooks,
+            ..Default::default()
+        }
+    }
+
+    pub async fn create(&self, cluster: &str, count: u32) -> NodeGroupTarget {
+        let target = self
+            .driver
+            .create_nodegroup(&NodeGroupSpec {
+                cluster: cluster.into(),
+                nodegroup: "workers".into(),
+                count,
+                image: "img-v1".into(),
+                limits: Limits {
+                    min: 1,
+                    max: Some(20),
+                },
+                action_wait_secs: self.action_wait_secs,
+            })
+            .await
+            .expect("create node group");
+        let status = self.settle(target.stack.as_ref().expect("stack")).await;
+        assert_eq!(status, "CREATE_COMPLETE");
+        // Found again by its tags, as a restarted console would.
+        let found = self
+            .driver
+            .find_nodegroup(cluster, "workers")
+            .await
+            .expect("find by tags");
+        assert_eq!(found.stack, target.stack);
+        assert_eq!(found.limits, target.limits);
+        found
+    }
+
+    pub async fn settle(&self, stack: &StackRef) -> String {
+        let t0 = Instant::now();
+        loop {
+            let d = self.heat.get_stack(stack, false).await.expect("stack show");
+            if !d.summary.status.is_in_progress() {
+                return d.summary.status.raw;
+            }
+            assert!(
+                t0.elapsed() < self.timeout,
+                "{} still {}",
+                stack.name,
+                d.summary.status
+            );
+            tokio::time::sleep(self.poll).await;
+        }
+    }
+
+    pub async fn member_names(&self, target: &NodeGroupTarget) -> Vec<String> {
+        self.driver
+            .list_nodes(target)
+            .await
+            .expect("nodes")
+            .into_iter()
+            .map(|n| n.name)
+            .collect()
+    }
+
+    /// Each member's image, from its own stack.
+    pub async fn member_images(&self, target: &NodeGroupTarget) -> BTreeMap<String, String> {
+        let group = self
+            .driver
+            .group_stack(target.stack.as_ref().expect("stack"))
+            .await
+            .expect("group");
+        let members = self
+            .heat
+            .list_resources(&group, &ResourceQuery::default())
+            .await
+            .expect("members");
+        let mut out = BTreeMap::new();
+        for m in members {
+            let stack = m.resource.nested.clone().expect("member stack");
+            let d = self.heat.get_stack(&stack, false).await.expect("member");
+            out.insert(
+                m.resource.name.clone(),
+                d.parameters.get("image").cloned().unwrap_or_default(),
+            );
+        }
+        out
+    }
+
+    /// Members whose own stack is at `image` and complete: updated, as Heat sees it.
+    pub async fn members_done(&self, target: &NodeGroupTarget, image: &str) -> usize {
+        let group = self
+            .driver
+            .group_stack(target.stack.as_ref().expect("stack"))
+            .await
+            .expect("group");
+        let members = self
+            .heat
+            .list_resources(&group, &ResourceQuery::default())
+            .await
+            .expect("members");
+        let mut n = 0;
+        for m in members {
+            let stack = m.resource.nested.clone().expect("member stack");
+            let d = self.heat.get_stack(&stack, false).await.expect("member");
+            if d.parameters.get("image").map(String::as_str) == Some(image)
+                && d.summary.status.is_complete()
+            {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// The id of the group stack's newest event: later events belong to what follows.
+    pub async fn event_mark(&self, target: &NodeGroupTarget) -> Option<String> {
+        let group = self
+            .driver
+            .group_stack(target.stack.as_ref().expect("stack"))
+            .await
+            .expect("group");
+        newest_event(&self.heat, &group)
+            .await
+            .expect("newest event")
+            .map(|(id, _)| id)
+    }
+
+    /// The group stack's events after `mark`, oldest first (Heat's own record).
+    pub async fn group_events(
+        &self,
+        target: &NodeGroupTarget,
+        mark: Option<String>,
+    ) -> Vec<StackEvent> {
+        let group = self
+            .driver
+            .group_stack(target.stack.as_ref().expect("stack"))
+            .await
+            .expect("group");
+        let events: Vec<StackEvent> = self
+            .heat
+            .list_events(
+                group,
+                EventQuery {
+                    sort_dir: Some(SortDir::Asc),
+                    limit: Some(200),
+                    ..Default::default()
+                },
+            )
+            .try_collect()
+            .await
+            .expect("events");
+        let events = match mark {
+            Some(mark) => events
+                .into_iter()
+                .skip_while(|e| e.id != mark)
+                .skip(1)
+                .collect(),
+            None => events,
+        };
+        until_next_update(events)
+    }
+
+    pub async fn delete(&self, target: &NodeGroupTarget) {
+        let _ = self.driver.delete_nodegroup(target).await;
+    }
+
+    pub fn plan(
+        &self,
+        target: &NodeGroupTarget,
+        members: &[String],
+        image: &str,
+        options: RolloutOptions,
+        extra: &[(&str, &str)],
+    ) -> RolloutPlan {
+        RolloutPlan::new(
+            target.clone(),
+            target.stack.clone().expect("stack"),
+            image,
+            None,
+            members,
+            options,
+            extra
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+}
+
+/// The events up to the start of an update that follows a completed one: a rollout ends by
+/// taking its hooks out of the stack's environment with one more update, which changes no
+/// member but walks each member's stack (Heat always updates a nested stack with its
+/// parent), so the members' update events of that update are not the rollout's.
+pub fn until_next_update(events: Vec<StackEvent>) -> Vec<StackEvent> {
+    let mut completed = false;
+    let mut out = Vec::new();
+    for e in events {
+        if e.is_stack_event() {
+            if completed && e.status.raw == "UPDATE_IN_PROGRESS" {
+                break;
+            }
+            completed = e.status.raw == "UPDATE_COMPLETE";
+        }
+        out.push(e);
+    }
+    out
+}
+
+fn is_hook_event(e: &StackEvent) -> bool {
+    e.status_reason
+        .as_deref()
+        .is_some_and(|r| r.contains("Hook pre-update"))
+}
+
+/// Per member: (first UPDATE_IN_PROGRESS, last UPDATE_COMPLETE) from Heat's events, and how
+/// many times Heat started updating it.
+pub fn update_windows(
+    events: &[StackEvent],
+) -> HashMap<String, (DateTime<Utc>, DateTime<Utc>, usize)> {
+    let mut out: HashMap<String, (DateTime<Utc>, DateTime<Utc>, usize)> = HashMap::new();
+    for e in events
+        .iter()
+        .filter(|e| !is_hook_event(e) && !e.is_stack_event())
+    {
+        if e.status.raw == "UPDATE_IN_PROGRESS" {
+            let w = out
+                .entry(e.resource_name.clone())
+                .or_insert((e.time, e.time, 0));
+            w.2 += 1;
+        } else if e.status.raw == "UPDATE_COMPLETE" {
+            if let Some(w) = out.get_mut(&e.resource_name) {
+                w.1 = e.time;
+            }
+        }
+    }
+    out
+}
+
+/// Checks from Heat's events that batch k+1 started only after batch k ended.
+pub fn assert_batches_sequential(plan: &RolloutPlan, events: &[StackEvent]) {
+    let windows = update_windows(events);
+    let mut prev_end: Option<DateTime<Utc>> = None;
+    for (k, batch) in plan.batches.iter().enumerate() {
+        let ws: Vec<_> = batch
+            .iter()
+            .map(|m| {
+                *windows
+                    .get(m)
+                    .unwrap_or_else(|| panic!("member {m} of batch {} never updated", k + 1))
+            })
+            .collect();
+        let start = ws.iter().map(|w| w.0).min().expect("non-empty batch");
+        let end = ws.iter().map(|w| w.1).max().expect("non-empty batch");
+        if let Some(p) = prev_end {
+            assert!(
+                p <= start,
+                "batch {} started at {start} before batch {} ended at {p}",
+                k + 1,
+                k
+            );
+        }
+        prev_end = Some(end);
+    }
+}
+
+async fn run_to_end(env: &Env, plan: RolloutPlan, hooks: HookSet) -> RolloutStatus {
+    let h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan,
+        env.engine_options(hooks),
+        None,
+    )
+    .await
+    .expect("rollout starts");
+    tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("rollout ends in time")
+}
+
+// ---------------------------------------------------------------- scenarios
+
+/// 10 -> 14 -> 12 removing members 3 and 7.
+pub async fn scale_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 10).await;
+    let stack = target.stack.clone().expect("stack");
+    let up = env
+        .driver
+        .plan_scale(
+            &target,
+            &ScaleRequest {
+                count: Some(14),
+                remove: vec![],
+            },
+        )
+        .await
+        .expect("plan up");
+    assert_eq!(up.added, ["10", "11", "12", "13"]);
+    apply::scale(&env.ctx, &env.driver, &up, None)
+        .await
+        .expect("scale up");
+    assert_eq!(env.settle(&stack).await, "UPDATE_COMPLETE");
+    assert_eq!(env.member_names(&target).await, up.members_after);
+
+    let down = env
+        .driver
+        .plan_scale(
+            &target,
+            &ScaleRequest {
+                count: Some(12),
+                remove: vec!["3".into(), "7".into()],
+            },
+        )
+        .await
+        .expect("plan down");
+    assert_eq!(down.removed, ["3", "7"]);
+    assert!(down.added.is_empty());
+    apply::scale(&env.ctx, &env.driver, &down, None)
+        .await
+        .expect("scale down");
+    assert_eq!(env.settle(&stack).await, "UPDATE_COMPLETE");
+    let names = env.member_names(&target).await;
+    assert_eq!(
+        names, down.members_after,
+        "Heat kept exactly the planned members"
+    );
+    assert!(!names.contains(&"3".to_string()) && !names.contains(&"7".to_string()));
+    assert_eq!(names.len(), 12);
+
+    // Beyond the limits: refused before any call.
+    let e = env
+        .driver
+        .plan_scale(
+            &target,
+            &ScaleRequest {
+                count: Some(21),
+                remove: vec![],
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("maximum of 20"), "{e}");
+
+    // Both scales are in the journal with their calls and outcomes.
+    let journal = env.ctx.journal.read_all().expect("journal");
+    let scales: Vec<_> = journal.iter().filter(|e| e.action == "scale").collect();
+    assert_eq!(scales.len(), 4, "{scales:?}");
+    assert_eq!(scales[1].outcome, Outcome::Ok);
+    assert!(scales[2].calls[0].body.contains("resource_list"));
+    env.delete(&target).await;
+}
+
+/// 6 members: batch 1, then batch 2; batches never overlap in Heat's own events.
+pub async fn rollout_batches_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 6).await;
+    let members = env.member_names(&target).await;
+    for (image, batch) in [("img-v2", 1usize), ("img-v3", 2)] {
+        let since = env.event_mark(&target).await;
+        let plan = env.plan(
+            &target,
+            &members,
+            image,
+            RolloutOptions {
+                batch_size: batch,
+                ..Default::default()
+            },
+            &[],
+        );
+        let status = run_to_end(env, plan.clone(), HookSet::default()).await;
+        assert_eq!(
+            status.state,
+            RolloutState::Completed,
+            "{:#?}",
+            status.lines()
+        );
+        assert_eq!(status.done, 6);
+        assert!(status.p50_ms.is_some() && status.p95_ms >= status.p50_ms);
+        let images = env.member_images(&target).await;
+        assert!(images.values().all(|i| i == image), "{images:?}");
+        let events = env.group_events(&target, since).await;
+        assert_batches_sequential(&plan, &events);
+        let windows = update_windows(&events);
+        for m in &members {
+            assert_eq!(windows.get(m).map(|w| w.2), Some(1), "member {m} updates");
+        }
+        eprintln!("batch {batch}: {}", status.lines()[2]);
+    }
+    env.delete(&target).await;
+}
+
+/// Member 3 fails: the rollout pauses there and leaves 4 and 5 alone; clearing the failure
+/// and resuming finishes the rollout.
+pub async fn failure_then_resume_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 6).await;
+    let members = env.member_names(&target).await;
+    let plan = env.plan(
+        &target,
+        &members,
+        "img-v2",
+        RolloutOptions::default(),
+        &[("node_fail_index", "3")],
+    );
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    let paused = tokio::time::timeout(
+        env.timeout,
+        h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
+    )
+    .await
+    .expect("pauses in time");
+    let RolloutState::Paused { reason } = &paused.state else {
+        panic!("not paused: {:?}", paused.state);
+    };
+    assert!(reason.contains("node 3 failed"), "{reason}");
+    let phase = |s: &RolloutStatus, m: &str| {
+        s.nodes
+            .iter()
+            .find(|n| n.name == m)
+            .map(|n| n.phase)
+            .expect("node")
+    };
+    assert_eq!(phase(&paused, "3"), NodePhase::Failed);
+    // Give a buggy engine time to do harm, then check nothing moved past the failure.
+    tokio::time::sleep(env.poll * 5).await;
+    let images = env.member_images(&target).await;
+    for m in ["0", "1", "2"] {
+        assert_eq!(images[m], "img-v2", "member {m}");
+    }
+    for m in ["4", "5"] {
+        assert_eq!(images[m], "img-v1", "member {m} was touched");
+    }
+    let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    assert!(
+        !journal.iter().any(|e| e.action == "rollout.release"
+            && (e.target.ends_with("/4") || e.target.ends_with("/5"))),
+        "released past the failure"
+    );
+
+    let mut fix = BTreeMap::new();
+    fix.insert("node_fail_index".to_string(), "-1".to_string());
+    h.send(Control::Resume { parameters: fix }).expect("resume");
+    let end = match tokio::time::timeout(env.timeout, h.wait_for(|s| s.state.is_final())).await {
+        Ok(end) => end,
+        Err(_) => {
+            let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+            panic!(
+                "not finished in time: {:#?}\njournal: {:#?}",
+                h.status().lines(),
+                journal
+                    .iter()
+                    .map(|e| format!("{} {} {:?}", e.action, e.target, e.outcome))
+                    .collect::<Vec<_>>()
+            );
+        }
+    };
+    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    let images = env.member_images(&target).await;
+    assert!(images.values().all(|i| i == "img-v2"), "{images:?}");
+    env.delete(&target).await;
+}
+
+/// The engine dies after two members; a new one reattaches from Heat and the journal and
+/// finishes, every member updated exactly once.
+pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 6).await;
+    let members = env.member_names(&target).await;
+    let since = env.event_mark(&target).await;
+    let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 2))
+        .await
+        .expect("two done in time");
+    h.kill().await;
+
+    // What status tells with nobody driving: no driver here since the last heartbeat, and
+    // no rate or ETA (nothing releases).
+    let seen = engine::observe_status(&env.heat, &env.ctx.journal, &plan)
+        .await
+        .expect("status");
+    assert!(
+        matches!(
+            seen.driver,
+            Some(caldera::rollout::progress::DriverInfo::Nobody { since: Some(_), .. })
+        ),
+        "{:?}",
+        seen.driver
+    );
+    assert!(seen.throughput_per_min.is_none() && seen.eta_secs.is_none());
+    assert!(
+        seen.lines()[0].contains("no driver on this machine since"),
+        "{}",
+        seen.lines()[0]
+    );
+
+    // A new process: only the journal and Heat.
+    let found = find_active(&env.ctx.journal, &target.label())
+        .expect("journal")
+        .expect("an active rollout");
+    assert_eq!(found.id, plan.id);
+    let h2 = engine::reattach(
+        env.heat.clone(),
+        env.ctx.clone(),
+        found,
+        env.engine_options(HookSet::default()),
+        Vec::new(),
+    )
+    .await
+    .expect("reattach");
+    let end = tokio::time::timeout(env.timeout, h2.wait())
+        .await
+        .expect("finishes in time");
+    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    let images = env.member_images(&target).await;
+    assert!(images.values().all(|i| i == "img-v2"), "{images:?}");
+    let events = env.group_events(&target, since).await;
+    let windows = update_windows(&events);
+    for m in &members {
+        assert_eq!(
+            windows.get(m).map(|w| w.2),
+            Some(1),
+            "member {m} updated once"
+        );
+    }
+    assert_batches_sequential(&plan, &events);
+    // The journal shows one successful release per member across both processes.
+    let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    for m in &members {
+        let n = journal
+            .iter()
+            .filter(|e| {
+                e.action == "rollout.release"
+                    && e.outcome == Outcome::Ok
+                    && e.target.ends_with(&format!("/{m}"))
+            })
+            .count();
+        assert_eq!(n, 1, "member {m} released {n} times");
+    }
+    assert!(find_active(&env.ctx.journal, &target.label())
+        .expect("journal")
+        .is_none());
+    env.delete(&target).await;
+}
+
+/// A post-node hook fails on member 2: the rollout pauses at that node, nothing after it
+/// is released, and the hook's output is in the journal.
+pub async fn failing_hook_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 5).await;
+    let members = env.member_names(&target).await;
+    let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
+    let hooks = HookSet {
+        post_node: Some(
+            "echo checking $CALDERA_NODE_NAME at $CALDERA_NODE_IP; test \"$CALDERA_NODE_INDEX\" != 2"
+                .into(),
+        ),
+        timeout_secs: Some(20),
+        ..Default::default()
+    };
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(hooks),
+        None,
+    )
+    .await
+    .expect("start");
+    let paused = tokio::time::timeout(
+        env.timeout,
+        h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
+    )
+    .await
+    .expect("pauses in time");
+    let RolloutState::Paused { reason } = &paused.state else {
+        panic!("not paused: {:?}", paused.state);
+    };
+    assert!(reason.contains("post_node hook exited with 1"), "{reason}");
+    assert!(reason.contains("/2"), "{reason}");
+    tokio::time::sleep(env.poll * 5).await;
+    let images = env.member_images(&target).await;
+    assert_eq!(images["3"], "img-v1");
+    assert_eq!(images["4"], "img-v1");
+    let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    let hook_lines: Vec<_> = journal
+        .iter()
+        .filter(|e| e.action == "hook.post_node")
+        .collect();
+    assert_eq!(hook_lines.len(), 3, "{hook_lines:?}");
+    let failed = hook_lines
+        .iter()
+        .find(|e| matches!(e.outcome, Outcome::Failed { .. }))
+        .expect("a failed hook line");
+    assert!(failed.target.ends_with("/2"));
+    // The hook saw the node's name and address.
+    assert!(
+        failed
+            .output
+            .as_deref()
+            .unwrap_or("")
+            .contains("checking 2 at 10."),
+        "{failed:?}"
+    );
+    // Abort leaving the rest on their hooks; cancel so the stack can be deleted.
+    h.send(Control::Abort(AbortMode::CancelWithoutRollback))
+        .expect("abort");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("ends");
+    assert!(
+        matches!(end.state, RolloutState::Aborted { .. }),
+        "{:?}",
+        end.state
+    );
+    env.settle(target.stack.as_ref().expect("stack")).await;
+    env.delete(&target).await;
+}
+
+/// Pause from "another process" (a journal request), skip a node, resume: the rollout ends
+/// with the skipped node untouched on its hook, every other node updated.
+pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 5).await;
+    let members = env.member_names(&target).await;
+    let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("first node done");
+    engine::request(&env.ctx, &plan, &Control::Pause).expect("pause request");
+    let paused = tokio::time::timeout(
+        env.timeout,
+        h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
+    )
+    .await
+    .expect("pauses");
+    // Whatever was released before the pause finishes; nothing more is released.
+    tokio::time::sleep(env.poll * 10 + Duration::from_secs(1)).await;
+    let released = |entries: &[caldera::journal::Entry]| {
+        entries
+            .iter()
+            .filter(|e| e.action == "rollout.release" && e.outcome == Outcome::Ok)
+            .count()
+    };
+    let before = released(&env.ctx.journal.rollout_entries(&plan.id).expect("journal"));
+    assert!(
+        before <= paused.done + 1,
+        "released {before} with {} done",
+        paused.done
+    );
+    tokio::time::sleep(env.poll * 10).await;
+    let after = released(&env.ctx.journal.rollout_entries(&plan.id).expect("journal"));
+    assert_eq!(before, after, "released while paused");
+
+    h.send(Control::Skip("4".into())).expect("skip");
+    h.send(Control::Resume {
+        parameters: BTreeMap::new(),
+    })
+    .expect("resume");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("ends");
+    assert_eq!(
+        end.state,
+        RolloutState::CompletedWithSkips,
+        "{:#?}",
+        end.lines()
+    );
+    assert_eq!((end.done, end.skipped), (4, 1));
+    let images = env.member_images(&target).await;
+    assert_eq!(images["4"], "img-v1");
+    assert!(["0", "1", "2", "3"].iter().all(|m| images[*m] == "img-v2"));
+    // The skipped node still waits on its hook; cancel the update to leave the stack settled.
+    env.heat
+        .action(
+            target.stack.as_ref().expect("stack"),
+            caldera::api::heat::StackAction::CancelWithoutRollback,
+        )
+        .await
+        .expect("cancel");
+    env.settle(target.stack.as_ref().expect("stack")).await;
+    env.delete(&target).await;
+}
+
+/// No `rollout.release` after the rollout's abort was recorded (journal order).
+fn assert_nothing_released_after_abort(entries: &[caldera::journal::Entry]) {
+    let mut aborted = false;
+    for e in entries {
+        match e.action.as_str() {
+            "rollout.aborting" | "rollout.request.abort" => aborted = true,
+            "rollout.release" if e.outcome == Outcome::Started => {
+                assert!(!aborted, "{} released after the abort", e.target)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An abort in `mode` after the first node is done ends in a defined state that matches
+/// Heat: rolled back (every node on the old image, ROLLBACK_COMPLETE), cancelled
+/// (UPDATE_FAILED, the status counting the nodes Heat updated), or left on hooks (then an
+/// abort with rollback from a process that does not drive it finishes the job). Journaled
+/// as an abort, not a failure; nothing released after it.
+pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
+    let target = env.create(cluster, 4).await;
+    let members = env.member_names(&target).await;
+    let stack = target.stack.clone().expect("stack");
+    let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("first node done");
+    h.send(Control::Abort(mode)).expect("abort");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .unwrap_or_else(|_| panic!("{mode:?}: the abort never ended"));
+    let RolloutState::Aborted { reason } = &end.state else {
+        panic!("{mode:?}: {:#?}", end.lines());
+    };
+    let cleared = env
+        .ctx
+        .journal
+        .rollout_entries(&plan.id)
+        .expect("journal")
+        .iter()
+        .filter(|e| e.action == "rollout.rollback_release" && e.outcome == Outcome::Ok)
+        .count();
+    eprintln!("abort {mode:?}: {reason} ({cleared} rollback hook(s) cleared)");
+    let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    assert_nothing_released_after_abort(&journal);
+    let last = journal.last().expect("entries");
+    assert_eq!(
+        (last.action.as_str(), &last.outcome),
+        ("rollout.abort", &Outcome::Ok),
+        "journaled as an abort"
+    );
+    assert!(end.throughput_per_min.is_none() && end.eta_secs.is_none());
+    let images = env.member_images(&target).await;
+    let at_new = images.values().filter(|i| *i == "img-v2").count();
+    match mode {
+        // Heat's rollback either completes, or fails when a member the cancel cut short
+        // cannot be taken back (seen on Heat 27): both are said, with the way on.
+        AbortMode::CancelUpdate if reason.starts_with("rollback failed") => {
+            assert_eq!(env.settle(&stack).await, "ROLLBACK_FAILED");
+            let done = env.members_done(&target, "img-v2").await;
+            assert_eq!(end.done, done, "status {} done, Heat {done}", end.done);
+            assert!(reason.contains("--image"), "{reason}");
+        }
+        AbortMode::CancelUpdate => {
+            assert!(reason.starts_with("rolled back"), "{reason}");
+            assert_rolled_back_and_unhooked(env, &stack, &end).await;
+            assert_eq!(at_new, 0, "{images:?}");
+        }
+        AbortMode::CancelWithoutRollback => {
+            assert!(reason.starts_with("cancelled"), "{reason}");
+            assert_eq!(env.settle(&stack).await, "UPDATE_FAILED");
+            // Done in Heat: the member's stack at the new image and complete (a member
+            // whose update the cancel cut short has the new image but UPDATE_FAILED).
+            let done = env.members_done(&target, "img-v2").await;
+            assert_eq!(end.done, done, "status {} done, Heat {done}", end.done);
+            assert!(done >= 1 && done < members.len(), "{images:?}");
+        }
+        AbortMode::LeavePaused => {
+            assert!(reason.contains("wait on their hooks"), "{reason}");
+            let d = env.heat.get_stack(&stack, false).await.expect("stack");
+            assert_eq!(d.summary.status.raw, "UPDATE_IN_PROGRESS");
+            assert_eq!(end.done, at_new, "status {} done, Heat {at_new}", end.done);
+            // Finishing as the abort's reason says: an abort with rollback, from a process
+            // that does not drive it (nobody does now): it takes the rollout over to do it.
+            let found = caldera::rollout::control::find_rollout(&env.heat, &env.ctx, &target)
+                .await
+                .expect("find")
+                .expect("Heat still holds the members on our hooks");
+            let h2 = caldera::rollout::control::abort(
+                &env.heat,
+                &env.ctx,
+                &found,
+                AbortMode::CancelUpdate,
+                env.engine_options(HookSet::default()),
+            )
+            .await
+            .expect("abort --rollback")
+            .expect("nobody drives it: driven from here");
+            let end2 = tokio::time::timeout(env.timeout, h2.wait())
+                .await
+                .expect("the rollback ends");
+            let RolloutState::Aborted { reason } = &end2.state else {
+                panic!("{:#?}", end2.lines());
+            };
+            assert!(reason.starts_with("rolled back"), "{reason}");
+            assert_rolled_back_and_unhooked(env, &stack, &end2).await;
+            let images = env.member_images(&target).await;
+            assert!(images.values().all(|i| i == "img-v1"), "{images:?}");
+        }
+    }
+    env.delete(&target).await;
+}
+
+/// After an abort with rollback: Heat rolled back, and no hook of the rollout is left in the
+/// stack's environment: the rollback stores the previous template's environment again
+/// (measured on Heat 27), so the rollout finds nothing to take out.
+async fn assert_rolled_back_and_unhooked(env: &Env, stack: &StackRef, end: &RolloutStatus) {
+    let said = end.hooks_left.clone().unwrap_or_default();
+    assert_eq!(env.settle(stack).await, "ROLLBACK_COMPLETE", "{said}");
+    assert!(said.starts_with("none left"), "{said}");
+    let hooks = env
+        .heat
+        .get_environment_hooks(stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "the rollout's hooks stayed: {hooks:?} ({said})"
+    );
+}
+
+/// Two starts of rollouts at the same moment, each from its own context (journal, locks).
+pub async fn start_both(
+    heat: &HeatClient,
+    options: EngineOptions,
+    (a, ctx_a): (RolloutPlan, ActionContext),
+    (b, ctx_b): (RolloutPlan, ActionContext),
+) -> (
+    caldera::service::ServiceResult<engine::RolloutHandle>,
+    caldera::service::ServiceResult<engine::RolloutHandle>,
+) {
+    tokio::join!(
+        engine::start(heat.clone(), ctx_a, a, options.clone(), None),
+        engine::start(heat.clone(), ctx_b, b, options, None)
+    )
+}
+
+/// Two starts at the same moment from two processes of this machine (two journal handles
+/// on one file): one proceeds, the other is refused naming the holder. Then a start from
+/// "another machine" (its own journal and locks) while the rollout runs: refused from what
+/// Heat shows. One PATCH; the rollout completes.
+pub async fn concurrent_start_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 3).await;
+    let members = env.member_names(&target).await;
+    let a = env.plan(&target, &members, "img-a", RolloutOptions::default(), &[]);
+    let b = env.plan(&target, &members, "img-b", RolloutOptions::default(), &[]);
+    let mut other = env.ctx.clone();
+    other.journal = Journal::open(env.ctx.journal.path());
+    let (ra, rb) = start_both(
+        &env.heat,
+        env.engine_options(HookSet::default()),
+        (a.clone(), env.ctx.clone()),
+        (b.clone(), other),
+    )
+    .await;
+    let (h, lost, plan) = match (ra, rb) {
+        (Ok(h), Err(e)) => (h, e, a),
+        (Err(e), Ok(h)) => (h, e, b),
+        (Ok(_), Ok(_)) => panic!("both starts proceeded"),
+        (Err(x), Err(y)) => panic!("neither proceeded: {x} / {y}"),
+    };
+    assert!(lost.message.contains("already has a driver"), "{lost}");
+    assert!(lost.message.contains(&plan.id), "names the holder: {lost}");
+    // Another machine: nothing shared but Heat.
+    let dir = tempfile::tempdir().expect("dir");
+    let mut remote = env.ctx.clone();
+    remote.journal = Journal::open(dir.path().join("journal.jsonl"));
+    let c = env.plan(&target, &members, "img-c", RolloutOptions::default(), &[]);
+    let e = engine::start(
+        env.heat.clone(),
+        remote,
+        c,
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .err()
+    .expect("a start from another machine during the rollout is refused");
+    assert!(e.message.contains("IN_PROGRESS"), "{e}");
+    eprintln!("concurrent start refused: {lost}\nother machine refused: {e}");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("finishes");
+    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    let images = env.member_images(&target).await;
+    assert!(images.values().all(|i| *i == plan.image), "{images:?}");
+    let started = env
+        .ctx
+        .journal
+        .read_all()
+        .expect("journal")
+        .iter()
+        .filter(|e| e.target == target.label() && e.action == "rollout.started")
+        .count();
+    assert_eq!(started, 1, "one PATCH");
+    env.delete(&target).await;
+}
+
+/// Two starts of one node group at the same moment from two machines (journals and driver
+/// locks apart: nothing shared but Heat), twice. Both may pass Heat's in-progress check and
+/// both PATCH; Heat keeps the later update, whose rollout marker is then the stack's tag.
+/// Each time exactly one rollout completes (every member at its image, one update each by
+/// Heat's events), the other is refused or ends superseded having released nothing, and a
+/// third machine's look at Heat (`plan_from_heat`) names the winner by its own id.
+pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 3).await;
+    let members = env.member_names(&target).await;
+    let stack = target.stack.clone().expect("stack");
+    let dir = tempfile::tempdir().expect("dir");
+    let mut remote = env.ctx.clone();
+    remote.journal = Journal::open(dir.path().join("journal.jsonl"));
+    for (ia, ib) in [("img-a", "img-b"), ("img-c", "img-d")] {
+        let a = env.plan(&target, &members, ia, RolloutOptions::default(), &[]);
+        let b = env.plan(&target, &members, ib, RolloutOptions::default(), &[]);
+        let (ra, rb) = start_both(
+            &env.heat,
+            env.engine_options(HookSet::default()),
+            (a.clone(), env.ctx.clone()),
+            (b.clone(), remote.clone()),
+        )
+        .await;
+        let mut completed = Vec::new();
+        let mut lost = Vec::new();
+        for (plan, r) in [(a, ra), (b, rb)] {
+            match r {
+                Ok(h) => {
+                    let end = tokio::time::timeout(env.timeout, h.wait())
+                        .await
+                        .expect("ends");
+                    match &end.state {
+                        RolloutState::Completed => completed.push(plan),
+                        RolloutState::Failed { reason } if reason.contains("superseded") => {
+                            lost.push((plan, reason.clone()))
+                        }
+                        other => panic!("{}: ended {other:?}\n{:#?}", plan.id, end.lines()),
+                    }
+                }
+                Err(e) => {
+                    assert!(
+                        e.message.contains("IN_PROGRESS") || e.message.contains("superseded"),
+                        "{e}"
+                    );
+                    lost.push((plan, e.message));
+                }
+            }
+        }
+        assert_eq!(completed.len(), 1, "lost: {lost:?}");
+        let winner = &completed[0];
+        let (loser, why) = &lost[0];
+        eprintln!("two machines: {} won; {} lost: {why}", winner.id, loser.id);
+        let images = env.member_images(&target).await;
+        assert!(images.values().all(|i| *i == winner.image), "{images:?}");
+        let loser_journal = if loser.image == ia {
+            &env.ctx.journal
+        } else {
+            &remote.journal
+        };
+        let released = loser_journal
+            .rollout_entries(&loser.id)
+            .expect("journal")
+            .iter()
+            .filter(|e| e.action == "rollout.release")
+            .count();
+        assert_eq!(released, 0, "the loser released {released}");
+        // Heat's marker names the winner; any machine reads the same id from it.
+        let shown = env.heat.get_stack(&stack, false).await.expect("stack");
+        let marker = format!("caldera-rollout={}@", winner.id);
+        assert!(
+            shown.tags.iter().any(|t| t.starts_with(&marker)),
+            "{:?}",
+            shown.tags
+        );
+        for _ in 0..2 {
+            let seen = engine::plan_from_heat(&env.heat, &target, RolloutOptions::default())
+                .await
+                .expect("plan from Heat");
+            assert_eq!(seen.id, winner.id);
+        }
+        // The node group's own tags are kept beside the marker.
+        assert!(
+            shown.tags.iter().any(|t| t.starts_with("caldera-cluster=")),
+            "{:?}",
+            shown.tags
+        );
+    }
+    env.delete(&target).await;
+}
