@@ -418,7 +418,8 @@ fn draw_tree(
     let nova = a.causes.len().min(TREE_SERVERS);
     // Two lines per hook left in the environment, shown first (they stop the next update).
     let left = 2 * tree.leftover_hooks.len().min(3);
-    let want = (left + (a.holds.len() + a.causes.len() + nova).max(1)).min(12) as u16 + 2;
+    let body = (a.holds.len() + a.causes.len() + nova).min(10);
+    let want = (left + body.max(usize::from(left > 0))) as u16 + 2;
     let stuck_h = want.min(area.height / 2).max(3);
     let [top, bottom] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(stuck_h)]).areas(area);
