@@ -939,7 +939,7 @@ async fn heat_hooks(ctx: &Ctx, stack: &str, format: Format) -> CmdResult {
         lines.push(format!("no resource of {} is held on a hook", stack.name));
     }
     // Hooks the environment keeps with no update running hold the next update's members.
-    let left = crate::ops::leftover_hooks::leftover_hooks(heat, &stack).await?;
+    let left = crate::drivers::leftover_hooks::leftover_hooks(heat, &stack).await?;
     lines.extend(
         left.iter()
             .map(|l| format!("warning: {}", l.line(&stack.name))),

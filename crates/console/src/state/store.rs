@@ -2,11 +2,11 @@
 //! bookkeeping (generation, in flight, when, error), so stale answers are dropped,
 //! refreshes coalesce and errors are shown where the data would be.
 
+use crate::drivers::leftover_hooks::LeftoverHook;
 use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, ServerTarget, StackEvent, StackResource, StackSummary,
 };
 use crate::ops::hooks::PendingHook;
-use crate::ops::leftover_hooks::LeftoverHook;
 use crate::ops::stuck::{assess_with_inferred, Assessment, Entry};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{RolloutPlan, RolloutState, RolloutStatus};

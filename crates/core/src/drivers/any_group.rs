@@ -208,7 +208,7 @@ impl GroupUpdatePlan {
 
     /// A scale's PATCH: the count parameter and nothing else. The stack's environment is
     /// left as it is: hooks left there would hold this update, and the plan refuses then
-    /// (see [`crate::ops::leftover_hooks`]), rather than clearing anyone's hooks.
+    /// (see [`crate::drivers::leftover_hooks`]), rather than clearing anyone's hooks.
     pub fn scale_update(&self) -> StackUpdate {
         StackUpdate {
             parameters: self.parameters(),
@@ -243,7 +243,7 @@ pub async fn plan_group_update(
     // Hooks an earlier action left in the stack's environment would stop this update on
     // every member they name, and it would never end: take them out first, on purpose.
     if !detail.summary.status.is_in_progress() {
-        let left = crate::ops::leftover_hooks::leftover_hooks(heat, stack).await?;
+        let left = crate::drivers::leftover_hooks::leftover_hooks(heat, stack).await?;
         refusals.extend(left.iter().map(|l| {
             format!(
                 "{}; this update would stop on them and not end until each member is \

@@ -27,10 +27,10 @@ use super::heat_native::stack_path;
 use super::heat_native::update_body_text;
 use super::refused;
 use crate::api::heat::{EnvironmentHooks, HeatClient, StackAction, StackDetail, StackUpdate};
+use crate::drivers::leftover_hooks::HELD_HOOK;
 use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::StackRef;
 use crate::ops::hooks::{self, PendingHook};
-use crate::ops::leftover_hooks::HELD_HOOK;
 use crate::report::{ServiceError, ServiceResult};
 
 /// Parameters only Magnum's Heat driver gives a stack: such a stack belongs to Magnum,

@@ -16,6 +16,7 @@ pub mod apply;
 pub mod guard;
 pub mod heat_native;
 pub mod layout;
+pub mod leftover_hooks;
 pub mod magnum;
 pub mod manual;
 pub mod resolve;

@@ -9,7 +9,6 @@ pub mod event_tracker;
 pub mod failures;
 pub mod hooks;
 pub mod ips;
-pub mod leftover_hooks;
 pub mod stack_paths;
 pub mod stuck;
 pub mod warm_outputs;

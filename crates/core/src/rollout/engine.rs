@@ -2052,7 +2052,7 @@ pub async fn observe_status(
 /// After a rollout's end, what Heat's environment holds now that would stop the stack's
 /// next update (read from Heat, whatever the journal says); `None` when it cannot be read.
 async fn hooks_left_now(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
-    let left = crate::ops::leftover_hooks::leftover_hooks(heat, &plan.stack)
+    let left = crate::drivers::leftover_hooks::leftover_hooks(heat, &plan.stack)
         .await
         .ok()?;
     Some(match left.as_slice() {

@@ -9,6 +9,7 @@ use crate::api::cloud::CloudConnection;
 use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
 use crate::api::magnum::MagnumClient;
 use crate::drivers::heat_native::HeatNativeDriver;
+use crate::drivers::leftover_hooks::leftover_hooks;
 use crate::drivers::magnum;
 use crate::drivers::resolve::Drivers;
 use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
@@ -22,7 +23,6 @@ use crate::ops::hooks::{
     inferred_tree_holds, paused_members, update_began, with_inferred_members, HeldMembers, HoldSeen,
 };
 use crate::ops::ips::{stream_group_ips, IpEvent, IpOptions, Member};
-use crate::ops::leftover_hooks::leftover_hooks;
 use crate::ops::stack_paths::StackPaths;
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};

@@ -35,8 +35,8 @@ pub struct StackTree {
     pub resources: Vec<StackResource>,
     pub inferred_holds: Vec<crate::ops::hooks::PendingHook>,
     /// `pre-update` hooks the stack's environment keeps with no update running: they would
-    /// hold the members they name in the stack's next update ([`crate::ops::leftover_hooks`]).
-    pub leftover_hooks: Vec<crate::ops::leftover_hooks::LeftoverHook>,
+    /// hold the members they name in the stack's next update ([`crate::drivers::leftover_hooks`]).
+    pub leftover_hooks: Vec<crate::drivers::leftover_hooks::LeftoverHook>,
 }
 
 /// One step of a streamed node fetch.

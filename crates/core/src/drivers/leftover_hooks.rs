@@ -7,7 +7,6 @@
 //! another caldera action), until someone releases each member by hand.
 
 use crate::api::heat::HeatClient;
-use crate::drivers::any_group::group_members;
 use crate::model::StackRef;
 use crate::report::ServiceResult;
 use serde::Serialize;
@@ -90,11 +89,7 @@ pub async fn leftover_hooks(
         let group = group.join("/");
         let literal = !group.contains(['*', '?', '[']);
         let members = match literal {
-            true => group_members(heat, stack, &group).await.ok().map(|m| {
-                m.iter()
-                    .filter(|name| crate::api::heat::hooks_env::fnmatch(pattern, name))
-                    .count()
-            }),
+            true => members_matching(heat, stack, &group, pattern).await,
             false => None,
         };
         out.push(LeftoverHook {
@@ -104,4 +99,26 @@ pub async fn leftover_hooks(
         });
     }
     Ok(out)
+}
+
+/// How many members of the group at `group` the pattern names; `None` when Heat cannot say.
+async fn members_matching(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+    pattern: &str,
+) -> Option<usize> {
+    let nested = super::heat_native::group_stack_of(heat, stack, group)
+        .await
+        .ok()?;
+    let listing = heat
+        .list_resources(&nested, &crate::api::heat::ResourceQuery::default())
+        .await
+        .ok()?;
+    Some(
+        listing
+            .iter()
+            .filter(|r| crate::api::heat::hooks_env::fnmatch(pattern, &r.resource.name))
+            .count(),
+    )
 }
