@@ -15,13 +15,14 @@
 
 use crate::support::heat_wait;
 use crate::support::real_heat_client;
+use crate::support::scenarios::until_next_update;
 use caldera::api::heat::{HeatClient, ResourceQuery, StackCreate};
 use caldera::drivers::any_group::group_members;
 use caldera::drivers::heat_native::group_stack_of;
 use caldera::journal::{Journal, Outcome};
 use caldera::model::StackRef;
 use heat_wait::wait_status;
-use real_heat_client::{fixture, heat, heat_url, oldest_first, unique, until_next_update};
+use real_heat_client::{fixture, heat, heat_url, oldest_first, unique};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

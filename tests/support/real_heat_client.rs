@@ -4,7 +4,6 @@
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{EventQuery, HeatClient, SortDir, StackCreate};
-use caldera::model::StackEvent;
 use caldera::model::{NodeGroup, Role, StackRef, Status};
 use std::path::PathBuf;
 
@@ -94,24 +93,4 @@ pub fn oldest_first() -> EventQuery {
         sort_dir: Some(SortDir::Asc),
         ..Default::default()
     }
-}
-
-/// A stack's events (oldest first) up to the start of an update that follows a completed
-/// one: a rollout ends by taking its hooks out of the stack's environment with one more
-/// update, which changes no member but walks each member's stack (Heat always updates a
-/// nested stack with its parent), so the members' events of that update are not the
-/// rollout's.
-pub fn until_next_update(events: Vec<StackEvent>) -> Vec<StackEvent> {
-    let mut completed = false;
-    let mut out = Vec::new();
-    for e in events {
-        if e.is_stack_event() {
-            if completed && e.status.raw == "UPDATE_IN_PROGRESS" {
-                break;
-            }
-            completed = e.status.raw == "UPDATE_COMPLETE";
-        }
-        out.push(e);
-    }
-    out
 }

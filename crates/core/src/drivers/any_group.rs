@@ -226,12 +226,21 @@ pub async fn plan_group_update(
     set: &BTreeMap<String, String>,
     allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
-    let (detail, templates) = futures::join!(
-        heat.get_stack(stack, false),
-        templates_along(heat, stack, group)
-    );
-    let (detail, templates) = (detail?, templates?);
-    let mut refusals = reach_refusals(&templates, &detail.parameters, group, set);
+    let templates = templates_along(heat, stack, group).await?;
+    plan_with_templates(heat, stack, group, set, allow, &templates).await
+}
+
+/// [`plan_group_update`] with the templates along the group's path already read.
+async fn plan_with_templates(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+    set: &BTreeMap<String, String>,
+    allow: &Allow,
+    templates: &[Value],
+) -> ServiceResult<GroupUpdatePlan> {
+    let detail = heat.get_stack(stack, false).await?;
+    let mut refusals = reach_refusals(templates, &detail.parameters, group, set);
     // Heat 27 accepts an update while another runs and lets it supersede the first (a
     // rollout's hooked update among them): never start one on a stack that has not settled.
     if detail.summary.status.is_in_progress() {
@@ -243,7 +252,7 @@ pub async fn plan_group_update(
     // Hooks an earlier action left in the stack's environment would stop this update on
     // every member they name, and it would never end: take them out first, on purpose.
     if !detail.summary.status.is_in_progress() {
-        let left = crate::drivers::leftover_hooks::leftover_hooks(heat, stack).await?;
+        let left = super::leftover_hooks::in_environment(heat, stack).await?;
         refusals.extend(left.iter().map(|l| {
             format!(
                 "{}; this update would stop on them and not end until each member is \
@@ -291,7 +300,7 @@ pub async fn plan_group_update(
         ));
     }
     let mut also = Vec::new();
-    for (path, resource_type, reads) in also_reading(&templates, group, set) {
+    for (path, resource_type, reads) in also_reading(templates, group, set) {
         let members = match COUNT_PROPERTIES.iter().any(|(t, _)| *t == resource_type) {
             true => group_members(heat, stack, &path)
                 .await
@@ -425,8 +434,8 @@ pub async fn plan_group_rollout(
     set: &BTreeMap<String, String>,
     allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
-    let mut plan = plan_group_update(heat, stack, group, set, allow).await?;
     let templates = templates_along(heat, stack, group).await?;
+    let mut plan = plan_with_templates(heat, stack, group, set, allow, &templates).await?;
     if let Some(refusal) = rollout_kind_refusal(&templates, group) {
         plan.refusals.push(refusal);
     }
@@ -526,7 +535,7 @@ pub async fn plan_group_scale(
             Err(e) => early.push(e),
         }
     }
-    let mut plan = plan_group_update(heat, stack, group, &set, allow).await?;
+    let mut plan = plan_with_templates(heat, stack, group, &set, allow, &templates).await?;
     plan.refusals.splice(0..0, early);
     plan.scale = Some((plan.members.len() as u32, count));
     plan.removing = remove.to_vec();

@@ -76,6 +76,15 @@ pub async fn leftover_hooks(
     if detail.summary.status.is_in_progress() {
         return Ok(Vec::new());
     }
+    in_environment(heat, stack).await
+}
+
+/// The `pre-update` hooks the stack's stored environment declares on a group's members,
+/// for a caller that knows already that no update runs.
+pub async fn in_environment(
+    heat: &HeatClient,
+    stack: &StackRef,
+) -> ServiceResult<Vec<LeftoverHook>> {
     let env = heat.get_environment_hooks(stack).await?;
     let mut out = Vec::new();
     for path in env.paths_with(HELD_HOOK) {

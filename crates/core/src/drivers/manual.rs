@@ -452,14 +452,9 @@ fn unhook_update(keys: &[&str], remaining: &[String]) -> StackUpdate {
         [] => serde_json::Value::Null,
         r => serde_json::json!(r),
     };
-    let mut inner = serde_json::json!({ "hooks": hooks });
-    for key in keys.iter().rev() {
-        let mut level = serde_json::Map::new();
-        level.insert((*key).to_string(), inner);
-        inner = serde_json::Value::Object(level);
-    }
+    let entry = serde_json::json!({ "hooks": hooks });
     StackUpdate {
-        environment: Some(serde_json::json!({ "resource_registry": { "resources": inner } })),
+        environment: Some(crate::api::heat::hooks_env::registry_patch(keys, entry)),
         existing: true,
         ..Default::default()
     }

@@ -169,13 +169,7 @@ pub fn member_hook_keys(group: &str) -> Vec<&str> {
 /// at path `A/B`: Heat's environment names a nested stack's resources by nesting maps under
 /// the resource that owns the nested stack.
 pub fn registry_for_members(group: &str, entry: serde_json::Value) -> serde_json::Value {
-    let mut inner = serde_json::json!({ "*": entry });
-    for step in group.rsplit('/').filter(|s| !s.is_empty()) {
-        let mut level = serde_json::Map::new();
-        level.insert(step.to_string(), inner);
-        inner = serde_json::Value::Object(level);
-    }
-    serde_json::json!({ "resource_registry": { "resources": inner } })
+    crate::api::heat::hooks_env::registry_patch(&member_hook_keys(group), entry)
 }
 
 fn set_flags<'a>(pairs: impl Iterator<Item = (&'a String, String)>) -> String {

@@ -246,8 +246,9 @@ impl PriorEntry {
     }
 }
 
-/// `{"resource_registry": {"resources": {k0: {k1: … {k_last: leaf}}}}}`.
-fn registry_patch(keys: &[&str], leaf: serde_json::Value) -> serde_json::Value {
+/// `{"resource_registry": {"resources": {k0: {k1: … {k_last: leaf}}}}}`: the environment
+/// PATCH that sets `leaf` at the key path `keys` and, Heat merging it, nothing else.
+pub fn registry_patch(keys: &[&str], leaf: serde_json::Value) -> serde_json::Value {
     let mut inner = leaf;
     for key in keys.iter().rev() {
         let mut level = serde_json::Map::new();
