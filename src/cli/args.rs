@@ -180,12 +180,14 @@ pub enum RolloutCommand {
     },
     /// The rollout's state, from Heat and the journal.
     Status {
+        /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
         target: String,
         #[arg(long, value_enum, default_value_t)]
         format: JournalFormat,
     },
     /// Ask the running rollout to stop releasing nodes (and wait for it to say it has).
     Pause {
+        /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
         target: String,
         /// How long to wait for the engine's acknowledgement (exit 4 without one).
         #[arg(long, default_value_t = 15.0, value_parser = secs(0.0, 3600.0))]
@@ -193,6 +195,7 @@ pub enum RolloutCommand {
     },
     /// Reattach to the rollout (after a pause, a failure or a restart) and follow it.
     Resume {
+        /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
         target: String,
         /// Parameter overrides for the retried update, KEY=JSON (e.g. after fixing a cause).
         #[arg(long = "set", value_name = "KEY=JSON")]
@@ -202,6 +205,7 @@ pub enum RolloutCommand {
     },
     /// Skip a node: it is never released by this rollout.
     Skip {
+        /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
         target: String,
         node: String,
         /// How long to wait for the engine's acknowledgement (exit 4 without one).
@@ -210,6 +214,7 @@ pub enum RolloutCommand {
     },
     /// Stop the rollout; optionally cancel Heat's update.
     Abort {
+        /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
         target: String,
         /// `cancel_update`: Heat rolls the group back.
         #[arg(long, conflicts_with = "cancel")]
@@ -227,15 +232,17 @@ pub enum RolloutCommand {
 /// plan (the exact calls) and asks before acting; all are journaled.
 #[derive(Debug, Subcommand)]
 pub enum HeatCommand {
-    /// The resources of a stack tree Heat holds on a hook now, and since when (read-only).
+    /// The resources of a stack tree Heat holds on a hook now, and since when (read-only),
+    /// and the hooks its environment keeps for the next update.
     Hooks {
-        /// Stack name or id.
+        /// STACK (name or id), CLUSTER or CLUSTER/NODEGROUP (each of its stacks).
         stack: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
     /// Clear a pending hook: signal `{"unset_hook": HOOK}` to each matching resource.
     ClearHook {
+        /// STACK: name or id (a cluster's stack by its own name).
         stack: String,
         /// The resource's path from the stack down (`kube_minions/3`), or a glob of paths
         /// (`kube_minions/*`): only resources held on HOOK now are signalled.
@@ -251,6 +258,7 @@ pub enum HeatCommand {
     },
     /// Ask Heat to check a settled stack (`CHECK_COMPLETE` or `CHECK_FAILED`).
     Check {
+        /// STACK: name or id (a cluster's stack by its own name).
         stack: String,
         #[arg(long)]
         yes: bool,
@@ -260,6 +268,7 @@ pub enum HeatCommand {
     /// Cancel the update under way: Heat rolls back (`cancel_update`), or with
     /// --no-rollback stops where it is (`cancel_without_rollback`).
     Cancel {
+        /// STACK: name or id (a cluster's stack by its own name).
         stack: String,
         #[arg(long)]
         no_rollback: bool,
@@ -276,6 +285,7 @@ pub enum HeatCommand {
     /// otherwise the next update of the stack, by any tool, holds every one of them. The
     /// PATCH is an update of its own; the plan shows Heat's preview of it.
     Unhook {
+        /// STACK: name or id (a cluster's stack by its own name).
         stack: String,
         /// The group's path from the stack down (`kube_minions`, `roles/Compute`), as
         /// `caldera heat hooks STACK` names it.
@@ -287,6 +297,7 @@ pub enum HeatCommand {
     },
     /// Mark a resource unhealthy (`CHECK_FAILED`): the next update replaces it.
     MarkUnhealthy {
+        /// STACK: name or id (a cluster's stack by its own name).
         stack: String,
         /// The resource's path from the stack down: `kube_minions/3`.
         resource_path: String,
@@ -319,7 +330,8 @@ pub enum Command {
     },
     /// List the node groups of a cluster.
     Nodegroups {
-        /// Cluster name or id.
+        /// CLUSTER (name or id) or STACK: the node groups of a cluster, or the groups of any
+        /// stack whose members are nodes.
         cluster: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -332,9 +344,11 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
-    /// Show a stack's events; with --follow, keep following them.
+    /// Show the events of a cluster, node group or stack; with --follow, keep following them.
     Events {
-        /// Stack name or id.
+        /// CLUSTER (its stacks as one timeline), CLUSTER/NODEGROUP (the group's own events,
+        /// also where Magnum keeps it inside the cluster's stack), STACK, or STACK/PATH (the
+        /// events of the resource at PATH and everything under it, e.g. `mystack/kube_minions`).
         stack: String,
         /// Keep polling for new events until interrupted (or until the stack settles with --until-complete).
         #[arg(long)]
@@ -354,6 +368,14 @@ pub enum Command {
         /// With --follow: stop once the stack is no longer IN_PROGRESS.
         #[arg(long)]
         until_complete: bool,
+        /// Only events newer than this (90s, 30m, 2h, 1d; with --follow, of the backlog
+        /// printed first; new events are all printed).
+        #[arg(long, value_parser = span(0.0, 366.0 * 86400.0))]
+        since: Option<f64>,
+        /// Only the last N events of the backlog (with --since: of those newer than it);
+        /// with --follow, new events are all printed after them.
+        #[arg(long, value_parser = whole::<usize>(0, 10_000_000))]
+        tail: Option<usize>,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
@@ -372,9 +394,19 @@ pub enum Command {
         #[arg(long)]
         output_key: Option<String>,
     },
+    /// Why a cluster, node group or stack is not done: failed, stalled, held on a hook, or
+    /// hooks left in its environment; the deepest cause first. Exit status: 0 settled or busy
+    /// within its siblings' pace, 3 held, 5 stalled, 6 failed, 7 hooks left behind (the worst
+    /// of its stacks).
+    Why {
+        /// CLUSTER, CLUSTER/NODEGROUP, or STACK (name or id).
+        target: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
     /// The deepest failed resources of a stack, with dotted paths and reasons.
     Failures {
-        /// Stack name or id.
+        /// CLUSTER, CLUSTER/NODEGROUP, or STACK (name or id).
         stack: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -458,6 +490,14 @@ fn secs(
     max: f64,
 ) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
     move |s: &str| bounds::parse_seconds(s, min, max).map(|d| d.as_secs_f64())
+}
+
+/// A flag's span of time (`90s`, `30m`, `2h`, `1h30m`), in seconds.
+fn span(
+    min: f64,
+    max: f64,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| bounds::parse_span(s, min, max).map(|d| d.as_secs_f64())
 }
 
 /// A flag's plain number (a factor), finite and from `min` to `max`.

@@ -39,6 +39,8 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
             max_events_per_stack,
             until_complete,
             format,
+            since,
+            tail,
         } => {
             let opts = super::follow::FollowOptions {
                 follow,
@@ -47,6 +49,8 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
                 max_events_per_stack,
                 until_complete,
                 format,
+                since: since.map(Duration::from_secs_f64),
+                tail,
             };
             super::follow::events(&service, &conn, &stack, opts).await
         }
@@ -66,6 +70,7 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
             ips(&service, &conn, &target, options, format).await
         }
         Command::Failures { stack, format } => failures(&service, &conn, &stack, format).await,
+        Command::Why { target, format } => super::why::why(&service, &conn, &target, format).await,
         Command::Sim { .. } => Err("`caldera sim` is handled before connecting".into()),
         Command::Bench(_) => Err("`caldera bench` is handled before connecting".into()),
         Command::Journal { .. } => Err("`caldera journal` is handled before connecting".into()),

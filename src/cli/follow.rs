@@ -11,10 +11,10 @@
 //! long it has been reconnecting.
 
 use super::output::{event_line, sleep_while_read, CmdResult, Format};
-use super::targets::event_stacks;
+use super::targets::{event_scopes, EventScope};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::HeatClient;
-use crate::model::{StackEvent, StackRef};
+use crate::model::StackEvent;
 use crate::ops::event_tracker::reconnect_delay;
 use crate::service::live::LiveService;
 use crate::service::{CloudService, ErrorKind, EventCursor, ServiceError};
@@ -28,6 +28,27 @@ pub struct FollowOptions {
     pub max_events_per_stack: Option<usize>,
     pub until_complete: bool,
     pub format: Format,
+    /// Only the backlog's events newer than this.
+    pub since: Option<Duration>,
+    /// Only the backlog's last N events.
+    pub tail: Option<usize>,
+}
+
+impl FollowOptions {
+    /// The backlog (the first round's events, oldest first) cut to `--since` and `--tail`;
+    /// later rounds are new events, all printed.
+    fn cut_backlog(&self, mut events: Vec<StackEvent>) -> Vec<StackEvent> {
+        if let Some(since) = self.since {
+            let cutoff = chrono::Utc::now()
+                - chrono::Duration::from_std(since).unwrap_or(chrono::Duration::MAX);
+            events.retain(|e| e.time >= cutoff);
+        }
+        if let Some(n) = self.tail {
+            let drop = events.len().saturating_sub(n);
+            events.drain(..drop);
+        }
+        events
+    }
 }
 
 /// Whether a follower should wait and try again: the service may come back. A stack that is
@@ -74,17 +95,17 @@ impl Outage {
     }
 }
 
-/// Finds the stacks `target` names; when following, a cloud that is down at the start is
-/// waited for.
+/// Finds the stacks (and parts of stacks) `target` names; when following, a cloud that is
+/// down at the start is waited for.
 async fn find_stacks(
     service: &LiveService,
     conn: &CloudConnection,
     target: &str,
     follow: bool,
-) -> Result<Vec<StackRef>, ServiceError> {
+) -> Result<Vec<EventScope>, ServiceError> {
     let mut outage = Outage::default();
     loop {
-        match event_stacks(service, conn, target).await {
+        match event_scopes(service, conn, target).await {
             Ok(found) => {
                 outage.recovered();
                 return Ok(found);
@@ -113,24 +134,27 @@ impl From<ServiceError> for RoundError {
 
 /// One round: a poll of every stack, then (with `--until-complete`) whether any is still in
 /// progress (`Some(states)` once none is). The events of the stacks polled are printed, as
-/// one timeline, even when a later stack's poll fails: their cursors have moved on.
+/// one timeline, even when a later stack's poll fails: their cursors have moved on. The
+/// first round's events are the backlog, cut to `--since` and `--tail`.
 async fn round(
     service: &LiveService,
     heat: &HeatClient,
-    stacks: &[StackRef],
+    scopes: &[EventScope],
     opts: &FollowOptions,
     cursors: &mut [EventCursor],
+    first: bool,
 ) -> Result<Option<Vec<String>>, RoundError> {
     let mut events = Vec::new();
     let mut failed = None;
-    for (stack, cursor) in stacks.iter().zip(cursors.iter_mut()) {
+    for (scope, cursor) in scopes.iter().zip(cursors.iter_mut()) {
+        let depth = opts.nested_depth.max(scope.depth_needed());
         match service
-            .poll_events(stack.clone(), opts.nested_depth, cursor.clone())
+            .poll_events(scope.stack.clone(), depth, cursor.clone())
             .await
         {
             Ok((found, next)) => {
                 *cursor = next;
-                events.extend(found);
+                events.extend(found.into_iter().filter(|e| scope.covers(e)));
             }
             Err(e) => {
                 failed = Some(e);
@@ -139,6 +163,9 @@ async fn round(
         }
     }
     events.sort_by_key(|e| e.time);
+    if first {
+        events = opts.cut_backlog(events);
+    }
     print_events(&events, opts.format).map_err(RoundError::Output)?;
     if let Some(e) = failed {
         return Err(e.into());
@@ -148,7 +175,7 @@ async fn round(
     }
     let mut busy = false;
     let mut states = Vec::new();
-    for stack in stacks {
+    for stack in scopes.iter().map(|s| &s.stack) {
         let detail = heat
             .get_stack(stack, false)
             .await
@@ -190,10 +217,12 @@ pub async fn events(
     }
     let mut settled_polls = 0;
     let mut outage = Outage::default();
+    let mut first = true;
     loop {
-        let settled = match round(service, heat, &stacks, &opts, &mut cursors).await {
+        let settled = match round(service, heat, &stacks, &opts, &mut cursors, first).await {
             Ok(settled) => {
                 outage.recovered();
+                first = false;
                 settled
             }
             Err(RoundError::Cloud(e)) if opts.follow && worth_retrying(&e) => {

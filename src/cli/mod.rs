@@ -8,3 +8,4 @@ pub mod follow;
 pub mod operate;
 pub mod output;
 pub mod targets;
+pub mod why;

@@ -2,8 +2,8 @@
 //! `journal`. Plans go to stdout before anything happens; progress goes to stderr.
 
 use super::args::{ActionArgs, Command, HeatCommand, JournalFormat, RolloutCommand};
-use super::output::CmdResult;
 use super::output::Format;
+use super::output::{print_lines, CmdResult};
 use crate::api::cloud::CloudConnection;
 use crate::drivers::any_group;
 use crate::drivers::apply::{self, ActionContext};
@@ -221,16 +221,6 @@ impl Ctx {
             Duration::from_secs_f64(poll_secs.max(0.0)),
         )
     }
-}
-
-fn print_lines(lines: &[String]) -> CmdResult {
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    for l in lines {
-        writeln!(out, "{}", terminal_safe(l))?;
-    }
-    out.flush()?;
-    Ok(())
 }
 
 /// Asks on the terminal; without one, `--yes` is required.
@@ -905,21 +895,42 @@ async fn heat_control(ctx: &Ctx, command: HeatCommand) -> CmdResult {
     Ok(())
 }
 
-/// `caldera heat hooks STACK`: one line (or JSON object) per resource held on a hook.
-async fn heat_hooks(ctx: &Ctx, stack: &str, format: Format) -> CmdResult {
+/// `caldera heat hooks TARGET`: one line (or JSON object) per resource held on a hook, in
+/// each stack a `STACK`, `CLUSTER` or `CLUSTER/NODEGROUP` covers, then the hooks each stack's
+/// environment keeps for its next update.
+async fn heat_hooks(ctx: &Ctx, target: &str, format: Format) -> CmdResult {
     let heat = &ctx.conn.heat;
-    let stack = heat.resolve(stack).await?;
-    let pending = crate::ops::hooks::pending_hooks(heat, &stack).await?;
+    let service = crate::service::live::LiveService::new(ctx.conn.clone());
+    let scopes = super::targets::event_scopes(&service, &ctx.conn, target).await?;
+    let mut pending = Vec::new();
+    let mut left = Vec::new();
+    for scope in &scopes {
+        let prefix = scope.under.as_ref().map(|u| format!("{}/", u.join("/")));
+        let held = crate::ops::hooks::pending_hooks(heat, &scope.stack).await?;
+        pending.extend(
+            held.into_iter()
+                .filter(|h| {
+                    prefix
+                        .as_ref()
+                        .is_none_or(|p| h.path.starts_with(p.as_str()))
+                })
+                .map(|h| (scope.stack.name.clone(), h)),
+        );
+        let kept = crate::drivers::leftover_hooks::leftover_hooks(heat, &scope.stack).await?;
+        left.extend(kept.iter().map(|l| l.line(&scope.stack.name)));
+    }
     if format == Format::Json {
-        writeln!(io::stdout(), "{}", json_string_pretty(&pending)?)?;
+        let held: Vec<_> = pending.iter().map(|(_, h)| h).collect();
+        writeln!(io::stdout(), "{}", json_string_pretty(&held)?)?;
         return Ok(());
     }
     let now = chrono::Utc::now();
+    let several = scopes.len() > 1;
     let mut lines = vec![format!(
         "{:<40} {:<12} {:<20} HELD",
         "RESOURCE", "HOOK", "SINCE"
     )];
-    lines.extend(pending.iter().map(|h| {
+    lines.extend(pending.iter().map(|(stack, h)| {
         let held = (now - h.since).num_seconds().max(0);
         // An inferred hold was paused at or after SINCE (its stack's update start).
         let note = match h.evidence {
@@ -928,21 +939,23 @@ async fn heat_hooks(ctx: &Ctx, stack: &str, format: Format) -> CmdResult {
                 " (inferred: its pause event was purged)"
             }
         };
+        // Several stacks: each path says which stack it is in.
+        let path = if several {
+            format!("{stack}:{}", h.path)
+        } else {
+            h.path.clone()
+        };
         format!(
             "{:<40} {:<12} {:<20} {held}s{note}",
-            h.path,
+            path,
             h.hook,
             h.since.format("%Y-%m-%dT%H:%M:%SZ")
         )
     }));
     if pending.is_empty() {
-        lines.push(format!("no resource of {} is held on a hook", stack.name));
+        lines.push(format!("no resource of {target} is held on a hook"));
     }
     // Hooks the environment keeps with no update running hold the next update's members.
-    let left = crate::drivers::leftover_hooks::leftover_hooks(heat, &stack).await?;
-    lines.extend(
-        left.iter()
-            .map(|l| format!("warning: {}", l.line(&stack.name))),
-    );
+    lines.extend(left.iter().map(|l| format!("warning: {l}")));
     print_lines(&lines)
 }

@@ -177,7 +177,18 @@ pub fn csv_line(cells: &[String]) -> String {
 }
 
 /// What every headless command returns; the error is printed on stderr by `main`.
-pub type CmdResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+pub type CmdResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Lines on stdout, each made terminal-safe (they quote the cloud: shown, never obeyed).
+pub fn print_lines(lines: &[String]) -> CmdResult {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    for l in lines {
+        writeln!(out, "{}", crate::model::terminal_safe(l))?;
+    }
+    out.flush()?;
+    Ok(())
+}
 
 /// One event as a line of `caldera events` (and `--follow`) in the chosen format.
 pub fn event_line(e: &StackEvent, format: Format) -> String {

@@ -191,16 +191,106 @@ pub async fn node_targets(
     }]))
 }
 
-/// The stacks whose events and failures `CLUSTER`, `CLUSTER/NODEGROUP` or `STACK` covers: a
-/// Magnum cluster's stack, a Heat-native cluster's stack and its node groups' stacks, a node
-/// group's stack, or the stack itself.
-pub async fn event_stacks(
+/// A stack whose events a command reads, and the part of it: the resource at `under` (a
+/// path of resource names from the stack down) and everything beneath it, or the whole stack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventScope {
+    pub stack: StackRef,
+    pub under: Option<Vec<String>>,
+}
+
+impl EventScope {
+    /// Whether an event (its `path` from the stack down to its owning stack, then its
+    /// resource) is inside the scope.
+    pub fn covers(&self, e: &crate::model::StackEvent) -> bool {
+        let Some(under) = &self.under else {
+            return true;
+        };
+        let full = e.path.iter().chain(std::iter::once(&e.resource_name));
+        let mut full = full.take(under.len());
+        under.iter().all(|part| full.next() == Some(part))
+    }
+
+    /// How deep the events must be read to reach the scope's members: the path's length
+    /// (`kube_minions` is a group at depth 0 whose members' own events come at depth 1).
+    pub fn depth_needed(&self) -> u32 {
+        self.under
+            .as_ref()
+            .map_or(0, |u| u32::try_from(u.len()).unwrap_or(u32::MAX))
+    }
+}
+
+/// The stacks (and parts of stacks) whose events, failures and verdicts `CLUSTER`,
+/// `CLUSTER/NODEGROUP`, `STACK` or `STACK/PATH` cover: a Magnum cluster's stack, a
+/// Heat-native cluster's stack and its node groups' stacks, a node group's stack, or the
+/// stack itself. A node group Magnum keeps inside its cluster's stack
+/// (`CLUSTER/default-worker`: the stack's `kube_minions`) and `STACK/PATH` narrow to that
+/// group's resource and what it holds.
+pub async fn event_scopes(
     service: &LiveService,
     conn: &CloudConnection,
     target: &str,
-) -> ServiceResult<Vec<StackRef>> {
+) -> ServiceResult<Vec<EventScope>> {
     let found = find_cluster(service, conn, target_head(target)).await?;
-    stacks_of(conn, found, target).await
+    scopes_of(conn, found, target).await
+}
+
+/// [`event_scopes`] once the cluster lookup is done (`found`: the cluster `target` names,
+/// if it names one).
+pub async fn scopes_of(
+    conn: &CloudConnection,
+    found: Option<ClusterTarget>,
+    target: &str,
+) -> ServiceResult<Vec<EventScope>> {
+    let rest = target.split_once('/').map(|(_, r)| r);
+    let whole = |stack| EventScope { stack, under: None };
+    match (found, rest) {
+        (Some(found), Some(ng)) => {
+            let group = found
+                .nodegroups
+                .iter()
+                .find(|g| g.name == ng || g.id == ng)
+                .cloned();
+            let cluster = found.cluster.clone();
+            let stacks = stacks_of(conn, Some(found), target).await?;
+            let mut out = Vec::new();
+            for stack in stacks {
+                let path = match &group {
+                    Some(g) => magnum_group(conn, &cluster, g, &stack).await?,
+                    None => None,
+                };
+                out.push(EventScope {
+                    stack,
+                    under: path.map(|p| split_path(&p)),
+                });
+            }
+            Ok(out)
+        }
+        (None, Some(path)) => {
+            let head = target_head(target);
+            let stack = conn
+                .heat
+                .resolve(head)
+                .await
+                .map_err(|e| not_found_as(head, e))?;
+            Ok(vec![EventScope {
+                stack,
+                under: Some(split_path(path)),
+            }])
+        }
+        (found, None) => Ok(stacks_of(conn, found, target)
+            .await?
+            .into_iter()
+            .map(whole)
+            .collect()),
+    }
+}
+
+fn split_path(path: &str) -> Vec<String> {
+    path.split('/')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// `CLUSTER` of `CLUSTER/NODEGROUP` (or `STACK` of `STACK/PATH`).
@@ -208,8 +298,8 @@ pub fn target_head(target: &str) -> &str {
     target.split_once('/').map_or(target, |(h, _)| h)
 }
 
-/// [`event_stacks`] once the cluster lookup is done (`found`: the cluster `target` names,
-/// if it names one).
+/// The whole stacks `target` covers (see [`event_scopes`]), once the cluster lookup is
+/// done (`found`: the cluster `target` names, if it names one).
 pub async fn stacks_of(
     conn: &CloudConnection,
     found: Option<ClusterTarget>,

@@ -33,4 +33,5 @@ mod observed_update;
 mod rollout_steps;
 mod secrets;
 mod stack_outputs_sim;
+mod why_cli;
 mod why_stuck_sim;

@@ -38,6 +38,38 @@ pub fn parse_seconds(text: &str, min: f64, max: f64) -> Result<Duration, String>
     }
 }
 
+/// A span of time as an operator writes it: `90` or `90s`, `30m`, `2h`, `1d`, or a sum such
+/// as `1h30m`; from `min` to `max` seconds.
+pub fn parse_span(text: &str, min: f64, max: f64) -> Result<Duration, String> {
+    let t = text.trim();
+    let bad = || format!("expected a span of time such as 90s, 30m, 2h or 1h30m, got {t:?}");
+    if let Ok(v) = t.parse::<f64>() {
+        return seconds(v, min, max);
+    }
+    let mut total = 0f64;
+    let mut digits = String::new();
+    for c in t.chars() {
+        if c.is_ascii_digit() || c == '.' {
+            digits.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1.0,
+            'm' => 60.0,
+            'h' => 3600.0,
+            'd' => 86400.0,
+            _ => return Err(bad()),
+        };
+        let n: f64 = digits.parse().map_err(|_| bad())?;
+        total += n * unit;
+        digits.clear();
+    }
+    if !digits.is_empty() || t.is_empty() {
+        return Err(bad());
+    }
+    seconds(total, min, max)
+}
+
 /// A plain number (a factor) written as text, finite and from `min` to `max`.
 pub fn parse_number(text: &str, min: f64, max: f64) -> Result<f64, String> {
     let t = text.trim();
@@ -116,5 +148,17 @@ mod tests {
         assert!(parse_whole("1.5", 0, 10, "number")
             .unwrap_err()
             .ends_with("got \"1.5\""));
+    }
+
+    #[test]
+    fn spans_take_units_and_sums() {
+        assert_eq!(parse_span("90", 0.0, 1e6), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_span("30m", 0.0, 1e6), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_span("1h30m", 0.0, 1e6), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_span("2d", 0.0, 1e6), Ok(Duration::from_secs(172_800)));
+        assert!(parse_span("30x", 0.0, 1e6).is_err());
+        assert!(parse_span("m", 0.0, 1e6).is_err());
+        assert!(parse_span("5", 10.0, 1e6).is_err());
+        assert!(parse_span("1e308d", 0.0, 1e6).is_err());
     }
 }

@@ -159,7 +159,7 @@ impl Verdict {
 }
 
 /// `2h05m`, `47m`, `30s`.
-fn words(secs: i64) -> String {
+pub(crate) fn words(secs: i64) -> String {
     let s = secs.max(0);
     match s {
         s if s < 60 => format!("{s}s"),

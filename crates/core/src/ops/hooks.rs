@@ -118,7 +118,7 @@ async fn newest_events_until(
 }
 
 /// [`newest_events_until`] for any stack, down to `nested_depth`.
-async fn newest_events(
+pub(crate) async fn newest_events(
     heat: &HeatClient,
     stack: &StackRef,
     nested_depth: Option<u32>,

@@ -12,3 +12,4 @@ pub mod ips;
 pub mod stack_paths;
 pub mod stuck;
 pub mod warm_outputs;
+pub mod why;

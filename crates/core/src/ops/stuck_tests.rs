@@ -329,3 +329,10 @@ fn holds_inferred_from_purged_pause_events_are_held_and_said_so() {
         "1 member of nodes held on pre-update hook (1 inferred: its pause event was purged) since 12:00:50 (5m): 1"
     );
 }
+
+#[test]
+fn the_median_of_two_siblings_is_their_mean_not_the_slower() {
+    let d = Durations::of(vec![50, 40]).expect("durations");
+    assert_eq!((d.min, d.max, d.median), (40, 50, 45));
+    assert_eq!(describe_durations(&d), "40-50 s (median 45 s)");
+}

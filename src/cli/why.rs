@@ -1,0 +1,140 @@
+//! `caldera why TARGET`: the console's why-stuck verdict with no console. Each stack the
+//! target covers is read once ([`crate::ops::why`]); a Cluster API cluster, which has no
+//! stack, is judged by its Nova servers ([`crate::ops::capi_stall`]). The exit status is the
+//! worst verdict's, so a script can wait, page someone or act.
+
+use super::output::{print_lines, CmdResult, Format};
+use super::targets::{find_cluster, scopes_of, target_head, ClusterTarget};
+use crate::api::cloud::CloudConnection;
+use crate::model::terminal_safe;
+use crate::ops::why::{self, StackWhy, Verdict};
+use crate::service::live::LiveService;
+use std::io::{self, Write};
+
+pub async fn why(
+    service: &LiveService,
+    conn: &CloudConnection,
+    target: &str,
+    format: Format,
+) -> CmdResult {
+    let found = find_cluster(service, conn, target_head(target)).await?;
+    let reports = match found.as_ref().and_then(|f| f.cluster.capi.as_ref()) {
+        Some(_) => capi_reports(conn, found, target).await?,
+        None => stack_reports(conn, found, target).await?,
+    };
+    let worst = reports
+        .iter()
+        .map(|r| r.verdict)
+        .max()
+        .unwrap_or(Verdict::Settled);
+    print_reports(target, &reports, worst, format)?;
+    match worst.exit_code() {
+        0 => Ok(()),
+        code => {
+            io::stdout().flush()?;
+            std::process::exit(code)
+        }
+    }
+}
+
+/// One report per stack the target covers, with the hooks its environment keeps.
+async fn stack_reports(
+    conn: &CloudConnection,
+    found: Option<ClusterTarget>,
+    target: &str,
+) -> CmdResult<Vec<StackWhy>> {
+    let heat = &conn.heat;
+    let mut out = Vec::new();
+    for scope in scopes_of(conn, found, target).await? {
+        let under = scope.under.clone().unwrap_or_default();
+        let mut report = why::read(heat, &scope.stack, &under).await?;
+        let left = crate::drivers::leftover_hooks::leftover_hooks(heat, &scope.stack).await?;
+        for l in left {
+            report.add(
+                Verdict::HooksLeft,
+                format!("hooks left: {}", l.line(&scope.stack.name)),
+            );
+        }
+        out.push(report);
+    }
+    Ok(out)
+}
+
+/// A Cluster API cluster: one report per node group the target names, from its servers.
+async fn capi_reports(
+    conn: &CloudConnection,
+    found: Option<ClusterTarget>,
+    target: &str,
+) -> CmdResult<Vec<StackWhy>> {
+    use crate::ops::capi_nodes::{cluster_servers, is_member};
+    use crate::ops::capi_stall::{assess, ServerLook};
+    let Some(found) = found else {
+        return Ok(vec![]);
+    };
+    let (Some(capi), Some(nova)) = (&found.cluster.capi, &conn.nova) else {
+        return Err(format!(
+            "{}: runs on Cluster API and this cloud has no Nova endpoint to judge its servers",
+            terminal_safe(target)
+        )
+        .into());
+    };
+    let servers = cluster_servers(nova, capi).await?;
+    let rest = target.split_once('/').map(|(_, r)| r);
+    let now = chrono::Utc::now();
+    let cluster = &found.cluster;
+    let mut out = Vec::new();
+    for g in &found.nodegroups {
+        if rest.is_some_and(|n| n != g.name && n != g.id) {
+            continue;
+        }
+        let looks: Vec<ServerLook> = servers
+            .iter()
+            .filter(|s| is_member(capi, &g.name, g.role, &s.name))
+            .map(ServerLook::from)
+            .collect();
+        let since = match g.status.action.as_str() {
+            "UPDATE" => cluster.updated_at.or(cluster.created_at),
+            _ => cluster.created_at,
+        };
+        let verdict = assess(&g.status, since, &looks, None, now);
+        out.push(StackWhy {
+            stack: format!("{}/{}", cluster.name, g.name),
+            status: g.status.raw.clone(),
+            verdict: Verdict::of_capi(&verdict),
+            lines: verdict.line(now).into_iter().collect(),
+        });
+    }
+    if out.is_empty() {
+        return Err(format!("{}: no such node group", terminal_safe(target)).into());
+    }
+    Ok(out)
+}
+
+fn print_reports(target: &str, reports: &[StackWhy], worst: Verdict, format: Format) -> CmdResult {
+    if format == Format::Json {
+        let doc = serde_json::json!({
+            "target": target,
+            "verdict": worst,
+            "exit_code": worst.exit_code(),
+            "stacks": reports,
+        });
+        let mut out = io::stdout().lock();
+        caldera_cloud::model::write_json(&mut out, &doc, true)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let mut lines = vec![format!("{target}: {}", worst.word())];
+    for r in reports {
+        lines.push(format!(
+            "stack {} {}: {}",
+            r.stack,
+            r.status,
+            r.verdict.word()
+        ));
+        if r.lines.is_empty() {
+            lines.push("  nothing in progress, failed or held".to_string());
+        }
+        lines.extend(r.lines.iter().map(|l| format!("  {l}")));
+    }
+    print_lines(&lines)
+}
