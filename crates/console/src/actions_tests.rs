@@ -1558,3 +1558,43 @@ async fn the_header_names_the_newest_burst_and_counts_the_others() {
         "{header}"
     );
 }
+
+/// #26 item 7: "on the nodes pane, `space ! true Enter y`, then `j j j k`: the cursor does
+/// not move" — the results that fit were scrolled (by nothing) instead of closed.
+#[tokio::test]
+async fn keys_after_a_run_s_results_move_the_cursor_when_there_is_nothing_to_scroll() {
+    let mut h = H::ops();
+    node_action_form(&mut h).await;
+    h.type_str("true");
+    h.press(KeyCode::Enter);
+    h.press(KeyCode::Char('y'));
+    h.pump().await;
+    assert!(
+        matches!(h.dialog(), Some(Dialog::Text { .. })),
+        "{}",
+        h.screen()
+    );
+    let before = h.app.view().table.selected_pos();
+    for c in ['j', 'j', 'j', 'k'] {
+        h.press(KeyCode::Char(c));
+    }
+    assert!(h.dialog().is_none(), "{}", h.screen());
+    let after = h.app.view().table.selected_pos();
+    assert_ne!(before, after, "{}", h.screen());
+    // A long text still scrolls: the keys stay with it while there is more to read.
+    let lines: Vec<String> = (0..60).map(|i| format!("line {i}")).collect();
+    h.app.open_dialog(Dialog::Text {
+        title: "long".into(),
+        lines,
+        scroll: 0,
+    });
+    h.press(KeyCode::Char('j'));
+    assert!(
+        matches!(h.dialog(), Some(Dialog::Text { scroll: 1, .. })),
+        "{}",
+        h.screen()
+    );
+    h.press(KeyCode::Char('k'));
+    h.press(KeyCode::Char('k'));
+    assert!(h.dialog().is_none(), "k at the top closes: {}", h.screen());
+}

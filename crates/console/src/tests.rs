@@ -1418,7 +1418,7 @@ async fn snapshot_tree_stalled_with_sibling_durations() {
     let screen = h.render(200, 60);
     assert!(screen.contains("stalled 20m"), "{screen}");
     assert!(
-        screen.contains("stalled 20m; siblings of 4 took 36-50 s (median 42 s)"),
+        screen.contains("stalled 20m; siblings of 4 took 36-50 s (median 41 s)"),
         "{screen}"
     );
     assert!(screen.contains("Nova ERROR: Build of instance"), "{screen}");

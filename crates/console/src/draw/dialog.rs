@@ -4,7 +4,7 @@
 use super::{centered, clear};
 use crate::model::terminal_safe;
 use crate::tui::keys::{join_keys, KeyAction};
-use crate::tui::state::action_dialogs::{Dialog, ABORT_MODES};
+use crate::tui::state::action_dialogs::{text_scroll_max, Dialog, ABORT_MODES};
 use crate::tui::state::form::{FieldKind, Form};
 use crate::tui::state::App;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -293,8 +293,7 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             )));
             let h = (out.len() as u16 + 2).min(body.height);
             let area = centered(body, body.width.saturating_sub(4).min(120), h);
-            let scroll =
-                (*scroll).min((out.len() as u16).saturating_sub(area.height.saturating_sub(2)));
+            let scroll = (*scroll).min(text_scroll_max(lines.len(), body.height));
             boxed(app, frame, area, title, out, scroll);
         }
     }

@@ -123,6 +123,18 @@ pub enum Dialog {
     },
 }
 
+/// Rows the screen's chrome takes (header, breadcrumbs, status line, footer): a dialog is
+/// drawn in what is left.
+pub const CHROME_ROWS: u16 = 4;
+
+/// How far a text dialog of `lines` lines scrolls at most in a body `body_rows` high: the
+/// text with its hint line and its box, less what fits. 0 when it all fits.
+pub fn text_scroll_max(lines: usize, body_rows: u16) -> u16 {
+    let shown = u16::try_from(lines + 1).unwrap_or(u16::MAX);
+    let inside = shown.saturating_add(2).min(body_rows).saturating_sub(2);
+    shown.saturating_sub(inside)
+}
+
 impl App {
     /// Whether actions may be asked for at all; says why not in the status line.
     pub(super) fn may_act(&mut self, what: &str) -> bool {
@@ -382,11 +394,16 @@ impl App {
                 lines,
                 scroll,
             } => {
+                let max = text_scroll_max(lines.len(), self.size.1.saturating_sub(CHROME_ROWS));
                 let scroll = match action {
-                    Some(KeyAction::DialogDown) => scroll.saturating_add(1),
-                    Some(KeyAction::DialogUp) => scroll.saturating_sub(1),
-                    Some(KeyAction::DialogPageDown) => scroll.saturating_add(10),
-                    Some(KeyAction::DialogPageUp) => scroll.saturating_sub(10),
+                    // A scroll key scrolls while there is text that way; else it is any other
+                    // key (the results of a `!` run fit: `j` closes them and moves the cursor).
+                    Some(KeyAction::DialogDown) if scroll < max => scroll.saturating_add(1),
+                    Some(KeyAction::DialogUp) if scroll > 0 => scroll.saturating_sub(1),
+                    Some(KeyAction::DialogPageDown) if scroll < max => {
+                        scroll.saturating_add(10).min(max)
+                    }
+                    Some(KeyAction::DialogPageUp) if scroll > 0 => scroll.saturating_sub(10),
                     // Submit, cancel and the quit and back keys only close it.
                     Some(KeyAction::DialogSubmit | KeyAction::DialogCancel) => return,
                     _ if matches!(
