@@ -690,8 +690,11 @@ async fn node_action_runs_with_the_node_variables_and_the_journal_reads_on() {
     let expected: Vec<String> = nodes
         .iter()
         .map(|n| {
+            // The node's name (its server's where known, what `kubectl` calls it) and
+            // its member name in the group.
             format!(
-                "node_action hn-demo/workers {} #{} {}",
+                "node_action hn-demo/workers {} {} #{} {}",
+                n.name,
                 n.key.member,
                 n.index.expect("numeric member"),
                 n.ip.as_deref().expect("streamed address")
@@ -703,7 +706,7 @@ async fn node_action_runs_with_the_node_variables_and_the_journal_reads_on() {
             c,
             g,
             "echo \"$CALDERA_HOOK $CALDERA_CLUSTER/$CALDERA_NODEGROUP \
-             $CALDERA_NODE_NAME #$CALDERA_NODE_INDEX $CALDERA_NODE_IP\""
+             $CALDERA_NODE_NAME $CALDERA_NODE_MEMBER #$CALDERA_NODE_INDEX $CALDERA_NODE_IP\""
                 .into(),
             nodes,
             1,

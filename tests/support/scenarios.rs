@@ -120,6 +120,45 @@ impl Env {
             .collect()
     }
 
+    /// The name Heat gives member `member`'s server (the `name` attribute of the
+    /// `OS::Nova::Server` in its stack), asked of Heat directly; the member's name when its
+    /// stack holds no server with a name.
+    pub async fn server_name(&self, target: &NodeGroupTarget, member: &str) -> String {
+        let group = self
+            .driver
+            .group_stack(target.stack.as_ref().expect("stack"))
+            .await
+            .expect("group");
+        let m = self
+            .heat
+            .get_resource(&group, member)
+            .await
+            .expect("member");
+        let stack = m.resource.nested.expect("member stack");
+        let listed = self
+            .heat
+            .list_resources(&stack, &ResourceQuery::default())
+            .await
+            .expect("member's resources");
+        for r in listed {
+            if r.resource.resource_type != "OS::Nova::Server" {
+                continue;
+            }
+            let shown = self
+                .heat
+                .get_resource(&stack, &r.resource.name)
+                .await
+                .expect("server");
+            let name = shown
+                .attributes
+                .and_then(|a| a.get("name").and_then(|n| n.as_str().map(str::to_string)));
+            if let Some(n) = name.filter(|n| !n.is_empty()) {
+                return n;
+            }
+        }
+        member.to_string()
+    }
+
     /// Each member's image, from its own stack.
     pub async fn member_images(&self, target: &NodeGroupTarget) -> BTreeMap<String, String> {
         let group = self
@@ -621,7 +660,8 @@ pub async fn failing_hook_scenario(env: &Env, cluster: &str) {
     let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
     let hooks = HookSet {
         post_node: Some(
-            "echo checking $CALDERA_NODE_NAME at $CALDERA_NODE_IP; test \"$CALDERA_NODE_INDEX\" != 2"
+            "echo checking $CALDERA_NODE_NAME member $CALDERA_NODE_MEMBER at $CALDERA_NODE_IP; \
+             test \"$CALDERA_NODE_INDEX\" != 2"
                 .into(),
         ),
         timeout_secs: Some(20),
@@ -662,13 +702,12 @@ pub async fn failing_hook_scenario(env: &Env, cluster: &str) {
         .find(|e| matches!(e.outcome, Outcome::Failed { .. }))
         .expect("a failed hook line");
     assert!(failed.target.ends_with("/2"));
-    // The hook saw the node's name and address.
+    // The hook saw the node's name (its server's, as Heat names it: what Kubernetes calls
+    // the node), its member name and its address.
+    let output = failed.output.as_deref().unwrap_or("");
+    let server = env.server_name(&target, "2").await;
     assert!(
-        failed
-            .output
-            .as_deref()
-            .unwrap_or("")
-            .contains("checking 2 at 10."),
+        output.contains(&format!("checking {server} member 2 at 10.")),
         "{failed:?}"
     );
     // Abort leaving the rest on their hooks; cancel so the stack can be deleted.

@@ -127,7 +127,11 @@ pub async fn node_action(
 ) -> ServiceResult<Vec<crate::lifecycle::HookRun>> {
     let label = target.label();
     ctx.check("node_action", &label, &target.cluster, Reach::Nodes, None)?;
-    let names: Vec<String> = nodes.iter().filter_map(|n| n.node_name.clone()).collect();
+    // The journal names nodes by member, as rollouts and `rollout skip` do.
+    let names: Vec<String> = nodes
+        .iter()
+        .filter_map(|n| n.member().map(str::to_string))
+        .collect();
     ctx.record(
         &Entry::new(&ctx.actor, "node_action", &label, Outcome::Started).plan(vec![
             format!(

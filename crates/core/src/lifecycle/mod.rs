@@ -18,7 +18,8 @@
 //!
 //! Each command runs with `sh -c` and these variables: `CALDERA_HOOK` (pre_node, post_node,
 //! pre_batch, post_batch, node_action), `CALDERA_CLUSTER`, `CALDERA_NODEGROUP`,
-//! `CALDERA_NODE_NAME`, `CALDERA_NODE_INDEX`, `CALDERA_NODE_IP` (node hooks), `CALDERA_BATCH`
+//! `CALDERA_NODE_NAME` (the server's name, as Kubernetes names the node), `CALDERA_NODE_MEMBER`
+//! (its member name in the group), `CALDERA_NODE_INDEX`, `CALDERA_NODE_IP` (node hooks), `CALDERA_BATCH`
 //! (batch number from 1), `CALDERA_BATCH_NODES` (comma-separated members), `CALDERA_ROLLOUT`.
 //! A non-zero exit or a timeout is a failure: the rollout pauses there.
 //!
@@ -232,11 +233,24 @@ pub struct HookContext {
     pub cluster: String,
     pub nodegroup: String,
     pub rollout: Option<String>,
+    /// The node's own name: its server's (what Kubernetes calls the node), else its member
+    /// name when no server name can be had.
     pub node_name: Option<String>,
+    /// The node's member name in its group (`3`), as the journal and `rollout skip` name it.
+    #[serde(default)]
+    pub node_member: Option<String>,
     pub node_index: Option<u32>,
     pub node_ip: Option<String>,
     pub batch: Option<usize>,
     pub batch_nodes: Vec<String>,
+}
+
+impl HookContext {
+    /// The node's member name in its group (how the journal names it), for a context made
+    /// before member and name were told apart: its name.
+    pub fn member(&self) -> Option<&str> {
+        self.node_member.as_deref().or(self.node_name.as_deref())
+    }
 }
 
 /// One hook run.
@@ -413,6 +427,10 @@ pub async fn run_hook(
             ctx.node_name.clone().unwrap_or_default(),
         )
         .env(
+            "CALDERA_NODE_MEMBER",
+            ctx.node_member.clone().unwrap_or_default(),
+        )
+        .env(
             "CALDERA_NODE_INDEX",
             ctx.node_index.map(|i| i.to_string()).unwrap_or_default(),
         )
@@ -530,7 +548,10 @@ pub async fn run_node_action(
         let futs = chunk.iter().map(|n| {
             let mut ctx = n.clone();
             ctx.batch = Some(b + 1);
-            ctx.batch_nodes = chunk.iter().filter_map(|c| c.node_name.clone()).collect();
+            ctx.batch_nodes = chunk
+                .iter()
+                .filter_map(|c| c.member().map(str::to_string))
+                .collect();
             async move { run_hook(HookPoint::NodeAction, command, &ctx, timeout).await }
         });
         let batch: Vec<HookRun> = futures::future::join_all(futs).await;

@@ -1441,7 +1441,13 @@ impl Runner {
             ..Default::default()
         };
         if let Some(m) = member {
-            ctx.node_name = Some(m.to_string());
+            ctx.node_member = Some(m.to_string());
+            ctx.node_name = Some(
+                self.obs
+                    .member_server_name(m)
+                    .await
+                    .unwrap_or(m.to_string()),
+            );
             ctx.node_index = m.parse().ok();
             ctx.node_ip = self.obs.member_ip(m).await;
         }

@@ -281,6 +281,32 @@ impl HeatReader {
             .map_err(err)
     }
 
+    /// The name of a member's server, for hooks (what Kubernetes calls the node): the
+    /// `name` attribute Heat gives of the server resource in the member's stack, found by its
+    /// type. None when the member is a server itself with no stack, or it cannot be had.
+    pub async fn member_server_name(&self, member: &str) -> Option<String> {
+        let stack = self.members.get(member)?.stack.clone()?;
+        let listed = self
+            .heat
+            .list_resources(&stack, &Default::default())
+            .await
+            .ok()?;
+        let server = listed
+            .into_iter()
+            .find(|r| r.resource.resource_type == crate::ops::stuck::NOVA_SERVER)?;
+        let shown = self
+            .heat
+            .get_resource(&stack, &server.resource.name)
+            .await
+            .ok()?;
+        shown
+            .attributes?
+            .get("name")?
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+    }
+
     /// A member's `ip` output, for hooks (none when it cannot be had).
     pub async fn member_ip(&self, member: &str) -> Option<String> {
         let stack = self.members.get(member)?.stack.clone()?;

@@ -306,9 +306,10 @@ impl Operator for LiveOperator {
                 .map(|n| HookContext {
                     cluster: target.cluster.clone(),
                     nodegroup: target.nodegroup.clone(),
-                    // The member name, as rollout hooks and the journal know the node; the
-                    // row's display name may be the server's.
-                    node_name: Some(n.key.member),
+                    // The row's name is the server's where it is known (what `kubectl`
+                    // calls the node); the member name is how the journal knows it.
+                    node_name: Some(n.name),
+                    node_member: Some(n.key.member),
                     node_index: n.index,
                     node_ip: n.ip,
                     ..Default::default()
