@@ -556,7 +556,7 @@ pub async fn failure_then_resume_scenario(env: &Env, cluster: &str) {
             );
         }
     };
-    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    assert_completed_and_unhooked(env, &target, &end).await;
     let images = env.member_images(&target).await;
     assert!(images.values().all(|i| i == "img-v2"), "{images:?}");
     env.delete(&target).await;
@@ -620,7 +620,7 @@ pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
     let end = tokio::time::timeout(env.timeout, h2.wait())
         .await
         .expect("finishes in time");
-    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    assert_completed_and_unhooked(env, &target, &end).await;
     let images = env.member_images(&target).await;
     assert!(images.values().all(|i| i == "img-v2"), "{images:?}");
     let events = env.group_events(&target, since).await;
@@ -783,6 +783,12 @@ pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
         end.lines()
     );
     assert_eq!((end.done, end.skipped), (4, 1));
+    // The skipped node's hook is what keeps it old: it stays, and the rollout says so.
+    let said = end.hooks_left.clone().unwrap_or_default();
+    assert!(
+        !said.is_empty() && !said.starts_with("taken out") && !said.starts_with("none left"),
+        "{said}"
+    );
     let images = env.member_images(&target).await;
     assert_eq!(images["4"], "img-v1");
     assert!(["0", "1", "2", "3"].iter().all(|m| images[*m] == "img-v2"));
@@ -920,6 +926,29 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
     env.delete(&target).await;
 }
 
+/// After a completed rollout: Heat's update is over, and no hook of the rollout is left in
+/// the stack's environment (else the stack's next update, whoever starts it, holds those
+/// members forever); the status says they were taken out.
+async fn assert_completed_and_unhooked(env: &Env, target: &NodeGroupTarget, end: &RolloutStatus) {
+    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    let stack = target.stack.as_ref().expect("stack");
+    let said = end.hooks_left.clone().unwrap_or_default();
+    assert_eq!(env.settle(stack).await, "UPDATE_COMPLETE", "{said}");
+    let hooks = env
+        .heat
+        .get_environment_hooks(stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "the rollout's hooks stayed: {hooks:?} ({said})"
+    );
+    assert!(
+        said.starts_with("taken out") || said.starts_with("none left"),
+        "{said}"
+    );
+}
+
 /// After an abort with rollback: Heat rolled back, and no hook of the rollout is left in the
 /// stack's environment: the rollback stores the previous template's environment again
 /// (measured on Heat 27), so the rollout finds nothing to take out.
@@ -1000,7 +1029,7 @@ pub async fn concurrent_start_scenario(env: &Env, cluster: &str) {
     let end = tokio::time::timeout(env.timeout, h.wait())
         .await
         .expect("finishes");
-    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    assert_completed_and_unhooked(env, &target, &end).await;
     let images = env.member_images(&target).await;
     assert!(images.values().all(|i| *i == plan.image), "{images:?}");
     let started = env
