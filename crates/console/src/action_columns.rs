@@ -213,7 +213,7 @@ pub fn journal_columns() -> Vec<Column<JournalRow>> {
         Column {
             title: "ACTION",
             hide_below: 0,
-            width: Constraint::Length(20),
+            width: Constraint::Min(20),
             text: |r, _| r.entry.action.clone(),
             sort: |r, _| SortKey::str(&r.entry.action),
             style: plain,

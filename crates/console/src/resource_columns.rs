@@ -495,7 +495,8 @@ pub fn event_columns() -> Vec<Column<StackEvent>> {
         Column {
             title: "RESOURCE",
             hide_below: 0,
-            width: Constraint::Length(28),
+            // As wide as the paths need (up to a cap) while REASON takes the rest.
+            width: Constraint::Min(28),
             text: |e, _| event_path(e),
             sort: |e, _| SortKey::str(&e.display_path()),
             style: plain,
@@ -554,7 +555,7 @@ pub fn tree_columns() -> Vec<Column<TreeRow>> {
         Column {
             title: "TYPE",
             hide_below: 100,
-            width: Constraint::Length(24),
+            width: Constraint::Min(24),
             text: |r, _| r.resource.resource_type.clone(),
             sort: |r, _| SortKey::str(&r.resource.resource_type),
             style: muted,

@@ -5,7 +5,7 @@
 
 use super::{Column, RowCtx, TableRow, TableState};
 use crate::model::terminal_safe;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
@@ -160,6 +160,23 @@ pub fn draw_table<T: TableRow>(
         })
         .collect();
     let widths = column_widths(&shown, &texts, inner.width);
+    // The width each column gets (the table lays them out the same way), so that a text cut
+    // says so with `…` instead of losing its end silently.
+    let laid = Layout::horizontal(widths.clone())
+        .spacing(1)
+        .split(Rect::new(0, 0, inner.width, 1));
+    let texts: Vec<Vec<String>> = texts
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    let w = laid.get(j + 1).map_or(usize::MAX, |r| usize::from(r.width));
+                    cut_marked(t, w)
+                })
+                .collect()
+        })
+        .collect();
     let rows =
         visible.iter().zip(texts).map(|((k, item), texts)| {
             let id = item.row_id();
@@ -238,4 +255,69 @@ fn fitted<'a>(
         .max(title.chars().count() + 1);
     let widest = u16::try_from(widest).unwrap_or(u16::MAX);
     Constraint::Length(widest.clamp(min, FIT_CAP.max(min)))
+}
+
+/// How a path is spelled in the views (`kube_minions > 406 > kube-minion`).
+const PATH_SEP: &str = " > ";
+
+/// `text` cut to `width` columns, the cut marked `…`. A resource path (spelled with
+/// [`PATH_SEP`]) keeps its end: the member and the resource are what tell its rows apart
+/// (`…406 > kube-minion`, `…406 > kube-port`), the group they share is what goes. Any
+/// other text keeps its start.
+pub fn cut_marked(text: String, width: usize) -> String {
+    let w = |s: &str| Span::raw(s).width();
+    if w(&text) <= width {
+        return text;
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let room = width - 1;
+    let chars: Vec<char> = text.chars().collect();
+    let mut kept = 0usize;
+    let mut used = 0usize;
+    let mut buf = [0u8; 4];
+    let at_end = text.contains(PATH_SEP);
+    let order: Box<dyn Iterator<Item = &char>> = if at_end {
+        Box::new(chars.iter().rev())
+    } else {
+        Box::new(chars.iter())
+    };
+    for c in order {
+        let cw = w(c.encode_utf8(&mut buf));
+        if used + cw > room {
+            break;
+        }
+        used += cw;
+        kept += 1;
+    }
+    if at_end {
+        let tail: String = chars[chars.len() - kept..].iter().collect();
+        format!("…{tail}")
+    } else {
+        let head: String = chars[..kept].iter().collect();
+        format!("{head}…")
+    }
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::cut_marked;
+
+    #[test]
+    fn a_path_keeps_its_end_and_other_text_its_start_each_cut_marked() {
+        let path = "kube_minions > 406 > kube-minion".to_string();
+        assert_eq!(cut_marked(path.clone(), 40), path);
+        assert_eq!(cut_marked(path.clone(), 18), "…406 > kube-minion");
+        assert_eq!(
+            cut_marked("OS::TripleO::CephStorageServer".into(), 24),
+            "OS::TripleO::CephStorag…"
+        );
+        assert_eq!(
+            cut_marked("rollout.rollback_release".into(), 20),
+            "rollout.rollback_re…"
+        );
+        assert_eq!(cut_marked("abc".into(), 0), "");
+        assert_eq!(cut_marked("日本語テキスト".into(), 5), "日本…");
+    }
 }
