@@ -452,13 +452,27 @@ async fn snapshot_stacks_help_palette() {
     h.press(KeyCode::Char('?'));
     snap!(h, "help");
     assert!(matches!(h.app.mode(), Mode::Help(0)));
+    // PgDn moves a whole page (the rows the screen shows), not a fixed 10.
+    let (page, last) = h.app.help_page();
+    assert!(page > 10 && last > 1, "{page} {last}");
     h.press(KeyCode::Char('j'));
     h.press(KeyCode::PageDown);
-    assert!(matches!(h.app.mode(), Mode::Help(n) if *n > 1));
+    assert!(matches!(h.app.mode(), Mode::Help(n) if *n == (page + 1).min(last)));
     snap!(h, "help_scrolled");
-    // G goes to the end of the help, g back to the top; neither closes it.
+    // G goes to the end of the help, g back to the top; neither closes it. From the end, k
+    // moves at once (the scroll stops at the last page, not far past it).
     h.press(KeyCode::Char('G'));
-    assert!(matches!(h.app.mode(), Mode::Help(n) if *n > 10));
+    assert!(matches!(h.app.mode(), Mode::Help(n) if *n == last));
+    h.press(KeyCode::Char('k'));
+    assert!(matches!(h.app.mode(), Mode::Help(n) if *n == last - 1));
+    // Every palette command is listed, its aliases apart from what it does.
+    let rows = h.app.help_text().rows;
+    for name in [":journal", ":fleet", ":cloud"] {
+        assert!(
+            rows.iter().any(|r| matches!(r, crate::tui::state::help::HelpRow::Command { name: n, .. } if n == name)),
+            "{name}"
+        );
+    }
     h.press(KeyCode::Char('g'));
     assert!(matches!(h.app.mode(), Mode::Help(0)));
     h.press(KeyCode::Esc);

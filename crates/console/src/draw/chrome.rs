@@ -3,7 +3,6 @@
 use super::{centered, clear};
 use crate::model::terminal_safe;
 use crate::service::health::{Health, ServiceHealth};
-use crate::tui::keys::KeyAction;
 use crate::tui::message::COMMANDS;
 use crate::tui::resource_columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
@@ -236,26 +235,6 @@ fn requests_segment(app: &App, long: bool) -> Vec<Span<'static>> {
     vec![Span::styled(label, hs), Span::styled(text, style)]
 }
 
-/// What the header's figures mean, for the help screen.
-const HEADER_HELP: &[(&str, &str)] = &[
-    (
-        "data 8s ⟳",
-        "Age of the view's data; ⟳ a refresh is under way; STALE: the last one failed",
-    ),
-    (
-        "req 0/16 15/50/s",
-        "In flight (at most 16 at once) · started in the last second (limit 50/s)",
-    ),
-    (
-        "settling x 14s",
-        "x re-read every 2 s after an action, until Heat is done with it (2 min at most)",
-    ),
-    (
-        "(3 retries)",
-        "Requests retried since start (429 or 5xx answers, timeouts, lost connections)",
-    ),
-];
-
 pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
     let th = app.theme();
     let crumbs: Vec<String> = std::iter::once(app.info().cloud.clone())
@@ -360,66 +339,43 @@ fn fit_hints(hints: Vec<(String, &'static str)>, width: usize) -> Vec<(String, &
 }
 
 pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
+    use crate::tui::state::help::HelpRow;
     let th = app.theme();
-    let mut lines: Vec<Line> = Vec::new();
-    for (section, rows) in app.keys().help_sections() {
-        lines.push(Line::from(Span::styled(section, th.title())));
-        for (keys, help) in rows {
-            lines.push(Line::from(vec![
+    let text = app.help_text();
+    let left = text.left + 2;
+    let lines: Vec<Line> = text
+        .rows
+        .into_iter()
+        .map(|row| match row {
+            HelpRow::Section(s) => Line::from(Span::styled(s, th.title())),
+            HelpRow::Key { keys, help } => Line::from(vec![
                 Span::styled(
-                    format!("  {keys:<16}"),
+                    format!("  {keys:<left$}"),
                     th.accent().add_modifier(Modifier::BOLD),
                 ),
                 Span::styled(help, Style::default().fg(th.fg)),
-            ]));
-        }
-    }
-    lines.push(Line::from(Span::styled("Header", th.title())));
-    for (figure, help) in HEADER_HELP {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {figure:<16}"), th.accent()),
-            Span::styled(*help, Style::default().fg(th.fg)),
-        ]));
-    }
-    lines.push(Line::from(Span::styled("Commands (:)", th.title())));
-    for (name, aliases, help) in COMMANDS {
-        let names = std::iter::once(*name)
-            .chain(aliases.iter().copied())
-            .collect::<Vec<_>>()
-            .join(" ");
-        lines.push(Line::from(vec![
-            Span::styled(format!("  :{names:<22}"), th.accent()),
-            Span::styled(*help, Style::default().fg(th.fg)),
-        ]));
-    }
-    // The scroll keys as the key table has them (they may be remapped).
-    let scroll_keys = [
-        KeyAction::Down,
-        KeyAction::Up,
-        KeyAction::PageDown,
-        KeyAction::Top,
-        KeyAction::Bottom,
-    ]
-    .iter()
-    .map(|a| {
-        let keys: Vec<String> = app
-            .keys()
-            .keys_for(*a)
-            .iter()
-            .map(|k| k.to_string())
-            .collect();
-        keys.join("/")
-    })
-    .collect::<Vec<_>>()
-    .join(" ");
-    lines.push(Line::from(Span::styled(
-        "Filter: text (case-insensitive), re:REGEX, a leading ! inverts.",
-        th.muted(),
-    )));
-    lines.push(Line::from(Span::styled(
-        format!("This help: {scroll_keys} scroll; any other key closes it."),
-        th.muted(),
-    )));
+            ]),
+            HelpRow::Figure { figure, help } => Line::from(vec![
+                Span::styled(format!("  {figure:<left$}"), th.accent()),
+                Span::styled(help, Style::default().fg(th.fg)),
+            ]),
+            HelpRow::Command {
+                name,
+                aliases,
+                help,
+            } => {
+                let mut spans = vec![
+                    Span::styled(format!("  {name:<left$}"), th.accent()),
+                    Span::styled(help, Style::default().fg(th.fg)),
+                ];
+                if !aliases.is_empty() {
+                    spans.push(Span::styled(format!("  (also {aliases})"), th.muted()));
+                }
+                Line::from(spans)
+            }
+            HelpRow::Note(n) => Line::from(Span::styled(n, th.muted())),
+        })
+        .collect();
     let total = lines.len() as u16;
     let area = centered(body, 100, total + 2);
     let scroll = scroll.min(total.saturating_sub(area.height.saturating_sub(2)));

@@ -158,16 +158,14 @@ impl App {
             Mode::Help(scroll) => {
                 // Scroll keys scroll the help; any other key closes it.
                 let scroll = *scroll;
-                match self.keys.lookup(&key, &[KeyContext::Table]) {
-                    Some(KeyAction::Down) => self.mode = Mode::Help(scroll.saturating_add(1)),
-                    Some(KeyAction::Up) => self.mode = Mode::Help(scroll.saturating_sub(1)),
-                    Some(KeyAction::PageDown) => self.mode = Mode::Help(scroll.saturating_add(10)),
-                    Some(KeyAction::PageUp) => self.mode = Mode::Help(scroll.saturating_sub(10)),
-                    Some(KeyAction::Top) => self.mode = Mode::Help(0),
-                    // Drawing clamps the scroll to the last page.
-                    Some(KeyAction::Bottom) => self.mode = Mode::Help(u16::MAX),
-                    _ => self.mode = Mode::Normal,
-                }
+                let moved = self
+                    .keys
+                    .lookup(&key, &[KeyContext::Table])
+                    .and_then(|a| self.help_scrolled(scroll, a));
+                self.mode = match moved {
+                    Some(to) => Mode::Help(to),
+                    None => Mode::Normal,
+                };
             }
             Mode::Normal => {
                 let contexts = self.key_contexts();

@@ -5,6 +5,7 @@
 pub mod action_dialogs;
 pub mod form;
 mod heat_controls;
+pub mod help;
 pub mod input;
 pub mod journal_reads;
 mod nav;
