@@ -376,3 +376,51 @@ async fn no_switch_while_a_rollout_driven_here_releases_nodes() {
         .iter()
         .any(|r| matches!(r, Request::SwitchCloud { .. })));
 }
+
+/// #26 item 9: Enter on a fleet row opens that cluster: at once on this cloud; on another,
+/// after the console has moved there and that cloud's cluster list has arrived.
+#[tokio::test]
+async fn enter_on_a_fleet_row_opens_its_cluster_here_or_on_its_cloud() {
+    let mut f = Fleet::new(Some(Arc::new(FixedFleet(four_clouds().await))));
+    drain(&mut f.app, &mut f.worker, &mut f.rx).await;
+    let here = f.app.info().cloud.clone();
+    f.open();
+    f.until_done().await;
+    // A row of another cloud: the console moves there first.
+    let rows = f.app.store().fleet.rows.clone();
+    let first = rows
+        .iter()
+        .position(|r| r.cloud == "staging" && !r.cluster.is_empty());
+    let Some(pos) = first else {
+        panic!("a staging row: {rows:?}")
+    };
+    for _ in 0..pos {
+        f.app.update(Action::Key(KeyAction::Down));
+    }
+    let wanted = rows[pos].cluster.clone();
+    f.app.update(Action::Key(KeyAction::Open));
+    let asked = f.app.take_requests();
+    assert!(
+        asked
+            .iter()
+            .any(|r| matches!(r, Request::SwitchCloud { name, region }
+            if name == "staging" && region.as_deref() == Some("RegionTwo"))),
+        "{asked:?}"
+    );
+    let mut other = FakeCloud::demo(3).with_data(|d| d.clone());
+    other.info.cloud = "staging".into();
+    other.info.region = Some("RegionTwo".into());
+    let next: Arc<dyn CloudService> = Arc::new(FakeCloud::new(other));
+    f.worker.replace(next.clone(), None);
+    f.app.update(Action::Switched {
+        info: Box::new(next.info()),
+        guard: None,
+        notices: vec![],
+    });
+    drain(&mut f.app, &mut f.worker, &mut f.rx).await;
+    match &f.app.view().kind {
+        ViewKind::Dashboard { cluster } => assert_eq!(cluster.name, wanted),
+        other => panic!("not the cluster's dashboard: {other:?}"),
+    }
+    assert_ne!(here, "staging");
+}

@@ -97,6 +97,9 @@ pub struct App {
     views: Registry,
     /// Bursts of refreshes after accepted actions (see [`settle`]).
     settling: Vec<settle::Settle>,
+    /// A cluster to open once the cluster list of the cloud the console moves to arrives
+    /// (Enter on another cloud's fleet row).
+    pending_cluster: Option<String>,
 }
 
 impl App {
@@ -142,6 +145,7 @@ impl App {
             dirty: true,
             size: (80, 24),
             clipboard: None,
+            pending_cluster: None,
             views,
             settling: Vec::new(),
         };
@@ -379,13 +383,17 @@ impl App {
                 guard,
                 notices,
             } => self.switched(*info, guard, notices),
-            Action::SwitchFailed { cloud, error } => self.set_status(
-                Level::Error,
-                format!(
-                    "cannot switch to cloud {cloud}: {error} (still on {})",
-                    self.info.cloud
-                ),
-            ),
+            Action::SwitchFailed { cloud, error } => {
+                // The cluster a fleet row asked for was on that cloud.
+                self.pending_cluster = None;
+                self.set_status(
+                    Level::Error,
+                    format!(
+                        "cannot switch to cloud {cloud}: {error} (still on {})",
+                        self.info.cloud
+                    ),
+                )
+            }
         }
     }
 
@@ -573,6 +581,7 @@ impl App {
         match reply {
             Reply::Clusters { gen, result } => {
                 self.store.clusters.finish(gen, result, now);
+                self.open_pending_cluster();
             }
             Reply::Cluster {
                 cluster_id,

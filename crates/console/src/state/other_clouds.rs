@@ -38,7 +38,52 @@ pub fn row_lines(r: &FleetRow) -> Vec<String> {
 }
 
 impl App {
-    /// Enter on a fleet row: the row whole, in an overlay.
+    /// Enter on a fleet row: that cluster's dashboard, at once when the row is this cloud's;
+    /// else the console moves to the row's cloud (as `:cloud` does) and opens the cluster when
+    /// that cloud's cluster list arrives. A row with no cluster (a cloud that gave none, and
+    /// says why) is shown whole.
+    pub(crate) fn fleet_open(&mut self) {
+        let v = self.view();
+        let Some(row) = v.table.selected(&self.store.fleet.rows).cloned() else {
+            self.set_status(Level::Warn, "no fleet row selected");
+            return;
+        };
+        if row.cluster.is_empty() {
+            return self.fleet_detail();
+        }
+        self.pending_cluster = Some(row.cluster.clone());
+        if row.cloud == self.info.cloud {
+            self.nav = vec![View::new(ViewKind::Clusters)];
+            self.open_pending_cluster();
+            if self.pending_cluster.is_some() {
+                self.set_status(Level::Info, format!("opening {} when listed…", row.cluster));
+            }
+            return;
+        }
+        let region = (!row.region.is_empty()).then(|| row.region.clone());
+        self.switch_cloud(row.cloud.clone(), region);
+    }
+
+    /// Opens the cluster Enter on a fleet row asked for, once the cluster list holds it.
+    pub(super) fn open_pending_cluster(&mut self) {
+        let Some(name) = self.pending_cluster.clone() else {
+            return;
+        };
+        let Some(cluster) = self
+            .store
+            .clusters
+            .data
+            .as_deref()
+            .and_then(|all| all.iter().find(|c| c.name == name || c.id == name))
+            .cloned()
+        else {
+            return;
+        };
+        self.pending_cluster = None;
+        self.push(ViewKind::Dashboard { cluster });
+    }
+
+    /// `i` on a fleet row: the row whole, in an overlay.
     pub(crate) fn fleet_detail(&mut self) {
         let v = self.view();
         let Some(row) = v.table.selected(&self.store.fleet.rows) else {

@@ -154,7 +154,7 @@ impl Screen for Fleet {
     }
 
     fn open(&self, app: &mut App) {
-        app.fleet_detail();
+        app.fleet_open();
     }
 
     fn crumb(&self) -> String {
