@@ -34,16 +34,66 @@ fn boxed(app: &App, frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>
     );
 }
 
-/// `line` cut into rows of at most `width` characters.
-fn hard_wrap(line: &str, width: usize) -> Vec<String> {
-    let chars: Vec<char> = line.chars().collect();
-    if chars.is_empty() {
-        return vec![String::new()];
+/// `line` cut into rows of at most `width` characters, at spaces where it can be: a word
+/// longer than a row (a URL, an API body) is cut where the row ends. Rows after the first
+/// keep the line's indent, so a wrapped plan line still reads as one item.
+fn word_wrap(line: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let indent: String = line.chars().take_while(|c| *c == ' ').collect();
+    let indent = if indent.chars().count() * 2 < width {
+        indent
+    } else {
+        String::new()
+    };
+    let mut rows: Vec<String> = Vec::new();
+    let mut row = String::new();
+    for word in line.split(' ').skip_while(|w| w.is_empty()) {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let start = if rows.is_empty() && row.is_empty() {
+                line.chars().take_while(|c| *c == ' ').count()
+            } else if row.is_empty() {
+                indent.chars().count()
+            } else {
+                row.chars().count() + 1
+            };
+            if start + word.len() <= width {
+                if row.is_empty() {
+                    row = if rows.is_empty() {
+                        line.chars().take_while(|c| *c == ' ').collect()
+                    } else {
+                        indent.clone()
+                    };
+                } else {
+                    row.push(' ');
+                }
+                row.extend(word.iter());
+                break;
+            }
+            if !row.trim().is_empty() {
+                rows.push(std::mem::take(&mut row));
+                continue;
+            }
+            // A word longer than a whole row: cut it where the row ends.
+            let room = width.saturating_sub(start).max(1);
+            let mut head: String = if rows.is_empty() {
+                line.chars().take_while(|c| *c == ' ').collect()
+            } else {
+                indent.clone()
+            };
+            head.extend(word.iter().take(room));
+            rows.push(head);
+            row.clear();
+            word = word.split_off(room.min(word.len()));
+            if word.is_empty() {
+                break;
+            }
+        }
     }
-    chars
-        .chunks(width.max(1))
-        .map(|c| c.iter().collect())
-        .collect()
+    if !row.is_empty() || rows.is_empty() {
+        rows.push(row);
+    }
+    rows
 }
 
 fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
@@ -159,7 +209,7 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             let plan: Vec<Line> = c
                 .lines
                 .iter()
-                .flat_map(|l| hard_wrap(&terminal_safe(l), inner_w))
+                .flat_map(|l| word_wrap(&terminal_safe(l), inner_w))
                 .map(|l| Line::from(Span::styled(l, Style::default().fg(th.fg))))
                 .collect();
             // The answer lines stay at the bottom; the plan above them scrolls.
@@ -296,5 +346,42 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             let scroll = (*scroll).min(text_scroll_max(lines.len(), body.height));
             boxed(app, frame, area, title, out, scroll);
         }
+    }
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::word_wrap;
+
+    fn rows(line: &str, width: usize) -> Vec<String> {
+        let out = word_wrap(line, width);
+        assert!(
+            out.iter().all(|r| r.chars().count() <= width),
+            "{out:?} wider than {width}"
+        );
+        out
+    }
+
+    #[test]
+    fn plans_wrap_at_words_keep_their_indent_and_cut_only_words_longer_than_a_row() {
+        assert_eq!(
+            rows("scale prod/workers from 3 to 5 nodes", 16),
+            ["scale", "prod/workers", "from 3 to 5", "nodes"]
+        );
+        assert_eq!(
+            rows("  PATCH /stacks/s/1 with the parameters", 20),
+            ["  PATCH /stacks/s/1", "  with the", "  parameters"]
+        );
+        assert_eq!(
+            rows("  body {\"parameters\":{\"node_count\":5}}", 16),
+            [
+                "  body",
+                "  {\"parameters\":",
+                "  {\"node_count\":",
+                "  5}}"
+            ]
+        );
+        assert_eq!(rows("", 10), [""]);
+        assert_eq!(rows("short", 10), ["short"]);
     }
 }
