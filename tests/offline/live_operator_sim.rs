@@ -1014,3 +1014,34 @@ async fn demo_upgrade_nodes_left_on_the_old_image_match_the_rollout_view() {
     );
     env.sim.shutdown().await;
 }
+
+/// #26 item 9: a Magnum node group in the middle of an upgrade (the demo's prod-east rolls
+/// its workers) is not resized: the resize would race the upgrade, and it is refused as it is
+/// for a Heat-native group, saying what to wait for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_magnum_node_group_mid_upgrade_is_not_scaled() {
+    let env = Env::start_with(SimOptions::fast("demo", 1.0)).await;
+    let c = env.cluster("prod-east").await;
+    assert_eq!(c.driver, DriverKind::Magnum);
+    let g = env.nodegroup(&c, "default-worker").await;
+    let op = env.operator(Guard::default());
+    let refused = op
+        .plan_scale(
+            c,
+            g,
+            ScaleRequest {
+                count: Some(1200),
+                remove: vec![],
+            },
+        )
+        .await
+        .expect_err("refused mid-upgrade");
+    assert!(
+        refused.message.contains("UPDATE_IN_PROGRESS")
+            && refused
+                .message
+                .contains("wait for it to settle before scaling"),
+        "{refused}"
+    );
+    env.sim.shutdown().await;
+}

@@ -532,6 +532,22 @@ impl Driver for MagnumDriver {
                 .get_nodegroup(id, &target.nodegroup)
                 .await
                 .map_err(err)?;
+            // An upgrade or another resize under way (the node group's or the cluster's
+            // action in progress): a resize now would race it, as for a Heat-native group.
+            if ng.status.is_in_progress() {
+                return Err(refused(format!(
+                    "{} is {}: wait for it to settle before scaling",
+                    target.label(),
+                    ng.status
+                )));
+            }
+            let cluster = self.magnum.get_cluster(id).await.map_err(err)?;
+            if cluster.status.is_in_progress() {
+                return Err(refused(format!(
+                    "cluster {} is {}: wait for it to settle before scaling {}",
+                    cluster.name, cluster.status, target.nodegroup
+                )));
+            }
             let from = ng.node_count;
             let to = request
                 .count
