@@ -304,6 +304,9 @@ pub enum HeatCommand {
         /// Shown by Heat as the resource's status reason.
         #[arg(long)]
         reason: String,
+        /// Go ahead on a stack Magnum owns (Magnum's next update replaces what is marked).
+        #[arg(long)]
+        allow_magnum_owned: bool,
         #[arg(long)]
         yes: bool,
         #[arg(long)]

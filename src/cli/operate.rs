@@ -865,11 +865,16 @@ async fn heat_control(ctx: &Ctx, command: HeatCommand) -> CmdResult {
             stack,
             resource_path,
             reason,
+            allow_magnum_owned,
             yes,
             confirm,
         } => {
-            let path = resource_path.trim_matches('/').to_string();
-            (stack, Request::MarkUnhealthy { path, reason }, yes, confirm)
+            let request = Request::MarkUnhealthy {
+                path: resource_path.trim_matches('/').to_string(),
+                reason,
+                allow_magnum: allow_magnum_owned,
+            };
+            (stack, request, yes, confirm)
         }
         HeatCommand::Unhook {
             stack,

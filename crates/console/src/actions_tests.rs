@@ -961,6 +961,37 @@ mod heat_controls {
         }
     }
 
+    /// #26 item 9: "its error shown in full (today cut mid-URL, the cause only in the
+    /// journal)": a control Heat refused opens its whole error, URL and all.
+    #[tokio::test]
+    async fn a_failed_control_shows_its_whole_error() {
+        let mut h = H::ops();
+        h.pump().await;
+        let long = format!(
+            "Heat answered HTTP 409 to PATCH http://heat.example:8004/v1/p/stacks/{}/resources/3: \
+             Resource 3 is in progress (UPDATE_IN_PROGRESS)",
+            "x".repeat(80)
+        );
+        h.app.update(Action::Reply(Reply::ControlApplied {
+            action: "heat.mark_unhealthy".into(),
+            target: "prod-k8s-stack/nodes/3".into(),
+            stack_id: "id".into(),
+            result: Err(crate::service::ServiceError::new(
+                crate::service::ErrorKind::Http,
+                long.clone(),
+            )),
+        }));
+        let Some(Dialog::Text { lines, title, .. }) = h.dialog() else {
+            panic!("no error dialog: {}", h.screen());
+        };
+        assert_eq!(title, "heat.mark_unhealthy failed");
+        assert!(
+            lines[0].ends_with("Resource 3 is in progress (UPDATE_IN_PROGRESS)"),
+            "{lines:?}"
+        );
+        assert!(h.status().contains("heat.mark_unhealthy"), "{}", h.status());
+    }
+
     async fn stacks_view(h: &mut H) {
         h.pump().await;
         h.press(KeyCode::Char(':'));

@@ -540,6 +540,7 @@ impl App {
                 let request = ControlRequest::MarkUnhealthy {
                     path: path.clone(),
                     reason,
+                    allow_magnum: false,
                 };
                 self.plan_control(stack.clone(), request, format!("planning {path}…"));
                 return;

@@ -7,7 +7,7 @@ use super::action_dialogs::{Dialog, OnYes, Purpose};
 use super::form::{Confirm, Field, Form};
 use super::settle::Subject;
 use super::view::{StackTarget, ViewKind};
-use super::{App, Level};
+use super::{App, Level, Mode};
 use crate::drivers::guard::Reach;
 use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
 use crate::service::ServiceResult;
@@ -214,7 +214,22 @@ impl App {
                     id: stack_id.to_string(),
                 });
             }
-            Err(e) => self.set_status(Level::Error, format!("{action} {target}: {e}")),
+            Err(e) => {
+                let text = format!("{action} {target}: {e}");
+                self.set_status(Level::Error, text.clone());
+                // The status line cuts a long error (a URL, Heat's whole answer): the error
+                // is shown whole, unless the operator is busy with something else.
+                if matches!(self.mode, Mode::Normal) {
+                    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+                    lines.push(String::new());
+                    lines.push("the journal has the call and its outcome (:journal)".into());
+                    self.open_dialog(Dialog::Text {
+                        title: format!("{action} failed"),
+                        lines,
+                        scroll: 0,
+                    });
+                }
+            }
         }
     }
 }

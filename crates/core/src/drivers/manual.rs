@@ -29,7 +29,7 @@ use super::refused;
 use crate::api::heat::{EnvironmentHooks, HeatClient, StackAction, StackDetail, StackUpdate};
 use crate::drivers::leftover_hooks::HELD_HOOK;
 use crate::journal::{ApiCall, Entry, Outcome};
-use crate::model::StackRef;
+use crate::model::{StackRef, StackResource};
 use crate::ops::hooks::{self, PendingHook};
 use crate::report::{ServiceError, ServiceResult};
 
@@ -283,19 +283,11 @@ pub fn plan_cancel(
             stack.name
         ));
     }
-    if let Some(p) = magnum_parameter(detail).filter(|_| !allow_magnum) {
-        if plan.refusals.is_empty() {
-            plan.override_with = Some(Request::Cancel {
-                rollback,
-                allow_magnum: true,
-            });
-        }
-        plan.refusals.push(format!(
-            "stack {} belongs to a Magnum cluster (it has Magnum's parameter {p}): Magnum's \
-             conductor tracks this update; cancel it through Magnum, or say so to go ahead",
-            stack.name
-        ));
-    }
+    let request = Request::Cancel {
+        rollback,
+        allow_magnum,
+    };
+    guard_magnum_owned(&mut plan, detail, allow_magnum, &request);
     plan
 }
 
@@ -315,13 +307,8 @@ fn action_call(stack: &StackRef, action: StackAction) -> ApiCall {
 }
 
 /// Plans marking the resource at `owner`/`resource` (found from `path`) unhealthy.
-pub fn plan_mark_unhealthy(
-    stack: &StackRef,
-    owner: &StackRef,
-    resource: &str,
-    path: &str,
-    reason: &str,
-) -> ControlPlan {
+pub fn plan_mark_unhealthy(stack: &StackRef, target: &Marked, reason: &str) -> ControlPlan {
+    let path = target.path;
     let control = Control::MarkUnhealthy {
         path: path.to_string(),
         reason: reason.to_string(),
@@ -330,14 +317,50 @@ pub fn plan_mark_unhealthy(
     let body = serde_json::json!({"mark_unhealthy": true, "resource_status_reason": reason});
     plan.calls.push(ApiCall::new(
         "PATCH",
-        resource_path(owner, resource),
+        resource_path(target.owner, &target.resource.name),
         body.to_string(),
     ));
     if reason.trim().is_empty() {
         plan.refusals
             .push("give a reason: Heat shows it as the resource's status reason".into());
     }
+    // Heat marks a resource only while no action runs on it (it answers 409 otherwise).
+    let status = &target.resource.status;
+    if status.is_in_progress() {
+        plan.refusals.push(format!(
+            "{path} is {status}: Heat marks a resource only once its action has ended"
+        ));
+    }
     plan
+}
+
+/// The resource a mark-unhealthy names: the stack that owns it, as Heat shows it, and its
+/// path from the root.
+pub struct Marked<'a> {
+    pub owner: &'a StackRef,
+    pub resource: &'a StackResource,
+    pub path: &'a str,
+}
+
+/// A stack Magnum owns (it has Magnum's parameters) is Magnum's to change: a plan on it is
+/// refused unless the operator said so, and offers the same request with the say-so.
+fn guard_magnum_owned(
+    plan: &mut ControlPlan,
+    detail: &StackDetail,
+    allow_magnum: bool,
+    request: &Request,
+) {
+    let Some(p) = magnum_parameter(detail).filter(|_| !allow_magnum) else {
+        return;
+    };
+    if plan.refusals.is_empty() {
+        plan.override_with = Some(request.allowing_magnum());
+    }
+    plan.refusals.push(format!(
+        "stack {} belongs to a Magnum cluster (it has Magnum's parameter {p}): {}",
+        plan.stack.name,
+        request.magnum_concern()
+    ));
 }
 
 /// The stack owning the resource at `path` (`kube_minions/3/server`) and its name there:
@@ -480,9 +503,24 @@ pub async fn plan(
             let detail = heat.get_stack(stack, false).await?;
             Ok(plan_cancel(stack, &detail, *rollback, *allow_magnum))
         }
-        Request::MarkUnhealthy { path, reason } => {
+        Request::MarkUnhealthy {
+            path,
+            reason,
+            allow_magnum,
+        } => {
             let (owner, resource) = owner_of(heat, stack, path).await?;
-            Ok(plan_mark_unhealthy(stack, &owner, &resource, path, reason))
+            let (detail, shown) = futures::join!(
+                heat.get_stack(stack, false),
+                heat.get_resource(&owner, &resource)
+            );
+            let target = Marked {
+                owner: &owner,
+                resource: &shown?.resource,
+                path,
+            };
+            let mut plan = plan_mark_unhealthy(stack, &target, reason);
+            guard_magnum_owned(&mut plan, &detail?, *allow_magnum, request);
+            Ok(plan)
         }
         Request::Unhook { group } => {
             let detail = heat.get_stack(stack, false).await?;
@@ -535,11 +573,49 @@ pub enum Request {
     MarkUnhealthy {
         path: String,
         reason: String,
+        /// Go ahead on a stack Magnum owns (its next update replaces what is marked).
+        allow_magnum: bool,
     },
     /// Take the `pre-update` hooks out of the stack's environment on a group's members.
     Unhook {
         group: String,
     },
+}
+
+impl Request {
+    /// The same request, said to go ahead on a stack Magnum owns.
+    pub fn allowing_magnum(&self) -> Request {
+        match self {
+            Request::Cancel { rollback, .. } => Request::Cancel {
+                rollback: *rollback,
+                allow_magnum: true,
+            },
+            Request::MarkUnhealthy { path, reason, .. } => Request::MarkUnhealthy {
+                path: path.clone(),
+                reason: reason.clone(),
+                allow_magnum: true,
+            },
+            Request::ClearHook { .. } | Request::Check | Request::Unhook { .. } => self.clone(),
+        }
+    }
+
+    /// What going ahead on a stack Magnum owns does, said in its refusal.
+    fn magnum_concern(&self) -> &'static str {
+        match self {
+            Request::MarkUnhealthy { .. } => {
+                "Magnum's next update of the cluster (its resize or upgrade) replaces the \
+                 marked resource, and Magnum is not told why; say so to go ahead"
+            }
+            Request::Cancel { .. }
+            | Request::ClearHook { .. }
+            | Request::Check
+            | Request::Unhook { .. } => {
+                "Magnum's conductor tracks this update and knows no cancel of its own (there \
+                 is no Magnum API for it): a cancel here leaves the cluster as Heat ends it; \
+                 say so to go ahead"
+            }
+        }
+    }
 }
 
 /// Sends a plan the operator has seen: refusals and guard rails first (recorded as
@@ -761,9 +837,34 @@ mod tests {
         assert!(plan_cancel(&s, &magnum, true, true).refusals.is_empty());
     }
 
+    fn member(status: &str) -> StackResource {
+        StackResource {
+            name: "3".into(),
+            logical_id: "3".into(),
+            physical_id: None,
+            resource_type: "OS::Heat::Stack".into(),
+            status: crate::model::Status::parse(status),
+            status_reason: None,
+            updated_at: None,
+            owner: None,
+            nested: None,
+            parent_resource: None,
+            required_by: vec![],
+        }
+    }
+
+    fn marked<'a>(owner: &'a StackRef, r: &'a StackResource) -> Marked<'a> {
+        Marked {
+            owner,
+            resource: r,
+            path: "nodes/3",
+        }
+    }
+
     #[test]
     fn mark_unhealthy_patches_the_resource_in_its_owner_and_wants_a_reason() {
-        let plan = plan_mark_unhealthy(&sref("s"), &sref("nodes"), "3", "nodes/3", "disk");
+        let (nodes, done) = (sref("nodes"), member("UPDATE_COMPLETE"));
+        let plan = plan_mark_unhealthy(&sref("s"), &marked(&nodes, &done), "disk");
         assert_eq!(
             plan.calls[0].to_string(),
             "PATCH /stacks/nodes/nodes-id/resources/3 \
@@ -773,8 +874,50 @@ mod tests {
             mark_target(&plan).ok(),
             Some((sref("nodes"), "3".to_string()))
         );
-        let blank = plan_mark_unhealthy(&sref("s"), &sref("nodes"), "3", "nodes/3", " ");
+        let blank = plan_mark_unhealthy(&sref("s"), &marked(&nodes, &done), " ");
         assert_eq!(blank.refusals.len(), 1);
+        // Heat answers 409 to a mark on a resource whose action runs: refused before.
+        let busy = member("UPDATE_IN_PROGRESS");
+        let plan = plan_mark_unhealthy(&sref("s"), &marked(&nodes, &busy), "disk");
+        assert_eq!(
+            plan.refusals,
+            ["nodes/3 is UPDATE_IN_PROGRESS: Heat marks a resource only once its action has ended"]
+        );
+    }
+
+    #[test]
+    fn a_mark_on_a_stack_magnum_owns_is_refused_unless_said_and_offers_the_say_so() {
+        let (nodes, done) = (sref("nodes"), member("UPDATE_COMPLETE"));
+        let request = Request::MarkUnhealthy {
+            path: "nodes/3".into(),
+            reason: "disk".into(),
+            allow_magnum: false,
+        };
+        let magnum = detail("UPDATE_COMPLETE", &["cluster_uuid"]);
+        let mut plan = plan_mark_unhealthy(&sref("s"), &marked(&nodes, &done), "disk");
+        guard_magnum_owned(&mut plan, &magnum, false, &request);
+        assert_eq!(plan.refusals.len(), 1);
+        assert!(
+            plan.refusals[0].contains("Magnum's next update of the cluster"),
+            "{:?}",
+            plan.refusals
+        );
+        assert_eq!(plan.override_with, Some(request.allowing_magnum()));
+        let mut allowed = plan_mark_unhealthy(&sref("s"), &marked(&nodes, &done), "disk");
+        guard_magnum_owned(&mut allowed, &magnum, true, &request);
+        assert!(allowed.refusals.is_empty());
+        // A refused cancel does not send the operator to a Magnum API that does not exist.
+        let cancel = plan_cancel(
+            &sref("s"),
+            &detail("UPDATE_IN_PROGRESS", &["cluster_uuid"]),
+            true,
+            false,
+        );
+        assert!(
+            cancel.refusals[0].contains("there is no Magnum API for it"),
+            "{:?}",
+            cancel.refusals
+        );
     }
 
     #[tokio::test]
