@@ -973,7 +973,7 @@ mod heat_controls {
             "x".repeat(80)
         );
         h.app.update(Action::Reply(Reply::ControlApplied {
-            action: "heat.mark_unhealthy".into(),
+            action: "heat.mark_unhealthy",
             target: "prod-k8s-stack/nodes/3".into(),
             stack_id: "id".into(),
             result: Err(crate::service::ServiceError::new(
