@@ -470,6 +470,12 @@ async fn rollout_view_controls_send_the_right_control() {
     assert!(h
         .screen()
         .contains("cancel_update: Heat rolls the node group back"));
+    // The confirmation shows its API call, as every other plan does.
+    let screen = h.render(200, 60);
+    assert!(
+        screen.contains("/actions {\"cancel_update\":null}"),
+        "{screen}"
+    );
     assert!(h.app.take_requests().is_empty());
     h.press(KeyCode::Char('y'));
     let reqs = h.app.take_requests();

@@ -732,6 +732,12 @@ impl App {
                 s.done, s.failed, s.skipped, s.remaining
             ));
         }
+        // The call, as every other plan shows it (stopping the releases sends none).
+        match slot.plan.as_ref().map(|p| mode.call(&p.stack)) {
+            Some(Some(call)) => lines.push(format!("  {call}")),
+            Some(None) => lines.push("  no call to Heat: the rollout stops releasing".into()),
+            None => {}
+        }
         self.open_dialog(Dialog::Confirm(Confirm::new(
             "Abort the rollout?",
             lines,

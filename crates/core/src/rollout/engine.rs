@@ -45,6 +45,23 @@ pub enum AbortMode {
     CancelWithoutRollback,
 }
 
+impl AbortMode {
+    /// The call an abort in this mode sends to Heat (none to stop releasing): what its
+    /// confirmation shows and its journal entry holds.
+    pub fn call(self, stack: &crate::model::StackRef) -> Option<ApiCall> {
+        let action = match self {
+            AbortMode::LeavePaused => return None,
+            AbortMode::CancelUpdate => StackAction::CancelUpdate,
+            AbortMode::CancelWithoutRollback => StackAction::CancelWithoutRollback,
+        };
+        Some(ApiCall::new(
+            "POST",
+            format!("{}/actions", stack_path(stack)),
+            format!("{{\"{}\":null}}", action.key()),
+        ))
+    }
+}
+
 /// What the console or a command asks of a running rollout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
@@ -1091,11 +1108,9 @@ impl Runner {
             AbortMode::CancelUpdate => StackAction::CancelUpdate,
             AbortMode::CancelWithoutRollback => StackAction::CancelWithoutRollback,
         };
-        let call = ApiCall::new(
-            "POST",
-            format!("{}/actions", stack_path(&self.plan.stack)),
-            format!("{{\"{}\":null}}", action.key()),
-        );
+        let Some(call) = mode.call(&self.plan.stack) else {
+            return;
+        };
         let e = self
             .record("rollout.cancel", &target, Outcome::Started)
             .calls(vec![call.clone()]);
