@@ -1640,3 +1640,33 @@ async fn keys_after_a_run_s_results_move_the_cursor_when_there_is_nothing_to_scr
     h.press(KeyCode::Char('k'));
     assert!(h.dialog().is_none(), "k at the top closes: {}", h.screen());
 }
+
+/// #26 item 9: status messages expire (an error after two minutes, not never), and
+/// `:messages` shows every one of the session whole.
+#[tokio::test]
+async fn status_messages_expire_and_the_log_keeps_them_whole() {
+    let mut h = H::ops();
+    h.tick_at(0).await;
+    let long = format!("scale refused: {} the end", "word ".repeat(60));
+    h.app.set_status(Level::Error, long.clone());
+    h.app.set_status(Level::Warn, "a warning");
+    h.tick_at(10).await;
+    assert!(h.status().contains("a warning"), "{}", h.status());
+    h.tick_at(40).await;
+    assert_eq!(h.app.status(), None, "a warning leaves after 30 s");
+    h.press(KeyCode::Char(':'));
+    h.type_str("messages");
+    h.press(KeyCode::Enter);
+    let Some(Dialog::Text { lines, .. }) = h.dialog() else {
+        panic!("no messages: {}", h.screen());
+    };
+    let error = lines
+        .iter()
+        .find(|l| l.contains(" ERROR scale refused:"))
+        .expect("the error, whole");
+    assert!(error.ends_with("the end"), "{error}");
+    assert!(
+        lines.iter().any(|l| l.ends_with(" warn  a warning")),
+        "{lines:?}"
+    );
+}

@@ -100,6 +100,8 @@ pub enum Command {
     Upgrade,
     Run,
     Refresh,
+    /// The status messages of this session, whole.
+    Messages,
     Help,
     Quit,
 }
@@ -143,6 +145,11 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
     ("upgrade", &["up"], "upgrade the current node group"),
     ("run", &[], "run a command on the marked nodes"),
     ("refresh", &["r"], "refresh now"),
+    (
+        "messages",
+        &["msg", "log"],
+        "the status messages of this session, whole",
+    ),
     ("help", &["h"], "key bindings"),
     ("q", &["quit", "exit", "q!"], "quit"),
 ];
@@ -191,6 +198,7 @@ impl Command {
             "upgrade" => Command::Upgrade,
             "run" => Command::Run,
             "refresh" => Command::Refresh,
+            "messages" => Command::Messages,
             "help" => Command::Help,
             _ => Command::Quit,
         })

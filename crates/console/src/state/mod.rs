@@ -46,9 +46,24 @@ pub enum Level {
 pub struct StatusLine {
     pub text: String,
     pub level: Level,
-    /// When it was set (info messages go away after a few seconds).
+    /// When it was set (it leaves the status line after [`StatusLine::lasts_secs`]).
     pub at: DateTime<Utc>,
 }
+
+impl StatusLine {
+    /// How long it stays on the status line: an info briefly, a warning longer, an error
+    /// long enough to be read on coming back; `:messages` keeps them all, whole.
+    pub fn lasts_secs(&self) -> i64 {
+        match self.level {
+            Level::Info => 5,
+            Level::Warn => 30,
+            Level::Error => 120,
+        }
+    }
+}
+
+/// Status messages `:messages` keeps (the oldest go first).
+pub const MESSAGES_KEPT: usize = 200;
 
 pub enum Mode {
     Normal,
@@ -79,6 +94,8 @@ pub struct App {
     mode: Mode,
     history: Vec<String>,
     status: Option<StatusLine>,
+    /// Every status message of the session, oldest first, at most [`MESSAGES_KEPT`].
+    messages: std::collections::VecDeque<StatusLine>,
     faults_only: bool,
     frozen: bool,
     frozen_queue: Vec<Reply>,
@@ -134,6 +151,7 @@ impl App {
             nav: vec![View::new(ViewKind::Clusters)],
             mode: Mode::Normal,
             history: Vec::new(),
+            messages: status.iter().cloned().collect(),
             status,
             faults_only: false,
             frozen: false,
@@ -294,12 +312,46 @@ impl App {
     }
 
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
-        self.status = Some(StatusLine {
+        let line = StatusLine {
             text: text.into(),
             level,
             at: self.now,
-        });
+        };
+        if self.messages.len() >= MESSAGES_KEPT {
+            self.messages.pop_front();
+        }
+        self.messages.push_back(line.clone());
+        self.status = Some(line);
         self.dirty = true;
+    }
+
+    /// `:messages`: every status message of the session, whole, newest last.
+    fn show_messages(&mut self) {
+        let lines: Vec<String> = match self.messages.is_empty() {
+            true => vec!["no message yet".into()],
+            false => self
+                .messages
+                .iter()
+                .map(|m| {
+                    let level = match m.level {
+                        Level::Info => "info ",
+                        Level::Warn => "warn ",
+                        Level::Error => "ERROR",
+                    };
+                    format!("{} {level} {}", m.at.format("%H:%M:%S"), m.text)
+                })
+                .collect(),
+        };
+        // Opened at the newest.
+        let scroll = action_dialogs::text_scroll_max(
+            lines.len(),
+            self.size.1.saturating_sub(action_dialogs::CHROME_ROWS),
+        );
+        self.open_dialog(action_dialogs::Dialog::Text {
+            title: format!("Messages ({})", self.messages.len()),
+            lines,
+            scroll,
+        });
     }
 
     fn gen(&mut self) -> u64 {
@@ -366,7 +418,7 @@ impl App {
                 if self
                     .status
                     .as_ref()
-                    .is_some_and(|s| s.level == Level::Info && (now - s.at).num_seconds() >= 5)
+                    .is_some_and(|s| (now - s.at).num_seconds() >= s.lasts_secs())
                 {
                     self.status = None;
                     self.dirty = true;
@@ -426,6 +478,7 @@ impl App {
             Command::Upgrade => self.open_upgrade(),
             Command::Run => self.open_node_action(),
             Command::Refresh => self.on_action(KeyAction::Refresh),
+            Command::Messages => self.show_messages(),
             Command::Help => self.mode = Mode::Help(0),
             Command::Quit => self.request_quit(),
         }
