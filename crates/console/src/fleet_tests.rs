@@ -424,3 +424,33 @@ async fn enter_on_a_fleet_row_opens_its_cluster_here_or_on_its_cloud() {
     }
     assert_ne!(here, "staging");
 }
+
+/// #26 item 9: `:cloud` with no name lists the clouds of clouds.yaml, this one marked.
+#[tokio::test]
+async fn cloud_with_no_name_lists_the_clouds() {
+    let mut f = Fleet::new(None);
+    drain(&mut f.app, &mut f.worker, &mut f.rx).await;
+    f.app.update(Action::Command(
+        Command::parse(":cloud").expect("a command"),
+    ));
+    let asked = f.app.take_requests();
+    assert!(matches!(&asked[..], [Request::ListClouds]), "{asked:?}");
+    let here = f.app.info().cloud.clone();
+    f.app.update(Action::Reply(Reply::Clouds {
+        result: Ok((
+            std::path::PathBuf::from("/etc/openstack/clouds.yaml"),
+            vec!["dr-site".into(), here.clone()],
+        )),
+    }));
+    let screen = f.render(120, 40);
+    assert!(screen.contains("/etc/openstack/clouds.yaml:"), "{screen}");
+    assert!(screen.contains("  dr-site"), "{screen}");
+    assert!(
+        screen.contains(&format!("● {here}  (this console's)")),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(":cloud NAME [REGION] moves the console there"),
+        "{screen}"
+    );
+}

@@ -91,6 +91,8 @@ pub enum Command {
     Rollout,
     Journal,
     Fleet,
+    /// List the clouds of clouds.yaml (`:cloud` with no name).
+    Clouds,
     /// Reconnect to another cloud of clouds.yaml, optionally in another region.
     Cloud {
         name: String,
@@ -139,7 +141,7 @@ pub const COMMANDS: &[(&str, &[&str], &str)] = &[
     (
         "cloud",
         &["ctx"],
-        "switch cloud: :cloud NAME [REGION] (from clouds.yaml)",
+        "switch cloud: :cloud NAME [REGION]; :cloud alone lists clouds.yaml's",
     ),
     ("scale", &[], "scale the current node group"),
     ("upgrade", &["up"], "upgrade the current node group"),
@@ -182,9 +184,7 @@ impl Command {
             "rollout" => Command::Rollout,
             "journal" => Command::Journal,
             "fleet" => Command::Fleet,
-            "cloud" if arg.is_empty() => {
-                return Err(":cloud needs a cloud name from clouds.yaml (and a region)".into())
-            }
+            "cloud" if arg.is_empty() => Command::Clouds,
             "cloud" => {
                 let mut words = arg.split_whitespace();
                 let name = words.next().unwrap_or_default().to_string();
@@ -342,6 +342,8 @@ pub enum Request {
         offset: u64,
         gen: u64,
     },
+    /// The clouds clouds.yaml names (`:cloud` with no name).
+    ListClouds,
     /// Connect to another cloud (the runtime does it: the worker's service is replaced).
     SwitchCloud {
         name: String,
@@ -448,6 +450,10 @@ pub enum Reply {
         path: PathBuf,
         result: Result<usize, String>,
     },
+    /// clouds.yaml's path and the clouds it names.
+    Clouds {
+        result: Result<(PathBuf, Vec<String>), String>,
+    },
     ScalePlan {
         gen: u64,
         result: ServiceResult<ScalePlan>,
@@ -549,7 +555,7 @@ mod tests {
                 region: Some("RegionTwo".into())
             })
         );
-        assert!(Command::parse(":cloud").is_err());
+        assert_eq!(Command::parse(":cloud"), Ok(Command::Clouds));
         assert!(Command::parse(":cloud a b c").is_err());
         assert!(Command::parse("bogus").unwrap_err().contains("bogus"));
     }

@@ -474,6 +474,7 @@ impl App {
             Command::Journal => self.push(ViewKind::Journal),
             Command::Fleet => self.push(ViewKind::Fleet),
             Command::Cloud { name, region } => self.switch_cloud(name, region),
+            Command::Clouds => self.outbox.push(Request::ListClouds),
             Command::Scale => self.open_scale(),
             Command::Upgrade => self.open_upgrade(),
             Command::Run => self.open_node_action(),
@@ -723,6 +724,7 @@ impl App {
                     self.set_status(Level::Error, format!("cannot save {}: {e}", path.display()))
                 }
             },
+            Reply::Clouds { result } => self.show_clouds(result),
             Reply::Journal { gen, result } => self.store.journal.finish(gen, result, now),
             Reply::FleetCloud { gen, report } => self.store.fleet.answer(gen, &report, now),
             Reply::FleetDone { gen, result } => self.store.fleet.done(gen, result, now),

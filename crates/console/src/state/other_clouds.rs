@@ -134,6 +134,32 @@ impl App {
         self.outbox.push(Request::SwitchCloud { name, region });
     }
 
+    /// `:cloud` with no name: the clouds clouds.yaml names, this one marked.
+    pub(super) fn show_clouds(
+        &mut self,
+        result: Result<(std::path::PathBuf, Vec<String>), String>,
+    ) {
+        let (path, names) = match result {
+            Ok(found) => found,
+            Err(e) => return self.set_status(Level::Error, format!("no clouds to list: {e}")),
+        };
+        let mut lines = vec![format!("{}:", path.display()), String::new()];
+        lines.extend(names.iter().map(|n| match *n == self.info.cloud {
+            true => format!("● {n}  (this console's)"),
+            false => format!("  {n}"),
+        }));
+        if names.is_empty() {
+            lines.push("  (no cloud defined)".into());
+        }
+        lines.push(String::new());
+        lines.push(":cloud NAME [REGION] moves the console there".into());
+        self.open_dialog(Dialog::Text {
+            title: format!("Clouds ({})", names.len()),
+            lines,
+            scroll: 0,
+        });
+    }
+
     /// The node group of a rollout driven here that is starting, running or aborting.
     fn rollout_running_here(&self) -> Option<String> {
         self.store.rollouts.values().find_map(|slot| {

@@ -319,6 +319,15 @@ impl Worker {
                 let _ = tx.send(Reply::Saved { path, result });
             }),
             Request::Fleet { gen } => self.scan_fleet(gen),
+            Request::ListClouds => self.spawn(async move {
+                let read = tokio::task::spawn_blocking(|| {
+                    let env = caldera_cloud::config::DiscoveryEnv::from_process();
+                    caldera_cloud::config::clouds::list_clouds(&env).map_err(|e| e.to_string())
+                })
+                .await;
+                let result = read.unwrap_or_else(|e| Err(format!("reading clouds.yaml: {e}")));
+                let _ = tx.send(Reply::Clouds { result });
+            }),
             // Connecting is the runtime's (it owns the worker it replaces).
             Request::SwitchCloud { name, .. } => {
                 tracing::warn!("switching to cloud {name} reached the worker: ignored");
