@@ -244,9 +244,10 @@ pub enum HeatCommand {
     ClearHook {
         /// STACK: name or id (a cluster's stack by its own name).
         stack: String,
-        /// The resource's path from the stack down (`kube_minions/3`), or a glob of paths
-        /// (`kube_minions/*`): only resources held on HOOK now are signalled.
-        resource_path: String,
+        /// The resources' paths from the stack down (`kube_minions/3 kube_minions/7`), or
+        /// globs of paths (`kube_minions/*`): only resources held on HOOK now are signalled.
+        #[arg(required = true)]
+        resource_path: Vec<String>,
         #[arg(long, default_value = "pre-update")]
         hook: String,
         /// Don't ask.

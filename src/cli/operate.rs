@@ -840,8 +840,11 @@ async fn heat_control(ctx: &Ctx, command: HeatCommand) -> CmdResult {
             yes,
             confirm,
         } => {
-            let pattern = resource_path.trim_matches('/').to_string();
-            (stack, Request::ClearHook { pattern, hook }, yes, confirm)
+            let patterns = resource_path
+                .iter()
+                .map(|p| p.trim_matches('/').to_string())
+                .collect();
+            (stack, Request::ClearHook { patterns, hook }, yes, confirm)
         }
         HeatCommand::Check {
             stack,

@@ -1422,6 +1422,67 @@ async fn snapshot_tree_hook_held() {
     snap!(h, "tree_hook_held");
 }
 
+/// #26 item 9: "releasing 3 held members takes ~24 keys": with rows marked, `H` plans the
+/// release of every marked member's hook at once.
+#[tokio::test]
+async fn marked_members_hooks_are_released_in_one_plan() {
+    let mut h = Harness::demo(10);
+    reshaped_workers(&h, false);
+    open_worker_tree(&mut h).await;
+    let (stack_id, held): (String, Vec<String>) = {
+        let ViewKind::Tree { stack, .. } = &h.app.view().kind else {
+            panic!("not the tree");
+        };
+        let tree = h.app.store().trees[&stack.id].data.clone().expect("tree");
+        let held = tree
+            .rows
+            .iter()
+            .filter(|r| r.hook.is_some())
+            .map(|r| r.path.clone())
+            .collect();
+        (stack.id.clone(), held)
+    };
+    assert_eq!(held.len(), 3, "{held:?}");
+    let rows = h.app.store().trees[&stack_id]
+        .data
+        .clone()
+        .expect("tree")
+        .rows;
+    // As an operator does: down the tree, `space` on the first two held members.
+    h.key(KeyAction::Top);
+    let mut marked = 0;
+    for _ in 0..rows.len() {
+        let selected = h.app.view().table.selected(&rows).map(|r| r.path.clone());
+        if selected.is_some_and(|p| held[..2].contains(&p)) {
+            h.key(KeyAction::Mark);
+            marked += 1;
+            if marked == 2 {
+                break;
+            }
+            continue;
+        }
+        h.key(KeyAction::Down);
+    }
+    assert_eq!(h.app.view().table.marks().len(), 2);
+    h.app.take_requests();
+    // Actions on this connection (the demo harness has no operator of its own).
+    h.app.update(Action::Operator(Some(
+        crate::drivers::guard::Guard::default(),
+    )));
+    h.press(KeyCode::Char('H'));
+    let reqs = h.app.take_requests();
+    let [Request::PlanControl {
+        request: crate::drivers::manual::Request::ClearHook { patterns, .. },
+        ..
+    }] = &reqs[..]
+    else {
+        panic!("{reqs:?} {:?}", h.app.status());
+    };
+    let mut want: Vec<String> = held[..2].iter().map(|p| p.replace(" > ", "/")).collect();
+    want.sort();
+    assert_eq!(patterns, &want);
+}
+
 /// A stalled server: its time in progress against how long its siblings took, and Nova's
 /// fault under it.
 #[tokio::test]

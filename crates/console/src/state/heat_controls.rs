@@ -78,6 +78,8 @@ impl App {
         }
     }
 
+    /// `H`: release the hook the selected resource is held on, or, when rows are marked,
+    /// the hooks of every marked one (one plan, one confirmation).
     pub(super) fn heat_clear_hook(&mut self) {
         let Some((stack, path)) = self.control_resource() else {
             self.set_status(
@@ -89,12 +91,25 @@ impl App {
         if !self.may_act("clear hook") {
             return;
         }
-        // Whatever hook holds it (pre-update, pre-create, ...): the plan names it.
+        let mut marked: Vec<String> = self
+            .view()
+            .table
+            .marks()
+            .iter()
+            .map(|m| slash_path(m))
+            .collect();
+        marked.sort();
+        let patterns = match marked.is_empty() {
+            true => vec![path],
+            false => marked,
+        };
+        let what = patterns.join(", ");
+        // Whatever hook holds them (pre-update, pre-create, ...): the plan names it.
         let request = ControlRequest::ClearHook {
-            pattern: path.clone(),
+            patterns,
             hook: "*".into(),
         };
-        self.plan_control(stack, request, format!("looking for the hook on {path}…"));
+        self.plan_control(stack, request, format!("looking for the hooks on {what}…"));
     }
 
     pub(super) fn heat_mark_unhealthy(&mut self) {

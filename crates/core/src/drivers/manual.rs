@@ -212,12 +212,12 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 pub fn plan_clear_hook(
     stack: &StackRef,
     pending: &[PendingHook],
-    pattern: &str,
+    patterns: &[String],
     hook: &str,
 ) -> ControlPlan {
     let chosen: Vec<PendingHook> = pending
         .iter()
-        .filter(|h| glob_match(hook, &h.hook) && glob_match(pattern, &h.path))
+        .filter(|h| glob_match(hook, &h.hook) && patterns.iter().any(|p| glob_match(p, &h.path)))
         .cloned()
         .collect();
     let calls = chosen
@@ -230,7 +230,11 @@ pub fn plan_clear_hook(
             )
         })
         .collect();
-    let target = format!("{}/{pattern}", stack.name);
+    let pattern = patterns.join(", ");
+    let target = match patterns {
+        [one] => format!("{}/{one}", stack.name),
+        many => format!("{} ({} paths: {pattern})", stack.name, many.len()),
+    };
     let mut plan = ControlPlan::new(stack, Control::ClearHook { hooks: chosen }, target);
     plan.calls = calls;
     if plan.calls.is_empty() {
@@ -491,9 +495,9 @@ pub async fn plan(
     request: &Request,
 ) -> ServiceResult<ControlPlan> {
     match request {
-        Request::ClearHook { pattern, hook } => {
+        Request::ClearHook { patterns, hook } => {
             let pending = hooks::pending_hooks(heat, stack).await?;
-            Ok(plan_clear_hook(stack, &pending, pattern, hook))
+            Ok(plan_clear_hook(stack, &pending, patterns, hook))
         }
         Request::Check => Ok(plan_check(stack, &heat.get_stack(stack, false).await?)),
         Request::Cancel {
@@ -561,8 +565,9 @@ pub async fn plan(
 /// What the operator asked for, before it is planned against Heat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
+    /// Release what is held on `hook` at any of `patterns` (paths or globs of paths).
     ClearHook {
-        pattern: String,
+        patterns: Vec<String>,
         hook: String,
     },
     Check,
@@ -776,7 +781,7 @@ mod tests {
             pending("nodes/3", "pre-create"),
             pending("lb/1", "pre-update"),
         ];
-        let plan = plan_clear_hook(&sref("s"), &hooks, "nodes/*", "pre-update");
+        let plan = plan_clear_hook(&sref("s"), &hooks, &["nodes/*".to_string()], "pre-update");
         assert!(plan.refusals.is_empty());
         let calls: Vec<String> = plan.calls.iter().map(|c| c.to_string()).collect();
         assert_eq!(
@@ -787,7 +792,7 @@ mod tests {
             ]
         );
         assert_eq!(plan.target, "s/nodes/*");
-        let none = plan_clear_hook(&sref("s"), &hooks, "nodes/9", "pre-update");
+        let none = plan_clear_hook(&sref("s"), &hooks, &["nodes/9".to_string()], "pre-update");
         assert_eq!(none.refusals.len(), 1);
     }
 
@@ -796,12 +801,17 @@ mod tests {
         let mut inferred = pending("nodes/2", "pre-update");
         inferred.evidence = hooks::HookEvidence::InferredPurged;
         let hooks = [pending("nodes/1", "pre-update"), inferred];
-        let plan = plan_clear_hook(&sref("s"), &hooks, "nodes/*", "pre-update");
+        let plan = plan_clear_hook(&sref("s"), &hooks, &["nodes/*".to_string()], "pre-update");
         assert_eq!(
             plan.lines()[1],
             "  release 2 resource(s) held on a hook (1 inferred: pause event purged)"
         );
-        let seen = plan_clear_hook(&sref("s"), &hooks[..1], "nodes/*", "pre-update");
+        let seen = plan_clear_hook(
+            &sref("s"),
+            &hooks[..1],
+            &["nodes/*".to_string()],
+            "pre-update",
+        );
         assert_eq!(seen.lines()[1], "  release 1 resource(s) held on a hook");
     }
 
