@@ -1955,6 +1955,19 @@ fn fill_nodes(
     status.stack_status = obs.stack_status.raw.clone();
 }
 
+/// After an abort with rollback, Heat's rollback takes every member it had updated (or was
+/// updating) back to the old template: a member released by the rollout and not on the new
+/// image now is rolled back, not pending (nothing will release it again).
+fn mark_rolled_back(status: &mut RolloutStatus) {
+    for n in status.nodes.iter_mut() {
+        let touched =
+            n.released_at.is_some() || matches!(n.phase, NodePhase::Updating | NodePhase::Failed);
+        if touched && n.phase != NodePhase::Done {
+            n.phase = NodePhase::RolledBack;
+        }
+    }
+}
+
 /// A rollout's status read from Heat and the journal, with no engine running (another
 /// process may be driving it). Paused means Heat holds members on hooks and nobody has
 /// released the next batch.
@@ -2034,6 +2047,13 @@ pub async fn observe_status(
         |m: &String| memory.skipped.contains(m) || obs.members.get(m).is_some_and(|t| t.done);
     let current = plan.batches.iter().position(|b| !b.iter().all(settled));
     fill_nodes(&mut status, &obs, &memory.skipped, current);
+    if matches!(
+        status.state,
+        RolloutState::Aborted { .. } | RolloutState::Aborting { .. }
+    ) && obs.stack_status.action == "ROLLBACK"
+    {
+        mark_rolled_back(&mut status);
+    }
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
         status.state = RolloutState::Completed;
     }
