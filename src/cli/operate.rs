@@ -463,6 +463,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             match (format, summary) {
                 (JournalFormat::Json, true) => {
                     status.nodes.clear();
+                    status.progress.members.clear();
                     writeln!(io::stdout(), "{}", json_string_pretty(&status)?)?
                 }
                 (JournalFormat::Json, false) => {

@@ -448,6 +448,8 @@ async fn rollout_view_controls_send_the_right_control() {
     paused.state = RolloutState::Paused {
         reason: "node 1 failed".into(),
     };
+    // The progress model is computed from the state: a changed state is computed again.
+    paused.compute(demo_epoch());
     h.rollout_status(&g, paused);
     snap!(h, "rollout_paused");
     // Skip: the selection follows batch 2 (nodes 2, 3, updating): refused with a reason.
@@ -494,6 +496,7 @@ async fn a_rollout_elsewhere_is_observed_and_resume_takes_it_over() {
     status.state = RolloutState::Paused {
         reason: "node 1 failed".into(),
     };
+    status.compute(demo_epoch());
     h.op = h.op.clone().with_foreign_rollout(plan.clone(), status);
     h.open_edge().await;
     h.key(KeyAction::RolloutView);

@@ -359,9 +359,28 @@ pub struct Progress {
     /// When the update started (its time in state); survives a scale.
     pub since: Option<DateTime<Utc>>,
     pub computed_at: DateTime<Utc>,
+    /// Each member's phase by name, in the members' order: what the heat map draws.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberPhase>,
+}
+
+/// One member's phase, by its name in the group (Heat's member name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberPhase {
+    pub name: String,
+    #[serde(flatten)]
+    pub phase: Phase,
 }
 
 impl Progress {
+    /// The phase of the member named `name`, when it is one of these members.
+    pub fn phase_of(&self, name: &str) -> Option<Phase> {
+        self.members
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.phase)
+    }
+
     /// The one computation: members' phases, counts, state, pace and ETA.
     pub fn compute(members: &[MemberFacts], update: &UpdateFacts, now: DateTime<Utc>) -> Progress {
         let phases: Vec<Phase> = members.iter().map(phase_of).collect();
@@ -380,6 +399,14 @@ impl Progress {
             batch: batch_shown(update, &counts),
             since,
             computed_at: now,
+            members: members
+                .iter()
+                .zip(&phases)
+                .map(|(m, p)| MemberPhase {
+                    name: m.name.clone(),
+                    phase: *p,
+                })
+                .collect(),
         };
         p.eta_secs = eta_of(&p);
         p
@@ -392,6 +419,7 @@ impl Progress {
         let mut pace: Option<Pace> = None;
         for p in parts {
             out.counts.merge(&p.counts);
+            out.members.extend(p.members.iter().cloned());
             if let Some(q) = p.pace {
                 let acc = pace.get_or_insert(Pace {
                     window_secs: q.window_secs,
@@ -425,6 +453,7 @@ impl Progress {
             batch: None,
             since: None,
             computed_at: now,
+            members: Vec::new(),
         }
     }
 
