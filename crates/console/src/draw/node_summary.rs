@@ -76,7 +76,7 @@ pub fn group_progress(
         .get(&nodegroup.id)
         .and_then(|s| s.status.as_ref())
     {
-        return st.progress.clone();
+        return (*st.progress).clone();
     }
     let facts = member_facts(set, nodegroup.image.as_deref());
     Progress::compute(&facts, &update_facts(nodegroup, &facts), now)

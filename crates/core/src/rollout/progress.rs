@@ -215,12 +215,13 @@ pub struct RolloutStatus {
     pub unhealthy: Vec<String>,
     /// The one progress model of this rollout (`crate::progress`): the counters above are
     /// copied from it, and every place that shows the rollout prints it.
+    /// (Boxed: a status travels in the console's messages, which stay small.)
     #[serde(default = "no_progress")]
-    pub progress: Progress,
+    pub progress: Box<Progress>,
 }
 
-fn no_progress() -> Progress {
-    Progress::idle(Utc::now())
+fn no_progress() -> Box<Progress> {
+    Box::new(Progress::idle(Utc::now()))
 }
 
 /// How long a node may be updating before it counts as a straggler, given the median time
@@ -273,7 +274,7 @@ impl RolloutStatus {
             driver: None,
             hooks_left: None,
             unhealthy: Vec::new(),
-            progress: Progress::idle(now),
+            progress: Box::new(Progress::idle(now)),
         }
     }
 
@@ -287,7 +288,7 @@ impl RolloutStatus {
     /// counters (done, failed, skipped, remaining, pace, ETA) into the fields the JSON has
     /// always had. Per-node timings (p50, p95, stragglers) are the rollout's own.
     pub fn compute(&mut self, now: DateTime<Utc>) {
-        self.progress = Progress::compute(&self.member_facts(), &self.update_facts(), now);
+        *self.progress = Progress::compute(&self.member_facts(), &self.update_facts(), now);
         let c = self.progress.counts;
         self.done = c.new;
         self.failed = c.failed;
