@@ -350,7 +350,8 @@ impl State {
 pub struct Progress {
     pub counts: Counts,
     pub state: State,
-    /// `None` until a member became new within the window.
+    /// `None` until a member became new within the window, and whenever the state is not
+    /// running (nothing moves then).
     pub pace: Option<Pace>,
     /// Seconds left at the pace; only while the state is running.
     pub eta_secs: Option<i64>,
@@ -390,7 +391,8 @@ impl Progress {
         }
         let state = state_of(members, &phases, &counts, update);
         let since = update.started_at;
-        let pace = pace_of(members, &phases, since, now);
+        // Nothing moves unless the update runs: a paused or ended update has no pace.
+        let pace = pace_of(members, &phases, since, now).filter(|_| state.moving());
         let mut p = Progress {
             counts,
             state,
