@@ -1719,4 +1719,50 @@ mod one_truth {
             h.key(KeyAction::RolloutView);
         }
     }
+
+    /// One instant of one rollout (batch 2 of 3: one node new, two updating, one held on its
+    /// hook by this rollout, one old, one failed), snapped at 80x24 and 200x60 in the rollout
+    /// view, the dashboard and the nodes pane: each shows the same counts, pace and ETA.
+    #[tokio::test]
+    async fn one_instant_snapped_in_every_view() {
+        let mut h = H::ops();
+        h.open_edge().await;
+        let (c, g) = h.edge_rows().await;
+        let plan = edge_plan(&c, &g);
+        h.rollout_driven_here(&g, &plan);
+        let mut s = mid_run(&plan);
+        if let Some(n) = s.nodes.iter_mut().find(|n| n.batch == 2) {
+            n.phase = NodePhase::Paused;
+        }
+        s.compute(demo_epoch());
+        let p = (*s.progress).clone();
+        assert_eq!(
+            (
+                p.counts.new,
+                p.counts.updating,
+                p.counts.held,
+                p.counts.pending,
+                p.counts.failed
+            ),
+            (1, 2, 1, 1, 1)
+        );
+        h.rollout_status(&g, s);
+        snap!(h, "one_instant_rollout_view");
+        let view = h.render(80, 24);
+        h.key(KeyAction::Back);
+        snap!(h, "one_instant_dashboard");
+        let dash = h.render(200, 60);
+        h.key(KeyAction::Open);
+        h.pump().await;
+        snap!(h, "one_instant_nodes");
+        let nodes = h.render(200, 60);
+        let pace = p.pace_eta_text();
+        assert!(view.contains(&pace), "{view}");
+        for screen in [&dash, &nodes] {
+            assert!(screen.contains(&pace), "{screen}");
+            for w in count_words(&p) {
+                assert!(screen.contains(&w), "{w}\n{screen}");
+            }
+        }
+    }
 }
