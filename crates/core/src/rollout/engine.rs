@@ -1956,14 +1956,21 @@ fn fill_nodes(
 }
 
 /// After an abort with rollback, Heat's rollback takes every member it had updated (or was
-/// updating) back to the old template: a member released by the rollout and not on the new
-/// image now is rolled back, not pending (nothing will release it again).
-fn mark_rolled_back(status: &mut RolloutStatus) {
+/// updating) back to the old template: a member this rollout released (its journal says so)
+/// and not on the new image now is rolled back, not pending. Heat's rollback also pauses and
+/// passes members the rollout never released: the times its events give them are the
+/// rollback's, so those members stay pending with no release time. Skipped stay skipped.
+fn mark_rolled_back(status: &mut RolloutStatus, released: &BTreeSet<String>) {
     for n in status.nodes.iter_mut() {
-        let touched =
-            n.released_at.is_some() || matches!(n.phase, NodePhase::Updating | NodePhase::Failed);
-        if touched && n.phase != NodePhase::Done {
+        if matches!(n.phase, NodePhase::Skipped | NodePhase::Done) {
+            continue;
+        }
+        if released.contains(&n.name) {
             n.phase = NodePhase::RolledBack;
+        } else {
+            n.phase = NodePhase::Pending;
+            n.released_at = None;
+            n.finished_at = None;
         }
     }
 }
@@ -2052,7 +2059,12 @@ pub async fn observe_status(
         RolloutState::Aborted { .. } | RolloutState::Aborting { .. }
     ) && obs.stack_status.action == "ROLLBACK"
     {
-        mark_rolled_back(&mut status);
+        let released: BTreeSet<String> = entries
+            .iter()
+            .filter(|e| e.action == "rollout.release" && e.outcome == Outcome::Ok)
+            .map(|e| member_of(&e.target))
+            .collect();
+        mark_rolled_back(&mut status, &released);
     }
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
         status.state = RolloutState::Completed;
