@@ -532,7 +532,7 @@ fn state_of(members: &[MemberFacts], phases: &[Phase], c: &Counts, u: &UpdateFac
         };
     }
     if c.updating == 0 && c.creating == 0 && c.removing == 0 {
-        if let Some(p) = held_pause(members, phases) {
+        if let Some(p) = held_pause(members, phases, c) {
             return p;
         }
     }
@@ -547,7 +547,7 @@ fn state_of(members: &[MemberFacts], phases: &[Phase], c: &Counts, u: &UpdateFac
 
 /// Nothing updates and members are held: paused, saying by whom and since when. A skipped
 /// member still on its hook keeps Heat's update waiting (it is not complete).
-fn held_pause(members: &[MemberFacts], phases: &[Phase]) -> Option<State> {
+fn held_pause(members: &[MemberFacts], phases: &[Phase], c: &Counts) -> Option<State> {
     let held: Vec<(&MemberFacts, Holder)> = members
         .iter()
         .zip(phases)
@@ -571,7 +571,10 @@ fn held_pause(members: &[MemberFacts], phases: &[Phase]) -> Option<State> {
         .map(|(_, h)| *h)
         .filter(|h| *h != Holder::ThisRollout)
         .collect();
-    if others.is_empty() && skipped_waiting == 0 {
+    // Only this rollout's own holds (or skipped members) while it still has members to
+    // release: it is running. The skipped members' holds stop Heat's update only once
+    // nothing else is left.
+    if others.is_empty() && (skipped_waiting == 0 || c.pending + c.held > 0) {
         return None;
     }
     let since = held.iter().filter_map(|(m, _)| m.since).min();

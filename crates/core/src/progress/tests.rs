@@ -84,6 +84,17 @@ fn skipped_last_node_still_held_is_not_completed_and_has_no_eta() {
         Some((7, 7)),
         "the plan's batches, never renumbered"
     );
+    // Before the end, with a member of this rollout still to release: running.
+    let mut before = ms.clone();
+    before[10] = MemberFacts {
+        held_by: Some(Holder::ThisRollout),
+        ..member(10, "UPDATE_IN_PROGRESS")
+    };
+    let u_run = update("UPDATE_IN_PROGRESS", Control::Running);
+    assert_eq!(
+        Progress::compute(&before, &u_run, now).state,
+        State::Running
+    );
     // Heat's update complete (the skipped member's hook cleared by hand): completed.
     ms[11].held_by = None;
     ms[11].status = Status::parse("UPDATE_COMPLETE");
