@@ -3,8 +3,8 @@
 //! builds the facts it reads and draws what it says), the heat map's cells by zone and its
 //! legend, and a Cluster API node group's verdict (failed or stalled servers).
 
-use crate::model::{terminal_safe, ImagePhase, NodeGroup};
-use crate::progress::{Control, Holder, MemberFacts, Phase, Progress, UpdateFacts};
+use crate::model::{terminal_safe, NodeGroup};
+use crate::progress::{Phase, Progress};
 use crate::tui::resource_columns::{node_state, short_duration};
 use crate::tui::state::store::{NodeRow, NodeSet, Pending, Store};
 use crate::tui::state::App;
@@ -78,54 +78,7 @@ pub fn group_progress(
     {
         return (*st.progress).clone();
     }
-    let facts = member_facts(set, nodegroup.image.as_deref());
-    Progress::compute(&facts, &update_facts(nodegroup, &facts), now)
-}
-
-/// Each node's facts: Heat's status and hook mark, Nova's image against the group's. Who
-/// holds a member is not known without a rollout: Heat (an owner this console cannot name).
-fn member_facts(set: &NodeSet, image: Option<&str>) -> Vec<MemberFacts> {
-    let upgrading = set
-        .rows
-        .iter()
-        .any(|r| r.node.image_phase(image) == Some(ImagePhase::Old));
-    set.rows
-        .iter()
-        .map(|r| {
-            let n = &r.node;
-            let on_target = n.image_phase(image).map(|p| p == ImagePhase::New);
-            MemberFacts {
-                name: n.key.member.clone(),
-                status: n.status.clone(),
-                held_by: n.hook_paused.then_some(Holder::Heat),
-                on_target,
-                // An upgrade covers every member; at rest, a member Heat works on (or
-                // holds) is part of what moves.
-                in_update: upgrading || n.status.is_in_progress() || n.hook_paused,
-                skipped: false,
-                rolled_back: false,
-                since: n.since,
-                finished_at: (on_target == Some(true)).then_some(n.since).flatten(),
-            }
-        })
-        .collect()
-}
-
-/// The group's update as Magnum or Heat says: running while its status is in progress or
-/// members are still on another image.
-fn update_facts(nodegroup: &NodeGroup, members: &[MemberFacts]) -> UpdateFacts {
-    let moving = nodegroup.status.is_in_progress() || members.iter().any(|m| m.in_update);
-    UpdateFacts {
-        stack_status: Some(nodegroup.status.clone()),
-        control: if moving {
-            Control::Running
-        } else {
-            Control::None
-        },
-        batch: None,
-        batches: 0,
-        started_at: None,
-    }
+    crate::progress::of_nodes(set.rows.iter().map(|r| &r.node), nodegroup, now)
 }
 
 /// The heat map's cell of a member in the model's phase; a member no update covers keeps

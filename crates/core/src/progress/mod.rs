@@ -19,7 +19,9 @@ use crate::model::Status;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+mod nodes;
 mod text;
+pub use nodes::of_nodes;
 pub use text::{eta_text, pace_text};
 
 /// The window the pace is measured over: members that became new in the last ten minutes.
