@@ -13,7 +13,7 @@ use crate::tui::widgets::heatmap::HeatGroup;
 use chrono::{DateTime, Utc};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Time in state of the nodes Heat is updating (not held), p50 / p95, and the stragglers:
 /// per-node timings, not progress (the model has the counts, pace and ETA).
@@ -174,10 +174,10 @@ fn count_spans<'a>(app: &App, p: &Progress, short: bool) -> Vec<Span<'a>> {
             spans.push(Span::styled(format!("{n} idle "), th.muted()));
             continue;
         }
-        // At 80 columns the zero counts give way (new always stays: "0/800 new").
-        if phase == Phase::NotInUpdate
-            || (n == 0 && (short || phase == Phase::Pending) && phase != Phase::New)
-        {
+        // Zero counts give way, but `new` during an upgrade ("0/800 new"): members being
+        // created, or updated in place with no image to change, have no "new" to count.
+        let upgrade = p.counts.new + p.counts.pending + p.counts.held > 0;
+        if phase == Phase::NotInUpdate || (n == 0 && !(phase == Phase::New && upgrade)) {
             continue;
         }
         spans.push(glyph_span(app, legend_cell(phase)));
@@ -208,12 +208,13 @@ fn summary_line_labels<'a>(
         spans.push(Span::styled(if short { narrow } else { long }, th.muted()));
         return Line::from(spans);
     }
-    if p.counts.in_update_total() == 0 {
+    let at_rest = p.counts.in_update_total() == 0;
+    if at_rest {
         spans.extend(rest_spans(app, p));
     } else {
         spans.extend(count_spans(app, p, short));
     }
-    if !p.state.moving() {
+    if !at_rest && !p.state.moving() {
         spans.push(Span::styled(
             format!("{}  ", terminal_safe(&p.state.label())),
             th.warning().add_modifier(Modifier::BOLD),
@@ -306,6 +307,12 @@ pub fn zone_groups(
     selected: Option<&str>,
     progress: &Progress,
 ) -> Vec<HeatGroup> {
+    // One lookup per cell: a 10 000-node group is drawn every frame.
+    let phases: HashMap<&str, Phase> = progress
+        .members
+        .iter()
+        .map(|m| (m.name.as_str(), m.phase))
+        .collect();
     let mut zones: BTreeMap<&str, HeatGroup> = BTreeMap::new();
     for row in &set.rows {
         let zone = row.node.zone.as_deref().unwrap_or("-");
@@ -324,8 +331,8 @@ pub fn zone_groups(
             g.selected = Some(g.states.len());
         }
         g.states
-            .push(match progress.phase_of(&row.node.key.member) {
-                Some(phase) => phase_cell(phase, row),
+            .push(match phases.get(row.node.key.member.as_str()) {
+                Some(phase) => phase_cell(*phase, row),
                 None => node_state(row),
             });
     }
