@@ -753,6 +753,14 @@ pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
     );
     assert_eq!((end.done, end.skipped), (4, 1));
     assert_skipped_last_is_not_completed(env, &plan, &end).await;
+    // Found again from Heat (the journal calls it ended, Heat still holds the skipped
+    // member): the plan's own batches, not one per member.
+    let found = caldera::rollout::control::find_rollout(&env.heat, &env.ctx, &target)
+        .await
+        .expect("find")
+        .expect("Heat still holds the skipped member on our hook");
+    assert_eq!(found.id, plan.id);
+    assert_eq!(found.batches, plan.batches);
     let images = env.member_images(&target).await;
     assert_eq!(images["4"], "img-v1");
     assert!(["0", "1", "2", "3"].iter().all(|m| images[*m] == "img-v2"));
