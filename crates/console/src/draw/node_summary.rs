@@ -351,33 +351,24 @@ pub fn verdict_lines(
     label: Option<&str>,
     width: usize,
 ) -> Vec<Line<'static>> {
-    use crate::ops::capi_stall::{assess, ServerLook, Verdict};
-    if nodegroup.capi.is_none() || !set.has_members {
+    use crate::ops::capi_stall::Verdict;
+    if !set.has_members {
         return Vec::new();
     }
-    let looks: Vec<ServerLook> = set
-        .rows
-        .iter()
-        .filter_map(|r| ServerLook::of_node(&r.node))
-        .collect();
     let cluster = store
         .clusters
         .data
         .as_deref()
         .and_then(|cs| cs.iter().find(|c| c.id == nodegroup.cluster_id));
-    // The status and since when: the node group's status, timed by its cluster's create or
-    // last update (Magnum gives node groups no times of their own).
-    let since = cluster.and_then(|c| match nodegroup.status.action.as_str() {
-        "UPDATE" => c.updated_at.or(c.created_at),
-        _ => c.created_at,
-    });
-    let verdict = assess(
-        &nodegroup.status,
-        since,
-        &looks,
+    let Some(verdict) = crate::progress::capi_verdict(
+        nodegroup,
+        cluster,
+        set.rows.iter().map(|r| &r.node),
         set.progress.as_ref(),
         app.now(),
-    );
+    ) else {
+        return Vec::new();
+    };
     let Some(text) = verdict.line(app.now()) else {
         return Vec::new();
     };

@@ -19,8 +19,10 @@ use crate::model::Status;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+mod capi;
 mod nodes;
 mod text;
+pub use capi::{capi_verdict, verdict_of_looks};
 pub use nodes::of_nodes;
 pub use text::{eta_text, pace_text};
 
