@@ -593,24 +593,32 @@ fn held_pause(members: &[MemberFacts], phases: &[Phase], c: &Counts) -> Option<S
 }
 
 /// Members that became new within the window, per minute of the window (shortened to the
-/// update's age early on, never under a minute).
+/// update's age early on, never under a minute). When no new member's finish is known (a
+/// first look finds them done), the pace is theirs over the update's whole age.
 fn pace_of(
     members: &[MemberFacts],
     phases: &[Phase],
     started: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Option<Pace> {
-    let window = started
-        .map(|t| (now - t).num_seconds())
-        .unwrap_or(PACE_WINDOW_SECS)
-        .clamp(60, PACE_WINDOW_SECS);
-    let n = members
+    let new: Vec<&MemberFacts> = members
         .iter()
         .zip(phases)
         .filter(|(_, p)| **p == Phase::New)
-        .filter_map(|(m, _)| m.finished_at)
-        .filter(|t| (now - *t).num_seconds() <= window && *t <= now)
-        .count();
+        .map(|(m, _)| m)
+        .collect();
+    let age = started.map(|t| (now - t).num_seconds().max(60));
+    let (n, window) = if new.iter().all(|m| m.finished_at.is_none()) {
+        (new.len(), age?)
+    } else {
+        let window = age.unwrap_or(PACE_WINDOW_SECS).min(PACE_WINDOW_SECS);
+        let n = new
+            .iter()
+            .filter_map(|m| m.finished_at)
+            .filter(|t| (now - *t).num_seconds() <= window && *t <= now)
+            .count();
+        (n, window)
+    };
     (n > 0).then(|| Pace {
         window_secs: window,
         new_in_window: n,
