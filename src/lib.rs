@@ -19,7 +19,7 @@
 
 pub use caldera_cloud::{api, config, fetch, health, model, report};
 pub use caldera_console as tui;
-pub use caldera_core::{drivers, journal, lifecycle, ops, rollout, service, templates};
+pub use caldera_core::{drivers, journal, lifecycle, ops, progress, rollout, service, templates};
 pub use caldera_sim as sim;
 
 pub mod bench;

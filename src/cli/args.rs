@@ -184,6 +184,9 @@ pub enum RolloutCommand {
         target: String,
         #[arg(long, value_enum, default_value_t)]
         format: JournalFormat,
+        /// The state, counts, batch, pace and ETA only: no line per node (JSON: no `nodes`).
+        #[arg(long)]
+        summary: bool,
     },
     /// Ask the running rollout to stop releasing nodes (and wait for it to say it has).
     Pause {

@@ -198,7 +198,7 @@ async fn capi_verdicts(
     groups: &[crate::model::NodeGroup],
 ) -> bool {
     use crate::ops::capi_nodes::{cluster_servers, is_member};
-    use crate::ops::capi_stall::{assess, ServerLook};
+    use crate::ops::capi_stall::ServerLook;
     let servers = match cluster_servers(nova, capi).await {
         Ok(s) => s,
         Err(e) => {
@@ -218,11 +218,8 @@ async fn capi_verdicts(
             .filter(|s| is_member(capi, &g.name, g.role, &s.name))
             .map(ServerLook::from)
             .collect();
-        let since = match g.status.action.as_str() {
-            "UPDATE" => cluster.updated_at.or(cluster.created_at),
-            _ => cluster.created_at,
-        };
-        if let Some(line) = assess(&g.status, since, &looks, None, now).line(now) {
+        let verdict = crate::progress::verdict_of_looks(g, Some(cluster), &looks, None, now);
+        if let Some(line) = verdict.line(now) {
             eprintln!(
                 "node group {} {}",
                 terminal_safe(&g.name),

@@ -443,12 +443,26 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             .await?;
             follow(handle).await
         }
-        RolloutCommand::Status { target, format } => {
+        RolloutCommand::Status {
+            target,
+            format,
+            summary,
+        } => {
             let target = ctx.resolve_target(&target).await?;
-            let status = rollout_status(ctx, &target).await?;
-            match format {
-                JournalFormat::Json => writeln!(io::stdout(), "{}", json_string_pretty(&status)?)?,
-                _ => print_lines(&status.lines())?,
+            let mut status = rollout_status(ctx, &target).await?;
+            match (format, summary) {
+                (JournalFormat::Json, true) => {
+                    status.nodes.clear();
+                    status.progress.members.clear();
+                    writeln!(io::stdout(), "{}", json_string_pretty(&status)?)?
+                }
+                (JournalFormat::Json, false) => {
+                    writeln!(io::stdout(), "{}", json_string_pretty(&status)?)?
+                }
+                (JournalFormat::Text | JournalFormat::Csv, true) => {
+                    print_lines(&status.summary_lines())?
+                }
+                (JournalFormat::Text | JournalFormat::Csv, false) => print_lines(&status.lines())?,
             }
             Ok(())
         }

@@ -129,7 +129,7 @@ async fn scale_rollout_and_journal_commands() {
     assert!(stdout.contains("batch   1: 0\n"), "{stdout}");
     assert!(stdout.contains("batch   2: 2, 3\n"), "{stdout}");
     assert!(stdout.contains(": completed"), "{stdout}");
-    assert!(stdout.contains("done 6 failed 0"), "{stdout}");
+    assert!(stdout.contains("new 6/6 updating 0 held 0"), "{stdout}");
 
     let out = caldera(&clouds, &journal, &["rollout", "status", "cli/workers"]);
     let (stdout, stderr) = text(&out);
@@ -145,9 +145,39 @@ async fn scale_rollout_and_journal_commands() {
         .and_then(|e| e.rollout.clone())
         .expect("the rollout's id");
     assert!(stdout.starts_with(&format!("rollout {id} ")), "{stdout}");
-    assert!(stdout.contains("throughput -; ETA -"), "{stdout}");
+    assert!(stdout.contains("pace - ETA -"), "{stdout}");
     let again = caldera(&clouds, &journal, &["rollout", "status", "cli/workers"]);
     assert_eq!(text(&again).0.lines().next(), stdout.lines().next());
+    // `--summary`: the same lines but the per-node ones; in JSON, no nodes.
+    let out = caldera(
+        &clouds,
+        &journal,
+        &["rollout", "status", "cli/workers", "--summary"],
+    );
+    let summary = text(&out).0;
+    assert!(out.status.success(), "{summary}");
+    assert!(!summary.contains(" batch   1 "), "{summary}");
+    assert!(
+        summary.lines().all(|l| stdout.contains(l)),
+        "{summary}\n{stdout}"
+    );
+    assert!(summary.lines().count() < stdout.lines().count());
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "status",
+            "cli/workers",
+            "--summary",
+            "--format",
+            "json",
+        ],
+    );
+    let json: serde_json::Value = serde_json::from_str(&text(&out).0).expect("json");
+    assert_eq!(json["nodes"], serde_json::json!([]));
+    assert_eq!(json["progress"]["counts"]["new"], 6);
+    assert_eq!(json["progress"]["state"]["state"], "completed");
 
     // A start while another process drives the group is refused naming the holder: hold
     // the group's driver lock as a live driver does.
@@ -330,7 +360,7 @@ async fn rollout_paused_by_a_failure_is_resumed_by_another_process() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains(": completed"), "{stdout}");
-    assert!(stdout.contains("done 4 failed 0"), "{stdout}");
+    assert!(stdout.contains("new 4/4 updating 0"), "{stdout}");
     let entries = caldera::journal::Journal::open(&journal)
         .read_all()
         .expect("journal");
@@ -498,11 +528,13 @@ async fn skip_and_abort_from_other_processes_reach_the_driver() {
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "{stderr}");
         assert!(stdout.contains(&rollout), "its own id: {stdout}");
-        assert!(stdout.contains("aborted: rolled back"), "{stdout}");
-        // Nothing is releasing any more: no rate, no ETA; after the rollback no node counts
-        // as done (the first one was updated, then rolled back; the others never were).
-        assert!(stdout.contains("throughput -; ETA -"), "{stdout}");
-        assert!(stdout.contains("done 0 failed 0 skipped 1"), "{stdout}");
+        assert!(stdout.contains(": rolled back"), "{stdout}");
+        // Nothing is releasing any more: no pace, no ETA; after the rollback no node counts
+        // as new: the first one was updated, then rolled back (so said, not pending), the
+        // others never were.
+        assert!(stdout.contains("pace - ETA -"), "{stdout}");
+        assert!(stdout.contains("new 0/"), "{stdout}");
+        assert!(stdout.contains("skipped 1 rolled back 1"), "{stdout}");
     }
     sim.shutdown().await;
 }

@@ -12,7 +12,8 @@ use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec, ScaleRequest, UpgradePlan};
 use caldera::journal::{Actor, Journal, Outcome};
 use caldera::lifecycle::ActionsConfig;
-use caldera::model::{Cluster, DriverKind, ImageCounts, Node, NodeGroup};
+use caldera::model::{Cluster, DriverKind, Node, NodeGroup};
+use caldera::progress;
 use caldera::rollout::{Control, NodePhase, RolloutOptions, RolloutState};
 use caldera::service::live::LiveService;
 use caldera::service::live_operator::LiveOperator;
@@ -914,11 +915,22 @@ async fn mid_upgrade_the_nodes_count_old_and_new_by_image_as_the_rollout_does() 
     );
     let nodes = env.nodes(&g).await;
     assert_eq!(nodes.len(), total);
-    let counts = ImageCounts::of(&nodes, g.image.as_deref());
-    assert_eq!(counts.unknown, 0, "every node's image is known: {nodes:?}");
+    let image = g.image.as_deref();
+    assert!(
+        nodes.iter().all(|n| n.image_phase(image).is_some()),
+        "every node's image is known: {nodes:?}"
+    );
+    // The nodes' model and the rollout's say the same: as many left, as many new.
+    let counts = progress::of_nodes(nodes.iter(), &g, chrono::Utc::now()).counts;
     assert_eq!(counts.updating, 0, "{counts:?}");
-    assert_eq!(counts.old, mid.remaining, "{counts:?} vs {:?}", mid.lines());
+    assert_eq!(
+        counts.left(),
+        mid.remaining,
+        "{counts:?} vs {:?}",
+        mid.lines()
+    );
     assert_eq!(counts.new, mid.done, "{counts:?}");
+    assert_eq!(counts.total(), total);
     // By status alone every one of them is complete: what the pane used to say.
     assert!(nodes.iter().all(|n| n.status.is_complete()), "{nodes:?}");
     handle.kill().await;
@@ -951,10 +963,14 @@ async fn magnum_nodes_mid_upgrade_carry_their_servers_image() {
         let g = env.nodegroup(&c, "default-worker").await;
         let nodes = env.nodes(&g).await;
         assert!(!nodes.is_empty());
-        let counts = ImageCounts::of(&nodes, g.image.as_deref());
-        assert_eq!(counts.unknown, 0, "every node's image is known: {nodes:?}");
-        assert_eq!(counts.old + counts.updating + counts.new, nodes.len());
-        if g.status.is_in_progress() && counts.old > 0 {
+        let image = g.image.as_deref();
+        assert!(
+            nodes.iter().all(|n| n.image_phase(image).is_some()),
+            "every node's image is known: {nodes:?}"
+        );
+        let counts = progress::of_nodes(nodes.iter(), &g, chrono::Utc::now()).counts;
+        assert_eq!(counts.total(), nodes.len());
+        if g.status.is_in_progress() && counts.pending + counts.held > 0 {
             assert_ne!(g.image.as_deref(), Some(old.as_str()), "the target image");
             assert!(
                 nodes
@@ -992,10 +1008,11 @@ async fn demo_upgrade_nodes_left_on_the_old_image_match_the_rollout_view() {
     let before = op.observe_update(update.clone()).await.expect("observe");
     let nodes = env.nodes(&g).await;
     let after = op.observe_update(update).await.expect("observe");
-    let counts = ImageCounts::of(&nodes, g.image.as_deref());
-    assert_eq!(counts.unknown, 0, "{counts:?}");
-    assert_eq!(counts.old + counts.updating + counts.new, nodes.len());
-    let left = counts.remaining();
+    let image = g.image.as_deref();
+    assert!(nodes.iter().all(|n| n.image_phase(image).is_some()));
+    let counts = progress::of_nodes(nodes.iter(), &g, chrono::Utc::now()).counts;
+    assert_eq!(counts.total(), nodes.len());
+    let left = counts.left();
     assert!(
         after.remaining <= left && left <= before.remaining,
         "{counts:?}: the rollout view said {} then {} remain",
@@ -1043,5 +1060,64 @@ async fn a_magnum_node_group_mid_upgrade_is_not_scaled() {
                 .contains("wait for it to settle before scaling"),
         "{refused}"
     );
+    env.sim.shutdown().await;
+}
+
+/// A scale while Heat creates the new members: a member Heat has declared but not built
+/// (`INIT_COMPLETE`) or is building (`CREATE_IN_PROGRESS`) counts as being created, never as
+/// new or complete; the counts add up to the members at every look; once settled, the new
+/// members are complete and no update is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_counts_members_being_created_not_complete() {
+    // Members take about two seconds each to build: the looks land mid-scale.
+    let env = Env::start_with(SimOptions::fast("empty", 5.0)).await;
+    sim::seed::heat_native_demo(&env.sim)
+        .await
+        .expect("seed hn-demo");
+    env.settle().await;
+    let (c, g) = env.hn().await;
+    let op = env.operator(Guard::default());
+    let to = g.node_count + 4;
+    let plan = op
+        .plan_scale(
+            c,
+            g,
+            ScaleRequest {
+                count: Some(to),
+                remove: vec![],
+            },
+        )
+        .await
+        .expect("plan");
+    op.apply_scale(plan, None).await.expect("apply");
+    let t0 = Instant::now();
+    let mut seen_creating = 0;
+    loop {
+        let (_, g) = env.hn().await;
+        let nodes = env.nodes(&g).await;
+        let p = progress::of_nodes(nodes.iter(), &g, chrono::Utc::now());
+        assert_eq!(p.counts.total(), nodes.len());
+        for n in &nodes {
+            let building = n.status.action == "INIT"
+                || (n.status.action == "CREATE" && n.status.is_in_progress());
+            if building {
+                assert_eq!(
+                    p.phase_of(&n.key.member),
+                    Some(progress::Phase::Creating),
+                    "{n:?}"
+                );
+            }
+        }
+        seen_creating = seen_creating.max(p.counts.creating);
+        if !g.status.is_in_progress() {
+            assert_eq!(p.counts.creating, 0, "{:?}", p.counts);
+            assert_eq!(nodes.len(), to as usize);
+            assert_eq!(p.state, progress::State::Idle, "{:?}", p.state);
+            break;
+        }
+        assert!(t0.elapsed() < SETTLE, "the scale never settled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(seen_creating > 0, "no look landed while members were built");
     env.sim.shutdown().await;
 }

@@ -82,7 +82,7 @@ async fn real_commands_rollout_and_scale() {
     ]);
     assert!(out.contains("batch   2: 2, 3"), "{out}");
     assert!(out.contains(": completed"), "{out}");
-    assert!(out.contains("done 4 failed 0"), "{out}");
+    assert!(out.contains("new 4/4 updating 0"), "{out}");
     let images = env.member_images(&target).await;
     assert!(images.values().all(|i| i == "img-v2"), "{images:?}");
 

@@ -10,6 +10,7 @@ use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScaleRequ
 use caldera::journal::{Actor, Journal, Outcome};
 use caldera::lifecycle::HookSet;
 use caldera::model::{StackEvent, StackRef};
+use caldera::progress;
 use caldera::rollout::engine::{self, find_active, EngineOptions};
 use caldera::rollout::heat_reader::newest_event;
 use caldera::rollout::{
@@ -750,6 +751,13 @@ pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
     )
     .await
     .expect("pauses");
+    // The operator's pause: the model says paused and why, and gives no ETA.
+    assert!(
+        matches!(&paused.progress.state, progress::State::Paused { why, .. } if why.contains("operator")),
+        "{:?}",
+        paused.progress.state
+    );
+    assert_eq!(paused.progress.eta_secs, None);
     // Whatever was released before the pause finishes; nothing more is released.
     tokio::time::sleep(env.poll * 10 + Duration::from_secs(1)).await;
     let released = |entries: &[caldera::journal::Entry]| {
@@ -789,6 +797,15 @@ pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
         !said.is_empty() && !said.starts_with("taken out") && !said.starts_with("none left"),
         "{said}"
     );
+    assert_skipped_last_is_not_completed(env, &plan, &end).await;
+    // Found again from Heat (the journal calls it ended, Heat still holds the skipped
+    // member): the plan's own batches, not one per member.
+    let found = caldera::rollout::control::find_rollout(&env.heat, &env.ctx, &target)
+        .await
+        .expect("find")
+        .expect("Heat still holds the skipped member on our hook");
+    assert_eq!(found.id, plan.id);
+    assert_eq!(found.batches, plan.batches);
     let images = env.member_images(&target).await;
     assert_eq!(images["4"], "img-v1");
     assert!(["0", "1", "2", "3"].iter().all(|m| images[*m] == "img-v2"));
@@ -802,6 +819,61 @@ pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
         .expect("cancel");
     env.settle(target.stack.as_ref().expect("stack")).await;
     env.delete(&target).await;
+}
+
+/// The last node skipped: it stays on the old image and Heat's update waits on its hook, so
+/// the progress model says paused (not completed), the batches are the plan's, there is no
+/// ETA; `rollout status` (the status read back from Heat and the journal) says the same.
+async fn assert_skipped_last_is_not_completed(env: &Env, plan: &RolloutPlan, end: &RolloutStatus) {
+    let looked = engine::observe_status(&env.heat, &env.ctx.journal, plan)
+        .await
+        .expect("rollout status");
+    for s in [end, &looked] {
+        let p = &s.progress;
+        assert!(
+            matches!(&p.state, progress::State::Paused { why, .. } if why.contains("skipped")),
+            "{:#?}",
+            s.summary_lines()
+        );
+        assert_eq!((p.counts.new, p.counts.skipped), (4, 1));
+        assert_eq!(p.counts.total(), 5);
+        assert_eq!(p.batch, Some((plan.batches.len(), plan.batches.len())));
+        assert_eq!(p.eta_secs, None);
+    }
+    assert_eq!(end.progress.counts, looked.progress.counts);
+    assert_eq!(end.progress.state, looked.progress.state);
+}
+
+/// After an abort the model says rolled back (with rollback) or aborted (without), never
+/// running; `rollout status` read back from Heat counts the members Heat's rollback took back
+/// as rolled back (not pending), the counts adding up to the members.
+async fn assert_abort_progress(env: &Env, plan: &RolloutPlan, end: &RolloutStatus, rolled: bool) {
+    let looked = engine::observe_status(&env.heat, &env.ctx.journal, plan)
+        .await
+        .expect("rollout status");
+    for s in [end, &looked] {
+        let p = &s.progress;
+        assert_eq!(p.counts.total(), s.nodes.len());
+        assert_eq!(p.eta_secs, None);
+        match rolled {
+            true => assert_eq!(
+                p.state,
+                progress::State::RolledBack,
+                "{:#?}",
+                s.summary_lines()
+            ),
+            false => assert!(
+                matches!(p.state, progress::State::Aborted { .. }),
+                "{:#?}",
+                s.summary_lines()
+            ),
+        }
+    }
+    if rolled {
+        let p = &looked.progress;
+        assert!(p.counts.rolled_back >= 1, "{:#?}", looked.lines());
+        assert_eq!(p.counts.new, 0, "{:#?}", looked.lines());
+    }
 }
 
 /// No `rollout.release` after the rollout's abort was recorded (journal order).
@@ -880,10 +952,12 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
             assert!(reason.starts_with("rolled back"), "{reason}");
             assert_rolled_back_and_unhooked(env, &stack, &end).await;
             assert_eq!(at_new, 0, "{images:?}");
+            assert_abort_progress(env, &plan, &end, true).await;
         }
         AbortMode::CancelWithoutRollback => {
             assert!(reason.starts_with("cancelled"), "{reason}");
             assert_eq!(env.settle(&stack).await, "UPDATE_FAILED");
+            assert_abort_progress(env, &plan, &end, false).await;
             // Done in Heat: the member's stack at the new image and complete (a member
             // whose update the cancel cut short has the new image but UPDATE_FAILED).
             let done = env.members_done(&target, "img-v2").await;

@@ -30,7 +30,7 @@ pub fn phase_state(p: NodePhase) -> CellState {
         NodePhase::Updating | NodePhase::Waiting => CellState::InProgress,
         NodePhase::Paused => CellState::Paused,
         NodePhase::Failed => CellState::Failed,
-        NodePhase::Pending | NodePhase::Skipped => CellState::Unknown,
+        NodePhase::Pending | NodePhase::Skipped | NodePhase::RolledBack => CellState::Unknown,
     }
 }
 

@@ -448,6 +448,8 @@ async fn rollout_view_controls_send_the_right_control() {
     paused.state = RolloutState::Paused {
         reason: "node 1 failed".into(),
     };
+    // The progress model is computed from the state: a changed state is computed again.
+    paused.compute(demo_epoch());
     h.rollout_status(&g, paused);
     snap!(h, "rollout_paused");
     // Skip: the selection follows batch 2 (nodes 2, 3, updating): refused with a reason.
@@ -500,6 +502,7 @@ async fn a_rollout_elsewhere_is_observed_and_resume_takes_it_over() {
     status.state = RolloutState::Paused {
         reason: "node 1 failed".into(),
     };
+    status.compute(demo_epoch());
     h.op = h.op.clone().with_foreign_rollout(plan.clone(), status);
     h.open_edge().await;
     h.key(KeyAction::RolloutView);
@@ -1669,4 +1672,209 @@ async fn status_messages_expire_and_the_log_keeps_them_whole() {
         lines.iter().any(|l| l.ends_with(" warn  a warning")),
         "{lines:?}"
     );
+}
+
+/// One truth of progress (issue 25): random facts of a rollout (each node's phase and times,
+/// the journal's state, Heat's stack status, the batch in flight); at one instant the CLI's
+/// text and JSON, the rollout view, the nodes pane (its summary and heat-map legend) and the
+/// dashboard all give the model's counts, pace, ETA and state, and the counts add up to the
+/// members.
+mod one_truth {
+    use super::*;
+    use crate::progress::{Phase, Progress};
+    use crate::tui::theme::CellState;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    const PHASES: [NodePhase; 8] = [
+        NodePhase::Pending,
+        NodePhase::Waiting,
+        NodePhase::Paused,
+        NodePhase::Updating,
+        NodePhase::Done,
+        NodePhase::Failed,
+        NodePhase::Skipped,
+        NodePhase::RolledBack,
+    ];
+
+    fn random_status(plan: &RolloutPlan, rng: &mut StdRng) -> RolloutStatus {
+        let now = demo_epoch();
+        let mut s = initial_status(plan);
+        s.id = "r20261121T115930-0000abcd".into();
+        s.state = match rng.gen_range(0..5) {
+            0 => RolloutState::Paused {
+                reason: "paused by the operator".into(),
+            },
+            1 => RolloutState::Aborted {
+                reason: "aborted".into(),
+            },
+            2 => RolloutState::Completed,
+            3 => RolloutState::Failed {
+                reason: "node failed".into(),
+            },
+            _ => RolloutState::Running,
+        };
+        s.stack_status = ["UPDATE_IN_PROGRESS", "UPDATE_COMPLETE", "ROLLBACK_COMPLETE"]
+            [rng.gen_range(0..3)]
+        .into();
+        s.current_batch = [None, Some(0), Some(1), Some(2)][rng.gen_range(0..4)];
+        for n in s.nodes.iter_mut() {
+            n.phase = PHASES[rng.gen_range(0..PHASES.len())];
+            let released = rng.gen_range(30..900);
+            n.released_at = Some(now - Chrono::seconds(released));
+            n.finished_at = (n.phase == NodePhase::Done)
+                .then(|| now - Chrono::seconds(rng.gen_range(0..released)));
+        }
+        s.compute(now);
+        s
+    }
+
+    /// The words a projection prints for each count of the model (`new 3/6`, `held 2`).
+    fn count_words(p: &Progress) -> Vec<String> {
+        p.counts
+            .items()
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(phase, n)| match phase {
+                Phase::New => format!("new {n}/{}", p.counts.total()),
+                phase => format!("{} {n}", phase.label()),
+            })
+            .collect()
+    }
+
+    fn assert_shows(what: &str, screen: &str, p: &Progress, round: usize) {
+        for w in count_words(p) {
+            assert!(screen.contains(&w), "round {round}, {what}: {w}\n{screen}");
+        }
+        if p.pace.is_some() || p.eta_secs.is_some() {
+            let pe = p.pace_eta_text();
+            assert!(
+                screen.contains(&pe),
+                "round {round}, {what}: {pe}\n{screen}"
+            );
+        }
+        if !p.state.moving() || what == "rollout view" {
+            let st = p.state.label();
+            assert!(
+                screen.contains(&st),
+                "round {round}, {what}: {st}\n{screen}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn every_projection_gives_the_models_counts_pace_eta_and_state() {
+        let mut h = H::ops();
+        h.open_edge().await;
+        let (c, g) = h.edge_rows().await;
+        let plan = edge_plan(&c, &g);
+        h.rollout_driven_here(&g, &plan);
+        let mut rng = StdRng::seed_from_u64(25);
+        for round in 0..40 {
+            let s = random_status(&plan, &mut rng);
+            let p = (*s.progress).clone();
+            assert_eq!(p.counts.total(), s.nodes.len(), "round {round}");
+            // The command: text and JSON.
+            let text = s.lines().join("\n");
+            assert!(text.contains(&p.counts_text()), "round {round}: {text}");
+            assert!(text.contains(&p.pace_eta_text()), "round {round}: {text}");
+            assert!(text.contains(&p.state.label()), "round {round}: {text}");
+            let json = serde_json::to_value(&s).unwrap();
+            assert_eq!(
+                json["progress"]["counts"],
+                serde_json::to_value(p.counts).unwrap()
+            );
+            assert_eq!(json["done"], p.counts.new, "round {round}");
+            assert_eq!(json["remaining"], p.counts.left(), "round {round}");
+            assert_eq!(
+                json["progress"]["eta_secs"],
+                serde_json::to_value(p.eta_secs).unwrap()
+            );
+            // The rollout view.
+            h.rollout_status(&g, s.clone());
+            let view = h.screen();
+            assert_shows("rollout view", &view, &p, round);
+            // The dashboard (edge-native has this one group) and the nodes pane, with
+            // their heat-map legend: held `‖` apart from old `▒`.
+            h.key(KeyAction::Back);
+            let dash = h.screen();
+            assert_shows("dashboard", &dash, &p, round);
+            h.key(KeyAction::Open);
+            h.pump().await;
+            let nodes = h.screen();
+            assert_shows("nodes pane", &nodes, &p, round);
+            for (phase, glyph) in [
+                (Phase::Pending, CellState::Old),
+                (Phase::New, CellState::New),
+            ] {
+                let n = p
+                    .counts
+                    .items()
+                    .iter()
+                    .find(|(q, _)| *q == phase)
+                    .map_or(0, |x| x.1);
+                let legend = format!("{} {}", glyph.glyph(), phase.label());
+                let title = nodes
+                    .lines()
+                    .find(|l| l.contains("Fleet heat map"))
+                    .unwrap_or_default();
+                assert_eq!(
+                    title.contains(&format!("{legend} ")),
+                    n > 0,
+                    "round {round}: {legend}\n{nodes}"
+                );
+            }
+            if p.counts.held > 0 {
+                assert!(nodes.contains("‖ held"), "round {round}\n{nodes}");
+                assert!(!nodes.contains("paused on hook"), "round {round}\n{nodes}");
+            }
+            h.key(KeyAction::Back);
+            h.key(KeyAction::RolloutView);
+        }
+    }
+
+    /// One instant of one rollout (batch 2 of 3: one node new, two updating, one held on its
+    /// hook by this rollout, one old, one failed), snapped at 80x24 and 200x60 in the rollout
+    /// view, the dashboard and the nodes pane: each shows the same counts, pace and ETA.
+    #[tokio::test]
+    async fn one_instant_snapped_in_every_view() {
+        let mut h = H::ops();
+        h.open_edge().await;
+        let (c, g) = h.edge_rows().await;
+        let plan = edge_plan(&c, &g);
+        h.rollout_driven_here(&g, &plan);
+        let mut s = mid_run(&plan);
+        if let Some(n) = s.nodes.iter_mut().find(|n| n.batch == 2) {
+            n.phase = NodePhase::Paused;
+        }
+        s.compute(demo_epoch());
+        let p = (*s.progress).clone();
+        assert_eq!(
+            (
+                p.counts.new,
+                p.counts.updating,
+                p.counts.held,
+                p.counts.pending,
+                p.counts.failed
+            ),
+            (1, 2, 1, 1, 1)
+        );
+        h.rollout_status(&g, s);
+        snap!(h, "one_instant_rollout_view");
+        let view = h.render(80, 24);
+        h.key(KeyAction::Back);
+        snap!(h, "one_instant_dashboard");
+        let dash = h.render(200, 60);
+        h.key(KeyAction::Open);
+        h.pump().await;
+        snap!(h, "one_instant_nodes");
+        let nodes = h.render(200, 60);
+        let pace = p.pace_eta_text();
+        assert!(view.contains(&pace), "{view}");
+        for screen in [&dash, &nodes] {
+            assert!(screen.contains(&pace), "{screen}");
+            for w in count_words(&p) {
+                assert!(screen.contains(&w), "{w}\n{screen}");
+            }
+        }
+    }
 }

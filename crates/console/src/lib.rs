@@ -28,7 +28,7 @@
 // crate (`crate::tui` is this crate itself). The console never names the simulator.
 pub(crate) use crate as tui;
 pub(crate) use caldera_cloud::model;
-pub(crate) use caldera_core::{drivers, journal, lifecycle, ops, rollout};
+pub(crate) use caldera_core::{drivers, journal, lifecycle, ops, progress, rollout};
 /// The read/act seam, plus (in this crate's own tests) the in-memory fakes.
 pub(crate) mod service {
     pub use caldera_core::service::*;

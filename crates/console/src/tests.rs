@@ -201,26 +201,39 @@ async fn snapshot_dashboard_1000_nodes() {
 /// map and the line go back to statuses.
 #[tokio::test]
 async fn dashboard_counts_by_image_during_an_upgrade_only() {
-    use crate::model::{ImageCounts, Status};
+    use crate::model::{ImagePhase, Status};
     let mut h = Harness::demo(1000);
     h.open_prod().await;
     let c = h.fake.list_clusters().await.unwrap()[0].clone();
     let groups = h.fake.list_nodegroups(c).await.unwrap();
-    let sum = h.fake.with_data(|d| {
-        groups.iter().fold(ImageCounts::default(), |acc, g| {
+    // Only the groups with a member on another image are being upgraded: their members on
+    // the image are new, those held on a hook held; another group's members are idle.
+    let (new, held, total) = h.fake.with_data(|d| {
+        let mut out = (0, 0, 0);
+        for g in &groups {
             let nodes = d.nodes.get(&g.id).map(Vec::as_slice).unwrap_or(&[]);
-            acc + ImageCounts::of(nodes, g.image.as_deref())
-        })
+            out.2 += nodes.len();
+            let phase = |n: &crate::model::Node| n.image_phase(g.image.as_deref());
+            if !nodes.iter().any(|n| phase(n) == Some(ImagePhase::Old)) {
+                continue;
+            }
+            let ok = |n: &&crate::model::Node| !n.status.is_failed();
+            out.0 += nodes
+                .iter()
+                .filter(ok)
+                .filter(|n| phase(n) == Some(ImagePhase::New))
+                .count();
+            out.1 += nodes.iter().filter(ok).filter(|n| n.hook_paused).count();
+        }
+        out
     });
-    assert!(sum.old > 0 && sum.new > 0, "{sum:?}");
+    assert!(new > 0 && held > 0, "{new} {held}");
     let screen = h.render(200, 60);
-    let line = format!(
-        "image: ▒ old {}  ▓ updating {}  █ new {}",
-        sum.old, sum.updating, sum.new
-    );
+    let line = format!("█ new {new}/{total}  ▓ updating");
     assert!(screen.contains(&line), "{line}\n{screen}");
+    assert!(screen.contains(&format!("‖ held {held}")), "{screen}");
     assert!(
-        screen.contains("Fleet heat map  image ▒ old ▓ updating █ new"),
+        screen.contains("Fleet heat map █ new ▓ updating ‖ held"),
         "{screen}"
     );
     // The upgrade is over: every node on its group's image, done.
@@ -236,7 +249,7 @@ async fn dashboard_counts_by_image_during_an_upgrade_only() {
     h.app.plan_refresh(true);
     h.settle().await;
     let screen = h.render(200, 60);
-    assert!(!screen.contains("image ▒ old"), "{screen}");
+    assert!(!screen.contains("‖ held"), "{screen}");
     assert!(screen.contains("█ complete 1003"), "{screen}");
 }
 
@@ -277,23 +290,23 @@ async fn a_first_member_list_mid_upgrade_claims_no_done_before_the_images() {
     listed(&mut h, &streams, false);
     let screen = h.render(200, 60);
     assert!(screen.contains("⟳ reading images and hooks"), "{screen}");
-    for derived in ["ETA", "p50", "image: ▒ old"] {
+    for derived in ["ETA", "p50", "█ new"] {
         assert!(!screen.contains(derived), "{derived}: {screen}");
     }
     let narrow = h.render(80, 24);
-    assert!(narrow.contains("failed ⟳ images"), "{narrow}");
+    assert!(narrow.contains("⟳ reading images"), "{narrow}");
     // The hook lookup answered: the held members are counted, the images still awaited.
     listed(&mut h, &streams, true);
     let screen = h.render(200, 60);
     assert!(screen.contains("⟳ reading images"), "{screen}");
     assert!(!screen.contains("reading images and hooks"), "{screen}");
-    assert!(!screen.contains("paused on hook 0"), "{screen}");
+    assert!(!screen.contains("held 0"), "{screen}");
     // The full lists: by image, and nothing pending any more.
     h.settle().await;
     h.app.plan_refresh(true);
     h.settle().await;
     let screen = h.render(200, 60);
-    assert!(screen.contains("image: ▒ old"), "{screen}");
+    assert!(screen.contains("█ new"), "{screen}");
     assert!(!screen.contains("⟳ reading"), "{screen}");
     // A refresh's provisional list keeps what was known: still by image.
     h.app.plan_refresh(true);
@@ -301,7 +314,7 @@ async fn a_first_member_list_mid_upgrade_claims_no_done_before_the_images() {
     assert!(!streams.is_empty(), "the refresh asked for no nodes");
     listed(&mut h, &streams, false);
     let screen = h.render(200, 60);
-    assert!(screen.contains("image: ▒ old"), "{screen}");
+    assert!(screen.contains("█ new"), "{screen}");
     assert!(!screen.contains("⟳ reading"), "{screen}");
 }
 

@@ -111,7 +111,7 @@ async fn a_magnum_update_is_observed_and_the_controls_say_why_not() {
         "{screen}"
     );
     assert!(screen.contains("(observed: not driven by caldera)"));
-    assert!(screen.contains("done 3"), "{screen}");
+    assert!(screen.contains("new 3/6"), "{screen}");
     assert!(screen.contains("failed 1"));
     assert!(screen.contains("kubelet not ready"));
     snap!(h, "observed_magnum_update");

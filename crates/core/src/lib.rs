@@ -24,6 +24,7 @@ pub mod drivers;
 pub mod journal;
 pub mod lifecycle;
 pub mod ops;
+pub mod progress;
 pub mod rollout;
 pub mod service;
 pub mod templates;

@@ -14,7 +14,7 @@ pub mod text;
 pub use cluster::{
     state_since, CapiCluster, CapiDriver, Cluster, DriverKind, Health, NodeGroup, Role,
 };
-pub use node::{ImageCounts, ImagePhase, Node, NodeAddress, NodeKey};
+pub use node::{ImagePhase, Node, NodeAddress, NodeKey};
 pub use server::{ConsoleTail, ServerDetail, ServerFault, ServerTarget};
 pub use stack::{StackEvent, StackRef, StackResource, StackSummary};
 pub use status::{short_duration, Status, StatusState};

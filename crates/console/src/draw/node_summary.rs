@@ -1,8 +1,10 @@
-//! What the nodes view and the dashboard both show of a node group's nodes: the rollout
-//! counts and pace ([`Rollout`]) with their summary line, the heat map's cells by zone and
-//! its title, and a Cluster API node group's verdict (failed or stalled servers).
+//! What the nodes view and the dashboard both show of a node group's nodes: the progress
+//! model's counts, pace and ETA (computed once in `caldera_core::progress`; this module only
+//! builds the facts it reads and draws what it says), the heat map's cells by zone and its
+//! legend, and a Cluster API node group's verdict (failed or stalled servers).
 
-use crate::model::{terminal_safe, ImageCounts, ImagePhase, Node, NodeGroup};
+use crate::model::{terminal_safe, NodeGroup};
+use crate::progress::{Phase, Progress};
 use crate::tui::resource_columns::{node_state, short_duration};
 use crate::tui::state::store::{NodeRow, NodeSet, Pending, Store};
 use crate::tui::state::App;
@@ -11,45 +13,29 @@ use crate::tui::widgets::heatmap::HeatGroup;
 use chrono::{DateTime, Utc};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-/// Per-state counts, throughput and time-in-state of a set of nodes.
+/// Time in state of the nodes Heat is updating (not held), p50 / p95, and the stragglers:
+/// per-node timings, not progress (the model has the counts, pace and ETA).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Rollout {
-    pub counts: [usize; 5],
-    /// Nodes that reached COMPLETE in the last 10 minutes.
-    pub done_recent: usize,
-    /// Time in state of the nodes being updated (not paused), p50 / p95, seconds.
+pub struct Timing {
     pub active_p50: Option<i64>,
     pub active_p95: Option<i64>,
     /// Nodes updating for more than 3x the median (and over a minute).
     pub stragglers: usize,
-    /// Old / updating / new by image against the node group's image (see
-    /// `model::ImagePhase`), when the nodes' images are known.
-    pub images: Option<ImageCounts>,
     /// What is still being read on a first load (a provisional member list): without the
-    /// images Heat's "complete" may count members an upgrade has not reached, without the
-    /// hook marks "in progress" counts held members, so the line says so and claims no
-    /// pace or percentiles.
+    /// images and the hook marks the model cannot tell old from new nor held from updating,
+    /// so the line says so and claims no pace.
     pub pending: Pending,
 }
 
-impl Rollout {
-    pub fn compute<'a>(rows: impl Iterator<Item = &'a NodeRow>, now: DateTime<Utc>) -> Rollout {
-        let mut r = Rollout::default();
-        let mut active: Vec<i64> = Vec::new();
-        for row in rows {
-            let s = node_state(row);
-            if let Some(n) = r.counts.get_mut(s as usize) {
-                *n += 1;
-            }
-            let age = row.node.since.map(|t| (now - t).num_seconds());
-            match s {
-                CellState::Complete if age.is_some_and(|a| a <= 600) => r.done_recent += 1,
-                CellState::InProgress => active.extend(age),
-                _ => {}
-            }
-        }
+impl Timing {
+    pub fn compute<'a>(rows: impl Iterator<Item = &'a NodeRow>, now: DateTime<Utc>) -> Timing {
+        let mut r = Timing::default();
+        let mut active: Vec<i64> = rows
+            .filter(|row| node_state(row) == CellState::InProgress)
+            .filter_map(|row| row.node.since.map(|t| (now - t).num_seconds()))
+            .collect();
         active.sort_unstable();
         if !active.is_empty() {
             let p50 = active[active.len() / 2];
@@ -61,28 +47,8 @@ impl Rollout {
         r
     }
 
-    /// With the nodes' images against `target` (the node group's image): a member Heat has
-    /// not reached yet counts as old, not as complete.
-    pub fn with_images<'a>(
-        self,
-        nodes: impl Iterator<Item = &'a Node>,
-        target: Option<&str>,
-    ) -> Rollout {
-        let c = ImageCounts::of(nodes, target);
-        self.with_image_counts(c)
-    }
-
-    /// With image counts already made (the dashboard adds up its node groups', each against
-    /// its own image).
-    pub fn with_image_counts(mut self, c: ImageCounts) -> Rollout {
-        self.images = (c.old + c.updating + c.new > 0).then_some(c);
-        self
-    }
-
-    /// What the node sets are still reading on their first load (`pending`). Some images
-    /// may be known already (a settled group's members have its image) while those Nova
-    /// gives for the members an upgrade moves are not.
-    pub fn with_pending(mut self, pending: Pending) -> Rollout {
+    /// What the node sets are still reading on their first load (`pending`).
+    pub fn with_pending(mut self, pending: Pending) -> Timing {
         self.pending = pending;
         self
     }
@@ -95,57 +61,77 @@ impl Rollout {
             (false, false) => None,
         }
     }
+}
 
-    /// An upgrade is visible: some node is still on another image than its node group's
-    /// (nodes only being created, on the group's own image, are no upgrade). The heat map
-    /// and the summary then say old / updating / new.
-    pub fn by_image(&self) -> bool {
-        self.images.is_some_and(upgrading)
+/// A node group's progress: its rollout's (the same model `rollout status` and the rollout
+/// view print) when the console follows one, else the model computed from its nodes.
+pub fn group_progress(
+    store: &Store,
+    nodegroup: &NodeGroup,
+    set: &NodeSet,
+    now: DateTime<Utc>,
+) -> Progress {
+    if let Some(st) = store
+        .rollouts
+        .get(&nodegroup.id)
+        .and_then(|s| s.status.as_ref())
+    {
+        return (*st.progress).clone();
     }
+    crate::progress::of_nodes(set.rows.iter().map(|r| &r.node), nodegroup, now)
+}
 
-    /// Nodes per minute over the last 10 minutes and the time left at that pace (the nodes
-    /// not on the target image when images are known, else those in progress or held).
-    pub fn pace(&self) -> Option<(f64, i64)> {
-        let remaining = match self.images {
-            Some(c) => c.remaining(),
-            None => {
-                self.counts[CellState::InProgress as usize]
-                    + self.counts[CellState::Paused as usize]
-            }
-        };
-        if self.done_recent == 0 || remaining == 0 || self.reading().is_some() {
-            return None;
-        }
-        let per_min = self.done_recent as f64 / 10.0;
-        Some((per_min, (remaining as f64 / per_min * 60.0) as i64))
+/// The heat map's cell of a member in the model's phase; a member no update covers keeps
+/// its Heat status.
+fn phase_cell(phase: Phase, row: &NodeRow) -> CellState {
+    match phase {
+        Phase::New => CellState::New,
+        Phase::Updating | Phase::Creating | Phase::Removing => CellState::Updating,
+        Phase::Held(_) => CellState::Paused,
+        Phase::Pending | Phase::RolledBack => CellState::Old,
+        Phase::Failed => CellState::Failed,
+        Phase::Skipped => CellState::Unknown,
+        Phase::NotInUpdate => node_state(row),
     }
 }
 
-/// Legend + counts line shared by the nodes pane and the dashboard.
-/// `expected`: the node count Magnum reports, reconciled with the Heat members and IPs.
-/// Too wide for `width` columns, the legend uses short labels, so that the failed and
-/// paused counts stay on screen at 80 columns.
+/// The legend's cell of a phase, as [`phase_cell`] draws it.
+fn legend_cell(phase: Phase) -> CellState {
+    match phase {
+        Phase::New => CellState::New,
+        Phase::Updating | Phase::Creating | Phase::Removing => CellState::Updating,
+        Phase::Held(_) => CellState::Paused,
+        Phase::Pending | Phase::RolledBack => CellState::Old,
+        Phase::Failed => CellState::Failed,
+        Phase::Skipped | Phase::NotInUpdate => CellState::Unknown,
+    }
+}
+
+/// Legend + counts line shared by the nodes pane and the dashboard: the model's counts,
+/// each with the glyph its members have on the heat map, then its state when nothing
+/// moves, then its pace and ETA. `expected`: the node count Magnum reports, reconciled
+/// with the Heat members and IPs. Too wide for `width` columns, short labels.
 pub fn summary_line<'a>(
     app: &App,
-    r: &Rollout,
+    p: &Progress,
+    t: &Timing,
     ips: Option<(usize, usize, usize, bool)>,
     expected: Option<usize>,
     width: u16,
 ) -> Line<'a> {
-    let full = summary_line_labels(app, r, ips, expected, false);
+    let full = summary_line_labels(app, p, t, ips, expected, false);
     if full.width() <= width as usize {
         return full;
     }
-    summary_line_labels(app, r, ips, expected, true)
+    summary_line_labels(app, p, t, ips, expected, true)
 }
 
-fn summary_line_labels<'a>(
+fn ips_spans<'a>(
     app: &App,
-    r: &Rollout,
     ips: Option<(usize, usize, usize, bool)>,
     expected: Option<usize>,
     short: bool,
-) -> Line<'a> {
+) -> Vec<Span<'a>> {
     let th = app.theme();
     let mut spans: Vec<Span> = Vec::new();
     if let (Some(want), Some((_, _, members, _))) = (expected, ips) {
@@ -175,85 +161,114 @@ fn summary_line_labels<'a>(
         }
         spans.push(Span::raw(if short { " " } else { "  " }));
     }
-    // During a rollout "complete" would count the members Heat has not reached yet: the
-    // image counts take its place.
-    let mixed = r.images.filter(|c| upgrading(*c));
-    if let Some(c) = mixed {
-        let bold = Style::default().fg(th.fg).add_modifier(Modifier::BOLD);
-        if short {
-            // The failed and held counts must still fit at 80 columns: old is implied.
-            spans.push(glyph_span(app, CellState::New));
-            spans.push(Span::styled(
-                format!("{}/{} new ", c.new, c.old + c.updating + c.new),
-                bold,
-            ));
-        } else {
-            // The heat map's cells by image, each with its count: the map's legend.
-            spans.push(Span::styled("image: ", bold));
-            for (s, n) in [
-                (CellState::Old, c.old),
-                (CellState::Updating, c.updating),
-                (CellState::New, c.new),
-            ] {
-                spans.push(glyph_span(app, s));
-                spans.push(Span::styled(format!("{} {n}  ", s.label()), bold));
-            }
-        }
-    }
-    for s in [
-        CellState::Complete,
-        CellState::InProgress,
-        CellState::Paused,
-        CellState::Failed,
-        CellState::Unknown,
-    ] {
-        let n = r.counts[s as usize];
-        if (n == 0 && s == CellState::Unknown) || (s == CellState::Complete && mixed.is_some()) {
+    spans
+}
+
+/// The model's counts with their glyphs; at rest (no member in an update) Heat's view of
+/// the members, by status, as the map draws them.
+fn count_spans<'a>(app: &App, p: &Progress, short: bool) -> Vec<Span<'a>> {
+    let th = app.theme();
+    let mut spans = Vec::new();
+    for (phase, n) in p.counts.items() {
+        if phase == Phase::NotInUpdate && p.counts.in_update_total() > 0 {
+            spans.push(Span::styled(format!("{n} idle "), th.muted()));
             continue;
         }
-        spans.push(glyph_span(app, s));
-        let text = if short {
-            format!("{n} {} ", s.short_label())
-        } else {
-            format!("{} {n}  ", s.label())
+        // Zero counts give way, but `new` during an upgrade ("0/800 new"): members being
+        // created, or updated in place with no image to change, have no "new" to count.
+        let upgrade = p.counts.new + p.counts.pending + p.counts.held > 0;
+        if phase == Phase::NotInUpdate || (n == 0 && !(phase == Phase::New && upgrade)) {
+            continue;
+        }
+        spans.push(glyph_span(app, legend_cell(phase)));
+        let text = match (phase, short) {
+            (Phase::New, true) => format!("{n}/{} new ", p.counts.total()),
+            (Phase::New, false) => format!("new {n}/{}  ", p.counts.total()),
+            (_, true) => format!("{n} {} ", phase.label()),
+            (_, false) => format!("{} {n}  ", phase.label()),
         };
         spans.push(Span::styled(text, Style::default().fg(th.fg)));
     }
-    if let Some((long, narrow)) = r.reading() {
-        // Heat's states until the images and hooks say which members an upgrade has
-        // reached and which it holds: nothing is derived from them meanwhile.
+    spans
+}
+
+fn summary_line_labels<'a>(
+    app: &App,
+    p: &Progress,
+    t: &Timing,
+    ips: Option<(usize, usize, usize, bool)>,
+    expected: Option<usize>,
+    short: bool,
+) -> Line<'a> {
+    let th = app.theme();
+    let mut spans = ips_spans(app, ips, expected, short);
+    if let Some((long, narrow)) = t.reading() {
+        // Until the images and hooks say which members an update has reached and which
+        // are held, the model cannot tell: nothing is claimed meanwhile.
         spans.push(Span::styled(if short { narrow } else { long }, th.muted()));
         return Line::from(spans);
     }
-    if let (Some(p50), Some(p95)) = (r.active_p50, r.active_p95) {
+    let at_rest = p.counts.in_update_total() == 0;
+    if at_rest {
+        spans.extend(rest_spans(app, p));
+    } else {
+        spans.extend(count_spans(app, p, short));
+    }
+    if !at_rest && !p.state.moving() {
         spans.push(Span::styled(
-            format!(
-                "updating p50 {} p95 {}  ",
-                short_duration(p50),
-                short_duration(p95)
-            ),
-            th.muted(),
+            format!("{}  ", terminal_safe(&p.state.label())),
+            th.warning().add_modifier(Modifier::BOLD),
         ));
     }
-    if r.stragglers > 0 {
+    if let (Some(p50), Some(p95)) = (t.active_p50, t.active_p95) {
+        if !short {
+            spans.push(Span::styled(
+                format!(
+                    "updating p50 {} p95 {}  ",
+                    short_duration(p50),
+                    short_duration(p95)
+                ),
+                th.muted(),
+            ));
+        }
+    }
+    if t.stragglers > 0 {
         spans.push(Span::styled(
-            format!("{} stragglers  ", r.stragglers),
+            format!("{} stragglers  ", t.stragglers),
             Style::default().fg(th.warning).add_modifier(Modifier::BOLD),
         ));
     }
-    if let Some((per_min, eta)) = r.pace() {
-        spans.push(Span::styled(
-            format!("{per_min:.1} nodes/min ETA {}", short_duration(eta)),
-            th.accent(),
-        ));
+    if p.pace.is_some() || p.eta_secs.is_some() {
+        spans.push(Span::styled(p.pace_eta_text(), th.accent()));
     }
     Line::from(spans)
 }
 
-/// Some node is still on another image than its node group's: an upgrade (or a failed one)
-/// is under way, and counts and cells go by image.
-fn upgrading(c: ImageCounts) -> bool {
-    c.old > 0
+/// No update: the members by Heat's status, as the map draws them (complete, in progress,
+/// held, failed), counted from the model's members.
+fn rest_spans<'a>(app: &App, p: &Progress) -> Vec<Span<'a>> {
+    let th = app.theme();
+    let mut spans = Vec::new();
+    for (phase, n) in p.counts.items() {
+        let (cell, label) = match phase {
+            Phase::NotInUpdate => (CellState::Complete, "complete"),
+            Phase::Creating => (CellState::InProgress, "creating"),
+            Phase::Removing => (CellState::InProgress, "removing"),
+            Phase::Failed => (CellState::Failed, "failed"),
+            Phase::New
+            | Phase::Updating
+            | Phase::Held(_)
+            | Phase::Pending
+            | Phase::Skipped
+            | Phase::RolledBack => continue,
+        };
+        spans.push(glyph_span(app, cell));
+        spans.push(Span::styled(
+            format!("{label} {n}  "),
+            Style::default().fg(th.fg),
+        ));
+    }
+    spans
 }
 
 /// A state's glyph in its colour, as the heat map draws it, for a legend.
@@ -264,49 +279,40 @@ fn glyph_span<'a>(app: &App, s: CellState) -> Span<'a> {
     )
 }
 
-/// The heat map's title: its scale first (what the cells stand for), then, by image during
-/// an upgrade, the legend of old / updating / new (failed nodes keep their mark, which the
-/// summary line explains).
-pub fn heat_map_title<'a>(app: &App, by_image: bool, note: Option<String>) -> Vec<Span<'a>> {
+/// The heat map's title: its scale first (what the cells stand for), then, during an
+/// update, the legend of the cells the model's phases draw (held `‖` apart from old `▒`).
+pub fn heat_map_title<'a>(app: &App, p: &Progress, note: Option<String>) -> Vec<Span<'a>> {
     let th = app.theme();
     let mut spans = vec![Span::styled(" Fleet heat map ", th.title())];
     if let Some(n) = note {
         spans.push(Span::styled(format!(" {n} "), th.warning()));
     }
-    if by_image {
-        spans.push(Span::styled(" image ", th.title()));
-        for s in [CellState::Old, CellState::Updating, CellState::New] {
-            spans.push(glyph_span(app, s));
-            spans.push(Span::styled(format!("{} ", s.label()), th.muted()));
+    if p.counts.in_update_total() > 0 {
+        for (phase, n) in p.counts.items() {
+            if n == 0 || phase == Phase::NotInUpdate {
+                continue;
+            }
+            spans.push(glyph_span(app, legend_cell(phase)));
+            spans.push(Span::styled(format!("{} ", phase.label()), th.muted()));
         }
     }
     spans
 }
 
-/// A node's cell by image (see [`CellState::Old`]): a failed node stays failed (the operator
-/// must see it whatever its image); a node whose image cannot be compared keeps its status.
-fn image_state(row: &NodeRow, target: Option<&str>) -> CellState {
-    let by_status = node_state(row);
-    if by_status == CellState::Failed {
-        return by_status;
-    }
-    match row.node.image_phase(target) {
-        Some(ImagePhase::Old) => CellState::Old,
-        Some(ImagePhase::Updating) => CellState::Updating,
-        Some(ImagePhase::New) => CellState::New,
-        None => by_status,
-    }
-}
-
-/// Heat groups of one node group, one per zone (zones in name order). While some member is
-/// not on `image` (the node group's), cells say old / updating / new; else by status.
+/// Heat groups of one node group, one per zone (zones in name order); each cell the model's
+/// phase of its member.
 pub fn zone_groups(
     set: &NodeSet,
     prefix: &str,
     selected: Option<&str>,
-    image: Option<&str>,
+    progress: &Progress,
 ) -> Vec<HeatGroup> {
-    let by_image = upgrading(ImageCounts::of(set.rows.iter().map(|r| &r.node), image));
+    // One lookup per cell: a 10 000-node group is drawn every frame.
+    let phases: HashMap<&str, Phase> = progress
+        .members
+        .iter()
+        .map(|m| (m.name.as_str(), m.phase))
+        .collect();
     let mut zones: BTreeMap<&str, HeatGroup> = BTreeMap::new();
     for row in &set.rows {
         let zone = row.node.zone.as_deref().unwrap_or("-");
@@ -324,11 +330,11 @@ pub fn zone_groups(
         if selected == Some(row.node.key.member.as_str()) {
             g.selected = Some(g.states.len());
         }
-        g.states.push(if by_image {
-            image_state(row, image)
-        } else {
-            node_state(row)
-        });
+        g.states
+            .push(match phases.get(row.node.key.member.as_str()) {
+                Some(phase) => phase_cell(*phase, row),
+                None => node_state(row),
+            });
     }
     zones.into_values().collect()
 }
@@ -345,33 +351,24 @@ pub fn verdict_lines(
     label: Option<&str>,
     width: usize,
 ) -> Vec<Line<'static>> {
-    use crate::ops::capi_stall::{assess, ServerLook, Verdict};
-    if nodegroup.capi.is_none() || !set.has_members {
+    use crate::ops::capi_stall::Verdict;
+    if !set.has_members {
         return Vec::new();
     }
-    let looks: Vec<ServerLook> = set
-        .rows
-        .iter()
-        .filter_map(|r| ServerLook::of_node(&r.node))
-        .collect();
     let cluster = store
         .clusters
         .data
         .as_deref()
         .and_then(|cs| cs.iter().find(|c| c.id == nodegroup.cluster_id));
-    // The status and since when: the node group's status, timed by its cluster's create or
-    // last update (Magnum gives node groups no times of their own).
-    let since = cluster.and_then(|c| match nodegroup.status.action.as_str() {
-        "UPDATE" => c.updated_at.or(c.created_at),
-        _ => c.created_at,
-    });
-    let verdict = assess(
-        &nodegroup.status,
-        since,
-        &looks,
+    let Some(verdict) = crate::progress::capi_verdict(
+        nodegroup,
+        cluster,
+        set.rows.iter().map(|r| &r.node),
         set.progress.as_ref(),
         app.now(),
-    );
+    ) else {
+        return Vec::new();
+    };
     let Some(text) = verdict.line(app.now()) else {
         return Vec::new();
     };
@@ -429,12 +426,32 @@ mod tests {
         }
     }
 
-    /// A Heat-native group mid-upgrade (Nova names images by id, the group too): cells say
-    /// old / updating / new, a failed node keeps its mark, a node whose image is not known
-    /// keeps its status; the same group with no node left on another image (a scale adding
-    /// members on the group's image) is coloured by status as before.
+    fn set_of(rows: &[NodeRow], now: DateTime<Utc>) -> NodeSet {
+        let mut set = NodeSet::default();
+        assert!(set.apply(
+            0,
+            Ok(crate::service::NodeUpdate::Members(
+                rows.iter().map(|r| r.node.clone()).collect()
+            )),
+            now
+        ));
+        set
+    }
+
+    fn group(image: &str, status: &str) -> NodeGroup {
+        let mut g = NodeGroup::of_stack("s", "g", crate::model::Role::Worker);
+        g.image = Some(image.to_string());
+        g.status = Status::parse(status);
+        g
+    }
+
+    /// A Heat-native group mid-upgrade (Nova names images by id, the group too): cells are
+    /// the model's phases, a held member drawn `‖` apart from the old ones, a failed node
+    /// keeps its mark, a node whose image is not known is not claimed new; the same group
+    /// with no node left on another image (a scale adding members on the group's image):
+    /// members being created are not complete, the others by status.
     #[test]
-    fn heat_map_cells_go_by_image_only_during_an_upgrade() {
+    fn heat_map_cells_are_the_models_phases() {
         let now = Utc::now();
         let (old, new) = (
             "0f6b3c2e-1111-4a5b-9c8d-0123456789ab",
@@ -452,43 +469,42 @@ mod tests {
         for (r, image) in rows.iter_mut().zip(images) {
             r.node.image = image.map(str::to_string);
         }
-        let mut set = NodeSet::default();
-        assert!(set.apply(
-            0,
-            Ok(crate::service::NodeUpdate::Members(
-                rows.iter().map(|r| r.node.clone()).collect()
-            )),
-            now
-        ));
-        let states = |set: &NodeSet| zone_groups(set, "", None, Some(new))[0].states.clone();
+        let g = group(new, "UPDATE_IN_PROGRESS");
+        let store = Store::default();
+        let set = set_of(&rows, now);
+        let p = group_progress(&store, &g, &set, now);
         assert_eq!(
-            states(&set),
+            zone_groups(&set, "", None, &p)[0].states,
             [
                 CellState::New,
                 CellState::Updating,
-                CellState::Old,
+                CellState::Paused,
                 CellState::Failed,
                 CellState::Old,
-                CellState::Complete,
+                CellState::Old,
             ]
         );
-        let r = Rollout::compute(set.rows.iter(), now)
-            .with_images(set.rows.iter().map(|r| &r.node), Some(new));
-        assert!(r.by_image());
-        // The upgrade done, two members being created on the new image: by status.
-        for row in &mut set.rows {
-            row.node.image = Some(new.to_string());
+        assert_eq!(p.counts.total(), 6);
+        assert_eq!((p.counts.new, p.counts.held, p.counts.pending), (1, 1, 2));
+        // The upgrade done, a scale adds two members on the new image: being created, not
+        // complete (INIT_COMPLETE is Heat's word for a member declared, not built).
+        for r in &mut rows {
+            r.node.image = Some(new.to_string());
+            r.node.hook_paused = false;
+            r.node.status = Status::parse("UPDATE_COMPLETE");
         }
-        set.rows[1].node.status = Status::parse("CREATE_IN_PROGRESS");
-        set.rows[3].node.status = Status::parse("CREATE_IN_PROGRESS");
-        set.rows[2].node.hook_paused = false;
+        rows[1].node.status = Status::parse("INIT_COMPLETE");
+        rows[3].node.status = Status::parse("CREATE_IN_PROGRESS");
+        let set = set_of(&rows, now);
+        let p = group_progress(&store, &g, &set, now);
+        assert_eq!(p.counts.creating, 2);
         assert_eq!(
-            states(&set),
+            zone_groups(&set, "", None, &p)[0].states,
             [
                 CellState::Complete,
-                CellState::InProgress,
-                CellState::InProgress,
-                CellState::InProgress,
+                CellState::Updating,
+                CellState::Complete,
+                CellState::Updating,
                 CellState::Complete,
                 CellState::Complete,
             ]
@@ -496,28 +512,17 @@ mod tests {
     }
 
     #[test]
-    fn rollout_counts_pace_and_stragglers() {
+    fn timing_percentiles_and_stragglers() {
         let now = Utc::now();
         let mut rows = vec![
             row(0, "UPDATE_COMPLETE", false, 30, now),
-            row(1, "UPDATE_COMPLETE", false, 90, now),
-            row(2, "UPDATE_COMPLETE", false, 3000, now),
-            row(3, "UPDATE_FAILED", false, 100, now),
             row(4, "UPDATE_IN_PROGRESS", true, 700, now),
         ];
         for (i, age) in [40, 45, 50, 55, 900].into_iter().enumerate() {
             rows.push(row(10 + i as u32, "UPDATE_IN_PROGRESS", false, age, now));
         }
-        let r = Rollout::compute(rows.iter(), now);
-        assert_eq!(r.counts[CellState::Complete as usize], 3);
-        assert_eq!(r.counts[CellState::Failed as usize], 1);
-        assert_eq!(r.counts[CellState::Paused as usize], 1);
-        assert_eq!(r.counts[CellState::InProgress as usize], 5);
-        assert_eq!(r.done_recent, 2);
-        assert_eq!(r.active_p50, Some(50));
-        assert_eq!(r.stragglers, 1);
-        let (per_min, eta) = r.pace().unwrap();
-        assert!((per_min - 0.2).abs() < 1e-9);
-        assert_eq!(eta, 1800);
+        let t = Timing::compute(rows.iter(), now);
+        assert_eq!(t.active_p50, Some(50));
+        assert_eq!(t.stragglers, 1);
     }
 }

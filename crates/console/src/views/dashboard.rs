@@ -5,9 +5,10 @@
 
 use super::nodegroups::{group_stack, groups_table};
 use super::{Plan, Rows, Screen};
-use crate::model::{terminal_safe, Cluster, ImageCounts, StackEvent};
+use crate::model::{terminal_safe, Cluster, StackEvent};
+use crate::progress::Progress;
 use crate::tui::draw::node_summary::{
-    heat_map_title, summary_line, verdict_lines, zone_groups, Rollout,
+    group_progress, heat_map_title, summary_line, verdict_lines, zone_groups, Timing,
 };
 use crate::tui::draw::panes::nodegroups;
 use crate::tui::draw::tail::{event_line, tail_badges};
@@ -384,14 +385,14 @@ fn draw_dashboard(
     let mut all_rows = Vec::new();
     let (mut ok, mut failed, mut total, mut done) = (0, 0, 0, true);
     let expected: usize = groups.iter().map(|g| g.node_count as usize).sum();
-    // Old / updating / new, each group's nodes against its own image (Heat-native and
-    // Magnum groups alike): the same counts as each group's nodes pane.
-    let mut images = ImageCounts::default();
+    // Each group's progress (its rollout's when one is followed), summed for the cluster:
+    // the same figures as each group's nodes pane and rollout view.
+    let mut parts = Vec::new();
     for g in &groups {
         if let Some(set) = store.nodes.get(&g.id) {
-            let image = g.image.as_deref();
-            images = images + ImageCounts::of(set.rows.iter().map(|r| &r.node), image);
-            heat.extend(zone_groups(set, &g.name, None, image));
+            let progress = group_progress(store, g, set, app.now());
+            heat.extend(zone_groups(set, &g.name, None, &progress));
+            parts.push(progress);
             all_rows.push(set);
             ok += set.ips_ok;
             failed += set.ips_failed;
@@ -399,8 +400,8 @@ fn draw_dashboard(
             done &= set.done;
         }
     }
-    let rollout = Rollout::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now())
-        .with_image_counts(images)
+    let progress = Progress::sum(&parts, app.now());
+    let timing = Timing::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now())
         .with_pending(
             all_rows
                 .iter()
@@ -424,14 +425,15 @@ fn draw_dashboard(
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Line::from(heat_map_title(app, rollout.by_image(), note)));
+            .title(Line::from(heat_map_title(app, &progress, note)));
         let inner = block.inner(map_area);
         frame.render_widget(block, map_area);
         let [sum, map] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
         frame.render_widget(
             Paragraph::new(summary_line(
                 app,
-                &rollout,
+                &progress,
+                &timing,
                 Some((ok, failed, total, done)),
                 (all_rows.len() == groups.len()).then_some(expected),
                 sum.width,

@@ -5,7 +5,7 @@ use super::nodegroups::group_stack;
 use super::{Plan, Rows, Screen, Table};
 use crate::model::{terminal_safe, Cluster, NodeGroup, ServerTarget};
 use crate::tui::draw::node_summary::{
-    heat_map_title, summary_line, verdict_lines, zone_groups, Rollout,
+    group_progress, heat_map_title, summary_line, verdict_lines, zone_groups, Timing,
 };
 use crate::tui::draw::panes::{data_table, message_box};
 use crate::tui::keys::{self, KeyContext};
@@ -154,15 +154,14 @@ fn draw_nodes(
         return;
     };
     let th = app.theme();
-    let rollout = Rollout::compute(set.rows.iter(), app.now())
-        .with_images(set.rows.iter().map(|r| &r.node), nodegroup.image.as_deref())
-        .with_pending(set.pending);
+    let progress = group_progress(store, nodegroup, set, app.now());
+    let timing = Timing::compute(set.rows.iter(), app.now()).with_pending(set.pending);
     let selected = view
         .table
         .selected(&set.rows)
         .map(|r| r.node.key.member.as_str());
     let groups = if view.show_heat_map {
-        zone_groups(set, "", selected, nodegroup.image.as_deref())
+        zone_groups(set, "", selected, &progress)
     } else {
         Vec::new()
     };
@@ -185,7 +184,8 @@ fn draw_nodes(
     frame.render_widget(
         Paragraph::new(summary_line(
             app,
-            &rollout,
+            &progress,
+            &timing,
             Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
             // A plain stack's nodes have no count of their own to reconcile.
             (!crate::tui::state::is_stack_standin(nodegroup))
@@ -203,7 +203,7 @@ fn draw_nodes(
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Line::from(heat_map_title(app, rollout.by_image(), note)));
+            .title(Line::from(heat_map_title(app, &progress, note)));
         let inner = block.inner(map);
         frame.render_widget(block, map);
         frame.render_widget(

@@ -3,7 +3,8 @@
 use super::nodegroups::group_stack;
 use super::{Plan, Rows, Screen, Table, TableOp};
 use crate::model::{terminal_safe, Cluster, NodeGroup};
-use crate::rollout::{RolloutState, RolloutStatus};
+use crate::progress::State;
+use crate::rollout::RolloutStatus;
 use crate::tui::draw::panes::data_table;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::message::Driver;
@@ -113,17 +114,13 @@ impl Screen for Rollout<'_> {
 // Drawing: a header (target, image, state, batch, counts, pace, ETA), a progress gauge and
 // the nodes with their phases; the batch in flight is selected until the operator moves.
 
-fn state_color(app: &App, s: &RolloutState) -> ratatui::style::Color {
+fn state_color(app: &App, s: &State) -> ratatui::style::Color {
     let th = app.theme();
     match s {
-        RolloutState::Starting | RolloutState::Running => th.state_color(CellState::InProgress),
-        RolloutState::Paused { .. } | RolloutState::Aborting { .. } => {
-            th.state_color(CellState::Paused)
-        }
-        RolloutState::Completed | RolloutState::CompletedWithSkips => {
-            th.state_color(CellState::Complete)
-        }
-        RolloutState::Aborted { .. } | RolloutState::Failed { .. } => {
+        State::Running => th.state_color(CellState::InProgress),
+        State::Paused { .. } | State::Superseded => th.state_color(CellState::Paused),
+        State::Completed | State::Idle => th.state_color(CellState::Complete),
+        State::Aborted { .. } | State::RolledBack | State::Failed { .. } => {
             th.state_color(CellState::Failed)
         }
     }
@@ -132,17 +129,6 @@ fn state_color(app: &App, s: &RolloutState) -> ratatui::style::Color {
 fn secs(ms: Option<i64>) -> String {
     ms.map(|m| format!("{:.1}s", m as f64 / 1000.0))
         .unwrap_or_else(|| "-".into())
-}
-
-fn eta(s: Option<f64>) -> String {
-    match s {
-        Some(s) if s >= 3600.0 => {
-            format!("{:.0}h{:02.0}m", (s / 3600.0).floor(), (s % 3600.0) / 60.0)
-        }
-        Some(s) if s >= 60.0 => format!("{:.0}m{:02.0}s", (s / 60.0).floor(), s % 60.0),
-        Some(s) => format!("{s:.0}s"),
-        None => "-".into(),
-    }
 }
 
 fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> Vec<Line<'a>> {
@@ -164,9 +150,9 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
             Span::styled(terminal_safe(&image).into_owned(), key),
             Span::styled("  state ", m),
             Span::styled(
-                terminal_safe(&s.state.label()).into_owned(),
+                terminal_safe(&s.progress.state.label()).into_owned(),
                 Style::default()
-                    .fg(state_color(app, &s.state))
+                    .fg(state_color(app, &s.progress.state))
                     .add_modifier(Modifier::BOLD),
             ),
             Span::styled(
@@ -184,26 +170,14 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
             ),
         ]),
         Line::from(vec![
-            Span::styled("batch ", m),
-            Span::styled(format!("{}/{}", s.batch_shown(), s.batches), key),
-            Span::styled("  done ", m),
             Span::styled(
-                s.done.to_string(),
-                Style::default().fg(th.state_color(CellState::Complete)),
+                s.progress
+                    .batch_text()
+                    .unwrap_or_else(|| "no batches".into()),
+                key,
             ),
-            Span::styled("  failed ", m),
-            Span::styled(
-                s.failed.to_string(),
-                if s.failed > 0 {
-                    th.error().add_modifier(Modifier::BOLD)
-                } else {
-                    key
-                },
-            ),
-            Span::styled("  skipped ", m),
-            Span::styled(s.skipped.to_string(), key),
-            Span::styled("  remaining ", m),
-            Span::styled(s.remaining.to_string(), key),
+            Span::styled("  ", m),
+            Span::styled(s.progress.counts_text(), key),
             // Only when there are some: nodes updating 3x longer than the median.
             Span::styled(
                 if s.stragglers > 0 {
@@ -224,19 +198,11 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
             ),
         ]),
         Line::from(vec![
-            Span::styled("throughput ", m),
-            Span::styled(
-                s.throughput_per_min
-                    .map(|t| format!("{t:.1} nodes/min"))
-                    .unwrap_or_else(|| "-".into()),
-                key,
-            ),
+            Span::styled(s.progress.pace_eta_text(), key),
             Span::styled("  per node p50 ", m),
             Span::styled(secs(s.p50_ms), key),
             Span::styled(" p95 ", m),
             Span::styled(secs(s.p95_ms), key),
-            Span::styled("  ETA ", m),
-            Span::styled(eta(s.eta_secs), key),
             Span::styled(format!("  id {}", terminal_safe(&s.id)), m),
         ]),
     ];
@@ -324,20 +290,21 @@ fn draw_progress(
         ),
         head,
     );
-    let total = status.nodes.len().max(1);
-    let finished = status.done + status.skipped;
-    let ratio = (finished as f64 / total as f64).clamp(0.0, 1.0);
+    // The model's new members over all of them: a skipped member is not new.
+    let c = status.progress.counts;
+    let ratio = (c.new as f64 / c.total().max(1) as f64).clamp(0.0, 1.0);
     frame.render_widget(
         Gauge::default()
             .gauge_style(
                 Style::default()
-                    .fg(state_color(app, &status.state))
+                    .fg(state_color(app, &status.progress.state))
                     .bg(th.header_bg),
             )
             .ratio(ratio)
             .label(format!(
-                "{finished}/{} nodes  {:.0}%",
-                status.nodes.len(),
+                "new {}/{} nodes  {:.0}%",
+                c.new,
+                c.total(),
                 ratio * 100.0
             )),
         gauge,

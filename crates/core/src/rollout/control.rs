@@ -75,9 +75,26 @@ pub async fn find_rollout(
     if !hooked && !members_hooked_in_environment(heat, stack, &detail, target).await {
         return Ok(None);
     }
-    Ok(Some(
-        plan_from_heat(heat, target, RolloutOptions::default()).await?,
-    ))
+    let mut plan = plan_from_heat(heat, target, RolloutOptions::default()).await?;
+    keep_journaled_batches(&mut plan, &ctx.journal, &target.label())?;
+    Ok(Some(plan))
+}
+
+/// A rollout this machine's journal knows (Heat's marker names it) but no longer calls active
+/// (its driver ended it with members still held: skipped, or left paused by an abort) keeps
+/// the batches it was planned with: read back from Heat alone they would be one member each,
+/// and `batch 7/7` would become `batch 12/12`.
+fn keep_journaled_batches(
+    plan: &mut RolloutPlan,
+    journal: &crate::journal::Journal,
+    label: &str,
+) -> ServiceResult<()> {
+    if let Some(known) = super::engine::find_latest(journal, label)?.filter(|p| p.id == plan.id) {
+        plan.batches = known.batches;
+        plan.options = known.options;
+        plan.created_at = known.created_at;
+    }
+    Ok(())
 }
 
 /// Whether the stack's environment holds the group's members on the rollout hook. A

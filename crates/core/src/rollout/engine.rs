@@ -1976,6 +1976,26 @@ fn fill_nodes(
     status.stack_status = obs.stack_status.raw.clone();
 }
 
+/// After an abort with rollback, Heat's rollback takes every member it had updated (or was
+/// updating) back to the old template: a member this rollout released (its journal says so)
+/// and not on the new image now is rolled back, not pending. Heat's rollback also pauses and
+/// passes members the rollout never released: the times its events give them are the
+/// rollback's, so those members stay pending with no release time. Skipped stay skipped.
+fn mark_rolled_back(status: &mut RolloutStatus, released: &BTreeSet<String>) {
+    for n in status.nodes.iter_mut() {
+        if matches!(n.phase, NodePhase::Skipped | NodePhase::Done) {
+            continue;
+        }
+        if released.contains(&n.name) {
+            n.phase = NodePhase::RolledBack;
+        } else {
+            n.phase = NodePhase::Pending;
+            n.released_at = None;
+            n.finished_at = None;
+        }
+    }
+}
+
 /// A rollout's status read from Heat and the journal, with no engine running (another
 /// process may be driving it). Paused means Heat holds members on hooks and nobody has
 /// released the next batch.
@@ -2055,6 +2075,18 @@ pub async fn observe_status(
         |m: &String| memory.skipped.contains(m) || obs.members.get(m).is_some_and(|t| t.done);
     let current = plan.batches.iter().position(|b| !b.iter().all(settled));
     fill_nodes(&mut status, &obs, &memory.skipped, current);
+    if matches!(
+        status.state,
+        RolloutState::Aborted { .. } | RolloutState::Aborting { .. }
+    ) && obs.stack_status.action == "ROLLBACK"
+    {
+        let released: BTreeSet<String> = entries
+            .iter()
+            .filter(|e| e.action == "rollout.release" && e.outcome == Outcome::Ok)
+            .map(|e| member_of(&e.target))
+            .collect();
+        mark_rolled_back(&mut status, &released);
+    }
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
         status.state = RolloutState::Completed;
     }

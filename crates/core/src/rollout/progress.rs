@@ -1,5 +1,7 @@
 //! `RolloutStatus`: the typed snapshot the console and `caldera rollout status` show.
 
+use crate::model::Status;
+use crate::progress::{Control, Holder, MemberFacts, Progress, UpdateFacts};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +20,8 @@ pub enum NodePhase {
     Failed,
     /// The operator skipped it: never released by this rollout.
     Skipped,
+    /// Released, then taken back to the old image by an abort's rollback.
+    RolledBack,
 }
 
 impl NodePhase {
@@ -30,6 +34,7 @@ impl NodePhase {
             NodePhase::Done => "done",
             NodePhase::Failed => "failed",
             NodePhase::Skipped => "skipped",
+            NodePhase::RolledBack => "rolled back",
         }
     }
 }
@@ -208,6 +213,15 @@ pub struct RolloutStatus {
     /// check): their update stands, and Heat's next update replaces them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unhealthy: Vec<String>,
+    /// The one progress model of this rollout (`crate::progress`): the counters above are
+    /// copied from it, and every place that shows the rollout prints it.
+    /// (Boxed: a status travels in the console's messages, which stay small.)
+    #[serde(default = "no_progress")]
+    pub progress: Box<Progress>,
+}
+
+fn no_progress() -> Box<Progress> {
+    Box::new(Progress::idle(Utc::now()))
 }
 
 /// How long a node may be updating before it counts as a straggler, given the median time
@@ -260,6 +274,7 @@ impl RolloutStatus {
             driver: None,
             hooks_left: None,
             unhealthy: Vec::new(),
+            progress: Box::new(Progress::idle(now)),
         }
     }
 
@@ -269,14 +284,18 @@ impl RolloutStatus {
             && !matches!(self.driver, Some(DriverInfo::Nobody { .. }))
     }
 
-    /// Fills the counters and timing figures from `nodes`. Throughput and ETA only while
-    /// something releases: a paused, ended or undriven rollout has no rate.
+    /// Computes the progress model from the nodes and the rollout's state, and copies its
+    /// counters (done, failed, skipped, remaining, pace, ETA) into the fields the JSON has
+    /// always had. Per-node timings (p50, p95, stragglers) are the rollout's own.
     pub fn compute(&mut self, now: DateTime<Utc>) {
-        let count = |p: NodePhase| self.nodes.iter().filter(|n| n.phase == p).count();
-        self.done = count(NodePhase::Done);
-        self.failed = count(NodePhase::Failed);
-        self.skipped = count(NodePhase::Skipped);
-        self.remaining = self.nodes.len() - self.done - self.skipped;
+        *self.progress = Progress::compute(&self.member_facts(), &self.update_facts(), now);
+        let c = self.progress.counts;
+        self.done = c.new;
+        self.failed = c.failed;
+        self.skipped = c.skipped;
+        self.remaining = c.left();
+        self.throughput_per_min = self.progress.pace.map(|p| p.per_min);
+        self.eta_secs = self.progress.eta_secs.map(|s| s as f64);
         let mut durations: Vec<i64> = self
             .nodes
             .iter()
@@ -286,21 +305,6 @@ impl RolloutStatus {
         durations.sort_unstable();
         self.p50_ms = quantile(&durations, 0.5);
         self.p95_ms = quantile(&durations, 0.95);
-        let first = self.nodes.iter().filter_map(|n| n.released_at).min();
-        self.throughput_per_min = match first {
-            Some(t0) if self.done > 0 => {
-                let mins = (now - t0).num_milliseconds().max(1) as f64 / 60_000.0;
-                Some(self.done as f64 / mins)
-            }
-            _ => None,
-        };
-        if !self.releasing() {
-            self.throughput_per_min = None;
-        }
-        self.eta_secs = self
-            .throughput_per_min
-            .filter(|t| *t > 0.0)
-            .map(|t| self.remaining as f64 / t * 60.0);
         let limit = self.straggler_after_ms();
         for n in self.nodes.iter_mut() {
             n.straggler = n.phase == NodePhase::Updating
@@ -313,59 +317,140 @@ impl RolloutStatus {
         self.updated_at = now;
     }
 
+    /// Who holds this rollout's members on their hooks: its own driver, or (when the marker
+    /// says it was started on another machine and no driver runs here) another caldera.
+    fn holder(&self) -> Holder {
+        match &self.driver {
+            Some(DriverInfo::Nobody {
+                started_on: Some(_),
+                ..
+            }) => Holder::OtherCaldera,
+            Some(DriverInfo::Here | DriverInfo::Process { .. } | DriverInfo::Nobody { .. })
+            | None => Holder::ThisRollout,
+        }
+    }
+
+    /// Each node's facts as the rollout knows them: Heat's events say done, failed,
+    /// updating or held; the journal says skipped; an abort's rollback says rolled back.
+    fn member_facts(&self) -> Vec<MemberFacts> {
+        let holder = self.holder();
+        self.nodes
+            .iter()
+            .map(|n| {
+                let (status, held) = match n.phase {
+                    NodePhase::Done => ("UPDATE_COMPLETE", false),
+                    NodePhase::Failed => ("UPDATE_FAILED", false),
+                    NodePhase::Updating => ("UPDATE_IN_PROGRESS", false),
+                    NodePhase::Paused => ("UPDATE_IN_PROGRESS", true),
+                    NodePhase::Pending
+                    | NodePhase::Waiting
+                    | NodePhase::Skipped
+                    | NodePhase::RolledBack => ("UPDATE_COMPLETE", false),
+                };
+                // A skipped member stays on its hook while Heat's update runs: Heat waits on it.
+                let skipped_held =
+                    n.phase == NodePhase::Skipped && self.stack_status.ends_with("IN_PROGRESS");
+                MemberFacts {
+                    name: n.name.clone(),
+                    status: Status::parse(status),
+                    held_by: (held || skipped_held).then_some(holder),
+                    on_target: Some(n.phase == NodePhase::Done),
+                    in_update: true,
+                    skipped: n.phase == NodePhase::Skipped,
+                    rolled_back: n.phase == NodePhase::RolledBack,
+                    since: None,
+                    finished_at: n.finished_at,
+                }
+            })
+            .collect()
+    }
+
+    /// The update's facts: Heat's stack status, the journal's word (the state), the plan's
+    /// batches, and when the first member was released (the update's age).
+    fn update_facts(&self) -> UpdateFacts {
+        let stack = (!self.stack_status.is_empty()).then(|| Status::parse(&self.stack_status));
+        let rolling_back = stack.as_ref().is_some_and(|s| s.action == "ROLLBACK");
+        let control = match &self.state {
+            RolloutState::Starting | RolloutState::Running => match &self.driver {
+                Some(DriverInfo::Nobody { since, .. }) => Control::Paused {
+                    why: "nobody releases its members: no driver on this machine".into(),
+                    since: *since,
+                },
+                Some(DriverInfo::Here | DriverInfo::Process { .. }) | None => Control::Running,
+            },
+            RolloutState::Paused { reason } => Control::Paused {
+                why: reason.clone(),
+                since: None,
+            },
+            RolloutState::Aborting { reason } | RolloutState::Aborted { reason } => {
+                Control::Aborted {
+                    rollback: rolling_back,
+                    why: reason.clone(),
+                }
+            }
+            RolloutState::Completed | RolloutState::CompletedWithSkips => Control::Finished,
+            RolloutState::Failed { reason } => Control::Failed {
+                why: reason.clone(),
+            },
+        };
+        UpdateFacts {
+            stack_status: stack,
+            control,
+            batch: self.current_batch,
+            batches: self.batches,
+            started_at: self.nodes.iter().filter_map(|n| n.released_at).min(),
+        }
+    }
+
     /// How long a node may update before it counts as a straggler (the module's `straggler_after_ms` rule),
     /// from the nodes done so far. `None` until a node is done.
     pub fn straggler_after_ms(&self) -> Option<i64> {
         self.p50_ms.map(straggler_after_ms)
     }
 
-    /// The batch to show as "x of y": the current one; with none, all of them once every
-    /// node settled, else none yet.
+    /// The batch to show as "x of y": the model's, as planned (0 before the first).
     pub fn batch_shown(&self) -> usize {
-        match self.current_batch {
-            Some(b) => b + 1,
-            None if self.remaining == 0 && self.done + self.skipped > 0 => self.batches,
-            None => 0,
-        }
+        self.progress.batch.map_or(0, |(b, _)| b)
     }
 
+    /// Every line of `rollout status`: the summary, then one line per node.
     pub fn lines(&self) -> Vec<String> {
+        let mut out = self.summary_lines();
+        out.extend(self.node_lines());
+        out
+    }
+
+    /// `rollout status --summary`: the rollout's state, counts, batch, pace and ETA (the
+    /// progress model's), its hooks and unhealthy members; no per-node line.
+    pub fn summary_lines(&self) -> Vec<String> {
         let ms = |v: Option<i64>| {
             v.map(|m| format!("{:.1}s", m as f64 / 1000.0))
                 .unwrap_or_else(|| "-".into())
         };
+        let p = &self.progress;
         let mut out = vec![
             format!(
                 "rollout {} of {} to {}: {}{}",
                 self.id,
                 self.target,
                 self.image,
-                self.state.label(),
+                p.state.label(),
                 self.driver
                     .as_ref()
                     .map(|d| format!(" ({})", d.label()))
                     .unwrap_or_default()
             ),
             format!(
-                "  stack {}; batch {}/{}; done {} failed {} skipped {} remaining {}",
+                "  stack {}; {}; {}",
                 self.stack_status,
-                self.batch_shown(),
-                self.batches,
-                self.done,
-                self.failed,
-                self.skipped,
-                self.remaining
+                p.batch_text().unwrap_or_else(|| "no batches".into()),
+                p.counts_text(),
             ),
             format!(
-                "  per node p50 {} p95 {}; throughput {}; ETA {}",
+                "  per node p50 {} p95 {}; {}",
                 ms(self.p50_ms),
                 ms(self.p95_ms),
-                self.throughput_per_min
-                    .map(|t| format!("{t:.1}/min"))
-                    .unwrap_or_else(|| "-".into()),
-                self.eta_secs
-                    .map(|s| format!("{s:.0}s"))
-                    .unwrap_or_else(|| "-".into())
+                p.pace_eta_text()
             ),
         ];
         if let Some(h) = &self.hooks_left {
@@ -377,8 +462,12 @@ impl RolloutStatus {
                 self.unhealthy.join(", ")
             ));
         }
-        for n in &self.nodes {
-            out.push(format!(
+        out
+    }
+
+    fn node_lines(&self) -> impl Iterator<Item = String> + '_ {
+        self.nodes.iter().map(|n| {
+            format!(
                 "  {:>6} batch {:>3} {:<9}{}{}",
                 n.name,
                 n.batch + 1,
@@ -390,9 +479,8 @@ impl RolloutStatus {
                     .as_deref()
                     .map(|r| format!(" ({r})"))
                     .unwrap_or_default()
-            ));
-        }
-        out
+            )
+        })
     }
 }
 

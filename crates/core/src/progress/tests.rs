@@ -1,0 +1,301 @@
+use super::*;
+use chrono::Duration;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-11-26T12:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+fn member(i: usize, status: &str) -> MemberFacts {
+    MemberFacts {
+        name: i.to_string(),
+        status: Status::parse(status),
+        held_by: None,
+        on_target: Some(false),
+        in_update: true,
+        skipped: false,
+        rolled_back: false,
+        since: Some(t0()),
+        finished_at: None,
+    }
+}
+
+fn new_member(i: usize, finished_secs: i64) -> MemberFacts {
+    MemberFacts {
+        on_target: Some(true),
+        finished_at: Some(t0() + Duration::seconds(finished_secs)),
+        ..member(i, "UPDATE_COMPLETE")
+    }
+}
+
+fn update(stack: &str, control: Control) -> UpdateFacts {
+    UpdateFacts {
+        stack_status: Some(Status::parse(stack)),
+        control,
+        batch: Some(1),
+        batches: 7,
+        started_at: Some(t0()),
+    }
+}
+
+#[test]
+fn members_a_scale_declared_are_being_created_not_complete() {
+    let m = MemberFacts {
+        on_target: Some(true),
+        ..member(1, "INIT_COMPLETE")
+    };
+    assert_eq!(phase_of(&m), Phase::Creating);
+    assert_eq!(phase_of(&member(2, "CREATE_IN_PROGRESS")), Phase::Creating);
+    assert_eq!(phase_of(&member(3, "DELETE_IN_PROGRESS")), Phase::Removing);
+    // Heat's COMPLETE with no image known says nothing of this update.
+    let unknown = MemberFacts {
+        on_target: None,
+        ..member(4, "UPDATE_COMPLETE")
+    };
+    assert_eq!(phase_of(&unknown), Phase::Pending);
+}
+
+#[test]
+fn skipped_last_node_still_held_is_not_completed_and_has_no_eta() {
+    let now = t0() + Duration::seconds(300);
+    let mut ms: Vec<MemberFacts> = (0..11).map(|i| new_member(i, 20 * i as i64)).collect();
+    ms.push(MemberFacts {
+        skipped: true,
+        held_by: Some(Holder::ThisRollout),
+        ..member(11, "UPDATE_IN_PROGRESS")
+    });
+    let u = UpdateFacts {
+        batch: None,
+        ..update("UPDATE_IN_PROGRESS", Control::Finished)
+    };
+    let p = Progress::compute(&ms, &u, now);
+    assert_eq!(p.counts.new, 11);
+    assert_eq!(p.counts.skipped, 1);
+    assert!(
+        matches!(&p.state, State::Paused { why, .. } if why.contains("skipped")),
+        "{:?}",
+        p.state
+    );
+    assert_eq!(p.eta_secs, None);
+    assert_eq!(
+        p.batch,
+        Some((7, 7)),
+        "the plan's batches, never renumbered"
+    );
+    // Before the end, with a member of this rollout still to release: running.
+    let mut before = ms.clone();
+    before[10] = MemberFacts {
+        held_by: Some(Holder::ThisRollout),
+        ..member(10, "UPDATE_IN_PROGRESS")
+    };
+    let u_run = update("UPDATE_IN_PROGRESS", Control::Running);
+    assert_eq!(
+        Progress::compute(&before, &u_run, now).state,
+        State::Running
+    );
+    // Heat's update complete (the skipped member's hook cleared by hand): completed.
+    ms[11].held_by = None;
+    ms[11].status = Status::parse("UPDATE_COMPLETE");
+    let done = Progress::compute(&ms, &update("UPDATE_COMPLETE", Control::Finished), now);
+    assert_eq!(done.state, State::Completed);
+}
+
+#[test]
+fn held_by_someone_else_is_paused_with_holder_and_since_and_no_eta() {
+    let now = t0() + Duration::seconds(600);
+    let mut ms: Vec<MemberFacts> = (0..4).map(|i| new_member(i, 100)).collect();
+    for i in 4..7 {
+        ms.push(MemberFacts {
+            held_by: Some(Holder::Operator),
+            since: Some(t0() + Duration::seconds(200 + i as i64)),
+            ..member(i, "UPDATE_IN_PROGRESS")
+        });
+    }
+    ms.push(member(7, "UPDATE_COMPLETE"));
+    let p = Progress::compute(&ms, &update("UPDATE_IN_PROGRESS", Control::Running), now);
+    match &p.state {
+        State::Paused { why, since } => {
+            assert!(
+                why.contains("3 member(s)") && why.contains("operator"),
+                "{why}"
+            );
+            assert_eq!(*since, Some(t0() + Duration::seconds(204)));
+        }
+        s => panic!("{s:?}"),
+    }
+    assert!(p.pace.is_none(), "nothing moves: no pace");
+    assert_eq!(p.eta_secs, None);
+}
+
+#[test]
+fn this_rollouts_own_holds_while_running_are_running_with_an_eta() {
+    let now = t0() + Duration::seconds(600);
+    let mut ms: Vec<MemberFacts> = (0..4).map(|i| new_member(i, 100 * i as i64)).collect();
+    ms.push(MemberFacts {
+        held_by: Some(Holder::ThisRollout),
+        ..member(4, "UPDATE_IN_PROGRESS")
+    });
+    ms.push(member(5, "UPDATE_COMPLETE"));
+    let p = Progress::compute(&ms, &update("UPDATE_IN_PROGRESS", Control::Running), now);
+    assert_eq!(p.state, State::Running);
+    let pace = p.pace.unwrap();
+    assert_eq!((pace.window_secs, pace.new_in_window), (600, 4));
+    // 2 left at 0.4 per minute.
+    assert_eq!(p.eta_secs, Some(300));
+}
+
+#[test]
+fn operator_pause_has_no_eta() {
+    let now = t0() + Duration::seconds(600);
+    let mut ms: Vec<MemberFacts> = (0..4).map(|i| new_member(i, 100)).collect();
+    ms.push(member(4, "UPDATE_IN_PROGRESS"));
+    let paused = Control::Paused {
+        why: "paused by the operator".into(),
+        since: Some(t0() + Duration::seconds(500)),
+    };
+    let p = Progress::compute(&ms, &update("UPDATE_IN_PROGRESS", paused), now);
+    assert!(matches!(p.state, State::Paused { .. }));
+    assert_eq!(p.eta_secs, None);
+    assert!(
+        p.summary().contains("paused since 12:08:20"),
+        "{}",
+        p.summary()
+    );
+}
+
+#[test]
+fn abort_with_rollback_counts_rolled_back_members() {
+    let now = t0() + Duration::seconds(600);
+    let mut ms: Vec<MemberFacts> = (0..3)
+        .map(|i| MemberFacts {
+            rolled_back: true,
+            ..member(i, "UPDATE_COMPLETE")
+        })
+        .collect();
+    ms.push(member(3, "UPDATE_COMPLETE"));
+    let abort = Control::Aborted {
+        rollback: true,
+        why: "operator".into(),
+    };
+    let p = Progress::compute(&ms, &update("ROLLBACK_COMPLETE", abort), now);
+    assert_eq!(p.state, State::RolledBack);
+    assert_eq!((p.counts.rolled_back, p.counts.pending), (3, 1));
+    assert_eq!(p.eta_secs, None);
+    let plain = Control::Aborted {
+        rollback: false,
+        why: "operator".into(),
+    };
+    ms.iter_mut().for_each(|m| m.rolled_back = false);
+    let p = Progress::compute(&ms, &update("UPDATE_FAILED", plain), now);
+    assert!(matches!(p.state, State::Aborted { .. }));
+}
+
+/// Random members and updates: counts always add up to the members, an ETA only while
+/// running with members left, completed only with Heat complete and nothing but new and
+/// skipped members, and the summary names every count it was computed with.
+#[test]
+fn random_facts_keep_the_invariants() {
+    let mut rng = StdRng::seed_from_u64(25);
+    let statuses = [
+        "UPDATE_COMPLETE",
+        "UPDATE_IN_PROGRESS",
+        "UPDATE_FAILED",
+        "INIT_COMPLETE",
+        "CREATE_IN_PROGRESS",
+        "CREATE_COMPLETE",
+        "DELETE_IN_PROGRESS",
+    ];
+    let holders = [
+        None,
+        Some(Holder::ThisRollout),
+        Some(Holder::OtherCaldera),
+        Some(Holder::Operator),
+        Some(Holder::Heat),
+    ];
+    for round in 0..500 {
+        let now = t0() + Duration::seconds(rng.gen_range(0..3600));
+        let n = rng.gen_range(0..40);
+        let ms: Vec<MemberFacts> = (0..n)
+            .map(|i| MemberFacts {
+                held_by: holders[rng.gen_range(0..holders.len())],
+                on_target: [None, Some(true), Some(false)][rng.gen_range(0..3)],
+                in_update: rng.gen_bool(0.9),
+                skipped: rng.gen_bool(0.05),
+                rolled_back: rng.gen_bool(0.05),
+                finished_at: Some(now - Duration::seconds(rng.gen_range(0..1200))),
+                ..member(i, statuses[rng.gen_range(0..statuses.len())])
+            })
+            .collect();
+        let control = match rng.gen_range(0..5) {
+            0 => Control::Running,
+            1 => Control::Paused {
+                why: "operator".into(),
+                since: None,
+            },
+            2 => Control::Finished,
+            3 => Control::None,
+            _ => Control::Aborted {
+                rollback: rng.gen_bool(0.5),
+                why: "abort".into(),
+            },
+        };
+        let stack =
+            ["UPDATE_IN_PROGRESS", "UPDATE_COMPLETE", "ROLLBACK_COMPLETE"][rng.gen_range(0..3)];
+        let p = Progress::compute(&ms, &update(stack, control), now);
+        let c = p.counts;
+        assert_eq!(c.total(), n, "round {round}");
+        if p.eta_secs.is_some() || p.pace.is_some() {
+            assert_eq!(p.state, State::Running, "round {round}");
+        }
+        if p.eta_secs.is_some() {
+            assert!(c.left() > 0, "round {round}");
+        }
+        if p.state == State::Completed {
+            assert_eq!(c.new + c.skipped, c.in_update_total(), "round {round}");
+            assert!(stack == "UPDATE_COMPLETE", "round {round}");
+        }
+        let line = p.summary();
+        for (phase, count) in c.items() {
+            assert!(
+                line.contains(&format!("{} {count}", phase.label())),
+                "round {round}: {line}"
+            );
+        }
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["counts"]["new"], c.new, "round {round}");
+        let back: Progress = serde_json::from_value(json).unwrap();
+        assert_eq!(back, p, "round {round}");
+    }
+}
+
+#[test]
+fn a_cluster_sums_its_groups_and_keeps_the_most_telling_state() {
+    let now = t0() + Duration::seconds(600);
+    let upgrading: Vec<MemberFacts> = (0..4)
+        .map(|i| new_member(i, 300))
+        .chain([member(4, "UPDATE_COMPLETE")])
+        .collect();
+    let a = Progress::compute(
+        &upgrading,
+        &update("UPDATE_IN_PROGRESS", Control::Running),
+        now,
+    );
+    let idle: Vec<MemberFacts> = (0..3)
+        .map(|i| MemberFacts {
+            in_update: false,
+            ..member(i, "CREATE_COMPLETE")
+        })
+        .collect();
+    let b = Progress::compute(&idle, &update("CREATE_COMPLETE", Control::None), now);
+    assert_eq!(b.state, State::Idle);
+    let sum = Progress::sum([&a, &b], now);
+    assert_eq!(sum.counts.total(), 8);
+    assert_eq!(
+        sum.counts.not_in_update, 3,
+        "another group's members are not new"
+    );
+    assert_eq!(sum.state, State::Running);
+    assert_eq!(sum.eta_secs, a.eta_secs);
+}
