@@ -3,9 +3,10 @@
 //! `get_attr` expressions) and its members' templates. Nothing here knows a name we chose.
 //!
 //! - **Groups.** Every scaling group (`OS::Heat::ResourceGroup`, `OS::Heat::AutoScalingGroup`)
-//!   in the stack, or inside one of its nested stacks (not inside a group's members), is a
-//!   node group named by its resource path: `kube_minions`, `roles/Compute`. Its members (the
-//!   group's nested stack's resources) are the nodes.
+//!   of the stack's tree whose members are nodes (their subtree holds a server, see
+//!   `crate::ops::node_tree`) is a node group named by its resource path: `kube_minions`,
+//!   `roles/Compute`, `racks/1/nodes`. Its members (the group's nested stack's resources)
+//!   are the nodes.
 //! - **Addresses.** Per group, the member output that holds an address: named by the owner
 //!   template's outputs that read `{get_attr: [group, attr]}` (Magnum's
 //!   `kube_minions_private: {get_attr: [kube_minions, kube_minion_ip]}`), else the member
@@ -17,16 +18,12 @@
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
 use crate::model::{StackRef, Status};
+use crate::ops::node_tree;
 use serde_json::Value;
 use std::collections::HashMap;
 
 /// Resource types whose members are nodes.
 pub const GROUP_TYPES: [&str; 2] = ["OS::Heat::ResourceGroup", "OS::Heat::AutoScalingGroup"];
-/// Nested stacks below the named stack searched for groups (each one listing); bounds the work
-/// on a stack of many nested stacks.
-const MAX_NESTED_SEARCHED: usize = 32;
-/// Nesting levels of non-group stacks searched for groups.
-const MAX_GROUP_DEPTH: usize = 3;
 /// Template levels followed from a member's output down to the resource holding the address.
 const MAX_HOPS: usize = 4;
 /// Expression nesting looked through for `get_attr`.
@@ -56,79 +53,43 @@ pub fn is_group_type(t: &str) -> bool {
     GROUP_TYPES.contains(&t)
 }
 
-/// Every node group of `stack`, in resource path order.
+/// Every node group of `stack`, in resource path order: one listing of the whole tree
+/// (`crate::ops::node_tree`), groups inside nested stacks and inside other groups' members
+/// included, groups whose members are not nodes left out.
 pub async fn discover_groups(
     heat: &HeatClient,
     stack: &StackRef,
 ) -> Result<Vec<GroupShape>, ApiError> {
-    let depth1 = ResourceQuery {
-        nested_depth: Some(1),
+    let query = ResourceQuery {
+        nested_depth: Some(node_tree::TREE_DEPTH),
         ..Default::default()
     };
-    let listing = heat.list_resources(stack, &depth1).await?;
-    let mut found = groups_from_listing(stack, "", &listing);
-    let mut groups = found.groups;
-    // Groups one level further down need their own listings: their members, and nested
-    // stacks that may hold groups (bounded).
-    let mut searched = 0;
-    let mut level = 1;
-    while (!found.groups_without_members.is_empty() || !found.nested_to_search.is_empty())
-        && level <= MAX_GROUP_DEPTH
-    {
-        let member_listings =
-            futures::future::join_all(found.groups_without_members.iter().map(|g| async move {
-                let listing = match &g.stack {
-                    Some(s) => heat.list_resources(s, &ResourceQuery::default()).await,
-                    None => Ok(Vec::new()),
-                };
-                (g.clone(), listing)
-            }))
-            .await;
-        for (mut g, listing) in member_listings {
-            match (&g.stack, listing) {
-                (Some(s), Ok(listing)) => g.members = members_of(&s.id, &listing),
-                // Gone or unreadable (deleted under us): shown without members.
-                (_, Err(e)) => tracing::info!("members of group {}: {e}", g.path),
-                (None, Ok(_)) => {}
-            }
-            groups.push(g);
-        }
-        let to_search: Vec<(StackRef, String)> = found
-            .nested_to_search
-            .into_iter()
-            .take(MAX_NESTED_SEARCHED.saturating_sub(searched))
-            .collect();
-        searched += to_search.len();
-        let depth1 = &depth1;
-        let listings =
-            futures::future::join_all(to_search.iter().map(|(s, prefix)| async move {
-                (s, prefix, heat.list_resources(s, depth1).await)
-            }))
-            .await;
-        let mut next = Found::default();
-        for (s, prefix, listing) in listings {
-            match listing {
-                Ok(listing) => {
-                    let mut f = groups_from_listing(s, prefix, &listing);
-                    groups.append(&mut f.groups);
-                    next.groups_without_members
-                        .append(&mut f.groups_without_members);
-                    next.nested_to_search.append(&mut f.nested_to_search);
-                }
-                // A nested stack gone or unreadable holds no group we can show.
-                Err(e) => tracing::info!("searching {} for groups: {e}", s.name),
-            }
-        }
-        found = next;
-        level += 1;
-    }
+    let listing = heat.list_resources(stack, &query).await?;
+    Ok(groups_in(stack, &listing))
+}
+
+/// The node groups of `stack` in a `nested_depth` listing of it (see [`discover_groups`]).
+pub fn groups_in(stack: &StackRef, listing: &[ResourceInfo]) -> Vec<GroupShape> {
+    let tree = node_tree::Tree::new(stack, listing);
+    let mut groups: Vec<GroupShape> = tree
+        .all()
+        .filter(|r| is_group_type(&r.resource.resource_type))
+        .filter_map(|r| {
+            let members = r
+                .resource
+                .nested
+                .as_ref()
+                .map(|n| tree.resources_of(&n.id).to_vec())
+                .unwrap_or_default();
+            tree.is_node_group(&members)
+                .then(|| group(stack, tree.path_of(r), r, &members))
+        })
+        .collect();
     if groups.is_empty() {
-        if let Some(g) = stack_as_group(stack, &listing) {
-            groups.push(g);
-        }
+        groups.extend(stack_as_group(stack, listing));
     }
     groups.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(groups)
+    groups
 }
 
 /// The group at `path` (exactly), or every group when `path` is `None`.
@@ -142,43 +103,8 @@ pub fn select<'a>(groups: &'a [GroupShape], path: Option<&str>) -> Vec<&'a Group
     }
 }
 
-#[derive(Default)]
-struct Found {
-    groups: Vec<GroupShape>,
-    /// Groups found one level down: their members are not in the listing yet.
-    groups_without_members: Vec<GroupShape>,
-    /// Nested stacks one level down (not groups, not group members) to search next, with the
-    /// path prefix of their resources.
-    nested_to_search: Vec<(StackRef, String)>,
-}
-
 fn is_top(stack: &StackRef, r: &ResourceInfo) -> bool {
     r.resource.owner.as_ref().is_none_or(|o| o.id == stack.id)
-}
-
-fn owned_by<'a>(
-    stack_id: &'a str,
-    listing: &'a [ResourceInfo],
-) -> impl Iterator<Item = &'a ResourceInfo> + 'a {
-    listing
-        .iter()
-        .filter(move |r| r.resource.owner.as_ref().is_some_and(|o| o.id == stack_id))
-}
-
-fn members_of(group_stack_id: &str, listing: &[ResourceInfo]) -> Vec<Member> {
-    let mut members: Vec<Member> = owned_by(group_stack_id, listing)
-        .map(Member::from_resource)
-        .collect();
-    // A listing of the group stack itself (depth 0) may carry no owner links.
-    if members.is_empty() {
-        members = listing
-            .iter()
-            .filter(|r| r.resource.owner.is_none())
-            .map(Member::from_resource)
-            .collect();
-    }
-    sort_members(&mut members);
-    members
 }
 
 pub(crate) fn sort_members(members: &mut [Member]) {
@@ -187,69 +113,20 @@ pub(crate) fn sort_members(members: &mut [Member]) {
     });
 }
 
-/// Groups among the top resources of a `nested_depth=1` listing of `stack`, and what is left
-/// to search one level down.
-fn groups_from_listing(stack: &StackRef, prefix: &str, listing: &[ResourceInfo]) -> Found {
-    let mut found = Found::default();
-    for r in listing.iter().filter(|r| is_top(stack, r)) {
-        let path = format!("{prefix}{}", r.resource.name);
-        if is_group_type(&r.resource.resource_type) {
-            let members = r
-                .resource
-                .nested
-                .as_ref()
-                .map(|g| members_of_depth1(&g.id, listing))
-                .unwrap_or_default();
-            found
-                .groups
-                .push(group(stack, path, &r.resource.name, r, members));
-            continue;
-        }
-        let Some(nested) = &r.resource.nested else {
-            continue;
-        };
-        // A plain nested stack: its own resources are in this listing.
-        for c in owned_by(&nested.id, listing) {
-            let child_path = format!("{path}/{}", c.resource.name);
-            if is_group_type(&c.resource.resource_type) {
-                found.groups_without_members.push(group(
-                    nested,
-                    child_path,
-                    &c.resource.name,
-                    c,
-                    Vec::new(),
-                ));
-            } else if let Some(n) = &c.resource.nested {
-                found
-                    .nested_to_search
-                    .push((n.clone(), format!("{child_path}/")));
-            }
-        }
-    }
-    found
-}
-
-fn members_of_depth1(group_stack_id: &str, listing: &[ResourceInfo]) -> Vec<Member> {
-    let mut members: Vec<Member> = owned_by(group_stack_id, listing)
-        .map(Member::from_resource)
-        .collect();
-    sort_members(&mut members);
-    members
-}
-
 fn group(
-    owner: &StackRef,
+    stack: &StackRef,
     path: String,
-    name: &str,
     r: &ResourceInfo,
-    members: Vec<Member>,
+    members: &[&ResourceInfo],
 ) -> GroupShape {
+    let mut members: Vec<Member> = members.iter().map(|m| Member::from_resource(m)).collect();
+    sort_members(&mut members);
     GroupShape {
         path,
-        name: name.to_string(),
+        name: r.resource.name.clone(),
         resource_type: r.resource.resource_type.clone(),
         status: r.resource.status.clone(),
-        owner: owner.clone(),
+        owner: r.resource.owner.clone().unwrap_or_else(|| stack.clone()),
         stack: r.resource.nested.clone(),
         members,
         updated_at: r.resource.updated_at,
@@ -939,36 +816,36 @@ mod tests {
             res("10", "kubeminion.yaml", "gw", Some("w10")),
             res("2", "kubeminion.yaml", "gw", Some("w2")),
         ];
-        let found = groups_from_listing(&root, "", &listing);
-        let paths: Vec<&str> = found.groups.iter().map(|g| g.path.as_str()).collect();
+        let groups = groups_in(&root, &listing);
+        let paths: Vec<&str> = groups.iter().map(|g| g.path.as_str()).collect();
         assert_eq!(paths, vec!["kube_masters", "kube_minions"]);
-        let workers: Vec<&str> = found.groups[1]
-            .members
-            .iter()
-            .map(|m| m.name.as_str())
-            .collect();
+        let workers: Vec<&str> = groups[1].members.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(workers, vec!["0", "1", "2", "10"]);
-        assert!(found.nested_to_search.is_empty());
     }
 
     #[test]
-    fn a_group_in_a_nested_stack_is_named_by_its_path() {
+    fn groups_in_nested_stacks_and_in_members_are_named_by_their_path() {
         let root = sref("root");
         let listing = vec![
             res("roles", "roles.yaml", "root", Some("r")),
             res("Compute", "OS::Heat::ResourceGroup", "r", Some("gc")),
-            res("deep", "deep.yaml", "r", Some("d")),
+            res("0", "node.yaml", "gc", Some("c0")),
+            res("server", "OS::Nova::Server", "c0", None),
+            res("racks", "OS::Heat::ResourceGroup", "root", Some("gr")),
+            res("1", "rack.yaml", "gr", Some("r1")),
+            res("nodes", "OS::Heat::ResourceGroup", "r1", Some("gn")),
+            res("0", "node.yaml", "gn", Some("n0")),
+            res("server", "OS::Nova::Server", "n0", None),
+            res("vips", "OS::Heat::ResourceGroup", "root", Some("gv")),
+            res("0", "OS::Neutron::Port", "gv", None),
             res("plain", "OS::Heat::None", "root", None),
         ];
-        let found = groups_from_listing(&root, "", &listing);
-        assert!(found.groups.is_empty());
-        assert_eq!(found.groups_without_members.len(), 1);
-        assert_eq!(found.groups_without_members[0].path, "roles/Compute");
-        assert_eq!(found.groups_without_members[0].owner.id, "r");
-        assert_eq!(
-            found.nested_to_search,
-            vec![(sref("d"), "roles/deep/".to_string())]
-        );
+        let groups = groups_in(&root, &listing);
+        let paths: Vec<(&str, &str)> = groups
+            .iter()
+            .map(|g| (g.path.as_str(), g.owner.id.as_str()))
+            .collect();
+        assert_eq!(paths, vec![("racks/1/nodes", "r1"), ("roles/Compute", "r")]);
     }
 
     #[test]

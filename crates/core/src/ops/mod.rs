@@ -9,6 +9,7 @@ pub mod event_tracker;
 pub mod failures;
 pub mod hooks;
 pub mod ips;
+pub mod node_tree;
 pub mod stack_paths;
 pub mod stuck;
 pub mod warm_outputs;
