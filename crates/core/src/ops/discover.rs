@@ -308,7 +308,8 @@ pub async fn plan_addresses(
                 None => Vec::new(),
             };
             let keys: Vec<&str> = member_outputs.keys().map(String::as_str).collect();
-            let choice = choose_output(&from_parent, &keys);
+            let choice = choose_output(&from_parent, &keys)
+                .or_else(|| server_address_output(&member_template, &from_parent));
             if choice.is_none() {
                 plan.tried.push(format!(
                     "outputs of {} reading the group: {}",
@@ -326,7 +327,13 @@ pub async fn plan_addresses(
     let Some(key) = chosen else {
         return plan;
     };
-    plan.typed = follow_output(heat, &member_stack, &member_template, &key).await;
+    plan.typed = match follow_output(heat, &member_stack, &member_template, &key).await {
+        Some(t) => Some(t),
+        // An output that wraps the address (`{name: .., internal_ip: {get_attr: [inst,
+        // first_address]}}`): the server attribute inside it is read for every member.
+        None => output_value(&member_template, &key)
+            .and_then(|v| server_address_in(&member_template, v)),
+    };
     plan.aggregate = owner_outputs.and_then(|t| aggregate_output(&t, group, &key));
     plan.output_key = Some(key);
     plan
@@ -428,6 +435,59 @@ async fn follow_output(
         outer_path = path;
     }
     None
+}
+
+/// Attributes of a server that hold its addresses, as Heat's `OS::Nova::Server` defines them:
+/// `networks` (`{NET: [ip, ..]}`, network names kept), `addresses` (`{NET: [{addr, ..}]}`),
+/// `first_address` (one), `accessIPv4`/`accessIPv6`.
+pub const SERVER_ADDRESS_ATTRIBUTES: [&str; 5] = [
+    "networks",
+    "addresses",
+    "first_address",
+    "accessIPv4",
+    "accessIPv6",
+];
+
+/// The first `get_attr` in `value` that reads an address attribute of a server of
+/// `template` (its type as the template declares it: a provider registered under a server
+/// type keeps the server's name), as the typed listing's target.
+fn server_address_in(template: &Value, value: &Value) -> Option<TypedAddress> {
+    let mut calls = Vec::new();
+    get_attrs_in(value, &mut calls, 0);
+    calls.into_iter().find_map(|args| {
+        let call = serde_json::json!({ "get_attr": args });
+        let (resource, attribute, path) = direct_get_attr(&call)?;
+        let rtype = resource_type_in(template, &resource)?;
+        let reads_address = node_tree::is_server_type(&rtype)
+            && SERVER_ADDRESS_ATTRIBUTES.contains(&attribute.as_str());
+        reads_address.then_some(TypedAddress {
+            hops: Vec::new(),
+            resource_name: resource,
+            resource_type: rtype,
+            attribute,
+            path,
+        })
+    })
+}
+
+/// The member output that reads a server's address attribute, whatever its name: those the
+/// parent reads through the group first, then the member's own in name order (Heat's
+/// autoscaling examples: `networks: {get_attr: [server, networks]}`; Sahara's instance
+/// object holding `internal_ip: {get_attr: [inst, first_address]}`).
+fn server_address_output(member_template: &Value, read_by_parent: &[String]) -> Option<String> {
+    let outputs = outputs_of(member_template);
+    let reads = |key: &String| {
+        outputs
+            .get(key)
+            .and_then(|o| o.get("value").or_else(|| o.get("Value")))
+            .and_then(|v| server_address_in(member_template, v))
+            .is_some()
+    };
+    read_by_parent
+        .iter()
+        .find(|k| reads(k))
+        .or_else(|| outputs.keys().find(|k| reads(k)))
+        .cloned()
 }
 
 /// A resource type that is itself a template (a nested stack).

@@ -1041,7 +1041,13 @@ impl Progress {
             };
         }
         self.stats.found += 1;
-        let mut addresses = addresses;
+        // One address met twice (an instance object's `internal_ip` and `management_ip`
+        // both reading the server's first address) is listed once.
+        let mut seen = HashSet::new();
+        let mut addresses: Vec<String> = addresses
+            .into_iter()
+            .filter(|a| seen.insert(a.clone()))
+            .collect();
         addresses.truncate(MAX_ADDRESSES);
         match source {
             IpSource::TypedListing => self.stats.from_listing += 1,
