@@ -14,12 +14,15 @@
 //! point at it.
 
 use crate::support::heat_wait::wait_status;
-use crate::support::real_heat_client::{fixture, heat, unique};
+use crate::support::real_heat_client::{connect, fixture, heat, unique};
 use caldera::api::heat::{HeatClient, StackCreate};
 use caldera::drivers::any_group::{plan_group_scale, Allow};
-use caldera::model::StackRef;
+use caldera::model::{Cluster, Node, NodeGroup, Role, StackRef};
 use caldera::ops::discover::discover_groups;
 use caldera::ops::ips::{stream_group_ips, IpEvent, IpOptions, IpStats};
+use caldera::service::live::LiveService;
+use caldera::service::plain_stack;
+use caldera::service::{CloudService, NodeUpdate};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -305,4 +308,117 @@ async fn a_two_tier_application_whose_image_parameters_have_other_names() {
             assert_eq!(seen.addresses[&format!("{}/{}", g.path, m.name)], heat_says);
         }
     }
+}
+
+/// The node groups the console's panes show for a stack in context (`:ng`, `d`, the nodes
+/// pane), through the service the console reads.
+async fn console_view(stack: &StackRef) -> (Vec<NodeGroup>, Cluster, Vec<Node>) {
+    let service = LiveService::new(connect().await);
+    let cluster = plain_stack::cluster_of(&stack.id, &stack.name);
+    let rows = service
+        .list_nodegroups(cluster.clone())
+        .await
+        .expect("node group rows");
+    let line = service.cluster(cluster).await.expect("cluster line");
+    let mut updates =
+        service.stream_nodes(NodeGroup::of_stack(&stack.id, &stack.name, Role::Other));
+    let mut nodes = Vec::new();
+    while let Some(update) = updates.next().await {
+        match update.expect("node update") {
+            NodeUpdate::Members(n) | NodeUpdate::Listed { nodes: n, .. } => nodes = n,
+            NodeUpdate::Done => break,
+            NodeUpdate::Address(_)
+            | NodeUpdate::Named { .. }
+            | NodeUpdate::AddressFailed { .. } => {}
+        }
+    }
+    (rows, line, nodes)
+}
+
+#[tokio::test]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn the_console_on_a_plain_stack_shows_its_node_groups_counts_and_images() {
+    let heat = heat().await;
+    let stack = create(
+        &heat,
+        "disc-2tier-console",
+        "twotier/top.yaml",
+        &[("tier.yaml", "twotier/tier.yaml")],
+    )
+    .await;
+    let parameters = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .parameters;
+    let (rows, line, nodes) = console_view(&stack).await;
+    // Each group's image is the parameter its members' server reads, by whatever name.
+    let shown: Vec<(&str, u32, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.node_count, r.image.as_deref()))
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            (
+                "app_tier",
+                2,
+                parameters.get("frontend_image").map(String::as_str)
+            ),
+            (
+                "db_tier",
+                2,
+                parameters.get("database_image").map(String::as_str)
+            ),
+        ]
+    );
+    assert_eq!(line.status.raw, "CREATE_COMPLETE");
+    assert_eq!((line.node_count, line.nodegroup_count), (4, Some(2)));
+    // The nodes pane: each member with its own group's image.
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+    for n in &nodes {
+        let param = if n.key.member.starts_with("app_tier/") {
+            "frontend_image"
+        } else {
+            "database_image"
+        };
+        assert_eq!(n.image.as_ref(), parameters.get(param), "{}", n.key.member);
+    }
+
+    // Beside groups that are not nodes: one row, the servers' image, their real count.
+    let mixed = create(&heat, "disc-mixed-console", "mixed/top.yaml", &[]).await;
+    let parameters = heat
+        .get_stack(&mixed, false)
+        .await
+        .expect("stack")
+        .parameters;
+    let (rows, line, nodes) = console_view(&mixed).await;
+    let shown: Vec<(&str, u32, Option<&String>)> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.node_count, r.image.as_ref()))
+        .collect();
+    assert_eq!(shown, vec![("web", 3, parameters.get("image"))]);
+    assert_eq!((line.node_count, line.nodegroup_count), (3, Some(1)));
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+
+    // A group of racks' nodes drilled into: its members, counted.
+    let files = [
+        ("rack.yaml", "racks/rack.yaml"),
+        ("node.yaml", "racks/node.yaml"),
+    ];
+    let racks = create(&heat, "disc-racks-console", "racks/top.yaml", &files).await;
+    let (rows, line, _) = console_view(&racks).await;
+    let names: Vec<(&str, u32)> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.node_count))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("racks/0/nodes", 4),
+            ("racks/1/nodes", 4),
+            ("racks/2/nodes", 4)
+        ]
+    );
+    assert_eq!(line.node_count, 12);
 }
