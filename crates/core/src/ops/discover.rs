@@ -207,6 +207,9 @@ pub struct AddressPlan {
     /// (`kube_minions_private: {get_attr: [kube_minions, kube_minion_ip]}`): one request
     /// for every address when Heat has resolved it before (`crate::ops::warm_outputs`).
     pub aggregate: Option<Aggregate>,
+    /// The members are servers themselves: their own attributes hold their addresses
+    /// (`crate::ops::server_members`).
+    pub member_servers: bool,
 }
 
 /// An aggregate output and how its value lines up with the members.
@@ -221,12 +224,14 @@ pub struct Aggregate {
 
 impl AddressPlan {
     pub fn is_empty(&self) -> bool {
-        self.output_key.is_none() && self.typed.is_none()
+        self.output_key.is_none() && self.typed.is_none() && !self.member_servers
     }
 
     /// One line: where addresses are read, or what was tried.
     pub fn describe(&self) -> String {
+        let servers = "each member server's own attributes (networks, addresses, first_address)";
         match (&self.output_key, &self.typed) {
+            (None, None) if self.member_servers => servers.to_string(),
             (None, None) => format!("no address found: {}", self.tried.join("; ")),
             (key, typed) => {
                 let mut parts = Vec::new();
@@ -262,7 +267,15 @@ pub async fn plan_addresses(
     group: &GroupShape,
     output_key: Option<&str>,
 ) -> AddressPlan {
-    let mut plan = AddressPlan::default();
+    let mut plan = AddressPlan {
+        member_servers: output_key.is_none()
+            && !group.members.is_empty()
+            && group.members.iter().all(Member::is_server),
+        ..AddressPlan::default()
+    };
+    if plan.member_servers {
+        return plan;
+    }
     let Some(member_stack) = group.members.iter().find_map(|m| m.stack.clone()) else {
         plan.tried
             .push(format!("group {} has no member stack", label(group)));
@@ -728,6 +741,10 @@ pub struct Member {
     /// Resource path of the member's group (`kube_minions`, `roles/Compute`; empty when the
     /// stack asked about is itself the group's stack).
     pub group: String,
+    /// The member's type as Heat reports it: a template (its nested stack holds the server),
+    /// or a server itself (`resource_def: {type: OS::Nova::Server}`: with a real Nova, no
+    /// nested stack at all).
+    pub resource_type: String,
 }
 
 impl Member {
@@ -740,15 +757,23 @@ impl Member {
             status_reason: r.resource.status_reason.clone(),
             since: r.resource.updated_at.or(r.created_at),
             group: String::new(),
+            resource_type: r.resource.resource_type.clone(),
         }
     }
 
-    /// Still being created (or not yet started): no address yet is not a failure.
+    /// Still being created (or not yet started): no address yet is not a failure. A member
+    /// whose nested stack is not there yet is pending, unless it is a server itself (it has
+    /// none).
     pub fn is_pending(&self) -> bool {
         !self.status.is_failed()
             && (self.status.is_in_progress()
                 || self.status.action == "INIT"
-                || self.stack.is_none())
+                || (self.stack.is_none() && !self.is_server()))
+    }
+
+    /// The member is a server itself, not a stack holding one.
+    pub fn is_server(&self) -> bool {
+        node_tree::is_server_type(&self.resource_type)
     }
 }
 

@@ -28,6 +28,7 @@ use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{NodeAddress, StackRef};
 pub use crate::ops::discover::Member;
 use crate::ops::discover::{self, parse_json_text, AddressPlan, GroupShape, TypedAddress};
+use crate::ops::server_members;
 pub use crate::ops::warm_outputs::WarmOutputs;
 use crate::ops::warm_outputs::{OutputKey, Warmth};
 use futures::stream::{BoxStream, StreamExt};
@@ -511,6 +512,9 @@ impl GroupRun<'_> {
                 return false;
             }
         }
+        if self.plan.member_servers && !self.read_member_servers(&group_stack, state, tx).await {
+            return false;
+        }
         let heat = self.heat.clone();
         let options = self.options;
         // Member stack id -> key; member resource name -> key.
@@ -666,6 +670,37 @@ impl GroupRun<'_> {
                     key,
                     owner: self.group.owner.clone(),
                 });
+            }
+        }
+        true
+    }
+
+    /// Members that are servers: their own attributes, one listing of the group's stack.
+    /// A failed listing leaves them to Nova. False when the consumer is gone.
+    async fn read_member_servers(
+        &self,
+        group_stack: &StackRef,
+        state: &mut Progress,
+        tx: &Sink,
+    ) -> bool {
+        let keys: HashMap<String, String> = self
+            .keys
+            .iter()
+            .map(|(k, m)| (m.name.clone(), k.clone()))
+            .collect();
+        let found = match server_members::addresses(self.heat, group_stack, &keys).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::info!("server members of {}: {e}", self.group.path);
+                return true;
+            }
+        };
+        for (member, addresses) in found {
+            if !state
+                .emit(tx, &member, addresses, IpSource::TypedListing, None)
+                .await
+            {
+                return false;
             }
         }
         true
@@ -902,13 +937,17 @@ async fn nova_addresses(
     let member_of: HashMap<String, String> = servers
         .into_iter()
         .filter_map(|r| {
-            // The server's stack is a member's stack, else its parent resource is a member.
-            let member = r
-                .resource
-                .owner
-                .as_ref()
+            // The server's stack is a member's stack, else its parent resource is a member,
+            // else it is a member itself (a group of servers: owned by the group's stack).
+            let owner = r.resource.owner.as_ref();
+            let member = owner
                 .and_then(|o| by_stack.get(&o.id))
-                .or_else(|| by_name.get(r.resource.parent_resource.as_deref()?))?
+                .or_else(|| by_name.get(r.resource.parent_resource.as_deref()?))
+                .or_else(|| {
+                    owner
+                        .is_some_and(|o| o.id == group_stack.id)
+                        .then(|| by_name.get(&r.resource.name))?
+                })?
                 .clone();
             Some((r.resource.physical_id?, member))
         })
@@ -1185,6 +1224,7 @@ mod tests {
             status_reason: None,
             since: None,
             group: String::new(),
+            resource_type: String::new(),
         }
     }
 
@@ -1212,6 +1252,10 @@ mod tests {
         assert!(!member("3", "CREATE_COMPLETE", true).is_pending());
         assert!(!member("4", "CREATE_FAILED", false).is_pending());
         assert!(!member("5", "UPDATE_FAILED", true).is_pending());
+        // A server member has no nested stack with a real Nova: complete, not pending.
+        let mut server = member("6", "CREATE_COMPLETE", false);
+        server.resource_type = "OS::Nova::Server".into();
+        assert!(!server.is_pending());
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod failures;
 pub mod hooks;
 pub mod ips;
 pub mod node_tree;
+pub mod server_members;
 pub mod stack_paths;
 pub mod stuck;
 pub mod warm_outputs;
