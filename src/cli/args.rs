@@ -371,6 +371,10 @@ pub enum Command {
         /// stack's templates).
         #[arg(long)]
         output_key: Option<String>,
+        /// Only the addresses on this network, where the source names networks (a server's
+        /// `networks`, Nova's addresses): `--network private`.
+        #[arg(long)]
+        network: Option<String>,
     },
     /// The deepest failed resources of a stack, with dotted paths and reasons.
     Failures {

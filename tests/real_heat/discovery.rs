@@ -70,22 +70,39 @@ struct Seen {
     addresses: BTreeMap<String, BTreeSet<String>>,
     failed: BTreeMap<String, String>,
     pending: BTreeSet<String>,
+    /// Each member's network names, where the source named them.
+    networks: BTreeMap<String, BTreeSet<String>>,
     stats: IpStats,
 }
 
 async fn ips(heat: &HeatClient, stack: &StackRef, group: Option<&str>) -> Seen {
+    ips_with(heat, stack, group, IpOptions::default()).await
+}
+
+async fn ips_with(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: Option<&str>,
+    options: IpOptions,
+) -> Seen {
     let mut seen = Seen::default();
     let mut stream = stream_group_ips(
         heat.clone(),
         None,
         stack.clone(),
         group.map(str::to_string),
-        IpOptions::default(),
+        options,
     );
     while let Some(event) = stream.next().await {
         match event.expect("ip stream") {
             IpEvent::Members(m) => seen.members = m.into_iter().map(|m| m.name).collect(),
             IpEvent::Address(a, _) => {
+                // Every named network's addresses are among the member's.
+                for ips in a.networks.values() {
+                    assert!(ips.iter().all(|ip| a.addresses.contains(ip)), "{a:?}");
+                }
+                seen.networks
+                    .insert(a.member.clone(), a.networks.keys().cloned().collect());
                 let set = a.addresses.into_iter().collect();
                 assert!(seen.addresses.insert(a.member, set).is_none());
             }
@@ -164,6 +181,35 @@ async fn an_autoscaling_group_whose_addresses_are_only_in_outputs_list() {
         .collect();
     let ours: BTreeSet<BTreeSet<String>> = seen.addresses.values().cloned().collect();
     assert_eq!(ours, heat_says);
+    // Each address with its network's name; `--network` picks one.
+    let names: BTreeSet<String> = ["private".to_string(), "storage".to_string()].into();
+    assert!(
+        seen.networks.values().all(|n| *n == names),
+        "{:?}",
+        seen.networks
+    );
+    let storage = IpOptions {
+        network: Some("storage".into()),
+        ..IpOptions::default()
+    };
+    let picked = ips_with(&heat, &stack, None, storage).await;
+    assert_complete(&picked, 5);
+    let heat_storage: BTreeSet<BTreeSet<String>> = output(&heat, &stack, "networks")
+        .await
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|n| leaves(&n["storage"]))
+        .collect();
+    let ours: BTreeSet<BTreeSet<String>> = picked.addresses.values().cloned().collect();
+    assert_eq!(ours, heat_storage);
+    // A network no member has: every member says so.
+    let none = IpOptions {
+        network: Some("public".into()),
+        ..IpOptions::default()
+    };
+    let missing = ips_with(&heat, &stack, None, none).await;
+    assert_eq!(missing.failed.len(), 5, "{missing:?}");
 }
 
 #[tokio::test]

@@ -614,6 +614,7 @@ async fn server_names_fill_in_without_moving_rows_or_selection() {
                 index: *index,
                 addresses: vec!["10.99.0.1".into()],
                 name: Some(name_of(pos)),
+                networks: Default::default(),
             })
         } else {
             NodeUpdate::Named {

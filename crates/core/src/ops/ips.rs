@@ -23,11 +23,12 @@
 
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
-use crate::api::nova::{NovaClient, ServerQuery};
+use crate::api::nova::{AddressKind, NovaClient, ServerQuery};
 use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{NodeAddress, StackRef};
+pub use crate::ops::address_values::{addresses_in, found_in, Found};
 pub use crate::ops::discover::Member;
-use crate::ops::discover::{self, parse_json_text, AddressPlan, GroupShape, TypedAddress};
+use crate::ops::discover::{self, AddressPlan, GroupShape, TypedAddress};
 use crate::ops::server_members;
 pub use crate::ops::warm_outputs::WarmOutputs;
 use crate::ops::warm_outputs::{OutputKey, Warmth};
@@ -38,10 +39,9 @@ use tokio::sync::mpsc;
 
 /// Servers asked of Nova per page.
 const NOVA_PAGE: u32 = 500;
-/// Addresses kept per member, and characters per address: values from the cloud are bounded
-/// (the whole value already is, by the transport's body limit).
+/// Addresses kept per member: values from the cloud are bounded (the whole value already is,
+/// by the transport's body limit).
 const MAX_ADDRESSES: usize = 64;
-const MAX_ADDRESS_LEN: usize = 255;
 
 /// How to find each member's address.
 #[derive(Debug, Clone)]
@@ -66,6 +66,9 @@ pub struct IpOptions {
     pub heat_outputs: Option<WarmOutputs>,
     /// How long the aggregate output may take before the other sources start.
     pub aggregate_head_start: Duration,
+    /// Only the addresses on this network (`--network NAME`), where the source names
+    /// networks (a server's `networks`/`addresses`, Nova, any map of networks).
+    pub network: Option<String>,
 }
 
 impl Default for IpOptions {
@@ -79,6 +82,7 @@ impl Default for IpOptions {
             server_type: "OS::Nova::Server".to_string(),
             heat_outputs: None,
             aggregate_head_start: Duration::from_secs(1),
+            network: None,
         }
     }
 }
@@ -224,63 +228,6 @@ fn keyed_members(groups: &[GroupShape]) -> Vec<Member> {
             })
         })
         .collect()
-}
-
-/// Flattens an address value into strings: a string, a list, a map (Nova's
-/// `{"net": [{"addr": ..}]}`, Neutron's `{"ip_address": ..}`, `{"private": "10.0.0.5"}`), or
-/// JSON text holding any of those. Bounded in depth and length; strings with control
-/// characters are dropped.
-pub fn addresses_in(value: &serde_json::Value) -> Vec<String> {
-    let mut out = Vec::new();
-    collect_addresses(value, &mut out, 0, false);
-    out
-}
-
-/// Keys that name an address inside a map, best first.
-const ADDRESS_KEYS: [&str; 5] = ["addr", "ip_address", "ip", "address", "fixed_ip"];
-
-fn collect_addresses(value: &serde_json::Value, out: &mut Vec<String>, depth: usize, in_map: bool) {
-    if depth > 6 {
-        return;
-    }
-    match value {
-        serde_json::Value::String(s) => {
-            if let Some(parsed) = parse_json_text(s) {
-                collect_addresses(&parsed, out, depth + 1, false);
-                return;
-            }
-            let t = s.trim();
-            if t.is_empty() || t.len() > MAX_ADDRESS_LEN || t.chars().any(char::is_control) {
-                return;
-            }
-            // A map's other values (subnet ids, MACs, names) are not addresses: only take
-            // those that read as an IP address.
-            if in_map
-                && t.split('/')
-                    .next()
-                    .and_then(|a| a.parse::<std::net::IpAddr>().ok())
-                    .is_none()
-            {
-                return;
-            }
-            out.push(t.to_string());
-        }
-        serde_json::Value::Array(items) => {
-            for item in items {
-                collect_addresses(item, out, depth + 1, false);
-            }
-        }
-        serde_json::Value::Object(map) => {
-            if let Some(v) = ADDRESS_KEYS.iter().find_map(|k| map.get(*k)) {
-                collect_addresses(v, out, depth + 1, false);
-            } else {
-                for v in map.values() {
-                    collect_addresses(v, out, depth + 1, true);
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 /// Streams the addresses of every member of every node group of `target`. See
@@ -512,7 +459,11 @@ impl GroupRun<'_> {
                 return false;
             }
         }
-        if self.plan.member_servers && !self.read_member_servers(&group_stack, state, tx).await {
+        if self.plan.member_servers
+            && !self
+                .read_member_servers(&group_stack, state, reasons, tx)
+                .await
+        {
             return false;
         }
         let heat = self.heat.clone();
@@ -554,6 +505,7 @@ impl GroupRun<'_> {
                 group_stack.clone(),
                 t.clone(),
                 by_stack.clone(),
+                options.network.clone(),
             )))),
             _ => None,
         };
@@ -632,10 +584,11 @@ impl GroupRun<'_> {
                                 // An output the operator named is the member's value: Nova
                                 // then gives names only, never an address that would win the
                                 // race against it.
-                                let sent = if found.addresses.is_empty() || options.output_key.is_some() {
+                                let addresses = found.addresses.on_network(options.network.as_deref());
+                                let sent = if addresses.is_empty() || options.output_key.is_some() {
                                     state.name(tx, &found.member, found.name).await
                                 } else {
-                                    state.emit(tx, &found.member, found.addresses, IpSource::NovaServers, Some(found.name)).await
+                                    state.emit(tx, &found.member, addresses, IpSource::NovaServers, Some(found.name)).await
                                 };
                                 if !sent {
                                     return false;
@@ -648,9 +601,9 @@ impl GroupRun<'_> {
                     match next {
                         None => outputs_done = true,
                         Some(((member, _), Ok(output))) => {
-                            let addresses = addresses_in(&output.value);
+                            let addresses = found_in(&output.value, options.network.as_deref());
                             if addresses.is_empty() {
-                                let reason = output.error.unwrap_or_else(|| format!("output '{}' has no address", output.key));
+                                let reason = output.error.unwrap_or_else(|| no_address(&output.key, options.network.as_deref()));
                                 reasons.insert(member, reason);
                             } else if !state.emit(tx, &member, addresses, IpSource::MemberOutput, None).await {
                                 return false;
@@ -681,14 +634,21 @@ impl GroupRun<'_> {
         &self,
         group_stack: &StackRef,
         state: &mut Progress,
+        reasons: &mut HashMap<String, String>,
         tx: &Sink,
     ) -> bool {
+        if let Some(n) = &self.options.network {
+            for (key, _) in self.keys {
+                reasons.insert(key.clone(), format!("no address on network {n}"));
+            }
+        }
         let keys: HashMap<String, String> = self
             .keys
             .iter()
             .map(|(k, m)| (m.name.clone(), k.clone()))
             .collect();
-        let found = match server_members::addresses(self.heat, group_stack, &keys).await {
+        let network = self.options.network.as_deref();
+        let found = match server_members::addresses(self.heat, group_stack, &keys, network).await {
             Ok(found) => found,
             Err(e) => {
                 tracing::info!("server members of {}: {e}", self.group.path);
@@ -772,7 +732,8 @@ impl GroupRun<'_> {
                 return true;
             }
         };
-        let found = aggregate_addresses(&value, by_name, self.keys);
+        let network = self.options.network.as_deref();
+        let found = aggregate_addresses(&value, by_name, self.keys, network);
         if found.is_empty() {
             return true;
         }
@@ -832,7 +793,8 @@ fn aggregate_addresses(
     value: &serde_json::Value,
     by_name: bool,
     keys: &[(String, &Member)],
-) -> Vec<(String, Vec<String>)> {
+    network: Option<&str>,
+) -> Vec<(String, Found)> {
     let entries: Vec<(String, &serde_json::Value)> = if by_name {
         let Some(map) = value.as_object() else {
             return Vec::new();
@@ -852,7 +814,7 @@ fn aggregate_addresses(
     };
     entries
         .into_iter()
-        .map(|(k, v)| (k, addresses_in(v)))
+        .map(|(k, v)| (k, found_in(v, network)))
         .filter(|(_, a)| !a.is_empty())
         .collect()
 }
@@ -865,7 +827,8 @@ async fn typed_listing(
     group_stack: StackRef,
     typed: TypedAddress,
     by_stack: HashMap<String, String>,
-) -> Result<Vec<(String, Vec<String>)>, ApiError> {
+    network: Option<String>,
+) -> Result<Vec<(String, Found)>, ApiError> {
     let hop_queries: Vec<ResourceQuery> = typed
         .hops
         .iter()
@@ -896,7 +859,12 @@ async fn typed_listing(
         heat.list_resources(&group_stack, &leaf)
     );
     let owners = discover::member_of_stacks(&by_stack, &hops?);
-    Ok(addresses_from_listing(&resources?, &owners, &typed))
+    Ok(addresses_from_listing(
+        &resources?,
+        &owners,
+        &typed,
+        network.as_deref(),
+    ))
 }
 
 /// One member's server as Nova lists it.
@@ -906,7 +874,7 @@ struct NovaMatch {
     /// The server's name (Magnum's `k8s-prod-abc123-node-17`).
     name: String,
     /// Empty while the server has no fixed address yet; its name is still worth sending.
-    addresses: Vec<String>,
+    addresses: Found,
     /// The image id the server was booted from (none for boot-from-volume).
     image: Option<String>,
 }
@@ -977,7 +945,7 @@ async fn nova_addresses(
                 Some(NovaMatch {
                     member: member.clone(),
                     name: server.name.clone(),
-                    addresses: server.fixed_ips(),
+                    addresses: nova_found(server),
                     image: server.image.clone().filter(|i| !i.is_empty()),
                 })
             })
@@ -996,13 +964,40 @@ async fn nova_addresses(
     }
 }
 
+/// A server's fixed addresses as Nova lists them, by network.
+fn nova_found(server: &crate::api::nova::ServerInfo) -> Found {
+    let mut found = Found::default();
+    for a in server
+        .addresses
+        .iter()
+        .filter(|a| a.kind != AddressKind::Floating)
+    {
+        found.addresses.push(a.addr.clone());
+        found
+            .networks
+            .entry(a.network.clone())
+            .or_default()
+            .push(a.addr.clone());
+    }
+    found
+}
+
+/// The reason a member output gave no address.
+fn no_address(key: &str, network: Option<&str>) -> String {
+    match network {
+        Some(n) => format!("output '{key}' has no address on network {n}"),
+        None => format!("output '{key}' has no address"),
+    }
+}
+
 /// `(member key, addresses)` from a typed listing of the address resource, keyed by the
 /// member whose stack (at whatever depth, see `discover::member_of_stacks`) owns it.
 fn addresses_from_listing(
     resources: &[ResourceInfo],
     owners: &HashMap<String, String>,
     typed: &TypedAddress,
-) -> Vec<(String, Vec<String>)> {
+    network: Option<&str>,
+) -> Vec<(String, Found)> {
     let mut out = Vec::new();
     for r in resources {
         // A resource never created (INIT, its member failed first) or being deleted holds
@@ -1021,7 +1016,7 @@ fn addresses_from_listing(
             .as_ref()
             .and_then(|a| a.get(&typed.attribute))
             .and_then(|v| discover::value_at(v, &typed.path))
-            .map(|v| addresses_in(&v))
+            .map(|v| found_in(&v, network))
             .unwrap_or_default();
         if !addresses.is_empty() {
             out.push((member.clone(), addresses));
@@ -1066,7 +1061,7 @@ impl Progress {
         &mut self,
         tx: &Sink,
         member: &str,
-        addresses: Vec<String>,
+        found: Found,
         source: IpSource,
         name: Option<String>,
     ) -> bool {
@@ -1083,7 +1078,8 @@ impl Progress {
         // One address met twice (an instance object's `internal_ip` and `management_ip`
         // both reading the server's first address) is listed once.
         let mut seen = HashSet::new();
-        let mut addresses: Vec<String> = addresses
+        let mut addresses: Vec<String> = found
+            .addresses
             .into_iter()
             .filter(|a| seen.insert(a.clone()))
             .collect();
@@ -1107,6 +1103,7 @@ impl Progress {
             member: member.to_string(),
             addresses,
             name,
+            networks: found.networks,
         };
         tx.send(Ok(IpEvent::Address(address, source))).await.is_ok()
     }
@@ -1161,7 +1158,7 @@ mod tests {
         let keys: Vec<(String, &Member)> = members.iter().map(|m| (m.name.clone(), m)).collect();
         let list = json!(["10.0.0.1", ["10.0.0.2", "fd00::2"], null]);
         assert_eq!(
-            aggregate_addresses(&list, false, &keys),
+            plain(aggregate_addresses(&list, false, &keys, None)),
             vec![
                 ("0".to_string(), vec!["10.0.0.1".to_string()]),
                 (
@@ -1171,13 +1168,24 @@ mod tests {
             ]
         );
         // A list of another length cannot be matched to members by position.
-        assert!(aggregate_addresses(&json!(["10.0.0.1"]), false, &keys).is_empty());
+        assert!(aggregate_addresses(&json!(["10.0.0.1"]), false, &keys, None).is_empty());
         let map = json!({"3": "10.0.0.4", "9": "10.0.0.9"});
         assert_eq!(
-            aggregate_addresses(&map, true, &keys),
+            plain(aggregate_addresses(&map, true, &keys, None)),
             vec![("3".to_string(), vec!["10.0.0.4".to_string()])]
         );
-        assert!(aggregate_addresses(&list, true, &keys).is_empty());
+        assert!(aggregate_addresses(&list, true, &keys, None).is_empty());
+        // A map of networks per member: `--network` keeps one, and a member without it is
+        // left to the other sources.
+        let nets = json!([{"private": ["10.0.0.1"]}, {"private": ["10.0.0.2"], "storage": ["172.16.0.2"]}, {}]);
+        assert_eq!(
+            plain(aggregate_addresses(&nets, false, &keys, Some("storage"))),
+            vec![("1".to_string(), vec!["172.16.0.2".to_string()])]
+        );
+    }
+
+    fn plain(found: Vec<(String, Found)>) -> Vec<(String, Vec<String>)> {
+        found.into_iter().map(|(k, f)| (k, f.addresses)).collect()
     }
 
     #[test]
@@ -1317,6 +1325,7 @@ mod tests {
             index: member.parse().ok(),
             addresses: vec![ip.to_string()],
             name: name.map(str::to_string),
+            networks: Default::default(),
         }
     }
 
@@ -1327,14 +1336,14 @@ mod tests {
             p.emit(
                 &tx,
                 "0",
-                vec!["10.0.0.1".into()],
+                Found::from(vec!["10.0.0.1".to_string()]),
                 IpSource::TypedListing,
                 None
             )
             .await
         );
         // Nova's page comes later with the same member's address and its server name.
-        let nova_ip = vec!["10.0.0.1".to_string()];
+        let nova_ip = Found::from(vec!["10.0.0.1".to_string()]);
         let name = Some("k8s-a-node-0".to_string());
         assert!(
             p.emit(
@@ -1372,7 +1381,7 @@ mod tests {
             p.emit(
                 &tx,
                 "1",
-                vec!["10.0.0.2".into()],
+                Found::from(vec!["10.0.0.2".to_string()]),
                 IpSource::MemberOutput,
                 None
             )
@@ -1396,7 +1405,7 @@ mod tests {
             p.emit(
                 &tx,
                 "7",
-                vec!["10.0.0.7".into()],
+                Found::from(vec!["10.0.0.7".to_string()]),
                 IpSource::NovaServers,
                 Some("k8s-a-node-7".into())
             )

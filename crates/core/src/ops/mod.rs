@@ -2,6 +2,7 @@
 //!
 //! Pure bookkeeping lives in its own modules so it can be tested without a server.
 
+pub mod address_values;
 pub mod capi_nodes;
 pub mod capi_stall;
 pub mod discover;

@@ -8,8 +8,8 @@
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
 use crate::model::StackRef;
+use crate::ops::address_values::{found_in, Found};
 use crate::ops::discover::SERVER_ADDRESS_ATTRIBUTES;
-use crate::ops::ips::addresses_in;
 use std::collections::HashMap;
 
 /// `(key, addresses)` of each member of `group_stack` named in `keys` (member resource
@@ -18,26 +18,28 @@ pub async fn addresses(
     heat: &HeatClient,
     group_stack: &StackRef,
     keys: &HashMap<String, String>,
-) -> Result<Vec<(String, Vec<String>)>, ApiError> {
+    network: Option<&str>,
+) -> Result<Vec<(String, Found)>, ApiError> {
     let query = ResourceQuery {
         with_detail: true,
         ..Default::default()
     };
     let listing = heat.list_resources(group_stack, &query).await?;
-    Ok(from_listing(&listing, keys))
+    Ok(from_listing(&listing, keys, network))
 }
 
 fn from_listing(
     listing: &[ResourceInfo],
     keys: &HashMap<String, String>,
-) -> Vec<(String, Vec<String>)> {
+    network: Option<&str>,
+) -> Vec<(String, Found)> {
     listing
         .iter()
         .filter_map(|r| {
             let key = keys.get(&r.resource.name)?;
             let attributes = r.attributes.as_ref()?;
             let found = SERVER_ADDRESS_ATTRIBUTES.iter().find_map(|a| {
-                let found = addresses_in(attributes.get(*a)?);
+                let found = found_in(attributes.get(*a)?, network);
                 (!found.is_empty()).then_some(found)
             })?;
             Some((key.clone(), found))
@@ -87,8 +89,12 @@ mod tests {
             .iter()
             .map(|k| (k.to_string(), format!("web/{k}")))
             .collect();
+        let found: Vec<(String, Vec<String>)> = from_listing(&listing, &keys, None)
+            .into_iter()
+            .map(|(k, f)| (k, f.addresses))
+            .collect();
         assert_eq!(
-            from_listing(&listing, &keys),
+            found,
             vec![
                 (
                     "web/0".to_string(),
@@ -97,5 +103,10 @@ mod tests {
                 ("web/1".to_string(), vec!["10.0.0.5".to_string()]),
             ]
         );
+        // One network picked: the members with an address on it, named.
+        let storage = from_listing(&listing, &keys, Some("storage"));
+        assert_eq!(storage.len(), 1);
+        assert_eq!(storage[0].1.addresses, vec!["172.16.0.4"]);
+        assert_eq!(storage[0].1.networks["storage"], vec!["172.16.0.4"]);
     }
 }

@@ -606,6 +606,7 @@ async fn forward_capi_nodes(
             index: None,
             addresses: s.fixed_ips(),
             name: Some(s.name.clone()),
+            networks: Default::default(),
         })
         .collect();
     if tx.send(Ok(NodeUpdate::Members(nodes))).await.is_err() {
