@@ -22,8 +22,7 @@ use crate::ops::node_tree;
 use serde_json::Value;
 use std::collections::HashMap;
 
-/// Resource types whose members are nodes.
-pub const GROUP_TYPES: [&str; 2] = ["OS::Heat::ResourceGroup", "OS::Heat::AutoScalingGroup"];
+pub use node_tree::{is_group_type, GROUP_TYPES};
 /// Template levels followed from a member's output down to the resource holding the address.
 const MAX_HOPS: usize = 4;
 /// Expression nesting looked through for `get_attr`.
@@ -47,10 +46,6 @@ pub struct GroupShape {
     pub members: Vec<Member>,
     /// When Heat last changed the group resource (any update of the group moves it).
     pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-pub fn is_group_type(t: &str) -> bool {
-    GROUP_TYPES.contains(&t)
 }
 
 /// Every node group of `stack`, in resource path order: one listing of the whole tree

@@ -25,6 +25,13 @@ use std::collections::HashMap;
 /// Nesting levels listed at once (Heat's default `max_nested_stack_depth`).
 pub const TREE_DEPTH: u32 = 5;
 
+/// Heat's scaling groups: their nested stack's resources are the members.
+pub const GROUP_TYPES: [&str; 2] = ["OS::Heat::ResourceGroup", "OS::Heat::AutoScalingGroup"];
+
+pub fn is_group_type(t: &str) -> bool {
+    GROUP_TYPES.contains(&t)
+}
+
 /// Resource types that are machines: Heat's Nova server (and its CFN twin), and Ironic's
 /// bare-metal resources (any `OS::Ironic::` type).
 pub fn is_server_type(t: &str) -> bool {
@@ -106,16 +113,14 @@ impl<'a> Tree<'a> {
     /// Levels of nesting from the root down to stack `id` (the root is 0); `None` when the
     /// stack is not in the listing.
     fn depth_of(&self, id: &str) -> Option<u32> {
-        let mut depth = 0;
         let mut current = id.to_string();
         // Bounded walk: a malformed listing with a cycle must not hang.
-        for _ in 0..64 {
+        for depth in 0..64 {
             if current == self.root.id {
                 return Some(depth);
             }
             let owner = self.parent_of.get(&current)?.resource.owner.as_ref();
             current = owner.map_or(self.root.id.clone(), |o| o.id.clone());
-            depth += 1;
         }
         None
     }
@@ -152,7 +157,7 @@ impl<'a> Tree<'a> {
                 ..Holds::default()
             };
         }
-        if crate::ops::discover::is_group_type(t) {
+        if is_group_type(t) {
             return Holds {
                 group: true,
                 ..Holds::default()
