@@ -11,7 +11,6 @@ pub mod failures;
 pub mod hooks;
 pub mod ips;
 pub mod node_tree;
-pub mod server_members;
 pub mod stack_paths;
 pub mod stuck;
 pub mod warm_outputs;

@@ -5,16 +5,13 @@
 //! addresses are its `networks` (`{NET: [ip, ..]}`), else `addresses` (`{NET: [{addr}]}`),
 //! else `first_address` (see `discover::SERVER_ADDRESS_ATTRIBUTES`).
 
-use crate::api::error::ApiError;
-use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
-use crate::model::StackRef;
+use super::*;
 use crate::ops::address_values::{found_in, Found};
 use crate::ops::discover::SERVER_ADDRESS_ATTRIBUTES;
-use std::collections::HashMap;
 
 /// `(key, addresses)` of each member of `group_stack` named in `keys` (member resource
 /// name -> key in the stream).
-pub async fn addresses(
+pub(super) async fn addresses(
     heat: &HeatClient,
     group_stack: &StackRef,
     keys: &HashMap<String, String>,
@@ -45,6 +42,46 @@ fn from_listing(
             Some((key.clone(), found))
         })
         .collect()
+}
+
+impl GroupRun<'_> {
+    /// Members that are servers: their own attributes, one listing of the group's stack.
+    /// A failed listing leaves them to Nova. False when the consumer is gone.
+    pub(super) async fn read_member_servers(
+        &self,
+        group_stack: &StackRef,
+        state: &mut Progress,
+        reasons: &mut HashMap<String, String>,
+        tx: &Sink,
+    ) -> bool {
+        if let Some(n) = &self.options.network {
+            for (key, _) in self.keys {
+                reasons.insert(key.clone(), format!("no address on network {n}"));
+            }
+        }
+        let keys: HashMap<String, String> = self
+            .keys
+            .iter()
+            .map(|(k, m)| (m.name.clone(), k.clone()))
+            .collect();
+        let network = self.options.network.as_deref();
+        let found = match addresses(self.heat, group_stack, &keys, network).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::info!("server members of {}: {e}", self.group.path);
+                return true;
+            }
+        };
+        for (member, addresses) in found {
+            if !state
+                .emit(tx, &member, addresses, IpSource::TypedListing, None)
+                .await
+            {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 #[cfg(test)]
