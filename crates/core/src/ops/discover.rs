@@ -48,43 +48,175 @@ pub struct GroupShape {
     pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-/// Every node group of `stack`, in resource path order: one listing of the whole tree
-/// (`crate::ops::node_tree`), groups inside nested stacks and inside other groups' members
-/// included, groups whose members are not nodes left out.
+/// Nested stacks listed (one small listing each) in search of groups: bounds the work on a
+/// stack of many nested stacks (or of many racks).
+const MAX_NESTED_SEARCHED: usize = 32;
+
+/// Every node group of `stack`, in resource path order: groups in the stack, in its nested
+/// stacks and inside other groups' members (`racks/1/nodes`), those whose members are not
+/// nodes left out (`crate::ops::node_tree`). A `nested_depth=1` listing of each stack searched
+/// gives its groups and their members; one member's subtree per group says what the members
+/// hold.
 pub async fn discover_groups(
     heat: &HeatClient,
     stack: &StackRef,
 ) -> Result<Vec<GroupShape>, ApiError> {
-    let query = ResourceQuery {
-        nested_depth: Some(node_tree::TREE_DEPTH),
-        ..Default::default()
-    };
-    let listing = heat.list_resources(stack, &query).await?;
-    Ok(groups_in(stack, &listing))
-}
-
-/// The node groups of `stack` in a `nested_depth` listing of it (see [`discover_groups`]).
-pub fn groups_in(stack: &StackRef, listing: &[ResourceInfo]) -> Vec<GroupShape> {
-    let tree = node_tree::Tree::new(stack, listing);
-    let mut groups: Vec<GroupShape> = tree
-        .all()
-        .filter(|r| is_group_type(&r.resource.resource_type))
-        .filter_map(|r| {
-            let members = r
-                .resource
-                .nested
-                .as_ref()
-                .map(|n| tree.resources_of(&n.id).to_vec())
-                .unwrap_or_default();
-            tree.is_node_group(&members)
-                .then(|| group(stack, tree.path_of(r), r, &members))
-        })
+    let root_listing = heat.list_resources(stack, &depth_one()).await?;
+    let mut judged: Vec<(GroupShape, node_tree::Holds)> = Vec::new();
+    let mut wave = vec![(stack.clone(), String::new(), root_listing.clone())];
+    let mut searched = 0;
+    while !wave.is_empty() {
+        let mut next: Vec<(StackRef, String)> = Vec::new();
+        let mut sampled: Vec<(GroupShape, Sample)> = Vec::new();
+        for (s, prefix, listing) in &wave {
+            let found = scan(s, prefix, listing);
+            next.extend(found.nested);
+            sampled.extend(found.groups);
+        }
+        let held =
+            futures::future::join_all(sampled.iter().map(|(_, sample)| probe(heat, sample))).await;
+        for ((g, _), held) in sampled.into_iter().zip(held) {
+            // Members holding groups of their own: those groups are searched, member by member.
+            if held.group {
+                next.extend(g.members.iter().filter_map(|m| {
+                    let prefix = format!("{}/{}/", g.path, m.name);
+                    m.stack.clone().map(|s| (s, prefix))
+                }));
+            }
+            judged.push((g, held));
+        }
+        let take: Vec<(StackRef, String)> = next
+            .into_iter()
+            .take(MAX_NESTED_SEARCHED.saturating_sub(searched))
+            .collect();
+        searched += take.len();
+        wave = list_all(heat, take).await;
+    }
+    let any_server = judged.iter().any(|(_, h)| h.server);
+    let mut groups: Vec<GroupShape> = judged
+        .into_iter()
+        .filter(|(g, h)| node_tree::is_node_group(*h, g.members.is_empty(), any_server))
+        .map(|(g, _)| g)
         .collect();
     if groups.is_empty() {
-        groups.extend(stack_as_group(stack, listing));
+        groups.extend(stack_as_group(stack, &root_listing));
     }
     groups.sort_by(|a, b| a.path.cmp(&b.path));
-    groups
+    Ok(groups)
+}
+
+fn depth_one() -> ResourceQuery {
+    ResourceQuery {
+        nested_depth: Some(1),
+        ..Default::default()
+    }
+}
+
+/// `nested_depth=1` listings of `stacks`; one gone or unreadable holds no group we can show.
+async fn list_all(
+    heat: &HeatClient,
+    stacks: Vec<(StackRef, String)>,
+) -> Vec<(StackRef, String, Vec<ResourceInfo>)> {
+    let query = depth_one();
+    let listed = futures::future::join_all(stacks.into_iter().map(|(s, prefix)| {
+        let query = &query;
+        async move {
+            let listing = heat.list_resources(&s, query).await;
+            (s, prefix, listing)
+        }
+    }))
+    .await;
+    listed
+        .into_iter()
+        .filter_map(|(s, prefix, listing)| match listing {
+            Ok(l) => Some((s, prefix, l)),
+            Err(e) => {
+                tracing::info!("searching {} for groups: {e}", s.name);
+                None
+            }
+        })
+        .collect()
+}
+
+/// What one member of a group is, to judge all (they share one definition).
+#[derive(Debug, Clone, PartialEq)]
+enum Sample {
+    /// The member is a server itself.
+    Server,
+    /// A member stack to list (its subtree).
+    Stack(StackRef),
+    /// No member, or one that is neither a server nor a stack (a volume, a string).
+    Nothing,
+}
+
+/// What a group's sampled member holds: its subtree listed (one small request).
+async fn probe(heat: &HeatClient, sample: &Sample) -> node_tree::Holds {
+    let depth = node_tree::TREE_DEPTH - 1;
+    match sample {
+        Sample::Server => node_tree::Holds {
+            server: true,
+            ..Default::default()
+        },
+        Sample::Nothing => node_tree::Holds::default(),
+        Sample::Stack(s) => {
+            let query = ResourceQuery {
+                nested_depth: Some(depth),
+                ..Default::default()
+            };
+            match heat.list_resources(s, &query).await {
+                Ok(listing) => node_tree::Tree::new(s, &listing, depth).holds_stack(&s.id),
+                // Unreadable (deleted under us): not known, so shown.
+                Err(e) => {
+                    tracing::info!("member {} of a group: {e}", s.name);
+                    node_tree::Holds {
+                        unlisted: true,
+                        ..Default::default()
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a `nested_depth=1` listing of `stack` shows.
+#[derive(Debug, Default)]
+struct Scan {
+    /// Its groups, with their members and the member that stands for all.
+    groups: Vec<(GroupShape, Sample)>,
+    /// Its plain nested stacks (not groups), to search next, with their path prefix.
+    nested: Vec<(StackRef, String)>,
+}
+
+fn scan(stack: &StackRef, prefix: &str, listing: &[ResourceInfo]) -> Scan {
+    let tree = node_tree::Tree::new(stack, listing, 1);
+    let mut found = Scan::default();
+    for r in tree.resources_of(&stack.id) {
+        let path = format!("{prefix}{}", r.resource.name);
+        let Some(nested) = &r.resource.nested else {
+            continue;
+        };
+        if !is_group_type(&r.resource.resource_type) {
+            found.nested.push((nested.clone(), format!("{path}/")));
+            continue;
+        }
+        let g = group(stack, path, r, tree.resources_of(&nested.id));
+        let sample = sample_of(&g.members);
+        found.groups.push((g, sample));
+    }
+    found
+}
+
+/// The member that stands for all: the first (in index order) that is a server or has a
+/// stack (a failed one may have none).
+fn sample_of(members: &[Member]) -> Sample {
+    members
+        .iter()
+        .find_map(|m| match (&m.stack, m.is_server()) {
+            (_, true) => Some(Sample::Server),
+            (Some(s), false) => Some(Sample::Stack(s.clone())),
+            (None, false) => None,
+        })
+        .unwrap_or(Sample::Nothing)
 }
 
 /// The group at `path` (exactly), or every group when `path` is `None`.
@@ -896,36 +1028,47 @@ mod tests {
             res("10", "kubeminion.yaml", "gw", Some("w10")),
             res("2", "kubeminion.yaml", "gw", Some("w2")),
         ];
-        let groups = groups_in(&root, &listing);
-        let paths: Vec<&str> = groups.iter().map(|g| g.path.as_str()).collect();
+        let found = scan(&root, "", &listing);
+        let paths: Vec<&str> = found.groups.iter().map(|(g, _)| g.path.as_str()).collect();
         assert_eq!(paths, vec!["kube_masters", "kube_minions"]);
-        let workers: Vec<&str> = groups[1].members.iter().map(|m| m.name.as_str()).collect();
-        assert_eq!(workers, vec!["0", "1", "2", "10"]);
+        let workers = &found.groups[1];
+        let names: Vec<&str> = workers.0.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, vec!["0", "1", "2", "10"]);
+        // Member 0 stands for all: its subtree is listed next.
+        assert_eq!(workers.1, Sample::Stack(sref("w0")));
+        assert_eq!(found.nested, vec![(sref("net"), "network/".to_string())]);
     }
 
     #[test]
-    fn groups_in_nested_stacks_and_in_members_are_named_by_their_path() {
+    fn a_member_stands_for_its_group() {
         let root = sref("root");
         let listing = vec![
-            res("roles", "roles.yaml", "root", Some("r")),
-            res("Compute", "OS::Heat::ResourceGroup", "r", Some("gc")),
-            res("0", "node.yaml", "gc", Some("c0")),
-            res("server", "OS::Nova::Server", "c0", None),
+            res("web", "OS::Heat::ResourceGroup", "root", Some("gw")),
+            res("1", "OS::Nova::Server", "gw", None),
+            res("0", "OS::Nova::Server", "gw", None),
+            res("tokens", "OS::Heat::ResourceGroup", "root", Some("gt")),
+            res("0", "OS::Heat::RandomString", "gt", None),
             res("racks", "OS::Heat::ResourceGroup", "root", Some("gr")),
+            res("0", "rack.yaml", "gr", None),
             res("1", "rack.yaml", "gr", Some("r1")),
-            res("nodes", "OS::Heat::ResourceGroup", "r1", Some("gn")),
-            res("0", "node.yaml", "gn", Some("n0")),
-            res("server", "OS::Nova::Server", "n0", None),
-            res("vips", "OS::Heat::ResourceGroup", "root", Some("gv")),
-            res("0", "OS::Neutron::Port", "gv", None),
-            res("plain", "OS::Heat::None", "root", None),
+            res("empty", "OS::Heat::ResourceGroup", "root", Some("ge")),
         ];
-        let groups = groups_in(&root, &listing);
-        let paths: Vec<(&str, &str)> = groups
+        let found = scan(&root, "up/", &listing);
+        let samples: Vec<(&str, &Sample)> = found
+            .groups
             .iter()
-            .map(|g| (g.path.as_str(), g.owner.id.as_str()))
+            .map(|(g, s)| (g.path.as_str(), s))
             .collect();
-        assert_eq!(paths, vec![("racks/1/nodes", "r1"), ("roles/Compute", "r")]);
+        assert_eq!(
+            samples,
+            vec![
+                ("up/web", &Sample::Server),
+                ("up/tokens", &Sample::Nothing),
+                // Rack 0 failed before its stack existed: rack 1 stands for all.
+                ("up/racks", &Sample::Stack(sref("r1"))),
+                ("up/empty", &Sample::Nothing),
+            ]
+        );
     }
 
     #[test]
