@@ -110,11 +110,6 @@ impl<'a> Tree<'a> {
         self.children.get(id).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// Every resource of the tree, root's first.
-    pub fn all(&self) -> impl Iterator<Item = &'a ResourceInfo> + '_ {
-        self.children.values().flatten().copied()
-    }
-
     /// Levels of nesting from the root down to stack `id` (the root is 0); `None` when the
     /// stack is not in the listing.
     fn depth_of(&self, id: &str) -> Option<u32> {
@@ -128,24 +123,6 @@ impl<'a> Tree<'a> {
             current = owner.map_or(self.root.id.clone(), |o| o.id.clone());
         }
         None
-    }
-
-    /// The resource path of `r` from the root: `racks/1/nodes`.
-    pub fn path_of(&self, r: &ResourceInfo) -> String {
-        let mut steps = vec![r.resource.name.clone()];
-        let mut owner = r.resource.owner.as_ref().map(|o| o.id.clone());
-        for _ in 0..64 {
-            let Some(id) = owner.filter(|id| *id != self.root.id) else {
-                break;
-            };
-            let Some(parent) = self.parent_of.get(&id) else {
-                break;
-            };
-            steps.push(parent.resource.name.clone());
-            owner = parent.resource.owner.as_ref().map(|o| o.id.clone());
-        }
-        steps.reverse();
-        steps.join("/")
     }
 
     /// What resource `r` holds: itself when it is a server or a group, else what its nested
@@ -264,7 +241,6 @@ mod tests {
         assert!(!is_node_group(rack, false, true));
         assert!(!is_node_group(rack, false, false));
         assert!(tree.holds_stack("n0").server);
-        assert_eq!(tree.path_of(&listing[2]), "nodes/0/server");
     }
 
     #[test]
