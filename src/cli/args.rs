@@ -400,6 +400,10 @@ pub enum Command {
         /// stack's templates).
         #[arg(long)]
         output_key: Option<String>,
+        /// Only the addresses on this network, where the source names networks (a server's
+        /// `networks`, Nova's addresses): `--network private`.
+        #[arg(long)]
+        network: Option<String>,
     },
     /// Why a cluster, node group or stack is not done: failed, stalled, held on a hook, or
     /// hooks left in its environment; the deepest cause first. Exit status: 0 settled or busy

@@ -59,9 +59,11 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
             format,
             concurrency,
             output_key,
+            network,
         } => {
             let options = IpOptions {
                 concurrency,
+                network,
                 // The flag, else the cloud's setting, else discovered per node group.
                 output_key: output_key.or_else(|| conn.settings.output_key.clone()),
                 heat_outputs: Some(crate::ops::warm_outputs::WarmOutputs::default_location()),
@@ -442,7 +444,7 @@ async fn ips(
                             terminal_safe(&group),
                             terminal_safe(&member),
                             terminal_safe(a.name.as_deref().unwrap_or("-")),
-                            terminal_safe(&a.addresses.join(" "))
+                            terminal_safe(&with_networks(&a))
                         )?,
                         Format::Csv => writeln!(
                             out,
@@ -460,6 +462,9 @@ async fn ips(
                             // Only when known, so existing readers see the same keys.
                             if let Some(name) = &a.name {
                                 row["name"] = serde_json::json!(name);
+                            }
+                            if !a.networks.is_empty() {
+                                row["networks"] = serde_json::json!(a.networks);
                             }
                             writeln!(out, "{}", caldera_cloud::model::json_string(&row)?)?
                         }
@@ -752,4 +757,20 @@ async fn failures(
         );
     }
     print_table(&t, format)
+}
+
+/// A member's addresses for the table, each with its network's name where the source named
+/// it: `10.0.0.4 (private) 172.16.0.4 (storage)`.
+fn with_networks(a: &caldera_cloud::model::NodeAddress) -> String {
+    a.addresses
+        .iter()
+        .map(|ip| {
+            let net = a.networks.iter().find(|(_, ips)| ips.contains(ip));
+            match net {
+                Some((name, _)) => format!("{ip} ({name})"),
+                None => ip.clone(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -26,6 +26,7 @@ mod basics;
 mod conformance;
 mod control;
 mod details;
+mod discovery;
 mod events;
 mod hostile;
 mod magnum;

@@ -641,6 +641,7 @@ async fn server_names_fill_in_without_moving_rows_or_selection() {
                 index: *index,
                 addresses: vec!["10.99.0.1".into()],
                 name: Some(name_of(pos)),
+                networks: Default::default(),
             })
         } else {
             NodeUpdate::Named {
@@ -771,6 +772,42 @@ async fn nodes_command_opens_any_stack_as_its_nodes() {
             assert!(crate::tui::state::is_stack_standin(nodegroup));
         }
         other => panic!("not the nodes pane: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn node_groups_and_dashboard_open_any_stack_in_context() {
+    // A stack that is no cluster's: `:ng` and `:dash` open it as a cluster whose node groups
+    // the service discovers (service::plain_stack), not "no cluster selected".
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.press(KeyCode::Char(':'));
+    h.type_str("stacks");
+    h.press(KeyCode::Enter);
+    h.settle().await;
+    h.render(80, 24);
+    let selected = {
+        let v = h.app.view();
+        v.table
+            .selected(h.app.store().stacks.data.as_deref().unwrap_or(&[]))
+            .map(|s| s.stack.clone())
+            .expect("a stack selected")
+    };
+    for (command, dashboard) in [("ng", false), ("dash", true)] {
+        h.press(KeyCode::Char(':'));
+        h.type_str(command);
+        h.press(KeyCode::Enter);
+        let cluster = match (&h.app.view().kind, dashboard) {
+            (ViewKind::NodeGroups { cluster }, false) | (ViewKind::Dashboard { cluster }, true) => {
+                cluster.clone()
+            }
+            (other, _) => panic!(":{command} opened {other:?}"),
+        };
+        assert_eq!(cluster.id, selected.id);
+        assert_eq!(cluster.name, selected.name);
+        assert!(crate::service::plain_stack::is_plain_stack(&cluster));
+        h.press(KeyCode::Esc);
+        assert!(matches!(h.app.view().kind, ViewKind::Stacks));
     }
 }
 

@@ -845,6 +845,7 @@ impl CloudService for FakeCloud {
                     )],
                     // The fake's nodes carry their display names from the start.
                     name: None,
+                    networks: Default::default(),
                 })));
             }
         }

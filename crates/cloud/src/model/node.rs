@@ -52,6 +52,10 @@ pub struct NodeAddress {
     /// Absent from serialized output when unknown, so older readers see the same shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Network name -> its addresses, where the source names networks (a server's
+    /// `networks`, Nova's `addresses`); absent from serialized output when none is known.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub networks: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Where a node stands in an image rollout, from the image its server runs (Nova's) against

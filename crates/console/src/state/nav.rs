@@ -78,17 +78,24 @@ impl App {
     }
 
     pub(super) fn nav_nodegroups(&mut self) {
-        match self.selected_cluster() {
+        match self.cluster_or_stack() {
             Some(cluster) => self.push(ViewKind::NodeGroups { cluster }),
-            None => self.set_status(Level::Warn, "no cluster selected"),
+            None => self.set_status(Level::Warn, "no cluster or stack selected"),
         }
     }
 
     pub(crate) fn nav_dashboard(&mut self) {
-        match self.selected_cluster() {
+        match self.cluster_or_stack() {
             Some(cluster) => self.push(ViewKind::Dashboard { cluster }),
-            None => self.set_status(Level::Warn, "no cluster selected"),
+            None => self.set_status(Level::Warn, "no cluster or stack selected"),
         }
+    }
+
+    /// The selected cluster, else the stack in context seen as one: any stack's node groups
+    /// are its scaling groups whose members are nodes (`service::plain_stack`).
+    fn cluster_or_stack(&self) -> Option<Cluster> {
+        self.selected_cluster()
+            .or_else(|| self.context_stack().map(|s| stack_as_nodegroup(&s).0))
     }
 
     /// The nodes of the selected node group, else of the context's stack (any stack: every
@@ -137,26 +144,7 @@ pub fn is_stack_standin(g: &NodeGroup) -> bool {
 /// every scaling group in it. Not a cluster of any driver, so no action reaches it by name.
 pub(super) fn stack_as_nodegroup(stack: &StackTarget) -> (Cluster, NodeGroup) {
     let name = stack.label().to_string();
-    let unknown = crate::model::Status::parse("");
-    let cluster = Cluster {
-        id: stack.id.clone(),
-        name: name.clone(),
-        driver: crate::model::DriverKind::HeatNative,
-        status: unknown.clone(),
-        status_reason: None,
-        health: crate::model::Health::Unknown,
-        health_reason: None,
-        master_count: 0,
-        node_count: 0,
-        nodegroup_count: None,
-        template_id: None,
-        coe_version: None,
-        api_address: None,
-        stack_id: Some(stack.id.clone()),
-        created_at: None,
-        updated_at: None,
-        capi: None,
-    };
+    let cluster = crate::service::plain_stack::cluster_of(&stack.id, &name);
     let nodegroup = NodeGroup::of_stack(&stack.id, &name, crate::model::Role::Other);
     (cluster, nodegroup)
 }

@@ -609,6 +609,59 @@ pub fn count_parameter_along(templates: &[Value], path: &str) -> Result<String, 
     parameter_up(templates, &steps, count_parameter(own, last)?, "count")
 }
 
+/// One hand-down of parameters on the way from the stack to a group: the owner's properties
+/// that set the parameters of the next template down.
+struct Pass<'a> {
+    /// What hands them down, for messages: a nested stack resource (`roles`), or a group
+    /// whose members receive its `resource_def` (`racks`).
+    owner: &'a str,
+    properties: Option<&'a serde_json::Map<String, Value>>,
+}
+
+/// The hand-downs from the stack to the template that defines the group at `steps`, top
+/// first. A nested stack resource hands its `properties` to its template. A scaling group
+/// is different: Heat writes its nested stack's template itself, one resource per member
+/// holding the group's `resource_def` (an AutoScalingGroup's `resource`) with every value
+/// already resolved (`node_count: 4`). So through a group the member's template parameters
+/// come from the group's definition in the template above, and the generated level between
+/// is skipped (`racks/1/nodes`: `racks`'s `resource_def.properties` set the parameters of
+/// the rack template that defines `nodes`).
+fn passes<'a>(templates: &'a [Value], steps: &[&'a str]) -> Vec<Pass<'a>> {
+    let mut out = Vec::new();
+    let mut level = 0;
+    while level + 1 < steps.len() {
+        let owner = steps[level];
+        let resource = templates
+            .get(level)
+            .and_then(|t| t.get("resources"))
+            .and_then(|r| r.get(owner));
+        let kind = resource.and_then(|r| r.get("type")).and_then(Value::as_str);
+        let definition = match kind {
+            Some("OS::Heat::ResourceGroup") => Some("resource_def"),
+            Some("OS::Heat::AutoScalingGroup") => Some("resource"),
+            _ => None,
+        };
+        match definition {
+            // The member step is skipped: its template is the group's definition's.
+            Some(key) if level + 2 < steps.len() => {
+                let properties = resource
+                    .and_then(|r| r.get("properties"))
+                    .and_then(|p| p.get(key))
+                    .and_then(|d| d.get("properties"))
+                    .and_then(Value::as_object);
+                out.push(Pass { owner, properties });
+                level += 2;
+            }
+            _ => {
+                let properties = templates.get(level).and_then(|t| properties_of(t, owner));
+                out.push(Pass { owner, properties });
+                level += 1;
+            }
+        }
+    }
+    out
+}
+
 /// The stack parameter that `param`, a parameter of the template defining the group at
 /// `steps`, is passed down from by each owner on the way (`what` names it in the errors).
 fn parameter_up(
@@ -617,18 +670,16 @@ fn parameter_up(
     mut param: String,
     what: &str,
 ) -> Result<String, String> {
-    for level in (0..steps.len().saturating_sub(1)).rev() {
-        let owner = steps[level];
-        let passed = templates
-            .get(level)
-            .and_then(|t| properties_of(t, owner))
-            .and_then(|p| p.get(&param));
+    for pass in passes(templates, steps).iter().rev() {
+        let owner = pass.owner;
+        let passed = pass.properties.and_then(|p| p.get(&param));
         param = match passed.map(|v| (plain_param(v), v)) {
             Some((Some(up), _)) => up,
             Some((None, v)) => {
                 return Err(format!(
-                    "{owner} passes {param} to its nested stack as {v}, not a parameter of \
-                     the stack: only a template update can change the {what}"
+                    "{owner} passes {param} to its nested stack as {}, not as a parameter of \
+                     the stack: only a template update can change the {what}",
+                    one_line(v)
                 ))
             }
             None => {
@@ -640,6 +691,17 @@ fn parameter_up(
         };
     }
     Ok(param)
+}
+
+/// A template value in a message: compact JSON on one line, long ones cut.
+fn one_line(v: &Value) -> String {
+    const MAX: usize = 80;
+    let text = v.to_string();
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
 }
 
 /// How Heat can be told which members of a group to remove: the parameter its
@@ -749,8 +811,9 @@ pub fn count_parameter(template: &Value, group: &str) -> Result<String, String> 
     });
     param.ok_or_else(|| {
         format!(
-            "{group}'s {property} is not a parameter of the stack (the template says {value}): \
-             only a template update can change it"
+            "{group}'s {property} is not a parameter of the stack (the template says {}): \
+             only a template update can change it",
+            one_line(value)
         )
     })
 }
@@ -824,9 +887,10 @@ pub fn reach_refusals(
         // The names `key` goes by at each level on the way down.
         let mut names = vec![key.clone()];
         let mut lost = None;
-        for (level, owner) in steps.iter().enumerate().take(steps.len() - 1) {
-            let props = templates.get(level).and_then(|t| properties_of(t, owner));
-            let next: Vec<String> = props
+        for pass in passes(templates, &steps) {
+            let owner = pass.owner;
+            let next: Vec<String> = pass
+                .properties
                 .into_iter()
                 .flatten()
                 .filter(|(_, v)| {
@@ -837,7 +901,7 @@ pub fn reach_refusals(
                 .map(|(k, _)| k.clone())
                 .collect();
             if next.is_empty() {
-                lost = Some(*owner);
+                lost = Some(owner);
                 break;
             }
             names = next;
@@ -1144,6 +1208,45 @@ mod tests {
         assert_eq!(
             env["resource_registry"]["resources"]["roles"]["Compute"]["*"]["hooks"][0],
             "pre-update"
+        );
+    }
+
+    #[test]
+    fn a_group_in_group_members_is_reached_through_the_definition_at_every_level() {
+        // Racks of nodes: Heat's generated template of `racks` holds each rack with its
+        // values resolved; the parameters come from `racks`'s resource_def.
+        let top = json!({"resources": {"racks": {"type": "OS::Heat::ResourceGroup", "properties": {
+            "count": {"get_param": "rack_count"},
+            "resource_def": {"type": "rack.yaml", "properties": {
+                "node_count": {"get_param": "nodes_per_rack"},
+                "node_image": {"get_param": "image"}}}}}}});
+        let generated = json!({"resources": {"1": {"type": "rack.yaml", "properties": {
+            "node_count": 4, "node_image": "fedora-40"}}}});
+        let rack = json!({"resources": {"nodes": {"type": "OS::Heat::ResourceGroup", "properties": {
+            "count": {"get_param": "node_count"},
+            "resource_def": {"type": "node.yaml", "properties": {"image": {"get_param": "node_image"}}}}}}});
+        let templates = vec![top, generated, rack];
+        assert_eq!(
+            count_parameter_along(&templates, "racks/1/nodes").as_deref(),
+            Ok("nodes_per_rack")
+        );
+        let params: BTreeMap<String, String> = map(&[("image", "a"), ("nodes_per_rack", "4")]);
+        assert!(reach_refusals(
+            &templates,
+            &params,
+            "racks/1/nodes",
+            &map(&[("image", "b")])
+        )
+        .is_empty());
+        // A value written into the definition: refused in one line, saying so.
+        let mut fixed = templates.clone();
+        fixed[0]["resources"]["racks"]["properties"]["resource_def"]["properties"]["node_count"] =
+            json!(4);
+        let e = count_parameter_along(&fixed, "racks/1/nodes").expect_err("fixed count");
+        assert_eq!(
+            e,
+            "racks passes node_count to its nested stack as 4, not as a parameter of the \
+             stack: only a template update can change the count"
         );
     }
 }

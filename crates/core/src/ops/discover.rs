@@ -3,9 +3,10 @@
 //! `get_attr` expressions) and its members' templates. Nothing here knows a name we chose.
 //!
 //! - **Groups.** Every scaling group (`OS::Heat::ResourceGroup`, `OS::Heat::AutoScalingGroup`)
-//!   in the stack, or inside one of its nested stacks (not inside a group's members), is a
-//!   node group named by its resource path: `kube_minions`, `roles/Compute`. Its members (the
-//!   group's nested stack's resources) are the nodes.
+//!   of the stack's tree whose members are nodes (their subtree holds a server, see
+//!   `crate::ops::node_tree`) is a node group named by its resource path: `kube_minions`,
+//!   `roles/Compute`, `racks/1/nodes`. Its members (the group's nested stack's resources)
+//!   are the nodes.
 //! - **Addresses.** Per group, the member output that holds an address: named by the owner
 //!   template's outputs that read `{get_attr: [group, attr]}` (Magnum's
 //!   `kube_minions_private: {get_attr: [kube_minions, kube_minion_ip]}`), else the member
@@ -17,16 +18,11 @@
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
 use crate::model::{StackRef, Status};
+use crate::ops::node_tree;
 use serde_json::Value;
 use std::collections::HashMap;
 
-/// Resource types whose members are nodes.
-pub const GROUP_TYPES: [&str; 2] = ["OS::Heat::ResourceGroup", "OS::Heat::AutoScalingGroup"];
-/// Nested stacks below the named stack searched for groups (each one listing); bounds the work
-/// on a stack of many nested stacks.
-const MAX_NESTED_SEARCHED: usize = 32;
-/// Nesting levels of non-group stacks searched for groups.
-const MAX_GROUP_DEPTH: usize = 3;
+pub use node_tree::{is_group_type, GROUP_TYPES};
 /// Template levels followed from a member's output down to the resource holding the address.
 const MAX_HOPS: usize = 4;
 /// Expression nesting looked through for `get_attr`.
@@ -52,83 +48,175 @@ pub struct GroupShape {
     pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-pub fn is_group_type(t: &str) -> bool {
-    GROUP_TYPES.contains(&t)
-}
+/// Nested stacks listed (one small listing each) in search of groups: bounds the work on a
+/// stack of many nested stacks (or of many racks).
+const MAX_NESTED_SEARCHED: usize = 32;
 
-/// Every node group of `stack`, in resource path order.
+/// Every node group of `stack`, in resource path order: groups in the stack, in its nested
+/// stacks and inside other groups' members (`racks/1/nodes`), those whose members are not
+/// nodes left out (`crate::ops::node_tree`). A `nested_depth=1` listing of each stack searched
+/// gives its groups and their members; one member's subtree per group says what the members
+/// hold.
 pub async fn discover_groups(
     heat: &HeatClient,
     stack: &StackRef,
 ) -> Result<Vec<GroupShape>, ApiError> {
-    let depth1 = ResourceQuery {
-        nested_depth: Some(1),
-        ..Default::default()
-    };
-    let listing = heat.list_resources(stack, &depth1).await?;
-    let mut found = groups_from_listing(stack, "", &listing);
-    let mut groups = found.groups;
-    // Groups one level further down need their own listings: their members, and nested
-    // stacks that may hold groups (bounded).
+    let root_listing = heat.list_resources(stack, &depth_one()).await?;
+    let mut judged: Vec<(GroupShape, node_tree::Holds)> = Vec::new();
+    let mut wave = vec![(stack.clone(), String::new(), root_listing.clone())];
     let mut searched = 0;
-    let mut level = 1;
-    while (!found.groups_without_members.is_empty() || !found.nested_to_search.is_empty())
-        && level <= MAX_GROUP_DEPTH
-    {
-        let member_listings =
-            futures::future::join_all(found.groups_without_members.iter().map(|g| async move {
-                let listing = match &g.stack {
-                    Some(s) => heat.list_resources(s, &ResourceQuery::default()).await,
-                    None => Ok(Vec::new()),
-                };
-                (g.clone(), listing)
-            }))
-            .await;
-        for (mut g, listing) in member_listings {
-            match (&g.stack, listing) {
-                (Some(s), Ok(listing)) => g.members = members_of(&s.id, &listing),
-                // Gone or unreadable (deleted under us): shown without members.
-                (_, Err(e)) => tracing::info!("members of group {}: {e}", g.path),
-                (None, Ok(_)) => {}
-            }
-            groups.push(g);
+    while !wave.is_empty() {
+        let mut next: Vec<(StackRef, String)> = Vec::new();
+        let mut sampled: Vec<(GroupShape, Sample)> = Vec::new();
+        for (s, prefix, listing) in &wave {
+            let found = scan(s, prefix, listing);
+            next.extend(found.nested);
+            sampled.extend(found.groups);
         }
-        let to_search: Vec<(StackRef, String)> = found
-            .nested_to_search
+        let held =
+            futures::future::join_all(sampled.iter().map(|(_, sample)| probe(heat, sample))).await;
+        for ((g, _), held) in sampled.into_iter().zip(held) {
+            // Members holding groups of their own: those groups are searched, member by member.
+            if held.group {
+                next.extend(g.members.iter().filter_map(|m| {
+                    let prefix = format!("{}/{}/", g.path, m.name);
+                    m.stack.clone().map(|s| (s, prefix))
+                }));
+            }
+            judged.push((g, held));
+        }
+        let take: Vec<(StackRef, String)> = next
             .into_iter()
             .take(MAX_NESTED_SEARCHED.saturating_sub(searched))
             .collect();
-        searched += to_search.len();
-        let depth1 = &depth1;
-        let listings =
-            futures::future::join_all(to_search.iter().map(|(s, prefix)| async move {
-                (s, prefix, heat.list_resources(s, depth1).await)
-            }))
-            .await;
-        let mut next = Found::default();
-        for (s, prefix, listing) in listings {
-            match listing {
-                Ok(listing) => {
-                    let mut f = groups_from_listing(s, prefix, &listing);
-                    groups.append(&mut f.groups);
-                    next.groups_without_members
-                        .append(&mut f.groups_without_members);
-                    next.nested_to_search.append(&mut f.nested_to_search);
-                }
-                // A nested stack gone or unreadable holds no group we can show.
-                Err(e) => tracing::info!("searching {} for groups: {e}", s.name),
-            }
-        }
-        found = next;
-        level += 1;
+        searched += take.len();
+        wave = list_all(heat, take).await;
     }
+    let any_server = judged.iter().any(|(_, h)| h.server);
+    let mut groups: Vec<GroupShape> = judged
+        .into_iter()
+        .filter(|(g, h)| node_tree::is_node_group(*h, g.members.is_empty(), any_server))
+        .map(|(g, _)| g)
+        .collect();
     if groups.is_empty() {
-        if let Some(g) = stack_as_group(stack, &listing) {
-            groups.push(g);
-        }
+        groups.extend(stack_as_group(stack, &root_listing));
     }
     groups.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(groups)
+}
+
+fn depth_one() -> ResourceQuery {
+    ResourceQuery {
+        nested_depth: Some(1),
+        ..Default::default()
+    }
+}
+
+/// `nested_depth=1` listings of `stacks`; one gone or unreadable holds no group we can show.
+async fn list_all(
+    heat: &HeatClient,
+    stacks: Vec<(StackRef, String)>,
+) -> Vec<(StackRef, String, Vec<ResourceInfo>)> {
+    let query = depth_one();
+    let listed = futures::future::join_all(stacks.into_iter().map(|(s, prefix)| {
+        let query = &query;
+        async move {
+            let listing = heat.list_resources(&s, query).await;
+            (s, prefix, listing)
+        }
+    }))
+    .await;
+    listed
+        .into_iter()
+        .filter_map(|(s, prefix, listing)| match listing {
+            Ok(l) => Some((s, prefix, l)),
+            Err(e) => {
+                tracing::info!("searching {} for groups: {e}", s.name);
+                None
+            }
+        })
+        .collect()
+}
+
+/// What one member of a group is, to judge all (they share one definition).
+#[derive(Debug, Clone, PartialEq)]
+enum Sample {
+    /// The member is a server itself.
+    Server,
+    /// A member stack to list (its subtree).
+    Stack(StackRef),
+    /// No member, or one that is neither a server nor a stack (a volume, a string).
+    Nothing,
+}
+
+/// What a group's sampled member holds: its subtree listed (one small request).
+async fn probe(heat: &HeatClient, sample: &Sample) -> node_tree::Holds {
+    let depth = node_tree::TREE_DEPTH - 1;
+    match sample {
+        Sample::Server => node_tree::Holds {
+            server: true,
+            ..Default::default()
+        },
+        Sample::Nothing => node_tree::Holds::default(),
+        Sample::Stack(s) => {
+            let query = ResourceQuery {
+                nested_depth: Some(depth),
+                ..Default::default()
+            };
+            match heat.list_resources(s, &query).await {
+                Ok(listing) => node_tree::Tree::new(s, &listing, depth).holds_stack(&s.id),
+                // Unreadable (deleted under us): not known, so shown.
+                Err(e) => {
+                    tracing::info!("member {} of a group: {e}", s.name);
+                    node_tree::Holds {
+                        unlisted: true,
+                        ..Default::default()
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a `nested_depth=1` listing of `stack` shows.
+#[derive(Debug, Default)]
+struct Scan {
+    /// Its groups, with their members and the member that stands for all.
+    groups: Vec<(GroupShape, Sample)>,
+    /// Its plain nested stacks (not groups), to search next, with their path prefix.
+    nested: Vec<(StackRef, String)>,
+}
+
+fn scan(stack: &StackRef, prefix: &str, listing: &[ResourceInfo]) -> Scan {
+    let tree = node_tree::Tree::new(stack, listing, 1);
+    let mut found = Scan::default();
+    for r in tree.resources_of(&stack.id) {
+        let path = format!("{prefix}{}", r.resource.name);
+        let Some(nested) = &r.resource.nested else {
+            continue;
+        };
+        if !is_group_type(&r.resource.resource_type) {
+            found.nested.push((nested.clone(), format!("{path}/")));
+            continue;
+        }
+        let g = group(stack, path, r, tree.resources_of(&nested.id));
+        let sample = sample_of(&g.members);
+        found.groups.push((g, sample));
+    }
+    found
+}
+
+/// The member that stands for all: the first (in index order) that is a server or has a
+/// stack (a failed one may have none).
+fn sample_of(members: &[Member]) -> Sample {
+    members
+        .iter()
+        .find_map(|m| match (&m.stack, m.is_server()) {
+            (_, true) => Some(Sample::Server),
+            (Some(s), false) => Some(Sample::Stack(s.clone())),
+            (None, false) => None,
+        })
+        .unwrap_or(Sample::Nothing)
 }
 
 /// The group at `path` (exactly), or every group when `path` is `None`.
@@ -142,43 +230,8 @@ pub fn select<'a>(groups: &'a [GroupShape], path: Option<&str>) -> Vec<&'a Group
     }
 }
 
-#[derive(Default)]
-struct Found {
-    groups: Vec<GroupShape>,
-    /// Groups found one level down: their members are not in the listing yet.
-    groups_without_members: Vec<GroupShape>,
-    /// Nested stacks one level down (not groups, not group members) to search next, with the
-    /// path prefix of their resources.
-    nested_to_search: Vec<(StackRef, String)>,
-}
-
 fn is_top(stack: &StackRef, r: &ResourceInfo) -> bool {
     r.resource.owner.as_ref().is_none_or(|o| o.id == stack.id)
-}
-
-fn owned_by<'a>(
-    stack_id: &'a str,
-    listing: &'a [ResourceInfo],
-) -> impl Iterator<Item = &'a ResourceInfo> + 'a {
-    listing
-        .iter()
-        .filter(move |r| r.resource.owner.as_ref().is_some_and(|o| o.id == stack_id))
-}
-
-fn members_of(group_stack_id: &str, listing: &[ResourceInfo]) -> Vec<Member> {
-    let mut members: Vec<Member> = owned_by(group_stack_id, listing)
-        .map(Member::from_resource)
-        .collect();
-    // A listing of the group stack itself (depth 0) may carry no owner links.
-    if members.is_empty() {
-        members = listing
-            .iter()
-            .filter(|r| r.resource.owner.is_none())
-            .map(Member::from_resource)
-            .collect();
-    }
-    sort_members(&mut members);
-    members
 }
 
 pub(crate) fn sort_members(members: &mut [Member]) {
@@ -187,69 +240,20 @@ pub(crate) fn sort_members(members: &mut [Member]) {
     });
 }
 
-/// Groups among the top resources of a `nested_depth=1` listing of `stack`, and what is left
-/// to search one level down.
-fn groups_from_listing(stack: &StackRef, prefix: &str, listing: &[ResourceInfo]) -> Found {
-    let mut found = Found::default();
-    for r in listing.iter().filter(|r| is_top(stack, r)) {
-        let path = format!("{prefix}{}", r.resource.name);
-        if is_group_type(&r.resource.resource_type) {
-            let members = r
-                .resource
-                .nested
-                .as_ref()
-                .map(|g| members_of_depth1(&g.id, listing))
-                .unwrap_or_default();
-            found
-                .groups
-                .push(group(stack, path, &r.resource.name, r, members));
-            continue;
-        }
-        let Some(nested) = &r.resource.nested else {
-            continue;
-        };
-        // A plain nested stack: its own resources are in this listing.
-        for c in owned_by(&nested.id, listing) {
-            let child_path = format!("{path}/{}", c.resource.name);
-            if is_group_type(&c.resource.resource_type) {
-                found.groups_without_members.push(group(
-                    nested,
-                    child_path,
-                    &c.resource.name,
-                    c,
-                    Vec::new(),
-                ));
-            } else if let Some(n) = &c.resource.nested {
-                found
-                    .nested_to_search
-                    .push((n.clone(), format!("{child_path}/")));
-            }
-        }
-    }
-    found
-}
-
-fn members_of_depth1(group_stack_id: &str, listing: &[ResourceInfo]) -> Vec<Member> {
-    let mut members: Vec<Member> = owned_by(group_stack_id, listing)
-        .map(Member::from_resource)
-        .collect();
-    sort_members(&mut members);
-    members
-}
-
 fn group(
-    owner: &StackRef,
+    stack: &StackRef,
     path: String,
-    name: &str,
     r: &ResourceInfo,
-    members: Vec<Member>,
+    members: &[&ResourceInfo],
 ) -> GroupShape {
+    let mut members: Vec<Member> = members.iter().map(|m| Member::from_resource(m)).collect();
+    sort_members(&mut members);
     GroupShape {
         path,
-        name: name.to_string(),
+        name: r.resource.name.clone(),
         resource_type: r.resource.resource_type.clone(),
         status: r.resource.status.clone(),
-        owner: owner.clone(),
+        owner: r.resource.owner.clone().unwrap_or_else(|| stack.clone()),
         stack: r.resource.nested.clone(),
         members,
         updated_at: r.resource.updated_at,
@@ -330,6 +334,9 @@ pub struct AddressPlan {
     /// (`kube_minions_private: {get_attr: [kube_minions, kube_minion_ip]}`): one request
     /// for every address when Heat has resolved it before (`crate::ops::warm_outputs`).
     pub aggregate: Option<Aggregate>,
+    /// The members are servers themselves: their own attributes hold their addresses
+    /// (`crate::ops::server_members`).
+    pub member_servers: bool,
 }
 
 /// An aggregate output and how its value lines up with the members.
@@ -344,12 +351,14 @@ pub struct Aggregate {
 
 impl AddressPlan {
     pub fn is_empty(&self) -> bool {
-        self.output_key.is_none() && self.typed.is_none()
+        self.output_key.is_none() && self.typed.is_none() && !self.member_servers
     }
 
     /// One line: where addresses are read, or what was tried.
     pub fn describe(&self) -> String {
+        let servers = "each member server's own attributes (networks, addresses, first_address)";
         match (&self.output_key, &self.typed) {
+            (None, None) if self.member_servers => servers.to_string(),
             (None, None) => format!("no address found: {}", self.tried.join("; ")),
             (key, typed) => {
                 let mut parts = Vec::new();
@@ -385,7 +394,15 @@ pub async fn plan_addresses(
     group: &GroupShape,
     output_key: Option<&str>,
 ) -> AddressPlan {
-    let mut plan = AddressPlan::default();
+    let mut plan = AddressPlan {
+        member_servers: output_key.is_none()
+            && !group.members.is_empty()
+            && group.members.iter().all(Member::is_server),
+        ..AddressPlan::default()
+    };
+    if plan.member_servers {
+        return plan;
+    }
     let Some(member_stack) = group.members.iter().find_map(|m| m.stack.clone()) else {
         plan.tried
             .push(format!("group {} has no member stack", label(group)));
@@ -431,7 +448,8 @@ pub async fn plan_addresses(
                 None => Vec::new(),
             };
             let keys: Vec<&str> = member_outputs.keys().map(String::as_str).collect();
-            let choice = choose_output(&from_parent, &keys);
+            let choice = choose_output(&from_parent, &keys)
+                .or_else(|| server_address_output(&member_template, &from_parent));
             if choice.is_none() {
                 plan.tried.push(format!(
                     "outputs of {} reading the group: {}",
@@ -449,7 +467,13 @@ pub async fn plan_addresses(
     let Some(key) = chosen else {
         return plan;
     };
-    plan.typed = follow_output(heat, &member_stack, &member_template, &key).await;
+    plan.typed = match follow_output(heat, &member_stack, &member_template, &key).await {
+        Some(t) => Some(t),
+        // An output that wraps the address (`{name: .., internal_ip: {get_attr: [inst,
+        // first_address]}}`): the server attribute inside it is read for every member.
+        None => output_value(&member_template, &key)
+            .and_then(|v| server_address_in(&member_template, v)),
+    };
     plan.aggregate = owner_outputs.and_then(|t| aggregate_output(&t, group, &key));
     plan.output_key = Some(key);
     plan
@@ -551,6 +575,59 @@ async fn follow_output(
         outer_path = path;
     }
     None
+}
+
+/// Attributes of a server that hold its addresses, as Heat's `OS::Nova::Server` defines them:
+/// `networks` (`{NET: [ip, ..]}`, network names kept), `addresses` (`{NET: [{addr, ..}]}`),
+/// `first_address` (one), `accessIPv4`/`accessIPv6`.
+pub const SERVER_ADDRESS_ATTRIBUTES: [&str; 5] = [
+    "networks",
+    "addresses",
+    "first_address",
+    "accessIPv4",
+    "accessIPv6",
+];
+
+/// The first `get_attr` in `value` that reads an address attribute of a server of
+/// `template` (its type as the template declares it: a provider registered under a server
+/// type keeps the server's name), as the typed listing's target.
+fn server_address_in(template: &Value, value: &Value) -> Option<TypedAddress> {
+    let mut calls = Vec::new();
+    get_attrs_in(value, &mut calls, 0);
+    calls.into_iter().find_map(|args| {
+        let call = serde_json::json!({ "get_attr": args });
+        let (resource, attribute, path) = direct_get_attr(&call)?;
+        let rtype = resource_type_in(template, &resource)?;
+        let reads_address = node_tree::is_server_type(&rtype)
+            && SERVER_ADDRESS_ATTRIBUTES.contains(&attribute.as_str());
+        reads_address.then_some(TypedAddress {
+            hops: Vec::new(),
+            resource_name: resource,
+            resource_type: rtype,
+            attribute,
+            path,
+        })
+    })
+}
+
+/// The member output that reads a server's address attribute, whatever its name: those the
+/// parent reads through the group first, then the member's own in name order (Heat's
+/// autoscaling examples: `networks: {get_attr: [server, networks]}`; Sahara's instance
+/// object holding `internal_ip: {get_attr: [inst, first_address]}`).
+fn server_address_output(member_template: &Value, read_by_parent: &[String]) -> Option<String> {
+    let outputs = outputs_of(member_template);
+    let reads = |key: &String| {
+        outputs
+            .get(key)
+            .and_then(|o| o.get("value").or_else(|| o.get("Value")))
+            .and_then(|v| server_address_in(member_template, v))
+            .is_some()
+    };
+    read_by_parent
+        .iter()
+        .find(|k| reads(k))
+        .or_else(|| outputs.keys().find(|k| reads(k)))
+        .cloned()
 }
 
 /// A resource type that is itself a template (a nested stack).
@@ -791,6 +868,10 @@ pub struct Member {
     /// Resource path of the member's group (`kube_minions`, `roles/Compute`; empty when the
     /// stack asked about is itself the group's stack).
     pub group: String,
+    /// The member's type as Heat reports it: a template (its nested stack holds the server),
+    /// or a server itself (`resource_def: {type: OS::Nova::Server}`: with a real Nova, no
+    /// nested stack at all).
+    pub resource_type: String,
 }
 
 impl Member {
@@ -803,15 +884,23 @@ impl Member {
             status_reason: r.resource.status_reason.clone(),
             since: r.resource.updated_at.or(r.created_at),
             group: String::new(),
+            resource_type: r.resource.resource_type.clone(),
         }
     }
 
-    /// Still being created (or not yet started): no address yet is not a failure.
+    /// Still being created (or not yet started): no address yet is not a failure. A member
+    /// whose nested stack is not there yet is pending, unless it is a server itself (it has
+    /// none).
     pub fn is_pending(&self) -> bool {
         !self.status.is_failed()
             && (self.status.is_in_progress()
                 || self.status.action == "INIT"
-                || self.stack.is_none())
+                || (self.stack.is_none() && !self.is_server()))
+    }
+
+    /// The member is a server itself, not a stack holding one.
+    pub fn is_server(&self) -> bool {
+        node_tree::is_server_type(&self.resource_type)
     }
 }
 
@@ -939,35 +1028,46 @@ mod tests {
             res("10", "kubeminion.yaml", "gw", Some("w10")),
             res("2", "kubeminion.yaml", "gw", Some("w2")),
         ];
-        let found = groups_from_listing(&root, "", &listing);
-        let paths: Vec<&str> = found.groups.iter().map(|g| g.path.as_str()).collect();
+        let found = scan(&root, "", &listing);
+        let paths: Vec<&str> = found.groups.iter().map(|(g, _)| g.path.as_str()).collect();
         assert_eq!(paths, vec!["kube_masters", "kube_minions"]);
-        let workers: Vec<&str> = found.groups[1]
-            .members
-            .iter()
-            .map(|m| m.name.as_str())
-            .collect();
-        assert_eq!(workers, vec!["0", "1", "2", "10"]);
-        assert!(found.nested_to_search.is_empty());
+        let workers = &found.groups[1];
+        let names: Vec<&str> = workers.0.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, vec!["0", "1", "2", "10"]);
+        // Member 0 stands for all: its subtree is listed next.
+        assert_eq!(workers.1, Sample::Stack(sref("w0")));
+        assert_eq!(found.nested, vec![(sref("net"), "network/".to_string())]);
     }
 
     #[test]
-    fn a_group_in_a_nested_stack_is_named_by_its_path() {
+    fn a_member_stands_for_its_group() {
         let root = sref("root");
         let listing = vec![
-            res("roles", "roles.yaml", "root", Some("r")),
-            res("Compute", "OS::Heat::ResourceGroup", "r", Some("gc")),
-            res("deep", "deep.yaml", "r", Some("d")),
-            res("plain", "OS::Heat::None", "root", None),
+            res("web", "OS::Heat::ResourceGroup", "root", Some("gw")),
+            res("1", "OS::Nova::Server", "gw", None),
+            res("0", "OS::Nova::Server", "gw", None),
+            res("tokens", "OS::Heat::ResourceGroup", "root", Some("gt")),
+            res("0", "OS::Heat::RandomString", "gt", None),
+            res("racks", "OS::Heat::ResourceGroup", "root", Some("gr")),
+            res("0", "rack.yaml", "gr", None),
+            res("1", "rack.yaml", "gr", Some("r1")),
+            res("empty", "OS::Heat::ResourceGroup", "root", Some("ge")),
         ];
-        let found = groups_from_listing(&root, "", &listing);
-        assert!(found.groups.is_empty());
-        assert_eq!(found.groups_without_members.len(), 1);
-        assert_eq!(found.groups_without_members[0].path, "roles/Compute");
-        assert_eq!(found.groups_without_members[0].owner.id, "r");
+        let found = scan(&root, "up/", &listing);
+        let samples: Vec<(&str, &Sample)> = found
+            .groups
+            .iter()
+            .map(|(g, s)| (g.path.as_str(), s))
+            .collect();
         assert_eq!(
-            found.nested_to_search,
-            vec![(sref("d"), "roles/deep/".to_string())]
+            samples,
+            vec![
+                ("up/web", &Sample::Server),
+                ("up/tokens", &Sample::Nothing),
+                // Rack 0 failed before its stack existed: rack 1 stands for all.
+                ("up/racks", &Sample::Stack(sref("r1"))),
+                ("up/empty", &Sample::Nothing),
+            ]
         );
     }
 

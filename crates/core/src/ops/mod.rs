@@ -2,6 +2,7 @@
 //!
 //! Pure bookkeeping lives in its own modules so it can be tested without a server.
 
+pub mod address_values;
 pub mod capi_nodes;
 pub mod capi_stall;
 pub mod discover;
@@ -9,6 +10,7 @@ pub mod event_tracker;
 pub mod failures;
 pub mod hooks;
 pub mod ips;
+pub mod node_tree;
 pub mod stack_paths;
 pub mod stuck;
 pub mod warm_outputs;

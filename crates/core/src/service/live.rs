@@ -2,6 +2,7 @@
 //! Heat, or the built-in simulator reached over loopback).
 
 use super::heat_native_rows::{self, join_clusters, settled_image};
+use super::plain_stack;
 use super::{
     BudgetStats, CloudInfo, CloudService, EventCursor, NodeUpdate, ServiceError, ServiceResult,
 };
@@ -124,7 +125,11 @@ impl CloudService for LiveService {
     fn cluster(&self, cluster: Cluster) -> BoxFuture<'static, ServiceResult<Cluster>> {
         let magnum = self.conn.magnum.clone();
         let heat_native = self.heat_native.clone();
+        let heat = self.conn.heat.clone();
         async move {
+            if plain_stack::is_plain_stack(&cluster) {
+                return plain_stack::cluster_row(&heat, &cluster).await;
+            }
             if cluster.driver == DriverKind::HeatNative {
                 return heat_native.cluster(&cluster.id).await;
             }
@@ -145,7 +150,12 @@ impl CloudService for LiveService {
     ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>> {
         let magnum = self.conn.magnum.clone();
         let heat_native = self.heat_native.clone();
+        let heat = self.conn.heat.clone();
         async move {
+            // Any stack in context: its node groups as `caldera nodegroups STACK` finds them.
+            if plain_stack::is_plain_stack(&cluster) {
+                return plain_stack::nodegroups(&heat, &cluster).await;
+            }
             if cluster.driver == DriverKind::HeatNative {
                 return heat_native_rows::list_nodegroups(&heat_native, &cluster).await;
             }
@@ -596,6 +606,7 @@ async fn forward_capi_nodes(
             index: None,
             addresses: s.fixed_ips(),
             name: Some(s.name.clone()),
+            networks: Default::default(),
         })
         .collect();
     if tx.send(Ok(NodeUpdate::Members(nodes))).await.is_err() {
@@ -718,14 +729,31 @@ async fn forward_nodes(
                 Ok(seen) => with_inferred_members(&heat, &stack, began, seen).await,
                 Err(e) => Err(e),
             };
-            let image = match detail {
-                Ok(d) => settled_image(&d).or_else(|| magnum_settled_image(&d, role)),
+            let image = match &detail {
+                Ok(d) => settled_image(d).or_else(|| magnum_settled_image(d, role)),
                 Err(e) => {
                     tracing::info!("node group image unknown: {e}");
                     None
                 }
             };
-            (paused, image)
+            // A stack of no known layout: each group's members' image as Heat resolved it,
+            // whatever parameter their servers read (once settled, as above).
+            let settled = detail
+                .as_ref()
+                .is_ok_and(|d| !d.summary.status.is_in_progress() && !d.summary.status.is_failed());
+            let by_group = match role {
+                crate::model::Role::Other if settled => {
+                    plain_stack::group_images(&heat, &stack).await
+                }
+                _ => HashMap::new(),
+            };
+            (
+                paused,
+                GroupImages {
+                    all: image,
+                    by_group,
+                },
+            )
         })
     }));
     // Each member's image as Nova lists its server (the address stream's Nova source):
@@ -848,7 +876,7 @@ fn magnum_settled_image(
 struct SideFacts {
     paused: HeldMembers,
     /// The group's image when it is settled (every member has it).
-    image: Option<String>,
+    image: GroupImages,
     /// Each member's image as Nova says its server runs it (during a rolling update members
     /// differ: this is how old and new nodes are told apart).
     members: HashMap<String, String>,
@@ -860,13 +888,26 @@ impl SideFacts {
     fn member_image(&self, m: &Member) -> Option<String> {
         match self.members.get(&m.name) {
             Some(image) => Some(image.clone()),
-            None if m.status.is_complete() => self.image.clone(),
+            None if m.status.is_complete() => self
+                .image
+                .by_group
+                .get(&m.group)
+                .or(self.image.all.as_ref())
+                .cloned(),
             None => None,
         }
     }
 }
 
-type SideLookup = (Result<HeldMembers, crate::api::ApiError>, Option<String>);
+/// The settled image of a node group's members: one for all, or per group of a stack of no
+/// known layout (by group path).
+#[derive(Debug, Default)]
+struct GroupImages {
+    all: Option<String>,
+    by_group: HashMap<String, String>,
+}
+
+type SideLookup = (Result<HeldMembers, crate::api::ApiError>, GroupImages);
 
 fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
     match found {

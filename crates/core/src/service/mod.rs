@@ -9,6 +9,7 @@ pub mod heat_native_rows;
 pub mod live;
 pub mod live_operator;
 pub mod operator;
+pub mod plain_stack;
 pub mod resource_show;
 pub mod stack_overview;
 pub mod watch;

@@ -2,32 +2,34 @@
 //!
 //! Entry point: [`stream_group_ips`] (stack, optional group path). The groups and where their
 //! members keep their addresses are discovered from Heat (`crate::ops::discover`): no group
-//! name and no output name is assumed. Per group, sources race and each member is reported once:
-//! - **typed listing**: `resources?nested_depth=N&with_detail=true&type=<T>&name=<R>` from the
-//!   group's stack, one request that returns every member's address resource (the one the
-//!   members' address output reads, at whatever depth it sits) with its resolved attributes;
+//! name and no output name is assumed. Per group, sources race and each member is reported
+//! once, attributed to it by where the value came from (provenance), never by position alone.
+//! One module per source:
+//! - `aggregate`: the owner's output over the whole group, one request when Heat holds it;
+//! - `typed_listing`: one listing of every member's address resource with its attributes,
 //!   the fastest way to the *whole* set on real Heat (200 members in about 1.1 s);
-//! - **per-member outputs**: `outputs/{key}` on each member's nested stack, a bounded fan-out in
-//!   index order, so the first addresses appear after a few round trips;
-//! - **Nova**, where the cloud has it: the members' `OS::Nova::Server` resources (one typed
-//!   listing without details, so cheap) map server ids to members, then `servers/detail` pages
-//!   deliver addresses a page at a time. This is the path that works for any template whose
-//!   machines are Nova servers (Magnum's own templates among them). Nova also knows each
-//!   server's name, the name operators use for a node: it rides on the member's address, or,
-//!   when another source delivered that address first, follows as [`IpEvent::Named`].
+//! - **per-member outputs** (the race below): `outputs/{key}` on each member's nested stack, a
+//!   bounded fan-out in index order, so the first addresses appear after a few round trips;
+//! - `member_servers`: members that are servers themselves, their own attributes;
+//! - `nova`, where the cloud has it: servers mapped to members by Heat's listing, addresses,
+//!   names and images from Nova's pages. Nova's name rides on the member's address, or, when
+//!   another source delivered that address first, follows as [`IpEvent::Named`].
 //!
-//! When the typed listing answers, every member it covers is emitted and the fan-out stops.
-//! If it fails (old Heat, another template), the fan-out simply runs to the end. A member still
-//! being created without an address is reported pending; one no source could resolve is
-//! reported failed with the reason; the others still arrive.
+//! Addresses keep their network names where the source gives them, and `--network` keeps one
+//! network's (`crate::ops::address_values`). When the typed listing answers, every member it
+//! covers is emitted and the fan-out stops. If it fails (old Heat, another template), the
+//! fan-out simply runs to the end. A member still being created without an address is
+//! reported pending; one no source could resolve is reported failed with the reason; the
+//! others still arrive.
 
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
-use crate::api::nova::{NovaClient, ServerQuery};
+use crate::api::nova::NovaClient;
 use crate::fetch::{fan_out, spawn_stream, AbortOnDrop};
 use crate::model::{NodeAddress, StackRef};
+pub use crate::ops::address_values::{addresses_in, found_in, Found};
 pub use crate::ops::discover::Member;
-use crate::ops::discover::{self, parse_json_text, AddressPlan, GroupShape, TypedAddress};
+use crate::ops::discover::{self, AddressPlan, GroupShape, TypedAddress};
 pub use crate::ops::warm_outputs::WarmOutputs;
 use crate::ops::warm_outputs::{OutputKey, Warmth};
 use futures::stream::{BoxStream, StreamExt};
@@ -35,12 +37,18 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// Servers asked of Nova per page.
-const NOVA_PAGE: u32 = 500;
-/// Addresses kept per member, and characters per address: values from the cloud are bounded
-/// (the whole value already is, by the transport's body limit).
+// One module per address source (the member outputs' fan-out is the race's own, below).
+mod aggregate;
+mod member_servers;
+mod nova;
+mod typed_listing;
+use aggregate::WarmUp;
+use nova::{nova_addresses, NovaMatch};
+use typed_listing::typed_listing;
+
+/// Addresses kept per member: values from the cloud are bounded (the whole value already is,
+/// by the transport's body limit).
 const MAX_ADDRESSES: usize = 64;
-const MAX_ADDRESS_LEN: usize = 255;
 
 /// How to find each member's address.
 #[derive(Debug, Clone)]
@@ -65,6 +73,9 @@ pub struct IpOptions {
     pub heat_outputs: Option<WarmOutputs>,
     /// How long the aggregate output may take before the other sources start.
     pub aggregate_head_start: Duration,
+    /// Only the addresses on this network (`--network NAME`), where the source names
+    /// networks (a server's `networks`/`addresses`, Nova, any map of networks).
+    pub network: Option<String>,
 }
 
 impl Default for IpOptions {
@@ -78,6 +89,7 @@ impl Default for IpOptions {
             server_type: "OS::Nova::Server".to_string(),
             heat_outputs: None,
             aggregate_head_start: Duration::from_secs(1),
+            network: None,
         }
     }
 }
@@ -223,63 +235,6 @@ fn keyed_members(groups: &[GroupShape]) -> Vec<Member> {
             })
         })
         .collect()
-}
-
-/// Flattens an address value into strings: a string, a list, a map (Nova's
-/// `{"net": [{"addr": ..}]}`, Neutron's `{"ip_address": ..}`, `{"private": "10.0.0.5"}`), or
-/// JSON text holding any of those. Bounded in depth and length; strings with control
-/// characters are dropped.
-pub fn addresses_in(value: &serde_json::Value) -> Vec<String> {
-    let mut out = Vec::new();
-    collect_addresses(value, &mut out, 0, false);
-    out
-}
-
-/// Keys that name an address inside a map, best first.
-const ADDRESS_KEYS: [&str; 5] = ["addr", "ip_address", "ip", "address", "fixed_ip"];
-
-fn collect_addresses(value: &serde_json::Value, out: &mut Vec<String>, depth: usize, in_map: bool) {
-    if depth > 6 {
-        return;
-    }
-    match value {
-        serde_json::Value::String(s) => {
-            if let Some(parsed) = parse_json_text(s) {
-                collect_addresses(&parsed, out, depth + 1, false);
-                return;
-            }
-            let t = s.trim();
-            if t.is_empty() || t.len() > MAX_ADDRESS_LEN || t.chars().any(char::is_control) {
-                return;
-            }
-            // A map's other values (subnet ids, MACs, names) are not addresses: only take
-            // those that read as an IP address.
-            if in_map
-                && t.split('/')
-                    .next()
-                    .and_then(|a| a.parse::<std::net::IpAddr>().ok())
-                    .is_none()
-            {
-                return;
-            }
-            out.push(t.to_string());
-        }
-        serde_json::Value::Array(items) => {
-            for item in items {
-                collect_addresses(item, out, depth + 1, false);
-            }
-        }
-        serde_json::Value::Object(map) => {
-            if let Some(v) = ADDRESS_KEYS.iter().find_map(|k| map.get(*k)) {
-                collect_addresses(v, out, depth + 1, false);
-            } else {
-                for v in map.values() {
-                    collect_addresses(v, out, depth + 1, true);
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 /// Streams the addresses of every member of every node group of `target`. See
@@ -511,6 +466,13 @@ impl GroupRun<'_> {
                 return false;
             }
         }
+        if self.plan.member_servers
+            && !self
+                .read_member_servers(&group_stack, state, reasons, tx)
+                .await
+        {
+            return false;
+        }
         let heat = self.heat.clone();
         let options = self.options;
         // Member stack id -> key; member resource name -> key.
@@ -550,6 +512,7 @@ impl GroupRun<'_> {
                 group_stack.clone(),
                 t.clone(),
                 by_stack.clone(),
+                options.network.clone(),
             )))),
             _ => None,
         };
@@ -628,10 +591,11 @@ impl GroupRun<'_> {
                                 // An output the operator named is the member's value: Nova
                                 // then gives names only, never an address that would win the
                                 // race against it.
-                                let sent = if found.addresses.is_empty() || options.output_key.is_some() {
+                                let addresses = found.addresses.on_network(options.network.as_deref());
+                                let sent = if addresses.is_empty() || options.output_key.is_some() {
                                     state.name(tx, &found.member, found.name).await
                                 } else {
-                                    state.emit(tx, &found.member, found.addresses, IpSource::NovaServers, Some(found.name)).await
+                                    state.emit(tx, &found.member, addresses, IpSource::NovaServers, Some(found.name)).await
                                 };
                                 if !sent {
                                     return false;
@@ -644,9 +608,9 @@ impl GroupRun<'_> {
                     match next {
                         None => outputs_done = true,
                         Some(((member, _), Ok(output))) => {
-                            let addresses = addresses_in(&output.value);
+                            let addresses = found_in(&output.value, options.network.as_deref());
                             if addresses.is_empty() {
-                                let reason = output.error.unwrap_or_else(|| format!("output '{}' has no address", output.key));
+                                let reason = output.error.unwrap_or_else(|| no_address(&output.key, options.network.as_deref()));
                                 reasons.insert(member, reason);
                             } else if !state.emit(tx, &member, addresses, IpSource::MemberOutput, None).await {
                                 return false;
@@ -670,325 +634,14 @@ impl GroupRun<'_> {
         }
         true
     }
+}
 
-    /// The group's aggregate output and its memory entry, when the aggregate may be used: the
-    /// plan found one, the caller keeps a memory, and the group is settled (every member
-    /// complete: a member being changed has no value yet).
-    fn aggregate(&self) -> Option<(WarmOutputs, OutputKey, bool)> {
-        let memory = self.options.heat_outputs.clone()?;
-        let aggregate = self.plan.aggregate.as_ref()?;
-        let settled = self.group.status.is_complete()
-            && !self.group.members.is_empty()
-            && self.group.members.iter().all(|m| m.status.is_complete());
-        if !settled || self.options.output_key.is_some() {
-            return None;
-        }
-        let key = OutputKey {
-            stack_id: self.group.owner.id.clone(),
-            group: self.group.name.clone(),
-            stamp: self.group.updated_at?.to_rfc3339(),
-            output: aggregate.key.clone(),
-        };
-        Some((memory, key, aggregate.by_name))
+/// The reason a member output gave no address.
+fn no_address(key: &str, network: Option<&str>) -> String {
+    match network {
+        Some(n) => format!("output '{key}' has no address on network {n}"),
+        None => format!("output '{key}' has no address"),
     }
-
-    /// Asks for the aggregate output first when Heat is known to hold it: an answer within
-    /// the head start delivers every member it covers; a slow one is given up (Heat goes on
-    /// resolving it) and remembered. False when the consumer is gone.
-    async fn read_aggregate(
-        &self,
-        memory: &WarmOutputs,
-        key: &OutputKey,
-        by_name: bool,
-        state: &mut Progress,
-        tx: &Sink,
-    ) -> bool {
-        let known = memory.get(key);
-        if !matches!(
-            known,
-            Some(Warmth::Requested | Warmth::Warm | Warmth::Missed)
-        ) {
-            return true;
-        }
-        let asked = tokio::time::timeout(
-            self.options.aggregate_head_start,
-            self.heat.show_output(&self.group.owner, &key.output),
-        )
-        .await;
-        let value = match asked {
-            Ok(Ok(out)) if out.error.is_none() => out.value,
-            Ok(Ok(out)) => {
-                tracing::info!("aggregate {}: {:?}", key.output, out.error);
-                return true;
-            }
-            Ok(Err(e)) => {
-                tracing::info!("aggregate {}: {e}", key.output);
-                return true;
-            }
-            Err(_) => {
-                // Slow: Heat did not hold it, but resolves it now for this request. Asked
-                // once more (Heat may have been busy, or the warm-up never reached it);
-                // slow twice in a row, never again for this version of the group.
-                let next = match known {
-                    Some(Warmth::Missed) => Warmth::Cold,
-                    _ => Warmth::Missed,
-                };
-                memory.set(key, next);
-                return true;
-            }
-        };
-        let found = aggregate_addresses(&value, by_name, self.keys);
-        if found.is_empty() {
-            return true;
-        }
-        memory.set(key, Warmth::Warm);
-        for (member, addresses) in found {
-            if !state
-                .emit(tx, &member, addresses, IpSource::AggregateOutput, None)
-                .await
-            {
-                return false;
-            }
-        }
-        true
-    }
-}
-
-/// A group found the long way, whose aggregate output Heat should resolve for next time.
-struct WarmUp {
-    memory: WarmOutputs,
-    key: OutputKey,
-    owner: StackRef,
-}
-
-/// How long the request budget may hold a warm-up back (after a long run it may be at its
-/// per-second limit), and how long the sent request is given before it is left to Heat: long
-/// enough to go out on the pooled connection, short enough not to hold up the command.
-const WARM_UP_QUEUE: Duration = Duration::from_secs(2);
-const WARM_UP_WAIT: Duration = Duration::from_millis(300);
-
-impl WarmUp {
-    /// Has Heat resolve the aggregate output, without waiting for the answer (Heat goes on
-    /// and keeps the value), and remembers that it did. Runs after `Done`: every address is
-    /// on screen already.
-    async fn send(self, heat: &HeatClient) {
-        let budget = heat.transport().budget().clone();
-        if tokio::time::timeout(WARM_UP_QUEUE, budget.until_free())
-            .await
-            .is_err()
-        {
-            return;
-        }
-        self.memory.set(&self.key, Warmth::Requested);
-        let sent = tokio::time::timeout(
-            WARM_UP_WAIT,
-            heat.show_output(&self.owner, &self.key.output),
-        )
-        .await;
-        if let Ok(Err(e)) = sent {
-            tracing::info!("warming aggregate {}: {e}", self.key.output);
-        }
-    }
-}
-
-/// `(key, addresses)` per member from an aggregate output's value: a map by member name, or
-/// a list in member index order that must have exactly one entry per member.
-fn aggregate_addresses(
-    value: &serde_json::Value,
-    by_name: bool,
-    keys: &[(String, &Member)],
-) -> Vec<(String, Vec<String>)> {
-    let entries: Vec<(String, &serde_json::Value)> = if by_name {
-        let Some(map) = value.as_object() else {
-            return Vec::new();
-        };
-        keys.iter()
-            .filter_map(|(k, m)| map.get(&m.name).map(|v| (k.clone(), v)))
-            .collect()
-    } else {
-        match value.as_array() {
-            Some(list) if list.len() == keys.len() => keys
-                .iter()
-                .zip(list)
-                .map(|((k, _), v)| (k.clone(), v))
-                .collect(),
-            _ => return Vec::new(),
-        }
-    };
-    entries
-        .into_iter()
-        .map(|(k, v)| (k, addresses_in(v)))
-        .filter(|(_, a)| !a.is_empty())
-        .collect()
-}
-
-/// The typed listing of a group's address resource: listings of each nested template between
-/// member and resource (cheap, no details) map the resource's owner stack to its member; the
-/// resource's own listing (with details) carries the addresses. `(key, addresses)` pairs.
-async fn typed_listing(
-    heat: HeatClient,
-    group_stack: StackRef,
-    typed: TypedAddress,
-    by_stack: HashMap<String, String>,
-) -> Result<Vec<(String, Vec<String>)>, ApiError> {
-    let hop_queries: Vec<ResourceQuery> = typed
-        .hops
-        .iter()
-        .enumerate()
-        .map(|(i, hop)| ResourceQuery {
-            nested_depth: Some(u32::try_from(i).unwrap_or(0) + 1),
-            with_detail: false,
-            filters: vec![
-                ("type".to_string(), hop.resource_type.clone()),
-                ("name".to_string(), hop.name.clone()),
-            ],
-        })
-        .collect();
-    let leaf = ResourceQuery {
-        nested_depth: Some(typed.depth()),
-        with_detail: true,
-        filters: vec![
-            ("type".to_string(), typed.resource_type.clone()),
-            ("name".to_string(), typed.resource_name.clone()),
-        ],
-    };
-    let (hops, resources) = futures::join!(
-        futures::future::try_join_all(
-            hop_queries
-                .iter()
-                .map(|q| heat.list_resources(&group_stack, q))
-        ),
-        heat.list_resources(&group_stack, &leaf)
-    );
-    let owners = discover::member_of_stacks(&by_stack, &hops?);
-    Ok(addresses_from_listing(&resources?, &owners, &typed))
-}
-
-/// One member's server as Nova lists it.
-#[derive(Debug)]
-struct NovaMatch {
-    member: String,
-    /// The server's name (Magnum's `k8s-prod-abc123-node-17`).
-    name: String,
-    /// Empty while the server has no fixed address yet; its name is still worth sending.
-    addresses: Vec<String>,
-    /// The image id the server was booted from (none for boot-from-volume).
-    image: Option<String>,
-}
-
-/// Maps the members' servers to members, then pages through Nova's servers sending each
-/// page's matches. Errors end this source quietly: the other sources carry on.
-async fn nova_addresses(
-    heat: HeatClient,
-    nova: NovaClient,
-    group_stack: StackRef,
-    server_type: String,
-    by_stack: HashMap<String, String>,
-    by_name: HashMap<String, String>,
-    out: mpsc::Sender<Vec<NovaMatch>>,
-) {
-    let query = ResourceQuery {
-        nested_depth: Some(2),
-        with_detail: false,
-        filters: vec![("type".to_string(), server_type)],
-    };
-    let servers = match heat.list_resources(&group_stack, &query).await {
-        Ok(listing) => listing,
-        Err(e) => {
-            tracing::info!("server listing for Nova lookups failed: {e}");
-            return;
-        }
-    };
-    let member_of: HashMap<String, String> = servers
-        .into_iter()
-        .filter_map(|r| {
-            // The server's stack is a member's stack, else its parent resource is a member.
-            let member = r
-                .resource
-                .owner
-                .as_ref()
-                .and_then(|o| by_stack.get(&o.id))
-                .or_else(|| by_name.get(r.resource.parent_resource.as_deref()?))?
-                .clone();
-            Some((r.resource.physical_id?, member))
-        })
-        .collect();
-    if member_of.is_empty() {
-        return;
-    }
-    let query = ServerQuery {
-        limit: Some(NOVA_PAGE),
-        filters: Vec::new(),
-    };
-    let mut marker: Option<String> = None;
-    let mut matched = 0;
-    loop {
-        let page = match nova.list_servers_page(&query, marker.as_deref()).await {
-            Ok(page) => page,
-            Err(e) => {
-                tracing::info!("Nova server listing failed: {e}");
-                return;
-            }
-        };
-        let batch: Vec<NovaMatch> = page
-            .items
-            .iter()
-            .filter_map(|server| {
-                let member = member_of.get(&server.id)?;
-                Some(NovaMatch {
-                    member: member.clone(),
-                    name: server.name.clone(),
-                    addresses: server.fixed_ips(),
-                    image: server.image.clone().filter(|i| !i.is_empty()),
-                })
-            })
-            .collect();
-        matched += batch.len();
-        if !batch.is_empty() && out.send(batch).await.is_err() {
-            return;
-        }
-        // Stop once every member's server has been seen, or at the last page.
-        match page.next {
-            Some(next) if matched < member_of.len() && Some(&next) != marker.as_ref() => {
-                marker = Some(next)
-            }
-            _ => return,
-        }
-    }
-}
-
-/// `(member key, addresses)` from a typed listing of the address resource, keyed by the
-/// member whose stack (at whatever depth, see `discover::member_of_stacks`) owns it.
-fn addresses_from_listing(
-    resources: &[ResourceInfo],
-    owners: &HashMap<String, String>,
-    typed: &TypedAddress,
-) -> Vec<(String, Vec<String>)> {
-    let mut out = Vec::new();
-    for r in resources {
-        // A resource never created (INIT, its member failed first) or being deleted holds
-        // no address, whatever its attributes compute from properties (measured on Heat 27:
-        // an INIT_COMPLETE OS::Heat::Value lists its value; Heat's outputs say null).
-        if r.resource.name != typed.resource_name
-            || matches!(r.resource.status.action.as_str(), "INIT" | "DELETE")
-        {
-            continue;
-        }
-        let Some(member) = r.resource.owner.as_ref().and_then(|o| owners.get(&o.id)) else {
-            continue;
-        };
-        let addresses = r
-            .attributes
-            .as_ref()
-            .and_then(|a| a.get(&typed.attribute))
-            .and_then(|v| discover::value_at(v, &typed.path))
-            .map(|v| addresses_in(&v))
-            .unwrap_or_default();
-        if !addresses.is_empty() {
-            out.push((member.clone(), addresses));
-        }
-    }
-    out
 }
 
 struct Progress {
@@ -1027,7 +680,7 @@ impl Progress {
         &mut self,
         tx: &Sink,
         member: &str,
-        addresses: Vec<String>,
+        found: Found,
         source: IpSource,
         name: Option<String>,
     ) -> bool {
@@ -1041,7 +694,14 @@ impl Progress {
             };
         }
         self.stats.found += 1;
-        let mut addresses = addresses;
+        // One address met twice (an instance object's `internal_ip` and `management_ip`
+        // both reading the server's first address) is listed once.
+        let mut seen = HashSet::new();
+        let mut addresses: Vec<String> = found
+            .addresses
+            .into_iter()
+            .filter(|a| seen.insert(a.clone()))
+            .collect();
         addresses.truncate(MAX_ADDRESSES);
         match source {
             IpSource::TypedListing => self.stats.from_listing += 1,
@@ -1062,6 +722,7 @@ impl Progress {
             member: member.to_string(),
             addresses,
             name,
+            networks: found.networks,
         };
         tx.send(Ok(IpEvent::Address(address, source))).await.is_ok()
     }
@@ -1102,6 +763,7 @@ impl Progress {
 
 #[cfg(test)]
 mod tests {
+    use super::aggregate::aggregate_addresses;
     use super::*;
     use crate::model::Status;
     use serde_json::json;
@@ -1116,7 +778,7 @@ mod tests {
         let keys: Vec<(String, &Member)> = members.iter().map(|m| (m.name.clone(), m)).collect();
         let list = json!(["10.0.0.1", ["10.0.0.2", "fd00::2"], null]);
         assert_eq!(
-            aggregate_addresses(&list, false, &keys),
+            plain(aggregate_addresses(&list, false, &keys, None)),
             vec![
                 ("0".to_string(), vec!["10.0.0.1".to_string()]),
                 (
@@ -1126,13 +788,24 @@ mod tests {
             ]
         );
         // A list of another length cannot be matched to members by position.
-        assert!(aggregate_addresses(&json!(["10.0.0.1"]), false, &keys).is_empty());
+        assert!(aggregate_addresses(&json!(["10.0.0.1"]), false, &keys, None).is_empty());
         let map = json!({"3": "10.0.0.4", "9": "10.0.0.9"});
         assert_eq!(
-            aggregate_addresses(&map, true, &keys),
+            plain(aggregate_addresses(&map, true, &keys, None)),
             vec![("3".to_string(), vec!["10.0.0.4".to_string()])]
         );
-        assert!(aggregate_addresses(&list, true, &keys).is_empty());
+        assert!(aggregate_addresses(&list, true, &keys, None).is_empty());
+        // A map of networks per member: `--network` keeps one, and a member without it is
+        // left to the other sources.
+        let nets = json!([{"private": ["10.0.0.1"]}, {"private": ["10.0.0.2"], "storage": ["172.16.0.2"]}, {}]);
+        assert_eq!(
+            plain(aggregate_addresses(&nets, false, &keys, Some("storage"))),
+            vec![("1".to_string(), vec!["172.16.0.2".to_string()])]
+        );
+    }
+
+    fn plain(found: Vec<(String, Found)>) -> Vec<(String, Vec<String>)> {
+        found.into_iter().map(|(k, f)| (k, f.addresses)).collect()
     }
 
     #[test]
@@ -1179,6 +852,7 @@ mod tests {
             status_reason: None,
             since: None,
             group: String::new(),
+            resource_type: String::new(),
         }
     }
 
@@ -1206,6 +880,10 @@ mod tests {
         assert!(!member("3", "CREATE_COMPLETE", true).is_pending());
         assert!(!member("4", "CREATE_FAILED", false).is_pending());
         assert!(!member("5", "UPDATE_FAILED", true).is_pending());
+        // A server member has no nested stack with a real Nova: complete, not pending.
+        let mut server = member("6", "CREATE_COMPLETE", false);
+        server.resource_type = "OS::Nova::Server".into();
+        assert!(!server.is_pending());
     }
 
     #[test]
@@ -1267,6 +945,7 @@ mod tests {
             index: member.parse().ok(),
             addresses: vec![ip.to_string()],
             name: name.map(str::to_string),
+            networks: Default::default(),
         }
     }
 
@@ -1277,14 +956,14 @@ mod tests {
             p.emit(
                 &tx,
                 "0",
-                vec!["10.0.0.1".into()],
+                Found::from(vec!["10.0.0.1".to_string()]),
                 IpSource::TypedListing,
                 None
             )
             .await
         );
         // Nova's page comes later with the same member's address and its server name.
-        let nova_ip = vec!["10.0.0.1".to_string()];
+        let nova_ip = Found::from(vec!["10.0.0.1".to_string()]);
         let name = Some("k8s-a-node-0".to_string());
         assert!(
             p.emit(
@@ -1322,7 +1001,7 @@ mod tests {
             p.emit(
                 &tx,
                 "1",
-                vec!["10.0.0.2".into()],
+                Found::from(vec!["10.0.0.2".to_string()]),
                 IpSource::MemberOutput,
                 None
             )
@@ -1346,7 +1025,7 @@ mod tests {
             p.emit(
                 &tx,
                 "7",
-                vec!["10.0.0.7".into()],
+                Found::from(vec!["10.0.0.7".to_string()]),
                 IpSource::NovaServers,
                 Some("k8s-a-node-7".into())
             )

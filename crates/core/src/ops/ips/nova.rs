@@ -1,0 +1,124 @@
+//! The Nova source: the members' `OS::Nova::Server` resources (one typed listing without
+//! details) map server ids to members, then `servers/detail` pages deliver addresses (by
+//! network), server names and images a page at a time.
+
+use super::*;
+use crate::api::nova::{AddressKind, NovaClient, ServerQuery};
+
+/// Servers asked of Nova per page.
+const NOVA_PAGE: u32 = 500;
+
+/// One member's server as Nova lists it.
+#[derive(Debug)]
+pub(super) struct NovaMatch {
+    pub(super) member: String,
+    /// The server's name (Magnum's `k8s-prod-abc123-node-17`).
+    pub(super) name: String,
+    /// Empty while the server has no fixed address yet; its name is still worth sending.
+    pub(super) addresses: Found,
+    /// The image id the server was booted from (none for boot-from-volume).
+    pub(super) image: Option<String>,
+}
+
+/// Maps the members' servers to members, then pages through Nova's servers sending each
+/// page's matches. Errors end this source quietly: the other sources carry on.
+pub(super) async fn nova_addresses(
+    heat: HeatClient,
+    nova: NovaClient,
+    group_stack: StackRef,
+    server_type: String,
+    by_stack: HashMap<String, String>,
+    by_name: HashMap<String, String>,
+    out: mpsc::Sender<Vec<NovaMatch>>,
+) {
+    let query = ResourceQuery {
+        nested_depth: Some(2),
+        with_detail: false,
+        filters: vec![("type".to_string(), server_type)],
+    };
+    let servers = match heat.list_resources(&group_stack, &query).await {
+        Ok(listing) => listing,
+        Err(e) => {
+            tracing::info!("server listing for Nova lookups failed: {e}");
+            return;
+        }
+    };
+    let member_of: HashMap<String, String> = servers
+        .into_iter()
+        .filter_map(|r| {
+            // The server's stack is a member's stack, else its parent resource is a member,
+            // else it is a member itself (a group of servers: owned by the group's stack).
+            let owner = r.resource.owner.as_ref();
+            let member = owner
+                .and_then(|o| by_stack.get(&o.id))
+                .or_else(|| by_name.get(r.resource.parent_resource.as_deref()?))
+                .or_else(|| {
+                    owner
+                        .is_some_and(|o| o.id == group_stack.id)
+                        .then(|| by_name.get(&r.resource.name))?
+                })?
+                .clone();
+            Some((r.resource.physical_id?, member))
+        })
+        .collect();
+    if member_of.is_empty() {
+        return;
+    }
+    let query = ServerQuery {
+        limit: Some(NOVA_PAGE),
+        filters: Vec::new(),
+    };
+    let mut marker: Option<String> = None;
+    let mut matched = 0;
+    loop {
+        let page = match nova.list_servers_page(&query, marker.as_deref()).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::info!("Nova server listing failed: {e}");
+                return;
+            }
+        };
+        let batch: Vec<NovaMatch> = page
+            .items
+            .iter()
+            .filter_map(|server| {
+                let member = member_of.get(&server.id)?;
+                Some(NovaMatch {
+                    member: member.clone(),
+                    name: server.name.clone(),
+                    addresses: nova_found(server),
+                    image: server.image.clone().filter(|i| !i.is_empty()),
+                })
+            })
+            .collect();
+        matched += batch.len();
+        if !batch.is_empty() && out.send(batch).await.is_err() {
+            return;
+        }
+        // Stop once every member's server has been seen, or at the last page.
+        match page.next {
+            Some(next) if matched < member_of.len() && Some(&next) != marker.as_ref() => {
+                marker = Some(next)
+            }
+            _ => return,
+        }
+    }
+}
+
+/// A server's fixed addresses as Nova lists them, by network.
+fn nova_found(server: &crate::api::nova::ServerInfo) -> Found {
+    let mut found = Found::default();
+    for a in server
+        .addresses
+        .iter()
+        .filter(|a| a.kind != AddressKind::Floating)
+    {
+        found.addresses.push(a.addr.clone());
+        found
+            .networks
+            .entry(a.network.clone())
+            .or_default()
+            .push(a.addr.clone());
+    }
+    found
+}

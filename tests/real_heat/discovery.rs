@@ -1,0 +1,470 @@
+//! Discovery from Heat's semantics (issue 24, items 3 and 4) on a real OpenStack Heat on
+//! 127.0.0.1, on shapes of templates nobody here chose (tests/fixtures/discovery): an
+//! AutoScalingGroup whose addresses exist only through `outputs_list` of `networks`, racks of
+//! nodes with a nested map inventory, a Sahara-style JSON template whose outputs are lists of
+//! instance objects, groups of volumes, VIP ports and random strings beside a server group,
+//! and a two-tier application whose image parameters are named differently.
+//!
+//! There is no Nova, Neutron or Cinder here: provider templates of our own stand in for them,
+//! registered under the real type names (`OS::Nova::Server`, ...) so Heat reports the real
+//! types, which is all discovery reads. Every address is compared, member by member, with what
+//! Heat itself resolves (the stack's outputs, or each member's).
+//!
+//! `scripts/real-heat-suite.sh` starts a Heat and runs these with `--ignored`; HEAT_URL must
+//! point at it.
+
+use crate::support::heat_wait::wait_status;
+use crate::support::real_heat_client::{connect, fixture, heat, unique};
+use caldera::api::heat::{HeatClient, StackCreate};
+use caldera::drivers::any_group::{plan_group_scale, Allow};
+use caldera::model::{Cluster, Node, NodeGroup, Role, StackRef};
+use caldera::ops::discover::discover_groups;
+use caldera::ops::ips::{stream_group_ips, IpEvent, IpOptions, IpStats};
+use caldera::service::live::LiveService;
+use caldera::service::plain_stack;
+use caldera::service::{CloudService, NodeUpdate};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The stand-ins, by the type they stand for.
+const STAND_INS: [(&str, &str); 3] = [
+    ("OS::Nova::Server", "server.yaml"),
+    ("OS::Neutron::Port", "port.yaml"),
+    ("OS::Cinder::Volume", "volume.yaml"),
+];
+
+fn shape(path: &str) -> String {
+    fixture(&format!("../discovery/{path}"))
+}
+
+/// Creates a stack of `top` with its `files` (name in template -> fixture) and the
+/// stand-ins registered under the real types; waits for CREATE_COMPLETE.
+async fn create(heat: &HeatClient, prefix: &str, top: &str, files: &[(&str, &str)]) -> StackRef {
+    let template: Value = serde_yaml_ng::from_str(&shape(top)).expect("template YAML/JSON");
+    let mut all: BTreeMap<String, String> = files
+        .iter()
+        .map(|(n, p)| (n.to_string(), shape(p)))
+        .collect();
+    let mut registry = serde_json::Map::new();
+    for (t, file) in STAND_INS {
+        all.insert(file.to_string(), shape(file));
+        registry.insert(t.to_string(), json!(file));
+    }
+    let create = StackCreate {
+        name: unique(prefix),
+        template,
+        files: all,
+        environment: Some(json!({ "resource_registry": registry })),
+        disable_rollback: Some(true),
+        ..Default::default()
+    };
+    let stack = heat.create_stack(&create).await.expect("stack create");
+    wait_status(heat, &stack, "CREATE_COMPLETE").await;
+    stack
+}
+
+#[derive(Debug, Default)]
+struct Seen {
+    members: Vec<String>,
+    addresses: BTreeMap<String, BTreeSet<String>>,
+    failed: BTreeMap<String, String>,
+    pending: BTreeSet<String>,
+    /// Each member's network names, where the source named them.
+    networks: BTreeMap<String, BTreeSet<String>>,
+    stats: IpStats,
+}
+
+async fn ips(heat: &HeatClient, stack: &StackRef, group: Option<&str>) -> Seen {
+    ips_with(heat, stack, group, IpOptions::default()).await
+}
+
+async fn ips_with(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: Option<&str>,
+    options: IpOptions,
+) -> Seen {
+    let mut seen = Seen::default();
+    let mut stream = stream_group_ips(
+        heat.clone(),
+        None,
+        stack.clone(),
+        group.map(str::to_string),
+        options,
+    );
+    while let Some(event) = stream.next().await {
+        match event.expect("ip stream") {
+            IpEvent::Members(m) => seen.members = m.into_iter().map(|m| m.name).collect(),
+            IpEvent::Address(a, _) => {
+                // Every named network's addresses are among the member's.
+                for ips in a.networks.values() {
+                    assert!(ips.iter().all(|ip| a.addresses.contains(ip)), "{a:?}");
+                }
+                seen.networks
+                    .insert(a.member.clone(), a.networks.keys().cloned().collect());
+                let set = a.addresses.into_iter().collect();
+                assert!(seen.addresses.insert(a.member, set).is_none());
+            }
+            IpEvent::Failed { member, reason } => {
+                seen.failed.insert(member, reason);
+            }
+            IpEvent::Pending { member, .. } => {
+                seen.pending.insert(member);
+            }
+            IpEvent::Done(stats) => seen.stats = stats,
+            IpEvent::Plan { .. } | IpEvent::Named { .. } | IpEvent::Image { .. } => {}
+        }
+    }
+    seen
+}
+
+async fn output(heat: &HeatClient, stack: &StackRef, key: &str) -> Value {
+    let out = heat.show_output(stack, key).await.expect("output show");
+    assert!(out.error.is_none(), "{key}: {:?}", out.error);
+    out.value
+}
+
+/// Every string leaf of a value, as a set.
+fn leaves(v: &Value) -> BTreeSet<String> {
+    match v {
+        Value::String(s) => [s.clone()].into(),
+        Value::Array(a) => a.iter().flat_map(leaves).collect(),
+        Value::Object(m) => m.values().flat_map(leaves).collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
+async fn node_group_paths(heat: &HeatClient, stack: &StackRef) -> Vec<(String, usize)> {
+    discover_groups(heat, stack)
+        .await
+        .expect("discover")
+        .into_iter()
+        .map(|g| (g.path, g.members.len()))
+        .collect()
+}
+
+fn assert_complete(seen: &Seen, members: usize) {
+    assert_eq!(seen.members.len(), members, "{seen:?}");
+    assert_eq!(seen.stats.found, members, "{seen:?}");
+    assert!(
+        seen.failed.is_empty() && seen.pending.is_empty(),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn an_autoscaling_group_whose_addresses_are_only_in_outputs_list() {
+    let heat = heat().await;
+    let stack = create(
+        &heat,
+        "disc-asg",
+        "asg/top.yaml",
+        &[("member.yaml", "asg/member.yaml")],
+    )
+    .await;
+    assert_eq!(
+        node_group_paths(&heat, &stack).await,
+        vec![("pool".to_string(), 5)]
+    );
+    let seen = ips(&heat, &stack, None).await;
+    assert_complete(&seen, 5);
+    // Heat's own: outputs_list of `networks`, one {private: [ip], storage: [ip]} per member,
+    // in an order of Heat's: compared as the set of each member's addresses.
+    let heat_says: BTreeSet<BTreeSet<String>> = output(&heat, &stack, "networks")
+        .await
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(leaves)
+        .collect();
+    let ours: BTreeSet<BTreeSet<String>> = seen.addresses.values().cloned().collect();
+    assert_eq!(ours, heat_says);
+    // Each address with its network's name; `--network` picks one.
+    let names: BTreeSet<String> = ["private".to_string(), "storage".to_string()].into();
+    assert!(
+        seen.networks.values().all(|n| *n == names),
+        "{:?}",
+        seen.networks
+    );
+    let storage = IpOptions {
+        network: Some("storage".into()),
+        ..IpOptions::default()
+    };
+    let picked = ips_with(&heat, &stack, None, storage).await;
+    assert_complete(&picked, 5);
+    let heat_storage: BTreeSet<BTreeSet<String>> = output(&heat, &stack, "networks")
+        .await
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|n| leaves(&n["storage"]))
+        .collect();
+    let ours: BTreeSet<BTreeSet<String>> = picked.addresses.values().cloned().collect();
+    assert_eq!(ours, heat_storage);
+    // A network no member has: every member says so.
+    let none = IpOptions {
+        network: Some("public".into()),
+        ..IpOptions::default()
+    };
+    let missing = ips_with(&heat, &stack, None, none).await;
+    assert_eq!(missing.failed.len(), 5, "{missing:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn racks_of_nodes_are_node_groups_the_racks_are_not() {
+    let heat = heat().await;
+    let files = [
+        ("rack.yaml", "racks/rack.yaml"),
+        ("node.yaml", "racks/node.yaml"),
+    ];
+    let stack = create(&heat, "disc-racks", "racks/top.yaml", &files).await;
+    let expected: Vec<(String, usize)> = (0..3).map(|r| (format!("racks/{r}/nodes"), 4)).collect();
+    assert_eq!(node_group_paths(&heat, &stack).await, expected);
+    // Heat's inventory: rack name -> host name -> address; the host's index is its member.
+    let inventory = output(&heat, &stack, "inventory").await;
+    let switches = leaves(&output(&heat, &stack, "bmc").await);
+    let all = ips(&heat, &stack, None).await;
+    assert_complete(&all, 12);
+    for rack in 0..3 {
+        let path = format!("racks/{rack}/nodes");
+        let seen = ips(&heat, &stack, Some(&path)).await;
+        assert_complete(&seen, 4);
+        for (member, addresses) in &seen.addresses {
+            let host = format!("rack-{rack}-host-{member}");
+            let heat_says = &inventory[format!("rack-{rack}")][&host];
+            assert!(
+                addresses.contains(heat_says.as_str().expect("an address")),
+                "{path}/{member}: {addresses:?}, Heat: {heat_says}"
+            );
+            // The rack's switch port is no node's address.
+            assert!(addresses.is_disjoint(&switches), "{addresses:?}");
+            assert_eq!(all.addresses[&format!("{path}/{member}")], *addresses);
+        }
+    }
+    // Scale goes through the parameter the inner group's count reads, at every level.
+    let plan = plan_group_scale(
+        &heat,
+        &stack,
+        "racks/1/nodes",
+        Some(5),
+        &[],
+        &Allow::default(),
+    )
+    .await
+    .expect("scale plan");
+    assert!(plan.refusals.is_empty(), "{:?}", plan.refusals);
+    assert_eq!(plan.scale, Some((4, 5)));
+    assert_eq!(
+        plan.parameters().keys().collect::<Vec<_>>(),
+        vec!["nodes_per_rack"]
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn a_sahara_style_json_template_with_lists_of_instance_objects() {
+    let heat = heat().await;
+    let files = [("instance.template", "sahara/instance.template")];
+    let stack = create(&heat, "disc-sahara", "sahara/top.json", &files).await;
+    assert_eq!(
+        node_group_paths(&heat, &stack).await,
+        vec![("master".to_string(), 1), ("worker".to_string(), 8)]
+    );
+    let seen = ips(&heat, &stack, None).await;
+    assert_complete(&seen, 9);
+    for group in ["master", "worker"] {
+        // Heat's own: a list of {name, physical_id, internal_ip, management_ip} in index order.
+        let instances = output(&heat, &stack, &format!("{group}_instances")).await;
+        for (i, instance) in instances.as_array().expect("a list").iter().enumerate() {
+            let ours = &seen.addresses[&format!("{group}/{i}")];
+            let heat_says: BTreeSet<String> = ["internal_ip", "management_ip"]
+                .iter()
+                .filter_map(|k| instance[*k].as_str().map(str::to_string))
+                .collect();
+            assert_eq!(ours, &heat_says, "{group}/{i}");
+        }
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn groups_of_volumes_vips_and_strings_are_not_node_groups() {
+    let heat = heat().await;
+    let stack = create(&heat, "disc-mixed", "mixed/top.yaml", &[]).await;
+    assert_eq!(
+        node_group_paths(&heat, &stack).await,
+        vec![("web".to_string(), 3)]
+    );
+    let seen = ips(&heat, &stack, None).await;
+    // Nothing left "still being created" on a COMPLETE stack.
+    assert_complete(&seen, 3);
+    let web = output(&heat, &stack, "web_ips").await;
+    let vips = leaves(&output(&heat, &stack, "vip_ips").await);
+    for (i, ip) in web.as_array().expect("a list").iter().enumerate() {
+        let ours = &seen.addresses[&i.to_string()];
+        assert!(
+            ours.contains(ip.as_str().expect("an address")),
+            "{i}: {ours:?}"
+        );
+        assert!(
+            ours.is_disjoint(&vips),
+            "a VIP taken for node {i}: {ours:?}"
+        );
+    }
+    // Not a node group, but still a group of the stack: asking for it says what there is.
+    let mut stream = stream_group_ips(
+        heat.clone(),
+        None,
+        stack.clone(),
+        Some("volumes".into()),
+        IpOptions::default(),
+    );
+    let err = stream
+        .next()
+        .await
+        .expect("an answer")
+        .expect_err("no node group");
+    assert!(err.to_string().contains("(groups: web)"), "{err}");
+}
+
+#[tokio::test]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn a_two_tier_application_whose_image_parameters_have_other_names() {
+    let heat = heat().await;
+    let stack = create(
+        &heat,
+        "disc-2tier",
+        "twotier/top.yaml",
+        &[("tier.yaml", "twotier/tier.yaml")],
+    )
+    .await;
+    let groups = discover_groups(&heat, &stack).await.expect("discover");
+    let paths: Vec<&str> = groups.iter().map(|g| g.path.as_str()).collect();
+    assert_eq!(paths, vec!["app_tier", "db_tier"]);
+    let seen = ips(&heat, &stack, None).await;
+    assert_complete(&seen, 4);
+    // Heat's own: each member's `vm_networks` output.
+    for g in &groups {
+        for m in &g.members {
+            let member_stack = m.stack.as_ref().expect("a member stack");
+            let heat_says = leaves(&output(&heat, member_stack, "vm_networks").await);
+            assert_eq!(seen.addresses[&format!("{}/{}", g.path, m.name)], heat_says);
+        }
+    }
+}
+
+/// The node groups the console's panes show for a stack in context (`:ng`, `d`, the nodes
+/// pane), through the service the console reads.
+async fn console_view(stack: &StackRef) -> (Vec<NodeGroup>, Cluster, Vec<Node>) {
+    let service = LiveService::new(connect().await);
+    let cluster = plain_stack::cluster_of(&stack.id, &stack.name);
+    let rows = service
+        .list_nodegroups(cluster.clone())
+        .await
+        .expect("node group rows");
+    let line = service.cluster(cluster).await.expect("cluster line");
+    let mut updates =
+        service.stream_nodes(NodeGroup::of_stack(&stack.id, &stack.name, Role::Other));
+    let mut nodes = Vec::new();
+    while let Some(update) = updates.next().await {
+        match update.expect("node update") {
+            NodeUpdate::Members(n) | NodeUpdate::Listed { nodes: n, .. } => nodes = n,
+            NodeUpdate::Done => break,
+            NodeUpdate::Address(_)
+            | NodeUpdate::Named { .. }
+            | NodeUpdate::AddressFailed { .. } => {}
+        }
+    }
+    (rows, line, nodes)
+}
+
+#[tokio::test]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn the_console_on_a_plain_stack_shows_its_node_groups_counts_and_images() {
+    let heat = heat().await;
+    let stack = create(
+        &heat,
+        "disc-2tier-console",
+        "twotier/top.yaml",
+        &[("tier.yaml", "twotier/tier.yaml")],
+    )
+    .await;
+    let parameters = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .parameters;
+    let (rows, line, nodes) = console_view(&stack).await;
+    // Each group's image is the parameter its members' server reads, by whatever name.
+    let shown: Vec<(&str, u32, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.node_count, r.image.as_deref()))
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            (
+                "app_tier",
+                2,
+                parameters.get("frontend_image").map(String::as_str)
+            ),
+            (
+                "db_tier",
+                2,
+                parameters.get("database_image").map(String::as_str)
+            ),
+        ]
+    );
+    assert_eq!(line.status.raw, "CREATE_COMPLETE");
+    assert_eq!((line.node_count, line.nodegroup_count), (4, Some(2)));
+    // The nodes pane: each member with its own group's image.
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+    for n in &nodes {
+        let param = if n.key.member.starts_with("app_tier/") {
+            "frontend_image"
+        } else {
+            "database_image"
+        };
+        assert_eq!(n.image.as_ref(), parameters.get(param), "{}", n.key.member);
+    }
+
+    // Beside groups that are not nodes: one row, the servers' image, their real count.
+    let mixed = create(&heat, "disc-mixed-console", "mixed/top.yaml", &[]).await;
+    let parameters = heat
+        .get_stack(&mixed, false)
+        .await
+        .expect("stack")
+        .parameters;
+    let (rows, line, nodes) = console_view(&mixed).await;
+    let shown: Vec<(&str, u32, Option<&String>)> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.node_count, r.image.as_ref()))
+        .collect();
+    assert_eq!(shown, vec![("web", 3, parameters.get("image"))]);
+    assert_eq!((line.node_count, line.nodegroup_count), (3, Some(1)));
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+
+    // A group of racks' nodes drilled into: its members, counted.
+    let files = [
+        ("rack.yaml", "racks/rack.yaml"),
+        ("node.yaml", "racks/node.yaml"),
+    ];
+    let racks = create(&heat, "disc-racks-console", "racks/top.yaml", &files).await;
+    let (rows, line, _) = console_view(&racks).await;
+    let names: Vec<(&str, u32)> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.node_count))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("racks/0/nodes", 4),
+            ("racks/1/nodes", 4),
+            ("racks/2/nodes", 4)
+        ]
+    );
+    assert_eq!(line.node_count, 12);
+}
