@@ -8,7 +8,12 @@
 #   scripts/nova-standalone.sh stop      # stop Nova (PostgreSQL is left running)
 #   scripts/nova-standalone.sh env       # prints: export NOVA_URL=http://127.0.0.1:8774/v2.1
 #   scripts/nova-standalone.sh status    # exit 0 if Nova answers, 1 otherwise
-#   scripts/nova-standalone.sh smoke     # curl checks against a running Nova (see below)
+#   scripts/nova-standalone.sh smoke     # curl checks against a running Nova (scripts/nova-smoke.sh)
+#   scripts/nova-standalone.sh token-response FILE  # writes a Keystone v3 token body whose
+#                                        #   catalog names this Nova (compute), the stand-in
+#                                        #   Glance (image) and Neutron (network): a no-auth Heat
+#                                        #   reads it (HEAT_NOAUTH_TOKEN_RESPONSE=FILE
+#                                        #   scripts/heat-standalone.sh start) to find them
 #
 # What runs: ONE Python process (scripts/nova_standalone.py), native threads (Nova 34's
 # threading mode, no eventlet), holding
@@ -377,8 +382,32 @@ cmd_status() {
     return 1
 }
 
+cmd_token_response() {
+    local file="${1:?token-response FILE}"
+    cat >"$file" <<EOF
+{"token": {
+  "methods": ["password"], "issued_at": "2026-01-01T00:00:00.000000Z",
+  "expires_at": "2099-01-01T00:00:00.000000Z",
+  "user": {"id": "admin", "name": "admin", "domain": {"id": "default", "name": "Default"}},
+  "project": {"id": "admin", "name": "admin", "domain": {"id": "default", "name": "Default"}},
+  "roles": [{"id": "admin", "name": "admin"}, {"id": "member", "name": "member"}],
+  "catalog": [
+    {"type": "compute", "name": "nova", "id": "caldera-nova", "endpoints": [
+      {"id": "caldera-nova-public", "interface": "public", "region": "RegionOne",
+       "region_id": "RegionOne", "url": "http://$HOST:$PORT/v2.1"}]},
+    {"type": "image", "name": "glance", "id": "caldera-glance", "endpoints": [
+      {"id": "caldera-glance-public", "interface": "public", "region": "RegionOne",
+       "region_id": "RegionOne", "url": "http://$HOST:$GLANCE_PORT"}]},
+    {"type": "network", "name": "neutron", "id": "caldera-neutron", "endpoints": [
+      {"id": "caldera-neutron-public", "interface": "public", "region": "RegionOne",
+       "region_id": "RegionOne", "url": "http://$HOST:$NEUTRON_PORT"}]}
+  ]}}
+EOF
+}
+
 case "${1:-}" in
     install) cmd_install ;;
+    token-response) shift; cmd_token_response "$@" ;;
     start) cmd_start ;;
     stop) cmd_stop ;;
     env) echo "export NOVA_URL=$URL" ;;

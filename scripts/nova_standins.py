@@ -10,7 +10,8 @@ here. These two tiny HTTP services answer exactly those calls, and no more:
 Glance (default 127.0.0.1:9292):
   GET /                      versions (v2.x CURRENT)
   GET /v2/schemas/image      a permissive image schema
-  GET /v2/images             the images below, {"images": [...]}
+  GET /v2/images             the images below, {"images": [...]}, filtered by
+                             ?field=value on top-level fields (?name=...)
   GET /v2/images/{id}        one image, 404 for any other id
   POST /v2/images            register an image (JSON body: id?, name?, any
                              string properties); status is `active` at once
@@ -30,6 +31,7 @@ import json
 import logging
 import socketserver
 import threading
+import urllib.parse
 import uuid
 from wsgiref import simple_server
 
@@ -116,8 +118,17 @@ class Glance(object):
         if parts[:2] == ['v2', 'images']:
             with self.lock:
                 if len(parts) == 2 and method == 'GET':
+                    # filters on top-level fields (?name=..., ?status=...)
+                    # as python-glanceclient sends them to find by name
+                    query = urllib.parse.parse_qsl(
+                        environ.get('QUERY_STRING', ''))
+                    wanted = [(k, v) for k, v in query
+                              if k not in ('limit', 'marker', 'sort',
+                                           'sort_key', 'sort_dir')]
                     return _reply(start_response, '200 OK', {
-                        'images': list(self.images.values()),
+                        'images': [i for i in self.images.values()
+                                   if all(str(i.get(k)) == v
+                                          for k, v in wanted)],
                         'schema': '/v2/schemas/images',
                         'first': '/v2/images'})
                 if len(parts) == 2 and method == 'POST':
