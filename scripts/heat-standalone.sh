@@ -51,6 +51,11 @@
 #                             (heat) / HEAT_SERVICE_PASSWORD in project `service`, domain
 #                             `default`, must exist (scripts/keystone-standalone.sh makes it).
 #                             HEAT_URL is then http://127.0.0.1:PORT/v1 (projects from tokens).
+#   HEAT_NOAUTH_TOKEN_RESPONSE ()  no-auth mode only: a Keystone v3 token body (JSON file) that
+#                             Heat's noauth middleware hands every request as its token info
+#                             ([noauth] token_response), so its service catalog is where the
+#                             engine finds Nova, Glance, Neutron (scripts/nova-standalone.sh
+#                             token-response writes one for the real Nova)
 #   HEAT_EXTRA_BINDS ()       more loopback addresses (e.g. "127.0.0.2 127.0.0.3") serving the
 #                             same API on the same port: distinct catalog endpoints
 # Files: target/heat-venv (venv, reused while it imports heat 27.0.1 + psycopg2),
@@ -232,7 +237,14 @@ enforce_new_defaults = false
 
 [oslo_messaging_notifications]
 driver = noop
+$(noauth_conf)
 EOF
+}
+
+# [noauth] token_response (HEAT_NOAUTH_TOKEN_RESPONSE) in no-auth mode.
+noauth_conf() {
+    [ -z "$KEYSTONE_URL" ] && [ -n "${HEAT_NOAUTH_TOKEN_RESPONSE:-}" ] || return 0
+    printf '\n[noauth]\ntoken_response = %s\n' "$HEAT_NOAUTH_TOKEN_RESPONSE"
 }
 
 # [DEFAULT] lines for the auth mode: no Keystone (fake client), or the real one.
