@@ -332,6 +332,21 @@ async fn audit_journal_holds_no_secret() {
     scale(&ctx, &driver, &plan, Some("small"))
         .await
         .expect("scale");
+    // A node group being resized is not resized again (the plan is refused until it
+    // settles): wait, bounded, for Magnum to finish this one.
+    let t0 = std::time::Instant::now();
+    let settle = ScaleRequest {
+        count: Some(5),
+        remove: vec![],
+    };
+    while let Err(e) = driver.plan_scale(&target, &settle).await {
+        assert!(e.message.contains("wait for it to settle"), "{e}");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "never settled"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     // A failing one: the error text goes into the journal.
     sim.faults().error_rate(1.0, 500);
     let plan5 = ScaleRequest {
@@ -342,11 +357,12 @@ async fn audit_journal_holds_no_secret() {
         let _ = scale(&ctx, &driver, &p, Some("small")).await;
     }
     sim.faults().clear();
-    sim.faults().fail_next(1, 503);
     let p = driver
         .plan_scale(&target, &plan5)
         .await
         .expect("plan after faults");
+    // The resize itself answered 503 (a POST is not retried): its error is journaled.
+    sim.faults().fail_next(1, 503);
     assert!(scale(&ctx, &driver, &p, Some("small")).await.is_err());
     // A refused one.
     let ro = ActionContext {

@@ -533,8 +533,11 @@ impl Driver for MagnumDriver {
                 .await
                 .map_err(err)?;
             // An upgrade or another resize under way (the node group's or the cluster's
-            // action in progress): a resize now would race it, as for a Heat-native group.
-            if ng.status.is_in_progress() {
+            // update in progress): a resize now would race it, as for a Heat-native group.
+            // A create is not: a Cluster API cluster that cannot be built stays
+            // CREATE_IN_PROGRESS for good, and a resize may be how it is mended.
+            let updating = |s: &crate::model::Status| s.is_in_progress() && s.action == "UPDATE";
+            if updating(&ng.status) {
                 return Err(refused(format!(
                     "{} is {}: wait for it to settle before scaling",
                     target.label(),
@@ -542,7 +545,7 @@ impl Driver for MagnumDriver {
                 )));
             }
             let cluster = self.magnum.get_cluster(id).await.map_err(err)?;
-            if cluster.status.is_in_progress() {
+            if updating(&cluster.status) {
                 return Err(refused(format!(
                     "cluster {} is {}: wait for it to settle before scaling {}",
                     cluster.name, cluster.status, target.nodegroup
