@@ -125,7 +125,7 @@ fn walkthrough_160x48() {
 
     // The dashboard: node groups, the fleet heat map and the live event tail.
     c.wait_for("the dashboard panes", |s| {
-        s.has_all(&["Fleet heat map", "complete", "in progress", "Events"])
+        s.has_all(&["Fleet heat map", "█ new", "▓ updating", "Events"])
             && counter(s, "Node groups of prod-east") == Some((5, 5))
     });
 
