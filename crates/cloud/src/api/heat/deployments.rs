@@ -158,8 +158,8 @@ fn status_code(v: Option<&serde_json::Value>) -> Option<i64> {
     }
 }
 
-fn output_text<'a>(
-    values: Option<&'a serde_json::Map<String, serde_json::Value>>,
+fn output_text(
+    values: Option<&serde_json::Map<String, serde_json::Value>>,
     key: &str,
 ) -> Vec<String> {
     match values.and_then(|m| m.get(key)) {
