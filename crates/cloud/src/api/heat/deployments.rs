@@ -360,6 +360,24 @@ impl HeatClient {
     }
 }
 
+/// Fuzzing entry: the deployment and config bodies through the tolerant decoding and the
+/// conversion to the model, as a response to a GET would be. Must never panic.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_decode(body: &[u8]) {
+    let text = tolerant_body(body);
+    if let Ok(l) = serde_json::from_str::<wire::DeploymentList>(&text) {
+        for d in l.software_deployments {
+            std::hint::black_box(deployment_from(d));
+        }
+    }
+    if let Ok(d) = serde_json::from_str::<wire::DeploymentShow>(&text) {
+        std::hint::black_box(deployment_from(d.software_deployment));
+    }
+    if let Ok(c) = serde_json::from_str::<wire::ConfigShow>(&text) {
+        std::hint::black_box(config_from(c.software_config));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
