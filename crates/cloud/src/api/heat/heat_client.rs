@@ -879,7 +879,6 @@ pub fn fuzz_decode(body: &[u8]) {
     if let Ok(env) = decode_json::<EnvironmentHooks>(&m, u, ct, body) {
         std::hint::black_box(env.matches(&["nodes", "0"], "pre-update"));
     }
-    super::deployments::fuzz_decode(body);
     let _ = decode_json::<wire::StackCreated>(&m, u, ct, body);
     let _ = decode_json::<wire::PreviewUpdate>(&m, u, ct, body);
     if let Ok(text) = std::str::from_utf8(body) {
