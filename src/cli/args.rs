@@ -299,6 +299,23 @@ pub enum HeatCommand {
         #[arg(long)]
         confirm: Option<String>,
     },
+    /// Report a software deployment COMPLETE or FAILED as its agent would have
+    /// (`PUT /software_deployments/{id}`): the operator ran its script by hand, or knows it
+    /// never will. Its resource, waiting on the signal, then completes or fails. Only a
+    /// deployment in progress; `caldera deployments TARGET` gives the ids.
+    SignalDeployment {
+        /// The deployment's id (the deployment resource's physical id).
+        deployment_id: String,
+        #[arg(long, value_parser = ["COMPLETE", "FAILED"])]
+        status: String,
+        /// Shown by Heat as the deployment's status reason (required with FAILED).
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long)]
+        yes: bool,
+        #[arg(long)]
+        confirm: Option<String>,
+    },
     /// Mark a resource unhealthy (`CHECK_FAILED`): the next update replaces it.
     MarkUnhealthy {
         /// STACK: name or id (a cluster's stack by its own name).
@@ -412,6 +429,18 @@ pub enum Command {
     Why {
         /// CLUSTER, CLUSTER/NODEGROUP, or STACK (name or id).
         target: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: Format,
+    },
+    /// The software deployments of a cluster, node group or stack tree: each one's action,
+    /// status, how long it has waited for its agent's signal against its siblings, the
+    /// agent's code and the tail of its stderr.
+    Deployments {
+        /// CLUSTER, CLUSTER/NODEGROUP, STACK or STACK/PATH (name or id).
+        target: String,
+        /// Only the failed ones and those waiting well past their siblings.
+        #[arg(long)]
+        failed: bool,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },

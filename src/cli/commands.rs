@@ -72,6 +72,11 @@ pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
             ips(&service, &conn, &target, options, format).await
         }
         Command::Failures { stack, format } => failures(&service, &conn, &stack, format).await,
+        Command::Deployments {
+            target,
+            failed,
+            format,
+        } => super::deployments::deployments(&service, &conn, &target, failed, format).await,
         Command::Why { target, format } => super::why::why(&service, &conn, &target, format).await,
         Command::Sim { .. } => Err("`caldera sim` is handled before connecting".into()),
         Command::Bench(_) => Err("`caldera bench` is handled before connecting".into()),

@@ -3,6 +3,7 @@
 pub mod args;
 pub mod commands;
 pub mod connect;
+pub mod deployments;
 pub mod fleet_cmd;
 pub mod follow;
 pub mod operate;

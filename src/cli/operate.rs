@@ -899,16 +899,38 @@ async fn heat_control(ctx: &Ctx, command: HeatCommand) -> CmdResult {
             yes,
             confirm,
         } => (stack, Request::Unhook { group }, yes, confirm),
+        HeatCommand::SignalDeployment {
+            deployment_id,
+            status,
+            reason,
+            yes,
+            confirm,
+        } => {
+            let d = ctx.conn.heat.get_deployment(&deployment_id).await?;
+            let plan = manual::plan_signal_deployment(&d, &status, reason.as_deref());
+            return send_control(ctx, &plan, yes, confirm).await;
+        }
     };
     let heat = &ctx.conn.heat;
     let stack = heat.resolve(&stack).await?;
     let plan = manual::plan(heat, &stack, &request).await?;
+    send_control(ctx, &plan, yes, confirm).await
+}
+
+/// Shows a planned control, asks (unless `yes`), then applies it: journaled first.
+async fn send_control(
+    ctx: &Ctx,
+    plan: &manual::ControlPlan,
+    yes: bool,
+    confirm: Option<String>,
+) -> CmdResult {
+    let heat = &ctx.conn.heat;
     print_lines(&plan.lines())?;
     // A refusal is recorded and said by `apply`, before any question.
     if plan.refusals.is_empty() && !yes && !confirm_prompt("send this?")? {
         return Err("not sent".into());
     }
-    manual::apply(&ctx.action, heat, &plan, confirm.as_deref()).await?;
+    manual::apply(&ctx.action, heat, plan, confirm.as_deref()).await?;
     eprintln!(
         "{} {}: accepted by Heat",
         plan.control.action(),

@@ -458,7 +458,8 @@ fn on_call_paths_to_the_cause_and_the_full_reason_120x40() {
         s.has_all(&["› staging", "Node groups of staging", "default-worker"])
     });
     let cause = counted(&mut c, &mut stuck, "t", "why staging is stuck", |s| {
-        s.has("Why stuck: 0 failed, 1 in progress, 0 held on hooks")
+        // Member 2's server and its software deployment (waiting for its agent's signal).
+        s.has("Why stuck: 0 failed, 2 in progress, 0 held on hooks")
             && s.line_with("stalled").is_some_and(|l| {
                 l.contains("kube_minions > 2 > kube-minion") && l.contains("siblings of 2 took")
             })

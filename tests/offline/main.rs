@@ -18,6 +18,7 @@ mod actions;
 mod actions_cli;
 mod capi_cluster;
 mod cli_habits;
+mod deployments_sim;
 mod detail_views_sim;
 mod event_follow;
 mod fault_matrix;

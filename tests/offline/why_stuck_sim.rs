@@ -64,9 +64,18 @@ async fn staging_member_is_compared_with_how_long_its_siblings_took() {
     let g = group(&service, "staging", "default-worker").await;
     let t = tree(&service, &g).await;
     assert!(t.stuck.holds.is_empty(), "{:?}", t.stuck.holds);
-    let [c] = t.stuck.causes.as_slice() else {
-        panic!("one cause: {:?}", t.stuck.causes)
+    // Two causes in member 2: its server, and its software deployment (`node_config`,
+    // waiting for its agent's signal), which `caldera deployments` and why-stuck explain.
+    let [c, deploy] = t.stuck.causes.as_slice() else {
+        panic!("two causes: {:?}", t.stuck.causes)
     };
+    let (c, deploy) = match t.rows[c.index].resource.resource_type.as_str() {
+        "OS::Nova::Server" => (c, deploy),
+        _ => (deploy, c),
+    };
+    let other = &t.rows[deploy.index];
+    assert!(other.path.ends_with("> 2 > node_config"), "{}", other.path);
+    assert_eq!(other.resource.resource_type, "OS::Heat::SoftwareDeployment");
     let row = &t.rows[c.index];
     assert!(row.path.ends_with("> 2 > kube-minion"), "{}", row.path);
     assert_eq!(row.resource.resource_type, "OS::Nova::Server");

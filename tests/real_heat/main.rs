@@ -25,6 +25,7 @@ mod api;
 mod basics;
 mod conformance;
 mod control;
+mod deployments;
 mod details;
 mod discovery;
 mod events;

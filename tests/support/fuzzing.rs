@@ -99,6 +99,7 @@ pub fn console_config(data: &[u8]) {
 
 pub fn heat(data: &[u8]) {
     caldera::api::heat::heat_client::fuzz_decode(data);
+    caldera::api::heat::deployments::fuzz_decode(data);
 }
 
 pub fn magnum(data: &[u8]) {

@@ -383,6 +383,7 @@ fn demo(w: &mut World) {
     let sg = group_of(w, staging, "default-worker");
     w.groups[sg].stuck.insert(2);
     update_group(w, sg, &[("image", img_new.clone())]);
+    let staging_update = w.now();
     advance(w, 4 * HOUR);
 
     // prod-east: upgrade of default-worker in batches of 50, three members of the
@@ -426,6 +427,50 @@ fn demo(w: &mut World) {
     update_group(w, g3, &[("count", "60".into())]);
     let until = w.now() + HOUR;
     run_virtual(w, until, 1000, |w| updated(w, 428));
+    let batch = w.cluster_by_ident("batch-jobs");
+    deployments_demo(w, staging, batch, staging_update);
+}
+
+/// The demo's software deployments (`OS::Heat::SoftwareDeployment` `node_config` in each
+/// worker's member stack): in `staging`, the image update's deployment on member 2 never
+/// hears from its agent while its siblings signalled in 30-40 s; in `batch-jobs`, member
+/// 3's script failed (code 2, a stderr). Drawn with ids of their own, so that everything
+/// else draws what it drew before they existed.
+fn deployments_demo(w: &mut World, staging: usize, batch: Option<usize>, update_at: i64) {
+    let main_ids = std::mem::replace(&mut w.ids, crate::sim::world::Ids::new(0xDE91));
+    use crate::sim::world::deployments::Ending;
+    let sg = group_of(w, staging, "default-worker");
+    let members: Vec<(u32, usize, String)> = w.groups[sg]
+        .members
+        .iter()
+        .map(|(i, m)| (*i, m.stack, m.server_id.clone()))
+        .collect();
+    for (i, stack, server) in members {
+        let ending = match i {
+            2 => Ending::Silent,
+            i => Ending::Signalled(30 + 2 * i64::from(i)),
+        };
+        let started = update_at + 60_000 * i64::from(i);
+        w.add_deployment(stack, &server, Action::Update, started, ending);
+    }
+    if let Some(batch) = batch {
+        let bg = group_of(w, batch, "default-worker");
+        let created = w.groups[bg].created_ms;
+        let members: Vec<(u32, usize, String)> = w.groups[bg]
+            .members
+            .iter()
+            .filter(|(_, m)| m.fault.is_none())
+            .map(|(i, m)| (*i, m.stack, m.server_id.clone()))
+            .collect();
+        for (i, stack, server) in members {
+            let ending = match i {
+                3 => Ending::Fails(25),
+                i => Ending::Signalled(31 + i64::from(i)),
+            };
+            w.add_deployment(stack, &server, Action::Create, created + 90_000, ending);
+        }
+    }
+    w.ids = main_ids;
 }
 
 /// The Cluster API cluster of the demo.

@@ -5,6 +5,7 @@
 //! untyped (no `serde_json::Value`) flows past the client layer.
 
 mod cluster;
+pub mod deployment;
 mod node;
 pub mod server;
 mod stack;
@@ -14,6 +15,7 @@ pub mod text;
 pub use cluster::{
     state_since, CapiCluster, CapiDriver, Cluster, DriverKind, Health, NodeGroup, Role,
 };
+pub use deployment::{ConfigInput, SoftwareConfig, SoftwareDeployment};
 pub use node::{ImagePhase, Node, NodeAddress, NodeKey};
 pub use server::{ConsoleTail, ServerDetail, ServerFault, ServerTarget};
 pub use stack::{StackEvent, StackRef, StackResource, StackSummary};

@@ -117,7 +117,7 @@ pub fn console_lines(raw: &str, max_lines: usize) -> Vec<String> {
     lines.split_off(skip)
 }
 
-fn clean_line(line: &str) -> String {
+pub(crate) fn clean_line(line: &str) -> String {
     let mut out = String::new();
     let mut chars = line.chars().peekable();
     let mut count = 0;

@@ -18,7 +18,14 @@
 //!   (`UPDATE_FAILED`). On a stack not being updated Heat answers 400. A rollback of an
 //!   update made with hooks stops on the same hooks: they are cleared as for the update;
 //! - `PATCH .../resources/{name} {"mark_unhealthy": true}` sets the resource to
-//!   `CHECK_FAILED` with the given reason; the next update replaces it.
+//!   `CHECK_FAILED` with the given reason; the next update replaces it;
+//! - `PUT /software_deployments/{id} {"status": "COMPLETE"|"FAILED", "status_reason": ..,
+//!   "output_values": {..}}` is the API's update of a deployment: Heat stores the row as
+//!   given, and the deployment resource, which polls its row while `IN_PROGRESS`, completes
+//!   (or fails with that reason). An agent's own signal goes through the resource
+//!   (`signal_software_deployment`, which works the status out of `deploy_status_code` and
+//!   takes only a deployment `IN_PROGRESS`); caldera refuses a deployment not in progress the
+//!   same way, since a settled resource no longer reads its row.
 
 use super::any_group::group_members;
 use super::apply::ActionContext;
@@ -26,10 +33,13 @@ use super::guard::Reach;
 use super::heat_native::stack_path;
 use super::heat_native::update_body_text;
 use super::refused;
-use crate::api::heat::{EnvironmentHooks, HeatClient, StackAction, StackDetail, StackUpdate};
+use crate::api::heat::deployments::{DEPLOY_STATUS_CODE, DEPLOY_STDERR};
+use crate::api::heat::{
+    DeploymentUpdate, EnvironmentHooks, HeatClient, StackAction, StackDetail, StackUpdate,
+};
 use crate::drivers::leftover_hooks::HELD_HOOK;
 use crate::journal::{ApiCall, Entry, Outcome};
-use crate::model::{StackRef, StackResource};
+use crate::model::{SoftwareDeployment, StackRef, StackResource};
 use crate::ops::hooks::{self, PendingHook};
 use crate::report::{ServiceError, ServiceResult};
 
@@ -67,6 +77,13 @@ pub enum Control {
         /// Heat's preview of the PATCH: the top-level resources it would update.
         updates: Vec<String>,
     },
+    /// Report a deployment `COMPLETE` or `FAILED` as its agent would have.
+    SignalDeployment {
+        id: String,
+        /// The deployment as read before planning (what the plan shows).
+        was: String,
+        update: DeploymentUpdate,
+    },
 }
 
 impl Control {
@@ -78,6 +95,7 @@ impl Control {
             Control::Cancel { .. } => "heat.cancel",
             Control::MarkUnhealthy { .. } => "heat.mark_unhealthy",
             Control::Unhook { .. } => "heat.unhook",
+            Control::SignalDeployment { .. } => "heat.signal_deployment",
         }
     }
 
@@ -86,9 +104,10 @@ impl Control {
     pub fn reach(&self) -> Reach {
         match self {
             Control::Cancel { .. } | Control::Unhook { .. } => Reach::Fleet,
-            Control::ClearHook { .. } | Control::Check | Control::MarkUnhealthy { .. } => {
-                Reach::Nodes
-            }
+            Control::ClearHook { .. }
+            | Control::Check
+            | Control::MarkUnhealthy { .. }
+            | Control::SignalDeployment { .. } => Reach::Nodes,
         }
     }
 }
@@ -162,6 +181,15 @@ impl ControlPlan {
                      every resource to the stack's stored definition, unheld ({preview})"
                 )
             }
+            Control::SignalDeployment { id, was, update } => format!(
+                "  deployment {id} ({was}) becomes {}, as if its agent had signalled: its \
+                 resource {} on Heat's next poll",
+                update.status,
+                match update.status.as_str() {
+                    "COMPLETE" => "completes and the stack goes on",
+                    _ => "fails with this reason",
+                }
+            ),
         });
         out.extend(self.calls.iter().map(|c| format!("  {c}")));
         out.extend(self.refusals.iter().map(|r| format!("  REFUSED: {r}")));
@@ -487,6 +515,74 @@ fn unhook_update(keys: &[&str], remaining: &[String]) -> StackUpdate {
     }
 }
 
+/// What an operator may report for a deployment.
+pub const DEPLOYMENT_STATUSES: [&str; 2] = ["COMPLETE", "FAILED"];
+
+/// Plans reporting deployment `d` as `status` (`COMPLETE` or `FAILED`) by hand: the operator
+/// ran the script themselves, or knows it will never run. Refused for another status, for a
+/// deployment not in progress (Heat's agent signal takes only those, and a settled resource
+/// no longer reads its row) and for `FAILED` without a reason (Heat shows it on the resource).
+///
+/// The plan's `stack` is the deployment (a deployment names no stack in Heat's API; the
+/// guard rails and the journal know it by its id).
+pub fn plan_signal_deployment(
+    d: &SoftwareDeployment,
+    status: &str,
+    reason: Option<&str>,
+) -> ControlPlan {
+    let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+    let failed = status == "FAILED";
+    let mut output_values = serde_json::Map::new();
+    // What an agent reports: a code (0 completes, non-zero fails) and its stderr.
+    output_values.insert(DEPLOY_STATUS_CODE.into(), i32::from(failed).into());
+    if let (true, Some(r)) = (failed, reason) {
+        output_values.insert(DEPLOY_STDERR.into(), r.into());
+    }
+    let update = DeploymentUpdate {
+        status: status.to_string(),
+        status_reason: Some(match reason {
+            Some(r) => format!("{r} (reported by hand)"),
+            None => "Outputs received (reported by hand)".to_string(),
+        }),
+        output_values,
+    };
+    let was = format!("server {}, {}", d.server_id, d.status.raw);
+    let id = d.id.clone();
+    let me = StackRef {
+        name: id.clone(),
+        id: id.clone(),
+    };
+    let control = Control::SignalDeployment {
+        id: id.clone(),
+        was,
+        update: update.clone(),
+    };
+    let mut plan = ControlPlan::new(&me, control, format!("software_deployments/{id}"));
+    let body = serde_json::to_string(&update).unwrap_or_default();
+    plan.calls.push(ApiCall::new(
+        "PUT",
+        format!("/software_deployments/{id}"),
+        body,
+    ));
+    if !DEPLOYMENT_STATUSES.contains(&status) {
+        plan.refusals.push(format!(
+            "status {status}: a deployment is reported COMPLETE or FAILED"
+        ));
+    }
+    if !d.status.is_in_progress() {
+        plan.refusals.push(format!(
+            "deployment {id} is {}: only one in progress waits for a signal (its resource no \
+             longer reads the deployment once settled)",
+            d.status.raw
+        ));
+    }
+    if failed && reason.is_none() {
+        plan.refusals
+            .push("give a reason: Heat shows it as the deployment's status reason".into());
+    }
+    plan
+}
+
 /// Plans a control read from Heat: the stack's state for check and cancel, the pending
 /// hooks for a clear, the resource's owner for mark unhealthy.
 pub async fn plan(
@@ -688,6 +784,9 @@ async fn send(heat: &HeatClient, plan: &ControlPlan) -> ServiceResult<()> {
             heat.update_stack(stack, &unhook_update(&key_refs, remaining))
                 .await
         }
+        Control::SignalDeployment { id, update, .. } => {
+            heat.update_deployment(id, update).await.map(|_| ())
+        }
     };
     sent.map_err(ServiceError::from)
 }
@@ -760,6 +859,53 @@ mod tests {
             since: Utc::now(),
             evidence: hooks::HookEvidence::Seen,
         }
+    }
+
+    fn deployment(status: &str) -> SoftwareDeployment {
+        let (action, state) = status.split_once('_').unwrap();
+        SoftwareDeployment {
+            id: "dep-1".into(),
+            server_id: "srv-1".into(),
+            config_id: "cfg".into(),
+            status: Status::from_parts(action, state),
+            status_reason: None,
+            created_at: None,
+            updated_at: None,
+            status_code: None,
+            stdout: vec![],
+            stderr: vec![],
+        }
+    }
+
+    #[test]
+    fn a_deployment_is_signalled_by_a_put_and_only_while_in_progress() {
+        let plan = plan_signal_deployment(&deployment("CREATE_IN_PROGRESS"), "COMPLETE", None);
+        assert!(plan.refusals.is_empty(), "{:?}", plan.refusals);
+        assert_eq!(plan.calls.len(), 1);
+        assert_eq!(plan.calls[0].method, "PUT");
+        assert_eq!(plan.calls[0].path, "/software_deployments/dep-1");
+        let body: serde_json::Value = serde_json::from_str(&plan.calls[0].body).unwrap();
+        assert_eq!(body["status"], "COMPLETE");
+        assert_eq!(body["output_values"]["deploy_status_code"], 0);
+        assert!(plan.lines().iter().any(|l| l.contains("completes")));
+        let failed = plan_signal_deployment(
+            &deployment("CREATE_IN_PROGRESS"),
+            "FAILED",
+            Some("disk never attached"),
+        );
+        let body: serde_json::Value = serde_json::from_str(&failed.calls[0].body).unwrap();
+        assert_eq!(body["output_values"]["deploy_status_code"], 1);
+        assert_eq!(
+            body["output_values"]["deploy_stderr"],
+            "disk never attached"
+        );
+        assert!(failed.refusals.is_empty());
+        let no_reason = plan_signal_deployment(&deployment("CREATE_IN_PROGRESS"), "FAILED", None);
+        assert_eq!(no_reason.refusals.len(), 1);
+        let settled = plan_signal_deployment(&deployment("CREATE_COMPLETE"), "COMPLETE", None);
+        assert!(settled.refusals[0].contains("CREATE_COMPLETE"));
+        let odd = plan_signal_deployment(&deployment("CREATE_IN_PROGRESS"), "DONE", None);
+        assert_eq!(odd.refusals.len(), 1);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod address_values;
 pub mod capi_nodes;
 pub mod capi_stall;
+pub mod deployments;
 pub mod discover;
 pub mod event_tracker;
 pub mod failures;

@@ -14,6 +14,7 @@
 //! - **busy**: work in progress within its siblings' pace; **settled**: nothing to say.
 
 use super::capi_stall::{self, words};
+use super::deployments::{DeploymentVerdict, DeploymentView};
 use super::hooks::{newest_events, PendingHook, TREE_DEPTH};
 use super::stack_paths::StackPaths;
 use super::stuck::{assess_with_inferred, describe_durations, is_stalled, Cause, Entry};
@@ -139,14 +140,30 @@ pub async fn read(
         since: summary.updated_at.or(summary.created_at),
     };
     let scope = Scope { under };
-    Ok(explain(
-        &state,
-        &resources,
-        events,
-        &inferred,
-        scope,
-        Utc::now(),
-    ))
+    let now = Utc::now();
+    let mut why = explain(&state, &resources, events, &inferred, scope, now);
+    let stuck = super::deployments::troubled(heat, stack, &resources, under, now).await?;
+    name_deployments(&mut why, &stuck);
+    Ok(why)
+}
+
+/// A deployment still waiting for its agent, or failed, is the deepest cause of its resource
+/// (and so of every stack above it) being in progress or failed: named first, with the wait
+/// compared with its siblings' or the script's last stderr line.
+pub fn name_deployments(why: &mut StackWhy, deployments: &[DeploymentView]) {
+    let mut lines: Vec<String> = Vec::new();
+    for d in deployments {
+        let verdict = match &d.verdict {
+            DeploymentVerdict::Failed { .. } => Verdict::Failed,
+            DeploymentVerdict::Waiting { overdue: true, .. } => Verdict::Stalled,
+            DeploymentVerdict::Waiting { overdue: false, .. } => Verdict::Busy,
+            DeploymentVerdict::Complete { .. } | DeploymentVerdict::Unknown { .. } => continue,
+        };
+        why.verdict = why.verdict.max(verdict);
+        lines.push(format!("{}: {}", verdict.word(), d.line()));
+    }
+    lines.append(&mut why.lines);
+    why.lines = lines;
 }
 
 /// The part of a tree a verdict is on: the resource at `under` (names from the stack down)

@@ -5,6 +5,7 @@
 //! query), and 404 for anything else (e.g. `outputs`, as Heat 27 does).
 
 mod check;
+mod deployments;
 mod event_list;
 mod resources;
 mod shapes;
@@ -78,6 +79,10 @@ const LOOKUP_PATHS: &[&str] = &[
 fn route(w: &mut World, sh: &Shared, req: &Req, rest: &[&str]) -> Reply {
     let m = req.method;
     match rest {
+        ["software_deployments"] if m == Method::GET => deployments::list(w, req),
+        ["software_deployments", id] if m == Method::GET => deployments::show(w, id),
+        ["software_deployments", id] if m == Method::PUT => deployments::update(w, req, id),
+        ["software_configs", id] if m == Method::GET => deployments::config(w, id),
         ["stacks"] if m == Method::GET => stack_routes::list(w, sh, req),
         ["stacks"] if m == Method::POST => stack_routes::create(w, sh, req),
         // Name-only lookups redirect whatever the method (measured: PATCH too).

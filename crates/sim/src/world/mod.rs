@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod capi;
+pub mod deployments;
 pub mod group;
 mod heat_objects;
 mod ids;
@@ -95,6 +96,9 @@ pub struct World {
     /// they were resolved at and when the resolution is done (wall clock: the cost is paid
     /// in real time). See `sim::heat::stack_routes::output_cost`.
     pub resolved_outputs: HashMap<(usize, String), (String, std::time::Instant)>,
+    /// Heat's software configs and deployments (`deployments.rs`).
+    pub sw_configs: Vec<deployments::SimConfig>,
+    pub sw_deployments: Vec<deployments::SimDeployment>,
 }
 
 impl World {
@@ -116,6 +120,8 @@ impl World {
             virtual_now: None,
             last_event_ms: i64::MIN,
             resolved_outputs: HashMap::new(),
+            sw_configs: Vec::new(),
+            sw_deployments: Vec::new(),
         }
     }
 
@@ -137,6 +143,7 @@ impl World {
     /// Moves every timestamp by `delta` ms: a scenario builds its history on a virtual
     /// timeline and then slides it so that its end is "now".
     pub fn shift_times(&mut self, delta: i64) {
+        self.shift_deployments(delta);
         if self.last_event_ms != i64::MIN {
             self.last_event_ms += delta;
         }
@@ -231,6 +238,11 @@ impl World {
             let name = s.name.clone();
             self.by_name.remove(&name);
         }
+    }
+
+    /// How many stack slots there are (deleted stacks keep theirs, as `None`).
+    pub fn stack_count(&self) -> usize {
+        self.stacks.len()
     }
 
     pub fn stack(&self, ix: usize) -> Option<&Stack> {

@@ -349,7 +349,7 @@ impl HeatClient {
     /// `{base}/seg/seg...` with each segment percent-encoded here: the `url` crate's own
     /// segment encoding drops tabs, CRs and LFs (WHATWG), and a resource named with a CR
     /// must reach that resource, not another one.
-    fn url(&self, segments: &[&str]) -> Url {
+    pub(super) fn url(&self, segments: &[&str]) -> Url {
         let mut url = self.base.clone();
         let mut path = url.path().trim_end_matches('/').to_string();
         for seg in segments {

@@ -1,0 +1,175 @@
+//! Software deployments on the simulator's demo: `staging`'s image update has a deployment
+//! on member 2 whose agent never signalled (its siblings did in 30-40 s), `batch-jobs` has
+//! one whose script failed with code 2. `caldera deployments` lists and judges them, `why`
+//! names them as the deepest cause, and `heat signal-deployment` reports the silent one
+//! COMPLETE by hand (journaled first), after which its resource completes.
+
+use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use caldera::journal::{Journal, Outcome};
+use caldera::sim::{self, SimOptions};
+use std::path::Path;
+use std::process::Command;
+
+/// `caldera --simulator ARGS` with a home of its own: (exit code, stdout, stderr).
+fn caldera_sim(home: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .current_dir(home)
+        .arg("--simulator")
+        .args(args)
+        .output()
+        .expect("run caldera");
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn json(out: &str) -> Vec<serde_json::Value> {
+    serde_json::from_str(out).expect("JSON array")
+}
+
+#[test]
+fn a_silent_agent_and_a_failed_script_are_listed_judged_and_named_by_why() {
+    let home = tempfile::tempdir().expect("home");
+    let (rc, out, err) = caldera_sim(home.path(), &["deployments", "staging", "--format", "json"]);
+    assert_eq!(rc, Some(0), "{out}\n{err}");
+    let rows = json(&out);
+    assert_eq!(rows.len(), 6, "{out}");
+    let waiting: Vec<&serde_json::Value> = rows
+        .iter()
+        .filter(|r| r["deployment"]["verdict"]["state"] == "waiting")
+        .collect();
+    assert_eq!(waiting.len(), 1, "{out}");
+    let w = &waiting[0]["deployment"];
+    assert_eq!(w["path"], "kube_minions/2/node_config");
+    assert_eq!(w["transport"], "HEAT_SIGNAL");
+    assert_eq!(w["verdict"]["siblings"], serde_json::json!([30, 40]));
+    assert_eq!(w["verdict"]["overdue"], true);
+    // --failed keeps the overdue one only.
+    let (_, out, _) = caldera_sim(
+        home.path(),
+        &["deployments", "staging", "--failed", "--format", "json"],
+    );
+    assert_eq!(json(&out).len(), 1, "{out}");
+
+    let (rc, out, err) = caldera_sim(home.path(), &["deployments", "batch-jobs", "--failed"]);
+    assert_eq!(rc, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("failed, code 2: The file /dev/vdb does not exist and no size was specified."),
+        "{out}"
+    );
+    assert!(
+        out.contains("kube_minions/3/node_config stderr:\n  + mkfs.ext4 -F /dev/vdb\n"),
+        "{out}"
+    );
+    assert_eq!(out.matches("CREATE_FAILED").count(), 1, "{out}");
+
+    let (rc, out, err) = caldera_sim(home.path(), &["why", "staging"]);
+    assert_eq!(rc, Some(5), "{out}\n{err}");
+    let first_cause = out.lines().nth(2).unwrap_or_default();
+    assert!(
+        first_cause.starts_with("  stalled: deployment kube_minions/2/node_config (")
+            && first_cause.contains("UPDATE waiting for a signal for 4h")
+            && first_cause.ends_with("(siblings signalled in 30s-40s); transport HEAT_SIGNAL"),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_deployment_reported_complete_by_hand_completes_its_resource() {
+    let sim = sim::start(SimOptions::fast("demo", 1.0))
+        .await
+        .expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect");
+    let silent = sim.with_world(|w| {
+        w.sw_deployments
+            .iter()
+            .find(|d| d.status == caldera::sim::world::State::InProgress)
+            .map(|d| d.id.clone())
+            .expect("the demo's silent deployment")
+    });
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = dir.path().join("clouds.yaml");
+    std::fs::write(&clouds, sim.clouds_yaml("simcloud")).expect("clouds.yaml");
+    let journal = dir.path().join("journal.jsonl");
+    let actions = dir.path().join("actions.toml");
+    std::fs::write(&actions, "").expect("actions");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_caldera"))
+            .env("OS_CLIENT_CONFIG_FILE", &clouds)
+            .env("OS_CLOUD", "simcloud")
+            .env("CALDERA_JOURNAL", &journal)
+            .env("CALDERA_ACTIONS_CONFIG", &actions)
+            .env("XDG_STATE_HOME", dir.path())
+            .args(args)
+            .output()
+            .expect("run caldera");
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // FAILED wants a reason: refused, journaled, nothing sent.
+    let (ok, out, err) = run(&[
+        "heat",
+        "signal-deployment",
+        &silent,
+        "--status",
+        "FAILED",
+        "--yes",
+    ]);
+    assert!(!ok, "{out}\n{err}");
+    assert!(conn
+        .heat
+        .get_deployment(&silent)
+        .await
+        .expect("show")
+        .status
+        .is_in_progress());
+    let (ok, out, err) = run(&[
+        "heat",
+        "signal-deployment",
+        &silent,
+        "--status",
+        "COMPLETE",
+        "--yes",
+    ]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("PUT /software_deployments/{silent}")),
+        "{out}"
+    );
+    let d = conn.heat.get_deployment(&silent).await.expect("show");
+    assert_eq!(d.status.raw, "UPDATE_COMPLETE");
+    assert_eq!(d.status_code, Some(0));
+    let resource = sim.with_world(|w| {
+        (0..w.stack_count())
+            .filter_map(|ix| w.stack(ix))
+            .flat_map(|s| s.resources.iter())
+            .find(|r| r.physical_id == silent)
+            .map(|r| r.status.to_string())
+    });
+    assert_eq!(resource.as_deref(), Some("UPDATE_COMPLETE"));
+    let outcomes: Vec<String> = Journal::open(&journal)
+        .read_all()
+        .expect("journal")
+        .iter()
+        .filter(|e| e.action == "heat.signal_deployment")
+        .map(|e| match &e.outcome {
+            Outcome::Started => format!("started {}", e.calls.len()),
+            Outcome::Ok => "ok".into(),
+            Outcome::Failed { error } => format!("failed {error}"),
+            Outcome::Refused { .. } => "refused".into(),
+        })
+        .collect();
+    assert_eq!(outcomes, ["refused", "started 1", "ok"]);
+}
