@@ -138,16 +138,6 @@ def looks_like_template(text):
         or "AWSTemplateFormatVersion" in doc)
 
 
-def effective(t, registry):
-    """Follows a global registry alias (Magnum::Optional::X -> OS::Heat::None) to a type."""
-    for _ in range(10):
-        nxt = (registry or {}).get(t)
-        if not isinstance(nxt, str) or is_file_type(nxt) or nxt == t:
-            return t
-        t = nxt
-    return t
-
-
 def facade(heat_url, rtype):
     """Heat's own provider template of a type, or one built from the heat package's schema."""
     try:
@@ -158,9 +148,6 @@ def facade(heat_url, rtype):
         resources.initialise()
         cls = resources.global_env().get_class(rtype)
         return cls.resource_to_template(rtype, template_type="hot")
-
-
-ADDRESS_WORDS = ("address", "addresses", "networks", "fixed_ips", "ip")
 
 
 def address_like(name):
