@@ -13,8 +13,9 @@ template's relative `type:` references rewritten to those URLs as Magnum's stack
 Stand-ins (generated, never written per template): every resource type reachable from the
 template (its resources, the nested templates in `files`, and the environments'
 `resource_registry`) that this Heat does not list in `GET /resource_types` (the services it
-lacks: Nova, Neutron, Cinder, Octavia, and Heat's own software-config types, which need the
-orchestration endpoint in the catalog) gets a provider template made from Heat's
+lacks: Nova, Neutron, Cinder, Octavia; also Heat's own OS::Heat::SoftwareConfig,
+MultipartMime and SoftwareDeployment, which this catalog-less Heat does not list either), and
+that the environment does not already map, gets a provider template made from Heat's
 `GET /resource_types/{type}/template?template_type=hot`: every property a parameter (custom
 constraints dropped: they call the missing service; every parameter given a neutral default so
 a property the template leaves out stays optional, as it is on the real type), every attribute an
@@ -37,10 +38,13 @@ Signals: a real cluster's servers run an agent (os-collect-config, or the `wc_no
 Magnum's user data) that signals the stack's WaitConditions and SoftwareDeployments. Here the
 servers are stand-ins and nothing would ever signal, so every type whose creation waits for a
 server's signal (OS::Heat::WaitCondition, OS::Heat::SoftwareDeployment and its group and
-structured forms) is stood in for like a missing service: it completes at once with the
-attributes a signalled one has. So are the wait condition handles: their signal URL needs Heat's
-own endpoint in a Keystone catalog, which this Heat has not (EndpointNotFound at create). This is what the stack of a healthy real cluster looks like once
-its agents have reported, which is the state the corpus checks read.
+structured forms) is stood in for like a missing service: it completes at once, its
+non-address attributes placeholders (`standin-<attribute>`). So are the wait condition
+handles: their signal URL needs Heat's own endpoint in a Keystone catalog, which this Heat has
+not (EndpointNotFound at create). The stack then looks like a healthy real cluster's once its
+agents have reported, the state the corpus checks read; signalling from the test as an agent
+would was not chosen because Heat's signal paths (CFN, Heat or Zaqar transports, token URLs)
+all need the catalog this Heat lacks.
 """
 
 import argparse

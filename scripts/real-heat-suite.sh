@@ -36,9 +36,10 @@ echo "real Heat at $HEAT_URL"
 # The corpus of real templates (tests/real_heat/corpus.rs): Magnum's wheels installed from PyPI
 # into target/corpus (cached; never copied into the repository) and one stack-create body per
 # corpus entry, with stand-ins generated from this Heat's own resource-type templates. The
-# corpus tests run with the rest below (`corpus::`); they would prepare it themselves, but doing
-# it here keeps a PyPI or generation failure out of the test output.
+# corpus tests run with the rest below (`corpus::`); run alone they prepare it themselves
+# (CORPUS_PREPARED=1 says it is done), here a PyPI or generation failure stops the suite first.
 HEAT_URL="$HEAT_URL" scripts/real-templates.sh prepare
+export CORPUS_PREPARED=1
 
 # The real-Heat tests (the `real_heat` test binary, tests/real_heat/) are #[ignore]d in a plain
 # `cargo test` (they need this server); --ignored runs exactly them. Two threads: one Heat engine

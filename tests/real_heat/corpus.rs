@@ -31,7 +31,45 @@ use std::time::{Duration, Instant};
 
 /// (entry id, check) pairs that fail today, with caldera's answer against Heat's; see the
 /// module's doc. Checks: `nodegroups`, `ips`, `ips-group`, `failures`, `scale`, `rollout`.
-const KNOWN_GAPS: &[(&str, &str)] = &[];
+const KNOWN_GAPS: &[(&str, &str)] = &[
+    // A node's floating address: Heat's `kube_masters` / `kube_minions` (`swarm_*`,
+    // `mesos_*`) outputs give each node its floating IP beside the private one
+    // (`*_external_ip`, a FloatingIP's `floating_ip_address`); caldera lists only the first
+    // address output it finds per group (`kube_minion_ip`), so every node has 1 of its 2.
+    ("k8s_fedora_coreos_v1-15-public", "ips"),
+    ("k8s_fedora_coreos_v1-15-public", "ips-group"),
+    ("k8s_fedora_atomic_v1-9-public", "ips"),
+    ("k8s_fedora_atomic_v1-9-public", "ips-group"),
+    ("swarm_fedora_atomic_v1-9", "ips"),
+    ("swarm_fedora_atomic_v1-9", "ips-group"),
+    ("swarm_fedora_atomic_v1-9-public", "ips"),
+    ("swarm_fedora_atomic_v1-9-public", "ips-group"),
+    ("mesos_ubuntu_v1-9", "ips"),
+    ("mesos_ubuntu_v1-9", "ips-group"),
+    // Scale refused: `slave_wait_condition` (an OS::Heat::WaitCondition whose `count` is
+    // number_of_slaves, so it waits for every slave) reads the count parameter too, and the
+    // blast-radius rule meant for rollouts refuses a scale that "updates it unheld"; updating
+    // it is what the template means a scale to do.
+    ("mesos_ubuntu_v1-9", "scale"),
+    // The stack's only aggregate for swarm_secondary_masters is their external address (null
+    // without floating IPs); caldera takes that output and fails "2 member(s) without an
+    // address" instead of following the members' own `swarm_master_ip` (their port).
+    ("swarm_fedora_atomic_v2-9", "ips"),
+    ("swarm_fedora_atomic_v2-9", "ips-group"),
+    // A Magnum node-group stack (is_cluster_stack false, workers only): `nodegroups` lists
+    // `kube_minions`, but `ips STACK` names its rows' group as the stack itself (`STACK/0`),
+    // not `STACK/kube_minions` (the addresses themselves agree).
+    ("k8s_fedora_coreos_v1-15-nodegroup", "ips"),
+    // TripleO-like roles: the group of VIP ports (`VipPorts`, OS::Neutron::Port members, no
+    // server) is listed as a node group and its VIPs as nodes; each node's internal_api
+    // address (RoleNetIpMap's second network, a port not attached to the server) is missing.
+    ("ours-tripleo-roles", "nodegroups"),
+    ("ours-tripleo-roles", "ips"),
+    ("ours-tripleo-roles", "ips-group"),
+    ("ours-tripleo-nested", "nodegroups"),
+    ("ours-tripleo-nested", "ips"),
+    ("ours-tripleo-nested", "ips-group"),
+];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -54,11 +92,12 @@ fn entry(id: &str) -> Value {
 }
 
 /// Runs `scripts/real-templates.sh prepare` once per test process (the wheels are cached under
-/// target/corpus; the stand-ins are generated from the Heat at HEAT_URL).
+/// target/corpus; the stand-ins are generated from the Heat at HEAT_URL), unless
+/// scripts/real-heat-suite.sh has just done it for this Heat (CORPUS_PREPARED=1).
 fn prepared(id: &str) -> Value {
     static DONE: Mutex<bool> = Mutex::new(false);
     let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
-    if !*done {
+    if !*done && std::env::var("CORPUS_PREPARED").as_deref() != Ok("1") {
         let status = std::process::Command::new(root().join("scripts/real-templates.sh"))
             .arg("prepare")
             .env("HEAT_URL", heat_url())
