@@ -26,8 +26,8 @@ under the type's own name, so Heat still reports `OS::Nova::Server`, `OS::Neutro
 Addresses: attributes whose name says address (`first_address`, `networks`, `addresses`,
 `fixed_ips`, `ip_address`, `*_ip`, `*_address`, `*_ips`) are computed by Heat itself (a `yaql`
 output) from a key: the reference of the port the resource is given (`port`, `port_id`, or a
-`networks` entry's `port`) when it has one, else its own stack id. A port's own reference is its
-stand-in stack's id, so a server and the port it boots on report the same address, as Nova and
+`networks` entry's `port`) when it has one, else its own stack id. A port's reference is its
+stand-in stack's ARN, whose last segment is that stack's id, so a server and the port it boots on report the same address, as Nova and
 Neutron do; every member gets a distinct address (the first 24 bits of a random UUID) that stays
 the same for the resource's life. Floating addresses (attribute names saying `floating`, or a
 FloatingIP's own address) come from the resource's own id in 172.24.0.0/16; fixed ones in
@@ -181,7 +181,9 @@ def address_yaql(params, floating):
                "[$.data.port].where($ != '') + [$.data.own]).first()")
         prefix = "'10.'"
         take = "6"
-    hexval = ("%s.replace('-', '').toCharArray().take(%s)"
+    # A provider resource's reference is its stack's ARN (`arn:openstack:heat::P:stacks/N/ID`):
+    # the id is its last segment (a plain stack id has one segment).
+    hexval = ("%s.split('/').last().replace('-', '').toCharArray().take(%s)"
               ".aggregate($1 * 16 + '0123456789abcdef'.indexOf($2), 0)" % (key, take))
     if take == "6":
         expr = ("let(v => %s) -> %s + str(int($v / 65536)) + '.' + str(int($v / 256) mod 256)"
