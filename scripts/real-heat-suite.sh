@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs caldera's tests against a real OpenStack Heat on 127.0.0.1.
 # Installs PostgreSQL (Debian) and Heat (PyPI, venv cached under target/) when missing,
-# starts Heat, runs the tests of tests/real_heat/ with `--ignored` (the operator-action scenarios
+# starts Heat, prepares the corpus of real templates (scripts/real-templates.sh), runs the tests of tests/real_heat/ with `--ignored` (the operator-action scenarios
 # of tests/real_heat/actions.rs last; tests/real_heat/purged_hooks.rs against a second,
 # event-purging Heat on HEAT_PURGE_PORT, default HEAT_PORT + 100), and stops both afterwards.
 set -euo pipefail
@@ -32,6 +32,14 @@ trap 'scripts/heat-standalone.sh stop >/dev/null 2>&1 || true; purging_heat stop
 url_line="$(scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
 export HEAT_URL="${url_line#HEAT_URL=}"
 echo "real Heat at $HEAT_URL"
+
+# The corpus of real templates (tests/real_heat/corpus.rs): Magnum's wheels installed from PyPI
+# into target/corpus (cached; never copied into the repository) and one stack-create body per
+# corpus entry, with stand-ins generated from this Heat's own resource-type templates. The
+# corpus tests run with the rest below (`corpus::`); run alone they prepare it themselves
+# (CORPUS_PREPARED=1 says it is done), here a PyPI or generation failure stops the suite first.
+HEAT_URL="$HEAT_URL" scripts/real-templates.sh prepare
+export CORPUS_PREPARED=1
 
 # The real-Heat tests (the `real_heat` test binary, tests/real_heat/) are #[ignore]d in a plain
 # `cargo test` (they need this server); --ignored runs exactly them. Two threads: one Heat engine

@@ -25,6 +25,7 @@ mod api;
 mod basics;
 mod conformance;
 mod control;
+mod corpus;
 mod deployments;
 mod details;
 mod discovery;
