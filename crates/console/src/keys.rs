@@ -140,6 +140,8 @@ pub enum KeyAction {
     FocusTail,
     /// The selected tree resource's own `resource show`, whatever it is.
     Describe,
+    /// In the tree: the row of the next why-stuck line (a failure, a hold, work in progress).
+    NextCause,
     Up,
     Down,
     PageUp,
@@ -504,6 +506,14 @@ const DEFAULTS: &[Default5] = &[
         &["D"],
         "Describe the selected resource (resource show), nested stack owners included",
         Some("describe"),
+    ),
+    (
+        KeyAction::NextCause,
+        "next_cause",
+        KeyContext::Tree,
+        &["n"],
+        "Jump to the resource of the next why-stuck line (failed, held, in progress)",
+        Some("next cause"),
     ),
     (
         KeyAction::Up,

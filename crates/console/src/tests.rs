@@ -1533,6 +1533,42 @@ async fn marked_members_hooks_are_released_in_one_plan() {
     assert_eq!(patterns, &want);
 }
 
+/// #26 item 9: a jump from a why-stuck line to its resource: `n` selects the row of the
+/// next line (the stalled server here), and round again.
+#[tokio::test]
+async fn n_jumps_to_the_resource_of_the_next_why_stuck_line() {
+    let mut h = Harness::demo(10);
+    reshaped_workers(&h, true);
+    open_worker_tree(&mut h).await;
+    h.key(KeyAction::Top);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        h.press(KeyCode::Char('n'));
+        seen.push(
+            h.app
+                .view()
+                .table
+                .selected_id()
+                .map(str::to_string)
+                .unwrap_or_default(),
+        );
+    }
+    // The panel's order: the hold (its first member), then the stalled server; then round.
+    let first_held = h.app.store().trees.values().find_map(|t| {
+        let t = t.data.as_ref()?;
+        let i = *t.stuck.holds.first()?.members.first()?;
+        Some(t.rows[i].path.clone())
+    });
+    assert_eq!(
+        seen,
+        [
+            first_held.clone().unwrap_or_default(),
+            "nodes > 4 > server".to_string(),
+            first_held.unwrap_or_default()
+        ]
+    );
+}
+
 /// A stalled server: its time in progress against how long its siblings took, and Nova's
 /// fault under it.
 #[tokio::test]

@@ -549,7 +549,7 @@ impl App {
             // Handled by the views' registry above.
             KeyAction::Outputs | KeyAction::StackDetail => {}
             // The views' own keys (`Screen::own_key`); nothing elsewhere.
-            KeyAction::FocusTail | KeyAction::Describe => {}
+            KeyAction::FocusTail | KeyAction::Describe | KeyAction::NextCause => {}
             KeyAction::Yank => self.yank(yank::Yank::Id),
             KeyAction::YankName => self.yank(yank::Yank::Name),
             // Read by the open dialog (`on_dialog_key`); nothing to do outside one.

@@ -75,6 +75,30 @@ impl Tree<'_> {
         }
     }
 
+    /// Moves the selection to the row of the why-stuck line after the selected one, in the
+    /// panel's order (failures, then each hold's first member, then work in progress),
+    /// round to the first.
+    fn next_cause(&self, app: &mut App) {
+        let Some(tree) = app
+            .store()
+            .trees
+            .get(&self.stack.id)
+            .and_then(|s| s.data.as_ref())
+        else {
+            return app.set_status(Level::Info, "the tree is not read yet");
+        };
+        let order = cause_rows(tree);
+        if order.is_empty() {
+            return app.set_status(Level::Info, "nothing in progress, failed or held");
+        }
+        let at = app.view().table.selected_id().map(str::to_string);
+        let now = at.and_then(|id| order.iter().position(|&i| tree.rows[i].path == id));
+        let next = order[now.map_or(0, |p| (p + 1) % order.len())];
+        let id = tree.rows[next].row_id().into_owned();
+        let rows = tree.rows.clone();
+        app.view_mut().table.select_id(&id, &rows);
+    }
+
     fn selected<'s>(&self, app: &'s App) -> Option<&'s StackResource> {
         app.view()
             .table
@@ -155,14 +179,16 @@ impl Screen for Tree<'_> {
         Some(self.stack.clone())
     }
 
-    /// `D`: the selected resource's own detail, whatever Enter would open.
+    /// `D`: the selected resource's own detail, whatever Enter would open. `n`: the row of
+    /// the next why-stuck line.
     fn own_key(&self, app: &mut App, action: KeyAction) -> bool {
-        if action != KeyAction::Describe {
-            return false;
-        }
-        match self.selected(app).map(|r| self.resource_view(r)) {
-            Some(kind) => app.push(kind),
-            None => app.set_status(Level::Info, "no resource selected"),
+        match action {
+            KeyAction::Describe => match self.selected(app).map(|r| self.resource_view(r)) {
+                Some(kind) => app.push(kind),
+                None => app.set_status(Level::Info, "no resource selected"),
+            },
+            KeyAction::NextCause => self.next_cause(app),
+            _ => return false,
         }
         true
     }
@@ -327,6 +353,21 @@ fn leftover_lines<'a>(app: &App, stack_name: &str, tree: &TreeData) -> Vec<Line<
                 )),
             ]
         })
+        .collect()
+}
+
+/// The rows the why-stuck lines name, in the panel's order: failures, each hold's first
+/// member, work in progress.
+fn cause_rows(tree: &TreeData) -> Vec<usize> {
+    let a = &tree.stuck;
+    let failed = |c: &&Cause| tree.rows[c.index].resource.status.is_failed();
+    a.causes
+        .iter()
+        .filter(failed)
+        .map(|c| c.index)
+        .chain(a.holds.iter().filter_map(|h| h.members.first().copied()))
+        .chain(a.causes.iter().filter(|c| !failed(c)).map(|c| c.index))
+        .filter(|&i| i < tree.rows.len())
         .collect()
 }
 
