@@ -173,7 +173,13 @@ impl Screen for Outputs<'_> {
                 let [top, bottom] =
                     Layout::vertical([Constraint::Length(list), Constraint::Fill(1)]).areas(area);
                 let value = app.store().output_values.get(&value_key(self.stack, key));
-                draw_value(app, key, value, frame, bottom);
+                // The description whole, its line breaks kept (the table's cell holds one
+                // line of it).
+                let description = slot
+                    .and_then(|s| s.data.as_deref())
+                    .and_then(|all| all.iter().find(|o| o.key == *key))
+                    .and_then(|o| o.description.as_deref());
+                draw_value(app, key, description, value, frame, bottom);
                 top
             }
             None => area,
@@ -197,6 +203,7 @@ impl Screen for Outputs<'_> {
 fn draw_value(
     app: &App,
     key: &str,
+    description: Option<&str>,
     slot: Option<&Slot<ResolvedOutput>>,
     frame: &mut Frame,
     area: Rect,
@@ -204,7 +211,15 @@ fn draw_value(
     let th = app.theme();
     let width = area.width.saturating_sub(2) as usize;
     let height = area.height.saturating_sub(2) as usize;
-    let lines: Vec<Line> = match (slot.and_then(|s| s.data.as_ref()), slot) {
+    let mut lines: Vec<Line> = match description.filter(|d| !d.trim().is_empty()) {
+        Some(d) => {
+            let mut about = styled(d.trim_end(), width, th.muted());
+            about.push(Line::default());
+            about
+        }
+        None => Vec::new(),
+    };
+    lines.extend(match (slot.and_then(|s| s.data.as_ref()), slot) {
         (Some(out), _) => match &out.error {
             Some(e) => styled(
                 &format!("Heat could not resolve it: {e}"),
@@ -224,7 +239,7 @@ fn draw_value(
                 .fg(th.in_progress)
                 .add_modifier(Modifier::ITALIC),
         ))],
-    };
+    });
     let more = lines.len().saturating_sub(height);
     let block = Block::default()
         .borders(Borders::ALL)
