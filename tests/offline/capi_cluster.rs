@@ -724,3 +724,49 @@ async fn headless_failures_give_the_cluster_api_verdict() {
     assert!(err.contains("has no node group 'nope'"), "{err}");
     sim.shutdown().await;
 }
+
+/// Nova's next link keeps the request's filters (tests/real_nova showed it on a real Nova 34:
+/// `?limit=1&name=%5Elk-&marker=...`): following the simulator's links with a `name` filter
+/// and `limit=1` reaches exactly the servers one unpaged listing matches, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nova_next_links_keep_the_name_filter() {
+    let sim = demo().await;
+    let c = get(
+        &sim,
+        &format!("{}/clusters/capi-prod", sim.magnum_url()),
+        "container-infra 1.14",
+    )
+    .await;
+    let capi = c["cluster_id"].as_str().expect("cluster_id").to_string();
+    let want: Vec<String> = servers(&sim, &capi)
+        .await
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert!(want.len() > 1, "{want:?}");
+    let mut url = format!("{}/servers/detail?name=%5E{capi}-&limit=1", sim.nova_url());
+    let mut got = Vec::new();
+    for _ in 0..=want.len() {
+        let page = get(&sim, &url, "compute 2.96").await;
+        for s in page["servers"].as_array().expect("servers") {
+            let name = s["name"].as_str().unwrap_or_default();
+            assert!(
+                name.starts_with(&format!("{capi}-")),
+                "{name} past the filter"
+            );
+            got.push(s["id"].as_str().unwrap_or_default().to_string());
+        }
+        match page["servers_links"][0]["href"].as_str() {
+            Some(next) => {
+                assert!(
+                    next.contains("name=%5E"),
+                    "the next link keeps name: {next}"
+                );
+                url = next.to_string();
+            }
+            None => break,
+        }
+    }
+    assert_eq!(got, want);
+    sim.shutdown().await;
+}

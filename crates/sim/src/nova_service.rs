@@ -430,7 +430,19 @@ fn list(sh: &Shared, req: &Req, detail: bool, minor: u32) -> Reply {
     if out_len(&body) == limit {
         if let Some(l) = last {
             let path = if detail { "servers/detail" } else { "servers" };
-            body["servers_links"] = json!([{"rel": "next", "href": format!("{}/compute/v2.1/{path}?limit={limit}&marker={l}", sh.cfg.base)}]);
+            // Nova's next link keeps the request's filters (`name`, `status`, ...) and its
+            // limit, with the last server as the marker.
+            let mut q = url::form_urlencoded::Serializer::new(String::new());
+            q.append_pair("limit", &limit.to_string());
+            for (k, v) in req
+                .query
+                .iter()
+                .filter(|(k, _)| k != "limit" && k != "marker")
+            {
+                q.append_pair(k, v);
+            }
+            q.append_pair("marker", &l);
+            body["servers_links"] = json!([{"rel": "next", "href": format!("{}/compute/v2.1/{path}?{}", sh.cfg.base, q.finish())}]);
         }
     }
     Reply::ok(body)
