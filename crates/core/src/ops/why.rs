@@ -231,7 +231,10 @@ pub fn explain(
         }
         why.add(Verdict::Failed, line);
     }
-    if state.status.is_failed() && !a.causes.iter().any(|c| failed(&c)) {
+    // The stack's own status speaks for the whole stack only: a scope (one group of a
+    // cluster's stack) is judged by what is under it, not by its siblings' update.
+    let whole = scope.under.is_empty();
+    if whole && state.status.is_failed() && !a.causes.iter().any(|c| failed(&c)) {
         let reason = state.reason.map(first_line).unwrap_or("no reason given");
         why.add(
             Verdict::Failed,
@@ -271,7 +274,7 @@ pub fn explain(
         ));
     }
     let idle = a.causes.is_empty() && a.holds.is_empty();
-    if state.status.is_in_progress() && idle {
+    if whole && state.status.is_in_progress() && idle {
         let secs = state.since.map_or(0, |t| (now - t).num_seconds());
         if secs > IDLE_STALL_SECS {
             why.add(
@@ -560,6 +563,22 @@ mod tests {
         );
         assert_eq!(nodes.verdict, Verdict::Stalled, "{:?}", nodes.lines);
         assert!(nodes.lines.iter().all(|l| !l.contains("masters")));
+        // A group with nothing moving under it is settled, whatever its siblings do in the
+        // same stack: the stack's status (in progress for hours, or failed) is theirs.
+        resources.push(res("masters_ok", "root", "UPDATE_COMPLETE", 10, None));
+        let quiet = vec!["masters_ok".to_string()];
+        for status in ["UPDATE_IN_PROGRESS", "UPDATE_FAILED"] {
+            let st = Status::parse(status);
+            let why = explain(
+                &state(&root, &st, IDLE_STALL_SECS * 3),
+                &resources,
+                vec![],
+                &[],
+                Scope { under: &quiet },
+                Utc::now(),
+            );
+            assert_eq!(why.verdict, Verdict::Settled, "{status}: {:?}", why.lines);
+        }
     }
 
     #[test]
