@@ -43,7 +43,10 @@ fn a_member_stalled_for_hours_exits_5_naming_it() {
     // under them, they are settled (the stack's own status is the workers' update).
     let (rc, masters, err) = caldera(home.path(), &["why", "staging/default-master"]);
     assert_eq!(rc, Some(0), "{masters}\n{err}");
-    assert!(masters.starts_with("staging/default-master: settled"), "{masters}");
+    assert!(
+        masters.starts_with("staging/default-master: settled"),
+        "{masters}"
+    );
     let (rc, json, err) = caldera(home.path(), &["why", "staging", "--format", "json"]);
     assert_eq!(rc, Some(5), "{json}\n{err}");
     let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
