@@ -1878,3 +1878,34 @@ mod one_truth {
         }
     }
 }
+
+/// The outside tester: at 80x24 `:messages` cut a long error and PgDn closed it, as did a
+/// wrapped error dialog: its rows were counted as lines, not as the rows the box wraps
+/// them into. The keys now scroll by the drawn rows, to the end.
+#[tokio::test]
+async fn a_wrapped_text_scrolls_by_its_drawn_rows_to_the_end() {
+    let mut h = H::ops();
+    h.app.update(Action::Resize(80, 24));
+    let long = format!("ERROR {} the end", "word ".repeat(300));
+    h.app.open_dialog(Dialog::Text {
+        title: "messages".into(),
+        lines: vec![long],
+        scroll: 0,
+    });
+    h.press(KeyCode::PageDown);
+    assert!(
+        matches!(h.dialog(), Some(Dialog::Text { scroll, .. }) if *scroll > 0),
+        "PgDn closed a text longer than the screen"
+    );
+    // Paging on brings its last words on screen before a key closes it.
+    for _ in 0..40 {
+        h.press(KeyCode::PageDown);
+        if h.render(80, 24).contains("the end") {
+            return;
+        }
+    }
+    panic!(
+        "the end of the text never came on screen: {}",
+        h.render(80, 24)
+    );
+}

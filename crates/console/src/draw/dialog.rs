@@ -4,7 +4,9 @@
 use super::{centered, clear};
 use crate::model::terminal_safe;
 use crate::tui::keys::{join_keys, KeyAction};
-use crate::tui::state::action_dialogs::{text_scroll_max, Dialog, ABORT_MODES};
+use crate::tui::state::action_dialogs::{
+    text_box_width, text_rows, text_scroll_max, word_wrap, Dialog, ABORT_MODES,
+};
 use crate::tui::state::form::{FieldKind, Form};
 use crate::tui::state::App;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -32,68 +34,6 @@ fn boxed(app: &App, frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>
             ),
         area,
     );
-}
-
-/// `line` cut into rows of at most `width` characters, at spaces where it can be: a word
-/// longer than a row (a URL, an API body) is cut where the row ends. Rows after the first
-/// keep the line's indent, so a wrapped plan line still reads as one item.
-fn word_wrap(line: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let indent: String = line.chars().take_while(|c| *c == ' ').collect();
-    let indent = if indent.chars().count() * 2 < width {
-        indent
-    } else {
-        String::new()
-    };
-    let mut rows: Vec<String> = Vec::new();
-    let mut row = String::new();
-    for word in line.split(' ').skip_while(|w| w.is_empty()) {
-        let mut word: Vec<char> = word.chars().collect();
-        loop {
-            let start = if rows.is_empty() && row.is_empty() {
-                line.chars().take_while(|c| *c == ' ').count()
-            } else if row.is_empty() {
-                indent.chars().count()
-            } else {
-                row.chars().count() + 1
-            };
-            if start + word.len() <= width {
-                if row.is_empty() {
-                    row = if rows.is_empty() {
-                        line.chars().take_while(|c| *c == ' ').collect()
-                    } else {
-                        indent.clone()
-                    };
-                } else {
-                    row.push(' ');
-                }
-                row.extend(word.iter());
-                break;
-            }
-            if !row.trim().is_empty() {
-                rows.push(std::mem::take(&mut row));
-                continue;
-            }
-            // A word longer than a whole row: cut it where the row ends.
-            let room = width.saturating_sub(start).max(1);
-            let mut head: String = if rows.is_empty() {
-                line.chars().take_while(|c| *c == ' ').collect()
-            } else {
-                indent.clone()
-            };
-            head.extend(word.iter().take(room));
-            rows.push(head);
-            row.clear();
-            word = word.split_off(room.min(word.len()));
-            if word.is_empty() {
-                break;
-            }
-        }
-    }
-    if !row.is_empty() || rows.is_empty() {
-        rows.push(row);
-    }
-    rows
 }
 
 fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
@@ -326,15 +266,19 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             lines,
             scroll,
         } => {
-            let mut out: Vec<Line> = lines
-                .iter()
+            // The rows as the keys count them (each line wrapped at words to the box),
+            // so the scroll reaches the end of a long text at any size.
+            let rows = text_rows(lines, body.width);
+            let count = rows.len();
+            let mut out: Vec<Line> = rows
+                .into_iter()
                 .map(|l| {
                     let style = if l.starts_with("FAILED") || l.contains("FAILED:") {
                         th.error()
                     } else {
                         Style::default().fg(th.fg)
                     };
-                    Line::from(Span::styled(terminal_safe(l).into_owned(), style))
+                    Line::from(Span::styled(l, style))
                 })
                 .collect();
             out.push(Line::from(Span::styled(
@@ -342,46 +286,9 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
                 th.muted(),
             )));
             let h = (out.len() as u16 + 2).min(body.height);
-            let area = centered(body, body.width.saturating_sub(4).min(120), h);
-            let scroll = (*scroll).min(text_scroll_max(lines.len(), body.height));
+            let area = centered(body, text_box_width(body.width), h);
+            let scroll = (*scroll).min(text_scroll_max(count, body.height));
             boxed(app, frame, area, title, out, scroll);
         }
-    }
-}
-
-#[cfg(test)]
-mod wrap_tests {
-    use super::word_wrap;
-
-    fn rows(line: &str, width: usize) -> Vec<String> {
-        let out = word_wrap(line, width);
-        assert!(
-            out.iter().all(|r| r.chars().count() <= width),
-            "{out:?} wider than {width}"
-        );
-        out
-    }
-
-    #[test]
-    fn plans_wrap_at_words_keep_their_indent_and_cut_only_words_longer_than_a_row() {
-        assert_eq!(
-            rows("scale prod/workers from 3 to 5 nodes", 16),
-            ["scale", "prod/workers", "from 3 to 5", "nodes"]
-        );
-        assert_eq!(
-            rows("  PATCH /stacks/s/1 with the parameters", 20),
-            ["  PATCH /stacks/s/1", "  with the", "  parameters"]
-        );
-        assert_eq!(
-            rows("  body {\"parameters\":{\"node_count\":5}}", 16),
-            [
-                "  body",
-                "  {\"parameters\":",
-                "  {\"node_count\":",
-                "  5}}"
-            ]
-        );
-        assert_eq!(rows("", 10), [""]);
-        assert_eq!(rows("short", 10), ["short"]);
     }
 }

@@ -127,7 +127,84 @@ pub enum Dialog {
 /// drawn in what is left.
 pub const CHROME_ROWS: u16 = 4;
 
-/// How far a text dialog of `lines` lines scrolls at most in a body `body_rows` high: the
+/// `line` cut into rows of at most `width` characters, at spaces where it can be: a word
+/// longer than a row (a URL, an API body) is cut where the row ends. Rows after the first
+/// keep the line's indent, so a wrapped plan line still reads as one item.
+pub fn word_wrap(line: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let indent: String = line.chars().take_while(|c| *c == ' ').collect();
+    let indent = if indent.chars().count() * 2 < width {
+        indent
+    } else {
+        String::new()
+    };
+    let mut rows: Vec<String> = Vec::new();
+    let mut row = String::new();
+    for word in line.split(' ').skip_while(|w| w.is_empty()) {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let start = if rows.is_empty() && row.is_empty() {
+                line.chars().take_while(|c| *c == ' ').count()
+            } else if row.is_empty() {
+                indent.chars().count()
+            } else {
+                row.chars().count() + 1
+            };
+            if start + word.len() <= width {
+                if row.is_empty() {
+                    row = if rows.is_empty() {
+                        line.chars().take_while(|c| *c == ' ').collect()
+                    } else {
+                        indent.clone()
+                    };
+                } else {
+                    row.push(' ');
+                }
+                row.extend(word.iter());
+                break;
+            }
+            if !row.trim().is_empty() {
+                rows.push(std::mem::take(&mut row));
+                continue;
+            }
+            // A word longer than a whole row: cut it where the row ends.
+            let room = width.saturating_sub(start).max(1);
+            let mut head: String = if rows.is_empty() {
+                line.chars().take_while(|c| *c == ' ').collect()
+            } else {
+                indent.clone()
+            };
+            head.extend(word.iter().take(room));
+            rows.push(head);
+            row.clear();
+            word = word.split_off(room.min(word.len()));
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if !row.is_empty() || rows.is_empty() {
+        rows.push(row);
+    }
+    rows
+}
+
+/// How wide a text dialog is in a body `body_cols` wide.
+pub fn text_box_width(body_cols: u16) -> u16 {
+    body_cols.saturating_sub(4).min(120)
+}
+
+/// A text dialog's lines as it draws them: made terminal-safe and wrapped at words to the
+/// inside of its box, so the keys scroll by the rows on screen.
+pub fn text_rows(lines: &[String], body_cols: u16) -> Vec<String> {
+    let inside = usize::from(text_box_width(body_cols).saturating_sub(2).max(1));
+    lines
+        .iter()
+        .flat_map(|l| word_wrap(&crate::model::terminal_safe(l), inside))
+        .collect()
+}
+
+/// How far a text dialog of `lines` rows scrolls at most in a body `body_rows` high: the
 /// text with its hint line and its box, less what fits. 0 when it all fits.
 pub fn text_scroll_max(lines: usize, body_rows: u16) -> u16 {
     let shown = u16::try_from(lines + 1).unwrap_or(u16::MAX);
@@ -394,7 +471,8 @@ impl App {
                 lines,
                 scroll,
             } => {
-                let max = text_scroll_max(lines.len(), self.size.1.saturating_sub(CHROME_ROWS));
+                let rows = text_rows(&lines, self.size.0).len();
+                let max = text_scroll_max(rows, self.size.1.saturating_sub(CHROME_ROWS));
                 let scroll = match action {
                     // A scroll key scrolls while there is text that way; else it is any other
                     // key (the results of a `!` run fit: `j` closes them and moves the cursor).
@@ -1002,5 +1080,42 @@ impl App {
             }
             None => self.set_status(Level::Error, format!("cannot plan: {error}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::word_wrap;
+
+    fn rows(line: &str, width: usize) -> Vec<String> {
+        let out = word_wrap(line, width);
+        assert!(
+            out.iter().all(|r| r.chars().count() <= width),
+            "{out:?} wider than {width}"
+        );
+        out
+    }
+
+    #[test]
+    fn plans_wrap_at_words_keep_their_indent_and_cut_only_words_longer_than_a_row() {
+        assert_eq!(
+            rows("scale prod/workers from 3 to 5 nodes", 16),
+            ["scale", "prod/workers", "from 3 to 5", "nodes"]
+        );
+        assert_eq!(
+            rows("  PATCH /stacks/s/1 with the parameters", 20),
+            ["  PATCH /stacks/s/1", "  with the", "  parameters"]
+        );
+        assert_eq!(
+            rows("  body {\"parameters\":{\"node_count\":5}}", 16),
+            [
+                "  body",
+                "  {\"parameters\":",
+                "  {\"node_count\":",
+                "  5}}"
+            ]
+        );
+        assert_eq!(rows("", 10), [""]);
+        assert_eq!(rows("short", 10), ["short"]);
     }
 }

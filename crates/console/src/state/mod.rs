@@ -344,7 +344,7 @@ impl App {
         };
         // Opened at the newest.
         let scroll = action_dialogs::text_scroll_max(
-            lines.len(),
+            action_dialogs::text_rows(&lines, self.size.0).len(),
             self.size.1.saturating_sub(action_dialogs::CHROME_ROWS),
         );
         self.open_dialog(action_dialogs::Dialog::Text {
