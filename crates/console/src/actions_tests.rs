@@ -1886,7 +1886,7 @@ mod one_truth {
 async fn a_wrapped_text_scrolls_by_its_drawn_rows_to_the_end() {
     let mut h = H::ops();
     h.app.update(Action::Resize(80, 24));
-    let long = format!("ERROR {} the end", "word ".repeat(300));
+    let long = format!("ERROR {} THE-END", "word ".repeat(300));
     h.app.open_dialog(Dialog::Text {
         title: "messages".into(),
         lines: vec![long],
@@ -1899,10 +1899,10 @@ async fn a_wrapped_text_scrolls_by_its_drawn_rows_to_the_end() {
     );
     // Paging on brings its last words on screen before a key closes it.
     for _ in 0..40 {
-        h.press(KeyCode::PageDown);
-        if h.render(80, 24).contains("the end") {
+        if h.render(80, 24).contains("THE-END") {
             return;
         }
+        h.press(KeyCode::PageDown);
     }
     panic!(
         "the end of the text never came on screen: {}",
