@@ -103,7 +103,10 @@ async fn token_expires_during_a_rollout() {
         .await;
     assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
     assert!(
-        r.stdout.contains(": completed") && r.stdout.contains(&format!("done {members} failed 0")),
+        // The progress model's words: every member new, none failed.
+        r.stdout.contains(": completed")
+            && r.stdout.contains(&format!("new {members}/{members}"))
+            && !r.stdout.contains(" failed "),
         "{}",
         r.stdout
     );
