@@ -734,9 +734,11 @@ fn cancel_from_the_console(
         s.has("belongs to a Magnum cluster") && s.has("To go ahead on a stack Magnum owns")
     });
     c.send(stack);
-    // The plan's call wraps at this width: its start and the action are enough.
+    // The plan's call wraps at words at this width: the path and its body on their rows.
     c.press("\r", "the plan with the override", |s| {
-        s.has(&format!("heat.cancel {stack}?")) && s.has("/actions {\"cancel_update\"")
+        s.has(&format!("heat.cancel {stack}?"))
+            && s.has("/actions")
+            && s.has("{\"cancel_update\":null}")
     });
     c.press("y", "Heat's acceptance", |s| s.has("accepted by Heat"));
     let screen = c.screen().text.clone();
