@@ -143,6 +143,7 @@ async fn round(
     opts: &FollowOptions,
     cursors: &mut [EventCursor],
     first: bool,
+    printed: &mut u64,
 ) -> Result<Option<Vec<String>>, RoundError> {
     let mut events = Vec::new();
     let mut failed = None;
@@ -167,6 +168,7 @@ async fn round(
         events = opts.cut_backlog(events);
     }
     print_events(&events, opts.format).map_err(RoundError::Output)?;
+    *printed += events.len() as u64;
     if let Some(e) = failed {
         return Err(e.into());
     }
@@ -218,8 +220,18 @@ pub async fn events(
     let mut settled_polls = 0;
     let mut outage = Outage::default();
     let mut first = true;
+    let mut printed = 0u64;
     loop {
-        let settled = match round(service, heat, &stacks, &opts, &mut cursors, first).await {
+        let round = round(
+            service,
+            heat,
+            &stacks,
+            &opts,
+            &mut cursors,
+            first,
+            &mut printed,
+        );
+        let settled = match round.await {
             Ok(settled) => {
                 outage.recovered();
                 first = false;
@@ -257,8 +269,10 @@ pub async fn events(
             .unwrap_or(opts.interval);
         sleep_while_read(delay).await?;
     }
+    // What was printed, and what was read beside it: events outside the target's part of
+    // the stack, and the backlog --since and --tail left out.
     let delivered: u64 = cursors.iter().map(|c| c.delivered()).sum();
     let dropped: u64 = cursors.iter().map(|c| c.duplicates_dropped()).sum();
-    eprintln!("{delivered} events, {dropped} duplicates dropped");
+    eprintln!("{printed} events printed ({delivered} read, {dropped} duplicates dropped)");
     Ok(())
 }

@@ -273,6 +273,21 @@ pub async fn scopes_of(
                 .resolve(head)
                 .await
                 .map_err(|e| not_found_as(head, e))?;
+            // The path must name a resource of the stack (each segment's nested stack holding
+            // the next): a mistyped one is an error, not a silent empty answer.
+            crate::drivers::manual::owner_of(&conn.heat, &stack, path)
+                .await
+                .map_err(|e| match e.kind {
+                    ErrorKind::NotFound => ServiceError::new(
+                        ErrorKind::NotFound,
+                        format!(
+                            "stack {} has no resource at {}",
+                            terminal_safe(&stack.name),
+                            terminal_safe(path)
+                        ),
+                    ),
+                    _ => e,
+                })?;
             Ok(vec![EventScope {
                 stack,
                 under: Some(split_path(path)),

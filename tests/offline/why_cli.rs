@@ -122,6 +122,8 @@ fn tail_and_since_cut_the_backlog() {
     assert!(all.len() > 3, "{all:?}");
     let (rc, tail, err) = caldera(home.path(), &["events", "staging", "--tail", "3"]);
     assert_eq!(rc, Some(0), "{err}");
+    // The count says what was printed, beside what was read.
+    assert!(err.contains("3 events printed ("), "{err}");
     // Each run starts the demo again at the clock's now: compare past the time column.
     let past_time = |l: &&str| l.split_once(' ').map(|(_, rest)| rest.to_string());
     let tail: Vec<String> = tail.lines().filter_map(|l| past_time(&l)).collect();
@@ -162,4 +164,8 @@ fn events_of_a_stack_path_are_those_of_that_group() {
         "{group:?}"
     );
     assert!(all.lines().any(|l| !l.contains("kube_minions")), "{all}");
+    // A path that names no resource of the stack is an error, not an empty answer.
+    let (rc, none, err) = caldera(home.path(), &["events", &format!("{name}/nosuch")]);
+    assert_eq!(rc, Some(1), "{none}\n{err}");
+    assert!(err.contains("has no resource at nosuch"), "{err}");
 }
