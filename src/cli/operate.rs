@@ -949,15 +949,10 @@ async fn heat_hooks(ctx: &Ctx, target: &str, format: Format) -> CmdResult {
     let mut pending = Vec::new();
     let mut left = Vec::new();
     for scope in &scopes {
-        let prefix = scope.under.as_ref().map(|u| format!("{}/", u.join("/")));
         let held = crate::ops::hooks::pending_hooks(heat, &scope.stack).await?;
         pending.extend(
             held.into_iter()
-                .filter(|h| {
-                    prefix
-                        .as_ref()
-                        .is_none_or(|p| h.path.starts_with(p.as_str()))
-                })
+                .filter(|h| scope.covers_path(&h.path))
                 .map(|h| (scope.stack.name.clone(), h)),
         );
         let kept = crate::drivers::leftover_hooks::leftover_hooks(heat, &scope.stack).await?;

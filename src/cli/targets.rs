@@ -203,12 +203,21 @@ impl EventScope {
     /// Whether an event (its `path` from the stack down to its owning stack, then its
     /// resource) is inside the scope.
     pub fn covers(&self, e: &crate::model::StackEvent) -> bool {
+        let full = e.path.iter().chain(std::iter::once(&e.resource_name));
+        self.covers_parts(full.map(String::as_str))
+    }
+
+    /// Whether a resource path from the stack down (`kube_minions/3`, as hooks name them) is
+    /// inside the scope.
+    pub fn covers_path(&self, path: &str) -> bool {
+        self.covers_parts(path.split('/').filter(|p| !p.is_empty()))
+    }
+
+    fn covers_parts<'a>(&self, mut parts: impl Iterator<Item = &'a str>) -> bool {
         let Some(under) = &self.under else {
             return true;
         };
-        let full = e.path.iter().chain(std::iter::once(&e.resource_name));
-        let mut full = full.take(under.len());
-        under.iter().all(|part| full.next() == Some(part))
+        under.iter().all(|u| parts.next() == Some(u.as_str()))
     }
 
     /// How deep the events must be read to reach the scope's members: the path's length
