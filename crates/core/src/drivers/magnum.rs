@@ -544,7 +544,7 @@ impl Driver for MagnumDriver {
                     ng.status
                 )));
             }
-            let cluster = self.magnum.get_cluster(id).await.map_err(err)?;
+            let mut cluster = self.magnum.get_cluster(id).await.map_err(err)?;
             if updating(&cluster.status) {
                 return Err(refused(format!(
                     "cluster {} is {}: wait for it to settle before scaling {}",
@@ -559,7 +559,9 @@ impl Driver for MagnumDriver {
             // A Cluster API driver reads nodes_to_remove its own way (or not at all).
             let mut remove = request.remove.clone();
             if !remove.is_empty() && target.stack.is_none() {
-                if let Some(capi) = self.capi_of(id).await? {
+                // The cluster read above, told apart by its backend (no second read).
+                self.magnum.refine_backend(&mut cluster).await;
+                if let Some(capi) = cluster.capi {
                     let Some(nova) = &self.nova else {
                         return Err(unsupported(format!(
                             "{} runs on Cluster API: choosing nodes needs Nova, and this \
