@@ -1652,6 +1652,13 @@ async fn status_messages_expire_and_the_log_keeps_them_whole() {
     h.tick_at(0).await;
     let long = format!("scale refused: {} the end", "word ".repeat(60));
     h.app.set_status(Level::Error, long.clone());
+    // Longer than the line: the status line says it was cut.
+    let screen = h.render(80, 24);
+    let status = screen.lines().nth(22).unwrap_or_default();
+    assert!(
+        status.contains("scale refused: word") && status.contains('…'),
+        "{screen}"
+    );
     h.app.set_status(Level::Warn, "a warning");
     h.tick_at(10).await;
     assert!(h.status().contains("a warning"), "{}", h.status());

@@ -8,6 +8,7 @@ use crate::tui::resource_columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
 use crate::tui::state::settle::{cut_name, SettleShown};
 use crate::tui::state::{App, Level, Mode};
+use crate::tui::widgets::table::cut_marked;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -292,8 +293,13 @@ pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
         Level::Warn => th.warning(),
         Level::Error => th.error(),
     };
+    // A message longer than the line says it was cut (`:messages` has it whole).
+    let text = cut_marked(
+        terminal_safe(&s.text).into_owned(),
+        usize::from(area.width.saturating_sub(1)),
+    );
     frame.render_widget(
-        Paragraph::new(Span::styled(format!(" {}", terminal_safe(&s.text)), style)),
+        Paragraph::new(Span::styled(format!(" {text}"), style)),
         area,
     );
 }

@@ -9,6 +9,7 @@ use crate::tui::state::action_dialogs::{
 };
 use crate::tui::state::form::{FieldKind, Form};
 use crate::tui::state::App;
+use crate::tui::widgets::table::cut_marked;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -28,7 +29,14 @@ fn boxed(app: &App, frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>
                     .borders(Borders::ALL)
                     .border_style(th.accent())
                     .title(Span::styled(
-                        format!(" {} ", terminal_safe(title)),
+                        // A title longer than the box says it was cut.
+                        format!(
+                            " {} ",
+                            cut_marked(
+                                terminal_safe(title).into_owned(),
+                                usize::from(area.width.saturating_sub(4))
+                            )
+                        ),
                         th.title(),
                     )),
             ),
