@@ -1797,6 +1797,30 @@ async fn yank_copies_what_each_view_selects() {
         .or(node.stack_id.clone())
         .unwrap_or(node.key.member.clone());
     assert_eq!(id, expected, "{status}");
+    // Once the node's detail was opened (Nova asked), `y` copies the server's id even where
+    // the listing named only the member's stack, as the README says.
+    h.fake.with_data(|d| {
+        d.servers
+            .insert(node.name.clone(), failed_server(&node.name));
+    });
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.key(KeyAction::Back);
+    let asked = h
+        .app
+        .store()
+        .servers
+        .get(&node.key)
+        .and_then(|slot| slot.data.as_ref())
+        .map(|d| d.id.clone());
+    assert!(
+        node.server_id.is_none(),
+        "the listing named the member's stack only"
+    );
+    let asked = asked.expect("Nova was asked for the node's server");
+    let (status, id) = yank(&mut h, KeyAction::Yank);
+    assert_eq!(id, asked, "{status}");
+    assert!(status.starts_with("copied server id "), "{status}");
 
     // Events: the event's id and its resource's name.
     h.key(KeyAction::Back);
