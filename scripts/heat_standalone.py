@@ -100,6 +100,36 @@ def _patch_idle_worker_wakeups(seconds):
     _thread.ThreadWorker.MAX_IDLE_FOR = seconds
 
 
+def _serialize_yaql_parsing():
+    """Parse one yaql expression at a time, as Heat does under eventlet.
+
+    heat/engine/hot/functions.py keeps one yaql parser per process
+    (Yaql._parser) and yaql's parser drives one shared ply lexer
+    (yaql/language/factory.py: `self.parser.parse(expression,
+    lexer=self.lexer)`). Under eventlet nothing preempts a parse; on Heat
+    27's threading backend two stacks validated at once feed the same lexer
+    and one of them fails with `Bad expression Parse error: unexpected end
+    of statement` on an expression that parses on its own (seen in CI:
+    1 of 16 corpus stacks created side by side). Heat's own bug; the test
+    Heat serializes the parse (evaluation stays concurrent) so that a
+    corpus stack fails only for reasons of its own.
+    """
+    from heat.engine.hot import functions
+
+    lock = threading.Lock()
+    stock = functions.Yaql.get_yaql_parser.__func__
+
+    def get_yaql_parser(cls):
+        parser = stock(cls)
+
+        def parse(expression):
+            with lock:
+                return parser(expression)
+        return parse
+
+    functions.Yaql.get_yaql_parser = classmethod(get_yaql_parser)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--config-file', required=True)
@@ -144,6 +174,7 @@ def main():
                  a.leaf_trigger_delay)
 
     _patch_idle_worker_wakeups(30)
+    _serialize_yaql_parsing()
 
     # Engine first, so the API's first RPC call has a listener.
     from heat.engine import service as engine_service
