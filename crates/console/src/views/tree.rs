@@ -6,6 +6,7 @@
 
 use super::{Plan, Rows, Screen, Table};
 use crate::model::{terminal_safe, NodeKey, ServerTarget, StackResource};
+use crate::ops::node_tree::is_nova_server_type;
 use crate::ops::stuck::{describe_durations, is_stalled, nova_summary, Cause, HookHold};
 use crate::tui::cell_text::first_line;
 use crate::tui::draw::panes::{data_table, message_box};
@@ -23,9 +24,6 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
-
-/// Heat's resource type of a Nova server.
-const SERVER_TYPE: &str = "OS::Nova::Server";
 
 pub struct Tree<'a> {
     pub stack: &'a StackTarget,
@@ -45,7 +43,7 @@ fn rows<'s>(store: &'s Store, stack_id: &str) -> &'s [TreeRow] {
 impl Tree<'_> {
     /// A server resource that Nova created (it has a physical id): its detail's target.
     fn server_of(&self, r: &StackResource) -> Option<ServerTarget> {
-        if r.resource_type != SERVER_TYPE {
+        if !is_nova_server_type(&r.resource_type) {
             return None;
         }
         Some(ServerTarget {

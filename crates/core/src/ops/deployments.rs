@@ -159,25 +159,16 @@ impl DeploymentView {
 pub fn deployment_resources(root: &StackRef, resources: &[StackResource]) -> Vec<Found> {
     let mut paths = StackPaths::new(root);
     paths.learn(resources);
-    let path_of = |r: &StackResource| -> Vec<String> {
-        let mut parts = r
-            .owner
-            .as_ref()
-            .and_then(|o| paths.path_of(&o.id))
-            .unwrap_or_default();
-        parts.push(r.name.clone());
-        parts
-    };
     let types: HashMap<String, &str> = resources
         .iter()
-        .map(|r| (path_of(r).join("/"), r.resource_type.as_str()))
+        .map(|r| (paths.resource_path(r).join("/"), r.resource_type.as_str()))
         .collect();
     resources
         .iter()
         .filter(|r| DEPLOYMENT_TYPES.contains(&r.resource_type.as_str()))
         .filter_map(|r| {
             let id = r.physical_id.clone().filter(|id| !id.is_empty())?;
-            let parts = path_of(r);
+            let parts = paths.resource_path(r);
             let siblings = sibling_key(&parts, &types);
             Some(Found {
                 id,

@@ -43,10 +43,20 @@ pub fn is_group_type(t: &str) -> bool {
     GROUP_TYPES.contains(&t)
 }
 
-/// Resource types that are machines: Heat's Nova server (and its CFN twin), and Ironic's
-/// bare-metal resources (any `OS::Ironic::` type).
+/// The Heat type of a Nova server resource: the deepest cause an operator can ask Nova about.
+pub const NOVA_SERVER: &str = "OS::Nova::Server";
+
+/// Resource types whose physical id is a Nova server's id: Heat's Nova server and its CFN
+/// twin (`AWS::EC2::Instance`, which Heat also boots through Nova). Only these can be looked
+/// up with `GET /servers/{id}`.
+pub fn is_nova_server_type(t: &str) -> bool {
+    matches!(t, NOVA_SERVER | "AWS::EC2::Instance")
+}
+
+/// Resource types that are machines: the Nova servers of [`is_nova_server_type`], and Ironic's
+/// bare-metal resources (any `OS::Ironic::` type, whose id is Ironic's, not Nova's).
 pub fn is_server_type(t: &str) -> bool {
-    matches!(t, "OS::Nova::Server" | "AWS::EC2::Instance") || t.starts_with("OS::Ironic::")
+    is_nova_server_type(t) || t.starts_with("OS::Ironic::")
 }
 
 /// What a subtree holds, as far as the listing goes.

@@ -51,6 +51,19 @@ impl StackPaths {
         None
     }
 
+    /// Path of names from the root down to resource `r` itself (`nodes`, `17`, `server`; the
+    /// console's tree spells it `nodes > 17 > server`). A resource whose owner is not known yet
+    /// is taken as the root's.
+    pub fn resource_path(&self, r: &StackResource) -> Vec<String> {
+        let mut parts = r
+            .owner
+            .as_ref()
+            .and_then(|o| self.path_of(&o.id))
+            .unwrap_or_default();
+        parts.push(r.name.clone());
+        parts
+    }
+
     pub fn knows(&self, stack_id: &str) -> bool {
         stack_id == self.root_id || self.parent_of.contains_key(stack_id)
     }

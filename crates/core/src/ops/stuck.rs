@@ -19,12 +19,10 @@
 //! next thing an operator reads; [`nova_summary`] says it in one line.
 
 use super::hooks::{hook_event, PendingHook};
+use super::node_tree::is_nova_server_type;
 use crate::model::{ServerDetail, StackEvent, StackResource};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
-
-/// The Heat type of a Nova server resource: the deepest cause an operator can ask Nova about.
-pub const NOVA_SERVER: &str = "OS::Nova::Server";
 
 /// One resource of the tree, with its path from the root (`nodes > 17 > server`).
 #[derive(Debug, Clone, Copy)]
@@ -416,7 +414,7 @@ fn cause(
         compared,
         since: r.updated_at,
         siblings,
-        server_id: (r.resource_type == NOVA_SERVER)
+        server_id: is_nova_server_type(&r.resource_type)
             .then(|| r.physical_id.clone())
             .flatten()
             .filter(|id| !id.is_empty()),

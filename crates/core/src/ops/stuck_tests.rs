@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::{ConsoleTail, ServerFault, StackRef, Status};
+use crate::ops::node_tree::NOVA_SERVER;
 use chrono::TimeZone;
 
 fn at(secs: i64) -> DateTime<Utc> {

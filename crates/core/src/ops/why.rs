@@ -194,7 +194,7 @@ pub fn explain(
     let (owned, kept): (Vec<String>, Vec<&StackResource>) = resources
         .iter()
         .filter_map(|r| {
-            let parts = tree_parts(&paths, r);
+            let parts = paths.resource_path(r);
             scope.covers(&parts).then(|| (parts.join(" > "), r))
         })
         .unzip();
@@ -291,18 +291,6 @@ pub fn explain(
         }
     }
     why
-}
-
-/// A resource's path from the root, names from the stack down (`nodes`, `17`, `server`; the
-/// console's tree spells it `nodes > 17 > server`).
-fn tree_parts(paths: &StackPaths, r: &StackResource) -> Vec<String> {
-    let mut parts = r
-        .owner
-        .as_ref()
-        .and_then(|o| paths.path_of(&o.id))
-        .unwrap_or_default();
-    parts.push(r.name.clone());
-    parts
 }
 
 /// `stalled: nodes > 3 > server  in progress 20m; siblings took 36-50 s (median 43 s)`.

@@ -10,6 +10,7 @@
 use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
 use crate::fetch::fan_out;
 use crate::model::{StackEvent, StackRef, Status};
+use crate::ops::node_tree::is_nova_server_type;
 use crate::report::{ServiceError, ServiceResult};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
@@ -293,7 +294,7 @@ impl HeatReader {
             .ok()?;
         let server = listed
             .into_iter()
-            .find(|r| r.resource.resource_type == crate::ops::stuck::NOVA_SERVER)?;
+            .find(|r| is_nova_server_type(&r.resource.resource_type))?;
         let shown = self
             .heat
             .get_resource(&stack, &server.resource.name)
