@@ -3,34 +3,18 @@
 //! headless `clusters`, `nodegroups` and `ips` and the nodes the console's pane streams,
 //! all read from Magnum and Nova (no Heat stack exists for it).
 
+use crate::support::cli::on_cloud as caldera;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::model::{CapiDriver, Cluster, NodeGroup};
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, NodeUpdate};
 use caldera::sim::{self, SimHandle, SimOptions};
 use futures::StreamExt;
-use std::path::Path;
-use std::process::{Command, Output};
 
 async fn demo() -> SimHandle {
     sim::start(SimOptions::fast("demo", 1.0))
         .await
         .expect("simulator")
-}
-
-fn caldera(clouds: &Path, args: &[&str]) -> (bool, String, String) {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .env("OS_CLIENT_CONFIG_FILE", clouds)
-        .env("OS_CLOUD", "simcloud")
-        .env("XDG_STATE_HOME", clouds.parent().expect("dir"))
-        .args(args)
-        .output()
-        .expect("run caldera");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// A token from the simulator's Keystone, as any client gets one.

@@ -4,31 +4,10 @@
 //! names them as the deepest cause, and `heat signal-deployment` reports the silent one
 //! COMPLETE by hand (journaled first), after which its resource completes.
 
+use crate::support::cli::{simulator as caldera_sim, Caldera};
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::journal::{Journal, Outcome};
 use caldera::sim::{self, SimOptions};
-use std::path::Path;
-use std::process::Command;
-
-/// `caldera --simulator ARGS` with a home of its own: (exit code, stdout, stderr).
-fn caldera_sim(home: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_STATE_HOME", home.join("state"))
-        .current_dir(home)
-        .arg("--simulator")
-        .args(args)
-        .output()
-        .expect("run caldera");
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 fn json(out: &str) -> Vec<serde_json::Value> {
     serde_json::from_str(out).expect("JSON array")
@@ -103,20 +82,10 @@ async fn a_silent_deployment_reported_complete_by_hand_completes_its_resource() 
     let actions = dir.path().join("actions.toml");
     std::fs::write(&actions, "").expect("actions");
     let run = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_caldera"))
-            .env("OS_CLIENT_CONFIG_FILE", &clouds)
-            .env("OS_CLOUD", "simcloud")
-            .env("CALDERA_JOURNAL", &journal)
-            .env("CALDERA_ACTIONS_CONFIG", &actions)
-            .env("XDG_STATE_HOME", dir.path())
+        Caldera::cloud(&clouds)
+            .journal(&journal, &actions)
             .args(args)
-            .output()
-            .expect("run caldera");
-        (
-            o.status.success(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
+            .run_ok()
     };
     // FAILED wants a reason: refused, journaled, nothing sent.
     let (ok, out, err) = run(&[

@@ -4,13 +4,13 @@
 
 use crate::support::sim_group;
 
+use crate::support::cli::Caldera;
 use caldera::api::heat::{HeatClient, StackUpdate};
 use caldera::journal::{Entry, Journal, Outcome};
 use caldera::model::StackRef;
 use caldera::rollout::plan::hooks_environment;
 use caldera::sim::{SimHandle, SimOptions};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 async fn start() -> (SimHandle, HeatClient, StackRef) {
@@ -60,20 +60,11 @@ fn caldera(clouds: &Path, journal: &Path, args: &[&str]) -> (bool, String, Strin
     if !actions.exists() {
         std::fs::write(&actions, "").expect("actions file");
     }
-    let o: Output = Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .env("OS_CLIENT_CONFIG_FILE", clouds)
-        .env("OS_CLOUD", "simcloud")
-        .env("CALDERA_JOURNAL", journal)
-        .env("CALDERA_ACTIONS_CONFIG", &actions)
+    Caldera::cloud(clouds)
+        .journal(journal, &actions)
         .env("XDG_STATE_HOME", journal.parent().expect("dir"))
         .args(args)
-        .output()
-        .expect("run caldera");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+        .run_ok()
 }
 
 fn entries(journal: &Path) -> Vec<Entry> {

@@ -6,6 +6,7 @@
 
 use crate::support::sim_group;
 
+use crate::support::cli::Caldera;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::{EventQuery, HeatClient, SortDir, StackUpdate};
 use caldera::model::StackRef;
@@ -19,7 +20,6 @@ use caldera::sim::{SimHandle, SimOptions};
 use caldera::tui::state::store::build_tree;
 use futures::StreamExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const MEMBERS: u32 = 20;
@@ -88,21 +88,11 @@ fn heat_hooks_cli(dir: &Path, clouds_yaml: &str, stack: &str) -> String {
     let journal = dir.join("journal.jsonl");
     let actions = dir.join("actions.toml");
     std::fs::write(&actions, "").expect("actions file");
-    let o = Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .env("OS_CLIENT_CONFIG_FILE", &clouds)
-        .env("OS_CLOUD", "simcloud")
-        .env("CALDERA_JOURNAL", &journal)
-        .env("CALDERA_ACTIONS_CONFIG", &actions)
-        .env("XDG_STATE_HOME", dir)
+    let (ok, out, err) = Caldera::cloud(&clouds)
+        .journal(&journal, &actions)
         .args(["heat", "hooks", stack])
-        .output()
-        .expect("run caldera");
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "{out}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+        .run_ok();
+    assert!(ok, "{out}{err}");
     out
 }
 

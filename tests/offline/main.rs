@@ -9,6 +9,9 @@
 /// The shared test support (tests/support/), the parts this binary uses.
 #[path = "../support"]
 mod support {
+    // Each module runs the binary its own way; none uses all of the builder.
+    #[allow(dead_code)]
+    pub mod cli;
     pub mod fuzzing;
     pub mod scenarios;
     pub mod sim_group;

@@ -5,11 +5,11 @@
 
 use crate::support::sim_group;
 
+use crate::support::cli::{on_cloud as caldera, Caldera};
 use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::model::StackRef;
 use caldera::sim::{SimHandle, SimOptions};
 use std::path::Path;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 async fn start() -> (SimHandle, HeatNativeDriver) {
@@ -30,21 +30,6 @@ async fn create(driver: &HeatNativeDriver, cluster: &str, nodegroup: &str, count
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     stack
-}
-
-fn caldera(clouds: &Path, args: &[&str]) -> (bool, String, String) {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .env("OS_CLIENT_CONFIG_FILE", clouds)
-        .env("OS_CLOUD", "simcloud")
-        .env("XDG_STATE_HOME", clouds.parent().expect("dir"))
-        .args(args)
-        .output()
-        .expect("run caldera");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,22 +128,7 @@ async fn read_commands_take_cluster_nodegroup_and_stack_names() {
 
 /// The built-in demo cloud, through the binary with a home of its own.
 fn demo(home: &Path, args: &[&str]) -> (bool, String, String) {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_STATE_HOME", home.join("state"))
-        .current_dir(home)
-        .arg("--simulator")
-        .args(args)
-        .output()
-        .expect("run caldera");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    Caldera::simulator(home).args(args).run_ok()
 }
 
 /// A Magnum cluster in Magnum's own Heat layout (the demo's `dev-small`: one cluster stack

@@ -4,29 +4,8 @@
 //! `heat hooks CLUSTER` reads each of the cluster's stacks; `events --tail` and `--since` cut
 //! the backlog.
 
-use std::path::Path;
-use std::process::Command;
+use crate::support::cli::simulator as caldera;
 use std::time::{Duration, Instant};
-
-/// `caldera --simulator ARGS` with a home of its own: (exit code, stdout, stderr).
-fn caldera(home: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_STATE_HOME", home.join("state"))
-        .current_dir(home)
-        .arg("--simulator")
-        .args(args)
-        .output()
-        .expect("run caldera");
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn a_member_stalled_for_hours_exits_5_naming_it() {

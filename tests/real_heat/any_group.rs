@@ -15,6 +15,7 @@
 
 use crate::support::heat_wait;
 use crate::support::real_heat_client;
+use crate::support::real_heat_client::caldera_journaled as caldera;
 use crate::support::scenarios::until_next_update;
 use caldera::api::heat::{HeatClient, ResourceQuery, StackCreate};
 use caldera::drivers::any_group::group_members;
@@ -59,23 +60,6 @@ const MAGNUM_FILES: [(&str, &str); 3] = [
     ("kubemaster.yaml", "magnum/kubemaster.yaml"),
     ("kubeminion.yaml", "magnum/kubeminion.yaml"),
 ];
-
-/// Runs the caldera binary on the real Heat with its own journal; stdin is not a terminal.
-fn caldera(journal: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url()])
-        .args(args)
-        .env("CALDERA_JOURNAL", journal)
-        .env_remove("CALDERA_ACTIONS_CONFIG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run caldera");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
-}
 
 /// Heat's `updated_time` of the stack: unchanged means no update reached it.
 async fn updated_at(heat: &HeatClient, stack: &StackRef) -> Option<chrono::DateTime<chrono::Utc>> {

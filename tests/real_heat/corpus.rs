@@ -22,6 +22,7 @@
 //! (one that starts passing fails the test, so the list shrinks as discovery learns), and no
 //! failure outside the list passes.
 
+use crate::support::cli::Caldera;
 use crate::support::real_heat_client::{heat_url, unique};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -365,18 +366,11 @@ async fn truth_addresses(
 }
 
 fn caldera(state: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url()])
+    Caldera::heat(&heat_url())
         .args(args)
         .env("XDG_STATE_HOME", state)
         .env("XDG_CONFIG_HOME", state)
-        .output()
-        .expect("run caldera");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
+        .run_ok()
 }
 
 /// `caldera ips TARGET --format json`: (group path inside the stack, member index) -> addresses.

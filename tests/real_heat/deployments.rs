@@ -7,13 +7,13 @@
 //!
 //! `HEAT_URL=http://127.0.0.1:8504/v1/admin cargo test --test real_heat deployments:: -- --ignored`
 
-use crate::support::real_heat_client::{heat, heat_url, unique};
+use crate::support::real_heat_client::caldera_journaled as caldera;
+use crate::support::real_heat_client::{heat, unique};
 use caldera::api::heat::{ConfigCreate, DeploymentCreate, DeploymentUpdate, HeatClient};
 use caldera::journal::{Journal, Outcome};
 use caldera::model::text::is_unsafe_char;
 use caldera::ops::deployments::{for_servers, DeploymentVerdict};
 use serde_json::json;
-use std::path::Path;
 
 async fn make(heat: &HeatClient, config_id: &str, server: &str) -> String {
     let create = DeploymentCreate {
@@ -53,22 +53,6 @@ async fn agent_reports(
     heat.update_deployment(id, &update)
         .await
         .expect("agent signal");
-}
-
-fn caldera(journal: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url()])
-        .args(args)
-        .env("CALDERA_JOURNAL", journal)
-        .env_remove("CALDERA_ACTIONS_CONFIG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run caldera");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 #[tokio::test]

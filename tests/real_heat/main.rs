@@ -10,6 +10,9 @@
 /// The shared test support (tests/support/), the parts this binary uses.
 #[path = "../support"]
 mod support {
+    // The builder of a `caldera` run; these cases use only part of it.
+    #[allow(dead_code)]
+    pub mod cli;
     pub mod heat_wait;
     // The console in a pseudo-terminal, for what the operator sees of an action.
     #[allow(dead_code)]

@@ -11,11 +11,12 @@
 
 use crate::support::heat_wait;
 use crate::support::real_heat_client;
+use crate::support::real_heat_client::caldera_journaled as caldera;
 use caldera::api::heat::{EventQuery, HeatClient, StackCreate, StackUpdate};
 use caldera::journal::{Journal, Outcome};
 use caldera::model::StackRef;
 use heat_wait::wait_status;
-use real_heat_client::{heat, heat_url, unique};
+use real_heat_client::{heat, unique};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -55,22 +56,6 @@ async fn hooked_update(heat: &HeatClient, stack: &StackRef, v: &str) {
         ..Default::default()
     };
     heat.update_stack(stack, &update).await.expect("update");
-}
-
-fn caldera(journal: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url()])
-        .args(args)
-        .env("CALDERA_JOURNAL", journal)
-        .env_remove("CALDERA_ACTIONS_CONFIG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run caldera");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 fn outcomes(journal: &Path, action: &str) -> Vec<String> {

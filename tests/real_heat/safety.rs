@@ -21,6 +21,7 @@
 use crate::support::heat_wait;
 use crate::support::pty;
 use crate::support::real_heat_client;
+use crate::support::real_heat_client::caldera_journaled as caldera;
 use caldera::api::heat::{HeatClient, StackCreate, StackUpdate};
 use caldera::drivers::heat_native::group_stack_of;
 use caldera::journal::{Journal, Outcome};
@@ -28,7 +29,6 @@ use caldera::model::StackRef;
 use heat_wait::wait_status;
 use real_heat_client::{fixture, heat, heat_url, oldest_first, unique};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const MAGNUM_FILES: [(&str, &str); 3] = [
@@ -81,23 +81,6 @@ async fn magnum_stack_edited(
     let stack = heat.create_stack(&create).await.expect("stack create");
     wait_status(heat, &stack, "CREATE_COMPLETE").await;
     stack
-}
-
-/// Runs the caldera binary on the real Heat with its own journal; stdin is not a terminal.
-fn caldera(journal: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url()])
-        .args(args)
-        .env("CALDERA_JOURNAL", journal)
-        .env_remove("CALDERA_ACTIONS_CONFIG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run caldera");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 /// The stored environment's `resource_registry` (what hooks live in) and `parameters`.

@@ -13,6 +13,7 @@
 
 use crate::support::heat_wait;
 use crate::support::real_heat_client;
+use crate::support::real_heat_client::caldera;
 
 use caldera::api::heat::{HeatClient, StackCreate};
 use caldera::model::{NodeGroup, Role, StackRef};
@@ -22,7 +23,7 @@ use caldera::service::live::LiveService;
 use caldera::service::{CloudService, NodeUpdate};
 use futures::StreamExt;
 use heat_wait::wait_status;
-use real_heat_client::{connect, fixture, heat_url, unique};
+use real_heat_client::{connect, fixture, unique};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -182,19 +183,6 @@ fn strings(values: &[Value]) -> Vec<Vec<String>> {
         .iter()
         .map(|v| vec![v.as_str().expect("a string address").to_string()])
         .collect()
-}
-
-fn caldera(args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url()])
-        .args(args)
-        .output()
-        .expect("run caldera");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
 }
 
 /// Magnum's layout: both groups found (no name preferred), each group's addresses from its

@@ -1,15 +1,32 @@
 //! What the real-Heat suites share: the Heat's URL (`HEAT_URL`, set by
 //! `scripts/real-heat-suite.sh`), a connection to it, stack names unique on a shared Heat,
-//! and the stack-shape fixtures (`tests/fixtures/shapes`).
+//! the stack-shape fixtures (`tests/fixtures/shapes`) and the `caldera` binary run on it.
 
+use super::cli::Caldera;
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{EventQuery, HeatClient, SortDir, StackCreate};
 use caldera::model::{NodeGroup, Role, StackRef, Status};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub fn heat_url() -> String {
     std::env::var("HEAT_URL")
         .expect("HEAT_URL must point at a real Heat (scripts/real-heat-suite.sh starts one)")
+}
+
+/// `caldera --heat-url HEAT_URL ARGS`: (exited 0, stdout, stderr).
+pub fn caldera(args: &[&str]) -> (bool, String, String) {
+    Caldera::heat(&heat_url()).args(args).run_ok()
+}
+
+/// `caldera --heat-url HEAT_URL ARGS` with a journal of its own and no actions file; stdin
+/// is not a terminal: (exited 0, stdout, stderr).
+pub fn caldera_journaled(journal: &Path, args: &[&str]) -> (bool, String, String) {
+    Caldera::heat(&heat_url())
+        .args(args)
+        .env("CALDERA_JOURNAL", journal)
+        .env_remove("CALDERA_ACTIONS_CONFIG")
+        .no_stdin()
+        .run_ok()
 }
 
 pub async fn connect() -> CloudConnection {

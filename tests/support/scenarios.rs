@@ -2,7 +2,7 @@
 //! real-Heat tests (`tests/real_heat/actions.rs`): the same driver and engine calls against
 //! either cloud, checked against Heat's own events and member stacks.
 
-use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
+use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir, StackDetail};
 use caldera::drivers::apply::{self, ActionContext};
 use caldera::drivers::guard::Guard;
 use caldera::drivers::heat_native::HeatNativeDriver;
@@ -125,11 +125,7 @@ impl Env {
     /// `OS::Nova::Server` in its stack), asked of Heat directly; the member's name when its
     /// stack holds no server with a name.
     pub async fn server_name(&self, target: &NodeGroupTarget, member: &str) -> String {
-        let group = self
-            .driver
-            .group_stack(target.stack.as_ref().expect("stack"))
-            .await
-            .expect("group");
+        let group = self.group_stack(target).await;
         let m = self
             .heat
             .get_resource(&group, member)
@@ -160,46 +156,44 @@ impl Env {
         member.to_string()
     }
 
-    /// Each member's image, from its own stack.
-    pub async fn member_images(&self, target: &NodeGroupTarget) -> BTreeMap<String, String> {
-        let group = self
-            .driver
+    /// The group stack of `target` (the stack its members are resources of).
+    async fn group_stack(&self, target: &NodeGroupTarget) -> StackRef {
+        self.driver
             .group_stack(target.stack.as_ref().expect("stack"))
             .await
-            .expect("group");
+            .expect("group")
+    }
+
+    /// Each member's name and its own stack, as Heat shows them.
+    async fn member_stacks(&self, target: &NodeGroupTarget) -> Vec<(String, StackDetail)> {
+        let group = self.group_stack(target).await;
         let members = self
             .heat
             .list_resources(&group, &ResourceQuery::default())
             .await
             .expect("members");
-        let mut out = BTreeMap::new();
+        let mut out = Vec::new();
         for m in members {
             let stack = m.resource.nested.clone().expect("member stack");
             let d = self.heat.get_stack(&stack, false).await.expect("member");
-            out.insert(
-                m.resource.name.clone(),
-                d.parameters.get("image").cloned().unwrap_or_default(),
-            );
+            out.push((m.resource.name.clone(), d));
+        }
+        out
+    }
+
+    /// Each member's image, from its own stack.
+    pub async fn member_images(&self, target: &NodeGroupTarget) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for (name, d) in self.member_stacks(target).await {
+            out.insert(name, d.parameters.get("image").cloned().unwrap_or_default());
         }
         out
     }
 
     /// Members whose own stack is at `image` and complete: updated, as Heat sees it.
     pub async fn members_done(&self, target: &NodeGroupTarget, image: &str) -> usize {
-        let group = self
-            .driver
-            .group_stack(target.stack.as_ref().expect("stack"))
-            .await
-            .expect("group");
-        let members = self
-            .heat
-            .list_resources(&group, &ResourceQuery::default())
-            .await
-            .expect("members");
         let mut n = 0;
-        for m in members {
-            let stack = m.resource.nested.clone().expect("member stack");
-            let d = self.heat.get_stack(&stack, false).await.expect("member");
+        for (_, d) in self.member_stacks(target).await {
             if d.parameters.get("image").map(String::as_str) == Some(image)
                 && d.summary.status.is_complete()
             {
@@ -211,11 +205,7 @@ impl Env {
 
     /// The id of the group stack's newest event: later events belong to what follows.
     pub async fn event_mark(&self, target: &NodeGroupTarget) -> Option<String> {
-        let group = self
-            .driver
-            .group_stack(target.stack.as_ref().expect("stack"))
-            .await
-            .expect("group");
+        let group = self.group_stack(target).await;
         newest_event(&self.heat, &group)
             .await
             .expect("newest event")
@@ -228,11 +218,7 @@ impl Env {
         target: &NodeGroupTarget,
         mark: Option<String>,
     ) -> Vec<StackEvent> {
-        let group = self
-            .driver
-            .group_stack(target.stack.as_ref().expect("stack"))
-            .await
-            .expect("group");
+        let group = self.group_stack(target).await;
         let events: Vec<StackEvent> = self
             .heat
             .list_events(
