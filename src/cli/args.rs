@@ -405,7 +405,9 @@ pub enum Command {
     },
     /// Stream the IP addresses of every node of a cluster, node group or stack.
     Ips {
-        /// Cluster, node group (CLUSTER/NODEGROUP) or stack name or id.
+        /// CLUSTER, CLUSTER/NODEGROUP, STACK (name or id: every node group Heat's types show
+        /// in it), or STACK/PATH: one group by its resource path, nested groups too
+        /// (`app/workers`, `inventory/racks/1/nodes`).
         target: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,

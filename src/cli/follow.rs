@@ -143,7 +143,7 @@ async fn round(
     opts: &FollowOptions,
     cursors: &mut [EventCursor],
     first: bool,
-    printed: &mut u64,
+    tally: &mut Tally,
 ) -> Result<Option<Vec<String>>, RoundError> {
     let mut events = Vec::new();
     let mut failed = None;
@@ -155,7 +155,9 @@ async fn round(
         {
             Ok((found, next)) => {
                 *cursor = next;
+                let (read, before) = (found.len(), events.len());
                 events.extend(found.into_iter().filter(|e| scope.covers(e)));
+                tally.outside += (read - (events.len() - before)) as u64;
             }
             Err(e) => {
                 failed = Some(e);
@@ -165,10 +167,12 @@ async fn round(
     }
     events.sort_by_key(|e| e.time);
     if first {
+        let backlog = events.len();
         events = opts.cut_backlog(events);
+        tally.cut += (backlog - events.len()) as u64;
     }
     print_events(&events, opts.format).map_err(RoundError::Output)?;
-    *printed += events.len() as u64;
+    tally.printed += events.len() as u64;
     if let Some(e) = failed {
         return Err(e.into());
     }
@@ -220,7 +224,7 @@ pub async fn events(
     let mut settled_polls = 0;
     let mut outage = Outage::default();
     let mut first = true;
-    let mut printed = 0u64;
+    let mut tally = Tally::default();
     loop {
         let round = round(
             service,
@@ -229,7 +233,7 @@ pub async fn events(
             &opts,
             &mut cursors,
             first,
-            &mut printed,
+            &mut tally,
         );
         let settled = match round.await {
             Ok(settled) => {
@@ -269,10 +273,38 @@ pub async fn events(
             .unwrap_or(opts.interval);
         sleep_while_read(delay).await?;
     }
-    // What was printed, and what was read beside it: events outside the target's part of
-    // the stack, and the backlog --since and --tail left out.
     let delivered: u64 = cursors.iter().map(|c| c.delivered()).sum();
     let dropped: u64 = cursors.iter().map(|c| c.duplicates_dropped()).sum();
-    eprintln!("{printed} events printed ({delivered} read, {dropped} duplicates dropped)");
+    eprintln!("{}", tally.line(delivered, dropped));
     Ok(())
+}
+
+/// What became of the events read: printed, left out of the backlog by `--since`/`--tail`,
+/// or outside the target's part of its stack (STACK/PATH).
+#[derive(Default)]
+struct Tally {
+    printed: u64,
+    cut: u64,
+    outside: u64,
+}
+
+impl Tally {
+    /// `2 events printed (10 read: 8 left out by --since/--tail; 10 sent again by Heat and
+    /// dropped)`: every event read is accounted for.
+    fn line(&self, read: u64, dropped: u64) -> String {
+        let mut why = Vec::new();
+        if self.cut > 0 {
+            why.push(format!("{} left out by --since/--tail", self.cut));
+        }
+        if self.outside > 0 {
+            why.push(format!("{} outside the path", self.outside));
+        }
+        let mut line = format!("{} events printed ({read} read", self.printed);
+        if !why.is_empty() {
+            line.push_str(": ");
+            line.push_str(&why.join(", "));
+        }
+        line.push_str(&format!("; {dropped} duplicates dropped)"));
+        line
+    }
 }
