@@ -65,6 +65,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/stop-pid.sh
 . "$ROOT/scripts/stop-pid.sh"
+# shellcheck source=scripts/lib/postgres.sh
+. "$ROOT/scripts/lib/postgres.sh"
 VENV="${HEAT_VENV:-$ROOT/target/heat-venv}"
 PORT="${HEAT_PORT:-8004}"
 # Instances on other ports get their own run dir and database, so several can run at once.
@@ -87,20 +89,6 @@ die() { log "ERROR: $*"; exit 1; }
 as_postgres() { (cd / && runuser -u postgres -- "$@"); }
 
 # ---------------------------------------------------------------- install
-pg_server_installed() {
-    command -v pg_lsclusters >/dev/null 2>&1 && compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null
-}
-
-apt_updated=0
-apt_install() {
-    [ "$(id -u)" = 0 ] || die "need root to apt-get install $*"
-    if [ "$apt_updated" = 0 ]; then
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-        apt_updated=1
-    fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
-}
-
 venv_ok() {
     [ -f "$STAMP" ] && [ -x "$VENV/bin/python" ] &&
         "$VENV/bin/python" -c 'import heat.engine.service, psycopg2, oslo_service.backend' >/dev/null 2>&1
@@ -137,33 +125,6 @@ cmd_install() {
 }
 
 # ---------------------------------------------------------------- postgres
-pg_cluster() {  # prints "VERSION NAME PORT STATUS" of the first cluster
-    pg_lsclusters -h 2>/dev/null | awk 'NR==1 {print $1, $2, $3, $4}'
-}
-
-ensure_postgres() {
-    local c ver name port status
-    c="$(pg_cluster)"
-    if [ -z "$c" ]; then
-        ver="$(basename "$(dirname "$(dirname "$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -1)")")")"
-        log "creating PostgreSQL cluster $ver/main"
-        pg_createcluster "$ver" main >&2
-        c="$(pg_cluster)"
-    fi
-    read -r ver name port status <<<"$c"
-    if [ "$status" != online ]; then
-        log "starting PostgreSQL $ver/$name"
-        pg_ctlcluster "$ver" "$name" start >&2 || service postgresql start >&2
-    fi
-    local i
-    for i in $(seq 1 60); do
-        as_postgres psql -p "$port" -Atqc 'select 1' >/dev/null 2>&1 && break
-        sleep 0.5
-    done
-    as_postgres psql -p "$port" -Atqc 'select 1' >/dev/null || die "PostgreSQL $ver/$name does not answer"
-    PG_PORT="$port"
-}
-
 reset_database() {
     local exists
     as_postgres psql -p "$PG_PORT" -v ON_ERROR_STOP=1 -qAt >/dev/null <<SQL

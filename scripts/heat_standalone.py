@@ -26,35 +26,21 @@ import argparse  # noqa: E402
 import faulthandler  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
-import socketserver  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
-from wsgiref import simple_server  # noqa: E402
 
 from oslo_config import cfg  # noqa: E402
 import oslo_i18n as i18n  # noqa: E402
 from oslo_log import log as logging  # noqa: E402
 
+import standalone_http  # noqa: E402
+from standalone_http import ThreadingWSGIServer  # noqa: E402
+
 CONF = cfg.CONF
 
 
-class ThreadingWSGIServer(socketserver.ThreadingMixIn,
-                          simple_server.WSGIServer):
-    daemon_threads = True
-    # Loopback test server: many clients may connect at once.
-    request_queue_size = 128
-    allow_reuse_address = True
-
-
-class QuietHandler(simple_server.WSGIRequestHandler):
-    """Request handler that logs through oslo.log instead of stderr."""
-
-    def log_message(self, fmt, *args):
-        logging.getLogger('heat.standalone.http').info(
-            "%s %s", self.address_string(), fmt % args)
-
-    def address_string(self):
-        return self.client_address[0]
+class QuietHandler(standalone_http.QuietHandler):
+    logger = 'heat.standalone.http'
 
 
 def _patch_leaf_trigger_delay(delay):

@@ -42,6 +42,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/stop-pid.sh
 . "$ROOT/scripts/stop-pid.sh"
+# shellcheck source=scripts/lib/postgres.sh
+. "$ROOT/scripts/lib/postgres.sh"
 VENV="${KEYSTONE_VENV:-$ROOT/target/keystone-venv}"
 PORT="${KEYSTONE_PORT:-5000}"
 if [ "$PORT" = 5000 ]; then SUFFIX=""; else SUFFIX="-$PORT"; fi
@@ -102,28 +104,6 @@ cmd_install() {
 }
 
 # ---------------------------------------------------------------- postgres
-ensure_postgres() {
-    local c ver name port status i
-    c="$(pg_lsclusters -h 2>/dev/null | awk 'NR==1 {print $1, $2, $3, $4}')"
-    if [ -z "$c" ]; then
-        ver="$(basename "$(dirname "$(dirname "$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | sort -V | tail -1)")")")"
-        log "creating PostgreSQL cluster $ver/main"
-        pg_createcluster "$ver" main >&2
-        c="$(pg_lsclusters -h 2>/dev/null | awk 'NR==1 {print $1, $2, $3, $4}')"
-    fi
-    read -r ver name port status <<<"$c"
-    if [ "$status" != online ]; then
-        log "starting PostgreSQL $ver/$name"
-        pg_ctlcluster "$ver" "$name" start >&2 || service postgresql start >&2
-    fi
-    for i in $(seq 1 60); do
-        as_postgres psql -p "$port" -Atqc 'select 1' >/dev/null 2>&1 && break
-        sleep 0.5
-    done
-    as_postgres psql -p "$port" -Atqc 'select 1' >/dev/null || die "PostgreSQL $ver/$name does not answer"
-    PG_PORT="$port"
-}
-
 reset_database() {
     as_postgres psql -p "$PG_PORT" -v ON_ERROR_STOP=1 -qAt >/dev/null <<SQL
 DO \$\$ BEGIN

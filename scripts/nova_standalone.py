@@ -34,27 +34,18 @@ monkey_patch.patch(backend='threading')
 import argparse  # noqa: E402
 import faulthandler  # noqa: E402
 import signal  # noqa: E402
-import socketserver  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from wsgiref import simple_server  # noqa: E402
 
 from oslo_log import log as logging  # noqa: E402
 
-
-class ThreadingWSGIServer(socketserver.ThreadingMixIn,
-                          simple_server.WSGIServer):
-    daemon_threads = True
-    request_queue_size = 128
-    allow_reuse_address = True
+import standalone_http  # noqa: E402
+from standalone_http import ThreadingWSGIServer  # noqa: E402
 
 
-class QuietHandler(simple_server.WSGIRequestHandler):
+class QuietHandler(standalone_http.QuietHandler):
     logger = 'nova.standalone.http'
-
-    def log_message(self, fmt, *args):
-        logging.getLogger(self.logger).info(
-            "%s %s", self.client_address[0], fmt % args)
 
 
 class PlacementHandler(QuietHandler):
