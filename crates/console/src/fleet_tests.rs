@@ -199,7 +199,10 @@ async fn without_clouds_yaml_the_view_says_so() {
     assert!(fleet.rows.is_empty());
     let error = fleet.meta.error.clone().expect("error");
     assert!(error.contains("no clouds.yaml"), "{error}");
-    assert!(f.render(120, 40).contains("no clouds.yaml"));
+    let screen = f.render(120, 40);
+    assert!(screen.contains("no clouds.yaml"), "{screen}");
+    // The fleet asks every cloud once a minute, not at the views' refresh: the box says so.
+    assert!(screen.contains("retrying every 60s"), "{screen}");
 }
 
 #[tokio::test]

@@ -83,7 +83,7 @@ pub fn message_box(
             Line::from(Span::styled(
                 format!(
                     "retrying every {}s · r to retry now",
-                    app.refresh().as_secs().max(1)
+                    m.every.unwrap_or(app.refresh()).as_secs().max(1)
                 ),
                 th.muted(),
             )),

@@ -109,6 +109,7 @@ impl App {
             return;
         }
         let gen = self.gen();
+        self.store.fleet.meta.every = Some(FLEET_EVERY);
         self.store.fleet.meta.begin(gen, now);
         self.store.fleet.answered = 0;
         self.outbox.push(Request::Fleet { gen });

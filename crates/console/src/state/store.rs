@@ -33,6 +33,9 @@ pub struct FetchMeta {
     pub version: u64,
     /// Stale answers dropped (for tests and the log).
     pub dropped: u64,
+    /// How often this data is asked for when not the console's refresh interval (the
+    /// fleet's scan of every cloud: once a minute); what an error box says it retries at.
+    pub every: Option<Duration>,
 }
 
 impl FetchMeta {
