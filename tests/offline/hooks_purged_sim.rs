@@ -166,6 +166,47 @@ async fn held_members_whose_pause_events_were_purged_are_named_as_inferred() {
 
     why_stuck_and_marks_name_the_inferred_holds(&sim, &heat, &stack, &pending[0].owner).await;
 
+    // `caldera why` infers the same holds from the events it read for itself, read once:
+    // as many event requests as the inference alone makes.
+    let events_path = format!(
+        "/orchestration/v1/{}/stacks/{}/{}/events",
+        sim.project_id, stack.name, stack.id
+    );
+    let tree = heat
+        .list_resources(
+            &stack,
+            &caldera::api::heat::ResourceQuery {
+                nested_depth: Some(caldera::ops::hooks::TREE_DEPTH),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("resources");
+    let tree: Vec<_> = tree.into_iter().map(|r| r.resource).collect();
+    sim.faults().reset_requests();
+    caldera::ops::hooks::inferred_tree_holds(&heat, &stack, &tree)
+        .await
+        .expect("holds");
+    let history = sim.faults().requests("GET", &events_path);
+    assert!(history > 0, "no event request seen under {events_path}");
+    sim.faults().reset_requests();
+    let why = caldera::ops::why::read(&heat, &stack, &[])
+        .await
+        .expect("why");
+    assert_eq!(sim.faults().requests("GET", &events_path), history);
+    assert_eq!(
+        why.verdict,
+        caldera::ops::why::Verdict::Held,
+        "{:?}",
+        why.lines
+    );
+    let text = why.lines.join("\n");
+    assert!(
+        text.contains("held: 3 members of nodes held on pre-update hook (3 inferred: their pause events were purged)")
+            && text.contains(": 0, 1, 2"),
+        "{text}"
+    );
+
     // The operator's command says which holds are inferred.
     let dir = tempfile::tempdir().expect("dir");
     let (path, yaml, name) = (

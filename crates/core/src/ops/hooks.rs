@@ -370,15 +370,30 @@ pub async fn inferred_tree_holds(
         false
     })
     .await?;
+    tree_holds_from_events(heat, root, resources, &events, exhausted).await
+}
+
+/// [`inferred_tree_holds`] from the tree's newest events already read (newest first, down to
+/// [`TREE_DEPTH`]; `exhausted` when they reach the stack's first event): a reader that needs
+/// the events anyway (why-stuck) does not read them twice.
+pub async fn tree_holds_from_events(
+    heat: &HeatClient,
+    root: &StackRef,
+    resources: &[StackResource],
+    events: &[StackEvent],
+    exhausted: bool,
+) -> Result<Vec<PendingHook>, ApiError> {
+    let mut paths = StackPaths::new(root);
+    paths.learn(resources);
     let window = EventWindow {
         exhausted,
         oldest: events.last().map(|e| e.time),
     };
-    let candidates = pre_update_candidates(root, resources, &events, &paths);
+    let candidates = pre_update_candidates(root, resources, events, &paths);
     if candidates.is_empty() {
         return Ok(vec![]);
     }
-    inferred_holds(heat, root, &candidates, &events, window).await
+    inferred_holds(heat, root, &candidates, events, window).await
 }
 
 /// The members of a node group held on a hook, as the nodes pane marks them.

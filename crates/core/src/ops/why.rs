@@ -128,9 +128,10 @@ pub async fn read(
         })
     );
     let detail = detail?;
-    read?;
+    let exhausted = read?;
     let resources: Vec<StackResource> = resources?.into_iter().map(|r| r.resource).collect();
-    let inferred = super::hooks::inferred_tree_holds(heat, stack, &resources).await?;
+    let inferred =
+        super::hooks::tree_holds_from_events(heat, stack, &resources, &events, exhausted).await?;
     events.reverse();
     let summary = &detail.summary;
     let state = StackState {
