@@ -268,6 +268,20 @@ async fn esc_cancels_a_form_and_a_failed_plan_returns_to_the_form_with_its_value
         }
         _ => panic!("back to the form"),
     }
+    // An error longer than the box is shown whole, in rows of its own, and the keys still
+    // below it.
+    let long = format!(
+        "{} the end of the reason",
+        "a long reason word by word".repeat(6)
+    );
+    if let Mode::Dialog(d) = h.app.mode_mut() {
+        if let Dialog::Form { form, .. } = d.as_mut() {
+            form.error = Some(long);
+        }
+    }
+    let screen = h.render(80, 24);
+    assert!(screen.contains("the end of the reason"), "{screen}");
+    assert!(screen.contains("plan (nothing changes yet)"), "{screen}");
 }
 
 #[tokio::test]

@@ -44,7 +44,9 @@ fn boxed(app: &App, frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>
     );
 }
 
-fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
+/// A form's lines in a box `box_width` wide: its fields, its error (whole, in as many rows as it
+/// takes: the box grows to hold it) and the keys.
+fn form_lines<'a>(app: &App, form: &'a Form, box_width: u16) -> Vec<Line<'a>> {
     let th = app.theme();
     let width = form
         .fields
@@ -86,10 +88,14 @@ fn form_lines<'a>(app: &App, form: &'a Form) -> Vec<Line<'a>> {
     }
     lines.push(Line::from(""));
     match &form.error {
-        Some(e) => lines.push(Line::from(Span::styled(
-            format!(" {}", terminal_safe(e)),
-            th.error(),
-        ))),
+        Some(e) => {
+            let inner = usize::from(box_width.saturating_sub(3)).max(1);
+            lines.extend(
+                word_wrap(&terminal_safe(e), inner)
+                    .into_iter()
+                    .map(|row| Line::from(Span::styled(format!(" {row}"), th.error()))),
+            );
+        }
         None => lines.push(Line::from("")),
     }
     lines.push(Line::from(Span::styled(form_hint(app), th.muted())));
@@ -129,8 +135,9 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
     let th = app.theme();
     match dialog {
         Dialog::Form { form, .. } => {
-            let lines = form_lines(app, form);
-            let area = centered(body, 90, lines.len() as u16 + 2);
+            let width = body.width.min(90);
+            let lines = form_lines(app, form, width);
+            let area = centered(body, width, lines.len() as u16 + 2);
             boxed(app, frame, area, &form.title, lines, 0);
         }
         Dialog::Waiting { title, .. } => {
