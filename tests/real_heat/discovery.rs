@@ -468,3 +468,135 @@ async fn the_console_on_a_plain_stack_shows_its_node_groups_counts_and_images() 
     );
     assert_eq!(line.node_count, 12);
 }
+
+/// The console's scale form on a plain stack (a cluster of a stack no driver owns, its node
+/// group rows the groups Heat's types show): planned and applied as `caldera scale
+/// STACK/GROUP` is, journaled before Heat hears of it, the other group untouched; an upgrade
+/// from the form is refused with the command that does it, not a lookup of caldera's tags.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
+    use caldera::drivers::apply::ActionContext;
+    use caldera::drivers::guard::Guard;
+    use caldera::drivers::ScaleRequest;
+    use caldera::journal::{Actor, Journal, Outcome};
+    use caldera::lifecycle::ActionsConfig;
+    use caldera::service::live_operator::LiveOperator;
+    use caldera::service::operator::Operator;
+
+    let heat = heat().await;
+    let stack = create(
+        &heat,
+        "disc-2tier-scale",
+        "twotier/top.yaml",
+        &[("tier.yaml", "twotier/tier.yaml")],
+    )
+    .await;
+    let conn = connect().await;
+    let service = LiveService::new(conn.clone());
+    let cluster = plain_stack::cluster_of(&stack.id, &stack.name);
+    let rows = service
+        .list_nodegroups(cluster.clone())
+        .await
+        .expect("node group rows");
+    let app = rows
+        .iter()
+        .find(|r| r.name == "app_tier")
+        .expect("app_tier row")
+        .clone();
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = Journal::open(dir.path().join("journal.jsonl"));
+    let op = LiveOperator::new(
+        &conn,
+        ActionContext {
+            actor: Actor {
+                cloud: "test".into(),
+                user: "tester".into(),
+            },
+            journal: journal.clone(),
+            guard: Guard::default(),
+        },
+        ActionsConfig::default(),
+        std::time::Duration::from_millis(200),
+    );
+
+    let request = ScaleRequest {
+        count: Some(3),
+        remove: Vec::new(),
+    };
+    let plan = op
+        .plan_scale(cluster.clone(), app.clone(), request)
+        .await
+        .expect("plan");
+    let lines = plan.lines().join("\n");
+    assert!(lines.contains("members: 2 -> 3"), "{lines}");
+    assert!(lines.contains("app_count"), "{lines}");
+    assert!(
+        lines.contains("Heat's preview, updated: app_tier"),
+        "{lines}"
+    );
+    assert_eq!((plan.from, plan.to), (2, 3));
+    assert!(journal.read_all().unwrap_or_default().is_empty());
+
+    op.apply_scale(plan, None).await.expect("apply");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let groups = discover_groups(&heat, &stack).await.expect("groups");
+    let counts: Vec<(&str, usize)> = groups
+        .iter()
+        .map(|g| (g.path.as_str(), g.members.len()))
+        .collect();
+    assert_eq!(counts, vec![("app_tier", 3), ("db_tier", 2)]);
+    let entries: Vec<(String, String, bool)> = journal
+        .read_all()
+        .expect("journal")
+        .into_iter()
+        .map(|e| {
+            let ok = matches!(e.outcome, Outcome::Ok);
+            (e.action, e.target, ok)
+        })
+        .collect();
+    let target = format!("{}/app_tier", stack.name);
+    assert_eq!(
+        entries,
+        vec![
+            ("scale".to_string(), target.clone(), false),
+            ("scale".to_string(), target.clone(), true)
+        ]
+    );
+
+    // The same count again: refused, and the refusal journaled.
+    let again = op
+        .plan_scale(
+            cluster.clone(),
+            app.clone(),
+            ScaleRequest {
+                count: Some(3),
+                remove: Vec::new(),
+            },
+        )
+        .await
+        .expect_err("nothing to scale");
+    assert!(again.message.contains("already has 3 members"), "{again}");
+    let refused = journal.read_all().expect("journal");
+    assert!(
+        matches!(
+            refused.last().map(|e| &e.outcome),
+            Some(Outcome::Refused { .. })
+        ),
+        "{refused:?}"
+    );
+
+    let upgrade = op
+        .plan_upgrade(
+            cluster,
+            app,
+            "img-2".into(),
+            caldera::rollout::RolloutOptions::default(),
+        )
+        .await
+        .expect_err("the form cannot know the image parameter");
+    assert!(
+        upgrade.message.contains("caldera rollout start") && upgrade.message.contains("--set"),
+        "{upgrade}"
+    );
+}

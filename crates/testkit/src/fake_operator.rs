@@ -245,6 +245,7 @@ impl FakeOperator {
             removal_list: removed.clone(),
             removed,
             calls,
+            stack_group: None,
         })
     }
 

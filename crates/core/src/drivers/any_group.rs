@@ -188,6 +188,26 @@ impl GroupUpdatePlan {
         out
     }
 
+    /// A scale plan (from [`plan_group_scale`]) in the form the console's scale form shows
+    /// and applies ([`super::ScalePlan`]); `None` for a plan that is no scale.
+    pub fn scale_plan(&self) -> Option<super::ScalePlan> {
+        let (from, to) = self.scale?;
+        Some(super::ScalePlan {
+            target: group_target(&self.stack, &self.group),
+            from,
+            to,
+            members_after: Vec::new(),
+            added: Vec::new(),
+            removed: self.removing.clone(),
+            removal_list: Vec::new(),
+            calls: vec![self.scale_call()],
+            stack_group: Some(super::StackGroupScale {
+                lines: self.lines(),
+                set: self.set.clone(),
+            }),
+        })
+    }
+
     /// The parameters the PATCH sets.
     pub fn parameters(&self) -> BTreeMap<String, Value> {
         self.set

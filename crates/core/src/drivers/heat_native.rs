@@ -169,6 +169,7 @@ pub fn plan_scale_pure(
         removed,
         removal_list: removal,
         calls: vec![ApiCall::new("PATCH", stack_path(stack), body)],
+        stack_group: None,
     })
 }
 

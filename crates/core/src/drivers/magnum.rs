@@ -596,6 +596,7 @@ impl Driver for MagnumDriver {
                     format!("/v1/clusters/{id}/actions/resize"),
                     serde_json::to_string(&body).unwrap_or_default(),
                 )],
+                stack_group: None,
             })
         }
         .boxed()
@@ -706,6 +707,7 @@ mod tests {
             removed: removed.iter().map(|s| s.to_string()).collect(),
             removal_list: Vec::new(),
             calls: Vec::new(),
+            stack_group: None,
         };
         let up = plan(2, 3, &[]).lines();
         assert!(

@@ -97,10 +97,26 @@ pub struct ScalePlan {
     /// once are never reused by Heat).
     pub removal_list: Vec<String>,
     pub calls: Vec<ApiCall>,
+    /// A group of an operator's own stack (the console's plain stack, `caldera scale
+    /// STACK/GROUP`): planned by [`any_group::plan_group_scale`], shown as that plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_group: Option<StackGroupScale>,
+}
+
+/// What a scale of a group of any stack was planned as: its lines (Heat's preview, what
+/// else the change reaches) and the parameters its one PATCH sets, which the apply checks
+/// again against the stack as it is then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackGroupScale {
+    pub lines: Vec<String>,
+    pub set: std::collections::BTreeMap<String, String>,
 }
 
 impl ScalePlan {
     pub fn lines(&self) -> Vec<String> {
+        if let Some(g) = &self.stack_group {
+            return g.lines.clone();
+        }
         let mut out = vec![format!(
             "scale {} ({:?}) from {} to {} nodes",
             self.target.label(),

@@ -5,15 +5,19 @@
 //! console and the same action from `caldera scale` / `caldera rollout` leave the same trail.
 
 use super::operator::Operator;
+use super::plain_stack;
 use super::watch::{self, Watches};
 use super::{ErrorKind, ServiceError, ServiceResult};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::HeatClient;
+use crate::drivers::any_group;
 use crate::drivers::apply::{self, ActionContext};
 use crate::drivers::guard::Guard;
 use crate::drivers::manual::{self, ControlPlan, Request as ControlRequest};
 use crate::drivers::resolve::Drivers;
-use crate::drivers::{NodeGroupTarget, ScalePlan, ScaleRequest, UpgradePlan, UpgradeTarget};
+use crate::drivers::{
+    NodeGroupTarget, ScalePlan, ScaleRequest, StackGroupScale, UpgradePlan, UpgradeTarget,
+};
 use crate::journal::Entry;
 use crate::lifecycle::{ActionsConfig, HookContext, HookRun};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
@@ -77,6 +81,12 @@ impl Inner {
         cluster: &Cluster,
         nodegroup: &NodeGroup,
     ) -> ServiceResult<NodeGroupTarget> {
+        if plain_stack::is_plain_stack(cluster) {
+            // A stack no driver owns: its group by resource path, labelled STACK/GROUP as
+            // `caldera scale|rollout STACK/GROUP` label (and lock) it.
+            let stack = self.heat.resolve(&cluster.id).await?;
+            return Ok(any_group::group_target(&stack, &nodegroup.name));
+        }
         let cluster_key = match cluster.driver {
             DriverKind::HeatNative => &cluster.name,
             DriverKind::Magnum => &cluster.id,
@@ -86,6 +96,69 @@ impl Inner {
             .find(cluster.driver, cluster_key, &nodegroup.name)
             .await?;
         Ok(target)
+    }
+
+    /// A scale of a group of a plain stack (the console's cluster of a stack no driver
+    /// owns; its node group row is the group's resource path): planned as `caldera scale
+    /// STACK/GROUP` plans it, refused for the same reasons (journaled as such).
+    async fn plan_stack_group_scale(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+        request: &ScaleRequest,
+    ) -> ServiceResult<ScalePlan> {
+        let stack = self.heat.resolve(&cluster.id).await?;
+        let plan = any_group::plan_group_scale(
+            &self.heat,
+            &stack,
+            &nodegroup.name,
+            request.count,
+            &request.remove,
+            &any_group::Allow::default(),
+        )
+        .await?;
+        if !plan.refusals.is_empty() {
+            // apply_group_update journals a refused plan and says why.
+            any_group::apply_group_update(&self.action, &self.heat, &plan, None).await?;
+        }
+        plan.scale_plan().ok_or_else(|| {
+            ServiceError::new(ErrorKind::Refused, "not a scale of the group".to_string())
+        })
+    }
+
+    /// Applies a plain stack's group scale: planned again against the stack as it is now,
+    /// and applied only when that plan sets what the operator confirmed.
+    async fn apply_stack_group_scale(
+        &self,
+        confirmed: &ScalePlan,
+        planned: &StackGroupScale,
+        confirm: Option<&str>,
+    ) -> ServiceResult<()> {
+        let target = &confirmed.target;
+        let stack = target.stack.clone().ok_or_else(|| {
+            ServiceError::new(ErrorKind::Refused, format!("{}: no stack", target.label()))
+        })?;
+        let now = any_group::plan_group_scale(
+            &self.heat,
+            &stack,
+            &target.nodegroup,
+            Some(confirmed.to),
+            &confirmed.removed,
+            &any_group::Allow::default(),
+        )
+        .await?;
+        if now.set != planned.set {
+            return Err(ServiceError::new(
+                ErrorKind::Refused,
+                format!(
+                    "{} changed since the plan (it now sets {:?}, the plan {:?}): plan again",
+                    target.label(),
+                    now.set,
+                    planned.set
+                ),
+            ));
+        }
+        any_group::apply_group_update(&self.action, &self.heat, &now, confirm).await
     }
 
     fn engine_options(&self, target: &NodeGroupTarget) -> engine::EngineOptions {
@@ -106,6 +179,11 @@ impl Operator for LiveOperator {
     ) -> BoxFuture<'static, ServiceResult<ScalePlan>> {
         let me = self.inner.clone();
         async move {
+            if plain_stack::is_plain_stack(&cluster) {
+                return me
+                    .plan_stack_group_scale(&cluster, &nodegroup, &request)
+                    .await;
+            }
             let target = me.target(&cluster, &nodegroup).await?;
             me.drivers
                 .of(target.driver)?
@@ -122,6 +200,11 @@ impl Operator for LiveOperator {
     ) -> BoxFuture<'static, ServiceResult<()>> {
         let me = self.inner.clone();
         async move {
+            if let Some(planned) = &plan.stack_group {
+                return me
+                    .apply_stack_group_scale(&plan, planned, confirm.as_deref())
+                    .await;
+            }
             let driver = me.drivers.of(plan.target.driver)?;
             apply::scale(&me.action, driver, &plan, confirm.as_deref()).await
         }
@@ -137,6 +220,19 @@ impl Operator for LiveOperator {
     ) -> BoxFuture<'static, ServiceResult<UpgradePlan>> {
         let me = self.inner.clone();
         async move {
+            if plain_stack::is_plain_stack(&cluster) {
+                // Which of the stack's parameters is this group's image is the template's
+                // to say, by any name; the operator names it on the command line.
+                return Err(ServiceError::new(
+                    ErrorKind::Refused,
+                    format!(
+                        "{}/{} is a group of a stack no driver owns: roll it out with \
+                         `caldera rollout start {}/{} --set PARAMETER={to}` (the parameter \
+                         its servers' image reads)",
+                        cluster.name, nodegroup.name, cluster.name, nodegroup.name
+                    ),
+                ));
+            }
             let target = me.target(&cluster, &nodegroup).await?;
             let to = match target.driver {
                 DriverKind::HeatNative => UpgradeTarget::Image(to),
