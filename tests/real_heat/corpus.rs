@@ -47,11 +47,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     ("swarm_fedora_atomic_v1-9-public", "ips-group"),
     ("mesos_ubuntu_v1-9", "ips"),
     ("mesos_ubuntu_v1-9", "ips-group"),
-    // Scale refused: `slave_wait_condition` (an OS::Heat::WaitCondition whose `count` is
-    // number_of_slaves, so it waits for every slave) reads the count parameter too, and the
-    // blast-radius rule meant for rollouts refuses a scale that "updates it unheld"; updating
-    // it is what the template means a scale to do.
-    ("mesos_ubuntu_v1-9", "scale"),
     // The stack's only aggregate for swarm_secondary_masters is their external address (null
     // without floating IPs); caldera takes that output and fails "2 member(s) without an
     // address" instead of following the members' own `swarm_master_ip` (their port).

@@ -89,6 +89,17 @@ pub struct GroupUpdatePlan {
     pub also: Vec<AlsoChanged>,
 }
 
+/// Wait conditions: Heat updates their `count` in place (`update_allowed`, heat/engine/
+/// resources/openstack/heat/wait_condition.py: `handle_update` starts waiting again until
+/// the handle holds `count` success signals; the signals already received still count). A
+/// template that gives one its group's count (`count: {get_param: number_of_slaves}`) waits
+/// for the group's members to signal: a scale updating it is the template's own intent, and
+/// no node changes with it.
+const WAITS_IN_PLACE: [&str; 2] = [
+    "OS::Heat::WaitCondition",
+    "AWS::CloudFormation::WaitCondition",
+];
+
 /// A resource outside the target that reads a parameter the change sets: Heat updates it in
 /// the same update, with no hook holding it (a group: all its members at once).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +117,21 @@ pub struct AlsoChanged {
 }
 
 impl AlsoChanged {
+    /// A wait condition ([`WAITS_IN_PLACE`]): updated in place, waiting for signals.
+    pub fn only_waits(&self) -> bool {
+        WAITS_IN_PLACE.contains(&self.resource_type.as_str())
+    }
+
     fn line(&self) -> String {
+        if self.only_waits() {
+            return format!(
+                "  also: {} ({}) reads {}: Heat updates it in place and waits for that many \
+                 signals (no node changes with it)",
+                self.path,
+                self.resource_type,
+                self.reads.join(", ")
+            );
+        }
         let what = match self.members {
             Some(n) => format!("{}, {n} member(s), all at once", self.resource_type),
             None => self.resource_type.clone(),
@@ -332,7 +357,8 @@ async fn plan_with_templates(
             .heat_updates
             .iter()
             .any(|a| a.trim_matches('/') == path);
-        if !allowed {
+        let only_waits = WAITS_IN_PLACE.contains(&resource_type.as_str());
+        if !allowed && !only_waits {
             refusals.push(format!(
                 "{path} ({resource_type}) reads {} too: Heat would update it in the same \
                  update with no hook holding it{}; say --let-heat-update {path} to let it",
@@ -992,6 +1018,51 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// Mesos' layout: a wait condition counts the slaves' signals. A scale updates its count
+    /// in place; it is named in the plan, not refused; a server reading the count would be.
+    #[test]
+    fn a_wait_condition_counting_the_group_is_no_blast_radius() {
+        let top = json!({"resources": {
+            "slave_wait_condition": {"type": "OS::Heat::WaitCondition", "properties": {
+                "count": {"get_param": "number_of_slaves"},
+                "handle": {"get_resource": "slave_wait_handle"}, "timeout": 600}},
+            "monitor": {"type": "OS::Nova::Server", "properties": {
+                "name": {"get_param": "number_of_slaves"}}},
+            "mesos_slaves": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "number_of_slaves"},
+                "resource_def": {"type": "mesosslave.yaml"}}},
+        }});
+        let also: Vec<AlsoChanged> = also_reading(
+            std::slice::from_ref(&top),
+            "mesos_slaves",
+            &map(&[("number_of_slaves", "3")]),
+        )
+        .into_iter()
+        .map(|(path, resource_type, reads)| AlsoChanged {
+            path,
+            resource_type,
+            reads,
+            members: None,
+            allowed: false,
+        })
+        .collect();
+        let waits: Vec<(&str, bool)> = also
+            .iter()
+            .map(|a| (a.path.as_str(), a.only_waits()))
+            .collect();
+        assert_eq!(waits, [("monitor", false), ("slave_wait_condition", true)]);
+        assert!(
+            also[1].line().contains("no node changes"),
+            "{}",
+            also[1].line()
+        );
+        assert!(
+            also[0].line().contains("refused unless"),
+            "{}",
+            also[0].line()
+        );
     }
 
     #[test]
