@@ -639,7 +639,9 @@ fn member_group_label(
     target: &super::targets::StackTarget,
     member: &crate::ops::ips::Member,
 ) -> String {
-    if target.group.is_some() || member.group.is_empty() || !member.name.contains('/') {
+    // A stack named alone: each row says its group by path, a stack with one group (a
+    // Magnum node group's own stack) too (`STACK/kube_minions`, as `nodegroups` lists it).
+    if !target.stack_alone || member.group.is_empty() {
         target.label.clone()
     } else {
         format!("{}/{}", target.label, member.group)

@@ -17,6 +17,9 @@ pub struct StackTarget {
     pub stack: StackRef,
     /// A group's resource path inside `stack`; `None` = every group of the stack.
     pub group: Option<String>,
+    /// The operator named the stack alone (`STACK`): rows are labelled by each group's path
+    /// in it (`STACK/kube_minions`), since the label names no group.
+    pub stack_alone: bool,
 }
 
 /// A cluster as the console lists it, with its node groups.
@@ -161,6 +164,7 @@ pub async fn node_targets(
                 label: format!("{}/{}", found.cluster.name, g.name),
                 stack,
                 group,
+                stack_alone: false,
             });
         }
         if out.is_empty() {
@@ -188,6 +192,7 @@ pub async fn node_targets(
         },
         stack,
         group: rest.map(str::to_string),
+        stack_alone: rest.is_none(),
     }]))
 }
 

@@ -52,10 +52,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     // address" instead of following the members' own `swarm_master_ip` (their port).
     ("swarm_fedora_atomic_v2-9", "ips"),
     ("swarm_fedora_atomic_v2-9", "ips-group"),
-    // A Magnum node-group stack (is_cluster_stack false, workers only): `nodegroups` lists
-    // `kube_minions`, but `ips STACK` names its rows' group as the stack itself (`STACK/0`),
-    // not `STACK/kube_minions` (the addresses themselves agree).
-    ("k8s_fedora_coreos_v1-15-nodegroup", "ips"),
     // TripleO-like roles: each node's internal_api address (RoleNetIpMap's second network, a
     // port not attached to the server) is missing. (The group of VIP ports is no longer taken
     // for a node group: discovery follows Heat's types.)
