@@ -349,41 +349,70 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
     let th = app.theme();
     let text = app.help_text();
     let left = text.left + 2;
+    let total = text.rows.len() as u16;
+    // As wide as its widest line where the terminal has room (at least 100 columns).
+    let widest = text
+        .rows
+        .iter()
+        .map(|row| match row {
+            HelpRow::Section(s) | HelpRow::Note(s) => Span::raw(s.as_str()).width(),
+            HelpRow::Key { help, .. } | HelpRow::Figure { help, .. } => {
+                left + 2 + Span::raw(help.as_str()).width()
+            }
+            HelpRow::Command { help, aliases, .. } => {
+                let also = if aliases.is_empty() {
+                    0
+                } else {
+                    aliases.len() + 8
+                };
+                left + 2 + Span::raw(help.as_str()).width() + also
+            }
+        })
+        .max()
+        .unwrap_or(0);
+    let width = u16::try_from(widest + 2).unwrap_or(u16::MAX).max(100);
+    let area = centered(body, width, total + 2);
+    // One row per line (the scroll counts rows): a line wider than the box says it was cut.
+    let inner = usize::from(area.width.saturating_sub(2));
+    let rest = inner.saturating_sub(left + 2);
     let lines: Vec<Line> = text
         .rows
         .into_iter()
         .map(|row| match row {
-            HelpRow::Section(s) => Line::from(Span::styled(s, th.title())),
+            HelpRow::Section(s) => Line::from(Span::styled(cut_marked(s, inner), th.title())),
             HelpRow::Key { keys, help } => Line::from(vec![
                 Span::styled(
                     format!("  {keys:<left$}"),
                     th.accent().add_modifier(Modifier::BOLD),
                 ),
-                Span::styled(help, Style::default().fg(th.fg)),
+                Span::styled(cut_marked(help, rest), Style::default().fg(th.fg)),
             ]),
             HelpRow::Figure { figure, help } => Line::from(vec![
                 Span::styled(format!("  {figure:<left$}"), th.accent()),
-                Span::styled(help, Style::default().fg(th.fg)),
+                Span::styled(cut_marked(help, rest), Style::default().fg(th.fg)),
             ]),
             HelpRow::Command {
                 name,
                 aliases,
                 help,
             } => {
+                let help = cut_marked(help, rest);
+                let room = rest.saturating_sub(Span::raw(help.as_str()).width());
                 let mut spans = vec![
                     Span::styled(format!("  {name:<left$}"), th.accent()),
                     Span::styled(help, Style::default().fg(th.fg)),
                 ];
                 if !aliases.is_empty() {
-                    spans.push(Span::styled(format!("  (also {aliases})"), th.muted()));
+                    spans.push(Span::styled(
+                        cut_marked(format!("  (also {aliases})"), room),
+                        th.muted(),
+                    ));
                 }
                 Line::from(spans)
             }
-            HelpRow::Note(n) => Line::from(Span::styled(n, th.muted())),
+            HelpRow::Note(n) => Line::from(Span::styled(cut_marked(n, inner), th.muted())),
         })
         .collect();
-    let total = lines.len() as u16;
-    let area = centered(body, 100, total + 2);
     let scroll = scroll.min(total.saturating_sub(area.height.saturating_sub(2)));
     clear(frame, area);
     let para = Paragraph::new(lines)
