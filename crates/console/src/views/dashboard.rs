@@ -20,6 +20,7 @@ use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
 use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
+use crate::tui::widgets::table::cut_line_marked;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -530,5 +531,10 @@ fn draw_dashboard(
             false => line,
         }
     }));
+    let width = usize::from(inner.width);
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|l| cut_line_marked(l, width))
+        .collect();
     frame.render_widget(Paragraph::new(lines).block(block), tail_area);
 }

@@ -18,6 +18,7 @@ use crate::tui::state::store::{
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::Yank;
 use crate::tui::state::{App, Level};
+use crate::tui::widgets::table::cut_line_marked;
 use crate::tui::widgets::table::{TableRow, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -481,5 +482,10 @@ fn draw_tree(
     let mut lines = leftover_lines(app, stack.name.as_deref().unwrap_or(&stack.id), tree);
     let room = (stuck_h.saturating_sub(2) as usize).saturating_sub(lines.len());
     lines.extend(stuck_lines(app, store, &stack.id, tree, room));
+    let inner = usize::from(bottom.width.saturating_sub(2));
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|l| cut_line_marked(l, inner))
+        .collect();
     frame.render_widget(Paragraph::new(lines).block(block), bottom);
 }

@@ -300,9 +300,62 @@ pub fn cut_marked(text: String, width: usize) -> String {
     }
 }
 
+/// A styled line cut to `width` columns, the cut marked `…` in the style of the span it falls
+/// in; spans past the cut are dropped. A line that fits is returned as it is.
+pub fn cut_line_marked(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let style = line.style;
+    let mut spans = Vec::new();
+    let mut used = 0usize;
+    for span in line.spans {
+        let w = span.width();
+        if used + w < width {
+            used += w;
+            spans.push(span);
+            continue;
+        }
+        // The last column holds the mark: this span is cut to what is left before it.
+        let room = width.saturating_sub(used);
+        let mut head = String::new();
+        let mut taken = 0usize;
+        let mut buf = [0u8; 4];
+        for c in span.content.chars() {
+            let cw = Span::raw(&*c.encode_utf8(&mut buf)).width();
+            if taken + cw + 1 > room {
+                break;
+            }
+            taken += cw;
+            head.push(c);
+        }
+        head.push('…');
+        spans.push(Span::styled(head, span.style));
+        break;
+    }
+    Line::from(spans).style(style)
+}
+
 #[cfg(test)]
 mod cut_tests {
-    use super::cut_marked;
+    use super::{cut_line_marked, cut_marked};
+    use ratatui::style::{Color, Style};
+    use ratatui::text::{Line, Span};
+
+    #[test]
+    fn a_styled_line_is_cut_in_the_span_it_overflows_and_marked() {
+        let red = Style::default().fg(Color::Red);
+        let line = Line::from(vec![
+            Span::raw("held: "),
+            Span::styled("nodes > 3 > server", red),
+        ]);
+        assert_eq!(cut_line_marked(line.clone(), 40), line);
+        let cut = cut_line_marked(line, 12);
+        assert_eq!(cut.width(), 12);
+        assert_eq!(cut.spans.len(), 2);
+        assert_eq!(cut.spans[1].content, "nodes…");
+        assert_eq!(cut.spans[1].style, red);
+    }
 
     #[test]
     fn a_path_keeps_its_end_and_other_text_its_start_each_cut_marked() {
