@@ -262,8 +262,9 @@ const PATH_SEP: &str = " > ";
 
 /// `text` cut to `width` columns, the cut marked `…`. A resource path (spelled with
 /// [`PATH_SEP`]) keeps its end: the member and the resource are what tell its rows apart
-/// (`…406 > kube-minion`, `…406 > kube-port`), the group they share is what goes. Any
-/// other text keeps its start.
+/// (`…406 > kube-minion`, `…406 > kube-port`), the group they share is what goes. So does
+/// an action's target (`prod-east/workers-a/17`: one word of `/`-separated names), whose
+/// member is at its end. Any other text keeps its start.
 pub fn cut_marked(text: String, width: usize) -> String {
     let w = |s: &str| Span::raw(s).width();
     if w(&text) <= width {
@@ -277,7 +278,8 @@ pub fn cut_marked(text: String, width: usize) -> String {
     let mut kept = 0usize;
     let mut used = 0usize;
     let mut buf = [0u8; 4];
-    let at_end = text.contains(PATH_SEP);
+    let at_end =
+        text.contains(PATH_SEP) || (text.contains('/') && !text.chars().any(char::is_whitespace));
     let order: Box<dyn Iterator<Item = &char>> = if at_end {
         Box::new(chars.iter().rev())
     } else {
@@ -369,6 +371,15 @@ mod cut_tests {
         assert_eq!(
             cut_marked("rollout.rollback_release".into(), 20),
             "rollout.rollback_re…"
+        );
+        // An action's target keeps its member; a sentence with a slash keeps its start.
+        assert_eq!(
+            cut_marked("prod-east-very-long-stack/workers-a/17".into(), 16),
+            "…ck/workers-a/17"
+        );
+        assert_eq!(
+            cut_marked("held 3/7 members on a hook".into(), 10),
+            "held 3/7 …"
         );
         assert_eq!(cut_marked("abc".into(), 0), "");
         assert_eq!(cut_marked("日本語テキスト".into(), 5), "日本…");
