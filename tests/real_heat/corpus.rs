@@ -47,11 +47,6 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
     ("swarm_fedora_atomic_v1-9-public", "ips-group"),
     ("mesos_ubuntu_v1-9", "ips"),
     ("mesos_ubuntu_v1-9", "ips-group"),
-    // The stack's only aggregate for swarm_secondary_masters is their external address (null
-    // without floating IPs); caldera takes that output and fails "2 member(s) without an
-    // address" instead of following the members' own `swarm_master_ip` (their port).
-    ("swarm_fedora_atomic_v2-9", "ips"),
-    ("swarm_fedora_atomic_v2-9", "ips-group"),
     // TripleO-like roles: each node's internal_api address (RoleNetIpMap's second network, a
     // port not attached to the server) is missing. (The group of VIP ports is no longer taken
     // for a node group: discovery follows Heat's types.)

@@ -326,6 +326,11 @@ impl TypedAddress {
 pub struct AddressPlan {
     /// The member stacks' output holding the address(es).
     pub output_key: Option<String>,
+    /// The member template's other address outputs, best first, read for a member whose
+    /// `output_key` holds none (an external address that is null without floating IPs,
+    /// where the member's own port address is another output). Empty when the operator
+    /// named the output.
+    pub fallback_keys: Vec<String>,
     /// The resource holding it, for the typed listing.
     pub typed: Option<TypedAddress>,
     /// What was looked at, for the one line shown when nothing was found.
@@ -363,7 +368,13 @@ impl AddressPlan {
             (key, typed) => {
                 let mut parts = Vec::new();
                 if let Some(k) = key {
-                    parts.push(format!("member output '{k}'"));
+                    match self.fallback_keys.as_slice() {
+                        [] => parts.push(format!("member output '{k}'")),
+                        more => parts.push(format!(
+                            "member output '{k}' (where empty: '{}')",
+                            more.join("', '")
+                        )),
+                    }
                 }
                 if let Some(t) = typed {
                     let mut at: Vec<&str> = t.hops.iter().map(|h| h.name.as_str()).collect();
@@ -475,8 +486,23 @@ pub async fn plan_addresses(
             .and_then(|v| server_address_in(&member_template, v)),
     };
     plan.aggregate = owner_outputs.and_then(|t| aggregate_output(&t, group, &key));
+    if output_key.is_none() {
+        plan.fallback_keys = fallback_outputs(&member_outputs, &key);
+    }
     plan.output_key = Some(key);
     plan
+}
+
+/// The member outputs but `chosen` whose names say they hold an address, best first (as
+/// [`choose_output`] ranks a member's own outputs).
+fn fallback_outputs(member_outputs: &serde_json::Map<String, Value>, chosen: &str) -> Vec<String> {
+    let mut keys: Vec<&str> = member_outputs
+        .keys()
+        .map(String::as_str)
+        .filter(|k| *k != chosen && address_score(k) > 0)
+        .collect();
+    keys.sort_by_key(|k| (std::cmp::Reverse(address_score(k)), k.len(), k.to_string()));
+    keys.into_iter().map(str::to_string).collect()
 }
 
 /// The owner template's output whose whole value is member output `attr` over `group`, in a
@@ -918,6 +944,31 @@ pub fn parse_json_text(s: &str) -> Option<serde_json::Value> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Swarm's secondary masters: the parent reads their external address (null without
+    /// floating IPs); the other address outputs are the fallbacks, ranked as a member's own
+    /// outputs are (by how surely the name says address, then shorter first).
+    #[test]
+    fn the_other_address_outputs_are_the_fallbacks_best_first() {
+        let outputs = json!({
+            "swarm_master_external_ip": {}, "swarm_master_ip": {}, "OS::stack_id": {},
+            "node_ips": {}, "name": {}
+        });
+        let outputs = outputs.as_object().expect("map");
+        assert_eq!(
+            fallback_outputs(outputs, "swarm_master_external_ip"),
+            ["node_ips", "swarm_master_ip"]
+        );
+        let plan = AddressPlan {
+            output_key: Some("swarm_master_external_ip".into()),
+            fallback_keys: vec!["swarm_master_ip".into()],
+            ..AddressPlan::default()
+        };
+        assert_eq!(
+            plan.describe(),
+            "member output 'swarm_master_external_ip' (where empty: 'swarm_master_ip')"
+        );
+    }
 
     #[test]
     fn the_aggregate_output_is_the_member_output_over_the_group() {

@@ -526,10 +526,31 @@ impl GroupRun<'_> {
                 _ => Vec::new(),
             };
         let output_key = self.plan.output_key.clone().unwrap_or_default();
+        let fallbacks = self.plan.fallback_keys.clone();
+        let network = options.network.clone();
         let mut outputs = fan_out(with_stack, options.concurrency, move |(_, stack)| {
             let heat = heat.clone();
             let key = output_key.clone();
-            async move { heat.show_output(&stack, &key).await }
+            let fallbacks = fallbacks.clone();
+            let network = network.clone();
+            async move {
+                // The chosen output, else the first other address output that holds one.
+                let holds = |o: &Result<crate::api::heat::OutputValue, ApiError>| {
+                    o.as_ref()
+                        .is_ok_and(|o| !found_in(&o.value, network.as_deref()).is_empty())
+                };
+                let first = heat.show_output(&stack, &key).await;
+                if holds(&first) {
+                    return first;
+                }
+                for other in &fallbacks {
+                    let next = heat.show_output(&stack, other).await;
+                    if holds(&next) {
+                        return next;
+                    }
+                }
+                first
+            }
         })
         .boxed();
         let mut typed_done = typed.is_none();
