@@ -191,11 +191,23 @@ async fn magnum_layout_scaled_and_rolled_out_by_path() {
         .value;
     assert_eq!(ips.as_array().map(Vec::len), Some(3), "{ips}");
 
-    // The rollout: the image parameter of the operator's template, member by member.
+    // The rollout: the image parameter of the operator's template, member by member, with a
+    // post-node hook that writes each node's member, name and address as the hook sees them.
     let seen = event_ids(&heat, &stack, "kube_minions").await;
-    let (ok, out, err) = caldera(
-        &journal,
-        &[
+    let actions = dir.path().join("actions.toml");
+    let hook_log = dir.path().join("hooks.log");
+    std::fs::write(
+        &actions,
+        format!(
+            "[hooks]\ntimeout_secs = 20\npost_node = \"echo $CALDERA_NODE_MEMBER \
+             $CALDERA_NODE_IP >> {}\"\n",
+            hook_log.display()
+        ),
+    )
+    .expect("actions.toml");
+    let (ok, out, err) = crate::support::cli::Caldera::heat(&heat_url())
+        .journal(&journal, &actions)
+        .args([
             "rollout",
             "start",
             &target,
@@ -204,9 +216,22 @@ async fn magnum_layout_scaled_and_rolled_out_by_path() {
             "--yes",
             "--poll-secs",
             "0.5",
-        ],
-    );
+        ])
+        .no_stdin()
+        .run_ok();
     assert!(ok, "rollout failed:\n{out}\n{err}");
+    // Each member's address as Heat resolves the template's own output (Magnum's
+    // kube_minion_ip, no output named `ip`), in the hooks' CALDERA_NODE_IP.
+    let want: Vec<String> = ips
+        .as_array()
+        .expect("list")
+        .iter()
+        .enumerate()
+        .map(|(i, ip)| format!("{i} {}", ip.as_str().unwrap_or_default()))
+        .collect();
+    let hooks = std::fs::read_to_string(&hook_log).unwrap_or_default();
+    let got: Vec<&str> = hooks.lines().collect();
+    assert_eq!(got, want, "post-node hooks' member and address");
     let preview_at = preview_updates(&out, "kube_minions");
     let plan_at = out.find("batch   3: 2");
     assert!(

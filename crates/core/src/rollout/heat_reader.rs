@@ -10,6 +10,8 @@
 use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
 use crate::fetch::fan_out;
 use crate::model::{StackEvent, StackRef, Status};
+use crate::ops::address_values::found_in;
+use crate::ops::discover::{discover_groups, plan_addresses, AddressPlan};
 use crate::ops::node_tree::is_nova_server_type;
 use crate::report::{ServiceError, ServiceResult};
 use chrono::{DateTime, Utc};
@@ -71,6 +73,10 @@ pub struct HeatReader {
     pub log: Vec<StackEvent>,
     /// Heat's time of the newest event seen.
     pub last_event_time: Option<DateTime<Utc>>,
+    /// Where the group's members keep their addresses (`crate::ops::discover`), once looked
+    /// for (`address_plan_read`): a hook's `CALDERA_NODE_IP`, in any operator's template.
+    address_plan: Option<AddressPlan>,
+    address_plan_read: bool,
 }
 
 fn err(e: crate::api::ApiError) -> ServiceError {
@@ -102,6 +108,8 @@ impl HeatReader {
             stack_image: None,
             log: Vec::new(),
             last_event_time: None,
+            address_plan: None,
+            address_plan_read: false,
         }
     }
 
@@ -308,11 +316,48 @@ impl HeatReader {
             .map(str::to_string)
     }
 
-    /// A member's `ip` output, for hooks (none when it cannot be had).
-    pub async fn member_ip(&self, member: &str) -> Option<String> {
+    /// A member's first address, for hooks (none when it cannot be had): read from the
+    /// member output discovery names for this group (as `caldera ips` reads it: Magnum's
+    /// `kube_minion_ip`, caldera's own `ip`, whatever the template calls it), else from its
+    /// other address outputs.
+    pub async fn member_ip(&mut self, member: &str) -> Option<String> {
         let stack = self.members.get(member)?.stack.clone()?;
-        let out = self.heat.show_output(&stack, "ip").await.ok()?;
-        out.value.as_str().map(str::to_string)
+        let plan = self.address_plan().await?;
+        let keys: Vec<String> = plan
+            .output_key
+            .iter()
+            .chain(plan.fallback_keys.iter())
+            .cloned()
+            .collect();
+        for key in keys {
+            let Ok(out) = self.heat.show_output(&stack, &key).await else {
+                continue;
+            };
+            if let Some(first) = found_in(&out.value, None).addresses.into_iter().next() {
+                return Some(first);
+            }
+        }
+        None
+    }
+
+    /// The group's address plan, looked for once: the group is found among the node-group
+    /// stack's groups by its nested stack.
+    async fn address_plan(&mut self) -> Option<&AddressPlan> {
+        if !self.address_plan_read {
+            self.address_plan_read = true;
+            let groups = match discover_groups(&self.heat, &self.nodegroup_stack).await {
+                Ok(groups) => groups,
+                Err(e) => {
+                    tracing::info!("member addresses of {}: {e}", self.group.name);
+                    return None;
+                }
+            };
+            let shape = groups
+                .into_iter()
+                .find(|g| g.stack.as_ref().is_some_and(|s| s.id == self.group.id))?;
+            self.address_plan = Some(plan_addresses(&self.heat, &shape, None).await);
+        }
+        self.address_plan.as_ref()
     }
 }
 
