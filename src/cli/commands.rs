@@ -204,8 +204,7 @@ async fn capi_verdicts(
     capi: &crate::model::CapiCluster,
     groups: &[crate::model::NodeGroup],
 ) -> bool {
-    use crate::ops::capi_nodes::{cluster_servers, is_member};
-    use crate::ops::capi_stall::ServerLook;
+    use crate::ops::capi_nodes::cluster_servers;
     let servers = match cluster_servers(nova, capi).await {
         Ok(s) => s,
         Err(e) => {
@@ -220,12 +219,7 @@ async fn capi_verdicts(
     let now = chrono::Utc::now();
     let mut said = false;
     for g in groups {
-        let looks: Vec<ServerLook> = servers
-            .iter()
-            .filter(|s| is_member(capi, &g.name, g.role, &s.name))
-            .map(ServerLook::from)
-            .collect();
-        let verdict = crate::progress::verdict_of_looks(g, Some(cluster), &looks, None, now);
+        let verdict = crate::progress::verdict_of_servers(g, cluster, capi, &servers, now);
         if let Some(line) = verdict.line(now) {
             eprintln!(
                 "node group {} {}",

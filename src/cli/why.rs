@@ -66,8 +66,7 @@ async fn capi_reports(
     found: Option<ClusterTarget>,
     target: &str,
 ) -> CmdResult<Vec<StackWhy>> {
-    use crate::ops::capi_nodes::{cluster_servers, is_member};
-    use crate::ops::capi_stall::{assess, ServerLook};
+    use crate::ops::capi_nodes::cluster_servers;
     let Some(found) = found else {
         return Ok(vec![]);
     };
@@ -87,16 +86,7 @@ async fn capi_reports(
         if rest.is_some_and(|n| n != g.name && n != g.id) {
             continue;
         }
-        let looks: Vec<ServerLook> = servers
-            .iter()
-            .filter(|s| is_member(capi, &g.name, g.role, &s.name))
-            .map(ServerLook::from)
-            .collect();
-        let since = match g.status.action.as_str() {
-            "UPDATE" => cluster.updated_at.or(cluster.created_at),
-            _ => cluster.created_at,
-        };
-        let verdict = assess(&g.status, since, &looks, None, now);
+        let verdict = crate::progress::verdict_of_servers(g, cluster, capi, &servers, now);
         out.push(StackWhy {
             stack: format!("{}/{}", cluster.name, g.name),
             status: g.status.raw.clone(),

@@ -3,7 +3,7 @@
 //! headless `clusters`, `nodegroups` and `ips` and the nodes the console's pane streams,
 //! all read from Magnum and Nova (no Heat stack exists for it).
 
-use crate::support::cli::on_cloud as caldera;
+use crate::support::cli::{on_cloud as caldera, Caldera};
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::model::{CapiDriver, Cluster, NodeGroup};
 use caldera::service::live::LiveService;
@@ -218,6 +218,19 @@ async fn headless_clusters_nodegroups_and_ips() {
     assert!(!err.contains("node group default-worker"), "{err}");
     let rows: Vec<&str> = out.lines().skip(1).collect();
     assert_eq!(rows.len(), 3, "{out}");
+
+    // `why` judges each node group from the same listing of Nova, in the same words: the
+    // gpu group failed (exit 6), the workers settled.
+    let (code, why, err) = Caldera::cloud(&clouds).args(["why", "capi-prod"]).run();
+    assert_eq!(code, Some(6), "{why}\n{err}");
+    assert!(
+        why.contains("capi-prod/gpu") && why.contains("failed: 1 server(s) in ERROR"),
+        "{why}"
+    );
+    let (code, why, err) = Caldera::cloud(&clouds)
+        .args(["why", "capi-prod/default-worker"])
+        .run();
+    assert_eq!(code, Some(0), "{why}\n{err}");
     assert!(rows.iter().all(|r| r.ends_with(',')), "no stack_id: {out}");
 
     let (ok, out, err) = caldera(

@@ -3,7 +3,9 @@
 //! stalled (see `ops::capi_stall`). Part of where a group stands, computed here once; the
 //! console only draws it.
 
-use crate::model::{Cluster, Node, NodeGroup};
+use crate::api::nova::ServerInfo;
+use crate::model::{CapiCluster, Cluster, Node, NodeGroup};
+use crate::ops::capi_nodes::is_member;
 use crate::ops::capi_stall::{assess, Progress as Seen, ServerLook, Verdict};
 use chrono::{DateTime, Utc};
 
@@ -21,8 +23,25 @@ pub fn capi_verdict<'a>(
     Some(verdict_of_looks(nodegroup, cluster, &looks, seen, now))
 }
 
+/// The verdict of `nodegroup` from one listing of its cluster's servers (`servers`, as
+/// `ops::capi_nodes::cluster_servers` reads them): its own found by the driver's names.
+pub fn verdict_of_servers(
+    nodegroup: &NodeGroup,
+    cluster: &Cluster,
+    capi: &CapiCluster,
+    servers: &[ServerInfo],
+    now: DateTime<Utc>,
+) -> Verdict {
+    let looks: Vec<ServerLook> = servers
+        .iter()
+        .filter(|s| is_member(capi, &nodegroup.name, nodegroup.role, &s.name))
+        .map(ServerLook::from)
+        .collect();
+    verdict_of_looks(nodegroup, Some(cluster), &looks, None, now)
+}
+
 /// The verdict from the group's servers as Nova lists them (the command's single look).
-pub fn verdict_of_looks(
+fn verdict_of_looks(
     nodegroup: &NodeGroup,
     cluster: Option<&Cluster>,
     looks: &[ServerLook],

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 mod capi;
 mod nodes;
 mod text;
-pub use capi::{capi_verdict, verdict_of_looks};
+pub use capi::{capi_verdict, verdict_of_servers};
 pub use nodes::of_nodes;
 pub use text::{eta_text, pace_text};
 
