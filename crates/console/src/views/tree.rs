@@ -7,11 +7,11 @@
 use super::{Plan, Rows, Screen, Table};
 use crate::model::{terminal_safe, NodeKey, ServerTarget, StackResource};
 use crate::ops::node_tree::is_nova_server_type;
-use crate::ops::stuck::{describe_durations, is_stalled, nova_summary, Cause, HookHold};
+use crate::ops::stuck::{nova_summary, Cause, HookHold};
 use crate::tui::cell_text::first_line;
 use crate::tui::draw::panes::{data_table, message_box};
 use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::resource_columns::age;
+use crate::tui::resource_columns::{age, short_duration};
 use crate::tui::state::store::{
     tree_server_key, FetchMeta, Store, TreeData, TreeRow, TREE_SERVERS,
 };
@@ -229,16 +229,7 @@ fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
         .filter_map(|&i| tree.rows.get(i))
         .map(|r| r.resource.name.as_str())
         .collect();
-    let since = h
-        .since
-        .map(|t| {
-            format!(
-                " since {} ({})",
-                t.format("%H:%M:%S"),
-                age(app.now(), Some(t))
-            )
-        })
-        .unwrap_or_default();
+    let since = h.since_phrase(app.now(), short_duration);
     let text = h.describe(&names, &since);
     Line::from(vec![
         Span::styled(" ‖ ", Style::default().fg(th.paused)),
@@ -253,29 +244,16 @@ fn hold_line<'a>(app: &App, tree: &TreeData, h: &HookHold) -> Line<'a> {
 /// `UPDATE_FAILED 8m ago`.
 fn cause_state(app: &App, tree: &TreeData, c: &Cause) -> (String, bool) {
     let res = &tree.rows[c.index].resource;
-    let elapsed = c.since.map(|t| (app.now() - t).num_seconds()).unwrap_or(0);
     if res.status.is_failed() {
         return (
             format!("  {} {} ago", res.status.raw, age(app.now(), c.since)),
             false,
         );
     }
-    let stalled = is_stalled(elapsed, c.siblings.as_ref());
+    let stalled = c.is_stalled_at(app.now());
     let word = if stalled { "stalled" } else { "in progress" };
     let mut text = format!("  {word} {}", age(app.now(), c.since));
-    match &c.siblings {
-        Some(d) if c.compared == c.index => {
-            text.push_str(&format!("; siblings took {}", describe_durations(d)));
-        }
-        Some(d) => {
-            let level = &tree.rows[c.compared].resource.name;
-            text.push_str(&format!(
-                "; siblings of {level} took {}",
-                describe_durations(d)
-            ));
-        }
-        None => text.push_str("; no sibling finished to compare"),
-    }
+    text.push_str(&c.siblings_phrase(&tree.rows[c.compared].resource.name));
     (text, stalled)
 }
 

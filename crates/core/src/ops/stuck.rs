@@ -84,6 +84,30 @@ pub struct Cause {
     pub server_id: Option<String>,
 }
 
+impl Cause {
+    /// Whether the work has run past its siblings' pace at `now` ([`is_stalled`]).
+    pub fn is_stalled_at(&self, now: DateTime<Utc>) -> bool {
+        let elapsed = self.since.map_or(0, |t| (now - t).num_seconds());
+        is_stalled(elapsed, self.siblings.as_ref())
+    }
+
+    /// What the pace is measured against: `; siblings took 36-50 s (median 43 s)`, `;
+    /// siblings of 3 took …` when a parent was compared (`compared_name` its name), or `; no
+    /// sibling finished to compare`.
+    pub fn siblings_phrase(&self, compared_name: &str) -> String {
+        match &self.siblings {
+            Some(d) if self.compared == self.index => {
+                format!("; siblings took {}", describe_durations(d))
+            }
+            Some(d) => format!(
+                "; siblings of {compared_name} took {}",
+                describe_durations(d)
+            ),
+            None => "; no sibling finished to compare".to_string(),
+        }
+    }
+}
+
 /// Members held on one hook in one stack.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookHold {
@@ -104,6 +128,20 @@ pub struct HookHold {
 pub const HOLD_NAMES_SHOWN: usize = 6;
 
 impl HookHold {
+    /// ` since 12:01:07 (20m)`, `span` the caller's words for a number of seconds; empty
+    /// when the pause's time is unknown.
+    pub fn since_phrase(&self, now: DateTime<Utc>, span: impl Fn(i64) -> String) -> String {
+        self.since
+            .map(|t| {
+                format!(
+                    " since {} ({})",
+                    t.format("%H:%M:%S"),
+                    span((now - t).num_seconds())
+                )
+            })
+            .unwrap_or_default()
+    }
+
     /// The hold in one line, `names` its members' names in order and `since` how the caller
     /// tells the time (` since 12:01:07 (20m)`, or empty): `3 members of nodes held on
     /// pre-update hook (2 inferred: their pause events were purged) since …: 0, 1, 2`.

@@ -17,7 +17,7 @@ use super::capi_stall::{self, words};
 use super::deployments::{DeploymentVerdict, DeploymentView};
 use super::hooks::{newest_events, PendingHook, TREE_DEPTH};
 use super::stack_paths::StackPaths;
-use super::stuck::{assess_with_inferred, describe_durations, is_stalled, Cause, Entry};
+use super::stuck::{assess_with_inferred, Cause, Entry};
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceQuery};
 use crate::model::{StackEvent, StackRef, StackResource, Status};
@@ -249,10 +249,7 @@ pub fn explain(
             .filter_map(|&i| entries.get(i))
             .map(|e| e.resource.name.as_str())
             .collect();
-        let since = h
-            .since
-            .map(|t| format!(" since {} ({})", t.format("%H:%M:%S"), age(now, Some(t))))
-            .unwrap_or_default();
+        let since = h.since_phrase(now, words);
         why.add(
             Verdict::Held,
             format!("held: {}", h.describe(&names, &since)),
@@ -296,9 +293,7 @@ pub fn explain(
 
 /// `stalled: nodes > 3 > server  in progress 20m; siblings took 36-50 s (median 43 s)`.
 fn work_line(entries: &[Entry], c: &Cause, now: DateTime<Utc>) -> (Verdict, String) {
-    let elapsed = c.since.map_or(0, |t| (now - t).num_seconds());
-    let stalled = is_stalled(elapsed, c.siblings.as_ref());
-    let (verdict, word) = if stalled {
+    let (verdict, word) = if c.is_stalled_at(now) {
         (Verdict::Stalled, "stalled")
     } else {
         (Verdict::Busy, "in progress")
@@ -309,17 +304,7 @@ fn work_line(entries: &[Entry], c: &Cause, now: DateTime<Utc>) -> (Verdict, Stri
         entries[c.index].resource.status.raw,
         age(now, c.since)
     );
-    match &c.siblings {
-        Some(d) if c.compared == c.index => {
-            line.push_str(&format!("; siblings took {}", describe_durations(d)));
-        }
-        Some(d) => line.push_str(&format!(
-            "; siblings of {} took {}",
-            entries[c.compared].resource.name,
-            describe_durations(d)
-        )),
-        None => line.push_str("; no sibling finished to compare"),
-    }
+    line.push_str(&c.siblings_phrase(&entries[c.compared].resource.name));
     (verdict, line)
 }
 
