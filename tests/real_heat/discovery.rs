@@ -586,6 +586,47 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         "{refused:?}"
     );
 
+    // A plan confirmed after someone else changed the group: planned again at apply, and
+    // refused (journaled) rather than sent as it was shown.
+    let stale = op
+        .plan_scale(
+            cluster.clone(),
+            app.clone(),
+            ScaleRequest {
+                count: Some(4),
+                remove: Vec::new(),
+            },
+        )
+        .await
+        .expect("plan to 4");
+    let behind = caldera::api::heat::StackUpdate {
+        parameters: [("app_count".to_string(), json!("4"))].into(),
+        existing: true,
+        ..Default::default()
+    };
+    heat.update_stack(&stack, &behind)
+        .await
+        .expect("scaled behind");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let before = journal.read_all().expect("journal").len();
+    let refused = op
+        .apply_scale(stale, None)
+        .await
+        .expect_err("the group changed since the plan");
+    assert!(
+        refused.message.contains("already has 4 members"),
+        "{refused}"
+    );
+    let after = journal.read_all().expect("journal");
+    assert_eq!(after.len(), before + 1);
+    assert!(
+        matches!(
+            after.last().map(|e| &e.outcome),
+            Some(Outcome::Refused { .. })
+        ),
+        "{after:?}"
+    );
+
     let upgrade = op
         .plan_upgrade(
             cluster,

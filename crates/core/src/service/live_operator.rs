@@ -148,15 +148,22 @@ impl Inner {
         )
         .await?;
         if now.set != planned.set {
-            return Err(ServiceError::new(
-                ErrorKind::Refused,
-                format!(
-                    "{} changed since the plan (it now sets {:?}, the plan {:?}): plan again",
-                    target.label(),
-                    now.set,
-                    planned.set
-                ),
+            let error = format!(
+                "{} changed since the plan (it now sets {:?}, the plan {:?}): plan again",
+                target.label(),
+                now.set,
+                planned.set
+            );
+            // A blocked attempt is part of the audit trail, as every refusal is.
+            let _ = self.action.journal.append(&Entry::new(
+                &self.action.actor,
+                "scale",
+                &target.label(),
+                crate::journal::Outcome::Refused {
+                    error: error.clone(),
+                },
             ));
+            return Err(ServiceError::new(ErrorKind::Refused, error));
         }
         any_group::apply_group_update(&self.action, &self.heat, &now, confirm).await
     }
