@@ -586,8 +586,9 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         "{refused:?}"
     );
 
-    // A plan confirmed after someone else changed the group: planned again at apply, and
-    // refused (journaled) rather than sent as it was shown.
+    // A plan confirmed after someone else scaled the group further: the same count would now
+    // remove a member the plan never showed. Planned again at apply, and refused (journaled)
+    // rather than sent.
     let stale = op
         .plan_scale(
             cluster.clone(),
@@ -600,7 +601,7 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         .await
         .expect("plan to 4");
     let behind = caldera::api::heat::StackUpdate {
-        parameters: [("app_count".to_string(), json!("4"))].into(),
+        parameters: [("app_count".to_string(), json!("5"))].into(),
         existing: true,
         ..Default::default()
     };
@@ -614,9 +615,13 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         .await
         .expect_err("the group changed since the plan");
     assert!(
-        refused.message.contains("already has 4 members"),
+        refused
+            .message
+            .contains("has 5 members now (the plan said 3 -> 4); nothing was sent"),
         "{refused}"
     );
+    let groups = discover_groups(&heat, &stack).await.expect("groups");
+    assert_eq!(groups[0].members.len(), 5, "nothing removed");
     let after = journal.read_all().expect("journal");
     assert_eq!(after.len(), before + 1);
     assert!(
@@ -640,4 +645,39 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         upgrade.message.contains("caldera rollout start") && upgrade.message.contains("--set"),
         "{upgrade}"
     );
+
+    // The command line's prompt: the plan read, the group scaled behind it, then `y`. The
+    // confirmed plan is made again and refused; Heat keeps what it has.
+    let url = crate::support::real_heat_client::heat_url();
+    let target = format!("{}/app_tier", stack.name);
+    let cli_journal = dir.path().join("cli.jsonl");
+    let mut c = crate::support::pty::Console::start_with(
+        120,
+        40,
+        &["--heat-url", &url, "scale", &target, "--count", "6"],
+        &[("CALDERA_JOURNAL", cli_journal.as_os_str())],
+        |_| {},
+    );
+    c.wait_for("the plan and its question", |s| {
+        s.has("members: 5 -> 6") && s.has("apply this scale?")
+    });
+    let behind = caldera::api::heat::StackUpdate {
+        parameters: [("app_count".to_string(), json!("7"))].into(),
+        existing: true,
+        ..Default::default()
+    };
+    heat.update_stack(&stack, &behind)
+        .await
+        .expect("scaled behind");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    c.send("y\r");
+    let screen = c.wait_for("the refusal", |s| s.has("changed while the plan was read"));
+    assert!(
+        screen.has("has 7 members now (the plan said 5 -> 6)"),
+        "{}",
+        screen.text
+    );
+    assert!(!c.wait_exit().success());
+    let groups = discover_groups(&heat, &stack).await.expect("groups");
+    assert_eq!(groups[0].members.len(), 7, "nothing removed");
 }

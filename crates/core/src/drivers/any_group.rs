@@ -905,6 +905,43 @@ pub async fn apply_group_update(
     result.map_err(ServiceError::from)
 }
 
+/// A scale the operator confirmed after reading its plan, planned again against the stack as
+/// it is now: refused (and journaled) when the group's members or the parameters it sets
+/// moved meanwhile (someone scaled it: the same count would now add or remove other members
+/// than the plan said), else the fresh plan, to apply.
+#[allow(clippy::too_many_arguments)]
+pub async fn replan_confirmed_scale(
+    ctx: &ActionContext,
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+    shown: (u32, u32),
+    removing: &[String],
+    set: &BTreeMap<String, String>,
+    allow: &Allow,
+) -> ServiceResult<GroupUpdatePlan> {
+    let (from, to) = shown;
+    let now = plan_group_scale(heat, stack, group, Some(to), removing, allow).await?;
+    let members = now.members.len() as u32;
+    if members == from && &now.set == set {
+        return Ok(now);
+    }
+    let error = format!(
+        "{}/{group} changed while the plan was read: it has {members} members now (the plan \
+         said {from} -> {to}); nothing was sent, plan again",
+        stack.name
+    );
+    let _ = ctx.journal.append(&Entry::new(
+        &ctx.actor,
+        "scale",
+        &format!("{}/{group}", stack.name),
+        Outcome::Refused {
+            error: error.clone(),
+        },
+    ));
+    Err(ServiceError::new(ErrorKind::Refused, error))
+}
+
 /// Refusals from the templates alone (`templates` from [`templates_along`]): unknown
 /// parameters, and parameters that do not reach the group's definition. Through a nested
 /// stack a parameter reaches the nested template's parameters its owner's properties read it

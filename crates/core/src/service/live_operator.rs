@@ -127,7 +127,7 @@ impl Inner {
     }
 
     /// Applies a plain stack's group scale: planned again against the stack as it is now,
-    /// and applied only when that plan sets what the operator confirmed.
+    /// and applied only when the group and what the plan sets are as the operator read them.
     async fn apply_stack_group_scale(
         &self,
         confirmed: &ScalePlan,
@@ -138,33 +138,17 @@ impl Inner {
         let stack = target.stack.clone().ok_or_else(|| {
             ServiceError::new(ErrorKind::Refused, format!("{}: no stack", target.label()))
         })?;
-        let now = any_group::plan_group_scale(
+        let now = any_group::replan_confirmed_scale(
+            &self.action,
             &self.heat,
             &stack,
             &target.nodegroup,
-            Some(confirmed.to),
+            (confirmed.from, confirmed.to),
             &confirmed.removed,
+            &planned.set,
             &any_group::Allow::default(),
         )
         .await?;
-        if now.set != planned.set {
-            let error = format!(
-                "{} changed since the plan (it now sets {:?}, the plan {:?}): plan again",
-                target.label(),
-                now.set,
-                planned.set
-            );
-            // A blocked attempt is part of the audit trail, as every refusal is.
-            let _ = self.action.journal.append(&Entry::new(
-                &self.action.actor,
-                "scale",
-                &target.label(),
-                crate::journal::Outcome::Refused {
-                    error: error.clone(),
-                },
-            ));
-            return Err(ServiceError::new(ErrorKind::Refused, error));
-        }
         any_group::apply_group_update(&self.action, &self.heat, &now, confirm).await
     }
 
