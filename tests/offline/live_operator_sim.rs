@@ -421,11 +421,41 @@ async fn scale_is_planned_journaled_applied_and_refused_when_read_only() {
         after.last().expect("entry").outcome,
         Outcome::Refused { .. }
     ));
-    let (_, g2) = env.hn().await;
+    let (c, g2) = env.hn().await;
     assert_eq!(
         (g2.status.raw.as_str(), g2.node_count),
         ("UPDATE_COMPLETE", 14)
     );
+
+    // A plan confirmed after the group moved (another scale went first): read again before
+    // anything is sent, refused and journaled; the group keeps what it has.
+    let to = |n| ScaleRequest {
+        count: Some(n),
+        remove: vec![],
+    };
+    let stale = op
+        .plan_scale(c.clone(), g2.clone(), to(16))
+        .await
+        .expect("plan to 16");
+    let first = op
+        .plan_scale(c, g2.clone(), to(15))
+        .await
+        .expect("plan to 15");
+    op.apply_scale(first, None).await.expect("apply 15");
+    let g3 = env.settle().await;
+    assert_eq!(g3.node_count, 15);
+    let before = env.journal.read_all().expect("journal").len();
+    let e = op.apply_scale(stale, None).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Refused, "{e}");
+    assert!(
+        e.message
+            .contains("has 15 members now (the plan said 14 -> 16); nothing was sent"),
+        "{e}"
+    );
+    let after = env.journal.read_all().expect("journal");
+    assert_eq!(after.len(), before + 1);
+    let (_, g4) = env.hn().await;
+    assert_eq!(g4.node_count, 15);
     env.sim.shutdown().await;
 }
 

@@ -361,8 +361,17 @@ async fn audit_journal_holds_no_secret() {
         .plan_scale(&target, &plan5)
         .await
         .expect("plan after faults");
-    // The resize itself answered 503 (a POST is not retried): its error is journaled.
-    sim.faults().fail_next(1, 503);
+    // The resize itself answered 503 (a POST is not retried): its error is journaled. (The
+    // count read again before it goes through.)
+    let resize = format!(
+        "/container-infra/v1/clusters/{}/actions",
+        target.cluster_id.as_deref().expect("cluster id")
+    );
+    sim.faults().add(
+        sim::faults::Fault::new(sim::faults::FaultKind::Status(503))
+            .times(1)
+            .on_path(&resize),
+    );
     assert!(scale(&ctx, &driver, &p, Some("small")).await.is_err());
     // A refused one.
     let ro = ActionContext {

@@ -65,6 +65,7 @@ pub async fn scale(
         Reach::Fleet,
         confirm,
     )?;
+    still_as_planned(ctx, driver, plan).await?;
     let entry = Entry::new(&ctx.actor, "scale", &target, Outcome::Started)
         .plan(plan.lines())
         .calls(plan.calls.clone());
@@ -81,6 +82,44 @@ pub async fn scale(
             .plan(vec![format!("{} -> {} nodes", plan.from, plan.to)]),
     )?;
     result
+}
+
+/// A scale is confirmed after the operator read its plan, for as long as they liked: the
+/// group's count is read again, and a group that moved meanwhile (someone scaled it: the same
+/// target count would now add or remove other members than the plan said) is refused and
+/// journaled, nothing sent.
+async fn still_as_planned(
+    ctx: &ActionContext,
+    driver: &dyn Driver,
+    plan: &ScalePlan,
+) -> ServiceResult<()> {
+    let target = plan.target.label();
+    let again = super::ScaleRequest {
+        count: Some(plan.to),
+        remove: Vec::new(),
+    };
+    let error = match driver.plan_scale(&plan.target, &again).await {
+        Ok(now) if now.from == plan.from => return Ok(()),
+        Ok(now) => format!(
+            "{target} changed while the plan was read: it has {} members now (the plan said \
+             {} -> {}); nothing was sent, plan again",
+            now.from, plan.from, plan.to
+        ),
+        Err(e) => format!(
+            "{target}: its count could not be read again before sending ({}); nothing was \
+             sent, plan again",
+            e.message
+        ),
+    };
+    let _ = ctx.journal.append(&Entry::new(
+        &ctx.actor,
+        "scale",
+        &target,
+        Outcome::Refused {
+            error: error.clone(),
+        },
+    ));
+    Err(ServiceError::new(ErrorKind::Refused, error))
 }
 
 /// Sends a Magnum upgrade the operator has seen: guard rails, the plan and its call in the
