@@ -634,7 +634,7 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
 
     let upgrade = op
         .plan_upgrade(
-            cluster,
+            cluster.clone(),
             app,
             "img-2".into(),
             caldera::rollout::RolloutOptions::default(),
@@ -680,4 +680,29 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
     assert!(!c.wait_exit().success());
     let groups = discover_groups(&heat, &stack).await.expect("groups");
     assert_eq!(groups[0].members.len(), 7, "nothing removed");
+
+    // A scale down names the members Heat will drop: a ResourceGroup's highest-numbered.
+    let app = service
+        .list_nodegroups(cluster.clone())
+        .await
+        .expect("rows")
+        .into_iter()
+        .find(|r| r.name == "app_tier")
+        .expect("app_tier row");
+    let down = op
+        .plan_scale(
+            cluster,
+            app,
+            ScaleRequest {
+                count: Some(5),
+                remove: Vec::new(),
+            },
+        )
+        .await
+        .expect("plan down");
+    let lines = down.lines().join("\n");
+    assert!(
+        lines.contains("removed: 5, 6 (a ResourceGroup drops its highest-numbered members)"),
+        "{lines}"
+    );
 }

@@ -84,6 +84,9 @@ pub struct GroupUpdatePlan {
     pub scale: Option<(u32, u32)>,
     /// A scale: the members it removes (by name), through the group's removal policies.
     pub removing: Vec<String>,
+    /// A scale down of a ResourceGroup with no members named: the ones Heat drops, its
+    /// highest-numbered (`ResourceGroup` trims the end of its member list).
+    pub dropped: Vec<String>,
     /// The blast radius outside the target: every other resource whose definition reads a
     /// changed parameter, which Heat updates in the same update, unheld.
     pub also: Vec<AlsoChanged>,
@@ -179,6 +182,17 @@ impl GroupUpdatePlan {
             if to > kept {
                 out.push(format!("  added: {} member(s), named by Heat", to - kept));
             }
+            if !self.dropped.is_empty() {
+                out.push(format!(
+                    "  removed: {} (a ResourceGroup drops its highest-numbered members)",
+                    self.dropped.join(", ")
+                ));
+            } else if to < kept {
+                out.push(format!(
+                    "  removed: {} member(s), picked by Heat",
+                    kept - to
+                ));
+            }
             out.push(format!("  call: {}", self.scale_call()));
         }
         let p = &self.preview;
@@ -223,6 +237,8 @@ impl GroupUpdatePlan {
             to,
             members_after: Vec::new(),
             added: Vec::new(),
+            // The members the operator named (applied as the plan is made again); those
+            // Heat drops on its own are in the lines.
             removed: self.removing.clone(),
             removal_list: Vec::new(),
             calls: vec![self.scale_call()],
@@ -393,6 +409,7 @@ async fn plan_with_templates(
         members,
         scale: None,
         removing: Vec::new(),
+        dropped: Vec::new(),
         also,
     })
 }
@@ -585,11 +602,32 @@ pub async fn plan_group_scale(
     plan.refusals.splice(0..0, early);
     plan.scale = Some((plan.members.len() as u32, count));
     plan.removing = remove.to_vec();
+    if remove.is_empty() && group_type(&templates, group) == Some("OS::Heat::ResourceGroup") {
+        plan.dropped = highest_numbered(&plan.members, count as usize);
+    }
     if plan.members.len() as u32 == count && remove.is_empty() {
         plan.refusals
             .push(format!("{group} already has {count} members"));
     }
     Ok(plan)
+}
+
+/// The type the template gives the group at `path` (its own level's template).
+fn group_type<'a>(templates: &'a [Value], path: &str) -> Option<&'a str> {
+    let steps = steps(path);
+    let own = templates.get(steps.len().checked_sub(1)?)?;
+    own.get("resources")?
+        .get(*steps.last()?)?
+        .get("type")?
+        .as_str()
+}
+
+/// The members past the first `keep`, by index (`10` after `9`): those a ResourceGroup
+/// shrunk to `keep` no longer has.
+fn highest_numbered(members: &[String], keep: usize) -> Vec<String> {
+    let mut by_index: Vec<&String> = members.iter().collect();
+    by_index.sort_by_key(|m| (m.parse::<u64>().unwrap_or(u64::MAX), m.to_string()));
+    by_index.into_iter().skip(keep).cloned().collect()
 }
 
 /// The first resource of a path: the top-level resource a change of the group goes through.
@@ -1055,6 +1093,25 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// A ResourceGroup shrunk drops the end of its member list, by index, not by text.
+    #[test]
+    fn a_shrunk_resource_group_drops_its_highest_numbered_members() {
+        let members: Vec<String> = ["0", "1", "2", "9", "10", "11"]
+            .iter()
+            .map(|m| m.to_string())
+            .collect();
+        assert_eq!(highest_numbered(&members, 4), ["10", "11"]);
+        assert!(highest_numbered(&members, 6).is_empty());
+        let top = json!({"resources": {"workers": {"type": "OS::Heat::ResourceGroup"}}});
+        let nested = json!({"resources": {"nodes": {"type": "OS::Heat::AutoScalingGroup"}}});
+        let along = [top.clone(), nested];
+        assert_eq!(
+            group_type(std::slice::from_ref(&top), "workers"),
+            Some("OS::Heat::ResourceGroup")
+        );
+        assert_eq!(group_type(&along, "workers/0/nodes"), None);
     }
 
     /// Mesos' layout: a wait condition counts the slaves' signals. A scale updates its count
