@@ -1133,6 +1133,12 @@ impl App {
 /// The stacks whose events the dashboard tails: the cluster's and its node groups'.
 pub fn dashboard_stacks(cluster: &Cluster, groups: &[NodeGroup]) -> Vec<view::StackTarget> {
     let mut out: Vec<view::StackTarget> = Vec::new();
+    // A plain stack's groups are its nested stacks: its own events (read nested) hold
+    // theirs already, and reading them again would show each event twice.
+    let groups = match crate::service::plain_stack::is_plain_stack(cluster) {
+        true => &[],
+        false => groups,
+    };
     for id in cluster
         .stack_id
         .iter()

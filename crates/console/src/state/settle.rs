@@ -78,11 +78,14 @@ impl Settle {
                 let group = groups
                     .and_then(|s| s.data.as_deref())
                     .and_then(|gs| gs.iter().find(|g| &g.id == nodegroup_id));
+                // As listed, or as read alone (a plain stack seen as a cluster is in no
+                // list): without it, the burst would run to its bound.
                 let listed = store
                     .clusters
                     .data
                     .as_deref()
-                    .and_then(|cs| cs.iter().find(|c| c.id == cluster.id));
+                    .and_then(|cs| cs.iter().find(|c| c.id == cluster.id))
+                    .or_else(|| store.clusters_alone.get(&cluster.id));
                 !busy(
                     group.map(|g| &g.status),
                     groups.and_then(|s| s.meta.fetched_at),

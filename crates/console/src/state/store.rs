@@ -680,6 +680,8 @@ pub struct Store {
     /// on this way (the list costs requests for every cluster); each answer patches the
     /// cluster's row in `clusters`, and its `fetched_at` says when that row was read.
     pub cluster_reads: HashMap<String, FetchMeta>,
+    /// Clusters read alone that no list holds (a plain stack seen as a cluster), by id.
+    pub clusters_alone: HashMap<String, Cluster>,
     pub stacks: Slot<Vec<StackSummary>>,
     /// By cluster id.
     pub nodegroups: HashMap<String, Slot<Vec<NodeGroup>>>,
@@ -726,10 +728,13 @@ impl Store {
             return;
         };
         let rows = self.clusters.data.as_mut();
-        if let Some(row) = rows.and_then(|cs| cs.iter_mut().find(|c| c.id == id)) {
-            *row = read;
-            self.clusters.meta.version += 1;
+        match rows.and_then(|cs| cs.iter_mut().find(|c| c.id == id)) {
+            Some(row) => *row = read,
+            None => {
+                self.clusters_alone.insert(id.to_string(), read);
+            }
         }
+        self.clusters.meta.version += 1;
     }
 
     /// The error of the last read of cluster `id` alone, unless a list read that arrived
@@ -755,6 +760,7 @@ impl Store {
             .data
             .as_deref()
             .and_then(|all| all.iter().find(|c| c.id == opened.id))
+            .or_else(|| self.clusters_alone.get(&opened.id))
             .unwrap_or(opened)
     }
 

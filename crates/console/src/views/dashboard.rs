@@ -209,6 +209,18 @@ impl Screen for Dashboard<'_> {
 // Drawing: cluster line, node groups, the fleet heat map of every node group, and the merged
 // event tail of the cluster's stacks.
 
+/// `masters 3 workers 40`; a plain stack (no roles) counts its nodes and node groups.
+fn counts(c: &Cluster) -> String {
+    match crate::service::plain_stack::is_plain_stack(c) {
+        true => format!(
+            "{} nodes in {} node groups ",
+            c.node_count,
+            c.nodegroup_count.unwrap_or(0)
+        ),
+        false => format!("masters {} workers {} ", c.master_count, c.node_count),
+    }
+}
+
 fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
     let th = app.theme();
     let mut spans = vec![
@@ -218,10 +230,7 @@ fn cluster_line<'a>(app: &App, c: &Cluster) -> Line<'a> {
             th.status_style(c.status.state),
         ),
         Span::styled(format!("{} ", c.health.as_str()), th.health_style(c.health)),
-        Span::styled(
-            format!("masters {} workers {} ", c.master_count, c.node_count),
-            Style::default().fg(th.fg),
-        ),
+        Span::styled(counts(c), Style::default().fg(th.fg)),
     ];
     if let Some(v) = &c.coe_version {
         spans.push(Span::styled(format!("{} ", terminal_safe(v)), th.muted()));

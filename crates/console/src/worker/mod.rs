@@ -51,14 +51,25 @@ async fn resolve(
             }
         }
     }
-    cache
-        .lock()
-        .ok()
-        .and_then(|c| c.get(&target.id).cloned())
-        .unwrap_or(StackRef {
-            name: target.id.clone(),
-            id: target.id,
-        })
+    if let Some(r) = cache.lock().ok().and_then(|c| c.get(&target.id).cloned()) {
+        return r;
+    }
+    // Not in the list (a group's nested stack): Heat names it (`GET /stacks/{id}`).
+    match service.resolve_stack(target.id.clone()).await {
+        Ok(r) => {
+            if let Ok(mut c) = cache.lock() {
+                c.insert(r.id.clone(), r.clone());
+            }
+            r
+        }
+        Err(e) => {
+            tracing::info!("stack {}: {e}", target.id);
+            StackRef {
+                name: target.id.clone(),
+                id: target.id,
+            }
+        }
+    }
 }
 
 impl Worker {

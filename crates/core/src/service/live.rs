@@ -382,6 +382,11 @@ impl CloudService for LiveService {
         .boxed()
     }
 
+    fn resolve_stack(&self, id: String) -> BoxFuture<'static, ServiceResult<StackRef>> {
+        let heat = self.conn.heat.clone();
+        async move { heat.resolve(&id).await.map_err(ServiceError::from) }.boxed()
+    }
+
     /// Three reads at once: `stack show` without resolving outputs (resolving walks every
     /// member of a large stack), the outputs list and the template.
     fn stack_overview(

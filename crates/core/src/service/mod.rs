@@ -232,6 +232,12 @@ pub trait CloudService: Send + Sync + 'static {
         unsupported(format!("stack {} cannot be shown here", stack.name))
     }
 
+    /// A stack known by its id alone (a nested stack: a group's, which the stack list does
+    /// not show), with the name Heat's URLs want beside it.
+    fn resolve_stack(&self, id: String) -> BoxFuture<'static, ServiceResult<StackRef>> {
+        unsupported(format!("stack {id} cannot be looked up here"))
+    }
+
     /// One node's Nova server (`server show`) with the tail of its console log. A cloud
     /// without Nova says so.
     fn server_detail(
