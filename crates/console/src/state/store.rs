@@ -938,7 +938,46 @@ impl FleetLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{StackRef, Status};
+    use crate::model::{Role, StackRef, Status};
+
+    /// A plain stack seen as a cluster is in no list: its read alone is what the dashboard
+    /// and the settle burst go by, and its events are its own stack's once.
+    #[test]
+    fn a_plain_stack_read_alone_is_its_current_row_and_its_events_are_read_once() {
+        let now = Utc::now();
+        let opened = crate::service::plain_stack::cluster_of("s1", "app");
+        let mut store = Store::default();
+        store
+            .cluster_reads
+            .entry("s1".into())
+            .or_default()
+            .begin(1, now);
+        let mut read = opened.clone();
+        read.status = Status::parse("UPDATE_COMPLETE");
+        read.node_count = 5;
+        store.patch_cluster("s1", 1, Ok(read), now);
+        let current = store.current_cluster(&opened);
+        assert_eq!(
+            (current.status.raw.as_str(), current.node_count),
+            ("UPDATE_COMPLETE", 5)
+        );
+
+        let mut group = NodeGroup::of_stack("g1", "app_tier", Role::Other);
+        group.stack_id = Some("g1".into());
+        let ids: Vec<String> = crate::tui::state::dashboard_stacks(&opened, &[group.clone()])
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(ids, ["s1"]);
+        // A cluster of caldera's own keeps its node groups' stacks (top-level stacks).
+        let mut own = opened.clone();
+        own.id = "c1".into();
+        let ids: Vec<String> = crate::tui::state::dashboard_stacks(&own, &[group])
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(ids, ["s1", "g1"]);
+    }
 
     fn res(name: &str, owner: &str, status: &str, nested: Option<&str>, t: i64) -> StackResource {
         StackResource {
