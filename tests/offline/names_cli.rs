@@ -70,7 +70,15 @@ async fn read_commands_take_cluster_nodegroup_and_stack_names() {
     let (ok, _, err) = caldera(&clouds, &["ips", &format!("{}/kube_minions", workers.name)]);
     assert!(!ok);
     assert!(
-        err.contains("no scaling group 'kube_minions'") && err.contains("nodes"),
+        err.contains("has no node group at 'kube_minions' (node groups: nodes)")
+            && !err.contains("HTTP 404"),
+        "{err}"
+    );
+    // A member's path names the member, and the group that lists it.
+    let (ok, _, err) = caldera(&clouds, &["ips", &format!("{}/nodes/3", workers.name)]);
+    assert!(!ok);
+    assert!(
+        err.contains("'nodes/3' is a member of node group nodes"),
         "{err}"
     );
     let (ok, out, err) = caldera(&clouds, &["nodegroups", &workers.name, "--format", "csv"]);

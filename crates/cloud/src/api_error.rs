@@ -73,6 +73,11 @@ pub enum ApiError {
 
     #[error("request cancelled")]
     Cancelled,
+
+    /// What the caller named is not there, as the cloud's answers show (a group path no
+    /// stack holds): no server said 404.
+    #[error("{0}")]
+    NotFound(String),
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -280,6 +285,7 @@ impl From<ApiError> for ServiceError {
             ApiError::Auth(_) => ErrorKind::Auth,
             ApiError::Config(_) => ErrorKind::Config,
             ApiError::Unsupported(_) => ErrorKind::Unsupported,
+            ApiError::NotFound(_) => ErrorKind::NotFound,
         };
         ServiceError::new(kind, err.to_string())
     }

@@ -186,28 +186,32 @@ fn select_groups(
         .into_iter()
         .cloned()
         .collect();
-    match group {
-        Some(path) if selected.is_empty() => Err(ApiError::Http {
-            method: reqwest::Method::GET,
-            url: format!("stacks/{}/{}", target.name, target.id),
-            status: 404,
-            message: format!(
-                "no scaling group '{path}' in stack {} (groups: {})",
-                target.name,
-                if groups.is_empty() {
-                    "none".to_string()
-                } else {
-                    groups
-                        .iter()
-                        .map(|g| g.path.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }
-            ),
-            retry_after: None,
-        }),
-        _ => Ok(selected),
-    }
+    let Some(path) = group.filter(|_| selected.is_empty()) else {
+        return Ok(selected);
+    };
+    // A member of a group (`datanodes/3`) is named by the group's path and its own name.
+    let owner = groups
+        .iter()
+        .find(|g| !g.path.is_empty() && path.starts_with(&format!("{}/", g.path)));
+    let known = match groups.is_empty() {
+        true => "none".to_string(),
+        false => groups
+            .iter()
+            .map(|g| g.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    Err(ApiError::NotFound(match owner {
+        Some(g) => format!(
+            "'{path}' is a member of node group {} of stack {}, not a node group: the group's \
+             path lists its members' addresses",
+            g.path, target.name
+        ),
+        None => format!(
+            "stack {} has no node group at '{path}' (node groups: {known})",
+            target.name
+        ),
+    }))
 }
 
 /// A group's label in messages: its path, else (the stack is the group's own) its name.
