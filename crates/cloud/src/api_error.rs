@@ -91,8 +91,9 @@ impl ApiError {
         }
     }
 
+    /// Heat (or another service) answered 404, or caldera found what was named is not there.
     pub fn is_not_found(&self) -> bool {
-        self.status() == Some(404)
+        self.status() == Some(404) || matches!(self, ApiError::NotFound(_))
     }
 
     /// Builds an HTTP error from a response body, extracting the server's message.
