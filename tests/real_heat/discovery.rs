@@ -327,7 +327,12 @@ async fn groups_of_volumes_vips_and_strings_are_not_node_groups() {
         .await
         .expect("an answer")
         .expect_err("no node group");
-    assert!(err.to_string().contains("(groups: web)"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("has no node group at 'volumes' (node groups: web)")
+            && err.is_not_found(),
+        "{err}"
+    );
 }
 
 #[tokio::test]
