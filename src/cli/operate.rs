@@ -713,16 +713,12 @@ fn plain_values(sets: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 
 /// A refused plan: said, and recorded (a blocked attempt is part of the audit trail).
 fn refuse(ctx: &Ctx, action: &str, plan: &any_group::GroupUpdatePlan) -> CmdResult {
-    let error = plan.refusals.join("; ");
-    let _ = ctx.action.journal.append(&Entry::new(
-        &ctx.action.actor,
+    let error = ctx.action.refuse(
         action,
         &format!("{}/{}", plan.stack.name, plan.group),
-        Outcome::Refused {
-            error: error.clone(),
-        },
-    ));
-    Err(format!("refused: {error}").into())
+        plan.refusals.join("; "),
+    );
+    Err(format!("refused: {}", error.message).into())
 }
 
 /// `caldera scale STACK/GROUP --count N`: Heat's preview and the refusals, then the PATCH

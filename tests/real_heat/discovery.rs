@@ -536,8 +536,17 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
     let lines = plan.lines().join("\n");
     assert!(lines.contains("members: 2 -> 3"), "{lines}");
     assert!(lines.contains("app_count"), "{lines}");
+    // Heat lists both groups as updated, in no fixed order (it hands every nested stack the
+    // update); the plan says which one's members change.
+    let updated: Vec<&str> = lines
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Heat's preview, updated: "))
+        .map(|list| list.split(", ").collect())
+        .unwrap_or_default();
+    assert!(updated.contains(&"app_tier"), "{lines}");
+    assert!(updated.contains(&"db_tier"), "{lines}");
     assert!(
-        lines.contains("Heat's preview, updated: app_tier"),
+        lines.contains("db_tier: in Heat's preview because Heat hands every nested stack"),
         "{lines}"
     );
     assert_eq!((plan.from, plan.to), (2, 3));

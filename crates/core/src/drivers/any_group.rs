@@ -208,6 +208,9 @@ impl GroupUpdatePlan {
             }
         }
         let top = top_resource(&self.group).to_string();
+        if let Some(line) = self.passed_on_line(&top) {
+            out.push(line);
+        }
         let group_changes = p.updated.contains(&top) || p.replaced.contains(&top);
         if group_changes {
             out.push(format!(
@@ -225,6 +228,32 @@ impl GroupUpdatePlan {
         out.extend(self.also.iter().map(AlsoChanged::line));
         out.extend(self.refusals.iter().map(|r| format!("  refused: {r}")));
         out
+    }
+
+    /// The resources Heat's preview lists as updated that neither are the target nor read a
+    /// changed parameter. Heat previews every nested stack as updated whatever changed
+    /// (`StackResource._needs_update` returns True: it hands the nested stack the update and
+    /// lets each member decide), so a sibling group shows up here on every update; its
+    /// members change only where a definition reads a changed parameter, which is the blast
+    /// radius below, found from the templates.
+    fn passed_on_line(&self, top: &str) -> Option<String> {
+        let passed: Vec<&str> = self
+            .preview
+            .updated
+            .iter()
+            .map(String::as_str)
+            .filter(|r| *r != top && !self.also.iter().any(|a| top_resource(&a.path) == *r))
+            .collect();
+        if passed.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "  {list}: in Heat's preview because Heat hands every nested stack the update and \
+             lets its members decide; the definition of {list} reads none of {params}, so no \
+             member of it changes",
+            list = passed.join(", "),
+            params = self.set.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))
     }
 
     /// A scale plan (from [`plan_group_scale`]) in the form the console's scale form shows
@@ -913,16 +942,7 @@ pub async fn apply_group_update(
 ) -> ServiceResult<()> {
     let target = format!("{}/{}", plan.stack.name, plan.group);
     if !plan.refusals.is_empty() {
-        let error = plan.refusals.join("; ");
-        let _ = ctx.journal.append(&Entry::new(
-            &ctx.actor,
-            "scale",
-            &target,
-            Outcome::Refused {
-                error: error.clone(),
-            },
-        ));
-        return Err(ServiceError::new(ErrorKind::Refused, error));
+        return Err(ctx.refuse("scale", &target, plan.refusals.join("; ")));
     }
     ctx.check("scale", &target, &plan.stack.name, Reach::Fleet, confirm)?;
     let update = plan.scale_update();
@@ -969,15 +989,7 @@ pub async fn replan_confirmed_scale(
          said {from} -> {to}); nothing was sent, plan again",
         stack.name
     );
-    let _ = ctx.journal.append(&Entry::new(
-        &ctx.actor,
-        "scale",
-        &format!("{}/{group}", stack.name),
-        Outcome::Refused {
-            error: error.clone(),
-        },
-    ));
-    Err(ServiceError::new(ErrorKind::Refused, error))
+    Err(ctx.refuse("scale", &format!("{}/{group}", stack.name), error))
 }
 
 /// Refusals from the templates alone (`templates` from [`templates_along`]): unknown
@@ -1093,6 +1105,48 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// Heat previews every nested stack as updated: a sibling group that reads nothing
+    /// changed is named as passed the update, not as changing; one in the blast radius is not
+    /// explained away.
+    #[test]
+    fn a_sibling_group_heat_previews_as_updated_is_said_to_stay_as_it_is() {
+        let mut plan = GroupUpdatePlan {
+            stack: StackRef {
+                name: "app".into(),
+                id: "1".into(),
+            },
+            group: "app_tier".into(),
+            set: map(&[("app_count", "3")]),
+            preview: PreviewChanges {
+                updated: vec!["db_tier".into(), "app_tier".into()],
+                ..Default::default()
+            },
+            refusals: Vec::new(),
+            members: vec!["0".into(), "1".into()],
+            scale: Some((2, 3)),
+            removing: Vec::new(),
+            dropped: Vec::new(),
+            also: Vec::new(),
+        };
+        let lines = plan.lines().join("\n");
+        assert!(
+            lines.contains(
+                "db_tier: in Heat's preview because Heat hands every nested stack the update"
+            ),
+            "{lines}"
+        );
+        assert!(lines.contains("reads none of app_count"), "{lines}");
+        plan.also.push(AlsoChanged {
+            path: "db_tier".into(),
+            resource_type: "OS::Heat::ResourceGroup".into(),
+            reads: vec!["app_count".into()],
+            members: Some(2),
+            allowed: false,
+        });
+        let lines = plan.lines().join("\n");
+        assert!(!lines.contains("hands every nested stack"), "{lines}");
     }
 
     /// A ResourceGroup shrunk drops the end of its member list, by index, not by text.

@@ -24,18 +24,31 @@ impl ActionContext {
         reach: Reach,
         confirm: Option<&str>,
     ) -> ServiceResult<()> {
-        if let Err(e) = self.guard.check(action, cluster, reach, confirm) {
-            let _ = self.journal.append(&Entry::new(
-                &self.actor,
-                action,
-                target,
-                Outcome::Refused {
-                    error: e.message.clone(),
-                },
-            ));
-            return Err(e);
+        match self.guard.check(action, cluster, reach, confirm) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.refuse(action, target, e.message)),
         }
-        Ok(())
+    }
+
+    /// An action refused before anything was sent: recorded as refused (a blocked attempt is
+    /// part of the audit trail), and the error to return. Nothing reaches the cloud, so a
+    /// journal that cannot be written does not stop the refusal; the error says so.
+    pub fn refuse(&self, action: &str, target: &str, error: String) -> ServiceError {
+        let entry = Entry::new(
+            &self.actor,
+            action,
+            target,
+            Outcome::Refused {
+                error: error.clone(),
+            },
+        );
+        match self.journal.append(&entry) {
+            Ok(_) => ServiceError::new(ErrorKind::Refused, error),
+            Err(e) => ServiceError::new(
+                ErrorKind::Refused,
+                format!("{error} (the refusal could not be journaled: {e})"),
+            ),
+        }
     }
 
     pub fn record(&self, entry: &Entry) -> ServiceResult<()> {
@@ -111,15 +124,7 @@ async fn still_as_planned(
             e.message
         ),
     };
-    let _ = ctx.journal.append(&Entry::new(
-        &ctx.actor,
-        "scale",
-        &target,
-        Outcome::Refused {
-            error: error.clone(),
-        },
-    ));
-    Err(ServiceError::new(ErrorKind::Refused, error))
+    Err(ctx.refuse("scale", &target, error))
 }
 
 /// Sends a Magnum upgrade the operator has seen: guard rails, the plan and its call in the

@@ -729,16 +729,7 @@ pub async fn apply(
 ) -> ServiceResult<()> {
     let action = plan.control.action();
     if !plan.refusals.is_empty() {
-        let error = plan.refusals.join("; ");
-        let _ = ctx.journal.append(&Entry::new(
-            &ctx.actor,
-            action,
-            &plan.target,
-            Outcome::Refused {
-                error: error.clone(),
-            },
-        ));
-        return Err(refused(error));
+        return Err(ctx.refuse(action, &plan.target, plan.refusals.join("; ")));
     }
     let reach = plan.control.reach();
     ctx.check(action, &plan.target, &plan.stack.name, reach, confirm)?;
