@@ -1027,9 +1027,10 @@ async fn assert_rolled_back_and_unhooked(env: &Env, stack: &StackRef, end: &Roll
     );
 }
 
-/// Two starts of rollouts at the same moment, each from its own context (journal, locks).
+/// Two starts of rollouts at the same moment, each from its own context (journal, locks)
+/// and connection (two processes: each its own request budget).
 pub async fn start_both(
-    heat: &HeatClient,
+    (heat_a, heat_b): (&HeatClient, &HeatClient),
     options: EngineOptions,
     (a, ctx_a): (RolloutPlan, ActionContext),
     (b, ctx_b): (RolloutPlan, ActionContext),
@@ -1038,8 +1039,8 @@ pub async fn start_both(
     caldera::service::ServiceResult<engine::RolloutHandle>,
 ) {
     tokio::join!(
-        engine::start(heat.clone(), ctx_a, a, options.clone(), None),
-        engine::start(heat.clone(), ctx_b, b, options, None)
+        engine::start(heat_a.clone(), ctx_a, a, options.clone(), None),
+        engine::start(heat_b.clone(), ctx_b, b, options, None)
     )
 }
 
@@ -1055,7 +1056,7 @@ pub async fn concurrent_start_scenario(env: &Env, cluster: &str) {
     let mut other = env.ctx.clone();
     other.journal = Journal::open(env.ctx.journal.path());
     let (ra, rb) = start_both(
-        &env.heat,
+        (&env.heat, &env.heat),
         env.engine_options(HookSet::default()),
         (a.clone(), env.ctx.clone()),
         (b.clone(), other),
@@ -1121,7 +1122,7 @@ pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
         let a = env.plan(&target, &members, ia, RolloutOptions::default(), &[]);
         let b = env.plan(&target, &members, ib, RolloutOptions::default(), &[]);
         let (ra, rb) = start_both(
-            &env.heat,
+            (&env.heat, &env.heat),
             env.engine_options(HookSet::default()),
             (a.clone(), env.ctx.clone()),
             (b.clone(), remote.clone()),

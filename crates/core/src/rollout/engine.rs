@@ -1085,6 +1085,33 @@ impl Runner {
         }
     }
 
+    /// Controls waiting when the rollout paused itself on a failure were asked before it:
+    /// a resume among them answered what the operator saw then, not this failure, so it is
+    /// refused (journaled as such: resume again to go on); pauses, skips and aborts still
+    /// apply. Without this, a resume pressed a moment before a node failed would release
+    /// the next batch over the failure.
+    async fn answer_controls_asked_before_the_pause(&mut self) {
+        let mut waiting = self.drain_channel();
+        waiting.extend(self.journal_requests());
+        for c in waiting {
+            match c {
+                Control::Resume { .. } => {
+                    let e = self.record(
+                        "rollout.resume",
+                        &self.target(),
+                        Outcome::Refused {
+                            error: "asked before the rollout paused on a failure: resume \
+                                    again to go on"
+                                .into(),
+                        },
+                    );
+                    self.note(e).await;
+                }
+                other => self.apply_control(other).await,
+            }
+        }
+    }
+
     /// Stops releasing at once (the abort is journaled before anything else happens), then
     /// sends Heat's cancel for the modes that cancel; the engine ends when Heat settles.
     async fn abort(&mut self, mode: AbortMode) {
@@ -1644,6 +1671,7 @@ impl Runner {
                     Some(j) => format!("{reason}; and {j}"),
                     None => reason,
                 });
+                self.answer_controls_asked_before_the_pause().await;
             }
             return None;
         }
