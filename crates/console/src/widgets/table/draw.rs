@@ -266,8 +266,7 @@ const PATH_SEP: &str = " > ";
 /// an action's target (`prod-east/workers-a/17`: one word of `/`-separated names), whose
 /// member is at its end. Any other text keeps its start.
 pub fn cut_marked(text: String, width: usize) -> String {
-    let w = |s: &str| Span::raw(s).width();
-    if w(&text) <= width {
+    if Span::raw(text.as_str()).width() <= width {
         return text;
     }
     if width == 0 {
@@ -275,24 +274,13 @@ pub fn cut_marked(text: String, width: usize) -> String {
     }
     let room = width - 1;
     let chars: Vec<char> = text.chars().collect();
-    let mut kept = 0usize;
-    let mut used = 0usize;
-    let mut buf = [0u8; 4];
     let at_end =
         text.contains(PATH_SEP) || (text.contains('/') && !text.chars().any(char::is_whitespace));
-    let order: Box<dyn Iterator<Item = &char>> = if at_end {
-        Box::new(chars.iter().rev())
+    let kept = if at_end {
+        chars_fitting(chars.iter().rev().copied(), room)
     } else {
-        Box::new(chars.iter())
+        chars_fitting(chars.iter().copied(), room)
     };
-    for c in order {
-        let cw = w(c.encode_utf8(&mut buf));
-        if used + cw > room {
-            break;
-        }
-        used += cw;
-        kept += 1;
-    }
     if at_end {
         let tail: String = chars[chars.len() - kept..].iter().collect();
         format!("…{tail}")
@@ -300,6 +288,19 @@ pub fn cut_marked(text: String, width: usize) -> String {
         let head: String = chars[..kept].iter().collect();
         format!("{head}…")
     }
+}
+
+/// How many of `chars`, in the order given, fit in `room` columns (a wide character counts
+/// two; one that would cross the edge stops the count).
+fn chars_fitting(chars: impl Iterator<Item = char>, room: usize) -> usize {
+    let mut buf = [0u8; 4];
+    let mut used = 0usize;
+    chars
+        .take_while(|c| {
+            used += Span::raw(&*c.encode_utf8(&mut buf)).width();
+            used <= room
+        })
+        .count()
 }
 
 /// A styled line cut to `width` columns, the cut marked `…` in the style of the span it falls
@@ -319,18 +320,12 @@ pub fn cut_line_marked(line: Line<'static>, width: usize) -> Line<'static> {
             continue;
         }
         // The last column holds the mark: this span is cut to what is left before it.
-        let room = width.saturating_sub(used);
-        let mut head = String::new();
-        let mut taken = 0usize;
-        let mut buf = [0u8; 4];
-        for c in span.content.chars() {
-            let cw = Span::raw(&*c.encode_utf8(&mut buf)).width();
-            if taken + cw + 1 > room {
-                break;
-            }
-            taken += cw;
-            head.push(c);
-        }
+        let room = width.saturating_sub(used).saturating_sub(1);
+        let mut head: String = span
+            .content
+            .chars()
+            .take(chars_fitting(span.content.chars(), room))
+            .collect();
         head.push('…');
         spans.push(Span::styled(head, span.style));
         break;
