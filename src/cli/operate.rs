@@ -737,26 +737,23 @@ async fn scale_any_group(
     if !plan.refusals.is_empty() {
         return refuse(ctx, "scale", &plan);
     }
-    let plan = match opts.yes {
-        true => plan,
-        false => {
-            if !confirm_prompt("apply this scale?")? {
-                return Err("not applied".into());
-            }
-            // The operator read the plan for as long as they liked: the stack may have moved.
-            any_group::replan_confirmed_scale(
-                &ctx.action,
-                heat,
-                stack,
-                group,
-                plan.scale.unwrap_or_default(),
-                &plan.removing,
-                &plan.set,
-                &opts.allow,
-            )
-            .await?
-        }
-    };
+    if !opts.yes && !confirm_prompt("apply this scale?")? {
+        return Err("not applied".into());
+    }
+    // One rule for every scale, as `apply::scale` does for the drivers' own: the group is
+    // read again just before the PATCH (the operator may have read the plan for as long as
+    // they liked, and anyone may have scaled it meanwhile).
+    let plan = any_group::replan_confirmed_scale(
+        &ctx.action,
+        heat,
+        stack,
+        group,
+        plan.scale.unwrap_or_default(),
+        &plan.removing,
+        &plan.set,
+        &opts.allow,
+    )
+    .await?;
     any_group::apply_group_update(&ctx.action, heat, &plan, opts.confirm.as_deref()).await?;
     eprintln!("scale accepted");
     if opts.no_wait {
