@@ -520,42 +520,54 @@ impl GroupRun<'_> {
             )))),
             _ => None,
         };
-        let with_stack: Vec<(String, StackRef)> =
+        // Each member's stack, and whether it has settled: a member Heat is still creating
+        // has not filled its outputs yet, so the other address outputs (`fallback_keys`) are
+        // not asked of it; on a large create that would be one request more per key and
+        // member for nothing.
+        let with_stack: Vec<(String, StackRef, bool)> =
             match (&self.plan.output_key, options.fan_out && !answered) {
                 (Some(_), true) => self
                     .keys
                     .iter()
-                    .filter_map(|(k, m)| m.stack.clone().map(|s| (k.clone(), s)))
+                    .filter_map(|(k, m)| {
+                        m.stack
+                            .clone()
+                            .map(|s| (k.clone(), s, !m.status.is_in_progress()))
+                    })
                     .collect(),
                 _ => Vec::new(),
             };
         let output_key = self.plan.output_key.clone().unwrap_or_default();
         let fallbacks = self.plan.fallback_keys.clone();
         let network = options.network.clone();
-        let mut outputs = fan_out(with_stack, options.concurrency, move |(_, stack)| {
-            let heat = heat.clone();
-            let key = output_key.clone();
-            let fallbacks = fallbacks.clone();
-            let network = network.clone();
-            async move {
-                // The chosen output, else the first other address output that holds one.
-                let holds = |o: &Result<crate::api::heat::OutputValue, ApiError>| {
-                    o.as_ref()
-                        .is_ok_and(|o| !found_in(&o.value, network.as_deref()).is_empty())
-                };
-                let first = heat.show_output(&stack, &key).await;
-                if holds(&first) {
-                    return first;
-                }
-                for other in &fallbacks {
-                    let next = heat.show_output(&stack, other).await;
-                    if holds(&next) {
-                        return next;
+        let mut outputs = fan_out(
+            with_stack,
+            options.concurrency,
+            move |(_, stack, settled)| {
+                let heat = heat.clone();
+                let key = output_key.clone();
+                let fallbacks = fallbacks.clone();
+                let network = network.clone();
+                async move {
+                    // The chosen output, else the first other address output that holds one.
+                    let holds = |o: &Result<crate::api::heat::OutputValue, ApiError>| {
+                        o.as_ref()
+                            .is_ok_and(|o| !found_in(&o.value, network.as_deref()).is_empty())
+                    };
+                    let first = heat.show_output(&stack, &key).await;
+                    if holds(&first) || !settled {
+                        return first;
                     }
+                    for other in &fallbacks {
+                        let next = heat.show_output(&stack, other).await;
+                        if holds(&next) {
+                            return next;
+                        }
+                    }
+                    first
                 }
-                first
-            }
-        })
+            },
+        )
         .boxed();
         let mut typed_done = typed.is_none();
         let mut outputs_done = false;
@@ -632,7 +644,7 @@ impl GroupRun<'_> {
                 next = outputs.next(), if !outputs_done => {
                     match next {
                         None => outputs_done = true,
-                        Some(((member, _), Ok(output))) => {
+                        Some(((member, _, _), Ok(output))) => {
                             let addresses = found_in(&output.value, options.network.as_deref());
                             if addresses.is_empty() {
                                 let reason = output.error.unwrap_or_else(|| no_address(&output.key, options.network.as_deref()));
@@ -641,7 +653,7 @@ impl GroupRun<'_> {
                                 return false;
                             }
                         }
-                        Some(((member, _), Err(e))) => {
+                        Some(((member, _, _), Err(e))) => {
                             reasons.insert(member, e.to_string());
                         }
                     }
