@@ -251,10 +251,19 @@ async fn events_follow_through_a_cut_connection_to_a_real_heat() {
     .spawn()
     .expect("caldera runs");
     let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    // The first event printed (the line after the header): the stack was found and is
+    // being followed, however slow the machine; only then is the connection cut.
+    let (following, followed) = tokio::sync::oneshot::channel::<()>();
     let printed = tokio::spawn(async move {
         let mut ids = Vec::new();
+        let mut following = Some(following);
         while let Ok(Some(line)) = out.next_line().await {
             ids.push(line);
+            if ids.len() == 2 {
+                if let Some(tx) = following.take() {
+                    let _ = tx.send(());
+                }
+            }
         }
         ids
     });
@@ -266,7 +275,10 @@ async fn events_follow_through_a_cut_connection_to_a_real_heat() {
         }
         all.join("\n")
     });
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::timeout(Duration::from_secs(60), followed)
+        .await
+        .expect("an event is printed within a minute")
+        .expect("the follower printed an event");
     proxy.cut();
     tokio::time::sleep(Duration::from_secs(4)).await;
     proxy.restore().await;

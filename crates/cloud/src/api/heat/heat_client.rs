@@ -774,8 +774,13 @@ impl HeatClient {
             .send_json(method, url.as_str(), Some(update))
             .await?;
         let preview: wire::PreviewUpdate = resp.json()?;
-        let names =
-            |v: Vec<wire::PreviewResource>| v.into_iter().map(|r| r.resource_name).collect();
+        // Heat builds these lists from sets (heat/engine/update.py, `preview`): their order
+        // changes from one engine process to the next, so they are sorted.
+        let names = |v: Vec<wire::PreviewResource>| {
+            let mut names: Vec<String> = v.into_iter().map(|r| r.resource_name).collect();
+            names.sort();
+            names
+        };
         let c = preview.resource_changes;
         Ok(PreviewChanges {
             added: names(c.added),
