@@ -3,6 +3,7 @@
 //! `LiveOperator` plans, applies, rolls out, reattaches, runs node actions and reads the
 //! journal through the same guarded, journaled paths as the headless commands.
 
+use crate::support::scenarios;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::ResourceQuery;
 use caldera::api::nova::{ServerInfo, ServerQuery};
@@ -10,8 +11,7 @@ use caldera::drivers::apply::ActionContext;
 use caldera::drivers::guard::Guard;
 use caldera::drivers::heat_native::HeatNativeDriver;
 use caldera::drivers::{Driver, Limits, NodeGroupSpec, ScaleRequest, UpgradePlan};
-use caldera::journal::{Actor, Journal, Outcome};
-use caldera::lifecycle::ActionsConfig;
+use caldera::journal::{Journal, Outcome};
 use caldera::model::{Cluster, DriverKind, Node, NodeGroup};
 use caldera::progress;
 use caldera::rollout::{Control, NodePhase, RolloutOptions, RolloutState};
@@ -70,19 +70,11 @@ impl Env {
     }
 
     fn operator(&self, guard: Guard) -> LiveOperator {
-        LiveOperator::new(
-            &self.conn,
-            ActionContext {
-                actor: Actor {
-                    cloud: "test".into(),
-                    user: "tester".into(),
-                },
-                journal: self.journal.clone(),
-                guard,
-            },
-            ActionsConfig::default(),
-            Duration::from_millis(50),
-        )
+        let ctx = ActionContext {
+            guard,
+            ..scenarios::action_context(self.journal.clone(), "tester")
+        };
+        scenarios::live_operator(&self.conn, ctx, Duration::from_millis(50))
     }
 
     async fn cluster(&self, name: &str) -> Cluster {
@@ -646,17 +638,12 @@ async fn a_plain_heat_update_is_observed_and_a_hooked_one_is_a_rollout() {
     }
 
     // A caldera rollout started by someone else (another journal): found from Heat.
-    let theirs = LiveOperator::new(
+    let theirs = scenarios::live_operator(
         &env.conn,
-        ActionContext {
-            actor: Actor {
-                cloud: "test".into(),
-                user: "someone-else".into(),
-            },
-            journal: Journal::open(env._dir.path().join("theirs.jsonl")),
-            guard: Guard::default(),
-        },
-        ActionsConfig::default(),
+        scenarios::action_context(
+            Journal::open(env._dir.path().join("theirs.jsonl")),
+            "someone-else",
+        ),
         Duration::from_millis(50),
     );
     let mut plan = theirs

@@ -3,12 +3,10 @@
 //! is found, its figures match what the simulated cloud holds, and a look costs a bounded
 //! number of requests on a 1000-node group.
 
+use crate::support::scenarios;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::drivers::apply::ActionContext;
-use caldera::drivers::guard::Guard;
 use caldera::drivers::UpgradePlan;
-use caldera::journal::{Actor, Journal};
-use caldera::lifecycle::ActionsConfig;
+use caldera::journal::Journal;
 use caldera::model::{Cluster, NodeGroup};
 use caldera::rollout::observed::UpdateKind;
 use caldera::rollout::{NodePhase, RolloutOptions, RolloutState, RolloutStatus};
@@ -37,17 +35,9 @@ async fn start(scenario: &str, speed: f64) -> Env {
         .await
         .expect("connect to the simulator");
     let dir = tempfile::tempdir().expect("temp dir");
-    let op = LiveOperator::new(
+    let op = scenarios::live_operator(
         &conn,
-        ActionContext {
-            actor: Actor {
-                cloud: "test".into(),
-                user: "tester".into(),
-            },
-            journal: Journal::open(dir.path().join("journal.jsonl")),
-            guard: Guard::default(),
-        },
-        ActionsConfig::default(),
+        scenarios::action_context(Journal::open(dir.path().join("journal.jsonl")), "tester"),
         Duration::from_millis(50),
     );
     Env {

@@ -38,6 +38,18 @@ fn shape(path: &str) -> String {
     fixture(&format!("../discovery/{path}"))
 }
 
+/// The two-tier application (`twotier/`): app servers and database servers in two
+/// ResourceGroups of 2, each member a nested stack reading its image by another name.
+async fn two_tier(heat: &HeatClient, name: &str) -> StackRef {
+    create(
+        heat,
+        name,
+        "twotier/top.yaml",
+        &[("tier.yaml", "twotier/tier.yaml")],
+    )
+    .await
+}
+
 /// Creates a stack of `top` with its `files` (name in template -> fixture) and the
 /// stand-ins registered under the real types; waits for CREATE_COMPLETE.
 async fn create(heat: &HeatClient, prefix: &str, top: &str, files: &[(&str, &str)]) -> StackRef {
@@ -339,13 +351,7 @@ async fn groups_of_volumes_vips_and_strings_are_not_node_groups() {
 #[ignore = "needs a real Heat (HEAT_URL)"]
 async fn a_two_tier_application_whose_image_parameters_have_other_names() {
     let heat = heat().await;
-    let stack = create(
-        &heat,
-        "disc-2tier",
-        "twotier/top.yaml",
-        &[("tier.yaml", "twotier/tier.yaml")],
-    )
-    .await;
+    let stack = two_tier(&heat, "disc-2tier").await;
     let groups = discover_groups(&heat, &stack).await.expect("discover");
     let paths: Vec<&str> = groups.iter().map(|g| g.path.as_str()).collect();
     assert_eq!(paths, vec!["app_tier", "db_tier"]);
@@ -390,13 +396,7 @@ async fn console_view(stack: &StackRef) -> (Vec<NodeGroup>, Cluster, Vec<Node>) 
 #[ignore = "needs a real Heat (HEAT_URL)"]
 async fn the_console_on_a_plain_stack_shows_its_node_groups_counts_and_images() {
     let heat = heat().await;
-    let stack = create(
-        &heat,
-        "disc-2tier-console",
-        "twotier/top.yaml",
-        &[("tier.yaml", "twotier/tier.yaml")],
-    )
-    .await;
+    let stack = two_tier(&heat, "disc-2tier-console").await;
     let parameters = heat
         .get_stack(&stack, false)
         .await
@@ -481,22 +481,13 @@ async fn the_console_on_a_plain_stack_shows_its_node_groups_counts_and_images() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat (HEAT_URL)"]
 async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
-    use caldera::drivers::apply::ActionContext;
-    use caldera::drivers::guard::Guard;
+    use crate::support::scenarios;
     use caldera::drivers::ScaleRequest;
-    use caldera::journal::{Actor, Journal, Outcome};
-    use caldera::lifecycle::ActionsConfig;
-    use caldera::service::live_operator::LiveOperator;
+    use caldera::journal::{Journal, Outcome};
     use caldera::service::operator::Operator;
 
     let heat = heat().await;
-    let stack = create(
-        &heat,
-        "disc-2tier-scale",
-        "twotier/top.yaml",
-        &[("tier.yaml", "twotier/tier.yaml")],
-    )
-    .await;
+    let stack = two_tier(&heat, "disc-2tier-scale").await;
     let conn = connect().await;
     let service = LiveService::new(conn.clone());
     let cluster = plain_stack::cluster_of(&stack.id, &stack.name);
@@ -511,17 +502,9 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         .clone();
     let dir = tempfile::tempdir().expect("dir");
     let journal = Journal::open(dir.path().join("journal.jsonl"));
-    let op = LiveOperator::new(
+    let op = scenarios::live_operator(
         &conn,
-        ActionContext {
-            actor: Actor {
-                cloud: "test".into(),
-                user: "tester".into(),
-            },
-            journal: journal.clone(),
-            guard: Guard::default(),
-        },
-        ActionsConfig::default(),
+        scenarios::action_context(journal.clone(), "tester"),
         std::time::Duration::from_millis(200),
     );
 

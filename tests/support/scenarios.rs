@@ -23,6 +23,34 @@ use futures::TryStreamExt;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
+/// The context of a test operator's actions: `user` on cloud `test`, journaling to
+/// `journal`, behind the default guard rails.
+pub fn action_context(journal: Journal, user: &str) -> ActionContext {
+    ActionContext {
+        actor: Actor {
+            cloud: "test".into(),
+            user: user.into(),
+        },
+        journal,
+        guard: Guard::default(),
+    }
+}
+
+/// The console's operator on `conn` for a test: `ctx`'s actions, the default actions
+/// configuration, settling polled every `poll`.
+pub fn live_operator(
+    conn: &caldera::api::cloud::CloudConnection,
+    ctx: ActionContext,
+    poll: Duration,
+) -> caldera::service::live_operator::LiveOperator {
+    caldera::service::live_operator::LiveOperator::new(
+        conn,
+        ctx,
+        caldera::lifecycle::ActionsConfig::default(),
+        poll,
+    )
+}
+
 pub struct Env {
     pub heat: HeatClient,
     pub driver: HeatNativeDriver,
@@ -42,14 +70,7 @@ impl Env {
         Env {
             driver: HeatNativeDriver::new(heat.clone(), Machines::Test),
             heat,
-            ctx: ActionContext {
-                actor: Actor {
-                    cloud: "test".into(),
-                    user: "tester".into(),
-                },
-                journal,
-                guard: Guard::default(),
-            },
+            ctx: action_context(journal, "tester"),
             poll,
             timeout,
             action_wait_secs: wait,
