@@ -629,18 +629,88 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         "{after:?}"
     );
 
-    let upgrade = op
+    // The upgrade form: the parameter the group's servers boot from is found from Heat's
+    // structure (the member's server reads `boot_image`, which app_tier passes from the
+    // stack's `frontend_image`), planned with Heat's preview and rolled out member by member
+    // on hooks; db_tier reads `database_image` and keeps its members.
+    let plan = op
         .plan_upgrade(
             cluster.clone(),
             app,
-            "img-2".into(),
-            caldera::rollout::RolloutOptions::default(),
+            "nginx-1.28".into(),
+            caldera::rollout::RolloutOptions {
+                batch_size: 5,
+                ..Default::default()
+            },
         )
         .await
-        .expect_err("the form cannot know the image parameter");
+        .expect("the image parameter is found from the templates");
+    let lines = plan.lines().join("\n");
+    assert!(lines.contains("set frontend_image=nginx-1.28"), "{lines}");
     assert!(
-        upgrade.message.contains("caldera rollout start") && upgrade.message.contains("--set"),
-        "{upgrade}"
+        lines.contains("Heat's preview, updated: app_tier, db_tier"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("db_tier: in Heat's preview because Heat hands every nested stack"),
+        "{lines}"
+    );
+    let handle = op
+        .start_upgrade(plan, None)
+        .await
+        .expect("started")
+        .expect("a rollout caldera drives");
+    let end = tokio::time::timeout(std::time::Duration::from_secs(300), handle.wait())
+        .await
+        .expect("the rollout ends");
+    assert_eq!(
+        end.state,
+        caldera::rollout::RolloutState::Completed,
+        "{:?}",
+        end.state
+    );
+    let parameters = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .parameters;
+    assert_eq!(
+        parameters.get("frontend_image").map(String::as_str),
+        Some("nginx-1.28")
+    );
+    assert_eq!(
+        parameters.get("database_image").map(String::as_str),
+        Some("postgres-16")
+    );
+    for g in discover_groups(&heat, &stack).await.expect("groups") {
+        let want = if g.path == "app_tier" {
+            "nginx-1.28"
+        } else {
+            "postgres-16"
+        };
+        for m in &g.members {
+            let member = m.stack.as_ref().expect("member stack");
+            let p = heat
+                .get_stack(member, false)
+                .await
+                .expect("member")
+                .parameters;
+            assert_eq!(
+                p.get("boot_image").map(String::as_str),
+                Some(want),
+                "{}/{}",
+                g.path,
+                m.name
+            );
+        }
+    }
+    let hooks = heat
+        .get_environment_hooks(&stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "hooks left: {hooks:?}"
     );
 
     // The command line's prompt: the plan read, the group scaled behind it, then `y`. The

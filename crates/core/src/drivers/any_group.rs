@@ -722,6 +722,138 @@ pub fn count_parameter_along(templates: &[Value], path: &str) -> Result<String, 
     parameter_up(templates, &steps, count_parameter(own, last)?, "count")
 }
 
+/// The image property of a Nova server type (`OS::Nova::Server`'s `image`, its CFN twin's
+/// `ImageId`).
+fn image_property(resource_type: &str) -> Option<&'static str> {
+    match resource_type {
+        crate::ops::node_tree::NOVA_SERVER => Some("image"),
+        "AWS::EC2::Instance" => Some("ImageId"),
+        _ => None,
+    }
+}
+
+/// The stack parameter the servers of the group at `path` boot their image from, followed
+/// through Heat's structure: the `image` of each server in a member (the group's definition
+/// itself when it is a server, else the servers of the member's template `member`) must be
+/// `{get_param: P}` of one and the same P, which the group's definition hands down from a
+/// parameter of the group's template, and so on up to the stack's own parameter (as
+/// [`count_parameter_along`] does for the count). Why not, when a level does not pass it
+/// as a plain parameter: then only the operator can say which parameter to set.
+pub fn image_parameter_along(
+    templates: &[Value],
+    member: Option<&Value>,
+    path: &str,
+) -> Result<String, String> {
+    let steps = steps(path);
+    let (Some(last), Some(own)) = (steps.last(), templates.get(steps.len().saturating_sub(1)))
+    else {
+        return Err(format!("no group at path {path}"));
+    };
+    let resource = own
+        .get("resources")
+        .and_then(|r| r.get(*last))
+        .ok_or_else(|| format!("the stack's template has no resource {last}"))?;
+    let kind = resource.get("type").and_then(Value::as_str).unwrap_or("?");
+    let key = match kind {
+        "OS::Heat::ResourceGroup" => "resource_def",
+        "OS::Heat::AutoScalingGroup" => "resource",
+        _ => return Err(format!("{path} is a {kind}, not a group of members")),
+    };
+    let definition = resource.get("properties").and_then(|p| p.get(key));
+    let def_type = definition
+        .and_then(|d| d.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let def_properties = definition.and_then(|d| d.get("properties"));
+    // The parameter of the group's own template the definition reads the image from.
+    let at_group = match image_property(def_type) {
+        Some(property) => read_image(def_properties, property, path)?,
+        None => {
+            let member = member.ok_or_else(|| format!("{path}: no member to read"))?;
+            let inner = member_image_parameter(member, path)?;
+            let passed = def_properties.and_then(|p| p.get(&inner)).ok_or_else(|| {
+                format!(
+                    "{path}'s members read their image from {inner}, which {path}'s \
+                     definition does not pass: the member template's default decides it"
+                )
+            })?;
+            plain_param(passed).ok_or_else(|| {
+                format!(
+                    "{path} passes {inner} to its members as {}, not as a parameter of the \
+                     stack",
+                    one_line(passed)
+                )
+            })?
+        }
+    };
+    parameter_up(templates, &steps, at_group, "image")
+}
+
+/// `{get_param: P}` of a server's image property, as P.
+fn read_image(properties: Option<&Value>, property: &str, path: &str) -> Result<String, String> {
+    let value = properties
+        .and_then(|p| p.get(property))
+        .ok_or_else(|| format!("{path}'s servers have no {property}"))?;
+    plain_param(value).ok_or_else(|| {
+        format!(
+            "{path}'s servers take their {property} as {}, not from a parameter",
+            one_line(value)
+        )
+    })
+}
+
+/// The one parameter of a member's template that every server in it takes its image from.
+fn member_image_parameter(member: &Value, path: &str) -> Result<String, String> {
+    let resources = member
+        .get("resources")
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("{path}'s member template has no resources"))?;
+    let mut found: Vec<String> = Vec::new();
+    for resource in resources.values() {
+        let kind = resource.get("type").and_then(Value::as_str).unwrap_or("");
+        if let Some(property) = image_property(kind) {
+            let param = read_image(resource.get("properties"), property, path)?;
+            if !found.contains(&param) {
+                found.push(param);
+            }
+        }
+    }
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(format!(
+            "{path}'s member template holds no server at its top level"
+        )),
+        many => Err(format!(
+            "{path}'s servers read their images from several parameters ({})",
+            many.join(", ")
+        )),
+    }
+}
+
+/// The stack parameter of the group at `path`'s servers' image ([`image_parameter_along`]),
+/// reading the templates along the path and one member's; why not, when Heat's structure
+/// does not say.
+pub async fn image_parameter(
+    heat: &HeatClient,
+    stack: &StackRef,
+    path: &str,
+) -> ServiceResult<Result<String, String>> {
+    let templates = templates_along(heat, stack, path).await?;
+    let members = group_members(heat, stack, path).await?;
+    let member = match members.first() {
+        Some(name) => {
+            let group_stack = super::heat_native::group_stack_of(heat, stack, path).await?;
+            match super::heat_native::group_stack_of(heat, &group_stack, name).await {
+                Ok(member_stack) => Some(heat.get_template(&member_stack).await?),
+                // A member that is a server itself has no stack of its own.
+                Err(_) => None,
+            }
+        }
+        None => None,
+    };
+    Ok(image_parameter_along(&templates, member.as_ref(), path))
+}
+
 /// One hand-down of parameters on the way from the stack to a group: the owner's properties
 /// that set the parameters of the next template down.
 struct Pass<'a> {
@@ -1105,6 +1237,60 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// The image parameter is followed through Heat's structure whatever it is called: a
+    /// member template's server reads `boot_image`, the group passes `frontend_image`; a
+    /// server as the definition; through a nested stack; and refused where no plain
+    /// parameter carries it.
+    #[test]
+    fn the_image_parameter_is_followed_up_from_the_servers_by_any_name() {
+        let top = json!({"resources": {
+            "app_tier": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "app_count"},
+                "resource_def": {"type": "tier.yaml", "properties": {
+                    "role": "app", "boot_image": {"get_param": "frontend_image"}}}}},
+            "bare": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "resource_def": {"type": "OS::Nova::Server", "properties": {
+                    "image": {"get_param": "bare_image"}, "flavor": "m1.small"}}}},
+            "fixed": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "resource_def": {"type": "tier.yaml", "properties": {"boot_image": "cirros"}}}},
+            "roles": {"type": "roles.yaml", "properties": {
+                "ComputeImage": {"get_param": "overcloud_image"}}},
+            "volumes": {"type": "OS::Cinder::Volume"},
+        }});
+        let tier = json!({"parameters": {"boot_image": {"type": "string"}}, "resources": {
+            "vm": {"type": "OS::Nova::Server", "properties": {
+                "image": {"get_param": "boot_image"}}},
+            "port": {"type": "OS::Neutron::Port"}}});
+        let top_only = std::slice::from_ref(&top);
+        assert_eq!(
+            image_parameter_along(top_only, Some(&tier), "app_tier"),
+            Ok("frontend_image".to_string())
+        );
+        assert_eq!(
+            image_parameter_along(top_only, None, "bare"),
+            Ok("bare_image".to_string())
+        );
+        let fixed = image_parameter_along(top_only, Some(&tier), "fixed").unwrap_err();
+        assert!(fixed.contains("\"cirros\""), "{fixed}");
+        let volumes = image_parameter_along(top_only, None, "volumes").unwrap_err();
+        assert!(volumes.contains("not a group"), "{volumes}");
+        // roles/Compute: the nested template's group reads ComputeImage, which `roles`
+        // passes from the stack's overcloud_image.
+        let roles = json!({"resources": {"Compute": {"type": "OS::Heat::ResourceGroup",
+            "properties": {"resource_def": {"type": "OS::Nova::Server", "properties": {
+                "image": {"get_param": "ComputeImage"}}}}}}});
+        assert_eq!(
+            image_parameter_along(&[top.clone(), roles], None, "roles/Compute"),
+            Ok("overcloud_image".to_string())
+        );
+        // Two servers reading two parameters: which one is "the" image is not Heat's to say.
+        let two = json!({"resources": {
+            "a": {"type": "OS::Nova::Server", "properties": {"image": {"get_param": "x"}}},
+            "b": {"type": "OS::Nova::Server", "properties": {"image": {"get_param": "y"}}}}});
+        let several = image_parameter_along(top_only, Some(&two), "app_tier").unwrap_err();
+        assert!(several.contains("several parameters (x, y)"), "{several}");
     }
 
     /// Heat previews every nested stack as updated: a sibling group that reads nothing

@@ -90,6 +90,11 @@ pub struct RolloutPlan {
     /// in plans from before it was kept (their end removes the hook key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks_before: Option<PriorEntry>,
+    /// A group of an operator's stack: Heat's preview of the update and its blast radius
+    /// as planned ([`crate::drivers::any_group::GroupUpdatePlan::lines`]), shown with the
+    /// plan so the operator confirms what Heat said, not just the batches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preview: Vec<String>,
 }
 
 /// The tag a rollout's PATCH puts on the stack: `caldera-rollout=<id>@<host>`. Heat is the
@@ -211,6 +216,7 @@ impl RolloutPlan {
             stack_tags: None,
             started_on: None,
             hooks_before: None,
+            preview: Vec::new(),
         }
     }
 
@@ -224,7 +230,16 @@ impl RolloutPlan {
         options: RolloutOptions,
         set: BTreeMap<String, String>,
     ) -> RolloutPlan {
-        let label: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        // The label reads as the operator wrote it: a JSON string's text without its quotes.
+        let label: Vec<String> = set
+            .iter()
+            .map(
+                |(k, v)| match serde_json::from_str::<serde_json::Value>(v) {
+                    Ok(serde_json::Value::String(text)) => format!("{k}={text}"),
+                    _ => format!("{k}={v}"),
+                },
+            )
+            .collect();
         let mut plan =
             RolloutPlan::new(target, stack, &label.join(" "), None, members, options, set);
         plan.group = Some(group.to_string());
@@ -401,6 +416,7 @@ impl RolloutPlan {
                 calls.len() - shown
             ));
         }
+        out.extend(self.preview.iter().cloned());
         out
     }
 }

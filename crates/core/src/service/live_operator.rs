@@ -26,6 +26,7 @@ use crate::rollout::{control, engine};
 use crate::rollout::{Control, RolloutHandle, RolloutOptions, RolloutPlan, RolloutStatus};
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -118,12 +119,75 @@ impl Inner {
         )
         .await?;
         if !plan.refusals.is_empty() {
-            // apply_group_update journals a refused plan and says why.
-            any_group::apply_group_update(&self.action, &self.heat, &plan, None).await?;
+            let target = format!("{}/{}", stack.name, nodegroup.name);
+            return Err(self
+                .action
+                .refuse("scale", &target, plan.refusals.join("; ")));
         }
         plan.scale_plan().ok_or_else(|| {
             ServiceError::new(ErrorKind::Refused, "not a scale of the group".to_string())
         })
+    }
+
+    /// A rollout of a group of a plain stack to image `to`: the parameter its servers' image
+    /// reads is found from Heat's structure (the templates along the group's path and a
+    /// member's, [`any_group::image_parameter`]), then planned as `caldera rollout start
+    /// STACK/GROUP --set PARAMETER=to` plans it: Heat's preview, the blast radius and the
+    /// same refusals (journaled as such). Where the templates do not say which parameter it
+    /// is, refused with the command that lets the operator name it.
+    async fn plan_stack_group_upgrade(
+        &self,
+        cluster: &Cluster,
+        nodegroup: &NodeGroup,
+        to: String,
+        options: RolloutOptions,
+    ) -> ServiceResult<UpgradePlan> {
+        let stack = self.heat.resolve(&cluster.id).await?;
+        let group = nodegroup.name.as_str();
+        let label = format!("{}/{group}", stack.name);
+        let parameter = match any_group::image_parameter(&self.heat, &stack, group).await? {
+            Ok(p) => p,
+            Err(why) => {
+                return Err(self.action.refuse(
+                    "rollout.start",
+                    &label,
+                    format!(
+                        "which parameter is {label}'s image cannot be told from its templates \
+                         ({why}): roll it out with `caldera rollout start {label} --set \
+                         PARAMETER={to}`"
+                    ),
+                ))
+            }
+        };
+        // Heat's preview takes the value as the parameter's; the rollout's PATCH takes JSON
+        // text (an image named `2024` stays a string).
+        let as_json = serde_json::Value::String(to.clone()).to_string();
+        let set: BTreeMap<String, String> = [(parameter.clone(), to)].into_iter().collect();
+        let preview = any_group::plan_group_rollout(
+            &self.heat,
+            &stack,
+            group,
+            &set,
+            &any_group::Allow::default(),
+        )
+        .await?;
+        if !preview.refusals.is_empty() {
+            return Err(self
+                .action
+                .refuse("rollout.start", &label, preview.refusals.join("; ")));
+        }
+        let mut plan = RolloutPlan::for_group(
+            any_group::group_target(&stack, group),
+            stack,
+            group,
+            &preview.members,
+            options,
+            [(parameter, as_json)].into_iter().collect(),
+        );
+        plan.preview = preview.lines();
+        // What the group's members boot now, as the node-group row read it.
+        plan.from_image = nodegroup.image.clone();
+        Ok(UpgradePlan::Rollout(Box::new(plan)))
     }
 
     /// Applies a plain stack's group scale: planned again against the stack as it is now,
@@ -212,17 +276,9 @@ impl Operator for LiveOperator {
         let me = self.inner.clone();
         async move {
             if plain_stack::is_plain_stack(&cluster) {
-                // Which of the stack's parameters is this group's image is the template's
-                // to say, by any name; the operator names it on the command line.
-                return Err(ServiceError::new(
-                    ErrorKind::Refused,
-                    format!(
-                        "{}/{} is a group of a stack no driver owns: roll it out with \
-                         `caldera rollout start {}/{} --set PARAMETER={to}` (the parameter \
-                         its servers' image reads)",
-                        cluster.name, nodegroup.name, cluster.name, nodegroup.name
-                    ),
-                ));
+                return me
+                    .plan_stack_group_upgrade(&cluster, &nodegroup, to, options)
+                    .await;
             }
             let target = me.target(&cluster, &nodegroup).await?;
             let to = match target.driver {
