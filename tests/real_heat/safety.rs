@@ -29,6 +29,7 @@ use caldera::model::StackRef;
 use heat_wait::wait_status;
 use real_heat_client::{fixture, heat, heat_url, oldest_first, unique};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const MAGNUM_FILES: [(&str, &str); 3] = [
@@ -60,21 +61,54 @@ async fn magnum_stack_edited(
     minions: u32,
     edit: impl FnOnce(&mut Value),
 ) -> StackRef {
+    magnum_stack_made(heat, prefix, minions, edit, false).await
+}
+
+/// Magnum's layout whose nodes are `OS::Nova::Server`s as in Magnum's own templates (the
+/// discovery suite's server stand-in registered under that type), not `OS::Heat::None`:
+/// for what reads the servers' definitions, such as the image parameter they boot from.
+async fn magnum_stack_with_servers(
+    heat: &HeatClient,
+    prefix: &str,
+    minions: u32,
+    edit: impl FnOnce(&mut Value),
+) -> StackRef {
+    magnum_stack_made(heat, prefix, minions, edit, true).await
+}
+
+async fn magnum_stack_made(
+    heat: &HeatClient,
+    prefix: &str,
+    minions: u32,
+    edit: impl FnOnce(&mut Value),
+    servers: bool,
+) -> StackRef {
     let mut template: Value =
         serde_yaml_ng::from_str(&fixture("magnum/kubecluster.yaml")).expect("template YAML");
     edit(&mut template);
+    let mut files: BTreeMap<String, String> = MAGNUM_FILES
+        .iter()
+        .map(|(n, p)| (n.to_string(), fixture(p)))
+        .collect();
+    let mut environment = operators_environment();
+    if servers {
+        for (name, text) in files.iter_mut() {
+            if name.starts_with("kube") {
+                *text = text.replace("type: OS::Heat::None", "type: OS::Nova::Server");
+            }
+        }
+        files.insert("server.yaml".into(), fixture("../discovery/server.yaml"));
+        environment["resource_registry"]["OS::Nova::Server"] = json!("server.yaml");
+    }
     let create = StackCreate {
         name: unique(prefix),
         template,
-        files: MAGNUM_FILES
-            .iter()
-            .map(|(n, p)| (n.to_string(), fixture(p)))
-            .collect(),
+        files,
         parameters: serde_json::from_value(
             json!({"number_of_masters": 1, "number_of_minions": minions}),
         )
         .expect("parameters"),
-        environment: Some(operators_environment()),
+        environment: Some(environment),
         disable_rollback: Some(true),
         ..Default::default()
     };
@@ -410,7 +444,7 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.jsonl");
     // The masters read the minions' image parameter too: one image for the whole cluster.
-    let stack = magnum_stack_edited(&heat, "blast", 2, |t| {
+    let stack = magnum_stack_with_servers(&heat, "blast", 2, |t| {
         t["resources"]["kube_masters"]["properties"]["resource_def"]["properties"]
             ["server_image"] = json!({"get_param": "minion_image"});
     })
@@ -452,6 +486,50 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
         .into_iter()
         .any(|e| matches!(e.outcome, Outcome::Refused { .. }) && e.action == "rollout.start");
     assert!(refused, "the refusal is journaled");
+
+    // The console's upgrade form on the same group (the stack seen as a cluster): the image
+    // parameter found from the templates, the same refusal, journaled, naming the command
+    // that can say the masters may go (the form cannot).
+    {
+        use caldera::service::operator::Operator;
+        use caldera::service::CloudService;
+        let conn = real_heat_client::connect().await;
+        let op = crate::support::scenarios::live_operator(
+            &conn,
+            crate::support::scenarios::action_context(Journal::open(&journal), "tester"),
+            std::time::Duration::from_millis(200),
+        );
+        let cluster = caldera::service::plain_stack::cluster_of(&stack.id, &stack.name);
+        let row = caldera::service::live::LiveService::new(conn.clone())
+            .list_nodegroups(cluster.clone())
+            .await
+            .expect("node group rows")
+            .into_iter()
+            .find(|r| r.name == "kube_minions")
+            .expect("the minions' row");
+        let e = op
+            .plan_upgrade(cluster, row, "fcos-41".into(), Default::default())
+            .await
+            .expect_err("refused as the command line refuses it");
+        assert!(
+            e.message
+                .contains("kube_masters (OS::Heat::ResourceGroup) reads minion_image too")
+                && e.message.contains(&format!(
+                    "`caldera rollout start {target} --set minion_image=fcos-41 \
+                     --let-heat-update kube_masters`"
+                )),
+            "{e}"
+        );
+        let d = heat.get_stack(&stack, false).await.expect("stack");
+        assert_eq!(d.summary.updated_at, updated, "nothing sent");
+        let refusals = Journal::open(&journal)
+            .read_all()
+            .unwrap()
+            .into_iter()
+            .filter(|e| matches!(e.outcome, Outcome::Refused { .. }) && e.action == "rollout.start")
+            .count();
+        assert_eq!(refusals, 2, "the console's refusal is journaled too");
+    }
 
     // Said on purpose: the masters are Heat's to update, the minions are held and released.
     let (ok, out, err) = start(&["--let-heat-update", "kube_masters"]);

@@ -256,6 +256,19 @@ impl GroupUpdatePlan {
         ))
     }
 
+    /// The `--let-heat-update PATH` flags that would lift this plan's blast-radius
+    /// refusals: every resource outside the group that reads a changed parameter, is no
+    /// wait condition, and was not allowed. The console cannot take them (a form has no
+    /// such field, on purpose: letting Heat update a whole other group unheld is a choice to
+    /// make with the command and its preview in front of you); it names the command.
+    pub fn override_flags(&self) -> Vec<String> {
+        self.also
+            .iter()
+            .filter(|a| !a.allowed && !a.only_waits())
+            .map(|a| format!("--let-heat-update {}", a.path))
+            .collect()
+    }
+
     /// A scale plan (from [`plan_group_scale`]) in the form the console's scale form shows
     /// and applies ([`super::ScalePlan`]); `None` for a plan that is no scale.
     pub fn scale_plan(&self) -> Option<super::ScalePlan> {
@@ -1333,6 +1346,18 @@ mod tests {
         });
         let lines = plan.lines().join("\n");
         assert!(!lines.contains("hands every nested stack"), "{lines}");
+        // What would lift the refusal from the command line: the group, not a wait
+        // condition, nor what the operator already let.
+        plan.also.push(AlsoChanged {
+            path: "db_wait".into(),
+            resource_type: "OS::Heat::WaitCondition".into(),
+            reads: vec!["app_count".into()],
+            members: None,
+            allowed: false,
+        });
+        assert_eq!(plan.override_flags(), ["--let-heat-update db_tier"]);
+        plan.also[0].allowed = true;
+        assert!(plan.override_flags().is_empty());
     }
 
     /// A ResourceGroup shrunk drops the end of its member list, by index, not by text.

@@ -120,9 +120,17 @@ impl Inner {
         .await?;
         if !plan.refusals.is_empty() {
             let target = format!("{}/{}", stack.name, nodegroup.name);
-            return Err(self
-                .action
-                .refuse("scale", &target, plan.refusals.join("; ")));
+            let count = request
+                .count
+                .map(|n| format!(" --count {n}"))
+                .unwrap_or_default();
+            let remove: String = request
+                .remove
+                .iter()
+                .map(|m| format!(" --remove {m}"))
+                .collect();
+            let why = with_command_line(&plan, &format!("caldera scale {target}{count}{remove}"));
+            return Err(self.action.refuse("scale", &target, why));
         }
         plan.scale_plan().ok_or_else(|| {
             ServiceError::new(ErrorKind::Refused, "not a scale of the group".to_string())
@@ -172,9 +180,9 @@ impl Inner {
         )
         .await?;
         if !preview.refusals.is_empty() {
-            return Err(self
-                .action
-                .refuse("rollout.start", &label, preview.refusals.join("; ")));
+            let sets: String = set.iter().map(|(k, v)| format!(" --set {k}={v}")).collect();
+            let why = with_command_line(&preview, &format!("caldera rollout start {label}{sets}"));
+            return Err(self.action.refuse("rollout.start", &label, why));
         }
         let mut plan = RolloutPlan::for_group(
             any_group::group_target(&stack, group),
@@ -219,6 +227,21 @@ impl Inner {
     fn engine_options(&self, target: &NodeGroupTarget) -> engine::EngineOptions {
         control::engine_options(&self.config, &self.action.actor.cloud, target, self.poll)
     }
+}
+
+/// A refused plan's reasons, for the console: where only `--let-heat-update` would lift them
+/// (the blast radius), the command that can, with its flags, since the form cannot take them.
+fn with_command_line(plan: &any_group::GroupUpdatePlan, command: &str) -> String {
+    let reasons = plan.refusals.join("; ");
+    let flags = plan.override_flags();
+    if flags.is_empty() {
+        return reasons;
+    }
+    format!(
+        "{reasons}. The console does not let Heat update another group unheld; from the \
+         command line, with its preview: `{command} {}`",
+        flags.join(" ")
+    )
 }
 
 impl Operator for LiveOperator {
