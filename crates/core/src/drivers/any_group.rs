@@ -90,6 +90,11 @@ pub struct GroupUpdatePlan {
     /// The blast radius outside the target: every other resource whose definition reads a
     /// changed parameter, which Heat updates in the same update, unheld.
     pub also: Vec<AlsoChanged>,
+    /// Resources that read the target's attributes (`get_attr: [kube_minions, …]`), by
+    /// path and type: Heat updates them after the group when what they read changed (the
+    /// members' addresses after a scale, say). Not held, not refused: the template wires
+    /// them to the group on purpose; the plan names them.
+    pub attribute_readers: Vec<(String, String)>,
 }
 
 /// Wait conditions: Heat updates their `count` in place (`update_allowed`, heat/engine/
@@ -226,6 +231,19 @@ impl GroupUpdatePlan {
             ));
         }
         out.extend(self.also.iter().map(AlsoChanged::line));
+        if !self.attribute_readers.is_empty() {
+            let readers: Vec<String> = self
+                .attribute_readers
+                .iter()
+                .map(|(path, kind)| format!("{path} ({kind})"))
+                .collect();
+            out.push(format!(
+                "  after {}: {} read its attributes; Heat updates them once it is done if what \
+                 they read changed",
+                self.group,
+                readers.join(", ")
+            ));
+        }
         out.extend(self.refusals.iter().map(|r| format!("  refused: {r}")));
         out
     }
@@ -453,7 +471,64 @@ async fn plan_with_templates(
         removing: Vec::new(),
         dropped: Vec::new(),
         also,
+        attribute_readers: attribute_readers(templates, group),
     })
+}
+
+/// The resources along the group's path that read the attributes of the resource on the
+/// path at their level (`get_attr: [kube_minions, kube_minion_ip]` beside `kube_minions`;
+/// beside `roles` one level up for `roles/Compute`): (path, type), sorted.
+pub fn attribute_readers(templates: &[Value], group: &str) -> Vec<(String, String)> {
+    let steps = steps(group);
+    let mut out = Vec::new();
+    for (level, on_path) in steps.iter().enumerate() {
+        let Some(resources) = templates
+            .get(level)
+            .and_then(|t| t.get("resources"))
+            .and_then(Value::as_object)
+        else {
+            break;
+        };
+        for (name, definition) in resources {
+            if name != on_path && reads_attributes_of(definition, on_path, 0) {
+                let path = steps[..level]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain(std::iter::once(name.clone()))
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let kind = definition
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?");
+                out.push((path, kind.to_string()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Whether `v` holds `{get_attr: [resource, …]}` (or Heat's dotted `resource.attr` form).
+fn reads_attributes_of(v: &Value, resource: &str, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    match v {
+        Value::Object(map) => map.iter().any(|(k, inner)| {
+            let here = k == "get_attr"
+                && match inner {
+                    Value::Array(a) => a.first().and_then(Value::as_str) == Some(resource),
+                    Value::String(s) => s.split('.').next() == Some(resource),
+                    _ => false,
+                };
+            here || reads_attributes_of(inner, resource, depth + 1)
+        }),
+        Value::Array(items) => items
+            .iter()
+            .any(|item| reads_attributes_of(item, resource, depth + 1)),
+        _ => false,
+    }
 }
 
 /// The blast radius of setting `set` for the group at `group`, from the templates along its
@@ -1252,6 +1327,27 @@ mod tests {
             .collect()
     }
 
+    /// What reads the group's attributes is found by `get_attr` on the group's own name, at
+    /// its level, not by what it is called.
+    #[test]
+    fn readers_of_the_groups_attributes_are_named() {
+        let top = json!({"resources": {
+            "workers": {"type": "OS::Heat::ResourceGroup"},
+            "pool": {"type": "OS::Heat::Value", "properties": {
+                "value": {"list_join": [",", {"get_attr": ["workers", "ip"]}]}}},
+            "api_lb": {"type": "OS::Heat::Value", "properties": {"value": {"get_attr": "workers.ip"}}},
+            "workers_doc": {"type": "OS::Heat::Value", "properties": {"value": "workers"}},
+            "other": {"type": "OS::Heat::Value", "properties": {"value": {"get_attr": ["masters", "ip"]}}},
+        }});
+        assert_eq!(
+            attribute_readers(std::slice::from_ref(&top), "workers"),
+            [
+                ("api_lb".to_string(), "OS::Heat::Value".to_string()),
+                ("pool".to_string(), "OS::Heat::Value".to_string())
+            ]
+        );
+    }
+
     /// The image parameter is followed through Heat's structure whatever it is called: a
     /// member template's server reads `boot_image`, the group passes `frontend_image`; a
     /// server as the definition; through a nested stack; and refused where no plain
@@ -1328,6 +1424,7 @@ mod tests {
             removing: Vec::new(),
             dropped: Vec::new(),
             also: Vec::new(),
+            attribute_readers: vec![("lb_members".into(), "OS::Heat::Value".into())],
         };
         let lines = plan.lines().join("\n");
         assert!(
@@ -1337,6 +1434,10 @@ mod tests {
             "{lines}"
         );
         assert!(lines.contains("reads none of app_count"), "{lines}");
+        assert!(
+            lines.contains("after app_tier: lb_members (OS::Heat::Value) read its attributes"),
+            "{lines}"
+        );
         plan.also.push(AlsoChanged {
             path: "db_tier".into(),
             resource_type: "OS::Heat::ResourceGroup".into(),
