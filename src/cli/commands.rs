@@ -298,13 +298,21 @@ async fn nodegroups(
             crate::ops::discover::GROUP_TYPES.join(", ")
         );
     }
-    for g in &groups {
+    // Each group's image as the console's node groups show it: what its members' servers
+    // boot, as Heat resolved it.
+    let images = futures::future::join_all(
+        groups
+            .iter()
+            .map(|g| crate::service::plain_stack::member_image(&conn.heat, g)),
+    )
+    .await;
+    for (g, image) in groups.iter().zip(images) {
         t.push([
             group_label(g),
             g.stack.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
             g.resource_type.clone(),
             String::new(),
-            String::new(),
+            image.unwrap_or_default(),
             String::new(),
             g.members.len().to_string(),
             String::new(),

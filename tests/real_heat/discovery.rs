@@ -435,6 +435,25 @@ async fn the_console_on_a_plain_stack_shows_its_node_groups_counts_and_images() 
         };
         assert_eq!(n.image.as_ref(), parameters.get(param), "{}", n.key.member);
     }
+    // `caldera nodegroups STACK` says the same images as the console's rows.
+    let (ok, out, err) =
+        crate::support::real_heat_client::caldera(&["nodegroups", &stack.name, "--format", "csv"]);
+    assert!(ok, "{err}");
+    for (group, param) in [
+        ("app_tier", "frontend_image"),
+        ("db_tier", "database_image"),
+    ] {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{group},")))
+            .unwrap_or_else(|| panic!("{group} listed: {out}"));
+        let image = row.split(',').nth(4).unwrap_or_default();
+        assert_eq!(
+            Some(image),
+            parameters.get(param).map(String::as_str),
+            "{row}"
+        );
+    }
 
     // Beside groups that are not nodes: one row, the servers' image, their real count.
     let mixed = create(&heat, "disc-mixed-console", "mixed/top.yaml", &[]).await;
