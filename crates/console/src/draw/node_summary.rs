@@ -314,14 +314,17 @@ pub fn zone_groups(
         .map(|m| (m.name.as_str(), m.phase))
         .collect();
     let mut zones: BTreeMap<&str, HeatGroup> = BTreeMap::new();
+    // A group none of whose nodes has a zone (a stack's servers that name none) is labelled
+    // by the group alone, not `group/-`.
+    let zoned = set.rows.iter().any(|r| r.node.zone.is_some());
     for row in &set.rows {
         let zone = row.node.zone.as_deref().unwrap_or("-");
         let g = zones.entry(zone).or_insert_with(|| HeatGroup {
             // Heat-map labels are drawn straight into the buffer: made safe here.
-            label: terminal_safe(&if prefix.is_empty() {
-                zone.to_string()
-            } else {
-                format!("{prefix}/{zone}")
+            label: terminal_safe(&match (prefix.is_empty(), zoned) {
+                (true, _) => zone.to_string(),
+                (false, false) => prefix.to_string(),
+                (false, true) => format!("{prefix}/{zone}"),
             })
             .into_owned(),
             states: Vec::new(),
@@ -443,6 +446,31 @@ mod tests {
         g.image = Some(image.to_string());
         g.status = Status::parse(status);
         g
+    }
+
+    /// The dashboard's heat map labels a group by its zones; a group whose nodes name none
+    /// (a plain stack's servers) by the group alone, not `app_tier/-`.
+    #[test]
+    fn heat_map_labels_say_the_zone_only_where_there_is_one() {
+        let now = Utc::now();
+        let rows = [
+            row(0, "CREATE_COMPLETE", false, 30, now),
+            row(1, "CREATE_COMPLETE", false, 30, now),
+        ];
+        let g = group("img", "CREATE_COMPLETE");
+        let store = Store::default();
+        let set = set_of(&rows, now);
+        let p = group_progress(&store, &g, &set, now);
+        let labels = |set: &NodeSet| -> Vec<String> {
+            zone_groups(set, "app_tier", None, &p)
+                .into_iter()
+                .map(|z| z.label)
+                .collect()
+        };
+        assert_eq!(labels(&set), ["app_tier"]);
+        let mut zoned = rows.clone();
+        zoned[1].node.zone = Some("az1".into());
+        assert_eq!(labels(&set_of(&zoned, now)), ["app_tier/-", "app_tier/az1"]);
     }
 
     /// A Heat-native group mid-upgrade (Nova names images by id, the group too): cells are
