@@ -810,6 +810,25 @@ pub fn count_parameter_along(templates: &[Value], path: &str) -> Result<String, 
     parameter_up(templates, &steps, count_parameter(own, last)?, "count")
 }
 
+/// The group at `steps` (spelled `path`) as the template that defines it writes it: its
+/// definition and its type; why not, when no template along the path has it.
+fn group_resource<'a>(
+    templates: &'a [Value],
+    steps: &[&str],
+    path: &str,
+) -> Result<(&'a Value, &'a str), String> {
+    let (Some(last), Some(own)) = (steps.last(), templates.get(steps.len().saturating_sub(1)))
+    else {
+        return Err(format!("no group at path {path}"));
+    };
+    let resource = own
+        .get("resources")
+        .and_then(|r| r.get(*last))
+        .ok_or_else(|| format!("the stack's template has no resource {last}"))?;
+    let kind = resource.get("type").and_then(Value::as_str).unwrap_or("?");
+    Ok((resource, kind))
+}
+
 /// The image property of a Nova server type (`OS::Nova::Server`'s `image`, its CFN twin's
 /// `ImageId`).
 fn image_property(resource_type: &str) -> Option<&'static str> {
@@ -833,15 +852,7 @@ pub fn image_parameter_along(
     path: &str,
 ) -> Result<String, String> {
     let steps = steps(path);
-    let (Some(last), Some(own)) = (steps.last(), templates.get(steps.len().saturating_sub(1)))
-    else {
-        return Err(format!("no group at path {path}"));
-    };
-    let resource = own
-        .get("resources")
-        .and_then(|r| r.get(*last))
-        .ok_or_else(|| format!("the stack's template has no resource {last}"))?;
-    let kind = resource.get("type").and_then(Value::as_str).unwrap_or("?");
+    let (resource, kind) = group_resource(templates, &steps, path)?;
     let key = match kind {
         "OS::Heat::ResourceGroup" => "resource_def",
         "OS::Heat::AutoScalingGroup" => "resource",
@@ -1073,15 +1084,7 @@ pub fn removal_parameter_along(
     path: &str,
 ) -> Result<RemovalParameter, String> {
     let steps = steps(path);
-    let (Some(last), Some(own)) = (steps.last(), templates.get(steps.len().saturating_sub(1)))
-    else {
-        return Err(format!("no group at path {path}"));
-    };
-    let resource = own
-        .get("resources")
-        .and_then(|r| r.get(*last))
-        .ok_or_else(|| format!("the stack's template has no resource {last}"))?;
-    let kind = resource.get("type").and_then(Value::as_str).unwrap_or("?");
+    let (resource, kind) = group_resource(templates, &steps, path)?;
     if kind != "OS::Heat::ResourceGroup" {
         return Err(format!(
             "{path} is a {kind}: Heat removes chosen members of an OS::Heat::ResourceGroup \
