@@ -135,7 +135,7 @@ impl App {
     }
 }
 
-/// Whether a node group is a plain stack seen as one ([`stack_as_nodegroup`]).
+/// Whether a node group is a plain stack seen as one (`stack_as_nodegroup`).
 pub fn is_stack_standin(g: &NodeGroup) -> bool {
     g.cluster_id == g.id && g.stack_id.as_deref() == Some(g.id.as_str())
 }

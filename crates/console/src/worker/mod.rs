@@ -1,7 +1,7 @@
 //! Background workers: every request runs as its own task through the
 //! `CloudService`; answers go back on one channel tagged with their generation.
 //! Node streams can be cancelled; stack names are resolved (and cached) here.
-//! The operator's actions and the rollouts they start are in [`operator_jobs`].
+//! The operator's actions and the rollouts they start are in `operator_jobs`.
 
 mod operator_jobs;
 

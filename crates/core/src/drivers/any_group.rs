@@ -22,7 +22,7 @@
 //! parameter the group's count reads ([`plan_group_scale`], [`apply_group_update`]); a
 //! rollout (`caldera rollout start STACK/GROUP --set KEY=VALUE`) is the same engine as
 //! caldera's own node groups (`crate::rollout`), with the hooks on this group's members
-//! ([`rollout_plan::RolloutPlan::for_group`]).
+//! ([`super::rollout_plan::RolloutPlan::for_group`]).
 //!
 //! A group inside a nested stack (`roles/Compute`) is planned through its owners: the reach
 //! check and the count follow the parameters each owner passes down to its nested template,
@@ -125,7 +125,7 @@ pub struct AlsoChanged {
 }
 
 impl AlsoChanged {
-    /// A wait condition ([`WAITS_IN_PLACE`]): updated in place, waiting for signals.
+    /// A wait condition (`WAITS_IN_PLACE`): updated in place, waiting for signals.
     pub fn only_waits(&self) -> bool {
         WAITS_IN_PLACE.contains(&self.resource_type.as_str())
     }

@@ -362,7 +362,7 @@ impl EventTracker {
     /// busiest stack cannot write half its retention between two polls at its recent rate,
     /// with a margin of two (Heat purges a batch of the oldest at once, 200 of 1000 by
     /// default); growing back to `configured` as that rate fades when quiet; never under
-    /// [`MIN_DELAY`] nor faster than [`MAX_REQUESTS_PER_SEC`] given the last poll's requests.
+    /// `MIN_DELAY` nor faster than `MAX_REQUESTS_PER_SEC` given the last poll's requests.
     pub fn next_delay(&self, configured: StdDuration) -> StdDuration {
         let floor = MIN_DELAY.max(StdDuration::from_secs_f64(
             f64::from(self.last_requests) / MAX_REQUESTS_PER_SEC,

@@ -8,11 +8,11 @@
 //! hooks and the health gate, and pauses on the first failure.
 //!
 //! - [`plan`]: the plan shown before anything happens.
-//! - [`observe`]: Heat's state of a rollout (events and member stacks).
+//! - [`observed`]: Heat's state of a rollout (events and member stacks).
 //! - [`engine`]: the task that drives it, controlled by [`engine::Control`].
 //! - [`lock`]: one driver per node group; control requests ordered against releases.
 //! - [`control`]: finding a rollout under way and steering it from outside its engine.
-//! - [`status`]: [`status::RolloutStatus`], the snapshot the console shows.
+//! - [`progress`]: [`progress::RolloutStatus`], the snapshot the console shows.
 //! - [`unhook`]: taking the rollout's hooks back out of the stack's environment at its end.
 
 pub mod control;

@@ -9,7 +9,7 @@
 //!   (ResourceGroup, a template resource) runs `stack check` on that stack and waits for it,
 //!   so nested stacks emit their own events, depth first.
 //! - A resource that cannot (OS::Heat::Value, OS::Heat::None, OS::Neutron::Port...) goes
-//!   straight to `CHECK_COMPLETE` "CHECK not supported for <type>": one event, no
+//!   straight to `CHECK_COMPLETE` "CHECK not supported for `<type>`": one event, no
 //!   IN_PROGRESS. One never created (INIT_COMPLETE) is left alone.
 //! - A failed resource's dependents are not checked; the stack ends `CHECK_FAILED`
 //!   "Resource CHECK failed: [...]" (Heat aggregates the failures and prints Python's list).

@@ -261,7 +261,7 @@ fn fitted<'a>(
 const PATH_SEP: &str = " > ";
 
 /// `text` cut to `width` columns, the cut marked `…`. A resource path (spelled with
-/// [`PATH_SEP`]) keeps its end: the member and the resource are what tell its rows apart
+/// `PATH_SEP`, ` > `) keeps its end: the member and the resource are what tell its rows apart
 /// (`…406 > kube-minion`, `…406 > kube-port`), the group they share is what goes. So does
 /// an action's target (`prod-east/workers-a/17`: one word of `/`-separated names), whose
 /// member is at its end. Any other text keeps its start.
