@@ -46,7 +46,7 @@ impl fmt::Display for Api {
 
 /// The last word on a service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Health {
+pub enum Availability {
     /// Nothing has come back yet (a probe is under way).
     Probing,
     /// It answered its last request.
@@ -61,7 +61,7 @@ pub enum Health {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceHealth {
     pub api: Api,
-    pub health: Health,
+    pub health: Availability,
     /// What went wrong, when it did: `no answer within 10 s (first-byte timeout)`.
     pub detail: Option<String>,
 }
@@ -70,15 +70,15 @@ impl ServiceHealth {
     /// `magnum: no answer within 10 s`, or `heat ok`.
     pub fn label(&self) -> String {
         match (&self.health, &self.detail) {
-            (Health::Up, _) => format!("{} ok", self.api.key()),
-            (Health::Probing, _) => format!("{} …", self.api.key()),
+            (Availability::Up, _) => format!("{} ok", self.api.key()),
+            (Availability::Probing, _) => format!("{} …", self.api.key()),
             (_, Some(detail)) => format!("{}: {detail}", self.api.key()),
-            (Health::Slow, None) => format!("{}: slow", self.api.key()),
-            (Health::Down, None) => format!("{}: down", self.api.key()),
+            (Availability::Slow, None) => format!("{}: slow", self.api.key()),
+            (Availability::Down, None) => format!("{}: down", self.api.key()),
         }
     }
 
     pub fn is_ok(&self) -> bool {
-        self.health == Health::Up
+        self.health == Availability::Up
     }
 }

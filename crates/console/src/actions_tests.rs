@@ -6,7 +6,7 @@
 use super::config::{resolve, ConsoleOptions};
 use super::keys::KeyAction;
 use super::message::NO_ACTIONS;
-use super::message::{Action, Driver, Reply, Request};
+use super::message::{Action, Reply, Request, RolloutDriver};
 use super::state::action_dialogs::Dialog;
 use super::state::view::ViewKind;
 use super::state::{App, Level, Mode};
@@ -55,7 +55,7 @@ impl H {
         self.app.update(Action::Reply(Reply::RolloutFound {
             key: g.id.clone(),
             gen: self.app.store().rollouts[&g.id].meta.gen,
-            result: Ok(Some((plan.clone(), Driver::Here))),
+            result: Ok(Some((plan.clone(), RolloutDriver::Here))),
         }));
     }
 
@@ -63,7 +63,7 @@ impl H {
     fn rollout_status(&mut self, g: &NodeGroup, status: RolloutStatus) {
         self.app.update(Action::Reply(Reply::Rollout {
             key: g.id.clone(),
-            driver: Driver::Here,
+            driver: RolloutDriver::Here,
             result: Ok(status),
         }));
     }
@@ -526,7 +526,7 @@ async fn a_rollout_elsewhere_is_observed_and_resume_takes_it_over() {
     assert!(screen.contains("(observed)"));
     assert_eq!(
         h.app.store().rollouts[&g.id].driver,
-        Some(Driver::Elsewhere)
+        Some(RolloutDriver::Elsewhere)
     );
     // Pause with no engine here goes through the journal to its driver.
     h.press(KeyCode::Char('p'));
@@ -555,7 +555,10 @@ async fn a_rollout_elsewhere_is_observed_and_resume_takes_it_over() {
         "{:?}",
         h.op.calls()
     );
-    assert_eq!(h.app.store().rollouts[&g.id].driver, Some(Driver::Here));
+    assert_eq!(
+        h.app.store().rollouts[&g.id].driver,
+        Some(RolloutDriver::Here)
+    );
     assert!(h.screen().contains("(driven here)"));
     assert!(!h.screen().contains("not driven by this console"));
 }

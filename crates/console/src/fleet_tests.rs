@@ -318,7 +318,7 @@ async fn a_failed_switch_stays_on_the_cloud() {
 #[tokio::test]
 async fn no_switch_while_a_rollout_driven_here_releases_nodes() {
     use crate::rollout::{RolloutState, RolloutStatus};
-    use crate::tui::message::Driver;
+    use crate::tui::message::RolloutDriver;
     use crate::tui::state::rollout_control::RolloutSlot;
     let fake = FakeCloud::demo(3);
     let cluster = fake.list_clusters().await.expect("clusters").remove(0);
@@ -341,7 +341,7 @@ async fn no_switch_while_a_rollout_driven_here_releases_nodes() {
             1,
             demo_epoch(),
         )),
-        driver: Some(Driver::Here),
+        driver: Some(RolloutDriver::Here),
         searched: true,
         observed: None,
         expect_update: false,

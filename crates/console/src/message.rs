@@ -368,7 +368,7 @@ pub enum Request {
 
 /// Who drives a rollout the console shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driver {
+pub enum RolloutDriver {
     /// An engine in this process.
     Here,
     /// Another process (or this console before a restart): observed, not driven.
@@ -477,12 +477,12 @@ pub enum Reply {
     RolloutFound {
         key: String,
         gen: u64,
-        result: ServiceResult<Option<(RolloutPlan, Driver)>>,
+        result: ServiceResult<Option<(RolloutPlan, RolloutDriver)>>,
     },
     /// A rollout's newest status (from our engine, coalesced, or from an observation).
     Rollout {
         key: String,
-        driver: Driver,
+        driver: RolloutDriver,
         result: ServiceResult<RolloutStatus>,
     },
     /// An observed update and its status; `None` when nothing is under way.

@@ -1117,19 +1117,19 @@ async fn events_view_reconnects_with_backoff_and_says_so() {
 /// A service that timed out is named in the header, next to the cloud.
 #[tokio::test]
 async fn header_names_a_service_that_does_not_answer() {
-    use crate::service::health::{Api, Health, ServiceHealth};
+    use crate::service::health::{Api, Availability, ServiceHealth};
     let mut h = Harness::demo(10);
     h.settle().await;
     let mut info = h.fake.info();
     info.services = vec![
         ServiceHealth {
             api: Api::Heat,
-            health: Health::Up,
+            health: Availability::Up,
             detail: None,
         },
         ServiceHealth {
             api: Api::Magnum,
-            health: Health::Slow,
+            health: Availability::Slow,
             detail: Some("no answer within 10 s".into()),
         },
     ];

@@ -6,7 +6,7 @@ use crate::sim::faults::FaultKind;
 use crate::sim::reply::{parse_query, service_error, Body, Reply, Req};
 use crate::sim::shared::{lock, Shared};
 use crate::sim::world::World;
-use crate::sim::{heat, keystone_service, magnum_service, nova_service};
+use crate::sim::{heat, keystone, magnum, nova};
 use axum::body::Body as AxBody;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
@@ -199,7 +199,7 @@ fn route(
         raw_query,
     };
     if service == "identity" {
-        return keystone_service::handle(sh, &mk(1));
+        return keystone::handle(sh, &mk(1));
     }
     if !matches!(service, "orchestration" | "container-infra" | "compute") {
         return root_or_404(sh, path);
@@ -212,7 +212,7 @@ fn route(
             && method == Method::GET);
     if !is_root {
         let token = headers.get("x-auth-token").and_then(|v| v.to_str().ok());
-        if !keystone_service::token_valid(sh, token) {
+        if !keystone::token_valid(sh, token) {
             return crate::sim::reply::keystone_error(
                 StatusCode::UNAUTHORIZED,
                 "The request you have made requires authentication.",
@@ -225,8 +225,8 @@ fn route(
     }
     match service {
         "orchestration" => heat::handle(sh, &mk(1)),
-        "container-infra" => magnum_service::handle(sh, &mk(1)),
-        _ => nova_service::handle(sh, &mk(1)),
+        "container-infra" => magnum::handle(sh, &mk(1)),
+        _ => nova::handle(sh, &mk(1)),
     }
 }
 

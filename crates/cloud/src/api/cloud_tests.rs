@@ -209,7 +209,7 @@ async fn a_hung_magnum_blocks_neither_the_connection_nor_heat() {
         .expect("magnum listed");
     assert_eq!(
         magnum.health,
-        crate::health::Health::Probing,
+        crate::health::Availability::Probing,
         "connected before Magnum answered"
     );
     let page = conn

@@ -13,7 +13,7 @@ use crate::api_error::{excerpt, ApiError, ApiResult, TransportKind};
 use crate::config::ConfigError;
 use crate::fetch::retry::{parse_retry_after, RetryPolicy};
 use crate::fetch::RequestBudget;
-use crate::health::{Api, Health, ServiceHealth};
+use crate::health::{Api, Availability, ServiceHealth};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
@@ -142,13 +142,13 @@ impl HealthBoard {
         if let Ok(mut m) = self.states.lock() {
             m.entry(api).or_insert(ServiceHealth {
                 api,
-                health: Health::Probing,
+                health: Availability::Probing,
                 detail: None,
             });
         }
     }
 
-    fn record(&self, api: Api, health: Health, detail: Option<String>) {
+    fn record(&self, api: Api, health: Availability, detail: Option<String>) {
         if let Ok(mut m) = self.states.lock() {
             m.insert(
                 api,
@@ -523,20 +523,22 @@ impl Transport {
         };
         let board = &self.inner.health;
         match outcome {
-            Ok(resp) if resp.status >= 500 => {
-                board.record(api, Health::Down, Some(format!("HTTP {}", resp.status)))
-            }
+            Ok(resp) if resp.status >= 500 => board.record(
+                api,
+                Availability::Down,
+                Some(format!("HTTP {}", resp.status)),
+            ),
             // Past half its allowance: it answers, but slowly enough to say so.
             Ok(resp) if resp.first_byte.0 * 2 > resp.first_byte.1 => board.record(
                 api,
-                Health::Slow,
+                Availability::Slow,
                 Some(format!(
                     "answered after {} (timeout {})",
                     human(resp.first_byte.0),
                     human(resp.first_byte.1)
                 )),
             ),
-            Ok(_) => board.record(api, Health::Up, None),
+            Ok(_) => board.record(api, Availability::Up, None),
             Err(ApiError::Transport {
                 kind: TransportKind::Timeout,
                 detail,
@@ -550,13 +552,13 @@ impl Transport {
                     .next()
                     .unwrap_or("timed out")
                     .to_string();
-                board.record(api, Health::Slow, Some(short))
+                board.record(api, Availability::Slow, Some(short))
             }
             Err(ApiError::Transport { kind, .. }) => {
-                board.record(api, Health::Down, Some(kind.to_string()))
+                board.record(api, Availability::Down, Some(kind.to_string()))
             }
             // It answered; what it said is another matter.
-            Err(_) => board.record(api, Health::Up, None),
+            Err(_) => board.record(api, Availability::Up, None),
         }
     }
 

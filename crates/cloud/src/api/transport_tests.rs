@@ -504,7 +504,7 @@ async fn streamed_body_over_the_limit_is_refused_while_reading() {
 // ------------------------------------------------------------------ timeouts by phase
 
 use crate::api::limits::{Purpose, ResponseMemory, Timeouts};
-use crate::health::{Api, Health};
+use crate::health::{Api, Availability};
 
 /// A transport whose phases time out quickly; `Heat` and `Magnum` tagged clones share it.
 fn phased(timeouts: Timeouts, memory: ResponseMemory, retry: RetryPolicy) -> Transport {
@@ -569,9 +569,12 @@ async fn a_service_that_never_answers_is_named_with_its_timeout_and_tried_twice(
     assert_eq!(ok, Ok1 { ok: 1 });
     let board = base.health();
     let m = board.get(Api::Magnum).expect("magnum known");
-    assert_eq!(m.health, Health::Slow);
+    assert_eq!(m.health, Availability::Slow);
     assert_eq!(m.detail.as_deref(), Some("no answer within 300 ms"));
-    assert_eq!(board.get(Api::Heat).map(|h| h.health), Some(Health::Up));
+    assert_eq!(
+        board.get(Api::Heat).map(|h| h.health),
+        Some(Availability::Up)
+    );
     // A probe takes the shorter probe timeout and is never retried on a timeout.
     let before = server.hits().len();
     let err = magnum
@@ -697,7 +700,7 @@ async fn a_refused_connection_names_the_service_and_marks_it_down() {
         "{text}"
     );
     let health = base.health().get(Api::Nova).expect("nova listed");
-    assert_eq!(health.health, Health::Down);
+    assert_eq!(health.health, Availability::Down);
     assert_eq!(health.label(), "nova: connection failed");
 }
 
@@ -719,7 +722,7 @@ async fn a_service_past_half_its_timeout_is_shown_slow_then_fine_again() {
     let heat = t.for_service(Api::Heat);
     let _: Ok1 = heat.get_json(&server.url("/slow")).await.unwrap();
     let h = t.health().get(Api::Heat).expect("heat listed");
-    assert_eq!(h.health, Health::Slow);
+    assert_eq!(h.health, Availability::Slow);
     assert!(
         h.label().starts_with("heat: answered after 1.") && h.label().ends_with("(timeout 2 s)"),
         "{}",
@@ -728,6 +731,6 @@ async fn a_service_past_half_its_timeout_is_shown_slow_then_fine_again() {
     let _: Ok1 = heat.get_json(&server.url("/fast")).await.unwrap();
     assert_eq!(
         t.health().get(Api::Heat).map(|h| h.health),
-        Some(Health::Up)
+        Some(Availability::Up)
     );
 }

@@ -2,7 +2,7 @@
 
 use super::{centered, clear};
 use crate::model::terminal_safe;
-use crate::service::health::{Health, ServiceHealth};
+use crate::service::health::{Availability, ServiceHealth};
 use crate::tui::message::COMMANDS;
 use crate::tui::resource_columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
@@ -57,11 +57,11 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     for s in info
         .services
         .iter()
-        .filter(|s| matches!(s.health, Health::Slow | Health::Down))
+        .filter(|s| matches!(s.health, Availability::Slow | Availability::Down))
     {
         let sep = if troubled.is_empty() { " │ " } else { " · " };
         troubled.push(Span::styled(sep, hs));
-        let colour = if s.health == Health::Down {
+        let colour = if s.health == Availability::Down {
             th.error
         } else {
             th.warning
@@ -115,7 +115,7 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
     let probing: Vec<String> = info
         .services
         .iter()
-        .filter(|s| s.health == Health::Probing)
+        .filter(|s| s.health == Availability::Probing)
         .map(ServiceHealth::label)
         .collect();
     if !probing.is_empty() {

@@ -17,7 +17,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 
 /// What a form or a plan is for.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Purpose {
+pub enum FormPurpose {
     Scale {
         cluster: Cluster,
         nodegroup: NodeGroup,
@@ -101,14 +101,14 @@ pub const ABORT_MODES: &[(AbortMode, &str)] = &[
 pub enum Dialog {
     Form {
         form: Form,
-        purpose: Purpose,
+        purpose: FormPurpose,
     },
     /// A plan was asked for; the form comes back (with the error) if planning fails.
     Waiting {
         title: String,
         gen: u64,
         form: Option<Form>,
-        purpose: Purpose,
+        purpose: FormPurpose,
     },
     Confirm(Confirm<OnYes>),
     AbortChoice {
@@ -262,7 +262,7 @@ impl App {
         );
         self.open_dialog(Dialog::Form {
             form,
-            purpose: Purpose::Scale { cluster, nodegroup },
+            purpose: FormPurpose::Scale { cluster, nodegroup },
         });
     }
 
@@ -334,7 +334,7 @@ impl App {
         );
         self.open_dialog(Dialog::Form {
             form,
-            purpose: Purpose::Upgrade { cluster, nodegroup },
+            purpose: FormPurpose::Upgrade { cluster, nodegroup },
         });
     }
 
@@ -392,7 +392,7 @@ impl App {
             title: format!("planning the removal of {} node(s)…", nodes.len()),
             gen,
             form: None,
-            purpose: Purpose::RemoveMarked { cluster, nodegroup },
+            purpose: FormPurpose::RemoveMarked { cluster, nodegroup },
         });
     }
 
@@ -430,7 +430,7 @@ impl App {
         );
         self.open_dialog(Dialog::Form {
             form,
-            purpose: Purpose::NodeAction {
+            purpose: FormPurpose::NodeAction {
                 cluster,
                 nodegroup,
                 nodes,
@@ -541,11 +541,11 @@ impl App {
         }
     }
 
-    fn submit_form(&mut self, form: Form, purpose: Purpose) {
+    fn submit_form(&mut self, form: Form, purpose: FormPurpose) {
         let gen = self.gen();
         let title;
         match &purpose {
-            Purpose::Scale { cluster, nodegroup } => {
+            FormPurpose::Scale { cluster, nodegroup } => {
                 let count = form.fields[0].number_value() as u32;
                 title = format!("planning the scale to {count} node(s)…");
                 self.outbox.push(Request::PlanScale {
@@ -558,7 +558,7 @@ impl App {
                     gen,
                 });
             }
-            Purpose::Upgrade { cluster, nodegroup } => {
+            FormPurpose::Upgrade { cluster, nodegroup } => {
                 let f = &form.fields;
                 let options = RolloutOptions {
                     batch_size: f[1].number_value() as usize,
@@ -577,7 +577,7 @@ impl App {
                     gen,
                 });
             }
-            Purpose::NodeAction {
+            FormPurpose::NodeAction {
                 cluster,
                 nodegroup,
                 nodes,
@@ -613,7 +613,7 @@ impl App {
                 )));
                 return;
             }
-            Purpose::MarkUnhealthy { stack, path } => {
+            FormPurpose::MarkUnhealthy { stack, path } => {
                 let reason = form.fields[0].value.trim().to_string();
                 let request = ControlRequest::MarkUnhealthy {
                     path: path.clone(),
@@ -623,7 +623,7 @@ impl App {
                 self.plan_control(stack.clone(), request, format!("planning {path}…"));
                 return;
             }
-            Purpose::RemoveMarked { .. } | Purpose::Control { .. } => return,
+            FormPurpose::RemoveMarked { .. } | FormPurpose::Control { .. } => return,
         }
         self.open_dialog(Dialog::Waiting {
             title,
@@ -675,7 +675,7 @@ impl App {
                     });
                     slot.plan = Some(rollout);
                     slot.status = None;
-                    slot.driver = Some(crate::tui::message::Driver::Here);
+                    slot.driver = Some(crate::tui::message::RolloutDriver::Here);
                     slot.meta.error = None;
                     slot.meta.in_flight = false;
                     self.open_rollout_view(cluster, nodegroup);
@@ -743,7 +743,7 @@ impl App {
             .store
             .rollouts
             .values()
-            .filter(|s| s.driver == Some(crate::tui::message::Driver::Here))
+            .filter(|s| s.driver == Some(crate::tui::message::RolloutDriver::Here))
             .filter_map(|s| {
                 let st = s.status.as_ref()?;
                 (!st.state.is_final()).then(|| {
@@ -901,8 +901,8 @@ impl App {
                 match result {
                     Ok(plan) => {
                         let (cluster, nodegroup) = match &purpose {
-                            Purpose::Scale { cluster, nodegroup }
-                            | Purpose::RemoveMarked { cluster, nodegroup } => {
+                            FormPurpose::Scale { cluster, nodegroup }
+                            | FormPurpose::RemoveMarked { cluster, nodegroup } => {
                                 (cluster.clone(), nodegroup.clone())
                             }
                             _ => return,
@@ -926,7 +926,7 @@ impl App {
                     return;
                 };
                 match (result, &purpose) {
-                    (Ok(plan), Purpose::Upgrade { cluster, nodegroup }) => {
+                    (Ok(plan), FormPurpose::Upgrade { cluster, nodegroup }) => {
                         let name = self.production_name(cluster);
                         self.open_dialog(Dialog::Confirm(Confirm::new(
                             format!("Upgrade {}/{}?", cluster.name, nodegroup.name),
@@ -1057,7 +1057,7 @@ impl App {
     }
 
     /// The waiting dialog of generation `gen`, closed; `None` when it is not open.
-    fn take_waiting(&mut self, gen: u64) -> Option<(Option<Form>, Purpose)> {
+    fn take_waiting(&mut self, gen: u64) -> Option<(Option<Form>, FormPurpose)> {
         match &self.mode {
             Mode::Dialog(d) if matches!(**d, Dialog::Waiting { gen: g, .. } if g == gen) => {}
             _ => return None,
@@ -1072,7 +1072,7 @@ impl App {
     }
 
     /// Planning failed: back to the form (values kept) with the error, or the status line.
-    fn plan_failed(&mut self, form: Option<Form>, purpose: Purpose, error: String) {
+    fn plan_failed(&mut self, form: Option<Form>, purpose: FormPurpose, error: String) {
         match form {
             Some(mut form) => {
                 form.error = Some(error);

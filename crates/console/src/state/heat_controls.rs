@@ -3,7 +3,7 @@
 //! planned by the worker from Heat (the exact calls), shown in the confirm dialog, and
 //! sent only once confirmed; the worker journals it before the call goes out.
 
-use super::action_dialogs::{Dialog, OnYes, Purpose};
+use super::action_dialogs::{Dialog, FormPurpose, OnYes};
 use super::form::{Confirm, Field, Form};
 use super::settle::Subject;
 use super::view::{StackTarget, ViewKind};
@@ -133,7 +133,7 @@ impl App {
         );
         self.open_dialog(Dialog::Form {
             form,
-            purpose: Purpose::MarkUnhealthy { stack, path },
+            purpose: FormPurpose::MarkUnhealthy { stack, path },
         });
     }
 
@@ -154,7 +154,7 @@ impl App {
             title,
             gen,
             form: None,
-            purpose: Purpose::Control { stack },
+            purpose: FormPurpose::Control { stack },
         });
     }
 

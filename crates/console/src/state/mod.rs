@@ -3,13 +3,13 @@
 //! workers; drawing reads the state and never changes it.
 
 pub mod action_dialogs;
+pub mod fleet;
 pub mod form;
 mod heat_controls;
 pub mod help;
 pub mod input;
 pub mod journal_reads;
 mod nav;
-pub mod other_clouds;
 pub use nav::is_stack_standin;
 pub mod rollout_control;
 pub mod screen;

@@ -10,7 +10,7 @@ use super::{App, Level};
 use crate::model::{Cluster, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, NodePhase, RolloutStatus};
-use crate::tui::message::{Driver, Reply, Request};
+use crate::tui::message::{Reply, Request, RolloutDriver};
 use std::collections::BTreeMap;
 
 pub use super::store::RolloutSlot;
@@ -44,7 +44,7 @@ impl App {
             .rollouts
             .entry(key.clone())
             .or_insert_with(|| RolloutSlot::new(cluster.clone(), nodegroup.clone()));
-        if slot.driver == Some(Driver::Here) {
+        if slot.driver == Some(RolloutDriver::Here) {
             return;
         }
         if !(force || slot.meta.due(now, every)) {
@@ -103,7 +103,7 @@ impl App {
                         slot.searched = true;
                         match found {
                             // Our engine outranks a look-up that raced with its start.
-                            Some(_) if slot.driver == Some(Driver::Here) => {}
+                            Some(_) if slot.driver == Some(RolloutDriver::Here) => {}
                             Some((plan, driver)) => {
                                 slot.plan = Some(plan);
                                 slot.driver = Some(driver);
@@ -148,11 +148,11 @@ impl App {
                 let Some(slot) = self.store.rollouts.get_mut(&key) else {
                     return;
                 };
-                if driver == Driver::Elsewhere {
+                if driver == RolloutDriver::Elsewhere {
                     slot.meta.in_flight = false;
                 }
                 // An engine here outranks an older observation still on its way.
-                if driver == Driver::Elsewhere && slot.driver == Some(Driver::Here) {
+                if driver == RolloutDriver::Elsewhere && slot.driver == Some(RolloutDriver::Here) {
                     return;
                 }
                 if let Some(mut status) = slot.meta.record(result, now) {
@@ -168,7 +168,7 @@ impl App {
                 };
                 // An engine here (started since the look began) outranks an observation:
                 // the look only ends.
-                if slot.driver == Some(Driver::Here) {
+                if slot.driver == Some(RolloutDriver::Here) {
                     slot.meta.end(gen);
                     return;
                 }
@@ -235,7 +235,7 @@ impl App {
             return;
         };
         let plan = match slot.driver {
-            Some(Driver::Here) => None,
+            Some(RolloutDriver::Here) => None,
             _ => slot.plan.clone().map(Box::new),
         };
         self.outbox
@@ -265,7 +265,7 @@ impl App {
             .table
             .selected(slot.nodes())
             .map(|n| (n.name.clone(), n.phase));
-        let driven_here = slot.driver == Some(Driver::Here);
+        let driven_here = slot.driver == Some(RolloutDriver::Here);
         if !self.may_act(what) {
             return;
         }

@@ -12,7 +12,7 @@ use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{RolloutPlan, RolloutState, RolloutStatus};
 use crate::service::fleet_scan::{FleetReport, FleetRow};
 use crate::service::{EventCursor, NodeUpdate, ServiceResult};
-use crate::tui::message::Driver;
+use crate::tui::message::RolloutDriver;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -788,7 +788,7 @@ pub struct RolloutSlot {
     pub plan: Option<RolloutPlan>,
     pub status: Option<RolloutStatus>,
     /// `None` until known.
-    pub driver: Option<Driver>,
+    pub driver: Option<RolloutDriver>,
     /// `find_rollout` answered at least once.
     pub searched: bool,
     /// An update no caldera rollout drives, shown when `plan` is `None`.
@@ -824,14 +824,14 @@ impl RolloutSlot {
             ));
         }
         match (self.driver, &self.status) {
-            (Some(Driver::Elsewhere), Some(s)) if !s.state.is_final() => Some(
+            (Some(RolloutDriver::Elsewhere), Some(s)) if !s.state.is_final() => Some(
                 "not driven by this console (another operator's, or from before a restart): \
                  resume (R) takes it over"
                     .into(),
             ),
             // Paused after the last batch's nodes finished: the engine holds the last
             // batch's post hooks, gate and finish until resumed.
-            (Some(Driver::Here), Some(s))
+            (Some(RolloutDriver::Here), Some(s))
                 if matches!(s.state, RolloutState::Paused { .. }) && s.remaining == 0 =>
             {
                 Some(

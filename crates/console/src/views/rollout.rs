@@ -7,7 +7,7 @@ use crate::progress::State;
 use crate::rollout::RolloutStatus;
 use crate::tui::draw::panes::data_table;
 use crate::tui::keys::{self, KeyContext};
-use crate::tui::message::Driver;
+use crate::tui::message::RolloutDriver;
 use crate::tui::state::rollout_control::RolloutSlot;
 use crate::tui::state::store::{FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View};
@@ -158,9 +158,9 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
             Span::styled(
                 match (slot.driver, &slot.observed) {
                     (_, Some(_)) => "  (observed: not driven by caldera)".to_string(),
-                    (Some(Driver::Here), None) => "  (driven here)".to_string(),
+                    (Some(RolloutDriver::Here), None) => "  (driven here)".to_string(),
                     // Who drives it, from its driver lock: another process, or nobody.
-                    (Some(Driver::Elsewhere), None) => match &s.driver {
+                    (Some(RolloutDriver::Elsewhere), None) => match &s.driver {
                         Some(d) if !s.state.is_final() => format!("  (observed; {})", d.label()),
                         _ => "  (observed)".to_string(),
                     },

@@ -5,7 +5,7 @@
 use super::Worker;
 use crate::rollout::{Control, RolloutHandle, RolloutPlan, RolloutStatus};
 use crate::service::{ErrorKind, ServiceError};
-use crate::tui::message::{Driver, Reply, Request, NO_ACTIONS};
+use crate::tui::message::{Reply, Request, RolloutDriver, NO_ACTIONS};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -45,7 +45,7 @@ async fn forward(tx: UnboundedSender<Reply>, key: String, mut rx: watch::Receive
         let last = status.state.is_final();
         let reply = Reply::Rollout {
             key: key.clone(),
-            driver: Driver::Here,
+            driver: RolloutDriver::Here,
             result: Ok(status),
         };
         if tx.send(reply).is_err() || last {
@@ -55,7 +55,7 @@ async fn forward(tx: UnboundedSender<Reply>, key: String, mut rx: watch::Receive
             let status = rx.borrow().clone();
             let _ = tx.send(Reply::Rollout {
                 key,
-                driver: Driver::Here,
+                driver: RolloutDriver::Here,
                 result: Ok(status),
             });
             return;
@@ -162,11 +162,11 @@ impl Worker {
                     let _ = tx.send(Reply::RolloutFound {
                         key: key.clone(),
                         gen,
-                        result: Ok(Some((plan, Driver::Here))),
+                        result: Ok(Some((plan, RolloutDriver::Here))),
                     });
                     let _ = tx.send(Reply::Rollout {
                         key,
-                        driver: Driver::Here,
+                        driver: RolloutDriver::Here,
                         result: Ok(status),
                     });
                     return;
@@ -175,7 +175,7 @@ impl Worker {
                     let result = op
                         .find_rollout(cluster, nodegroup)
                         .await
-                        .map(|found| found.map(|p| (p, Driver::Elsewhere)));
+                        .map(|found| found.map(|p| (p, RolloutDriver::Elsewhere)));
                     let _ = tx.send(Reply::RolloutFound { key, gen, result });
                 })
             }
@@ -185,7 +185,7 @@ impl Worker {
                     // Driven here since: answer with the engine's own status.
                     let _ = tx.send(Reply::Rollout {
                         key,
-                        driver: Driver::Here,
+                        driver: RolloutDriver::Here,
                         result: Ok(status),
                     });
                     return;
@@ -194,7 +194,7 @@ impl Worker {
                     let result = op.observe_rollout(*plan).await;
                     let _ = tx.send(Reply::Rollout {
                         key,
-                        driver: Driver::Elsewhere,
+                        driver: RolloutDriver::Elsewhere,
                         result,
                     });
                 })
@@ -373,7 +373,7 @@ fn refusal(req: Request) -> Reply {
         },
         Request::ObserveRollout { key, .. } => Reply::Rollout {
             key,
-            driver: Driver::Elsewhere,
+            driver: RolloutDriver::Elsewhere,
             result: Err(e()),
         },
         Request::ObserveUpdate { nodegroup, gen, .. } => Reply::UpdateObserved {
@@ -511,7 +511,7 @@ mod tests {
                     started = true;
                 }
                 Reply::Rollout { result, driver, .. } => {
-                    assert_eq!(driver, Driver::Here);
+                    assert_eq!(driver, RolloutDriver::Here);
                     running |= result.unwrap().state == RolloutState::Running;
                 }
                 other => panic!("{other:?}"),
@@ -537,7 +537,7 @@ mod tests {
         });
         loop {
             if let Reply::RolloutFound { result, .. } = next(&mut rx).await {
-                assert_eq!(result.unwrap().unwrap().1, Driver::Here);
+                assert_eq!(result.unwrap().unwrap().1, RolloutDriver::Here);
                 break;
             }
         }

@@ -150,7 +150,7 @@ fn check_resource(w: &mut World, ix: usize, name: &str) -> Result<(), String> {
             (State::Failed, reason) => Err(nested_failure(name, &reason)),
             _ => Ok(()),
         },
-        None => match crate::sim::nova_service::server_status(w, &physical_id) {
+        None => match crate::sim::nova::server_status(w, &physical_id) {
             Some("ACTIVE") => Ok(()),
             // A server Nova does not know: Heat's client raises NotFound.
             None => Err(failure(

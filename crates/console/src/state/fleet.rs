@@ -11,8 +11,8 @@ use super::{App, Level, Mode};
 use crate::drivers::guard::Guard;
 use crate::service::fleet_scan::FleetRow;
 use crate::service::CloudInfo;
-use crate::tui::message::Driver;
 use crate::tui::message::Request;
+use crate::tui::message::RolloutDriver;
 use std::time::Duration;
 
 /// A fleet scan asks every cloud for a token and its clusters: not every few seconds.
@@ -167,7 +167,7 @@ impl App {
             let status = slot.status.as_ref()?;
             let live = !status.state.is_final()
                 && !matches!(status.state, crate::rollout::RolloutState::Paused { .. });
-            (slot.driver == Some(Driver::Here) && live)
+            (slot.driver == Some(RolloutDriver::Here) && live)
                 .then(|| format!("{}/{}", slot.cluster.name, slot.nodegroup.name))
         })
     }
