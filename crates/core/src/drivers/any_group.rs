@@ -219,7 +219,7 @@ impl GroupUpdatePlan {
         let group_changes = p.updated.contains(&top) || p.replaced.contains(&top);
         if group_changes {
             out.push(format!(
-                "  members of {} ({}): {} (Heat 27 previews a ResourceGroup's stack only at \
+                "  members of {} ({}): {} (Heat 27 previews a group's nested stack only at \
                  the top level, not member by member)",
                 self.group,
                 self.members.len(),
@@ -274,17 +274,23 @@ impl GroupUpdatePlan {
         ))
     }
 
-    /// The `--let-heat-update PATH` flags that would lift this plan's blast-radius
-    /// refusals: every resource outside the group that reads a changed parameter, is no
-    /// wait condition, and was not allowed. The console cannot take them (a form has no
-    /// such field, on purpose: letting Heat update a whole other group unheld is a choice to
+    /// The `--let-heat-update PATH` flags that would lift every refusal of this plan, when
+    /// its only refusals are its blast radius (each resource outside the group that reads a
+    /// changed parameter, is no wait condition, and was not allowed, is refused once);
+    /// empty when the flags would not be enough. The console cannot take them (a form has
+    /// no such field, on purpose: letting Heat update other resources unheld is a choice to
     /// make with the command and its preview in front of you); it names the command.
     pub fn override_flags(&self) -> Vec<String> {
-        self.also
+        let flags: Vec<String> = self
+            .also
             .iter()
             .filter(|a| !a.allowed && !a.only_waits())
             .map(|a| format!("--let-heat-update {}", a.path))
-            .collect()
+            .collect();
+        match flags.len() == self.refusals.len() {
+            true => flags,
+            false => Vec::new(),
+        }
     }
 
     /// A scale plan (from [`plan_group_scale`]) in the form the console's scale form shows
@@ -1459,7 +1465,14 @@ mod tests {
             members: None,
             allowed: false,
         });
+        plan.refusals = vec!["db_tier reads app_count too".into()];
         assert_eq!(plan.override_flags(), ["--let-heat-update db_tier"]);
+        // A refusal no flag lifts (an AutoScalingGroup is not rolled out member by member):
+        // the command would be refused too, so none is offered.
+        plan.refusals
+            .push("app_tier is an OS::Heat::AutoScalingGroup".into());
+        assert!(plan.override_flags().is_empty());
+        plan.refusals.truncate(1);
         plan.also[0].allowed = true;
         assert!(plan.override_flags().is_empty());
     }

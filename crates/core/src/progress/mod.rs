@@ -540,12 +540,9 @@ fn state_of(members: &[MemberFacts], phases: &[Phase], c: &Counts, u: &UpdateFac
             return p;
         }
     }
-    if c.left() == 0 && !heat_done {
-        return State::Paused {
-            why: "every member settled; Heat's update has not completed".into(),
-            since: None,
-        };
-    }
+    // Every member settled while Heat's update goes on (the rollout's own last PATCH taking
+    // its hooks out, or resources beside the group): still running, with no ETA (nothing is
+    // left); not a pause, which would ask the operator to resume what needs no one.
     State::Running
 }
 

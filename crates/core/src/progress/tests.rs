@@ -146,6 +146,21 @@ fn this_rollouts_own_holds_while_running_are_running_with_an_eta() {
     assert_eq!(p.eta_secs, Some(300));
 }
 
+/// Every member new while Heat's update goes on (the rollout's last PATCH taking its hooks
+/// out): running, nothing left, no ETA; not "paused", which would ask for a resume.
+#[test]
+fn every_member_new_while_heat_finishes_is_running_not_paused() {
+    let now = t0() + Duration::seconds(600);
+    let ms: Vec<MemberFacts> = (0..3).map(|i| new_member(i, 100 * i as i64)).collect();
+    for control in [Control::Running, Control::Finished, Control::None] {
+        let p = Progress::compute(&ms, &update("UPDATE_IN_PROGRESS", control.clone()), now);
+        assert_eq!(p.state, State::Running, "{control:?}");
+        assert_eq!((p.counts.left(), p.eta_secs), (0, None), "{control:?}");
+        let done = Progress::compute(&ms, &update("UPDATE_COMPLETE", control.clone()), now);
+        assert_eq!(done.state, State::Completed, "{control:?}");
+    }
+}
+
 #[test]
 fn operator_pause_has_no_eta() {
     let now = t0() + Duration::seconds(600);

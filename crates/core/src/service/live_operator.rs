@@ -238,7 +238,7 @@ fn with_command_line(plan: &any_group::GroupUpdatePlan, command: &str) -> String
         return reasons;
     }
     format!(
-        "{reasons}. The console does not let Heat update another group unheld; from the \
+        "{reasons}. The console does not let Heat update other resources unheld; from the \
          command line, with its preview: `{command} {}`",
         flags.join(" ")
     )
