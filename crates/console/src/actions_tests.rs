@@ -1016,6 +1016,21 @@ mod heat_controls {
             "{lines:?}"
         );
         assert!(h.status().contains("heat.mark_unhealthy"), "{}", h.status());
+        // A control refused before anything was sent says so, as the journal does.
+        h.press(KeyCode::Esc);
+        h.app.update(Action::Reply(Reply::ControlApplied {
+            action: "heat.clear_hook",
+            target: "prod-k8s-stack/nodes/3".into(),
+            stack_id: "id".into(),
+            result: Err(crate::service::ServiceError::new(
+                crate::service::ErrorKind::Refused,
+                "nodes/3 is not held on a hook",
+            )),
+        }));
+        let Some(Dialog::Text { title, .. }) = h.dialog() else {
+            panic!("no error dialog: {}", h.screen());
+        };
+        assert_eq!(title, "heat.clear_hook refused");
     }
 
     async fn stacks_view(h: &mut H) {

@@ -247,12 +247,8 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
             title: "STACK",
             hide_below: 130,
             width: Constraint::Length(10),
-            text: |g, _| {
-                g.stack_id
-                    .as_deref()
-                    .map(|s| s.chars().take(10).collect())
-                    .unwrap_or_default()
-            },
+            // The whole id: the table cuts it to the column and marks the cut.
+            text: |g, _| g.stack_id.clone().unwrap_or_default(),
             sort: |g, _| SortKey::opt_str(g.stack_id.as_deref()),
             style: muted,
         },

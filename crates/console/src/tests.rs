@@ -1805,6 +1805,9 @@ async fn yank_copies_what_each_view_selects() {
     });
     h.key(KeyAction::Open);
     h.settle().await;
+    // In the server's own view, `y` copies the id shown there, not the member's index.
+    let (status, in_view) = yank(&mut h, KeyAction::Yank);
+    assert!(status.starts_with("copied server id "), "{status}");
     h.key(KeyAction::Back);
     let asked = h
         .app
@@ -1818,6 +1821,7 @@ async fn yank_copies_what_each_view_selects() {
         "the listing named the member's stack only"
     );
     let asked = asked.expect("Nova was asked for the node's server");
+    assert_eq!(in_view, asked);
     let (status, id) = yank(&mut h, KeyAction::Yank);
     assert_eq!(id, asked, "{status}");
     assert!(status.starts_with("copied server id "), "{status}");

@@ -238,8 +238,14 @@ impl App {
                     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
                     lines.push(String::new());
                     lines.push("the journal has the call and its outcome (:journal)".into());
+                    // Refused before anything was sent, or sent and failed: the title says
+                    // which, as the journal does.
+                    let outcome = match e.kind {
+                        crate::service::ErrorKind::Refused => "refused",
+                        _ => "failed",
+                    };
                     self.open_dialog(Dialog::Text {
-                        title: format!("{action} failed"),
+                        title: format!("{action} {outcome}"),
                         lines,
                         scroll: 0,
                     });

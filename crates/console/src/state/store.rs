@@ -711,6 +711,23 @@ pub struct Store {
 }
 
 impl Store {
+    /// A node's Nova server id: the listing's, else the one Nova gave when its detail was
+    /// opened (a Heat member names its stack, not its server). What `y` copies, from the
+    /// nodes pane and from the node's server view alike.
+    pub fn server_id_of(
+        &self,
+        key: &crate::model::NodeKey,
+        listed: Option<&String>,
+    ) -> Option<String> {
+        let asked = self
+            .servers
+            .get(key)
+            .and_then(|slot| slot.data.as_ref())
+            .map(|d| d.id.clone())
+            .filter(|id| !id.is_empty());
+        listed.cloned().or(asked)
+    }
+
     /// An answer to a read of the one cluster `id`: a current one replaces the cluster's
     /// row in the list (the header's `workers N` and the counts follow), a stale one is
     /// dropped. A cluster not listed yet waits for the list.

@@ -379,6 +379,12 @@ fn draw_dashboard(
     let mut head_lines = vec![cluster_line(app, cluster)];
     head_lines.extend(read_failed);
     head_lines.extend(verdict);
+    // A line wider than the pane ends in `…`: the reason after the figures is what goes.
+    let width = usize::from(head.width);
+    let head_lines: Vec<Line> = head_lines
+        .into_iter()
+        .map(|l| cut_line_marked(l, width))
+        .collect();
     frame.render_widget(Paragraph::new(head_lines), head);
     nodegroups(
         app,

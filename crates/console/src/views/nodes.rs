@@ -34,15 +34,7 @@ impl Screen for Nodes<'_> {
             .table
             .selected(&s.nodes.get(&self.nodegroup.id)?.rows)?
             .node;
-        // The server id Nova gave when the node's detail was opened, where the listing
-        // did not carry it (a Heat member names its stack, not its server).
-        let asked = s
-            .servers
-            .get(&n.key)
-            .and_then(|slot| slot.data.as_ref())
-            .map(|d| d.id.clone())
-            .filter(|id| !id.is_empty());
-        let server_id = n.server_id.clone().or(asked);
+        let server_id = s.server_id_of(&n.key, n.server_id.as_ref());
         Some(match (id, &server_id, &n.stack_id, &n.ip) {
             (true, Some(server), _, _) => ("server id", server.clone()),
             (true, None, Some(stack), _) => ("member stack id", stack.clone()),

@@ -22,9 +22,10 @@ pub struct Server<'a> {
 
 impl Screen for Server<'_> {
     /// `y` / `Y`: see `state::yank`.
-    fn yank(&self, _: &Store, _: &View, what: Yank) -> Option<(&'static str, String)> {
+    fn yank(&self, s: &Store, _: &View, what: Yank) -> Option<(&'static str, String)> {
         let id = what == Yank::Id;
-        Some(match (id, &self.target.server_id) {
+        let server_id = s.server_id_of(&self.target.key, self.target.server_id.as_ref());
+        Some(match (id, &server_id) {
             (true, Some(server)) => ("server id", server.clone()),
             (true, None) => ("member", self.target.key.member.clone()),
             (false, _) => ("node name", self.target.name.clone()),
