@@ -792,3 +792,113 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         "{lines}"
     );
 }
+
+/// A member whose server sits one nested stack down (`lb_member.yaml` holds `vm.yaml`), the
+/// image renamed at each level (`image` -> `node_image` -> `image_ref`): the console's
+/// upgrade form follows it down through the nested stack Heat made of the member's `vm`
+/// resource, rolls `web_nodes` out member by member, and `workers`, reading another
+/// parameter, keeps its members.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn the_image_parameter_is_followed_into_a_members_nested_stack() {
+    use crate::support::scenarios;
+    use caldera::journal::Journal;
+    use caldera::service::operator::Operator;
+
+    let heat = heat().await;
+    let stack = create(
+        &heat,
+        "disc-deepimage",
+        "deepimage/top.yaml",
+        &[
+            ("lb_member.yaml", "deepimage/lb_member.yaml"),
+            ("vm.yaml", "deepimage/vm.yaml"),
+        ],
+    )
+    .await;
+    let conn = connect().await;
+    let cluster = plain_stack::cluster_of(&stack.id, &stack.name);
+    let row = LiveService::new(conn.clone())
+        .list_nodegroups(cluster.clone())
+        .await
+        .expect("node group rows")
+        .into_iter()
+        .find(|r| r.name == "web_nodes")
+        .expect("the web_nodes row");
+    let dir = tempfile::tempdir().expect("dir");
+    let op = scenarios::live_operator(
+        &conn,
+        scenarios::action_context(Journal::open(dir.path().join("journal.jsonl")), "tester"),
+        std::time::Duration::from_millis(200),
+    );
+    let plan = op
+        .plan_upgrade(
+            cluster,
+            row,
+            "ubuntu-24.04".into(),
+            caldera::rollout::RolloutOptions {
+                batch_size: 2,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("the image parameter is found through the member's nested stack");
+    let lines = plan.lines().join("\n");
+    assert!(lines.contains("set image=ubuntu-24.04"), "{lines}");
+    let handle = op
+        .start_upgrade(plan, None)
+        .await
+        .expect("started")
+        .expect("a rollout caldera drives");
+    let end = tokio::time::timeout(std::time::Duration::from_secs(300), handle.wait())
+        .await
+        .expect("the rollout ends");
+    assert_eq!(
+        end.state,
+        caldera::rollout::RolloutState::Completed,
+        "{:?}",
+        end.state
+    );
+    // Each member's VM stack (one level inside the member) boots the new image; the worker
+    // keeps its own.
+    for g in discover_groups(&heat, &stack).await.expect("groups") {
+        let want = match g.path.as_str() {
+            "web_nodes" => "ubuntu-24.04",
+            _ => "debian-12",
+        };
+        for m in &g.members {
+            let member = m.stack.as_ref().expect("member stack");
+            let image = match g.path.as_str() {
+                "web_nodes" => {
+                    let vm = heat
+                        .get_resource(member, "vm")
+                        .await
+                        .expect("vm")
+                        .resource
+                        .nested
+                        .expect("vm's stack");
+                    heat.get_stack(&vm, false)
+                        .await
+                        .expect("vm stack")
+                        .parameters["image_ref"]
+                        .clone()
+                }
+                _ => heat
+                    .get_stack(member, false)
+                    .await
+                    .expect("member")
+                    .parameters["image_ref"]
+                    .clone(),
+            };
+            assert_eq!(image, want, "{}/{}", g.path, m.name);
+        }
+    }
+    let hooks = heat
+        .get_environment_hooks(&stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "hooks left: {hooks:?}"
+    );
+}

@@ -854,7 +854,7 @@ fn image_property(resource_type: &str) -> Option<&'static str> {
 /// as a plain parameter: then only the operator can say which parameter to set.
 pub fn image_parameter_along(
     templates: &[Value],
-    member: Option<&Value>,
+    member: Option<Result<String, String>>,
     path: &str,
 ) -> Result<String, String> {
     let steps = steps(path);
@@ -874,24 +874,15 @@ pub fn image_parameter_along(
     let at_group = match image_property(def_type) {
         Some(property) => read_image(def_properties, property, path)?,
         None => {
-            let member = member.ok_or_else(|| format!("{path}: no member to read"))?;
-            let inner = member_image_parameter(member, path)?;
-            let passed = def_properties.and_then(|p| p.get(&inner)).ok_or_else(|| {
-                format!(
-                    "{path}'s members read their image from {inner}, which {path}'s \
-                     definition does not pass: the member template's default decides it"
-                )
-            })?;
-            plain_param(passed).ok_or_else(|| {
-                format!(
-                    "{path} passes {inner} to its members as {}, not as a parameter of the \
-                     stack",
-                    one_line(passed)
-                )
-            })?
+            let inner = member.ok_or_else(|| format!("{path}: no member to read"))??;
+            passed_as(def_properties, &inner, path)?
         }
     };
     parameter_up(templates, &steps, at_group, "image")
+}
+
+fn no_server(path: &str) -> String {
+    format!("{path}'s members hold no server within {MEMBER_DEPTH} levels of nested stacks")
 }
 
 /// `{get_param: P}` of a server's image property, as P.
@@ -907,9 +898,27 @@ fn read_image(properties: Option<&Value>, property: &str, path: &str) -> Result<
     })
 }
 
-/// The one parameter of a member's template that every server in it takes its image from.
-fn member_image_parameter(member: &Value, path: &str) -> Result<String, String> {
-    let resources = member
+/// The parameter of the template above that `owner`'s `properties` hand down as `inner`
+/// (`boot_image: {get_param: frontend_image}` hands down `boot_image` as `frontend_image`).
+fn passed_as(properties: Option<&Value>, inner: &str, owner: &str) -> Result<String, String> {
+    let passed = properties.and_then(|p| p.get(inner)).ok_or_else(|| {
+        format!(
+            "{owner}'s servers read their image from {inner}, which {owner}'s definition does \
+             not pass: the nested template's default decides it"
+        )
+    })?;
+    plain_param(passed).ok_or_else(|| {
+        format!(
+            "{owner} passes {inner} down as {}, not as a parameter of the stack",
+            one_line(passed)
+        )
+    })
+}
+
+/// The one parameter of `template` that every server at its top level takes its image from;
+/// `None` when no server is at its top level.
+fn servers_image_parameter(template: &Value, path: &str) -> Result<Option<String>, String> {
+    let resources = template
         .get("resources")
         .and_then(Value::as_object)
         .ok_or_else(|| format!("{path}'s member template has no resources"))?;
@@ -923,16 +932,69 @@ fn member_image_parameter(member: &Value, path: &str) -> Result<String, String> 
             }
         }
     }
+    one_parameter(found, path)
+}
+
+/// The single parameter found, `None` for none, why not for several.
+fn one_parameter(found: Vec<String>, path: &str) -> Result<Option<String>, String> {
     match found.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(format!(
-            "{path}'s member template holds no server at its top level"
-        )),
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
         many => Err(format!(
             "{path}'s servers read their images from several parameters ({})",
             many.join(", ")
         )),
     }
+}
+
+/// How deep inside a member its servers are looked for (a member's own nested stacks).
+const MEMBER_DEPTH: usize = 3;
+
+/// The parameter of the member stack `stack` (its `template`) that its servers take their
+/// image from: servers at its top level, else through the nested stacks Heat made of its
+/// resources (`lb_member.yaml` holding `vm.yaml`: `image_ref` there is passed as
+/// `node_image` here), down to [`MEMBER_DEPTH`]. A nested stack holding no server (a
+/// network) is not a way; two ways to two parameters is no answer.
+fn member_image_parameter<'a>(
+    heat: &'a HeatClient,
+    stack: &'a StackRef,
+    template: &'a Value,
+    path: &'a str,
+    depth: usize,
+) -> futures::future::BoxFuture<'a, ServiceResult<Result<Option<String>, String>>> {
+    Box::pin(async move {
+        match servers_image_parameter(template, path) {
+            Ok(None) if depth < MEMBER_DEPTH => {}
+            other => return Ok(other),
+        }
+        let mut found = Vec::new();
+        for r in heat
+            .list_resources(stack, &ResourceQuery::default())
+            .await?
+        {
+            let Some(nested) = r.resource.nested.clone() else {
+                continue;
+            };
+            let inner_template = heat.get_template(&nested).await?;
+            let inner =
+                member_image_parameter(heat, &nested, &inner_template, path, depth + 1).await?;
+            let inner = match inner {
+                Ok(Some(q)) => q,
+                Ok(None) => continue,
+                Err(why) => return Ok(Err(why)),
+            };
+            let properties = template
+                .get("resources")
+                .and_then(|rs| rs.get(&r.resource.name))
+                .and_then(|d| d.get("properties"));
+            match passed_as(properties, &inner, &r.resource.name) {
+                Ok(p) if !found.contains(&p) => found.push(p),
+                Ok(_) => {}
+                Err(why) => return Ok(Err(why)),
+            }
+        }
+        Ok(one_parameter(found, path))
+    })
 }
 
 /// The stack parameter of the group at `path`'s servers' image ([`image_parameter_along`]),
@@ -949,14 +1011,19 @@ pub async fn image_parameter(
         Some(name) => {
             let group_stack = super::heat_native::group_stack_of(heat, stack, path).await?;
             match super::heat_native::group_stack_of(heat, &group_stack, name).await {
-                Ok(member_stack) => Some(heat.get_template(&member_stack).await?),
+                Ok(member_stack) => {
+                    let template = heat.get_template(&member_stack).await?;
+                    let found =
+                        member_image_parameter(heat, &member_stack, &template, path, 0).await?;
+                    Some(found.and_then(|p| p.ok_or_else(|| no_server(path))))
+                }
                 // A member that is a server itself has no stack of its own.
                 Err(_) => None,
             }
         }
         None => None,
     };
-    Ok(image_parameter_along(&templates, member.as_ref(), path))
+    Ok(image_parameter_along(&templates, member, path))
 }
 
 /// One hand-down of parameters on the way from the stack to a group: the owner's properties
@@ -1382,15 +1449,19 @@ mod tests {
                 "image": {"get_param": "boot_image"}}},
             "port": {"type": "OS::Neutron::Port"}}});
         let top_only = std::slice::from_ref(&top);
+        let flat = |member: &Value| {
+            servers_image_parameter(member, "app_tier")
+                .and_then(|p| p.ok_or_else(|| no_server("app_tier")))
+        };
         assert_eq!(
-            image_parameter_along(top_only, Some(&tier), "app_tier"),
+            image_parameter_along(top_only, Some(flat(&tier)), "app_tier"),
             Ok("frontend_image".to_string())
         );
         assert_eq!(
             image_parameter_along(top_only, None, "bare"),
             Ok("bare_image".to_string())
         );
-        let fixed = image_parameter_along(top_only, Some(&tier), "fixed").unwrap_err();
+        let fixed = image_parameter_along(top_only, Some(flat(&tier)), "fixed").unwrap_err();
         assert!(fixed.contains("\"cirros\""), "{fixed}");
         let volumes = image_parameter_along(top_only, None, "volumes").unwrap_err();
         assert!(volumes.contains("not a group"), "{volumes}");
@@ -1407,7 +1478,7 @@ mod tests {
         let two = json!({"resources": {
             "a": {"type": "OS::Nova::Server", "properties": {"image": {"get_param": "x"}}},
             "b": {"type": "OS::Nova::Server", "properties": {"image": {"get_param": "y"}}}}});
-        let several = image_parameter_along(top_only, Some(&two), "app_tier").unwrap_err();
+        let several = image_parameter_along(top_only, Some(flat(&two)), "app_tier").unwrap_err();
         assert!(several.contains("several parameters (x, y)"), "{several}");
     }
 
