@@ -1867,6 +1867,16 @@ async fn yank_copies_what_each_view_selects() {
     h.press(KeyCode::Enter);
     h.settle().await;
     assert!(matches!(h.app.view().kind, ViewKind::Stacks));
+    // A top-level list: from deep in a stack, `:stacks` goes back to it, the trail does not
+    // grow `… › stacks › … › stacks`.
+    let depth = h.app.nav_depth();
+    h.press(KeyCode::Enter);
+    h.settle().await;
+    h.type_str(":stacks");
+    h.press(KeyCode::Enter);
+    h.settle().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Stacks));
+    assert_eq!(h.app.nav_depth(), depth);
     let (_, id) = yank(&mut h, KeyAction::Yank);
     let (status, name) = yank(&mut h, KeyAction::YankName);
     let stacks = h.app.store().stacks.data.as_deref().unwrap_or(&[]);

@@ -301,6 +301,11 @@ impl App {
         &self.nav[self.nav.len() - 1]
     }
 
+    /// How many views deep the trail is (the breadcrumbs' length).
+    pub fn nav_depth(&self) -> usize {
+        self.nav.len()
+    }
+
     pub(crate) fn view_mut(&mut self) -> &mut View {
         let last = self.nav.len() - 1;
         &mut self.nav[last]

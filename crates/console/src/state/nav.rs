@@ -73,8 +73,17 @@ impl App {
         self.after_nav();
     }
 
+    /// `:stacks` goes back to the stack list where the trail holds it already (its place
+    /// in the list kept), so the breadcrumbs never grow `… › stacks › … › stacks`; else it
+    /// opens it on top, and Esc comes back to where the operator was.
     pub(super) fn nav_stacks(&mut self) {
-        self.push(ViewKind::Stacks);
+        match self.nav.iter().position(|v| v.kind == ViewKind::Stacks) {
+            Some(at) => {
+                self.nav.truncate(at + 1);
+                self.after_nav();
+            }
+            None => self.push(ViewKind::Stacks),
+        }
     }
 
     pub(super) fn nav_nodegroups(&mut self) {

@@ -213,10 +213,11 @@ impl GroupUpdatePlan {
             }
         }
         let top = top_resource(&self.group).to_string();
-        if let Some(line) = self.passed_on_line(&top) {
+        let group_changes = p.updated.contains(&top) || p.replaced.contains(&top);
+        // Only where the change reaches the group is the rest of Heat's list worth a word.
+        if let Some(line) = self.passed_on_line(&top).filter(|_| group_changes) {
             out.push(line);
         }
-        let group_changes = p.updated.contains(&top) || p.replaced.contains(&top);
         if group_changes {
             out.push(format!(
                 "  members of {} ({}): {} (Heat 27 previews a group's nested stack only at \

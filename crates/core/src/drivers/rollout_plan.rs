@@ -416,6 +416,13 @@ impl RolloutPlan {
                 calls.len() - shown
             ));
         }
+        // The end is an update too: Heat hands it to every member, which finds nothing to
+        // change (no parameter moves), so an operator watching events is not surprised.
+        out.push(
+            "  at the end: one more PATCH puts the environment's hooks back as they were; Heat \
+             passes it to every member at once, and none changes"
+                .into(),
+        );
         out.extend(self.preview.iter().cloned());
         out
     }

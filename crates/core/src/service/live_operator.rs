@@ -161,8 +161,9 @@ impl Inner {
                     &label,
                     format!(
                         "which parameter is {label}'s image cannot be told from its templates \
-                         ({why}): roll it out with `caldera rollout start {label} --set \
-                         PARAMETER={to}`"
+                         ({why}): where a parameter of the stack sets it, roll it out with \
+                         `caldera rollout start {label} --set PARAMETER={to}`; an image written \
+                         into a template changes only with the template"
                     ),
                 ))
             }
