@@ -1097,8 +1097,14 @@ impl KeyMap {
                 .iter()
                 .filter(|e| e.context == ctx && keep(e.action))
             {
+                // A key an earlier context binds is that context's (the handler looks the
+                // contexts up in the same order): a later binding of it is never reached, so
+                // it gets no hint (`enter detail`, not also `enter open`).
                 if let (Some(label), Some(k)) = (e.hint, e.keys.first()) {
-                    out.push((k.to_string(), label));
+                    let key = k.to_string();
+                    if !out.iter().any(|(shown, _)| *shown == key) {
+                        out.push((key, label));
+                    }
                 }
             }
         }
