@@ -628,6 +628,12 @@ async fn acknowledged(
             );
             Ok(())
         }
+        control::Ack::Refused(e) => Err(format!(
+            "rollout {} refused the request: {}",
+            plan.id,
+            entry_line(&e)
+        )
+        .into()),
         control::Ack::Ended(e) => Err(format!(
             "rollout {} ended before it honoured the request: {}",
             plan.id,

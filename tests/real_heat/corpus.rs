@@ -555,7 +555,7 @@ async fn judge(id: &str) -> BTreeMap<&'static str, String> {
         let n = truth_groups.get(group).map_or(0, Vec::len);
         let planned = !ok
             && err.contains("not a terminal")
-            && out.contains(&format!("set {param}=\"corpus-image-2\""))
+            && out.contains(&format!("set {param}=corpus-image-2"))
             && out.contains(&format!("{n} nodes in"));
         if !planned {
             gaps.insert(

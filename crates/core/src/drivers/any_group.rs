@@ -261,16 +261,39 @@ impl GroupUpdatePlan {
             .updated
             .iter()
             .map(String::as_str)
-            .filter(|r| *r != top && !self.also.iter().any(|a| top_resource(&a.path) == *r))
+            .filter(|r| {
+                *r != top
+                    && !self.also.iter().any(|a| top_resource(&a.path) == *r)
+                    // What reads the group's attributes may change after it: said apart.
+                    && !self
+                        .attribute_readers
+                        .iter()
+                        .any(|(path, _)| top_resource(path) == *r)
+            })
             .collect();
         if passed.is_empty() {
             return None;
         }
+        // A long list (a stack of many nested stacks) is named in part: the count says the rest.
+        const NAMED: usize = 8;
+        let list = match passed.len() > NAMED {
+            true => format!(
+                "{} and {} more",
+                passed[..NAMED].join(", "),
+                passed.len() - NAMED
+            ),
+            false => passed.join(", "),
+        };
+        let (it, its) = match passed.len() {
+            1 => ("its definition reads none of", "no member of it changes"),
+            _ => (
+                "none of their definitions reads",
+                "none of their members changes",
+            ),
+        };
         Some(format!(
             "  {list}: in Heat's preview because Heat hands every nested stack the update and \
-             lets its members decide; the definition of {list} reads none of {params}, so no \
-             member of it changes",
-            list = passed.join(", "),
+             lets its members decide; {it} {params}, so {its}",
             params = self.set.keys().cloned().collect::<Vec<_>>().join(", ")
         ))
     }
@@ -1519,6 +1542,12 @@ mod tests {
             lines.contains("after app_tier: lb_members (OS::Heat::Value) read its attributes"),
             "{lines}"
         );
+        // A reader of the group's attributes Heat also lists is not said to keep its members.
+        let mut reader = plan.clone();
+        reader.preview.updated.push("lb_members".into());
+        let lines = reader.lines().join("\n");
+        assert!(lines.contains("  db_tier: in Heat's preview"), "{lines}");
+        assert!(!lines.contains("lb_members: in Heat's preview"), "{lines}");
         plan.also.push(AlsoChanged {
             path: "db_tier".into(),
             resource_type: "OS::Heat::ResourceGroup".into(),

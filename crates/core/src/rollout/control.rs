@@ -248,6 +248,9 @@ pub async fn abort(
 pub enum Ack {
     /// The engine journaled that it honoured it (the entry says when and who).
     Honoured(Entry),
+    /// The engine journaled that it refused it, and why (a resume asked before the pause
+    /// it would have lifted).
+    Refused(Entry),
     /// The rollout ended first (its `rollout.finish`).
     Ended(Entry),
     /// Nothing acknowledged it in time: queued in the journal, not honoured (the process
@@ -268,7 +271,9 @@ pub async fn acknowledgement(
     const STEP: Duration = Duration::from_millis(200);
     let ack = engine::ack_action(control);
     let ours = |e: &Entry| e.rollout.as_deref() == Some(plan.id.as_str());
-    let honours = |e: &Entry| {
+    // The engine's answer to this request: its entry of the control's action, whatever
+    // the outcome (`Ok` honoured, `Refused` not).
+    let answers = |e: &Entry| {
         ours(e)
             && e.action == ack
             && match control {
@@ -283,8 +288,11 @@ pub async fn acknowledgement(
             crate::report::ServiceError::new(crate::report::ErrorKind::Config, e.to_string())
         })?;
         offset = next;
-        if let Some(e) = entries.iter().find(|e| honours(e)) {
-            return Ok(Ack::Honoured(e.clone()));
+        if let Some(e) = entries.iter().find(|e| answers(e)) {
+            return Ok(match e.outcome {
+                crate::journal::Outcome::Refused { .. } => Ack::Refused(e.clone()),
+                _ => Ack::Honoured(e.clone()),
+            });
         }
         if let Some(e) = entries
             .iter()
@@ -297,4 +305,51 @@ pub async fn acknowledgement(
         }
     }
     Ok(Ack::Queued)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Actor, Journal, Outcome};
+
+    /// A request the engine answered with a refusal (a resume asked before the pause it
+    /// would lift) is reported refused, not honoured; an applied one honoured.
+    #[tokio::test]
+    async fn a_refused_request_is_not_reported_honoured() {
+        let dir = tempfile::tempdir().expect("dir");
+        let journal = Journal::open(dir.path().join("journal.jsonl"));
+        let stack = crate::model::StackRef {
+            name: "app".into(),
+            id: "1".into(),
+        };
+        let plan = RolloutPlan::for_group(
+            crate::drivers::any_group::group_target(&stack, "web"),
+            stack,
+            "web",
+            &["0".to_string()],
+            Default::default(),
+            Default::default(),
+        );
+        let resume = Control::Resume {
+            parameters: Default::default(),
+        };
+        let actor = Actor {
+            cloud: "test".into(),
+            user: "engine".into(),
+        };
+        let entry = |outcome| {
+            Entry::new(&actor, "rollout.resume", &plan.target.label(), outcome).rollout(&plan.id)
+        };
+        let wait = Duration::from_millis(10);
+        let refused = entry(Outcome::Refused {
+            error: "asked before the rollout paused on a failure".into(),
+        });
+        let after_refusal = journal.append(&refused).expect("append");
+        let ack = acknowledgement(&journal, &plan, &resume, 0, wait).await;
+        assert!(matches!(ack, Ok(Ack::Refused(_))), "{ack:?}");
+        // Asked again after the pause: applied, and said so.
+        journal.append(&entry(Outcome::Ok)).expect("append");
+        let ack = acknowledgement(&journal, &plan, &resume, after_refusal, wait).await;
+        assert!(matches!(ack, Ok(Ack::Honoured(_))), "{ack:?}");
+    }
 }

@@ -1057,7 +1057,14 @@ impl Runner {
         }
         match c {
             Control::Pause => {
-                self.paused = Some("paused by the operator".into());
+                // A pause already there (a failure's) keeps its reason: the operator's word
+                // is added to it, not put in its place.
+                self.paused = Some(match self.paused.take() {
+                    Some(why) if why != "paused by the operator" => {
+                        format!("{why}; and paused by the operator")
+                    }
+                    _ => "paused by the operator".into(),
+                });
                 let e = self.record("rollout.pause", &target, Outcome::Ok);
                 self.note(e).await;
             }
@@ -1095,6 +1102,10 @@ impl Runner {
         waiting.extend(self.journal_requests());
         for c in waiting {
             match c {
+                // After an abort among them, nothing more is the operator's to ask again.
+                Control::Resume { .. } if self.ended.is_some() || self.aborting.is_some() => {
+                    tracing::info!("rollout {}: resume after the abort: ignored", self.plan.id);
+                }
                 Control::Resume { .. } => {
                     let e = self.record(
                         "rollout.resume",

@@ -435,6 +435,17 @@ impl Operator for LiveOperator {
             match control::acknowledgement(&me.action.journal, &plan, &control, after, wait).await?
             {
                 control::Ack::Honoured(_) => Ok(()),
+                control::Ack::Refused(e) => Err(ServiceError::new(
+                    ErrorKind::Refused,
+                    format!(
+                        "rollout {} refused the request: {}",
+                        plan.id,
+                        match &e.outcome {
+                            crate::journal::Outcome::Refused { error } => error.as_str(),
+                            _ => "",
+                        }
+                    ),
+                )),
                 control::Ack::Ended(e) => Err(ServiceError::new(
                     ErrorKind::Config,
                     format!(
