@@ -38,6 +38,29 @@ fn shape(path: &str) -> String {
     fixture(&format!("../discovery/{path}"))
 }
 
+/// Starts the console's upgrade `plan` through `op` and waits (5 minutes at most) for the
+/// rollout to complete.
+async fn upgrade_to_the_end(
+    op: &caldera::service::live_operator::LiveOperator,
+    plan: caldera::drivers::UpgradePlan,
+) {
+    use caldera::service::operator::Operator;
+    let handle = op
+        .start_upgrade(plan, None)
+        .await
+        .expect("started")
+        .expect("a rollout caldera drives");
+    let end = tokio::time::timeout(std::time::Duration::from_secs(300), handle.wait())
+        .await
+        .expect("the rollout ends");
+    assert_eq!(
+        end.state,
+        caldera::rollout::RolloutState::Completed,
+        "{:?}",
+        end.state
+    );
+}
+
 /// The two-tier application (`twotier/`): app servers and database servers in two
 /// ResourceGroups of 2, each member a nested stack reading its image by another name.
 async fn two_tier(heat: &HeatClient, name: &str) -> StackRef {
@@ -674,20 +697,7 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         lines.contains("db_tier: in Heat's preview because Heat hands every nested stack"),
         "{lines}"
     );
-    let handle = op
-        .start_upgrade(plan, None)
-        .await
-        .expect("started")
-        .expect("a rollout caldera drives");
-    let end = tokio::time::timeout(std::time::Duration::from_secs(300), handle.wait())
-        .await
-        .expect("the rollout ends");
-    assert_eq!(
-        end.state,
-        caldera::rollout::RolloutState::Completed,
-        "{:?}",
-        end.state
-    );
+    upgrade_to_the_end(&op, plan).await;
     let parameters = heat
         .get_stack(&stack, false)
         .await
@@ -845,20 +855,7 @@ async fn the_image_parameter_is_followed_into_a_members_nested_stack() {
         .expect("the image parameter is found through the member's nested stack");
     let lines = plan.lines().join("\n");
     assert!(lines.contains("set image=ubuntu-24.04"), "{lines}");
-    let handle = op
-        .start_upgrade(plan, None)
-        .await
-        .expect("started")
-        .expect("a rollout caldera drives");
-    let end = tokio::time::timeout(std::time::Duration::from_secs(300), handle.wait())
-        .await
-        .expect("the rollout ends");
-    assert_eq!(
-        end.state,
-        caldera::rollout::RolloutState::Completed,
-        "{:?}",
-        end.state
-    );
+    upgrade_to_the_end(&op, plan).await;
     // Each member's VM stack (one level inside the member) boots the new image; the worker
     // keeps its own.
     for g in discover_groups(&heat, &stack).await.expect("groups") {

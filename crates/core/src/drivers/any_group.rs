@@ -512,21 +512,12 @@ pub fn attribute_readers(templates: &[Value], group: &str) -> Vec<(String, Strin
     let steps = steps(group);
     let mut out = Vec::new();
     for (level, on_path) in steps.iter().enumerate() {
-        let Some(resources) = templates
-            .get(level)
-            .and_then(|t| t.get("resources"))
-            .and_then(Value::as_object)
-        else {
+        let Some(resources) = resources_at(templates, level) else {
             break;
         };
         for (name, definition) in resources {
             if name != on_path && reads_attributes_of(definition, on_path, 0) {
-                let path = steps[..level]
-                    .iter()
-                    .map(|s| s.to_string())
-                    .chain(std::iter::once(name.clone()))
-                    .collect::<Vec<_>>()
-                    .join("/");
+                let path = path_at(&steps, level, name);
                 let kind = definition
                     .get("type")
                     .and_then(Value::as_str)
@@ -537,6 +528,24 @@ pub fn attribute_readers(templates: &[Value], group: &str) -> Vec<(String, Strin
     }
     out.sort();
     out
+}
+
+/// The resources of the template at `level` along a group's path.
+fn resources_at(templates: &[Value], level: usize) -> Option<&serde_json::Map<String, Value>> {
+    templates
+        .get(level)
+        .and_then(|t| t.get("resources"))
+        .and_then(Value::as_object)
+}
+
+/// The path of resource `name` beside the path's step at `level` (`roles/Controller`).
+fn path_at(steps: &[&str], level: usize, name: &str) -> String {
+    steps[..level]
+        .iter()
+        .copied()
+        .chain(std::iter::once(name))
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Whether `v` holds `{get_attr: [resource, …]}` (or Heat's dotted `resource.attr` form).
@@ -576,11 +585,7 @@ pub fn also_reading(
     let mut names: Vec<String> = set.keys().cloned().collect();
     let mut out = Vec::new();
     for (level, on_path) in steps.iter().enumerate() {
-        let Some(resources) = templates
-            .get(level)
-            .and_then(|t| t.get("resources"))
-            .and_then(Value::as_object)
-        else {
+        let Some(resources) = resources_at(templates, level) else {
             break;
         };
         for (name, definition) in resources {
@@ -593,12 +598,7 @@ pub fn also_reading(
             if reads.is_empty() {
                 continue;
             }
-            let path = steps[..level]
-                .iter()
-                .map(|s| s.to_string())
-                .chain(std::iter::once(name.clone()))
-                .collect::<Vec<_>>()
-                .join("/");
+            let path = path_at(&steps, level, name);
             let resource_type = definition
                 .get("type")
                 .and_then(Value::as_str)
