@@ -77,6 +77,16 @@ async fn two_tier(heat: &HeatClient, name: &str) -> StackRef {
 /// stand-ins registered under the real types; waits for CREATE_COMPLETE.
 async fn create(heat: &HeatClient, prefix: &str, top: &str, files: &[(&str, &str)]) -> StackRef {
     let template: Value = serde_yaml_ng::from_str(&shape(top)).expect("template YAML/JSON");
+    create_from(heat, prefix, template, files).await
+}
+
+/// [`create`] of a top template already read (a fixture changed by the test).
+async fn create_from(
+    heat: &HeatClient,
+    prefix: &str,
+    template: Value,
+    files: &[(&str, &str)],
+) -> StackRef {
     let mut all: BTreeMap<String, String> = files
         .iter()
         .map(|(n, p)| (n.to_string(), shape(p)))
@@ -801,6 +811,88 @@ async fn the_console_scales_a_group_of_a_plain_stack_as_the_cli_does() {
         lines.contains("removed: 5, 6 (a ResourceGroup drops its highest-numbered members)"),
         "{lines}"
     );
+}
+
+/// An image the stack's parameter constraints reject (`allowed_pattern`): Heat's preview
+/// refuses the update (HTTP 400). The console's upgrade form and the command line both say
+/// it as a refusal with Heat's reason, journal it, and send nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn an_update_heats_preview_refuses_is_a_refusal_journaled_and_nothing_sent() {
+    use caldera::journal::{Journal, Outcome};
+    use caldera::service::operator::Operator;
+    let heat = heat().await;
+    let mut template: Value =
+        serde_yaml_ng::from_str(&shape("twotier/top.yaml")).expect("template");
+    template["parameters"]["frontend_image"]["constraints"] =
+        json!([{"allowed_pattern": "nginx-.*", "description": "frontends run nginx"}]);
+    let stack = create_from(
+        &heat,
+        "disc-2tier-constrained",
+        template,
+        &[("tier.yaml", "twotier/tier.yaml")],
+    )
+    .await;
+    let updated = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .summary
+        .updated_at;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("journal.jsonl");
+    let conn = connect().await;
+    let op = crate::support::scenarios::live_operator(
+        &conn,
+        crate::support::scenarios::action_context(Journal::open(&journal), "tester"),
+        std::time::Duration::from_millis(200),
+    );
+    let cluster = plain_stack::cluster_of(&stack.id, &stack.name);
+    let app = LiveService::new(conn.clone())
+        .list_nodegroups(cluster.clone())
+        .await
+        .expect("rows")
+        .into_iter()
+        .find(|r| r.name == "app_tier")
+        .expect("app_tier row");
+    let e = op
+        .plan_upgrade(cluster, app, "apache-2.4".into(), Default::default())
+        .await
+        .expect_err("Heat's preview refuses it");
+    assert!(
+        e.message
+            .contains("Heat refuses this update in its preview")
+            && e.message.contains("frontends run nginx"),
+        "{e}"
+    );
+    let target = format!("{}/app_tier", stack.name);
+    let (ok, out, err) = crate::support::real_heat_client::caldera_journaled(
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "frontend_image=apache-2.4",
+            "--yes",
+        ],
+    );
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        err.contains("Heat refuses this update in its preview")
+            && err.contains("frontends run nginx"),
+        "{out}\n{err}"
+    );
+    let refused: Vec<String> = Journal::open(&journal)
+        .read_all()
+        .expect("journal")
+        .into_iter()
+        .filter(|e| matches!(e.outcome, Outcome::Refused { .. }) && e.action == "rollout.start")
+        .map(|e| e.target)
+        .collect();
+    assert_eq!(refused, [target.clone(), target], "both refusals journaled");
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
 }
 
 /// A member whose server sits one nested stack down (`lb_member.yaml` holds `vm.yaml`), the

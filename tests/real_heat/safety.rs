@@ -507,18 +507,50 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
             .into_iter()
             .find(|r| r.name == "kube_minions")
             .expect("the minions' row");
+        // An image name the shell would split, and the form's batches and gate: the command
+        // named runs as shown and plans what the form asked.
+        let options = caldera::rollout::RolloutOptions {
+            batch_size: 2,
+            gate_wait_ms: 5000,
+            ..Default::default()
+        };
         let e = op
-            .plan_upgrade(cluster, row, "fcos-41".into(), Default::default())
+            .plan_upgrade(cluster, row, "Fedora CoreOS 41".into(), options)
             .await
             .expect_err("refused as the command line refuses it");
+        let command = format!(
+            "caldera rollout start {target} --set 'minion_image=Fedora CoreOS 41' --batch 2 \
+             --gate-secs 5 --let-heat-update kube_masters"
+        );
         assert!(
             e.message
                 .contains("kube_masters (OS::Heat::ResourceGroup) reads minion_image too")
-                && e.message.contains(&format!(
-                    "`caldera rollout start {target} --set minion_image=fcos-41 \
-                     --let-heat-update kube_masters`"
-                )),
+                && e.message.contains(&format!("`{command}`")),
             "{e}"
+        );
+        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_caldera"));
+        let path = format!(
+            "{}:{}",
+            bin.parent().expect("the binary's directory").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let shown = std::process::Command::new("sh")
+            .args(["-c", &command])
+            .env("PATH", path)
+            .env("CALDERA_HEAT_URL", heat_url())
+            .env("CALDERA_JOURNAL", &journal)
+            .env_remove("CALDERA_ACTIONS_CONFIG")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("the command as shown, in a shell");
+        let out = String::from_utf8_lossy(&shown.stdout);
+        let err = String::from_utf8_lossy(&shown.stderr);
+        assert!(
+            out.contains("kube_minions: minion_image=Fedora CoreOS 41")
+                && out.contains("then 2 at a time); gate 5.0s after each batch")
+                && out.contains("let Heat update it (--let-heat-update)")
+                && err.contains("give --yes"),
+            "{out}\n{err}"
         );
         let d = heat.get_stack(&stack, false).await.expect("stack");
         assert_eq!(d.summary.updated_at, updated, "nothing sent");

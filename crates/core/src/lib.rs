@@ -20,6 +20,7 @@
 pub(crate) use caldera_cloud::testing;
 pub(crate) use caldera_cloud::{api, config, fetch, model, report};
 
+pub mod command_line;
 pub mod drivers;
 pub mod journal;
 pub mod lifecycle;

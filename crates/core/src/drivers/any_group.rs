@@ -33,6 +33,7 @@ use super::apply::ActionContext;
 use super::guard::Reach;
 use super::{Limits, NodeGroupTarget};
 use crate::api::heat::{HeatClient, PreviewChanges, ResourceQuery, StackUpdate};
+use crate::command_line::CommandLine;
 use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::{DriverKind, StackRef};
 use crate::report::{ErrorKind, ServiceError, ServiceResult};
@@ -298,23 +299,27 @@ impl GroupUpdatePlan {
         ))
     }
 
-    /// The `--let-heat-update PATH` flags that would lift every refusal of this plan, when
-    /// its only refusals are its blast radius (each resource outside the group that reads a
-    /// changed parameter, is no wait condition, and was not allowed, is refused once);
-    /// empty when the flags would not be enough. The console cannot take them (a form has
+    /// `line` with the `--let-heat-update PATH` flags that would lift every refusal of this
+    /// plan, when its only refusals are its blast radius (each resource outside the group
+    /// that reads a changed parameter, is no wait condition, and was not allowed, is refused
+    /// once); `None` when the flags would not be enough. The console cannot take them (a form has
     /// no such field, on purpose: letting Heat update other resources unheld is a choice to
     /// make with the command and its preview in front of you); it names the command.
-    pub fn override_flags(&self) -> Vec<String> {
-        let flags: Vec<String> = self
+    pub fn override_flags(&self, line: CommandLine) -> Option<CommandLine> {
+        let paths: Vec<&str> = self
             .also
             .iter()
             .filter(|a| !a.allowed && !a.only_waits())
-            .map(|a| format!("--let-heat-update {}", a.path))
+            .map(|a| a.path.as_str())
             .collect();
-        match flags.len() == self.refusals.len() {
-            true => flags,
-            false => Vec::new(),
+        if paths.is_empty() || paths.len() != self.refusals.len() {
+            return None;
         }
+        Some(
+            paths
+                .into_iter()
+                .fold(line, |line, p| line.flag("let-heat-update", p)),
+        )
     }
 
     /// A scale plan (from [`plan_group_scale`]) in the form the console's scale form shows
@@ -381,6 +386,21 @@ pub async fn plan_group_update(
     plan_with_templates(heat, stack, group, set, allow, &templates).await
 }
 
+/// Heat's reason where its preview refused the update itself: a value its parameter's
+/// constraints reject (`allowed_pattern`, `range`, an image Glance does not know), a
+/// template it cannot build. That is a refusal of the plan, journaled and shown like ours;
+/// anything else (Heat unreachable, overloaded) is an error of the read, tried again later.
+fn refused_by_heat(e: &crate::api::ApiError) -> Option<&str> {
+    match e {
+        crate::api::ApiError::Http {
+            status: 400 | 409 | 422,
+            message,
+            ..
+        } => Some(message),
+        _ => None,
+    }
+}
+
 /// [`plan_group_update`] with the templates along the group's path already read.
 async fn plan_with_templates(
     heat: &HeatClient,
@@ -437,7 +457,16 @@ async fn plan_with_templates(
         heat.preview_update(stack, &update),
         group_members(heat, stack, group)
     );
-    let preview = preview?;
+    let preview = match preview {
+        Ok(p) => p,
+        Err(e) => match refused_by_heat(&e) {
+            Some(why) => {
+                refusals.push(format!("Heat refuses this update in its preview: {why}"));
+                PreviewChanges::default()
+            }
+            None => return Err(e.into()),
+        },
+    };
     let members = members.unwrap_or_default();
     // Heat previews the top level: a group inside a nested stack changes with the resource
     // that owns that nested stack (`roles` for `roles/Compute`).
@@ -1567,15 +1596,24 @@ mod tests {
             allowed: false,
         });
         plan.refusals = vec!["db_tier reads app_count too".into()];
-        assert_eq!(plan.override_flags(), ["--let-heat-update db_tier"]);
+        assert_eq!(
+            plan.override_flags(CommandLine::caldera(&["scale"]))
+                .map(|l| l.to_string())
+                .as_deref(),
+            Some("caldera scale --let-heat-update db_tier")
+        );
         // A refusal no flag lifts (an AutoScalingGroup is not rolled out member by member):
         // the command would be refused too, so none is offered.
         plan.refusals
             .push("app_tier is an OS::Heat::AutoScalingGroup".into());
-        assert!(plan.override_flags().is_empty());
+        assert!(plan
+            .override_flags(CommandLine::caldera(&["scale"]))
+            .is_none());
         plan.refusals.truncate(1);
         plan.also[0].allowed = true;
-        assert!(plan.override_flags().is_empty());
+        assert!(plan
+            .override_flags(CommandLine::caldera(&["scale"]))
+            .is_none());
     }
 
     /// A ResourceGroup shrunk drops the end of its member list, by index, not by text.

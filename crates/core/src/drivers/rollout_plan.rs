@@ -3,6 +3,7 @@
 //! rollout's spec, which a restarted process reads back to reattach.
 
 use crate::api::heat::PriorEntry;
+use crate::command_line::CommandLine;
 use crate::drivers::layout::{stack_path, GROUP_RESOURCE};
 use crate::drivers::{member_order, NodeGroupTarget};
 use crate::journal::ApiCall;
@@ -45,6 +46,43 @@ impl RolloutOptions {
     }
     pub fn gate_wait(&self) -> Duration {
         Duration::from_millis(self.gate_wait_ms)
+    }
+
+    /// `line` with the `rollout start` flags that give these options, where they differ from
+    /// the command's defaults: a command shown to carry a rollout on keeps its batches,
+    /// canaries, gate and timeout.
+    pub fn with_flags(&self, line: CommandLine) -> CommandLine {
+        let default = RolloutOptions::default();
+        let mut line = line;
+        if self.batch_size != default.batch_size {
+            line = line.flag("batch", self.batch_size.to_string());
+        }
+        if self.canary != default.canary {
+            line = line.flag("canary", self.canary.to_string());
+        }
+        if self.gate_wait_ms != default.gate_wait_ms {
+            line = line.flag("gate-secs", secs_text(self.gate_wait_ms));
+        }
+        if self.node_timeout_ms != default.node_timeout_ms {
+            // The command takes whole seconds (at least one).
+            line = line.flag(
+                "node-timeout-secs",
+                self.node_timeout_ms.div_ceil(1000).max(1).to_string(),
+            );
+        }
+        if !self.pause_on_failure {
+            line = line.switch("stop-on-failure");
+        }
+        line
+    }
+}
+
+/// Milliseconds as the seconds a command line takes (`1.5`, `30`).
+fn secs_text(ms: u64) -> String {
+    if ms % 1000 == 0 {
+        (ms / 1000).to_string()
+    } else {
+        format!("{}", ms as f64 / 1000.0)
     }
 }
 
@@ -177,11 +215,6 @@ pub fn registry_for_members(group: &str, entry: serde_json::Value) -> serde_json
     crate::api::heat::hooks_env::registry_patch(&member_hook_keys(group), entry)
 }
 
-fn set_flags<'a>(pairs: impl Iterator<Item = (&'a String, String)>) -> String {
-    let flags: Vec<String> = pairs.map(|(k, v)| format!("--set {k}={v}")).collect();
-    flags.join(" ")
-}
-
 pub fn new_rollout_id() -> String {
     let now = Utc::now();
     let n: u32 = rand::random();
@@ -259,28 +292,35 @@ impl RolloutPlan {
         }
     }
 
-    /// The flags of `caldera rollout start` that carry this rollout on (`--image v2`, or
-    /// `--set k=v` for a group of an operator's stack).
-    pub fn forward_flags(&self) -> String {
-        match &self.group {
-            None => format!("--image {}", self.image),
-            Some(_) => set_flags(self.extra_parameters.iter().map(|(k, v)| (k, v.clone()))),
-        }
+    /// The command that carries the rollout on to the target (after an abort, or where
+    /// it ended early): the same target, what the update sets and the same options.
+    pub fn forward_command(&self) -> CommandLine {
+        let line = CommandLine::caldera(&["rollout", "start"]).arg(self.target.label());
+        let line = match &self.group {
+            None => line.flag("image", self.image.clone()),
+            Some(_) => self
+                .extra_parameters
+                .iter()
+                .fold(line, |line, (k, v)| line.set(k, v)),
+        };
+        self.options.with_flags(line)
     }
 
-    /// The flags that take the members back (`from_image`, else a placeholder).
-    pub fn back_flags(&self) -> String {
-        match &self.group {
-            None => format!(
-                "--image {}",
-                self.from_image.as_deref().unwrap_or("<previous image>")
+    /// The command that takes the members back (`from_image`, else a placeholder the
+    /// operator fills in: the group's previous parameters are not kept).
+    pub fn back_command(&self) -> CommandLine {
+        let line = CommandLine::caldera(&["rollout", "start"]).arg(self.target.label());
+        let line = match &self.group {
+            None => line.flag(
+                "image",
+                self.from_image.as_deref().unwrap_or("<previous image>"),
             ),
-            Some(_) => set_flags(
-                self.extra_parameters
-                    .keys()
-                    .map(|k| (k, "<previous value>".to_string())),
-            ),
-        }
+            Some(_) => self
+                .extra_parameters
+                .keys()
+                .fold(line, |line, k| line.set_placeholder(k, "<previous value>")),
+        };
+        self.options.with_flags(line)
     }
 
     /// Breakpoints on every member of the rollout's group, beside any hook the environment
@@ -478,6 +518,26 @@ mod tests {
         assert_eq!(b, vec![vec!["0"], vec!["1"]]);
     }
 
+    /// A command shown to carry a rollout on keeps its options; defaults are left out.
+    #[test]
+    fn the_forward_command_keeps_the_rollouts_options() {
+        let options = RolloutOptions {
+            batch_size: 5,
+            canary: 2,
+            gate_wait_ms: 1500,
+            pause_on_failure: false,
+            node_timeout_ms: 600_500,
+        };
+        let line = options.with_flags(CommandLine::caldera(&["rollout", "start"]).arg("c/w"));
+        assert_eq!(
+            line.to_string(),
+            "caldera rollout start c/w --batch 5 --canary 2 --gate-secs 1.5 \
+             --node-timeout-secs 601 --stop-on-failure"
+        );
+        let line = RolloutOptions::default().with_flags(CommandLine::caldera(&["x"]));
+        assert_eq!(line.to_string(), "caldera x");
+    }
+
     #[test]
     fn patch_carries_image_extra_parameters_and_hooks() {
         let target = NodeGroupTarget {
@@ -554,8 +614,14 @@ mod tests {
             "pre-update"
         );
         assert!(plan.calls()[1].path.contains("<kube_minions nested stack>"));
-        assert_eq!(plan.forward_flags(), "--set minion_image=\"fcos-40\"");
-        assert_eq!(plan.back_flags(), "--set minion_image=<previous value>");
+        assert_eq!(
+            plan.forward_command().to_string(),
+            "caldera rollout start mystack/kube_minions --set minion_image=fcos-40"
+        );
+        assert_eq!(
+            plan.back_command().to_string(),
+            "caldera rollout start mystack/kube_minions --set 'minion_image=<previous value>'"
+        );
         assert!(plan.lines()[0].contains("group kube_minions of stack mystack"));
         // The journal's spec reads back (a restarted process reattaches with it).
         let back: RolloutPlan =

@@ -1195,12 +1195,12 @@ impl Runner {
                     let done = self.plan.members().filter(|m| self.is_done(m)).count();
                     format!(
                         "stopped releasing; Heat's update already ended ({s}), there is nothing \
-                         to cancel: {done} of {} nodes on {}. To finish: `caldera rollout start \
-                         {target} {}` takes them back, `{}` carries on",
+                         to cancel: {done} of {} nodes on {}. To finish: `{}` takes them back, \
+                         `{}` carries on",
                         self.plan.members().count(),
                         self.plan.image,
-                        self.plan.back_flags(),
-                        self.plan.forward_flags()
+                        self.plan.back_command(),
+                        self.plan.forward_command()
                     )
                 } else {
                     format!(
@@ -1331,7 +1331,6 @@ impl Runner {
     /// Where an abort's cancel left Heat, and how to finish.
     fn cancel_outcome(&self, mode: AbortMode) -> String {
         let s = &self.obs.stack_status;
-        let t = self.target();
         let reason = self.obs.stack_reason.clone();
         match mode {
             AbortMode::CancelUpdate if s.action == "ROLLBACK" && s.is_complete() => format!(
@@ -1348,11 +1347,11 @@ impl Runner {
                 let done = self.plan.members().filter(|m| self.is_done(m)).count();
                 format!(
                     "rollback failed: stack {s} ({reason}); {done} of {} nodes still on {}; to \
-                     finish: `caldera rollout start {t} {}` takes them back, `{}` carries on",
+                     finish: `{}` takes them back, `{}` carries on",
                     self.plan.members().count(),
                     self.plan.image,
-                    self.plan.back_flags(),
-                    self.plan.forward_flags()
+                    self.plan.back_command(),
+                    self.plan.forward_command()
                 )
             }
             _ => {
@@ -1365,7 +1364,7 @@ impl Runner {
                 let total = self.plan.members().count();
                 format!(
                     "cancelled: stack {s} ({reason}); {} of {total} nodes on {}{}; to finish: \
-                     `caldera rollout start {t} {}` updates the rest{}",
+                     `{}` updates the rest{}",
                     done.len(),
                     self.plan.image,
                     if done.is_empty() {
@@ -1373,11 +1372,11 @@ impl Runner {
                     } else {
                         format!(" ({})", done.join(","))
                     },
-                    self.plan.forward_flags(),
+                    self.plan.forward_command(),
                     self.plan
                         .from_image
-                        .as_deref()
-                        .map(|i| format!(", `--image {i}` goes back"))
+                        .as_ref()
+                        .map(|_| format!(", `{}` goes back", self.plan.back_command()))
                         .unwrap_or_default()
                 )
             }

@@ -10,6 +10,7 @@ use super::watch::{self, Watches};
 use super::{ErrorKind, ServiceError, ServiceResult};
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::HeatClient;
+use crate::command_line::CommandLine;
 use crate::drivers::any_group;
 use crate::drivers::apply::{self, ActionContext};
 use crate::drivers::guard::Guard;
@@ -120,16 +121,16 @@ impl Inner {
         .await?;
         if !plan.refusals.is_empty() {
             let target = format!("{}/{}", stack.name, nodegroup.name);
-            let count = request
-                .count
-                .map(|n| format!(" --count {n}"))
-                .unwrap_or_default();
-            let remove: String = request
+            let line = CommandLine::caldera(&["scale"]).arg(target.clone());
+            let line = match request.count {
+                Some(n) => line.flag("count", n.to_string()),
+                None => line,
+            };
+            let line = request
                 .remove
                 .iter()
-                .map(|m| format!(" --remove {m}"))
-                .collect();
-            let why = with_command_line(&plan, &format!("caldera scale {target}{count}{remove}"));
+                .fold(line, |line, m| line.flag("remove", m.clone()));
+            let why = with_command_line(&plan, line);
             return Err(self.action.refuse("scale", &target, why));
         }
         plan.scale_plan().ok_or_else(|| {
@@ -153,6 +154,16 @@ impl Inner {
         let stack = self.heat.resolve(&cluster.id).await?;
         let group = nodegroup.name.as_str();
         let label = format!("{}/{group}", stack.name);
+        // Heat's preview takes the value as the parameter's; the rollout's PATCH takes JSON
+        // text (an image named `2024` stays a string).
+        let as_json = serde_json::Value::String(to.clone()).to_string();
+        // The command that does what the form asked, for where the console cannot.
+        let command = |parameter: &str| {
+            let line = CommandLine::caldera(&["rollout", "start"])
+                .arg(label.clone())
+                .set(parameter, &as_json);
+            options.with_flags(line)
+        };
         let parameter = match any_group::image_parameter(&self.heat, &stack, group).await? {
             Ok(p) => p,
             Err(why) => {
@@ -162,15 +173,12 @@ impl Inner {
                     format!(
                         "which parameter is {label}'s image cannot be told from its templates \
                          ({why}): where a parameter of the stack sets it, roll it out with \
-                         `caldera rollout start {label} --set PARAMETER={to}`; an image written \
-                         into a template changes only with the template"
+                         `{}`; an image written into a template changes only with the template",
+                        command("PARAMETER")
                     ),
                 ))
             }
         };
-        // Heat's preview takes the value as the parameter's; the rollout's PATCH takes JSON
-        // text (an image named `2024` stays a string).
-        let as_json = serde_json::Value::String(to.clone()).to_string();
         let set: BTreeMap<String, String> = [(parameter.clone(), to)].into_iter().collect();
         let preview = any_group::plan_group_rollout(
             &self.heat,
@@ -181,8 +189,7 @@ impl Inner {
         )
         .await?;
         if !preview.refusals.is_empty() {
-            let sets: String = set.iter().map(|(k, v)| format!(" --set {k}={v}")).collect();
-            let why = with_command_line(&preview, &format!("caldera rollout start {label}{sets}"));
+            let why = with_command_line(&preview, command(&parameter));
             return Err(self.action.refuse("rollout.start", &label, why));
         }
         let mut plan = RolloutPlan::for_group(
@@ -232,17 +239,15 @@ impl Inner {
 
 /// A refused plan's reasons, for the console: where only `--let-heat-update` would lift them
 /// (the blast radius), the command that can, with its flags, since the form cannot take them.
-fn with_command_line(plan: &any_group::GroupUpdatePlan, command: &str) -> String {
+fn with_command_line(plan: &any_group::GroupUpdatePlan, command: CommandLine) -> String {
     let reasons = plan.refusals.join("; ");
-    let flags = plan.override_flags();
-    if flags.is_empty() {
-        return reasons;
+    match plan.override_flags(command) {
+        None => reasons,
+        Some(command) => format!(
+            "{reasons}. The console does not let Heat update other resources unheld; from the \
+             command line, with its preview: `{command}`"
+        ),
     }
-    format!(
-        "{reasons}. The console does not let Heat update other resources unheld; from the \
-         command line, with its preview: `{command} {}`",
-        flags.join(" ")
-    )
 }
 
 impl Operator for LiveOperator {
