@@ -680,11 +680,14 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
         }
         if let RolloutState::Paused { reason } = &status.state {
             print_lines(&status.lines())?;
-            eprintln!(
-                "rollout paused: {}\nHeat keeps the remaining nodes on their hooks; \
-                 `caldera rollout resume` continues, `caldera rollout abort` stops.",
-                terminal_safe(reason)
-            );
+            let next = if status.remaining == 0 {
+                "No node is left on a hook; `caldera rollout resume` waits for Heat's update \
+                 again, `caldera rollout abort` cancels it."
+            } else {
+                "Heat keeps the remaining nodes on their hooks; `caldera rollout resume` \
+                 continues, `caldera rollout abort` stops."
+            };
+            eprintln!("rollout paused: {}\n{next}", terminal_safe(reason));
             handle.kill().await;
             std::process::exit(PAUSED_EXIT);
         }

@@ -895,6 +895,75 @@ async fn an_update_heats_preview_refuses_is_a_refusal_journaled_and_nothing_sent
     assert_eq!(d.summary.updated_at, updated, "nothing sent");
 }
 
+/// Heat's update goes on beside the group after every member is done (a resource the
+/// operator let Heat update, here one that takes 75 s): past the node timeout the rollout
+/// pauses and names what Heat is still doing instead of reading "running" with nothing
+/// moving; once Heat's update completes, a resume completes the rollout and takes its hooks
+/// out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_what_heat_does() {
+    use crate::support::real_heat_client::caldera_journaled;
+    let heat = heat().await;
+    let mut template: Value =
+        serde_yaml_ng::from_str(&shape("twotier/top.yaml")).expect("template");
+    template["resources"]["slow_sibling"] = json!({
+        "type": "OS::Heat::TestResource",
+        "properties": {
+            "value": {"get_param": "frontend_image"},
+            "action_wait_secs": {"update": 75}
+        }
+    });
+    let stack = create_from(
+        &heat,
+        "disc-2tier-slow-sibling",
+        template,
+        &[("tier.yaml", "twotier/tier.yaml")],
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("journal.jsonl");
+    let target = format!("{}/app_tier", stack.name);
+    let (ok, out, err) = caldera_journaled(
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "frontend_image=nginx-1.28",
+            "--let-heat-update",
+            "slow_sibling",
+            "--node-timeout-secs",
+            "20",
+            "--poll-secs",
+            "0.5",
+            "--yes",
+        ],
+    );
+    assert!(!ok, "paused, not completed: {out}\n{err}");
+    assert!(
+        err.contains("every node is done, but Heat's update of stack")
+            && err.contains("slow_sibling")
+            && err.contains("nothing is left to release"),
+        "{out}\n{err}"
+    );
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let (ok, out, err) = caldera_journaled(
+        &journal,
+        &["rollout", "resume", &target, "--poll-secs", "0.5"],
+    );
+    assert!(ok, "{out}\n{err}");
+    let hooks = heat
+        .get_environment_hooks(&stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "hooks left: {hooks:?}"
+    );
+}
+
 /// A member whose server sits one nested stack down (`lb_member.yaml` holds `vm.yaml`), the
 /// image renamed at each level (`image` -> `node_image` -> `image_ref`): the console's
 /// upgrade form follows it down through the nested stack Heat made of the member's `vm`

@@ -571,6 +571,8 @@ async fn spawn(
         passthrough: BTreeSet::new(),
         timed_out: BTreeSet::new(),
         released_local: BTreeMap::new(),
+        closing_since: None,
+        closing_pause: None,
         // Requests written since the lock was taken are this driver's.
         journal_offset: journal_offset.min(requests_from),
         ignore_failures_until_update: None,
@@ -706,6 +708,10 @@ struct Runner {
     /// When we first knew each member released, on our clock (timeouts must not depend on
     /// the difference between our clock and Heat's).
     released_local: BTreeMap<String, std::time::Instant>,
+    /// Every member done and Heat's update still in progress: since when (our clock), and
+    /// the pause said when that lasted longer than a node may take ([`Runner::closing`]).
+    closing_since: Option<std::time::Instant>,
+    closing_pause: Option<String>,
     journal_offset: u64,
     /// After a resume PATCH: old failures stand until Heat starts the new group update.
     ignore_failures_until_update: Option<u32>,
@@ -1087,6 +1093,9 @@ impl Runner {
                 }
                 self.paused = None;
                 self.timed_out.clear();
+                // Waiting for Heat to close the update starts again.
+                self.closing_since = None;
+                self.closing_pause = None;
             }
             Control::Abort(mode) => self.abort(mode).await,
         }
@@ -1642,6 +1651,7 @@ impl Runner {
     }
 
     async fn step(&mut self) -> Option<RolloutState> {
+        self.closing_ended();
         // Members Heat paused again though already updated (a resumed update re-pauses the
         // whole group): let them through at once, they are not part of any batch now.
         let through: Vec<String> = self
@@ -1848,7 +1858,69 @@ impl Runner {
         if s.is_complete() && s.action == "UPDATE" {
             return Some(RolloutState::Completed);
         }
+        if s.is_in_progress() {
+            self.closing().await;
+        }
         None // Heat is still closing the update.
+    }
+
+    /// Every member is done and Heat's update goes on: Heat is updating something beside
+    /// the group (a resource the operator let Heat update, a deployment waiting for its
+    /// agent, a wait condition). The rollout cannot complete before Heat's update does, and
+    /// nothing of ours is left to release. Past the time a node may take, it pauses and says
+    /// what Heat is still doing (read from Heat's tree), instead of reading "running" with
+    /// nothing moving; it completes by itself when Heat's update does.
+    async fn closing(&mut self) {
+        let since = *self
+            .closing_since
+            .get_or_insert_with(std::time::Instant::now);
+        let waited = since.elapsed();
+        if waited <= self.plan.options.node_timeout() || self.halted() {
+            return;
+        }
+        let what = match crate::ops::why::read(&self.heat, &self.plan.stack, &[]).await {
+            Ok(why) if !why.lines.is_empty() => why
+                .lines
+                .iter()
+                .take(3)
+                // One line of prose: the why lines' column gaps read as one space.
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect::<Vec<_>>()
+                .join("; "),
+            Ok(_) => "Heat names nothing in progress".to_string(),
+            Err(e) => format!("reading what Heat is doing failed: {e}"),
+        };
+        let reason = format!(
+            "every node is done, but Heat's update of stack {} is still {} {}s after the last \
+             one ({what}); nothing is left to release: the rollout completes when Heat's \
+             update does (`rollout abort` cancels it)",
+            self.plan.stack.name,
+            self.obs.stack_status,
+            waited.as_secs()
+        );
+        let e = self.record(
+            "rollout.pause",
+            &self.target(),
+            Outcome::Failed {
+                error: reason.clone(),
+            },
+        );
+        self.note(e).await;
+        if self.paused.is_none() {
+            self.paused = Some(reason.clone());
+            self.closing_pause = Some(reason);
+        }
+    }
+
+    /// A pause of [`Runner::closing`] alone ends when Heat's update does: nothing of the
+    /// operator's is waiting on it (a pause the operator added stays).
+    fn closing_ended(&mut self) {
+        let s = &self.obs.stack_status;
+        if self.closing_pause.is_some() && self.paused == self.closing_pause && !s.is_in_progress()
+        {
+            self.paused = None;
+            self.closing_pause = None;
+        }
     }
 
     fn update_status(&mut self) {
