@@ -896,10 +896,10 @@ async fn an_update_heats_preview_refuses_is_a_refusal_journaled_and_nothing_sent
 }
 
 /// Heat's update goes on beside the group after every member is done (a resource the
-/// operator let Heat update, here one that takes 75 s): past the node timeout the rollout
+/// operator let Heat update, here one that takes 120 s): past the node timeout the rollout
 /// pauses and names what Heat is still doing instead of reading "running" with nothing
-/// moving; once Heat's update completes, a resume completes the rollout and takes its hooks
-/// out.
+/// moving; resumed, it waits again and completes by itself when Heat's update does, its
+/// hooks taken out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat (HEAT_URL)"]
 async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_what_heat_does() {
@@ -911,7 +911,7 @@ async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_wh
         "type": "OS::Heat::TestResource",
         "properties": {
             "value": {"get_param": "frontend_image"},
-            "action_wait_secs": {"update": 75}
+            "action_wait_secs": {"update": 120}
         }
     });
     let stack = create_from(
@@ -948,12 +948,49 @@ async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_wh
             && err.contains("nothing is left to release"),
         "{out}\n{err}"
     );
-    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
-    let (ok, out, err) = caldera_journaled(
-        &journal,
-        &["rollout", "resume", &target, "--poll-secs", "0.5"],
-    );
-    assert!(ok, "{out}\n{err}");
+    // Resumed while Heat still works (as the console's engine runs on): it waits again,
+    // and completes by itself when Heat's update does, its hooks taken out.
+    use caldera::journal::Journal;
+    use caldera::rollout::{engine, Control, RolloutState};
+    let ctx = crate::support::scenarios::action_context(Journal::open(&journal), "tester");
+    let group_target = caldera::drivers::any_group::group_target(&stack, "app_tier");
+    let plan = caldera::rollout::control::find_rollout(&heat, &ctx, &group_target)
+        .await
+        .expect("read the rollout")
+        .expect("the paused rollout is found");
+    let handle = engine::reattach(
+        heat.clone(),
+        ctx,
+        plan,
+        engine::EngineOptions {
+            poll: std::time::Duration::from_millis(500),
+            ..Default::default()
+        },
+        vec![Control::Resume {
+            parameters: Default::default(),
+        }],
+    )
+    .await
+    .expect("reattached");
+    let end = tokio::time::timeout(std::time::Duration::from_secs(300), handle.wait())
+        .await
+        .expect("the rollout ends with Heat's update");
+    assert_eq!(end.state, RolloutState::Completed, "{:?}", end.state);
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.status.raw, "UPDATE_COMPLETE");
+    // The resumed engine paused on Heat again (the sibling has ~60 s to go by then), and
+    // that pause ended by itself with Heat's update.
+    let waits = Journal::open(&journal)
+        .read_all()
+        .expect("journal")
+        .into_iter()
+        .filter(|e| {
+            e.action == "rollout.pause"
+                && matches!(&e.outcome, caldera::journal::Outcome::Failed { error }
+                    if error.starts_with("every node is done"))
+        })
+        .count();
+    assert_eq!(waits, 2, "one pause before the resume, one after");
     let hooks = heat
         .get_environment_hooks(&stack)
         .await
