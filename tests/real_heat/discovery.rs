@@ -1033,6 +1033,9 @@ async fn the_image_parameter_is_followed_into_a_members_nested_stack() {
         .into_iter()
         .find(|r| r.name == "web_nodes")
         .expect("the web_nodes row");
+    // The row's IMAGE is what the servers inside the members boot, found by the same walk
+    // down the members' nested stacks as the rollout's parameter.
+    assert_eq!(row.image.as_deref(), Some("ubuntu-22.04"), "{row:?}");
     let dir = tempfile::tempdir().expect("dir");
     let op = scenarios::live_operator(
         &conn,
@@ -1054,6 +1057,20 @@ async fn the_image_parameter_is_followed_into_a_members_nested_stack() {
     let lines = plan.lines().join("\n");
     assert!(lines.contains("set image=ubuntu-24.04"), "{lines}");
     upgrade_to_the_end(&op, plan).await;
+    let images: Vec<(String, Option<String>)> = LiveService::new(conn.clone())
+        .list_nodegroups(plain_stack::cluster_of(&stack.id, &stack.name))
+        .await
+        .expect("node group rows")
+        .into_iter()
+        .map(|r| (r.name, r.image))
+        .collect();
+    assert_eq!(
+        images,
+        [
+            ("web_nodes".to_string(), Some("ubuntu-24.04".to_string())),
+            ("workers".to_string(), Some("debian-12".to_string()))
+        ]
+    );
     // Each member's VM stack (one level inside the member) boots the new image; the worker
     // keeps its own.
     for g in discover_groups(&heat, &stack).await.expect("groups") {

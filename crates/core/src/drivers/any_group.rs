@@ -674,8 +674,21 @@ pub async fn plan_group_rollout(
     allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
     let templates = templates_along(heat, stack, group).await?;
-    let mut plan = plan_with_templates(heat, stack, group, set, allow, &templates).await?;
-    if let Some(refusal) = rollout_kind_refusal(&templates, group) {
+    plan_group_rollout_in(heat, stack, group, set, allow, &templates).await
+}
+
+/// [`plan_group_rollout`] with the templates along the group's path already read
+/// ([`templates_along`]).
+pub async fn plan_group_rollout_in(
+    heat: &HeatClient,
+    stack: &StackRef,
+    group: &str,
+    set: &BTreeMap<String, String>,
+    allow: &Allow,
+    templates: &[Value],
+) -> ServiceResult<GroupUpdatePlan> {
+    let mut plan = plan_with_templates(heat, stack, group, set, allow, templates).await?;
+    if let Some(refusal) = rollout_kind_refusal(templates, group) {
         plan.refusals.push(refusal);
     }
     Ok(plan)
@@ -1003,24 +1016,62 @@ fn one_parameter(found: Vec<String>, path: &str) -> Result<Option<String>, Strin
 /// How deep inside a member its servers are looked for (a member's own nested stacks).
 const MEMBER_DEPTH: usize = 3;
 
-/// The parameter of the member stack `stack` (its `template`) that its servers take their
-/// image from: servers at its top level, else through the nested stacks Heat made of its
-/// resources (`lb_member.yaml` holding `vm.yaml`: `image_ref` there is passed as
-/// `node_image` here), down to [`MEMBER_DEPTH`]. A nested stack holding no server (a
-/// network) is not a way; two ways to two parameters is no answer.
-fn member_image_parameter<'a>(
+/// What the servers of one member boot, found by following Heat's structure down from the
+/// member's own template: the one fact behind both the rollout's parameter and a node
+/// group's IMAGE column, so the two never disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberImage {
+    /// The parameter of the member's template its servers' image comes from (handed down
+    /// through its nested stacks), for a rollout to set from above; why not, when a level
+    /// does not pass it as a plain parameter.
+    pub parameter: Result<String, String>,
+    /// The image as Heat resolved it for the servers: the parameter's value in the nested
+    /// stack that holds them, or the template's literal.
+    pub value: Option<String>,
+}
+
+/// The servers of the member stack `stack` (its `template`): at its top level, else
+/// through the nested stacks Heat made of its resources (`lb_member.yaml` holding
+/// `vm.yaml`: `image_ref` there is passed as `node_image` here), down to [`MEMBER_DEPTH`].
+/// A nested stack holding no server (a network) is not a way; two ways to two parameters
+/// is no parameter. `None` when no server is found.
+pub fn member_image<'a>(
+    heat: &'a HeatClient,
+    stack: &'a StackRef,
+    template: &'a Value,
+    path: &'a str,
+) -> futures::future::BoxFuture<'a, ServiceResult<Option<MemberImage>>> {
+    member_image_at(heat, stack, template, path, 0)
+}
+
+fn member_image_at<'a>(
     heat: &'a HeatClient,
     stack: &'a StackRef,
     template: &'a Value,
     path: &'a str,
     depth: usize,
-) -> futures::future::BoxFuture<'a, ServiceResult<Result<Option<String>, String>>> {
+) -> futures::future::BoxFuture<'a, ServiceResult<Option<MemberImage>>> {
     Box::pin(async move {
         match servers_image_parameter(template, path) {
             Ok(None) if depth < MEMBER_DEPTH => {}
-            other => return Ok(other),
+            Ok(None) => return Ok(None),
+            Ok(Some(p)) => {
+                // Heat resolved the parameter for this stack: its value is what they boot.
+                let detail = heat.get_stack(stack, false).await?;
+                let value = detail.parameters.get(&p).filter(|v| !v.is_empty()).cloned();
+                return Ok(Some(MemberImage {
+                    parameter: Ok(p),
+                    value,
+                }));
+            }
+            Err(why) => {
+                return Ok(Some(MemberImage {
+                    parameter: Err(why),
+                    value: servers_literal_image(template),
+                }))
+            }
         }
-        let mut found = Vec::new();
+        let mut found: Vec<MemberImage> = Vec::new();
         for r in heat
             .list_resources(stack, &ResourceQuery::default())
             .await?
@@ -1029,36 +1080,70 @@ fn member_image_parameter<'a>(
                 continue;
             };
             let inner_template = heat.get_template(&nested).await?;
-            let inner =
-                member_image_parameter(heat, &nested, &inner_template, path, depth + 1).await?;
-            let inner = match inner {
-                Ok(Some(q)) => q,
-                Ok(None) => continue,
-                Err(why) => return Ok(Err(why)),
+            let Some(inner) =
+                member_image_at(heat, &nested, &inner_template, path, depth + 1).await?
+            else {
+                continue;
             };
             let properties = template
                 .get("resources")
                 .and_then(|rs| rs.get(&r.resource.name))
                 .and_then(|d| d.get("properties"));
-            match passed_as(properties, &inner, &r.resource.name) {
-                Ok(p) if !found.contains(&p) => found.push(p),
-                Ok(_) => {}
-                Err(why) => return Ok(Err(why)),
-            }
+            found.push(MemberImage {
+                parameter: inner
+                    .parameter
+                    .and_then(|q| passed_as(properties, &q, &r.resource.name)),
+                value: inner.value,
+            });
         }
-        Ok(one_parameter(found, path))
+        Ok(one_way(found, path))
     })
 }
 
+/// The ways down to servers found in one member stack, as one: the image of the first that
+/// says one; the parameter they all take (a way that cannot say which is the answer).
+fn one_way(found: Vec<MemberImage>, path: &str) -> Option<MemberImage> {
+    let value = found.iter().find_map(|f| f.value.clone());
+    let mut parameters = Vec::new();
+    for f in &found {
+        match &f.parameter {
+            Err(why) => {
+                return Some(MemberImage {
+                    parameter: Err(why.clone()),
+                    value,
+                })
+            }
+            Ok(p) if !parameters.contains(p) => parameters.push(p.clone()),
+            Ok(_) => {}
+        }
+    }
+    let parameter = one_parameter(parameters, path).transpose()?;
+    Some(MemberImage { parameter, value })
+}
+
+/// The image the first server at the top level of `template` names as plain text.
+fn servers_literal_image(template: &Value) -> Option<String> {
+    template
+        .get("resources")?
+        .as_object()?
+        .values()
+        .find_map(|r| {
+            let property = image_property(r.get("type")?.as_str()?)?;
+            r.get("properties")?.get(property)?.as_str()
+        })
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
 /// The stack parameter of the group at `path`'s servers' image ([`image_parameter_along`]),
-/// reading the templates along the path and one member's; why not, when Heat's structure
-/// does not say.
+/// from the templates along the path (`templates`, from [`templates_along`]) and one
+/// member's; why not, when Heat's structure does not say.
 pub async fn image_parameter(
     heat: &HeatClient,
     stack: &StackRef,
     path: &str,
+    templates: &[Value],
 ) -> ServiceResult<Result<String, String>> {
-    let templates = templates_along(heat, stack, path).await?;
     let members = group_members(heat, stack, path).await?;
     let member = match members.first() {
         Some(name) => {
@@ -1066,9 +1151,8 @@ pub async fn image_parameter(
             match super::heat_native::group_stack_of(heat, &group_stack, name).await {
                 Ok(member_stack) => {
                     let template = heat.get_template(&member_stack).await?;
-                    let found =
-                        member_image_parameter(heat, &member_stack, &template, path, 0).await?;
-                    Some(found.and_then(|p| p.ok_or_else(|| no_server(path))))
+                    let found = member_image(heat, &member_stack, &template, path).await?;
+                    Some(found.map_or_else(|| Err(no_server(path)), |f| f.parameter))
                 }
                 // A member that is a server itself has no stack of its own.
                 Err(_) => None,
@@ -1076,7 +1160,7 @@ pub async fn image_parameter(
         }
         None => None,
     };
-    Ok(image_parameter_along(&templates, member, path))
+    Ok(image_parameter_along(templates, member, path))
 }
 
 /// One hand-down of parameters on the way from the stack to a group: the owner's properties
@@ -1954,5 +2038,38 @@ mod tests {
             "racks passes node_count to its nested stack as 4, not as a parameter of the \
              stack: only a template update can change the count"
         );
+    }
+
+    /// The ways down a member to its servers, as one: a literal image is shown though no
+    /// parameter sets it; two nested stacks reading two parameters give no parameter.
+    #[test]
+    fn the_ways_to_a_members_servers_make_one_image() {
+        let literal = json!({"resources": {
+            "port": {"type": "OS::Neutron::Port", "properties": {"image": "not-a-server"}},
+            "vm": {"type": "OS::Nova::Server", "properties": {"image": "fedora-40"}}}});
+        assert_eq!(
+            servers_literal_image(&literal).as_deref(),
+            Some("fedora-40")
+        );
+        assert!(servers_image_parameter(&literal, "g").is_err());
+        let way = |p: Result<&str, &str>, v: Option<&str>| MemberImage {
+            parameter: p.map(str::to_string).map_err(str::to_string),
+            value: v.map(str::to_string),
+        };
+        assert_eq!(
+            one_way(vec![way(Ok("a"), None), way(Ok("a"), Some("img"))], "g"),
+            Some(way(Ok("a"), Some("img")))
+        );
+        let two = one_way(vec![way(Ok("a"), Some("x")), way(Ok("b"), Some("y"))], "g");
+        assert!(
+            two.as_ref().is_some_and(|w| w.parameter.is_err()),
+            "{two:?}"
+        );
+        assert_eq!(two.and_then(|w| w.value).as_deref(), Some("x"));
+        assert_eq!(
+            one_way(vec![way(Err("computed"), Some("z"))], "g"),
+            Some(way(Err("computed"), Some("z")))
+        );
+        assert_eq!(one_way(Vec::new(), "g"), None);
     }
 }

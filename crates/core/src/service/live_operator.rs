@@ -164,28 +164,32 @@ impl Inner {
                 .set(parameter, &as_json);
             options.with_flags(line)
         };
-        let parameter = match any_group::image_parameter(&self.heat, &stack, group).await? {
-            Ok(p) => p,
-            Err(why) => {
-                return Err(self.action.refuse(
-                    "rollout.start",
-                    &label,
-                    format!(
-                        "which parameter is {label}'s image cannot be told from its templates \
+        // The templates along the group's path, read once for the parameter and the plan.
+        let templates = any_group::templates_along(&self.heat, &stack, group).await?;
+        let parameter =
+            match any_group::image_parameter(&self.heat, &stack, group, &templates).await? {
+                Ok(p) => p,
+                Err(why) => {
+                    return Err(self.action.refuse(
+                        "rollout.start",
+                        &label,
+                        format!(
+                            "which parameter is {label}'s image cannot be told from its templates \
                          ({why}): where a parameter of the stack sets it, roll it out with \
                          `{}`; an image written into a template changes only with the template",
-                        command("PARAMETER")
-                    ),
-                ))
-            }
-        };
+                            command("PARAMETER")
+                        ),
+                    ))
+                }
+            };
         let set: BTreeMap<String, String> = [(parameter.clone(), to)].into_iter().collect();
-        let preview = any_group::plan_group_rollout(
+        let preview = any_group::plan_group_rollout_in(
             &self.heat,
             &stack,
             group,
             &set,
             &any_group::Allow::default(),
+            &templates,
         )
         .await?;
         if !preview.refusals.is_empty() {

@@ -8,6 +8,7 @@
 
 use super::{ServiceError, ServiceResult};
 use crate::api::heat::HeatClient;
+use crate::drivers::any_group;
 use crate::model::{Cluster, DriverKind, NodeGroup, Role, StackRef};
 use crate::ops::discover::{discover_groups, GroupShape};
 use crate::ops::ips::group_label;
@@ -116,75 +117,33 @@ pub async fn group_images(
         .collect()
 }
 
-/// The image the group's members boot, as Heat resolved it. Heat writes a group's nested
-/// template itself: one resource per member holding the group's definition with every value
-/// resolved (`boot_image: nginx-1.27`). A member that is a server reads its `image` there;
-/// a member template's server reads it from the parameter that resolved property sets
-/// (`image: {get_param: boot_image}`), whatever the stack calls it. `None` when no server
-/// reads an image so (a group whose first member is not yet created, a computed image).
+/// The image the group's members boot, as Heat resolved it. A group whose definition is a
+/// server: Heat writes the group's nested template itself, one resource per member holding
+/// the definition with every value resolved (`image: fedora-40`). Otherwise the first
+/// member's servers, followed down through its nested stacks as a rollout follows them
+/// ([`any_group::member_image`]): one walk gives both the parameter a rollout sets and the
+/// image shown here. `None` when no server reads an image so (a group whose first member is
+/// not yet created, a computed image).
 pub async fn member_image(heat: &HeatClient, g: &GroupShape) -> Option<String> {
     let group_stack = g.stack.as_ref()?;
     let first = g.members.first()?;
     let generated = heat.get_template(group_stack).await.ok()?;
     let definition = generated.get("resources")?.get(&first.name)?;
-    let properties = definition.get("properties");
     let member_type = definition.get("type")?.as_str()?;
     if is_server_type(member_type) {
-        return text(properties?.get("image")?);
+        return text(definition.get("properties")?.get("image")?);
     }
-    let template = heat.get_template(first.stack.as_ref()?).await.ok()?;
-    let image = server_image_expression(&template)?;
-    match image.get("get_param").map(param_name) {
-        Some(param) => text(properties?.get(param?)?),
-        None => text(image),
-    }
-}
-
-/// The `image` property of the first server of a member template (a literal or an
-/// expression).
-fn server_image_expression(template: &Value) -> Option<&Value> {
-    template
-        .get("resources")?
-        .as_object()?
-        .values()
-        .filter(|r| {
-            r.get("type")
-                .and_then(Value::as_str)
-                .is_some_and(is_server_type)
-        })
-        .find_map(|r| r.get("properties")?.get("image"))
-}
-
-/// `get_param`'s argument: `NAME` or `[NAME]`.
-fn param_name(v: &Value) -> Option<&str> {
-    match v {
-        Value::String(s) => Some(s),
-        Value::Array(a) if a.len() == 1 => a[0].as_str(),
-        _ => None,
+    let member_stack = first.stack.as_ref()?;
+    let template = heat.get_template(member_stack).await.ok()?;
+    match any_group::member_image(heat, member_stack, &template, &g.path).await {
+        Ok(found) => found?.value,
+        Err(e) => {
+            tracing::info!("the image of {}'s members: {e}", g.path);
+            None
+        }
     }
 }
 
 fn text(v: &Value) -> Option<String> {
     v.as_str().filter(|s| !s.is_empty()).map(str::to_string)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn the_image_is_the_property_the_members_server_reads() {
-        let tier = json!({"resources": {
-            "port": {"type": "OS::Neutron::Port", "properties": {"network": "private"}},
-            "vm": {"type": "OS::Nova::Server", "properties": {"image": {"get_param": "boot_image"}}}
-        }});
-        assert_eq!(
-            server_image_expression(&tier),
-            Some(&json!({"get_param": "boot_image"}))
-        );
-        assert_eq!(param_name(&json!(["boot_image"])), Some("boot_image"));
-        let none = json!({"resources": {"v": {"type": "OS::Cinder::Volume", "properties": {"image": "x"}}}});
-        assert_eq!(server_image_expression(&none), None);
-    }
 }
