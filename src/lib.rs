@@ -19,7 +19,9 @@
 
 pub use caldera_cloud::{api, config, fetch, health, model, report};
 pub use caldera_console as tui;
-pub use caldera_core::{drivers, journal, lifecycle, ops, progress, rollout, service, templates};
+pub use caldera_core::{
+    command_line, drivers, journal, lifecycle, ops, progress, rollout, service, templates,
+};
 pub use caldera_sim as sim;
 
 pub mod bench;

@@ -135,7 +135,8 @@ pub enum RolloutCommand {
         /// CLUSTER/NODEGROUP (or CLUSTER when it has one node group), or STACK/GROUP: a
         /// scaling group of any stack, by its resource path (`--set` says what changes).
         target: String,
-        /// New image (Heat-native node groups).
+        /// New image: of caldera's node groups, or for STACK/GROUP the stack parameter its
+        /// servers boot from, found from the templates (else name it with --set).
         #[arg(long, required_unless_present_any = ["template", "set"])]
         image: Option<String>,
         /// New cluster template (Magnum clusters; Magnum runs the batches).

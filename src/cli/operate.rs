@@ -383,11 +383,13 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 node_timeout_ms: node_timeout_secs.saturating_mul(1000),
             };
             if let Some((stack, group)) = ctx.any_group(&target).await? {
-                if image.is_some() || template.is_some() {
-                    return Err("STACK/GROUP: say what changes with --set KEY=VALUE (the \
-                                template's own parameters); --image and --template are for \
-                                caldera's and Magnum's node groups"
-                        .into());
+                if template.is_some() {
+                    return Err(
+                        "STACK/GROUP: --template is for Magnum's node groups; say what \
+                                changes with --image or --set KEY=VALUE (the template's own \
+                                parameters)"
+                            .into(),
+                    );
                 }
                 let opts = AnyGroupOpts {
                     yes,
@@ -398,7 +400,17 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                     },
                     no_wait: false,
                 };
-                let sets = parse_sets(&set)?;
+                let mut sets = parse_sets(&set)?;
+                if let Some(image) = image {
+                    let parameter = image_parameter(ctx, &stack, &group, &image).await?;
+                    let as_json = serde_json::Value::String(image).to_string();
+                    if sets.insert(parameter.clone(), as_json).is_some() {
+                        return Err(format!(
+                            "--image sets {parameter}, and so does --set: give one of them"
+                        )
+                        .into());
+                    }
+                }
                 return rollout_any_group(ctx, &stack, &group, sets, options, opts, poll_secs)
                     .await;
             }
@@ -695,6 +707,35 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
             let end = handle.wait().await;
             print_lines(&end.lines())?;
             return Ok(());
+        }
+    }
+}
+
+/// `--image` of `STACK/GROUP`: the stack parameter the group's servers boot from, found from
+/// Heat's structure as the console's upgrade form finds it ([`any_group::image_parameter`]);
+/// where the templates do not say, the operator names it with `--set`.
+async fn image_parameter(
+    ctx: &Ctx,
+    stack: &StackRef,
+    group: &str,
+    image: &str,
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    let heat = &ctx.conn.heat;
+    let templates = any_group::templates_along(heat, stack, group).await?;
+    match any_group::image_parameter(heat, stack, group, &templates).await? {
+        Ok(parameter) => Ok(parameter),
+        Err(why) => {
+            let command = crate::command_line::CommandLine::caldera(&["rollout", "start"])
+                .arg(format!("{}/{group}", stack.name))
+                .set(
+                    "PARAMETER",
+                    &serde_json::Value::String(image.to_string()).to_string(),
+                );
+            Err(format!(
+                "which parameter is {group}'s image cannot be told from its templates ({why}): \
+                 where a parameter of the stack sets it, name it: `{command}`"
+            )
+            .into())
         }
     }
 }

@@ -15,7 +15,8 @@
 //! - `failures`: a resource deep in the tree marked unhealthy (Heat: `CHECK_FAILED`) is found,
 //!   by its dotted path;
 //! - `scale` and `rollout`: the plan (without `--yes`, nothing is sent) names the parameter the
-//!   template's count or image reads.
+//!   template's count or image reads; `rollout-image`: given only `--image`, caldera finds that
+//!   parameter itself by following the templates from the group down to its servers.
 //!
 //! Discovery worked by resemblance when this corpus was written, and some checks fail: each such
 //! (entry, check) is listed in KNOWN_GAPS with what caldera answers. A listed gap must still fail
@@ -31,7 +32,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// (entry id, check) pairs that fail today, with caldera's answer against Heat's; see the
-/// module's doc. Checks: `nodegroups`, `ips`, `ips-group`, `failures`, `scale`, `rollout`.
+/// module's doc. Checks: `nodegroups`, `ips`, `ips-group`, `failures`, `scale`, `rollout`,
+/// `rollout-image`.
 const KNOWN_GAPS: &[(&str, &str)] = &[
     // A node's floating address: Heat's `kube_masters` / `kube_minions` (`swarm_*`,
     // `mesos_*`) outputs give each node its floating IP beside the private one
@@ -563,6 +565,28 @@ async fn judge(id: &str) -> BTreeMap<&'static str, String> {
                 format!("want {param} on {n} nodes: {} {}", out.trim(), err.trim()),
             );
         }
+        // rollout-image: the same plan from `--image` alone, the parameter found by
+        // following Heat's structure from the group down to its servers (as the console's
+        // upgrade form finds it), the index's parameter being Heat's answer by hand.
+        let args = [
+            "rollout",
+            "start",
+            &target,
+            "--image",
+            "corpus-image-3",
+            "--allow-magnum-owned",
+        ];
+        let (ok, out, err) = caldera(state.path(), &args);
+        let planned = !ok
+            && err.contains("not a terminal")
+            && out.contains(&format!("set {param}=corpus-image-3"))
+            && out.contains(&format!("{n} nodes in"));
+        if !planned {
+            gaps.insert(
+                "rollout-image",
+                format!("want {param} found: {} {}", out.trim(), err.trim()),
+            );
+        }
     }
 
     // Leave the shared Heat light: the stack is not needed any more.
@@ -608,6 +632,7 @@ async fn check(id: &str) {
         "failures",
         "scale",
         "rollout",
+        "rollout-image",
     ] {
         let known = KNOWN_GAPS.contains(&(id, check));
         match (gaps.get(check), known) {
