@@ -54,15 +54,12 @@ impl Progress {
     }
 
     /// A node group's row in a list (the console's node-groups pane), as its nodes pane says
-    /// it: the state when nothing moves, the counts there are (`new` always), and the pace
-    /// and ETA only while members move; empty for a group no update covers.
+    /// it: the counts there are (`new` always), the pace and ETA only while members move,
+    /// then the state when nothing moves (its why last: a narrow column cuts it first);
+    /// empty for a group no update covers.
     pub fn row_text(&self) -> String {
         if self.counts.in_update_total() == 0 {
             return String::new();
-        }
-        let mut parts = Vec::new();
-        if !self.state.moving() {
-            parts.push(self.state.label());
         }
         let counts: Vec<String> = self
             .counts
@@ -74,9 +71,12 @@ impl Progress {
                 p => format!("{} {n}", p.label()),
             })
             .collect();
-        parts.push(counts.join(" "));
+        let mut parts = vec![counts.join(" ")];
         if self.pace.is_some() || self.eta_secs.is_some() {
             parts.push(self.pace_eta_text());
+        }
+        if !self.state.moving() {
+            parts.push(self.state.label());
         }
         parts.join(" · ")
     }
