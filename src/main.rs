@@ -107,7 +107,7 @@ async fn run(cli: Cli) -> commands::CmdResult {
                 Command::Scale { .. } | Command::Rollout { .. } | Command::Heat { .. } => {
                     operate::run(command, conn, &cli.actions).await
                 }
-                other => commands::run(other, conn).await,
+                other => commands::run(other, conn, &cli.actions).await,
             };
             opened.close().await;
             result

@@ -1,16 +1,18 @@
 //! The headless commands. Data goes to stdout as it arrives; progress and summaries to stderr.
 
-use super::args::Command;
+use super::args::{ActionArgs, Command};
 use super::output::{csv_line, Format, Table};
 use super::targets::{
     find_cluster, node_targets, stacks_of, target_head, ClusterTarget, NodeTargets,
 };
 use crate::api::cloud::CloudConnection;
 use crate::api::heat::{HeatClient, ResourceQuery, StackListQuery};
+use crate::drivers::apply::ActionContext;
 use crate::model::terminal_safe;
 use crate::ops::discover::discover_groups;
 use crate::ops::failures::deepest_failures;
 use crate::ops::ips::{group_label, stream_group_ips, IpEvent, IpOptions};
+use crate::progress::{cluster_in_state, group_in_state, InState, Progress};
 use crate::service::live::LiveService;
 use crate::service::{CloudService, ServiceError};
 use futures::StreamExt;
@@ -23,12 +25,14 @@ const FAILURE_DEPTH: u32 = 5;
 
 pub use super::output::CmdResult;
 
-pub async fn run(command: Command, conn: CloudConnection) -> CmdResult {
+/// `actions`: where the journal is (`nodegroups` reads this machine's rollouts from it).
+pub async fn run(command: Command, conn: CloudConnection, actions: &ActionArgs) -> CmdResult {
     let service = LiveService::new(conn.clone());
     match command {
         Command::Clusters { format } => clusters(&service, format).await,
         Command::Nodegroups { cluster, format } => {
-            nodegroups(&service, &conn, &cluster, format).await
+            let action = super::operate::action_context(&conn, actions);
+            nodegroups(&service, &conn, &action, &cluster, format).await
         }
         Command::Stacks { nested, format } => stacks(&conn.heat, nested, format).await,
         Command::Events {
@@ -120,19 +124,28 @@ fn opt(v: &Option<String>) -> String {
 }
 
 /// The `in_state` and `since` cells: how long a cluster or node group has been in its
-/// status (`12m`; see [`crate::model::state_since`]) and since when (RFC 3339, for scripts).
-fn in_state_cells(
-    created_at: Option<chrono::DateTime<chrono::Utc>>,
-    updated_at: Option<chrono::DateTime<chrono::Utc>>,
-    now: chrono::DateTime<chrono::Utc>,
-) -> [String; 2] {
-    match crate::model::state_since(created_at, updated_at) {
-        Some(t) => [
-            crate::model::short_duration((now - t).num_seconds()),
-            t.to_rfc3339(),
-        ],
+/// status (`12m`) and since when (RFC 3339, for scripts), by the core's rule (see
+/// `progress::in_state`: an upgrade's age survives a scale).
+fn since_cells(s: &InState, now: chrono::DateTime<chrono::Utc>) -> [String; 2] {
+    match s.since {
+        Some(t) => [s.age_text(now), t.to_rfc3339()],
         None => [String::new(), String::new()],
     }
+}
+
+/// A cluster's time in state: while it is in progress, its node groups' say when its update
+/// started (a scale of another group saved the cluster again; see `progress::in_state`).
+async fn cluster_since(service: &LiveService, c: &crate::model::Cluster) -> InState {
+    let groups = match c.status.is_in_progress() {
+        true => service.list_nodegroups(c.clone()).await.unwrap_or_default(),
+        false => Vec::new(),
+    };
+    let states: Vec<InState> = groups
+        .iter()
+        .map(|g| group_in_state(g, None, None))
+        .collect();
+    let of_groups = groups.iter().map(|g| &g.status).zip(&states);
+    cluster_in_state(c, of_groups, None)
 }
 
 async fn clusters(service: &LiveService, format: Format) -> CmdResult {
@@ -177,7 +190,7 @@ async fn clusters(service: &LiveService, format: Format) -> CmdResult {
     }
     let now = chrono::Utc::now();
     for c in &clusters {
-        let [in_state, since] = in_state_cells(c.created_at, c.updated_at, now);
+        let [in_state, since] = since_cells(&cluster_since(service, c).await, now);
         t.push([
             c.name.clone(),
             c.id.clone(),
@@ -232,15 +245,61 @@ async fn capi_verdicts(
     said
 }
 
+/// The progress model of each node group under an update (Heat or Magnum says it runs), by
+/// group id: the same status `rollout status CLUSTER/GROUP` prints, so the two agree.
+async fn updates_of(
+    conn: &CloudConnection,
+    action: &ActionContext,
+    cluster: &crate::model::Cluster,
+    groups: &[crate::model::NodeGroup],
+) -> HashMap<String, Progress> {
+    let drivers = crate::drivers::resolve::Drivers::new(conn);
+    let mut out = HashMap::new();
+    for g in groups.iter().filter(|g| g.status.is_in_progress()) {
+        let label = format!("{}/{}", cluster.name, g.name);
+        let status = match drivers.resolve(&label).await {
+            Ok((target, _)) => super::operate::rollout_status(conn, action, &target).await,
+            Err(e) => Err(e),
+        };
+        match status {
+            Ok(s) => {
+                out.insert(g.id.clone(), (*s.progress).clone());
+            }
+            // The list stays whole: the group's row says nothing of its update.
+            Err(e) => eprintln!(
+                "node group {}: its update could not be read: {}",
+                terminal_safe(&g.name),
+                terminal_safe(&e.to_string())
+            ),
+        }
+    }
+    out
+}
+
+/// The progress cells of a group's row: the model's when the group is under an update, else
+/// idle (nothing moves: Heat and Magnum say it is at rest).
+fn progress_cells(p: Option<&Progress>) -> [String; 4] {
+    match p {
+        Some(p) => p.cells(),
+        None => [
+            String::new(),
+            crate::progress::State::Idle.label(),
+            String::new(),
+            String::new(),
+        ],
+    }
+}
+
 async fn nodegroups(
     service: &LiveService,
     conn: &CloudConnection,
+    action: &ActionContext,
     target: &str,
     format: Format,
 ) -> CmdResult {
     let mut t = Table::new([
         "name", "id", "role", "flavor", "image", "zone", "nodes", "min", "max", "status",
-        "in_state", "since", "stack_id",
+        "in_state", "since", "progress", "state", "pace", "eta", "stack_id",
     ])
     .numbers(&["nodes", "min", "max"]);
     if let Some(found) = find_cluster(service, conn, target).await? {
@@ -255,9 +314,12 @@ async fn nodegroups(
         if let (Some(capi), Some(nova)) = (&found.cluster.capi, &conn.nova) {
             capi_verdicts(nova, &found.cluster, capi, &found.nodegroups).await;
         }
+        let updates = updates_of(conn, action, &found.cluster, &found.nodegroups).await;
         let now = chrono::Utc::now();
         for g in &found.nodegroups {
-            let [in_state, since] = in_state_cells(g.created_at, g.updated_at, now);
+            let model = updates.get(&g.id);
+            let [in_state, since] = since_cells(&group_in_state(g, model, None), now);
+            let [progress, state, pace, eta] = progress_cells(model);
             t.push([
                 g.name.clone(),
                 g.id.clone(),
@@ -271,6 +333,10 @@ async fn nodegroups(
                 g.status.raw.clone(),
                 in_state,
                 since,
+                progress,
+                state,
+                pace,
+                eta,
                 opt(&g.stack_id),
             ]);
         }
@@ -319,6 +385,11 @@ async fn nodegroups(
             String::new(),
             g.status.raw.clone(),
             // A scaling group found in any stack: its resource status has no `created_at`.
+            String::new(),
+            String::new(),
+            // Its update: `rollout status STACK/GROUP` reads it.
+            String::new(),
+            String::new(),
             String::new(),
             String::new(),
             g.owner.id.clone(),

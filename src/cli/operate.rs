@@ -461,7 +461,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             summary,
         } => {
             let target = ctx.resolve_target(&target).await?;
-            let mut status = rollout_status(ctx, &target).await?;
+            let mut status = rollout_status(&ctx.conn, &ctx.action, &target).await?;
             match (format, summary) {
                 (JournalFormat::Json, true) => {
                     status.nodes.clear();
@@ -542,22 +542,26 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
 /// What `rollout status` shows, in this order: the rollout under way (this machine's
 /// journal, or one Heat holds on our hooks), an update caldera does not drive (labelled as
 /// observed), the last rollout of this machine's journal (finished: its own id and end).
-async fn rollout_status(
-    ctx: &Ctx,
+/// The status of `target`'s update, as `rollout status` prints it (and `nodegroups` its
+/// progress): this machine's rollout, else an update Heat or Magnum runs, else the last
+/// rollout the journal holds.
+pub(super) async fn rollout_status(
+    conn: &CloudConnection,
+    action: &ActionContext,
     target: &NodeGroupTarget,
 ) -> Result<RolloutStatus, ServiceError> {
-    let heat = &ctx.conn.heat;
-    if let Some(plan) = control::find_rollout(heat, &ctx.action, target).await? {
-        return observe_status(heat, &ctx.action.journal, &plan).await;
+    let heat = &conn.heat;
+    if let Some(plan) = control::find_rollout(heat, action, target).await? {
+        return observe_status(heat, &action.journal, &plan).await;
     }
-    if let Some(update) = crate::service::watch::find_any(&ctx.conn, target).await? {
+    if let Some(update) = crate::service::watch::find_any(conn, target).await? {
         let watches = crate::service::watch::Watches::default();
-        let mut status = crate::service::watch::observe_any(&ctx.conn, &watches, &update).await?;
+        let mut status = crate::service::watch::observe_any(conn, &watches, &update).await?;
         status.id = format!("observed ({})", update.label());
         return Ok(status);
     }
-    match find_latest(&ctx.action.journal, &target.label())? {
-        Some(plan) => observe_status(heat, &ctx.action.journal, &plan).await,
+    match find_latest(&action.journal, &target.label())? {
+        Some(plan) => observe_status(heat, &action.journal, &plan).await,
         None => Err(ServiceError::new(
             ErrorKind::NotFound,
             format!(

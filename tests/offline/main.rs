@@ -33,6 +33,7 @@ mod ips_stream;
 mod journal_faults;
 mod live_operator_sim;
 mod names_cli;
+mod nodegroups_progress;
 mod observed_update;
 mod rollout_steps;
 mod secrets;

@@ -264,6 +264,7 @@ mod tests {
             now: t0 + Duration::seconds(300),
             theme: &theme,
             abs_time: false,
+            models: None,
         };
         let mut n = NodeProgress {
             name: "3".into(),

@@ -1780,6 +1780,15 @@ mod one_truth {
             .collect()
     }
 
+    /// The row of node group `name` in a node groups table on `screen`.
+    fn group_row(screen: &str, name: &str) -> String {
+        screen
+            .lines()
+            .find(|l| l.contains(&format!("  {name} ")) && l.contains("worker"))
+            .unwrap_or_default()
+            .to_string()
+    }
+
     fn assert_shows(what: &str, screen: &str, p: &Progress, round: usize) {
         for w in count_words(p) {
             assert!(screen.contains(&w), "round {round}, {what}: {w}\n{screen}");
@@ -1837,6 +1846,25 @@ mod one_truth {
             h.key(KeyAction::Back);
             let dash = h.screen();
             assert_shows("dashboard", &dash, &p, round);
+            // The node groups (the dashboard's table, and `:ng`): the group's row is the
+            // model's, and the `nodegroups` command's cells are the same words. Wide enough
+            // for the longest why a random state has (a narrow one cuts the why first).
+            let row = group_row(&h.render(240, 60), &g.name);
+            assert_shows("node groups row", &row, &p, round);
+            h.app
+                .update(Action::Command(crate::tui::message::Command::NodeGroups));
+            h.pump().await;
+            let ng = group_row(&h.render(240, 60), &g.name);
+            assert_eq!(ng, row, "round {round}: the :ng row is the dashboard's");
+            let [counts, state, pace, eta] = p.cells();
+            assert_eq!(counts, p.counts_text(), "round {round}");
+            assert_eq!(state, p.state.label(), "round {round}");
+            assert_eq!(
+                format!("pace {pace} ETA {eta}"),
+                p.pace_eta_text(),
+                "round {round}"
+            );
+            h.key(KeyAction::Back);
             h.key(KeyAction::Open);
             h.pump().await;
             let nodes = h.screen();
@@ -1871,9 +1899,52 @@ mod one_truth {
         }
     }
 
+    /// Computed once per change of the facts, not per frame: frames of the dashboard, the
+    /// nodes pane and the node groups compute no model (a group's model from its nodes, no
+    /// rollout followed); a new member list computes its group's once. Prints the counts
+    /// (`--nocapture`): the measure of issue 25's item.
+    #[tokio::test]
+    async fn frames_compute_no_model_a_new_member_list_one() {
+        use crate::progress::computes_on_this_thread as computes;
+        const FRAMES: u64 = 50;
+        let mut h = H::ops();
+        h.open_edge().await;
+        let before = computes();
+        h.key(KeyAction::Refresh);
+        h.pump().await;
+        let per_list = computes() - before;
+        let mut frames = 0;
+        for view in ["dashboard", "nodes", "node groups"] {
+            match view {
+                "nodes" => h.key(KeyAction::Open),
+                "node groups" => {
+                    h.key(KeyAction::Back);
+                    h.app
+                        .update(Action::Command(crate::tui::message::Command::NodeGroups));
+                }
+                _ => {}
+            }
+            h.app.take_requests();
+            let before = computes();
+            for _ in 0..FRAMES {
+                h.render(200, 60);
+            }
+            frames += computes() - before;
+        }
+        println!(
+            "progress models computed: {frames} over {} frames of 3 views, {per_list} for one \
+             refresh of the dashboard (its one group's member list)",
+            3 * FRAMES
+        );
+        assert_eq!(frames, 0, "frames computed models");
+        // The group list, then the member list (provisional, then whole): each a change.
+        assert!(per_list <= 4, "{per_list} models for one refresh");
+    }
+
     /// One instant of one rollout (batch 2 of 3: one node new, two updating, one held on its
     /// hook by this rollout, one old, one failed), snapped at 80x24 and 200x60 in the rollout
-    /// view, the dashboard and the nodes pane: each shows the same counts, pace and ETA.
+    /// view, the dashboard, the nodes pane and the node groups: each shows the same counts,
+    /// pace and ETA.
     #[tokio::test]
     async fn one_instant_snapped_in_every_view() {
         let mut h = H::ops();
@@ -1907,9 +1978,15 @@ mod one_truth {
         h.pump().await;
         snap!(h, "one_instant_nodes");
         let nodes = h.render(200, 60);
+        h.key(KeyAction::Back);
+        h.app
+            .update(Action::Command(crate::tui::message::Command::NodeGroups));
+        h.pump().await;
+        snap!(h, "one_instant_nodegroups");
+        let groups = group_row(&h.render(200, 60), &g.name);
         let pace = p.pace_eta_text();
         assert!(view.contains(&pace), "{view}");
-        for screen in [&dash, &nodes] {
+        for screen in [&dash, &nodes, &groups] {
             assert!(screen.contains(&pace), "{screen}");
             for w in count_words(&p) {
                 assert!(screen.contains(&w), "{w}\n{screen}");

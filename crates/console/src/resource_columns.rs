@@ -36,6 +36,20 @@ fn ts(t: Option<DateTime<Utc>>) -> SortKey {
     SortKey::opt_int(t.map(|t| t.timestamp()))
 }
 
+/// Since when a cluster or node group `id` has been in its state: the model's (the core's
+/// rule, applied when the lists came: an upgrade's age survives a scale), else Magnum's record.
+fn in_state_of(
+    id: &str,
+    created_at: Option<DateTime<Utc>>,
+    updated_at: Option<DateTime<Utc>>,
+    ctx: &RowCtx,
+) -> Option<DateTime<Utc>> {
+    match ctx.models.and_then(|m| m.in_state(id)) {
+        Some(s) => s.since,
+        None => state_since(created_at, updated_at),
+    }
+}
+
 /// Time in state as a number that grows with the time: ascending puts the shortest first
 /// (`45s`, `12m`, `3h`), not the text order; an unknown `since` sorts as no value.
 pub(crate) fn in_state_key(since: Option<DateTime<Utc>>) -> SortKey {
@@ -98,8 +112,8 @@ pub fn cluster_columns() -> Vec<Column<Cluster>> {
             title: "IN STATE",
             hide_below: 0,
             width: Constraint::Length(8),
-            text: |c, ctx| age(ctx.now, state_since(c.created_at, c.updated_at)),
-            sort: |c, _| in_state_key(state_since(c.created_at, c.updated_at)),
+            text: |c, ctx| age(ctx.now, in_state_of(&c.id, c.created_at, c.updated_at, ctx)),
+            sort: |c, ctx| in_state_key(in_state_of(&c.id, c.created_at, c.updated_at, ctx)),
             style: plain,
         },
         Column {
@@ -178,7 +192,8 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "ROLE",
-            hide_below: 0,
+            // Narrow, an update's progress matters more (the nodes pane names the role).
+            hide_below: 100,
             width: Constraint::Length(6),
             text: |g, _| g.role.as_str().to_string(),
             sort: |g, _| SortKey::str(g.role.as_str()),
@@ -210,8 +225,30 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
             title: "IN STATE",
             hide_below: 0,
             width: Constraint::Length(8),
-            text: |g, ctx| age(ctx.now, state_since(g.created_at, g.updated_at)),
-            sort: |g, _| in_state_key(state_since(g.created_at, g.updated_at)),
+            text: |g, ctx| age(ctx.now, in_state_of(&g.id, g.created_at, g.updated_at, ctx)),
+            sort: |g, ctx| in_state_key(in_state_of(&g.id, g.created_at, g.updated_at, ctx)),
+            style: plain,
+        },
+        // The group's update as the progress model says (the nodes pane's and the dashboard's
+        // figures): state, counts by phase, pace and ETA while members move.
+        Column {
+            title: "PROGRESS",
+            hide_below: 0,
+            width: Constraint::Fill(12),
+            text: |g, ctx| {
+                ctx.models
+                    .and_then(|m| m.progress(&g.id))
+                    .map(|p| p.row_text())
+                    .unwrap_or_default()
+            },
+            sort: |g, ctx| {
+                SortKey::opt_int(
+                    ctx.models
+                        .and_then(|m| m.progress(&g.id))
+                        .filter(|p| p.counts.in_update_total() > 0)
+                        .map(|p| p.counts.new as i64),
+                )
+            },
             style: plain,
         },
         Column {
@@ -237,7 +274,8 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "ZONE",
-            hide_below: 110,
+            // Static details give way to the progress of an update below this width.
+            hide_below: 210,
             width: Constraint::Length(7),
             text: |g, _| g.zone.clone().unwrap_or_default(),
             sort: |g, _| SortKey::opt_str(g.zone.as_deref()),
@@ -245,7 +283,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         },
         Column {
             title: "STACK",
-            hide_below: 130,
+            hide_below: 220,
             width: Constraint::Length(10),
             // The whole id: the table cuts it to the column and marks the cut.
             text: |g, _| g.stack_id.clone().unwrap_or_default(),
@@ -255,7 +293,7 @@ pub fn nodegroup_columns() -> Vec<Column<NodeGroup>> {
         Column {
             title: "REASON",
             hide_below: 0,
-            width: Constraint::Fill(2),
+            width: Constraint::Fill(1),
             text: |g, _| first_line(g.status_reason.as_deref()),
             sort: |g, _| SortKey::opt_str(g.status_reason.as_deref()),
             style: muted,

@@ -368,10 +368,15 @@ async fn snapshot_nodegroups_and_nodes_1000() {
     h.app
         .update(Action::Command(super::message::Command::NodeGroups));
     h.settle().await;
+    // The next tick reads the members of the groups under an update: their rows show the
+    // progress model.
+    h.app.plan_refresh(false);
+    h.settle().await;
     snap!(h, "nodegroups");
     h.key(KeyAction::Down);
     h.key(KeyAction::Open);
-    snap!(h, "nodes_loading");
+    // The node groups read the members of the group under an update: shown at once.
+    snap!(h, "nodes_opened");
     h.settle().await;
     assert!(
         matches!(&h.app.view().kind, ViewKind::Nodes { nodegroup, .. } if nodegroup.name == "default-worker")
@@ -1921,3 +1926,49 @@ async fn the_request_budget_explains_itself() {
 
 #[path = "detail_tests.rs"]
 mod detail_tests;
+
+/// Issue 25: a cluster's IN STATE is its upgrade's age, not reset by a scale of another group
+/// during it. prod-k8s's default-worker upgrade started 23 minutes ago; gpu-worker's scale 3
+/// minutes ago saved the cluster again (Magnum's `updated_at`). The clusters list, the node
+/// groups and the dashboard's groups say 23m for the cluster and the upgraded group, 3m for the
+/// scaled one.
+#[tokio::test]
+async fn a_scale_during_an_upgrade_does_not_reset_the_clusters_time_in_state() {
+    let mut h = Harness::demo(40);
+    let now = demo_epoch();
+    let ago = |m: i64| Some(now - chrono::Duration::minutes(m));
+    h.fake.with_data(|d| {
+        let c = d.clusters.first_mut().expect("prod-k8s");
+        c.status = crate::model::Status::parse("UPDATE_IN_PROGRESS");
+        c.updated_at = ago(3);
+        let cid = c.id.clone();
+        for g in d.nodegroups.iter_mut().filter(|g| g.cluster_id == cid) {
+            (g.status, g.updated_at) = match g.name.as_str() {
+                "default-worker" => (crate::model::Status::parse("UPDATE_IN_PROGRESS"), ago(23)),
+                "gpu-worker" => (crate::model::Status::parse("UPDATE_IN_PROGRESS"), ago(3)),
+                _ => (g.status.clone(), g.updated_at),
+            };
+        }
+    });
+    h.settle().await;
+    // The cluster's groups are read (the dashboard), then the clusters list again.
+    h.key(KeyAction::Open);
+    h.settle().await;
+    h.key(KeyAction::Back);
+    h.settle().await;
+    let row = |screen: &str, name: &str| -> String {
+        screen
+            .lines()
+            .find(|l| l.contains(&format!("  {name} ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let clusters = h.render(200, 60);
+    let prod = row(&clusters, "prod-k8s");
+    assert!(prod.contains("UPDATE_IN_PROGRESS   23m "), "{clusters}");
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let dash = h.render(200, 60);
+    assert!(row(&dash, "default-worker").contains(" 23m "), "{dash}");
+    assert!(row(&dash, "gpu-worker").contains(" 3m "), "{dash}");
+}

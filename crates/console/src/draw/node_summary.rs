@@ -1,6 +1,6 @@
 //! What the nodes view and the dashboard both show of a node group's nodes: the progress
-//! model's counts, pace and ETA (computed once in `caldera_core::progress`; this module only
-//! builds the facts it reads and draws what it says), the heat map's cells by zone and its
+//! model's counts, pace and ETA (computed in `caldera_core::progress`, once per change of the
+//! facts, by `state::models`; this module only draws what it says), the heat map's cells by zone and its
 //! legend, and a Cluster API node group's verdict (failed or stalled servers).
 
 use crate::model::{terminal_safe, NodeGroup};
@@ -61,24 +61,6 @@ impl Timing {
             (false, false) => None,
         }
     }
-}
-
-/// A node group's progress: its rollout's (the same model `rollout status` and the rollout
-/// view print) when the console follows one, else the model computed from its nodes.
-pub fn group_progress(
-    store: &Store,
-    nodegroup: &NodeGroup,
-    set: &NodeSet,
-    now: DateTime<Utc>,
-) -> Progress {
-    if let Some(st) = store
-        .rollouts
-        .get(&nodegroup.id)
-        .and_then(|s| s.status.as_ref())
-    {
-        return (*st.progress).clone();
-    }
-    crate::progress::of_nodes(set.rows.iter().map(|r| &r.node), nodegroup, now)
 }
 
 /// The heat map's cell of a member in the model's phase; a member no update covers keeps
@@ -401,6 +383,7 @@ pub fn verdict_lines(
 mod tests {
     use super::*;
     use crate::model::{Node, NodeKey, Status};
+    use crate::tui::state::models::group_progress;
     use chrono::Duration;
 
     fn row(i: u32, status: &str, paused: bool, age: i64, now: DateTime<Utc>) -> NodeRow {

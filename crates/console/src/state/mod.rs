@@ -9,6 +9,7 @@ mod heat_controls;
 pub mod help;
 pub mod input;
 pub mod journal_reads;
+pub mod models;
 mod nav;
 pub use nav::is_stack_standin;
 pub mod rollout_control;
@@ -369,6 +370,7 @@ impl App {
             now: self.now,
             theme: &self.theme,
             abs_time: self.view().tail.abs_time,
+            models: Some(&self.store.models),
         }
     }
 
@@ -784,6 +786,8 @@ impl App {
             | Reply::RolloutControlled { .. }) => self.apply_rollout_reply(r),
             r => self.apply_action_reply(r),
         }
+        // New facts: the models follow here, once, not in the frames that draw them.
+        self.store.refresh_models(now);
         self.dirty = true;
     }
 
@@ -832,6 +836,9 @@ impl App {
         };
         let kind = self.view().kind.clone();
         self.screen_of(&kind).plan(self, plan);
+        // A view that reads a node group's members for the first time has facts the models
+        // have not seen (a rollout's status taken in before its members were asked for).
+        self.store.refresh_models(self.now);
     }
 
     pub(crate) fn want_stacks(&mut self, force: bool, now: DateTime<Utc>, every: Duration) {
@@ -990,7 +997,12 @@ impl App {
             force,
             now,
             every,
-            |s| &mut s.nodes.entry(g.id.clone()).or_default().meta,
+            |s| {
+                let set = s.nodes.entry(g.id.clone()).or_default();
+                // The group the model reads (its image), until its cluster's list has it.
+                set.nodegroup.get_or_insert_with(|| g.clone());
+                &mut set.meta
+            },
             |gen| Request::Nodes {
                 nodegroup: g.clone(),
                 gen,
@@ -1059,6 +1071,7 @@ impl App {
             now: self.now,
             theme: &self.theme,
             abs_time: view.tail.abs_time,
+            models: Some(&self.store.models),
         };
         view.table.page = screen.page(self.size.1);
         // A text view has nothing to sync (its scroll is bounded when drawn).

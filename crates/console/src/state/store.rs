@@ -189,6 +189,9 @@ pub struct NodeSet {
     /// Nodes read from Nova (Cluster API): servers per state and since when unchanged,
     /// over the looks so far (see `ops::capi_stall`).
     pub progress: Option<crate::ops::capi_stall::Progress>,
+    /// The node group these nodes are members of, as first asked for (the model reads its
+    /// image; its cluster's list, when it has it, says it newer).
+    pub nodegroup: Option<NodeGroup>,
 }
 
 /// What a provisional member list (`NodeUpdate::Listed`) does not carry yet.
@@ -708,6 +711,9 @@ pub struct Store {
     pub stack_details: HashMap<String, Slot<crate::service::StackOverview>>,
     /// Resource details, by (owning stack id, resource name).
     pub resources: HashMap<(String, String), Slot<crate::service::ResourceDetail>>,
+    /// Progress and time in state, computed from the above once per change
+    /// (`Store::refresh_models`).
+    pub models: super::models::Models,
 }
 
 impl Store {

@@ -34,6 +34,20 @@ impl Screen for Clusters {
 
     fn plan(&self, app: &mut App, p: Plan) {
         app.want_clusters(p.force, p.now, p.every);
+        // A cluster under an update: its IN STATE is its update's age, which its node
+        // groups tell (Magnum saves the cluster again on a scale of another group).
+        let updating: Vec<_> = app
+            .store()
+            .clusters
+            .data
+            .iter()
+            .flatten()
+            .filter(|c| c.status.is_in_progress())
+            .cloned()
+            .collect();
+        for c in &updating {
+            app.want_nodegroups(c, false, p.now, p.every);
+        }
     }
 
     fn table<'s>(

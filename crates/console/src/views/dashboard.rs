@@ -8,7 +8,7 @@ use super::{Plan, Rows, Screen};
 use crate::model::{terminal_safe, Cluster, StackEvent};
 use crate::progress::Progress;
 use crate::tui::draw::node_summary::{
-    group_progress, heat_map_title, summary_line, verdict_lines, zone_groups, Timing,
+    heat_map_title, summary_line, verdict_lines, zone_groups, Timing,
 };
 use crate::tui::draw::panes::nodegroups;
 use crate::tui::draw::tail::{event_line, tail_badges};
@@ -401,14 +401,14 @@ fn draw_dashboard(
     let mut all_rows = Vec::new();
     let (mut ok, mut failed, mut total, mut done) = (0, 0, 0, true);
     let expected: usize = groups.iter().map(|g| g.node_count as usize).sum();
-    // Each group's progress (its rollout's when one is followed), summed for the cluster:
-    // the same figures as each group's nodes pane and rollout view.
-    let mut parts = Vec::new();
+    // Each group's model (its rollout's when one is followed) and their sum for the cluster,
+    // as computed when the facts came (`state::models`): the same figures as each group's
+    // row in the node groups, its nodes pane and its rollout view.
+    let idle = Progress::idle(app.now());
     for g in &groups {
         if let Some(set) = store.nodes.get(&g.id) {
-            let progress = group_progress(store, g, set, app.now());
-            heat.extend(zone_groups(set, &g.name, None, &progress));
-            parts.push(progress);
+            let progress = store.models.progress(&g.id).unwrap_or(&idle);
+            heat.extend(zone_groups(set, &g.name, None, progress));
             all_rows.push(set);
             ok += set.ips_ok;
             failed += set.ips_failed;
@@ -416,7 +416,7 @@ fn draw_dashboard(
             done &= set.done;
         }
     }
-    let progress = Progress::sum(&parts, app.now());
+    let progress = store.models.cluster_progress(&cluster.id).unwrap_or(&idle);
     let timing = Timing::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now())
         .with_pending(
             all_rows
@@ -441,14 +441,14 @@ fn draw_dashboard(
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Line::from(heat_map_title(app, &progress, note)));
+            .title(Line::from(heat_map_title(app, progress, note)));
         let inner = block.inner(map_area);
         frame.render_widget(block, map_area);
         let [sum, map] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
         frame.render_widget(
             Paragraph::new(summary_line(
                 app,
-                &progress,
+                progress,
                 &timing,
                 Some((ok, failed, total, done)),
                 (all_rows.len() == groups.len()).then_some(expected),

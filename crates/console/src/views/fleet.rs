@@ -234,6 +234,7 @@ mod tests {
             now,
             theme: &theme,
             abs_time: false,
+            models: None,
         };
         let column = FLEET_COLUMNS.iter().position(|c| c.title == "IN STATE");
         let mut table = TableState::default();

@@ -1,7 +1,7 @@
 //! A cluster's node groups: Enter opens a group's nodes.
 
 use super::{Plan, Rows, Screen, Table};
-use crate::model::Cluster;
+use crate::model::{Cluster, NodeGroup};
 use crate::tui::draw::panes;
 use crate::tui::keys::{self, KeyContext};
 use crate::tui::state::store::{FetchMeta, Store};
@@ -11,6 +11,7 @@ use crate::tui::state::App;
 use crate::tui::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
+use std::collections::HashSet;
 
 pub struct NodeGroups<'a> {
     pub cluster: &'a Cluster,
@@ -26,6 +27,27 @@ pub(super) fn groups_table<'s>(store: &'s Store, cluster: &Cluster) -> Option<Bo
         &crate::tui::resource_columns::NODEGROUP_COLUMNS,
         version,
     )
+}
+
+/// The groups of `cluster` under an update (Heat or Magnum says it runs, or a rollout is
+/// known): their members are read so that their rows show the progress model.
+fn updating_groups(store: &Store, cluster: &Cluster) -> Vec<NodeGroup> {
+    let listed = store
+        .nodegroups
+        .get(&cluster.id)
+        .and_then(|s| s.data.as_deref())
+        .unwrap_or_default();
+    listed
+        .iter()
+        .filter(|g| {
+            g.status.is_in_progress()
+                || store
+                    .rollouts
+                    .get(&g.id)
+                    .is_some_and(|r| r.status.is_some())
+        })
+        .cloned()
+        .collect()
 }
 
 /// `y` / `Y` on a node group (also the dashboard's table): its id or name.
@@ -76,6 +98,16 @@ impl Screen for NodeGroups<'_> {
 
     fn plan(&self, app: &mut App, p: Plan) {
         app.want_nodegroups(self.cluster, p.force, p.now, p.every);
+        for g in updating_groups(app.store(), self.cluster) {
+            app.want_nodes(&g, p.force, p.now, p.every * 2);
+        }
+    }
+
+    fn node_streams(&self, store: &Store) -> HashSet<String> {
+        updating_groups(store, self.cluster)
+            .into_iter()
+            .map(|g| g.id)
+            .collect()
     }
 
     fn table<'s>(

@@ -4,8 +4,9 @@
 use super::nodegroups::group_stack;
 use super::{Plan, Rows, Screen, Table};
 use crate::model::{terminal_safe, Cluster, NodeGroup, ServerTarget};
+use crate::progress::Progress;
 use crate::tui::draw::node_summary::{
-    group_progress, heat_map_title, summary_line, verdict_lines, zone_groups, Timing,
+    heat_map_title, summary_line, verdict_lines, zone_groups, Timing,
 };
 use crate::tui::draw::panes::{data_table, message_box};
 use crate::tui::keys::{self, KeyContext};
@@ -155,14 +156,16 @@ fn draw_nodes(
         return;
     };
     let th = app.theme();
-    let progress = group_progress(store, nodegroup, set, app.now());
+    // The model as computed when the facts came (`state::models`); none yet: nothing known.
+    let idle = Progress::idle(app.now());
+    let progress = store.models.progress(&nodegroup.id).unwrap_or(&idle);
     let timing = Timing::compute(set.rows.iter(), app.now()).with_pending(set.pending);
     let selected = view
         .table
         .selected(&set.rows)
         .map(|r| r.node.key.member.as_str());
     let groups = if view.show_heat_map {
-        zone_groups(set, "", selected, &progress)
+        zone_groups(set, "", selected, progress)
     } else {
         Vec::new()
     };
@@ -185,7 +188,7 @@ fn draw_nodes(
     frame.render_widget(
         Paragraph::new(summary_line(
             app,
-            &progress,
+            progress,
             &timing,
             Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
             // A plain stack's nodes have no count of their own to reconcile.
@@ -204,7 +207,7 @@ fn draw_nodes(
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Line::from(heat_map_title(app, &progress, note)));
+            .title(Line::from(heat_map_title(app, progress, note)));
         let inner = block.inner(map);
         frame.render_widget(block, map);
         frame.render_widget(

@@ -21,10 +21,24 @@ use serde::{Deserialize, Serialize};
 
 mod capi;
 mod nodes;
+mod since;
 mod text;
 pub use capi::{capi_verdict, verdict_of_servers};
 pub use nodes::of_nodes;
+pub use since::{cluster_in_state, group_in_state, in_state, InState};
 pub use text::{eta_text, pace_text};
+
+thread_local! {
+    /// How many times this thread computed a model: the figure that shows the console
+    /// computes once per change of the facts, not once per frame (its tests and bench read
+    /// it). Per thread, so tests running side by side do not count each other's.
+    static COMPUTES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many models [`Progress::compute`] has computed on this thread so far.
+pub fn computes_on_this_thread() -> u64 {
+    COMPUTES.with(|c| c.get())
+}
 
 /// The window the pace is measured over: members that became new in the last ten minutes.
 /// A rollout's early minutes count over the time it has run (never less than a minute).
@@ -388,6 +402,7 @@ impl Progress {
 
     /// The one computation: members' phases, counts, state, pace and ETA.
     pub fn compute(members: &[MemberFacts], update: &UpdateFacts, now: DateTime<Utc>) -> Progress {
+        COMPUTES.with(|c| c.set(c.get() + 1));
         let phases: Vec<Phase> = members.iter().map(phase_of).collect();
         let mut counts = Counts::default();
         for p in &phases {

@@ -53,6 +53,44 @@ impl Progress {
         )
     }
 
+    /// A node group's row in a list (the console's node-groups pane), as its nodes pane says
+    /// it: the counts there are (`new` always), the pace and ETA only while members move,
+    /// then the state when nothing moves (its why last: a narrow column cuts it first);
+    /// empty for a group no update covers.
+    pub fn row_text(&self) -> String {
+        if self.counts.in_update_total() == 0 {
+            return String::new();
+        }
+        let counts: Vec<String> = self
+            .counts
+            .items()
+            .into_iter()
+            .filter(|(p, n)| *n > 0 || *p == super::Phase::New)
+            .map(|(p, n)| match p {
+                super::Phase::New => format!("new {n}/{}", self.counts.total()),
+                p => format!("{} {n}", p.label()),
+            })
+            .collect();
+        let mut parts = vec![counts.join(" ")];
+        if self.pace.is_some() || self.eta_secs.is_some() {
+            parts.push(self.pace_eta_text());
+        }
+        if !self.state.moving() {
+            parts.push(self.state.label());
+        }
+        parts.join(" · ")
+    }
+
+    /// The `nodegroups` command's cells: counts, state, pace, ETA (`-` when nothing moves).
+    pub fn cells(&self) -> [String; 4] {
+        [
+            self.counts_text(),
+            self.state.label(),
+            pace_text(self.pace),
+            eta_text(self.eta_secs),
+        ]
+    }
+
     /// The one summary line: state, counts, batch, pace and ETA, and the update's age.
     pub fn summary(&self) -> String {
         let mut parts = vec![self.state.label(), self.counts_text()];

@@ -25,6 +25,9 @@ pub struct RowCtx<'a> {
     pub theme: &'a Theme,
     /// Show absolute instead of relative times.
     pub abs_time: bool,
+    /// The progress models and times in state, for the columns that show them (none in
+    /// tables that do not).
+    pub models: Option<&'a crate::tui::state::models::Models>,
 }
 
 /// A row type the table can show.

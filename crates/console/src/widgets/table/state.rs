@@ -308,6 +308,7 @@ mod tests {
             now: chrono::Utc::now(),
             theme: &theme,
             abs_time: false,
+            models: None,
         };
         let items = rows(&[("b", 2), ("a", 3), ("c", 1)]);
         let mut t = TableState::default();
@@ -336,6 +337,7 @@ mod tests {
             now: chrono::Utc::now(),
             theme: &theme,
             abs_time: false,
+            models: None,
         };
         let items = rows(&[("started", 7), ("done", 7), ("next", 8)]);
         let mut t = TableState::default();
@@ -354,6 +356,7 @@ mod tests {
             now: chrono::Utc::now(),
             theme: &theme,
             abs_time: false,
+            models: None,
         };
         let items = rows(&[("web-1", 1), ("web-2", -1), ("db-1", 2)]);
         let mut t = TableState::default();
@@ -378,6 +381,7 @@ mod tests {
             now: chrono::Utc::now(),
             theme: &theme,
             abs_time: false,
+            models: None,
         };
         let items = rows(&[("a", 1), ("b", 2), ("c", 3), ("d", 4)]);
         let mut t = TableState {
@@ -410,6 +414,7 @@ mod tests {
             now: chrono::Utc::now(),
             theme: &theme,
             abs_time: false,
+            models: None,
         };
         let items: Vec<R> = (0..100)
             .map(|i| R {

@@ -1,0 +1,187 @@
+//! What the store's facts say of progress and time in state, computed once per change of the
+//! facts (a member list, a node group list, a rollout status, a cluster read), never in a
+//! frame: the node-groups pane, the nodes pane, its heat map and the dashboard draw what is
+//! here, so at one instant they show the same figures. The rules are the core's
+//! (`caldera_core::progress`); this module only says when to apply them and keeps the results.
+
+use super::store::{NodeSet, Store};
+use crate::model::{Cluster, NodeGroup};
+use crate::progress::{cluster_in_state, group_in_state, InState, Progress};
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+
+/// The models, by node group id (progress) and by cluster or node group id (time in state).
+#[derive(Debug, Default)]
+pub struct Models {
+    groups: HashMap<String, GroupModel>,
+    /// Each cluster's groups summed (the dashboard's line and legend).
+    clusters: HashMap<String, Progress>,
+    in_state: HashMap<String, InState>,
+    /// The facts the time in state and the sums were last computed from.
+    listed: Option<Listed>,
+    /// Group models computed so far (each a change of some group's facts).
+    computed: u64,
+}
+
+#[derive(Debug)]
+struct GroupModel {
+    facts: Facts,
+    progress: Progress,
+}
+
+/// Which facts a group's model was computed from: the versions of its member list, of its
+/// cluster's node group list and of its rollout's status. The same versions, the same model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Facts {
+    nodes: u64,
+    groups: u64,
+    rollout: u64,
+}
+
+/// The versions of the lists the time in state and the sums read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Listed {
+    clusters: u64,
+    groups: Vec<(String, u64)>,
+    models: (u64, usize),
+}
+
+impl Models {
+    /// The progress of node group `id`, as last computed.
+    pub fn progress(&self, id: &str) -> Option<&Progress> {
+        self.groups.get(id).map(|m| &m.progress)
+    }
+
+    /// The groups of cluster `id` that have a model, summed.
+    pub fn cluster_progress(&self, id: &str) -> Option<&Progress> {
+        self.clusters.get(id)
+    }
+
+    /// Since when cluster or node group `id` has been in its state.
+    pub fn in_state(&self, id: &str) -> Option<&InState> {
+        self.in_state.get(id)
+    }
+}
+
+/// A node group's progress: its rollout's (the same model `rollout status` and the rollout
+/// view print) when the console follows one, else the model computed from its nodes.
+pub fn group_progress(
+    store: &Store,
+    nodegroup: &NodeGroup,
+    set: &NodeSet,
+    now: DateTime<Utc>,
+) -> Progress {
+    if let Some(st) = store
+        .rollouts
+        .get(&nodegroup.id)
+        .and_then(|s| s.status.as_ref())
+    {
+        return (*st.progress).clone();
+    }
+    crate::progress::of_nodes(set.rows.iter().map(|r| &r.node), nodegroup, now)
+}
+
+impl Store {
+    /// Brings the models up to the facts: a group whose facts moved is computed again, the
+    /// others kept; then the time in state and the clusters' sums when anything they read
+    /// moved. Called after every answer the store takes in.
+    pub fn refresh_models(&mut self, now: DateTime<Utc>) {
+        let fresh = self.stale_groups(now);
+        let models = &mut self.models;
+        models.groups.retain(|id, _| self.nodes.contains_key(id));
+        models.computed += fresh.len() as u64;
+        for (id, m) in fresh {
+            models.groups.insert(id, m);
+        }
+        let listed = self.listed();
+        if self.models.listed.as_ref() != Some(&listed) {
+            self.refresh_in_state();
+            self.refresh_sums(now);
+            self.models.listed = Some(listed);
+        }
+    }
+
+    /// The groups whose facts moved since their model, each with its model computed anew.
+    fn stale_groups(&self, now: DateTime<Utc>) -> Vec<(String, GroupModel)> {
+        let mut fresh = Vec::new();
+        for (id, set) in &self.nodes {
+            let Some(opened) = &set.nodegroup else {
+                continue;
+            };
+            let g = self.current_nodegroup(&opened.cluster_id, opened);
+            let facts = Facts {
+                nodes: set.meta.version,
+                groups: self
+                    .nodegroups
+                    .get(&g.cluster_id)
+                    .map_or(0, |s| s.meta.version),
+                rollout: self.rollouts.get(id).map_or(0, |s| s.meta.version),
+            };
+            if self.models.groups.get(id).is_some_and(|m| m.facts == facts) {
+                continue;
+            }
+            let progress = group_progress(self, g, set, now);
+            fresh.push((id.clone(), GroupModel { facts, progress }));
+        }
+        fresh
+    }
+
+    fn listed(&self) -> Listed {
+        let mut groups: Vec<(String, u64)> = self
+            .nodegroups
+            .iter()
+            .map(|(id, s)| (id.clone(), s.meta.version))
+            .collect();
+        groups.sort();
+        Listed {
+            clusters: self.clusters.meta.version,
+            groups,
+            // A group's model computed anew (or dropped) changes the sums and may change a
+            // time in state (its update's start).
+            models: (self.models.computed, self.models.groups.len()),
+        }
+    }
+
+    /// Each listed node group's time in state, then each cluster's from its groups'.
+    fn refresh_in_state(&mut self) {
+        let mut next: HashMap<String, InState> = HashMap::new();
+        for g in self.nodegroups.values().filter_map(|s| s.data.as_deref()) {
+            for g in g {
+                let prev = self.models.in_state.get(&g.id);
+                let s = group_in_state(g, self.models.progress(&g.id), prev);
+                next.insert(g.id.clone(), s);
+            }
+        }
+        for c in self.all_clusters() {
+            let groups = self
+                .nodegroups
+                .get(&c.id)
+                .and_then(|s| s.data.as_deref())
+                .unwrap_or_default();
+            let of_groups = groups
+                .iter()
+                .filter_map(|g| Some((&g.status, next.get(&g.id)?)));
+            let s = cluster_in_state(c, of_groups, self.models.in_state.get(&c.id));
+            next.insert(c.id.clone(), s);
+        }
+        self.models.in_state = next;
+    }
+
+    /// Every cluster the store knows: listed, and read alone.
+    fn all_clusters(&self) -> impl Iterator<Item = &Cluster> {
+        let listed = self.clusters.data.as_deref().unwrap_or_default();
+        listed.iter().chain(self.clusters_alone.values())
+    }
+
+    /// Each cluster's groups that have a model, summed: the dashboard's figures are the sum
+    /// of the same models each group's panes show.
+    fn refresh_sums(&mut self, now: DateTime<Utc>) {
+        let mut sums = HashMap::new();
+        for (cluster_id, slot) in &self.nodegroups {
+            let groups = slot.data.as_deref().unwrap_or_default();
+            let parts = groups.iter().filter_map(|g| self.models.progress(&g.id));
+            sums.insert(cluster_id.clone(), Progress::sum(parts, now));
+        }
+        self.models.clusters = sums;
+    }
+}
