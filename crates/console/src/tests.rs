@@ -159,6 +159,22 @@ async fn snapshot_clusters_loading_loaded_error_empty() {
     assert!(!h.render(80, 24).contains("No Magnum endpoint"));
 }
 
+/// #26: at 40 columns the header line, pane titles and column headings are cut, each cut
+/// marked `…` (the terminal's edge and the pane's border used to cut them silently).
+#[tokio::test]
+async fn at_40_columns_every_cut_is_marked() {
+    let mut h = Harness::demo(1000);
+    h.settle().await;
+    let screen = h.render(40, 24);
+    insta::assert_snapshot!("clusters_40x24", screen);
+    let lines: Vec<&str> = screen.lines().collect();
+    // The header (its first segment alone is wider than 40 columns), the title, the headings.
+    assert!(lines[0].contains('…'), "{screen}");
+    assert!(lines[3].contains("…"), "{screen}");
+    h.open_prod().await;
+    insta::assert_snapshot!("dashboard_1000_40x24", h.render(40, 24));
+}
+
 #[tokio::test]
 async fn heat_only_cloud_says_why_there_are_no_clusters() {
     let mut h = Harness::new(FakeCloud::default());

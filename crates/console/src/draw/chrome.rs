@@ -8,7 +8,7 @@ use crate::tui::resource_columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
 use crate::tui::state::settle::{cut_name, SettleShown};
 use crate::tui::state::{App, Level, Mode};
-use crate::tui::widgets::table::cut_marked;
+use crate::tui::widgets::table::{cut_line_marked, cut_marked, pane_title};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -162,8 +162,10 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         }
         segments.pop();
     }
+    // The first segment alone may still not fit (a long cloud or project name): cut, marked.
     let spans: Vec<Span> = segments.into_iter().flatten().collect();
-    frame.render_widget(Paragraph::new(Line::from(spans)).style(hs), left_area);
+    let left = cut_line_marked(Line::from(spans), room);
+    frame.render_widget(Paragraph::new(left).style(hs), left_area);
     frame.render_widget(Paragraph::new(Line::from(right)).style(hs), right_area);
 }
 
@@ -266,7 +268,9 @@ pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
             spans.push(Span::styled(" › ", th.muted()));
         }
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    // The current crumb alone may still not fit: cut, marked.
+    let line = cut_line_marked(Line::from(spans), usize::from(area.width));
+    frame.render_widget(Paragraph::new(line), area);
 }
 
 pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
@@ -507,9 +511,12 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(th.accent())
-                .title(Span::styled(
-                    " command (tab completes, enter runs, esc closes) ",
-                    th.title(),
+                .title(pane_title(
+                    Span::styled(
+                        " command (tab completes, enter runs, esc closes) ",
+                        th.title(),
+                    ),
+                    area.width,
                 )),
         ),
         area,
