@@ -208,32 +208,36 @@ pub async fn events(
     opts: FollowOptions,
 ) -> CmdResult {
     let heat = &conn.heat;
-    // A cluster may span several stacks (Heat-native: the cluster's and each node group's);
-    // each has its own cursor.
-    let stacks = find_stacks(service, conn, target, opts.follow).await?;
     // The flag, else the cloud's setting (applied by the service), else Heat's default.
     let fresh = || match opts.max_events_per_stack {
         Some(n) => EventCursor::default().with_retention(n),
         None => EventCursor::default(),
     };
-    let mut cursors: Vec<EventCursor> = stacks.iter().map(|_| fresh()).collect();
-    if opts.format == Format::Csv {
-        // writeln!, not println!: a closed pipe ends the command, it does not panic.
-        writeln!(std::io::stdout(), "time,id,path,status,reason")?;
-    }
+    let mut cursors: Vec<EventCursor> = Vec::new();
     let mut tally = Tally::default();
     let started = chrono::Utc::now();
-    let rounds = rounds(service, heat, &stacks, &opts, &mut cursors, &mut tally);
+    let work = async {
+        // A cluster may span several stacks (Heat-native: the cluster's and each node
+        // group's); each has its own cursor.
+        let stacks = find_stacks(service, conn, target, opts.follow).await?;
+        cursors = stacks.iter().map(|_| fresh()).collect();
+        if opts.format == Format::Csv {
+            // writeln!, not println!: a closed pipe ends the command, it does not panic.
+            writeln!(std::io::stdout(), "time,id,path,status,reason")?;
+        }
+        rounds(service, heat, &stacks, &opts, &mut cursors, &mut tally).await
+    };
     let interrupted = if opts.follow {
-        // A follower runs until Ctrl-C: that is its ordinary end, so it ends as the
-        // non-follow form does, with its count, and succeeds. A round cut short has printed
-        // whole events only (printing does not wait), and the tally counts each printed.
+        // A follower runs until Ctrl-C (even while it waits for a cloud that is down): that
+        // is its ordinary end, so it ends as the non-follow form does, with its count, and
+        // succeeds. A round cut short has printed whole events only (printing does not
+        // wait), and the tally counts each printed.
         tokio::select! {
-            done = rounds => done.map(|()| false)?,
+            done = work => done.map(|()| false)?,
             () = interrupt() => true,
         }
     } else {
-        rounds.await?;
+        work.await?;
         false
     };
     let delivered: u64 = cursors.iter().map(|c| c.delivered()).sum();

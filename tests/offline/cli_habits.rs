@@ -105,6 +105,55 @@ fn wait_bounded(
     }
 }
 
+/// SIGINT to `child`, as Ctrl-C sends it.
+fn ctrl_c(child: &std::process::Child) {
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on the child we started and have not yet reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+}
+
+/// Ctrl-C while the follower waits for a Heat that is down (nothing listens on port 1)
+/// ends it the same way: its count, and success.
+#[cfg(unix)]
+#[test]
+fn a_follower_waiting_for_its_cloud_stops_on_ctrl_c_with_its_count() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = caldera(home.path())
+        .args([
+            "--heat-url",
+            "http://127.0.0.1:1/v1/p",
+            "events",
+            "st",
+            "--follow",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start caldera");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let timeout = std::time::Duration::from_secs(30);
+    let waiting = rx
+        .recv_timeout(timeout)
+        .expect("a line on stderr within 30 s");
+    assert!(waiting.contains("reconnecting"), "{waiting}");
+    ctrl_c(&child);
+    let status = wait_bounded(&mut child, 20, "caldera events --follow after Ctrl-C");
+    // The reader ends with the pipe, now closed: every line is in.
+    let err: Vec<String> = rx.iter().collect();
+    assert!(status.success(), "rc {:?}: {err:?}", status.code());
+    let summary = err.last().cloned().unwrap_or_default();
+    assert!(
+        summary.starts_with("0 events printed (0 read") && summary.ends_with(", stopped by Ctrl-C"),
+        "{err:?}"
+    );
+}
+
 /// `caldera events STACK --tail 3 --follow`, then Ctrl-C: the follower ends as the
 /// non-follow form does, with the count of what it printed on stderr (and since when it
 /// followed), and succeeds: Ctrl-C is how a follow ends.
@@ -138,9 +187,7 @@ fn a_follower_stopped_by_ctrl_c_says_what_it_printed() {
         .filter_map(|_| rx.recv_timeout(timeout).ok())
         .collect();
     assert_eq!(lines.len(), 3, "the backlog's last 3 events: {lines:?}");
-    let pid = libc::pid_t::try_from(child.id()).expect("pid");
-    // SAFETY: kill(2) on the child we started and have not yet reaped.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    ctrl_c(&child);
     let status = wait_bounded(&mut child, 20, "caldera events --follow after Ctrl-C");
     let out = child.wait_with_output().expect("wait");
     let err = String::from_utf8_lossy(&out.stderr);
