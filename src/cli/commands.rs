@@ -1,6 +1,7 @@
 //! The headless commands. Data goes to stdout as it arrives; progress and summaries to stderr.
 
 use super::args::{ActionArgs, Command};
+use super::ips_table::IpsTable;
 use super::output::{csv_line, Format, Table};
 use super::targets::{
     find_cluster, node_targets, stacks_of, target_head, ClusterTarget, NodeTargets,
@@ -439,19 +440,19 @@ async fn ips(
         NodeTargets::ClusterApi(groups) => return capi_ips(service, groups, format, started).await,
     };
     let stdout = io::stdout();
-    match format {
-        // NAME is appended to the CSV columns so readers by position keep working.
-        // writeln!, not println!: a closed pipe is an error to end on, not a panic.
-        Format::Csv => writeln!(stdout.lock(), "group,member,index,addresses,name")?,
-        Format::Table => writeln!(
-            stdout.lock(),
-            "{:<24} {:>6}  {:<32} addresses",
-            "group",
-            "member",
-            "name"
-        )?,
-        Format::Json => {}
+    // NAME is appended to the CSV columns so readers by position keep working.
+    // writeln!, not println!: a closed pipe is an error to end on, not a panic.
+    if format == Format::Csv {
+        writeln!(stdout.lock(), "group,member,index,addresses,name")?;
     }
+    // The table's header waits for the first group list: by then every group is known (a
+    // named group's label is its target's; a stack named alone is the one target).
+    let labelled: Vec<String> = targets
+        .iter()
+        .filter(|t| !t.stack_alone)
+        .map(|t| t.label.clone())
+        .collect();
+    let mut table: Option<IpsTable> = None;
     let (mut found, mut failed, mut members, mut late_names) = (0usize, 0usize, 0usize, 0usize);
     let mut first: Option<Duration> = None;
     let mut pending = 0usize;
@@ -487,6 +488,13 @@ async fn ips(
                         *per_group.entry(group.clone()).or_default() += 1;
                         rows.insert(member.name.clone(), (group, bare));
                     }
+                    if format == Format::Table {
+                        let groups = per_group.keys().map(String::as_str);
+                        header_once(
+                            &mut table,
+                            labelled.iter().map(String::as_str).chain(groups),
+                        )?;
+                    }
                     if per_group.is_empty() {
                         eprintln!("{}: 0 members", terminal_safe(&target.label));
                     }
@@ -516,14 +524,11 @@ async fn ips(
                     let (group, member) = row_of(&rows, &a.member);
                     let mut out = stdout.lock();
                     match format {
-                        Format::Table => writeln!(
-                            out,
-                            "{:<24} {:>6}  {:<32} {}",
-                            terminal_safe(&group),
-                            terminal_safe(&member),
-                            terminal_safe(a.name.as_deref().unwrap_or("-")),
-                            terminal_safe(&with_networks(&a))
-                        )?,
+                        Format::Table => {
+                            let t = table.unwrap_or_else(|| IpsTable::fitting([group.as_str()]));
+                            let name = a.name.as_deref().unwrap_or("-");
+                            writeln!(out, "{}", t.row(&group, &member, name, &with_networks(&a)))?
+                        }
                         Format::Csv => writeln!(
                             out,
                             "{}",
@@ -583,6 +588,9 @@ async fn ips(
             );
         }
     }
+    if format == Format::Table {
+        header_once(&mut table, labelled.iter().map(String::as_str))?;
+    }
     let pending_note = if pending > 0 {
         format!(", {pending} pending")
     } else {
@@ -612,15 +620,10 @@ async fn capi_ips(
 ) -> CmdResult {
     use crate::service::NodeUpdate;
     let stdout = io::stdout();
+    let table = IpsTable::fitting(groups.iter().map(|(label, _)| label.as_str()));
     match format {
         Format::Csv => writeln!(stdout.lock(), "group,member,index,addresses,name")?,
-        Format::Table => writeln!(
-            stdout.lock(),
-            "{:<24} {:>6}  {:<32} addresses",
-            "group",
-            "member",
-            "name"
-        )?,
+        Format::Table => writeln!(stdout.lock(), "{}", table.header())?,
         Format::Json => {}
     }
     let (mut found, mut members) = (0usize, 0usize);
@@ -653,11 +656,8 @@ async fn capi_ips(
                     match format {
                         Format::Table => writeln!(
                             out,
-                            "{:<24} {:>6}  {:<32} {}",
-                            terminal_safe(&label),
-                            "-",
-                            terminal_safe(&a.member),
-                            terminal_safe(&a.addresses.join(" "))
+                            "{}",
+                            table.row(&label, "-", &a.member, &a.addresses.join(" "))
                         )?,
                         Format::Csv => writeln!(
                             out,
@@ -719,6 +719,19 @@ fn member_group_label(
     } else {
         format!("{}/{}", target.label, member.group)
     }
+}
+
+/// Prints the `ips` table's header, its group column fitting `groups`, unless it is out.
+fn header_once<'a>(
+    table: &mut Option<IpsTable>,
+    groups: impl IntoIterator<Item = &'a str>,
+) -> io::Result<()> {
+    if table.is_none() {
+        let t = IpsTable::fitting(groups);
+        writeln!(io::stdout().lock(), "{}", t.header())?;
+        *table = Some(t);
+    }
+    Ok(())
 }
 
 /// Up to ten names, then how many more.

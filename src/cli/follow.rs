@@ -208,33 +208,95 @@ pub async fn events(
     opts: FollowOptions,
 ) -> CmdResult {
     let heat = &conn.heat;
-    // A cluster may span several stacks (Heat-native: the cluster's and each node group's);
-    // each has its own cursor.
-    let stacks = find_stacks(service, conn, target, opts.follow).await?;
     // The flag, else the cloud's setting (applied by the service), else Heat's default.
     let fresh = || match opts.max_events_per_stack {
         Some(n) => EventCursor::default().with_retention(n),
         None => EventCursor::default(),
     };
-    let mut cursors: Vec<EventCursor> = stacks.iter().map(|_| fresh()).collect();
-    if opts.format == Format::Csv {
-        // writeln!, not println!: a closed pipe ends the command, it does not panic.
-        writeln!(std::io::stdout(), "time,id,path,status,reason")?;
+    let mut cursors: Vec<EventCursor> = Vec::new();
+    let mut tally = Tally::default();
+    let started = chrono::Utc::now();
+    let work = async {
+        // A cluster may span several stacks (Heat-native: the cluster's and each node
+        // group's); each has its own cursor.
+        let stacks = find_stacks(service, conn, target, opts.follow).await?;
+        cursors = stacks.iter().map(|_| fresh()).collect();
+        if opts.format == Format::Csv {
+            // writeln!, not println!: a closed pipe ends the command, it does not panic.
+            writeln!(std::io::stdout(), "time,id,path,status,reason")?;
+        }
+        rounds(service, heat, &stacks, &opts, &mut cursors, &mut tally).await
+    };
+    let interrupted = if opts.follow {
+        // A follower runs until Ctrl-C (even while it waits for a cloud that is down): that
+        // is its ordinary end, so it ends as the non-follow form does, with its count, and
+        // succeeds. A round cut short has printed whole events only (printing does not
+        // wait), and the tally counts each printed.
+        tokio::select! {
+            done = work => done.map(|()| false)?,
+            () = interrupt() => true,
+        }
+    } else {
+        work.await?;
+        false
+    };
+    let delivered: u64 = cursors.iter().map(|c| c.delivered()).sum();
+    let dropped: u64 = cursors.iter().map(|c| c.duplicates_dropped()).sum();
+    let mut line = tally.line(delivered, dropped);
+    if opts.follow {
+        line.push_str(&followed_since(started, chrono::Utc::now(), interrupted));
     }
+    eprintln!("{line}");
+    Ok(())
+}
+
+/// `; followed since 07:41:02 UTC (1m05s), stopped by Ctrl-C`: how long the events counted
+/// were followed, and what ended it.
+fn followed_since(
+    started: chrono::DateTime<chrono::Utc>,
+    now: chrono::DateTime<chrono::Utc>,
+    interrupted: bool,
+) -> String {
+    let secs = (now - started).num_seconds().max(0);
+    let lasted = if secs < 60 {
+        format!("{secs}s")
+    } else {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    };
+    let end = if interrupted {
+        ", stopped by Ctrl-C"
+    } else {
+        ""
+    };
+    format!(
+        "; followed since {} ({lasted}){end}",
+        started.format("%H:%M:%S UTC")
+    )
+}
+
+/// Resolves on the first SIGINT; never, when the handler cannot be installed (the default
+/// action then still ends the process).
+async fn interrupt() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The rounds of polls: one without `--follow`; with it, until the stacks settle
+/// (`--until-complete`) or forever, through outages.
+async fn rounds(
+    service: &LiveService,
+    heat: &HeatClient,
+    stacks: &[EventScope],
+    opts: &FollowOptions,
+    cursors: &mut [EventCursor],
+    tally: &mut Tally,
+) -> CmdResult {
     let mut settled_polls = 0;
     let mut outage = Outage::default();
     let mut first = true;
-    let mut tally = Tally::default();
     loop {
-        let round = round(
-            service,
-            heat,
-            &stacks,
-            &opts,
-            &mut cursors,
-            first,
-            &mut tally,
-        );
+        let round = round(service, heat, stacks, opts, cursors, first, tally);
         let settled = match round.await {
             Ok(settled) => {
                 outage.recovered();
@@ -273,9 +335,6 @@ pub async fn events(
             .unwrap_or(opts.interval);
         sleep_while_read(delay).await?;
     }
-    let delivered: u64 = cursors.iter().map(|c| c.delivered()).sum();
-    let dropped: u64 = cursors.iter().map(|c| c.duplicates_dropped()).sum();
-    eprintln!("{}", tally.line(delivered, dropped));
     Ok(())
 }
 

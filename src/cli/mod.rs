@@ -6,6 +6,7 @@ pub mod connect;
 pub mod deployments;
 pub mod fleet_cmd;
 pub mod follow;
+pub mod ips_table;
 pub mod operate;
 pub mod output;
 pub mod targets;

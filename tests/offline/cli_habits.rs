@@ -1,6 +1,7 @@
 //! The small habits of a command-line tool, checked on the real binary:
 //! - `caldera … | head` ends quietly with success when the reader has had enough, a
 //!   follower too, as soon as its reader goes and not at its next event;
+//! - a follower stopped by Ctrl-C ends as the non-follow form does, with its count;
 //! - the warning about a password file others can read comes before authenticating (so it
 //!   shows even when authentication then fails);
 //! - a subcommand's `--help` lists its own options first, and not the console's;
@@ -81,6 +82,122 @@ fn a_follower_ends_quietly_when_its_reader_goes() {
     assert!(status.success(), "rc {:?}: {err}", status.code());
     assert!(
         !err.contains("Broken pipe") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
+/// The exit status of `child` within `secs` seconds (killed and failed past them).
+fn wait_bounded(
+    child: &mut std::process::Child,
+    secs: u64,
+    what: &str,
+) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} still running {secs} s later");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// SIGINT to `child`, as Ctrl-C sends it.
+fn ctrl_c(child: &std::process::Child) {
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on the child we started and have not yet reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+}
+
+/// Ctrl-C while the follower waits for a Heat that is down (nothing listens on port 1)
+/// ends it the same way: its count, and success.
+#[cfg(unix)]
+#[test]
+fn a_follower_waiting_for_its_cloud_stops_on_ctrl_c_with_its_count() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = caldera(home.path())
+        .args([
+            "--heat-url",
+            "http://127.0.0.1:1/v1/p",
+            "events",
+            "st",
+            "--follow",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start caldera");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let timeout = std::time::Duration::from_secs(30);
+    let waiting = rx
+        .recv_timeout(timeout)
+        .expect("a line on stderr within 30 s");
+    assert!(waiting.contains("reconnecting"), "{waiting}");
+    ctrl_c(&child);
+    let status = wait_bounded(&mut child, 20, "caldera events --follow after Ctrl-C");
+    // The reader ends with the pipe, now closed: every line is in.
+    let err: Vec<String> = rx.iter().collect();
+    assert!(status.success(), "rc {:?}: {err:?}", status.code());
+    let summary = err.last().cloned().unwrap_or_default();
+    assert!(
+        summary.starts_with("0 events printed (0 read") && summary.ends_with(", stopped by Ctrl-C"),
+        "{err:?}"
+    );
+}
+
+/// `caldera events STACK --tail 3 --follow`, then Ctrl-C: the follower ends as the
+/// non-follow form does, with the count of what it printed on stderr (and since when it
+/// followed), and succeeds: Ctrl-C is how a follow ends.
+#[cfg(unix)]
+#[test]
+fn a_follower_stopped_by_ctrl_c_says_what_it_printed() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = caldera(home.path())
+        .args([
+            "--simulator",
+            "events",
+            "dev-small",
+            "--tail",
+            "3",
+            "--follow",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start caldera");
+    // The reader runs on a thread: a follower that prints less than asked must not hang us.
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let timeout = std::time::Duration::from_secs(30);
+    let lines: Vec<String> = (0..3)
+        .filter_map(|_| rx.recv_timeout(timeout).ok())
+        .collect();
+    assert_eq!(lines.len(), 3, "the backlog's last 3 events: {lines:?}");
+    ctrl_c(&child);
+    let status = wait_bounded(&mut child, 20, "caldera events --follow after Ctrl-C");
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(status.success(), "rc {:?}: {err}", status.code());
+    let summary = err.lines().last().unwrap_or_default();
+    assert!(
+        summary.starts_with("3 events printed (")
+            && summary.contains("left out by --since/--tail")
+            && summary.contains("; followed since ")
+            && summary.ends_with(", stopped by Ctrl-C"),
         "{err}"
     );
 }

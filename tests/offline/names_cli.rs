@@ -190,3 +190,47 @@ fn magnum_node_groups_by_name_read_their_own_group_of_the_cluster_stack() {
         "{out}"
     );
 }
+
+/// The `ips` table's group column is as wide as the groups it prints: the demo's Magnum stack
+/// named alone labels its rows `dev-small-<suffix>/kube_minions` (35 columns, once pushed past
+/// a fixed 24), and the cluster's short group names waste none. Every row's columns line up
+/// under the header's.
+#[test]
+fn the_ips_group_column_is_as_wide_as_its_groups() {
+    let home = tempfile::tempdir().expect("home");
+    let h = home.path();
+    let (ok, out, err) = demo(h, &["stacks", "--format", "csv"]);
+    assert!(ok, "{err}");
+    let stack = out
+        .lines()
+        .filter_map(|l| l.split(',').next())
+        .find(|n| n.starts_with("dev-small-"))
+        .unwrap_or_else(|| panic!("the demo's dev-small stack: {out}"))
+        .to_string();
+    for target in [stack.as_str(), "dev-small", "hn-demo"] {
+        let (ok, out, err) = demo(h, &["ips", target]);
+        assert!(ok, "{target}: {err}");
+        let mut lines = out.lines();
+        let header = lines.next().unwrap_or_default();
+        let rows: Vec<&str> = lines.collect();
+        assert!(!rows.is_empty(), "{target}: {out}");
+        let widest = rows
+            .iter()
+            .map(|r| r.split(' ').next().unwrap_or_default().chars().count())
+            .max()
+            .unwrap_or(0);
+        // `group` padded to the widest group, a space, then the 6-column member.
+        assert_eq!(
+            header.find("member"),
+            Some(widest.max(5) + 1),
+            "{target}:\n{out}"
+        );
+        let at = header.find("addresses").expect("addresses column");
+        for row in &rows {
+            assert!(
+                row.get(at - 1..at) == Some(" ") && !row[at..].starts_with(' '),
+                "{target}: a row off the header's columns:\n{out}"
+            );
+        }
+    }
+}

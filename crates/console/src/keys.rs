@@ -1005,15 +1005,21 @@ impl KeyMap {
 
     /// The action for a key in the given contexts (most specific first); global last.
     pub fn lookup(&self, ev: &KeyEvent, contexts: &[KeyContext]) -> Option<KeyAction> {
-        let kb = KeyBinding::from_event(ev);
+        self.owner(&KeyBinding::from_event(ev), contexts)
+            .map(|e| e.action)
+    }
+
+    /// The entry a key reaches in the given contexts: the first context (most specific
+    /// first, global last) that binds it, and in it the first entry. Every other binding of
+    /// that key in view is shadowed: pressing it never gets there.
+    fn owner(&self, kb: &KeyBinding, contexts: &[KeyContext]) -> Option<&KeyEntry> {
         contexts
             .iter()
             .chain(std::iter::once(&KeyContext::Global))
             .find_map(|ctx| {
                 self.entries
                     .iter()
-                    .find(|e| e.context == *ctx && e.keys.contains(&kb))
-                    .map(|e| e.action)
+                    .find(|e| e.context == *ctx && e.keys.contains(kb))
             })
     }
 
@@ -1090,25 +1096,35 @@ impl KeyMap {
     ) -> Vec<(String, &'static str)> {
         let mut order: Vec<KeyContext> = contexts.to_vec();
         order.push(KeyContext::Global);
-        let mut out = Vec::new();
+        let mut out: Vec<(String, &'static str)> = Vec::new();
         for ctx in order {
-            for e in self
-                .entries
-                .iter()
-                .filter(|e| e.context == ctx && keep(e.action))
-            {
-                // A key an earlier context binds is that context's (the handler looks the
-                // contexts up in the same order): a later binding of it is never reached, so
-                // it gets no hint (`enter detail`, not also `enter open`).
-                if let (Some(label), Some(k)) = (e.hint, e.keys.first()) {
-                    let key = k.to_string();
-                    if !out.iter().any(|(shown, _)| *shown == key) {
+            for e in self.entries.iter().filter(|e| e.context == ctx) {
+                let Some(label) = e.hint else { continue };
+                if let Some(key) = self.reachable_key(e, contexts) {
+                    if keep(e.action) && !out.iter().any(|(shown, _)| *shown == key) {
                         out.push((key, label));
                     }
                 }
             }
         }
         out
+    }
+
+    /// The first of `entry`'s keys that reaches it in these contexts, as the footer names
+    /// it. A key an earlier context binds, in any position of its list, is that context's
+    /// (the handler looks the contexts up in the same order): it is hinted once, for what
+    /// it does there (`enter detail` in the journal, not also `enter open`), and an entry
+    /// whose first key is shadowed is hinted by its next one. One with every key shadowed
+    /// gets no hint.
+    fn reachable_key(&self, entry: &KeyEntry, contexts: &[KeyContext]) -> Option<String> {
+        entry
+            .keys
+            .iter()
+            .find(|k| {
+                self.owner(k, contexts)
+                    .is_some_and(|o| std::ptr::eq(o, entry))
+            })
+            .map(ToString::to_string)
     }
 }
 
@@ -1277,6 +1293,46 @@ mod tests {
             .hints(&[KeyContext::Table])
             .iter()
             .any(|(k, l)| k == "ctrl-q" && *l == "quit"));
+    }
+
+    /// A key shared by two contexts in view is hinted once, for the context that gets it,
+    /// whatever its position in either list: the later action is hinted by a key of its own
+    /// that still reaches it, or not at all.
+    #[test]
+    fn footer_hints_name_only_keys_that_reach_their_action() {
+        let hint = |m: &KeyMap, label: &str| {
+            m.hints(JOURNAL_VIEW)
+                .into_iter()
+                .filter(|(_, l)| *l == label)
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
+        };
+        // The journal's enter shadows the table's; the table's second key still opens.
+        let mut m = KeyMap::default();
+        let problems = m.apply(&[("open".into(), vec!["enter".into(), "ctrl-o".into()])]);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(hint(&m, "detail"), ["enter"]);
+        assert_eq!(hint(&m, "open"), ["ctrl-o"]);
+        // Both of the table's keys are the journal's (one in second place): no open hint.
+        let problems = m.apply(&[
+            (
+                "journal_detail".into(),
+                vec!["enter".into(), "ctrl-o".into()],
+            ),
+            ("open".into(), vec!["ctrl-o".into(), "enter".into()]),
+        ]);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(hint(&m, "detail"), ["enter"]);
+        assert!(hint(&m, "open").is_empty(), "{:?}", m.hints(JOURNAL_VIEW));
+        // In every view, each hinted key does what its hint says.
+        let m = KeyMap::default();
+        for view in ALL_VIEWS {
+            for (k, label) in m.hints(view) {
+                let kb = KeyBinding::parse(&k).unwrap();
+                let owner = m.owner(&kb, view).unwrap();
+                assert_eq!(owner.hint, Some(label), "{k} in {view:?}");
+            }
+        }
     }
 
     /// Dialog keys are checked against the other keys of the dialogs they answer in (not

@@ -159,6 +159,58 @@ async fn snapshot_clusters_loading_loaded_error_empty() {
     assert!(!h.render(80, 24).contains("No Magnum endpoint"));
 }
 
+/// #26: at 40 columns the header line, pane titles and column headings are cut, each cut
+/// marked `…` (the terminal's edge and the pane's border used to cut them silently).
+#[tokio::test]
+async fn at_40_columns_every_cut_is_marked() {
+    let mut h = Harness::demo(1000);
+    h.settle().await;
+    let screen = h.render(40, 24);
+    insta::assert_snapshot!("clusters_40x24", screen);
+    let lines: Vec<&str> = screen.lines().collect();
+    // The header (its first segment alone is wider than 40 columns), the title, the headings.
+    assert!(lines[0].contains('…'), "{screen}");
+    assert!(lines[3].contains("…"), "{screen}");
+    h.open_prod().await;
+    insta::assert_snapshot!("dashboard_1000_40x24", h.render(40, 24));
+}
+
+/// #26: the help box is as wide as its widest row, up to the terminal: on 200 columns
+/// nothing in it is cut (the `:cloud` row's aliases were, at a fixed 100); where two columns
+/// of it fit side by side and one does not fit the height, it takes two, and scrolls half
+/// as far.
+#[tokio::test]
+async fn the_help_is_sized_by_its_rows_in_two_columns_when_wide() {
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.press(KeyCode::Char('?'));
+    let rows = h.app.help_text().rows.len();
+    h.render(200, 60);
+    h.press(KeyCode::Char('G'));
+    let screen = h.render(200, 60);
+    let cloud = screen
+        .lines()
+        .find(|l| l.contains(":cloud "))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(cloud.contains("(also :ctx)"), "{cloud}");
+    h.press(KeyCode::Char('g'));
+    let screen = h.render(240, 50);
+    insta::assert_snapshot!("help_240x50", screen);
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("│Global ") && l.contains(" Journal ")),
+        "{screen}"
+    );
+    let (page, last) = h.app.help_page();
+    // Split at the section nearest the middle: about half the lines to scroll.
+    let lines = usize::from(page + last);
+    assert!(
+        lines < rows * 2 / 3,
+        "{lines} lines of {rows} rows:\n{screen}"
+    );
+}
+
 #[tokio::test]
 async fn heat_only_cloud_says_why_there_are_no_clusters() {
     let mut h = Harness::new(FakeCloud::default());

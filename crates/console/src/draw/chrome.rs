@@ -8,7 +8,7 @@ use crate::tui::resource_columns::short_duration;
 use crate::tui::state::input::{InputKind, InputState};
 use crate::tui::state::settle::{cut_name, SettleShown};
 use crate::tui::state::{App, Level, Mode};
-use crate::tui::widgets::table::cut_marked;
+use crate::tui::widgets::table::{cut_line_marked, cut_marked, pane_title};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -162,8 +162,10 @@ pub fn header(app: &App, frame: &mut Frame, area: Rect) {
         }
         segments.pop();
     }
+    // The first segment alone may still not fit (a long cloud or project name): cut, marked.
     let spans: Vec<Span> = segments.into_iter().flatten().collect();
-    frame.render_widget(Paragraph::new(Line::from(spans)).style(hs), left_area);
+    let left = cut_line_marked(Line::from(spans), room);
+    frame.render_widget(Paragraph::new(left).style(hs), left_area);
     frame.render_widget(Paragraph::new(Line::from(right)).style(hs), right_area);
 }
 
@@ -266,7 +268,9 @@ pub fn breadcrumbs(app: &App, frame: &mut Frame, area: Rect) {
             spans.push(Span::styled(" › ", th.muted()));
         }
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    // The current crumb alone may still not fit: cut, marked.
+    let line = cut_line_marked(Line::from(spans), usize::from(area.width));
+    frame.render_widget(Paragraph::new(line), area);
 }
 
 pub fn status_line(app: &App, frame: &mut Frame, area: Rect) {
@@ -345,74 +349,41 @@ fn fit_hints(hints: Vec<(String, &'static str)>, width: usize) -> Vec<(String, &
 }
 
 pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
-    use crate::tui::state::help::HelpRow;
+    use crate::tui::state::help::HELP_GAP;
     let th = app.theme();
     let text = app.help_text();
-    let left = text.left + 2;
-    let total = text.rows.len() as u16;
-    // As wide as its widest line where the terminal has room (at least 100 columns).
-    let widest = text
-        .rows
-        .iter()
-        .map(|row| match row {
-            HelpRow::Section(s) | HelpRow::Note(s) => Span::raw(s.as_str()).width(),
-            HelpRow::Key { help, .. } | HelpRow::Figure { help, .. } => {
-                left + 2 + Span::raw(help.as_str()).width()
-            }
-            HelpRow::Command { help, aliases, .. } => {
-                let also = if aliases.is_empty() {
-                    0
-                } else {
-                    aliases.len() + 8
-                };
-                left + 2 + Span::raw(help.as_str()).width() + also
-            }
-        })
-        .max()
-        .unwrap_or(0);
-    let width = u16::try_from(widest + 2).unwrap_or(u16::MAX).max(100);
-    let area = centered(body, width, total + 2);
-    // One row per line (the scroll counts rows): a line wider than the box says it was cut.
+    let layout = text.layout(body.width, body.height);
+    let total = u16::try_from(layout.lines).unwrap_or(u16::MAX);
+    // As wide as its widest row (two of them side by side when wide), up to the terminal.
+    let wanted = u16::try_from(layout.inner_width() + 2).unwrap_or(u16::MAX);
+    let area = centered(body, wanted, total.saturating_add(2));
     let inner = usize::from(area.width.saturating_sub(2));
-    let rest = inner.saturating_sub(left + 2);
-    let lines: Vec<Line> = text
+    // The first column's room (the whole box in one column); the second has the rest.
+    let column = if layout.two() { layout.widths.0 } else { inner };
+    let second = inner.saturating_sub(column + HELP_GAP);
+    // One row per line (the scroll counts lines): a row wider than its column says it was cut.
+    let mut rows: Vec<Line> = text
         .rows
         .into_iter()
-        .map(|row| match row {
-            HelpRow::Section(s) => Line::from(Span::styled(cut_marked(s, inner), th.title())),
-            HelpRow::Key { keys, help } => Line::from(vec![
-                Span::styled(
-                    format!("  {keys:<left$}"),
-                    th.accent().add_modifier(Modifier::BOLD),
-                ),
-                Span::styled(cut_marked(help, rest), Style::default().fg(th.fg)),
-            ]),
-            HelpRow::Figure { figure, help } => Line::from(vec![
-                Span::styled(format!("  {figure:<left$}"), th.accent()),
-                Span::styled(cut_marked(help, rest), Style::default().fg(th.fg)),
-            ]),
-            HelpRow::Command {
-                name,
-                aliases,
-                help,
-            } => {
-                let help = cut_marked(help, rest);
-                let room = rest.saturating_sub(Span::raw(help.as_str()).width());
-                let mut spans = vec![
-                    Span::styled(format!("  {name:<left$}"), th.accent()),
-                    Span::styled(help, Style::default().fg(th.fg)),
-                ];
-                if !aliases.is_empty() {
-                    spans.push(Span::styled(
-                        cut_marked(format!("  (also {aliases})"), room),
-                        th.muted(),
-                    ));
-                }
-                Line::from(spans)
-            }
-            HelpRow::Note(n) => Line::from(Span::styled(cut_marked(n, inner), th.muted())),
-        })
+        .map(|row| help_line(app, row, text.left))
         .collect();
+    let lines: Vec<Line> = if layout.two() {
+        let right = rows.split_off(layout.split.min(rows.len()));
+        let mut right = right.into_iter().map(|l| cut_line_marked(l, second));
+        rows.into_iter()
+            .map(Some)
+            .chain(std::iter::repeat_with(|| None))
+            .take(layout.lines)
+            .map(|l| {
+                let l = cut_line_marked(l.unwrap_or_default(), column);
+                side_by_side(l, right.next(), column + HELP_GAP)
+            })
+            .collect()
+    } else {
+        rows.into_iter()
+            .map(|l| cut_line_marked(l, column))
+            .collect()
+    };
     let scroll = scroll.min(total.saturating_sub(area.height.saturating_sub(2)));
     clear(frame, area);
     let para = Paragraph::new(lines)
@@ -433,6 +404,53 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
         .style(th.style())
         .scroll((scroll, 0));
     frame.render_widget(para, area);
+}
+
+/// One help row, styled and whole (`left`: the keys' column); its width is
+/// `HelpRow::width`, which sizes the box.
+fn help_line(app: &App, row: crate::tui::state::help::HelpRow, left: usize) -> Line<'static> {
+    use crate::tui::state::help::{HelpRow, ALSO_BEFORE, KEYS_INDENT};
+    let th = app.theme();
+    let indent = " ".repeat(KEYS_INDENT);
+    let pad = |s: &str| format!("{indent}{s:<w$}", w = left + KEYS_INDENT);
+    match row {
+        HelpRow::Section(s) => Line::from(Span::styled(s, th.title())),
+        HelpRow::Key { keys, help } => Line::from(vec![
+            Span::styled(pad(&keys), th.accent().add_modifier(Modifier::BOLD)),
+            Span::styled(help, Style::default().fg(th.fg)),
+        ]),
+        HelpRow::Figure { figure, help } => Line::from(vec![
+            Span::styled(pad(&figure), th.accent()),
+            Span::styled(help, Style::default().fg(th.fg)),
+        ]),
+        HelpRow::Command {
+            name,
+            aliases,
+            help,
+        } => {
+            let mut spans = vec![
+                Span::styled(pad(&name), th.accent()),
+                Span::styled(help, Style::default().fg(th.fg)),
+            ];
+            if !aliases.is_empty() {
+                spans.push(Span::styled(format!("{ALSO_BEFORE}{aliases})"), th.muted()));
+            }
+            Line::from(spans)
+        }
+        HelpRow::Note(n) => Line::from(Span::styled(n, th.muted())),
+    }
+}
+
+/// `left`, padded to `at` columns, then `right`.
+fn side_by_side(left: Line<'static>, right: Option<Line<'static>>, at: usize) -> Line<'static> {
+    let Some(right) = right else {
+        return left;
+    };
+    let pad = " ".repeat(at.saturating_sub(left.width()));
+    let mut spans = left.spans;
+    spans.push(Span::raw(pad));
+    spans.extend(right.spans);
+    Line::from(spans)
 }
 
 pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rect) {
@@ -507,9 +525,12 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
             Block::default()
                 .borders(Borders::ALL)
                 .border_style(th.accent())
-                .title(Span::styled(
-                    " command (tab completes, enter runs, esc closes) ",
-                    th.title(),
+                .title(pane_title(
+                    Span::styled(
+                        " command (tab completes, enter runs, esc closes) ",
+                        th.title(),
+                    ),
+                    area.width,
                 )),
         ),
         area,

@@ -10,6 +10,7 @@ use crate::tui::resource_columns::age;
 use crate::tui::state::store::FetchMeta;
 use crate::tui::state::view::View;
 use crate::tui::state::App;
+use crate::tui::widgets::table::pane_title;
 use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -135,9 +136,9 @@ pub fn draw(
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
-        .title(Span::styled(
-            format!(" {} ", terminal_safe(title)),
-            th.title(),
+        .title(pane_title(
+            Span::styled(format!(" {} ", terminal_safe(title)), th.title()),
+            area.width,
         ))
         .title_bottom(Span::styled(
             if more > 0 {

@@ -9,7 +9,7 @@ use crate::tui::state::action_dialogs::{
 };
 use crate::tui::state::form::{FieldKind, Form};
 use crate::tui::state::App;
-use crate::tui::widgets::table::cut_marked;
+use crate::tui::widgets::table::{cut_marked, pane_title};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -231,9 +231,9 @@ pub fn draw(app: &App, dialog: &Dialog, frame: &mut Frame, body: Rect) {
             let block = Block::default()
                 .borders(Borders::ALL)
                 .border_style(th.accent())
-                .title(Span::styled(
-                    format!(" {} ", terminal_safe(&c.title)),
-                    th.title(),
+                .title(pane_title(
+                    Span::styled(format!(" {} ", terminal_safe(&c.title)), th.title()),
+                    area.width,
                 ));
             let inner = block.inner(area);
             frame.render_widget(block.style(th.style()), area);

@@ -10,6 +10,7 @@ use crate::tui::state::store::{NodeRow, NodeSet, Pending, Store};
 use crate::tui::state::App;
 use crate::tui::theme::CellState;
 use crate::tui::widgets::heatmap::HeatGroup;
+use crate::tui::widgets::table::cut_line_marked;
 use chrono::{DateTime, Utc};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -105,7 +106,11 @@ pub fn summary_line<'a>(
     if full.width() <= width as usize {
         return full;
     }
-    summary_line_labels(app, p, t, ips, expected, true)
+    // Still too wide with short labels (a narrow terminal): cut, marked.
+    cut_line_marked(
+        summary_line_labels(app, p, t, ips, expected, true),
+        usize::from(width),
+    )
 }
 
 fn ips_spans<'a>(

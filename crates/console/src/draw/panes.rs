@@ -5,7 +5,7 @@ use crate::model::{terminal_safe, Cluster, NodeGroup, StackSummary};
 use crate::tui::state::store::{FetchMeta, Slot};
 use crate::tui::state::view::View;
 use crate::tui::state::App;
-use crate::tui::widgets::table::{draw_table, Column, TableLook, TableRow, TableState};
+use crate::tui::widgets::table::{draw_table, pane_title, Column, TableLook, TableRow, TableState};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -69,9 +69,9 @@ pub fn message_box(
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
-        .title(Span::styled(
-            format!(" {} ", terminal_safe(title)),
-            th.title(),
+        .title(pane_title(
+            Span::styled(format!(" {} ", terminal_safe(title)), th.title()),
+            area.width,
         ));
     let lines: Vec<Line> = match meta {
         Some(m) if m.error.is_some() => vec![

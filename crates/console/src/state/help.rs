@@ -56,6 +56,98 @@ pub struct HelpText {
     pub left: usize,
 }
 
+/// What goes between a command's description and its aliases.
+pub const ALSO_BEFORE: &str = "  (also ";
+/// The blank columns before a row's keys, and between the widest keys and their description.
+pub const KEYS_INDENT: usize = 2;
+/// The blank columns between the two columns of a wide help.
+pub const HELP_GAP: usize = 3;
+
+impl HelpRow {
+    /// Columns the row takes drawn whole (`left`: the keys' column): the drawing sizes the
+    /// box by this, and cuts (marked) only what the terminal has no room for.
+    pub fn width(&self, left: usize) -> usize {
+        let w = |s: &str| ratatui::text::Span::raw(s).width();
+        match self {
+            HelpRow::Section(s) | HelpRow::Note(s) => w(s),
+            HelpRow::Key { help, .. } | HelpRow::Figure { help, .. } => {
+                2 * KEYS_INDENT + left + w(help)
+            }
+            HelpRow::Command { help, aliases, .. } => {
+                let also = if aliases.is_empty() {
+                    0
+                } else {
+                    w(ALSO_BEFORE) + w(aliases) + 1
+                };
+                2 * KEYS_INDENT + left + w(help) + also
+            }
+        }
+    }
+}
+
+/// How the help is laid out on the terminal: one column, or, where its rows do not fit the
+/// height but two columns fit the width, two side by side (the second from the section
+/// nearest the middle), so that less needs scrolling. Each column is as wide as its widest
+/// row drawn whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HelpLayout {
+    /// The first column's width, and the second's (0 in one column).
+    pub widths: (usize, usize),
+    /// Rows in the first column (all of them in one column).
+    pub split: usize,
+    /// Lines the box shows, scrolled together.
+    pub lines: usize,
+}
+
+impl HelpLayout {
+    pub fn two(&self) -> bool {
+        self.widths.1 > 0
+    }
+
+    /// The box's inner width wanted (the terminal may have less).
+    pub fn inner_width(&self) -> usize {
+        if self.two() {
+            self.widths.0 + HELP_GAP + self.widths.1
+        } else {
+            self.widths.0
+        }
+    }
+}
+
+impl HelpText {
+    /// The layout on a `width` x `height` body (the box's border included).
+    pub fn layout(&self, width: u16, height: u16) -> HelpLayout {
+        let n = self.rows.len();
+        let widest = |rows: &[HelpRow]| rows.iter().map(|r| r.width(self.left)).max().unwrap_or(0);
+        let one = HelpLayout {
+            widths: (widest(&self.rows), 0),
+            split: n,
+            lines: n,
+        };
+        let split = self
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| *i > 0 && matches!(r, HelpRow::Section(_)))
+            .map(|(i, _)| i)
+            .min_by_key(|i| i.abs_diff(n / 2))
+            .unwrap_or(n.div_ceil(2));
+        let (first, second) = self.rows.split_at(split.min(n));
+        let two = HelpLayout {
+            widths: (widest(first), widest(second)),
+            split,
+            lines: split.max(n - split),
+        };
+        let fits_tall = n + 2 <= usize::from(height);
+        let fits_two = two.inner_width() + 2 <= usize::from(width);
+        if fits_tall || !fits_two || second.is_empty() {
+            one
+        } else {
+            two
+        }
+    }
+}
+
 impl App {
     pub fn help_text(&self) -> HelpText {
         let mut rows = Vec::new();
@@ -129,8 +221,9 @@ impl App {
 
     /// Rows of help the screen shows at once, and the last scroll that still fills it.
     pub fn help_page(&self) -> (u16, u16) {
-        let total = u16::try_from(self.help_text().rows.len()).unwrap_or(u16::MAX);
         let body = self.size().1.saturating_sub(CHROME_ROWS);
+        let lines = self.help_text().layout(self.size().0, body).lines;
+        let total = u16::try_from(lines).unwrap_or(u16::MAX);
         let page = total.saturating_add(2).min(body).saturating_sub(2).max(1);
         (page, total.saturating_sub(page))
     }

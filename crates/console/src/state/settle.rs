@@ -140,15 +140,10 @@ impl SettleShown {
 }
 
 /// `name` as the header may print it: control characters made visible, at most `max`
-/// characters (the end cut and marked with `…`).
+/// columns (the end cut and marked with `…`, by the helper every cut goes through).
 pub fn cut_name(name: &str, max: usize) -> String {
-    let safe = crate::model::terminal_safe(name);
-    if safe.chars().count() <= max {
-        return safe.into_owned();
-    }
-    let mut out: String = safe.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    let safe = crate::model::terminal_safe(name).into_owned();
+    crate::tui::widgets::table::cut_line_marked(ratatui::text::Line::raw(safe), max).to_string()
 }
 
 impl App {
@@ -321,6 +316,8 @@ mod tests {
         assert_eq!(cut_name("edge-native/edge", 16), "edge-native/edge");
         assert_eq!(cut_name("edge-native/edge", 12), "edge-native…");
         assert!(!cut_name("prod\u{1b}[2J-east", 28).contains('\u{1b}'));
+        // Columns, not characters: a wide name is cut to the room it has.
+        assert_eq!(cut_name("日本語テキスト", 5), "日本…");
         let age = |secs| {
             SettleShown {
                 subject: String::new(),

@@ -21,7 +21,7 @@ use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
 use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
 use crate::tui::widgets::table::cut_line_marked;
-use crate::tui::widgets::table::TableState;
+use crate::tui::widgets::table::{pane_title, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -441,7 +441,10 @@ fn draw_dashboard(
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Line::from(heat_map_title(app, progress, note)));
+            .title(pane_title(
+                heat_map_title(app, progress, note),
+                map_area.width,
+            ));
         let inner = block.inner(map_area);
         frame.render_widget(block, map_area);
         let [sum, map] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
@@ -495,13 +498,16 @@ fn draw_dashboard(
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border)
-        .title(Line::from(vec![
-            Span::styled(
-                format!(" Events {} ", tail_badges(app, &badges)),
-                th.title(),
-            ),
-            Span::styled(pick_hint, th.muted()),
-        ]));
+        .title(pane_title(
+            vec![
+                Span::styled(
+                    format!(" Events {} ", tail_badges(app, &badges)),
+                    th.title(),
+                ),
+                Span::styled(pick_hint, th.muted()),
+            ],
+            tail_area.width,
+        ));
     let inner = block.inner(tail_area);
     let errors: Vec<String> = ids
         .iter()

@@ -10,7 +10,7 @@ use crate::tui::state::store::{EventLog, FetchMeta, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::{pick, Yank};
 use crate::tui::state::App;
-use crate::tui::widgets::table::{title_line, TableLook, TableState};
+use crate::tui::widgets::table::{pane_title, title_line, TableLook, TableState};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -148,12 +148,15 @@ fn draw_tail(
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(Style::default().fg(th.accent))
-        .title(title_line(
-            &look,
-            &view.table,
-            log.events.len(),
-            &crate::tui::resource_columns::EVENT_COLUMNS,
-            &ctx,
+        .title(pane_title(
+            title_line(
+                &look,
+                &view.table,
+                log.events.len(),
+                &crate::tui::resource_columns::EVENT_COLUMNS,
+                &ctx,
+            ),
+            area.width,
         ));
     let inner = block.inner(area);
     let h = inner.height as usize;

@@ -15,9 +15,8 @@ use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::Yank;
 use crate::tui::state::{App, Level};
 use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
-use crate::tui::widgets::table::TableState;
+use crate::tui::widgets::table::{pane_title, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 use std::collections::HashSet;
@@ -207,7 +206,7 @@ fn draw_nodes(
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(th.border())
-            .title(Line::from(heat_map_title(app, progress, note)));
+            .title(pane_title(heat_map_title(app, progress, note), map.width));
         let inner = block.inner(map);
         frame.render_widget(block, map);
         frame.render_widget(

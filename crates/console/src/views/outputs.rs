@@ -14,7 +14,7 @@ use crate::tui::state::store::{FetchMeta, Slot, Store};
 use crate::tui::state::view::{StackTarget, View, ViewKind};
 use crate::tui::state::yank::Yank;
 use crate::tui::state::{App, Level};
-use crate::tui::widgets::table::{muted, Column, SortKey, TableRow, TableState};
+use crate::tui::widgets::table::{muted, pane_title, Column, SortKey, TableRow, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -244,9 +244,9 @@ fn draw_value(
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(th.border())
-        .title(Span::styled(
-            format!(" Value of {} ", terminal_safe(key)),
-            th.title(),
+        .title(pane_title(
+            Span::styled(format!(" Value of {} ", terminal_safe(key)), th.title()),
+            area.width,
         ))
         .title_bottom(Span::styled(
             if more > 0 {

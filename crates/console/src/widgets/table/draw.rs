@@ -93,7 +93,10 @@ pub fn draw_table<T: TableRow>(
         } else {
             th.border()
         })
-        .title(title_line(&look, state, items.len(), columns, ctx));
+        .title(pane_title(
+            title_line(&look, state, items.len(), columns, ctx),
+            area.width,
+        ));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if inner.height == 0 || inner.width == 0 {
@@ -121,22 +124,6 @@ pub fn draw_table<T: TableRow>(
         .enumerate()
         .filter(|(_, c)| inner.width >= c.hide_below)
         .collect();
-    let header = Row::new(
-        std::iter::once(Cell::from(" ")).chain(shown.iter().map(|&(i, c)| {
-            let arrow = match state.sort.column {
-                Some(s) if s == i => {
-                    if state.sort.descending {
-                        "↓"
-                    } else {
-                        "↑"
-                    }
-                }
-                _ => "",
-            };
-            Cell::from(format!("{}{}", c.title, arrow))
-        })),
-    )
-    .style(th.header().add_modifier(Modifier::BOLD));
     // (An index past the data would mean a missed sync; such rows are skipped, not a panic.)
     let visible: Vec<(usize, &T)> = state.view()[offset..end]
         .iter()
@@ -165,15 +152,31 @@ pub fn draw_table<T: TableRow>(
     let laid = Layout::horizontal(widths.clone())
         .spacing(1)
         .split(Rect::new(0, 0, inner.width, 1));
+    let width_of = |j: usize| laid.get(j + 1).map_or(usize::MAX, |r| usize::from(r.width));
+    let header = Row::new(
+        std::iter::once(Cell::from(" ")).chain(shown.iter().enumerate().map(|(j, &(i, c))| {
+            let arrow = match state.sort.column {
+                Some(s) if s == i => {
+                    if state.sort.descending {
+                        "↓"
+                    } else {
+                        "↑"
+                    }
+                }
+                _ => "",
+            };
+            // A heading keeps its start (`IN_…`), as its column's cells are cut.
+            let title = Line::raw(format!("{}{}", c.title, arrow));
+            Cell::from(cut_line_marked(title, width_of(j)))
+        })),
+    )
+    .style(th.header().add_modifier(Modifier::BOLD));
     let texts: Vec<Vec<String>> = texts
         .into_iter()
         .map(|row| {
             row.into_iter()
                 .enumerate()
-                .map(|(j, t)| {
-                    let w = laid.get(j + 1).map_or(usize::MAX, |r| usize::from(r.width));
-                    cut_marked(t, w)
-                })
+                .map(|(j, t)| cut_marked(t, width_of(j)))
                 .collect()
         })
         .collect();
@@ -305,7 +308,7 @@ fn chars_fitting(chars: impl Iterator<Item = char>, room: usize) -> usize {
 
 /// A styled line cut to `width` columns, the cut marked `…` in the style of the span it falls
 /// in; spans past the cut are dropped. A line that fits is returned as it is.
-pub fn cut_line_marked(line: Line<'static>, width: usize) -> Line<'static> {
+pub fn cut_line_marked<'a>(line: Line<'a>, width: usize) -> Line<'a> {
     if line.width() <= width {
         return line;
     }
@@ -331,6 +334,12 @@ pub fn cut_line_marked(line: Line<'static>, width: usize) -> Line<'static> {
         break;
     }
     Line::from(spans).style(style)
+}
+
+/// A pane's title cut to the room between the corners of its border (`width` the pane's),
+/// the cut marked `…`: the border would cut it silently.
+pub fn pane_title<'a>(title: impl Into<Line<'a>>, width: u16) -> Line<'a> {
+    cut_line_marked(title.into(), usize::from(width.saturating_sub(2)))
 }
 
 #[cfg(test)]

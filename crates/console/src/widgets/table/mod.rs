@@ -7,7 +7,7 @@ mod filter;
 mod sort;
 mod state;
 
-pub use draw::{cut_line_marked, cut_marked, draw_table, title_line, TableLook};
+pub use draw::{cut_line_marked, cut_marked, draw_table, pane_title, title_line, TableLook};
 pub use filter::Filter;
 pub use sort::{SortKey, SortState};
 pub use state::TableState;
