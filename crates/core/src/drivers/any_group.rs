@@ -1032,7 +1032,7 @@ pub struct MemberImage {
 
 /// The servers of the member stack `stack` (its `template`): at its top level, else
 /// through the nested stacks Heat made of its resources (`lb_member.yaml` holding
-/// `vm.yaml`: `image_ref` there is passed as `node_image` here), down to [`MEMBER_DEPTH`].
+/// `vm.yaml`: `image_ref` there is passed as `node_image` here), down to `MEMBER_DEPTH` levels.
 /// A nested stack holding no server (a network) is not a way; two ways to two parameters
 /// is no parameter. `None` when no server is found.
 pub fn member_image<'a>(
