@@ -38,7 +38,7 @@ use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::{DriverKind, StackRef};
 use crate::report::{ErrorKind, ServiceError, ServiceResult};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// The resource types whose members are a node group's nodes, and the property that holds
 /// their count.
@@ -982,23 +982,97 @@ fn passed_as(properties: Option<&Value>, inner: &str, owner: &str) -> Result<Str
 }
 
 /// The one parameter of `template` that every server at its top level takes its image from;
-/// `None` when no server is at its top level.
-fn servers_image_parameter(template: &Value, path: &str) -> Result<Option<String>, String> {
+/// `None` when no server is at its top level. `present`: the resources Heat made of the
+/// template in the stack read (a resource whose `condition` is false is not made: Magnum's
+/// member holds `kube-minion` or `kube-minion-bfv`, never both); `None` reads them all.
+fn servers_image_parameter(
+    template: &Value,
+    present: Option<&HashSet<String>>,
+    path: &str,
+) -> Result<Option<String>, String> {
+    let mut found: Vec<String> = Vec::new();
+    for server in servers_in(template, present, path)? {
+        let expression = server_image_expression(template, server, path)?;
+        let param = plain_param(expression).ok_or_else(|| {
+            format!(
+                "{path}'s servers take their image as {}, not from a parameter",
+                one_line(expression)
+            )
+        })?;
+        if !found.contains(&param) {
+            found.push(param);
+        }
+    }
+    one_parameter(found, path)
+}
+
+/// The server resources at the top level of `template` that Heat made (see
+/// [`servers_image_parameter`] for `present`).
+fn servers_in<'a>(
+    template: &'a Value,
+    present: Option<&HashSet<String>>,
+    path: &str,
+) -> Result<Vec<&'a Value>, String> {
     let resources = template
         .get("resources")
         .and_then(Value::as_object)
         .ok_or_else(|| format!("{path}'s member template has no resources"))?;
-    let mut found: Vec<String> = Vec::new();
-    for resource in resources.values() {
-        let kind = resource.get("type").and_then(Value::as_str).unwrap_or("");
-        if let Some(property) = image_property(kind) {
-            let param = read_image(resource.get("properties"), property, path)?;
-            if !found.contains(&param) {
-                found.push(param);
-            }
+    Ok(resources
+        .iter()
+        .filter(|(name, _)| present.is_none_or(|p| p.contains(*name)))
+        .map(|(_, r)| r)
+        .filter(|r| {
+            r.get("type")
+                .and_then(Value::as_str)
+                .and_then(image_property)
+                .is_some()
+        })
+        .collect())
+}
+
+/// Where a server's image is set, by Heat's semantics: its own image property; else, booted
+/// from a volume, the image that volume is made from: a block device mapping's own `image`,
+/// or the `image` of the `OS::Cinder::Volume` it maps (`volume_id: {get_resource: V}`) in the
+/// same template (Magnum's `kube-minion-bfv` boots from `kube_node_volume`, made from
+/// `server_image`: a new image replaces the volume and the server).
+fn server_image_expression<'a>(
+    template: &'a Value,
+    server: &'a Value,
+    path: &str,
+) -> Result<&'a Value, String> {
+    let kind = server.get("type").and_then(Value::as_str).unwrap_or("");
+    let property = image_property(kind).unwrap_or("image");
+    let properties = server.get("properties");
+    if let Some(v) = properties
+        .and_then(|p| p.get(property))
+        .filter(|v| !v.is_null())
+    {
+        return Ok(v);
+    }
+    let mappings = ["block_device_mapping_v2", "block_device_mapping"]
+        .iter()
+        .filter_map(|k| properties?.get(*k)?.as_array())
+        .flatten();
+    for mapping in mappings {
+        if let Some(image) = mapping.get("image").filter(|v| !v.is_null()) {
+            return Ok(image);
+        }
+        let volume = mapping
+            .get("volume_id")
+            .and_then(|v| v.get("get_resource"))
+            .and_then(Value::as_str)
+            .and_then(|name| template.get("resources")?.get(name));
+        let image = volume
+            .filter(|v| v.get("type").and_then(Value::as_str) == Some("OS::Cinder::Volume"))
+            .and_then(|v| v.get("properties")?.get("image"))
+            .filter(|v| !v.is_null());
+        if let Some(image) = image {
+            return Ok(image);
         }
     }
-    one_parameter(found, path)
+    Err(format!(
+        "{path}'s servers have no {property}, nor a boot volume made from an image"
+    ))
 }
 
 /// The single parameter found, `None` for none, why not for several.
@@ -1052,7 +1126,11 @@ fn member_image_at<'a>(
     depth: usize,
 ) -> futures::future::BoxFuture<'a, ServiceResult<Option<MemberImage>>> {
     Box::pin(async move {
-        match servers_image_parameter(template, path) {
+        let resources = heat
+            .list_resources(stack, &ResourceQuery::default())
+            .await?;
+        let present: HashSet<String> = resources.iter().map(|r| r.resource.name.clone()).collect();
+        match servers_image_parameter(template, Some(&present), path) {
             Ok(None) if depth < MEMBER_DEPTH => {}
             Ok(None) => return Ok(None),
             Ok(Some(p)) => {
@@ -1067,15 +1145,12 @@ fn member_image_at<'a>(
             Err(why) => {
                 return Ok(Some(MemberImage {
                     parameter: Err(why),
-                    value: servers_literal_image(template),
+                    value: servers_literal_image(template, &present, path),
                 }))
             }
         }
         let mut found: Vec<MemberImage> = Vec::new();
-        for r in heat
-            .list_resources(stack, &ResourceQuery::default())
-            .await?
-        {
+        for r in resources {
             let Some(nested) = r.resource.nested.clone() else {
                 continue;
             };
@@ -1121,15 +1196,19 @@ fn one_way(found: Vec<MemberImage>, path: &str) -> Option<MemberImage> {
     Some(MemberImage { parameter, value })
 }
 
-/// The image the first server at the top level of `template` names as plain text.
-fn servers_literal_image(template: &Value) -> Option<String> {
-    template
-        .get("resources")?
-        .as_object()?
-        .values()
-        .find_map(|r| {
-            let property = image_property(r.get("type")?.as_str()?)?;
-            r.get("properties")?.get(property)?.as_str()
+/// The image the first server Heat made at the top level of `template` names as plain text.
+fn servers_literal_image(
+    template: &Value,
+    present: &HashSet<String>,
+    path: &str,
+) -> Option<String> {
+    servers_in(template, Some(present), path)
+        .ok()?
+        .into_iter()
+        .find_map(|server| {
+            server_image_expression(template, server, path)
+                .ok()?
+                .as_str()
         })
         .filter(|s| !s.is_empty())
         .map(str::to_string)
@@ -1587,7 +1666,7 @@ mod tests {
             "port": {"type": "OS::Neutron::Port"}}});
         let top_only = std::slice::from_ref(&top);
         let flat = |member: &Value| {
-            servers_image_parameter(member, "app_tier")
+            servers_image_parameter(member, None, "app_tier")
                 .and_then(|p| p.ok_or_else(|| no_server("app_tier")))
         };
         assert_eq!(
@@ -2047,11 +2126,12 @@ mod tests {
         let literal = json!({"resources": {
             "port": {"type": "OS::Neutron::Port", "properties": {"image": "not-a-server"}},
             "vm": {"type": "OS::Nova::Server", "properties": {"image": "fedora-40"}}}});
+        let all: HashSet<String> = ["port", "vm"].map(String::from).into();
         assert_eq!(
-            servers_literal_image(&literal).as_deref(),
+            servers_literal_image(&literal, &all, "g").as_deref(),
             Some("fedora-40")
         );
-        assert!(servers_image_parameter(&literal, "g").is_err());
+        assert!(servers_image_parameter(&literal, None, "g").is_err());
         let way = |p: Result<&str, &str>, v: Option<&str>| MemberImage {
             parameter: p.map(str::to_string).map_err(str::to_string),
             value: v.map(str::to_string),
@@ -2071,5 +2151,43 @@ mod tests {
             Some(way(Err("computed"), Some("z")))
         );
         assert_eq!(one_way(Vec::new(), "g"), None);
+    }
+
+    /// Magnum's member (kubeminion.yaml) holds two servers under opposite conditions: one
+    /// with `image`, one booting from a volume made from the same parameter. Only the one
+    /// Heat made counts; the volume's image is the boot-from-volume server's.
+    #[test]
+    fn a_members_image_is_read_from_the_servers_heat_made_and_their_boot_volumes() {
+        let member = json!({"resources": {
+            "kube-minion": {"type": "OS::Nova::Server", "condition": "image_based",
+                "properties": {"image": {"get_param": "server_image"}}},
+            "kube-minion-bfv": {"type": "OS::Nova::Server", "condition": "volume_based",
+                "properties": {"block_device_mapping_v2": [
+                    {"boot_index": 0, "volume_id": {"get_resource": "kube_node_volume"}}]}},
+            "kube_node_volume": {"type": "OS::Cinder::Volume", "condition": "volume_based",
+                "properties": {"image": {"get_param": "server_image"}, "size": 20}},
+            "blank_disk": {"type": "OS::Cinder::Volume", "properties": {"size": 5}}}});
+        let made =
+            |names: &[&str]| -> HashSet<String> { names.iter().map(|n| n.to_string()).collect() };
+        for present in [
+            made(&["kube-minion", "blank_disk"]),
+            made(&["kube-minion-bfv", "kube_node_volume", "blank_disk"]),
+        ] {
+            assert_eq!(
+                servers_image_parameter(&member, Some(&present), "kube_minions"),
+                Ok(Some("server_image".to_string())),
+                "{present:?}"
+            );
+        }
+        // A server booting from a blank volume says where its image is not.
+        let blank = json!({"resources": {
+            "vm": {"type": "OS::Nova::Server", "properties": {"block_device_mapping": [
+                {"volume_id": {"get_resource": "disk"}}]}},
+            "disk": {"type": "OS::Cinder::Volume", "properties": {"size": 5}}}});
+        let why = servers_image_parameter(&blank, None, "g").expect_err("no image");
+        assert!(
+            why.contains("nor a boot volume made from an image"),
+            "{why}"
+        );
     }
 }
