@@ -9,6 +9,9 @@
 /// The shared test support (tests/support/), the parts this binary uses.
 #[path = "../support"]
 mod support {
+    // The command line beside the console (`nodegroups`, `rollout status`).
+    #[allow(dead_code)]
+    pub mod cli;
     pub mod pty;
     // The operator-action scenarios run whole by the offline and real_heat binaries; these
     // cases drive the same flows their own way and use only the environment and checks.
@@ -24,4 +27,5 @@ mod console_heat_controls_e2e;
 mod console_net;
 mod fleet_console_e2e;
 mod hostile_text;
+mod observed_progress_e2e;
 mod reliability_iii;

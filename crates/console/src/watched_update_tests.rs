@@ -349,3 +349,120 @@ async fn a_cluster_api_upgrade_is_observed_from_nova_node_by_node() {
         h.status()
     );
 }
+
+/// An update of the masters Magnum runs that has reached none of them yet, as the simulator's
+/// prod-east `default-master` (UPDATE_IN_PROGRESS, its three members complete from before the
+/// update, on the group's image): computed by the function the live operator uses.
+fn masters_observed(c: &Cluster, g: &NodeGroup) -> (ObservedUpdate, RolloutStatus) {
+    let target = target_of(c, g);
+    let stack = target.stack.clone().expect("fake node groups have stacks");
+    let group = StackRef {
+        name: format!("{}-group", stack.name),
+        id: format!("{}-group", stack.id),
+    };
+    let update = ObservedUpdate::heat(target, UpdateKind::Magnum, stack, group);
+    let t0 = demo_epoch() - Chrono::seconds(120);
+    let facts = UpdateFacts {
+        id: update.id(),
+        target: update.target.label(),
+        image: "fedora-coreos-40".into(),
+        stack_status: Status::parse("UPDATE_IN_PROGRESS"),
+        stack_reason: String::new(),
+        started_at: Some(t0),
+        batch_size: 1,
+        members: (0..3)
+            .map(|i| MemberFact {
+                name: i.to_string(),
+                status: Status::parse("CREATE_COMPLETE"),
+                reason: None,
+                updated_at: Some(t0 - Chrono::days(41)),
+            })
+            .collect(),
+    };
+    let status = observed_status(&facts, &Timeline::default(), demo_epoch());
+    (update, status)
+}
+
+/// Issue 25: an update caldera does not drive, whose members alone say nothing of it (Magnum
+/// updating prod-k8s's masters, none reached yet). `caldera nodegroups` prints its observed
+/// model (`rollout status`'s: `new 0/3 … old 3`, running); the node-groups pane's PROGRESS,
+/// the dashboard's and the nodes pane's summary show that same model, taken in when the
+/// observation came (the frames compute none).
+#[tokio::test]
+async fn an_update_nobody_here_drives_shows_its_observed_model_in_the_panes() {
+    let mut h = H::ops();
+    let (c, g) = h.fake.with_data(|d| {
+        let g = d
+            .nodegroups
+            .iter_mut()
+            .find(|g| g.id == "prod-k8s-default-master-uuid")
+            .expect("prod-k8s's masters");
+        g.status = Status::parse("UPDATE_IN_PROGRESS");
+        let g = g.clone();
+        let c = d
+            .clusters
+            .iter()
+            .find(|c| c.id == g.cluster_id)
+            .expect("prod-k8s")
+            .clone();
+        (c, g)
+    });
+    let (update, status) = masters_observed(&c, &g);
+    h.op = h.op.clone().with_observed_update(update, status.clone());
+    // What `caldera nodegroups` prints for the group (its cells) and the pane's cell: one model.
+    let model = &status.progress;
+    assert_eq!(
+        model.cells()[..2],
+        [
+            "new 0/3 updating 0 held 0 old 3".to_string(),
+            "running".into()
+        ]
+    );
+    let cell = model.row_text();
+    assert_eq!(cell, "new 0/3 old 3");
+
+    h.pump().await;
+    h.key(KeyAction::Open);
+    h.pump().await;
+    h.app.plan_refresh(false);
+    h.pump().await;
+    let row_of = |screen: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains("default-master"))
+            .unwrap_or_else(|| panic!("{screen}"))
+            .to_string()
+    };
+    // The dashboard's groups, then the node-groups pane: the PROGRESS cell (empty before,
+    // when only the members were read).
+    let row = row_of(&h.screen());
+    assert!(row.contains(&format!(" {cell} ")), "dashboard: {row}");
+    h.app
+        .update(Action::Command(crate::tui::message::Command::NodeGroups));
+    h.pump().await;
+    let row = row_of(&h.screen());
+    assert!(row.contains(&format!(" {cell} ")), "node groups: {row}");
+
+    let label = format!("{}/{}", c.name, g.name);
+    let calls = h.op.calls();
+    assert!(
+        calls.contains(&format!("observe_update {label}")),
+        "the dashboard follows the masters' update: {calls:?}"
+    );
+    assert_eq!(
+        h.app.store().models.progress(&g.id),
+        Some(&**model),
+        "the console's model of the group is the observed update's"
+    );
+
+    // The nodes pane's summary: the same counts, said as observed.
+    h.key(KeyAction::Open);
+    h.pump().await;
+    let screen = h.screen();
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("observed") && l.contains("old 3")),
+        "{screen}"
+    );
+}

@@ -97,18 +97,19 @@ fn legend_cell(phase: Phase) -> CellState {
 pub fn summary_line<'a>(
     app: &App,
     p: &Progress,
+    observed: bool,
     t: &Timing,
     ips: Option<(usize, usize, usize, bool)>,
     expected: Option<usize>,
     width: u16,
 ) -> Line<'a> {
-    let full = summary_line_labels(app, p, t, ips, expected, false);
+    let full = summary_line_labels(app, p, observed, t, ips, expected, false);
     if full.width() <= width as usize {
         return full;
     }
     // Still too wide with short labels (a narrow terminal): cut, marked.
     cut_line_marked(
-        summary_line_labels(app, p, t, ips, expected, true),
+        summary_line_labels(app, p, observed, t, ips, expected, true),
         usize::from(width),
     )
 }
@@ -182,6 +183,7 @@ fn count_spans<'a>(app: &App, p: &Progress, short: bool) -> Vec<Span<'a>> {
 fn summary_line_labels<'a>(
     app: &App,
     p: &Progress,
+    observed: bool,
     t: &Timing,
     ips: Option<(usize, usize, usize, bool)>,
     expected: Option<usize>,
@@ -199,6 +201,11 @@ fn summary_line_labels<'a>(
     if at_rest {
         spans.extend(rest_spans(app, p));
     } else {
+        if observed {
+            // An update caldera does not drive (Magnum's, another tool's), read from Heat:
+            // `rollout status` labels it observed too.
+            spans.push(Span::styled("observed ", th.muted()));
+        }
         spans.extend(count_spans(app, p, short));
     }
     if !at_rest && !p.state.moving() {
@@ -448,7 +455,7 @@ mod tests {
         let g = group("img", "CREATE_COMPLETE");
         let store = Store::default();
         let set = set_of(&rows, now);
-        let p = group_progress(&store, &g, &set, now);
+        let p = group_progress(&store, &g, Some(&set), now).expect("members read");
         let labels = |set: &NodeSet| -> Vec<String> {
             zone_groups(set, "app_tier", None, &p)
                 .into_iter()
@@ -488,7 +495,7 @@ mod tests {
         let g = group(new, "UPDATE_IN_PROGRESS");
         let store = Store::default();
         let set = set_of(&rows, now);
-        let p = group_progress(&store, &g, &set, now);
+        let p = group_progress(&store, &g, Some(&set), now).expect("members read");
         assert_eq!(
             zone_groups(&set, "", None, &p)[0].states,
             [
@@ -512,7 +519,7 @@ mod tests {
         rows[1].node.status = Status::parse("INIT_COMPLETE");
         rows[3].node.status = Status::parse("CREATE_IN_PROGRESS");
         let set = set_of(&rows, now);
-        let p = group_progress(&store, &g, &set, now);
+        let p = group_progress(&store, &g, Some(&set), now).expect("members read");
         assert_eq!(p.counts.creating, 2);
         assert_eq!(
             zone_groups(&set, "", None, &p)[0].states,

@@ -8,7 +8,7 @@ use super::store::{NodeSet, Store};
 use crate::model::{Cluster, NodeGroup};
 use crate::progress::{cluster_in_state, group_in_state, InState, Progress};
 use chrono::{DateTime, Utc};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The models, by node group id (progress) and by cluster or node group id (time in state).
 #[derive(Debug, Default)]
@@ -16,6 +16,9 @@ pub struct Models {
     groups: HashMap<String, GroupModel>,
     /// Each cluster's groups summed (the dashboard's line and legend).
     clusters: HashMap<String, Progress>,
+    /// The clusters whose every group under an update is under one caldera does not drive:
+    /// their sum is labelled observed (a sum with a rollout of caldera's in it is not).
+    clusters_observed: HashSet<String>,
     in_state: HashMap<String, InState>,
     /// The facts the time in state and the sums were last computed from.
     listed: Option<Listed>,
@@ -27,6 +30,9 @@ pub struct Models {
 struct GroupModel {
     facts: Facts,
     progress: Progress,
+    /// The model is an update's that caldera does not drive (Magnum's, another tool's),
+    /// observed from Heat: `rollout status` labels it so, and so do the panes.
+    observed: bool,
 }
 
 /// Which facts a group's model was computed from: the versions of its member list, of its
@@ -52,6 +58,16 @@ impl Models {
         self.groups.get(id).map(|m| &m.progress)
     }
 
+    /// Whether node group `id`'s model is that of an update caldera does not drive.
+    pub fn observed(&self, id: &str) -> bool {
+        self.groups.get(id).is_some_and(|m| m.observed)
+    }
+
+    /// Whether cluster `id`'s sum is only of updates caldera does not drive.
+    pub fn cluster_observed(&self, id: &str) -> bool {
+        self.clusters_observed.contains(id)
+    }
+
     /// The groups of cluster `id` that have a model, summed.
     pub fn cluster_progress(&self, id: &str) -> Option<&Progress> {
         self.clusters.get(id)
@@ -63,22 +79,26 @@ impl Models {
     }
 }
 
-/// A node group's progress: its rollout's (the same model `rollout status` and the rollout
-/// view print) when the console follows one, else the model computed from its nodes.
+/// A node group's progress: its update's, as `rollout status` and `caldera nodegroups` read
+/// it (the model core computed for this machine's rollout, or for an update Magnum or another
+/// tool runs, observed from Heat), when the console follows one; else the model computed from
+/// its nodes. A group at rest reads the same from both; an update nobody here drives cannot be
+/// told from the nodes alone (Heat updates a member in place, its image unchanged, or has not
+/// reached any member yet), so the update's own model comes first.
 pub fn group_progress(
     store: &Store,
     nodegroup: &NodeGroup,
-    set: &NodeSet,
+    set: Option<&NodeSet>,
     now: DateTime<Utc>,
-) -> Progress {
+) -> Option<Progress> {
     if let Some(st) = store
         .rollouts
         .get(&nodegroup.id)
         .and_then(|s| s.status.as_ref())
     {
-        return (*st.progress).clone();
+        return Some((*st.progress).clone());
     }
-    crate::progress::of_nodes(set.rows.iter().map(|r| &r.node), nodegroup, now)
+    set.map(|set| crate::progress::of_nodes(set.rows.iter().map(|r| &r.node), nodegroup, now))
 }
 
 impl Store {
@@ -87,8 +107,9 @@ impl Store {
     /// moved. Called after every answer the store takes in.
     pub fn refresh_models(&mut self, now: DateTime<Utc>) {
         let fresh = self.stale_groups(now);
+        let kept: HashSet<String> = self.modelled_groups().cloned().collect();
         let models = &mut self.models;
-        models.groups.retain(|id, _| self.nodes.contains_key(id));
+        models.groups.retain(|id, _| kept.contains(id));
         models.computed += fresh.len() as u64;
         for (id, m) in fresh {
             models.groups.insert(id, m);
@@ -101,16 +122,23 @@ impl Store {
         }
     }
 
-    /// The groups whose facts moved since their model, each with its model computed anew.
+    /// The groups whose facts moved since their model, each with its model computed anew:
+    /// every group whose members are read, and every group whose update the console follows
+    /// (the node-groups pane and the dashboard follow each updating group's, members read or
+    /// not).
     fn stale_groups(&self, now: DateTime<Utc>) -> Vec<(String, GroupModel)> {
         let mut fresh = Vec::new();
-        for (id, set) in &self.nodes {
-            let Some(opened) = &set.nodegroup else {
+        for id in self.modelled_groups() {
+            let set = self.nodes.get(id);
+            let opened = set
+                .and_then(|s| s.nodegroup.as_ref())
+                .or_else(|| self.rollouts.get(id).map(|r| &r.nodegroup));
+            let Some(opened) = opened else {
                 continue;
             };
             let g = self.current_nodegroup(&opened.cluster_id, opened);
             let facts = Facts {
-                nodes: set.meta.version,
+                nodes: set.map_or(0, |s| s.meta.version),
                 groups: self
                     .nodegroups
                     .get(&g.cluster_id)
@@ -120,10 +148,32 @@ impl Store {
             if self.models.groups.get(id).is_some_and(|m| m.facts == facts) {
                 continue;
             }
-            let progress = group_progress(self, g, set, now);
-            fresh.push((id.clone(), GroupModel { facts, progress }));
+            let observed = self
+                .rollouts
+                .get(id)
+                .is_some_and(|r| r.status.is_some() && r.observed.is_some());
+            if let Some(progress) = group_progress(self, g, set, now) {
+                fresh.push((
+                    id.clone(),
+                    GroupModel {
+                        facts,
+                        progress,
+                        observed,
+                    },
+                ));
+            }
         }
         fresh
+    }
+
+    /// The groups a model is kept for: members read, or an update followed.
+    fn modelled_groups(&self) -> impl Iterator<Item = &String> {
+        let followed = self
+            .rollouts
+            .iter()
+            .filter(|(id, r)| r.status.is_some() && !self.nodes.contains_key(*id))
+            .map(|(id, _)| id);
+        self.nodes.keys().chain(followed)
     }
 
     fn listed(&self) -> Listed {
@@ -177,11 +227,24 @@ impl Store {
     /// of the same models each group's panes show.
     fn refresh_sums(&mut self, now: DateTime<Utc>) {
         let mut sums = HashMap::new();
+        let mut observed = HashSet::new();
         for (cluster_id, slot) in &self.nodegroups {
             let groups = slot.data.as_deref().unwrap_or_default();
             let parts = groups.iter().filter_map(|g| self.models.progress(&g.id));
             sums.insert(cluster_id.clone(), Progress::sum(parts, now));
+            let mut updating = groups.iter().filter(|g| {
+                self.models
+                    .progress(&g.id)
+                    .is_some_and(|p| p.counts.in_update_total() > 0)
+            });
+            let first = updating.next();
+            if first.is_some_and(|g| self.models.observed(&g.id))
+                && updating.all(|g| self.models.observed(&g.id))
+            {
+                observed.insert(cluster_id.clone());
+            }
         }
         self.models.clusters = sums;
+        self.models.clusters_observed = observed;
     }
 }

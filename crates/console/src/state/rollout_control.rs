@@ -34,6 +34,27 @@ impl App {
         }
     }
 
+    /// The update of a node group the panes show progress for, read as `rollout status` and
+    /// `caldera nodegroups` read it: this machine's rollout, else an update Magnum or another
+    /// tool runs (observed from Heat). Followed while Heat or Magnum says the group is being
+    /// updated, and while an update already followed is on screen; a group at rest costs
+    /// nothing. The model is core's, taken in when the answer comes (`state::models`).
+    pub(crate) fn want_update(&mut self, cluster: &Cluster, nodegroup: &NodeGroup, force: bool) {
+        let followed = self
+            .store
+            .rollouts
+            .get(&nodegroup.id)
+            .is_some_and(|s| s.status.is_some());
+        // A plain stack seen as one group holds every scaling group of the stack: no one
+        // update to follow (`caldera nodegroups STACK` leaves its progress empty too).
+        if super::is_stack_standin(nodegroup) {
+            return;
+        }
+        if nodegroup.status.is_in_progress() || followed {
+            self.want_rollout(cluster, nodegroup, force);
+        }
+    }
+
     /// Refresh of the rollout view: find, then observe when not driven here.
     pub(crate) fn want_rollout(&mut self, cluster: &Cluster, nodegroup: &NodeGroup, force: bool) {
         let now = self.now;

@@ -150,6 +150,7 @@ impl Screen for Dashboard<'_> {
             .unwrap_or_default();
         for g in &groups {
             app.want_nodes(g, p.force, p.now, p.every * 2);
+            app.want_update(cluster, g, p.force);
         }
         if !p.paused {
             for stack in dashboard_stacks(cluster, &groups) {
@@ -417,6 +418,7 @@ fn draw_dashboard(
         }
     }
     let progress = store.models.cluster_progress(&cluster.id).unwrap_or(&idle);
+    let observed = store.models.cluster_observed(&cluster.id);
     let timing = Timing::compute(all_rows.iter().flat_map(|s| s.rows.iter()), app.now())
         .with_pending(
             all_rows
@@ -452,6 +454,7 @@ fn draw_dashboard(
             Paragraph::new(summary_line(
                 app,
                 progress,
+                observed,
                 &timing,
                 Some((ok, failed, total, done)),
                 (all_rows.len() == groups.len()).then_some(expected),

@@ -100,6 +100,9 @@ impl Screen for NodeGroups<'_> {
         app.want_nodegroups(self.cluster, p.force, p.now, p.every);
         for g in updating_groups(app.store(), self.cluster) {
             app.want_nodes(&g, p.force, p.now, p.every * 2);
+            // Its update's model, as `caldera nodegroups` reads it (an update nobody here
+            // drives shows nothing in the members alone).
+            app.want_update(self.cluster, &g, p.force);
         }
     }
 

@@ -64,6 +64,12 @@ impl Screen for Nodes<'_> {
         // The wanted count (`count N ≠ members M`) comes from the node group list.
         app.want_nodegroups(self.cluster, p.force, p.now, p.every);
         app.want_nodes(self.nodegroup, p.force, p.now, p.every * 2);
+        // The summary's model: its update's, when one is under way (see `want_update`).
+        let g = app
+            .store()
+            .current_nodegroup(&self.cluster.id, self.nodegroup)
+            .clone();
+        app.want_update(self.cluster, &g, p.force);
     }
 
     fn table<'s>(
@@ -188,6 +194,7 @@ fn draw_nodes(
         Paragraph::new(summary_line(
             app,
             progress,
+            store.models.observed(&nodegroup.id),
             &timing,
             Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
             // A plain stack's nodes have no count of their own to reconcile.
