@@ -402,7 +402,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 };
                 let mut sets = parse_sets(&set)?;
                 if let Some(image) = image {
-                    let parameter = image_parameter(ctx, &stack, &group, &image).await?;
+                    let parameter = image_parameter(ctx, &stack, &group, &image, &options).await?;
                     let as_json = serde_json::Value::String(image).to_string();
                     if sets.insert(parameter.clone(), as_json).is_some() {
                         return Err(format!(
@@ -696,7 +696,12 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
         }
         if let RolloutState::Paused { reason } = &status.state {
             print_lines(&status.lines())?;
-            let next = if status.remaining == 0 {
+            // What holds the rest, from Heat's facts: a failed update holds nothing.
+            let next = if status.stack_status.ends_with("_FAILED") {
+                "Heat's update is over, failed: no node waits on a hook. `caldera rollout \
+                 resume` sends the update again (fix the cause first; --set changes a \
+                 parameter), `caldera rollout abort` ends the rollout and says what is left."
+            } else if status.remaining == 0 {
                 "No node is left on a hook; `caldera rollout resume` waits for Heat's update \
                  again, `caldera rollout abort` cancels it."
             } else {
@@ -717,29 +722,31 @@ async fn follow(handle: engine::RolloutHandle) -> CmdResult {
 
 /// `--image` of `STACK/GROUP`: the stack parameter the group's servers boot from, found from
 /// Heat's structure as the console's upgrade form finds it ([`any_group::image_parameter`]);
-/// where the templates do not say, the operator names it with `--set`.
+/// where the templates do not say, refused (and journaled, as the console does) naming the
+/// command where the operator names it with `--set`.
 async fn image_parameter(
     ctx: &Ctx,
     stack: &StackRef,
     group: &str,
     image: &str,
+    options: &RolloutOptions,
 ) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
     let heat = &ctx.conn.heat;
     let templates = any_group::templates_along(heat, stack, group).await?;
     match any_group::image_parameter(heat, stack, group, &templates).await? {
         Ok(parameter) => Ok(parameter),
         Err(why) => {
+            let label = format!("{}/{group}", stack.name);
             let command = crate::command_line::CommandLine::caldera(&["rollout", "start"])
-                .arg(format!("{}/{group}", stack.name))
+                .arg(label.clone())
                 .set(
                     "PARAMETER",
                     &serde_json::Value::String(image.to_string()).to_string(),
                 );
-            Err(format!(
-                "which parameter is {group}'s image cannot be told from its templates ({why}): \
-                 where a parameter of the stack sets it, name it: `{command}`"
-            )
-            .into())
+            let command = options.with_flags(command);
+            let why = any_group::image_parameter_refusal(&label, &why, &command);
+            let error = ctx.action.refuse("rollout.start", &label, why);
+            Err(format!("refused: {}", error.message).into())
         }
     }
 }
@@ -850,6 +857,8 @@ async fn rollout_any_group(
         return Err("STACK/GROUP: give --set KEY=VALUE (what the rollout changes)".into());
     }
     let heat = &ctx.conn.heat;
+    let mut sets = sets;
+    any_group::fit_to_parameter_types(&heat.get_template(stack).await?, &mut sets);
     let target = any_group::group_target(stack, group);
     ctx.action.check(
         "rollout.start",

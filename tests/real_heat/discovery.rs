@@ -1001,6 +1001,61 @@ async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_wh
     );
 }
 
+/// `--set KEY=VALUE` of a `string` parameter sends the operator's text: `24.10` reaches the
+/// members as `24.10`, not as the number 24.1 (found by an outside tester).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn a_string_parameter_set_to_a_number_like_text_keeps_the_text() {
+    let heat = heat().await;
+    let stack = two_tier(&heat, "disc-2tier-text").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("journal.jsonl");
+    let target = format!("{}/app_tier", stack.name);
+    let (ok, out, err) = crate::support::real_heat_client::caldera_journaled(
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "frontend_image=24.10",
+            "--batch",
+            "2",
+            "--poll-secs",
+            "0.5",
+            "--yes",
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    let parameters = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .parameters;
+    assert_eq!(
+        parameters.get("frontend_image").map(String::as_str),
+        Some("24.10")
+    );
+    for g in discover_groups(&heat, &stack).await.expect("groups") {
+        if g.path != "app_tier" {
+            continue;
+        }
+        for m in &g.members {
+            let p = heat
+                .get_stack(m.stack.as_ref().expect("member stack"), false)
+                .await
+                .expect("member")
+                .parameters;
+            assert_eq!(
+                p.get("boot_image").map(String::as_str),
+                Some("24.10"),
+                "{}",
+                m.name
+            );
+        }
+    }
+}
+
 /// A member whose server sits one nested stack down (`lb_member.yaml` holds `vm.yaml`), the
 /// image renamed at each level (`image` -> `node_image` -> `image_ref`): the console's
 /// upgrade form follows it down through the nested stack Heat made of the member's `vm`

@@ -518,9 +518,11 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
             .plan_upgrade(cluster, row, "Fedora CoreOS 41".into(), options)
             .await
             .expect_err("refused as the command line refuses it");
+        // With the console's own connection, so it reaches the same Heat from any shell.
         let command = format!(
             "caldera rollout start {target} --set 'minion_image=Fedora CoreOS 41' --batch 2 \
-             --gate-secs 5 --let-heat-update kube_masters"
+             --gate-secs 5 --heat-url {} --let-heat-update kube_masters",
+            heat_url().trim_end_matches('/')
         );
         assert!(
             e.message
@@ -537,7 +539,8 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
         let shown = std::process::Command::new("sh")
             .args(["-c", &command])
             .env("PATH", path)
-            .env("CALDERA_HEAT_URL", heat_url())
+            .env_remove("CALDERA_HEAT_URL")
+            .env_remove("OS_CLOUD")
             .env("CALDERA_JOURNAL", &journal)
             .env_remove("CALDERA_ACTIONS_CONFIG")
             .stdin(std::process::Stdio::null())

@@ -386,6 +386,45 @@ pub async fn plan_group_update(
     plan_with_templates(heat, stack, group, set, allow, &templates).await
 }
 
+/// Why a rollout of `label` to a new image is refused when its templates do not say which
+/// stack parameter the servers boot from (`why`, from [`image_parameter`]), with `command`:
+/// the same rollout with the parameter named by the operator. Said the same by the console
+/// and the command line.
+pub fn image_parameter_refusal(label: &str, why: &str, command: &CommandLine) -> String {
+    format!(
+        "which parameter is {label}'s image cannot be told from its templates ({why}). Where a \
+         parameter of the stack does set it, name it: `{command}`; an image written into a \
+         template, or left to a nested template's default, changes only with the template"
+    )
+}
+
+/// `sets` (parameter -> JSON text, as the command line reads `--set KEY=JSON`) fitted to the
+/// types `template` declares: a parameter of type `string` (HOT `string`, CFN `String`)
+/// takes the operator's text as a string, never as the number or boolean it looks like.
+/// Sent as JSON, `release=24.10` would be the number 24.1, and Heat would store `"24.1"`.
+pub fn fit_to_parameter_types(template: &Value, sets: &mut BTreeMap<String, String>) {
+    let declared = template
+        .get("parameters")
+        .or_else(|| template.get("Parameters"))
+        .and_then(Value::as_object);
+    for (key, json) in sets.iter_mut() {
+        let kind = declared
+            .and_then(|d| d.get(key))
+            .and_then(|p| p.get("type").or_else(|| p.get("Type")))
+            .and_then(Value::as_str);
+        if !kind.is_some_and(|k| k.eq_ignore_ascii_case("string")) {
+            continue;
+        }
+        let scalar = matches!(
+            serde_json::from_str::<Value>(json),
+            Ok(Value::Number(_) | Value::Bool(_) | Value::Null)
+        );
+        if scalar {
+            *json = Value::String(json.clone()).to_string();
+        }
+    }
+}
+
 /// Heat's reason where its preview refused the update itself: a value its parameter's
 /// constraints reject (`allowed_pattern`, `range`, an image Glance does not know), a
 /// template it cannot build. That is a refusal of the plan, journaled and shown like ours;
@@ -2189,5 +2228,32 @@ mod tests {
             why.contains("nor a boot volume made from an image"),
             "{why}"
         );
+    }
+
+    /// A string parameter keeps the operator's text: `24.10` is not the number 24.1.
+    #[test]
+    fn a_string_parameter_takes_the_text_as_given() {
+        let template = json!({"parameters": {
+            "release": {"type": "string"}, "count": {"type": "number"},
+            "flags": {"type": "json"}}});
+        let mut sets: BTreeMap<String, String> = [
+            ("release", "24.10"),
+            ("count", "3"),
+            ("flags", "{\"a\": 1}"),
+            ("unknown", "7"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        fit_to_parameter_types(&template, &mut sets);
+        assert_eq!(sets["release"], "\"24.10\"");
+        assert_eq!(sets["count"], "3");
+        assert_eq!(sets["flags"], "{\"a\": 1}");
+        assert_eq!(sets["unknown"], "7");
+        let cfn = json!({"Parameters": {"Release": {"Type": "String"}}});
+        let mut sets: BTreeMap<String, String> =
+            [("Release".to_string(), "true".to_string())].into();
+        fit_to_parameter_types(&cfn, &mut sets);
+        assert_eq!(sets["Release"], "\"true\"");
     }
 }

@@ -14,6 +14,7 @@ use super::lock::{self, ControlLock, DriverLock};
 use super::plan::RolloutPlan;
 use super::progress::{DriverInfo, NodePhase, NodeProgress, RolloutState, RolloutStatus};
 use crate::api::heat::{HeatClient, StackAction, StackUpdate};
+use crate::command_line::CommandLine;
 use crate::drivers::apply::ActionContext;
 use crate::drivers::guard::Reach;
 use crate::drivers::heat_native::{group_stack_of, stack_path, update_body_text};
@@ -1242,6 +1243,21 @@ impl Runner {
         let done = self.plan.members().filter(|m| self.is_done(m)).count();
         let total = self.plan.members().count();
         let t = self.target();
+        if !self.obs.stack_status.is_in_progress() {
+            // Heat's update is over (a failure ends it at once): nothing waits on a hook,
+            // and there is no update left to roll back or cancel. What stays is the hooks in
+            // the stack's environment, which the next update would stop on.
+            let unhook = CommandLine::caldera(&["heat", "unhook"])
+                .arg(self.plan.stack.name.clone())
+                .arg(self.plan.group_resource().to_string());
+            return format!(
+                "{done} of {total} nodes updated; Heat's update is over (stack {}), so no node \
+                 waits on a hook: the rollout's hooks stay in the stack's environment and the \
+                 next update would stop on them; `{unhook}` takes them out, `{}` updates the rest",
+                self.obs.stack_status,
+                self.plan.forward_command()
+            );
+        }
         format!(
             "{done} of {total} nodes updated, the others wait on their hooks (stack {}); to \
              finish: `caldera rollout abort {t} --rollback` rolls back, `--cancel` stops Heat's \

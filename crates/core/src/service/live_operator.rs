@@ -121,7 +121,7 @@ impl Inner {
         .await?;
         if !plan.refusals.is_empty() {
             let target = format!("{}/{}", stack.name, nodegroup.name);
-            let line = CommandLine::caldera(&["scale"]).arg(target.clone());
+            let line = self.with_connection(CommandLine::caldera(&["scale"]).arg(target.clone()));
             let line = match request.count {
                 Some(n) => line.flag("count", n.to_string()),
                 None => line,
@@ -162,7 +162,7 @@ impl Inner {
             let line = CommandLine::caldera(&["rollout", "start"])
                 .arg(label.clone())
                 .set(parameter, &as_json);
-            options.with_flags(line)
+            self.with_connection(options.with_flags(line))
         };
         // The templates along the group's path, read once for the parameter and the plan.
         let templates = any_group::templates_along(&self.heat, &stack, group).await?;
@@ -173,12 +173,7 @@ impl Inner {
                     return Err(self.action.refuse(
                         "rollout.start",
                         &label,
-                        format!(
-                            "which parameter is {label}'s image cannot be told from its templates \
-                         ({why}): where a parameter of the stack sets it, roll it out with \
-                         `{}`; an image written into a template changes only with the template",
-                            command("PARAMETER")
-                        ),
+                        any_group::image_parameter_refusal(&label, &why, &command("PARAMETER")),
                     ))
                 }
             };
@@ -234,6 +229,27 @@ impl Inner {
         )
         .await?;
         any_group::apply_group_update(&self.action, &self.heat, &now, confirm).await
+    }
+
+    /// `line` with the connection the console uses, so the command shown reaches the same
+    /// cloud from any shell: `--cloud NAME` (and `--region`) for a cloud of clouds.yaml,
+    /// `--heat-url URL` for a standalone Heat. The built-in simulator lives only as long as
+    /// the console: no flag reaches it.
+    fn with_connection(&self, line: CommandLine) -> CommandLine {
+        let info = self.conn.info();
+        if info.is_simulator {
+            return line;
+        }
+        match info.cloud.as_str() {
+            "standalone" => line.flag("heat-url", self.heat.base().trim_end_matches('/')),
+            name => {
+                let line = line.flag("cloud", name);
+                match info.region {
+                    Some(region) => line.flag("region", region),
+                    None => line,
+                }
+            }
+        }
     }
 
     fn engine_options(&self, target: &NodeGroupTarget) -> engine::EngineOptions {

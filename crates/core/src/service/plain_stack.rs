@@ -123,8 +123,15 @@ pub async fn group_images(
 /// member's servers, followed down through its nested stacks as a rollout follows them
 /// ([`any_group::member_image`]): one walk gives both the parameter a rollout sets and the
 /// image shown here. `None` when no server reads an image so (a group whose first member is
-/// not yet created, a computed image).
+/// not yet created, a computed image), and while the group is under an update or after one
+/// failed (its members may differ).
 pub async fn member_image(heat: &HeatClient, g: &GroupShape) -> Option<String> {
+    // Under an update, or after one that failed, the members may boot different images
+    // (a rollout goes member by member): one member's is not the group's, so none is said;
+    // the progress model counts old and new.
+    if g.status.is_in_progress() || g.status.is_failed() {
+        return None;
+    }
     let group_stack = g.stack.as_ref()?;
     let first = g.members.first()?;
     let generated = heat.get_template(group_stack).await.ok()?;
