@@ -64,13 +64,16 @@ async fn upgrade_to_the_end(
 /// The two-tier application (`twotier/`): app servers and database servers in two
 /// ResourceGroups of 2, each member a nested stack reading its image by another name.
 async fn two_tier(heat: &HeatClient, name: &str) -> StackRef {
-    create(
-        heat,
-        name,
-        "twotier/top.yaml",
-        &[("tier.yaml", "twotier/tier.yaml")],
-    )
-    .await
+    two_tier_with(heat, name, |_| {}).await
+}
+
+/// The two-tier application with its top template changed by `edit` first (a constraint, a
+/// resource beside the groups).
+async fn two_tier_with(heat: &HeatClient, name: &str, edit: impl FnOnce(&mut Value)) -> StackRef {
+    let mut template: Value =
+        serde_yaml_ng::from_str(&shape("twotier/top.yaml")).expect("template YAML");
+    edit(&mut template);
+    create_from(heat, name, template, &[("tier.yaml", "twotier/tier.yaml")]).await
 }
 
 /// Creates a stack of `top` with its `files` (name in template -> fixture) and the
@@ -822,16 +825,10 @@ async fn an_update_heats_preview_refuses_is_a_refusal_journaled_and_nothing_sent
     use caldera::journal::{Journal, Outcome};
     use caldera::service::operator::Operator;
     let heat = heat().await;
-    let mut template: Value =
-        serde_yaml_ng::from_str(&shape("twotier/top.yaml")).expect("template");
-    template["parameters"]["frontend_image"]["constraints"] =
-        json!([{"allowed_pattern": "nginx-.*", "description": "frontends run nginx"}]);
-    let stack = create_from(
-        &heat,
-        "disc-2tier-constrained",
-        template,
-        &[("tier.yaml", "twotier/tier.yaml")],
-    )
+    let stack = two_tier_with(&heat, "disc-2tier-constrained", |t| {
+        t["parameters"]["frontend_image"]["constraints"] =
+            json!([{"allowed_pattern": "nginx-.*", "description": "frontends run nginx"}]);
+    })
     .await;
     let updated = heat
         .get_stack(&stack, false)
@@ -905,21 +902,15 @@ async fn an_update_heats_preview_refuses_is_a_refusal_journaled_and_nothing_sent
 async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_what_heat_does() {
     use crate::support::real_heat_client::caldera_journaled;
     let heat = heat().await;
-    let mut template: Value =
-        serde_yaml_ng::from_str(&shape("twotier/top.yaml")).expect("template");
-    template["resources"]["slow_sibling"] = json!({
-        "type": "OS::Heat::TestResource",
-        "properties": {
-            "value": {"get_param": "frontend_image"},
-            "action_wait_secs": {"update": 120}
-        }
-    });
-    let stack = create_from(
-        &heat,
-        "disc-2tier-slow-sibling",
-        template,
-        &[("tier.yaml", "twotier/tier.yaml")],
-    )
+    let stack = two_tier_with(&heat, "disc-2tier-slow-sibling", |t| {
+        t["resources"]["slow_sibling"] = json!({
+            "type": "OS::Heat::TestResource",
+            "properties": {
+                "value": {"get_param": "frontend_image"},
+                "action_wait_secs": {"update": 120}
+            }
+        });
+    })
     .await;
     let dir = tempfile::tempdir().expect("tempdir");
     let journal = dir.path().join("journal.jsonl");
