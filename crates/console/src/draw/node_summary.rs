@@ -1,6 +1,6 @@
 //! What the nodes view and the dashboard both show of a node group's nodes: the progress
 //! model's counts, pace and ETA (computed in `caldera_core::progress`, once per change of the
-//! facts, by `state::models`; this module only draws what it says), the heat map's cells by zone and its
+//! facts, by `state::store::models`; this module only draws what it says), the heat map's cells by zone and its
 //! legend, and a Cluster API node group's verdict (failed or stalled servers).
 
 use crate::model::{terminal_safe, NodeGroup};
@@ -395,7 +395,7 @@ pub fn verdict_lines(
 mod tests {
     use super::*;
     use crate::model::{Node, NodeKey, Status};
-    use crate::tui::state::models::group_progress;
+    use crate::tui::state::store::models::group_progress;
     use chrono::Duration;
 
     fn row(i: u32, status: &str, paused: bool, age: i64, now: DateTime<Utc>) -> NodeRow {

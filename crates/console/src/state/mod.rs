@@ -9,7 +9,7 @@ mod heat_controls;
 pub mod help;
 pub mod input;
 pub mod journal_reads;
-pub mod models;
+
 mod nav;
 pub use nav::is_stack_standin;
 pub mod rollout_control;

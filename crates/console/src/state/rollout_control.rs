@@ -38,7 +38,7 @@ impl App {
     /// `caldera nodegroups` read it: this machine's rollout, else an update Magnum or another
     /// tool runs (observed from Heat). Followed while Heat or Magnum says the group is being
     /// updated, and while an update already followed is on screen; a group at rest costs
-    /// nothing. The model is core's, taken in when the answer comes (`state::models`).
+    /// nothing. The model is core's, taken in when the answer comes (`state::store::models`).
     pub(crate) fn want_update(&mut self, cluster: &Cluster, nodegroup: &NodeGroup, force: bool) {
         let followed = self
             .store

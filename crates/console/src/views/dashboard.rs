@@ -403,7 +403,7 @@ fn draw_dashboard(
     let (mut ok, mut failed, mut total, mut done) = (0, 0, 0, true);
     let expected: usize = groups.iter().map(|g| g.node_count as usize).sum();
     // Each group's model (its rollout's when one is followed) and their sum for the cluster,
-    // as computed when the facts came (`state::models`): the same figures as each group's
+    // as computed when the facts came (`state::store::models`): the same figures as each group's
     // row in the node groups, its nodes pane and its rollout view.
     let idle = Progress::idle(app.now());
     for g in &groups {

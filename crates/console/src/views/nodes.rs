@@ -161,7 +161,7 @@ fn draw_nodes(
         return;
     };
     let th = app.theme();
-    // The model as computed when the facts came (`state::models`); none yet: nothing known.
+    // The model as computed when the facts came (`state::store::models`); none yet: nothing known.
     let idle = Progress::idle(app.now());
     let progress = store.models.progress(&nodegroup.id).unwrap_or(&idle);
     let timing = Timing::compute(set.rows.iter(), app.now()).with_pending(set.pending);

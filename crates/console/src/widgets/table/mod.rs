@@ -27,7 +27,14 @@ pub struct RowCtx<'a> {
     pub abs_time: bool,
     /// The progress models and times in state, for the columns that show them (none in
     /// tables that do not).
-    pub models: Option<&'a crate::tui::state::models::Models>,
+    pub models: Option<&'a dyn RowModels>,
+}
+
+/// What the columns of progress and time in state read, by row id: the store's models,
+/// computed when the facts came (the table only shows them).
+pub trait RowModels {
+    fn progress(&self, id: &str) -> Option<&crate::progress::Progress>;
+    fn in_state(&self, id: &str) -> Option<&crate::progress::InState>;
 }
 
 /// A row type the table can show.

@@ -4,7 +4,7 @@
 //! here, so at one instant they show the same figures. The rules are the core's
 //! (`caldera_core::progress`); this module only says when to apply them and keeps the results.
 
-use super::store::{NodeSet, Store};
+use super::{NodeSet, Store};
 use crate::model::{Cluster, NodeGroup};
 use crate::progress::{cluster_in_state, group_in_state, InState, Progress};
 use chrono::{DateTime, Utc};
@@ -246,5 +246,14 @@ impl Store {
         }
         self.models.clusters = sums;
         self.models.clusters_observed = observed;
+    }
+}
+
+impl crate::tui::widgets::table::RowModels for Models {
+    fn progress(&self, id: &str) -> Option<&Progress> {
+        Models::progress(self, id)
+    }
+    fn in_state(&self, id: &str) -> Option<&InState> {
+        Models::in_state(self, id)
     }
 }

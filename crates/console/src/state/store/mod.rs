@@ -2,6 +2,8 @@
 //! bookkeeping (generation, in flight, when, error), so stale answers are dropped,
 //! refreshes coalesce and errors are shown where the data would be.
 
+pub mod models;
+
 use crate::drivers::leftover_hooks::LeftoverHook;
 use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, ServerTarget, StackEvent, StackResource, StackSummary,
@@ -713,7 +715,7 @@ pub struct Store {
     pub resources: HashMap<(String, String), Slot<crate::service::ResourceDetail>>,
     /// Progress and time in state, computed from the above once per change
     /// (`Store::refresh_models`).
-    pub models: super::models::Models,
+    pub models: models::Models,
 }
 
 impl Store {
