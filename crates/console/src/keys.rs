@@ -408,7 +408,7 @@ const DEFAULTS: &[Default5] = &[
         "palette",
         KeyContext::Global,
         &[":"],
-        "Command palette (:clusters :ng :nodes :stacks :events :tree :dash :theme :q)",
+        "Command palette (every command is listed under Commands below)",
         Some("cmd"),
     ),
     (
