@@ -20,7 +20,8 @@
 pub use caldera_cloud::{api, config, fetch, health, model, report};
 pub use caldera_console as tui;
 pub use caldera_core::{
-    command_line, drivers, journal, lifecycle, ops, progress, rollout, service, templates,
+    command_line, drivers, journal, lifecycle, ops, parameter_value, progress, rollout, service,
+    templates,
 };
 pub use caldera_sim as sim;
 

@@ -15,6 +15,7 @@ use crate::journal::{Actor, Entry, Journal, Outcome};
 use crate::lifecycle::ActionsConfig;
 use crate::model::{json_string, json_string_pretty};
 use crate::model::{terminal_safe, DriverKind, StackRef};
+use crate::parameter_value::{ParameterValue, ParameterValues};
 use crate::rollout::control;
 use crate::rollout::engine::{self, find_latest, observe_status, EngineOptions};
 use crate::rollout::lock::LockState;
@@ -235,21 +236,11 @@ fn confirm_prompt(question: &str) -> Result<bool, Box<dyn std::error::Error + Se
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
-/// `KEY=JSON` pairs; a value that is not JSON is taken as a string.
-fn parse_sets(sets: &[String]) -> Result<BTreeMap<String, String>, ServiceError> {
-    let mut out = BTreeMap::new();
-    for s in sets {
-        let (k, v) = s.split_once('=').ok_or_else(|| {
-            ServiceError::new(ErrorKind::Config, format!("--set {s}: expected KEY=VALUE"))
-        })?;
-        let v = if serde_json::from_str::<serde_json::Value>(v).is_ok() {
-            v.to_string()
-        } else {
-            serde_json::Value::String(v.to_string()).to_string()
-        };
-        out.insert(k.to_string(), v);
-    }
-    Ok(out)
+/// `--set KEY=VALUE` pairs (JSON where the value reads as JSON, a string otherwise; the
+/// template's declared types decide in the end).
+fn parse_sets(sets: &[String]) -> Result<ParameterValues, ServiceError> {
+    ParameterValue::parse_pairs(sets.iter().map(String::as_str))
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e))
 }
 
 pub async fn run(command: Command, conn: CloudConnection, args: &ActionArgs) -> CmdResult {
@@ -403,8 +394,10 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 let mut sets = parse_sets(&set)?;
                 if let Some(image) = image {
                     let parameter = image_parameter(ctx, &stack, &group, &image, &options).await?;
-                    let as_json = serde_json::Value::String(image).to_string();
-                    if sets.insert(parameter.clone(), as_json).is_some() {
+                    if sets
+                        .insert(parameter.clone(), ParameterValue::text(image))
+                        .is_some()
+                    {
                         return Err(format!(
                             "--image sets {parameter}, and so does --set: give one of them"
                         )
@@ -435,7 +428,9 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 UpgradePlan::Magnum(plan) => return magnum_upgrade(ctx, plan, yes, confirm).await,
                 UpgradePlan::Rollout(plan) => {
                     let mut plan = *plan;
-                    plan.extra_parameters = parse_sets(&set)?;
+                    let sets = parse_sets(&set)?;
+                    plan.extra_parameters =
+                        any_group::fit_to_stack(&ctx.conn.heat, &plan.stack, sets).await?;
                     plan
                 }
             };
@@ -524,14 +519,14 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
         } => {
             let t = ctx.resolve_target(&target).await?;
             let plan = active_plan(ctx, &t).await?;
+            let parameters =
+                any_group::fit_to_stack(&ctx.conn.heat, &plan.stack, parse_sets(&set)?).await?;
             let handle = engine::reattach(
                 ctx.conn.heat.clone(),
                 ctx.action.clone(),
                 plan,
                 ctx.engine_options(&t, poll_secs),
-                vec![Control::Resume {
-                    parameters: parse_sets(&set)?,
-                }],
+                vec![Control::Resume { parameters }],
             )
             .await?;
             follow(handle).await
@@ -739,10 +734,7 @@ async fn image_parameter(
             let label = format!("{}/{group}", stack.name);
             let command = crate::command_line::CommandLine::caldera(&["rollout", "start"])
                 .arg(label.clone())
-                .set(
-                    "PARAMETER",
-                    &serde_json::Value::String(image.to_string()).to_string(),
-                );
+                .set("PARAMETER", &ParameterValue::text(image));
             let command = options.with_flags(command);
             let why = any_group::image_parameter_refusal(&label, &why, &command);
             let error = ctx.action.refuse("rollout.start", &label, why);
@@ -757,19 +749,6 @@ struct AnyGroupOpts {
     confirm: Option<String>,
     allow: any_group::Allow,
     no_wait: bool,
-}
-
-/// `--set` values as Heat takes them in a parameter: JSON text of a string is the string.
-fn plain_values(sets: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    sets.iter()
-        .map(|(k, v)| {
-            let plain = match serde_json::from_str::<serde_json::Value>(v) {
-                Ok(serde_json::Value::String(s)) => s,
-                _ => v.clone(),
-            };
-            (k.clone(), plain)
-        })
-        .collect()
 }
 
 /// A refused plan: said, and recorded (a blocked attempt is part of the audit trail).
@@ -848,7 +827,7 @@ async fn rollout_any_group(
     ctx: &Ctx,
     stack: &StackRef,
     group: &str,
-    sets: BTreeMap<String, String>,
+    sets: ParameterValues,
     options: RolloutOptions,
     opts: AnyGroupOpts,
     poll_secs: f64,
@@ -857,8 +836,6 @@ async fn rollout_any_group(
         return Err("STACK/GROUP: give --set KEY=VALUE (what the rollout changes)".into());
     }
     let heat = &ctx.conn.heat;
-    let mut sets = sets;
-    any_group::fit_to_parameter_types(&heat.get_template(stack).await?, &mut sets);
     let target = any_group::group_target(stack, group);
     ctx.action.check(
         "rollout.start",
@@ -867,21 +844,13 @@ async fn rollout_any_group(
         Reach::Fleet,
         opts.confirm.as_deref(),
     )?;
-    let preview =
-        any_group::plan_group_rollout(heat, stack, group, &plain_values(&sets), &opts.allow)
-            .await?;
-    print_lines(&preview.lines())?;
+    let preview = any_group::plan_group_rollout(heat, stack, group, &sets, &opts.allow).await?;
     if !preview.refusals.is_empty() {
+        print_lines(&preview.lines())?;
         return refuse(ctx, "rollout.start", &preview);
     }
-    let plan = RolloutPlan::for_group(
-        target.clone(),
-        stack.clone(),
-        group,
-        &preview.members,
-        options,
-        sets,
-    );
+    // The plan carries Heat's preview and the blast radius in its lines, as the console's.
+    let plan = preview.rollout_plan(options);
     print_lines(&plan.lines())?;
     let engine_options = ctx.engine_options(&target, poll_secs);
     print_lines(&engine_options.hooks.plan_lines())?;

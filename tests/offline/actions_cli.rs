@@ -538,3 +538,22 @@ async fn skip_and_abort_from_other_processes_reach_the_driver() {
     }
     sim.shutdown().await;
 }
+
+/// What a rollout's resume (`rollout resume --set`) sends is read against the types the
+/// stack's template declares, from the simulated Heat's own template: a `string` parameter
+/// keeps the operator's `2024` as text, a `number` takes the number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumes_values_take_the_types_the_stacks_template_declares() {
+    use caldera::parameter_value::ParameterValue;
+    let (sim, driver) = start().await;
+    let target = create(&driver, "fit", 1).await;
+    let stack = target.stack.clone().expect("stack");
+    let given =
+        ParameterValue::parse_pairs(["name_prefix=2024", "node_fail_index=-1"]).expect("pairs");
+    let fitted = caldera::drivers::any_group::fit_to_stack(driver.heat(), &stack, given)
+        .await
+        .expect("fitted");
+    assert_eq!(fitted["name_prefix"].to_json(), serde_json::json!("2024"));
+    assert_eq!(fitted["node_fail_index"].to_json(), serde_json::json!(-1));
+    sim.shutdown().await;
+}

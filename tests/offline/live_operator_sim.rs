@@ -657,8 +657,10 @@ async fn a_plain_heat_update_is_observed_and_a_hooked_one_is_a_rollout() {
         .expect("plan");
     // Quick machines again (the plain PATCH above left them slow).
     if let UpgradePlan::Rollout(p) = &mut plan {
-        p.extra_parameters
-            .insert("action_wait_secs".into(), "3".into());
+        p.extra_parameters.insert(
+            "action_wait_secs".into(),
+            caldera::parameter_value::ParameterValue::json(3.into()),
+        );
     }
     let handle = theirs
         .start_upgrade(plan, None)

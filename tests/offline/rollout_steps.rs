@@ -310,9 +310,12 @@ async fn run_case(
         .await
         .unwrap_or_else(|_| panic!("{name}: the engine never reached the step"));
 
-    let fix: BTreeMap<String, String> = [("node_fail_index".to_string(), "-1".to_string())]
-        .into_iter()
-        .collect();
+    let fix: caldera::parameter_value::ParameterValues = [(
+        "node_fail_index".to_string(),
+        caldera::parameter_value::ParameterValue::json((-1).into()),
+    )]
+    .into_iter()
+    .collect();
     let mut h = match inject {
         Inject::Kill => {
             h.kill().await;

@@ -211,10 +211,15 @@ async fn a_group_change_is_planned_from_heats_preview() {
     let heat = conn.heat.clone();
     let stack = create_magnum_layout(&heat, &unique("group-plan"), 1, 2).await;
     wait_status(&heat, &stack, "CREATE_COMPLETE").await;
-    let set = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+    let set = |pairs: &[(&str, &str)]| -> caldera::parameter_value::ParameterValues {
         pairs
             .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    caldera::parameter_value::ParameterValue::parse(v),
+                )
+            })
             .collect()
     };
 

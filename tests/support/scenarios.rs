@@ -10,6 +10,7 @@ use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget, ScaleRequ
 use caldera::journal::{Actor, Journal, Outcome};
 use caldera::lifecycle::HookSet;
 use caldera::model::{StackEvent, StackRef};
+use caldera::parameter_value::ParameterValue;
 use caldera::progress;
 use caldera::rollout::engine::{self, find_active, EngineOptions};
 use caldera::rollout::heat_reader::newest_event;
@@ -285,7 +286,7 @@ impl Env {
             options,
             extra
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .map(|(k, v)| (k.to_string(), ParameterValue::parse(v)))
                 .collect(),
         )
     }
@@ -548,7 +549,10 @@ pub async fn failure_then_resume_scenario(env: &Env, cluster: &str) {
     );
 
     let mut fix = BTreeMap::new();
-    fix.insert("node_fail_index".to_string(), "-1".to_string());
+    fix.insert(
+        "node_fail_index".to_string(),
+        ParameterValue::json((-1).into()),
+    );
     h.send(Control::Resume { parameters: fix }).expect("resume");
     let end = match tokio::time::timeout(env.timeout, h.wait_for(|s| s.state.is_final())).await {
         Ok(end) => end,

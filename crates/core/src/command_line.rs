@@ -5,6 +5,7 @@
 //! it was (the command line takes `KEY=JSON`, so an image named `2024` is written `"2024"`,
 //! or it would arrive as the number 2024).
 
+use crate::parameter_value::ParameterValue;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -41,11 +42,9 @@ impl CommandLine {
         self
     }
 
-    /// `--set KEY=VALUE` for a parameter whose value is `json` (JSON text, as plans keep
-    /// parameters): a string is written bare where the command line would read it back as
-    /// the same string, as JSON otherwise.
-    pub fn set(self, key: &str, json: &str) -> CommandLine {
-        self.flag("set", format!("{key}={}", set_value(json)))
+    /// `--set KEY=VALUE`, written so that the command line reads `value` back.
+    pub fn set(self, key: &str, value: &ParameterValue) -> CommandLine {
+        self.flag("set", format!("{key}={}", value.command_word()))
     }
 
     /// `--set KEY=PLACEHOLDER`, for a value only the operator knows (`<previous value>`).
@@ -58,19 +57,6 @@ impl fmt::Display for CommandLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let quoted: Vec<Cow<'_, str>> = self.words.iter().map(|w| shell_word(w)).collect();
         f.write_str(&quoted.join(" "))
-    }
-}
-
-/// The text of a `--set` value the command line reads back as `json`: the command line
-/// parses the value as JSON, and takes it as a string only where that fails.
-fn set_value(json: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(json) {
-        Ok(serde_json::Value::String(s))
-            if serde_json::from_str::<serde_json::Value>(&s).is_err() =>
-        {
-            s
-        }
-        _ => json.to_string(),
     }
 }
 
@@ -103,7 +89,7 @@ mod tests {
         let line = |json: &str| {
             CommandLine::caldera(&["rollout", "start"])
                 .arg("s/g")
-                .set("image", json)
+                .set("image", &ParameterValue::parse(json))
                 .to_string()
         };
         assert_eq!(

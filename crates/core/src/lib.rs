@@ -25,6 +25,7 @@ pub mod drivers;
 pub mod journal;
 pub mod lifecycle;
 pub mod ops;
+pub mod parameter_value;
 pub mod progress;
 pub mod rollout;
 pub mod service;

@@ -31,11 +31,13 @@
 
 use super::apply::ActionContext;
 use super::guard::Reach;
+use super::rollout_plan::{RolloutOptions, RolloutPlan};
 use super::{Limits, NodeGroupTarget};
 use crate::api::heat::{HeatClient, PreviewChanges, ResourceQuery, StackUpdate};
 use crate::command_line::CommandLine;
 use crate::journal::{ApiCall, Entry, Outcome};
 use crate::model::{DriverKind, StackRef};
+use crate::parameter_value::{fit_to_template, ParameterValue, ParameterValues};
 use crate::report::{ErrorKind, ServiceError, ServiceResult};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -74,7 +76,8 @@ pub struct GroupUpdatePlan {
     pub stack: StackRef,
     /// The group's resource path in the stack (`kube_minions`).
     pub group: String,
-    pub set: BTreeMap<String, String>,
+    /// What the update sets, fitted to the parameters' declared types.
+    pub set: ParameterValues,
     /// Heat's preview of the whole stack update.
     pub preview: PreviewChanges,
     /// Why the change is refused; empty when it may proceed.
@@ -168,8 +171,27 @@ pub struct Allow {
 }
 
 impl GroupUpdatePlan {
+    /// The rollout of this planned update: its members held on hooks and released in
+    /// batches, the update setting what this plan sets, its lines kept as the preview.
+    pub fn rollout_plan(&self, options: RolloutOptions) -> RolloutPlan {
+        let mut plan = RolloutPlan::for_group(
+            group_target(&self.stack, &self.group),
+            self.stack.clone(),
+            &self.group,
+            &self.members,
+            options,
+            self.set.clone(),
+        );
+        plan.preview = self.lines();
+        plan
+    }
+
     pub fn lines(&self) -> Vec<String> {
-        let set: Vec<String> = self.set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let set: Vec<String> = self
+            .set
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.display_text()))
+            .collect();
         let mut out = vec![format!(
             "update {}/{}: {}",
             self.stack.name,
@@ -348,7 +370,7 @@ impl GroupUpdatePlan {
     pub fn parameters(&self) -> BTreeMap<String, Value> {
         self.set
             .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .map(|(k, v)| (k.clone(), v.to_json()))
             .collect()
     }
 
@@ -379,7 +401,7 @@ pub async fn plan_group_update(
     heat: &HeatClient,
     stack: &StackRef,
     group: &str,
-    set: &BTreeMap<String, String>,
+    set: &ParameterValues,
     allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
     let templates = templates_along(heat, stack, group).await?;
@@ -398,31 +420,18 @@ pub fn image_parameter_refusal(label: &str, why: &str, command: &CommandLine) ->
     )
 }
 
-/// `sets` (parameter -> JSON text, as the command line reads `--set KEY=JSON`) fitted to the
-/// types `template` declares: a parameter of type `string` (HOT `string`, CFN `String`)
-/// takes the operator's text as a string, never as the number or boolean it looks like.
-/// Sent as JSON, `release=24.10` would be the number 24.1, and Heat would store `"24.1"`.
-pub fn fit_to_parameter_types(template: &Value, sets: &mut BTreeMap<String, String>) {
-    let declared = template
-        .get("parameters")
-        .or_else(|| template.get("Parameters"))
-        .and_then(Value::as_object);
-    for (key, json) in sets.iter_mut() {
-        let kind = declared
-            .and_then(|d| d.get(key))
-            .and_then(|p| p.get("type").or_else(|| p.get("Type")))
-            .and_then(Value::as_str);
-        if !kind.is_some_and(|k| k.eq_ignore_ascii_case("string")) {
-            continue;
-        }
-        let scalar = matches!(
-            serde_json::from_str::<Value>(json),
-            Ok(Value::Number(_) | Value::Bool(_) | Value::Null)
-        );
-        if scalar {
-            *json = Value::String(json.clone()).to_string();
-        }
+/// `values` as the parameters of `stack`'s template take them (a `string` parameter keeps
+/// the operator's text, [`ParameterValue::fitted_to`]): for what sets parameters outside a
+/// group's plan, such as a resume's overrides.
+pub async fn fit_to_stack(
+    heat: &HeatClient,
+    stack: &StackRef,
+    values: ParameterValues,
+) -> ServiceResult<ParameterValues> {
+    if values.is_empty() {
+        return Ok(values);
     }
+    Ok(fit_to_template(&heat.get_template(stack).await?, values))
 }
 
 /// Heat's reason where its preview refused the update itself: a value its parameter's
@@ -445,10 +454,15 @@ async fn plan_with_templates(
     heat: &HeatClient,
     stack: &StackRef,
     group: &str,
-    set: &BTreeMap<String, String>,
+    set: &ParameterValues,
     allow: &Allow,
     templates: &[Value],
 ) -> ServiceResult<GroupUpdatePlan> {
+    // What the operator typed, as the parameters the stack's template declares take it.
+    let set = &match templates.first() {
+        Some(template) => fit_to_template(template, set.clone()),
+        None => set.clone(),
+    };
     let detail = heat.get_stack(stack, false).await?;
     let mut refusals = reach_refusals(templates, &detail.parameters, group, set);
     // Heat 27 accepts an update while another runs and lets it supersede the first (a
@@ -485,10 +499,7 @@ async fn plan_with_templates(
         }
     }
     let update = StackUpdate {
-        parameters: set
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect(),
+        parameters: set.iter().map(|(k, v)| (k.clone(), v.to_json())).collect(),
         existing: true,
         ..Default::default()
     };
@@ -647,7 +658,7 @@ fn reads_attributes_of(v: &Value, resource: &str, depth: usize) -> bool {
 pub fn also_reading(
     templates: &[Value],
     group: &str,
-    set: &BTreeMap<String, String>,
+    set: &ParameterValues,
 ) -> Vec<(String, String, Vec<String>)> {
     let steps = steps(group);
     let mut names: Vec<String> = set.keys().cloned().collect();
@@ -709,7 +720,7 @@ pub async fn plan_group_rollout(
     heat: &HeatClient,
     stack: &StackRef,
     group: &str,
-    set: &BTreeMap<String, String>,
+    set: &ParameterValues,
     allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
     let templates = templates_along(heat, stack, group).await?;
@@ -722,7 +733,7 @@ pub async fn plan_group_rollout_in(
     heat: &HeatClient,
     stack: &StackRef,
     group: &str,
-    set: &BTreeMap<String, String>,
+    set: &ParameterValues,
     allow: &Allow,
     templates: &[Value],
 ) -> ServiceResult<GroupUpdatePlan> {
@@ -803,8 +814,8 @@ pub async fn plan_group_scale(
     let param = count_parameter_along(&templates, group).map_err(refused)?;
     let members = group_members(heat, stack, group).await?;
     let count = count.unwrap_or_else(|| members.len().saturating_sub(remove.len()) as u32);
-    let mut set = BTreeMap::new();
-    set.insert(param, count.to_string());
+    let mut set = ParameterValues::new();
+    set.insert(param, ParameterValue::json(count.into()));
     let mut early = Vec::new();
     if !remove.is_empty() {
         let unknown: Vec<&String> = remove.iter().filter(|m| !members.contains(m)).collect();
@@ -1395,11 +1406,11 @@ impl RemovalParameter {
     }
 
     /// The parameter's value that removes `members`.
-    pub fn value(&self, members: &[String]) -> String {
+    pub fn value(&self, members: &[String]) -> ParameterValue {
         match self {
-            RemovalParameter::List(_) => members.join(","),
+            RemovalParameter::List(_) => ParameterValue::text(members.join(",")),
             RemovalParameter::Policies(_) => {
-                serde_json::json!([{ "resource_list": members }]).to_string()
+                ParameterValue::json(serde_json::json!([{ "resource_list": members }]))
             }
         }
     }
@@ -1526,7 +1537,7 @@ pub async fn replan_confirmed_scale(
     group: &str,
     shown: (u32, u32),
     removing: &[String],
-    set: &BTreeMap<String, String>,
+    set: &ParameterValues,
     allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
     let (from, to) = shown;
@@ -1551,7 +1562,7 @@ pub fn reach_refusals(
     templates: &[Value],
     parameters: &BTreeMap<String, String>,
     group: &str,
-    set: &BTreeMap<String, String>,
+    set: &ParameterValues,
 ) -> Vec<String> {
     let steps = steps(group);
     let definition = steps
@@ -1658,6 +1669,14 @@ mod tests {
             .collect()
     }
 
+    /// Parameter values as the command line reads `--set KEY=VALUE`.
+    fn sets(pairs: &[(&str, &str)]) -> ParameterValues {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), ParameterValue::parse(v)))
+            .collect()
+    }
+
     /// What reads the group's attributes is found by `get_attr` on the group's own name, at
     /// its level, not by what it is called.
     #[test]
@@ -1748,7 +1767,7 @@ mod tests {
                 id: "1".into(),
             },
             group: "app_tier".into(),
-            set: map(&[("app_count", "3")]),
+            set: sets(&[("app_count", "3")]),
             preview: PreviewChanges {
                 updated: vec!["db_tier".into(), "app_tier".into()],
                 ..Default::default()
@@ -1854,7 +1873,7 @@ mod tests {
         let also: Vec<AlsoChanged> = also_reading(
             std::slice::from_ref(&top),
             "mesos_slaves",
-            &map(&[("number_of_slaves", "3")]),
+            &sets(&[("number_of_slaves", "3")]),
         )
         .into_iter()
         .map(|(path, resource_type, reads)| AlsoChanged {
@@ -1901,7 +1920,7 @@ mod tests {
         let also = also_reading(
             std::slice::from_ref(&top),
             "kube_minions",
-            &map(&[("server_image", "fcos-41")]),
+            &sets(&[("server_image", "fcos-41")]),
         );
         let paths: Vec<(&str, &str)> = also
             .iter()
@@ -1918,7 +1937,7 @@ mod tests {
         let also = also_reading(
             std::slice::from_ref(&top),
             "kube_minions",
-            &map(&[("number_of_minions", "4")]),
+            &sets(&[("number_of_minions", "4")]),
         );
         assert!(also.is_empty(), "{also:?}");
     }
@@ -1936,7 +1955,7 @@ mod tests {
             "Controller": {"type": "OS::Heat::ResourceGroup", "properties": {
                 "resource_def": {"type": "role.yaml", "properties": {"image": {"get_param": "RoleImage"}}}}},
         }});
-        let also = also_reading(&[top, roles], "roles/Compute", &map(&[("image", "v2")]));
+        let also = also_reading(&[top, roles], "roles/Compute", &sets(&[("image", "v2")]));
         assert_eq!(also.len(), 1, "{also:?}");
         assert_eq!(also[0].0, "roles/Controller");
         assert_eq!(also[0].2, ["RoleImage"]);
@@ -1976,7 +1995,7 @@ mod tests {
         assert_eq!(rp, Ok(RemovalParameter::Policies("policies".into())));
         assert_eq!(
             RemovalParameter::Policies("p".into()).value(&["3".into(), "7".into()]),
-            r#"[{"resource_list":["3","7"]}]"#
+            ParameterValue::json(json!([{"resource_list": ["3", "7"]}]))
         );
         let t = group(json!([{"resource_list": ["1"]}]));
         let e = removal_parameter_along(std::slice::from_ref(&t), "kube_minions");
@@ -2010,14 +2029,14 @@ mod tests {
             std::slice::from_ref(&template),
             &params,
             "kube_minions",
-            &map(&[("minion_image", "b")]),
+            &sets(&[("minion_image", "b")]),
         );
         assert!(ok.is_empty(), "{ok:?}");
         let r = reach_refusals(
             std::slice::from_ref(&template),
             &params,
             "kube_minions",
-            &map(&[("number_of_masters", "4"), ("flavor", "x")]),
+            &sets(&[("number_of_masters", "4"), ("flavor", "x")]),
         );
         assert_eq!(r.len(), 2, "{r:?}");
         assert!(r[0].contains("no parameter flavor"), "{r:?}");
@@ -2030,7 +2049,7 @@ mod tests {
             std::slice::from_ref(&template),
             &params,
             "nodes",
-            &map(&[("minion_image", "b")]),
+            &sets(&[("minion_image", "b")]),
         );
         assert!(r[0].contains("no resource nodes"));
     }
@@ -2091,21 +2110,21 @@ mod tests {
             &templates,
             &params,
             "roles/Compute",
-            &map(&[("image_tag", "b")])
+            &sets(&[("image_tag", "b")])
         )
         .is_empty());
         let r = reach_refusals(
             &templates,
             &params,
             "roles/Compute",
-            &map(&[("other", "y")]),
+            &sets(&[("other", "y")]),
         );
         assert!(r[0].contains("roles does not pass it"), "{r:?}");
         let r = reach_refusals(
             &templates,
             &params,
             "roles/Storage",
-            &map(&[("image_tag", "b")]),
+            &sets(&[("image_tag", "b")]),
         );
         assert!(
             r[0].contains("(as NodeImage)") && r[0].contains("reads: Fixed"),
@@ -2143,7 +2162,7 @@ mod tests {
             &templates,
             &params,
             "racks/1/nodes",
-            &map(&[("image", "b")])
+            &sets(&[("image", "b")])
         )
         .is_empty());
         // A value written into the definition: refused in one line, saying so.
@@ -2228,32 +2247,5 @@ mod tests {
             why.contains("nor a boot volume made from an image"),
             "{why}"
         );
-    }
-
-    /// A string parameter keeps the operator's text: `24.10` is not the number 24.1.
-    #[test]
-    fn a_string_parameter_takes_the_text_as_given() {
-        let template = json!({"parameters": {
-            "release": {"type": "string"}, "count": {"type": "number"},
-            "flags": {"type": "json"}}});
-        let mut sets: BTreeMap<String, String> = [
-            ("release", "24.10"),
-            ("count", "3"),
-            ("flags", "{\"a\": 1}"),
-            ("unknown", "7"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        fit_to_parameter_types(&template, &mut sets);
-        assert_eq!(sets["release"], "\"24.10\"");
-        assert_eq!(sets["count"], "3");
-        assert_eq!(sets["flags"], "{\"a\": 1}");
-        assert_eq!(sets["unknown"], "7");
-        let cfn = json!({"Parameters": {"Release": {"Type": "String"}}});
-        let mut sets: BTreeMap<String, String> =
-            [("Release".to_string(), "true".to_string())].into();
-        fit_to_parameter_types(&cfn, &mut sets);
-        assert_eq!(sets["Release"], "\"true\"");
     }
 }

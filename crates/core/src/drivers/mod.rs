@@ -109,7 +109,7 @@ pub struct ScalePlan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StackGroupScale {
     pub lines: Vec<String>,
-    pub set: std::collections::BTreeMap<String, String>,
+    pub set: crate::parameter_value::ParameterValues,
 }
 
 impl ScalePlan {

@@ -8,6 +8,7 @@ use crate::drivers::layout::{stack_path, GROUP_RESOURCE};
 use crate::drivers::{member_order, NodeGroupTarget};
 use crate::journal::ApiCall;
 use crate::model::StackRef;
+use crate::parameter_value::ParameterValues;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -97,7 +98,7 @@ pub struct RolloutPlan {
     /// The group's image before the rollout, when known.
     pub from_image: Option<String>,
     /// Other parameters set by the same PATCH, as JSON text (`"-1"`, `"\"x\""`).
-    pub extra_parameters: BTreeMap<String, String>,
+    pub extra_parameters: ParameterValues,
     pub options: RolloutOptions,
     /// Member names per batch, in release order.
     pub batches: Vec<Vec<String>>,
@@ -229,7 +230,7 @@ impl RolloutPlan {
         from_image: Option<String>,
         members: &[String],
         options: RolloutOptions,
-        extra_parameters: BTreeMap<String, String>,
+        extra_parameters: ParameterValues,
     ) -> RolloutPlan {
         let mut ordered = members.to_vec();
         ordered.sort_by(|a, b| member_order(a, b));
@@ -261,17 +262,12 @@ impl RolloutPlan {
         group: &str,
         members: &[String],
         options: RolloutOptions,
-        set: BTreeMap<String, String>,
+        set: ParameterValues,
     ) -> RolloutPlan {
-        // The label reads as the operator wrote it: a JSON string's text without its quotes.
+        // The label reads as the operator wrote it: a string's text without its quotes.
         let label: Vec<String> = set
             .iter()
-            .map(
-                |(k, v)| match serde_json::from_str::<serde_json::Value>(v) {
-                    Ok(serde_json::Value::String(text)) => format!("{k}={text}"),
-                    _ => format!("{k}={v}"),
-                },
-            )
+            .map(|(k, v)| format!("{k}={}", v.display_text()))
             .collect();
         let mut plan =
             RolloutPlan::new(target, stack, &label.join(" "), None, members, options, set);
@@ -369,11 +365,7 @@ impl RolloutPlan {
         let mut p: BTreeMap<String, serde_json::Value> = self
             .extra_parameters
             .iter()
-            .map(|(k, v)| {
-                let value = serde_json::from_str(v)
-                    .unwrap_or_else(|_| serde_json::Value::String(v.clone()));
-                (k.clone(), value)
-            })
+            .map(|(k, v)| (k.clone(), v.to_json()))
             .collect();
         if let Some(image) = self.image_parameter() {
             p.insert("image".into(), serde_json::json!(image));
@@ -430,9 +422,10 @@ impl RolloutPlan {
                 self.image
             ),
         };
-        let mut out = vec![
-            head,
-            format!(
+        // What Heat said of the update comes before how caldera carries it out.
+        let mut out = vec![head];
+        out.extend(self.preview.iter().cloned());
+        out.push(format!(
                 "  {} nodes in {} batches (canary {}, then {} at a time); gate {:.1}s after each batch; node timeout {}s; {} on failure",
                 self.members().count(),
                 self.batches.len(),
@@ -441,8 +434,7 @@ impl RolloutPlan {
                 o.gate_wait_ms as f64 / 1000.0,
                 o.node_timeout_ms / 1000,
                 if o.pause_on_failure { "pause" } else { "stop" }
-            ),
-        ];
+        ));
         for (i, b) in self.batches.iter().enumerate() {
             out.push(format!("  batch {:>3}: {}", i + 1, b.join(", ")));
         }
@@ -463,7 +455,6 @@ impl RolloutPlan {
              passes it to every member at once, and none changes"
                 .into(),
         );
-        out.extend(self.preview.iter().cloned());
         out
     }
 }
@@ -471,6 +462,7 @@ impl RolloutPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parameter_value::ParameterValue;
 
     #[test]
     fn the_marker_replaces_an_earlier_one_and_fits_heats_tags() {
@@ -553,7 +545,10 @@ mod tests {
             id: "1".into(),
         };
         let mut extra = BTreeMap::new();
-        extra.insert("node_fail_index".to_string(), "3".to_string());
+        extra.insert(
+            "node_fail_index".to_string(),
+            ParameterValue::json(3.into()),
+        );
         let members: Vec<String> = ["10", "2", "1"].iter().map(|s| s.to_string()).collect();
         let plan = RolloutPlan::new(
             target,
@@ -593,7 +588,7 @@ mod tests {
             id: "1".into(),
         };
         let mut set = BTreeMap::new();
-        set.insert("minion_image".to_string(), "\"fcos-40\"".to_string());
+        set.insert("minion_image".to_string(), ParameterValue::text("fcos-40"));
         let members: Vec<String> = ["1", "0"].iter().map(|s| s.to_string()).collect();
         let plan = RolloutPlan::for_group(
             target,

@@ -20,6 +20,7 @@ use crate::drivers::guard::Reach;
 use crate::drivers::heat_native::{group_stack_of, stack_path, update_body_text};
 use crate::journal::{ApiCall, Entry, Journal, Outcome};
 use crate::lifecycle::{run_hook, HookContext, HookPoint, HookRun, HookSet};
+use crate::parameter_value::ParameterValues;
 use crate::report::{ErrorKind, ServiceError, ServiceResult};
 use chrono::Utc;
 use futures::future::BoxFuture;
@@ -67,10 +68,10 @@ impl AbortMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
     Pause,
-    /// Continue; after a failure, re-send the update with these parameter overrides (JSON
-    /// text values, e.g. a fixed `node_fail_index`) so Heat retries the failed member.
+    /// Continue; after a failure, re-send the update with these parameter overrides (e.g.
+    /// a fixed `node_fail_index`) so Heat retries the failed member.
     Resume {
-        parameters: BTreeMap<String, String>,
+        parameters: ParameterValues,
     },
     Skip(String),
     Abort(AbortMode),

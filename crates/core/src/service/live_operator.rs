@@ -22,12 +22,12 @@ use crate::drivers::{
 use crate::journal::Entry;
 use crate::lifecycle::{ActionsConfig, HookContext, HookRun};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
+use crate::parameter_value::{ParameterValue, ParameterValues};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{control, engine};
 use crate::rollout::{Control, RolloutHandle, RolloutOptions, RolloutPlan, RolloutStatus};
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,14 +154,13 @@ impl Inner {
         let stack = self.heat.resolve(&cluster.id).await?;
         let group = nodegroup.name.as_str();
         let label = format!("{}/{group}", stack.name);
-        // Heat's preview takes the value as the parameter's; the rollout's PATCH takes JSON
-        // text (an image named `2024` stays a string).
-        let as_json = serde_json::Value::String(to.clone()).to_string();
+        // An image's name is a string, whatever it looks like (an image named `2024`).
+        let image = ParameterValue::text(to);
         // The command that does what the form asked, for where the console cannot.
         let command = |parameter: &str| {
             let line = CommandLine::caldera(&["rollout", "start"])
                 .arg(label.clone())
-                .set(parameter, &as_json);
+                .set(parameter, &image);
             self.with_connection(options.with_flags(line))
         };
         // The templates along the group's path, read once for the parameter and the plan.
@@ -177,7 +176,7 @@ impl Inner {
                     ))
                 }
             };
-        let set: BTreeMap<String, String> = [(parameter.clone(), to)].into_iter().collect();
+        let set: ParameterValues = [(parameter.clone(), image.clone())].into_iter().collect();
         let preview = any_group::plan_group_rollout_in(
             &self.heat,
             &stack,
@@ -191,15 +190,7 @@ impl Inner {
             let why = with_command_line(&preview, command(&parameter));
             return Err(self.action.refuse("rollout.start", &label, why));
         }
-        let mut plan = RolloutPlan::for_group(
-            any_group::group_target(&stack, group),
-            stack,
-            group,
-            &preview.members,
-            options,
-            [(parameter, as_json)].into_iter().collect(),
-        );
-        plan.preview = preview.lines();
+        let mut plan = preview.rollout_plan(options);
         // What the group's members boot now, as the node-group row read it.
         plan.from_image = nodegroup.image.clone();
         Ok(UpgradePlan::Rollout(Box::new(plan)))

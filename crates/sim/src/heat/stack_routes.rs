@@ -252,9 +252,12 @@ pub fn template(w: &mut World, ix: usize) -> Reply {
         .params
         .keys()
         .filter(|k| !k.starts_with("OS::"))
-        .map(|k| match s.hidden_params.contains(k) {
-            true => (k.clone(), json!({"type": "string", "hidden": true})),
-            false => (k.clone(), json!({"type": "string"})),
+        .map(|k| {
+            let kind = declared_type(s, k);
+            match s.hidden_params.contains(k) {
+                true => (k.clone(), json!({"type": kind, "hidden": true})),
+                false => (k.clone(), json!({"type": kind})),
+            }
         })
         .collect();
     Reply::ok(json!({
@@ -270,6 +273,17 @@ pub fn template(w: &mut World, ix: usize) -> Reply {
             (o.key.to_string(), out)
         }).collect::<serde_json::Map<_, _>>(),
     }))
+}
+
+/// The type a stack's template declares for parameter `k`: the submitted template's; for a
+/// seeded stack, what caldera's `nodegroup.yaml` declares (its numbers), else `string`.
+fn declared_type<'a>(s: &'a crate::sim::world::Stack, k: &str) -> &'a str {
+    const SEEDED_NUMBERS: [&str; 3] = ["count", "node_fail_index", "action_wait_secs"];
+    match s.param_types.get(k) {
+        Some(kind) => kind,
+        None if SEEDED_NUMBERS.contains(&k) => "number",
+        None => "string",
+    }
 }
 
 fn param_string(v: &Value) -> String {
@@ -736,6 +750,7 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
             }
         }
         s.hidden_params = hidden;
+        s.param_types = declared_types(&body);
     }
     if has_group {
         // The template's own parameters, so PATCHes naming them are accepted like Heat's.
@@ -790,6 +805,18 @@ pub fn delete(w: &mut World, ix: usize) -> Reply {
         }
     }
     Reply::empty(StatusCode::NO_CONTENT)
+}
+
+/// The type of each parameter the submitted template declares.
+fn declared_types(body: &Value) -> BTreeMap<String, String> {
+    let declared = body
+        .pointer("/template/parameters")
+        .and_then(Value::as_object);
+    declared
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, d)| Some((k.clone(), d.get("type")?.as_str()?.to_string())))
+        .collect()
 }
 
 /// The parameters the submitted template declares `hidden: true`.

@@ -103,6 +103,7 @@ fn base_stack(
         deleted_ms: None,
         params,
         hidden_params: Default::default(),
+        param_types: Default::default(),
         description: description.into(),
         tags: vec![],
         disable_rollback: true,

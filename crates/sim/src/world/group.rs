@@ -528,6 +528,7 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         deleted_ms: None,
         params,
         hidden_params: Default::default(),
+        param_types: Default::default(),
         description: description.into(),
         tags: vec![],
         disable_rollback: true,

@@ -159,6 +159,9 @@ pub struct Stack {
     /// Parameters the template declares `hidden: true`: Heat's `stack show` gives their
     /// values as `******`.
     pub hidden_params: BTreeSet<String>,
+    /// The types the submitted template declares for its parameters (`number`, `json`, …),
+    /// as Heat's `GET .../template` gives them back. Empty for seeded stacks.
+    pub param_types: BTreeMap<String, String>,
     pub description: String,
     pub tags: Vec<String>,
     pub disable_rollback: bool,

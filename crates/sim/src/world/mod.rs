@@ -505,6 +505,7 @@ mod tests {
             deleted_ms: None,
             params: BTreeMap::new(),
             hidden_params: Default::default(),
+            param_types: Default::default(),
             description: String::new(),
             tags: vec![],
             disable_rollback: true,
