@@ -187,7 +187,10 @@ fn settled(g: &GroupShape) -> bool {
 /// is a nested stack: its update always goes down to the members, which decide), moving its
 /// `updated_time` and its status (`UPDATE_COMPLETE`, `ROLLBACK_COMPLETE`, `CHECK_COMPLETE`);
 /// a replaced group gets a new nested stack, a replaced first member a new stack of its own.
-/// A scale moves the group too (a walk again that finds the same image: harmless).
+/// A scale through the stack moves the group too (a walk again finds the same image:
+/// harmless); one through a scaling policy's signal resizes the nested stack without
+/// updating the group, adding members or removing the oldest: no image changes, and a first
+/// member removed is another first member here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stamp {
     status: String,
