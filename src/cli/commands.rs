@@ -365,21 +365,21 @@ async fn nodegroups(
             crate::ops::discover::GROUP_TYPES.join(", ")
         );
     }
-    // Each group's image as the console's node groups show it: what its members' servers
-    // boot, as Heat resolved it.
-    let images = futures::future::join_all(
+    // Each group's image and flavor as the console's node groups show them: what its
+    // members' servers boot, as Heat resolved it.
+    let facts = futures::future::join_all(
         groups
             .iter()
-            .map(|g| crate::service::plain_stack::member_image(&conn.heat, g)),
+            .map(|g| crate::service::plain_stack::member_facts(&conn.heat, g)),
     )
     .await;
-    for (g, image) in groups.iter().zip(images) {
+    for (g, facts) in groups.iter().zip(facts) {
         t.push([
             group_label(g),
             g.stack.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
             g.resource_type.clone(),
-            String::new(),
-            image.unwrap_or_default(),
+            facts.flavor.unwrap_or_default(),
+            facts.image.unwrap_or_default(),
             String::new(),
             g.members.len().to_string(),
             String::new(),

@@ -35,6 +35,7 @@ mod live_operator_sim;
 mod names_cli;
 mod nodegroups_progress;
 mod observed_update;
+mod plain_stack_facts;
 mod rollout_steps;
 mod secrets;
 mod stack_outputs_sim;

@@ -1072,7 +1072,10 @@ async fn the_image_parameter_is_followed_into_a_members_nested_stack() {
     .await;
     let conn = connect().await;
     let cluster = plain_stack::cluster_of(&stack.id, &stack.name);
-    let row = LiveService::new(conn.clone())
+    // One service throughout, as the console keeps it: the facts it keeps between refreshes
+    // must give way to the new image once the rollout has changed the group.
+    let service = LiveService::new(conn.clone());
+    let row = service
         .list_nodegroups(cluster.clone())
         .await
         .expect("node group rows")
@@ -1080,8 +1083,31 @@ async fn the_image_parameter_is_followed_into_a_members_nested_stack() {
         .find(|r| r.name == "web_nodes")
         .expect("the web_nodes row");
     // The row's IMAGE is what the servers inside the members boot, found by the same walk
-    // down the members' nested stacks as the rollout's parameter.
+    // down the members' nested stacks as the rollout's parameter; its FLAVOR, the same way,
+    // the servers' `size` as Heat resolved it (the default of vm.yaml here).
     assert_eq!(row.image.as_deref(), Some("ubuntu-22.04"), "{row:?}");
+    assert_eq!(row.flavor.as_deref(), Some("m1.small"), "{row:?}");
+    // `caldera nodegroups STACK` says the same flavors and images (columns 3 and 4).
+    let (ok, out, err) =
+        crate::support::real_heat_client::caldera(&["nodegroups", &stack.name, "--format", "csv"]);
+    assert!(ok, "{err}");
+    let cli: Vec<(String, String, String)> = out
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            let cell = |i: usize| cells.get(i).copied().unwrap_or_default().to_string();
+            (cell(0), cell(3), cell(4))
+        })
+        .collect();
+    assert_eq!(
+        cli,
+        [
+            ("web_nodes".into(), "m1.small".into(), "ubuntu-22.04".into()),
+            ("workers".into(), "m1.large".into(), "debian-12".into())
+        ],
+        "{out}"
+    );
     let dir = tempfile::tempdir().expect("dir");
     let op = scenarios::live_operator(
         &conn,
@@ -1103,18 +1129,23 @@ async fn the_image_parameter_is_followed_into_a_members_nested_stack() {
     let lines = plan.lines().join("\n");
     assert!(lines.contains("set image=ubuntu-24.04"), "{lines}");
     upgrade_to_the_end(&op, plan).await;
-    let images: Vec<(String, Option<String>)> = LiveService::new(conn.clone())
+    let facts: Vec<(String, Option<String>, Option<String>)> = service
         .list_nodegroups(plain_stack::cluster_of(&stack.id, &stack.name))
         .await
         .expect("node group rows")
         .into_iter()
-        .map(|r| (r.name, r.image))
+        .map(|r| (r.name, r.image, r.flavor))
         .collect();
+    let some = |s: &str| Some(s.to_string());
     assert_eq!(
-        images,
+        facts,
         [
-            ("web_nodes".to_string(), Some("ubuntu-24.04".to_string())),
-            ("workers".to_string(), Some("debian-12".to_string()))
+            (
+                "web_nodes".to_string(),
+                some("ubuntu-24.04"),
+                some("m1.small")
+            ),
+            ("workers".to_string(), some("debian-12"), some("m1.large"))
         ]
     );
     // Each member's VM stack (one level inside the member) boots the new image; the worker

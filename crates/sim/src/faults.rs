@@ -167,6 +167,18 @@ impl FaultControl {
             .sum()
     }
 
+    /// Every (method, path) the server received and how many times, sorted (faulted ones
+    /// included): for a test to pick requests by what their path ends with.
+    pub fn request_counts(&self) -> Vec<(String, String, u64)> {
+        let mut all: Vec<(String, String, u64)> = lock(&self.state)
+            .requests
+            .iter()
+            .map(|((m, p), n)| (m.clone(), p.clone(), *n))
+            .collect();
+        all.sort();
+        all
+    }
+
     /// Forgets the request counts.
     pub fn reset_requests(&self) {
         lock(&self.state).requests.clear();

@@ -953,10 +953,20 @@ fn group_resource<'a>(
 
 /// The image property of a Nova server type (`OS::Nova::Server`'s `image`, its CFN twin's
 /// `ImageId`).
-fn image_property(resource_type: &str) -> Option<&'static str> {
+pub(crate) fn image_property(resource_type: &str) -> Option<&'static str> {
     match resource_type {
         crate::ops::node_tree::NOVA_SERVER => Some("image"),
         "AWS::EC2::Instance" => Some("ImageId"),
+        _ => None,
+    }
+}
+
+/// The flavor property of a Nova server type (`OS::Nova::Server`'s `flavor`, its CFN twin's
+/// `InstanceType`): the server's size, which Heat hands Nova as it resolved it.
+pub(crate) fn flavor_property(resource_type: &str) -> Option<&'static str> {
+    match resource_type {
+        crate::ops::node_tree::NOVA_SERVER => Some("flavor"),
+        "AWS::EC2::Instance" => Some("InstanceType"),
         _ => None,
     }
 }
@@ -1152,6 +1162,10 @@ pub struct MemberImage {
     /// The image as Heat resolved it for the servers: the parameter's value in the nested
     /// stack that holds them, or the template's literal.
     pub value: Option<String>,
+    /// The servers' flavor as Heat resolved it, read the same way as the image (the
+    /// parameter's value in the stack that holds them, or the literal); `None` when their
+    /// flavors differ or one is computed (no single value to say).
+    pub flavor: Option<String>,
 }
 
 /// The servers of the member stack `stack` (its `template`): at its top level, else
@@ -1180,24 +1194,32 @@ fn member_image_at<'a>(
             .list_resources(stack, &ResourceQuery::default())
             .await?;
         let present: HashSet<String> = resources.iter().map(|r| r.resource.name.clone()).collect();
-        match servers_image_parameter(template, Some(&present), path) {
-            Ok(None) if depth < MEMBER_DEPTH => {}
+        let parameter = match servers_image_parameter(template, Some(&present), path) {
+            Ok(None) if depth < MEMBER_DEPTH => None,
             Ok(None) => return Ok(None),
-            Ok(Some(p)) => {
-                // Heat resolved the parameter for this stack: its value is what they boot.
-                let detail = heat.get_stack(stack, false).await?;
-                let value = detail.parameters.get(&p).filter(|v| !v.is_empty()).cloned();
-                return Ok(Some(MemberImage {
-                    parameter: Ok(p),
-                    value,
-                }));
-            }
-            Err(why) => {
-                return Ok(Some(MemberImage {
-                    parameter: Err(why),
-                    value: servers_literal_image(template, &present, path),
-                }))
-            }
+            Ok(Some(p)) => Some(Ok(p)),
+            Err(why) => Some(Err(why)),
+        };
+        if let Some(parameter) = parameter {
+            // The servers are here: what they boot and their flavor, as Heat resolved
+            // them for this stack (its parameters are read only when one is taken from it).
+            let flavors = servers_flavors(template, &present, path);
+            let reads_parameter =
+                parameter.is_ok() || flavors.iter().any(|f| plain_param(f).is_some());
+            let parameters = match reads_parameter {
+                true => heat.get_stack(stack, false).await?.parameters,
+                false => BTreeMap::new(),
+            };
+            let value = match &parameter {
+                Ok(p) => parameters.get(p).filter(|v| !v.is_empty()).cloned(),
+                Err(_) => servers_literal_image(template, &present, path),
+            };
+            let flavor = one_value(flavors.iter().map(|f| resolved(f, &parameters)));
+            return Ok(Some(MemberImage {
+                parameter,
+                value,
+                flavor,
+            }));
         }
         let mut found: Vec<MemberImage> = Vec::new();
         for r in resources {
@@ -1219,6 +1241,7 @@ fn member_image_at<'a>(
                     .parameter
                     .and_then(|q| passed_as(properties, &q, &r.resource.name)),
                 value: inner.value,
+                flavor: inner.flavor,
             });
         }
         Ok(one_way(found, path))
@@ -1229,6 +1252,8 @@ fn member_image_at<'a>(
 /// says one; the parameter they all take (a way that cannot say which is the answer).
 fn one_way(found: Vec<MemberImage>, path: &str) -> Option<MemberImage> {
     let value = found.iter().find_map(|f| f.value.clone());
+    // Servers of other sizes in one member: no single flavor to say.
+    let flavor = one_value(found.iter().map(|f| f.flavor.clone()));
     let mut parameters = Vec::new();
     for f in &found {
         match &f.parameter {
@@ -1236,6 +1261,7 @@ fn one_way(found: Vec<MemberImage>, path: &str) -> Option<MemberImage> {
                 return Some(MemberImage {
                     parameter: Err(why.clone()),
                     value,
+                    flavor,
                 })
             }
             Ok(p) if !parameters.contains(p) => parameters.push(p.clone()),
@@ -1243,7 +1269,56 @@ fn one_way(found: Vec<MemberImage>, path: &str) -> Option<MemberImage> {
         }
     }
     let parameter = one_parameter(parameters, path).transpose()?;
-    Some(MemberImage { parameter, value })
+    Some(MemberImage {
+        parameter,
+        value,
+        flavor,
+    })
+}
+
+/// The flavor expressions of the servers Heat made at the top level of `template` (see
+/// [`servers_image_parameter`] for `present`); a server that names none has Null.
+fn servers_flavors<'a>(
+    template: &'a Value,
+    present: &HashSet<String>,
+    path: &str,
+) -> Vec<&'a Value> {
+    servers_in(template, Some(present), path)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|server| {
+            let kind = server.get("type").and_then(Value::as_str).unwrap_or("");
+            flavor_property(kind)
+                .and_then(|p| server.get("properties")?.get(p))
+                .unwrap_or(&Value::Null)
+        })
+        .collect()
+}
+
+/// A property's value as Heat resolved it in the stack whose `parameters` are given: the
+/// literal text, or the value of the parameter it reads; `None` when computed otherwise
+/// (`str_replace`, `get_attr`...) or empty.
+fn resolved(v: &Value, parameters: &BTreeMap<String, String>) -> Option<String> {
+    let text = match plain_param(v) {
+        Some(p) => parameters.get(&p).cloned(),
+        None => v.as_str().map(str::to_string),
+    };
+    text.filter(|t| !t.is_empty())
+}
+
+/// The one value all of `values` are; `None` when there are none, one is unknown, or two
+/// differ.
+fn one_value(values: impl IntoIterator<Item = Option<String>>) -> Option<String> {
+    let mut one: Option<String> = None;
+    for v in values {
+        let v = v?;
+        match &one {
+            Some(seen) if *seen != v => return None,
+            Some(_) => {}
+            None => one = Some(v),
+        }
+    }
+    one
 }
 
 /// The image the first server Heat made at the top level of `template` names as plain text.
@@ -2193,6 +2268,7 @@ mod tests {
         let way = |p: Result<&str, &str>, v: Option<&str>| MemberImage {
             parameter: p.map(str::to_string).map_err(str::to_string),
             value: v.map(str::to_string),
+            flavor: None,
         };
         assert_eq!(
             one_way(vec![way(Ok("a"), None), way(Ok("a"), Some("img"))], "g"),
@@ -2247,5 +2323,35 @@ mod tests {
             why.contains("nor a boot volume made from an image"),
             "{why}"
         );
+    }
+
+    /// A member's flavor as Heat resolved it for the servers it made: a literal, or the
+    /// value of the parameter it reads in the stack holding them; no single value when two
+    /// servers differ or one computes it.
+    #[test]
+    fn a_members_flavor_is_the_one_its_servers_boot_as_heat_resolved_it() {
+        let member = json!({"resources": {
+            "vm": {"type": "OS::Nova::Server", "condition": "image_based",
+                "properties": {"flavor": {"get_param": "node_flavor"}}},
+            "vm-bfv": {"type": "OS::Nova::Server", "condition": "volume_based",
+                "properties": {"flavor": "m1.xlarge"}},
+            "cfn": {"type": "AWS::EC2::Instance", "properties": {"InstanceType": "m1.small"}},
+            "port": {"type": "OS::Neutron::Port", "properties": {"flavor": "not-a-server"}}}});
+        let parameters = BTreeMap::from([("node_flavor".to_string(), "m1.small".to_string())]);
+        let flavor_of = |names: &[&str]| {
+            let present: HashSet<String> = names.iter().map(|n| n.to_string()).collect();
+            let flavors = servers_flavors(&member, &present, "g");
+            one_value(flavors.iter().map(|f| resolved(f, &parameters)))
+        };
+        assert_eq!(
+            flavor_of(&["vm", "cfn", "port"]).as_deref(),
+            Some("m1.small")
+        );
+        assert_eq!(flavor_of(&["vm-bfv", "port"]).as_deref(), Some("m1.xlarge"));
+        assert_eq!(flavor_of(&["vm", "vm-bfv"]), None, "two sizes: none said");
+        assert_eq!(flavor_of(&["port"]), None, "no server");
+        let computed = json!({"str_replace": {"template": "m1.$s", "params": {"$s": "small"}}});
+        assert_eq!(resolved(&computed, &parameters), None);
+        assert_eq!(resolved(&json!({"get_param": "unset"}), &parameters), None);
     }
 }

@@ -42,12 +42,16 @@ pub struct LiveService {
     ip_options: IpOptions,
     /// Nesting learned per root stack, so nested events get readable paths.
     paths: Arc<Mutex<HashMap<String, StackPaths>>>,
+    /// Any stack caldera did not write, seen as node groups (their members' facts kept
+    /// between refreshes).
+    plain: plain_stack::PlainStacks,
 }
 
 impl LiveService {
     pub fn new(conn: CloudConnection) -> Self {
         LiveService {
             heat_native: Drivers::new(&conn).heat_native().clone(),
+            plain: plain_stack::PlainStacks::new(conn.heat.clone()),
             // The cloud's `caldera: {output_key}` names the members' address output for
             // the console; unset, it is discovered per node group.
             ip_options: IpOptions {
@@ -150,11 +154,11 @@ impl CloudService for LiveService {
     ) -> BoxFuture<'static, ServiceResult<Vec<NodeGroup>>> {
         let magnum = self.conn.magnum.clone();
         let heat_native = self.heat_native.clone();
-        let heat = self.conn.heat.clone();
+        let plain = self.plain.clone();
         async move {
             // Any stack in context: its node groups as `caldera nodegroups STACK` finds them.
             if plain_stack::is_plain_stack(&cluster) {
-                return plain_stack::nodegroups(&heat, &cluster).await;
+                return plain.nodegroups(&cluster).await;
             }
             if cluster.driver == DriverKind::HeatNative {
                 return heat_native_rows::list_nodegroups(&heat_native, &cluster).await;
@@ -232,8 +236,9 @@ impl CloudService for LiveService {
             return futures::stream::once(async move { Err(err) }).boxed();
         };
         // The console moving on drops the stream, which cancels the work and its requests.
+        let plain = self.plain.clone();
         spawn_stream(256, move |tx| {
-            forward_nodes(heat, nova, stack_id, nodegroup, options, tx)
+            forward_nodes(heat, nova, plain, stack_id, nodegroup, options, tx)
         })
     }
 
@@ -688,6 +693,7 @@ async fn magnum_row(
 async fn forward_nodes(
     heat: HeatClient,
     nova: Option<crate::api::nova::NovaClient>,
+    plain: plain_stack::PlainStacks,
     stack_id: String,
     nodegroup: NodeGroup,
     options: IpOptions,
@@ -747,9 +753,7 @@ async fn forward_nodes(
                 .as_ref()
                 .is_ok_and(|d| !d.summary.status.is_in_progress() && !d.summary.status.is_failed());
             let by_group = match role {
-                crate::model::Role::Other if settled => {
-                    plain_stack::group_images(&heat, &stack).await
-                }
+                crate::model::Role::Other if settled => plain.group_images(&stack).await,
                 _ => HashMap::new(),
             };
             (

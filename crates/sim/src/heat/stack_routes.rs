@@ -246,7 +246,11 @@ pub fn template(w: &mut World, ix: usize) -> Reply {
     };
     let mut resources = serde_json::Map::new();
     for r in &s.resources {
-        resources.insert(r.name.to_string(), json!({"type": &*r.rtype}));
+        let mut definition = json!({"type": &*r.rtype});
+        if let Some(properties) = server_properties(w, s.role, &r.name) {
+            definition["properties"] = properties;
+        }
+        resources.insert(r.name.to_string(), definition);
     }
     let params: serde_json::Map<String, Value> = s
         .params
@@ -284,6 +288,24 @@ fn declared_type<'a>(s: &'a crate::sim::world::Stack, k: &str) -> &'a str {
         None if SEEDED_NUMBERS.contains(&k) => "number",
         None => "string",
     }
+}
+
+/// A member's server as its template writes it: the image from the member's parameter
+/// (caldera's node.yaml `image`, Magnum's kubeminion.yaml `server_image`, which an update
+/// sets), the group's flavor as a literal (the simulator never changes it).
+fn server_properties(w: &World, role: StackRole, resource: &str) -> Option<Value> {
+    let StackRole::Member(g, _) = role else {
+        return None;
+    };
+    let group = w.groups.get(g)?;
+    if resource != group.layout.server() {
+        return None;
+    }
+    let image = match group.layout.is_magnum() {
+        true => "server_image",
+        false => "image",
+    };
+    Some(json!({"image": {"get_param": image}, "flavor": group.flavor}))
 }
 
 fn param_string(v: &Value) -> String {
