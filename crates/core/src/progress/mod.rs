@@ -434,11 +434,18 @@ impl Progress {
     }
 
     /// Several groups' progress as one (a cluster's): counts and paces add up; the state is
-    /// the most telling one (failed over paused over running over completed).
+    /// the most telling one (failed over paused over running over completed). The ETA is the
+    /// latest of the moving groups' own: groups move side by side, each at its own pace (a
+    /// scale-up's members are created while another group's are upgraded one at a time), so
+    /// one group's speed does not shorten another's wait; unknown while any moving group's is.
     pub fn sum<'a>(parts: impl IntoIterator<Item = &'a Progress>, now: DateTime<Utc>) -> Progress {
         let mut out = Progress::idle(now);
         let mut pace: Option<Pace> = None;
+        let mut etas: Vec<Option<i64>> = Vec::new();
         for p in parts {
+            if p.state.moving() && p.counts.left() > 0 {
+                etas.push(p.eta_secs);
+            }
             out.counts.merge(&p.counts);
             out.members.extend(p.members.iter().cloned());
             if let Some(q) = p.pace {
@@ -460,7 +467,13 @@ impl Progress {
             };
         }
         out.pace = pace;
-        out.eta_secs = eta_of(&out);
+        out.eta_secs = match out.state.moving() {
+            true => etas.into_iter().try_fold(None, |latest: Option<i64>, eta| {
+                Some(latest.max(Some(eta?)))
+            }),
+            false => None,
+        }
+        .flatten();
         out
     }
 

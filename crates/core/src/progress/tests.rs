@@ -314,3 +314,43 @@ fn a_cluster_sums_its_groups_and_keeps_the_most_telling_state() {
     assert_eq!(sum.state, State::Running);
     assert_eq!(sum.eta_secs, a.eta_secs);
 }
+
+/// A cluster whose one group is upgraded a member at a time while another is scaled up
+/// (members created ten at once): the cluster is done when the upgrade is, so its ETA is
+/// the upgrade's, not the two groups' members over their summed pace.
+#[test]
+fn a_clusters_eta_is_its_slowest_moving_groups_not_a_pooled_pace() {
+    let now = t0() + Duration::seconds(600);
+    // Upgrade: 1 member new in the window, 4 left.
+    let upgrading: Vec<MemberFacts> = [new_member(0, 300)]
+        .into_iter()
+        .chain((1..5).map(|i| member(i, "UPDATE_COMPLETE")))
+        .collect();
+    let a = Progress::compute(
+        &upgrading,
+        &update("UPDATE_IN_PROGRESS", Control::Running),
+        now,
+    );
+    // Scale-up seen as an update: 8 members new in the window, 1 left.
+    let scaling: Vec<MemberFacts> = (0..8)
+        .map(|i| new_member(i, 300))
+        .chain([member(8, "UPDATE_COMPLETE")])
+        .collect();
+    let b = Progress::compute(
+        &scaling,
+        &update("UPDATE_IN_PROGRESS", Control::Running),
+        now,
+    );
+    let (ea, eb) = (a.eta_secs.expect("a moves"), b.eta_secs.expect("b moves"));
+    assert!(ea > eb, "{ea} {eb}");
+    let sum = Progress::sum([&a, &b], now);
+    assert_eq!(sum.eta_secs, Some(ea));
+    // A moving group with no pace yet: the cluster's wait is not known either.
+    let c = Progress::compute(
+        &[member(0, "UPDATE_COMPLETE")],
+        &update("UPDATE_IN_PROGRESS", Control::Running),
+        now,
+    );
+    assert_eq!(c.eta_secs, None);
+    assert_eq!(Progress::sum([&a, &b, &c], now).eta_secs, None);
+}
