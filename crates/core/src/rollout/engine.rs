@@ -83,6 +83,31 @@ pub const REQUEST_RESUME: &str = "rollout.request.resume";
 pub const REQUEST_ABORT: &str = "rollout.request.abort";
 pub const REQUEST_SKIP: &str = "rollout.request.skip";
 
+/// The reason of the operator's pause, as the status and the journal's readers show it.
+const OPERATOR_PAUSE: &str = "paused by the operator";
+
+/// A pause already in effect (`why`) with the operator's added: both are said.
+fn with_operator(why: &str) -> String {
+    format!("{why}; and {OPERATOR_PAUSE}")
+}
+
+/// Which of the engine's own pauses a `rollout.pause` entry records (its spec): after a
+/// restart the engine must tell the closing wait, which ends by itself with Heat's update,
+/// from the operator's pause (`Ok`, no spec), which only a resume ends. Entries of journals
+/// from before this (no spec) read as pauses of no kind: an operator's or a failure's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum PauseKind {
+    /// Every node done, Heat's update still in progress ([`Runner::closing`]).
+    Closing,
+}
+
+impl PauseKind {
+    fn of(e: &Entry) -> Option<PauseKind> {
+        e.spec.as_deref().and_then(|s| serde_json::from_str(s).ok())
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
     /// Time between looks at Heat.
@@ -542,7 +567,8 @@ async fn spawn(
     obs.attach(plan.image_parameter()).await?;
     // Controls sent right after attaching (a resume) must see Heat's current state.
     obs.refresh().await?;
-    let (journal_offset, memory) = journal_memory(&ctx.journal, &plan.id)?;
+    let (journal_offset, mut memory) = journal_memory(&ctx.journal, &plan.id)?;
+    let journaled_pause = std::mem::take(&mut memory.pause);
     let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
     for c in initial {
         // The receiver is alive: it is moved into the task below.
@@ -550,7 +576,7 @@ async fn spawn(
     }
     let status = initial_status(&plan);
     let (st_tx, st_rx) = watch::channel(status.clone());
-    let runner = Runner {
+    let mut runner = Runner {
         heat,
         status,
         lock_dir: lock::lock_dir(ctx.journal.path()),
@@ -580,6 +606,7 @@ async fn spawn(
         draining: false,
         plan,
     };
+    runner.rebuild_pause(journaled_pause);
     let task = tokio::spawn(runner.run());
     Ok(RolloutHandle {
         control: ctl_tx,
@@ -595,6 +622,18 @@ struct Memory {
     post_node: BTreeSet<String>,
     batch_started: BTreeSet<usize>,
     batch_finished: BTreeSet<usize>,
+    pause: JournaledPause,
+}
+
+/// The pauses the journal says are in effect for a rollout (none since its last resume).
+/// A failure's pause is not among them: the engine finds the failure in Heat again.
+#[derive(Debug, Default)]
+struct JournaledPause {
+    /// The operator paused it: it stays paused until a resume, whatever Heat does.
+    operator: bool,
+    /// The engine's closing wait, what it said ([`PauseKind::Closing`]): decided again from
+    /// Heat's facts after a restart.
+    closing: Option<String>,
 }
 
 fn member_of(target: &str) -> String {
@@ -631,6 +670,15 @@ fn journal_memory(journal: &Journal, id: &str) -> ServiceResult<(u64, Memory)> {
             "rollout.skip" => {
                 m.skipped.insert(member_of(&e.target));
             }
+            "rollout.pause" => match (&e.outcome, PauseKind::of(e)) {
+                (Outcome::Ok, _) => m.pause.operator = true,
+                (Outcome::Failed { error }, Some(PauseKind::Closing)) => {
+                    m.pause.closing = Some(error.clone());
+                }
+                // A failure's pause (or one of no kind from an older journal).
+                _ => {}
+            },
+            "rollout.resume" if ok => m.pause = JournaledPause::default(),
             _ => {}
         }
     }
@@ -1067,10 +1115,10 @@ impl Runner {
                 // A pause already there (a failure's) keeps its reason: the operator's word
                 // is added to it, not put in its place.
                 self.paused = Some(match self.paused.take() {
-                    Some(why) if why != "paused by the operator" => {
-                        format!("{why}; and paused by the operator")
-                    }
-                    _ => "paused by the operator".into(),
+                    // Already said (a second pause).
+                    Some(why) if why.contains(OPERATOR_PAUSE) => why,
+                    Some(why) => with_operator(&why),
+                    None => OPERATOR_PAUSE.into(),
                 });
                 let e = self.record("rollout.pause", &target, Outcome::Ok);
                 self.note(e).await;
@@ -1914,13 +1962,15 @@ impl Runner {
             self.obs.stack_status,
             waited.as_secs()
         );
-        let e = self.record(
-            "rollout.pause",
-            &self.target(),
-            Outcome::Failed {
-                error: reason.clone(),
-            },
-        );
+        let e = self
+            .record(
+                "rollout.pause",
+                &self.target(),
+                Outcome::Failed {
+                    error: reason.clone(),
+                },
+            )
+            .spec(&PauseKind::Closing);
         self.note(e).await;
         if self.paused.is_none() {
             self.paused = Some(reason.clone());
@@ -1928,15 +1978,61 @@ impl Runner {
         }
     }
 
+    /// Every member is done (or skipped) and Heat's update is still in progress: the
+    /// closing wait of [`Runner::closing`].
+    fn closing_now(&self) -> bool {
+        self.current_batch().is_none() && self.obs.stack_status.is_in_progress()
+    }
+
     /// A pause of [`Runner::closing`] alone ends when Heat's update does: nothing of the
-    /// operator's is waiting on it (a pause the operator added stays).
+    /// operator's is waiting on it. A pause the operator added stays, and says now that
+    /// Heat's update is over (the closing wait's words would say it is still going on).
     fn closing_ended(&mut self) {
-        let s = &self.obs.stack_status;
-        if self.closing_pause.is_some() && self.paused == self.closing_pause && !s.is_in_progress()
-        {
-            self.paused = None;
-            self.closing_pause = None;
+        if self.obs.stack_status.is_in_progress() {
+            return;
         }
+        let Some(closing) = self.closing_pause.take() else {
+            return;
+        };
+        if self.paused.as_ref() == Some(&closing) {
+            self.paused = None;
+        } else if self.paused.as_deref() == Some(with_operator(&closing).as_str()) {
+            self.paused = Some(self.operator_pause());
+        }
+    }
+
+    /// The operator's pause, with what Heat has done since when that tells the operator
+    /// what a resume does: every node done and Heat's update over.
+    fn operator_pause(&self) -> String {
+        let s = &self.obs.stack_status;
+        if self.current_batch().is_some() || s.is_in_progress() {
+            return OPERATOR_PAUSE.into();
+        }
+        operator_pause_after_heat(&self.plan, s)
+    }
+
+    /// After a restart, the pauses the journal left in effect, decided with Heat's facts:
+    /// the operator's stays until a resume; the closing wait goes on only while every node
+    /// is done and Heat's update is still in progress, and ends by itself with Heat's
+    /// update as before the restart (Heat's update already over: nothing waits, the next
+    /// step completes the rollout). A failure's pause is not taken from the journal: the
+    /// engine finds the failure in Heat again. A pause the start set (its journal failed)
+    /// stays as it is.
+    fn rebuild_pause(&mut self, journaled: JournaledPause) {
+        if self.paused.is_some() {
+            return;
+        }
+        let closing = journaled.closing.filter(|_| self.closing_now());
+        if let Some(reason) = &closing {
+            self.closing_since = Some(std::time::Instant::now());
+            self.closing_pause = Some(reason.clone());
+        }
+        self.paused = match (closing, journaled.operator) {
+            (Some(c), true) => Some(with_operator(&c)),
+            (Some(c), false) => Some(c),
+            (None, true) => Some(self.operator_pause()),
+            (None, false) => None,
+        };
     }
 
     fn update_status(&mut self) {
@@ -1978,6 +2074,22 @@ impl Runner {
         let now = Utc::now();
         self.obs.last_event_time.map_or(now, |t| t.max(now))
     }
+}
+
+/// The operator's pause of a rollout whose every node is done and whose Heat update has
+/// ended since (`s`): what a resume does then.
+fn operator_pause_after_heat(plan: &RolloutPlan, s: &crate::model::Status) -> String {
+    let t = plan.target.label();
+    let next = if s.is_complete() {
+        format!("`caldera rollout resume {t}` completes the rollout")
+    } else {
+        format!("`caldera rollout resume {t}` goes on")
+    };
+    format!(
+        "{OPERATOR_PAUSE}; every node is done and Heat's update of stack {} has ended since \
+         ({s}): {next}",
+        plan.stack.name
+    )
 }
 
 /// Appends a request for a rollout running in another process (or the next one to attach),
@@ -2164,7 +2276,7 @@ pub async fn observe_status(
             }
             ("rollout.pause", _) => {
                 status.state = RolloutState::Paused {
-                    reason: "paused by the operator".into(),
+                    reason: OPERATOR_PAUSE.into(),
                 }
             }
             ("rollout.resume", Outcome::Ok) | ("rollout.reattach", _) => {
@@ -2188,6 +2300,12 @@ pub async fn observe_status(
             }
             _ => {}
         }
+    }
+    if status.state == RolloutState::Running && memory.pause.operator {
+        // A reattached engine keeps the operator's pause until a resume.
+        status.state = RolloutState::Paused {
+            reason: OPERATOR_PAUSE.into(),
+        };
     }
     if matches!(status.state, RolloutState::Aborted { .. }) {
         // A cancel (and its rollback) updated members behind the events' backs: Heat's
@@ -2214,7 +2332,15 @@ pub async fn observe_status(
         mark_rolled_back(&mut status, &released);
     }
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
-        status.state = RolloutState::Completed;
+        // Heat's update is over with every node done: the rollout is complete, unless the
+        // operator paused it (then it waits for their resume, which completes it).
+        status.state = if memory.pause.operator {
+            RolloutState::Paused {
+                reason: operator_pause_after_heat(plan, &obs.stack_status),
+            }
+        } else {
+            RolloutState::Completed
+        };
     }
     if !status.state.is_final() {
         status.driver = Some(driver_info(journal, plan));
