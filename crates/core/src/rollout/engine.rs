@@ -29,6 +29,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
+mod closing;
+use closing::{operator_pause_after_heat, with_operator, JournaledPause, OPERATOR_PAUSE};
+
 /// Longest a wait (the poll, a gate, a hook) goes without looking for control requests
 /// other processes wrote to the journal; the console's controls arrive at once.
 const CONTROL_POLL: Duration = Duration::from_millis(200);
@@ -82,31 +85,6 @@ pub const REQUEST_PAUSE: &str = "rollout.request.pause";
 pub const REQUEST_RESUME: &str = "rollout.request.resume";
 pub const REQUEST_ABORT: &str = "rollout.request.abort";
 pub const REQUEST_SKIP: &str = "rollout.request.skip";
-
-/// The reason of the operator's pause, as the status and the journal's readers show it.
-const OPERATOR_PAUSE: &str = "paused by the operator";
-
-/// A pause already in effect (`why`) with the operator's added: both are said.
-fn with_operator(why: &str) -> String {
-    format!("{why}; and {OPERATOR_PAUSE}")
-}
-
-/// Which of the engine's own pauses a `rollout.pause` entry records (its spec): after a
-/// restart the engine must tell the closing wait, which ends by itself with Heat's update,
-/// from the operator's pause (`Ok`, no spec), which only a resume ends. Entries of journals
-/// from before this (no spec) read as pauses of no kind: an operator's or a failure's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum PauseKind {
-    /// Every node done, Heat's update still in progress ([`Runner::closing`]).
-    Closing,
-}
-
-impl PauseKind {
-    fn of(e: &Entry) -> Option<PauseKind> {
-        e.spec.as_deref().and_then(|s| serde_json::from_str(s).ok())
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -625,17 +603,6 @@ struct Memory {
     pause: JournaledPause,
 }
 
-/// The pauses the journal says are in effect for a rollout (none since its last resume).
-/// A failure's pause is not among them: the engine finds the failure in Heat again.
-#[derive(Debug, Default)]
-struct JournaledPause {
-    /// The operator paused it: it stays paused until a resume, whatever Heat does.
-    operator: bool,
-    /// The engine's closing wait, what it said ([`PauseKind::Closing`]): decided again from
-    /// Heat's facts after a restart.
-    closing: Option<String>,
-}
-
 fn member_of(target: &str) -> String {
     target.rsplit('/').next().unwrap_or("").to_string()
 }
@@ -670,15 +637,7 @@ fn journal_memory(journal: &Journal, id: &str) -> ServiceResult<(u64, Memory)> {
             "rollout.skip" => {
                 m.skipped.insert(member_of(&e.target));
             }
-            "rollout.pause" => match (&e.outcome, PauseKind::of(e)) {
-                (Outcome::Ok, _) => m.pause.operator = true,
-                (Outcome::Failed { error }, Some(PauseKind::Closing)) => {
-                    m.pause.closing = Some(error.clone());
-                }
-                // A failure's pause (or one of no kind from an older journal).
-                _ => {}
-            },
-            "rollout.resume" if ok => m.pause = JournaledPause::default(),
+            "rollout.pause" | "rollout.resume" => m.pause.read(e),
             _ => {}
         }
     }
@@ -1928,113 +1887,6 @@ impl Runner {
         None // Heat is still closing the update.
     }
 
-    /// Every member is done and Heat's update goes on: Heat is updating something beside
-    /// the group (a resource the operator let Heat update, a deployment waiting for its
-    /// agent, a wait condition). The rollout cannot complete before Heat's update does, and
-    /// nothing of ours is left to release. Past the time a node may take, it pauses and says
-    /// what Heat is still doing (read from Heat's tree), instead of reading "running" with
-    /// nothing moving; it completes by itself when Heat's update does.
-    async fn closing(&mut self) {
-        let since = *self
-            .closing_since
-            .get_or_insert_with(std::time::Instant::now);
-        let waited = since.elapsed();
-        if waited <= self.plan.options.node_timeout() || self.halted() {
-            return;
-        }
-        let what = match crate::ops::why::read(&self.heat, &self.plan.stack, &[]).await {
-            Ok(why) if !why.lines.is_empty() => why
-                .lines
-                .iter()
-                .take(3)
-                // One line of prose: the why lines' column gaps read as one space.
-                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-                .collect::<Vec<_>>()
-                .join("; "),
-            Ok(_) => "Heat names nothing in progress".to_string(),
-            Err(e) => format!("reading what Heat is doing failed: {e}"),
-        };
-        let reason = format!(
-            "every node is done, but Heat's update of stack {} is still {} {}s after the last \
-             one ({what}); nothing is left to release: the rollout completes when Heat's \
-             update does (`rollout abort` cancels it)",
-            self.plan.stack.name,
-            self.obs.stack_status,
-            waited.as_secs()
-        );
-        let e = self
-            .record(
-                "rollout.pause",
-                &self.target(),
-                Outcome::Failed {
-                    error: reason.clone(),
-                },
-            )
-            .spec(&PauseKind::Closing);
-        self.note(e).await;
-        if self.paused.is_none() {
-            self.paused = Some(reason.clone());
-            self.closing_pause = Some(reason);
-        }
-    }
-
-    /// Every member is done (or skipped) and Heat's update is still in progress: the
-    /// closing wait of [`Runner::closing`].
-    fn closing_now(&self) -> bool {
-        self.current_batch().is_none() && self.obs.stack_status.is_in_progress()
-    }
-
-    /// A pause of [`Runner::closing`] alone ends when Heat's update does: nothing of the
-    /// operator's is waiting on it. A pause the operator added stays, and says now that
-    /// Heat's update is over (the closing wait's words would say it is still going on).
-    fn closing_ended(&mut self) {
-        if self.obs.stack_status.is_in_progress() {
-            return;
-        }
-        let Some(closing) = self.closing_pause.take() else {
-            return;
-        };
-        if self.paused.as_ref() == Some(&closing) {
-            self.paused = None;
-        } else if self.paused.as_deref() == Some(with_operator(&closing).as_str()) {
-            self.paused = Some(self.operator_pause());
-        }
-    }
-
-    /// The operator's pause, with what Heat has done since when that tells the operator
-    /// what a resume does: every node done and Heat's update over.
-    fn operator_pause(&self) -> String {
-        let s = &self.obs.stack_status;
-        if self.current_batch().is_some() || s.is_in_progress() {
-            return OPERATOR_PAUSE.into();
-        }
-        operator_pause_after_heat(&self.plan, s)
-    }
-
-    /// After a restart, the pauses the journal left in effect, decided with Heat's facts:
-    /// the operator's stays until a resume; the closing wait goes on only while every node
-    /// is done and Heat's update is still in progress, and ends by itself with Heat's
-    /// update as before the restart (Heat's update already over: nothing waits, the next
-    /// step completes the rollout). A failure's pause is not taken from the journal: the
-    /// engine finds the failure in Heat again. A pause the start set (its journal failed)
-    /// stays as it is.
-    fn rebuild_pause(&mut self, journaled: JournaledPause) {
-        if self.paused.is_some() {
-            return;
-        }
-        let closing = journaled.closing.filter(|_| self.closing_now());
-        if let Some(reason) = &closing {
-            self.closing_since = Some(std::time::Instant::now());
-            self.closing_pause = Some(reason.clone());
-        }
-        self.paused = match (closing, journaled.operator) {
-            (Some(c), true) => Some(with_operator(&c)),
-            (Some(c), false) => Some(c),
-            (None, true) => Some(self.operator_pause()),
-            (None, false) => None,
-        };
-    }
-
     fn update_status(&mut self) {
         let current = self.current_batch();
         fill_nodes(&mut self.status, &self.obs, &self.skipped, current);
@@ -2074,22 +1926,6 @@ impl Runner {
         let now = Utc::now();
         self.obs.last_event_time.map_or(now, |t| t.max(now))
     }
-}
-
-/// The operator's pause of a rollout whose every node is done and whose Heat update has
-/// ended since (`s`): what a resume does then.
-fn operator_pause_after_heat(plan: &RolloutPlan, s: &crate::model::Status) -> String {
-    let t = plan.target.label();
-    let next = if s.is_complete() {
-        format!("`caldera rollout resume {t}` completes the rollout")
-    } else {
-        format!("`caldera rollout resume {t}` goes on")
-    };
-    format!(
-        "{OPERATOR_PAUSE}; every node is done and Heat's update of stack {} has ended since \
-         ({s}): {next}",
-        plan.stack.name
-    )
 }
 
 /// Appends a request for a rollout running in another process (or the next one to attach),
