@@ -156,3 +156,33 @@ pub fn tick(w: &mut World) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The sibling the real-Heat test writes is read; the group itself, a TestResource with
+    /// a literal value and other types are not siblings.
+    #[test]
+    fn declared_reads_test_resources_whose_value_is_a_parameter() {
+        let template = json!({"resources": {
+            "nodes": {"type": "OS::Heat::TestResource",
+                      "properties": {"value": {"get_param": "image"}}},
+            "slow_sibling": {"type": "OS::Heat::TestResource", "properties": {
+                "value": {"get_param": "frontend_image"},
+                "action_wait_secs": {"update": 120}}},
+            "fixed": {"type": "OS::Heat::TestResource", "properties": {"value": "x"}},
+            "port": {"type": "OS::Neutron::Port",
+                     "properties": {"value": {"get_param": "net"}}}
+        }});
+        assert_eq!(
+            declared(&template, "nodes"),
+            vec![(
+                "slow_sibling".to_string(),
+                "frontend_image".to_string(),
+                120
+            )]
+        );
+    }
+}
