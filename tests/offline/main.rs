@@ -21,6 +21,7 @@ mod actions;
 mod actions_cli;
 mod capi_cluster;
 mod cli_habits;
+mod closing_wait_sim;
 mod deployments_sim;
 mod detail_views_sim;
 mod event_follow;

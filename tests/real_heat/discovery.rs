@@ -897,12 +897,18 @@ async fn an_update_heats_preview_refuses_is_a_refusal_journaled_and_nothing_sent
 /// pauses and names what Heat is still doing instead of reading "running" with nothing
 /// moving; resumed, it waits again and completes by itself when Heat's update does, its
 /// hooks taken out.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs a real Heat (HEAT_URL)"]
-async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_what_heat_does() {
+/// A two-tier stack whose `slow_sibling`, beside group `app_tier`, takes 120 s to update,
+/// and a rollout of `app_tier` to `nginx-1.28` that lets Heat update the sibling too, started
+/// by the command line: it returns on the rollout's closing pause (every member done, Heat
+/// still updating the sibling), naming what Heat does; the engine goes with the process.
+/// The stack and the journal (in `dir`).
+async fn rollout_in_its_closing_wait(
+    heat: &HeatClient,
+    name: &str,
+    dir: &std::path::Path,
+) -> (StackRef, std::path::PathBuf) {
     use crate::support::real_heat_client::caldera_journaled;
-    let heat = heat().await;
-    let stack = two_tier_with(&heat, "disc-2tier-slow-sibling", |t| {
+    let stack = two_tier_with(heat, name, |t| {
         t["resources"]["slow_sibling"] = json!({
             "type": "OS::Heat::TestResource",
             "properties": {
@@ -912,8 +918,7 @@ async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_wh
         });
     })
     .await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let journal = dir.path().join("journal.jsonl");
+    let journal = dir.join("journal.jsonl");
     let target = format!("{}/app_tier", stack.name);
     let (ok, out, err) = caldera_journaled(
         &journal,
@@ -939,6 +944,30 @@ async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_wh
             && err.contains("nothing is left to release"),
         "{out}\n{err}"
     );
+    (stack, journal)
+}
+
+/// The closing pauses the journal holds (every node done, Heat's update still going on).
+fn closing_pauses(journal: &std::path::Path) -> usize {
+    caldera::journal::Journal::open(journal)
+        .read_all()
+        .expect("journal")
+        .into_iter()
+        .filter(|e| {
+            e.action == "rollout.pause"
+                && matches!(&e.outcome, caldera::journal::Outcome::Failed { error }
+                    if error.starts_with("every node is done"))
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_what_heat_does() {
+    let heat = heat().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (stack, journal) =
+        rollout_in_its_closing_wait(&heat, "disc-2tier-slow-sibling", dir.path()).await;
     // Resumed while Heat still works (as the console's engine runs on): it waits again,
     // and completes by itself when Heat's update does, its hooks taken out.
     use caldera::journal::Journal;
@@ -971,17 +1000,11 @@ async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_wh
     assert_eq!(d.summary.status.raw, "UPDATE_COMPLETE");
     // The resumed engine paused on Heat again (the sibling has ~60 s to go by then), and
     // that pause ended by itself with Heat's update.
-    let waits = Journal::open(&journal)
-        .read_all()
-        .expect("journal")
-        .into_iter()
-        .filter(|e| {
-            e.action == "rollout.pause"
-                && matches!(&e.outcome, caldera::journal::Outcome::Failed { error }
-                    if error.starts_with("every node is done"))
-        })
-        .count();
-    assert_eq!(waits, 2, "one pause before the resume, one after");
+    assert_eq!(
+        closing_pauses(&journal),
+        2,
+        "one pause before the resume, one after"
+    );
     let hooks = heat
         .get_environment_hooks(&stack)
         .await
@@ -990,6 +1013,99 @@ async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_wh
         hooks.paths_with("pre-update").is_empty(),
         "hooks left: {hooks:?}"
     );
+}
+
+/// caldera restarted during the closing wait: an engine reattached with nothing but the
+/// journal and Heat is in the same wait at once (not "running" with nothing moving until a
+/// node's time passes again), and completes by itself when Heat's update does: each member
+/// updated once, the hooks taken out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn a_rollout_restarted_in_its_closing_wait_completes_by_itself_when_heat_does() {
+    use caldera::journal::Journal;
+    use caldera::rollout::{engine, RolloutState};
+    let heat = heat().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (stack, journal) =
+        rollout_in_its_closing_wait(&heat, "disc-2tier-slow-restart", dir.path()).await;
+    let ctx = crate::support::scenarios::action_context(Journal::open(&journal), "tester");
+    let group_target = caldera::drivers::any_group::group_target(&stack, "app_tier");
+    let plan = caldera::rollout::control::find_rollout(&heat, &ctx, &group_target)
+        .await
+        .expect("read the rollout")
+        .expect("the paused rollout is found");
+    let members = plan.members().count();
+    let mut handle = engine::reattach(
+        heat.clone(),
+        ctx,
+        plan,
+        engine::EngineOptions {
+            poll: std::time::Duration::from_millis(500),
+            ..Default::default()
+        },
+        Vec::new(),
+    )
+    .await
+    .expect("reattached");
+    let first = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        handle.wait_for(|s| s.state != RolloutState::Starting),
+    )
+    .await
+    .expect("a status");
+    assert!(
+        matches!(&first.state, RolloutState::Paused { reason }
+            if reason.starts_with("every node is done")),
+        "{:?}",
+        first.state
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.status.raw, "UPDATE_IN_PROGRESS");
+    let end = tokio::time::timeout(std::time::Duration::from_secs(300), handle.wait())
+        .await
+        .expect("the rollout ends with Heat's update");
+    assert_eq!(end.state, RolloutState::Completed, "{:?}", end.state);
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.status.raw, "UPDATE_COMPLETE");
+    // The wait went on from where it was: no second pause, though the sibling had more
+    // than a node's time (20 s) left.
+    assert_eq!(closing_pauses(&journal), 1);
+    let hooks = heat
+        .get_environment_hooks(&stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "hooks left: {hooks:?}"
+    );
+    // Heat's own record: each member updated once by the rollout's update.
+    let group = caldera::drivers::heat_native::group_stack_of(&heat, &stack, "app_tier")
+        .await
+        .expect("the group's stack");
+    let events: Vec<caldera::model::StackEvent> = heat
+        .list_events(
+            group,
+            caldera::api::heat::EventQuery {
+                sort_dir: Some(caldera::api::heat::SortDir::Asc),
+                ..Default::default()
+            },
+        )
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .map(|e| e.expect("event"))
+        .collect();
+    // From the rollout's update on (the create's events before it are not the rollout's).
+    let from = events
+        .iter()
+        .position(|e| e.is_stack_event() && e.status.raw == "UPDATE_IN_PROGRESS")
+        .expect("the update's start");
+    let rollout_update = crate::support::scenarios::until_next_update(events[from..].to_vec());
+    let windows = crate::support::scenarios::update_windows(&rollout_update);
+    assert_eq!(windows.len(), members, "{windows:?}");
+    for (m, w) in &windows {
+        assert_eq!(w.2, 1, "member {m} updated {} times", w.2);
+    }
 }
 
 /// `--set KEY=VALUE` of a `string` parameter sends the operator's text: `24.10` reaches the

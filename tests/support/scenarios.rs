@@ -1014,7 +1014,11 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
 /// After a completed rollout: Heat's update is over, and no hook of the rollout is left in
 /// the stack's environment (else the stack's next update, whoever starts it, holds those
 /// members forever); the status says they were taken out.
-async fn assert_completed_and_unhooked(env: &Env, target: &NodeGroupTarget, end: &RolloutStatus) {
+pub async fn assert_completed_and_unhooked(
+    env: &Env,
+    target: &NodeGroupTarget,
+    end: &RolloutStatus,
+) {
     assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
     let stack = target.stack.as_ref().expect("stack");
     let said = end.hooks_left.clone().unwrap_or_default();

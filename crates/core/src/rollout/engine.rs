@@ -30,6 +30,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
+mod closing;
+use closing::{operator_pause_after_heat, with_operator, JournaledPause, OPERATOR_PAUSE};
+
 /// Longest a wait (the poll, a gate, a hook) goes without looking for control requests
 /// other processes wrote to the journal; the console's controls arrive at once.
 const CONTROL_POLL: Duration = Duration::from_millis(200);
@@ -543,7 +546,8 @@ async fn spawn(
     obs.attach(plan.image_parameter()).await?;
     // Controls sent right after attaching (a resume) must see Heat's current state.
     obs.refresh().await?;
-    let (journal_offset, memory) = journal_memory(&ctx.journal, &plan.id)?;
+    let (journal_offset, mut memory) = journal_memory(&ctx.journal, &plan.id)?;
+    let journaled_pause = std::mem::take(&mut memory.pause);
     let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
     for c in initial {
         // The receiver is alive: it is moved into the task below.
@@ -551,7 +555,7 @@ async fn spawn(
     }
     let status = initial_status(&plan);
     let (st_tx, st_rx) = watch::channel(status.clone());
-    let runner = Runner {
+    let mut runner = Runner {
         heat,
         status,
         lock_dir: lock::lock_dir(ctx.journal.path()),
@@ -581,6 +585,7 @@ async fn spawn(
         draining: false,
         plan,
     };
+    runner.rebuild_pause(journaled_pause);
     let task = tokio::spawn(runner.run());
     Ok(RolloutHandle {
         control: ctl_tx,
@@ -596,6 +601,7 @@ struct Memory {
     post_node: BTreeSet<String>,
     batch_started: BTreeSet<usize>,
     batch_finished: BTreeSet<usize>,
+    pause: JournaledPause,
 }
 
 fn member_of(target: &str) -> String {
@@ -632,6 +638,7 @@ fn journal_memory(journal: &Journal, id: &str) -> ServiceResult<(u64, Memory)> {
             "rollout.skip" => {
                 m.skipped.insert(member_of(&e.target));
             }
+            "rollout.pause" | "rollout.resume" => m.pause.read(e),
             _ => {}
         }
     }
@@ -1068,10 +1075,10 @@ impl Runner {
                 // A pause already there (a failure's) keeps its reason: the operator's word
                 // is added to it, not put in its place.
                 self.paused = Some(match self.paused.take() {
-                    Some(why) if why != "paused by the operator" => {
-                        format!("{why}; and paused by the operator")
-                    }
-                    _ => "paused by the operator".into(),
+                    // Already said (a second pause).
+                    Some(why) if why.contains(OPERATOR_PAUSE) => why,
+                    Some(why) => with_operator(&why),
+                    None => OPERATOR_PAUSE.into(),
                 });
                 let e = self.record("rollout.pause", &target, Outcome::Ok);
                 self.note(e).await;
@@ -1881,65 +1888,6 @@ impl Runner {
         None // Heat is still closing the update.
     }
 
-    /// Every member is done and Heat's update goes on: Heat is updating something beside
-    /// the group (a resource the operator let Heat update, a deployment waiting for its
-    /// agent, a wait condition). The rollout cannot complete before Heat's update does, and
-    /// nothing of ours is left to release. Past the time a node may take, it pauses and says
-    /// what Heat is still doing (read from Heat's tree), instead of reading "running" with
-    /// nothing moving; it completes by itself when Heat's update does.
-    async fn closing(&mut self) {
-        let since = *self
-            .closing_since
-            .get_or_insert_with(std::time::Instant::now);
-        let waited = since.elapsed();
-        if waited <= self.plan.options.node_timeout() || self.halted() {
-            return;
-        }
-        let what = match crate::ops::why::read(&self.heat, &self.plan.stack, &[]).await {
-            Ok(why) if !why.lines.is_empty() => why
-                .lines
-                .iter()
-                .take(3)
-                // One line of prose: the why lines' column gaps read as one space.
-                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-                .collect::<Vec<_>>()
-                .join("; "),
-            Ok(_) => "Heat names nothing in progress".to_string(),
-            Err(e) => format!("reading what Heat is doing failed: {e}"),
-        };
-        let reason = format!(
-            "every node is done, but Heat's update of stack {} is still {} {}s after the last \
-             one ({what}); nothing is left to release: the rollout completes when Heat's \
-             update does (`rollout abort` cancels it)",
-            self.plan.stack.name,
-            self.obs.stack_status,
-            waited.as_secs()
-        );
-        let e = self.record(
-            "rollout.pause",
-            &self.target(),
-            Outcome::Failed {
-                error: reason.clone(),
-            },
-        );
-        self.note(e).await;
-        if self.paused.is_none() {
-            self.paused = Some(reason.clone());
-            self.closing_pause = Some(reason);
-        }
-    }
-
-    /// A pause of [`Runner::closing`] alone ends when Heat's update does: nothing of the
-    /// operator's is waiting on it (a pause the operator added stays).
-    fn closing_ended(&mut self) {
-        let s = &self.obs.stack_status;
-        if self.closing_pause.is_some() && self.paused == self.closing_pause && !s.is_in_progress()
-        {
-            self.paused = None;
-            self.closing_pause = None;
-        }
-    }
-
     fn update_status(&mut self) {
         let current = self.current_batch();
         fill_nodes(&mut self.status, &self.obs, &self.skipped, current);
@@ -2165,7 +2113,7 @@ pub async fn observe_status(
             }
             ("rollout.pause", _) => {
                 status.state = RolloutState::Paused {
-                    reason: "paused by the operator".into(),
+                    reason: OPERATOR_PAUSE.into(),
                 }
             }
             ("rollout.resume", Outcome::Ok) | ("rollout.reattach", _) => {
@@ -2189,6 +2137,12 @@ pub async fn observe_status(
             }
             _ => {}
         }
+    }
+    if status.state == RolloutState::Running && memory.pause.operator {
+        // A reattached engine keeps the operator's pause until a resume.
+        status.state = RolloutState::Paused {
+            reason: OPERATOR_PAUSE.into(),
+        };
     }
     if matches!(status.state, RolloutState::Aborted { .. }) {
         // A cancel (and its rollback) updated members behind the events' backs: Heat's
@@ -2215,7 +2169,15 @@ pub async fn observe_status(
         mark_rolled_back(&mut status, &released);
     }
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
-        status.state = RolloutState::Completed;
+        // Heat's update is over with every node done: the rollout is complete, unless the
+        // operator paused it (then it waits for their resume, which completes it).
+        status.state = if memory.pause.operator {
+            RolloutState::Paused {
+                reason: operator_pause_after_heat(plan, &obs.stack_status),
+            }
+        } else {
+            RolloutState::Completed
+        };
     }
     if !status.state.is_final() {
         status.driver = Some(driver_info(journal, plan));

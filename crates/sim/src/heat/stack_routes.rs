@@ -8,6 +8,7 @@ use crate::sim::reply::{heat_error, Reply, Req};
 use crate::sim::shared::Shared;
 use crate::sim::world::build::create_group;
 use crate::sim::world::group::{self, hooks_from_env, UpdateRequest};
+use crate::sim::world::siblings;
 use crate::sim::world::{completed, started, Action, GroupSpec, StackRole, State, Status, World};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
@@ -634,6 +635,9 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
                     return bad(&e);
                 }
             }
+            // Resources beside the groups whose parameter changed start first: a group
+            // with nothing to do must not complete the stack while they work.
+            siblings::start_updates(w, ix, &params);
             // Every group of the stack is updated, as Heat does (measured on Magnum's layout:
             // the group whose inputs did not change goes UPDATE_IN_PROGRESS ->
             // UPDATE_COMPLETE with none of its members touched).
@@ -780,6 +784,21 @@ pub fn create(w: &mut World, sh: &Shared, req: &Req) -> Reply {
             for (k, d) in [("node_fail_index", "-1"), ("action_wait_secs", "0")] {
                 s.params.insert(k.to_string(), get(k, d));
             }
+        }
+    }
+    // Slow resources beside the group (`OS::Heat::TestResource` reading a parameter), with
+    // the value the parameter has (given, else the template's default).
+    if let Some(template) = body.get("template") {
+        for (name, param, secs) in siblings::declared(template, "nodes") {
+            let default = template
+                .pointer(&format!("/parameters/{param}/default"))
+                .map(param_string)
+                .unwrap_or_default();
+            let value = p.get(&param).map(param_string).unwrap_or(default);
+            if let Some(s) = w.stack_mut(ix) {
+                s.params.insert(param.clone(), value.clone());
+            }
+            siblings::add(w, ix, &name, &param, secs, &value);
         }
     }
     let id = w.stack(ix).map(|s| s.id.clone()).unwrap_or_default();

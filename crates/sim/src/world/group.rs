@@ -1340,9 +1340,10 @@ pub fn tick(w: &mut World, g: usize) {
                 Status::new(nested_action, State::Complete),
                 STATE_CHANGED,
             );
-            // The stack completes with its last group, unless another group failed it.
+            // The stack completes with its last group, unless another group failed it, or
+            // with the last slow resource beside its groups (`siblings.rs`).
             let failed = w.stack(ng).is_some_and(|s| s.status.state == State::Failed);
-            if !siblings_busy(w, g) && !failed {
+            if !siblings_busy(w, g) && !super::siblings::busy(w, ng) && !failed {
                 w.set_stack_status(
                     ng,
                     Status::new(op.action, State::Complete),

@@ -8,6 +8,7 @@ pub mod deployments;
 pub mod group;
 mod heat_objects;
 mod ids;
+pub mod siblings;
 
 pub use build::{ClusterSpec, GroupSpec};
 pub use group::{FailSpec, Group, GroupOp, HookRule, Layout, Member, Phase, UpdateRequest};
@@ -99,6 +100,8 @@ pub struct World {
     /// Heat's software configs and deployments (`deployments.rs`).
     pub sw_configs: Vec<deployments::SimConfig>,
     pub sw_deployments: Vec<deployments::SimDeployment>,
+    /// Slow resources beside node groups in their stacks (`siblings.rs`).
+    pub siblings: Vec<siblings::Sibling>,
 }
 
 impl World {
@@ -122,6 +125,7 @@ impl World {
             resolved_outputs: HashMap::new(),
             sw_configs: Vec::new(),
             sw_deployments: Vec::new(),
+            siblings: Vec::new(),
         }
     }
 
@@ -454,6 +458,7 @@ impl World {
                 group::tick(self, g);
             }
         }
+        siblings::tick(self);
     }
 }
 
