@@ -2024,3 +2024,115 @@ async fn a_scale_during_an_upgrade_does_not_reset_the_clusters_time_in_state() {
     assert!(row(&dash, "default-worker").contains(" 23m "), "{dash}");
     assert!(row(&dash, "gpu-worker").contains(" 3m "), "{dash}");
 }
+
+/// The events view of prod-k8s's default worker, with (`magnum`) a Magnum member's server
+/// and port (members 406 and 405) as Heat names them.
+async fn worker_events(magnum: bool) -> Harness {
+    let mut h = Harness::demo(1000);
+    if magnum {
+        add_magnum_events(&h);
+    }
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Events);
+    h.settle().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Events { .. }));
+    h
+}
+
+fn add_magnum_events(h: &Harness) {
+    // A Magnum member's server and port (member 406 and 405), as Heat names them.
+    h.fake.with_data(|d| {
+        let (id, sref) = d
+            .events
+            .iter()
+            .find_map(|(id, evs)| {
+                let sref = evs.first()?.stack.clone()?;
+                (sref.name == "prod-k8s-default-worker").then(|| (id.clone(), sref))
+            })
+            .expect("the worker stack's events");
+        let events = d.events.entry(id).or_default();
+        let now = d.now;
+        for (k, (member, resource)) in [
+            ("405", "kube-minion"),
+            ("406", "kube-minion"),
+            ("406", "kube-minion-port"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            events.push(crate::model::StackEvent {
+                id: format!("ev-magnum-{k}"),
+                time: now - chrono::Duration::seconds(30 - k as i64),
+                resource_name: resource.into(),
+                logical_id: resource.into(),
+                physical_id: None,
+                status: crate::model::Status::parse("UPDATE_IN_PROGRESS"),
+                status_reason: Some("state changed".into()),
+                stack: Some(sref.clone()),
+                path: vec!["kube_minions".into(), member.into()],
+            });
+        }
+    });
+}
+
+/// #26 item 8: the events table's widths by need. At 40 columns TIME and STATUS keep their
+/// natural width (they were `TI…` and `S…`: RESOURCE took 28 columns for 12 of text); at 60
+/// RESOURCE keeps what tells a member's server from its port and from another member's
+/// (`…406 > kube-minion-port`), REASON what is left; at 80 the paths keep the same and REASON
+/// a few words; at 200 nothing that fits is cut. Every cut is marked.
+#[tokio::test]
+async fn events_columns_get_widths_by_need_at_40_80_and_200() {
+    let mut h = worker_events(false).await;
+    let narrow = h.render(40, 20);
+    insta::assert_snapshot!("events_by_need_40x20", narrow);
+    let heading = narrow.lines().nth(3).unwrap_or_default();
+    assert!(
+        heading.contains(" TIME ") && heading.contains(" STATUS "),
+        "{narrow}"
+    );
+    let body: Vec<&str> = narrow.lines().skip(4).take(13).collect();
+    for l in &body {
+        assert!(
+            l.contains(" ago ") && l.contains("UPDATE_COMPLETE "),
+            "{narrow}"
+        );
+        // The member (what tells the rows apart), its group's name cut, marked.
+        let member = l.split_whitespace().any(|w| {
+            w.strip_prefix('…')
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        });
+        assert!(member, "the member is shown: {narrow}");
+    }
+    let mut h = worker_events(true).await;
+    let mid = h.render(60, 20);
+    let row = |end: &str| {
+        mid.lines()
+            .find(|l| l.contains(end))
+            .unwrap_or_else(|| panic!("no row with {end}:\n{mid}"))
+            .to_string()
+    };
+    for end in [
+        "405 > kube-minion ",
+        "406 > kube-minion ",
+        "406 > kube-minion-port ",
+    ] {
+        let r = row(end);
+        assert!(
+            r.contains(" ago ") && r.contains(" UPDATE_IN_PROGRESS "),
+            "{r}"
+        );
+        assert!(r.contains('…'), "the cut path is marked: {r}");
+    }
+    insta::assert_snapshot!("events_by_need_60x20", mid);
+    insta::assert_snapshot!("events_by_need_80x24", h.render(80, 24));
+    let wide = h.render(200, 60);
+    insta::assert_snapshot!("events_by_need_200x60", wide);
+    assert!(
+        wide.contains("kube_minions > 406 > kube-minion-port state changed")
+            && !wide
+                .lines()
+                .any(|l| l.contains("kube_minions") && l.contains('…')),
+        "{wide}"
+    );
+}
