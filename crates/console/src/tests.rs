@@ -370,8 +370,9 @@ async fn a_first_member_list_mid_upgrade_claims_no_done_before_the_images() {
     assert!(!screen.contains("⟳ reading"), "{screen}");
 }
 
-/// A hold whose pause event Heat purged is marked "inferred" in the HOOK column, a seen one
-/// "paused"; both count as held in the summary.
+/// The HOOK column says `held`, the word of the summary's count it is drawn from (it said
+/// Heat's `paused` beside `2 held`): a member's cell is its phase in the group's model. A hold
+/// whose pause event Heat purged is `held (inferred)`.
 #[tokio::test]
 async fn the_hook_column_says_which_holds_are_inferred() {
     let mut h = Harness::demo(1000);
@@ -405,12 +406,12 @@ async fn the_hook_column_says_which_holds_are_inferred() {
             .unwrap_or_default()
             .to_string()
     };
-    assert!(row("0").contains(" paused "), "{screen}");
-    assert!(row("1").contains(" inferred "), "{screen}");
-    assert!(
-        !row("2").contains("paused") && !row("2").contains("inferred"),
-        "{screen}"
-    );
+    assert!(row("0").contains(" held "), "{screen}");
+    assert!(row("1").contains(" held (inferred) "), "{screen}");
+    assert!(!row("2").contains("held"), "{screen}");
+    assert!(!screen.contains("paused"), "{screen}");
+    // The count beside the map is of the same fact.
+    assert!(screen.contains("‖ 2 held"), "{screen}");
 }
 
 #[tokio::test]
@@ -922,6 +923,55 @@ async fn back_clears_filter_first_then_pops() {
     assert_eq!(h.app.view().table.len(), 3);
     h.press(KeyCode::Esc);
     assert_eq!(h.app.nav().len(), 1);
+}
+
+/// `/` starts a fresh filter, as in less and k9s: the input opens empty (it opened holding
+/// the last filter, so typing appended to it), the current filter stays applied until a new
+/// one is entered, Esc keeps it, and Enter on the empty input clears it.
+#[tokio::test]
+async fn slash_starts_a_fresh_filter_and_keeps_the_old_until_enter() {
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let all = {
+        h.app.prepare();
+        h.app.view().table.len()
+    };
+    let shown = |h: &mut Harness| {
+        h.app.prepare();
+        h.app.view().table.len()
+    };
+    h.press(KeyCode::Char('/'));
+    h.type_str("!master");
+    h.press(KeyCode::Enter);
+    let filtered = shown(&mut h);
+    assert!(filtered < all, "{filtered} of {all}");
+    // A fresh input: nothing in it, the old filter still applied (and said in the prompt).
+    h.press(KeyCode::Char('/'));
+    let Mode::Input(input) = h.app.mode() else {
+        panic!("the filter input is open");
+    };
+    assert_eq!(input.text(), "");
+    assert_eq!(shown(&mut h), filtered);
+    let screen = h.render(120, 30);
+    assert!(screen.contains("now /!master"), "{screen}");
+    // Typing shows the new one; Esc keeps the old.
+    h.type_str("gpu");
+    assert_ne!(shown(&mut h), filtered);
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.view().table.filter().raw(), "!master");
+    assert_eq!(shown(&mut h), filtered);
+    // A new one replaces it (not appended to it).
+    h.press(KeyCode::Char('/'));
+    h.type_str("gpu");
+    h.press(KeyCode::Enter);
+    assert_eq!(h.app.view().table.filter().raw(), "gpu");
+    // Enter on the empty input clears it.
+    h.press(KeyCode::Char('/'));
+    h.press(KeyCode::Enter);
+    assert_eq!(h.app.view().table.filter().raw(), "");
+    assert_eq!(shown(&mut h), all);
 }
 
 #[tokio::test]
