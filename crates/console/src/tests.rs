@@ -538,7 +538,12 @@ async fn snapshot_stacks_help_palette() {
     assert!(matches!(h.app.mode(), Mode::Help(n) if *n == last - 1));
     // Every palette command is listed, its aliases apart from what it does.
     let rows = h.app.help_text().rows;
-    for name in [":journal", ":fleet", ":cloud"] {
+    let names: Vec<String> = super::message::COMMANDS
+        .iter()
+        .map(|(n, _, _)| format!(":{n}"))
+        .collect();
+    assert!(names.len() >= 20);
+    for name in &names {
         assert!(
             rows.iter().any(|r| matches!(r, crate::tui::state::help::HelpRow::Command { name: n, .. } if n == name)),
             "{name}"

@@ -319,10 +319,18 @@ fn a_cluster_sums_its_groups_and_keeps_the_most_telling_state() {
 /// `held (inferred)` when Heat purged the pause event, nothing for a member not held.
 #[test]
 fn the_hook_cell_says_held_as_the_count_does() {
-    for h in [Holder::ThisRollout, Holder::OtherCaldera, Holder::Operator, Holder::Heat] {
+    for h in [
+        Holder::ThisRollout,
+        Holder::OtherCaldera,
+        Holder::Operator,
+        Holder::Heat,
+    ] {
         assert_eq!(hook_cell(Some(Phase::Held(h)), false), "held");
         assert_eq!(hook_cell(Some(Phase::Held(h)), true), "held (inferred)");
-        assert_eq!(hook_cell(Some(Phase::Held(h)), false), Phase::Held(h).label());
+        assert_eq!(
+            hook_cell(Some(Phase::Held(h)), false),
+            Phase::Held(h).label()
+        );
     }
     assert_eq!(hook_cell(Some(Phase::Skipped), true), "");
     assert_eq!(hook_cell(Some(Phase::Updating), false), "");
