@@ -328,7 +328,8 @@ impl Want {
 /// group they share nor half a member's number. Any other name is kept whole: its first
 /// letters alone are no name an operator knows.
 fn distinct_width(texts: &[&str], need: u16) -> u16 {
-    let mut distinct: Vec<&str> = texts.to_vec();
+    // The indentation of a nested event's path is not what tells it apart.
+    let mut distinct: Vec<&str> = texts.iter().map(|t| t.trim_start()).collect();
     distinct.sort_unstable();
     distinct.dedup();
     let all_apart = |mut kept: Vec<String>| {
@@ -350,7 +351,8 @@ fn distinct_width(texts: &[&str], need: u16) -> u16 {
                 .iter()
                 .map(|t| {
                     let parts: Vec<&str> = t.split(PATH_SEP).collect();
-                    let cut = parts.len() > k;
+                    // Names or indentation left out: the `…` says so.
+                    let cut = parts.len() > k || texts.iter().any(|o| o.ends_with(t) && o != t);
                     let tail = parts[parts.len().saturating_sub(k)..].join(PATH_SEP);
                     let w = Span::raw(tail.as_str()).width() + usize::from(cut);
                     (tail, w)
@@ -374,7 +376,7 @@ fn distinct_width(texts: &[&str], need: u16) -> u16 {
 fn by_need(wants: &[Want], free: u16) -> Vec<Option<u16>> {
     let mut given = vec![0u16; wants.len()];
     let mut left = free;
-    let mut give = |given: &mut [u16], j: usize, more: u16, left: &mut u16| {
+    let give = |given: &mut [u16], j: usize, more: u16, left: &mut u16| {
         let n = more.min(*left);
         given[j] += n;
         *left -= n;
@@ -547,6 +549,63 @@ pub fn cut_line_marked<'a>(line: Line<'a>, width: usize) -> Line<'a> {
 /// the cut marked `…`: the border would cut it silently.
 pub fn pane_title<'a>(title: impl Into<Line<'a>>, width: u16) -> Line<'a> {
     cut_line_marked(title.into(), usize::from(width.saturating_sub(2)))
+}
+
+#[cfg(test)]
+mod width_tests {
+    use super::{by_need, distinct_width, Want};
+
+    /// A path keeps as many names from its end as tell its rows apart; indentation is not one.
+    #[test]
+    fn a_path_column_keeps_the_names_that_tell_its_rows_apart() {
+        assert_eq!(distinct_width(&["  nodes > 27", "  nodes > 28"], 12), 3);
+        let magnum = [
+            "    kube_minions > 405 > kube-minion",
+            "    kube_minions > 406 > kube-minion",
+            "    kube_minions > 406 > kube-minion-port",
+        ];
+        // `…406 > kube-minion-port`: the member and the resource, not the group.
+        assert_eq!(distinct_width(&magnum, 40), 23);
+        let nested = [
+            "  kube_minions > 406",
+            "    kube_minions > 406",
+            "    kube_minions > 406 > kube-minion",
+            "  kube_minions > 417",
+            "    kube_minions > 417 > kube-minion",
+        ];
+        assert_eq!(distinct_width(&nested, 40), 19);
+        // Other names are kept whole.
+        assert_eq!(distinct_width(&["prod-east", "prod-west"], 9), 9);
+    }
+
+    /// Fixed-meaning columns get their natural width, names what tells them apart, free text a
+    /// few words before names grow, then the rest; under 3 columns a column is not drawn.
+    #[test]
+    fn widths_go_by_need_in_order() {
+        let events = [
+            Want::Natural(7),
+            Want::Natural(18),
+            Want::Apart { keep: 3, need: 12 },
+            Want::Rest,
+        ];
+        assert_eq!(
+            by_need(&events, 33),
+            vec![Some(7), Some(18), Some(3), Some(5)]
+        );
+        assert_eq!(
+            by_need(&events, 60),
+            vec![Some(7), Some(18), Some(12), Some(23)]
+        );
+        // No room for free text: it is not drawn and its blank goes to the last one drawn.
+        assert_eq!(by_need(&events, 29), vec![Some(7), Some(18), Some(5), None]);
+        // Names first when even they do not fit with the rest.
+        let names = [
+            Want::Apart { keep: 11, need: 11 },
+            Want::Natural(18),
+            Want::Natural(8),
+        ];
+        assert_eq!(by_need(&names, 20), vec![Some(11), Some(10), None]);
+    }
 }
 
 #[cfg(test)]
