@@ -351,8 +351,8 @@ fn distinct_width(texts: &[&str], need: u16) -> u16 {
                 .iter()
                 .map(|t| {
                     let parts: Vec<&str> = t.split(PATH_SEP).collect();
-                    // Names or indentation left out: the `…` says so.
-                    let cut = parts.len() > k || texts.iter().any(|o| o.ends_with(t) && o != t);
+                    // Names left out: the `…` says so (indentation goes unmarked).
+                    let cut = parts.len() > k;
                     let tail = parts[parts.len().saturating_sub(k)..].join(PATH_SEP);
                     let w = Span::raw(tail.as_str()).width() + usize::from(cut);
                     (tail, w)
@@ -484,10 +484,20 @@ pub fn cut_marked(text: String, width: usize) -> String {
     if width == 0 {
         return String::new();
     }
-    let room = width - 1;
-    let chars: Vec<char> = text.chars().collect();
     let at_end =
         text.contains(PATH_SEP) || (text.contains('/') && !text.chars().any(char::is_whitespace));
+    // A nested path's indentation goes first, unmarked: it is layout, not a name.
+    let text = if at_end && text.starts_with(' ') {
+        let names = text.trim_start();
+        if Span::raw(names).width() <= width {
+            return names.to_string();
+        }
+        names.to_string()
+    } else {
+        text
+    };
+    let room = width - 1;
+    let chars: Vec<char> = text.chars().collect();
     let kept = if at_end {
         chars_fitting(chars.iter().rev().copied(), room)
     } else {
@@ -573,7 +583,7 @@ mod width_tests {
             "  kube_minions > 417",
             "    kube_minions > 417 > kube-minion",
         ];
-        assert_eq!(distinct_width(&nested, 40), 19);
+        assert_eq!(distinct_width(&nested, 40), 18);
         // Other names are kept whole.
         assert_eq!(distinct_width(&["prod-east", "prod-west"], 9), 9);
     }
@@ -634,6 +644,10 @@ mod cut_tests {
         let path = "kube_minions > 406 > kube-minion".to_string();
         assert_eq!(cut_marked(path.clone(), 40), path);
         assert_eq!(cut_marked(path.clone(), 18), "…406 > kube-minion");
+        // Indentation goes first, unmarked; then names, marked.
+        let nested = format!("    {path}");
+        assert_eq!(cut_marked(nested.clone(), 33), path);
+        assert_eq!(cut_marked(nested, 18), "…406 > kube-minion");
         assert_eq!(
             cut_marked("OS::TripleO::CephStorageServer".into(), 24),
             "OS::TripleO::CephStorag…"
