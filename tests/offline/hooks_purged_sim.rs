@@ -370,7 +370,7 @@ async fn why_stuck_and_marks_name_the_inferred_holds(
         .map(|n| n.key.member.as_str())
         .collect();
     assert_eq!(marked, ["0", "1", "2"]);
-    // Each mark says it is inferred (the nodes pane's HOOK column reads "inferred").
+    // Each mark says it is inferred (the nodes pane's HOOK column reads "held (inferred)").
     assert!(
         nodes.iter().all(|n| n.hook_inferred == n.hook_paused),
         "{:?}",

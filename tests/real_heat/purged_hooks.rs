@@ -362,7 +362,7 @@ async fn real_with_every_event_kept_nothing_is_inferred() {
 /// purged and others not, whichever Heat wrote last. Each minion is named once, seen
 /// exactly where its pause event is still there and inferred elsewhere; no master is
 /// named; and the console's node stream of `default-worker` marks each minion the same
-/// way (the HOOK column's `paused` / `inferred`).
+/// way (the HOOK column's `held` / `held (inferred)`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a purging real Heat: run scripts/real-heat-suite.sh"]
 async fn real_magnum_layout_holds_are_each_named_with_the_evidence_heat_kept() {

@@ -416,7 +416,7 @@ const DEFAULTS: &[Default5] = &[
         "filter",
         KeyContext::Global,
         &["/"],
-        "Filter the table: text, re:REGEX, !inverse",
+        "Filter the table anew: text, re:REGEX, !inverse (Enter alone clears, Esc keeps)",
         Some("filter"),
     ),
     (

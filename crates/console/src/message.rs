@@ -200,7 +200,10 @@ impl Command {
             "refresh" => Command::Refresh,
             "messages" => Command::Messages,
             "help" => Command::Help,
-            _ => Command::Quit,
+            "q" => Command::Quit,
+            // A name of the table without its command here: said, never taken as another
+            // command (it was taken as :q, and quit).
+            other => return Err(format!(":{other} is listed but not handled (a bug)")),
         })
     }
 }
@@ -536,6 +539,32 @@ pub enum Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #26: the palette's table is the one list of its commands: each name and alias parses
+    /// (only `:q`'s to quitting), the help lists each, and the README's console section names
+    /// each (it named 13 of 20: no `:rollout`, `:scale`, `:upgrade`, `:run`, `:refresh`, …).
+    #[test]
+    fn every_palette_command_parses_and_is_named_in_the_readme() {
+        let readme = include_str!("../../../README.md");
+        let console = &readme[readme.find("## The console").expect("the console section")..];
+        let console = &console[..console.find("\n## ").unwrap_or(console.len())];
+        for (name, aliases, _) in COMMANDS {
+            for word in std::iter::once(name).chain(aliases.iter()) {
+                let line = if *name == "theme" || *name == "cloud" {
+                    format!("{word} x")
+                } else {
+                    word.to_string()
+                };
+                let parsed = Command::parse(&line);
+                assert!(parsed.is_ok(), ":{word}: {parsed:?}");
+                assert_eq!(parsed == Ok(Command::Quit), *name == "q", ":{word}");
+            }
+            assert!(
+                console.contains(&format!("`:{name}")),
+                ":{name} not in the README"
+            );
+        }
+    }
 
     #[test]
     fn parses_commands_and_aliases() {

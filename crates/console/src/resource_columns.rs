@@ -60,6 +60,14 @@ pub fn status_style(s: &Status, ctx: &RowCtx) -> Style {
     ctx.theme.status_style(s.state)
 }
 
+/// A node's HOOK cell: its phase in its group's progress model (`held`), as core words it.
+fn hook_text(r: &NodeRow, ctx: &RowCtx) -> String {
+    let phase = ctx
+        .models
+        .and_then(|m| m.phase(&r.node.key.nodegroup, &r.node.key.member));
+    crate::progress::hook_cell(phase, r.node.hook_inferred)
+}
+
 /// Heat map / colour state of a node.
 pub fn node_state(r: &NodeRow) -> CellState {
     let n = &r.node;
@@ -384,14 +392,12 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         Column {
             title: "HOOK",
             hide_below: 0,
-            width: Constraint::Length(8),
-            // "inferred": Heat purged the pause event; the why-stuck line says from what.
-            text: |r, _| match (r.node.hook_paused, r.node.hook_inferred) {
-                (true, true) => "inferred".into(),
-                (true, false) => "paused".into(),
-                (false, _) => String::new(),
-            },
-            sort: |r, _| SortKey::Int(r.node.hook_paused as i64),
+            width: Constraint::Length(15),
+            // The member's phase in its group's model, the fact the summary's `held` count
+            // is made of (core's word). "(inferred)": Heat purged the pause event; the
+            // why-stuck line says from what.
+            text: |r, ctx| hook_text(r, ctx),
+            sort: |r, ctx| SortKey::str(&hook_text(r, ctx)),
             style: |_, ctx| {
                 Style::default()
                     .fg(ctx.theme.paused)

@@ -370,8 +370,9 @@ async fn a_first_member_list_mid_upgrade_claims_no_done_before_the_images() {
     assert!(!screen.contains("⟳ reading"), "{screen}");
 }
 
-/// A hold whose pause event Heat purged is marked "inferred" in the HOOK column, a seen one
-/// "paused"; both count as held in the summary.
+/// The HOOK column says `held`, the word of the summary's count it is drawn from (it said
+/// Heat's `paused` beside `2 held`): a member's cell is its phase in the group's model. A hold
+/// whose pause event Heat purged is `held (inferred)`.
 #[tokio::test]
 async fn the_hook_column_says_which_holds_are_inferred() {
     let mut h = Harness::demo(1000);
@@ -405,12 +406,12 @@ async fn the_hook_column_says_which_holds_are_inferred() {
             .unwrap_or_default()
             .to_string()
     };
-    assert!(row("0").contains(" paused "), "{screen}");
-    assert!(row("1").contains(" inferred "), "{screen}");
-    assert!(
-        !row("2").contains("paused") && !row("2").contains("inferred"),
-        "{screen}"
-    );
+    assert!(row("0").contains(" held "), "{screen}");
+    assert!(row("1").contains(" held (inferred) "), "{screen}");
+    assert!(!row("2").contains("held"), "{screen}");
+    assert!(!screen.contains("paused"), "{screen}");
+    // The count beside the map is of the same fact.
+    assert!(screen.contains("‖ 2 held"), "{screen}");
 }
 
 #[tokio::test]
@@ -537,7 +538,12 @@ async fn snapshot_stacks_help_palette() {
     assert!(matches!(h.app.mode(), Mode::Help(n) if *n == last - 1));
     // Every palette command is listed, its aliases apart from what it does.
     let rows = h.app.help_text().rows;
-    for name in [":journal", ":fleet", ":cloud"] {
+    let names: Vec<String> = super::message::COMMANDS
+        .iter()
+        .map(|(n, _, _)| format!(":{n}"))
+        .collect();
+    assert!(names.len() >= 20);
+    for name in &names {
         assert!(
             rows.iter().any(|r| matches!(r, crate::tui::state::help::HelpRow::Command { name: n, .. } if n == name)),
             "{name}"
@@ -922,6 +928,55 @@ async fn back_clears_filter_first_then_pops() {
     assert_eq!(h.app.view().table.len(), 3);
     h.press(KeyCode::Esc);
     assert_eq!(h.app.nav().len(), 1);
+}
+
+/// `/` starts a fresh filter, as in less and k9s: the input opens empty (it opened holding
+/// the last filter, so typing appended to it), the current filter stays applied until a new
+/// one is entered, Esc keeps it, and Enter on the empty input clears it.
+#[tokio::test]
+async fn slash_starts_a_fresh_filter_and_keeps_the_old_until_enter() {
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.key(KeyAction::Open);
+    h.settle().await;
+    let all = {
+        h.app.prepare();
+        h.app.view().table.len()
+    };
+    let shown = |h: &mut Harness| {
+        h.app.prepare();
+        h.app.view().table.len()
+    };
+    h.press(KeyCode::Char('/'));
+    h.type_str("!master");
+    h.press(KeyCode::Enter);
+    let filtered = shown(&mut h);
+    assert!(filtered < all, "{filtered} of {all}");
+    // A fresh input: nothing in it, the old filter still applied (and said in the prompt).
+    h.press(KeyCode::Char('/'));
+    let Mode::Input(input) = h.app.mode() else {
+        panic!("the filter input is open");
+    };
+    assert_eq!(input.text(), "");
+    assert_eq!(shown(&mut h), filtered);
+    let screen = h.render(120, 30);
+    assert!(screen.contains("now /!master"), "{screen}");
+    // Typing shows the new one; Esc keeps the old.
+    h.type_str("gpu");
+    assert_ne!(shown(&mut h), filtered);
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.view().table.filter().raw(), "!master");
+    assert_eq!(shown(&mut h), filtered);
+    // A new one replaces it (not appended to it).
+    h.press(KeyCode::Char('/'));
+    h.type_str("gpu");
+    h.press(KeyCode::Enter);
+    assert_eq!(h.app.view().table.filter().raw(), "gpu");
+    // Enter on the empty input clears it.
+    h.press(KeyCode::Char('/'));
+    h.press(KeyCode::Enter);
+    assert_eq!(h.app.view().table.filter().raw(), "");
+    assert_eq!(shown(&mut h), all);
 }
 
 #[tokio::test]
@@ -2023,4 +2078,116 @@ async fn a_scale_during_an_upgrade_does_not_reset_the_clusters_time_in_state() {
     let dash = h.render(200, 60);
     assert!(row(&dash, "default-worker").contains(" 23m "), "{dash}");
     assert!(row(&dash, "gpu-worker").contains(" 3m "), "{dash}");
+}
+
+/// The events view of prod-k8s's default worker, with (`magnum`) a Magnum member's server
+/// and port (members 406 and 405) as Heat names them.
+async fn worker_events(magnum: bool) -> Harness {
+    let mut h = Harness::demo(1000);
+    if magnum {
+        add_magnum_events(&h);
+    }
+    h.open_prod().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Events);
+    h.settle().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Events { .. }));
+    h
+}
+
+fn add_magnum_events(h: &Harness) {
+    // A Magnum member's server and port (member 406 and 405), as Heat names them.
+    h.fake.with_data(|d| {
+        let (id, sref) = d
+            .events
+            .iter()
+            .find_map(|(id, evs)| {
+                let sref = evs.first()?.stack.clone()?;
+                (sref.name == "prod-k8s-default-worker").then(|| (id.clone(), sref))
+            })
+            .expect("the worker stack's events");
+        let events = d.events.entry(id).or_default();
+        let now = d.now;
+        for (k, (member, resource)) in [
+            ("405", "kube-minion"),
+            ("406", "kube-minion"),
+            ("406", "kube-minion-port"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            events.push(crate::model::StackEvent {
+                id: format!("ev-magnum-{k}"),
+                time: now - chrono::Duration::seconds(30 - k as i64),
+                resource_name: resource.into(),
+                logical_id: resource.into(),
+                physical_id: None,
+                status: crate::model::Status::parse("UPDATE_IN_PROGRESS"),
+                status_reason: Some("state changed".into()),
+                stack: Some(sref.clone()),
+                path: vec!["kube_minions".into(), member.into()],
+            });
+        }
+    });
+}
+
+/// #26 item 8: the events table's widths by need. At 40 columns TIME and STATUS keep their
+/// natural width (they were `TI…` and `S…`: RESOURCE took 28 columns for 12 of text); at 60
+/// RESOURCE keeps what tells a member's server from its port and from another member's
+/// (`…406 > kube-minion-port`), REASON what is left; at 80 the paths keep the same and REASON
+/// a few words; at 200 nothing that fits is cut. Every cut is marked.
+#[tokio::test]
+async fn events_columns_get_widths_by_need_at_40_80_and_200() {
+    let mut h = worker_events(false).await;
+    let narrow = h.render(40, 20);
+    insta::assert_snapshot!("events_by_need_40x20", narrow);
+    let heading = narrow.lines().nth(3).unwrap_or_default();
+    assert!(
+        heading.contains(" TIME ") && heading.contains(" STATUS "),
+        "{narrow}"
+    );
+    let body: Vec<&str> = narrow.lines().skip(4).take(13).collect();
+    for l in &body {
+        assert!(
+            l.contains(" ago ") && l.contains("UPDATE_COMPLETE "),
+            "{narrow}"
+        );
+        // The member (what tells the rows apart), its group's name cut, marked.
+        let member = l.split_whitespace().any(|w| {
+            w.strip_prefix('…')
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        });
+        assert!(member, "the member is shown: {narrow}");
+    }
+    let mut h = worker_events(true).await;
+    let mid = h.render(60, 20);
+    let row = |end: &str| {
+        mid.lines()
+            .find(|l| l.contains(end))
+            .unwrap_or_else(|| panic!("no row with {end}:\n{mid}"))
+            .to_string()
+    };
+    for end in [
+        "405 > kube-minion ",
+        "406 > kube-minion ",
+        "406 > kube-minion-port ",
+    ] {
+        let r = row(end);
+        assert!(
+            r.contains(" ago ") && r.contains(" UPDATE_IN_PROGRESS "),
+            "{r}"
+        );
+        assert!(r.contains('…'), "the cut path is marked: {r}");
+    }
+    insta::assert_snapshot!("events_by_need_60x20", mid);
+    insta::assert_snapshot!("events_by_need_80x24", h.render(80, 24));
+    let wide = h.render(200, 60);
+    insta::assert_snapshot!("events_by_need_200x60", wide);
+    assert!(
+        wide.contains("kube_minions > 406 > kube-minion-port state changed")
+            && !wide
+                .lines()
+                .any(|l| l.contains("kube_minions") && l.contains('…')),
+        "{wide}"
+    );
 }

@@ -14,7 +14,7 @@ use tui_textarea::TextArea;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputKind {
     Palette,
-    /// The filter as it was, restored on Esc.
+    /// The filter as it was: applied while the input is empty, kept on Esc.
     Filter {
         previous: String,
     },
@@ -37,7 +37,9 @@ impl InputState {
     }
 
     fn set_text(&mut self, text: &str) {
+        let hint = self.textarea.placeholder_text().to_string();
         self.textarea = new_textarea(text);
+        self.textarea.set_placeholder_text(hint);
     }
 
     pub fn prompt(&self) -> &'static str {
@@ -122,9 +124,18 @@ fn common_prefix(words: &[String]) -> String {
 
 impl App {
     pub(super) fn open_input(&mut self, kind: InputKind, initial: &str) {
+        let mut textarea = new_textarea(initial);
+        if let InputKind::Filter { previous } = &kind {
+            if !previous.is_empty() {
+                textarea.set_placeholder_text(format!(
+                    "(now /{}: type a new filter; Enter alone clears it, Esc keeps it)",
+                    crate::model::terminal_safe(previous)
+                ));
+            }
+        }
         self.mode = Mode::Input(Box::new(InputState {
             kind,
-            textarea: new_textarea(initial),
+            textarea,
             history_pos: None,
             candidates: Vec::new(),
         }));
@@ -198,8 +209,10 @@ impl App {
             KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
                 input.set_text("");
                 input.candidates.clear();
-                if let InputKind::Filter { .. } = input.kind {
-                    self.view_mut().table.set_filter("");
+                if let InputKind::Filter { previous } = &input.kind {
+                    // Nothing typed: the filter that was stays until Enter.
+                    let previous = previous.clone();
+                    self.view_mut().table.set_filter(&previous);
                 }
             }
             KeyCode::Tab if input.kind == InputKind::Palette => {
@@ -227,9 +240,16 @@ impl App {
             _ => {
                 input.textarea.input(key);
                 input.candidates.clear();
-                if let InputKind::Filter { .. } = input.kind {
+                if let InputKind::Filter { previous } = &input.kind {
+                    // The rows follow what is typed; an emptied input shows the filter that
+                    // was, until Enter clears it.
                     let text = input.text();
-                    self.view_mut().table.set_filter(&text);
+                    let shown = if text.is_empty() {
+                        previous.clone()
+                    } else {
+                        text
+                    };
+                    self.view_mut().table.set_filter(&shown);
                 }
             }
         }

@@ -512,14 +512,12 @@ impl App {
             KeyAction::Suspend => self.should_suspend = true,
             KeyAction::Help => self.mode = Mode::Help(0),
             KeyAction::Palette => self.open_input(input::InputKind::Palette, ""),
+            // A fresh filter, as `/` starts a fresh search in less and k9s: the input opens
+            // empty while the current filter stays applied until a new one is typed; Esc
+            // keeps it, Enter on the empty input clears it.
             KeyAction::Filter => {
-                let current = self.view().table.filter().raw().to_string();
-                self.open_input(
-                    input::InputKind::Filter {
-                        previous: current.clone(),
-                    },
-                    &current,
-                );
+                let previous = self.view().table.filter().raw().to_string();
+                self.open_input(input::InputKind::Filter { previous }, "");
             }
             KeyAction::Back => {
                 if self.view_mut().table.clear_filter() {

@@ -114,6 +114,31 @@ impl Phase {
     }
 }
 
+/// What a member's HOOK cell says, from its phase in the model (the fact the `held` count is
+/// made of, so the column and the count cannot disagree): `held` for a member waiting on a Heat
+/// hook, the word the counts and `caldera rollout status` use (Heat's own event says "paused
+/// until Hook pre-update is cleared": that text is shown verbatim where Heat's events are);
+/// `held (inferred)` when the hold is inferred, Heat having purged the pause event (`inferred`:
+/// the member's reading says so); nothing for any other phase.
+pub fn hook_cell(phase: Option<Phase>, inferred: bool) -> String {
+    match phase {
+        Some(p @ Phase::Held(_)) if inferred => format!("{} (inferred)", p.label()),
+        Some(p @ Phase::Held(_)) => p.label().to_string(),
+        Some(
+            Phase::Pending
+            | Phase::Updating
+            | Phase::New
+            | Phase::Failed
+            | Phase::Skipped
+            | Phase::RolledBack
+            | Phase::Creating
+            | Phase::Removing
+            | Phase::NotInUpdate,
+        )
+        | None => String::new(),
+    }
+}
+
 /// What is known of one member, from Heat, Nova and the rollout's journal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemberFacts {

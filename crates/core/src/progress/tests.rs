@@ -354,3 +354,25 @@ fn a_clusters_eta_is_its_slowest_moving_groups_not_a_pooled_pace() {
     assert_eq!(c.eta_secs, None);
     assert_eq!(Progress::sum([&a, &b, &c], now).eta_secs, None);
 }
+
+/// The HOOK cell is the member's phase in words: `held` (the count's word) for any holder,
+/// `held (inferred)` when Heat purged the pause event, nothing for a member not held.
+#[test]
+fn the_hook_cell_says_held_as_the_count_does() {
+    for h in [
+        Holder::ThisRollout,
+        Holder::OtherCaldera,
+        Holder::Operator,
+        Holder::Heat,
+    ] {
+        assert_eq!(hook_cell(Some(Phase::Held(h)), false), "held");
+        assert_eq!(hook_cell(Some(Phase::Held(h)), true), "held (inferred)");
+        assert_eq!(
+            hook_cell(Some(Phase::Held(h)), false),
+            Phase::Held(h).label()
+        );
+    }
+    assert_eq!(hook_cell(Some(Phase::Skipped), true), "");
+    assert_eq!(hook_cell(Some(Phase::Updating), false), "");
+    assert_eq!(hook_cell(None, true), "");
+}

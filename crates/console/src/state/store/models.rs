@@ -6,7 +6,7 @@
 
 use super::{NodeSet, Store};
 use crate::model::{Cluster, NodeGroup};
-use crate::progress::{cluster_in_state, group_in_state, InState, Progress};
+use crate::progress::{cluster_in_state, group_in_state, InState, Phase, Progress};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 
@@ -30,6 +30,8 @@ pub struct Models {
 struct GroupModel {
     facts: Facts,
     progress: Progress,
+    /// Each member's phase in `progress`, by member name (a table row looks its own up).
+    phases: HashMap<String, Phase>,
     /// The model is an update's that caldera does not drive (Magnum's, another tool's),
     /// observed from Heat: `rollout status` labels it so, and so do the panes.
     observed: bool,
@@ -153,11 +155,17 @@ impl Store {
                 .get(id)
                 .is_some_and(|r| r.status.is_some() && r.observed.is_some());
             if let Some(progress) = group_progress(self, g, set, now) {
+                let phases = progress
+                    .members
+                    .iter()
+                    .map(|m| (m.name.clone(), m.phase))
+                    .collect();
                 fresh.push((
                     id.clone(),
                     GroupModel {
                         facts,
                         progress,
+                        phases,
                         observed,
                     },
                 ));
@@ -255,5 +263,8 @@ impl crate::tui::widgets::table::RowModels for Models {
     }
     fn in_state(&self, id: &str) -> Option<&InState> {
         Models::in_state(self, id)
+    }
+    fn phase(&self, group: &str, member: &str) -> Option<Phase> {
+        self.groups.get(group)?.phases.get(member).copied()
     }
 }

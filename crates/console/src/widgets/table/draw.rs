@@ -146,7 +146,26 @@ pub fn draw_table<T: TableRow>(
                 .collect()
         })
         .collect();
+    // Widths by need; a column given none at this width is not drawn (its cells neither).
     let widths = column_widths(&shown, &texts, inner.width);
+    let drawn: Vec<bool> = widths.iter().map(Option::is_some).collect();
+    let shown: Vec<(usize, &Column<T>)> = shown
+        .into_iter()
+        .zip(&drawn)
+        .filter_map(|(c, &d)| d.then_some(c))
+        .collect();
+    let texts: Vec<Vec<String>> = texts
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .zip(&drawn)
+                .filter_map(|(t, &d)| d.then_some(t))
+                .collect()
+        })
+        .collect();
+    let widths: Vec<Constraint> = std::iter::once(Constraint::Length(1))
+        .chain(widths.into_iter().flatten())
+        .collect();
     // The width each column gets (the table lays them out the same way), so that a text cut
     // says so with `…` instead of losing its end silently.
     let laid = Layout::horizontal(widths.clone())
@@ -205,14 +224,28 @@ pub fn draw_table<T: TableRow>(
 /// Widest a name-like column grows to fit its text (beyond it, the text is cut).
 const FIT_CAP: u16 = 64;
 
-/// The layout's constraints: the mark column, then each shown column's own, with name-like
-/// `Min` columns [`fitted`] to their text when a `Fill` column is there to take the rest
-/// and everything still fits (else the layout would squeeze the fixed columns instead).
+/// What free text (a reason) gets before names grow past what tells them apart: a few words.
+const FREE_TEXT_MIN: u16 = 16;
+
+/// Fewer columns than this show nothing worth reading (`U…`): such a column is not drawn.
+const MIN_SHOWN: u16 = 3;
+
+/// Widths by need, the one rule of every table: each shown column's width (`None`: not drawn
+/// at this width). Three kinds of column, by their declared constraint:
+/// - `Min`: what tells rows apart (a name, a resource path);
+/// - `Length`: a short column of fixed meaning (a time, a status), declared at its widest;
+/// - `Fill`: free text (a reason) that takes what is left.
+///
+/// Where the columns fit as declared, the name-like ones are [`fitted`] to their text when a
+/// `Fill` column is there to take the rest and still gets [`FREE_TEXT_MIN`]; a table without
+/// one keeps its declared widths. Otherwise (a narrow terminal, long names: the layout cut
+/// every `prod-k8s-default-worker-N` to `prod-k8s-defa…` while a reason had room)
+/// [`by_need`] gives each its width in the order of what the operator can least do without.
 fn column_widths<T>(
     shown: &[(usize, &Column<T>)],
     texts: &[Vec<String>],
     room: u16,
-) -> Vec<Constraint> {
+) -> Vec<Option<Constraint>> {
     let own = || shown.iter().map(|(_, c)| c.width);
     let has_fill = own().any(|w| matches!(w, Constraint::Fill(_)));
     let fit: Vec<Constraint> = shown
@@ -220,22 +253,198 @@ fn column_widths<T>(
         .enumerate()
         .map(|(j, (_, c))| fitted(c.width, c.title, texts.iter().map(|t| &t[j])))
         .collect();
-    let needed: u32 = fit
-        .iter()
-        .map(|w| match w {
-            Constraint::Length(n) | Constraint::Min(n) => u32::from(*n) + 1,
-            _ => 1,
-        })
-        .sum::<u32>()
-        + 2;
-    let chosen: Vec<Constraint> = if has_fill && needed <= u32::from(room) {
-        fit
-    } else {
-        own().collect()
+    let needed = |ws: &[Constraint]| -> u32 {
+        ws.iter()
+            .map(|w| match w {
+                Constraint::Length(n) | Constraint::Min(n) => u32::from(*n) + 1,
+                _ => 1,
+            })
+            .sum::<u32>()
+            + 2
     };
-    std::iter::once(Constraint::Length(1))
-        .chain(chosen)
+    let fills = u32::try_from(own().filter(|w| matches!(w, Constraint::Fill(_))).count())
+        .unwrap_or(u32::MAX);
+    if has_fill && needed(&fit) + fills * u32::from(FREE_TEXT_MIN) <= u32::from(room) {
+        return fit.into_iter().map(Some).collect();
+    }
+    let own: Vec<Constraint> = own().collect();
+    if !has_fill && needed(&own) <= u32::from(room) {
+        return own.into_iter().map(Some).collect();
+    }
+    let wants: Vec<Want> = shown
+        .iter()
+        .enumerate()
+        .map(|(j, (_, c))| Want::of(c.width, c.title, texts.iter().map(|t| t[j].as_str())))
+        .collect();
+    // The mark column and one blank before each column.
+    let free = room.saturating_sub(1 + u16::try_from(shown.len()).unwrap_or(u16::MAX));
+    by_need(&wants, free)
+        .into_iter()
+        .map(|w| w.map(Constraint::Length))
         .collect()
+}
+
+/// What one column needs, for [`by_need`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// Tells rows apart: `keep` columns keep its distinct texts distinct (each cut keeps the
+    /// end of a path, the start of other text: [`cut_marked`]), `need` shows them whole.
+    Apart { keep: u16, need: u16 },
+    /// Fixed meaning: its widest text (or title), at most as declared.
+    Natural(u16),
+    /// Free text: what is left.
+    Rest,
+}
+
+impl Want {
+    fn of<'a>(declared: Constraint, title: &str, texts: impl Iterator<Item = &'a str>) -> Want {
+        let texts: Vec<&str> = texts.collect();
+        let widest = texts
+            .iter()
+            .map(|t| Span::raw(*t).width())
+            .chain(std::iter::once(Span::raw(title).width()))
+            .max()
+            .unwrap_or(0);
+        let widest = u16::try_from(widest).unwrap_or(u16::MAX);
+        match declared {
+            Constraint::Min(_) => {
+                let need = widest.min(FIT_CAP);
+                Want::Apart {
+                    keep: distinct_width(&texts, need).max(MIN_SHOWN.min(need)),
+                    need,
+                }
+            }
+            Constraint::Fill(_) => Want::Rest,
+            Constraint::Length(n) | Constraint::Max(n) => Want::Natural(widest.min(n)),
+            Constraint::Percentage(_) | Constraint::Ratio(_, _) => Want::Rest,
+        }
+    }
+}
+
+/// The columns (up to `need`) a name-like column keeps whatever the room: what tells its rows
+/// apart, whole. A resource path keeps as many names from its end as it takes for its distinct
+/// texts to stay distinct: the member and the resource (`…406 > kube-minion-port` beside
+/// `…406 > kube-minion` and `…405 > kube-minion`; `…27` among a group's members), not the
+/// group they share nor half a member's number. Any other name is kept whole: its first
+/// letters alone are no name an operator knows.
+fn distinct_width(texts: &[&str], need: u16) -> u16 {
+    // The indentation of a nested event's path is not what tells it apart.
+    let mut distinct: Vec<&str> = texts.iter().map(|t| t.trim_start()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let all_apart = |mut kept: Vec<String>| {
+        kept.sort_unstable();
+        kept.dedup();
+        kept.len() == distinct.len()
+    };
+    let names = distinct
+        .iter()
+        .map(|t| t.split(PATH_SEP).count())
+        .max()
+        .unwrap_or(1);
+    let width = |w: usize| u16::try_from(w).unwrap_or(u16::MAX).min(need);
+    if names > 1 {
+        // The last k names of every path, fewest k first: distinct, they are kept whole (and
+        // the `…` before them).
+        for k in 1..names {
+            let tails: Vec<(String, usize)> = distinct
+                .iter()
+                .map(|t| {
+                    let parts: Vec<&str> = t.split(PATH_SEP).collect();
+                    // Names left out: the `…` says so (indentation goes unmarked).
+                    let cut = parts.len() > k;
+                    let tail = parts[parts.len().saturating_sub(k)..].join(PATH_SEP);
+                    let w = Span::raw(tail.as_str()).width() + usize::from(cut);
+                    (tail, w)
+                })
+                .collect();
+            let widest = tails.iter().map(|(_, w)| *w).max().unwrap_or(0);
+            if all_apart(tails.into_iter().map(|(t, _)| t).collect()) {
+                return width(widest);
+            }
+        }
+    }
+    need
+}
+
+/// Widths for a table narrower than its columns want, `free` columns between them: first what
+/// tells rows apart its distinguishing part (without it the rows cannot be told apart), then
+/// the short fixed-meaning columns their natural width (a time, a status: cut, they say
+/// little, and whole they are short), then the rest of the names (leaving free text [`FREE_TEXT_MIN`] when there is that much), then free
+/// text what is left. A column left with fewer than [`MIN_SHOWN`] is not drawn, and its
+/// blank goes to the others; what no column takes goes to the last one drawn.
+fn by_need(wants: &[Want], free: u16) -> Vec<Option<u16>> {
+    let mut given = vec![0u16; wants.len()];
+    let mut left = free;
+    let give = |given: &mut [u16], j: usize, more: u16, left: &mut u16| {
+        let n = more.min(*left);
+        given[j] += n;
+        *left -= n;
+    };
+    for (j, w) in wants.iter().enumerate() {
+        if let Want::Apart { keep, .. } = w {
+            give(&mut given, j, *keep, &mut left);
+        }
+    }
+    for (j, w) in wants.iter().enumerate() {
+        if let Want::Natural(n) = w {
+            if left >= MIN_SHOWN.min(*n) {
+                give(&mut given, j, *n, &mut left);
+            }
+        }
+    }
+    // A few words of free text before the names grow further.
+    let rests = u16::try_from(wants.iter().filter(|w| **w == Want::Rest).count()).unwrap_or(0);
+    let kept_for_text = left.min(FREE_TEXT_MIN.saturating_mul(rests));
+    left -= kept_for_text;
+    for (j, w) in wants.iter().enumerate() {
+        if let Want::Apart { keep, need } = w {
+            give(&mut given, j, need.saturating_sub(*keep), &mut left);
+        }
+    }
+    left += kept_for_text;
+    // The blanks of the columns not drawn, for the free text.
+    let dropped = wants
+        .iter()
+        .zip(&given)
+        .filter(|(w, g)| !matches!(w, Want::Rest) && **g < MIN_SHOWN.min(natural(w)))
+        .count();
+    left = left.saturating_add(u16::try_from(dropped).unwrap_or(0));
+    let rests: Vec<usize> = (0..wants.len())
+        .filter(|&j| wants[j] == Want::Rest)
+        .collect();
+    let share = u16::try_from(rests.len())
+        .ok()
+        .filter(|&n| n > 0)
+        .map_or(0, |n| left / n);
+    if share >= MIN_SHOWN {
+        for &j in &rests {
+            give(&mut given, j, share, &mut left);
+        }
+    }
+    let mut widths: Vec<Option<u16>> = wants
+        .iter()
+        .zip(&given)
+        .map(|(w, &g)| (g > 0 && g >= MIN_SHOWN.min(natural(w))).then_some(g))
+        .collect();
+    // What no column took (and the blanks of those not drawn): to the last column drawn.
+    let used: u16 = widths.iter().flatten().fold(0, |a, w| a.saturating_add(*w));
+    let blanks = u16::try_from(widths.iter().filter(|w| w.is_none()).count()).unwrap_or(0);
+    let unused = free.saturating_add(blanks).saturating_sub(used);
+    if let Some(last) = widths.iter_mut().rev().find_map(Option::as_mut) {
+        *last = last.saturating_add(unused);
+    }
+    widths
+}
+
+/// The width under which a column shows nothing worth reading: [`MIN_SHOWN`], or less for a
+/// column whose whole text is shorter.
+fn natural(w: &Want) -> u16 {
+    match w {
+        Want::Apart { need, .. } => *need,
+        Want::Natural(n) => *n,
+        Want::Rest => MIN_SHOWN,
+    }
 }
 
 /// A `Min(n)` column (names) is as wide as its widest visible text, at least `n` and its
@@ -275,10 +484,20 @@ pub fn cut_marked(text: String, width: usize) -> String {
     if width == 0 {
         return String::new();
     }
-    let room = width - 1;
-    let chars: Vec<char> = text.chars().collect();
     let at_end =
         text.contains(PATH_SEP) || (text.contains('/') && !text.chars().any(char::is_whitespace));
+    // A nested path's indentation goes first, unmarked: it is layout, not a name.
+    let text = if at_end && text.starts_with(' ') {
+        let names = text.trim_start();
+        if Span::raw(names).width() <= width {
+            return names.to_string();
+        }
+        names.to_string()
+    } else {
+        text
+    };
+    let room = width - 1;
+    let chars: Vec<char> = text.chars().collect();
     let kept = if at_end {
         chars_fitting(chars.iter().rev().copied(), room)
     } else {
@@ -343,6 +562,63 @@ pub fn pane_title<'a>(title: impl Into<Line<'a>>, width: u16) -> Line<'a> {
 }
 
 #[cfg(test)]
+mod width_tests {
+    use super::{by_need, distinct_width, Want};
+
+    /// A path keeps as many names from its end as tell its rows apart; indentation is not one.
+    #[test]
+    fn a_path_column_keeps_the_names_that_tell_its_rows_apart() {
+        assert_eq!(distinct_width(&["  nodes > 27", "  nodes > 28"], 12), 3);
+        let magnum = [
+            "    kube_minions > 405 > kube-minion",
+            "    kube_minions > 406 > kube-minion",
+            "    kube_minions > 406 > kube-minion-port",
+        ];
+        // `…406 > kube-minion-port`: the member and the resource, not the group.
+        assert_eq!(distinct_width(&magnum, 40), 23);
+        let nested = [
+            "  kube_minions > 406",
+            "    kube_minions > 406",
+            "    kube_minions > 406 > kube-minion",
+            "  kube_minions > 417",
+            "    kube_minions > 417 > kube-minion",
+        ];
+        assert_eq!(distinct_width(&nested, 40), 18);
+        // Other names are kept whole.
+        assert_eq!(distinct_width(&["prod-east", "prod-west"], 9), 9);
+    }
+
+    /// Fixed-meaning columns get their natural width, names what tells them apart, free text a
+    /// few words before names grow, then the rest; under 3 columns a column is not drawn.
+    #[test]
+    fn widths_go_by_need_in_order() {
+        let events = [
+            Want::Natural(7),
+            Want::Natural(18),
+            Want::Apart { keep: 3, need: 12 },
+            Want::Rest,
+        ];
+        assert_eq!(
+            by_need(&events, 33),
+            vec![Some(7), Some(18), Some(3), Some(5)]
+        );
+        assert_eq!(
+            by_need(&events, 60),
+            vec![Some(7), Some(18), Some(12), Some(23)]
+        );
+        // No room for free text: it is not drawn and its blank goes to the last one drawn.
+        assert_eq!(by_need(&events, 29), vec![Some(7), Some(18), Some(5), None]);
+        // Names first when even they do not fit with the rest.
+        let names = [
+            Want::Apart { keep: 11, need: 11 },
+            Want::Natural(18),
+            Want::Natural(8),
+        ];
+        assert_eq!(by_need(&names, 20), vec![Some(11), Some(10), None]);
+    }
+}
+
+#[cfg(test)]
 mod cut_tests {
     use super::{cut_line_marked, cut_marked};
     use ratatui::style::{Color, Style};
@@ -368,6 +644,10 @@ mod cut_tests {
         let path = "kube_minions > 406 > kube-minion".to_string();
         assert_eq!(cut_marked(path.clone(), 40), path);
         assert_eq!(cut_marked(path.clone(), 18), "…406 > kube-minion");
+        // Indentation goes first, unmarked; then names, marked.
+        let nested = format!("    {path}");
+        assert_eq!(cut_marked(nested.clone(), 33), path);
+        assert_eq!(cut_marked(nested, 18), "…406 > kube-minion");
         assert_eq!(
             cut_marked("OS::TripleO::CephStorageServer".into(), 24),
             "OS::TripleO::CephStorag…"

@@ -35,6 +35,8 @@ pub struct RowCtx<'a> {
 pub trait RowModels {
     fn progress(&self, id: &str) -> Option<&crate::progress::Progress>;
     fn in_state(&self, id: &str) -> Option<&crate::progress::InState>;
+    /// The phase of member `member` of node group `group` in that group's progress.
+    fn phase(&self, group: &str, member: &str) -> Option<crate::progress::Phase>;
 }
 
 /// A row type the table can show.
