@@ -5,7 +5,7 @@
 //! tells rows apart (`…qhop75xocp9q/kube_minions`), the cut marked `…`.
 
 use crate::model::terminal_safe;
-use crate::tui::widgets::table::cut_marked;
+use crate::model::text::cut_marked;
 use ratatui::text::Span;
 
 /// The widest the group column grows: a longer name is cut (the table stays readable on an

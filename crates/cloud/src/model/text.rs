@@ -19,6 +19,7 @@
 
 use std::borrow::Cow;
 use std::io;
+use unicode_width::UnicodeWidthStr;
 
 /// Whether `c` must not reach a terminal as it is.
 pub fn is_unsafe_char(c: char) -> bool {
@@ -161,6 +162,65 @@ pub fn json_string_pretty<T: serde::Serialize + ?Sized>(value: &T) -> serde_json
     let mut out = Vec::new();
     write_json(&mut out, value, true)?;
     String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
+// Text cut to the columns a table gives it: the console's cells and the command line's
+// tables cut the same way.
+
+/// How a path is spelled in the views (`kube_minions > 406 > kube-minion`).
+pub const PATH_SEP: &str = " > ";
+
+/// `text` cut to `width` columns, the cut marked `…`. A resource path (spelled with
+/// `PATH_SEP`, ` > `) keeps its end: the member and the resource are what tell its rows apart
+/// (`…406 > kube-minion`, `…406 > kube-port`), the group they share is what goes. So does
+/// an action's target (`prod-east/workers-a/17`: one word of `/`-separated names), whose
+/// member is at its end. Any other text keeps its start.
+pub fn cut_marked(text: String, width: usize) -> String {
+    if text.as_str().width() <= width {
+        return text;
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let at_end =
+        text.contains(PATH_SEP) || (text.contains('/') && !text.chars().any(char::is_whitespace));
+    // A nested path's indentation goes first, unmarked: it is layout, not a name.
+    let text = if at_end && text.starts_with(' ') {
+        let names = text.trim_start();
+        if names.width() <= width {
+            return names.to_string();
+        }
+        names.to_string()
+    } else {
+        text
+    };
+    let room = width - 1;
+    let chars: Vec<char> = text.chars().collect();
+    let kept = if at_end {
+        chars_fitting(chars.iter().rev().copied(), room)
+    } else {
+        chars_fitting(chars.iter().copied(), room)
+    };
+    if at_end {
+        let tail: String = chars[chars.len() - kept..].iter().collect();
+        format!("…{tail}")
+    } else {
+        let head: String = chars[..kept].iter().collect();
+        format!("{head}…")
+    }
+}
+
+/// How many of `chars`, in the order given, fit in `room` columns (a wide character counts
+/// two; one that would cross the edge stops the count).
+pub fn chars_fitting(chars: impl Iterator<Item = char>, room: usize) -> usize {
+    let mut buf = [0u8; 4];
+    let mut used = 0usize;
+    chars
+        .take_while(|c| {
+            used += c.encode_utf8(&mut buf).width();
+            used <= room
+        })
+        .count()
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 
 use super::{Column, RowCtx, TableRow, TableState};
 use crate::model::terminal_safe;
+pub use crate::model::text::cut_marked;
+use crate::model::text::{chars_fitting, PATH_SEP};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -467,62 +469,6 @@ fn fitted<'a>(
         .max(title.chars().count() + 1);
     let widest = u16::try_from(widest).unwrap_or(u16::MAX);
     Constraint::Length(widest.clamp(min, FIT_CAP.max(min)))
-}
-
-/// How a path is spelled in the views (`kube_minions > 406 > kube-minion`).
-const PATH_SEP: &str = " > ";
-
-/// `text` cut to `width` columns, the cut marked `…`. A resource path (spelled with
-/// `PATH_SEP`, ` > `) keeps its end: the member and the resource are what tell its rows apart
-/// (`…406 > kube-minion`, `…406 > kube-port`), the group they share is what goes. So does
-/// an action's target (`prod-east/workers-a/17`: one word of `/`-separated names), whose
-/// member is at its end. Any other text keeps its start.
-pub fn cut_marked(text: String, width: usize) -> String {
-    if Span::raw(text.as_str()).width() <= width {
-        return text;
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let at_end =
-        text.contains(PATH_SEP) || (text.contains('/') && !text.chars().any(char::is_whitespace));
-    // A nested path's indentation goes first, unmarked: it is layout, not a name.
-    let text = if at_end && text.starts_with(' ') {
-        let names = text.trim_start();
-        if Span::raw(names).width() <= width {
-            return names.to_string();
-        }
-        names.to_string()
-    } else {
-        text
-    };
-    let room = width - 1;
-    let chars: Vec<char> = text.chars().collect();
-    let kept = if at_end {
-        chars_fitting(chars.iter().rev().copied(), room)
-    } else {
-        chars_fitting(chars.iter().copied(), room)
-    };
-    if at_end {
-        let tail: String = chars[chars.len() - kept..].iter().collect();
-        format!("…{tail}")
-    } else {
-        let head: String = chars[..kept].iter().collect();
-        format!("{head}…")
-    }
-}
-
-/// How many of `chars`, in the order given, fit in `room` columns (a wide character counts
-/// two; one that would cross the edge stops the count).
-fn chars_fitting(chars: impl Iterator<Item = char>, room: usize) -> usize {
-    let mut buf = [0u8; 4];
-    let mut used = 0usize;
-    chars
-        .take_while(|c| {
-            used += Span::raw(&*c.encode_utf8(&mut buf)).width();
-            used <= room
-        })
-        .count()
 }
 
 /// A styled line cut to `width` columns, the cut marked `…` in the style of the span it falls
