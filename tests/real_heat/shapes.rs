@@ -114,7 +114,9 @@ async fn collect(
     while let Some(event) = stream.next().await {
         match event.expect("ip stream") {
             IpEvent::Members(m) => c.members = m.into_iter().map(|m| m.name).collect(),
-            IpEvent::Plan { group, found, how } => c.plans.push((group, found, how)),
+            IpEvent::Plan {
+                group, found, how, ..
+            } => c.plans.push((group, found, how)),
             IpEvent::Address(a, source) => {
                 assert!(
                     c.addresses.insert(a.member.clone(), a.addresses).is_none(),
@@ -130,6 +132,11 @@ async fn collect(
             }
             IpEvent::Failed { member, reason } => {
                 assert!(c.failed.insert(member, reason).is_none());
+            }
+            IpEvent::MoreAddresses(a, _) => {
+                let before = c.addresses.insert(a.member.clone(), a.addresses.clone());
+                let kept = before.is_some_and(|b| a.addresses.starts_with(&b));
+                assert!(kept, "{} lost its first addresses", a.member);
             }
             IpEvent::Done(stats) => c.stats = Some(stats),
         }
