@@ -470,7 +470,7 @@ async fn the_ips_command_prints_each_node_once_with_all_its_addresses() {
     let target = format!("{}/{WORKERS}", cluster_stack.name);
     let caldera = |format: &str| {
         crate::support::cli::Caldera::cloud(&clouds)
-            .args(&["ips", &target, "--format", format])
+            .args(["ips", &target, "--format", format])
             .env("XDG_STATE_HOME", dir.path())
             .env("XDG_CONFIG_HOME", dir.path())
             .run_ok()

@@ -1192,7 +1192,8 @@ mod tests {
         );
         assert_eq!(more.addresses, first.addresses);
         assert_eq!(more.left_out, 10_000 - MAX_ADDRESSES);
-        assert!(more.outputs.get("external_ip").is_none());
+        // Nothing of the second source was kept: no label for it.
+        assert!(!more.outputs.contains_key("external_ip"));
     }
 
     #[tokio::test]
