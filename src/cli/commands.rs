@@ -474,6 +474,11 @@ async fn ips(
         // Members without an address, by reason: one line per reason, not one per member.
         let mut failed_by_reason: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut pending_members: Vec<String> = Vec::new();
+        // A group whose members' addresses come from several outputs: each row waits until
+        // the group's last source has added to it (a printed line cannot be amended, and a
+        // member keeps one row).
+        let mut holding = false;
+        let mut held: Vec<caldera_cloud::model::NodeAddress> = Vec::new();
         while let Some(event) = stream.next().await {
             match event? {
                 IpEvent::Members(m) => {
@@ -502,7 +507,14 @@ async fn ips(
                         eprintln!("{}: {n} members", terminal_safe(&group));
                     }
                 }
-                IpEvent::Plan { group, found, how } => {
+                IpEvent::Plan {
+                    group,
+                    found,
+                    how,
+                    more,
+                } => {
+                    flush_held(&mut held, &rows, &target.label, format, table)?;
+                    holding = more;
                     let label = if target.group.is_some() || group.is_empty() {
                         target.label.clone()
                     } else {
@@ -521,42 +533,27 @@ async fn ips(
                 IpEvent::Address(a, _) => {
                     found += 1;
                     first.get_or_insert_with(|| started.elapsed());
-                    let (group, member) = row_of(&rows, &a.member);
-                    let mut out = stdout.lock();
-                    match format {
-                        Format::Table => {
-                            let t = table.unwrap_or_else(|| IpsTable::fitting([group.as_str()]));
-                            let name = a.name.as_deref().unwrap_or("-");
-                            writeln!(out, "{}", t.row(&group, &member, name, &with_networks(&a)))?
-                        }
-                        Format::Csv => writeln!(
-                            out,
-                            "{}",
-                            csv_line(&[
-                                group.clone(),
-                                member.clone(),
-                                a.index.map(|i| i.to_string()).unwrap_or_default(),
-                                a.addresses.join(" "),
-                                a.name.clone().unwrap_or_default(),
-                            ])
-                        )?,
-                        Format::Json => {
-                            let mut row = serde_json::json!({"group": group, "member": member, "index": a.index, "addresses": a.addresses});
-                            // Only when known, so existing readers see the same keys.
-                            if let Some(name) = &a.name {
-                                row["name"] = serde_json::json!(name);
-                            }
-                            if !a.networks.is_empty() {
-                                row["networks"] = serde_json::json!(a.networks);
-                            }
-                            writeln!(out, "{}", caldera_cloud::model::json_string(&row)?)?
-                        }
+                    if holding {
+                        held.push(a);
+                    } else {
+                        let (group, member) = row_of(&rows, &a.member);
+                        write_ip_row(&mut stdout.lock(), format, table, &group, &member, &a)?;
                     }
-                    out.flush()?;
                 }
-                // The member's row is already out; each member keeps one row on stdout, so a
+                // More of a held member's addresses: its row, not yet out, takes them.
+                IpEvent::MoreAddresses(a, _) => {
+                    if let Some(row) = held.iter_mut().find(|h| h.member == a.member) {
+                        *row = a;
+                    }
+                }
+                // A held row takes the name; a row already out keeps its one line, so a
                 // name that lost the race is not printed (the console applies it).
-                IpEvent::Named { .. } => late_names += 1,
+                IpEvent::Named { member, name } => {
+                    match held.iter_mut().find(|h| h.member == member) {
+                        Some(row) => row.name = Some(name),
+                        None => late_names += 1,
+                    }
+                }
                 // The table lists addresses; images are for the nodes view.
                 IpEvent::Image { .. } => {}
                 IpEvent::Pending { member, .. } => {
@@ -567,9 +564,10 @@ async fn ips(
                     failed += 1;
                     failed_by_reason.entry(reason).or_default().push(member);
                 }
-                IpEvent::Done(_) => {}
+                IpEvent::Done(_) => flush_held(&mut held, &rows, &target.label, format, table)?,
             }
         }
+        flush_held(&mut held, &rows, &target.label, format, table)?;
         if !pending_members.is_empty() {
             eprintln!(
                 "{}: {} member(s) still being created, no address yet: {}",
@@ -855,15 +853,92 @@ async fn failures(
 /// A member's addresses for the table, each with its network's name where the source named
 /// it: `10.0.0.4 (private) 172.16.0.4 (storage)`.
 fn with_networks(a: &caldera_cloud::model::NodeAddress) -> String {
-    a.addresses
+    let mut cells: Vec<String> = a
+        .addresses
         .iter()
         .map(|ip| {
-            let net = a.networks.iter().find(|(_, ips)| ips.contains(ip));
-            match net {
+            // The network Heat or Nova names it on, else the member output it was read from.
+            let label = a
+                .networks
+                .iter()
+                .chain(&a.outputs)
+                .find(|(_, ips)| ips.contains(ip));
+            match label {
                 Some((name, _)) => format!("{ip} ({name})"),
                 None => ip.clone(),
             }
         })
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect();
+    if a.left_out > 0 {
+        cells.push(format!("… {} more left out", a.left_out));
+    }
+    cells.join(" ")
+}
+
+/// Prints the rows held back while their group's sources were adding to them.
+fn flush_held(
+    held: &mut Vec<caldera_cloud::model::NodeAddress>,
+    rows: &HashMap<String, (String, String)>,
+    label: &str,
+    format: Format,
+    table: Option<IpsTable>,
+) -> io::Result<()> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    for a in held.drain(..) {
+        let (group, member) = rows
+            .get(&a.member)
+            .cloned()
+            .unwrap_or_else(|| (label.to_string(), a.member.clone()));
+        write_ip_row(&mut out, format, table, &group, &member, &a)?;
+    }
+    Ok(())
+}
+
+/// One member's row of `ips` in `format`, flushed at once (rows stream as they arrive).
+fn write_ip_row(
+    out: &mut impl Write,
+    format: Format,
+    table: Option<IpsTable>,
+    group: &str,
+    member: &str,
+    a: &caldera_cloud::model::NodeAddress,
+) -> io::Result<()> {
+    match format {
+        Format::Table => {
+            let t = table.unwrap_or_else(|| IpsTable::fitting([group]));
+            let name = a.name.as_deref().unwrap_or("-");
+            writeln!(out, "{}", t.row(group, member, name, &with_networks(a)))?
+        }
+        Format::Csv => writeln!(
+            out,
+            "{}",
+            csv_line(&[
+                group.to_string(),
+                member.to_string(),
+                a.index.map(|i| i.to_string()).unwrap_or_default(),
+                a.addresses.join(" "),
+                a.name.clone().unwrap_or_default(),
+            ])
+        )?,
+        Format::Json => {
+            let mut row = serde_json::json!({"group": group, "member": member, "index": a.index, "addresses": a.addresses});
+            // Only when known, so existing readers see the same keys.
+            if let Some(name) = &a.name {
+                row["name"] = serde_json::json!(name);
+            }
+            if !a.networks.is_empty() {
+                row["networks"] = serde_json::json!(a.networks);
+            }
+            if !a.outputs.is_empty() {
+                row["outputs"] = serde_json::json!(a.outputs);
+            }
+            if a.left_out > 0 {
+                row["left_out"] = serde_json::json!(a.left_out);
+            }
+            let line = caldera_cloud::model::json_string(&row).map_err(io::Error::other)?;
+            writeln!(out, "{line}")?
+        }
+    }
+    out.flush()
 }

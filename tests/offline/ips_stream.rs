@@ -22,11 +22,19 @@ const WORKERS: &str = "kube_minions";
 /// The simulator, a connection, the default workers' group stack (`kube_minions`'s nested
 /// stack) and the cluster stack.
 async fn bench_sim(detail_cost: Duration) -> (SimHandle, CloudConnection, StackRef, StackRef) {
+    bench_sim_with(SimOptions {
+        detail_cost_per_resource: detail_cost,
+        ..SimOptions::default()
+    })
+    .await
+}
+
+/// [`bench_sim`] with `options` (the scenario and the output cost are this file's).
+async fn bench_sim_with(options: SimOptions) -> (SimHandle, CloudConnection, StackRef, StackRef) {
     let sim = sim::start(SimOptions {
         scenario: format!("bench-{MEMBERS}"),
-        detail_cost_per_resource: detail_cost,
         output_cost_per_member: Duration::from_millis(2),
-        ..SimOptions::default()
+        ..options
     })
     .await
     .expect("simulator starts");
@@ -348,5 +356,162 @@ async fn a_warm_heat_answers_every_address_in_one_request() {
     };
     let again = collect(conn.heat.clone(), cluster_stack.clone(), forgetful).await;
     assert_eq!(stats_of(&again).from_aggregate, 0);
+    sim.shutdown().await;
+}
+
+/// A node with a fixed and a floating address (Magnum's `enable_floating_ip.yaml`: an
+/// `OS::Neutron::FloatingIP` on each member's port, read by the member output
+/// `kube_minion_external_ip`, which the cluster stack reads through the group beside
+/// `kube_minion_ip`). The fixed address comes first and its row is shown; the floating one,
+/// from a second source (the members' FloatingIP resources), is added to that same row: one
+/// `Address` per member, then one `MoreAddresses` holding both, the first one first, each
+/// labelled with the output Heat gives it by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_floating_address_from_a_second_source_joins_the_row_already_shown() {
+    let (sim, conn, _, cluster_stack) = bench_sim_with(SimOptions {
+        detail_cost_per_resource: Duration::ZERO,
+        floating_ips: true,
+        ..SimOptions::default()
+    })
+    .await;
+    let options = IpOptions {
+        nova_servers: false,
+        ..IpOptions::default()
+    };
+    let events = collect(conn.heat.clone(), cluster_stack.clone(), options).await;
+    let fixed = aggregate_ips(&conn.heat, &cluster_stack).await;
+    let floating = addresses_in(
+        &conn
+            .heat
+            .show_output(&cluster_stack, "kube_minions")
+            .await
+            .expect("the floating addresses' aggregate")
+            .value,
+    );
+    assert_eq!((fixed.len(), floating.len()), (MEMBERS, MEMBERS));
+
+    // Per member: the row as first shown, and as it stands after every follow-up.
+    let mut shown: HashMap<String, Vec<String>> = HashMap::new();
+    let mut now: HashMap<String, caldera::model::NodeAddress> = HashMap::new();
+    for e in &events {
+        match e {
+            IpEvent::Address(a, _) => {
+                assert!(
+                    shown
+                        .insert(a.member.clone(), a.addresses.clone())
+                        .is_none(),
+                    "member {} got a second row",
+                    a.member
+                );
+                now.insert(a.member.clone(), a.clone());
+            }
+            IpEvent::MoreAddresses(a, _) => {
+                let before = now.get(&a.member).expect("more only after the first row");
+                assert!(
+                    a.addresses.starts_with(&before.addresses),
+                    "member {}: {:?} dropped some of {:?}",
+                    a.member,
+                    a.addresses,
+                    before.addresses
+                );
+                now.insert(a.member.clone(), a.clone());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(shown.len(), MEMBERS);
+    for i in 0..MEMBERS {
+        let member = i.to_string();
+        assert_eq!(
+            shown[&member],
+            vec![fixed[i].clone()],
+            "member {i} first shown"
+        );
+        let row = &now[&member];
+        assert_eq!(
+            row.addresses,
+            vec![fixed[i].clone(), floating[i].clone()],
+            "member {i}"
+        );
+        let by_output: Vec<(&str, &[String])> = row
+            .outputs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_slice()))
+            .collect();
+        assert_eq!(
+            by_output,
+            vec![
+                ("kube_minion_external_ip", &floating[i..=i]),
+                ("kube_minion_ip", &fixed[i..=i]),
+            ],
+            "member {i}"
+        );
+    }
+    let stats = stats_of(&events);
+    assert_eq!((stats.found, stats.failed), (MEMBERS, 0), "{stats:?}");
+    sim.shutdown().await;
+}
+
+/// `caldera ips` on nodes with a floating address beside the fixed one: one row per node
+/// holding both (JSON: `addresses`, and `outputs` naming the member output each came from;
+/// the table: each address with that name), never a second row for the later one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ips_command_prints_each_node_once_with_all_its_addresses() {
+    let (sim, conn, _, cluster_stack) = bench_sim_with(SimOptions {
+        detail_cost_per_resource: Duration::ZERO,
+        floating_ips: true,
+        ..SimOptions::default()
+    })
+    .await;
+    let fixed = aggregate_ips(&conn.heat, &cluster_stack).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clouds = dir.path().join("clouds.yaml");
+    std::fs::write(&clouds, sim.clouds_yaml("simcloud")).expect("write clouds.yaml");
+    let target = format!("{}/{WORKERS}", cluster_stack.name);
+    let caldera = |format: &str| {
+        crate::support::cli::Caldera::cloud(&clouds)
+            .args(["ips", &target, "--format", format])
+            .env("XDG_STATE_HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path())
+            .run_ok()
+    };
+
+    let (ok, out, err) = caldera("json");
+    assert!(ok, "{err}");
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON row"))
+        .collect();
+    assert_eq!(rows.len(), MEMBERS, "one row per node: {out}");
+    for row in &rows {
+        let i: usize = row["index"].as_u64().expect("index") as usize;
+        let addresses = row["addresses"].as_array().expect("addresses");
+        assert_eq!(addresses.len(), 2, "{row}");
+        assert_eq!(
+            addresses[0],
+            fixed[i].as_str(),
+            "the fixed one first: {row}"
+        );
+        assert_eq!(
+            row["outputs"]["kube_minion_ip"][0],
+            fixed[i].as_str(),
+            "{row}"
+        );
+        assert_eq!(
+            row["outputs"]["kube_minion_external_ip"][0], addresses[1],
+            "{row}"
+        );
+    }
+
+    let (ok, out, err) = caldera("table");
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(lines.len(), MEMBERS, "{out}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains(" (kube_minion_ip) ") && l.ends_with(" (kube_minion_external_ip)")),
+        "{out}"
+    );
     sim.shutdown().await;
 }

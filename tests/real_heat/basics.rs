@@ -176,6 +176,9 @@ async fn fifty_member_group_events_and_ips() {
             // Names come from Nova, which `stream_ips` does not ask.
             IpEvent::Named { member, .. } => panic!("member {member} named without Nova"),
             IpEvent::Image { member, .. } => panic!("member {member}'s image without Nova"),
+            IpEvent::MoreAddresses(a, _) => {
+                got.insert(a.member, a.addresses);
+            }
             IpEvent::Done(_) => {}
         }
     }

@@ -160,6 +160,12 @@ async fn ips_with(
             IpEvent::Pending { member, .. } => {
                 seen.pending.insert(member);
             }
+            // A later source's addresses replace the member's set (the first ones kept).
+            IpEvent::MoreAddresses(a, _) => {
+                let set: BTreeSet<String> = a.addresses.into_iter().collect();
+                let before = seen.addresses.insert(a.member, set.clone());
+                assert!(before.is_some_and(|b| b.is_subset(&set)), "{set:?}");
+            }
             IpEvent::Done(stats) => seen.stats = stats,
             IpEvent::Plan { .. } | IpEvent::Named { .. } | IpEvent::Image { .. } => {}
         }

@@ -114,7 +114,9 @@ async fn collect(
     while let Some(event) = stream.next().await {
         match event.expect("ip stream") {
             IpEvent::Members(m) => c.members = m.into_iter().map(|m| m.name).collect(),
-            IpEvent::Plan { group, found, how } => c.plans.push((group, found, how)),
+            IpEvent::Plan {
+                group, found, how, ..
+            } => c.plans.push((group, found, how)),
             IpEvent::Address(a, source) => {
                 assert!(
                     c.addresses.insert(a.member.clone(), a.addresses).is_none(),
@@ -130,6 +132,11 @@ async fn collect(
             }
             IpEvent::Failed { member, reason } => {
                 assert!(c.failed.insert(member, reason).is_none());
+            }
+            IpEvent::MoreAddresses(a, _) => {
+                let before = c.addresses.insert(a.member.clone(), a.addresses.clone());
+                let kept = before.is_some_and(|b| a.addresses.starts_with(&b));
+                assert!(kept, "{} lost its first addresses", a.member);
             }
             IpEvent::Done(stats) => c.stats = Some(stats),
         }
@@ -207,6 +214,24 @@ fn strings(values: &[Value]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Each member's addresses from two of the stack's outputs over the group, in member index
+/// order (the private ones and the external ones): a node's every address.
+async fn both(
+    heat: &HeatClient,
+    stack: &StackRef,
+    private: &str,
+    external: &str,
+) -> Vec<Vec<String>> {
+    let private = strings(&aggregate(heat, stack, private).await);
+    let external = strings(&aggregate(heat, stack, external).await);
+    assert_eq!(private.len(), external.len());
+    private
+        .into_iter()
+        .zip(external)
+        .map(|(p, e)| p.into_iter().chain(e).collect())
+        .collect()
+}
+
 /// Magnum's layout: both groups found (no name preferred), each group's addresses from its
 /// own members' port, and the headless commands name them by path.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -233,8 +258,10 @@ async fn magnum_cluster_layout() {
         paths(&groups),
         vec![("kube_masters".into(), 3), ("kube_minions".into(), 7)]
     );
-    let masters = strings(&aggregate(&heat, &stack, "kube_masters_private").await);
-    let minions = strings(&aggregate(&heat, &stack, "kube_minions_private").await);
+    // A node's addresses: its port's and its floating one (`kube_minions` beside
+    // `kube_minions_private`).
+    let masters = both(&heat, &stack, "kube_masters_private", "kube_masters").await;
+    let minions = both(&heat, &stack, "kube_minions_private", "kube_minions").await;
     check_group(&heat, &stack, "kube_masters", &masters, true).await;
     check_group(&heat, &stack, "kube_minions", &minions, true).await;
     let c = collect(&heat, &stack, Some("kube_minions"), IpOptions::default()).await;
@@ -627,9 +654,10 @@ async fn a_warm_aggregate_is_used_only_for_the_group_heat_resolved() {
     let stats = warm.stats.clone().expect("done");
     assert_eq!(stats.from_aggregate, 40, "{stats:?}");
     assert_eq!(warm.addresses, cold.addresses);
-    let truth = strings(&aggregate(&heat, &stack, "kube_minions_private").await);
-    for (i, ip) in truth.iter().enumerate() {
-        assert_eq!(warm.addresses.get(&i.to_string()), Some(ip), "member {i}");
+    // The first addresses from the aggregate, the floating ones added by the listing.
+    let truth = both(&heat, &stack, "kube_minions_private", "kube_minions").await;
+    for (i, ips) in truth.iter().enumerate() {
+        assert_eq!(warm.addresses.get(&i.to_string()), Some(ips), "member {i}");
     }
 
     // Scale out: the group changes, its remembered value is not used.

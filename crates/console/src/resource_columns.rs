@@ -350,8 +350,12 @@ pub fn node_columns() -> Vec<Column<NodeRow>> {
         Column {
             title: "IP",
             hide_below: 0,
-            width: Constraint::Length(15),
+            // As wide as a node's addresses where there is room (a floating IP beside the
+            // fixed one), 15 at least: an IPv4 address.
+            width: Constraint::Min(15),
             text: |r, _| match (&r.node.ip, &r.ip_error) {
+                // A node with several addresses: all of them, the first first.
+                (Some(_), _) if r.addresses.len() > 1 => r.addresses.join(" "),
                 (Some(ip), _) => ip.clone(),
                 (None, Some(_)) => "lookup failed".into(),
                 (None, None) => "…".into(),

@@ -705,6 +705,8 @@ async fn server_names_fill_in_without_moving_rows_or_selection() {
                 addresses: vec!["10.99.0.1".into()],
                 name: Some(name_of(pos)),
                 networks: Default::default(),
+                outputs: Default::default(),
+                left_out: 0,
             })
         } else {
             NodeUpdate::Named {

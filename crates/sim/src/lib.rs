@@ -84,6 +84,11 @@ pub struct SimOptions {
     /// turn it on; it is off by default so that tests of the Magnum-shaped demo world see
     /// exactly what the scenario builds.
     pub heat_native_demo: bool,
+    /// Magnum's cluster members get a floating IP each, as with Magnum's
+    /// `enable_floating_ip.yaml`: an `OS::Neutron::FloatingIP` on the member's port, read by
+    /// the member output `kube_minion_external_ip` (`kube_master_external_ip`). Off: the
+    /// members hold no such resource and that output is null.
+    pub floating_ips: bool,
 }
 
 impl Default for SimOptions {
@@ -104,6 +109,7 @@ impl Default for SimOptions {
             password: "caldera-sim".into(),
             app_cred_secret: "caldera-sim-secret".into(),
             heat_native_demo: false,
+            floating_ips: false,
         }
     }
 }
@@ -279,6 +285,7 @@ pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         update_median_ms: opts.update_median.as_millis() as f64,
         duration_sigma: 0.35,
         leaf_delay_ms: opts.leaf_delay.as_millis() as i64,
+        floating_ips: opts.floating_ips,
     };
     let (scen, mut initial_faults) = scenario::parse(&opts.scenario).map_err(SimError::Scenario)?;
     let scen = scen.to_string();

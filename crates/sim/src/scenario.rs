@@ -564,6 +564,7 @@ mod tests {
                 update_median_ms: 45_000.0,
                 duration_sigma: 0.35,
                 leaf_delay_ms: 1000,
+                floating_ips: false,
             },
         )
     }

@@ -846,6 +846,8 @@ impl CloudService for FakeCloud {
                     // The fake's nodes carry their display names from the start.
                     name: None,
                     networks: Default::default(),
+                    outputs: Default::default(),
+                    left_out: 0,
                 })));
             }
         }

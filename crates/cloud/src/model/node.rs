@@ -56,6 +56,19 @@ pub struct NodeAddress {
     /// `networks`, Nova's `addresses`); absent from serialized output when none is known.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub networks: std::collections::BTreeMap<String, Vec<String>>,
+    /// The member output each address was read from (`kube_minion_ip`,
+    /// `kube_minion_external_ip`, `internal_api_ip`), where a node's addresses come from
+    /// several: Heat's own name for what each address is. Absent when not given.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub outputs: std::collections::BTreeMap<String, Vec<String>>,
+    /// Addresses the sources gave beyond the bound kept per node, left out (0: none; an
+    /// address two sources both gave beyond it is counted twice). Absent when none were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub left_out: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Where a node stands in an image rollout, from the image its server runs (Nova's) against

@@ -400,6 +400,7 @@ mod tests {
 
     fn row(i: u32, status: &str, paused: bool, age: i64, now: DateTime<Utc>) -> NodeRow {
         NodeRow {
+            addresses: Vec::new(),
             node: Node {
                 key: NodeKey {
                     nodegroup: "g".into(),

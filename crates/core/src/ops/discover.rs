@@ -342,7 +342,27 @@ pub struct AddressPlan {
     /// The members are servers themselves: their own attributes hold their addresses
     /// (`crate::ops::server_members`).
     pub member_servers: bool,
+    /// The member's other outputs the owner's outputs read through the group
+    /// (`kube_minions: {get_attr: [kube_minions, kube_minion_external_ip]}` beside
+    /// `kube_minions_private: {get_attr: [kube_minions, kube_minion_ip]}`; TripleO's
+    /// `RoleNetIpMap` reading each role's `internal_api_ip` beside its `ctlplane_ip`): Heat
+    /// gives each member a value of each, so the addresses among them are the node's too (a
+    /// floating IP beside the fixed one, an address on another network). Read after the
+    /// first set is out. Empty when the operator named the output.
+    pub more: Vec<MoreOutput>,
 }
+
+/// Another member output holding a node's addresses, and the resource it reads (a
+/// FloatingIP associated with the member's port, another port), for one typed listing of
+/// every member's instead of one request per member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoreOutput {
+    pub key: String,
+    pub typed: Option<TypedAddress>,
+}
+
+/// Other member outputs read per node, at most (a template is bounded, a hostile one too).
+const MAX_MORE_OUTPUTS: usize = 8;
 
 /// An aggregate output and how its value lines up with the members.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -390,6 +410,10 @@ impl AddressPlan {
                         t.resource_type,
                         attribute.join("/")
                     ));
+                }
+                if !self.more.is_empty() {
+                    let keys: Vec<&str> = self.more.iter().map(|m| m.key.as_str()).collect();
+                    parts.push(format!("then member output '{}'", keys.join("', '")));
                 }
                 parts.join(", ")
             }
@@ -442,6 +466,7 @@ pub async fn plan_addresses(
     };
     let member_outputs = outputs_of(&member_template);
     let mut owner_outputs = None;
+    let mut read_by_parent = Vec::new();
     let chosen = match output_key {
         Some(k) => Some(k.to_string()),
         None => {
@@ -458,6 +483,7 @@ pub async fn plan_addresses(
                 }
                 None => Vec::new(),
             };
+            read_by_parent = from_parent.clone();
             let keys: Vec<&str> = member_outputs.keys().map(String::as_str).collect();
             let choice = choose_output(&from_parent, &keys)
                 .or_else(|| server_address_output(&member_template, &from_parent));
@@ -485,12 +511,44 @@ pub async fn plan_addresses(
         None => output_value(&member_template, &key)
             .and_then(|v| server_address_in(&member_template, v)),
     };
-    plan.aggregate = owner_outputs.and_then(|t| aggregate_output(&t, group, &key));
+    plan.aggregate = owner_outputs
+        .as_ref()
+        .and_then(|t| aggregate_output(t, group, &key));
+    let others: Vec<&String> = read_by_parent
+        .iter()
+        .filter(|a| **a != key && member_outputs.contains_key(a.as_str()))
+        .filter(|a| reads_an_attribute(&member_template, a))
+        .take(MAX_MORE_OUTPUTS)
+        .collect();
+    for other in others {
+        let typed = follow_output(heat, &member_stack, &member_template, other).await;
+        plan.more.push(MoreOutput {
+            key: other.clone(),
+            typed,
+        });
+    }
     if output_key.is_none() {
         plan.fallback_keys = fallback_outputs(&member_outputs, &key);
     }
     plan.output_key = Some(key);
     plan
+}
+
+/// Whether the member output `key` may hold an address: it reads an attribute (`get_attr`)
+/// somewhere, of a resource the template holds. A resource's id (`get_resource`, TripleO's
+/// `server_id`) or a parameter is no address; an attribute of a resource the template does
+/// not hold (`{get_attr: [kube_minion_floating, floating_ip_address]}` where the member was
+/// laid out without floating IPs) has no value.
+fn reads_an_attribute(member_template: &Value, key: &str) -> bool {
+    let Some(value) = output_value(member_template, key) else {
+        return false;
+    };
+    if let Some((resource, _, _)) = direct_get_attr(value) {
+        return resource_type_in(member_template, &resource).is_some();
+    }
+    let mut calls = Vec::new();
+    get_attrs_in(value, &mut calls, 0);
+    !calls.is_empty()
 }
 
 /// The member outputs but `chosen` whose names say they hold an address, best first (as

@@ -617,6 +617,8 @@ async fn forward_capi_nodes(
             addresses: s.fixed_ips(),
             name: Some(s.name.clone()),
             networks: Default::default(),
+            outputs: Default::default(),
+            left_out: 0,
         })
         .collect();
     if tx.send(Ok(NodeUpdate::Members(nodes))).await.is_err() {
@@ -821,10 +823,15 @@ async fn forward_nodes(
                 members = Some(listed);
                 Ok(update)
             }
-            Ok(IpEvent::Address(address, _)) => Ok(NodeUpdate::Address(address)),
+            // A later source's addresses come as the member's whole set: the row is updated.
+            Ok(IpEvent::Address(address, _) | IpEvent::MoreAddresses(address, _)) => {
+                Ok(NodeUpdate::Address(address))
+            }
             Ok(IpEvent::Named { member, name }) => Ok(NodeUpdate::Named { member, name }),
             // Where addresses are read is for the log; the nodes show the outcome.
-            Ok(IpEvent::Plan { group, found, how }) => {
+            Ok(IpEvent::Plan {
+                group, found, how, ..
+            }) => {
                 tracing::info!("node group {group}: addresses from {how} (found: {found})");
                 continue;
             }

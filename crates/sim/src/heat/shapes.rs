@@ -88,6 +88,27 @@ fn addressed(w: &World, g: usize, m: &group::Member) -> bool {
         .unwrap_or(false)
 }
 
+/// A member's floating IP, null where it has none (the cluster has no floating IPs) or not
+/// yet (its resource is not created).
+fn floating_ip(w: &World, g: usize, m: &group::Member) -> Value {
+    let created = w.groups[g]
+        .layout
+        .floating()
+        .and_then(|name| w.stack(m.stack)?.resource(name))
+        .is_some_and(|r| r.status.action != Action::Init);
+    match created
+        .then(|| m.ip.parse::<std::net::Ipv4Addr>().ok())
+        .flatten()
+    {
+        // Deterministic, on another network than the fixed address: 172.16-31.x.y.
+        Some(ip) => {
+            let [_, b, c, d] = ip.octets();
+            json!(format!("172.{}.{c}.{d}", 16 + b % 16))
+        }
+        None => Value::Null,
+    }
+}
+
 /// A member's address as its template's output gives it, null until created.
 fn member_ip(w: &World, g: usize, m: &group::Member) -> Value {
     if addressed(w, g, m) {
@@ -111,7 +132,7 @@ fn member_output(w: &World, g: usize, m: &group::Member, key: &str) -> Option<Va
             Some(member_ip(w, g, m))
         }
         (Layout::MagnumMasters, "kube_master_external_ip")
-        | (Layout::MagnumMinions, "kube_minion_external_ip") => Some(Value::Null),
+        | (Layout::MagnumMinions, "kube_minion_external_ip") => Some(floating_ip(w, g, m)),
         (l, "OS::stack_id") if l.is_magnum() => Some(json!(m.server_id)),
         _ => None,
     }
@@ -312,6 +333,11 @@ pub fn attributes(w: &World, stack_ix: usize, r: &Resource) -> Value {
                 "name": format!("{}-port", m.server_name),
                 "status": "ACTIVE",
             }),
+            None => json!({}),
+        },
+        // Neutron's floating IP, associated with the member's port.
+        (StackRole::Member(g, i), "OS::Neutron::FloatingIP") => match w.groups[g].members.get(&i) {
+            Some(m) => json!({"floating_ip_address": floating_ip(w, g, m)}),
             None => json!({}),
         },
         // What Heat 27 shows for the group without naming an attribute (measured): the

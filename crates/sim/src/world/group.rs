@@ -121,6 +121,14 @@ impl Layout {
             Layout::MagnumMinions => ("kube_minion_eth0", "OS::Neutron::Port"),
         }
     }
+    /// The member's floating IP resource (Magnum's, when the cluster has floating IPs).
+    pub fn floating(self) -> Option<&'static str> {
+        match self {
+            Layout::Caldera => None,
+            Layout::MagnumMasters => Some("kube_master_floating"),
+            Layout::MagnumMinions => Some("kube_minion_floating"),
+        }
+    }
     /// Whether Heat makes the address resource before the server: Magnum's server takes its
     /// port (`networks: [{port: {get_resource: kube_minion_eth0}}]`), so the port comes
     /// first; caldera's address is a Value reading the server's networks, so it comes after.
@@ -511,6 +519,15 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         format!("{stack_name}-address-{addr_suffix}")
     };
     let address_value = (!layout.is_magnum()).then(|| ip.clone());
+    // Magnum's floating IP on the member's port, where the cluster has them.
+    let floating = match (layout.floating(), w.cfg.floating_ips) {
+        (Some(name), true) => Some((
+            w.intern(name),
+            w.intern("OS::Neutron::FloatingIP"),
+            w.ids.uuid(),
+        )),
+        _ => None,
+    };
     let (description, member_outputs) = match layout {
         Layout::Caldera => ("caldera node: one machine and its address.", "No description given"),
         Layout::MagnumMasters => ("This is a nested stack that defines a single Kubernetes master, This stack is included by an ResourceGroup resource in the parent template (kubecluster.yaml).", ""),
@@ -538,7 +555,10 @@ pub fn add_member(w: &mut World, g: usize, i: u32) {
         resources: vec![
             res(&n_server, &t_server, server_id.clone(), None),
             res(&n_address, &t_address, address_id, address_value),
-        ],
+        ]
+        .into_iter()
+        .chain(floating.map(|(n, t, id)| res(&n, &t, id, None)))
+        .collect(),
         events: Default::default(),
         // The member template's outputs, in Heat's order; caldera's node.yaml has no
         // descriptions (Heat's default text), Magnum's are described.
@@ -797,6 +817,11 @@ fn create_address(w: &mut World, mstack: usize, layout: Layout) {
     w.set_resource_status(mstack, address, ip, STATE_CHANGED);
     let done = Status::new(Action::Create, State::Complete);
     w.set_resource_status(mstack, address, done, STATE_CHANGED);
+    // The floating IP is associated with the port as soon as the port is there.
+    if let Some(floating) = layout.floating() {
+        w.set_resource_status(mstack, floating, ip, STATE_CHANGED);
+        w.set_resource_status(mstack, floating, done, STATE_CHANGED);
+    }
 }
 
 /// The node group stack's `action_wait_secs` parameter in ms, when set and positive.

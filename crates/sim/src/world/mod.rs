@@ -34,6 +34,8 @@ pub struct WorldConfig {
     pub duration_sigma: f64,
     /// Simulated time between two member starts of one traversal (Heat's leaf delay).
     pub leaf_delay_ms: i64,
+    /// Magnum's members get a floating IP each (`OS::Neutron::FloatingIP` on their port).
+    pub floating_ips: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -492,6 +494,7 @@ mod tests {
             update_median_ms: 1000.0,
             duration_sigma: 0.3,
             leaf_delay_ms: 0,
+            floating_ips: false,
         }
     }
 

@@ -163,6 +163,9 @@ impl<T> Slot<T> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeRow {
     pub node: Node,
+    /// Every address of the node, the first (`node.ip`) first: a later source adds its
+    /// floating IP or its address on another network to the same row.
+    pub addresses: Vec<String>,
     pub ip_error: Option<String>,
     /// When the node's status last changed while we watched (rows flash for a moment).
     pub changed_at: Option<DateTime<Utc>>,
@@ -253,6 +256,8 @@ impl NodeSet {
                         self.ips_failed = self.ips_failed.saturating_sub(1);
                     }
                     row.node.ip = addr.addresses.first().cloned();
+                    // The member's whole set: a later source's addresses replace the row's.
+                    row.addresses = addr.addresses;
                     if let Some(name) = addr.name {
                         row.node.name = name;
                     }
@@ -310,10 +315,14 @@ impl NodeSet {
             .map(|mut n| {
                 let mut ip_error = None;
                 let mut changed_at = None;
+                let mut addresses: Vec<String> = n.ip.iter().cloned().collect();
                 if let Some(prev) = old.get(&n.key.member) {
                     if n.ip.is_none() {
                         n.ip = prev.node.ip.clone();
                         ip_error = prev.ip_error.clone();
+                    }
+                    if n.ip == prev.node.ip {
+                        addresses.clone_from(&prev.addresses);
                     }
                     // A re-sent member list names members by their resource name; a
                     // server name learned from the address stream stays.
@@ -338,6 +347,7 @@ impl NodeSet {
                 }
                 NodeRow {
                     node: n,
+                    addresses,
                     ip_error,
                     changed_at,
                 }
@@ -1144,6 +1154,39 @@ mod tests {
                 (Some("img-new".into()), false),
             ]
         );
+    }
+
+    /// A later source's addresses (the stream's `MoreAddresses`, the member's whole set)
+    /// update the node's row: one row, the first address kept first, every address there,
+    /// counted once; a refreshed member list keeps them.
+    #[test]
+    fn more_addresses_update_the_row_already_shown() {
+        let now = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let mut set = NodeSet::default();
+        set.meta.gen = 1;
+        let nodes = || vec![node("0", None, false), node("1", None, false)];
+        assert!(set.apply(1, Ok(NodeUpdate::Members(nodes())), now));
+        let address = |ips: &[&str]| crate::model::NodeAddress {
+            member: "0".into(),
+            index: Some(0),
+            addresses: ips.iter().map(|s| s.to_string()).collect(),
+            name: None,
+            networks: Default::default(),
+            outputs: Default::default(),
+            left_out: 0,
+        };
+        assert!(set.apply(1, Ok(NodeUpdate::Address(address(&["10.0.0.5"]))), now));
+        let both = address(&["10.0.0.5", "172.24.4.5"]);
+        assert!(set.apply(1, Ok(NodeUpdate::Address(both)), now));
+        assert!(set.apply(1, Ok(NodeUpdate::Members(nodes())), now));
+        let rows: Vec<(Option<&str>, &[String])> = set
+            .rows
+            .iter()
+            .map(|r| (r.node.ip.as_deref(), r.addresses.as_slice()))
+            .collect();
+        let want = ["10.0.0.5".to_string(), "172.24.4.5".to_string()];
+        assert_eq!(rows, [(Some("10.0.0.5"), &want[..]), (None, &[][..])]);
+        assert_eq!(set.ips_ok, 1);
     }
 
     /// Only a first load misses marks and images: a refresh's provisional lists keep what

@@ -33,13 +33,14 @@ use crate::ops::discover::{self, AddressPlan, GroupShape, TypedAddress};
 pub use crate::ops::warm_outputs::WarmOutputs;
 use crate::ops::warm_outputs::{OutputKey, Warmth};
 use futures::stream::{BoxStream, StreamExt};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 // One module per address source (the member outputs' fan-out is the race's own, below).
 mod aggregate;
 mod member_servers;
+mod more;
 mod nova;
 mod typed_listing;
 use aggregate::WarmUp;
@@ -130,9 +131,18 @@ pub enum IpEvent {
         group: String,
         found: bool,
         how: String,
+        /// More of each member's addresses follow its first ones ([`IpEvent::MoreAddresses`],
+        /// until the next `Plan` or `Done`): a printer that cannot amend a row holds the
+        /// group's rows until then.
+        more: bool,
     },
     /// A member's addresses, reported once per member by whichever source found them first.
     Address(NodeAddress, IpSource),
+    /// A later source found more of a member's addresses (its floating IP beside the fixed
+    /// one, its address on another network): the member's whole set now, the first ones
+    /// first, to replace the row its `Address` made (never a second row). Only after that
+    /// `Address`, and only when something was added.
+    MoreAddresses(NodeAddress, IpSource),
     /// The server name of a member, when its `Address` did not carry it: another source won
     /// the race to the address, or no source found one (the name then precedes `Failed`).
     /// At most once per member.
@@ -322,6 +332,7 @@ async fn run(
                 target.name,
                 discover::GROUP_TYPES.join(" or ")
             ),
+            more: false,
         };
         if tx.send(Ok(event)).await.is_err() {
             return;
@@ -352,6 +363,7 @@ async fn run(
             } else {
                 plan.describe()
             },
+            more: !plan.more.is_empty(),
         };
         if tx.send(Ok(event)).await.is_err() {
             return;
@@ -463,6 +475,11 @@ impl GroupRun<'_> {
     ) -> bool {
         let Some(group_stack) = self.group.stack.clone() else {
             return true;
+        };
+        // Addresses from several member outputs are labelled with the one they came from.
+        state.label = match self.plan.more.is_empty() {
+            true => None,
+            false => self.plan.output_key.clone(),
         };
         let aggregate = self.aggregate();
         if let Some((memory, key, by_name)) = &aggregate {
@@ -649,8 +666,12 @@ impl GroupRun<'_> {
                             if addresses.is_empty() {
                                 let reason = output.error.unwrap_or_else(|| no_address(&output.key, options.network.as_deref()));
                                 reasons.insert(member, reason);
-                            } else if !state.emit(tx, &member, addresses, IpSource::MemberOutput, None).await {
-                                return false;
+                            } else {
+                                // A fallback may have answered: the label is the output read.
+                                let label = state.label.as_ref().map(|_| output.key.clone());
+                                if !state.emit_labelled(tx, &member, addresses, IpSource::MemberOutput, None, label).await {
+                                    return false;
+                                }
                             }
                         }
                         Some(((member, _, _), Err(e))) => {
@@ -659,6 +680,10 @@ impl GroupRun<'_> {
                     }
                 }
             }
+        }
+        // Every member's first set is out: the other outputs add the rest of each node's.
+        if !self.read_more(state, reasons, tx).await {
+            return false;
         }
         if let Some((memory, key, _)) = aggregate {
             if all_in(state) && memory.get(&key).is_none() {
@@ -671,6 +696,38 @@ impl GroupRun<'_> {
         }
         true
     }
+}
+
+/// Adds `found` to a member's `address` (each address once, its network and `label` kept),
+/// at most [`MAX_ADDRESSES`]: the ones beyond are counted in `left_out`, the marker that the
+/// list was cut. True when an address was added or left out.
+fn add_to(address: &mut NodeAddress, found: Found, label: Option<&str>) -> bool {
+    let mut changed = false;
+    for ip in found.addresses {
+        // One address met twice (an instance object's `internal_ip` and `management_ip`
+        // both reading the server's first address, a floating IP output that is the fixed
+        // one without floating IPs) is listed once.
+        if address.addresses.contains(&ip) {
+            continue;
+        }
+        changed = true;
+        if address.addresses.len() >= MAX_ADDRESSES {
+            address.left_out = address.left_out.saturating_add(1);
+            continue;
+        }
+        for (net, ips) in &found.networks {
+            if ips.contains(&ip) {
+                let on = address.networks.entry(net.clone()).or_default();
+                on.push(ip.clone());
+            }
+        }
+        if let Some(label) = label {
+            let from = address.outputs.entry(label.to_string()).or_default();
+            from.push(ip.clone());
+        }
+        address.addresses.push(ip);
+    }
+    changed
 }
 
 /// The reason a member output gave no address.
@@ -692,6 +749,11 @@ struct Progress {
     imaged: HashSet<String>,
     /// Names learned before any source had the member's address; they ride on that address.
     pending_names: HashMap<String, String>,
+    /// What was sent of each member: a later source's addresses are added to it.
+    shown: HashMap<String, NodeAddress>,
+    /// The member output the current group's first addresses come from, when the group has
+    /// more than one (the addresses are then labelled with it).
+    label: Option<String>,
     stats: IpStats,
 }
 
@@ -708,6 +770,8 @@ impl Progress {
             named: HashSet::new(),
             imaged: HashSet::new(),
             pending_names: HashMap::new(),
+            shown: HashMap::new(),
+            label: None,
         }
     }
 
@@ -721,6 +785,21 @@ impl Progress {
         source: IpSource,
         name: Option<String>,
     ) -> bool {
+        let label = self.label.clone();
+        self.emit_labelled(tx, member, found, source, name, label)
+            .await
+    }
+
+    /// [`Progress::emit`], the addresses labelled with the member output they came from.
+    async fn emit_labelled(
+        &mut self,
+        tx: &Sink,
+        member: &str,
+        found: Found,
+        source: IpSource,
+        name: Option<String>,
+        label: Option<String>,
+    ) -> bool {
         if !self.members.contains(member) {
             return true;
         }
@@ -731,15 +810,6 @@ impl Progress {
             };
         }
         self.stats.found += 1;
-        // One address met twice (an instance object's `internal_ip` and `management_ip`
-        // both reading the server's first address) is listed once.
-        let mut seen = HashSet::new();
-        let mut addresses: Vec<String> = found
-            .addresses
-            .into_iter()
-            .filter(|a| seen.insert(a.clone()))
-            .collect();
-        addresses.truncate(MAX_ADDRESSES);
         match source {
             IpSource::TypedListing => self.stats.from_listing += 1,
             IpSource::MemberOutput => self.stats.from_outputs += 1,
@@ -753,15 +823,44 @@ impl Progress {
         if name.is_some() {
             self.named.insert(member.to_string());
         }
-        let address = NodeAddress {
+        let mut address = NodeAddress {
             // `"17"`, or `"kube_minions/17"` in a stream over several groups.
             index: member.rsplit('/').next().and_then(|i| i.parse().ok()),
             member: member.to_string(),
-            addresses,
+            addresses: Vec::new(),
             name,
-            networks: found.networks,
+            networks: BTreeMap::new(),
+            outputs: BTreeMap::new(),
+            left_out: 0,
         };
+        add_to(&mut address, found, label.as_deref());
+        self.shown.insert(member.to_string(), address.clone());
         tx.send(Ok(IpEvent::Address(address, source))).await.is_ok()
+    }
+
+    /// Adds the addresses a later source found for a member (`label`: the member output they
+    /// were read from): sent as the member's whole set in [`IpEvent::MoreAddresses`] when
+    /// something is new, as its first [`IpEvent::Address`] when no source had found it yet.
+    /// False when the consumer is gone.
+    async fn add(
+        &mut self,
+        tx: &Sink,
+        member: &str,
+        found: Found,
+        source: IpSource,
+        label: &str,
+    ) -> bool {
+        let Some(shown) = self.shown.get_mut(member) else {
+            let label = Some(label.to_string());
+            return self
+                .emit_labelled(tx, member, found, source, None, label)
+                .await;
+        };
+        if !add_to(shown, found, Some(label)) {
+            return true;
+        }
+        let event = IpEvent::MoreAddresses(shown.clone(), source);
+        tx.send(Ok(event)).await.is_ok()
     }
 
     /// Sends a member's server image, once per member. False when the consumer is gone.
@@ -790,6 +889,9 @@ impl Progress {
             return true;
         }
         self.named.insert(member.to_string());
+        if let Some(shown) = self.shown.get_mut(member) {
+            shown.name = Some(name.clone());
+        }
         let event = IpEvent::Named {
             member: member.to_string(),
             name,
@@ -983,6 +1085,8 @@ mod tests {
             addresses: vec![ip.to_string()],
             name: name.map(str::to_string),
             networks: Default::default(),
+            outputs: Default::default(),
+            left_out: 0,
         }
     }
 
@@ -1052,6 +1156,44 @@ mod tests {
                 IpSource::MemberOutput
             )]
         );
+    }
+
+    /// A hostile output with thousands of addresses for one node: the row keeps
+    /// `MAX_ADDRESSES`, and says how many it left out; a later source's thousands too.
+    #[tokio::test]
+    async fn thousands_of_addresses_per_node_are_cut_with_a_marker() {
+        let (mut p, tx, mut rx) = progress(&["0"]);
+        let many = |net: u8| -> Found {
+            let ips = (0..5000u32).map(|i| format!("10.{net}.{}.{}", i / 256, i % 256));
+            Found::from(ips.collect::<Vec<_>>())
+        };
+        assert!(
+            p.emit(&tx, "0", many(1), IpSource::MemberOutput, None)
+                .await
+        );
+        assert!(
+            p.add(&tx, "0", many(2), IpSource::TypedListing, "external_ip")
+                .await
+        );
+        // What the row holds, met again, adds nothing: no event.
+        let kept = p.shown["0"].addresses.clone();
+        assert!(
+            p.add(&tx, "0", Found::from(kept), IpSource::TypedListing, "ip")
+                .await
+        );
+        let events = drain(&mut rx);
+        let [IpEvent::Address(first, _), IpEvent::MoreAddresses(more, _)] = events.as_slice()
+        else {
+            panic!("{} events", events.len())
+        };
+        assert_eq!(
+            (first.addresses.len(), first.left_out),
+            (MAX_ADDRESSES, 5000 - MAX_ADDRESSES)
+        );
+        assert_eq!(more.addresses, first.addresses);
+        assert_eq!(more.left_out, 10_000 - MAX_ADDRESSES);
+        // Nothing of the second source was kept: no label for it.
+        assert!(!more.outputs.contains_key("external_ip"));
     }
 
     #[tokio::test]
