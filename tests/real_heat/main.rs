@@ -37,6 +37,7 @@ mod hostile;
 mod magnum;
 mod manual;
 mod net;
+mod outside_shapes;
 mod purged_hooks;
 mod safety;
 mod shapes;
