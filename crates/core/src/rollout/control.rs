@@ -271,11 +271,14 @@ pub async fn acknowledgement(
     const STEP: Duration = Duration::from_millis(200);
     let ack = engine::ack_action(control);
     let ours = |e: &Entry| e.rollout.as_deref() == Some(plan.id.as_str());
-    // The engine's answer to this request: its entry of the control's action, whatever
-    // the outcome (`Ok` honoured, `Refused` not).
+    // The engine's answer to this request: its entry of the control's action, `Ok`
+    // honoured, `Refused` not. The engine's own pauses (a failure, a node's timeout, the
+    // wait for Heat to close its update) are `rollout.pause` entries too, journaled
+    // `Failed` with their reason: none of them answers an operator's pause.
     let answers = |e: &Entry| {
         ours(e)
             && e.action == ack
+            && !matches!(e.outcome, crate::journal::Outcome::Failed { .. })
             && match control {
                 Control::Skip(m) => e.target.ends_with(&format!("/{m}")),
                 _ => true,
@@ -350,6 +353,46 @@ mod tests {
         // Asked again after the pause: applied, and said so.
         journal.append(&entry(Outcome::Ok)).expect("append");
         let ack = acknowledgement(&journal, &plan, &resume, after_refusal, wait).await;
+        assert!(matches!(ack, Ok(Ack::Honoured(_))), "{ack:?}");
+    }
+
+    /// The engine's own pause (a failure's, the wait for Heat to close its update) is a
+    /// `rollout.pause` entry too: it does not answer an operator's pause; the engine's entry
+    /// for the operator's request does.
+    #[tokio::test]
+    async fn the_engines_own_pause_is_not_the_answer_to_an_operators_pause() {
+        let dir = tempfile::tempdir().expect("dir");
+        let journal = Journal::open(dir.path().join("journal.jsonl"));
+        let stack = crate::model::StackRef {
+            name: "app".into(),
+            id: "1".into(),
+        };
+        let plan = RolloutPlan::for_group(
+            crate::drivers::any_group::group_target(&stack, "web"),
+            stack,
+            "web",
+            &["0".to_string()],
+            Default::default(),
+            Default::default(),
+        );
+        let actor = Actor {
+            cloud: "test".into(),
+            user: "engine".into(),
+        };
+        let entry = |outcome| {
+            Entry::new(&actor, "rollout.pause", &plan.target.label(), outcome).rollout(&plan.id)
+        };
+        let wait = Duration::from_millis(10);
+        let engines = entry(Outcome::Failed {
+            error: "every node is done, but Heat's update of stack app is still \
+                    UPDATE_IN_PROGRESS"
+                .into(),
+        });
+        let after = journal.append(&engines).expect("append");
+        let ack = acknowledgement(&journal, &plan, &Control::Pause, 0, wait).await;
+        assert!(matches!(ack, Ok(Ack::Queued)), "{ack:?}");
+        journal.append(&entry(Outcome::Ok)).expect("append");
+        let ack = acknowledgement(&journal, &plan, &Control::Pause, after, wait).await;
         assert!(matches!(ack, Ok(Ack::Honoured(_))), "{ack:?}");
     }
 }
