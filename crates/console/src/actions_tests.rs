@@ -1892,7 +1892,7 @@ mod one_truth {
             }
             if p.counts.held > 0 {
                 assert!(nodes.contains("‖ held"), "round {round}\n{nodes}");
-                assert!(!nodes.contains("paused on hook"), "round {round}\n{nodes}");
+                assert!(!nodes.contains("held on hook"), "round {round}\n{nodes}");
             }
             h.key(KeyAction::Back);
             h.key(KeyAction::RolloutView);

@@ -196,7 +196,7 @@ impl CellState {
         match self {
             CellState::Complete => "complete",
             CellState::InProgress => "in progress",
-            CellState::Paused => "paused on hook",
+            CellState::Paused => "held on hook",
             CellState::Failed => "failed",
             CellState::Unknown => "unknown",
             CellState::Old => "old",
@@ -209,7 +209,7 @@ impl CellState {
         match self {
             CellState::Complete => "done",
             CellState::InProgress => "updating",
-            CellState::Paused => "on hook",
+            CellState::Paused => "held",
             CellState::Failed => "failed",
             CellState::Unknown => "unknown",
             CellState::Old => "old",

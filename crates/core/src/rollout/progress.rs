@@ -29,7 +29,7 @@ impl NodePhase {
         match self {
             NodePhase::Pending => "pending",
             NodePhase::Waiting => "waiting",
-            NodePhase::Paused => "paused",
+            NodePhase::Paused => "held",
             NodePhase::Updating => "updating",
             NodePhase::Done => "done",
             NodePhase::Failed => "failed",
