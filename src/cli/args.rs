@@ -201,9 +201,13 @@ pub enum RolloutCommand {
     Resume {
         /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
         target: String,
-        /// Parameter overrides for the retried update, KEY=JSON (e.g. after fixing a cause).
+        /// Parameter overrides for the retried update, KEY=JSON (e.g. after fixing a cause):
+        /// only after Heat's update failed (they go with the update the resume sends again).
         #[arg(long = "set", value_name = "KEY=JSON")]
         set: Vec<String>,
+        /// Send the overrides without asking.
+        #[arg(long)]
+        yes: bool,
         #[arg(long, default_value_t = 2.0, value_parser = secs(0.01, 3600.0))]
         poll_secs: f64,
     },

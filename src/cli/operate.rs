@@ -515,12 +515,38 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
         RolloutCommand::Resume {
             target,
             set,
+            yes,
             poll_secs,
         } => {
             let t = ctx.resolve_target(&target).await?;
             let plan = active_plan(ctx, &t).await?;
             let parameters =
                 any_group::fit_to_stack(&ctx.conn.heat, &plan.stack, parse_sets(&set)?).await?;
+            if !parameters.is_empty() {
+                // Values a resume sends change the cloud: said, and confirmed, as a plan is;
+                // refused where nothing would send them (the engine refuses them too).
+                let (status, _) =
+                    crate::drivers::heat_native::stack_status(&ctx.conn.heat, &plan.stack).await?;
+                if let Some(why) = engine::resume_overrides_refusal(status.is_failed(), &parameters)
+                {
+                    let error = ctx.action.refuse("rollout.resume", &t.label(), why);
+                    return Err(format!("refused: {}", error.message).into());
+                }
+                let values: Vec<String> = parameters
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.display_text()))
+                    .collect();
+                print_lines(&[format!(
+                    "resume {}: Heat's update of {} is {status}; the resume sends it again with \
+                     {}, and Heat retries the failed members with them",
+                    t.label(),
+                    plan.stack.name,
+                    values.join(" ")
+                )])?;
+                if !yes && !confirm_prompt("resume with these values?")? {
+                    return Err("not resumed".into());
+                }
+            }
             let handle = engine::reattach(
                 ctx.conn.heat.clone(),
                 ctx.action.clone(),

@@ -344,6 +344,8 @@ async fn rollout_paused_by_a_failure_is_resumed_by_another_process() {
         "{stdout}"
     );
 
+    // Values a resume sends change the cloud: without --yes (and no terminal to ask on),
+    // nothing is sent.
     let out = caldera(
         &clouds,
         &journal,
@@ -353,6 +355,34 @@ async fn rollout_paused_by_a_failure_is_resumed_by_another_process() {
             "rf",
             "--set",
             "node_fail_index=-1",
+            "--poll-secs",
+            "0.05",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("the resume sends it again with node_fail_index=-1"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("give --yes"), "{stderr}");
+    let out = caldera(&clouds, &journal, &["rollout", "status", "rf"]);
+    assert!(
+        text(&out).0.contains("paused: node 2 failed"),
+        "{:?}",
+        text(&out)
+    );
+
+    let out = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "resume",
+            "rf",
+            "--set",
+            "node_fail_index=-1",
+            "--yes",
             "--poll-secs",
             "0.05",
         ],

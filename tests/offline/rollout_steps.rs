@@ -334,9 +334,7 @@ async fn run_case(
                     env.ctx.clone(),
                     found.clone(),
                     env.engine_options(hooks()),
-                    vec![Control::Resume {
-                        parameters: fix.clone(),
-                    }],
+                    vec![resume_for(&heat, &plan, &fix).await],
                 )
                 .await
                 {
@@ -397,11 +395,7 @@ async fn run_case(
         );
         assert!(resumed < 3, "{name}: paused again and again: {:?}", s.state);
         resumed += 1;
-        if h.send(Control::Resume {
-            parameters: fix.clone(),
-        })
-        .is_err()
-        {
+        if h.send(resume_for(&heat, &plan, &fix).await).is_err() {
             // Ended meanwhile (an abort injected while it was paused).
             continue;
         }
@@ -1030,4 +1024,25 @@ async fn twenty_pairs_from_two_machines_heat_keeps_one() {
         here.delete(t).await;
     }
     sim.shutdown().await;
+}
+
+/// The resume an operator gives: with the fix of the failing member where Heat's update has
+/// failed (it goes with the update the resume sends again), plain otherwise (values with the
+/// resume of an update that has not failed are refused: nothing would send them).
+async fn resume_for(
+    heat: &caldera::api::heat::HeatClient,
+    plan: &RolloutPlan,
+    fix: &caldera::parameter_value::ParameterValues,
+) -> Control {
+    let failed = heat
+        .get_stack(&plan.stack, false)
+        .await
+        .is_ok_and(|d| d.summary.status.is_failed());
+    Control::Resume {
+        parameters: if failed {
+            fix.clone()
+        } else {
+            Default::default()
+        },
+    }
 }

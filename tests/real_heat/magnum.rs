@@ -96,8 +96,14 @@ async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
     )
     .await;
     assert_eq!(pane.len(), 7, "{pane:?}");
-    for (i, ip) in minions.iter().enumerate() {
-        assert_eq!(pane[&i.to_string()], vec![ip.clone()], "worker {i}");
+    // A node's every address: its port's, then its floating one (`kube_minions`).
+    let floating = aggregate(&heat, &stack, "kube_minions").await;
+    for (i, (ip, fip)) in minions.iter().zip(&floating).enumerate() {
+        assert_eq!(
+            pane[&i.to_string()],
+            vec![ip.clone(), fip.clone()],
+            "worker {i}"
+        );
     }
     let master_ips = aggregate(&heat, &stack, "kube_masters_private").await;
     let pane = nodes_pane(
@@ -106,8 +112,13 @@ async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
     )
     .await;
     assert_eq!(pane.len(), 3, "{pane:?}");
-    for (i, ip) in master_ips.iter().enumerate() {
-        assert_eq!(pane[&i.to_string()], vec![ip.clone()], "master {i}");
+    let floating = aggregate(&heat, &stack, "kube_masters").await;
+    for (i, (ip, fip)) in master_ips.iter().zip(&floating).enumerate() {
+        assert_eq!(
+            pane[&i.to_string()],
+            vec![ip.clone(), fip.clone()],
+            "master {i}"
+        );
     }
 
     // Magnum's resize of default-worker: a PATCH of the cluster stack with

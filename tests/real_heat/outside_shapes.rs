@@ -370,8 +370,10 @@ async fn created_and_checked(shape: &Shape) -> (HeatClient, StackRef, tempfile::
     let stack = create(&heat, shape).await;
     let dir = tempfile::tempdir().expect("dir");
     let journal = dir.path().join("journal.jsonl");
-    let (ok, listed) = run(&journal, &["nodegroups", &stack.name, "--format", "csv"]);
-    assert!(ok, "{listed}");
+    // The table on stdout alone: stderr may say Heat is slow to answer.
+    let (ok, listed, err) =
+        caldera_journaled(&journal, &["nodegroups", &stack.name, "--format", "csv"]);
+    assert!(ok, "{listed}\n{err}");
     let names: Vec<&str> = listed
         .lines()
         .skip(1)

@@ -787,6 +787,34 @@ pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
     let after = released(&env.ctx.journal.rollout_entries(&plan.id).expect("journal"));
     assert_eq!(before, after, "released while paused");
 
+    // Values with the resume of a rollout whose update has not failed: nothing would send
+    // them, so the resume is refused (journaled) and the rollout stays paused.
+    h.send(Control::Resume {
+        parameters: [("image".to_string(), ParameterValue::text("img-v3"))].into(),
+    })
+    .expect("resume with values");
+    let refused = tokio::time::timeout(env.timeout, async {
+        loop {
+            let entries = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+            if let Some(e) = entries.iter().find(|e| {
+                e.action == "rollout.resume" && matches!(e.outcome, Outcome::Refused { .. })
+            }) {
+                break e.clone();
+            }
+            tokio::time::sleep(env.poll).await;
+        }
+    })
+    .await
+    .expect("the resume with values is refused");
+    assert!(
+        matches!(&refused.outcome, Outcome::Refused { error } if error.contains("--set image")),
+        "{refused:?}"
+    );
+    assert!(
+        matches!(h.status().state, RolloutState::Paused { .. }),
+        "still paused"
+    );
+
     h.send(Control::Skip("4".into())).expect("skip");
     h.send(Control::Resume {
         parameters: BTreeMap::new(),

@@ -741,7 +741,33 @@ pub async fn plan_group_rollout_in(
     if let Some(refusal) = rollout_kind_refusal(templates, group) {
         plan.refusals.push(refusal);
     }
+    if let Some(refusal) = rollout_count_refusal(templates, stack, group, set) {
+        plan.refusals.push(refusal);
+    }
     Ok(plan)
+}
+
+/// Why a rollout that sets the parameter the group's count reads is refused: a rollout holds
+/// and releases the members there are; Heat adds members no hook holds, or deletes members
+/// the rollout would wait on for ever. A scale is its own action, planned and followed as
+/// one (`caldera scale`), before or after the rollout.
+fn rollout_count_refusal(
+    templates: &[Value],
+    stack: &StackRef,
+    group: &str,
+    set: &ParameterValues,
+) -> Option<String> {
+    let count = count_parameter_along(templates, group).ok()?;
+    set.contains_key(&count).then(|| {
+        format!(
+            "{count} is {group}'s member count: a rollout changes the members there are, \
+             it does not add or remove any (Heat would delete members the rollout waits on, \
+             or add members no hook holds); scale first with `{}`, then roll out",
+            CommandLine::caldera(&["scale"])
+                .arg(format!("{}/{group}", stack.name))
+                .flag("count", set[&count].display_text())
+        )
+    })
 }
 
 /// Why the group at `group` cannot be rolled out member by member, from its type in the
@@ -2180,6 +2206,32 @@ mod tests {
         assert!(
             e.contains("passes Fixed") && e.contains("only a template update"),
             "{e}"
+        );
+        // A rollout that sets the count too is refused, naming the scale that does it.
+        let stack = StackRef {
+            name: "oc".into(),
+            id: "1".into(),
+        };
+        let why = rollout_count_refusal(
+            &templates,
+            &stack,
+            "roles/Compute",
+            &sets(&[("compute_count", "2"), ("image_tag", "b")]),
+        )
+        .expect("refused");
+        assert!(
+            why.contains("compute_count is roles/Compute's member count")
+                && why.contains("caldera scale oc/roles/Compute --count 2"),
+            "{why}"
+        );
+        assert_eq!(
+            rollout_count_refusal(
+                &templates,
+                &stack,
+                "roles/Compute",
+                &sets(&[("image_tag", "b")])
+            ),
+            None
         );
         assert!(reach_refusals(
             &templates,

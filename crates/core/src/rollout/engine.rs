@@ -1089,6 +1089,12 @@ impl Runner {
                 self.note(e).await;
             }
             Control::Resume { parameters } => {
+                let failed = self.obs.stack_status.is_failed();
+                if let Some(error) = resume_overrides_refusal(failed, &parameters) {
+                    let e = self.record("rollout.resume", &target, Outcome::Refused { error });
+                    self.note(e).await;
+                    return;
+                }
                 // Overrides apply to the update sent to retry failed members.
                 self.plan.extra_parameters.extend(parameters);
                 if self.obs.stack_status.is_failed() {
@@ -1966,6 +1972,26 @@ pub fn ack_action(control: &Control) -> &'static str {
         Control::Skip(_) => "rollout.skip",
         Control::Abort(_) => "rollout.aborting",
     }
+}
+
+/// Why a resume's parameter overrides are refused: they go with the update a resume sends
+/// again after Heat's update failed (Heat retries the failed members with them). While
+/// Heat's update has not failed, nothing would send them, and the rollout would go on with
+/// its own values, as if they had been taken. `None`: no overrides, or a failed update.
+pub fn resume_overrides_refusal(
+    update_failed: bool,
+    parameters: &ParameterValues,
+) -> Option<String> {
+    if update_failed || parameters.is_empty() {
+        return None;
+    }
+    let keys: Vec<&str> = parameters.keys().map(String::as_str).collect();
+    Some(format!(
+        "--set {}: a resume's values go with the update it sends again after Heat's update \
+         failed, and this rollout's has not failed, so nothing would send them; resume \
+         without --set, or abort the rollout and start one with the new values",
+        keys.join(", ")
+    ))
 }
 
 /// `a, b, c` (the first 20, then how many more), or `none`.
