@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs caldera's tests against a real OpenStack Nova (34, fake virt driver) on 127.0.0.1.
+# Runs caldera's tests against a real OpenStack Nova (34, fake virt driver) on 127.0.0.1, and
+# a real Heat 27 (HEAT_PORT, 8134 here) making real servers on it.
 # Installs PostgreSQL (Debian) and Nova + Placement (PyPI, venv cached under target/) when
 # missing (scripts/nova-standalone.sh), starts Nova with a small `[api] max_limit` (so the
 # paging test pages past it), runs the tests of tests/real_nova/ with `--ignored`, and stops
@@ -16,10 +17,20 @@ cd "$ROOT"
 export NOVA_MAX_LIMIT="${NOVA_MAX_LIMIT:-3}"
 
 scripts/nova-standalone.sh install
-trap 'scripts/nova-standalone.sh stop >/dev/null 2>&1 || true' EXIT
+export HEAT_PORT="${NOVA_SUITE_HEAT_PORT:-8134}"
+trap 'scripts/heat-standalone.sh stop >/dev/null 2>&1 || true; scripts/nova-standalone.sh stop >/dev/null 2>&1 || true' EXIT
 url_line="$(scripts/nova-standalone.sh start | grep '^NOVA_URL=' | tail -n 1)"
 export NOVA_URL="${url_line#NOVA_URL=}"
 echo "real Nova at $NOVA_URL (max_limit $NOVA_MAX_LIMIT)"
+
+# Heat on this Nova: its noauth middleware hands every request a token body whose catalog
+# names this Nova and the stand-in Glance and Neutron; Heat passes the request's
+# X-Auth-Token on to them (caldera's --auth-token, the tests' `admin:admin`).
+mkdir -p target
+scripts/nova-standalone.sh token-response "$ROOT/target/nova-token.json"
+heat_line="$(HEAT_NOAUTH_TOKEN_RESPONSE="$ROOT/target/nova-token.json" scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
+export HEAT_URL="${heat_line#HEAT_URL=}"
+echo "real Heat on it at $HEAT_URL"
 
 # The real-Nova tests (the `real_nova` test binary) are #[ignore]d in a plain `cargo test`;
 # --ignored runs exactly them. Two threads: one Nova process (one compute host) on 2 cores.

@@ -57,6 +57,16 @@ pub struct ConnectArgs {
     #[arg(long, global = true, env = "CALDERA_NOVA_URL")]
     pub nova_url: Option<String>,
 
+    /// Standalone mode: a token sent as X-Auth-Token. A noauth Heat hands it on to the
+    /// services it calls for a stack (Nova, Glance), which need one. Never printed.
+    #[arg(
+        long,
+        global = true,
+        env = "CALDERA_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub auth_token: Option<String>,
+
     /// Use the built-in simulated cloud even if a cloud is configured.
     #[arg(long, global = true)]
     pub simulator: bool,

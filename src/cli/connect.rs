@@ -29,11 +29,12 @@ pub fn choose(args: &ConnectArgs, allow_simulator: bool) -> Result<Endpoint, Con
         let mut endpoints = NoAuthEndpoints::heat_only(heat_url.clone());
         endpoints.magnum_url = args.magnum_url.clone();
         endpoints.nova_url = args.nova_url.clone();
+        endpoints.token = args.auth_token.clone().map(crate::config::Secret::new);
         return Ok(Endpoint::NoAuth(endpoints));
     }
-    if args.magnum_url.is_some() || args.nova_url.is_some() {
+    if args.magnum_url.is_some() || args.nova_url.is_some() || args.auth_token.is_some() {
         return Err(ConfigError::Invalid(
-            "--magnum-url and --nova-url need --heat-url (standalone mode)".into(),
+            "--magnum-url, --nova-url and --auth-token need --heat-url (standalone mode)".into(),
         ));
     }
     let env = DiscoveryEnv::from_process();

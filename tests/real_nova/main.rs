@@ -25,7 +25,9 @@ use caldera::service::CloudService;
 use futures::TryStreamExt;
 use reqwest::Method;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+mod heat_on_nova;
 use std::time::{Duration, Instant};
 
 /// The stand-in Glance's first image (scripts/nova_standins.py).

@@ -129,6 +129,10 @@ pub struct NoAuthEndpoints {
     pub nova_url: Option<String>,
     pub user: String,
     pub project: String,
+    /// Sent as `X-Auth-Token` when given. A noauth Heat ignores it for itself but hands it on
+    /// to the services it calls for a stack (Nova, Glance, Neutron): without one, a stack of
+    /// servers fails "No valid authentication is available" at Heat's first call to Nova.
+    pub token: Option<crate::config::Secret>,
 }
 
 impl NoAuthEndpoints {
@@ -139,6 +143,7 @@ impl NoAuthEndpoints {
             nova_url: None,
             user: "admin".into(),
             project: "admin".into(),
+            token: None,
         }
     }
 }
@@ -260,6 +265,18 @@ impl CloudConnection {
             HeaderName::from_static("x-auth-project"),
             header(&endpoints.project, "project")?,
         );
+        if let Some(token) = &endpoints.token {
+            // Never echo the token in an error: it is a secret.
+            let mut value = HeaderValue::from_str(token.expose()).map_err(|_| {
+                ApiError::Config(crate::config::ConfigError::Invalid(
+                    "the token cannot be sent as a header (it has characters a header cannot \
+                     carry); it is not shown"
+                        .into(),
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(HeaderName::from_static("x-auth-token"), value);
+        }
         let transport = Transport::new(&opts.transport_config(true, None))?.with_headers(headers);
         let heat = HeatClient::new(transport.for_service(Api::Heat), &endpoints.heat_url)?;
         let follower_heat = HeatClient::new(
@@ -378,5 +395,27 @@ impl CloudConnection {
     /// Marks the connection read-only (e.g. `--read-only` on the command line).
     pub fn set_read_only(&mut self, read_only: bool) {
         self.info.read_only = read_only || self.settings.read_only;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The standalone token is a secret: never in a debug print, nor in the error a token
+    /// that cannot be a header gets.
+    #[tokio::test]
+    async fn the_standalone_token_is_never_printed() {
+        let mut endpoints = NoAuthEndpoints::heat_only("http://127.0.0.1:9/v1/admin");
+        endpoints.token = Some(crate::config::Secret::new("s3cret-token"));
+        assert!(!format!("{endpoints:?}").contains("s3cret"));
+        endpoints.token = Some(crate::config::Secret::new("s3cret\nline"));
+        let err = CloudConnection::no_auth(&endpoints, &ConnectOptions::default())
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("token cannot be sent"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
     }
 }

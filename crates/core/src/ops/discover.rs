@@ -956,6 +956,9 @@ pub struct Member {
     /// or a server itself (`resource_def: {type: OS::Nova::Server}`: with a real Nova, no
     /// nested stack at all).
     pub resource_type: String,
+    /// The member resource's physical id: the Nova server's id when the member is a server
+    /// itself, its nested stack's id when it is a template.
+    pub physical_id: Option<String>,
 }
 
 impl Member {
@@ -969,6 +972,7 @@ impl Member {
             since: r.resource.updated_at.or(r.created_at),
             group: String::new(),
             resource_type: r.resource.resource_type.clone(),
+            physical_id: r.resource.physical_id.clone(),
         }
     }
 

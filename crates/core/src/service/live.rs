@@ -90,7 +90,11 @@ fn node_from_member(nodegroup: &NodeGroup, m: &Member, hold: Option<HoldSeen>) -
         since: m.since,
         hook_paused: hold.is_some(),
         hook_inferred: hold == Some(HoldSeen::Inferred),
-        server_id: None,
+        // A member that is a server itself (`resource_def: {type: OS::Nova::Server}`): Heat's
+        // physical id is Nova's server id, so its detail needs no search by name or path.
+        server_id: (m.resource_type == crate::ops::node_tree::NOVA_SERVER)
+            .then(|| m.physical_id.clone())
+            .flatten(),
         created: None,
         stack_id: m.stack.as_ref().map(|s| s.id.clone()),
     }

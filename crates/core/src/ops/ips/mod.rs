@@ -992,6 +992,7 @@ mod tests {
             since: None,
             group: String::new(),
             resource_type: String::new(),
+            physical_id: None,
         }
     }
 

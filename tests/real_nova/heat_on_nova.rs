@@ -1,0 +1,404 @@
+//! The real Heat making real Nova servers, and caldera's rollout of them judged by Nova's own
+//! record.
+//!
+//! `scripts/real-nova-suite.sh` starts a real Heat 27 beside the real Nova (HEAT_URL), its
+//! noauth middleware handing Heat a token whose catalog names this Nova and the stand-in
+//! Glance (`scripts/nova-standalone.sh token-response`). Requests to that Heat carry an
+//! `X-Auth-Token` (`admin:admin`) which Heat passes on to Nova; caldera sends it with
+//! `--auth-token`.
+//!
+//! What only a real Nova can say: a server Heat rebuilt for a new image keeps its id and gets a
+//! `rebuild` in its instance actions (Nova's audit log of what was done to it, with times).
+//! So "each member updated once, one at a time, nothing else touched" is read from Nova, not
+//! from caldera's journal or Heat's events.
+
+use super::*;
+use caldera::model::{Node, NodeGroup};
+use caldera::service::NodeUpdate;
+use futures::StreamExt;
+
+/// The stand-in Glance's images (scripts/nova_standins.py): what a stack names, and the ids
+/// Nova records on a server.
+const IMAGE_A: (&str, &str) = ("caldera-image-a", IMAGE);
+const IMAGE_B: (&str, &str) = ("caldera-image-b", "2b4c6a7e-9d1f-4c3b-8a5e-0f6d7c8b9a02");
+/// The token Heat hands on to Nova (Nova's stand-in identity reads `user:project`).
+const TOKEN: &str = "admin:admin";
+/// Seconds caldera watches after each node before releasing the next: the window in which
+/// the test reads a half-done group.
+const GATE_SECS: &str = "12";
+
+fn heat_url() -> String {
+    std::env::var("HEAT_URL")
+        .expect("HEAT_URL must point at a real Heat on this Nova (scripts/real-nova-suite.sh)")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// Plain HTTP to Heat, with the token it hands on to Nova.
+struct HeatRaw {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl HeatRaw {
+    fn new() -> HeatRaw {
+        let base = heat_url();
+        assert!(
+            base.starts_with("http://127.0.0.1:"),
+            "loopback only: {base}"
+        );
+        HeatRaw {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .no_proxy()
+                .build()
+                .unwrap(),
+            base,
+        }
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("X-Auth-Token", TOKEN);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("Heat answers");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Creates the stack and waits (bounded) for it to settle; returns its id.
+    async fn create(&self, name: &str, count: u32) -> String {
+        let template = json!({
+            "heat_template_version": "2021-04-16",
+            "parameters": {
+                "image": {"type": "string", "default": IMAGE_A.0},
+                "count": {"type": "number", "default": count}
+            },
+            "resources": {"workers": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": {"get_param": "count"},
+                "resource_def": {"type": "OS::Nova::Server", "properties": {
+                    "name": format!("{name}-w-%index%"),
+                    "image": {"get_param": "image"},
+                    "flavor": FLAVOR,
+                    "networks": [{"allocate_network": "none"}]}}}}}
+        });
+        let (status, body) = self
+            .call(
+                Method::POST,
+                "/stacks",
+                Some(json!({"stack_name": name, "timeout_mins": 10, "template": template})),
+            )
+            .await;
+        assert_eq!(status, 201, "create {name}: {body}");
+        let id = body["stack"]["id"].as_str().expect("stack id").to_string();
+        let stack = self.settled(name, &id).await;
+        assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
+        id
+    }
+
+    async fn stack(&self, name: &str, id: &str) -> Value {
+        let (status, body) = self
+            .call(Method::GET, &format!("/stacks/{name}/{id}"), None)
+            .await;
+        assert_eq!(status, 200, "stack {name}: {body}");
+        body["stack"].clone()
+    }
+
+    async fn settled(&self, name: &str, id: &str) -> Value {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let stack = self.stack(name, id).await;
+            if !stack["stack_status"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with("_IN_PROGRESS")
+            {
+                return stack;
+            }
+            assert!(Instant::now() < deadline, "{name} not settled: {stack}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// The group's members as Heat lists them: member name → the server's id in Nova.
+    async fn members(&self, name: &str, id: &str) -> BTreeMap<String, String> {
+        let (status, body) = self
+            .call(
+                Method::GET,
+                &format!("/stacks/{name}/{id}/resources?nested_depth=1"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "resources: {body}");
+        body["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["resource_type"] == "OS::Nova::Server")
+            .map(|r| {
+                (
+                    r["resource_name"].as_str().unwrap().to_string(),
+                    r["physical_resource_id"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The stack's stored environment: what every later update of it inherits.
+    async fn environment(&self, name: &str, id: &str) -> Value {
+        let (status, body) = self
+            .call(
+                Method::GET,
+                &format!("/stacks/{name}/{id}/environment"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "environment: {body}");
+        body
+    }
+
+    async fn delete(&self, name: &str, id: &str) {
+        let _ = self
+            .call(Method::DELETE, &format!("/stacks/{name}/{id}"), None)
+            .await;
+    }
+}
+
+/// What Nova says of one server: its image id and its instance actions (oldest first).
+#[derive(Debug)]
+struct NovaRecord {
+    image: String,
+    status: String,
+    actions: Vec<(String, String)>,
+}
+
+async fn nova_record(raw: &Raw, id: &str) -> NovaRecord {
+    let server = raw.get(&format!("/servers/{id}")).await;
+    let (status, actions) = raw
+        .call(
+            Method::GET,
+            &format!("/servers/{id}/os-instance-actions"),
+            None,
+            Some("2.58"),
+        )
+        .await;
+    assert_eq!(status, 200, "instance actions of {id}: {actions}");
+    let mut actions: Vec<(String, String)> = actions["instanceActions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["start_time"].as_str().unwrap_or("").to_string(),
+                a["action"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    actions.sort();
+    NovaRecord {
+        image: server["server"]["image"]["id"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+        status: server["server"]["status"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+        actions,
+    }
+}
+
+/// caldera's connection to this Heat and Nova, as `--heat-url --nova-url --auth-token`.
+async fn heat_connection() -> CloudConnection {
+    let endpoints = NoAuthEndpoints {
+        nova_url: Some(nova_url()),
+        token: Some(caldera::config::Secret::new(TOKEN)),
+        ..NoAuthEndpoints::heat_only(heat_url())
+    };
+    CloudConnection::no_auth(&endpoints, &ConnectOptions::default())
+        .await
+        .expect("connect")
+}
+
+/// The stack as the console's nodes pane reads a plain stack: one node group of every scaling
+/// group in it.
+fn stack_nodes(id: &str, name: &str) -> NodeGroup {
+    NodeGroup::of_stack(id, name, Role::Other)
+}
+
+/// The nodes pane's last member list for the group (bounded).
+async fn nodes_of(service: &LiveService, group: NodeGroup) -> Vec<Node> {
+    let mut stream = service.stream_nodes(group);
+    let mut last = Vec::new();
+    let deadline = Instant::now() + SETTLE;
+    while let Some(update) = tokio::time::timeout_at(deadline.into(), stream.next())
+        .await
+        .expect("the node stream ends in time")
+    {
+        match update.expect("a node update") {
+            NodeUpdate::Members(nodes) => last = nodes,
+            NodeUpdate::Listed { nodes, .. } => last = nodes,
+            NodeUpdate::Done => break,
+            NodeUpdate::Address(_)
+            | NodeUpdate::Named { .. }
+            | NodeUpdate::AddressFailed { .. } => {}
+        }
+    }
+    last
+}
+
+/// The image caldera shows for a member, as the image's id or its name.
+fn shows(nodes: &[Node], member: &str, image: (&str, &str)) -> bool {
+    nodes
+        .iter()
+        .find(|n| n.key.member == member)
+        .and_then(|n| n.image.as_deref())
+        .is_some_and(|i| i == image.0 || i == image.1)
+}
+
+fn rebuilds(record: &NovaRecord) -> Vec<&str> {
+    record
+        .actions
+        .iter()
+        .filter(|(_, a)| a == "rebuild")
+        .map(|(t, _)| t.as_str())
+        .collect()
+}
+
+/// A rollout of a Heat group of real Nova servers: Nova rebuilds each server exactly once, one
+/// at a time in caldera's order, keeping its id; midway caldera's nodes show the rebuilt
+/// server's new image and the others' old one as Nova has them; at the end no hook is left
+/// in the stack's environment and the node detail is Nova's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Nova and Heat: run scripts/real-nova-suite.sh"]
+async fn a_rollout_rebuilds_each_real_server_once_one_at_a_time() {
+    let raw = Raw::new();
+    raw.ensure_flavor().await;
+    let heat = HeatRaw::new();
+    let name = unique("hr");
+    let id = heat.create(&name, 3).await;
+    let members = heat.members(&name, &id).await;
+    assert_eq!(members.len(), 3, "{members:?}");
+    for server in members.values() {
+        let r = nova_record(&raw, server).await;
+        assert_eq!((r.image.as_str(), r.status.as_str()), (IMAGE_A.1, "ACTIVE"));
+        assert!(rebuilds(&r).is_empty(), "{r:?}");
+    }
+
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(dir.path().join("none.toml"), "").expect("none.toml");
+    let target = format!("{name}/workers");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url(), "--nova-url", &nova_url()])
+        .args(["rollout", "start", &target, "--image", IMAGE_B.0])
+        .args(["--gate-secs", GATE_SECS, "--poll-secs", "0.5", "--yes"])
+        .env("CALDERA_AUTH_TOKEN", TOKEN)
+        .env("CALDERA_JOURNAL", dir.path().join("journal.jsonl"))
+        .env("CALDERA_ACTIONS_CONFIG", dir.path().join("none.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run caldera");
+
+    // Midway: the first server rebuilt (Nova says so), the gate holding the second.
+    let deadline = Instant::now() + SETTLE;
+    let first = loop {
+        let mut rebuilt = vec![];
+        for (member, server) in &members {
+            let r = nova_record(&raw, server).await;
+            if r.image == IMAGE_B.1 && r.status == "ACTIVE" {
+                rebuilt.push(member.clone());
+            }
+        }
+        if let [one] = rebuilt.as_slice() {
+            break one.clone();
+        }
+        assert!(
+            rebuilt.len() < 2,
+            "two servers rebuilt at once: {rebuilt:?}"
+        );
+        assert!(Instant::now() < deadline, "no server rebuilt in {SETTLE:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let service = LiveService::new(heat_connection().await);
+    let group = stack_nodes(&id, &name);
+    let nodes = nodes_of(&service, group.clone()).await;
+    println!("midway nodes: {nodes:#?}");
+    for member in members.keys() {
+        let expect = if *member == first { IMAGE_B } else { IMAGE_A };
+        assert!(
+            shows(&nodes, member, expect),
+            "member {member}: caldera should show {expect:?} as Nova has it: {nodes:#?}"
+        );
+    }
+
+    let out = child.wait_with_output().expect("caldera ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(": completed"), "{stdout}");
+
+    // Nova's record: the same servers, each rebuilt once, one after another.
+    let after = heat.members(&name, &id).await;
+    assert_eq!(after, members, "Heat rebuilt in place: the same server ids");
+    let mut starts = vec![];
+    for (member, server) in &members {
+        let r = nova_record(&raw, server).await;
+        assert_eq!((r.image.as_str(), r.status.as_str()), (IMAGE_B.1, "ACTIVE"));
+        let times = rebuilds(&r);
+        assert_eq!(times.len(), 1, "member {member} rebuilt once: {r:?}");
+        starts.push((times[0].to_string(), member.clone()));
+    }
+    starts.sort();
+    let order: Vec<&str> = starts.iter().map(|(_, m)| m.as_str()).collect();
+    assert_eq!(order[0], first, "{starts:?}");
+    for pair in starts.windows(2) {
+        let gap = gap_secs(&pair[0].0, &pair[1].0);
+        assert!(
+            gap >= GATE_SECS.parse::<f64>().unwrap() - 1.0,
+            "the next server's rebuild waited for the gate: {starts:?}"
+        );
+    }
+
+    // Nothing left behind: no hook in what the stack's next update inherits.
+    let environment = heat.environment(&name, &id).await;
+    assert!(
+        !environment.to_string().contains("hooks"),
+        "hooks left in the environment: {environment}"
+    );
+
+    // The nodes and the node detail after: Nova's image for every member, Nova's server.
+    let nodes = nodes_of(&service, group.clone()).await;
+    for member in members.keys() {
+        assert!(shows(&nodes, member, IMAGE_B), "{member}: {nodes:#?}");
+    }
+    let node = nodes.iter().find(|n| n.key.member == first).unwrap();
+    let detail = service
+        .server_detail(ServerTarget {
+            key: node.key.clone(),
+            name: node.name.clone(),
+            server_id: node.server_id.clone(),
+            member_stack: node.stack_id.clone(),
+            group_stack: group.stack_id.clone(),
+        })
+        .await
+        .expect("the node detail of a Heat-made server");
+    assert_eq!(detail.id, members[&first]);
+    assert_eq!(detail.status, "ACTIVE");
+    assert_eq!(detail.image.as_deref(), Some(IMAGE_B.1));
+    heat.delete(&name, &id).await;
+}
+
+/// Seconds from one of Nova's times (`2026-11-27T13:35:08.884703`) to another.
+fn gap_secs(a: &str, b: &str) -> f64 {
+    let parse = |t: &str| {
+        chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S%.f")
+            .unwrap_or_else(|e| panic!("Nova time {t}: {e}"))
+    };
+    (parse(b) - parse(a)).num_milliseconds() as f64 / 1000.0
+}
