@@ -34,6 +34,9 @@
 #                             race delete the same oldest rows and the count overshoots:
 #                             use HEAT_LEAF_DELAY > 0; tests/real_heat/purged_hooks.rs)
 #   HEAT_STACK_TIMEOUT (1800) [DEFAULT] stack_action_timeout, seconds
+#   HEAT_ACTION_RETRY_LIMIT (5)  [DEFAULT] action_retry_limit: how often Heat deletes a server
+#                             that went to ERROR and creates it again before the resource
+#                             fails (0: fail at the first ERROR, in seconds not minutes)
 #   HEAT_START_TIMEOUT (120)  seconds to wait for the API to answer 200
 #   HEAT_KEEP_DB (0)          1 = keep the existing `heat` database on start
 #   HEAT_DEBUG (0)            1 = debug logging in target/heat-run/heat.log
@@ -173,6 +176,7 @@ heat_waitcondition_server_url = http://$HOST:8000/v1/waitcondition
 max_resources_per_stack = -1
 max_stacks_per_tenant = -1
 max_events_per_stack = ${HEAT_MAX_EVENTS:-1000}
+action_retry_limit = ${HEAT_ACTION_RETRY_LIMIT:-5}
 event_purge_batch_size = ${HEAT_EVENT_PURGE_BATCH:-200}
 max_json_body_size = 16777216
 max_template_size = 4194304

@@ -28,7 +28,7 @@ echo "real Nova at $NOVA_URL (max_limit $NOVA_MAX_LIMIT)"
 # X-Auth-Token on to them (caldera's --auth-token, the tests' `admin:admin`).
 mkdir -p target
 scripts/nova-standalone.sh token-response "$ROOT/target/nova-token.json"
-heat_line="$(HEAT_NOAUTH_TOKEN_RESPONSE="$ROOT/target/nova-token.json" scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
+heat_line="$(HEAT_ACTION_RETRY_LIMIT=0 HEAT_NOAUTH_TOKEN_RESPONSE="$ROOT/target/nova-token.json" scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
 export HEAT_URL="${heat_line#HEAT_URL=}"
 echo "real Heat on it at $HEAT_URL"
 

@@ -48,6 +48,9 @@ async fn stack_reports(
     for scope in scopes_of(conn, found, target).await? {
         let under = scope.under.clone().unwrap_or_default();
         let mut report = why::read(heat, &scope.stack, &under).await?;
+        if let Some(nova) = &conn.nova {
+            why::with_nova(&mut report, nova).await;
+        }
         let left = crate::drivers::leftover_hooks::leftover_hooks(heat, &scope.stack).await?;
         for l in left {
             report.add(
@@ -92,6 +95,7 @@ async fn capi_reports(
             status: g.status.raw.clone(),
             verdict: Verdict::of_capi(&verdict),
             lines: verdict.line(now).into_iter().collect(),
+            servers: vec![],
         });
     }
     if out.is_empty() {

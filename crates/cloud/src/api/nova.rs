@@ -253,6 +253,25 @@ fn server_from(s: ServerWire) -> ServerInfo {
 pub struct NovaClient {
     transport: Transport,
     base: Url,
+    /// Image names by id, as Nova's image proxy gave them (shared by every clone): a fleet
+    /// runs a handful of images, asked about once each.
+    image_names: std::sync::Arc<std::sync::Mutex<BTreeMap<String, Option<String>>>>,
+}
+
+/// Image ids whose names are remembered; past this, names are asked again (bounded memory
+/// against a cloud with unbounded images).
+const IMAGE_NAMES_KEPT: usize = 1024;
+
+/// `GET /images/{id}` through Nova's image proxy.
+#[derive(Debug, Deserialize)]
+struct ImageOne {
+    image: ImageWire,
+}
+
+#[derive(Debug, Deserialize)]
+struct ImageWire {
+    #[serde(default)]
+    name: Option<String>,
 }
 
 /// Filters for `GET /servers/detail`, e.g. `("name", "^k8s-1-")` (Nova treats name as a regex).
@@ -270,7 +289,11 @@ impl NovaClient {
                 "Nova endpoint '{endpoint}' is not a URL: {e}"
             )))
         })?;
-        Ok(NovaClient { transport, base })
+        Ok(NovaClient {
+            transport,
+            base,
+            image_names: Default::default(),
+        })
     }
 
     fn servers_url(&self, query: &ServerQuery, marker: Option<&str>) -> Url {
@@ -338,6 +361,39 @@ impl NovaClient {
             .get_json(self.server_url(id, false).as_str())
             .await?;
         Ok(detail_from(one.server))
+    }
+
+    /// The name of the image `id`, as an operator wrote it in a template or a cluster
+    /// template (Nova names a server's image by id only). Nova's image proxy
+    /// (`GET /images/{id}`, there up to microversion 2.35; caldera speaks 2.1) answers it, so
+    /// no Glance endpoint is needed. `None` when the image is gone (404) or has no name;
+    /// remembered either way. Other errors are not remembered.
+    pub async fn image_name(&self, id: &str) -> ApiResult<Option<String>> {
+        if let Some(known) = self
+            .image_names
+            .lock()
+            .ok()
+            .and_then(|m| m.get(id).cloned())
+        {
+            return Ok(known);
+        }
+        let mut url = self.base.clone();
+        if let Ok(mut p) = url.path_segments_mut() {
+            p.pop_if_empty();
+            p.extend(["images", id]);
+        }
+        let name = match self.transport.get_json::<ImageOne>(url.as_str()).await {
+            Ok(one) => one.image.name.filter(|n| !n.is_empty()),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return Err(e),
+        };
+        if let Ok(mut m) = self.image_names.lock() {
+            if m.len() >= IMAGE_NAMES_KEPT {
+                m.clear();
+            }
+            m.insert(id.to_string(), name.clone());
+        }
+        Ok(name)
     }
 
     /// The last `lines` lines of the server's console log:

@@ -87,7 +87,7 @@ pub enum ImagePhase {
 }
 
 /// A UUID as Nova and Glance print image ids.
-fn looks_like_uuid(s: &str) -> bool {
+pub fn looks_like_uuid(s: &str) -> bool {
     s.len() == 36
         && s.chars().enumerate().all(|(i, c)| match i {
             8 | 13 | 18 | 23 => c == '-',

@@ -10,6 +10,7 @@ pub mod discover;
 pub mod event_tracker;
 pub mod failures;
 pub mod hooks;
+pub mod image_names;
 pub mod ips;
 pub mod node_tree;
 pub mod stack_paths;

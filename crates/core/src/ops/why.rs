@@ -87,13 +87,50 @@ pub struct StackWhy {
     pub status: String,
     pub verdict: Verdict,
     pub lines: Vec<String>,
+    /// The Nova servers behind the first failed or stalled causes: the line that names each
+    /// and the server's id, for [`with_nova`] to add Nova's word under it.
+    #[serde(skip)]
+    pub servers: Vec<(usize, String)>,
 }
+
+/// Causes whose servers Nova is asked about: a failure's first lines say most.
+pub const NOVA_CAUSES: usize = 2;
 
 impl StackWhy {
     /// Adds a finding the caller read elsewhere (hooks left in the environment).
     pub fn add(&mut self, verdict: Verdict, line: String) {
         self.verdict = self.verdict.max(verdict);
         self.lines.push(line);
+    }
+
+    /// Remembers the server behind the cause just added (its last line), for Nova's word.
+    fn note_server(&mut self, c: &Cause) {
+        if let (Some(id), Some(last)) = (&c.server_id, self.lines.len().checked_sub(1)) {
+            if self.servers.len() < NOVA_CAUSES {
+                self.servers.push((last, id.clone()));
+            }
+        }
+    }
+}
+
+/// Adds Nova's word on each server behind a failed or stalled cause under the line naming
+/// it (`└ Nova ERROR: No valid host was found (500)`): what Heat's reason often cuts short
+/// (`Went to status ERROR due to "Message: …"`) or does not say at all (a server stuck in
+/// BUILD). A server Nova cannot show is said so on the same line; the verdict is Heat's.
+pub async fn with_nova(why: &mut StackWhy, nova: &crate::api::nova::NovaClient) {
+    let servers = std::mem::take(&mut why.servers);
+    let words = futures::future::join_all(servers.iter().map(|(_, id)| nova.get_server(id))).await;
+    // From the last line up, so that each insertion leaves the earlier indices true.
+    for ((line, id), word) in servers.iter().zip(words).rev() {
+        let text = match word {
+            Ok(detail) => match super::stuck::nova_summary(&detail) {
+                Some(summary) => summary,
+                None => continue,
+            },
+            Err(e) => format!("Nova could not show server {id}: {e}"),
+        };
+        why.lines
+            .insert(line + 1, format!("└ {}", first_line(&text)));
     }
 }
 
@@ -217,6 +254,7 @@ pub fn explain(
         status: state.status.raw.clone(),
         verdict: Verdict::Settled,
         lines: vec![],
+        servers: vec![],
     };
     let failed = |c: &&Cause| entries[c.index].resource.status.is_failed();
     for c in a.causes.iter().filter(failed) {
@@ -231,6 +269,7 @@ pub fn explain(
             line.push_str(&format!(" — {}", first_line(reason)));
         }
         why.add(Verdict::Failed, line);
+        why.note_server(c);
     }
     // The stack's own status speaks for the whole stack only: a scope (one group of a
     // cluster's stack) is judged by what is under it, not by its siblings' update.
@@ -265,6 +304,9 @@ pub fn explain(
             continue;
         }
         why.add(verdict, line);
+        if verdict == Verdict::Stalled {
+            why.note_server(c);
+        }
     }
     if busy_hidden > 0 {
         why.lines.push(format!(

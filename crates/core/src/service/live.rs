@@ -776,6 +776,7 @@ async fn forward_nodes(
     let mut images: HashMap<String, String> = HashMap::new();
     let mut paused: Option<SideFacts> = None;
     let mut members: Option<Vec<Member>> = None;
+    let image_source = nova.clone();
     let mut ips = stream_group_ips(heat, nova, stack, group_path, options);
     let to_nodes = |members: &[Member], facts: Option<&SideFacts>| {
         let nodes = members
@@ -855,7 +856,16 @@ async fn forward_nodes(
                     Some(mut task) => hook_result((&mut task.0).await),
                     None => paused.take().unwrap_or_default(),
                 };
-                found.members.extend(images.drain());
+                let mut read = std::mem::take(&mut images);
+                if let Some(nova) = &image_source {
+                    crate::ops::image_names::as_target_says(
+                        nova,
+                        nodegroup.image.as_deref(),
+                        read.values_mut(),
+                    )
+                    .await;
+                }
+                found.members.extend(read);
                 found.images_read = true;
                 // Every list before was provisional: this one, with all that is known,
                 // is the one a reader keeps.

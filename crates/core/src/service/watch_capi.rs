@@ -100,11 +100,18 @@ pub async fn observe_update(
         capi_nodes::cluster_servers(nova, capi)
     );
     let (cluster, ng, servers) = (cluster?, ng?, servers?);
-    let servers: Vec<ServerFact> = servers
+    let mut servers: Vec<ServerFact> = servers
         .iter()
         .filter(|s| capi_nodes::is_member(capi, &ng.name, ng.role, &s.name))
         .map(fact)
         .collect();
+    // Magnum's `image_id` is often a name; Nova's servers say ids.
+    crate::ops::image_names::as_target_says(
+        nova,
+        ng.image.as_deref(),
+        servers.iter_mut().filter_map(|s| s.image.as_mut()),
+    )
+    .await;
     let now = Utc::now();
     seen.ingest(&servers, now);
     let facts = NovaFacts {
