@@ -171,6 +171,12 @@ heal_instance_info_cache_interval = -1
 instance_usage_audit = false
 # one compute host: resizes stay on it
 allow_resize_to_same_host = true
+# The one fake host offers 2 vCPUs and 8 GiB (MediumFakeDriver); Placement's default
+# ratios (4 x CPU, 1 x RAM) fit 8 servers of caldera.small, and the suite's tests, two at a
+# time, boot more than that ("No valid host was found"). The fake driver runs nothing.
+cpu_allocation_ratio = 64.0
+ram_allocation_ratio = 16.0
+disk_allocation_ratio = 16.0
 
 [api]
 max_limit = ${NOVA_MAX_LIMIT:-1000}

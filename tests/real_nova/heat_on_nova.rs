@@ -72,7 +72,7 @@ impl HeatRaw {
     }
 
     /// Creates the stack and waits (bounded) for it to settle; returns its id.
-    async fn create(&self, name: &str, count: u32) -> String {
+    async fn create(&self, name: &str, count: u32, policy: Policy) -> String {
         let template = json!({
             "heat_template_version": "2021-04-16",
             "parameters": {
@@ -84,6 +84,7 @@ impl HeatRaw {
                 "resource_def": {"type": "OS::Nova::Server", "properties": {
                     "name": format!("{name}-w-%index%"),
                     "image": {"get_param": "image"},
+                    "image_update_policy": policy.heat_word(),
                     "flavor": FLAVOR,
                     "networks": [{"allocate_network": "none"}]}}}}}
         });
@@ -272,18 +273,62 @@ fn rebuilds(record: &NovaRecord) -> Vec<&str> {
         .collect()
 }
 
-/// A rollout of a Heat group of real Nova servers: Nova rebuilds each server exactly once, one
-/// at a time in caldera's order, keeping its id; midway caldera's nodes show the rebuilt
-/// server's new image and the others' old one as Nova has them; at the end no hook is left
-/// in the stack's environment and the node detail is Nova's.
+/// How Heat changes a server's image (`OS::Nova::Server` `image_update_policy`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Policy {
+    /// Nova rebuilds the server in place: same id, a `rebuild` instance action.
+    Rebuild,
+    /// Heat makes a new server (a new id, Nova's `create`) and deletes the old one.
+    Replace,
+}
+
+impl Policy {
+    fn heat_word(self) -> &'static str {
+        match self {
+            Policy::Rebuild => "REBUILD",
+            Policy::Replace => "REPLACE",
+        }
+    }
+}
+
+/// A rollout of a Heat group of real Nova servers, rebuilt in place.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Nova and Heat: run scripts/real-nova-suite.sh"]
 async fn a_rollout_rebuilds_each_real_server_once_one_at_a_time() {
+    rollout_on_nova(Policy::Rebuild, "hr").await;
+}
+
+/// The same rollout where Heat replaces each server: new servers, the old ones gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Nova and Heat: run scripts/real-nova-suite.sh"]
+async fn a_rollout_replaces_each_real_server_once_one_at_a_time() {
+    rollout_on_nova(Policy::Replace, "hp").await;
+}
+
+/// The members (by the index in their server's name, `{stack}-w-{index}`) whose server Nova
+/// has ACTIVE on image B, with each one's server id.
+async fn on_new_image(raw: &Raw, name: &str) -> BTreeMap<String, String> {
+    let (servers, _) = raw.list_all(&format!("name=^{name}-w-")).await;
+    servers
+        .iter()
+        .filter(|s| s["image"]["id"] == IMAGE_B.1 && s["status"] == "ACTIVE")
+        .filter_map(|s| {
+            let member = s["name"].as_str()?.rsplit('-').next()?.to_string();
+            Some((member, s["id"].as_str()?.to_string()))
+        })
+        .collect()
+}
+
+/// Nova rebuilds (or Heat replaces) each server exactly once, one at a time in caldera's
+/// order with the gate between; midway caldera's nodes show the changed server's new image
+/// and the others' old one as Nova has them; at the end no hook is left in the stack's
+/// environment and the node detail is Nova's.
+async fn rollout_on_nova(policy: Policy, tag: &str) {
     let raw = Raw::new();
     raw.ensure_flavor().await;
     let heat = HeatRaw::new();
-    let name = unique("hr");
-    let id = heat.create(&name, 3).await;
+    let name = unique(tag);
+    let id = heat.create(&name, 3, policy).await;
     let members = heat.members(&name, &id).await;
     assert_eq!(members.len(), 3, "{members:?}");
     for server in members.values() {
@@ -307,30 +352,23 @@ async fn a_rollout_rebuilds_each_real_server_once_one_at_a_time() {
         .spawn()
         .expect("run caldera");
 
-    // Midway: the first server rebuilt (Nova says so), the gate holding the second.
+    // Midway: one server on the new image (Nova says so), the gate holding the next.
     let deadline = Instant::now() + SETTLE;
     let first = loop {
-        let mut rebuilt = vec![];
-        for (member, server) in &members {
-            let r = nova_record(&raw, server).await;
-            if r.image == IMAGE_B.1 && r.status == "ACTIVE" {
-                rebuilt.push(member.clone());
-            }
-        }
-        if let [one] = rebuilt.as_slice() {
-            break one.clone();
-        }
+        let changed = on_new_image(&raw, &name).await;
         assert!(
-            rebuilt.len() < 2,
-            "two servers rebuilt at once: {rebuilt:?}"
+            changed.len() < 2,
+            "two servers changed at once: {changed:?}"
         );
-        assert!(Instant::now() < deadline, "no server rebuilt in {SETTLE:?}");
+        if let Some(member) = changed.keys().next() {
+            break member.clone();
+        }
+        assert!(Instant::now() < deadline, "no server changed in {SETTLE:?}");
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     let service = LiveService::new(heat_connection().await);
     let group = stack_nodes(&id, &name);
     let nodes = nodes_of(&service, group.clone()).await;
-    println!("midway nodes: {nodes:#?}");
     for member in members.keys() {
         let expect = if *member == first { IMAGE_B } else { IMAGE_A };
         assert!(
@@ -345,25 +383,50 @@ async fn a_rollout_rebuilds_each_real_server_once_one_at_a_time() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains(": completed"), "{stdout}");
 
-    // Nova's record: the same servers, each rebuilt once, one after another.
+    // Nova's record: each member changed once, one after another.
     let after = heat.members(&name, &id).await;
-    assert_eq!(after, members, "Heat rebuilt in place: the same server ids");
+    assert_eq!(after.len(), 3, "{after:?}");
     let mut starts = vec![];
-    for (member, server) in &members {
+    for (member, server) in &after {
         let r = nova_record(&raw, server).await;
         assert_eq!((r.image.as_str(), r.status.as_str()), (IMAGE_B.1, "ACTIVE"));
-        let times = rebuilds(&r);
-        assert_eq!(times.len(), 1, "member {member} rebuilt once: {r:?}");
-        starts.push((times[0].to_string(), member.clone()));
+        let when = match policy {
+            Policy::Rebuild => {
+                assert_eq!(server, &members[member], "rebuilt in place: the same id");
+                let times = rebuilds(&r);
+                assert_eq!(times.len(), 1, "member {member} rebuilt once: {r:?}");
+                times[0].to_string()
+            }
+            Policy::Replace => {
+                assert_ne!(server, &members[member], "replaced: a new server");
+                let (status, _) = raw
+                    .call(
+                        Method::GET,
+                        &format!("/servers/{}", members[member]),
+                        None,
+                        None,
+                    )
+                    .await;
+                assert_eq!(status, 404, "the old server of {member} is gone");
+                assert_eq!(rebuilds(&r).len(), 0, "{r:?}");
+                r.actions
+                    .first()
+                    .map(|(t, _)| t.clone())
+                    .expect("its create")
+            }
+        };
+        starts.push((when, member.clone()));
     }
+    // Exactly one server per member on Nova now: nothing made twice, nothing left over.
+    let (all, _) = raw.list_all(&format!("name=^{name}-w-")).await;
+    assert_eq!(all.len(), 3, "{all:#?}");
     starts.sort();
-    let order: Vec<&str> = starts.iter().map(|(_, m)| m.as_str()).collect();
-    assert_eq!(order[0], first, "{starts:?}");
+    assert_eq!(starts[0].1, first, "{starts:?}");
     for pair in starts.windows(2) {
         let gap = gap_secs(&pair[0].0, &pair[1].0);
         assert!(
             gap >= GATE_SECS.parse::<f64>().unwrap() - 1.0,
-            "the next server's rebuild waited for the gate: {starts:?}"
+            "the next server waited for the gate: {starts:?}"
         );
     }
 
@@ -390,7 +453,7 @@ async fn a_rollout_rebuilds_each_real_server_once_one_at_a_time() {
         })
         .await
         .expect("the node detail of a Heat-made server");
-    assert_eq!(detail.id, members[&first]);
+    assert_eq!(detail.id, after[&first]);
     assert_eq!(detail.status, "ACTIVE");
     assert_eq!(detail.image.as_deref(), Some(IMAGE_B.1));
     heat.delete(&name, &id).await;
