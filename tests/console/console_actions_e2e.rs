@@ -13,6 +13,7 @@
 use crate::support::pty;
 
 use crate::support::scenarios;
+use crate::support::sim_group::sim_env;
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::drivers::NodeGroupTarget;
@@ -51,21 +52,7 @@ impl Cloud {
             .enable_all()
             .build()
             .expect("runtime");
-        let (sim, env) = rt.block_on(async {
-            let sim = sim::start(SimOptions::fast("empty", 50.0))
-                .await
-                .expect("simulator starts");
-            let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-                .await
-                .expect("connect to the simulator");
-            let env = Env::new(
-                conn.heat.clone(),
-                Duration::from_millis(50),
-                Duration::from_secs(60),
-                0,
-            );
-            (sim, env)
-        });
+        let (sim, env) = rt.block_on(sim_env(50.0));
         let dir = tempfile::tempdir().expect("temp dir");
         let mut text = sim.clouds_yaml("simcloud");
         if !caldera.is_empty() {

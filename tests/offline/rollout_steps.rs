@@ -16,6 +16,7 @@
 
 use crate::support::scenarios;
 
+use crate::support::sim_group::sim_env;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::StackAction;
 use caldera::drivers::NodeGroupTarget;
@@ -836,18 +837,7 @@ async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
 /// once (the gate does not run out first) and nothing more is released.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_during_a_long_gate_releases_nothing_more() {
-    let sim = sim::start(SimOptions::fast("empty", SPEED))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
-    let env = Env::new(
-        conn.heat.clone(),
-        Duration::from_millis(50),
-        Duration::from_secs(60),
-        0,
-    );
+    let (sim, env) = sim_env(SPEED).await;
     let target = env.create("gate", 3).await;
     let members = env.member_names(&target).await;
     let plan = env.plan(
@@ -862,7 +852,7 @@ async fn a_pause_during_a_long_gate_releases_nothing_more() {
         &[],
     );
     let mut h = engine::start(
-        conn.heat.clone(),
+        env.heat.clone(),
         env.ctx.clone(),
         plan.clone(),
         env.engine_options(HookSet::default()),

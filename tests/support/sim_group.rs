@@ -2,6 +2,7 @@
 //! the headless commands and of Heat's controls and hooks start from (`tests/offline/actions_cli.rs`,
 //! `tests/offline/names_cli.rs`, `tests/offline/heat_controls_cli.rs`, `tests/offline/hooks_purged_sim.rs`,
 //! `tests/console/console_heat_controls_e2e.rs`). Callers wait for a create in their own way.
+//! Also the operator-action scenarios' environment on an empty simulator ([`sim_env`]).
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::HeatClient;
@@ -10,6 +11,9 @@ use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget};
 use caldera::model::StackRef;
 use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::Machines;
+use std::time::Duration;
+
+use super::scenarios::Env;
 
 /// A simulator started with `opts` and caldera's Heat-native driver on it.
 pub async fn sim_driver(opts: SimOptions) -> (SimHandle, HeatNativeDriver) {
@@ -53,4 +57,23 @@ pub async fn start_group(
     let (sim, driver) = sim_driver(opts).await;
     let t = create_group(&driver, cluster, "workers", count).await;
     (sim, driver.heat().clone(), t.stack.expect("stack"))
+}
+
+/// An empty simulator whose clock runs `speed` times real time, and the operator-action
+/// scenarios' environment on its Heat: settles polled every 50 ms, none longer than 60 s of
+/// the test's time, test machines that take no time per action.
+pub async fn sim_env(speed: f64) -> (SimHandle, Env) {
+    let sim = sim::start(SimOptions::fast("empty", speed))
+        .await
+        .expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect to the simulator");
+    let env = Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    );
+    (sim, env)
 }
