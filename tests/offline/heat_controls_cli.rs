@@ -32,7 +32,7 @@ impl Controls {
         settle(&heat, &stack).await;
         let dir = tempfile::tempdir().expect("dir");
         Controls {
-            clouds: clouds_yaml(dir.path(), &sim, caldera),
+            clouds: sim_group::write_clouds_yaml(dir.path(), &sim, caldera),
             journal: dir.path().join("journal.jsonl"),
             heat,
             stack,
@@ -101,16 +101,6 @@ async fn hooked_update(heat: &HeatClient, stack: &StackRef) {
         ..Default::default()
     };
     heat.update_stack(stack, &update).await.expect("update");
-}
-
-fn clouds_yaml(dir: &Path, sim: &SimHandle, caldera: &str) -> PathBuf {
-    let mut text = sim.clouds_yaml("simcloud");
-    if !caldera.is_empty() {
-        text.push_str(&format!("    caldera: {caldera}\n"));
-    }
-    let p = dir.join(format!("clouds-{}.yaml", caldera.len()));
-    std::fs::write(&p, text).expect("write clouds.yaml");
-    p
 }
 
 fn caldera(clouds: &Path, journal: &Path, args: &[&str]) -> (bool, String, String) {

@@ -11,6 +11,7 @@ use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget};
 use caldera::model::StackRef;
 use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::Machines;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::scenarios::Env;
@@ -76,4 +77,17 @@ pub async fn sim_env(speed: f64) -> (SimHandle, Env) {
         0,
     );
     (sim, env)
+}
+
+/// Writes into `dir` a clouds.yaml naming `sim` as cloud `simcloud`, with `caldera` appended
+/// as the cloud's `caldera:` settings (empty: none); its path (one file per settings'
+/// length, so a test may write several).
+pub fn write_clouds_yaml(dir: &Path, sim: &SimHandle, caldera: &str) -> PathBuf {
+    let mut text = sim.clouds_yaml("simcloud");
+    if !caldera.is_empty() {
+        text.push_str(&format!("    caldera: {caldera}\n"));
+    }
+    let p = dir.join(format!("clouds-{}.yaml", caldera.len()));
+    std::fs::write(&p, text).expect("write clouds.yaml");
+    p
 }
