@@ -1721,7 +1721,7 @@ async fn status_messages_expire_and_the_log_keeps_them_whole() {
 mod one_truth {
     use super::*;
     use crate::progress::{Phase, Progress};
-    use crate::tui::theme::CellState;
+    use crate::theme::CellState;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     const PHASES: [NodePhase; 8] = [
@@ -1852,7 +1852,7 @@ mod one_truth {
             let row = group_row(&h.render(240, 60), &g.name);
             assert_shows("node groups row", &row, &p, round);
             h.app
-                .update(Action::Command(crate::tui::message::Command::NodeGroups));
+                .update(Action::Command(crate::message::Command::NodeGroups));
             h.pump().await;
             let ng = group_row(&h.render(240, 60), &g.name);
             assert_eq!(ng, row, "round {round}: the :ng row is the dashboard's");
@@ -1920,7 +1920,7 @@ mod one_truth {
                 "node groups" => {
                     h.key(KeyAction::Back);
                     h.app
-                        .update(Action::Command(crate::tui::message::Command::NodeGroups));
+                        .update(Action::Command(crate::message::Command::NodeGroups));
                 }
                 _ => {}
             }
@@ -1980,7 +1980,7 @@ mod one_truth {
         let nodes = h.render(200, 60);
         h.key(KeyAction::Back);
         h.app
-            .update(Action::Command(crate::tui::message::Command::NodeGroups));
+            .update(Action::Command(crate::message::Command::NodeGroups));
         h.pump().await;
         snap!(h, "one_instant_nodegroups");
         let groups = group_row(&h.render(200, 60), &g.name);

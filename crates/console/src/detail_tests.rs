@@ -235,7 +235,7 @@ async fn i_on_a_stack_shows_it_whole_with_hidden_parameters_kept_hidden() {
     give_stack_extras(&h);
     h.settle().await;
     h.app
-        .update(Action::Command(crate::tui::message::Command::Stacks));
+        .update(Action::Command(crate::message::Command::Stacks));
     h.settle().await;
     h.render(80, 24);
     h.press(KeyCode::Char('i'));
@@ -299,7 +299,7 @@ async fn i_in_the_tree_shows_the_tree_stack() {
 #[test]
 fn hostile_names_are_escaped_in_the_breadcrumbs() {
     let evil = "res\u{1b}[2J".to_string();
-    let stack = crate::tui::message::StackTarget {
+    let stack = crate::message::StackTarget {
         id: "id".into(),
         name: Some(evil.clone()),
     };
@@ -326,7 +326,7 @@ fn hostile_names_are_escaped_in_the_breadcrumbs() {
         ViewKind::Stack { stack },
     ];
     for kind in kinds {
-        let crumb = crate::tui::views::screen(&kind).crumb();
+        let crumb = crate::views::screen(&kind).crumb();
         assert!(crumb.contains("res\\e[2J"), "{crumb}");
         assert!(!crumb.contains('\u{1b}'), "{crumb}");
     }
@@ -399,7 +399,7 @@ fn dashboard_tail(h: &Harness) -> Vec<StackEvent> {
     let ViewKind::Dashboard { cluster } = &h.app.view().kind else {
         panic!("not the dashboard: {:?}", h.app.view().kind);
     };
-    crate::tui::views::dashboard_tail(&h.app, h.app.store(), cluster)
+    crate::views::dashboard_tail(&h.app, h.app.store(), cluster)
         .into_iter()
         .map(|(_, e)| e.clone())
         .collect()
@@ -445,7 +445,7 @@ async fn tab_gives_the_dashboard_tail_the_keys_and_enter_opens_an_event() {
     h.key(KeyAction::Back);
     // `y` copies the selected event's id.
     assert_eq!(
-        h.app.yank_text(crate::tui::state::yank::Yank::Id),
+        h.app.yank_text(crate::state::yank::Yank::Id),
         Some(("event id", third.id.clone()))
     );
     // Top, then `G`: the oldest, then the newest again.

@@ -317,9 +317,9 @@ async fn a_failed_switch_stays_on_the_cloud() {
 
 #[tokio::test]
 async fn no_switch_while_a_rollout_driven_here_releases_nodes() {
+    use crate::message::RolloutDriver;
     use crate::rollout::{RolloutState, RolloutStatus};
-    use crate::tui::message::RolloutDriver;
-    use crate::tui::state::rollout_control::RolloutSlot;
+    use crate::state::rollout_control::RolloutSlot;
     let fake = FakeCloud::demo(3);
     let cluster = fake.list_clusters().await.expect("clusters").remove(0);
     let nodegroup = fake

@@ -545,7 +545,9 @@ async fn snapshot_stacks_help_palette() {
     assert!(names.len() >= 20);
     for name in &names {
         assert!(
-            rows.iter().any(|r| matches!(r, crate::tui::state::help::HelpRow::Command { name: n, .. } if n == name)),
+            rows.iter().any(
+                |r| matches!(r, crate::state::help::HelpRow::Command { name: n, .. } if n == name)
+            ),
             "{name}"
         );
     }
@@ -834,7 +836,7 @@ async fn nodes_command_opens_any_stack_as_its_nodes() {
         ViewKind::Nodes { nodegroup, .. } => {
             assert_eq!(nodegroup.stack_id.as_deref(), Some(selected.id.as_str()));
             assert_eq!(nodegroup.name, selected.name);
-            assert!(crate::tui::state::is_stack_standin(nodegroup));
+            assert!(crate::state::is_stack_standin(nodegroup));
         }
         other => panic!("not the nodes pane: {other:?}"),
     }

@@ -24,9 +24,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 // The layers below, named as `crate::api`, `crate::drivers`, … so paths read the same in every
-// crate (`crate::sim` is this crate itself).
-#[allow(unused_imports)]
-pub(crate) use crate as sim;
+// crate.
 pub(crate) use caldera_cloud::{api, config};
 pub(crate) use caldera_core::{drivers, service, templates};
 

@@ -3,8 +3,8 @@
 
 use super::action_dialogs::CHROME_ROWS;
 use super::App;
-use crate::tui::keys::KeyAction;
-use crate::tui::message::COMMANDS;
+use crate::keys::KeyAction;
+use crate::message::COMMANDS;
 
 /// What the header's figures mean.
 const HEADER_HELP: &[(&str, &str)] = &[

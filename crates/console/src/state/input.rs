@@ -3,9 +3,9 @@
 
 use super::view::ViewKind;
 use super::{App, Level, Mode};
-use crate::tui::cell_text::{event_path, first_line};
-use crate::tui::keys::{KeyAction, KeyContext};
-use crate::tui::message::{Action, Command, Request, COMMANDS};
+use crate::cell_text::{event_path, first_line};
+use crate::keys::{KeyAction, KeyContext};
+use crate::message::{Action, Command, Request, COMMANDS};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::{Modifier, Style};
 use std::path::PathBuf;
@@ -216,7 +216,7 @@ impl App {
                 }
             }
             KeyCode::Tab if input.kind == InputKind::Palette => {
-                let names = crate::tui::theme::theme_names(self.theme_dir.as_deref());
+                let names = crate::theme::theme_names(self.theme_dir.as_deref());
                 let (line, candidates) = complete(&input.text(), &names);
                 input.set_text(&line);
                 input.candidates = candidates;

@@ -250,7 +250,7 @@ impl TableState {
 mod tests {
     use super::super::{plain, SortKey};
     use super::*;
-    use crate::tui::theme::Theme;
+    use crate::theme::Theme;
     use ratatui::layout::Constraint;
     use std::borrow::Cow;
 
