@@ -540,7 +540,7 @@ async fn snapshot_stacks_help_palette() {
     let rows = h.app.help_text().rows;
     let names: Vec<String> = super::message::COMMANDS
         .iter()
-        .map(|(n, _, _)| format!(":{n}"))
+        .map(|c| format!(":{}", c.name))
         .collect();
     assert!(names.len() >= 20);
     for name in &names {

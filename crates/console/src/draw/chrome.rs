@@ -1,7 +1,7 @@
 //! Header, breadcrumbs, status / input line, key hints, help and palette overlays.
 
 use super::{centered, clear};
-use crate::message::COMMANDS;
+use crate::message::{PaletteCommand, COMMANDS};
 use crate::model::terminal_safe;
 use crate::resource_columns::short_duration;
 use crate::service::health::{Availability, ServiceHealth};
@@ -472,7 +472,13 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
             th.accent(),
         )));
     }
-    for (name, aliases, help) in COMMANDS {
+    for PaletteCommand {
+        name,
+        aliases,
+        help,
+        ..
+    } in COMMANDS
+    {
         if word.is_empty()
             || name.starts_with(&word)
             || aliases.iter().any(|a| a.starts_with(&word))

@@ -4,7 +4,7 @@
 use super::action_dialogs::CHROME_ROWS;
 use super::App;
 use crate::keys::KeyAction;
-use crate::message::COMMANDS;
+use crate::message::{PaletteCommand, COMMANDS};
 
 /// What the header's figures mean.
 const HEADER_HELP: &[(&str, &str)] = &[
@@ -164,17 +164,24 @@ impl App {
             help: h.to_string(),
         }));
         rows.push(HelpRow::Section("Commands (:)".into()));
-        rows.extend(COMMANDS.iter().map(|(name, aliases, help)| {
-            HelpRow::Command {
-                name: format!(":{name}"),
-                aliases: aliases
-                    .iter()
-                    .map(|a| format!(":{a}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                help: help.to_string(),
-            }
-        }));
+        rows.extend(COMMANDS.iter().map(
+            |PaletteCommand {
+                 name,
+                 aliases,
+                 help,
+                 ..
+             }| {
+                HelpRow::Command {
+                    name: format!(":{name}"),
+                    aliases: aliases
+                        .iter()
+                        .map(|a| format!(":{a}"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    help: help.to_string(),
+                }
+            },
+        ));
         rows.push(HelpRow::Note(
             "Filter: text (case-insensitive), re:REGEX, a leading ! inverts.".into(),
         ));
