@@ -1,7 +1,7 @@
 //! Header, breadcrumbs, status / input line, key hints, help and palette overlays.
 
 use super::{centered, clear};
-use crate::message::{PaletteCommand, COMMANDS};
+use crate::message::COMMANDS;
 use crate::model::terminal_safe;
 use crate::resource_columns::short_duration;
 use crate::service::health::{Availability, ServiceHealth};
@@ -472,24 +472,18 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
             th.accent(),
         )));
     }
-    for PaletteCommand {
-        name,
-        aliases,
-        help,
-        ..
-    } in COMMANDS
-    {
+    for c in COMMANDS {
         if word.is_empty()
-            || name.starts_with(&word)
-            || aliases.iter().any(|a| a.starts_with(&word))
+            || c.name.starts_with(&word)
+            || c.aliases.iter().any(|a| a.starts_with(&word))
         {
             lines.push(Line::from(vec![
                 Span::styled(
-                    format!(" :{name:<9}"),
+                    format!(" :{:<9}", c.name),
                     th.accent().add_modifier(Modifier::BOLD),
                 ),
-                Span::styled(format!("{:<26}", aliases.join(" ")), th.muted()),
-                Span::styled(*help, Style::default().fg(th.fg)),
+                Span::styled(format!("{:<26}", c.aliases.join(" ")), th.muted()),
+                Span::styled(c.help, Style::default().fg(th.fg)),
             ]));
         }
     }

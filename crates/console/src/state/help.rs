@@ -4,7 +4,7 @@
 use super::action_dialogs::CHROME_ROWS;
 use super::App;
 use crate::keys::KeyAction;
-use crate::message::{PaletteCommand, COMMANDS};
+use crate::message::COMMANDS;
 
 /// What the header's figures mean.
 const HEADER_HELP: &[(&str, &str)] = &[
@@ -164,24 +164,18 @@ impl App {
             help: h.to_string(),
         }));
         rows.push(HelpRow::Section("Commands (:)".into()));
-        rows.extend(COMMANDS.iter().map(
-            |PaletteCommand {
-                 name,
-                 aliases,
-                 help,
-                 ..
-             }| {
-                HelpRow::Command {
-                    name: format!(":{name}"),
-                    aliases: aliases
-                        .iter()
-                        .map(|a| format!(":{a}"))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    help: help.to_string(),
-                }
-            },
-        ));
+        rows.extend(COMMANDS.iter().map(|c| {
+            HelpRow::Command {
+                name: format!(":{}", c.name),
+                aliases: c
+                    .aliases
+                    .iter()
+                    .map(|a| format!(":{a}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                help: c.help.to_string(),
+            }
+        }));
         rows.push(HelpRow::Note(
             "Filter: text (case-insensitive), re:REGEX, a leading ! inverts.".into(),
         ));

@@ -5,7 +5,7 @@ use super::view::ViewKind;
 use super::{App, Level, Mode};
 use crate::cell_text::{event_path, first_line};
 use crate::keys::{KeyAction, KeyContext};
-use crate::message::{Action, Command, PaletteCommand, Request, COMMANDS};
+use crate::message::{Action, Command, Request, COMMANDS};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::{Modifier, Style};
 use std::path::PathBuf;
@@ -87,10 +87,10 @@ pub fn complete(line: &str, theme_names: &[String]) -> (String, Vec<String>) {
         }
     }
     let mut hits: Vec<String> = Vec::new();
-    for PaletteCommand { name, aliases, .. } in COMMANDS {
-        if name.starts_with(trimmed) {
-            hits.push(name.to_string());
-        } else if let Some(a) = aliases.iter().find(|a| a.starts_with(trimmed)) {
+    for c in COMMANDS {
+        if c.name.starts_with(trimmed) {
+            hits.push(c.name.to_string());
+        } else if let Some(a) = c.aliases.iter().find(|a| a.starts_with(trimmed)) {
             hits.push(a.to_string());
         }
     }
