@@ -496,6 +496,12 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     let body = serde_json::json!({"cluster_template": "k8s-v1.31-capi", "max_batch_size": 3, "nodegroup": "gpu"});
     let (code, reply) = post(&sim, &url, body).await;
     assert_eq!(code, 202, "{reply}");
+    // The test moves the clock itself from here, three simulated seconds per look (less than
+    // a look took at 60 times real time): a replacement's steps last seconds (a new server's
+    // BUILD about 10, the old one's deletion about 2.5), at 60 times real time a few hundred
+    // milliseconds, shorter than a loaded machine may take between two looks or to start
+    // `caldera rollout status`, and the upgrade could end unseen.
+    sim.freeze_clock();
     let new_image = "ubuntu-2204-kube-v1.31.1";
     let c = cluster_json(&sim).await;
     assert_eq!(c["status"], "UPDATE_IN_PROGRESS");
@@ -576,7 +582,7 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
             finished = true;
             break;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+        sim.advance_clock(3000);
     }
     assert!(finished, "the upgrade ends");
     assert!(saw_building && saw_deleting && saw_replacing);

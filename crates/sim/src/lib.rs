@@ -187,6 +187,22 @@ impl SimHandle {
         f(&mut shared::lock(&self.world))
     }
 
+    /// Stops the simulated clock where it stands: from now on the world moves only when
+    /// [`SimHandle::advance_clock`] says, so a test sees every step of a change however
+    /// loaded the machine (a late tick would otherwise run several steps at once).
+    pub fn freeze_clock(&self) {
+        self.with_world(|w| w.virtual_now = Some(w.now()));
+    }
+
+    /// Moves a frozen clock on by `ms` simulated milliseconds and advances the world to it:
+    /// a state that lasts longer than `ms` is seen by a look between two advances.
+    pub fn advance_clock(&self, ms: i64) {
+        self.with_world(|w| {
+            w.virtual_now = Some(w.now() + ms);
+            w.tick();
+        });
+    }
+
     /// The ids of the tokens Keystone has issued (tests look for them where they must not be).
     pub fn issued_tokens(&self) -> Vec<String> {
         shared::lock(&self.shared.tokens).ids()
