@@ -22,10 +22,9 @@ use crate::service::fake::{demo_epoch, FakeCloud, FakeOp};
 use crate::service::fake_operator::{target_of, FakeOperator};
 use crate::service::operator::Operator;
 use crate::service::{CloudService, ErrorKind, ServiceError};
+use crate::tests::Drive;
 use chrono::Duration as Chrono;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +44,12 @@ fn options(read_only: bool) -> ConsoleOptions {
         read_only,
         theme_dir: Some(std::path::PathBuf::from("/nonexistent")),
         ..ConsoleOptions::default()
+    }
+}
+
+impl Drive for H {
+    fn app(&mut self) -> &mut App {
+        &mut self.app
     }
 }
 
@@ -110,28 +115,6 @@ impl H {
                 }
             }
         }
-    }
-
-    fn key(&mut self, k: KeyAction) {
-        self.app.update(Action::Key(k));
-    }
-
-    fn press(&mut self, code: KeyCode) {
-        self.app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
-    }
-
-    fn type_str(&mut self, s: &str) {
-        for c in s.chars() {
-            self.press(KeyCode::Char(c));
-        }
-    }
-
-    fn render(&mut self, w: u16, h: u16) -> String {
-        self.app.update(Action::Resize(w, h));
-        self.app.prepare();
-        let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        terminal.draw(|f| self.app.draw(f)).expect("draw");
-        terminal.backend().to_string()
     }
 
     fn screen(&mut self) -> String {

@@ -11,8 +11,7 @@ use super::worker::Worker;
 use crate::service::fake::{demo_epoch, FakeCloud};
 use crate::service::fleet_scan::{FixedFleet, FleetAnswer, FleetReport, SharedFleet};
 use crate::service::CloudService;
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
+use crate::tests::Drive;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -63,6 +62,12 @@ struct Fleet {
     app: App,
     worker: Worker,
     rx: UnboundedReceiver<Reply>,
+}
+
+impl Drive for Fleet {
+    fn app(&mut self) -> &mut App {
+        &mut self.app
+    }
 }
 
 impl Fleet {
@@ -116,14 +121,6 @@ impl Fleet {
 
     async fn until_done(&mut self) {
         while !self.next().await {}
-    }
-
-    fn render(&mut self, w: u16, h: u16) -> String {
-        self.app.update(Action::Resize(w, h));
-        self.app.prepare();
-        let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        terminal.draw(|f| self.app.draw(f)).expect("draw");
-        terminal.backend().to_string()
     }
 
     fn clouds(&self) -> Vec<String> {

@@ -74,28 +74,6 @@ impl Harness {
         }
     }
 
-    fn key(&mut self, k: KeyAction) {
-        self.app.update(Action::Key(k));
-    }
-
-    fn press(&mut self, code: KeyCode) {
-        self.app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
-    }
-
-    fn type_str(&mut self, s: &str) {
-        for c in s.chars() {
-            self.press(KeyCode::Char(c));
-        }
-    }
-
-    fn render(&mut self, w: u16, h: u16) -> String {
-        self.app.update(Action::Resize(w, h));
-        self.app.prepare();
-        let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        terminal.draw(|f| self.app.draw(f)).expect("draw");
-        terminal.backend().to_string()
-    }
-
     /// Takes the app's requests: hands all but the node streams to the worker and returns
     /// those (node group id and generation), for a test to answer itself.
     fn node_streams(&mut self) -> Vec<(String, u64)> {
@@ -122,6 +100,41 @@ impl Harness {
         // The dashboard asks for nodes once the node groups are known.
         self.app.plan_refresh(false);
         self.settle().await;
+    }
+}
+
+/// What every console test harness does to its [`App`]: keys, typed text, and a frame drawn
+/// at a size (the text of the screen).
+pub(crate) trait Drive {
+    fn app(&mut self) -> &mut App;
+
+    fn key(&mut self, k: KeyAction) {
+        self.app().update(Action::Key(k));
+    }
+
+    fn press(&mut self, code: KeyCode) {
+        self.app().on_key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+
+    fn type_str(&mut self, s: &str) {
+        for c in s.chars() {
+            self.press(KeyCode::Char(c));
+        }
+    }
+
+    fn render(&mut self, w: u16, h: u16) -> String {
+        let app = self.app();
+        app.update(Action::Resize(w, h));
+        app.prepare();
+        let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+        terminal.draw(|f| app.draw(f)).expect("draw");
+        terminal.backend().to_string()
+    }
+}
+
+impl Drive for Harness {
+    fn app(&mut self) -> &mut App {
+        &mut self.app
     }
 }
 
