@@ -1018,9 +1018,7 @@ mod heat_controls {
 
     async fn stacks_view(h: &mut H) {
         h.pump().await;
-        h.press(KeyCode::Char(':'));
-        h.type_str("stacks");
-        h.press(KeyCode::Enter);
+        h.command("stacks");
         h.pump().await;
         assert!(matches!(h.app.view().kind, ViewKind::Stacks));
     }
@@ -1679,9 +1677,7 @@ async fn status_messages_expire_and_the_log_keeps_them_whole() {
     assert!(h.status().contains("a warning"), "{}", h.status());
     h.tick_at(40).await;
     assert_eq!(h.app.status(), None, "a warning leaves after 30 s");
-    h.press(KeyCode::Char(':'));
-    h.type_str("messages");
-    h.press(KeyCode::Enter);
+    h.command("messages");
     let Some(Dialog::Text { lines, .. }) = h.dialog() else {
         panic!("no messages: {}", h.screen());
     };

@@ -117,9 +117,7 @@ async fn snapshot_light_and_high_contrast_render() {
 async fn palette_history_and_unknown_command() {
     let mut h = Harness::demo(10);
     h.settle().await;
-    h.press(KeyCode::Char(':'));
-    h.type_str("bogus");
-    h.press(KeyCode::Enter);
+    h.command("bogus");
     assert!(h
         .app
         .status()
@@ -127,9 +125,7 @@ async fn palette_history_and_unknown_command() {
         .unwrap()
         .text
         .contains("unknown command"));
-    h.press(KeyCode::Char(':'));
-    h.type_str("stacks");
-    h.press(KeyCode::Enter);
+    h.command("stacks");
     assert!(matches!(h.app.view().kind, ViewKind::Stacks));
     h.press(KeyCode::Char(':'));
     h.press(KeyCode::Up);
@@ -143,9 +139,7 @@ async fn palette_history_and_unknown_command() {
     };
     assert_eq!(input.text(), "bogus");
     h.press(KeyCode::Esc);
-    h.press(KeyCode::Char(':'));
-    h.type_str("q");
-    h.press(KeyCode::Enter);
+    h.command("q");
     assert!(h.app.should_quit());
 }
 

@@ -122,6 +122,13 @@ pub(crate) trait Drive {
         }
     }
 
+    /// `:LINE` and Enter, as typed in the palette.
+    fn command(&mut self, line: &str) {
+        self.press(KeyCode::Char(':'));
+        self.type_str(line);
+        self.press(KeyCode::Enter);
+    }
+
     fn render(&mut self, w: u16, h: u16) -> String {
         let app = self.app();
         app.update(Action::Resize(w, h));

@@ -248,27 +248,29 @@ async fn server_names_fill_in_without_moving_rows_or_selection() {
     );
 }
 
+/// The demo's stack list, shown, and the stack selected in it.
+async fn stack_list_selected() -> (Harness, crate::model::StackRef) {
+    let mut h = Harness::demo(10);
+    h.settle().await;
+    h.command("stacks");
+    h.settle().await;
+    h.render(80, 24);
+    let selected = h
+        .app
+        .view()
+        .table
+        .selected(h.app.store().stacks.data.as_deref().unwrap_or(&[]))
+        .map(|s| s.stack.clone())
+        .expect("a stack selected");
+    (h, selected)
+}
+
 #[tokio::test]
 async fn nodes_command_opens_any_stack_as_its_nodes() {
     // A stack that is no cluster's: `:nodes` shows its groups' members (the live service
     // streams every scaling group of the stack, see ops::discover).
-    let mut h = Harness::demo(10);
-    h.settle().await;
-    h.press(KeyCode::Char(':'));
-    h.type_str("stacks");
-    h.press(KeyCode::Enter);
-    h.settle().await;
-    h.render(80, 24);
-    let selected = {
-        let v = h.app.view();
-        v.table
-            .selected(h.app.store().stacks.data.as_deref().unwrap_or(&[]))
-            .map(|s| s.stack.clone())
-            .expect("a stack selected")
-    };
-    h.press(KeyCode::Char(':'));
-    h.type_str("nodes");
-    h.press(KeyCode::Enter);
+    let (mut h, selected) = stack_list_selected().await;
+    h.command("nodes");
     match &h.app.view().kind {
         ViewKind::Nodes { nodegroup, .. } => {
             assert_eq!(nodegroup.stack_id.as_deref(), Some(selected.id.as_str()));
@@ -283,24 +285,9 @@ async fn nodes_command_opens_any_stack_as_its_nodes() {
 async fn node_groups_and_dashboard_open_any_stack_in_context() {
     // A stack that is no cluster's: `:ng` and `:dash` open it as a cluster whose node groups
     // the service discovers (service::plain_stack), not "no cluster selected".
-    let mut h = Harness::demo(10);
-    h.settle().await;
-    h.press(KeyCode::Char(':'));
-    h.type_str("stacks");
-    h.press(KeyCode::Enter);
-    h.settle().await;
-    h.render(80, 24);
-    let selected = {
-        let v = h.app.view();
-        v.table
-            .selected(h.app.store().stacks.data.as_deref().unwrap_or(&[]))
-            .map(|s| s.stack.clone())
-            .expect("a stack selected")
-    };
+    let (mut h, selected) = stack_list_selected().await;
     for (command, dashboard) in [("ng", false), ("dash", true)] {
-        h.press(KeyCode::Char(':'));
-        h.type_str(command);
-        h.press(KeyCode::Enter);
+        h.command(command);
         let cluster = match (&h.app.view().kind, dashboard) {
             (ViewKind::NodeGroups { cluster }, false) | (ViewKind::Dashboard { cluster }, true) => {
                 cluster.clone()
