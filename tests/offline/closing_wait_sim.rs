@@ -75,15 +75,7 @@ fn plan(env: &Env, target: &NodeGroupTarget, members: &[String]) -> RolloutPlan 
 /// Starts the rollout and waits for its closing pause (every member done, the sibling
 /// still updating).
 async fn start_until_closing(env: &Env, plan: &RolloutPlan) -> RolloutHandle {
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(plan, HookSet::default()).await;
     let s = wait_for(&mut h, "the closing pause", |s| closing_pause(s).is_some()).await;
     assert_eq!(s.done, 3, "{:#?}", s.lines());
     assert!(

@@ -95,15 +95,7 @@ fn held(status: &caldera::rollout::RolloutStatus) -> Vec<String> {
 async fn start(env: &Env, target: &NodeGroupTarget) -> (RolloutPlan, RolloutHandle) {
     let members = env.member_names(target).await;
     let plan = env.plan(target, &members, "img-v2", RolloutOptions::default(), &[]);
-    let h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let h = env.start_rollout(&plan, HookSet::default()).await;
     (plan, h)
 }
 
@@ -477,15 +469,7 @@ async fn cli_pause_is_acknowledged_or_fails_loudly() {
         ..RolloutOptions::default()
     };
     let plan = env.plan(&target, &members, "img-v2", options, &[]);
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
         .await
         .expect("a member done");

@@ -851,15 +851,7 @@ async fn a_pause_during_a_long_gate_releases_nothing_more() {
         },
         &[],
     );
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
         .await
         .expect("first node done");
