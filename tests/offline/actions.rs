@@ -3,10 +3,10 @@
 //! `tests/real_heat/actions.rs`.
 
 use crate::support::scenarios;
+use crate::support::sim_group;
 
 use crate::support::sim_group::sim_env;
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::sim::{self, SimOptions};
+use caldera::sim::SimOptions;
 use scenarios::Env;
 use std::time::Duration;
 
@@ -52,12 +52,7 @@ async fn sim_magnum_resize_and_upgrade() {
     use caldera::drivers::apply;
     use caldera::drivers::magnum::MagnumDriver;
     use caldera::drivers::{Driver, ScaleRequest};
-    let sim = sim::start(SimOptions::fast("small", 50.0))
-        .await
-        .expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    let (sim, conn) = sim_group::connected(SimOptions::fast("small", 50.0)).await;
     let env = Env::new(
         conn.heat.clone(),
         Duration::from_millis(50),

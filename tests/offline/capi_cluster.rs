@@ -4,6 +4,7 @@
 //! all read from Magnum and Nova (no Heat stack exists for it).
 
 use crate::support::cli::{on_cloud as caldera, Caldera};
+use crate::support::sim_group;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::model::{CapiDriver, Cluster, NodeGroup};
 use caldera::service::live::LiveService;
@@ -463,12 +464,7 @@ fn tokens(name: &str) -> Vec<&str> {
 async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     use caldera::drivers::Driver;
     use caldera::service::watch::{find_any, observe_any, Watches};
-    let sim = sim::start(SimOptions::fast("demo", 60.0))
-        .await
-        .expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    let (sim, conn) = sim_group::connected(SimOptions::fast("demo", 60.0)).await;
     let drivers = caldera::drivers::resolve::Drivers::new(&conn);
     let target = drivers
         .magnum()

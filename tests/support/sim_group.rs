@@ -16,12 +16,18 @@ use std::time::Duration;
 
 use super::scenarios::Env;
 
-/// A simulator started with `opts` and caldera's Heat-native driver on it.
-pub async fn sim_driver(opts: SimOptions) -> (SimHandle, HeatNativeDriver) {
-    let sim = sim::start(opts).await.expect("simulator");
+/// A simulator started with `opts`, and a connection to it through its Keystone.
+pub async fn connected(opts: SimOptions) -> (SimHandle, CloudConnection) {
+    let sim = sim::start(opts).await.expect("simulator starts");
     let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
         .await
-        .expect("connect");
+        .expect("connect to the simulator");
+    (sim, conn)
+}
+
+/// A simulator started with `opts` and caldera's Heat-native driver on it.
+pub async fn sim_driver(opts: SimOptions) -> (SimHandle, HeatNativeDriver) {
+    let (sim, conn) = connected(opts).await;
     (
         sim,
         HeatNativeDriver::new(conn.heat.clone(), Machines::Test),
@@ -64,12 +70,7 @@ pub async fn start_group(
 /// scenarios' environment on its Heat: settles polled every 50 ms, none longer than 60 s of
 /// the test's time, test machines that take no time per action.
 pub async fn sim_env(speed: f64) -> (SimHandle, Env) {
-    let sim = sim::start(SimOptions::fast("empty", speed))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
+    let (sim, conn) = connected(SimOptions::fast("empty", speed)).await;
     let env = Env::new(
         conn.heat.clone(),
         Duration::from_millis(50),
