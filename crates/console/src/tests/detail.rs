@@ -5,19 +5,6 @@ use super::*;
 use crate::model::{StackEvent, Status};
 use crate::tests::outputs::give_outputs;
 
-/// The view draws every text from the cloud escaped itself (nothing left for the last-line
-/// backstop to catch) and survives tiny terminals.
-fn escaped_everywhere(h: &mut Harness) {
-    h.render(120, 40);
-    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
-    let frame = terminal.draw(|f| h.app.draw_views(f)).expect("draw");
-    let mut buf = frame.buffer.clone();
-    assert_eq!(crate::draw::backstop(&mut buf), 0);
-    for (w, hh) in [(1, 1), (10, 3), (30, 8), (45, 12)] {
-        h.render(w, hh);
-    }
-}
-
 /// A reason longer than any pane, with a terminal escape inside.
 const LONG_REASON: &str = "Error: resources.deployment: Deployment to server failed: \
     deploy_status_code : Deployment exited with non-zero status code: 1 \u{1b}[2J while \
@@ -99,9 +86,7 @@ async fn enter_on_a_plain_tree_resource_opens_its_detail_with_the_full_reason() 
     assert!(screen.contains("not found"), "{screen}");
     assert!(!screen.contains('\u{1b}'), "{screen}");
     escaped_everywhere(&mut h);
-    insta::assert_snapshot!("resource_detail_80x24", h.render(80, 24));
-    insta::assert_snapshot!("resource_detail_120x40", h.render(120, 40));
-    insta::assert_snapshot!("resource_detail_200x60", h.render(200, 60));
+    snap3!(h, "resource_detail");
     // It scrolls to its end (the oldest event) and back.
     h.render(80, 24);
     h.key(KeyAction::Bottom);
@@ -194,9 +179,7 @@ async fn enter_on_an_event_shows_it_whole_then_its_resource_in_the_tree() {
     }
     assert!(!screen.contains('\u{1b}'), "{screen}");
     escaped_everywhere(&mut h);
-    insta::assert_snapshot!("event_detail_80x24", h.render(80, 24));
-    insta::assert_snapshot!("event_detail_120x40", h.render(120, 40));
-    insta::assert_snapshot!("event_detail_200x60", h.render(200, 60));
+    snap3!(h, "event_detail");
     // Enter again: the resource, in the tree of the stack that emitted the event.
     h.key(KeyAction::Open);
     assert!(
@@ -267,9 +250,7 @@ async fn i_on_a_stack_shows_it_whole_with_hidden_parameters_kept_hidden() {
         assert!(screen.contains(part), "{part}: {screen}");
     }
     escaped_everywhere(&mut h);
-    insta::assert_snapshot!("stack_detail_80x24", h.render(80, 24));
-    insta::assert_snapshot!("stack_detail_120x40", h.render(120, 40));
-    insta::assert_snapshot!("stack_detail_200x60", h.render(200, 60));
+    snap3!(h, "stack_detail");
     // The template is at the end: scrolled to, escaped, never obeyed.
     h.render(80, 24);
     h.key(KeyAction::Bottom);

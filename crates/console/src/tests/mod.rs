@@ -103,6 +103,19 @@ impl Harness {
     }
 }
 
+/// The views on screen draw every text from the cloud escaped themselves (nothing left for
+/// the last-line backstop to catch) and survive tiny terminals.
+fn escaped_everywhere(h: &mut Harness) {
+    h.render(120, 40);
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let frame = terminal.draw(|f| h.app.draw_views(f)).expect("draw");
+    let mut buf = frame.buffer.clone();
+    assert_eq!(crate::draw::backstop(&mut buf), 0);
+    for (w, hh) in [(1, 1), (10, 3), (30, 8), (45, 12)] {
+        h.render(w, hh);
+    }
+}
+
 /// What every console test harness does to its [`App`]: keys, typed text, and a frame drawn
 /// at a size (the text of the screen).
 pub(crate) trait Drive {
@@ -148,6 +161,15 @@ impl Drive for Harness {
 macro_rules! snap {
     ($h:expr, $name:literal) => {
         insta::assert_snapshot!(concat!($name, "_80x24"), $h.render(80, 24));
+        insta::assert_snapshot!(concat!($name, "_200x60"), $h.render(200, 60));
+    };
+}
+
+/// [`snap!`] with a middle size, 120x40, between the two (in that order).
+macro_rules! snap3 {
+    ($h:expr, $name:literal) => {
+        insta::assert_snapshot!(concat!($name, "_80x24"), $h.render(80, 24));
+        insta::assert_snapshot!(concat!($name, "_120x40"), $h.render(120, 40));
         insta::assert_snapshot!(concat!($name, "_200x60"), $h.render(200, 60));
     };
 }
