@@ -13,11 +13,11 @@
 use crate::support::pty;
 
 use crate::support::scenarios;
+use crate::support::sim_group::{sim_env, write_clouds_yaml};
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::drivers::NodeGroupTarget;
 use caldera::rollout::{RolloutOptions, RolloutPlan};
-use caldera::sim::{self, SimHandle, SimOptions};
+use caldera::sim::SimHandle;
 use pty::{Console, Screen};
 use scenarios::{assert_batches_sequential, update_windows, Env};
 use std::ffi::OsStr;
@@ -51,28 +51,9 @@ impl Cloud {
             .enable_all()
             .build()
             .expect("runtime");
-        let (sim, env) = rt.block_on(async {
-            let sim = sim::start(SimOptions::fast("empty", 50.0))
-                .await
-                .expect("simulator starts");
-            let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-                .await
-                .expect("connect to the simulator");
-            let env = Env::new(
-                conn.heat.clone(),
-                Duration::from_millis(50),
-                Duration::from_secs(60),
-                0,
-            );
-            (sim, env)
-        });
+        let (sim, env) = rt.block_on(sim_env(50.0));
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut text = sim.clouds_yaml("simcloud");
-        if !caldera.is_empty() {
-            text.push_str(&format!("    caldera: {caldera}\n"));
-        }
-        let clouds = dir.path().join("clouds.yaml");
-        std::fs::write(&clouds, text).expect("write clouds.yaml");
+        let clouds = write_clouds_yaml(dir.path(), &sim, caldera);
         // It holds the simulator's password: private, as the console asks.
         std::fs::set_permissions(&clouds, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .expect("chmod clouds.yaml");

@@ -3,59 +3,44 @@
 //! `tests/real_heat/actions.rs`.
 
 use crate::support::scenarios;
+use crate::support::sim_group;
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
-use caldera::sim::{self, SimHandle, SimOptions};
+use crate::support::sim_group::sim_env;
+use caldera::sim::SimOptions;
 use scenarios::Env;
 use std::time::Duration;
 
-async fn sim_env() -> (SimHandle, Env) {
-    let sim = sim::start(SimOptions::fast("empty", 50.0))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
-    let env = Env::new(
-        conn.heat.clone(),
-        Duration::from_millis(50),
-        Duration::from_secs(60),
-        0,
-    );
-    (sim, env)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_scale_10_14_12_removing_named_members() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::scale_scenario(&env, "sc").await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_rollout_batch_1_then_2_never_overlap() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::rollout_batches_scenario(&env, "rb").await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_failure_pauses_then_resume_finishes() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::failure_then_resume_scenario(&env, "rf").await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_killed_engine_reattaches_and_updates_each_member_once() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::kill_and_reattach_scenario(&env, "rk").await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_failing_post_node_hook_pauses_at_that_node() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::failing_hook_scenario(&env, "rh").await;
     sim.shutdown().await;
 }
@@ -67,12 +52,7 @@ async fn sim_magnum_resize_and_upgrade() {
     use caldera::drivers::apply;
     use caldera::drivers::magnum::MagnumDriver;
     use caldera::drivers::{Driver, ScaleRequest};
-    let sim = sim::start(SimOptions::fast("small", 50.0))
-        .await
-        .expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    let (sim, conn) = sim_group::connected(SimOptions::fast("small", 50.0)).await;
     let env = Env::new(
         conn.heat.clone(),
         Duration::from_millis(50),
@@ -175,21 +155,21 @@ async fn sim_magnum_resize_and_upgrade() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_pause_from_journal_skip_and_resume() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::pause_skip_resume_scenario(&env, "rp").await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_abort_with_rollback_rolls_back_through_the_hooks() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::abort_scenario(&env, "ab1", caldera::rollout::AbortMode::CancelUpdate).await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_abort_without_rollback_says_what_remains() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::abort_scenario(
         &env,
         "ab2",
@@ -201,21 +181,21 @@ async fn sim_abort_without_rollback_says_what_remains() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_abort_leaving_hooks_then_rollback_from_another_process() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::abort_scenario(&env, "ab3", caldera::rollout::AbortMode::LeavePaused).await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_starts_from_two_machines_heat_keeps_one() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::two_machines_start_scenario(&env, "tm").await;
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_concurrent_starts_one_driver() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::concurrent_start_scenario(&env, "cs").await;
     sim.shutdown().await;
 }

@@ -30,17 +30,6 @@ async fn create(driver: &HeatNativeDriver, cluster: &str, count: u32) -> NodeGro
     }
 }
 
-/// A clouds.yaml for the simulator with caldera settings appended to the cloud.
-fn clouds_yaml(dir: &Path, sim: &SimHandle, caldera: &str) -> std::path::PathBuf {
-    let mut text = sim.clouds_yaml("simcloud");
-    if !caldera.is_empty() {
-        text.push_str(&format!("    caldera: {caldera}\n"));
-    }
-    let p = dir.join(format!("clouds-{}.yaml", caldera.len()));
-    std::fs::write(&p, text).expect("write clouds.yaml");
-    p
-}
-
 fn caldera(clouds: &Path, journal: &Path, args: &[&str]) -> Output {
     // A named actions file must exist (a missing one is an error): none yet is no hooks.
     let actions = journal.with_extension("toml");
@@ -70,7 +59,7 @@ async fn scale_rollout_and_journal_commands() {
     let (sim, driver) = start().await;
     create(&driver, "cli", 5).await;
     let dir = tempfile::tempdir().expect("dir");
-    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let clouds = sim_group::write_clouds_yaml(dir.path(), &sim, "");
     let journal = dir.path().join("journal.jsonl");
 
     // Scale: the plan names the nodes, then it is applied and followed.
@@ -237,11 +226,11 @@ async fn guard_rails_from_clouds_yaml() {
     let dir = tempfile::tempdir().expect("dir");
     let journal = dir.path().join("journal.jsonl");
 
-    let ro = clouds_yaml(dir.path(), &sim, "{read_only: true}");
+    let ro = sim_group::write_clouds_yaml(dir.path(), &sim, "{read_only: true}");
     let out = caldera(&ro, &journal, &["scale", "prod", "--count", "4", "--yes"]);
     assert!(!out.status.success());
     assert!(text(&out).1.contains("read-only"), "{:?}", text(&out));
-    let plain = clouds_yaml(dir.path(), &sim, "");
+    let plain = sim_group::write_clouds_yaml(dir.path(), &sim, "");
     let out = caldera(
         &plain,
         &journal,
@@ -269,7 +258,7 @@ async fn guard_rails_from_clouds_yaml() {
         2
     );
 
-    let prod = clouds_yaml(dir.path(), &sim, "{production: true}");
+    let prod = sim_group::write_clouds_yaml(dir.path(), &sim, "{production: true}");
     let out = caldera(&prod, &journal, &["scale", "prod", "--count", "4", "--yes"]);
     assert!(!out.status.success());
     assert!(text(&out).1.contains("--confirm prod"), "{:?}", text(&out));
@@ -312,7 +301,7 @@ async fn rollout_paused_by_a_failure_is_resumed_by_another_process() {
     let (sim, driver) = start().await;
     create(&driver, "rf", 4).await;
     let dir = tempfile::tempdir().expect("dir");
-    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let clouds = sim_group::write_clouds_yaml(dir.path(), &sim, "");
     let journal = dir.path().join("journal.jsonl");
 
     let out = caldera(
@@ -436,7 +425,7 @@ async fn skip_and_abort_from_other_processes_reach_the_driver() {
     let (sim, driver) = start().await;
     let target = create(&driver, "ab", 4).await;
     let dir = tempfile::tempdir().expect("dir");
-    let clouds = clouds_yaml(dir.path(), &sim, "");
+    let clouds = sim_group::write_clouds_yaml(dir.path(), &sim, "");
     let journal = dir.path().join("journal.jsonl");
     let actions = journal.with_extension("toml");
     std::fs::write(&actions, "").expect("actions file");

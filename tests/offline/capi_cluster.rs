@@ -4,6 +4,7 @@
 //! all read from Magnum and Nova (no Heat stack exists for it).
 
 use crate::support::cli::{on_cloud as caldera, Caldera};
+use crate::support::sim_group;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::model::{CapiDriver, Cluster, NodeGroup};
 use caldera::service::live::LiveService;
@@ -463,12 +464,7 @@ fn tokens(name: &str) -> Vec<&str> {
 async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     use caldera::drivers::Driver;
     use caldera::service::watch::{find_any, observe_any, Watches};
-    let sim = sim::start(SimOptions::fast("demo", 60.0))
-        .await
-        .expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    let (sim, conn) = sim_group::connected(SimOptions::fast("demo", 60.0)).await;
     let drivers = caldera::drivers::resolve::Drivers::new(&conn);
     let target = drivers
         .magnum()
@@ -496,6 +492,12 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
     let body = serde_json::json!({"cluster_template": "k8s-v1.31-capi", "max_batch_size": 3, "nodegroup": "gpu"});
     let (code, reply) = post(&sim, &url, body).await;
     assert_eq!(code, 202, "{reply}");
+    // The test moves the clock itself from here, three simulated seconds per look (less than
+    // a look took at 60 times real time): a replacement's steps last seconds (a new server's
+    // BUILD about 10, the old one's deletion about 2.5), at 60 times real time a few hundred
+    // milliseconds, shorter than a loaded machine may take between two looks or to start
+    // `caldera rollout status`, and the upgrade could end unseen.
+    sim.freeze_clock();
     let new_image = "ubuntu-2204-kube-v1.31.1";
     let c = cluster_json(&sim).await;
     assert_eq!(c["status"], "UPDATE_IN_PROGRESS");
@@ -576,7 +578,7 @@ async fn an_upgrade_replaces_machines_one_at_a_time_as_cluster_api_does() {
             finished = true;
             break;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+        sim.advance_clock(3000);
     }
     assert!(finished, "the upgrade ends");
     assert!(saw_building && saw_deleting && saw_replacing);

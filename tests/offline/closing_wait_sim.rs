@@ -5,14 +5,13 @@
 //! operator's pause on top stays until a resume, across a restart of the engine too.
 
 use crate::support::scenarios::{self, update_windows, Env};
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group::sim_env;
 use caldera::drivers::heat_native::{ROLE_NODEGROUP, TAG_CLUSTER, TAG_NODEGROUP};
 use caldera::drivers::{Driver, NodeGroupTarget};
 use caldera::journal::Outcome;
 use caldera::lifecycle::HookSet;
 use caldera::rollout::engine::{self, RolloutHandle};
 use caldera::rollout::{Control, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus};
-use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::{self, Machines};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -23,22 +22,6 @@ const SPEED: f64 = 50.0;
 /// members' (10 s simulated each) and the closing wait's node timeout (1 s).
 const SIBLING_SECS: i64 = 600;
 const CLOSING: &str = "every node is done, but Heat's update of stack";
-
-async fn sim_env() -> (SimHandle, Env) {
-    let sim = sim::start(SimOptions::fast("empty", SPEED))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
-    let env = Env::new(
-        conn.heat.clone(),
-        Duration::from_millis(50),
-        Duration::from_secs(60),
-        0,
-    );
-    (sim, env)
-}
 
 /// Node group `workers` of cluster `cluster` (three members), its stack holding beside the
 /// group `slow_sibling`, whose value is parameter `sibling_value` and whose update takes
@@ -92,15 +75,7 @@ fn plan(env: &Env, target: &NodeGroupTarget, members: &[String]) -> RolloutPlan 
 /// Starts the rollout and waits for its closing pause (every member done, the sibling
 /// still updating).
 async fn start_until_closing(env: &Env, plan: &RolloutPlan) -> RolloutHandle {
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(plan, HookSet::default()).await;
     let s = wait_for(&mut h, "the closing pause", |s| closing_pause(s).is_some()).await;
     assert_eq!(s.done, 3, "{:#?}", s.lines());
     assert!(
@@ -209,7 +184,7 @@ async fn each_member_updated_once(
 /// once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_a_rollout_killed_in_its_closing_wait_completes_by_itself_after_reattach() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(SPEED).await;
     let target = group_with_slow_sibling(&env, "cwk").await;
     let members = env.member_names(&target).await;
     let mark = env.event_mark(&target).await;
@@ -247,7 +222,7 @@ async fn sim_a_rollout_killed_in_its_closing_wait_completes_by_itself_after_reat
 /// it (not that Heat is still updating); the resume completes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_an_operators_pause_in_the_closing_wait_stays_after_heat_ends_until_resumed() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(SPEED).await;
     let target = group_with_slow_sibling(&env, "cwp").await;
     let members = env.member_names(&target).await;
     let mark = env.event_mark(&target).await;
@@ -293,7 +268,7 @@ async fn sim_an_operators_pause_in_the_closing_wait_stays_after_heat_ends_until_
 /// reattached engine stays paused, and the operator's resume completes the rollout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_an_operators_pause_in_the_closing_wait_stays_paused_after_kill_and_reattach() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(SPEED).await;
     let target = group_with_slow_sibling(&env, "cwr").await;
     let members = env.member_names(&target).await;
     let mark = env.event_mark(&target).await;

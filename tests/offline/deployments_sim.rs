@@ -5,9 +5,9 @@
 //! COMPLETE by hand (journaled first), after which its resource completes.
 
 use crate::support::cli::{simulator as caldera_sim, Caldera};
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group;
 use caldera::journal::{Journal, Outcome};
-use caldera::sim::{self, SimOptions};
+use caldera::sim::SimOptions;
 
 fn json(out: &str) -> Vec<serde_json::Value> {
     serde_json::from_str(out).expect("JSON array")
@@ -62,12 +62,7 @@ fn a_silent_agent_and_a_failed_script_are_listed_judged_and_named_by_why() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_deployment_reported_complete_by_hand_completes_its_resource() {
-    let sim = sim::start(SimOptions::fast("demo", 1.0))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    let (sim, conn) = sim_group::connected(SimOptions::fast("demo", 1.0)).await;
     let silent = sim.with_world(|w| {
         w.sw_deployments
             .iter()

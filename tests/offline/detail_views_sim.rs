@@ -4,20 +4,15 @@
 //! outputs, its outputs list and its template as YAML text); a missing one is Heat's 404,
 //! said as an error.
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group;
 use caldera::service::live::LiveService;
 use caldera::service::resource_show::RESOURCE_EVENTS;
 use caldera::service::CloudService;
-use caldera::sim::{self, SimOptions};
+use caldera::sim::SimOptions;
 
 #[tokio::test]
 async fn a_resource_is_shown_with_its_attributes_metadata_and_events() {
-    let sim = sim::start(SimOptions::fast("demo", 1.0))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
+    let (_sim, conn) = sim_group::connected(SimOptions::fast("demo", 1.0)).await;
     let service = LiveService::new(conn);
     let stacks = service.list_stacks().await.expect("stacks");
     let stack = stacks.first().expect("a demo stack").stack.clone();
@@ -55,12 +50,7 @@ async fn a_resource_is_shown_with_its_attributes_metadata_and_events() {
 
 #[tokio::test]
 async fn a_stack_is_shown_with_parameters_outputs_and_template() {
-    let sim = sim::start(SimOptions::fast("demo", 1.0))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
+    let (_sim, conn) = sim_group::connected(SimOptions::fast("demo", 1.0)).await;
     let service = LiveService::new(conn);
     let stacks = service.list_stacks().await.expect("stacks");
     let mut seen = 0;
@@ -106,12 +96,7 @@ async fn a_stack_is_shown_with_parameters_outputs_and_template() {
 async fn a_hidden_parameter_stays_hidden() {
     use caldera::api::heat::StackCreate;
     use serde_json::json;
-    let sim = sim::start(SimOptions::fast("demo", 1.0))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
+    let (_sim, conn) = sim_group::connected(SimOptions::fast("demo", 1.0)).await;
     let heat = conn.heat.clone();
     let create = StackCreate {
         name: "with-secret".into(),

@@ -2,6 +2,7 @@
 //! counted by the connection's request budget: every event of a create delivered once, and a
 //! poll that finds nothing new costs one request.
 
+use crate::support::sim_group;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::service::live::LiveService;
 use caldera::service::{CloudService, EventCursor};
@@ -27,7 +28,7 @@ fn world_events(sim: &sim::SimHandle, name: &str, depth: u32) -> HashSet<String>
 
 #[tokio::test]
 async fn follower_delivers_a_create_once_and_a_quiet_poll_is_one_request() {
-    let sim = sim::start(SimOptions {
+    let (sim, conn) = sim_group::connected(SimOptions {
         scenario: "empty".into(),
         output_cost_per_member: Duration::ZERO,
         detail_cost_per_resource: Duration::ZERO,
@@ -37,11 +38,7 @@ async fn follower_delivers_a_create_once_and_a_quiet_poll_is_one_request() {
         leaf_delay: Duration::from_millis(20),
         ..SimOptions::default()
     })
-    .await
-    .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    .await;
     let params = BTreeMap::from([("count".to_string(), serde_json::json!(80))]);
     let create = templates::nodegroup_stack("follow", Machines::Test, params).expect("template");
     let stack = conn.heat.create_stack(&create).await.expect("create");

@@ -6,7 +6,8 @@
 //! whose address is the output `kube_minion_ip`, the cluster's aggregate being
 //! `kube_minions_private`.
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group;
+use caldera::api::cloud::CloudConnection;
 use caldera::api::heat::HeatClient;
 use caldera::model::StackRef;
 use caldera::ops::ips::{addresses_in, stream_group_ips, IpEvent, IpOptions, IpSource};
@@ -31,16 +32,12 @@ async fn bench_sim(detail_cost: Duration) -> (SimHandle, CloudConnection, StackR
 
 /// [`bench_sim`] with `options` (the scenario and the output cost are this file's).
 async fn bench_sim_with(options: SimOptions) -> (SimHandle, CloudConnection, StackRef, StackRef) {
-    let sim = sim::start(SimOptions {
+    let (sim, conn) = sim_group::connected(SimOptions {
         scenario: format!("bench-{MEMBERS}"),
         output_cost_per_member: Duration::from_millis(2),
         ..options
     })
-    .await
-    .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect through the simulator's Keystone");
+    .await;
     let magnum = conn.magnum.clone().expect("simulator has Magnum");
     let cluster = magnum
         .get_cluster(&format!("bench-{MEMBERS}"))
@@ -304,16 +301,12 @@ fn stats_of(events: &[IpEvent]) -> caldera::ops::ips::IpStats {
 /// that one request, the same addresses, in a handful of requests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_heat_answers_every_address_in_one_request() {
-    let sim = sim::start(SimOptions {
+    let (sim, conn) = sim_group::connected(SimOptions {
         scenario: format!("bench-{MEMBERS}"),
         output_cost_per_member: Duration::from_millis(20),
         ..SimOptions::default()
     })
-    .await
-    .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    .await;
     let magnum = conn.magnum.clone().expect("simulator has Magnum");
     let cluster = magnum
         .get_cluster(&format!("bench-{MEMBERS}"))

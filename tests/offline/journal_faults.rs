@@ -7,34 +7,16 @@
 
 use crate::support::scenarios;
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group::sim_env;
 use caldera::drivers::NodeGroupTarget;
 use caldera::journal::{Journal, Outcome};
 use caldera::lifecycle::HookSet;
 use caldera::rollout::engine::{self, RolloutHandle};
 use caldera::rollout::{Control, NodePhase, RolloutOptions, RolloutPlan, RolloutState};
-use caldera::sim::{self, SimHandle, SimOptions};
 use scenarios::Env;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-async fn sim_env() -> (SimHandle, Env) {
-    let sim = sim::start(SimOptions::fast("empty", 50.0))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
-    let env = Env::new(
-        conn.heat.clone(),
-        Duration::from_millis(50),
-        Duration::from_secs(60),
-        0,
-    );
-    (sim, env)
-}
 
 /// How the journal goes bad.
 #[derive(Debug, Clone, Copy)]
@@ -113,15 +95,7 @@ fn held(status: &caldera::rollout::RolloutStatus) -> Vec<String> {
 async fn start(env: &Env, target: &NodeGroupTarget) -> (RolloutPlan, RolloutHandle) {
     let members = env.member_names(target).await;
     let plan = env.plan(target, &members, "img-v2", RolloutOptions::default(), &[]);
-    let h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let h = env.start_rollout(&plan, HookSet::default()).await;
     (plan, h)
 }
 
@@ -129,7 +103,7 @@ async fn start(env: &Env, target: &NodeGroupTarget) -> (RolloutPlan, RolloutHand
 /// an error that names the journal and what was and was not released; Heat does nothing
 /// more; once the journal is mended, a resume finishes the rollout.
 async fn fault_mid_rollout(fault: Fault, done: usize, cluster: &str) {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     let target = env.create(cluster, 5).await;
     let (plan, mut h) = start(&env, &target).await;
     if done > 0 {
@@ -227,7 +201,7 @@ async fn garbage_line_mid_rollout_stops_it_with_its_line_number() {
 /// A journal that cannot be read or written before the start: refused, nothing sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_journal_before_start_sends_nothing() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     let target = env.create("pre", 3).await;
     let stack = target.stack.clone().expect("stack");
     let members = env.member_names(&target).await;
@@ -275,7 +249,7 @@ async fn bad_journal_before_start_sends_nothing() {
 /// "another process" right after lands whole and is acknowledged by the engine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn torn_tail_mid_rollout_is_set_aside_and_a_pause_still_lands() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     let target = env.create("torn", 6).await;
     let (plan, mut h) = start(&env, &target).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
@@ -414,7 +388,7 @@ fn names_after(text: &str, label: &str) -> Vec<String> {
 /// write was cut off again); `caldera rollout resume` finishes the rollout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_rollout_whose_journal_fills_up_stops_and_resumes() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     let target = env.create("full", 8).await;
     let dir = tempfile::tempdir().expect("dir");
     let clouds = dir.path().join("clouds.yaml");
@@ -482,7 +456,7 @@ async fn cli_rollout_whose_journal_fills_up_stops_and_resumes() {
 /// line (rc 1) and `caldera journal --repair` sets it aside.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_pause_is_acknowledged_or_fails_loudly() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     let target = env.create("ack", 8).await;
     let dir = tempfile::tempdir().expect("dir");
     let clouds = dir.path().join("clouds.yaml");
@@ -495,15 +469,7 @@ async fn cli_pause_is_acknowledged_or_fails_loudly() {
         ..RolloutOptions::default()
     };
     let plan = env.plan(&target, &members, "img-v2", options, &[]);
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
         .await
         .expect("a member done");
@@ -590,7 +556,7 @@ async fn cli_pause_is_acknowledged_or_fails_loudly() {
 /// planned or sent; the plan lists the hooks that will run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_named_missing_hooks_file_is_an_error_and_the_plan_lists_hooks() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     let target = env.create("hk", 2).await;
     let dir = tempfile::tempdir().expect("dir");
     let clouds = dir.path().join("clouds.yaml");

@@ -4,7 +4,8 @@
 //! journal through the same guarded, journaled paths as the headless commands.
 
 use crate::support::scenarios;
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group;
+use caldera::api::cloud::CloudConnection;
 use caldera::api::heat::ResourceQuery;
 use caldera::api::nova::{ServerInfo, ServerQuery};
 use caldera::drivers::apply::ActionContext;
@@ -44,10 +45,7 @@ impl Env {
     }
 
     async fn start_with(options: SimOptions) -> Env {
-        let sim = sim::start(options).await.expect("simulator starts");
-        let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-            .await
-            .expect("connect to the simulator");
+        let (sim, conn) = sim_group::connected(options).await;
         let dir = tempfile::tempdir().expect("temp dir");
         let journal = Journal::open(dir.path().join("journal.jsonl"));
         Env {
@@ -792,7 +790,7 @@ async fn magnum_node_groups_are_planned_through_magnum() {
 /// listed together.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_holds_a_heat_native_cluster_beside_magnum() {
-    let sim = sim::start(SimOptions {
+    let (sim, conn) = sim_group::connected(SimOptions {
         scenario: "demo".into(),
         speed: 50.0,
         output_cost_per_member: Duration::ZERO,
@@ -800,11 +798,7 @@ async fn the_demo_holds_a_heat_native_cluster_beside_magnum() {
         heat_native_demo: true,
         ..SimOptions::default()
     })
-    .await
-    .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    .await;
     let service = LiveService::new(conn);
     let clusters = service.list_clusters().await.expect("clusters");
     let mut names: Vec<(&str, DriverKind)> = clusters
@@ -833,7 +827,7 @@ async fn the_demo_holds_a_heat_native_cluster_beside_magnum() {
 /// its template; a Heat-native one its own node-group stacks. Each row is the list's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_cluster_is_read_for_a_few_requests_as_the_list_shows_it() {
-    let sim = sim::start(SimOptions {
+    let (sim, conn) = sim_group::connected(SimOptions {
         scenario: "demo".into(),
         speed: 1.0,
         output_cost_per_member: Duration::ZERO,
@@ -841,11 +835,7 @@ async fn one_cluster_is_read_for_a_few_requests_as_the_list_shows_it() {
         heat_native_demo: true,
         ..SimOptions::default()
     })
-    .await
-    .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    .await;
     let service = LiveService::new(conn.clone());
     let before = conn.budget().total_requests;
     let clusters = service.list_clusters().await.expect("clusters");

@@ -4,7 +4,8 @@
 //! number of requests on a 1000-node group.
 
 use crate::support::scenarios;
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group;
+use caldera::api::cloud::CloudConnection;
 use caldera::drivers::UpgradePlan;
 use caldera::journal::Journal;
 use caldera::model::{Cluster, NodeGroup};
@@ -15,7 +16,7 @@ use caldera::service::live_operator::LiveOperator;
 use caldera::service::operator::Operator;
 use caldera::service::{CloudService, ErrorKind};
 use caldera::sim::world::group::Phase;
-use caldera::sim::{self, SimHandle, SimOptions};
+use caldera::sim::{SimHandle, SimOptions};
 use std::time::{Duration, Instant};
 
 struct Env {
@@ -28,12 +29,7 @@ struct Env {
 
 /// `speed`: simulated seconds per real second.
 async fn start(scenario: &str, speed: f64) -> Env {
-    let sim = sim::start(SimOptions::fast(scenario, speed))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
+    let (sim, conn) = sim_group::connected(SimOptions::fast(scenario, speed)).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let op = scenarios::live_operator(
         &conn,

@@ -4,13 +4,14 @@
 //! parameters): done once per change of the group, not on every refresh of the pane. Counted
 //! on the simulator's side, over loopback.
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group;
+use caldera::api::cloud::CloudConnection;
 use caldera::api::heat::{StackCreate, StackUpdate};
 use caldera::model::{NodeGroup, StackRef};
 use caldera::service::live::LiveService;
 use caldera::service::plain_stack;
 use caldera::service::CloudService;
-use caldera::sim::{self, SimHandle, SimOptions};
+use caldera::sim::{SimHandle, SimOptions};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -70,12 +71,7 @@ fn facts(rows: &[NodeGroup]) -> Vec<(String, Option<String>, Option<String>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refresh_with_nothing_changed_walks_no_member_and_an_update_shows_the_new_image() {
-    let sim = sim::start(SimOptions::fast("empty", 50.0))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    let (sim, conn) = sim_group::connected(SimOptions::fast("empty", 50.0)).await;
     let create = StackCreate {
         name: "web".into(),
         template: json!({"resources": {"nodes": {"type": "OS::Heat::ResourceGroup"}}}),

@@ -15,7 +15,9 @@
 //! Plus: 20 pairs of starts at the same moment, exactly one of each pair proceeds.
 
 use crate::support::scenarios;
+use crate::support::sim_group;
 
+use crate::support::sim_group::sim_env;
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::StackAction;
 use caldera::drivers::NodeGroupTarget;
@@ -754,12 +756,7 @@ fn pair_env(conn: &CloudConnection) -> Env {
 /// other is refused naming the holder, and Heat got one PATCH per group.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
-    let sim = sim::start(SimOptions::fast("empty", SPEED))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
+    let (sim, conn) = sim_group::connected(SimOptions::fast("empty", SPEED)).await;
     let env = pair_env(&conn);
     let names: Vec<String> = (0..20).map(|i| format!("pair{i}")).collect();
     let targets: Vec<NodeGroupTarget> =
@@ -836,18 +833,7 @@ async fn twenty_pairs_of_concurrent_starts_one_proceeds_each_time() {
 /// once (the gate does not run out first) and nothing more is released.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_during_a_long_gate_releases_nothing_more() {
-    let sim = sim::start(SimOptions::fast("empty", SPEED))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
-    let env = Env::new(
-        conn.heat.clone(),
-        Duration::from_millis(50),
-        Duration::from_secs(60),
-        0,
-    );
+    let (sim, env) = sim_env(SPEED).await;
     let target = env.create("gate", 3).await;
     let members = env.member_names(&target).await;
     let plan = env.plan(
@@ -861,15 +847,7 @@ async fn a_pause_during_a_long_gate_releases_nothing_more() {
         },
         &[],
     );
-    let mut h = engine::start(
-        conn.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
         .await
         .expect("first node done");
@@ -913,12 +891,7 @@ async fn a_pause_during_a_long_gate_releases_nothing_more() {
 /// other is refused, or ends as superseded before releasing anything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_pairs_from_two_machines_heat_keeps_one() {
-    let sim = sim::start(SimOptions::fast("empty", SPEED))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
+    let (sim, conn) = sim_group::connected(SimOptions::fast("empty", SPEED)).await;
     // Each Env has its own directory: its own journal and driver locks, as a machine.
     let (here, there) = (pair_env(&conn), pair_env(&conn));
     let names: Vec<String> = (0..20).map(|i| format!("twin{i}")).collect();

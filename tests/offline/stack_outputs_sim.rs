@@ -3,19 +3,14 @@
 //! descriptions), and evaluating one gives its value as text (no JSON value reaches the
 //! console).
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group;
 use caldera::service::live::LiveService;
 use caldera::service::CloudService;
-use caldera::sim::{self, SimOptions};
+use caldera::sim::SimOptions;
 
 #[tokio::test]
 async fn outputs_are_listed_then_one_is_evaluated_as_text() {
-    let sim = sim::start(SimOptions::fast("demo", 1.0))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
+    let (_sim, conn) = sim_group::connected(SimOptions::fast("demo", 1.0)).await;
     let service = LiveService::new(conn);
     let stacks = service.list_stacks().await.expect("stacks");
     let mut found = None;

@@ -3,7 +3,7 @@
 //! finishes its update and is compared with how long members 0 and 1 took; `prod-east`'s
 //! three members held on the pre-update hook are counted and named, not reported as stuck.
 
-use caldera::api::cloud::{CloudConnection, ConnectOptions};
+use crate::support::sim_group;
 use caldera::model::{NodeGroup, StackRef};
 use caldera::ops::stuck::is_stalled;
 use caldera::service::live::LiveService;
@@ -14,12 +14,7 @@ use caldera::tui::state::store::{build_tree, TreeData};
 
 async fn service() -> (sim::SimHandle, LiveService) {
     // Slow enough that the demo's state holds still while it is read.
-    let sim = sim::start(SimOptions::fast("demo", 1.0))
-        .await
-        .expect("simulator starts");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect to the simulator");
+    let (sim, conn) = sim_group::connected(SimOptions::fast("demo", 1.0)).await;
     (sim, LiveService::new(conn))
 }
 

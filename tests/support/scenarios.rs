@@ -87,6 +87,20 @@ impl Env {
         }
     }
 
+    /// Starts the engine on `plan` with `hooks`, in this environment's context (journal,
+    /// guard) and poll.
+    pub async fn start_rollout(&self, plan: &RolloutPlan, hooks: HookSet) -> engine::RolloutHandle {
+        engine::start(
+            self.heat.clone(),
+            self.ctx.clone(),
+            plan.clone(),
+            self.engine_options(hooks),
+            None,
+        )
+        .await
+        .expect("rollout starts")
+    }
+
     pub async fn create(&self, cluster: &str, count: u32) -> NodeGroupTarget {
         let target = self
             .driver
@@ -369,15 +383,7 @@ pub fn assert_batches_sequential(plan: &RolloutPlan, events: &[StackEvent]) {
 }
 
 async fn run_to_end(env: &Env, plan: RolloutPlan, hooks: HookSet) -> RolloutStatus {
-    let h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan,
-        env.engine_options(hooks),
-        None,
-    )
-    .await
-    .expect("rollout starts");
+    let h = env.start_rollout(&plan, hooks).await;
     tokio::time::timeout(env.timeout, h.wait())
         .await
         .expect("rollout ends in time")
@@ -505,15 +511,7 @@ pub async fn failure_then_resume_scenario(env: &Env, cluster: &str) {
         RolloutOptions::default(),
         &[("node_fail_index", "3")],
     );
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
     let paused = tokio::time::timeout(
         env.timeout,
         h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
@@ -581,15 +579,7 @@ pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
     let members = env.member_names(&target).await;
     let since = env.event_mark(&target).await;
     let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 2))
         .await
         .expect("two done in time");
@@ -679,15 +669,7 @@ pub async fn failing_hook_scenario(env: &Env, cluster: &str) {
         timeout_secs: Some(20),
         ..Default::default()
     };
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(hooks),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(&plan, hooks).await;
     let paused = tokio::time::timeout(
         env.timeout,
         h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
@@ -743,15 +725,7 @@ pub async fn pause_skip_resume_scenario(env: &Env, cluster: &str) {
     let target = env.create(cluster, 5).await;
     let members = env.member_names(&target).await;
     let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
         .await
         .expect("first node done");
@@ -939,15 +913,7 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
     let members = env.member_names(&target).await;
     let stack = target.stack.clone().expect("stack");
     let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
-    let mut h = engine::start(
-        env.heat.clone(),
-        env.ctx.clone(),
-        plan.clone(),
-        env.engine_options(HookSet::default()),
-        None,
-    )
-    .await
-    .expect("start");
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
         .await
         .expect("first node done");

@@ -2,6 +2,7 @@
 //! the headless commands and of Heat's controls and hooks start from (`tests/offline/actions_cli.rs`,
 //! `tests/offline/names_cli.rs`, `tests/offline/heat_controls_cli.rs`, `tests/offline/hooks_purged_sim.rs`,
 //! `tests/console/console_heat_controls_e2e.rs`). Callers wait for a create in their own way.
+//! Also the operator-action scenarios' environment on an empty simulator ([`sim_env`]).
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions};
 use caldera::api::heat::HeatClient;
@@ -10,13 +11,23 @@ use caldera::drivers::{Driver, Limits, NodeGroupSpec, NodeGroupTarget};
 use caldera::model::StackRef;
 use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::templates::Machines;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::scenarios::Env;
+
+/// A simulator started with `opts`, and a connection to it through its Keystone.
+pub async fn connected(opts: SimOptions) -> (SimHandle, CloudConnection) {
+    let sim = sim::start(opts).await.expect("simulator starts");
+    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
+        .await
+        .expect("connect to the simulator");
+    (sim, conn)
+}
 
 /// A simulator started with `opts` and caldera's Heat-native driver on it.
 pub async fn sim_driver(opts: SimOptions) -> (SimHandle, HeatNativeDriver) {
-    let sim = sim::start(opts).await.expect("simulator");
-    let conn = CloudConnection::from_cloud(&sim.cloud_config(), &ConnectOptions::default())
-        .await
-        .expect("connect");
+    let (sim, conn) = connected(opts).await;
     (
         sim,
         HeatNativeDriver::new(conn.heat.clone(), Machines::Test),
@@ -53,4 +64,31 @@ pub async fn start_group(
     let (sim, driver) = sim_driver(opts).await;
     let t = create_group(&driver, cluster, "workers", count).await;
     (sim, driver.heat().clone(), t.stack.expect("stack"))
+}
+
+/// An empty simulator whose clock runs `speed` times real time, and the operator-action
+/// scenarios' environment on its Heat: settles polled every 50 ms, none longer than 60 s of
+/// the test's time, test machines that take no time per action.
+pub async fn sim_env(speed: f64) -> (SimHandle, Env) {
+    let (sim, conn) = connected(SimOptions::fast("empty", speed)).await;
+    let env = Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    );
+    (sim, env)
+}
+
+/// Writes into `dir` a clouds.yaml naming `sim` as cloud `simcloud`, with `caldera` appended
+/// as the cloud's `caldera:` settings (empty: none); its path (one file per settings'
+/// length, so a test may write several).
+pub fn write_clouds_yaml(dir: &Path, sim: &SimHandle, caldera: &str) -> PathBuf {
+    let mut text = sim.clouds_yaml("simcloud");
+    if !caldera.is_empty() {
+        text.push_str(&format!("    caldera: {caldera}\n"));
+    }
+    let p = dir.join(format!("clouds-{}.yaml", caldera.len()));
+    std::fs::write(&p, text).expect("write clouds.yaml");
+    p
 }

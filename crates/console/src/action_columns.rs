@@ -258,7 +258,7 @@ mod tests {
     /// (its finish not seen) shows no duration rather than one that grows for ever.
     #[test]
     fn took_grows_only_while_updating() {
-        let theme = crate::tui::theme::Theme::default_theme();
+        let theme = crate::theme::Theme::default_theme();
         let t0 = Utc::now();
         let ctx = RowCtx {
             now: t0 + Duration::seconds(300),

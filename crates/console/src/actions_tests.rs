@@ -22,10 +22,9 @@ use crate::service::fake::{demo_epoch, FakeCloud, FakeOp};
 use crate::service::fake_operator::{target_of, FakeOperator};
 use crate::service::operator::Operator;
 use crate::service::{CloudService, ErrorKind, ServiceError};
+use crate::tests::Drive;
 use chrono::Duration as Chrono;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +44,12 @@ fn options(read_only: bool) -> ConsoleOptions {
         read_only,
         theme_dir: Some(std::path::PathBuf::from("/nonexistent")),
         ..ConsoleOptions::default()
+    }
+}
+
+impl Drive for H {
+    fn app(&mut self) -> &mut App {
+        &mut self.app
     }
 }
 
@@ -110,28 +115,6 @@ impl H {
                 }
             }
         }
-    }
-
-    fn key(&mut self, k: KeyAction) {
-        self.app.update(Action::Key(k));
-    }
-
-    fn press(&mut self, code: KeyCode) {
-        self.app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
-    }
-
-    fn type_str(&mut self, s: &str) {
-        for c in s.chars() {
-            self.press(KeyCode::Char(c));
-        }
-    }
-
-    fn render(&mut self, w: u16, h: u16) -> String {
-        self.app.update(Action::Resize(w, h));
-        self.app.prepare();
-        let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        terminal.draw(|f| self.app.draw(f)).expect("draw");
-        terminal.backend().to_string()
     }
 
     fn screen(&mut self) -> String {
@@ -1035,9 +1018,7 @@ mod heat_controls {
 
     async fn stacks_view(h: &mut H) {
         h.pump().await;
-        h.press(KeyCode::Char(':'));
-        h.type_str("stacks");
-        h.press(KeyCode::Enter);
+        h.command("stacks");
         h.pump().await;
         assert!(matches!(h.app.view().kind, ViewKind::Stacks));
     }
@@ -1696,9 +1677,7 @@ async fn status_messages_expire_and_the_log_keeps_them_whole() {
     assert!(h.status().contains("a warning"), "{}", h.status());
     h.tick_at(40).await;
     assert_eq!(h.app.status(), None, "a warning leaves after 30 s");
-    h.press(KeyCode::Char(':'));
-    h.type_str("messages");
-    h.press(KeyCode::Enter);
+    h.command("messages");
     let Some(Dialog::Text { lines, .. }) = h.dialog() else {
         panic!("no messages: {}", h.screen());
     };
@@ -1721,7 +1700,7 @@ async fn status_messages_expire_and_the_log_keeps_them_whole() {
 mod one_truth {
     use super::*;
     use crate::progress::{Phase, Progress};
-    use crate::tui::theme::CellState;
+    use crate::theme::CellState;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     const PHASES: [NodePhase; 8] = [
@@ -1852,7 +1831,7 @@ mod one_truth {
             let row = group_row(&h.render(240, 60), &g.name);
             assert_shows("node groups row", &row, &p, round);
             h.app
-                .update(Action::Command(crate::tui::message::Command::NodeGroups));
+                .update(Action::Command(crate::message::Command::NodeGroups));
             h.pump().await;
             let ng = group_row(&h.render(240, 60), &g.name);
             assert_eq!(ng, row, "round {round}: the :ng row is the dashboard's");
@@ -1920,7 +1899,7 @@ mod one_truth {
                 "node groups" => {
                     h.key(KeyAction::Back);
                     h.app
-                        .update(Action::Command(crate::tui::message::Command::NodeGroups));
+                        .update(Action::Command(crate::message::Command::NodeGroups));
                 }
                 _ => {}
             }
@@ -1980,7 +1959,7 @@ mod one_truth {
         let nodes = h.render(200, 60);
         h.key(KeyAction::Back);
         h.app
-            .update(Action::Command(crate::tui::message::Command::NodeGroups));
+            .update(Action::Command(crate::message::Command::NodeGroups));
         h.pump().await;
         snap!(h, "one_instant_nodegroups");
         let groups = group_row(&h.render(200, 60), &g.name);

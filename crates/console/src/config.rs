@@ -341,7 +341,7 @@ pub fn resolve_text(src: &str, origin: &Path) -> Resolved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::keys::KeyAction;
+    use crate::keys::KeyAction;
 
     #[test]
     fn good_config_applies() {
@@ -461,7 +461,7 @@ mod tests {
 
     #[test]
     fn a_key_bound_to_two_actions_in_one_view_is_reported_and_the_defaults_kept() {
-        use crate::tui::keys::TABLE_VIEW;
+        use crate::keys::TABLE_VIEW;
         use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
         let r = resolve_text("[keys]\nquit = [\"j\"]\n", Path::new("c.toml"));
         assert_eq!(

@@ -11,8 +11,7 @@ use super::worker::Worker;
 use crate::service::fake::{demo_epoch, FakeCloud};
 use crate::service::fleet_scan::{FixedFleet, FleetAnswer, FleetReport, SharedFleet};
 use crate::service::CloudService;
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
+use crate::tests::Drive;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -63,6 +62,12 @@ struct Fleet {
     app: App,
     worker: Worker,
     rx: UnboundedReceiver<Reply>,
+}
+
+impl Drive for Fleet {
+    fn app(&mut self) -> &mut App {
+        &mut self.app
+    }
 }
 
 impl Fleet {
@@ -116,14 +121,6 @@ impl Fleet {
 
     async fn until_done(&mut self) {
         while !self.next().await {}
-    }
-
-    fn render(&mut self, w: u16, h: u16) -> String {
-        self.app.update(Action::Resize(w, h));
-        self.app.prepare();
-        let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        terminal.draw(|f| self.app.draw(f)).expect("draw");
-        terminal.backend().to_string()
     }
 
     fn clouds(&self) -> Vec<String> {
@@ -317,9 +314,9 @@ async fn a_failed_switch_stays_on_the_cloud() {
 
 #[tokio::test]
 async fn no_switch_while_a_rollout_driven_here_releases_nodes() {
+    use crate::message::RolloutDriver;
     use crate::rollout::{RolloutState, RolloutStatus};
-    use crate::tui::message::RolloutDriver;
-    use crate::tui::state::rollout_control::RolloutSlot;
+    use crate::state::rollout_control::RolloutSlot;
     let fake = FakeCloud::demo(3);
     let cluster = fake.list_clusters().await.expect("clusters").remove(0);
     let nodegroup = fake

@@ -25,8 +25,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 // The layers below, named as `crate::api`, `crate::service`, … so paths read the same in every
-// crate (`crate::tui` is this crate itself). The console never names the simulator.
-pub(crate) use crate as tui;
+// crate. The console never names the simulator.
 pub(crate) use caldera_cloud::model;
 pub(crate) use caldera_core::{drivers, journal, lifecycle, ops, progress, rollout};
 /// The read/act seam, plus (in this crate's own tests) the in-memory fakes.

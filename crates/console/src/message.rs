@@ -108,56 +108,146 @@ pub enum Command {
     Quit,
 }
 
-/// `(name, aliases, help)` of every palette command, for parsing, completion and help.
-pub const COMMANDS: &[(&str, &[&str], &str)] = &[
-    ("clusters", &["cl", "cluster"], "list clusters"),
-    (
+/// One palette command: the name it is listed under, its aliases, what it does, and how the
+/// rest of the line (its argument, trimmed) makes the [`Command`].
+pub struct PaletteCommand {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub help: &'static str,
+    make: fn(&str) -> Result<Command, String>,
+}
+
+impl PaletteCommand {
+    /// Whether `word` (lower case) names this command, by its name or an alias.
+    pub fn answers_to(&self, word: &str) -> bool {
+        self.name == word || self.aliases.contains(&word)
+    }
+}
+
+/// A row of [`COMMANDS`] (to keep each on a line or two).
+const fn row(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    help: &'static str,
+    make: fn(&str) -> Result<Command, String>,
+) -> PaletteCommand {
+    PaletteCommand {
+        name,
+        aliases,
+        help,
+        make,
+    }
+}
+
+/// Every palette command: the one table that parsing, completion and the help read.
+pub const COMMANDS: &[PaletteCommand] = &[
+    row("clusters", &["cl", "cluster"], "list clusters", |_| {
+        Ok(Command::Clusters)
+    }),
+    row(
         "ng",
         &["nodegroups", "nodegroup"],
         "node groups of the current cluster",
+        |_| Ok(Command::NodeGroups),
     ),
-    ("nodes", &["no", "node"], "nodes of the current node group"),
-    ("stacks", &["st", "stack"], "list Heat stacks"),
-    (
+    row(
+        "nodes",
+        &["no", "node"],
+        "nodes of the current node group",
+        |_| Ok(Command::Nodes),
+    ),
+    row("stacks", &["st", "stack"], "list Heat stacks", |_| {
+        Ok(Command::Stacks)
+    }),
+    row(
         "events",
         &["ev", "event"],
         "event tail of the current stack",
+        |_| Ok(Command::Events),
     ),
-    (
+    row(
         "tree",
         &["tr", "resources", "res"],
         "stack tree and why-stuck",
+        |_| Ok(Command::Tree),
     ),
-    ("dash", &["dashboard", "db"], "cluster dashboard"),
-    ("theme", &[], "switch theme: :theme NAME"),
-    ("faults", &["f"], "toggle faults-only"),
-    (
+    row("dash", &["dashboard", "db"], "cluster dashboard", |_| {
+        Ok(Command::Dashboard)
+    }),
+    row("theme", &[], "switch theme: :theme NAME", theme),
+    row("faults", &["f"], "toggle faults-only", |_| {
+        Ok(Command::Faults)
+    }),
+    row(
         "rollout",
         &["ro", "rollouts"],
         "rollout of the current node group",
+        |_| Ok(Command::Rollout),
     ),
-    ("journal", &["audit", "jo"], "the audit journal of actions"),
-    ("fleet", &["fl"], "clusters of every cloud in clouds.yaml"),
-    (
+    row(
+        "journal",
+        &["audit", "jo"],
+        "the audit journal of actions",
+        |_| Ok(Command::Journal),
+    ),
+    row(
+        "fleet",
+        &["fl"],
+        "clusters of every cloud in clouds.yaml",
+        |_| Ok(Command::Fleet),
+    ),
+    row(
         "cloud",
         &["ctx"],
         "switch cloud: :cloud NAME [REGION]; :cloud alone lists clouds.yaml's",
+        cloud,
     ),
-    ("scale", &[], "scale the current node group"),
-    ("upgrade", &["up"], "upgrade the current node group"),
-    ("run", &[], "run a command on the marked nodes"),
-    ("refresh", &["r"], "refresh now"),
-    (
+    row("scale", &[], "scale the current node group", |_| {
+        Ok(Command::Scale)
+    }),
+    row("upgrade", &["up"], "upgrade the current node group", |_| {
+        Ok(Command::Upgrade)
+    }),
+    row("run", &[], "run a command on the marked nodes", |_| {
+        Ok(Command::Run)
+    }),
+    row("refresh", &["r"], "refresh now", |_| Ok(Command::Refresh)),
+    row(
         "messages",
         &["msg", "log"],
         "the status messages of this session, whole",
+        |_| Ok(Command::Messages),
     ),
-    ("help", &["h"], "key bindings"),
-    ("q", &["quit", "exit", "q!"], "quit"),
+    row("help", &["h"], "key bindings", |_| Ok(Command::Help)),
+    row("q", &["quit", "exit", "q!"], "quit", |_| Ok(Command::Quit)),
 ];
 
+/// `:theme NAME`: a theme's name or a path.
+fn theme(arg: &str) -> Result<Command, String> {
+    match arg {
+        "" => Err(":theme needs a name or a path".into()),
+        name => Ok(Command::Theme(name.to_string())),
+    }
+}
+
+/// `:cloud NAME [REGION]`; alone, the list of clouds.yaml's clouds.
+fn cloud(arg: &str) -> Result<Command, String> {
+    let mut words = arg.split_whitespace();
+    let Some(name) = words.next() else {
+        return Ok(Command::Clouds);
+    };
+    let region = words.next().map(str::to_string);
+    if words.next().is_some() {
+        return Err(":cloud takes a cloud name and at most a region".into());
+    }
+    Ok(Command::Cloud {
+        name: name.to_string(),
+        region,
+    })
+}
+
 impl Command {
-    /// Parse a palette line (leading `:` allowed).
+    /// Parse a palette line (leading `:` allowed): its first word looked up in [`COMMANDS`].
     pub fn parse(line: &str) -> Result<Command, String> {
         let line = line.trim().trim_start_matches(':').trim();
         let (word, arg) = match line.split_once(char::is_whitespace) {
@@ -165,46 +255,11 @@ impl Command {
             None => (line, ""),
         };
         let word = word.to_ascii_lowercase();
-        let name = COMMANDS
+        let command = COMMANDS
             .iter()
-            .find(|(n, aliases, _)| *n == word || aliases.contains(&word.as_str()))
-            .map(|(n, _, _)| *n)
+            .find(|c| c.answers_to(&word))
             .ok_or_else(|| format!("unknown command :{word} (try :help)"))?;
-        Ok(match name {
-            "clusters" => Command::Clusters,
-            "ng" => Command::NodeGroups,
-            "nodes" => Command::Nodes,
-            "stacks" => Command::Stacks,
-            "events" => Command::Events,
-            "tree" => Command::Tree,
-            "dash" => Command::Dashboard,
-            "theme" if arg.is_empty() => return Err(":theme needs a name or a path".into()),
-            "theme" => Command::Theme(arg.to_string()),
-            "faults" => Command::Faults,
-            "rollout" => Command::Rollout,
-            "journal" => Command::Journal,
-            "fleet" => Command::Fleet,
-            "cloud" if arg.is_empty() => Command::Clouds,
-            "cloud" => {
-                let mut words = arg.split_whitespace();
-                let name = words.next().unwrap_or_default().to_string();
-                let region = words.next().map(str::to_string);
-                if words.next().is_some() {
-                    return Err(":cloud takes a cloud name and at most a region".into());
-                }
-                Command::Cloud { name, region }
-            }
-            "scale" => Command::Scale,
-            "upgrade" => Command::Upgrade,
-            "run" => Command::Run,
-            "refresh" => Command::Refresh,
-            "messages" => Command::Messages,
-            "help" => Command::Help,
-            "q" => Command::Quit,
-            // A name of the table without its command here: said, never taken as another
-            // command (it was taken as :q, and quit).
-            other => return Err(format!(":{other} is listed but not handled (a bug)")),
-        })
+        (command.make)(arg)
     }
 }
 
@@ -548,7 +603,7 @@ mod tests {
         let readme = include_str!("../../../README.md");
         let console = &readme[readme.find("## The console").expect("the console section")..];
         let console = &console[..console.find("\n## ").unwrap_or(console.len())];
-        for (name, aliases, _) in COMMANDS {
+        for PaletteCommand { name, aliases, .. } in COMMANDS {
             for word in std::iter::once(name).chain(aliases.iter()) {
                 let line = if *name == "theme" || *name == "cloud" {
                     format!("{word} x")

@@ -438,7 +438,7 @@ async fn an_update_nobody_here_drives_shows_its_observed_model_in_the_panes() {
     let row = row_of(&h.screen());
     assert!(row.contains(&format!(" {cell} ")), "dashboard: {row}");
     h.app
-        .update(Action::Command(crate::tui::message::Command::NodeGroups));
+        .update(Action::Command(crate::message::Command::NodeGroups));
     h.pump().await;
     let row = row_of(&h.screen());
     assert!(row.contains(&format!(" {cell} ")), "node groups: {row}");

@@ -102,10 +102,9 @@ impl ParameterValue {
     /// The value as an operator reads it, and as Heat shows a stack's parameters: a string's
     /// own text, anything else as JSON.
     pub fn display_text(&self) -> String {
-        match (&self.value, &self.typed) {
-            (Value::String(s), _) => s.clone(),
-            (_, Some(typed)) => typed.trim().to_string(),
-            (other, None) => other.to_string(),
+        match &self.value {
+            Value::String(s) => s.clone(),
+            _ => self.json_text(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! and stuck nodes in the world. Controlled at runtime through [`FaultControl`] (tests)
 //! and by scenarios. Draws come from a seeded RNG so a run is reproducible.
 
-use crate::sim::world::World;
+use crate::world::World;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -209,7 +209,7 @@ impl FaultControl {
             Some(g) => {
                 w.groups[g]
                     .fail
-                    .insert(index, crate::sim::world::FailSpec::nova(reason));
+                    .insert(index, crate::world::FailSpec::nova(reason));
                 true
             }
             None => false,

@@ -2,11 +2,11 @@
 //! and truncated-body faults), one dispatcher that applies faults, checks tokens and hands
 //! the request to the service that owns the path, and the background clock ticker.
 
-use crate::sim::faults::FaultKind;
-use crate::sim::reply::{parse_query, service_error, Body, Reply, Req};
-use crate::sim::shared::{lock, Shared};
-use crate::sim::world::World;
-use crate::sim::{heat, keystone, magnum, nova};
+use crate::faults::FaultKind;
+use crate::reply::{parse_query, service_error, Body, Reply, Req};
+use crate::shared::{lock, Shared};
+use crate::world::World;
+use crate::{heat, keystone, magnum, nova};
 use axum::body::Body as AxBody;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
@@ -213,7 +213,7 @@ fn route(
     if !is_root {
         let token = headers.get("x-auth-token").and_then(|v| v.to_str().ok());
         if !keystone::token_valid(sh, token) {
-            return crate::sim::reply::keystone_error(
+            return crate::reply::keystone_error(
                 StatusCode::UNAUTHORIZED,
                 "The request you have made requires authentication.",
             )
@@ -264,7 +264,7 @@ fn root_or_404(sh: &Shared, path: &str) -> Reply {
             "identity": format!("{}/identity/v3", sh.cfg.base),
         }));
     }
-    crate::sim::reply::keystone_error(StatusCode::NOT_FOUND, "The resource could not be found.")
+    crate::reply::keystone_error(StatusCode::NOT_FOUND, "The resource could not be found.")
 }
 
 fn to_response(reply: Reply, truncate: bool) -> Response {

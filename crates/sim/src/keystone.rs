@@ -2,8 +2,8 @@
 //! application-credential authentication, token validation and revocation, and a
 //! catalog pointing at the simulated Heat, Magnum and Nova.
 
-use crate::sim::reply::{keystone_error, Reply, Req};
-use crate::sim::shared::{lock, Shared, Token};
+use crate::reply::{keystone_error, Reply, Req};
+use crate::shared::{lock, Shared, Token};
 use axum::http::{Method, StatusCode};
 use chrono::{DateTime, SecondsFormat, Utc};
 use rand::Rng;

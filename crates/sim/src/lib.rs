@@ -24,9 +24,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 // The layers below, named as `crate::api`, `crate::drivers`, … so paths read the same in every
-// crate (`crate::sim` is this crate itself).
-#[allow(unused_imports)]
-pub(crate) use crate as sim;
+// crate.
 pub(crate) use caldera_cloud::{api, config};
 pub(crate) use caldera_core::{drivers, service, templates};
 
@@ -187,6 +185,22 @@ impl SimHandle {
     /// Runs `f` on the world (tests use it to check state the API does not show).
     pub fn with_world<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
         f(&mut shared::lock(&self.world))
+    }
+
+    /// Stops the simulated clock where it stands: from now on the world moves only when
+    /// [`SimHandle::advance_clock`] says, so a test sees every step of a change however
+    /// loaded the machine (a late tick would otherwise run several steps at once).
+    pub fn freeze_clock(&self) {
+        self.with_world(|w| w.virtual_now = Some(w.now()));
+    }
+
+    /// Moves a frozen clock on by `ms` simulated milliseconds and advances the world to it:
+    /// a state that lasts longer than `ms` is seen by a look between two advances.
+    pub fn advance_clock(&self, ms: i64) {
+        self.with_world(|w| {
+            w.virtual_now = Some(w.now() + ms);
+            w.tick();
+        });
     }
 
     /// The ids of the tokens Keystone has issued (tests look for them where they must not be).

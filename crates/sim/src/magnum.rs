@@ -5,11 +5,11 @@
 //! driver's cluster name where a stack id would be, no node addresses, and the driver's
 //! habit of never failing a create (see `shape_cluster`).
 
-use crate::sim::clock::iso_offset;
-use crate::sim::reply::{magnum_error, Reply, Req};
-use crate::sim::shared::{lock, Shared};
-use crate::sim::world::group::{self, Phase, UpdateRequest};
-use crate::sim::world::{Action, State, Status, World};
+use crate::clock::iso_offset;
+use crate::reply::{magnum_error, Reply, Req};
+use crate::shared::{lock, Shared};
+use crate::world::group::{self, Phase, UpdateRequest};
+use crate::world::{Action, State, Status, World};
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -795,7 +795,7 @@ fn resize_body(w: &mut World, body: &Value, c: usize) -> Result<Reply, Reply> {
         })?,
     };
     let grp = &w.groups[g];
-    if count > crate::sim::heat::stack_routes::MAX_MEMBERS {
+    if count > crate::heat::stack_routes::MAX_MEMBERS {
         return Err(magnum_error(
             StatusCode::BAD_REQUEST,
             "node_count is larger than the simulator holds.",
@@ -924,7 +924,7 @@ fn upgrade_capi(w: &mut World, c: usize, t: usize) -> Result<Reply, Reply> {
     for g in groups {
         let (params, changed) = image_update(w, g, &image, 1);
         if changed {
-            crate::sim::world::capi::new_machine_set(w, g);
+            crate::world::capi::new_machine_set(w, g);
         }
         group::start_update(
             w,

@@ -1,10 +1,10 @@
 //! Nova compute v2.1 at `/compute/v2.1`: the servers behind node-group members.
 
-use crate::sim::clock::iso_z;
-use crate::sim::reply::{nova_error, Reply, Req};
-use crate::sim::shared::{lock, Shared};
-use crate::sim::world::group::Member;
-use crate::sim::world::{Action, Phase, World};
+use crate::clock::iso_z;
+use crate::reply::{nova_error, Reply, Req};
+use crate::shared::{lock, Shared};
+use crate::world::group::Member;
+use crate::world::{Action, Phase, World};
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::cmp::Reverse;

@@ -2,10 +2,10 @@
 //! that runs live, then the timeline is slid so that its end is "now": the console opens
 //! on a cloud that already has events, durations and members at mixed stages.
 
-use crate::sim::faults::{Fault, FaultKind};
-use crate::sim::world::build::{create_cluster, create_template, run_virtual};
-use crate::sim::world::group::{self, HookRule, Phase, UpdateRequest};
-use crate::sim::world::{Action, ClusterSpec, FailSpec, GroupSpec, Resource, State, Status, World};
+use crate::faults::{Fault, FaultKind};
+use crate::world::build::{create_cluster, create_template, run_virtual};
+use crate::world::group::{self, HookRule, Phase, UpdateRequest};
+use crate::world::{Action, ClusterSpec, FailSpec, GroupSpec, Resource, State, Status, World};
 
 pub const NAMES: &[&str] = &[
     "demo",
@@ -437,8 +437,8 @@ fn demo(w: &mut World) {
 /// 3's script failed (code 2, a stderr). Drawn with ids of their own, so that everything
 /// else draws what it drew before they existed.
 fn deployments_demo(w: &mut World, staging: usize, batch: Option<usize>, update_at: i64) {
-    let main_ids = std::mem::replace(&mut w.ids, crate::sim::world::Ids::new(0xDE91));
-    use crate::sim::world::deployments::Ending;
+    let main_ids = std::mem::replace(&mut w.ids, crate::world::Ids::new(0xDE91));
+    use crate::world::deployments::Ending;
     let sg = group_of(w, staging, "default-worker");
     let members: Vec<(u32, usize, String)> = w.groups[sg]
         .members
@@ -487,14 +487,14 @@ pub const CAPI_UPGRADE_TEMPLATE: &str = "k8s-v1.31-capi";
 /// idle and with its own random numbers, so that everything else draws exactly what it drew
 /// before it existed (same ids, durations and rollout stages).
 fn capi_demo(w: &mut World) {
-    let main_ids = std::mem::replace(&mut w.ids, crate::sim::world::Ids::new(0xCA91));
+    let main_ids = std::mem::replace(&mut w.ids, crate::world::Ids::new(0xCA91));
     capi_build(w);
     w.ids = main_ids;
 }
 
 fn capi_build(w: &mut World) {
-    use crate::sim::world::build::create_cluster_with;
-    use crate::sim::world::capi::{self, SimCapi};
+    use crate::world::build::create_cluster_with;
+    use crate::world::capi::{self, SimCapi};
     let image = "ubuntu-2204-kube-v1.30.2";
     let t = create_template(w, "k8s-v1.30-capi", image, "v1.30.2");
     let name = capi::cluster_name(w);
@@ -547,8 +547,8 @@ fn capi_build(w: &mut World) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::clock::SimClock;
-    use crate::sim::world::{Phase, WorldConfig};
+    use crate::clock::SimClock;
+    use crate::world::{Phase, WorldConfig};
 
     fn world() -> World {
         World::new(

@@ -2,8 +2,8 @@
 //! settings. The HTTP front (`server`) builds it and the services' handlers read it; neither
 //! imports the other for it.
 
-use crate::sim::faults::FaultControl;
-use crate::sim::world::World;
+use crate::faults::FaultControl;
+use crate::world::World;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -1,14 +1,14 @@
 //! Header, breadcrumbs, status / input line, key hints, help and palette overlays.
 
 use super::{centered, clear};
+use crate::message::COMMANDS;
 use crate::model::terminal_safe;
+use crate::resource_columns::short_duration;
 use crate::service::health::{Availability, ServiceHealth};
-use crate::tui::message::COMMANDS;
-use crate::tui::resource_columns::short_duration;
-use crate::tui::state::input::{InputKind, InputState};
-use crate::tui::state::settle::{cut_name, SettleShown};
-use crate::tui::state::{App, Level, Mode};
-use crate::tui::widgets::table::{cut_line_marked, cut_marked, pane_title};
+use crate::state::input::{InputKind, InputState};
+use crate::state::settle::{cut_name, SettleShown};
+use crate::state::{App, Level, Mode};
+use crate::widgets::table::{cut_line_marked, cut_marked, pane_title};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -349,7 +349,7 @@ fn fit_hints(hints: Vec<(String, &'static str)>, width: usize) -> Vec<(String, &
 }
 
 pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
-    use crate::tui::state::help::HELP_GAP;
+    use crate::state::help::HELP_GAP;
     let th = app.theme();
     let text = app.help_text();
     let layout = text.layout(body.width, body.height);
@@ -408,8 +408,8 @@ pub fn help(app: &App, frame: &mut Frame, body: Rect, scroll: u16) {
 
 /// One help row, styled and whole (`left`: the keys' column); its width is
 /// `HelpRow::width`, which sizes the box.
-fn help_line(app: &App, row: crate::tui::state::help::HelpRow, left: usize) -> Line<'static> {
-    use crate::tui::state::help::{HelpRow, ALSO_BEFORE, KEYS_INDENT};
+fn help_line(app: &App, row: crate::state::help::HelpRow, left: usize) -> Line<'static> {
+    use crate::state::help::{HelpRow, ALSO_BEFORE, KEYS_INDENT};
     let th = app.theme();
     let indent = " ".repeat(KEYS_INDENT);
     let pad = |s: &str| format!("{indent}{s:<w$}", w = left + KEYS_INDENT);
@@ -472,23 +472,23 @@ pub fn palette_popup(app: &App, input: &InputState, frame: &mut Frame, body: Rec
             th.accent(),
         )));
     }
-    for (name, aliases, help) in COMMANDS {
+    for c in COMMANDS {
         if word.is_empty()
-            || name.starts_with(&word)
-            || aliases.iter().any(|a| a.starts_with(&word))
+            || c.name.starts_with(&word)
+            || c.aliases.iter().any(|a| a.starts_with(&word))
         {
             lines.push(Line::from(vec![
                 Span::styled(
-                    format!(" :{name:<9}"),
+                    format!(" :{:<9}", c.name),
                     th.accent().add_modifier(Modifier::BOLD),
                 ),
-                Span::styled(format!("{:<26}", aliases.join(" ")), th.muted()),
-                Span::styled(*help, Style::default().fg(th.fg)),
+                Span::styled(format!("{:<26}", c.aliases.join(" ")), th.muted()),
+                Span::styled(c.help, Style::default().fg(th.fg)),
             ]));
         }
     }
     if word == "theme" {
-        let names = crate::tui::theme::theme_names(app.theme_dir());
+        let names = crate::theme::theme_names(app.theme_dir());
         lines.push(Line::from(Span::styled(
             format!(" themes: {}", terminal_safe(&names.join("  "))),
             th.accent(),

@@ -6,11 +6,11 @@
 use super::panes::message_box;
 use super::wrap::wrap;
 use crate::model::{terminal_safe, Status};
-use crate::tui::resource_columns::age;
-use crate::tui::state::store::FetchMeta;
-use crate::tui::state::view::View;
-use crate::tui::state::App;
-use crate::tui::widgets::table::pane_title;
+use crate::resource_columns::age;
+use crate::state::store::FetchMeta;
+use crate::state::view::View;
+use crate::state::App;
+use crate::widgets::table::pane_title;
 use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
 use ratatui::style::Style;

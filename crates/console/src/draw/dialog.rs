@@ -2,14 +2,14 @@
 //! cluster name to type on a production cloud), the abort choice and text overlays.
 
 use super::{centered, clear};
+use crate::keys::{join_keys, KeyAction};
 use crate::model::terminal_safe;
-use crate::tui::keys::{join_keys, KeyAction};
-use crate::tui::state::action_dialogs::{
+use crate::state::action_dialogs::{
     text_box_width, text_rows, text_scroll_max, word_wrap, Dialog, ABORT_MODES,
 };
-use crate::tui::state::form::{FieldKind, Form};
-use crate::tui::state::App;
-use crate::tui::widgets::table::{cut_marked, pane_title};
+use crate::state::form::{FieldKind, Form};
+use crate::state::App;
+use crate::widgets::table::{cut_marked, pane_title};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};

@@ -5,12 +5,12 @@
 
 use crate::model::{terminal_safe, NodeGroup};
 use crate::progress::{Phase, Progress};
-use crate::tui::resource_columns::{node_state, short_duration};
-use crate::tui::state::store::{NodeRow, NodeSet, Pending, Store};
-use crate::tui::state::App;
-use crate::tui::theme::CellState;
-use crate::tui::widgets::heatmap::HeatGroup;
-use crate::tui::widgets::table::cut_line_marked;
+use crate::resource_columns::{node_state, short_duration};
+use crate::state::store::{NodeRow, NodeSet, Pending, Store};
+use crate::state::App;
+use crate::theme::CellState;
+use crate::widgets::heatmap::HeatGroup;
+use crate::widgets::table::cut_line_marked;
 use chrono::{DateTime, Utc};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -395,7 +395,7 @@ pub fn verdict_lines(
 mod tests {
     use super::*;
     use crate::model::{Node, NodeKey, Status};
-    use crate::tui::state::store::models::group_progress;
+    use crate::state::store::models::group_progress;
     use chrono::Duration;
 
     fn row(i: u32, status: &str, paused: bool, age: i64, now: DateTime<Utc>) -> NodeRow {

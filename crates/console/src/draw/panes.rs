@@ -2,10 +2,10 @@
 //! loading / error / stale handling.
 
 use crate::model::{terminal_safe, Cluster, NodeGroup, StackSummary};
-use crate::tui::state::store::{FetchMeta, Slot};
-use crate::tui::state::view::View;
-use crate::tui::state::App;
-use crate::tui::widgets::table::{draw_table, pane_title, Column, TableLook, TableRow, TableState};
+use crate::state::store::{FetchMeta, Slot};
+use crate::state::view::View;
+use crate::state::App;
+use crate::widgets::table::{draw_table, pane_title, Column, TableLook, TableRow, TableState};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -109,7 +109,7 @@ pub fn clusters(app: &App, view: &View, slot: &Slot<Vec<Cluster>>, frame: &mut F
         "Clusters",
         slot.data.as_deref(),
         Some(&slot.meta),
-        &crate::tui::resource_columns::CLUSTER_COLUMNS,
+        &crate::resource_columns::CLUSTER_COLUMNS,
         &view.table,
         if app.info().has_magnum {
             "No clusters in this project."
@@ -135,7 +135,7 @@ pub fn stacks(
         "Stacks",
         slot.data.as_deref(),
         Some(&slot.meta),
-        &crate::tui::resource_columns::STACK_COLUMNS,
+        &crate::resource_columns::STACK_COLUMNS,
         &view.table,
         "No stacks in this project.",
         true,
@@ -159,7 +159,7 @@ pub fn nodegroups(
         &title,
         slot.and_then(|s| s.data.as_deref()),
         slot.map(|s| &s.meta),
-        &crate::tui::resource_columns::NODEGROUP_COLUMNS,
+        &crate::resource_columns::NODEGROUP_COLUMNS,
         &view.table,
         "This cluster has no node groups.",
         focused,

@@ -2,12 +2,12 @@
 //! saying how the tail moves (follow / pause / scroll, time mode, wrap) and one event as a
 //! line.
 
+use crate::cell_text::{event_path, first_line};
 use crate::model::{terminal_safe, StackEvent};
-use crate::tui::cell_text::{event_path, first_line};
-use crate::tui::resource_columns::event_time;
-use crate::tui::state::view::TailOptions;
-use crate::tui::state::App;
-use crate::tui::widgets::table::RowCtx;
+use crate::resource_columns::event_time;
+use crate::state::view::TailOptions;
+use crate::state::App;
+use crate::widgets::table::RowCtx;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 

@@ -8,11 +8,11 @@ use super::view::{StackTarget, ViewKind};
 use super::{App, Level, Mode};
 use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
 use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
+use crate::keys::{self, KeyAction, KeyContext};
+use crate::message::{Reply, Request, NO_ACTIONS};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{AbortMode, Control, RolloutOptions};
-use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::message::{Reply, Request, NO_ACTIONS};
 use crossterm::event::{KeyCode, KeyEvent};
 
 /// What a form or a plan is for.
@@ -439,7 +439,7 @@ impl App {
     }
 
     /// A key while a dialog is open: its meaning comes from the key table's dialog
-    /// contexts (see [`crate::tui::keys`]).
+    /// contexts (see [`crate::keys`]).
     pub(super) fn on_dialog_key(&mut self, key: KeyEvent) {
         let Mode::Dialog(dialog) = std::mem::replace(&mut self.mode, Mode::Normal) else {
             return;
@@ -675,7 +675,7 @@ impl App {
                     });
                     slot.plan = Some(rollout);
                     slot.status = None;
-                    slot.driver = Some(crate::tui::message::RolloutDriver::Here);
+                    slot.driver = Some(crate::message::RolloutDriver::Here);
                     slot.meta.error = None;
                     slot.meta.in_flight = false;
                     self.open_rollout_view(cluster, nodegroup);
@@ -743,7 +743,7 @@ impl App {
             .store
             .rollouts
             .values()
-            .filter(|s| s.driver == Some(crate::tui::message::RolloutDriver::Here))
+            .filter(|s| s.driver == Some(crate::message::RolloutDriver::Here))
             .filter_map(|s| {
                 let st = s.status.as_ref()?;
                 (!st.state.is_final()).then(|| {

@@ -9,10 +9,10 @@ use super::store::Store;
 use super::view::{View, ViewKind};
 use super::{App, Level, Mode};
 use crate::drivers::guard::Guard;
+use crate::message::Request;
+use crate::message::RolloutDriver;
 use crate::service::fleet_scan::FleetRow;
 use crate::service::CloudInfo;
-use crate::tui::message::Request;
-use crate::tui::message::RolloutDriver;
 use std::time::Duration;
 
 /// A fleet scan asks every cloud for a token and its clusters: not every few seconds.

@@ -3,7 +3,7 @@
 //! production cloud), the abort choice and a read-only text overlay. Bad input never
 //! clears what was typed: the key is refused with a message in the form.
 
-use crate::tui::keys::{KeyAction, KeyMap, CONFIRM_DIALOG, FORM_DIALOG};
+use crate::keys::{KeyAction, KeyMap, CONFIRM_DIALOG, FORM_DIALOG};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// What a field accepts.

@@ -10,8 +10,8 @@ use super::view::{StackTarget, ViewKind};
 use super::{App, Level, Mode};
 use crate::drivers::guard::Reach;
 use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
+use crate::message::Request;
 use crate::service::ServiceResult;
-use crate::tui::message::Request;
 
 /// The tree shows `nodes > 17 > server`; Heat's paths and the commands read `nodes/17/server`.
 fn slash_path(tree_path: &str) -> String {

@@ -3,8 +3,8 @@
 
 use super::action_dialogs::CHROME_ROWS;
 use super::App;
-use crate::tui::keys::KeyAction;
-use crate::tui::message::COMMANDS;
+use crate::keys::KeyAction;
+use crate::message::COMMANDS;
 
 /// What the header's figures mean.
 const HEADER_HELP: &[(&str, &str)] = &[
@@ -164,15 +164,16 @@ impl App {
             help: h.to_string(),
         }));
         rows.push(HelpRow::Section("Commands (:)".into()));
-        rows.extend(COMMANDS.iter().map(|(name, aliases, help)| {
+        rows.extend(COMMANDS.iter().map(|c| {
             HelpRow::Command {
-                name: format!(":{name}"),
-                aliases: aliases
+                name: format!(":{}", c.name),
+                aliases: c
+                    .aliases
                     .iter()
                     .map(|a| format!(":{a}"))
                     .collect::<Vec<_>>()
                     .join(" "),
-                help: help.to_string(),
+                help: c.help.to_string(),
             }
         }));
         rows.push(HelpRow::Note(

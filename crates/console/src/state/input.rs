@@ -3,9 +3,9 @@
 
 use super::view::ViewKind;
 use super::{App, Level, Mode};
-use crate::tui::cell_text::{event_path, first_line};
-use crate::tui::keys::{KeyAction, KeyContext};
-use crate::tui::message::{Action, Command, Request, COMMANDS};
+use crate::cell_text::{event_path, first_line};
+use crate::keys::{KeyAction, KeyContext};
+use crate::message::{Action, Command, Request, COMMANDS};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::{Modifier, Style};
 use std::path::PathBuf;
@@ -81,19 +81,16 @@ pub fn complete(line: &str, theme_names: &[String]) -> (String, Vec<String>) {
     }
     // A word that already is a command or an alias means that command (`cl` is :clusters,
     // though :cloud starts the same way).
-    if let Some((name, _, _)) = COMMANDS
-        .iter()
-        .find(|(n, aliases, _)| *n == trimmed || aliases.contains(&trimmed))
-    {
-        if *name != "theme" {
-            return (name.to_string(), vec![]);
+    if let Some(command) = COMMANDS.iter().find(|c| c.answers_to(trimmed)) {
+        if command.name != "theme" {
+            return (command.name.to_string(), vec![]);
         }
     }
     let mut hits: Vec<String> = Vec::new();
-    for (name, aliases, _) in COMMANDS {
-        if name.starts_with(trimmed) {
-            hits.push(name.to_string());
-        } else if let Some(a) = aliases.iter().find(|a| a.starts_with(trimmed)) {
+    for c in COMMANDS {
+        if c.name.starts_with(trimmed) {
+            hits.push(c.name.to_string());
+        } else if let Some(a) = c.aliases.iter().find(|a| a.starts_with(trimmed)) {
             hits.push(a.to_string());
         }
     }
@@ -216,7 +213,7 @@ impl App {
                 }
             }
             KeyCode::Tab if input.kind == InputKind::Palette => {
-                let names = crate::tui::theme::theme_names(self.theme_dir.as_deref());
+                let names = crate::theme::theme_names(self.theme_dir.as_deref());
                 let (line, candidates) = complete(&input.text(), &names);
                 input.set_text(&line);
                 input.candidates = candidates;

@@ -5,7 +5,7 @@ use super::action_dialogs::Dialog;
 use super::view::ViewKind;
 use super::{App, Level, Mode};
 use crate::journal::{Entry, Outcome};
-use crate::tui::message::Request;
+use crate::message::Request;
 
 pub use super::store::{JournalLog, JournalRow};
 

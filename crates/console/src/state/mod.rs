@@ -110,7 +110,7 @@ pub struct App {
     dirty: bool,
     size: (u16, u16),
     /// A copy (`y` / `Y`) for the runtime to write to the terminal.
-    clipboard: Option<crate::tui::clipboard::Clip>,
+    clipboard: Option<crate::clipboard::Clip>,
     /// The views, as given (the state names none).
     views: Registry,
     /// Bursts of refreshes after accepted actions (see [`settle`]).

@@ -7,10 +7,10 @@
 use super::store::Settled;
 use super::view::ViewKind;
 use super::{App, Level};
+use crate::message::{Reply, Request, RolloutDriver};
 use crate::model::{Cluster, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, NodePhase, RolloutStatus};
-use crate::tui::message::{Reply, Request, RolloutDriver};
 use std::collections::BTreeMap;
 
 pub use super::store::RolloutSlot;

@@ -143,7 +143,7 @@ impl SettleShown {
 /// columns (the end cut and marked with `…`, by the helper every cut goes through).
 pub fn cut_name(name: &str, max: usize) -> String {
     let safe = crate::model::terminal_safe(name).into_owned();
-    crate::tui::widgets::table::cut_line_marked(ratatui::text::Line::raw(safe), max).to_string()
+    crate::widgets::table::cut_line_marked(ratatui::text::Line::raw(safe), max).to_string()
 }
 
 impl App {

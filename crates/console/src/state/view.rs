@@ -1,11 +1,11 @@
 //! The navigation stack's entries: what a view shows and its own table state.
 
 use crate::model::{Cluster, NodeGroup, ServerTarget};
-use crate::tui::widgets::table::TableState;
+use crate::widgets::table::TableState;
 
 /// Shared with the worker and the messages, so it lives with them (no state <-> worker
 /// import cycle); re-exported here for the views that hold one.
-pub use crate::tui::message::StackTarget;
+pub use crate::message::StackTarget;
 
 /// The views the navigation stack can hold, each with what it was opened on.
 /// A handful of these live on the navigation stack; boxing would buy nothing.

@@ -1,6 +1,6 @@
 //! Yank: `y` copies the selected row's id, `Y` its name, to the operator's clipboard. The
 //! state only says what to copy; the runtime writes it to the terminal (OSC 52, see
-//! [`crate::tui::clipboard`]) between two frames.
+//! [`crate::clipboard`]) between two frames.
 //!
 //! What an operator pastes next decides what each view yields: an id goes into
 //! `openstack … show`, so a node yields its Nova server id (or, before Nova was asked,
@@ -10,7 +10,7 @@
 //! yields itself as one JSON line (the journal file's format) and its target.
 
 use super::{App, Level};
-use crate::tui::clipboard::Clip;
+use crate::clipboard::Clip;
 
 /// Which of the row's texts to copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

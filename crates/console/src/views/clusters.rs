@@ -1,12 +1,12 @@
 //! The cluster list (the root view): Enter opens a cluster's dashboard.
 
 use super::{Plan, Rows, Screen, Table};
-use crate::tui::draw::panes;
-use crate::tui::state::store::{FetchMeta, Store};
-use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::yank::{pick, Yank};
-use crate::tui::state::App;
-use crate::tui::widgets::table::TableState;
+use crate::draw::panes;
+use crate::state::store::{FetchMeta, Store};
+use crate::state::view::{StackTarget, View};
+use crate::state::yank::{pick, Yank};
+use crate::state::App;
+use crate::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
@@ -59,7 +59,7 @@ impl Screen for Clusters {
         let items = store.clusters.data.as_deref().unwrap_or(&[]);
         Table::boxed(
             items,
-            &crate::tui::resource_columns::CLUSTER_COLUMNS,
+            &crate::resource_columns::CLUSTER_COLUMNS,
             store.clusters.meta.version,
         )
     }

@@ -5,23 +5,21 @@
 
 use super::nodegroups::{group_stack, groups_table};
 use super::{Plan, Rows, Screen};
+use crate::draw::node_summary::{heat_map_title, summary_line, verdict_lines, zone_groups, Timing};
+use crate::draw::panes::nodegroups;
+use crate::draw::tail::{event_line, tail_badges};
+use crate::keys::{self, KeyAction, KeyContext};
 use crate::model::{terminal_safe, Cluster, StackEvent};
 use crate::progress::Progress;
-use crate::tui::draw::node_summary::{
-    heat_map_title, summary_line, verdict_lines, zone_groups, Timing,
-};
-use crate::tui::draw::panes::nodegroups;
-use crate::tui::draw::tail::{event_line, tail_badges};
-use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::resource_columns::short_duration;
-use crate::tui::state::dashboard_stacks;
-use crate::tui::state::store::{FetchMeta, Pending, Store};
-use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::yank::{pick, Yank};
-use crate::tui::state::App;
-use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
-use crate::tui::widgets::table::cut_line_marked;
-use crate::tui::widgets::table::{pane_title, TableState};
+use crate::resource_columns::short_duration;
+use crate::state::dashboard_stacks;
+use crate::state::store::{FetchMeta, Pending, Store};
+use crate::state::view::{StackTarget, View, ViewKind};
+use crate::state::yank::{pick, Yank};
+use crate::state::App;
+use crate::widgets::heatmap::{layout, scale_note, HeatMap};
+use crate::widgets::table::cut_line_marked;
+use crate::widgets::table::{pane_title, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -102,7 +100,7 @@ impl Dashboard<'_> {
     fn open_event(&self, app: &mut App) {
         match self.picked_event(app) {
             Some((stack, event)) => app.push(ViewKind::Event { stack, event }),
-            None => app.set_status(crate::tui::state::Level::Info, "no event in the tail"),
+            None => app.set_status(crate::state::Level::Info, "no event in the tail"),
         }
     }
 }

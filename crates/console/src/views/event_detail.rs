@@ -5,14 +5,14 @@
 //! its stack's tree, where Enter used to go straight from the tail.
 
 use super::{Plan, Screen};
+use crate::draw::detail::{self, status_style, when, DetailText};
+use crate::keys::{self, KeyAction, KeyContext};
 use crate::model::terminal_safe;
 use crate::model::StackEvent;
-use crate::tui::draw::detail::{self, status_style, when, DetailText};
-use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::state::store::{FetchMeta, Store};
-use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::yank::{pick, Yank};
-use crate::tui::state::App;
+use crate::state::store::{FetchMeta, Store};
+use crate::state::view::{StackTarget, View, ViewKind};
+use crate::state::yank::{pick, Yank};
+use crate::state::App;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;

@@ -2,15 +2,15 @@
 //! event whole (`views::event_detail`), and Enter there the event's resource in its stack's tree.
 
 use super::{Plan, Rows, Screen, Table, TableOp};
+use crate::draw::panes::{data_table, message_box};
+use crate::draw::tail::{event_line, tail_badges};
+use crate::keys::{self, KeyContext};
 use crate::model::terminal_safe;
-use crate::tui::draw::panes::{data_table, message_box};
-use crate::tui::draw::tail::{event_line, tail_badges};
-use crate::tui::keys::{self, KeyContext};
-use crate::tui::state::store::{EventLog, FetchMeta, Store};
-use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::yank::{pick, Yank};
-use crate::tui::state::App;
-use crate::tui::widgets::table::{pane_title, title_line, TableLook, TableState};
+use crate::state::store::{EventLog, FetchMeta, Store};
+use crate::state::view::{StackTarget, View, ViewKind};
+use crate::state::yank::{pick, Yank};
+use crate::state::App;
+use crate::widgets::table::{pane_title, title_line, TableLook, TableState};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -65,7 +65,7 @@ impl Screen for Events<'_> {
         let items = log.map(|l| l.events.as_slice()).unwrap_or(&[]);
         Table::boxed(
             items,
-            &crate::tui::resource_columns::EVENT_COLUMNS,
+            &crate::resource_columns::EVENT_COLUMNS,
             log.map(|l| l.meta.version).unwrap_or(0),
         )
     }
@@ -129,7 +129,7 @@ fn draw_tail(
             &title,
             Some(&log.events),
             Some(&log.meta),
-            &crate::tui::resource_columns::EVENT_COLUMNS,
+            &crate::resource_columns::EVENT_COLUMNS,
             &view.table,
             "No events yet (polling).",
             true,
@@ -153,7 +153,7 @@ fn draw_tail(
                 &look,
                 &view.table,
                 log.events.len(),
-                &crate::tui::resource_columns::EVENT_COLUMNS,
+                &crate::resource_columns::EVENT_COLUMNS,
                 &ctx,
             ),
             area.width,

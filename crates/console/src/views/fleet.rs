@@ -3,15 +3,15 @@
 //! as each cloud answers; each cloud is asked on its own connection and time bound.
 
 use super::{Plan, Rows, Screen, Table};
+use crate::draw::panes::data_table;
+use crate::keys::KeyAction;
+use crate::resource_columns::in_state_key;
 use crate::service::fleet_scan::FleetRow;
-use crate::tui::draw::panes::data_table;
-use crate::tui::keys::KeyAction;
-use crate::tui::resource_columns::in_state_key;
-use crate::tui::state::store::{FetchMeta, Store};
-use crate::tui::state::view::View;
-use crate::tui::state::yank::{pick, Yank};
-use crate::tui::state::App;
-use crate::tui::widgets::table::{muted, plain, Column, RowCtx, SortKey, TableRow, TableState};
+use crate::state::store::{FetchMeta, Store};
+use crate::state::view::View;
+use crate::state::yank::{pick, Yank};
+use crate::state::App;
+use crate::widgets::table::{muted, plain, Column, RowCtx, SortKey, TableRow, TableState};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::Frame;
@@ -41,7 +41,7 @@ fn status_style(r: &FleetRow, ctx: &RowCtx) -> Style {
     if r.is_cloud_problem() {
         return ctx.theme.error();
     }
-    crate::tui::resource_columns::status_style(&status_of(r), ctx)
+    crate::resource_columns::status_style(&status_of(r), ctx)
 }
 
 fn fleet_columns() -> Vec<Column<FleetRow>> {
@@ -205,7 +205,7 @@ impl Screen for Fleet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::theme::Theme;
+    use crate::theme::Theme;
     use chrono::{DateTime, Utc};
 
     /// A cluster's row `ago` seconds in its status (its text as the scan wrote it).

@@ -1,14 +1,14 @@
 //! The operator journal: what this console (and others) did, newest at the bottom.
 
 use super::{Plan, Rows, Screen, Table, TableOp};
-use crate::tui::draw::panes::data_table;
-use crate::tui::keys::{self, KeyContext};
-use crate::tui::state::journal_reads::JournalLog;
-use crate::tui::state::store::{FetchMeta, Store};
-use crate::tui::state::view::View;
-use crate::tui::state::yank::Yank;
-use crate::tui::state::App;
-use crate::tui::widgets::table::TableState;
+use crate::draw::panes::data_table;
+use crate::keys::{self, KeyContext};
+use crate::state::journal_reads::JournalLog;
+use crate::state::store::{FetchMeta, Store};
+use crate::state::view::View;
+use crate::state::yank::Yank;
+use crate::state::App;
+use crate::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
@@ -56,7 +56,7 @@ impl Screen for Journal {
         let log = &store.journal;
         Table::boxed(
             &log.rows,
-            &crate::tui::action_columns::JOURNAL_COLUMNS,
+            &crate::action_columns::JOURNAL_COLUMNS,
             log.meta.version,
         )
     }
@@ -87,7 +87,7 @@ fn draw_journal(app: &App, view: &View, log: &JournalLog, frame: &mut Frame, are
         "Journal",
         loaded.then_some(log.rows.as_slice()),
         Some(&log.meta),
-        &crate::tui::action_columns::JOURNAL_COLUMNS,
+        &crate::action_columns::JOURNAL_COLUMNS,
         &view.table,
         "No actions recorded yet.",
         true,

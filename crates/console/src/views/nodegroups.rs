@@ -1,14 +1,14 @@
 //! A cluster's node groups: Enter opens a group's nodes.
 
 use super::{Plan, Rows, Screen, Table};
+use crate::draw::panes;
+use crate::keys::{self, KeyContext};
 use crate::model::{Cluster, NodeGroup};
-use crate::tui::draw::panes;
-use crate::tui::keys::{self, KeyContext};
-use crate::tui::state::store::{FetchMeta, Store};
-use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::yank::{pick, Yank};
-use crate::tui::state::App;
-use crate::tui::widgets::table::TableState;
+use crate::state::store::{FetchMeta, Store};
+use crate::state::view::{StackTarget, View};
+use crate::state::yank::{pick, Yank};
+use crate::state::App;
+use crate::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
 use std::collections::HashSet;
@@ -22,11 +22,7 @@ pub(super) fn groups_table<'s>(store: &'s Store, cluster: &Cluster) -> Option<Bo
     let slot = store.nodegroups.get(&cluster.id);
     let items = slot.and_then(|s| s.data.as_deref()).unwrap_or(&[]);
     let version = slot.map(|s| s.meta.version).unwrap_or(0);
-    Table::boxed(
-        items,
-        &crate::tui::resource_columns::NODEGROUP_COLUMNS,
-        version,
-    )
+    Table::boxed(items, &crate::resource_columns::NODEGROUP_COLUMNS, version)
 }
 
 /// The groups of `cluster` under an update (Heat or Magnum says it runs, or a rollout is

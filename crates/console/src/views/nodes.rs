@@ -3,19 +3,17 @@
 
 use super::nodegroups::group_stack;
 use super::{Plan, Rows, Screen, Table};
+use crate::draw::node_summary::{heat_map_title, summary_line, verdict_lines, zone_groups, Timing};
+use crate::draw::panes::{data_table, message_box};
+use crate::keys::{self, KeyContext};
 use crate::model::{terminal_safe, Cluster, NodeGroup, ServerTarget};
 use crate::progress::Progress;
-use crate::tui::draw::node_summary::{
-    heat_map_title, summary_line, verdict_lines, zone_groups, Timing,
-};
-use crate::tui::draw::panes::{data_table, message_box};
-use crate::tui::keys::{self, KeyContext};
-use crate::tui::state::store::{FetchMeta, NodeRow, Store};
-use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::yank::Yank;
-use crate::tui::state::{App, Level};
-use crate::tui::widgets::heatmap::{layout, scale_note, HeatMap};
-use crate::tui::widgets::table::{pane_title, TableState};
+use crate::state::store::{FetchMeta, NodeRow, Store};
+use crate::state::view::{StackTarget, View, ViewKind};
+use crate::state::yank::Yank;
+use crate::state::{App, Level};
+use crate::widgets::heatmap::{layout, scale_note, HeatMap};
+use crate::widgets::table::{pane_title, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
@@ -79,7 +77,7 @@ impl Screen for Nodes<'_> {
         faults: bool,
     ) -> Option<Box<dyn Rows + 's>> {
         let Some(set) = store.nodes.get(&self.nodegroup.id) else {
-            return Table::<NodeRow>::boxed(&[], &crate::tui::resource_columns::NODE_COLUMNS, 0);
+            return Table::<NodeRow>::boxed(&[], &crate::resource_columns::NODE_COLUMNS, 0);
         };
         // Addresses and names only reorder or refilter when a filter, a sort or
         // faults-only looks at them.
@@ -89,11 +87,7 @@ impl Screen for Nodes<'_> {
         } else {
             set.meta.version.wrapping_mul(1 << 32)
         };
-        Table::boxed(
-            &set.rows,
-            &crate::tui::resource_columns::NODE_COLUMNS,
-            version,
-        )
+        Table::boxed(&set.rows, &crate::resource_columns::NODE_COLUMNS, version)
     }
 
     fn node_streams(&self, _store: &Store) -> HashSet<String> {
@@ -198,8 +192,7 @@ fn draw_nodes(
             &timing,
             Some((set.ips_ok, set.ips_failed, set.rows.len(), set.done)),
             // A plain stack's nodes have no count of their own to reconcile.
-            (!crate::tui::state::is_stack_standin(nodegroup))
-                .then_some(nodegroup.node_count as usize),
+            (!crate::state::is_stack_standin(nodegroup)).then_some(nodegroup.node_count as usize),
             summary.width,
         )),
         summary,
@@ -236,7 +229,7 @@ fn draw_nodes(
         &title,
         Some(&set.rows),
         Some(&set.meta),
-        &crate::tui::resource_columns::NODE_COLUMNS,
+        &crate::resource_columns::NODE_COLUMNS,
         &view.table,
         "This node group has no members.",
         true,

@@ -6,15 +6,15 @@
 //! so they are bounded in size, their control characters escaped and their lines wrapped.
 
 use super::{Plan, Rows, Screen, Table};
+use crate::draw::panes::data_table;
+use crate::draw::wrap::wrap;
 use crate::model::terminal_safe;
 use crate::service::{ResolvedOutput, StackOutput};
-use crate::tui::draw::panes::data_table;
-use crate::tui::draw::wrap::wrap;
-use crate::tui::state::store::{FetchMeta, Slot, Store};
-use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::yank::Yank;
-use crate::tui::state::{App, Level};
-use crate::tui::widgets::table::{muted, pane_title, Column, SortKey, TableRow, TableState};
+use crate::state::store::{FetchMeta, Slot, Store};
+use crate::state::view::{StackTarget, View, ViewKind};
+use crate::state::yank::Yank;
+use crate::state::{App, Level};
+use crate::widgets::table::{muted, pane_title, Column, SortKey, TableRow, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -113,7 +113,7 @@ impl Screen for Outputs<'_> {
             p.force,
             p.every * 4,
             |s| &mut s.outputs.entry(id.clone()).or_default().meta,
-            |gen| crate::tui::message::Request::Outputs { stack, gen },
+            |gen| crate::message::Request::Outputs { stack, gen },
         );
         let Some(key) = self.shown.clone() else {
             return;
@@ -124,7 +124,7 @@ impl Screen for Outputs<'_> {
             p.force,
             Duration::MAX,
             |s| &mut s.output_values.entry(slot_key.clone()).or_default().meta,
-            |gen| crate::tui::message::Request::Output { stack, key, gen },
+            |gen| crate::message::Request::Output { stack, key, gen },
         );
     }
 

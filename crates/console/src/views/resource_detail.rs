@@ -5,15 +5,15 @@
 //! reason is what sent operators through four more views. A text view that scrolls.
 
 use super::{Plan, Screen};
+use crate::draw::detail::{self, status_style, when, DetailText};
+use crate::keys::{self, KeyAction, KeyContext};
 use crate::model::terminal_safe;
+use crate::resource_columns::age;
 use crate::service::ResourceDetail;
-use crate::tui::draw::detail::{self, status_style, when, DetailText};
-use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::resource_columns::age;
-use crate::tui::state::store::{FetchMeta, Slot, Store};
-use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::yank::Yank;
-use crate::tui::state::App;
+use crate::state::store::{FetchMeta, Slot, Store};
+use crate::state::view::{StackTarget, View};
+use crate::state::yank::Yank;
+use crate::state::App;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -77,7 +77,7 @@ impl Screen for Resource<'_> {
             p.force,
             p.every * 2,
             |s| &mut s.resources.entry(key.clone()).or_default().meta,
-            |gen| crate::tui::message::Request::Resource {
+            |gen| crate::message::Request::Resource {
                 stack,
                 resource,
                 gen,

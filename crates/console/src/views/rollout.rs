@@ -2,19 +2,19 @@
 
 use super::nodegroups::group_stack;
 use super::{Plan, Rows, Screen, Table, TableOp};
+use crate::draw::panes::data_table;
+use crate::keys::{self, KeyContext};
+use crate::message::RolloutDriver;
 use crate::model::{terminal_safe, Cluster, NodeGroup};
 use crate::progress::State;
 use crate::rollout::RolloutStatus;
-use crate::tui::draw::panes::data_table;
-use crate::tui::keys::{self, KeyContext};
-use crate::tui::message::RolloutDriver;
-use crate::tui::state::rollout_control::RolloutSlot;
-use crate::tui::state::store::{FetchMeta, Store};
-use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::yank::Yank;
-use crate::tui::state::App;
-use crate::tui::theme::CellState;
-use crate::tui::widgets::table::TableState;
+use crate::state::rollout_control::RolloutSlot;
+use crate::state::store::{FetchMeta, Store};
+use crate::state::view::{StackTarget, View};
+use crate::state::yank::Yank;
+use crate::state::App;
+use crate::theme::CellState;
+use crate::widgets::table::TableState;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -73,7 +73,7 @@ impl Screen for Rollout<'_> {
         let items = slot.map(|s| s.nodes()).unwrap_or(&[]);
         Table::boxed(
             items,
-            &crate::tui::action_columns::ROLLOUT_COLUMNS,
+            &crate::action_columns::ROLLOUT_COLUMNS,
             slot.map(|s| s.meta.version).unwrap_or(0),
         )
     }
@@ -316,7 +316,7 @@ fn draw_progress(
         "Nodes",
         Some(status.nodes.as_slice()),
         Some(&slot.meta),
-        &crate::tui::action_columns::ROLLOUT_COLUMNS,
+        &crate::action_columns::ROLLOUT_COLUMNS,
         &view.table,
         "This rollout has no nodes.",
         true,

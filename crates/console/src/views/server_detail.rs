@@ -1,15 +1,15 @@
 //! One node's Nova server (`server show` and its console log): a text view that scrolls.
 
 use super::{Plan, Screen};
+use crate::draw::panes::message_box;
+use crate::draw::wrap::wrap;
+use crate::keys::{self, KeyAction, KeyContext};
 use crate::model::{terminal_safe, ConsoleTail, ServerDetail, ServerTarget};
-use crate::tui::draw::panes::message_box;
-use crate::tui::draw::wrap::wrap;
-use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::resource_columns::age;
-use crate::tui::state::store::{FetchMeta, Slot, Store};
-use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::yank::Yank;
-use crate::tui::state::App;
+use crate::resource_columns::age;
+use crate::state::store::{FetchMeta, Slot, Store};
+use crate::state::view::{StackTarget, View};
+use crate::state::yank::Yank;
+use crate::state::App;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};

@@ -5,15 +5,15 @@
 //! parameter declared `hidden: true` as `******`; it stays hidden here.
 
 use super::{Plan, Screen};
+use crate::draw::detail::{self, status_style, when, DetailText};
+use crate::keys::{self, KeyAction, KeyContext};
 use crate::model::terminal_safe;
+use crate::resource_columns::age;
 use crate::service::StackOverview;
-use crate::tui::draw::detail::{self, status_style, when, DetailText};
-use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::resource_columns::age;
-use crate::tui::state::store::{FetchMeta, Slot, Store};
-use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::yank::{pick, Yank};
-use crate::tui::state::{App, Level};
+use crate::state::store::{FetchMeta, Slot, Store};
+use crate::state::view::{StackTarget, View, ViewKind};
+use crate::state::yank::{pick, Yank};
+use crate::state::{App, Level};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -78,7 +78,7 @@ impl Screen for Stack<'_> {
             p.force,
             p.every * 4,
             |s| &mut s.stack_details.entry(id.clone()).or_default().meta,
-            |gen| crate::tui::message::Request::Stack { stack, gen },
+            |gen| crate::message::Request::Stack { stack, gen },
         );
     }
 

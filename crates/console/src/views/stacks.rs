@@ -1,13 +1,13 @@
 //! The project's Heat stacks: Enter opens a stack's tree.
 
 use super::{Plan, Rows, Screen, Table};
-use crate::tui::draw::panes;
-use crate::tui::keys::{self, KeyContext};
-use crate::tui::state::store::{FetchMeta, Store};
-use crate::tui::state::view::{StackTarget, View};
-use crate::tui::state::yank::{pick, Yank};
-use crate::tui::state::App;
-use crate::tui::widgets::table::TableState;
+use crate::draw::panes;
+use crate::keys::{self, KeyContext};
+use crate::state::store::{FetchMeta, Store};
+use crate::state::view::{StackTarget, View};
+use crate::state::yank::{pick, Yank};
+use crate::state::App;
+use crate::widgets::table::TableState;
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
@@ -50,7 +50,7 @@ impl Screen for Stacks {
         let items = store.stacks.data.as_deref().unwrap_or(&[]);
         Table::boxed(
             items,
-            &crate::tui::resource_columns::STACK_COLUMNS,
+            &crate::resource_columns::STACK_COLUMNS,
             store.stacks.meta.version,
         )
     }

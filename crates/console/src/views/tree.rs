@@ -5,21 +5,19 @@
 //! the nested stack's own status does not always repeat.
 
 use super::{Plan, Rows, Screen, Table};
+use crate::cell_text::first_line;
+use crate::draw::panes::{data_table, message_box};
+use crate::keys::{self, KeyAction, KeyContext};
 use crate::model::{terminal_safe, NodeKey, ServerTarget, StackResource};
 use crate::ops::node_tree::is_nova_server_type;
 use crate::ops::stuck::{nova_summary, Cause, HookHold};
-use crate::tui::cell_text::first_line;
-use crate::tui::draw::panes::{data_table, message_box};
-use crate::tui::keys::{self, KeyAction, KeyContext};
-use crate::tui::resource_columns::{age, short_duration};
-use crate::tui::state::store::{
-    tree_server_key, FetchMeta, Store, TreeData, TreeRow, TREE_SERVERS,
-};
-use crate::tui::state::view::{StackTarget, View, ViewKind};
-use crate::tui::state::yank::Yank;
-use crate::tui::state::{App, Level};
-use crate::tui::widgets::table::cut_line_marked;
-use crate::tui::widgets::table::{TableRow, TableState};
+use crate::resource_columns::{age, short_duration};
+use crate::state::store::{tree_server_key, FetchMeta, Store, TreeData, TreeRow, TREE_SERVERS};
+use crate::state::view::{StackTarget, View, ViewKind};
+use crate::state::yank::Yank;
+use crate::state::{App, Level};
+use crate::widgets::table::cut_line_marked;
+use crate::widgets::table::{TableRow, TableState};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -153,7 +151,7 @@ impl Screen for Tree<'_> {
             .unwrap_or(0);
         Table::boxed(
             rows(store, &self.stack.id),
-            &crate::tui::resource_columns::TREE_COLUMNS,
+            &crate::resource_columns::TREE_COLUMNS,
             version,
         )
     }
@@ -448,7 +446,7 @@ fn draw_tree(
         &title,
         Some(&tree.rows),
         slot.map(|s| &s.meta),
-        &crate::tui::resource_columns::TREE_COLUMNS,
+        &crate::resource_columns::TREE_COLUMNS,
         &view.table,
         "This stack has no resources.",
         true,

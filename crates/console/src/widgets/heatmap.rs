@@ -2,7 +2,7 @@
 //! When one character per node does not fit, two nodes share a cell (upper and lower
 //! half block), so 1000 nodes need about 5 rows on a 120-column terminal.
 
-use crate::tui::theme::{CellState, Theme};
+use crate::theme::{CellState, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};

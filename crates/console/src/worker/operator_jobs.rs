@@ -3,9 +3,9 @@
 //! drives and forwards each status change (coalesced: only the newest matters).
 
 use super::Worker;
+use crate::message::{Reply, Request, RolloutDriver, NO_ACTIONS};
 use crate::rollout::{Control, RolloutHandle, RolloutPlan, RolloutStatus};
 use crate::service::{ErrorKind, ServiceError};
-use crate::tui::message::{Reply, Request, RolloutDriver, NO_ACTIONS};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;

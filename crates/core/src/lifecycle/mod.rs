@@ -819,6 +819,26 @@ post_node = "cluster-post"
         }
     }
 
+    /// The process id a hook wrote to `pidfile`.
+    fn pid_in(pidfile: &std::path::Path) -> i32 {
+        std::fs::read_to_string(pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// Whether `pid` is gone within 5 s (looked at every 25 ms).
+    async fn dies_within_5s(pid: i32) -> bool {
+        for _ in 0..200 {
+            if !alive(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        false
+    }
+
     /// On timeout the whole group dies: the hook's own background `sleep` (a stand-in for
     /// `kubectl drain`) does not survive under PID 1.
     #[tokio::test]
@@ -833,20 +853,11 @@ post_node = "cluster-post"
         )
         .await;
         assert!(run.timed_out && !run.ok(), "{run:?}");
-        let pid: i32 = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let mut dead = false;
-        for _ in 0..200 {
-            if !alive(pid) {
-                dead = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        assert!(dead, "the hook's child {pid} outlived the timeout");
+        let pid = pid_in(&pidfile);
+        assert!(
+            dies_within_5s(pid).await,
+            "the hook's child {pid} outlived the timeout"
+        );
     }
 
     /// A background child that keeps stdout open is not the hook: the run ends once `sh`
@@ -864,11 +875,7 @@ post_node = "cluster-post"
         .await;
         assert!(run.ok() && !run.timed_out, "{run:?}");
         assert_eq!(run.output.trim(), "started");
-        let pid: i32 = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = pid_in(&pidfile);
         // Not ours to kill (a hook may start a daemon); tidy up after the test.
         unsafe {
             libc::kill(pid, libc::SIGKILL);
@@ -897,21 +904,12 @@ post_node = "cluster-post"
                 break;
             }
         }
-        let pid: i32 = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = pid_in(&pidfile);
         assert!(alive(pid));
         drop(fut);
-        let mut dead = false;
-        for _ in 0..200 {
-            if !alive(pid) {
-                dead = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        assert!(dead, "the hook's child {pid} outlived the dropped run");
+        assert!(
+            dies_within_5s(pid).await,
+            "the hook's child {pid} outlived the dropped run"
+        );
     }
 }

@@ -409,6 +409,25 @@ mod tests {
         }
     }
 
+    /// `explain` of stack `root` in `status` for `since` seconds, whole (no scope), nothing
+    /// inferred.
+    fn explain_root(
+        status: &str,
+        since: i64,
+        resources: &[StackResource],
+        events: Vec<StackEvent>,
+    ) -> StackWhy {
+        let (root, status) = (stack("root"), Status::parse(status));
+        explain(
+            &state(&root, &status, since),
+            resources,
+            events,
+            &[],
+            Scope::default(),
+            Utc::now(),
+        )
+    }
+
     /// Three members of a group: two took 40 s and 50 s; the third has been at it 20 min.
     fn group(third: &str, third_ago: i64) -> (Vec<StackResource>, Vec<StackEvent>) {
         let resources = vec![
@@ -429,17 +448,8 @@ mod tests {
 
     #[test]
     fn a_member_three_times_slower_than_its_siblings_is_stalled() {
-        let root = stack("root");
-        let status = Status::parse("UPDATE_IN_PROGRESS");
         let (resources, events) = group("UPDATE_IN_PROGRESS", 1150);
-        let why = explain(
-            &state(&root, &status, 1300),
-            &resources,
-            events,
-            &[],
-            Scope::default(),
-            Utc::now(),
-        );
+        let why = explain_root("UPDATE_IN_PROGRESS", 1300, &resources, events);
         assert_eq!(why.verdict, Verdict::Stalled, "{:?}", why.lines);
         assert_eq!(why.verdict.exit_code(), 5);
         assert!(
@@ -456,35 +466,17 @@ mod tests {
 
     #[test]
     fn a_member_within_its_siblings_pace_is_busy() {
-        let root = stack("root");
-        let status = Status::parse("UPDATE_IN_PROGRESS");
         let (resources, events) = group("UPDATE_IN_PROGRESS", 30);
-        let why = explain(
-            &state(&root, &status, 1300),
-            &resources,
-            events,
-            &[],
-            Scope::default(),
-            Utc::now(),
-        );
+        let why = explain_root("UPDATE_IN_PROGRESS", 1300, &resources, events);
         assert_eq!(why.verdict, Verdict::Busy, "{:?}", why.lines);
         assert_eq!(why.verdict.exit_code(), 0);
     }
 
     #[test]
     fn a_failure_outranks_the_rest_and_names_its_path() {
-        let root = stack("root");
-        let status = Status::parse("UPDATE_FAILED");
         let (mut resources, events) = group("UPDATE_FAILED", 60);
         resources[3].status_reason = Some("Error: quota exceeded\ntrace".into());
-        let why = explain(
-            &state(&root, &status, 60),
-            &resources,
-            events,
-            &[],
-            Scope::default(),
-            Utc::now(),
-        );
+        let why = explain_root("UPDATE_FAILED", 60, &resources, events);
         assert_eq!(why.verdict, Verdict::Failed);
         assert_eq!(
             why.lines[0],
@@ -509,45 +501,25 @@ mod tests {
 
     #[test]
     fn a_stack_in_progress_with_nothing_moving_is_stalled_only_after_a_while() {
-        let root = stack("root");
-        let status = Status::parse("UPDATE_IN_PROGRESS");
         let resources = vec![res("a", "root", "UPDATE_COMPLETE", 60, None)];
-        let early = explain(
-            &state(&root, &status, 60),
-            &resources,
-            vec![],
-            &[],
-            Scope::default(),
-            Utc::now(),
-        );
+        let early = explain_root("UPDATE_IN_PROGRESS", 60, &resources, vec![]);
         assert_eq!(early.verdict, Verdict::Busy);
-        let late = explain(
-            &state(&root, &status, IDLE_STALL_SECS + 60),
+        let late = explain_root(
+            "UPDATE_IN_PROGRESS",
+            IDLE_STALL_SECS + 60,
             &resources,
             vec![],
-            &[],
-            Scope::default(),
-            Utc::now(),
         );
         assert_eq!(late.verdict, Verdict::Stalled, "{:?}", late.lines);
     }
 
     #[test]
     fn a_member_paused_on_a_hook_is_held_not_stalled() {
-        let root = stack("root");
-        let status = Status::parse("UPDATE_IN_PROGRESS");
         let (resources, mut events) = group("UPDATE_COMPLETE", 1100);
         let mut pause = event("g", "2", "UPDATE_COMPLETE", 1100, "p");
         pause.status_reason = Some("UPDATE paused until Hook pre-update is cleared".into());
         events.push(pause);
-        let why = explain(
-            &state(&root, &status, 1300),
-            &resources,
-            events,
-            &[],
-            Scope::default(),
-            Utc::now(),
-        );
+        let why = explain_root("UPDATE_IN_PROGRESS", 1300, &resources, events);
         assert_eq!(why.verdict, Verdict::Held, "{:?}", why.lines);
         assert_eq!(why.verdict.exit_code(), 3);
         assert!(why.lines[0].starts_with("held: 1 member of nodes held on pre-update hook"));
@@ -559,14 +531,7 @@ mod tests {
         let status = Status::parse("UPDATE_IN_PROGRESS");
         let (mut resources, events) = group("UPDATE_IN_PROGRESS", 1150);
         resources.push(res("masters", "root", "UPDATE_FAILED", 10, None));
-        let whole = explain(
-            &state(&root, &status, 1300),
-            &resources,
-            events.clone(),
-            &[],
-            Scope::default(),
-            Utc::now(),
-        );
+        let whole = explain_root("UPDATE_IN_PROGRESS", 1300, &resources, events.clone());
         assert_eq!(whole.verdict, Verdict::Failed);
         let under = vec!["nodes".to_string()];
         let nodes = explain(
@@ -599,18 +564,9 @@ mod tests {
 
     #[test]
     fn a_settled_stack_says_nothing() {
-        let root = stack("root");
-        let status = Status::parse("UPDATE_COMPLETE");
         let (mut resources, events) = group("UPDATE_COMPLETE", 1100);
         resources[0].status = Status::parse("UPDATE_COMPLETE");
-        let why = explain(
-            &state(&root, &status, 1100),
-            &resources,
-            events,
-            &[],
-            Scope::default(),
-            Utc::now(),
-        );
+        let why = explain_root("UPDATE_COMPLETE", 1100, &resources, events);
         assert_eq!(why.verdict, Verdict::Settled);
         assert!(why.lines.is_empty());
     }

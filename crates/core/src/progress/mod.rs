@@ -493,12 +493,9 @@ impl Progress {
         }
         out.pace = pace;
         out.eta_secs = match out.state.moving() {
-            true => etas.into_iter().try_fold(None, |latest: Option<i64>, eta| {
-                Some(latest.max(Some(eta?)))
-            }),
+            true => slowest_eta(etas),
             false => None,
-        }
-        .flatten();
+        };
         out
     }
 
@@ -521,6 +518,15 @@ impl Progress {
         self.since
             .map(|t| (self.computed_at - t).num_seconds().max(0))
     }
+}
+
+/// The cluster's ETA from its moving groups' own: the slowest group's (they move side by
+/// side), unknown while any of them is unknown, and none without a moving group.
+fn slowest_eta(etas: Vec<Option<i64>>) -> Option<i64> {
+    etas.into_iter()
+        .try_fold(None, |slowest: Option<i64>, eta| {
+            Some(slowest.max(Some(eta?)))
+        })?
 }
 
 /// Which state wins when groups are summed.

@@ -21,7 +21,7 @@
 //! A resource's state is only stored (and an event written) when it changes, as Heat's
 //! `Resource.state_set` does. The whole check happens at one simulated instant.
 
-use crate::sim::world::{completed, started, Action, StackRole, State, Status, World};
+use crate::world::{completed, started, Action, StackRole, State, Status, World};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -143,14 +143,14 @@ fn check_resource(w: &mut World, ix: usize, name: &str) -> Result<(), String> {
         ix,
         name,
         Status::new(CHECK, State::InProgress),
-        crate::sim::world::STATE_CHANGED,
+        crate::world::STATE_CHANGED,
     );
     let outcome = match nested {
         Some(n) => match run(w, n) {
             (State::Failed, reason) => Err(nested_failure(name, &reason)),
             _ => Ok(()),
         },
-        None => match crate::sim::nova::server_status(w, &physical_id) {
+        None => match crate::nova::server_status(w, &physical_id) {
             Some("ACTIVE") => Ok(()),
             // A server Nova does not know: Heat's client raises NotFound.
             None => Err(failure(
@@ -171,7 +171,7 @@ fn check_resource(w: &mut World, ix: usize, name: &str) -> Result<(), String> {
             ix,
             name,
             Status::new(CHECK, State::Complete),
-            crate::sim::world::STATE_CHANGED,
+            crate::world::STATE_CHANGED,
         ),
         Err(f) => set_state(w, ix, name, Status::new(CHECK, State::Failed), f),
     }

@@ -4,10 +4,10 @@
 //! heat/engine/api.py). A PUT stores what it is given, as Heat's API update does; the
 //! deployment resource then follows its row, as Heat's resource does when it polls it.
 
-use crate::sim::clock::iso_z;
-use crate::sim::reply::{heat_error, Reply, Req};
-use crate::sim::world::deployments::{SimConfig, SimDeployment};
-use crate::sim::world::{State, Status, World};
+use crate::clock::iso_z;
+use crate::reply::{heat_error, Reply, Req};
+use crate::world::deployments::{SimConfig, SimDeployment};
+use crate::world::{State, Status, World};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 

@@ -3,9 +3,9 @@
 
 use super::shapes::event_json;
 use super::stack_routes::{int_param, sort_dir};
-use crate::sim::reply::{heat_error, Reply, Req};
-use crate::sim::shared::Shared;
-use crate::sim::world::{parse_uuid, Event, World};
+use crate::reply::{heat_error, Reply, Req};
+use crate::shared::Shared;
+use crate::world::{parse_uuid, Event, World};
 use axum::http::StatusCode;
 use serde_json::json;
 

@@ -11,9 +11,9 @@ mod resources;
 mod shapes;
 pub(crate) mod stack_routes;
 
-use crate::sim::reply::{heat_error, Reply, Req};
-use crate::sim::shared::{lock, Shared};
-use crate::sim::world::{stack_not_found, World};
+use crate::reply::{heat_error, Reply, Req};
+use crate::shared::{lock, Shared};
+use crate::world::{stack_not_found, World};
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
@@ -200,11 +200,7 @@ fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) 
 
 /// Heat's list filters: a value may be repeated; `status`/`action` match Heat's separate
 /// columns, and a full `ACTION_STATE` is accepted too for convenience.
-pub(crate) fn status_matches(
-    values: &[&str],
-    status: crate::sim::world::Status,
-    part: &str,
-) -> bool {
+pub(crate) fn status_matches(values: &[&str], status: crate::world::Status, part: &str) -> bool {
     values.is_empty()
         || values.iter().any(|v| {
             let full = status.to_string();

@@ -2,10 +2,10 @@
 
 use super::shapes::{attributes, resource_json};
 use super::stack_routes::int_param;
-use crate::sim::reply::{heat_error, Reply, Req};
-use crate::sim::shared::Shared;
-use crate::sim::world::group;
-use crate::sim::world::{Action, StackRole, State, Status, World};
+use crate::reply::{heat_error, Reply, Req};
+use crate::shared::Shared;
+use crate::world::group;
+use crate::world::{Action, StackRole, State, Status, World};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 

@@ -1,8 +1,8 @@
 //! Heat's JSON shapes for stacks, resources, outputs and events (field names, links and
 //! texts as captured from a real Heat 27; see tests/fixtures/heat/).
 
-use crate::sim::clock::iso_z;
-use crate::sim::world::{format_uuid, group, Action, Event, Layout, Resource, StackRole, World};
+use crate::clock::iso_z;
+use crate::world::{format_uuid, group, Action, Event, Layout, Resource, StackRole, World};
 use serde_json::{json, Map, Value};
 
 pub fn stack_url(w: &World, base: &str, ix: usize) -> String {

@@ -4,12 +4,12 @@ use super::shapes::{
     output_members, output_value, outputs, stack_detail, stack_summary, stack_url,
 };
 use super::stack_404;
-use crate::sim::reply::{heat_error, Reply, Req};
-use crate::sim::shared::Shared;
-use crate::sim::world::build::create_group;
-use crate::sim::world::group::{self, hooks_from_env, UpdateRequest};
-use crate::sim::world::siblings;
-use crate::sim::world::{completed, started, Action, GroupSpec, StackRole, State, Status, World};
+use crate::reply::{heat_error, Reply, Req};
+use crate::shared::Shared;
+use crate::world::build::create_group;
+use crate::world::group::{self, hooks_from_env, UpdateRequest};
+use crate::world::siblings;
+use crate::world::{completed, started, Action, GroupSpec, StackRole, State, Status, World};
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -198,7 +198,7 @@ fn output_cost(w: &mut World, sh: &Shared, ix: usize, key: &str) -> std::time::D
     };
     // Only a settled stack keeps its values (an action clears them), and only an output over
     // a group is worth keeping: one member's output costs Heat about the same every time.
-    if stack.status.state != crate::sim::world::State::Complete || output_members(w, ix) < 2 {
+    if stack.status.state != crate::world::State::Complete || output_members(w, ix) < 2 {
         return full;
     }
     let version = format!(
@@ -282,7 +282,7 @@ pub fn template(w: &mut World, ix: usize) -> Reply {
 
 /// The type a stack's template declares for parameter `k`: the submitted template's; for a
 /// seeded stack, what caldera's `nodegroup.yaml` declares (its numbers), else `string`.
-fn declared_type<'a>(s: &'a crate::sim::world::Stack, k: &str) -> &'a str {
+fn declared_type<'a>(s: &'a crate::world::Stack, k: &str) -> &'a str {
     const SEEDED_NUMBERS: [&str; 3] = ["count", "node_fail_index", "action_wait_secs"];
     match s.param_types.get(k) {
         Some(kind) => kind,

@@ -15,7 +15,7 @@ pub use group::{FailSpec, Group, GroupOp, HookRule, Layout, Member, Phase, Updat
 pub use heat_objects::{Action, Event, Output, Resource, Stack, StackRole, State, Status};
 pub use ids::{format_uuid, parse_uuid, Ids};
 
-use crate::sim::clock::SimClock;
+use crate::clock::SimClock;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

@@ -5,6 +5,7 @@
 pub mod models;
 
 use crate::drivers::leftover_hooks::LeftoverHook;
+use crate::message::RolloutDriver;
 use crate::model::{
     Cluster, Node, NodeGroup, NodeKey, ServerTarget, StackEvent, StackResource, StackSummary,
 };
@@ -14,7 +15,6 @@ use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{RolloutPlan, RolloutState, RolloutStatus};
 use crate::service::fleet_scan::{FleetReport, FleetRow};
 use crate::service::{EventCursor, NodeUpdate, ServiceResult};
-use crate::tui::message::RolloutDriver;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -999,7 +999,7 @@ mod tests {
 
         let mut group = NodeGroup::of_stack("g1", "app_tier", Role::Other);
         group.stack_id = Some("g1".into());
-        let ids: Vec<String> = crate::tui::state::dashboard_stacks(&opened, &[group.clone()])
+        let ids: Vec<String> = crate::state::dashboard_stacks(&opened, &[group.clone()])
             .into_iter()
             .map(|s| s.id)
             .collect();
@@ -1007,7 +1007,7 @@ mod tests {
         // A cluster of caldera's own keeps its node groups' stacks (top-level stacks).
         let mut own = opened.clone();
         own.id = "c1".into();
-        let ids: Vec<String> = crate::tui::state::dashboard_stacks(&own, &[group])
+        let ids: Vec<String> = crate::state::dashboard_stacks(&own, &[group])
             .into_iter()
             .map(|s| s.id)
             .collect();

@@ -257,7 +257,7 @@ impl Store {
     }
 }
 
-impl crate::tui::widgets::table::RowModels for Models {
+impl crate::widgets::table::RowModels for Models {
     fn progress(&self, id: &str) -> Option<&Progress> {
         Models::progress(self, id)
     }

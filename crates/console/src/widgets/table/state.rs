@@ -250,7 +250,7 @@ impl TableState {
 mod tests {
     use super::super::{plain, SortKey};
     use super::*;
-    use crate::tui::theme::Theme;
+    use crate::theme::Theme;
     use ratatui::layout::Constraint;
     use std::borrow::Cow;
 
@@ -297,6 +297,16 @@ mod tests {
             })
             .collect()
     }
+    /// The rows' context for a test: now, `theme`, relative times, no models.
+    fn ctx(theme: &Theme) -> RowCtx<'_> {
+        RowCtx {
+            now: chrono::Utc::now(),
+            theme,
+            abs_time: false,
+            models: None,
+        }
+    }
+
     fn ids(t: &TableState, items: &[R]) -> Vec<String> {
         t.view().iter().map(|&i| items[i].id.clone()).collect()
     }
@@ -304,12 +314,7 @@ mod tests {
     #[test]
     fn sorts_by_column_and_direction() {
         let theme = Theme::default_theme();
-        let ctx = RowCtx {
-            now: chrono::Utc::now(),
-            theme: &theme,
-            abs_time: false,
-            models: None,
-        };
+        let ctx = ctx(&theme);
         let items = rows(&[("b", 2), ("a", 3), ("c", 1)]);
         let mut t = TableState::default();
         t.sync(&items, &cols(), &ctx, 1, false);
@@ -333,12 +338,7 @@ mod tests {
     #[test]
     fn ties_reverse_with_the_direction() {
         let theme = Theme::default_theme();
-        let ctx = RowCtx {
-            now: chrono::Utc::now(),
-            theme: &theme,
-            abs_time: false,
-            models: None,
-        };
+        let ctx = ctx(&theme);
         let items = rows(&[("started", 7), ("done", 7), ("next", 8)]);
         let mut t = TableState::default();
         t.sort.column = Some(1);
@@ -352,12 +352,7 @@ mod tests {
     #[test]
     fn filter_and_faults_only() {
         let theme = Theme::default_theme();
-        let ctx = RowCtx {
-            now: chrono::Utc::now(),
-            theme: &theme,
-            abs_time: false,
-            models: None,
-        };
+        let ctx = ctx(&theme);
         let items = rows(&[("web-1", 1), ("web-2", -1), ("db-1", 2)]);
         let mut t = TableState::default();
         t.set_filter("web");
@@ -377,12 +372,7 @@ mod tests {
     #[test]
     fn selection_follows_id_across_refresh_and_cache_is_reused() {
         let theme = Theme::default_theme();
-        let ctx = RowCtx {
-            now: chrono::Utc::now(),
-            theme: &theme,
-            abs_time: false,
-            models: None,
-        };
+        let ctx = ctx(&theme);
         let items = rows(&[("a", 1), ("b", 2), ("c", 3), ("d", 4)]);
         let mut t = TableState {
             page: 10,
@@ -410,12 +400,7 @@ mod tests {
     #[test]
     fn visible_offset_keeps_selection_on_screen() {
         let theme = Theme::default_theme();
-        let ctx = RowCtx {
-            now: chrono::Utc::now(),
-            theme: &theme,
-            abs_time: false,
-            models: None,
-        };
+        let ctx = ctx(&theme);
         let items: Vec<R> = (0..100)
             .map(|i| R {
                 id: i.to_string(),
