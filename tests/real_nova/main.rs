@@ -560,3 +560,67 @@ async fn capi_node_group_members_and_failed_verdict_from_nova() {
 
     raw.delete_all(&ids).await;
 }
+
+/// The same on vexxhost's magnum-cluster-api names: a ClusterClass cluster named after the
+/// Magnum stack id (`kube-xxxxx`), workers `{cluster}-{ng}-{r}-{r}-{r}` (MachineDeployment,
+/// MachineSet and Machine suffixes), the control plane `{cluster}-{r}-{r}`. A node group whose
+/// name is one token (`gpu`) cannot be taken for the control plane: its servers have three
+/// suffixes after it, the control plane's two after the cluster.
+#[tokio::test]
+#[ignore = "needs a real Nova: run scripts/real-nova-suite.sh"]
+async fn capi_vexxhost_names_find_each_group_and_the_control_plane_in_nova() {
+    let raw = Raw::new();
+    raw.ensure_flavor().await;
+    let cluster = format!("kube-{}", unique(""));
+    let seed = cluster.len() as u64 * 104_729;
+    let r = |i: u64| token(seed + i);
+    let workers = [
+        format!("{cluster}-default-worker-{}-{}-{}", r(1), r(2), r(3)),
+        format!("{cluster}-default-worker-{}-{}-{}", r(1), r(2), r(4)),
+    ];
+    let gpu = format!("{cluster}-gpu-{}-{}-{}", r(5), r(6), r(7));
+    let control = [
+        format!("{cluster}-{}-{}", r(8), r(9)),
+        format!("{cluster}-{}-{}", r(8), r(10)),
+    ];
+    let stranger = format!("{cluster}0-default-worker-{}-{}-{}", r(1), r(2), r(3));
+    let mut ids = Vec::new();
+    for name in workers
+        .iter()
+        .chain(control.iter())
+        .chain([&gpu, &stranger])
+    {
+        ids.push(raw.boot(name, json!({})).await);
+    }
+    for id in &ids {
+        raw.settled(id).await;
+    }
+    let capi = CapiCluster {
+        driver: CapiDriver::MagnumClusterApi,
+        name: cluster.clone(),
+    };
+    let nova = nova_client().await;
+    let servers = capi_nodes::cluster_servers(&nova, &capi)
+        .await
+        .expect("caldera lists the cluster's servers");
+    let mut got: Vec<String> = servers.iter().map(|s| s.name.clone()).collect();
+    got.sort();
+    assert!(!got.contains(&stranger), "{got:?}");
+    assert_eq!(got.len(), 5, "{got:?}");
+    let names = |ng: &str, role: Role| {
+        let mut n: Vec<String> = capi_nodes::nodegroup_nodes(&capi, ng, ng, role, &servers)
+            .iter()
+            .map(|n| n.name.clone())
+            .collect();
+        n.sort();
+        n
+    };
+    let mut want_workers = workers.to_vec();
+    want_workers.sort();
+    assert_eq!(names("default-worker", Role::Worker), want_workers);
+    assert_eq!(names("gpu", Role::Worker), vec![gpu.clone()]);
+    let mut want_control = control.to_vec();
+    want_control.sort();
+    assert_eq!(names("default-master", Role::Master), want_control);
+    raw.delete_all(&ids).await;
+}
