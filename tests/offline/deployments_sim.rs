@@ -137,3 +137,65 @@ async fn a_silent_deployment_reported_complete_by_hand_completes_its_resource() 
         .collect();
     assert_eq!(outcomes, ["refused", "started 1", "ok"]);
 }
+
+/// The node detail of a server lists its software deployments as core judges them: the
+/// failed script with its stderr's last lines, the silent agent as waiting (read by server,
+/// its siblings are not known: the wait is said, and overdue past the floor).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_detail_lists_a_servers_deployments_judged() {
+    use caldera::model::server::{DeploymentState, ServerDeployments};
+    use caldera::model::{NodeKey, ServerTarget};
+    use caldera::service::{live::LiveService, CloudService};
+    let (sim, conn) = sim_group::connected(SimOptions::fast("demo", 1.0)).await;
+    let server_of = |state: caldera::sim::world::State| {
+        sim.with_world(|w| {
+            w.sw_deployments
+                .iter()
+                .find(|d| d.status == state)
+                .map(|d| d.server_id.clone())
+                .expect("a demo deployment in that state")
+        })
+    };
+    let service = LiveService::new(conn);
+    let detail = |server: String| {
+        service.server_detail(ServerTarget {
+            key: NodeKey {
+                nodegroup: "ng".into(),
+                member: "m".into(),
+            },
+            name: "m".into(),
+            server_id: Some(server),
+            member_stack: None,
+            group_stack: None,
+        })
+    };
+    let failed = detail(server_of(caldera::sim::world::State::Failed))
+        .await
+        .expect("the failed node's detail");
+    let ServerDeployments::Read(list) = &failed.deployments else {
+        panic!("deployments read: {:?}", failed.deployments)
+    };
+    let d = list
+        .iter()
+        .find(|d| d.state == DeploymentState::Failed)
+        .unwrap_or_else(|| panic!("the failed deployment in {list:?}"));
+    assert!(d.verdict.starts_with("failed, code 2: "), "{d:?}");
+    assert!(
+        d.stderr
+            .last()
+            .is_some_and(|l| d.verdict.ends_with(l.trim())),
+        "the verdict names stderr's last line: {d:?}"
+    );
+    let silent = detail(server_of(caldera::sim::world::State::InProgress))
+        .await
+        .expect("the silent node's detail");
+    let ServerDeployments::Read(list) = &silent.deployments else {
+        panic!("deployments read: {:?}", silent.deployments)
+    };
+    assert!(
+        list.iter().any(|d| d.state == DeploymentState::Overdue
+            && d.verdict.starts_with("waiting for a signal for ")
+            && d.verdict.ends_with("transport HEAT_SIGNAL")),
+        "{list:?}"
+    );
+}

@@ -202,11 +202,13 @@ fn detail_from(s: ServerWire) -> ServerDetail {
         zone: nonempty(s.zone),
         flavor,
         image: nonempty(image),
+        image_name: None,
         fault,
         addresses,
         created: s.created,
         updated: s.updated,
         console: ConsoleTail::Unavailable("not asked".into()),
+        deployments: crate::model::server::ServerDeployments::NotRead("not asked".into()),
     }
 }
 

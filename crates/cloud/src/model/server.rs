@@ -70,11 +70,52 @@ pub struct ServerDetail {
     /// The flavor's name (embedded from microversion 2.47) or its id.
     pub flavor: Option<String>,
     pub image: Option<String>,
+    /// The image's name, when `image` is an id Nova's image proxy could name.
+    pub image_name: Option<String>,
     pub fault: Option<ServerFault>,
     pub addresses: Vec<ServerAddr>,
     pub created: Option<DateTime<Utc>>,
     pub updated: Option<DateTime<Utc>>,
     pub console: ConsoleTail,
+    /// The server's software deployments (Heat's `GET /software_deployments?server_id=`):
+    /// where a node's configuration stands, and why it is stuck when its agent never
+    /// signalled or its script failed.
+    pub deployments: ServerDeployments,
+}
+
+/// A server's software deployments as the node detail lists them, or why they are not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerDeployments {
+    /// Heat was not asked (a cloud without Heat's software-config API, or not yet).
+    NotRead(String),
+    Read(Vec<ServerDeployment>),
+}
+
+/// One software deployment of a server, judged (in core) against its siblings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerDeployment {
+    /// Its config's name, or the deployment resource's path where known, else the config id.
+    pub name: String,
+    pub id: String,
+    /// The action it ran for (`CREATE`, `UPDATE`, ...).
+    pub action: String,
+    /// The verdict in words: `complete (signalled in 35s)`, `waiting for a signal for 4h15m
+    /// (siblings signalled in 30s-40s); transport HEAT_SIGNAL`, `failed, code 2: …`.
+    pub verdict: String,
+    pub state: DeploymentState,
+    /// The last lines of the script's stderr, cleaned and bounded, oldest first.
+    pub stderr: Vec<String>,
+}
+
+/// How a deployment is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeploymentState {
+    Complete,
+    Waiting,
+    /// Waiting well past its siblings: the likely cause of a stuck node.
+    Overdue,
+    Failed,
+    Unknown,
 }
 
 /// Lines of console log asked of Nova (`os-getConsoleOutput` `length`).

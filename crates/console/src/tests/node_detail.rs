@@ -5,7 +5,9 @@ use super::*;
 /// A failed server as Nova shows it to an admin: a long fault, its traceback, two networks
 /// and a console log with colours and hostile bytes in it.
 pub(super) fn failed_server(name: &str) -> crate::model::ServerDetail {
-    use crate::model::server::{console_lines, ServerAddr};
+    use crate::model::server::{
+        console_lines, DeploymentState, ServerAddr, ServerDeployment, ServerDeployments,
+    };
     use crate::model::{ConsoleTail, ServerDetail, ServerFault};
     let at = demo_epoch() - chrono::Duration::minutes(42);
     let console = "[    0.000000] Linux version 5.15.0\r\n\u{1b}[0;32m[  OK  ]\u{1b}[0m Started cloud-init.service.\r\n\u{1b}]0;owned\u{7}cloud-init[712]: failed to fetch metadata from http://169.254.169.254/openstack/latest/meta_data.json after 120 attempts, giving up and continuing without it\r\nlogin: \n";
@@ -20,6 +22,7 @@ pub(super) fn failed_server(name: &str) -> crate::model::ServerDetail {
         zone: Some("az-2".into()),
         flavor: Some("r1.2xlarge".into()),
         image: Some("fedora-coreos-38".into()),
+        image_name: None,
         fault: Some(ServerFault {
             code: Some(500),
             message: "Build of instance 5b1c0e9a-2f4d-4c1b-9a77-0d3e6f1a2b3c aborted: Failed to allocate the network(s) with error Maximum number of ports exceeded for network private, not rescheduling.\u{1b}[2J".into(),
@@ -34,6 +37,29 @@ pub(super) fn failed_server(name: &str) -> crate::model::ServerDetail {
         created: Some(at - chrono::Duration::minutes(3)),
         updated: Some(at),
         console: ConsoleTail::Lines(console_lines(console, 50)),
+        // As core judges them: one done, one failed with its script's stderr (hostile bytes
+        // included: the view makes them safe).
+        deployments: ServerDeployments::Read(vec![
+            ServerDeployment {
+                name: "kube_minions/3/write_heat_params".into(),
+                id: "d1".into(),
+                action: "CREATE".into(),
+                verdict: "complete (signalled in 35s)".into(),
+                state: DeploymentState::Complete,
+                stderr: vec![],
+            },
+            ServerDeployment {
+                name: "kube_minions/3/format_volume".into(),
+                id: "d2".into(),
+                action: "CREATE".into(),
+                verdict: "failed, code 2: mkfs.ext4: /dev/vdb: No such device".into(),
+                state: DeploymentState::Failed,
+                stderr: vec![
+                    "mke2fs 1.46.5 (30-Dec-2021)".into(),
+                    "\u{1b}[31mmkfs.ext4: /dev/vdb: No such device\u{1b}[0m".into(),
+                ],
+            },
+        ]),
     }
 }
 

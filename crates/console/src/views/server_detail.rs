@@ -4,6 +4,7 @@ use super::{Plan, Screen};
 use crate::draw::panes::message_box;
 use crate::draw::wrap::wrap;
 use crate::keys::{self, KeyAction, KeyContext};
+use crate::model::server::{DeploymentState, ServerDeployments};
 use crate::model::{terminal_safe, ConsoleTail, ServerDetail, ServerTarget};
 use crate::resource_columns::age;
 use crate::state::store::{FetchMeta, Slot, Store};
@@ -194,11 +195,11 @@ fn detail_lines(app: &App, d: &ServerDetail, width: usize) -> Vec<Line<'static>>
         &safe(d.flavor.as_deref().unwrap_or("-")),
         plain,
     );
-    let image = d
-        .image
-        .as_deref()
-        .map(safe)
-        .unwrap_or_else(|| "- (booted from a volume)".into());
+    let image = match (d.image.as_deref(), d.image_name.as_deref()) {
+        (Some(id), Some(name)) => format!("{} ({})", safe(name), safe(id)),
+        (Some(id), None) => safe(id),
+        (None, _) => "- (booted from a volume)".into(),
+    };
     field(&mut out, "Image", &image, plain);
     let when = |t: Option<chrono::DateTime<chrono::Utc>>| match t {
         Some(t) => format!(
@@ -245,6 +246,7 @@ fn detail_lines(app: &App, d: &ServerDetail, width: usize) -> Vec<Line<'static>>
             field(&mut out, "Details", &text.join("\n"), plain);
         }
     }
+    deployment_lines(app, &d.deployments, width, &mut out);
     out.push(Line::default());
     match &d.console {
         ConsoleTail::Lines(lines) => {
@@ -279,4 +281,76 @@ fn detail_lines(app: &App, d: &ServerDetail, width: usize) -> Vec<Line<'static>>
         }
     }
     out
+}
+
+/// Stderr lines shown under a failed deployment (the rest is in `caldera deployments`).
+const STDERR_LINES: usize = 5;
+
+/// The server's software deployments: each one's action and verdict, a failed one's last
+/// stderr lines under it.
+fn deployment_lines(
+    app: &App,
+    deployments: &ServerDeployments,
+    width: usize,
+    out: &mut Vec<Line<'static>>,
+) {
+    let th = app.theme();
+    let safe = |s: &str| terminal_safe(s).into_owned();
+    let text_w = width.saturating_sub(5).max(10);
+    out.push(Line::default());
+    let list = match deployments {
+        ServerDeployments::NotRead(why) => {
+            out.push(Line::from(Span::styled(
+                " Software deployments",
+                th.title(),
+            )));
+            for l in wrap(&safe(why), text_w) {
+                out.push(Line::from(vec![
+                    Span::raw("   "),
+                    Span::styled(l, th.muted()),
+                ]));
+            }
+            return;
+        }
+        ServerDeployments::Read(list) => list,
+    };
+    out.push(Line::from(Span::styled(
+        format!(" Software deployments ({})", list.len()),
+        th.title(),
+    )));
+    if list.is_empty() {
+        out.push(Line::from(Span::styled("   none", th.muted())));
+    }
+    for dep in list {
+        let style = match dep.state {
+            DeploymentState::Failed | DeploymentState::Overdue => {
+                Style::default().fg(th.failed).add_modifier(Modifier::BOLD)
+            }
+            DeploymentState::Waiting => Style::default().fg(th.in_progress),
+            DeploymentState::Complete => Style::default().fg(th.complete),
+            DeploymentState::Unknown => th.muted(),
+        };
+        let text = format!(
+            "{} ({}) {}: {}",
+            safe(&dep.name),
+            safe(&dep.id),
+            safe(&dep.action),
+            safe(&dep.verdict)
+        );
+        for (i, l) in wrap(&text, text_w).into_iter().enumerate() {
+            let lead = if i == 0 { "   " } else { "     " };
+            out.push(Line::from(vec![Span::raw(lead), Span::styled(l, style)]));
+        }
+        if dep.state == DeploymentState::Failed {
+            let tail = dep.stderr.len().saturating_sub(STDERR_LINES);
+            for l in &dep.stderr[tail..] {
+                for part in wrap(&safe(l), text_w.saturating_sub(2).max(10)) {
+                    out.push(Line::from(vec![
+                        Span::styled("     │ ", th.muted()),
+                        Span::styled(part, Style::default().fg(th.fg)),
+                    ]));
+                }
+            }
+        }
+    }
 }

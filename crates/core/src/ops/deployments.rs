@@ -135,6 +135,31 @@ impl DeploymentVerdict {
 }
 
 impl DeploymentView {
+    /// This deployment as the node detail of its server lists it.
+    pub fn for_server_detail(&self) -> crate::model::server::ServerDeployment {
+        use crate::model::server::{DeploymentState, ServerDeployment};
+        let d = &self.deployment;
+        let state = match &self.verdict {
+            DeploymentVerdict::Complete { .. } => DeploymentState::Complete,
+            DeploymentVerdict::Waiting { overdue: true, .. } => DeploymentState::Overdue,
+            DeploymentVerdict::Waiting { overdue: false, .. } => DeploymentState::Waiting,
+            DeploymentVerdict::Failed { .. } => DeploymentState::Failed,
+            DeploymentVerdict::Unknown { .. } => DeploymentState::Unknown,
+        };
+        ServerDeployment {
+            name: self
+                .path
+                .clone()
+                .or_else(|| self.config_name.clone())
+                .unwrap_or_else(|| d.config_id.clone()),
+            id: d.id.clone(),
+            action: d.status.action.clone(),
+            verdict: self.verdict.words(self.transport.as_deref()),
+            state,
+            stderr: d.stderr.clone(),
+        }
+    }
+
     /// One line for why-stuck and the headless table: which deployment, of which server, and
     /// the verdict.
     pub fn line(&self) -> String {

@@ -229,6 +229,7 @@ fn nova_fault_is_one_line() {
         zone: None,
         flavor: None,
         image: None,
+        image_name: None,
         fault: Some(ServerFault {
             code: Some(500),
             message: "No valid host was found\nsecond line".into(),
@@ -239,6 +240,7 @@ fn nova_fault_is_one_line() {
         created: None,
         updated: None,
         console: ConsoleTail::Unavailable("not asked".into()),
+        deployments: crate::model::server::ServerDeployments::NotRead("not asked".into()),
     };
     assert_eq!(
         nova_summary(&s).as_deref(),

@@ -450,12 +450,30 @@ impl CloudService for LiveService {
                 ));
             };
             let id = find_server_id(&heat, &nova, &target).await?;
-            let (detail, console) = futures::join!(
+            let now = chrono::Utc::now();
+            let (detail, console, deployments) = futures::join!(
                 nova.get_server(&id),
-                nova.console_output(&id, crate::model::server::CONSOLE_LINES)
+                nova.console_output(&id, crate::model::server::CONSOLE_LINES),
+                crate::ops::deployments::for_servers(&heat, vec![id.clone()], now)
             );
             let mut detail = detail.map_err(ServiceError::from)?;
             detail.console = console_tail(console);
+            detail.deployments = match deployments {
+                Ok(views) => crate::model::server::ServerDeployments::Read(
+                    views.iter().map(|v| v.for_server_detail()).collect(),
+                ),
+                Err(e) => crate::model::server::ServerDeployments::NotRead(format!(
+                    "Heat's software deployments could not be read: {e}"
+                )),
+            };
+            // Nova names the image by id; the operator wrote a name.
+            if let Some(image) = detail
+                .image
+                .clone()
+                .filter(|i| crate::model::looks_like_uuid(i))
+            {
+                detail.image_name = nova.image_name(&image).await.ok().flatten();
+            }
             Ok(detail)
         }
         .boxed()
