@@ -444,13 +444,7 @@ async fn rollout_on_nova(policy: Policy, tag: &str) {
     }
     let node = nodes.iter().find(|n| n.key.member == first).unwrap();
     let detail = service
-        .server_detail(ServerTarget {
-            key: node.key.clone(),
-            name: node.name.clone(),
-            server_id: node.server_id.clone(),
-            member_stack: node.stack_id.clone(),
-            group_stack: group.stack_id.clone(),
-        })
+        .server_detail(ServerTarget::of_node(node, group.stack_id.clone()))
         .await
         .expect("the node detail of a Heat-made server");
     assert_eq!(detail.id, after[&first]);
@@ -549,13 +543,7 @@ async fn why_and_the_node_detail_give_novas_fault_of_a_server_heat_made() {
         .unwrap_or_else(|| panic!("the failed member among {nodes:#?}"));
     let group = stack_nodes(&id, &name);
     let detail = service
-        .server_detail(ServerTarget {
-            key: node.key.clone(),
-            name: node.name.clone(),
-            server_id: node.server_id.clone(),
-            member_stack: node.stack_id.clone(),
-            group_stack: group.stack_id.clone(),
-        })
+        .server_detail(ServerTarget::of_node(node, group.stack_id.clone()))
         .await
         .expect("the failed node's detail");
     assert_eq!(detail.id, bad);

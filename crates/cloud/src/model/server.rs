@@ -26,6 +26,19 @@ pub struct ServerTarget {
     pub group_stack: Option<String>,
 }
 
+impl ServerTarget {
+    /// The server of `node`, a member of the node group whose stack is `group_stack`.
+    pub fn of_node(node: &super::Node, group_stack: Option<String>) -> ServerTarget {
+        ServerTarget {
+            key: node.key.clone(),
+            name: node.name.clone(),
+            server_id: node.server_id.clone(),
+            member_stack: node.stack_id.clone(),
+            group_stack,
+        }
+    }
+}
+
 /// Nova's record of why a server went to ERROR.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerFault {

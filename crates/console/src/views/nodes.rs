@@ -107,13 +107,11 @@ impl Screen for Nodes<'_> {
             .get(&self.nodegroup.id)
             .map(|s| s.rows.as_slice())
             .unwrap_or(&[]);
-        let target = app.view().table.selected(rows).map(|r| ServerTarget {
-            key: r.node.key.clone(),
-            name: r.node.name.clone(),
-            server_id: r.node.server_id.clone(),
-            member_stack: r.node.stack_id.clone(),
-            group_stack: self.nodegroup.stack_id.clone(),
-        });
+        let target = app
+            .view()
+            .table
+            .selected(rows)
+            .map(|r| ServerTarget::of_node(&r.node, self.nodegroup.stack_id.clone()));
         match target {
             Some(target) => {
                 // Opened again: a fresh look (the console log moves on).
