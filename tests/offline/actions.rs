@@ -207,6 +207,13 @@ async fn sim_abort_leaving_hooks_then_rollback_from_another_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_group_rollout_aborted_twice_keeps_its_values_and_names_what_heat_holds() {
+    let (sim, env) = sim_env().await;
+    scenarios::aborted_twice_scenario(&env, "ab4").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_starts_from_two_machines_heat_keeps_one() {
     let (sim, env) = sim_env().await;
     scenarios::two_machines_start_scenario(&env, "tm").await;

@@ -740,6 +740,9 @@ struct Aborting {
     saw_rollback: bool,
     /// Rollback hooks cleared, per member.
     cleared: BTreeMap<String, u32>,
+    /// Members Heat held on their hooks when the cancel was sent (its events: a pause and
+    /// no clear since).
+    held_at_cancel: BTreeSet<String>,
 }
 
 /// Longest an abort waits for Heat to leave the cancelled update (or finish rolling back)
@@ -1164,6 +1167,7 @@ impl Runner {
                     since: std::time::Instant::now(),
                     saw_rollback: false,
                     cleared: BTreeMap::new(),
+                    held_at_cancel: BTreeSet::new(),
                 });
                 return;
             }
@@ -1187,6 +1191,13 @@ impl Runner {
             return;
         }
         // Pauses Heat writes from now on belong to the rollback.
+        let held_at_cancel: BTreeSet<String> = self
+            .obs
+            .members
+            .iter()
+            .filter(|(_, t)| t.paused && !t.done)
+            .map(|(m, _)| m.clone())
+            .collect();
         for t in self.obs.members.values_mut() {
             t.paused = false;
         }
@@ -1199,6 +1210,7 @@ impl Runner {
                     since: std::time::Instant::now(),
                     saw_rollback: false,
                     cleared: BTreeMap::new(),
+                    held_at_cancel,
                 });
             }
             Err(e) => {
@@ -1328,11 +1340,13 @@ impl Runner {
         }
         // Heat's cancel (and a rollback) changed members behind the events' backs: count
         // what is done from the members' own stacks.
-        for t in self.obs.members.values_mut() {
-            t.done = false;
-        }
-        if let Err(e) = self.obs.attach(self.plan.image_parameter()).await {
-            tracing::warn!("rollout {}: recounting members: {e}", self.plan.id);
+        if recount_after_cancel(&self.plan, saw_rollback || status.action == "ROLLBACK") {
+            for t in self.obs.members.values_mut() {
+                t.done = false;
+            }
+            if let Err(e) = self.obs.attach(self.plan.image_parameter()).await {
+                tracing::warn!("rollout {}: recounting members: {e}", self.plan.id);
+            }
         }
         Some(RolloutState::Aborted {
             reason: self.cancel_outcome(mode),
@@ -1402,7 +1416,7 @@ impl Runner {
                     .collect();
                 let total = self.plan.members().count();
                 format!(
-                    "cancelled: stack {s} ({reason}); {} of {total} nodes on {}{}; to finish: \
+                    "cancelled: stack {s} ({reason}); {} of {total} nodes on {}{}{}; to finish: \
                      `{}` updates the rest{}",
                     done.len(),
                     self.plan.image,
@@ -1411,6 +1425,7 @@ impl Runner {
                     } else {
                         format!(" ({})", done.join(","))
                     },
+                    self.still_held_after_cancel(),
                     self.plan.forward_command(),
                     self.plan
                         .from_image
@@ -1420,6 +1435,43 @@ impl Runner {
                 )
             }
         }
+    }
+
+    /// What a cancel without rollback left held. Heat's cancel does not end a member's wait
+    /// on its hook (measured on Heat 27: the member's task waits on, its pause stays the
+    /// newest hook event, and clearing the hook later updates the member to the cancelled
+    /// update's values). So the abort names those members and the call that would release
+    /// them, and does not send it: updating them is the operator's choice.
+    fn still_held_after_cancel(&self) -> String {
+        let Some(a) = &self.aborting else {
+            return String::new();
+        };
+        let held: Vec<&str> = a
+            .held_at_cancel
+            .iter()
+            .filter(|m| {
+                self.obs
+                    .members
+                    .get(*m)
+                    .is_some_and(|t| t.released_at.is_none() && !t.done)
+            })
+            .map(String::as_str)
+            .collect();
+        if held.is_empty() {
+            return String::new();
+        }
+        let group = self.plan.group_resource();
+        let clear = held.iter().fold(
+            CommandLine::caldera(&["heat", "clear-hook"]).arg(self.plan.stack.name.clone()),
+            |line, m| line.arg(format!("{group}/{m}")),
+        );
+        format!(
+            "; still held on its {} hook by Heat's cancelled update: {} (Heat's cancel does \
+             not end that wait, and clearing the hook updates the member to this rollout's \
+             values: `{clear}`)",
+            super::plan::ROLLOUT_HOOK,
+            held.join(",")
+        )
     }
 
     fn is_done(&self, m: &str) -> bool {
@@ -2097,6 +2149,17 @@ fn mark_rolled_back(status: &mut RolloutStatus, released: &BTreeSet<String>) {
     }
 }
 
+/// Whether what is done after an abort's cancel is counted again from the members' own
+/// stacks rather than from the update's events. A rollback takes members back behind the
+/// events' backs: none of a group's members is on the rollout's values after it. Caldera's
+/// own node groups say it member by member (each member stack's `image`). A cancel without
+/// rollback undoes nothing: for a group of an operator's stack (whose members' parameters
+/// do not name the stack's), a member Heat's events saw released and `UPDATE_COMPLETE`
+/// stays updated.
+fn recount_after_cancel(plan: &RolloutPlan, rolled_back: bool) -> bool {
+    plan.image_parameter().is_some() || rolled_back
+}
+
 /// A rollout's status read from Heat and the journal, with no engine running (another
 /// process may be driving it). Paused means Heat holds members on hooks and nobody has
 /// released the next batch.
@@ -2170,7 +2233,10 @@ pub async fn observe_status(
             reason: OPERATOR_PAUSE.into(),
         };
     }
-    if matches!(status.state, RolloutState::Aborted { .. }) {
+    let rolled_back = obs.stack_status.action == "ROLLBACK";
+    if matches!(status.state, RolloutState::Aborted { .. })
+        && recount_after_cancel(plan, rolled_back)
+    {
         // A cancel (and its rollback) updated members behind the events' backs: Heat's
         // rollback completes members that were never released. What is done is what the
         // members' own stacks say, as the engine counted when it ended.
