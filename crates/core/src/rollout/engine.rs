@@ -925,6 +925,16 @@ impl Runner {
                 }
             }
         }
+        if state == RolloutState::Completed {
+            // Every member is done, but the rollout is not over until its hooks are out of
+            // the stack's environment: said while the PATCH that takes them out runs.
+            self.status.state = RolloutState::Closing {
+                reason: "taking hooks out: every node is done; putting the stack's \
+                         environment back as it was"
+                    .into(),
+            };
+            let _ = self.tx.send(self.status.clone());
+        }
         self.status.state = state;
         self.status.hooks_left = self.take_out_hooks().await;
         self.status.compute(self.now());
@@ -2260,19 +2270,39 @@ pub async fn observe_status(
             .collect();
         mark_rolled_back(&mut status, &released);
     }
+    // The end's PATCH that takes the hooks out was sent and has no outcome yet: its update
+    // is the rollout's own closing, not a new one.
+    let unhooking = entries
+        .iter()
+        .rev()
+        .find(|e| e.action == "rollout.unhook")
+        .is_some_and(|e| e.outcome == Outcome::Started);
+    let mut closing = false;
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
-        // Heat's update is over with every node done: the rollout is complete, unless the
-        // operator paused it (then it waits for their resume, which completes it).
+        // Heat's update is over with every node done: the rollout is complete once Heat's
+        // environment no longer holds its hooks, unless the operator paused it (then it
+        // waits for their resume, which completes it).
         status.state = if memory.pause.operator {
             RolloutState::Paused {
                 reason: operator_pause_after_heat(plan, &obs.stack_status),
             }
-        } else {
+        } else if !unhooking && super::unhook::hooks_out(heat, plan).await == Some(true) {
             RolloutState::Completed
+        } else {
+            closing = true;
+            RolloutState::Running
         };
+    } else if current.is_none() && !status.state.is_final() && unhooking {
+        closing = true;
     }
     if !status.state.is_final() {
-        status.driver = Some(driver_info(journal, plan));
+        let driver = driver_info(journal, plan);
+        if closing {
+            let (reason, hooks) = closing_words(plan, &driver, &obs.stack_status);
+            status.state = RolloutState::Closing { reason };
+            status.hooks_left = Some(hooks);
+        }
+        status.driver = Some(driver);
     } else {
         status.hooks_left = hooks_left_now(heat, plan).await;
     }
@@ -2281,6 +2311,48 @@ pub async fn observe_status(
         .map_or(Utc::now(), |t| t.max(Utc::now()));
     status.compute(now);
     Ok(status)
+}
+
+/// What a rollout whose members are all updated says while its hooks are still in the
+/// stack's environment: its state's reason, and its hooks line. While a live driver holds
+/// the rollout's lock, that driver's own PATCH takes them out: nothing else is offered (a
+/// `caldera heat unhook` then would race it). With nobody driving, a resume closes it.
+fn closing_words(
+    plan: &RolloutPlan,
+    driver: &DriverInfo,
+    stack_status: &crate::model::Status,
+) -> (String, String) {
+    let hook = super::plan::ROLLOUT_HOOK;
+    let group = plan.group_resource();
+    match driver {
+        DriverInfo::Here | DriverInfo::Process { .. } => (
+            format!(
+                "taking hooks out: every node is done; the driver puts the stack's environment \
+                 back as it was (stack {stack_status})"
+            ),
+            format!(
+                "being taken out by the rollout's driver: its PATCH puts {hook} on {group} back \
+                 as it was before the rollout; `caldera rollout status` says completed once \
+                 Heat's environment no longer holds them"
+            ),
+        ),
+        DriverInfo::Nobody { .. } => {
+            let resume = CommandLine::caldera(&["rollout", "resume"]).arg(plan.target.label());
+            (
+                format!(
+                    "hooks still in: every node is done, but the stack's environment still \
+                     holds the rollout's {hook} hooks on {group} and no process on this \
+                     machine takes them out (stack {stack_status})"
+                ),
+                format!(
+                    "still in the stack's environment ({hook} on {group}): the next update of \
+                     {} (by any tool) would stop on them; `{resume}` closes the rollout and \
+                     takes them out",
+                    plan.stack.name
+                ),
+            )
+        }
+    }
 }
 
 /// After a rollout's end, what Heat's environment holds now that would stop the stack's
