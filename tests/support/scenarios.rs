@@ -1195,6 +1195,11 @@ pub async fn assert_completed_and_unhooked(
         said.starts_with("taken out") || said.starts_with("none left"),
         "{said}"
     );
+    // The rollout's marker went with its hooks, the stack's own tags kept (Heat 27 cannot
+    // PATCH a stack to no tags: a marker that is the only tag stays).
+    let tags = env.heat.get_stack(stack, false).await.expect("stack").tags;
+    let marker = caldera::rollout::plan::marker_in(&tags);
+    assert!(marker.is_none() || tags.len() == 1, "{tags:?}");
 }
 
 /// After an abort with rollback: Heat rolled back, and no hook of the rollout is left in the

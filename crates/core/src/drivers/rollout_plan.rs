@@ -173,6 +173,24 @@ pub fn with_marker(tags: &[String], marker: &str) -> Vec<String> {
     out
 }
 
+/// The tags the end's PATCH gives the stack back: `tags` (the stack's, as read at the end)
+/// without rollout `id`'s marker. A PATCH's `tags` replace the stack's (Heat 27 keeps them
+/// when a PATCH has none), so the marker goes out with the same PATCH that takes the hooks
+/// out. `None` (the PATCH keeps the stack's tags as they are) when the marker is not ours,
+/// or when it is the stack's only tag: Heat 27 cannot PATCH a stack back to no tags
+/// (measured: `tags: ""` stores one empty tag). A marker left so names the last rollout
+/// and is harmless: it is read only while Heat runs an update with our hooks, and the next
+/// start replaces it.
+pub fn tags_without_marker(tags: &[String], id: &str) -> Option<Vec<String>> {
+    let (marked, _) = marker_in(tags)?;
+    let others: Vec<String> = tags
+        .iter()
+        .filter(|t| !t.starts_with(MARKER_PREFIX))
+        .cloned()
+        .collect();
+    (marked == id && !others.is_empty()).then_some(others)
+}
+
 /// Splits members (in order) into canary batches of one, then batches of `batch_size`.
 pub fn make_batches(members: &[String], options: &RolloutOptions) -> Vec<Vec<String>> {
     let mut out: Vec<Vec<String>> = Vec::new();
@@ -451,8 +469,9 @@ impl RolloutPlan {
         // The end is an update too: Heat hands it to every member, which finds nothing to
         // change (no parameter moves), so an operator watching events is not surprised.
         out.push(
-            "  at the end: one more PATCH puts the environment's hooks back as they were; Heat \
-             passes it to every member at once, and none changes"
+            "  at the end: one more PATCH puts the environment's hooks back as they were (and \
+             the stack's tags without the rollout's marker); Heat passes it to every member at \
+             once, and none changes"
                 .into(),
         );
         out
@@ -482,6 +501,20 @@ mod tests {
         let long = marker_tag("r20261125T101010-0a0b0c0d", &"h,".repeat(100));
         assert_eq!(long.chars().count(), TAG_MAX);
         assert!(!long.contains(','), "{long}");
+    }
+
+    /// The end gives the stack its own tags back, without this rollout's marker; a marker
+    /// of another rollout, or one that is the only tag, is left as it is.
+    #[test]
+    fn the_end_takes_its_marker_out_of_the_stacks_tags() {
+        let tags = vec!["caldera-cluster=c1".to_string(), marker_tag("r1", "h")];
+        assert_eq!(
+            tags_without_marker(&tags, "r1"),
+            Some(vec!["caldera-cluster=c1".to_string()])
+        );
+        assert_eq!(tags_without_marker(&tags, "r2"), None);
+        assert_eq!(tags_without_marker(&tags[1..], "r1"), None);
+        assert_eq!(tags_without_marker(&tags[..1], "r1"), None);
     }
 
     #[test]

@@ -126,7 +126,9 @@ pub async fn take_out(
             stack = plan.stack.name
         );
     }
-    let update = plan.unhook_update();
+    let mut update = plan.unhook_update();
+    // The rollout's marker goes with its hooks (see `tags_without_marker`).
+    update.tags = super::plan::tags_without_marker(&detail.tags, &plan.id);
     let call = ApiCall::new("PATCH", stack_path(&plan.stack), update_body_text(&update));
     let target = plan.target.label();
     let entry = |outcome: Outcome| {
