@@ -234,6 +234,16 @@ pub fn registry_for_members(group: &str, entry: serde_json::Value) -> serde_json
     crate::api::heat::hooks_env::registry_patch(&member_hook_keys(group), entry)
 }
 
+/// A group rollout's name, its values as the operator wrote them (a string's text without
+/// its quotes): `minion_image=fcos-40`.
+pub fn values_label(values: &ParameterValues) -> String {
+    values
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.display_text()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 pub fn new_rollout_id() -> String {
     let now = Utc::now();
     let n: u32 = rand::random();
@@ -282,15 +292,19 @@ impl RolloutPlan {
         options: RolloutOptions,
         set: ParameterValues,
     ) -> RolloutPlan {
-        // The label reads as the operator wrote it: a string's text without its quotes.
-        let label: Vec<String> = set
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.display_text()))
-            .collect();
-        let mut plan =
-            RolloutPlan::new(target, stack, &label.join(" "), None, members, options, set);
+        let label = values_label(&set);
+        let mut plan = RolloutPlan::new(target, stack, &label, None, members, options, set);
         plan.group = Some(group.to_string());
         plan
+    }
+
+    /// The values the rollout's update sets from now on (a resume's overrides over the
+    /// start's): a group's rollout is named by them.
+    pub fn set_values(&mut self, values: ParameterValues) {
+        if self.group.is_some() {
+            self.image = values_label(&values);
+        }
+        self.extra_parameters = values;
     }
 
     /// The resource name of the group whose members the rollout releases.

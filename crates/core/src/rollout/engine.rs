@@ -493,7 +493,27 @@ pub fn find_latest(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
             e.spec
                 .as_deref()
                 .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok())
-        }))
+        })
+        .map(|plan| with_values_in_effect(plan, &entries)))
+}
+
+/// `plan` (as its start journaled it) with the values its update sets now: a resume that
+/// sent overrides journaled every value in effect with its `rollout.resume` (its spec).
+fn with_values_in_effect(mut plan: RolloutPlan, entries: &[Entry]) -> RolloutPlan {
+    let resumed = entries
+        .iter()
+        .rev()
+        .filter(|e| e.rollout.as_deref() == Some(plan.id.as_str()))
+        .filter(|e| e.action == "rollout.resume" && e.outcome == Outcome::Ok)
+        .find_map(|e| {
+            e.spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str::<ParameterValues>(s).ok())
+        });
+    if let Some(values) = resumed.filter(|v| *v != plan.extra_parameters) {
+        plan.set_values(values);
+    }
+    plan
 }
 
 /// The plan of the newest rollout of `target` in the journal that has not ended.
@@ -520,7 +540,7 @@ pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
             _ => {}
         }
     }
-    Ok(active)
+    Ok(active.map(|plan| with_values_in_effect(plan, &entries)))
 }
 
 #[allow(clippy::too_many_arguments)] // each is one piece of the engine's start
@@ -1108,8 +1128,12 @@ impl Runner {
                     self.note(e).await;
                     return;
                 }
-                // Overrides apply to the update sent to retry failed members.
-                self.plan.extra_parameters.extend(parameters);
+                // Overrides apply to the update sent to retry failed members, and name the
+                // rollout from now on.
+                let mut values = self.plan.extra_parameters.clone();
+                values.extend(parameters);
+                self.plan.set_values(values);
+                self.status.image = self.plan.image.clone();
                 if self.obs.stack_status.is_failed() {
                     self.draining = true;
                 }
