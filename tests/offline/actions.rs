@@ -242,7 +242,10 @@ async fn sim_a_resumes_values_name_the_rollout_from_then_on() {
     let group = caldera::drivers::any_group::group_target(&stack, "nodes");
     let set = [
         ("image".to_string(), ParameterValue::text("img-v2")),
-        ("node_fail_index".to_string(), ParameterValue::json(1.into())),
+        (
+            "node_fail_index".to_string(),
+            ParameterValue::json(1.into()),
+        ),
     ]
     .into();
     let plan = RolloutPlan::for_group(
@@ -269,7 +272,11 @@ async fn sim_a_resumes_values_name_the_rollout_from_then_on() {
     )
     .await
     .expect("pauses on the failure");
-    let fix = [("node_fail_index".to_string(), ParameterValue::json((-1).into()))].into();
+    let fix = [(
+        "node_fail_index".to_string(),
+        ParameterValue::json((-1).into()),
+    )]
+    .into();
     h.send(Control::Resume { parameters: fix }).expect("resume");
     let end = tokio::time::timeout(env.timeout, h.wait())
         .await

@@ -504,7 +504,10 @@ async fn skip_and_abort_from_other_processes_reach_the_driver() {
     assert!(!out.status.success(), "abort: {stdout}\n{stderr}");
     assert!(stdout.contains("cancel_update"), "{stdout}");
     assert!(stderr.contains("give --yes"), "{stderr}");
-    assert!(driving.try_wait().expect("try_wait").is_none(), "the driver goes on");
+    assert!(
+        driving.try_wait().expect("try_wait").is_none(),
+        "the driver goes on"
+    );
     let out = caldera(
         &clouds,
         &journal,

@@ -416,13 +416,21 @@ async fn status_says_closing_while_the_rollouts_hooks_are_in_the_environment() {
     assert!(reason.starts_with("taking hooks out"), "{reason}");
     let hooks = s.hooks_left.clone().unwrap_or_default();
     assert!(hooks.contains("driver"), "{hooks}");
-    assert!(!s.lines().iter().any(|l| l.contains("heat unhook")), "{:#?}", s.lines());
+    assert!(
+        !s.lines().iter().any(|l| l.contains("heat unhook")),
+        "{:#?}",
+        s.lines()
+    );
     drop(driving);
 
     let s = engine::observe_status(&env.heat, &env.ctx.journal, &started)
         .await
         .expect("status");
-    assert!(matches!(s.state, RolloutState::Closing { .. }), "{:#?}", s.lines());
+    assert!(
+        matches!(s.state, RolloutState::Closing { .. }),
+        "{:#?}",
+        s.lines()
+    );
     let hooks = s.hooks_left.clone().unwrap_or_default();
     assert!(hooks.contains("caldera rollout resume"), "{hooks}");
 

@@ -379,13 +379,15 @@ impl RolloutStatus {
         let stack = (!self.stack_status.is_empty()).then(|| Status::parse(&self.stack_status));
         let rolling_back = stack.as_ref().is_some_and(|s| s.action == "ROLLBACK");
         let control = match &self.state {
-            RolloutState::Starting | RolloutState::Running | RolloutState::Closing { .. } => match &self.driver {
-                Some(DriverInfo::Nobody { since, .. }) => Control::Paused {
-                    why: "nobody releases its members: no driver on this machine".into(),
-                    since: *since,
-                },
-                Some(DriverInfo::Here | DriverInfo::Process { .. }) | None => Control::Running,
-            },
+            RolloutState::Starting | RolloutState::Running | RolloutState::Closing { .. } => {
+                match &self.driver {
+                    Some(DriverInfo::Nobody { since, .. }) => Control::Paused {
+                        why: "nobody releases its members: no driver on this machine".into(),
+                        since: *since,
+                    },
+                    Some(DriverInfo::Here | DriverInfo::Process { .. }) | None => Control::Running,
+                }
+            }
             RolloutState::Paused { reason } => Control::Paused {
                 why: reason.clone(),
                 since: None,
