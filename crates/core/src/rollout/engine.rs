@@ -945,16 +945,6 @@ impl Runner {
                 }
             }
         }
-        if state == RolloutState::Completed {
-            // Every member is done, but the rollout is not over until its hooks are out of
-            // the stack's environment: said while the PATCH that takes them out runs.
-            self.status.state = RolloutState::Closing {
-                reason: "taking hooks out: every node is done; putting the stack's \
-                         environment back as it was"
-                    .into(),
-            };
-            let _ = self.tx.send(self.status.clone());
-        }
         self.status.state = state;
         self.status.hooks_left = self.take_out_hooks().await;
         self.status.compute(self.now());
