@@ -240,6 +240,9 @@ pub enum RolloutCommand {
         /// `cancel_without_rollback`: stop Heat's update where it is.
         #[arg(long)]
         cancel: bool,
+        /// Send Heat's cancel (--rollback, --cancel) without asking.
+        #[arg(long)]
+        yes: bool,
         /// How long to wait for the engine's acknowledgement (exit 4 without one).
         #[arg(long, default_value_t = 15.0, value_parser = secs(0.0, 3600.0))]
         wait_secs: f64,

@@ -485,6 +485,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             target,
             rollback,
             cancel,
+            yes,
             wait_secs,
         } => {
             let t = ctx.resolve_target(&target).await?;
@@ -496,6 +497,18 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             } else {
                 AbortMode::LeavePaused
             };
+            // Heat's cancel changes the cloud: said, and confirmed, as a plan is. Stopping
+            // the releases alone sends nothing to Heat.
+            if let Some(call) = mode.call(&plan.stack) {
+                print_lines(&[format!(
+                    "abort rollout {} of {}: stop releasing, then {call}",
+                    plan.id,
+                    t.label()
+                )])?;
+                if !yes && !confirm_prompt("send Heat's cancel?")? {
+                    return Err("not aborted".into());
+                }
+            }
             let options = ctx.engine_options(&t, DEFAULT_POLL_SECS);
             let driven = control::driver(&ctx.action, &plan);
             match control::abort(&ctx.conn.heat, &ctx.action, &plan, mode, options).await? {

@@ -187,6 +187,13 @@ async fn sim_abort_leaving_hooks_then_rollback_from_another_process() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_group_rollout_aborted_twice_keeps_its_values_and_names_what_heat_holds() {
+    let (sim, env) = sim_env().await;
+    scenarios::aborted_twice_scenario(&env, "ab4").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_starts_from_two_machines_heat_keeps_one() {
     let (sim, env) = sim_env(50.0).await;
     scenarios::two_machines_start_scenario(&env, "tm").await;
@@ -197,5 +204,72 @@ async fn sim_starts_from_two_machines_heat_keeps_one() {
 async fn sim_concurrent_starts_one_driver() {
     let (sim, env) = sim_env(50.0).await;
     scenarios::concurrent_start_scenario(&env, "cs").await;
+    sim.shutdown().await;
+}
+
+/// A group rollout (by what it sets) resumed with a fixed value after Heat's update failed
+/// is named by the values in effect from then on (the resume's over the start's): by its
+/// engine, and by `rollout status` read back from the journal afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_a_resumes_values_name_the_rollout_from_then_on() {
+    use caldera::parameter_value::ParameterValue;
+    use caldera::rollout::engine;
+    use caldera::rollout::{Control, RolloutOptions, RolloutPlan, RolloutState};
+    let (sim, env) = sim_env().await;
+    let target = env.create("rv", 2).await;
+    let stack = target.stack.clone().expect("stack");
+    let members = env.member_names(&target).await;
+    let group = caldera::drivers::any_group::group_target(&stack, "nodes");
+    let set = [
+        ("image".to_string(), ParameterValue::text("img-v2")),
+        (
+            "node_fail_index".to_string(),
+            ParameterValue::json(1.into()),
+        ),
+    ]
+    .into();
+    let plan = RolloutPlan::for_group(
+        group.clone(),
+        stack,
+        "nodes",
+        &members,
+        RolloutOptions::default(),
+        set,
+    );
+    assert_eq!(plan.image, "image=img-v2 node_fail_index=1");
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(Default::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    tokio::time::timeout(
+        env.timeout,
+        h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
+    )
+    .await
+    .expect("pauses on the failure");
+    let fix = [(
+        "node_fail_index".to_string(),
+        ParameterValue::json((-1).into()),
+    )]
+    .into();
+    h.send(Control::Resume { parameters: fix }).expect("resume");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("ends");
+    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    let in_effect = "image=img-v2 node_fail_index=-1";
+    assert_eq!(end.image, in_effect);
+    let latest = engine::find_latest(&env.ctx.journal, &group.label())
+        .expect("journal")
+        .expect("the rollout");
+    let status = engine::observe_status(&env.heat, &env.ctx.journal, &latest)
+        .await
+        .expect("status");
+    assert_eq!(status.image, in_effect, "{:#?}", status.lines());
     sim.shutdown().await;
 }

@@ -482,10 +482,25 @@ async fn skip_and_abort_from_other_processes_reach_the_driver() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "skip: {stdout}\n{stderr}");
 
+    // Heat's cancel is confirmed as the other actions' calls are: without --yes (and no
+    // terminal to ask on) nothing is sent; with it, it is.
     let out = caldera(
         &clouds,
         &journal,
         &["rollout", "abort", "ab/workers", "--rollback"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "abort: {stdout}\n{stderr}");
+    assert!(stdout.contains("cancel_update"), "{stdout}");
+    assert!(stderr.contains("give --yes"), "{stderr}");
+    assert!(
+        driving.try_wait().expect("try_wait").is_none(),
+        "the driver goes on"
+    );
+    let out = caldera(
+        &clouds,
+        &journal,
+        &["rollout", "abort", "ab/workers", "--rollback", "--yes"],
     );
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "abort: {stdout}\n{stderr}");

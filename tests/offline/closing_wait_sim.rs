@@ -318,3 +318,101 @@ async fn sim_an_operators_pause_in_the_closing_wait_stays_paused_after_kill_and_
     each_member_updated_once(&env, &target, &members, mark).await;
     sim.shutdown().await;
 }
+
+/// The moment between a rollout's last member done and its driver's PATCH that takes the
+/// hooks out, made to last: the simulated stack's environment holds the hooks again as the
+/// start's PATCH put them (set in the simulator's world, no update), and the journal is cut
+/// back to before the end's unhook and finish.
+fn back_to_before_the_unhook(sim: &SimHandle, env: &Env, plan: &RolloutPlan, hooks: bool) {
+    let stack = plan.stack.id.clone();
+    sim.with_world(|w| {
+        let ix = w.find_stack(&stack).expect("stack");
+        let s = w.stack_mut(ix).expect("stack");
+        let registry = &mut s.environment["resource_registry"]["resources"]["nodes"];
+        if hooks {
+            registry["*"] = json!({"hooks": ["pre-update"]});
+        } else if let Some(o) = registry.as_object_mut() {
+            o.remove("*");
+        }
+    });
+    let journal = &env.ctx.journal;
+    let kept: Vec<String> = journal
+        .read_all()
+        .expect("journal")
+        .into_iter()
+        .filter(|e| {
+            e.rollout.as_deref() != Some(plan.id.as_str())
+                || !matches!(e.action.as_str(), "rollout.unhook" | "rollout.finish")
+        })
+        .map(|e| serde_json::to_string(&e).expect("entry"))
+        .collect();
+    std::fs::write(journal.path(), kept.join("\n") + "\n").expect("journal");
+}
+
+/// `rollout status` from another process while every member is done and Heat's update is
+/// over but the rollout's hooks are still in the stack's environment (its driver's PATCH that
+/// takes them out not sent yet): not completed but closing. While a live driver holds the
+/// rollout's lock, its hooks line offers nothing that would race that PATCH (no `caldera heat
+/// unhook`); with nobody driving, it says how the rollout is closed. Once Heat's environment
+/// no longer holds them, completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_closing_while_the_rollouts_hooks_are_in_the_environment() {
+    let (sim, env) = sim_env().await;
+    let target = env.create("cl", 2).await;
+    let members = env.member_names(&target).await;
+    let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
+    let h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("the rollout ends");
+    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    let started = engine::find_latest(&env.ctx.journal, &target.label())
+        .expect("journal")
+        .expect("the started plan");
+
+    back_to_before_the_unhook(&sim, &env, &started, true);
+    let lock_dir = caldera::rollout::lock::lock_dir(env.ctx.journal.path());
+    let driving = caldera::rollout::lock::DriverLock::acquire(&lock_dir, &target.label(), &plan.id)
+        .expect("the driver's lock");
+    let s = engine::observe_status(&env.heat, &env.ctx.journal, &started)
+        .await
+        .expect("status");
+    let RolloutState::Closing { reason } = &s.state else {
+        panic!("{:#?}", s.lines());
+    };
+    assert!(reason.starts_with("taking hooks out"), "{reason}");
+    let hooks = s.hooks_left.clone().unwrap_or_default();
+    assert!(hooks.contains("driver"), "{hooks}");
+    assert!(
+        !s.lines().iter().any(|l| l.contains("heat unhook")),
+        "{:#?}",
+        s.lines()
+    );
+    drop(driving);
+
+    let s = engine::observe_status(&env.heat, &env.ctx.journal, &started)
+        .await
+        .expect("status");
+    assert!(
+        matches!(s.state, RolloutState::Closing { .. }),
+        "{:#?}",
+        s.lines()
+    );
+    let hooks = s.hooks_left.clone().unwrap_or_default();
+    assert!(hooks.contains("caldera rollout resume"), "{hooks}");
+
+    back_to_before_the_unhook(&sim, &env, &started, false);
+    let s = engine::observe_status(&env.heat, &env.ctx.journal, &started)
+        .await
+        .expect("status");
+    assert_eq!(s.state, RolloutState::Completed, "{:#?}", s.lines());
+    sim.shutdown().await;
+}

@@ -38,6 +38,12 @@ async fn real_abort_leaving_hooks_then_rollback_from_another_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_group_rollout_aborted_twice_keeps_its_values_and_names_what_heat_holds() {
+    scenarios::aborted_twice_scenario(&env().await, &unique("ca2")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
 async fn real_concurrent_starts_one_driver() {
     scenarios::concurrent_start_scenario(&env().await, &unique("ccs")).await;
 }

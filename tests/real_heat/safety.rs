@@ -330,6 +330,7 @@ async fn hooks_a_cancelled_rollout_keeps_are_named_and_taken_out_on_request() {
             "abort",
             &target,
             "--cancel",
+            "--yes",
             "--wait-secs",
             "120",
         ],

@@ -1005,6 +1005,137 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
     env.delete(&target).await;
 }
 
+/// The words of a command an end offers (between backticks after `after` in `text`) are
+/// ones the CLI accepts: run against a cloud that is not there, it gets past its argument
+/// parsing (clap answers a rejected command with exit status 2 and its usage).
+pub fn assert_cli_accepts_offered(text: &str, after: &str) -> Vec<String> {
+    let rest = &text[text
+        .find(after)
+        .unwrap_or_else(|| panic!("{after}: {text}"))..];
+    let start = rest.find('`').expect("a command") + 1;
+    let end = start + rest[start..].find('`').expect("its end");
+    let words: Vec<String> = rest[start..end]
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        words.first().map(String::as_str),
+        Some("caldera"),
+        "{words:?}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", "http://127.0.0.1:9/v1/none"])
+        .args(&words[1..])
+        .env(
+            "CALDERA_JOURNAL",
+            std::env::temp_dir().join("caldera-never-written.jsonl"),
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run caldera");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() != Some(2) && !stderr.contains("Usage:"),
+        "{words:?}: {stderr}"
+    );
+    words
+}
+
+/// A rollout of a group by what it sets (STACK/GROUP: no image parameter of its own) aborted
+/// twice: first leaving the members on their hooks (its driver ends), then, with nobody
+/// driving, `--cancel` from another process. The second abort still knows the rollout by
+/// what its start set (the journal's start entry, found by the id Heat's marker gives), counts
+/// the member Heat updated, offers a command the CLI accepts that carries those values, and
+/// names the member Heat's cancel leaves held on its hook.
+pub async fn aborted_twice_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 2).await;
+    let stack = target.stack.clone().expect("stack");
+    let members = env.member_names(&target).await;
+    let group = caldera::drivers::any_group::group_target(&stack, "nodes");
+    let set: caldera::parameter_value::ParameterValues =
+        [("image".to_string(), ParameterValue::text("img-v2"))].into();
+    let options = RolloutOptions {
+        gate_wait_ms: 600_000,
+        ..Default::default()
+    };
+    let plan = RolloutPlan::for_group(
+        group.clone(),
+        stack.clone(),
+        "nodes",
+        &members,
+        options,
+        set,
+    );
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan.clone(),
+        env.engine_options(HookSet::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("first node done");
+    h.send(Control::Abort(AbortMode::LeavePaused))
+        .expect("abort");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("the first abort ends");
+    let RolloutState::Aborted { reason } = &end.state else {
+        panic!("{:#?}", end.lines());
+    };
+    assert!(reason.contains("wait on their hooks"), "{reason}");
+
+    let found = caldera::rollout::control::find_rollout(&env.heat, &env.ctx, &group)
+        .await
+        .expect("find")
+        .expect("Heat still holds a member on our hooks");
+    assert_eq!(found.id, plan.id);
+    assert_eq!(found.extra_parameters, plan.extra_parameters);
+    assert_eq!(found.image, "image=img-v2");
+    let h2 = caldera::rollout::control::abort(
+        &env.heat,
+        &env.ctx,
+        &found,
+        AbortMode::CancelWithoutRollback,
+        env.engine_options(HookSet::default()),
+    )
+    .await
+    .expect("abort --cancel")
+    .expect("nobody drives it: driven from here");
+    let end2 = tokio::time::timeout(env.timeout, h2.wait())
+        .await
+        .expect("the cancel ends");
+    let RolloutState::Aborted { reason } = &end2.state else {
+        panic!("{:#?}", end2.lines());
+    };
+    assert!(!reason.contains("started elsewhere"), "{reason}");
+    assert!(reason.contains("1 of 2 nodes on image=img-v2"), "{reason}");
+    assert_eq!(end2.done, 1, "{:#?}", end2.lines());
+    let offered = assert_cli_accepts_offered(reason, "to finish");
+    assert!(
+        offered.windows(2).any(|w| w == ["--set", "image=img-v2"]),
+        "{offered:?}"
+    );
+    // Heat's cancel does not end the second member's wait on its hook (measured on Heat
+    // 27: clearing it later updates the member): the abort names it and how it would be
+    // released, and sends nothing more; `caldera heat hooks` shows the same hold.
+    let second = &plan.batches[1][0];
+    let named = format!("still held on its pre-update hook by Heat's cancelled update: {second}");
+    assert!(reason.contains(&named), "{reason}");
+    assert_cli_accepts_offered(reason, "still held");
+    let held: Vec<String> = caldera::ops::hooks::pending_hooks(&env.heat, &stack)
+        .await
+        .expect("hooks")
+        .into_iter()
+        .map(|h| h.path)
+        .collect();
+    assert_eq!(held, [format!("nodes/{second}")]);
+    env.delete(&target).await;
+}
+
 /// After a completed rollout: Heat's update is over, and no hook of the rollout is left in
 /// the stack's environment (else the stack's next update, whoever starts it, holds those
 /// members forever); the status says they were taken out.
@@ -1030,6 +1161,11 @@ pub async fn assert_completed_and_unhooked(
         said.starts_with("taken out") || said.starts_with("none left"),
         "{said}"
     );
+    // The rollout's marker went with its hooks, the stack's own tags kept (Heat 27 cannot
+    // PATCH a stack to no tags: a marker that is the only tag stays).
+    let tags = env.heat.get_stack(stack, false).await.expect("stack").tags;
+    let marker = caldera::rollout::plan::marker_in(&tags);
+    assert!(marker.is_none() || tags.len() == 1, "{tags:?}");
 }
 
 /// After an abort with rollback: Heat rolled back, and no hook of the rollout is left in the
@@ -1194,15 +1330,17 @@ pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
             .filter(|e| e.action == "rollout.release")
             .count();
         assert_eq!(released, 0, "the loser released {released}");
-        // Heat's marker names the winner; any machine reads the same id from it.
+        // The winner's marker went out with its hooks (the end's PATCH gives the stack its
+        // own tags back); where it is still there, it names the winner, and any machine
+        // reads the same id from it.
         let shown = env.heat.get_stack(&stack, false).await.expect("stack");
-        let marker = format!("caldera-rollout={}@", winner.id);
+        let marked = caldera::rollout::plan::marker_in(&shown.tags);
         assert!(
-            shown.tags.iter().any(|t| t.starts_with(&marker)),
+            marked.as_ref().is_none_or(|(id, _)| *id == winner.id),
             "{:?}",
             shown.tags
         );
-        for _ in 0..2 {
+        for _ in 0..marked.map_or(0, |_| 2) {
             let seen = engine::plan_from_heat(&env.heat, &target, RolloutOptions::default())
                 .await
                 .expect("plan from Heat");

@@ -80,7 +80,8 @@ impl ParameterValue {
 
     /// This value for a parameter declared `kind` (the template's `type`, `None` where the
     /// template does not declare it): a `string` parameter takes the text of a number, a
-    /// boolean or null as it was typed. Every other type takes the value as it was read:
+    /// boolean or null exactly as it was typed, spaces included (`' 7'` stays ` 7`: the
+    /// operator's text is the value). Every other type takes the value as it was read:
     /// Heat converts a number, a boolean, a list or JSON to the declared type itself, and
     /// says so where it cannot.
     pub fn fitted_to(self, kind: Option<&str>) -> ParameterValue {
@@ -88,7 +89,7 @@ impl ParameterValue {
         match &self.value {
             Value::Number(_) | Value::Bool(_) | Value::Null if string_kind => {
                 let text = self.typed.unwrap_or_else(|| self.value.to_string());
-                ParameterValue::text(text.trim())
+                ParameterValue::text(text)
             }
             _ => self,
         }
@@ -199,6 +200,21 @@ mod tests {
             fit_to_template(&cfn, sets)["Release"].to_json(),
             json!("true")
         );
+    }
+
+    /// A `string` parameter takes the operator's text as typed, spaces included: JSON reads
+    /// ` 7` as the number 7, but the value is the text.
+    #[test]
+    fn a_string_parameter_keeps_the_spaces_typed_around_a_number() {
+        let hot = json!({"parameters": {"x": {"type": "string"}, "n": {"type": "number"}}});
+        let sets = ParameterValue::parse_pairs(["x= 7", "n= 7"]).expect("pairs");
+        let fitted = fit_to_template(&hot, sets);
+        assert_eq!(fitted["x"].to_json(), json!(" 7"));
+        assert_eq!(fitted["x"].display_text(), " 7");
+        // The command shown to carry it on reads back the same text.
+        let word = fitted["x"].command_word();
+        assert_eq!(ParameterValue::parse(&word).to_json(), json!(" 7"));
+        assert_eq!(fitted["n"].to_json(), json!(7));
     }
 
     #[test]

@@ -396,6 +396,44 @@ impl GroupUpdatePlan {
     }
 }
 
+/// What a group's update is for: the words of its refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UpdateKind {
+    /// A rollout: the group's members held on hooks and released one batch at a time.
+    Rollout,
+    /// A scale: the group's count (and removal list) changed, nothing held.
+    Scale,
+}
+
+/// Why a change is refused when `path` (of type `resource_type`), outside the group, reads
+/// the changed parameters `reads` too, in the terms of the action: a rollout holds only its
+/// group's members, so `path` would change unheld; a scale changes `path` with the count.
+fn also_reading_refusal(
+    kind: UpdateKind,
+    group: &str,
+    path: &str,
+    resource_type: &str,
+    reads: &[String],
+    members: Option<usize>,
+) -> String {
+    let at_once = members
+        .map(|n| format!(" (all {n} of its members at once)"))
+        .unwrap_or_default();
+    let what = match kind {
+        UpdateKind::Rollout => {
+            format!("Heat would update it in the same update with no hook holding it{at_once}")
+        }
+        UpdateKind::Scale => format!(
+            "scaling {group} changes it too: Heat would update it in the same update as the \
+             scale{at_once}"
+        ),
+    };
+    format!(
+        "{path} ({resource_type}) reads {} too: {what}; say --let-heat-update {path} to let it",
+        reads.join(", ")
+    )
+}
+
 /// Plans setting `set` on the stack of the group at `group` (a top-level resource name).
 pub async fn plan_group_update(
     heat: &HeatClient,
@@ -405,7 +443,16 @@ pub async fn plan_group_update(
     allow: &Allow,
 ) -> ServiceResult<GroupUpdatePlan> {
     let templates = templates_along(heat, stack, group).await?;
-    plan_with_templates(heat, stack, group, set, allow, &templates).await
+    plan_with_templates(
+        heat,
+        stack,
+        group,
+        set,
+        allow,
+        &templates,
+        UpdateKind::Rollout,
+    )
+    .await
 }
 
 /// Why a rollout of `label` to a new image is refused when its templates do not say which
@@ -457,6 +504,7 @@ async fn plan_with_templates(
     set: &ParameterValues,
     allow: &Allow,
     templates: &[Value],
+    kind: UpdateKind,
 ) -> ServiceResult<GroupUpdatePlan> {
     // What the operator typed, as the parameters the stack's template declares take it.
     let set = &match templates.first() {
@@ -544,13 +592,13 @@ async fn plan_with_templates(
             .any(|a| a.trim_matches('/') == path);
         let only_waits = WAITS_IN_PLACE.contains(&resource_type.as_str());
         if !allowed && !only_waits {
-            refusals.push(format!(
-                "{path} ({resource_type}) reads {} too: Heat would update it in the same \
-                 update with no hook holding it{}; say --let-heat-update {path} to let it",
-                reads.join(", "),
-                members
-                    .map(|n| format!(" (all {n} of its members at once)"))
-                    .unwrap_or_default()
+            refusals.push(also_reading_refusal(
+                kind,
+                group,
+                &path,
+                &resource_type,
+                &reads,
+                members,
             ));
         }
         also.push(AlsoChanged {
@@ -737,11 +785,21 @@ pub async fn plan_group_rollout_in(
     allow: &Allow,
     templates: &[Value],
 ) -> ServiceResult<GroupUpdatePlan> {
-    let mut plan = plan_with_templates(heat, stack, group, set, allow, templates).await?;
+    let mut plan = plan_with_templates(
+        heat,
+        stack,
+        group,
+        set,
+        allow,
+        templates,
+        UpdateKind::Rollout,
+    )
+    .await?;
     if let Some(refusal) = rollout_kind_refusal(templates, group) {
         plan.refusals.push(refusal);
     }
-    if let Some(refusal) = rollout_count_refusal(templates, stack, group, set) {
+    let current = heat.get_stack(stack, false).await?.parameters;
+    if let Some(refusal) = rollout_count_refusal(templates, stack, group, set, &current) {
         plan.refusals.push(refusal);
     }
     Ok(plan)
@@ -750,15 +808,23 @@ pub async fn plan_group_rollout_in(
 /// Why a rollout that sets the parameter the group's count reads is refused: a rollout holds
 /// and releases the members there are; Heat adds members no hook holds, or deletes members
 /// the rollout would wait on for ever. A scale is its own action, planned and followed as
-/// one (`caldera scale`), before or after the rollout.
+/// one (`caldera scale`), before or after the rollout. A value equal to the count Heat has
+/// now (`current`: the stack's parameters as Heat shows them) changes nothing about the
+/// count, and is let through.
 fn rollout_count_refusal(
     templates: &[Value],
     stack: &StackRef,
     group: &str,
     set: &ParameterValues,
+    current: &BTreeMap<String, String>,
 ) -> Option<String> {
     let count = count_parameter_along(templates, group).ok()?;
-    set.contains_key(&count).then(|| {
+    let value = set.get(&count)?;
+    // Heat shows every parameter as text: `3` reads back as the number the count takes.
+    let unchanged = current
+        .get(&count)
+        .is_some_and(|now| ParameterValue::parse(now).to_json() == value.to_json());
+    (!unchanged).then(|| {
         format!(
             "{count} is {group}'s member count: a rollout changes the members there are, \
              it does not add or remove any (Heat would delete members the rollout waits on, \
@@ -863,7 +929,16 @@ pub async fn plan_group_scale(
             Err(e) => early.push(e),
         }
     }
-    let mut plan = plan_with_templates(heat, stack, group, &set, allow, &templates).await?;
+    let mut plan = plan_with_templates(
+        heat,
+        stack,
+        group,
+        &set,
+        allow,
+        &templates,
+        UpdateKind::Scale,
+    )
+    .await?;
     plan.refusals.splice(0..0, early);
     plan.scale = Some((plan.members.len() as u32, count));
     plan.removing = remove.to_vec();
@@ -2217,6 +2292,7 @@ mod tests {
             &stack,
             "roles/Compute",
             &sets(&[("compute_count", "2"), ("image_tag", "b")]),
+            &params,
         )
         .expect("refused");
         assert!(
@@ -2229,7 +2305,47 @@ mod tests {
                 &templates,
                 &stack,
                 "roles/Compute",
-                &sets(&[("image_tag", "b")])
+                &sets(&[("image_tag", "b")]),
+                &params,
+            ),
+            None
+        );
+        // A scale refused because another resource reads the count says so in a scale's
+        // terms; a rollout's in its own.
+        let reads = vec!["compute_count".to_string()];
+        let scale = also_reading_refusal(
+            UpdateKind::Scale,
+            "roles/Compute",
+            "monitor",
+            "OS::Heat::ResourceGroup",
+            &reads,
+            Some(2),
+        );
+        assert!(
+            scale.starts_with("monitor (OS::Heat::ResourceGroup) reads compute_count too")
+                && scale.contains("scaling roles/Compute changes it too")
+                && scale.contains("(all 2 of its members at once)")
+                && scale.contains("--let-heat-update monitor")
+                && !scale.contains("hook"),
+            "{scale}"
+        );
+        let rollout = also_reading_refusal(
+            UpdateKind::Rollout,
+            "roles/Compute",
+            "monitor",
+            "OS::Heat::ResourceGroup",
+            &reads,
+            None,
+        );
+        assert!(rollout.contains("no hook holding it"), "{rollout}");
+        // The count Heat has now (3) changes nothing about the count: let through.
+        assert_eq!(
+            rollout_count_refusal(
+                &templates,
+                &stack,
+                "roles/Compute",
+                &sets(&[("compute_count", "3"), ("image_tag", "b")]),
+                &params,
             ),
             None
         );

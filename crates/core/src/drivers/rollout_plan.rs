@@ -173,6 +173,24 @@ pub fn with_marker(tags: &[String], marker: &str) -> Vec<String> {
     out
 }
 
+/// The tags the end's PATCH gives the stack back: `tags` (the stack's, as read at the end)
+/// without rollout `id`'s marker. A PATCH's `tags` replace the stack's (Heat 27 keeps them
+/// when a PATCH has none), so the marker goes out with the same PATCH that takes the hooks
+/// out. `None` (the PATCH keeps the stack's tags as they are) when the marker is not ours,
+/// or when it is the stack's only tag: Heat 27 cannot PATCH a stack back to no tags
+/// (measured: `tags: ""` stores one empty tag). A marker left so names the last rollout
+/// and is harmless: it is read only while Heat runs an update with our hooks, and the next
+/// start replaces it.
+pub fn tags_without_marker(tags: &[String], id: &str) -> Option<Vec<String>> {
+    let (marked, _) = marker_in(tags)?;
+    let others: Vec<String> = tags
+        .iter()
+        .filter(|t| !t.starts_with(MARKER_PREFIX))
+        .cloned()
+        .collect();
+    (marked == id && !others.is_empty()).then_some(others)
+}
+
 /// Splits members (in order) into canary batches of one, then batches of `batch_size`.
 pub fn make_batches(members: &[String], options: &RolloutOptions) -> Vec<Vec<String>> {
     let mut out: Vec<Vec<String>> = Vec::new();
@@ -214,6 +232,16 @@ pub fn member_hook_keys(group: &str) -> Vec<&str> {
 /// the resource that owns the nested stack.
 pub fn registry_for_members(group: &str, entry: serde_json::Value) -> serde_json::Value {
     crate::api::heat::hooks_env::registry_patch(&member_hook_keys(group), entry)
+}
+
+/// A group rollout's name, its values as the operator wrote them (a string's text without
+/// its quotes): `minion_image=fcos-40`.
+pub fn values_label(values: &ParameterValues) -> String {
+    values
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.display_text()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn new_rollout_id() -> String {
@@ -264,15 +292,19 @@ impl RolloutPlan {
         options: RolloutOptions,
         set: ParameterValues,
     ) -> RolloutPlan {
-        // The label reads as the operator wrote it: a string's text without its quotes.
-        let label: Vec<String> = set
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.display_text()))
-            .collect();
-        let mut plan =
-            RolloutPlan::new(target, stack, &label.join(" "), None, members, options, set);
+        let label = values_label(&set);
+        let mut plan = RolloutPlan::new(target, stack, &label, None, members, options, set);
         plan.group = Some(group.to_string());
         plan
+    }
+
+    /// The values the rollout's update sets from now on (a resume's overrides over the
+    /// start's): a group's rollout is named by them.
+    pub fn set_values(&mut self, values: ParameterValues) {
+        if self.group.is_some() {
+            self.image = values_label(&values);
+        }
+        self.extra_parameters = values;
     }
 
     /// The resource name of the group whose members the rollout releases.
@@ -451,8 +483,9 @@ impl RolloutPlan {
         // The end is an update too: Heat hands it to every member, which finds nothing to
         // change (no parameter moves), so an operator watching events is not surprised.
         out.push(
-            "  at the end: one more PATCH puts the environment's hooks back as they were; Heat \
-             passes it to every member at once, and none changes"
+            "  at the end: one more PATCH puts the environment's hooks back as they were (and \
+             the stack's tags without the rollout's marker); Heat passes it to every member at \
+             once, and none changes"
                 .into(),
         );
         out
@@ -482,6 +515,20 @@ mod tests {
         let long = marker_tag("r20261125T101010-0a0b0c0d", &"h,".repeat(100));
         assert_eq!(long.chars().count(), TAG_MAX);
         assert!(!long.contains(','), "{long}");
+    }
+
+    /// The end gives the stack its own tags back, without this rollout's marker; a marker
+    /// of another rollout, or one that is the only tag, is left as it is.
+    #[test]
+    fn the_end_takes_its_marker_out_of_the_stacks_tags() {
+        let tags = vec!["caldera-cluster=c1".to_string(), marker_tag("r1", "h")];
+        assert_eq!(
+            tags_without_marker(&tags, "r1"),
+            Some(vec!["caldera-cluster=c1".to_string()])
+        );
+        assert_eq!(tags_without_marker(&tags, "r2"), None);
+        assert_eq!(tags_without_marker(&tags[1..], "r1"), None);
+        assert_eq!(tags_without_marker(&tags[..1], "r1"), None);
     }
 
     #[test]

@@ -76,23 +76,28 @@ pub async fn find_rollout(
         return Ok(None);
     }
     let mut plan = plan_from_heat(heat, target, RolloutOptions::default()).await?;
-    keep_journaled_batches(&mut plan, &ctx.journal, &target.label())?;
+    keep_journaled_plan(&mut plan, &ctx.journal, &target.label())?;
     Ok(Some(plan))
 }
 
 /// A rollout this machine's journal knows (Heat's marker names it) but no longer calls active
-/// (its driver ended it with members still held: skipped, or left paused by an abort) keeps
-/// the batches it was planned with: read back from Heat alone they would be one member each,
-/// and `batch 7/7` would become `batch 12/12`.
-fn keep_journaled_batches(
+/// (its driver ended it with members still held: skipped, or left paused by an abort) is the
+/// rollout its start journaled: what it sets (its values: read back from Heat alone, a group's
+/// rollout would be "an update started elsewhere" and the command offered to finish it would
+/// set nothing), its batches (else one member each: `batch 7/7` would become `batch 12/12`),
+/// its options, its baseline of events and the environment it found. Where the marker was
+/// started is Heat's word.
+fn keep_journaled_plan(
     plan: &mut RolloutPlan,
     journal: &crate::journal::Journal,
     label: &str,
 ) -> ServiceResult<()> {
     if let Some(known) = super::engine::find_latest(journal, label)?.filter(|p| p.id == plan.id) {
-        plan.batches = known.batches;
-        plan.options = known.options;
-        plan.created_at = known.created_at;
+        let started_on = plan.started_on.take();
+        *plan = RolloutPlan {
+            started_on,
+            ..known
+        };
     }
     Ok(())
 }

@@ -493,7 +493,27 @@ pub fn find_latest(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
             e.spec
                 .as_deref()
                 .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok())
-        }))
+        })
+        .map(|plan| with_values_in_effect(plan, &entries)))
+}
+
+/// `plan` (as its start journaled it) with the values its update sets now: a resume that
+/// sent overrides journaled every value in effect with its `rollout.resume` (its spec).
+fn with_values_in_effect(mut plan: RolloutPlan, entries: &[Entry]) -> RolloutPlan {
+    let resumed = entries
+        .iter()
+        .rev()
+        .filter(|e| e.rollout.as_deref() == Some(plan.id.as_str()))
+        .filter(|e| e.action == "rollout.resume" && e.outcome == Outcome::Ok)
+        .find_map(|e| {
+            e.spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str::<ParameterValues>(s).ok())
+        });
+    if let Some(values) = resumed.filter(|v| *v != plan.extra_parameters) {
+        plan.set_values(values);
+    }
+    plan
 }
 
 /// The plan of the newest rollout of `target` in the journal that has not ended.
@@ -520,7 +540,7 @@ pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
             _ => {}
         }
     }
-    Ok(active)
+    Ok(active.map(|plan| with_values_in_effect(plan, &entries)))
 }
 
 #[allow(clippy::too_many_arguments)] // each is one piece of the engine's start
@@ -740,6 +760,9 @@ struct Aborting {
     saw_rollback: bool,
     /// Rollback hooks cleared, per member.
     cleared: BTreeMap<String, u32>,
+    /// Members Heat held on their hooks when the cancel was sent (its events: a pause and
+    /// no clear since).
+    held_at_cancel: BTreeSet<String>,
 }
 
 /// Longest an abort waits for Heat to leave the cancelled update (or finish rolling back)
@@ -1095,8 +1118,12 @@ impl Runner {
                     self.note(e).await;
                     return;
                 }
-                // Overrides apply to the update sent to retry failed members.
-                self.plan.extra_parameters.extend(parameters);
+                // Overrides apply to the update sent to retry failed members, and name the
+                // rollout from now on.
+                let mut values = self.plan.extra_parameters.clone();
+                values.extend(parameters);
+                self.plan.set_values(values);
+                self.status.image = self.plan.image.clone();
                 if self.obs.stack_status.is_failed() {
                     self.draining = true;
                 }
@@ -1164,6 +1191,7 @@ impl Runner {
                     since: std::time::Instant::now(),
                     saw_rollback: false,
                     cleared: BTreeMap::new(),
+                    held_at_cancel: BTreeSet::new(),
                 });
                 return;
             }
@@ -1187,6 +1215,13 @@ impl Runner {
             return;
         }
         // Pauses Heat writes from now on belong to the rollback.
+        let held_at_cancel: BTreeSet<String> = self
+            .obs
+            .members
+            .iter()
+            .filter(|(_, t)| t.paused && !t.done)
+            .map(|(m, _)| m.clone())
+            .collect();
         for t in self.obs.members.values_mut() {
             t.paused = false;
         }
@@ -1199,6 +1234,7 @@ impl Runner {
                     since: std::time::Instant::now(),
                     saw_rollback: false,
                     cleared: BTreeMap::new(),
+                    held_at_cancel,
                 });
             }
             Err(e) => {
@@ -1328,11 +1364,13 @@ impl Runner {
         }
         // Heat's cancel (and a rollback) changed members behind the events' backs: count
         // what is done from the members' own stacks.
-        for t in self.obs.members.values_mut() {
-            t.done = false;
-        }
-        if let Err(e) = self.obs.attach(self.plan.image_parameter()).await {
-            tracing::warn!("rollout {}: recounting members: {e}", self.plan.id);
+        if recount_after_cancel(&self.plan, saw_rollback || status.action == "ROLLBACK") {
+            for t in self.obs.members.values_mut() {
+                t.done = false;
+            }
+            if let Err(e) = self.obs.attach(self.plan.image_parameter()).await {
+                tracing::warn!("rollout {}: recounting members: {e}", self.plan.id);
+            }
         }
         Some(RolloutState::Aborted {
             reason: self.cancel_outcome(mode),
@@ -1402,7 +1440,7 @@ impl Runner {
                     .collect();
                 let total = self.plan.members().count();
                 format!(
-                    "cancelled: stack {s} ({reason}); {} of {total} nodes on {}{}; to finish: \
+                    "cancelled: stack {s} ({reason}); {} of {total} nodes on {}{}{}; to finish: \
                      `{}` updates the rest{}",
                     done.len(),
                     self.plan.image,
@@ -1411,6 +1449,7 @@ impl Runner {
                     } else {
                         format!(" ({})", done.join(","))
                     },
+                    self.still_held_after_cancel(),
                     self.plan.forward_command(),
                     self.plan
                         .from_image
@@ -1420,6 +1459,43 @@ impl Runner {
                 )
             }
         }
+    }
+
+    /// What a cancel without rollback left held. Heat's cancel does not end a member's wait
+    /// on its hook (measured on Heat 27: the member's task waits on, its pause stays the
+    /// newest hook event, and clearing the hook later updates the member to the cancelled
+    /// update's values). So the abort names those members and the call that would release
+    /// them, and does not send it: updating them is the operator's choice.
+    fn still_held_after_cancel(&self) -> String {
+        let Some(a) = &self.aborting else {
+            return String::new();
+        };
+        let held: Vec<&str> = a
+            .held_at_cancel
+            .iter()
+            .filter(|m| {
+                self.obs
+                    .members
+                    .get(*m)
+                    .is_some_and(|t| t.released_at.is_none() && !t.done)
+            })
+            .map(String::as_str)
+            .collect();
+        if held.is_empty() {
+            return String::new();
+        }
+        let group = self.plan.group_resource();
+        let clear = held.iter().fold(
+            CommandLine::caldera(&["heat", "clear-hook"]).arg(self.plan.stack.name.clone()),
+            |line, m| line.arg(format!("{group}/{m}")),
+        );
+        format!(
+            "; still held on its {} hook by Heat's cancelled update: {} (Heat's cancel does \
+             not end that wait, and clearing the hook updates the member to this rollout's \
+             values: `{clear}`)",
+            super::plan::ROLLOUT_HOOK,
+            held.join(",")
+        )
     }
 
     fn is_done(&self, m: &str) -> bool {
@@ -2097,6 +2173,17 @@ fn mark_rolled_back(status: &mut RolloutStatus, released: &BTreeSet<String>) {
     }
 }
 
+/// Whether what is done after an abort's cancel is counted again from the members' own
+/// stacks rather than from the update's events. A rollback takes members back behind the
+/// events' backs: none of a group's members is on the rollout's values after it. Caldera's
+/// own node groups say it member by member (each member stack's `image`). A cancel without
+/// rollback undoes nothing: for a group of an operator's stack (whose members' parameters
+/// do not name the stack's), a member Heat's events saw released and `UPDATE_COMPLETE`
+/// stays updated.
+fn recount_after_cancel(plan: &RolloutPlan, rolled_back: bool) -> bool {
+    plan.image_parameter().is_some() || rolled_back
+}
+
 /// A rollout's status read from Heat and the journal, with no engine running (another
 /// process may be driving it). Paused means Heat holds members on hooks and nobody has
 /// released the next batch.
@@ -2170,7 +2257,10 @@ pub async fn observe_status(
             reason: OPERATOR_PAUSE.into(),
         };
     }
-    if matches!(status.state, RolloutState::Aborted { .. }) {
+    let rolled_back = obs.stack_status.action == "ROLLBACK";
+    if matches!(status.state, RolloutState::Aborted { .. })
+        && recount_after_cancel(plan, rolled_back)
+    {
         // A cancel (and its rollback) updated members behind the events' backs: Heat's
         // rollback completes members that were never released. What is done is what the
         // members' own stacks say, as the engine counted when it ended.
@@ -2194,19 +2284,39 @@ pub async fn observe_status(
             .collect();
         mark_rolled_back(&mut status, &released);
     }
+    // The end's PATCH that takes the hooks out was sent and has no outcome yet: its update
+    // is the rollout's own closing, not a new one.
+    let unhooking = entries
+        .iter()
+        .rev()
+        .find(|e| e.action == "rollout.unhook")
+        .is_some_and(|e| e.outcome == Outcome::Started);
+    let mut closing = false;
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
-        // Heat's update is over with every node done: the rollout is complete, unless the
-        // operator paused it (then it waits for their resume, which completes it).
+        // Heat's update is over with every node done: the rollout is complete once Heat's
+        // environment no longer holds its hooks, unless the operator paused it (then it
+        // waits for their resume, which completes it).
         status.state = if memory.pause.operator {
             RolloutState::Paused {
                 reason: operator_pause_after_heat(plan, &obs.stack_status),
             }
-        } else {
+        } else if !unhooking && super::unhook::hooks_out(heat, plan).await == Some(true) {
             RolloutState::Completed
+        } else {
+            closing = true;
+            RolloutState::Running
         };
+    } else if current.is_none() && !status.state.is_final() && unhooking {
+        closing = true;
     }
     if !status.state.is_final() {
-        status.driver = Some(driver_info(journal, plan));
+        let driver = driver_info(journal, plan);
+        if closing {
+            let (reason, hooks) = closing_words(plan, &driver, &obs.stack_status);
+            status.state = RolloutState::Closing { reason };
+            status.hooks_left = Some(hooks);
+        }
+        status.driver = Some(driver);
     } else {
         status.hooks_left = hooks_left_now(heat, plan).await;
     }
@@ -2215,6 +2325,48 @@ pub async fn observe_status(
         .map_or(Utc::now(), |t| t.max(Utc::now()));
     status.compute(now);
     Ok(status)
+}
+
+/// What a rollout whose members are all updated says while its hooks are still in the
+/// stack's environment: its state's reason, and its hooks line. While a live driver holds
+/// the rollout's lock, that driver's own PATCH takes them out: nothing else is offered (a
+/// `caldera heat unhook` then would race it). With nobody driving, a resume closes it.
+fn closing_words(
+    plan: &RolloutPlan,
+    driver: &DriverInfo,
+    stack_status: &crate::model::Status,
+) -> (String, String) {
+    let hook = super::plan::ROLLOUT_HOOK;
+    let group = plan.group_resource();
+    match driver {
+        DriverInfo::Here | DriverInfo::Process { .. } => (
+            format!(
+                "taking hooks out: every node is done; the driver puts the stack's environment \
+                 back as it was (stack {stack_status})"
+            ),
+            format!(
+                "being taken out by the rollout's driver: its PATCH puts {hook} on {group} back \
+                 as it was before the rollout; `caldera rollout status` says completed once \
+                 Heat's environment no longer holds them"
+            ),
+        ),
+        DriverInfo::Nobody { .. } => {
+            let resume = CommandLine::caldera(&["rollout", "resume"]).arg(plan.target.label());
+            (
+                format!(
+                    "hooks still in: every node is done, but the stack's environment still \
+                     holds the rollout's {hook} hooks on {group} and no process on this \
+                     machine takes them out (stack {stack_status})"
+                ),
+                format!(
+                    "still in the stack's environment ({hook} on {group}): the next update of \
+                     {} (by any tool) would stop on them; `{resume}` closes the rollout and \
+                     takes them out",
+                    plan.stack.name
+                ),
+            )
+        }
+    }
 }
 
 /// After a rollout's end, what Heat's environment holds now that would stop the stack's

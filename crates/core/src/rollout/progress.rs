@@ -87,6 +87,13 @@ pub enum RolloutState {
     Aborted {
         reason: String,
     },
+    /// Every member updated and Heat's update over, but the rollout's `pre-update` hooks are
+    /// still in the stack's environment (the end's PATCH that takes them out is due, or its
+    /// update runs): not completed until Heat's environment says they are out. The reason
+    /// says who takes them out.
+    Closing {
+        reason: String,
+    },
     Completed,
     /// Every member but the skipped ones was updated; the skipped stay on their hooks.
     CompletedWithSkips,
@@ -113,6 +120,7 @@ impl RolloutState {
             RolloutState::Paused { reason } => format!("paused: {reason}"),
             RolloutState::Aborting { reason } => format!("aborting: {reason}"),
             RolloutState::Aborted { reason } => format!("aborted: {reason}"),
+            RolloutState::Closing { reason } => format!("closing: {reason}"),
             RolloutState::Completed => "completed".into(),
             RolloutState::CompletedWithSkips => "completed (skipped nodes left on hooks)".into(),
             RolloutState::Failed { reason } => format!("failed: {reason}"),
@@ -371,13 +379,15 @@ impl RolloutStatus {
         let stack = (!self.stack_status.is_empty()).then(|| Status::parse(&self.stack_status));
         let rolling_back = stack.as_ref().is_some_and(|s| s.action == "ROLLBACK");
         let control = match &self.state {
-            RolloutState::Starting | RolloutState::Running => match &self.driver {
-                Some(DriverInfo::Nobody { since, .. }) => Control::Paused {
-                    why: "nobody releases its members: no driver on this machine".into(),
-                    since: *since,
-                },
-                Some(DriverInfo::Here | DriverInfo::Process { .. }) | None => Control::Running,
-            },
+            RolloutState::Starting | RolloutState::Running | RolloutState::Closing { .. } => {
+                match &self.driver {
+                    Some(DriverInfo::Nobody { since, .. }) => Control::Paused {
+                        why: "nobody releases its members: no driver on this machine".into(),
+                        since: *since,
+                    },
+                    Some(DriverInfo::Here | DriverInfo::Process { .. }) | None => Control::Running,
+                }
+            }
             RolloutState::Paused { reason } => Control::Paused {
                 why: reason.clone(),
                 since: None,

@@ -53,6 +53,16 @@ async fn restored(
     Some(prior.is_restored_in(&env, keys))
 }
 
+/// Whether Heat's environment holds at the rollout's hook path what it held before the
+/// start (its hooks are out); `None` when Heat cannot be read.
+pub async fn hooks_out(heat: &HeatClient, plan: &RolloutPlan) -> Option<bool> {
+    let prior = plan
+        .hooks_before
+        .clone()
+        .unwrap_or(PriorEntry::Present(Vec::new()));
+    restored(heat, &plan.stack, &prior, &plan.hook_keys()).await
+}
+
 /// Takes the rollout's hooks out of the stack's environment when that changes nothing else
 /// (see the module's note), journaled first, and checks Heat's environment afterwards.
 /// Answers the line the rollout's status and its last journal entry carry.
@@ -116,7 +126,9 @@ pub async fn take_out(
             stack = plan.stack.name
         );
     }
-    let update = plan.unhook_update();
+    let mut update = plan.unhook_update();
+    // The rollout's marker goes with its hooks (see `tags_without_marker`).
+    update.tags = super::plan::tags_without_marker(&detail.tags, &plan.id);
     let call = ApiCall::new("PATCH", stack_path(&plan.stack), update_body_text(&update));
     let target = plan.target.label();
     let entry = |outcome: Outcome| {
