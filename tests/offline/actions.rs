@@ -188,7 +188,7 @@ async fn sim_abort_leaving_hooks_then_rollback_from_another_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_group_rollout_aborted_twice_keeps_its_values_and_names_what_heat_holds() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     scenarios::aborted_twice_scenario(&env, "ab4").await;
     sim.shutdown().await;
 }
@@ -215,7 +215,7 @@ async fn sim_a_resumes_values_name_the_rollout_from_then_on() {
     use caldera::parameter_value::ParameterValue;
     use caldera::rollout::engine;
     use caldera::rollout::{Control, RolloutOptions, RolloutPlan, RolloutState};
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(50.0).await;
     let target = env.create("rv", 2).await;
     let stack = target.stack.clone().expect("stack");
     let members = env.member_names(&target).await;

@@ -12,6 +12,7 @@ use caldera::journal::Outcome;
 use caldera::lifecycle::HookSet;
 use caldera::rollout::engine::{self, RolloutHandle};
 use caldera::rollout::{Control, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus};
+use caldera::sim::SimHandle;
 use caldera::templates::{self, Machines};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -357,7 +358,7 @@ fn back_to_before_the_unhook(sim: &SimHandle, env: &Env, plan: &RolloutPlan, hoo
 /// no longer holds them, completed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_says_closing_while_the_rollouts_hooks_are_in_the_environment() {
-    let (sim, env) = sim_env().await;
+    let (sim, env) = sim_env(SPEED).await;
     let target = env.create("cl", 2).await;
     let members = env.member_names(&target).await;
     let plan = env.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
