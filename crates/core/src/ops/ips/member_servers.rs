@@ -9,14 +9,14 @@ use super::*;
 use crate::ops::address_values::{found_in, Found};
 use crate::ops::discover::SERVER_ADDRESS_ATTRIBUTES;
 
-/// `(key, addresses)` of each member of `group_stack` named in `keys` (member resource
-/// name -> key in the stream).
+/// `(key, addresses, server name)` of each member of `group_stack` named in `keys` (member
+/// resource name -> key in the stream): the name is the server's `name` attribute.
 pub(super) async fn addresses(
     heat: &HeatClient,
     group_stack: &StackRef,
     keys: &HashMap<String, String>,
     network: Option<&str>,
-) -> Result<Vec<(String, Found)>, ApiError> {
+) -> Result<Vec<(String, Found, Option<String>)>, ApiError> {
     let query = ResourceQuery {
         with_detail: true,
         ..Default::default()
@@ -29,7 +29,7 @@ fn from_listing(
     listing: &[ResourceInfo],
     keys: &HashMap<String, String>,
     network: Option<&str>,
-) -> Vec<(String, Found)> {
+) -> Vec<(String, Found, Option<String>)> {
     listing
         .iter()
         .filter_map(|r| {
@@ -39,7 +39,12 @@ fn from_listing(
                 let found = found_in(attributes.get(*a)?, network);
                 (!found.is_empty()).then_some(found)
             })?;
-            Some((key.clone(), found))
+            let name = attributes
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string);
+            Some((key.clone(), found, name))
         })
         .collect()
 }
@@ -72,9 +77,9 @@ impl GroupRun<'_> {
                 return true;
             }
         };
-        for (member, addresses) in found {
+        for (member, addresses, name) in found {
             if !state
-                .emit(tx, &member, addresses, IpSource::TypedListing, None)
+                .emit(tx, &member, addresses, IpSource::TypedListing, name)
                 .await
             {
                 return false;
@@ -128,7 +133,7 @@ mod tests {
             .collect();
         let found: Vec<(String, Vec<String>)> = from_listing(&listing, &keys, None)
             .into_iter()
-            .map(|(k, f)| (k, f.addresses))
+            .map(|(k, f, _)| (k, f.addresses))
             .collect();
         assert_eq!(
             found,
