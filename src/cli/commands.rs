@@ -439,7 +439,9 @@ async fn ips(
     let started = Instant::now();
     let targets = match node_targets(service, conn, target).await? {
         NodeTargets::Stacks(t) => t,
-        NodeTargets::ClusterApi(groups) => return capi_ips(service, groups, format, started).await,
+        NodeTargets::ClusterApi(groups) => {
+            return capi_ips(service, groups, format, started, stream_rows).await
+        }
     };
     let stdout = io::stdout();
     // NAME is appended to the CSV columns so readers by position keep working.
@@ -638,6 +640,7 @@ async fn capi_ips(
     groups: Vec<(String, crate::model::NodeGroup)>,
     format: Format,
     started: Instant,
+    stream_rows: bool,
 ) -> CmdResult {
     use crate::service::NodeUpdate;
     let stdout = io::stdout();
@@ -661,6 +664,8 @@ async fn capi_ips(
         let mut stream = service.stream_nodes(g);
         let mut listed: Vec<String> = Vec::new();
         let mut addressed: Vec<String> = Vec::new();
+        // Rows in member order at the end, or (`--stream`) as they arrive.
+        let mut held: Vec<caldera_cloud::model::NodeAddress> = Vec::new();
         while let Some(update) = stream.next().await {
             match update? {
                 // A list is sent again with its marks and images: the last one counts.
@@ -673,40 +678,22 @@ async fn capi_ips(
                 NodeUpdate::Address(a) => {
                     found += 1;
                     addressed.push(a.member.clone());
-                    let mut out = stdout.lock();
-                    match format {
-                        Format::Table => writeln!(
-                            out,
-                            "{}",
-                            table.row(&label, "-", &a.member, &a.addresses.join(" "))
-                        )?,
-                        Format::Csv => writeln!(
-                            out,
-                            "{}",
-                            csv_line(&[
-                                label.clone(),
-                                a.member.clone(),
-                                String::new(),
-                                a.addresses.join(" "),
-                                a.member.clone(),
-                                "0".to_string(),
-                                String::new(),
-                            ])
-                        )?,
-                        Format::Json => writeln!(
-                            out,
-                            "{}",
-                            caldera_cloud::model::json_string(
-                                &serde_json::json!({"group": label, "member": a.member, "index": null,
-                                "addresses": a.addresses, "name": a.member})
-                            )?
-                        )?,
+                    match stream_rows {
+                        true => capi_row(&mut stdout.lock(), format, &table, &label, &a)?,
+                        // A later update of a member's addresses replaces its row.
+                        false => match held.iter_mut().find(|h| h.member == a.member) {
+                            Some(row) => *row = a,
+                            None => held.push(a),
+                        },
                     }
-                    out.flush()?;
                 }
                 NodeUpdate::AddressFailed { member, .. } => without.push(member),
                 NodeUpdate::Named { .. } | NodeUpdate::Done => {}
             }
+        }
+        held.sort_by(|a, b| crate::ops::ips::member_order(&a.member, &b.member));
+        for a in held {
+            capi_row(&mut stdout.lock(), format, &table, &label, &a)?;
         }
         members += listed.len();
         for n in listed {
@@ -726,6 +713,46 @@ async fn capi_ips(
         "{found}/{members} addresses, 0 failed, all in {:.3}s",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// One node's row of `ips` on a Cluster API cluster (its member is its server's name).
+fn capi_row(
+    out: &mut impl Write,
+    format: Format,
+    table: &IpsTable,
+    label: &str,
+    a: &caldera_cloud::model::NodeAddress,
+) -> CmdResult {
+    match format {
+        Format::Table => writeln!(
+            out,
+            "{}",
+            table.row(label, "-", &a.member, &a.addresses.join(" "))
+        )?,
+        Format::Csv => writeln!(
+            out,
+            "{}",
+            csv_line(&[
+                label.to_string(),
+                a.member.clone(),
+                String::new(),
+                a.addresses.join(" "),
+                a.member.clone(),
+                a.left_out.to_string(),
+                String::new(),
+            ])
+        )?,
+        Format::Json => writeln!(
+            out,
+            "{}",
+            caldera_cloud::model::json_string(
+                &serde_json::json!({"group": label, "member": a.member, "index": null,
+                "addresses": a.addresses, "name": a.member})
+            )?
+        )?,
+    }
+    out.flush()?;
     Ok(())
 }
 
