@@ -10,20 +10,29 @@ use crate::ops::address_values::{found_in, Found};
 use crate::ops::discover::SERVER_ADDRESS_ATTRIBUTES;
 
 /// `(key, addresses, server name)` of each member of `group_stack` named in `keys` (member
-/// resource name -> key in the stream): the name is the server's `name` attribute.
+/// resource name -> key in the stream): the name is the server's `name` attribute. Beside
+/// them, what the same listing says of each member's server (`super::servers`: whether it
+/// has a network at all).
 pub(super) async fn addresses(
     heat: &HeatClient,
     group_stack: &StackRef,
     keys: &HashMap<String, String>,
     network: Option<&str>,
-) -> Result<Vec<(String, Found, Option<String>)>, ApiError> {
+) -> Result<ServerMembers, ApiError> {
     let query = ResourceQuery {
         with_detail: true,
         ..Default::default()
     };
     let listing = heat.list_resources(group_stack, &query).await?;
-    Ok(from_listing(&listing, keys, network))
+    let servers = super::servers::by_member(&listing, group_stack, &HashMap::new(), keys);
+    Ok((from_listing(&listing, keys, network), servers))
 }
+
+/// Each member's addresses and name, and its server as [`super::servers`] reads it.
+type ServerMembers = (
+    Vec<(String, Found, Option<String>)>,
+    HashMap<String, super::servers::MemberServers>,
+);
 
 fn from_listing(
     listing: &[ResourceInfo],
@@ -70,7 +79,7 @@ impl GroupRun<'_> {
             .map(|(k, m)| (m.name.clone(), k.clone()))
             .collect();
         let network = self.options.network.as_deref();
-        let found = match addresses(self.heat, group_stack, &keys, network).await {
+        let (found, servers) = match addresses(self.heat, group_stack, &keys, network).await {
             Ok(found) => found,
             Err(e) => {
                 tracing::info!("server members of {}: {e}", self.group.path);
@@ -83,6 +92,18 @@ impl GroupRun<'_> {
                 .await
             {
                 return false;
+            }
+        }
+        // A server Heat lists with no network: a node with no address, not a failure, its
+        // row named as its server.
+        for (member, server) in servers {
+            if server.has_no_network() && !state.emitted.contains(&member) {
+                if let Some(name) = server.name() {
+                    if !state.name(tx, &member, name).await {
+                        return false;
+                    }
+                }
+                state.no_network.insert(member);
             }
         }
         true

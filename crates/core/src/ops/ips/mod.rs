@@ -559,9 +559,11 @@ impl GroupRun<'_> {
         // Heat's listing of the members' servers (their names, and whether they have a
         // network at all) runs beside the address sources. Not where Nova names the servers
         // (its own source), nor where Heat's cached aggregate answered every member in one
-        // request (the warm path's point is that one request).
+        // request (the warm path's point is that one request), nor where the members are
+        // servers themselves (their own listing said it all).
         let nova_names = self.nova.is_some() && options.nova_servers;
-        let servers = (!nova_names && !answered).then(|| self.servers_task(&group_stack));
+        let needed = !nova_names && !answered && !self.plan.member_servers;
+        let servers = needed.then(|| self.servers_task(&group_stack));
 
         let (nova_tx, mut nova_rx) = mpsc::channel::<Vec<NovaMatch>>(16);
         let nova_task = match self.nova.filter(|_| options.nova_servers) {

@@ -175,7 +175,7 @@ fn stacks_to_members(
 
 /// The servers of `listing` by member: a server in the group's own stack is a member itself
 /// (by name), one deeper belongs to the member owning its stack.
-fn by_member(
+pub(super) fn by_member(
     listing: &[ResourceInfo],
     group_stack: &StackRef,
     owners: &HashMap<String, String>,
