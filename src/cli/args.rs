@@ -421,7 +421,8 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t)]
         format: Format,
     },
-    /// Stream the IP addresses of every node of a cluster, node group or stack.
+    /// The IP addresses of every node of a cluster, node group or stack, one row per node in
+    /// member order (`--stream`: as they arrive).
     Ips {
         /// CLUSTER, CLUSTER/NODEGROUP, STACK (name or id: every node group Heat's types show
         /// in it), or STACK/PATH: one group by its resource path, nested groups too
@@ -441,6 +442,10 @@ pub enum Command {
         /// `networks`, Nova's addresses): `--network private`.
         #[arg(long)]
         network: Option<String>,
+        /// Print each node's row as soon as its addresses are in, in the order they arrive
+        /// (by default the rows come at the end, in member order).
+        #[arg(long)]
+        stream: bool,
     },
     /// Why a cluster, node group or stack is not done: failed, stalled, held on a hook, or
     /// hooks left in its environment; the deepest cause first. Exit status: 0 settled or busy

@@ -65,6 +65,7 @@ pub async fn run(command: Command, conn: CloudConnection, actions: &ActionArgs) 
             concurrency,
             output_key,
             network,
+            stream,
         } => {
             let options = IpOptions {
                 concurrency,
@@ -74,7 +75,7 @@ pub async fn run(command: Command, conn: CloudConnection, actions: &ActionArgs) 
                 heat_outputs: Some(crate::ops::warm_outputs::WarmOutputs::default_location()),
                 ..Default::default()
             };
-            ips(&service, &conn, &target, options, format).await
+            ips(&service, &conn, &target, options, format, stream).await
         }
         Command::Failures { stack, format } => failures(&service, &conn, &stack, format).await,
         Command::Deployments {
@@ -433,17 +434,20 @@ async fn ips(
     target: &str,
     options: IpOptions,
     format: Format,
+    stream_rows: bool,
 ) -> CmdResult {
     let started = Instant::now();
     let targets = match node_targets(service, conn, target).await? {
         NodeTargets::Stacks(t) => t,
-        NodeTargets::ClusterApi(groups) => return capi_ips(service, groups, format, started).await,
+        NodeTargets::ClusterApi(groups) => {
+            return capi_ips(service, groups, format, started, stream_rows).await
+        }
     };
     let stdout = io::stdout();
     // NAME is appended to the CSV columns so readers by position keep working.
     // writeln!, not println!: a closed pipe is an error to end on, not a panic.
     if format == Format::Csv {
-        writeln!(stdout.lock(), "group,member,index,addresses,name")?;
+        writeln!(stdout.lock(), "{CSV_HEADER}")?;
     }
     // The table's header waits for the first group list: by then every group is known (a
     // named group's label is its target's; a stack named alone is the one target).
@@ -455,7 +459,7 @@ async fn ips(
     let mut table: Option<IpsTable> = None;
     let (mut found, mut failed, mut members, mut late_names) = (0usize, 0usize, 0usize, 0usize);
     let mut first: Option<Duration> = None;
-    let mut pending = 0usize;
+    let (mut pending, mut no_network) = (0usize, 0usize);
     for target in targets {
         let mut stream = stream_group_ips(
             conn.heat.clone(),
@@ -474,10 +478,11 @@ async fn ips(
         // Members without an address, by reason: one line per reason, not one per member.
         let mut failed_by_reason: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut pending_members: Vec<String> = Vec::new();
-        // A group whose members' addresses come from several outputs: each row waits until
-        // the group's last source has added to it (a printed line cannot be amended, and a
-        // member keeps one row).
-        let mut holding = false;
+        // Rows are held until the target's last source is done, then printed in member
+        // order. Streamed, only a group whose members' addresses come from several outputs
+        // holds its rows, until the group's last source has added to them (a printed line
+        // cannot be amended, and a member keeps one row).
+        let mut holding = !stream_rows;
         let mut held: Vec<caldera_cloud::model::NodeAddress> = Vec::new();
         while let Some(event) = stream.next().await {
             match event? {
@@ -513,8 +518,10 @@ async fn ips(
                     how,
                     more,
                 } => {
-                    flush_held(&mut held, &rows, &target.label, format, table)?;
-                    holding = more;
+                    if stream_rows {
+                        flush_held(&mut held, &rows, &target.label, format, table)?;
+                        holding = more;
+                    }
                     let label = if target.group.is_some() || group.is_empty() {
                         target.label.clone()
                     } else {
@@ -564,9 +571,24 @@ async fn ips(
                     failed += 1;
                     failed_by_reason.entry(reason).or_default().push(member);
                 }
-                IpEvent::Done(_) => flush_held(&mut held, &rows, &target.label, format, table)?,
+                // A node with no network: its row says so (no addresses), no failure.
+                IpEvent::NoNetwork(a) => {
+                    no_network += 1;
+                    if holding {
+                        held.push(a);
+                    } else {
+                        let (group, member) = row_of(&rows, &a.member);
+                        write_ip_row(&mut stdout.lock(), format, table, &group, &member, &a)?;
+                    }
+                }
+                IpEvent::Done(_) if stream_rows => {
+                    flush_held(&mut held, &rows, &target.label, format, table)?
+                }
+                IpEvent::Done(_) => {}
             }
         }
+        // The rows in member order, whichever source answered first (streamed rows are out).
+        held.sort_by(|a, b| crate::ops::ips::member_order(&a.member, &b.member));
         flush_held(&mut held, &rows, &target.label, format, table)?;
         if !pending_members.is_empty() {
             eprintln!(
@@ -589,11 +611,14 @@ async fn ips(
     if format == Format::Table {
         header_once(&mut table, labelled.iter().map(String::as_str))?;
     }
-    let pending_note = if pending > 0 {
+    let mut pending_note = if pending > 0 {
         format!(", {pending} pending")
     } else {
         String::new()
     };
+    if no_network > 0 {
+        pending_note.push_str(&format!(", {no_network} with no network"));
+    }
     eprintln!(
         "{found}/{members} addresses, {failed} failed{pending_note}, first after {:.3}s, all in {:.3}s",
         first.unwrap_or_default().as_secs_f64(),
@@ -615,12 +640,13 @@ async fn capi_ips(
     groups: Vec<(String, crate::model::NodeGroup)>,
     format: Format,
     started: Instant,
+    stream_rows: bool,
 ) -> CmdResult {
     use crate::service::NodeUpdate;
     let stdout = io::stdout();
     let table = IpsTable::fitting(groups.iter().map(|(label, _)| label.as_str()));
     match format {
-        Format::Csv => writeln!(stdout.lock(), "group,member,index,addresses,name")?,
+        Format::Csv => writeln!(stdout.lock(), "{CSV_HEADER}")?,
         Format::Table => writeln!(stdout.lock(), "{}", table.header())?,
         Format::Json => {}
     }
@@ -638,6 +664,8 @@ async fn capi_ips(
         let mut stream = service.stream_nodes(g);
         let mut listed: Vec<String> = Vec::new();
         let mut addressed: Vec<String> = Vec::new();
+        // Rows in member order at the end, or (`--stream`) as they arrive.
+        let mut held: Vec<caldera_cloud::model::NodeAddress> = Vec::new();
         while let Some(update) = stream.next().await {
             match update? {
                 // A list is sent again with its marks and images: the last one counts.
@@ -650,38 +678,22 @@ async fn capi_ips(
                 NodeUpdate::Address(a) => {
                     found += 1;
                     addressed.push(a.member.clone());
-                    let mut out = stdout.lock();
-                    match format {
-                        Format::Table => writeln!(
-                            out,
-                            "{}",
-                            table.row(&label, "-", &a.member, &a.addresses.join(" "))
-                        )?,
-                        Format::Csv => writeln!(
-                            out,
-                            "{}",
-                            csv_line(&[
-                                label.clone(),
-                                a.member.clone(),
-                                String::new(),
-                                a.addresses.join(" "),
-                                a.member.clone(),
-                            ])
-                        )?,
-                        Format::Json => writeln!(
-                            out,
-                            "{}",
-                            caldera_cloud::model::json_string(
-                                &serde_json::json!({"group": label, "member": a.member, "index": null,
-                                "addresses": a.addresses, "name": a.member})
-                            )?
-                        )?,
+                    match stream_rows {
+                        true => capi_row(&mut stdout.lock(), format, &table, &label, &a)?,
+                        // A later update of a member's addresses replaces its row.
+                        false => match held.iter_mut().find(|h| h.member == a.member) {
+                            Some(row) => *row = a,
+                            None => held.push(a),
+                        },
                     }
-                    out.flush()?;
                 }
                 NodeUpdate::AddressFailed { member, .. } => without.push(member),
                 NodeUpdate::Named { .. } | NodeUpdate::Done => {}
             }
+        }
+        held.sort_by(|a, b| crate::ops::ips::member_order(&a.member, &b.member));
+        for a in held {
+            capi_row(&mut stdout.lock(), format, &table, &label, &a)?;
         }
         members += listed.len();
         for n in listed {
@@ -701,6 +713,46 @@ async fn capi_ips(
         "{found}/{members} addresses, 0 failed, all in {:.3}s",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// One node's row of `ips` on a Cluster API cluster (its member is its server's name).
+fn capi_row(
+    out: &mut impl Write,
+    format: Format,
+    table: &IpsTable,
+    label: &str,
+    a: &caldera_cloud::model::NodeAddress,
+) -> CmdResult {
+    match format {
+        Format::Table => writeln!(
+            out,
+            "{}",
+            table.row(label, "-", &a.member, &a.addresses.join(" "))
+        )?,
+        Format::Csv => writeln!(
+            out,
+            "{}",
+            csv_line(&[
+                label.to_string(),
+                a.member.clone(),
+                String::new(),
+                a.addresses.join(" "),
+                a.member.clone(),
+                a.left_out.to_string(),
+                String::new(),
+            ])
+        )?,
+        Format::Json => writeln!(
+            out,
+            "{}",
+            caldera_cloud::model::json_string(
+                &serde_json::json!({"group": label, "member": a.member, "index": null,
+                "addresses": a.addresses, "name": a.member})
+            )?
+        )?,
+    }
+    out.flush()?;
     Ok(())
 }
 
@@ -895,7 +947,16 @@ fn flush_held(
     Ok(())
 }
 
-/// One member's row of `ips` in `format`, flushed at once (rows stream as they arrive).
+/// The columns of `ips --format csv`. NAME, LEFT_OUT (addresses left out past the bound kept
+/// per node, as JSON's `left_out`) and NOTE (`no network`) are appended, so readers by
+/// position keep working.
+const CSV_HEADER: &str = "group,member,index,addresses,name,left_out,note";
+
+/// What a row without addresses says: the only such row is a node with no network.
+const NO_NETWORK: &str = "no network";
+
+/// One member's row of `ips` in `format`, flushed at once. A row with no addresses is a
+/// node with no network ([`IpEvent::NoNetwork`]: every other row has an address).
 fn write_ip_row(
     out: &mut impl Write,
     format: Format,
@@ -908,7 +969,11 @@ fn write_ip_row(
         Format::Table => {
             let t = table.unwrap_or_else(|| IpsTable::fitting([group]));
             let name = a.name.as_deref().unwrap_or("-");
-            writeln!(out, "{}", t.row(group, member, name, &with_networks(a)))?
+            let addresses = match a.addresses.is_empty() {
+                true => format!("({NO_NETWORK})"),
+                false => with_networks(a),
+            };
+            writeln!(out, "{}", t.row(group, member, name, &addresses))?
         }
         Format::Csv => writeln!(
             out,
@@ -919,6 +984,11 @@ fn write_ip_row(
                 a.index.map(|i| i.to_string()).unwrap_or_default(),
                 a.addresses.join(" "),
                 a.name.clone().unwrap_or_default(),
+                a.left_out.to_string(),
+                match a.addresses.is_empty() {
+                    true => NO_NETWORK.to_string(),
+                    false => String::new(),
+                },
             ])
         )?,
         Format::Json => {
@@ -935,6 +1005,9 @@ fn write_ip_row(
             }
             if a.left_out > 0 {
                 row["left_out"] = serde_json::json!(a.left_out);
+            }
+            if a.addresses.is_empty() {
+                row["no_network"] = serde_json::json!(true);
             }
             let line = caldera_cloud::model::json_string(&row).map_err(io::Error::other)?;
             writeln!(out, "{line}")?

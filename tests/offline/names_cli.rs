@@ -234,3 +234,27 @@ fn the_ips_group_column_is_as_wide_as_its_groups() {
         }
     }
 }
+
+/// Labels do not depend on how many outputs a group has: the demo's workers read one
+/// address output (`kube_minion_ip`, no floating IPs), and each address says so as it would
+/// beside a floating one; the rows come in member order, each named as its server.
+#[test]
+fn a_single_address_output_labels_its_addresses_as_several_do() {
+    let home = tempfile::tempdir().expect("home");
+    let (ok, out, err) = demo(home.path(), &["ips", "dev-small/default-worker"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("member output 'kube_minion_ip'"), "{err}");
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells.get(1), Some(&i.to_string().as_str()), "{out}");
+        assert!(
+            cells
+                .get(2)
+                .is_some_and(|n| n.ends_with(&format!("-node-{i}"))),
+            "{out}"
+        );
+        assert!(row.ends_with(" (kube_minion_ip)"), "{out}");
+    }
+}

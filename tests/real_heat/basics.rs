@@ -158,6 +158,7 @@ async fn fifty_member_group_events_and_ips() {
     // IPs through the library stream: exactly the expected addresses, each once.
     let t0 = Instant::now();
     let mut got: HashMap<String, Vec<String>> = HashMap::new();
+    let mut named = std::collections::HashSet::new();
     let mut first = None;
     let mut stream = stream_ips(heat.clone(), stack.clone(), IpOptions::default());
     while let Some(event) = stream.next().await {
@@ -173,9 +174,11 @@ async fn fifty_member_group_events_and_ips() {
             IpEvent::Pending { member, status } => panic!("member {member} pending: {status}"),
             IpEvent::Plan { found, how, .. } => assert!(found, "no address source: {how}"),
             IpEvent::Members(m) => assert_eq!(m.len(), members as usize),
-            // Names come from Nova, which `stream_ips` does not ask.
-            IpEvent::Named { member, .. } => panic!("member {member} named without Nova"),
+            // Names come from Heat's own server listing (its `name` attribute), once.
+            IpEvent::Named { member, .. } => assert!(named.insert(member), "named twice"),
+            // Images come from Nova, which `stream_ips` does not ask.
             IpEvent::Image { member, .. } => panic!("member {member}'s image without Nova"),
+            IpEvent::NoNetwork(a) => panic!("member {} has no network", a.member),
             IpEvent::MoreAddresses(a, _) => {
                 got.insert(a.member, a.addresses);
             }

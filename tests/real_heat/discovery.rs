@@ -168,6 +168,7 @@ async fn ips_with(
             }
             IpEvent::Done(stats) => seen.stats = stats,
             IpEvent::Plan { .. } | IpEvent::Named { .. } | IpEvent::Image { .. } => {}
+            IpEvent::NoNetwork(a) => panic!("{} has no network", a.member),
         }
     }
     seen

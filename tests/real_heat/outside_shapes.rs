@@ -280,6 +280,101 @@ const SAHARA: Shape = Shape {
     ],
 };
 
+/// The second round's stand-ins (`outside/round2/standins`): a server taking Nova's
+/// `name`, `networks`, `security_groups` and `metadata`, with no address where it has no
+/// network; a port; a floating IP on a port; a volume.
+const ROUND2_STANDINS: &[(&str, &str)] = &[
+    ("OS::Nova::Server", "round2-server.yaml"),
+    ("OS::Neutron::Port", "round2-port.yaml"),
+    ("OS::Neutron::FloatingIP", "round2-fip.yaml"),
+    ("OS::Cinder::Volume", "round2-volume.yaml"),
+];
+
+/// heat-templates' servers_in_existing_neutron_net + autoscaling, second round: web members
+/// of a port, a server and a floating IP; a db tier of bare servers (a literal flavor, an
+/// image parameter whose default is `24.04`); a batch tier with no network; a VIP port, a
+/// group of volumes and a random password, which are not node groups.
+const WEBFARM: Shape = Shape {
+    prefix: "out-webfarm",
+    top: "round2/webfarm/top.yaml",
+    files: &[
+        ("web_member.yaml", "round2/webfarm/web_member.yaml"),
+        ("round2-server.yaml", "round2/standins/server.yaml"),
+        ("round2-port.yaml", "round2/standins/port.yaml"),
+        ("round2-fip.yaml", "round2/standins/fip.yaml"),
+        ("round2-volume.yaml", "round2/standins/volume.yaml"),
+    ],
+    registry: ROUND2_STANDINS,
+    parameter_defaults: none,
+    parameters: none,
+    server: "server.yaml",
+    groups: &[
+        ("batch", Expect::Parameter("batch_image")),
+        ("db", Expect::Parameter("db_image")),
+        ("web", Expect::Parameter("web_image")),
+    ],
+};
+
+/// Members of two servers booting two images (an app and a log-shipper sidecar).
+const TWO_IMAGES: Shape = Shape {
+    prefix: "out-twoimg",
+    top: "round2/twoimg/top.yaml",
+    files: &[
+        ("member.yaml", "round2/twoimg/member.yaml"),
+        ("round2-server.yaml", "round2/standins/server.yaml"),
+        ("round2-port.yaml", "round2/standins/port.yaml"),
+        ("round2-fip.yaml", "round2/standins/fip.yaml"),
+        ("round2-volume.yaml", "round2/standins/volume.yaml"),
+    ],
+    registry: ROUND2_STANDINS,
+    parameter_defaults: none,
+    parameters: none,
+    server: "server.yaml",
+    groups: &[("nodes", Expect::NoParameter)],
+};
+
+/// heat-templates' resource_group examples: groups of VIP ports, random strings and volumes
+/// beside a group of bare servers whose flavor is computed from a random string.
+const NOT_NODES: Shape = Shape {
+    prefix: "out-misc",
+    top: "round2/misc/top.yaml",
+    files: &[
+        ("round2-server.yaml", "round2/standins/server.yaml"),
+        ("round2-port.yaml", "round2/standins/port.yaml"),
+        ("round2-fip.yaml", "round2/standins/fip.yaml"),
+        ("round2-volume.yaml", "round2/standins/volume.yaml"),
+    ],
+    registry: ROUND2_STANDINS,
+    parameter_defaults: none,
+    parameters: none,
+    server: "server.yaml",
+    groups: &[("nodes", Expect::Parameter("image"))],
+};
+
+/// Sahara's heat engine (sahara/service/heat/templates.py), second round: a master and a
+/// worker group of one instance template, whose only output is Sahara's instance object
+/// `{name, instance_id, internal_ip, management_ip}` (a port's fixed address and a floating
+/// IP's); both groups boot the cluster's one image parameter.
+const SAHARA_INSTANCES: Shape = Shape {
+    prefix: "out-sahara-inst",
+    top: "round2/sahara/top.yaml",
+    files: &[
+        ("instance.yaml", "round2/sahara/instance.yaml"),
+        ("round2-server.yaml", "round2/standins/server.yaml"),
+        ("round2-port.yaml", "round2/standins/port.yaml"),
+        ("round2-fip.yaml", "round2/standins/fip.yaml"),
+        ("round2-volume.yaml", "round2/standins/volume.yaml"),
+    ],
+    registry: ROUND2_STANDINS,
+    parameter_defaults: none,
+    parameters: none,
+    server: "server.yaml",
+    groups: &[
+        ("master", Expect::AlsoReadBy("worker")),
+        ("worker", Expect::AlsoReadBy("master")),
+    ],
+};
+
 fn outside(path: &str) -> String {
     fixture(&format!("../discovery/outside/{path}"))
 }
@@ -356,7 +451,8 @@ fn check_rollout_answer(stack: &StackRef, group: &str, expect: Expect, ok: bool,
         Expect::AlsoReadBy(other) => assert!(
             said.contains("refused:")
                 && said.contains(&format!("{other} ("))
-                && said.contains("reads image too")
+                // `reads image too`, `reads default_image_id too`: the parameter's name.
+                && said.contains(" too: Heat would update it in the same update")
                 && said.contains(&format!("--let-heat-update {other}")),
             "{target} should be refused for {other}, which reads the image too: {said}"
         ),
@@ -586,4 +682,196 @@ shape_tests! {
     an_octavia_web_tier_whose_members_hold_their_server => OCTAVIA_FLAT,
     autoscaling_wordpress_whose_image_boots_the_database_too => WORDPRESS,
     a_sahara_decomposed_cluster_with_journal_volumes => SAHARA,
+    groups_of_ports_strings_and_volumes_beside_bare_servers => NOT_NODES,
+}
+
+/// The web farm's groups, and a rollout that would also change how many web members there
+/// are: refused, naming the scale (Heat would delete members the rollout waits on), and
+/// nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn a_web_farm_with_floating_ips_and_a_rollout_that_sets_the_count() {
+    let (heat, stack, dir) = created_and_checked(&WEBFARM).await;
+    let journal = dir.path().join("journal.jsonl");
+    let target = format!("{}/web", stack.name);
+    let (ok, said) = run(
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "web_count=2",
+            "--set",
+            "web_image=cirros-0.7",
+            "--yes",
+        ],
+    );
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("web_count is web's member count")
+            && said.contains(&format!("caldera scale {target} --count 2")),
+        "{said}"
+    );
+    let detail = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(detail.summary.status.raw, "CREATE_COMPLETE", "nothing sent");
+}
+
+/// One row of `caldera ips --format csv`: (group, member, addresses, name, note).
+type CsvRow = (String, String, Vec<String>, String, String);
+
+/// `caldera ips TARGET --format csv`: its rows (stdout alone), and stderr.
+fn ips_csv(journal: &std::path::Path, target: &str) -> (Vec<CsvRow>, String) {
+    let (ok, out, err) = caldera_journaled(journal, &["ips", target, "--format", "csv"]);
+    assert!(ok, "ips {target} exits 0: {out}\n{err}");
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next(),
+        Some("group,member,index,addresses,name,left_out,note"),
+        "{out}"
+    );
+    let rows = lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            assert_eq!(cells.len(), 7, "{l}");
+            assert_eq!(cells[5], "0", "nothing left out: {l}");
+            let addresses = cells[3].split_whitespace().map(str::to_string).collect();
+            let group = cells[0].rsplit('/').next().unwrap_or_default().to_string();
+            (
+                group,
+                cells[1].into(),
+                addresses,
+                cells[4].into(),
+                cells[6].into(),
+            )
+        })
+        .collect();
+    (rows, err)
+}
+
+/// A stack output's value as Heat resolves it.
+async fn output(heat: &HeatClient, stack: &StackRef, key: &str) -> Value {
+    heat.show_output(stack, key).await.expect("output").value
+}
+
+/// The strings of a list output, in order.
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|s| s.as_str().expect("a string").to_string())
+        .collect()
+}
+
+/// `caldera ips` of the web farm, against Heat's own outputs and the fixture's server names:
+/// every node a row in member order (groups by path, members by number), named as its
+/// server (`name: db-%index%`, `web-INDEX`, `batch-%index%`); the batch tier's servers,
+/// which have no network, are rows saying so, and the command succeeds; each web node holds
+/// its port's address and its floating IP, each labelled with the output it came from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn a_web_farms_nodes_in_member_order_named_and_its_batch_tier_without_a_network() {
+    let heat = heat().await;
+    let stack = create(&heat, &WEBFARM).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = dir.path().join("journal.jsonl");
+    let (rows, err) = ips_csv(&journal, &stack.name);
+    let db_ips = strings(&output(&heat, &stack, "db_ips").await);
+    let private = strings(&output(&heat, &stack, "web_private_ips").await);
+    let public = strings(&output(&heat, &stack, "web_public_ips").await);
+    // The fixture's counts: batch_count 2, db_count 2, web_count 3.
+    let mut want: Vec<CsvRow> = Vec::new();
+    for i in 0..2 {
+        let (member, name) = (i.to_string(), format!("batch-{i}"));
+        want.push(("batch".into(), member, vec![], name, "no network".into()));
+    }
+    for (i, ip) in db_ips.iter().enumerate() {
+        let (member, name) = (i.to_string(), format!("db-{i}"));
+        want.push(("db".into(), member, vec![ip.clone()], name, String::new()));
+    }
+    for (i, (fixed, floating)) in private.iter().zip(&public).enumerate() {
+        let addresses = vec![fixed.clone(), floating.clone()];
+        let (member, name) = (i.to_string(), format!("web-{i}"));
+        want.push(("web".into(), member, addresses, name, String::new()));
+    }
+    assert_eq!(rows, want, "{err}");
+    assert!(
+        err.contains("5/7 addresses, 0 failed, 2 with no network"),
+        "{err}"
+    );
+    // The table: each web address labelled with its output, each db one with its network.
+    let (ok, out, err) = caldera_journaled(&journal, &["ips", &stack.name]);
+    assert!(ok, "{err}");
+    let web: Vec<&str> = out.lines().filter(|l| l.contains("/web ")).collect();
+    assert_eq!(web.len(), 3, "{out}");
+    for (i, row) in web.iter().enumerate() {
+        assert!(
+            row.contains(&format!(
+                "{} (private_ip) {} (public_ip)",
+                private[i], public[i]
+            )),
+            "{row}"
+        );
+    }
+    assert!(
+        out.lines()
+            .filter(|l| l.contains("/batch "))
+            .all(|l| l.ends_with("(no network)")),
+        "{out}"
+    );
+}
+
+/// Sahara's instance objects: each node's addresses are its port's fixed address and its
+/// floating IP, as Heat's own `master_instances`/`worker_instances` outputs give them, found
+/// without `--output-key`, each row named as the instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn sahara_instance_objects_give_each_node_its_fixed_and_floating_address() {
+    let (heat, stack, dir) = created_and_checked(&SAHARA_INSTANCES).await;
+    let journal = dir.path().join("journal.jsonl");
+    let (rows, err) = ips_csv(&journal, &stack.name);
+    let mut want: Vec<CsvRow> = Vec::new();
+    for (group, key) in [
+        ("master", "master_instances"),
+        ("worker", "worker_instances"),
+    ] {
+        let instances = output(&heat, &stack, key).await;
+        for (i, inst) in instances.as_array().expect("a list").iter().enumerate() {
+            let text = |k: &str| inst[k].as_str().expect(k).to_string();
+            want.push((
+                group.into(),
+                i.to_string(),
+                vec![text("internal_ip"), text("management_ip")],
+                text("name"),
+                String::new(),
+            ));
+        }
+    }
+    assert_eq!(want.len(), 4, "the fixture's 1 master and 3 workers");
+    assert_eq!(rows, want, "{err}");
+    assert!(err.contains("4/4 addresses, 0 failed"), "{err}");
+}
+
+/// Members of an app server and a sidecar: `nodegroups` says both images and both flavors
+/// (the fixture's `app_image` 1.0 and `sidecar_image` 2.0, `m1.small` and `m1.tiny`), by
+/// one rule for both columns; `ips` labels the one address output as it would several.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat (HEAT_URL)"]
+async fn members_booting_two_images() {
+    let (_heat, stack, dir) = created_and_checked(&TWO_IMAGES).await;
+    let journal = dir.path().join("journal.jsonl");
+    let (ok, out, err) =
+        caldera_journaled(&journal, &["nodegroups", &stack.name, "--format", "json"]);
+    assert!(ok, "{err}");
+    let groups: Value = serde_json::from_str(&out).expect("JSON");
+    let nodes = &groups[0];
+    assert_eq!(nodes["name"], "nodes", "{out}");
+    assert_eq!(nodes["image"], "mixed (1.0, 2.0)", "{out}");
+    assert_eq!(nodes["flavor"], "mixed (m1.small, m1.tiny)", "{out}");
+    let (ok, out, err) = caldera_journaled(&journal, &["ips", &format!("{}/nodes", stack.name)]);
+    assert!(ok, "{err}");
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(rows.iter().all(|r| r.ends_with(" (app_ip)")), "{out}");
 }

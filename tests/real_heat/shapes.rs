@@ -92,6 +92,7 @@ struct Collected {
     addresses: BTreeMap<String, Vec<String>>,
     sources: HashMap<String, IpSource>,
     pending: BTreeSet<String>,
+    named: BTreeSet<String>,
     failed: BTreeMap<String, String>,
     plans: Vec<(String, bool, String)>,
     stats: Option<IpStats>,
@@ -125,7 +126,9 @@ async fn collect(
                 );
                 c.sources.insert(a.member, source);
             }
-            IpEvent::Named { member, .. } => panic!("{member} named without Nova"),
+            // Heat's own server listing names them (its `name` attribute), once each.
+            IpEvent::Named { member, .. } => assert!(c.named.insert(member), "named twice"),
+            IpEvent::NoNetwork(a) => panic!("{} has no network", a.member),
             IpEvent::Image { member, .. } => panic!("{member}'s image without Nova"),
             IpEvent::Pending { member, .. } => {
                 assert!(c.pending.insert(member));

@@ -1260,13 +1260,47 @@ pub struct MemberImage {
     /// through its nested stacks), for a rollout to set from above; why not, when a level
     /// does not pass it as a plain parameter.
     pub parameter: Result<String, String>,
-    /// The image as Heat resolved it for the servers: the parameter's value in the nested
-    /// stack that holds them, or the template's literal.
-    pub value: Option<String>,
-    /// The servers' flavor as Heat resolved it, read the same way as the image (the
-    /// parameter's value in the stack that holds them, or the literal); `None` when their
-    /// flavors differ or one is computed (no single value to say).
-    pub flavor: Option<String>,
+    /// Each server's image as Heat resolved it: the parameter's value in the nested stack
+    /// that holds it, or the template's literal; `None` where computed otherwise.
+    pub images: Vec<Option<String>>,
+    /// Each server's flavor, read the same way.
+    pub flavors: Vec<Option<String>>,
+}
+
+impl MemberImage {
+    /// The member's image, as a node group's IMAGE column says it (see [`one_or_mixed`]).
+    pub fn image(&self) -> Option<String> {
+        one_or_mixed(&self.images)
+    }
+
+    /// The member's flavor, as the FLAVOR column says it (see [`one_or_mixed`]).
+    pub fn flavor(&self) -> Option<String> {
+        one_or_mixed(&self.flavors)
+    }
+}
+
+/// What a member's servers have for one property (image, flavor), in one word for the
+/// IMAGE and FLAVOR columns alike: the value when every server has the same; `mixed (a, b)`
+/// when they differ (an app server and its sidecar), `?` standing for a value Heat computes
+/// another way; `None` when no server's value is known.
+pub fn one_or_mixed(values: &[Option<String>]) -> Option<String> {
+    let mut known: Vec<&str> = Vec::new();
+    for v in values.iter().flatten() {
+        if !known.contains(&v.as_str()) {
+            known.push(v);
+        }
+    }
+    let unknown = values.iter().any(Option::is_none);
+    match (known.as_slice(), unknown) {
+        ([], _) => None,
+        ([one], false) => Some(one.to_string()),
+        (_, _) => {
+            if unknown {
+                known.push("?");
+            }
+            Some(format!("mixed ({})", known.join(", ")))
+        }
+    }
 }
 
 /// The servers of the member stack `stack` (its `template`): at its top level, else
@@ -1304,22 +1338,23 @@ fn member_image_at<'a>(
         if let Some(parameter) = parameter {
             // The servers are here: what they boot and their flavor, as Heat resolved
             // them for this stack (its parameters are read only when one is taken from it).
+            let images = servers_images(template, &present, path);
             let flavors = servers_flavors(template, &present, path);
-            let reads_parameter =
-                parameter.is_ok() || flavors.iter().any(|f| plain_param(f).is_some());
+            let reads_parameter = images
+                .iter()
+                .chain(&flavors)
+                .any(|e| plain_param(e).is_some());
             let parameters = match reads_parameter {
                 true => heat.get_stack(stack, false).await?.parameters,
                 false => BTreeMap::new(),
             };
-            let value = match &parameter {
-                Ok(p) => parameters.get(p).filter(|v| !v.is_empty()).cloned(),
-                Err(_) => servers_literal_image(template, &present, path),
+            let resolve = |exprs: Vec<&Value>| -> Vec<Option<String>> {
+                exprs.iter().map(|e| resolved(e, &parameters)).collect()
             };
-            let flavor = one_value(flavors.iter().map(|f| resolved(f, &parameters)));
             return Ok(Some(MemberImage {
                 parameter,
-                value,
-                flavor,
+                images: resolve(images),
+                flavors: resolve(flavors),
             }));
         }
         let mut found: Vec<MemberImage> = Vec::new();
@@ -1341,28 +1376,27 @@ fn member_image_at<'a>(
                 parameter: inner
                     .parameter
                     .and_then(|q| passed_as(properties, &q, &r.resource.name)),
-                value: inner.value,
-                flavor: inner.flavor,
+                images: inner.images,
+                flavors: inner.flavors,
             });
         }
         Ok(one_way(found, path))
     })
 }
 
-/// The ways down to servers found in one member stack, as one: the image of the first that
-/// says one; the parameter they all take (a way that cannot say which is the answer).
+/// The ways down to servers found in one member stack, as one: every way's servers' images
+/// and flavors; the parameter they all take (a way that cannot say which is the answer).
 fn one_way(found: Vec<MemberImage>, path: &str) -> Option<MemberImage> {
-    let value = found.iter().find_map(|f| f.value.clone());
-    // Servers of other sizes in one member: no single flavor to say.
-    let flavor = one_value(found.iter().map(|f| f.flavor.clone()));
+    let images: Vec<Option<String>> = found.iter().flat_map(|f| f.images.clone()).collect();
+    let flavors: Vec<Option<String>> = found.iter().flat_map(|f| f.flavors.clone()).collect();
     let mut parameters = Vec::new();
     for f in &found {
         match &f.parameter {
             Err(why) => {
                 return Some(MemberImage {
                     parameter: Err(why.clone()),
-                    value,
-                    flavor,
+                    images,
+                    flavors,
                 })
             }
             Ok(p) if !parameters.contains(p) => parameters.push(p.clone()),
@@ -1372,9 +1406,23 @@ fn one_way(found: Vec<MemberImage>, path: &str) -> Option<MemberImage> {
     let parameter = one_parameter(parameters, path).transpose()?;
     Some(MemberImage {
         parameter,
-        value,
-        flavor,
+        images,
+        flavors,
     })
+}
+
+/// The image expressions of the servers Heat made at the top level of `template` (see
+/// [`servers_image_parameter`] for `present`); a server whose image cannot be found has Null.
+fn servers_images<'a>(
+    template: &'a Value,
+    present: &HashSet<String>,
+    path: &str,
+) -> Vec<&'a Value> {
+    servers_in(template, Some(present), path)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|server| server_image_expression(template, server, path).unwrap_or(&Value::Null))
+        .collect()
 }
 
 /// The flavor expressions of the servers Heat made at the top level of `template` (see
@@ -1405,39 +1453,6 @@ fn resolved(v: &Value, parameters: &BTreeMap<String, String>) -> Option<String> 
         None => v.as_str().map(str::to_string),
     };
     text.filter(|t| !t.is_empty())
-}
-
-/// The one value all of `values` are; `None` when there are none, one is unknown, or two
-/// differ.
-fn one_value(values: impl IntoIterator<Item = Option<String>>) -> Option<String> {
-    let mut one: Option<String> = None;
-    for v in values {
-        let v = v?;
-        match &one {
-            Some(seen) if *seen != v => return None,
-            Some(_) => {}
-            None => one = Some(v),
-        }
-    }
-    one
-}
-
-/// The image the first server Heat made at the top level of `template` names as plain text.
-fn servers_literal_image(
-    template: &Value,
-    present: &HashSet<String>,
-    path: &str,
-) -> Option<String> {
-    servers_in(template, Some(present), path)
-        .ok()?
-        .into_iter()
-        .find_map(|server| {
-            server_image_expression(template, server, path)
-                .ok()?
-                .as_str()
-        })
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
 }
 
 /// The stack parameter of the group at `path`'s servers' image ([`image_parameter_along`]),
@@ -2428,31 +2443,62 @@ mod tests {
             "port": {"type": "OS::Neutron::Port", "properties": {"image": "not-a-server"}},
             "vm": {"type": "OS::Nova::Server", "properties": {"image": "fedora-40"}}}});
         let all: HashSet<String> = ["port", "vm"].map(String::from).into();
+        let images = servers_images(&literal, &all, "g");
         assert_eq!(
-            servers_literal_image(&literal, &all, "g").as_deref(),
-            Some("fedora-40")
+            images
+                .iter()
+                .map(|e| resolved(e, &BTreeMap::new()))
+                .collect::<Vec<_>>(),
+            vec![Some("fedora-40".to_string())]
         );
         assert!(servers_image_parameter(&literal, None, "g").is_err());
         let way = |p: Result<&str, &str>, v: Option<&str>| MemberImage {
             parameter: p.map(str::to_string).map_err(str::to_string),
-            value: v.map(str::to_string),
-            flavor: None,
+            images: vec![v.map(str::to_string)],
+            flavors: Vec::new(),
         };
-        assert_eq!(
-            one_way(vec![way(Ok("a"), None), way(Ok("a"), Some("img"))], "g"),
-            Some(way(Ok("a"), Some("img")))
-        );
+        let same = one_way(
+            vec![way(Ok("a"), Some("img")), way(Ok("a"), Some("img"))],
+            "g",
+        )
+        .expect("one way");
+        assert_eq!(same.parameter.as_deref(), Ok("a"));
+        assert_eq!(same.image().as_deref(), Some("img"));
         let two = one_way(vec![way(Ok("a"), Some("x")), way(Ok("b"), Some("y"))], "g");
         assert!(
             two.as_ref().is_some_and(|w| w.parameter.is_err()),
             "{two:?}"
         );
-        assert_eq!(two.and_then(|w| w.value).as_deref(), Some("x"));
+        // Two ways booting two images: both said, not the first found.
+        assert_eq!(two.and_then(|w| w.image()).as_deref(), Some("mixed (x, y)"));
         assert_eq!(
             one_way(vec![way(Err("computed"), Some("z"))], "g"),
             Some(way(Err("computed"), Some("z")))
         );
         assert_eq!(one_way(Vec::new(), "g"), None);
+    }
+
+    /// One rule for the IMAGE and FLAVOR columns: the value all servers share, else every
+    /// value (`?` for one Heat computes), never the first found nor nothing.
+    #[test]
+    fn servers_that_differ_are_said_mixed_with_every_value() {
+        let v = |s: &[Option<&str>]| -> Vec<Option<String>> {
+            s.iter().map(|x| x.map(str::to_string)).collect()
+        };
+        assert_eq!(
+            one_or_mixed(&v(&[Some("a"), Some("a")])).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            one_or_mixed(&v(&[Some("m1.small"), Some("m1.tiny"), Some("m1.small")])).as_deref(),
+            Some("mixed (m1.small, m1.tiny)")
+        );
+        assert_eq!(
+            one_or_mixed(&v(&[Some("a"), None])).as_deref(),
+            Some("mixed (a, ?)")
+        );
+        assert_eq!(one_or_mixed(&v(&[None, None])), None);
+        assert_eq!(one_or_mixed(&[]), None);
     }
 
     /// Magnum's member (kubeminion.yaml) holds two servers under opposite conditions: one
@@ -2509,14 +2555,20 @@ mod tests {
         let flavor_of = |names: &[&str]| {
             let present: HashSet<String> = names.iter().map(|n| n.to_string()).collect();
             let flavors = servers_flavors(&member, &present, "g");
-            one_value(flavors.iter().map(|f| resolved(f, &parameters)))
+            let flavors: Vec<Option<String>> =
+                flavors.iter().map(|f| resolved(f, &parameters)).collect();
+            one_or_mixed(&flavors)
         };
         assert_eq!(
             flavor_of(&["vm", "cfn", "port"]).as_deref(),
             Some("m1.small")
         );
         assert_eq!(flavor_of(&["vm-bfv", "port"]).as_deref(), Some("m1.xlarge"));
-        assert_eq!(flavor_of(&["vm", "vm-bfv"]), None, "two sizes: none said");
+        assert_eq!(
+            flavor_of(&["vm", "vm-bfv"]).as_deref(),
+            Some("mixed (m1.small, m1.xlarge)"),
+            "two sizes: both said"
+        );
         assert_eq!(flavor_of(&["port"]), None, "no server");
         let computed = json!({"str_replace": {"template": "m1.$s", "params": {"$s": "small"}}});
         assert_eq!(resolved(&computed, &parameters), None);

@@ -672,40 +672,75 @@ pub const SERVER_ADDRESS_ATTRIBUTES: [&str; 5] = [
     "accessIPv6",
 ];
 
-/// The first `get_attr` in `value` that reads an address attribute of a server of
-/// `template` (its type as the template declares it: a provider registered under a server
-/// type keeps the server's name), as the typed listing's target.
-fn server_address_in(template: &Value, value: &Value) -> Option<TypedAddress> {
+/// Whether attribute `attribute` of a resource of type `rtype` is an address, by the type's
+/// own schema: a server's address attributes (a provider registered under a server type
+/// keeps the server's name), a Neutron port's `fixed_ips`, a floating IP's
+/// `floating_ip_address`.
+fn is_address_attribute(rtype: &str, attribute: &str) -> bool {
+    match rtype {
+        "OS::Neutron::Port" => attribute == "fixed_ips",
+        "OS::Neutron::FloatingIP" => attribute == "floating_ip_address",
+        t => node_tree::is_server_type(t) && SERVER_ADDRESS_ATTRIBUTES.contains(&attribute),
+    }
+}
+
+/// Every `get_attr` in `value` (at any depth: a map or list of them, Sahara's instance
+/// object `{name, internal_ip: {get_attr: [port, fixed_ips, 0, ip_address]}, management_ip:
+/// {get_attr: [fip, floating_ip_address]}}`) that reads an address attribute of a resource
+/// of `template` (see [`is_address_attribute`]), each read once.
+fn address_reads_in(template: &Value, value: &Value) -> Vec<TypedAddress> {
     let mut calls = Vec::new();
     get_attrs_in(value, &mut calls, 0);
-    calls.into_iter().find_map(|args| {
+    let mut reads: Vec<TypedAddress> = Vec::new();
+    for args in calls {
         let call = serde_json::json!({ "get_attr": args });
-        let (resource, attribute, path) = direct_get_attr(&call)?;
-        let rtype = resource_type_in(template, &resource)?;
-        let reads_address = node_tree::is_server_type(&rtype)
-            && SERVER_ADDRESS_ATTRIBUTES.contains(&attribute.as_str());
-        reads_address.then_some(TypedAddress {
+        let Some((resource, attribute, path)) = direct_get_attr(&call) else {
+            continue;
+        };
+        let Some(rtype) = resource_type_in(template, &resource) else {
+            continue;
+        };
+        if !is_address_attribute(&rtype, &attribute) {
+            continue;
+        }
+        let read = TypedAddress {
             hops: Vec::new(),
             resource_name: resource,
             resource_type: rtype,
             attribute,
             path,
-        })
-    })
+        };
+        if !reads.contains(&read) {
+            reads.push(read);
+        }
+    }
+    reads
 }
 
-/// The member output that reads a server's address attribute, whatever its name: those the
-/// parent reads through the group first, then the member's own in name order (Heat's
-/// autoscaling examples: `networks: {get_attr: [server, networks]}`; Sahara's instance
-/// object holding `internal_ip: {get_attr: [inst, first_address]}`).
+/// The typed listing's target for an output that wraps its address reads in a map or list:
+/// the one resource attribute it reads, when it reads one. An output reading two (a port's
+/// fixed address and a floating IP) has none: a listing of one would miss the other, so
+/// each member's output is read whole.
+fn server_address_in(template: &Value, value: &Value) -> Option<TypedAddress> {
+    let mut reads = address_reads_in(template, value);
+    match reads.len() {
+        1 => reads.pop(),
+        _ => None,
+    }
+}
+
+/// The member output that reads an address attribute (see [`is_address_attribute`]),
+/// whatever its name: those the parent reads through the group first, then the member's own
+/// in name order (Heat's autoscaling examples: `networks: {get_attr: [server, networks]}`;
+/// Sahara's instance object holding `internal_ip: {get_attr: [inst, first_address]}`, or
+/// its port's `fixed_ips` and its floating IP's `floating_ip_address`).
 fn server_address_output(member_template: &Value, read_by_parent: &[String]) -> Option<String> {
     let outputs = outputs_of(member_template);
     let reads = |key: &String| {
         outputs
             .get(key)
             .and_then(|o| o.get("value").or_else(|| o.get("Value")))
-            .and_then(|v| server_address_in(member_template, v))
-            .is_some()
+            .is_some_and(|v| !address_reads_in(member_template, v).is_empty())
     };
     read_by_parent
         .iter()
@@ -1006,6 +1041,52 @@ pub fn parse_json_text(s: &str) -> Option<serde_json::Value> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Sahara's instance template: its one output is an object whose addresses are a port's
+    /// `fixed_ips` and a floating IP's `floating_ip_address`, under names that say nothing
+    /// of addresses. The types say it: the output holds the node's addresses, read whole
+    /// per member (a typed listing of one of the two would miss the other).
+    #[test]
+    fn an_output_mapping_reads_of_a_port_and_a_floating_ip_holds_addresses() {
+        let member = json!({
+            "resources": {
+                "port": {"type": "OS::Neutron::Port"},
+                "fip": {"type": "OS::Neutron::FloatingIP"},
+                "inst": {"type": "OS::Nova::Server"},
+                "vol": {"type": "OS::Cinder::Volume"}},
+            "outputs": {
+                "instance": {"value": {
+                    "name": {"get_param": "instance_name"},
+                    "instance_id": {"get_resource": "inst"},
+                    "internal_ip": {"get_attr": ["port", "fixed_ips", 0, "ip_address"]},
+                    "management_ip": {"get_attr": ["fip", "floating_ip_address"]}}},
+                "disk": {"value": {"get_attr": ["vol", "size"]}},
+                "both": {"value": [{"get_attr": ["inst", "first_address"]},
+                                   {"get_attr": ["inst", "first_address"]}]}}});
+        assert_eq!(
+            server_address_output(&member, &["instance".to_string()]).as_deref(),
+            Some("instance")
+        );
+        let value = output_value(&member, "instance").expect("output");
+        assert_eq!(address_reads_in(&member, value).len(), 2);
+        assert_eq!(
+            server_address_in(&member, value),
+            None,
+            "two reads: read whole"
+        );
+        // A volume's attribute is no address; one read met twice is one read.
+        assert_eq!(
+            server_address_output(&member, &["disk".to_string()]).as_deref(),
+            Some("both")
+        );
+        let both = output_value(&member, "both").expect("output");
+        assert_eq!(
+            server_address_in(&member, both)
+                .map(|t| t.resource_name)
+                .as_deref(),
+            Some("inst")
+        );
+    }
 
     /// Swarm's secondary masters: the parent reads their external address (null without
     /// floating IPs); the other address outputs are the fallbacks, ranked as a member's own

@@ -860,6 +860,14 @@ async fn forward_nodes(
             }
             // A member still being created shows its status; no address yet is no failure.
             Ok(IpEvent::Pending { .. }) => continue,
+            // A node with no network has no address to show, and did not fail: its name.
+            Ok(IpEvent::NoNetwork(row)) => match row.name {
+                Some(name) => Ok(NodeUpdate::Named {
+                    member: row.member,
+                    name,
+                }),
+                None => continue,
+            },
             Ok(IpEvent::Failed { member, reason }) => Ok(NodeUpdate::AddressFailed {
                 member,
                 error: ServiceError::new(super::ErrorKind::NotFound, reason),

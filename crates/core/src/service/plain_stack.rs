@@ -293,10 +293,14 @@ async fn walk(heat: &HeatClient, g: &GroupShape) -> ServiceResult<MemberFacts> {
     let member_type = definition.get("type").and_then(Value::as_str).unwrap_or("");
     if is_server_type(member_type) {
         let properties = definition.get("properties");
-        let read = |property: Option<&str>| text(properties?.get(property?)?);
+        let read = |property: Option<&str>| vec![properties.and_then(|p| text(p.get(property?)?))];
         return Ok(MemberFacts {
-            image: read(any_group::image_property(member_type).or(Some("image"))),
-            flavor: read(any_group::flavor_property(member_type).or(Some("flavor"))),
+            image: any_group::one_or_mixed(&read(
+                any_group::image_property(member_type).or(Some("image")),
+            )),
+            flavor: any_group::one_or_mixed(&read(
+                any_group::flavor_property(member_type).or(Some("flavor")),
+            )),
         });
     }
     let Some(member_stack) = first.stack.as_ref() else {
@@ -305,8 +309,8 @@ async fn walk(heat: &HeatClient, g: &GroupShape) -> ServiceResult<MemberFacts> {
     let template = heat.get_template(member_stack).await?;
     let found = any_group::member_image(heat, member_stack, &template, &g.path).await?;
     Ok(found.map_or_else(MemberFacts::default, |f| MemberFacts {
-        image: f.value,
-        flavor: f.flavor,
+        image: f.image(),
+        flavor: f.flavor(),
     }))
 }
 

@@ -9,27 +9,36 @@ use super::*;
 use crate::ops::address_values::{found_in, Found};
 use crate::ops::discover::SERVER_ADDRESS_ATTRIBUTES;
 
-/// `(key, addresses)` of each member of `group_stack` named in `keys` (member resource
-/// name -> key in the stream).
+/// `(key, addresses, server name)` of each member of `group_stack` named in `keys` (member
+/// resource name -> key in the stream): the name is the server's `name` attribute. Beside
+/// them, what the same listing says of each member's server (`super::servers`: whether it
+/// has a network at all).
 pub(super) async fn addresses(
     heat: &HeatClient,
     group_stack: &StackRef,
     keys: &HashMap<String, String>,
     network: Option<&str>,
-) -> Result<Vec<(String, Found)>, ApiError> {
+) -> Result<ServerMembers, ApiError> {
     let query = ResourceQuery {
         with_detail: true,
         ..Default::default()
     };
     let listing = heat.list_resources(group_stack, &query).await?;
-    Ok(from_listing(&listing, keys, network))
+    let servers = super::servers::by_member(&listing, group_stack, &HashMap::new(), keys);
+    Ok((from_listing(&listing, keys, network), servers))
 }
+
+/// Each member's addresses and name, and its server as [`super::servers`] reads it.
+type ServerMembers = (
+    Vec<(String, Found, Option<String>)>,
+    HashMap<String, super::servers::MemberServers>,
+);
 
 fn from_listing(
     listing: &[ResourceInfo],
     keys: &HashMap<String, String>,
     network: Option<&str>,
-) -> Vec<(String, Found)> {
+) -> Vec<(String, Found, Option<String>)> {
     listing
         .iter()
         .filter_map(|r| {
@@ -39,7 +48,12 @@ fn from_listing(
                 let found = found_in(attributes.get(*a)?, network);
                 (!found.is_empty()).then_some(found)
             })?;
-            Some((key.clone(), found))
+            let name = attributes
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string);
+            Some((key.clone(), found, name))
         })
         .collect()
 }
@@ -65,19 +79,31 @@ impl GroupRun<'_> {
             .map(|(k, m)| (m.name.clone(), k.clone()))
             .collect();
         let network = self.options.network.as_deref();
-        let found = match addresses(self.heat, group_stack, &keys, network).await {
+        let (found, servers) = match addresses(self.heat, group_stack, &keys, network).await {
             Ok(found) => found,
             Err(e) => {
                 tracing::info!("server members of {}: {e}", self.group.path);
                 return true;
             }
         };
-        for (member, addresses) in found {
+        for (member, addresses, name) in found {
             if !state
-                .emit(tx, &member, addresses, IpSource::TypedListing, None)
+                .emit(tx, &member, addresses, IpSource::TypedListing, name)
                 .await
             {
                 return false;
+            }
+        }
+        // A server Heat lists with no network: a node with no address, not a failure, its
+        // row named as its server.
+        for (member, server) in servers {
+            if server.has_no_network() && !state.emitted.contains(&member) {
+                if let Some(name) = server.name() {
+                    if !state.name(tx, &member, name).await {
+                        return false;
+                    }
+                }
+                state.no_network.insert(member);
             }
         }
         true
@@ -128,7 +154,7 @@ mod tests {
             .collect();
         let found: Vec<(String, Vec<String>)> = from_listing(&listing, &keys, None)
             .into_iter()
-            .map(|(k, f)| (k, f.addresses))
+            .map(|(k, f, _)| (k, f.addresses))
             .collect();
         assert_eq!(
             found,

@@ -42,6 +42,7 @@ mod aggregate;
 mod member_servers;
 mod more;
 mod nova;
+mod servers;
 mod typed_listing;
 use aggregate::WarmUp;
 use nova::{nova_addresses, NovaMatch};
@@ -112,6 +113,9 @@ pub struct IpStats {
     pub failed: usize,
     /// Members still being created, without an address yet.
     pub pending: usize,
+    /// Members whose servers have no network (Heat says so): nodes with no address, not
+    /// failures.
+    pub no_network: usize,
     pub first_address_after: Option<Duration>,
     pub elapsed: Duration,
     pub from_listing: usize,
@@ -159,6 +163,11 @@ pub enum IpEvent {
         member: String,
         reason: String,
     },
+    /// A member whose servers have no network: Heat lists them complete, their `networks`
+    /// and `addresses` empty (Nova's `networks: none`, a batch server on no network). A node
+    /// with no address, not a failure: its row (no addresses, its server name where Heat
+    /// gives it).
+    NoNetwork(NodeAddress),
     /// The image a member's server runs, as Nova lists it (with its name): how the nodes
     /// view tells members on the old image from updated ones during a rolling update. Sent
     /// only by the Nova source, at most once per member.
@@ -222,6 +231,36 @@ fn select_groups(
             target.name
         ),
     }))
+}
+
+/// The order of member rows in a finished table: by member key (`batch/0`, `web/2`,
+/// `racks/1/nodes/10`), the numbers in it compared as numbers (`web/2` before `web/10`),
+/// so rows read in the members' order whichever source answered first.
+pub fn member_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (mut x, mut y) = (a, b);
+    loop {
+        let (Some(cx), Some(cy)) = (x.chars().next(), y.chars().next()) else {
+            return x.len().cmp(&y.len());
+        };
+        let order = if cx.is_ascii_digit() && cy.is_ascii_digit() {
+            let dx = x.len() - x.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            let dy = y.len() - y.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            let (nx, ny) = (&x[..dx], &y[..dy]);
+            // Leading zeros aside, a longer run of digits is the larger number.
+            let (tx, ty) = (nx.trim_start_matches('0'), ny.trim_start_matches('0'));
+            let by_value = tx.len().cmp(&ty.len()).then_with(|| tx.cmp(ty));
+            x = &x[dx..];
+            y = &y[dy..];
+            by_value.then_with(|| nx.len().cmp(&ny.len()))
+        } else {
+            x = &x[cx.len_utf8()..];
+            y = &y[cy.len_utf8()..];
+            cx.cmp(&cy)
+        };
+        if order != std::cmp::Ordering::Equal {
+            return order;
+        }
+    }
 }
 
 /// A group's label in messages: its path, else (the stack is the group's own) its name.
@@ -402,6 +441,15 @@ async fn run(
         if state.emitted.contains(&member.name) {
             continue;
         }
+        // A node with no network: its row says so, with its server's name.
+        if state.no_network.contains(&member.name) {
+            state.stats.no_network += 1;
+            let row = state.row(&member.name, None);
+            if tx.send(Ok(IpEvent::NoNetwork(row))).await.is_err() {
+                return;
+            }
+            continue;
+        }
         // Nova listed the server without an address (still building): its name is still the
         // one the operator knows the node by.
         if let Some(name) = state.pending_names.remove(&member.name) {
@@ -476,11 +524,9 @@ impl GroupRun<'_> {
         let Some(group_stack) = self.group.stack.clone() else {
             return true;
         };
-        // Addresses from several member outputs are labelled with the one they came from.
-        state.label = match self.plan.more.is_empty() {
-            true => None,
-            false => self.plan.output_key.clone(),
-        };
+        // Addresses read from a member output are labelled with it, whether the group has
+        // one address output or several: the same address reads the same way in both.
+        state.label = self.plan.output_key.clone();
         let aggregate = self.aggregate();
         if let Some((memory, key, by_name)) = &aggregate {
             if !self.read_aggregate(memory, key, *by_name, state, tx).await {
@@ -510,6 +556,14 @@ impl GroupRun<'_> {
         let group_keys: HashSet<&str> = self.keys.iter().map(|(k, _)| k.as_str()).collect();
         // Every address already in (from the aggregate): only Nova's names may be missing.
         let answered = group_keys.iter().all(|k| state.emitted.contains(*k));
+        // Heat's listing of the members' servers (their names, and whether they have a
+        // network at all) runs beside the address sources. Not where Nova names the servers
+        // (its own source), nor where Heat's cached aggregate answered every member in one
+        // request (the warm path's point is that one request), nor where the members are
+        // servers themselves (their own listing said it all).
+        let nova_names = self.nova.is_some() && options.nova_servers;
+        let needed = !nova_names && !answered && !self.plan.member_servers;
+        let servers = needed.then(|| self.servers_task(&group_stack));
 
         let (nova_tx, mut nova_rx) = mpsc::channel::<Vec<NovaMatch>>(16);
         let nova_task = match self.nova.filter(|_| options.nova_servers) {
@@ -685,6 +739,9 @@ impl GroupRun<'_> {
         if !self.read_more(state, reasons, tx).await {
             return false;
         }
+        if !self.read_servers(servers, state, tx).await {
+            return false;
+        }
         if let Some((memory, key, _)) = aggregate {
             if all_in(state) && memory.get(&key).is_none() {
                 warm_ups.push(WarmUp {
@@ -700,19 +757,26 @@ impl GroupRun<'_> {
 
 /// Adds `found` to a member's `address` (each address once, its network and `label` kept),
 /// at most [`MAX_ADDRESSES`]: the ones beyond are counted in `left_out`, the marker that the
-/// list was cut. True when an address was added or left out.
-fn add_to(address: &mut NodeAddress, found: Found, label: Option<&str>) -> bool {
+/// list was cut, each once however many sources give it (`left`: those left out so far).
+/// True when an address was added or left out.
+fn add_to(
+    address: &mut NodeAddress,
+    left: &mut HashSet<String>,
+    found: Found,
+    label: Option<&str>,
+) -> bool {
     let mut changed = false;
     for ip in found.addresses {
         // One address met twice (an instance object's `internal_ip` and `management_ip`
         // both reading the server's first address, a floating IP output that is the fixed
-        // one without floating IPs) is listed once.
-        if address.addresses.contains(&ip) {
+        // one without floating IPs) is listed once; left out, counted once.
+        if address.addresses.contains(&ip) || left.contains(&ip) {
             continue;
         }
         changed = true;
         if address.addresses.len() >= MAX_ADDRESSES {
             address.left_out = address.left_out.saturating_add(1);
+            left.insert(ip);
             continue;
         }
         for (net, ips) in &found.networks {
@@ -751,9 +815,13 @@ struct Progress {
     pending_names: HashMap<String, String>,
     /// What was sent of each member: a later source's addresses are added to it.
     shown: HashMap<String, NodeAddress>,
-    /// The member output the current group's first addresses come from, when the group has
-    /// more than one (the addresses are then labelled with it).
+    /// The member output the current group's first addresses come from (the addresses are
+    /// labelled with it).
     label: Option<String>,
+    /// Per member, the addresses left out past [`MAX_ADDRESSES`] (each counted once).
+    left: HashMap<String, HashSet<String>>,
+    /// Members whose servers Heat lists with no network (see [`IpEvent::NoNetwork`]).
+    no_network: HashSet<String>,
     stats: IpStats,
 }
 
@@ -772,6 +840,8 @@ impl Progress {
             pending_names: HashMap::new(),
             shown: HashMap::new(),
             label: None,
+            left: HashMap::new(),
+            no_network: HashSet::new(),
         }
     }
 
@@ -819,21 +889,9 @@ impl Progress {
         if self.stats.first_address_after.is_none() {
             self.stats.first_address_after = Some(self.started.elapsed());
         }
-        let name = name.or_else(|| self.pending_names.remove(member));
-        if name.is_some() {
-            self.named.insert(member.to_string());
-        }
-        let mut address = NodeAddress {
-            // `"17"`, or `"kube_minions/17"` in a stream over several groups.
-            index: member.rsplit('/').next().and_then(|i| i.parse().ok()),
-            member: member.to_string(),
-            addresses: Vec::new(),
-            name,
-            networks: BTreeMap::new(),
-            outputs: BTreeMap::new(),
-            left_out: 0,
-        };
-        add_to(&mut address, found, label.as_deref());
+        let mut address = self.row(member, name);
+        let left = self.left.entry(member.to_string()).or_default();
+        add_to(&mut address, left, found, label.as_deref());
         self.shown.insert(member.to_string(), address.clone());
         tx.send(Ok(IpEvent::Address(address, source))).await.is_ok()
     }
@@ -856,11 +914,31 @@ impl Progress {
                 .emit_labelled(tx, member, found, source, None, label)
                 .await;
         };
-        if !add_to(shown, found, Some(label)) {
+        let left = self.left.entry(member.to_string()).or_default();
+        if !add_to(shown, left, found, Some(label)) {
             return true;
         }
         let event = IpEvent::MoreAddresses(shown.clone(), source);
         tx.send(Ok(event)).await.is_ok()
+    }
+
+    /// A member's row with no address yet, its server name (given, else one learned before)
+    /// on it.
+    fn row(&mut self, member: &str, name: Option<String>) -> NodeAddress {
+        let name = name.or_else(|| self.pending_names.remove(member));
+        if name.is_some() {
+            self.named.insert(member.to_string());
+        }
+        NodeAddress {
+            // `"17"`, or `"kube_minions/17"` in a stream over several groups.
+            index: member.rsplit('/').next().and_then(|i| i.parse().ok()),
+            member: member.to_string(),
+            addresses: Vec::new(),
+            name,
+            networks: BTreeMap::new(),
+            outputs: BTreeMap::new(),
+            left_out: 0,
+        }
     }
 
     /// Sends a member's server image, once per member. False when the consumer is gone.
@@ -945,6 +1023,34 @@ mod tests {
 
     fn plain(found: Vec<(String, Found)>) -> Vec<(String, Vec<String>)> {
         found.into_iter().map(|(k, f)| (k, f.addresses)).collect()
+    }
+
+    #[test]
+    fn members_are_ordered_by_their_numbers_as_numbers() {
+        let mut keys = vec![
+            "web/10",
+            "web/2",
+            "db/1",
+            "web/0",
+            "racks/1/nodes/10",
+            "racks/1/nodes/9",
+            "batch",
+            "web/02",
+        ];
+        keys.sort_by(|a, b| member_order(a, b));
+        assert_eq!(
+            keys,
+            vec![
+                "batch",
+                "db/1",
+                "racks/1/nodes/9",
+                "racks/1/nodes/10",
+                "web/0",
+                "web/2",
+                "web/02",
+                "web/10"
+            ]
+        );
     }
 
     #[test]
@@ -1195,6 +1301,13 @@ mod tests {
         assert_eq!(more.left_out, 10_000 - MAX_ADDRESSES);
         // Nothing of the second source was kept: no label for it.
         assert!(!more.outputs.contains_key("external_ip"));
+        // The same addresses left out, given again by another source: counted once.
+        assert!(
+            p.add(&tx, "0", many(2), IpSource::MemberOutput, "public_ip")
+                .await
+        );
+        assert!(drain(&mut rx).is_empty(), "nothing new");
+        assert_eq!(p.shown["0"].left_out, 10_000 - MAX_ADDRESSES);
     }
 
     #[tokio::test]
