@@ -512,6 +512,23 @@ struct GroupRun<'a> {
 }
 
 impl GroupRun<'_> {
+    /// How a server found in Heat is told to be a member's: member stack id -> key (a member
+    /// that is a template holding its server), member resource name -> key (a member that is
+    /// the server itself).
+    fn member_index(&self) -> (HashMap<String, String>, HashMap<String, String>) {
+        let by_stack = self
+            .keys
+            .iter()
+            .filter_map(|(k, m)| m.stack.as_ref().map(|s| (s.id.clone(), k.clone())))
+            .collect();
+        let by_name = self
+            .keys
+            .iter()
+            .map(|(k, m)| (m.name.clone(), k.clone()))
+            .collect();
+        (by_stack, by_name)
+    }
+
     /// Runs the sources until every member of the group has its address or every source is
     /// done. Errors of a source become reasons in `reasons`. False when the consumer is gone.
     async fn run(
@@ -542,17 +559,7 @@ impl GroupRun<'_> {
         }
         let heat = self.heat.clone();
         let options = self.options;
-        // Member stack id -> key; member resource name -> key.
-        let by_stack: HashMap<String, String> = self
-            .keys
-            .iter()
-            .filter_map(|(k, m)| m.stack.as_ref().map(|s| (s.id.clone(), k.clone())))
-            .collect();
-        let by_name: HashMap<String, String> = self
-            .keys
-            .iter()
-            .map(|(k, m)| (m.name.clone(), k.clone()))
-            .collect();
+        let (by_stack, by_name) = self.member_index();
         let group_keys: HashSet<&str> = self.keys.iter().map(|(k, _)| k.as_str()).collect();
         // Every address already in (from the aggregate): only Nova's names may be missing.
         let answered = group_keys.iter().all(|k| state.emitted.contains(*k));

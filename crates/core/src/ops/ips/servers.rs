@@ -49,17 +49,7 @@ impl GroupRun<'_> {
         let heat = self.heat.clone();
         let group_stack = group_stack.clone();
         let server_type = self.options.server_type.clone();
-        // Member stack id -> key; member resource name -> key (members that are servers).
-        let by_stack: HashMap<String, String> = self
-            .keys
-            .iter()
-            .filter_map(|(k, m)| m.stack.as_ref().map(|s| (s.id.clone(), k.clone())))
-            .collect();
-        let by_name: HashMap<String, String> = self
-            .keys
-            .iter()
-            .map(|(k, m)| (m.name.clone(), k.clone()))
-            .collect();
+        let (by_stack, by_name) = self.member_index();
         AbortOnDrop(tokio::spawn(async move {
             member_servers(&heat, &group_stack, &server_type, by_stack, &by_name).await
         }))
