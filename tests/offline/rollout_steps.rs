@@ -932,7 +932,9 @@ async fn twenty_pairs_from_two_machines_heat_keeps_one() {
                 Err(e) => {
                     assert_eq!(e.kind, ErrorKind::Refused, "{label}: {e}");
                     assert!(
-                        e.message.contains("IN_PROGRESS") || e.message.contains("superseded"),
+                        e.message.contains("IN_PROGRESS")
+                            || e.message.contains("superseded")
+                            || e.message.contains("being prepared"),
                         "{label}: {e}"
                     );
                     ends.push((plan, None));
@@ -960,6 +962,17 @@ async fn twenty_pairs_from_two_machines_heat_keeps_one() {
         assert!(
             images.values().all(|i| *i == winner.image),
             "{label}: {images:?}"
+        );
+        // Nothing left behind: the winner did not take the loser's hooks for the stack's.
+        let left = here
+            .heat
+            .get_environment_hooks(&winner.stack)
+            .await
+            .expect("environment")
+            .paths_with("pre-update");
+        assert!(
+            left.is_empty(),
+            "{label}: hooks left after the race: {left:?}"
         );
         for (plan, end) in &ends {
             if plan.id == winner.id {

@@ -1305,7 +1305,9 @@ pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
                 }
                 Err(e) => {
                     assert!(
-                        e.message.contains("IN_PROGRESS") || e.message.contains("superseded"),
+                        e.message.contains("IN_PROGRESS")
+                            || e.message.contains("superseded")
+                            || e.message.contains("being prepared"),
                         "{e}"
                     );
                     lost.push((plan, e.message));
@@ -1351,6 +1353,17 @@ pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
             shown.tags.iter().any(|t| t.starts_with("caldera-cluster=")),
             "{:?}",
             shown.tags
+        );
+        // Nothing left behind: the loser's hooks are not the winner's "before".
+        let hooks = env
+            .heat
+            .get_environment_hooks(&stack)
+            .await
+            .expect("environment");
+        assert!(
+            hooks.paths_with("pre-update").is_empty(),
+            "hooks left after the race: {:?}",
+            hooks.paths_with("pre-update")
         );
     }
     env.delete(&target).await;

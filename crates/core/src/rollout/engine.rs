@@ -298,6 +298,22 @@ pub async fn start(
              as it was): {e}; nothing was sent to Heat"
         ))
     })?;
+    // Heat (convergence) accepts an update while another runs and supersedes the first: a
+    // start on another machine that PATCHed between our look at the stack and our read of
+    // the environment would have its hooks taken for the stack's own, and our end would put
+    // them back, holding every later update. So the stack must be as we first saw it after
+    // the read too (an update moves `updated_time` and leaves the status in progress).
+    let again = heat.get_stack(&plan.stack, false).await.map_err(err)?;
+    if again.summary.status.is_in_progress()
+        || again.summary.updated_at != detail.summary.updated_at
+    {
+        return Err(crate::drivers::refused(format!(
+            "{target}: another update started while this rollout was being prepared (the \
+             stack is now {}): its hooks must not be taken for the stack's own; nothing was \
+             sent to Heat",
+            again.summary.status
+        )));
+    }
     plan.hooks_before = Some(before.prior_entry(&plan.hook_keys()));
     let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
     if let Some((id, time)) = newest_event(&heat, &group).await? {
