@@ -430,6 +430,26 @@ async fn rollout_on_nova(policy: Policy, tag: &str) {
         );
     }
 
+    // Their addresses: none, as they were booted with no network (`allocate_network: none`):
+    // each a row that says so, named as Nova names its server, and no failure.
+    let ips = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url(), "--nova-url", &nova_url()])
+        .args(["ips", &name])
+        .env("CALDERA_AUTH_TOKEN", TOKEN)
+        .output()
+        .expect("run caldera ips");
+    let listed = String::from_utf8_lossy(&ips.stdout);
+    let said = String::from_utf8_lossy(&ips.stderr);
+    assert!(ips.status.success(), "ips:\n{listed}\n{said}");
+    for member in members.keys() {
+        let row = listed
+            .lines()
+            .find(|l| l.contains(&format!("{name}-w-{member}")))
+            .unwrap_or_else(|| panic!("a row named as the server of {member}:\n{listed}"));
+        assert!(row.contains("(no network)"), "{row}");
+    }
+    assert!(said.contains("0 failed"), "{said}");
+
     // Nothing left behind: no hook in what the stack's next update inherits.
     let environment = heat.environment(&name, &id).await;
     assert!(
@@ -553,5 +573,64 @@ async fn why_and_the_node_detail_give_novas_fault_of_a_server_heat_made() {
         (f.message.as_str(), f.code.map(u64::from)),
         (fault, Some(code))
     );
+    heat.delete(&name, &id).await;
+}
+
+/// Members that are templates holding their server (Magnum's and caldera's layout): Nova names
+/// the servers, and a server Nova has ACTIVE with no address on any network is a node with no
+/// network in `caldera ips`, not a failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Nova and Heat: run scripts/real-nova-suite.sh"]
+async fn ips_of_template_members_whose_servers_have_no_network() {
+    let raw = Raw::new();
+    raw.ensure_flavor().await;
+    let heat = HeatRaw::new();
+    let name = unique("hn");
+    let member = json!({
+        "heat_template_version": "2021-04-16",
+        "parameters": {"index": {"type": "string"}},
+        "resources": {"server": {"type": "OS::Nova::Server", "properties": {
+            "name": {"list_join": ["-", [name.as_str(), "m", {"get_param": "index"}]]},
+            "image": IMAGE_A.0, "flavor": FLAVOR,
+            "networks": [{"allocate_network": "none"}]}}},
+        "outputs": {"ip": {"value": {"get_attr": ["server", "first_address"]}}}
+    });
+    let template = json!({
+        "heat_template_version": "2021-04-16",
+        "resources": {"nodes": {"type": "OS::Heat::ResourceGroup", "properties": {
+            "count": 2,
+            "resource_def": {"type": "member.yaml", "properties": {"index": "%index%"}}}}}
+    });
+    let (status, body) = heat
+        .call(
+            Method::POST,
+            "/stacks",
+            Some(
+                json!({"stack_name": name, "timeout_mins": 10, "template": template,
+                        "files": {"member.yaml": member.to_string()}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["stack"]["id"].as_str().unwrap().to_string();
+    let stack = heat.settled(&name, &id).await;
+    assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
+    let ips = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url(), "--nova-url", &nova_url()])
+        .args(["ips", &name])
+        .env("CALDERA_AUTH_TOKEN", TOKEN)
+        .output()
+        .expect("run caldera ips");
+    let listed = String::from_utf8_lossy(&ips.stdout);
+    let said = String::from_utf8_lossy(&ips.stderr);
+    assert!(ips.status.success(), "ips:\n{listed}\n{said}");
+    for index in 0..2 {
+        let row = listed
+            .lines()
+            .find(|l| l.contains(&format!("{name}-m-{index}")))
+            .unwrap_or_else(|| panic!("a row named as server {index}:\n{listed}\n{said}"));
+        assert!(row.contains("(no network)"), "{row}");
+    }
+    assert!(said.contains("0 failed"), "{said}");
     heat.delete(&name, &id).await;
 }

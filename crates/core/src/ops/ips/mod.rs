@@ -706,6 +706,9 @@ impl GroupRun<'_> {
                                 // An output the operator named is the member's value: Nova
                                 // then gives names only, never an address that would win the
                                 // race against it.
+                                if found.no_network && !state.emitted.contains(&found.member) {
+                                    state.no_network.insert(found.member.clone());
+                                }
                                 let addresses = found.addresses.on_network(options.network.as_deref());
                                 let sent = if addresses.is_empty() || options.output_key.is_some() {
                                     state.name(tx, &found.member, found.name).await

@@ -18,6 +18,9 @@ pub(super) struct NovaMatch {
     pub(super) addresses: Found,
     /// The image id the server was booted from (none for boot-from-volume).
     pub(super) image: Option<String>,
+    /// Nova has the server ACTIVE with no address on any network: it was booted with no
+    /// network (`networks: none`), so its member is a node with no address, not a failure.
+    pub(super) no_network: bool,
 }
 
 /// Maps the members' servers to members, then pages through Nova's servers sending each
@@ -88,6 +91,7 @@ pub(super) async fn nova_addresses(
                     name: server.name.clone(),
                     addresses: nova_found(server),
                     image: server.image.clone().filter(|i| !i.is_empty()),
+                    no_network: server.status == "ACTIVE" && server.addresses.is_empty(),
                 })
             })
             .collect();
