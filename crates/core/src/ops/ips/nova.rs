@@ -46,9 +46,12 @@ pub(super) async fn nova_addresses(
             return;
         }
     };
-    let member_of: HashMap<String, String> = servers
-        .into_iter()
-        .filter_map(|r| {
+    // While Heat replaces a member's server (`image_update_policy: REPLACE`), its listing
+    // holds both the replaced resource and its replacement under the member's name until
+    // the old one is cleaned up: the member's server is the one Heat created last.
+    let mut newest: HashMap<String, (Option<chrono::DateTime<chrono::Utc>>, String)> =
+        HashMap::new();
+    let listed = servers.into_iter().filter_map(|r| {
             // The server's stack is a member's stack, else its parent resource is a member,
             // else it is a member itself (a group of servers: owned by the group's stack).
             let owner = r.resource.owner.as_ref();
@@ -61,8 +64,19 @@ pub(super) async fn nova_addresses(
                         .then(|| by_name.get(&r.resource.name))?
                 })?
                 .clone();
-            Some((r.resource.physical_id?, member))
-        })
+            Some((r.created_at, r.resource.physical_id?, member))
+        });
+    for (created, id, member) in listed {
+        match newest.get(&member) {
+            Some((seen, _)) if *seen >= created => {}
+            _ => {
+                newest.insert(member, (created, id));
+            }
+        }
+    }
+    let member_of: HashMap<String, String> = newest
+        .into_iter()
+        .map(|(member, (_, id))| (id, member))
         .collect();
     if member_of.is_empty() {
         return;
