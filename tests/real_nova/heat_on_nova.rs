@@ -34,6 +34,32 @@ fn heat_url() -> String {
         .to_string()
 }
 
+/// `caldera ARGS` on this Heat and Nova, with the token Heat hands on to Nova.
+fn caldera(args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"));
+    c.args(["--heat-url", &heat_url(), "--nova-url", &nova_url()])
+        .args(args)
+        .env("CALDERA_AUTH_TOKEN", TOKEN);
+    c
+}
+
+/// `caldera ips STACK` succeeds with a `(no network)` row for each server named, and says
+/// `0 failed`: servers booted with no network are nodes with no address, not failures.
+fn assert_no_network_rows(stack: &str, servers: &[String]) {
+    let ips = caldera(&["ips", stack]).output().expect("run caldera ips");
+    let listed = String::from_utf8_lossy(&ips.stdout);
+    let said = String::from_utf8_lossy(&ips.stderr);
+    assert!(ips.status.success(), "ips:\n{listed}\n{said}");
+    for server in servers {
+        let row = listed
+            .lines()
+            .find(|l| l.contains(server.as_str()))
+            .unwrap_or_else(|| panic!("a row named as server {server}:\n{listed}\n{said}"));
+        assert!(row.contains("(no network)"), "{row}");
+    }
+    assert!(said.contains("0 failed"), "{said}");
+}
+
 /// Plain HTTP to Heat, with the token it hands on to Nova.
 struct HeatRaw {
     http: reqwest::Client,
@@ -340,11 +366,8 @@ async fn rollout_on_nova(policy: Policy, tag: &str) {
     let dir = tempfile::tempdir().expect("dir");
     std::fs::write(dir.path().join("none.toml"), "").expect("none.toml");
     let target = format!("{name}/workers");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url(), "--nova-url", &nova_url()])
-        .args(["rollout", "start", &target, "--image", IMAGE_B.0])
+    let child = caldera(&["rollout", "start", &target, "--image", IMAGE_B.0])
         .args(["--gate-secs", GATE_SECS, "--poll-secs", "0.5", "--yes"])
-        .env("CALDERA_AUTH_TOKEN", TOKEN)
         .env("CALDERA_JOURNAL", dir.path().join("journal.jsonl"))
         .env("CALDERA_ACTIONS_CONFIG", dir.path().join("none.toml"))
         .stdout(std::process::Stdio::piped())
@@ -432,23 +455,8 @@ async fn rollout_on_nova(policy: Policy, tag: &str) {
 
     // Their addresses: none, as they were booted with no network (`allocate_network: none`):
     // each a row that says so, named as Nova names its server, and no failure.
-    let ips = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url(), "--nova-url", &nova_url()])
-        .args(["ips", &name])
-        .env("CALDERA_AUTH_TOKEN", TOKEN)
-        .output()
-        .expect("run caldera ips");
-    let listed = String::from_utf8_lossy(&ips.stdout);
-    let said = String::from_utf8_lossy(&ips.stderr);
-    assert!(ips.status.success(), "ips:\n{listed}\n{said}");
-    for member in members.keys() {
-        let row = listed
-            .lines()
-            .find(|l| l.contains(&format!("{name}-w-{member}")))
-            .unwrap_or_else(|| panic!("a row named as the server of {member}:\n{listed}"));
-        assert!(row.contains("(no network)"), "{row}");
-    }
-    assert!(said.contains("0 failed"), "{said}");
+    let servers: Vec<String> = members.keys().map(|m| format!("{name}-w-{m}")).collect();
+    assert_no_network_rows(&name, &servers);
 
     // Nothing left behind: no hook in what the stack's next update inherits.
     let environment = heat.environment(&name, &id).await;
@@ -536,12 +544,7 @@ async fn why_and_the_node_detail_give_novas_fault_of_a_server_heat_made() {
     assert_eq!(wire["status"], "ERROR", "{wire}");
     let code = wire["fault"]["code"].as_u64().expect("Nova's fault code");
 
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url(), "--nova-url", &nova_url()])
-        .args(["why", &name])
-        .env("CALDERA_AUTH_TOKEN", TOKEN)
-        .output()
-        .expect("run caldera");
+    let out = caldera(&["why", &name]).output().expect("run caldera");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(6), "failed: {stdout}");
     let lines: Vec<&str> = stdout.lines().map(str::trim).collect();
@@ -615,22 +618,7 @@ async fn ips_of_template_members_whose_servers_have_no_network() {
     let id = body["stack"]["id"].as_str().unwrap().to_string();
     let stack = heat.settled(&name, &id).await;
     assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
-    let ips = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .args(["--heat-url", &heat_url(), "--nova-url", &nova_url()])
-        .args(["ips", &name])
-        .env("CALDERA_AUTH_TOKEN", TOKEN)
-        .output()
-        .expect("run caldera ips");
-    let listed = String::from_utf8_lossy(&ips.stdout);
-    let said = String::from_utf8_lossy(&ips.stderr);
-    assert!(ips.status.success(), "ips:\n{listed}\n{said}");
-    for index in 0..2 {
-        let row = listed
-            .lines()
-            .find(|l| l.contains(&format!("{name}-m-{index}")))
-            .unwrap_or_else(|| panic!("a row named as server {index}:\n{listed}\n{said}"));
-        assert!(row.contains("(no network)"), "{row}");
-    }
-    assert!(said.contains("0 failed"), "{said}");
+    let servers: Vec<String> = (0..2).map(|i| format!("{name}-m-{i}")).collect();
+    assert_no_network_rows(&name, &servers);
     heat.delete(&name, &id).await;
 }

@@ -1411,37 +1411,44 @@ fn one_way(found: Vec<MemberImage>, path: &str) -> Option<MemberImage> {
     })
 }
 
-/// The image expressions of the servers Heat made at the top level of `template` (see
-/// [`servers_image_parameter`] for `present`); a server whose image cannot be found has Null.
+/// One expression per server Heat made at the top level of `template` (see
+/// [`servers_image_parameter`] for `present`), read by `read`; Null where it finds none.
+fn servers_expressions<'a>(
+    template: &'a Value,
+    present: &HashSet<String>,
+    path: &str,
+    read: impl Fn(&'a Value) -> Option<&'a Value>,
+) -> Vec<&'a Value> {
+    servers_in(template, Some(present), path)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|server| read(server).unwrap_or(&Value::Null))
+        .collect()
+}
+
+/// The image expressions of the servers Heat made at the top level of `template`; a server
+/// whose image cannot be found has Null.
 fn servers_images<'a>(
     template: &'a Value,
     present: &HashSet<String>,
     path: &str,
 ) -> Vec<&'a Value> {
-    servers_in(template, Some(present), path)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|server| server_image_expression(template, server, path).unwrap_or(&Value::Null))
-        .collect()
+    servers_expressions(template, present, path, |server| {
+        server_image_expression(template, server, path).ok()
+    })
 }
 
-/// The flavor expressions of the servers Heat made at the top level of `template` (see
-/// [`servers_image_parameter`] for `present`); a server that names none has Null.
+/// The flavor expressions of the servers Heat made at the top level of `template`; a server
+/// that names none has Null.
 fn servers_flavors<'a>(
     template: &'a Value,
     present: &HashSet<String>,
     path: &str,
 ) -> Vec<&'a Value> {
-    servers_in(template, Some(present), path)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|server| {
-            let kind = server.get("type").and_then(Value::as_str).unwrap_or("");
-            flavor_property(kind)
-                .and_then(|p| server.get("properties")?.get(p))
-                .unwrap_or(&Value::Null)
-        })
-        .collect()
+    servers_expressions(template, present, path, |server| {
+        let kind = server.get("type").and_then(Value::as_str).unwrap_or("");
+        flavor_property(kind).and_then(|p| server.get("properties")?.get(p))
+    })
 }
 
 /// A property's value as Heat resolved it in the stack whose `parameters` are given: the
