@@ -52,20 +52,20 @@ pub(super) async fn nova_addresses(
     let mut newest: HashMap<String, (Option<chrono::DateTime<chrono::Utc>>, String)> =
         HashMap::new();
     let listed = servers.into_iter().filter_map(|r| {
-            // The server's stack is a member's stack, else its parent resource is a member,
-            // else it is a member itself (a group of servers: owned by the group's stack).
-            let owner = r.resource.owner.as_ref();
-            let member = owner
-                .and_then(|o| by_stack.get(&o.id))
-                .or_else(|| by_name.get(r.resource.parent_resource.as_deref()?))
-                .or_else(|| {
-                    owner
-                        .is_some_and(|o| o.id == group_stack.id)
-                        .then(|| by_name.get(&r.resource.name))?
-                })?
-                .clone();
-            Some((r.created_at, r.resource.physical_id?, member))
-        });
+        // The server's stack is a member's stack, else its parent resource is a member,
+        // else it is a member itself (a group of servers: owned by the group's stack).
+        let owner = r.resource.owner.as_ref();
+        let member = owner
+            .and_then(|o| by_stack.get(&o.id))
+            .or_else(|| by_name.get(r.resource.parent_resource.as_deref()?))
+            .or_else(|| {
+                owner
+                    .is_some_and(|o| o.id == group_stack.id)
+                    .then(|| by_name.get(&r.resource.name))?
+            })?
+            .clone();
+        Some((r.created_at, r.resource.physical_id?, member))
+    });
     for (created, id, member) in listed {
         match newest.get(&member) {
             Some((seen, _)) if *seen >= created => {}
