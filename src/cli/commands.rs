@@ -1,7 +1,7 @@
 //! The headless commands. Data goes to stdout as it arrives; progress and summaries to stderr.
 
 use super::args::{ActionArgs, Command};
-use super::ips_table::IpsTable;
+use super::ips_table::{IpsOut, IpsRow};
 use super::output::{csv_line, Format, Table};
 use super::targets::{
     find_cluster, node_targets, stacks_of, target_head, ClusterTarget, NodeTargets,
@@ -456,7 +456,7 @@ async fn ips(
         .filter(|t| !t.stack_alone)
         .map(|t| t.label.clone())
         .collect();
-    let mut table: Option<IpsTable> = None;
+    let mut table = IpsOut::new(stream_rows);
     let (mut found, mut failed, mut members, mut late_names) = (0usize, 0usize, 0usize, 0usize);
     let mut first: Option<Duration> = None;
     let (mut pending, mut no_network) = (0usize, 0usize);
@@ -500,8 +500,8 @@ async fn ips(
                     }
                     if format == Format::Table {
                         let groups = per_group.keys().map(String::as_str);
-                        header_once(
-                            &mut table,
+                        table.header_once(
+                            &mut stdout.lock(),
                             labelled.iter().map(String::as_str).chain(groups),
                         )?;
                     }
@@ -519,7 +519,7 @@ async fn ips(
                     more,
                 } => {
                     if stream_rows {
-                        flush_held(&mut held, &rows, &target.label, format, table)?;
+                        flush_held(&mut held, &rows, &target.label, format, &mut table)?;
                         holding = more;
                     }
                     let label = if target.group.is_some() || group.is_empty() {
@@ -544,7 +544,7 @@ async fn ips(
                         held.push(a);
                     } else {
                         let (group, member) = row_of(&rows, &a.member);
-                        write_ip_row(&mut stdout.lock(), format, table, &group, &member, &a)?;
+                        write_ip_row(&mut stdout.lock(), format, &mut table, &group, &member, &a)?;
                     }
                 }
                 // More of a held member's addresses: its row, not yet out, takes them.
@@ -578,18 +578,18 @@ async fn ips(
                         held.push(a);
                     } else {
                         let (group, member) = row_of(&rows, &a.member);
-                        write_ip_row(&mut stdout.lock(), format, table, &group, &member, &a)?;
+                        write_ip_row(&mut stdout.lock(), format, &mut table, &group, &member, &a)?;
                     }
                 }
                 IpEvent::Done(_) if stream_rows => {
-                    flush_held(&mut held, &rows, &target.label, format, table)?
+                    flush_held(&mut held, &rows, &target.label, format, &mut table)?
                 }
                 IpEvent::Done(_) => {}
             }
         }
         // The rows in member order, whichever source answered first (streamed rows are out).
         held.sort_by(|a, b| crate::ops::ips::member_order(&a.member, &b.member));
-        flush_held(&mut held, &rows, &target.label, format, table)?;
+        flush_held(&mut held, &rows, &target.label, format, &mut table)?;
         if !pending_members.is_empty() {
             eprintln!(
                 "{}: {} member(s) still being created, no address yet: {}",
@@ -609,7 +609,7 @@ async fn ips(
         }
     }
     if format == Format::Table {
-        header_once(&mut table, labelled.iter().map(String::as_str))?;
+        table.finish(&mut stdout.lock(), labelled.iter().map(String::as_str))?;
     }
     let mut pending_note = if pending > 0 {
         format!(", {pending} pending")
@@ -644,10 +644,13 @@ async fn capi_ips(
 ) -> CmdResult {
     use crate::service::NodeUpdate;
     let stdout = io::stdout();
-    let table = IpsTable::fitting(groups.iter().map(|(label, _)| label.as_str()));
+    let labels: Vec<String> = groups.iter().map(|(label, _)| label.clone()).collect();
+    let mut table = IpsOut::new(stream_rows);
     match format {
         Format::Csv => writeln!(stdout.lock(), "{CSV_HEADER}")?,
-        Format::Table => writeln!(stdout.lock(), "{}", table.header())?,
+        Format::Table => {
+            table.header_once(&mut stdout.lock(), labels.iter().map(String::as_str))?
+        }
         Format::Json => {}
     }
     let (mut found, mut members) = (0usize, 0usize);
@@ -679,7 +682,7 @@ async fn capi_ips(
                     found += 1;
                     addressed.push(a.member.clone());
                     match stream_rows {
-                        true => capi_row(&mut stdout.lock(), format, &table, &label, &a)?,
+                        true => capi_row(&mut stdout.lock(), format, &mut table, &label, &a)?,
                         // A later update of a member's addresses replaces its row.
                         false => match held.iter_mut().find(|h| h.member == a.member) {
                             Some(row) => *row = a,
@@ -693,7 +696,7 @@ async fn capi_ips(
         }
         held.sort_by(|a, b| crate::ops::ips::member_order(&a.member, &b.member));
         for a in held {
-            capi_row(&mut stdout.lock(), format, &table, &label, &a)?;
+            capi_row(&mut stdout.lock(), format, &mut table, &label, &a)?;
         }
         members += listed.len();
         for n in listed {
@@ -701,6 +704,9 @@ async fn capi_ips(
                 without.push(n);
             }
         }
+    }
+    if format == Format::Table {
+        table.finish(&mut stdout.lock(), labels.iter().map(String::as_str))?;
     }
     if !without.is_empty() {
         eprintln!(
@@ -720,15 +726,19 @@ async fn capi_ips(
 fn capi_row(
     out: &mut impl Write,
     format: Format,
-    table: &IpsTable,
+    table: &mut IpsOut,
     label: &str,
     a: &caldera_cloud::model::NodeAddress,
 ) -> CmdResult {
     match format {
-        Format::Table => writeln!(
+        Format::Table => table.write(
             out,
-            "{}",
-            table.row(label, "-", &a.member, &a.addresses.join(" "))
+            IpsRow {
+                group: label.to_string(),
+                member: "-".to_string(),
+                name: a.member.clone(),
+                addresses: a.addresses.join(" "),
+            },
         )?,
         Format::Csv => writeln!(
             out,
@@ -769,19 +779,6 @@ fn member_group_label(
     } else {
         format!("{}/{}", target.label, member.group)
     }
-}
-
-/// Prints the `ips` table's header, its group column fitting `groups`, unless it is out.
-fn header_once<'a>(
-    table: &mut Option<IpsTable>,
-    groups: impl IntoIterator<Item = &'a str>,
-) -> io::Result<()> {
-    if table.is_none() {
-        let t = IpsTable::fitting(groups);
-        writeln!(io::stdout().lock(), "{}", t.header())?;
-        *table = Some(t);
-    }
-    Ok(())
 }
 
 /// Up to ten names, then how many more.
@@ -933,7 +930,7 @@ fn flush_held(
     rows: &HashMap<String, (String, String)>,
     label: &str,
     format: Format,
-    table: Option<IpsTable>,
+    table: &mut IpsOut,
 ) -> io::Result<()> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
@@ -960,20 +957,24 @@ const NO_NETWORK: &str = "no network";
 fn write_ip_row(
     out: &mut impl Write,
     format: Format,
-    table: Option<IpsTable>,
+    table: &mut IpsOut,
     group: &str,
     member: &str,
     a: &caldera_cloud::model::NodeAddress,
 ) -> io::Result<()> {
     match format {
         Format::Table => {
-            let t = table.unwrap_or_else(|| IpsTable::fitting([group]));
-            let name = a.name.as_deref().unwrap_or("-");
             let addresses = match a.addresses.is_empty() {
                 true => format!("({NO_NETWORK})"),
                 false => with_networks(a),
             };
-            writeln!(out, "{}", t.row(group, member, name, &addresses))?
+            let row = IpsRow {
+                group: group.to_string(),
+                member: member.to_string(),
+                name: a.name.clone().unwrap_or_else(|| "-".to_string()),
+                addresses,
+            };
+            table.write(out, row)?
         }
         Format::Csv => writeln!(
             out,

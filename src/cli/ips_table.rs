@@ -1,53 +1,189 @@
-//! The `ips` table's columns. Rows are printed as their addresses arrive, so the widths are
-//! fixed before the first row: the group column is as wide as the widest group known then
-//! (every target's label, and each group of a stack named alone, listed before its first
-//! address), within bounds; a group longer than that is cut keeping its end, the group that
-//! tells rows apart (`…qhop75xocp9q/kube_minions`), the cut marked `…`.
+//! The `ips` table's columns. By default the rows are held to the end and printed in member
+//! order, so every column is as wide as the widest text it holds (within bounds). With
+//! `--stream` rows are printed as their addresses arrive, so the widths are fixed before the
+//! first row: the group column is as wide as the widest group known then (every target's
+//! label, and each group of a stack named alone, listed before its first address), the member
+//! and name columns as declared. Either way a text longer than its column is cut keeping what
+//! tells rows apart (a group path's end: `…qhop75xocp9q/kube_minions`), the cut marked `…`.
 
 use crate::model::terminal_safe;
 use crate::model::text::cut_marked;
 use ratatui::text::Span;
+use std::io::{self, Write};
 
 /// The widest the group column grows: a longer name is cut (the table stays readable on an
-/// 80-column terminal beside the member, name and address columns, 42 of them).
+/// 80-column terminal beside the member, name and address columns).
 const GROUP_MAX: usize = 40;
+/// The widest the name column grows; streamed, it is this wide from the first row.
+const NAME_MAX: usize = 32;
+/// The widest the member column grows (an index, or a Cluster API machine's `-`).
+const MEMBER_MAX: usize = 12;
 const GROUP_TITLE: &str = "group";
+const MEMBER_TITLE: &str = "member";
+const NAME_TITLE: &str = "name";
 
-/// The group column's width, fixed when the header is printed.
+/// The table's column widths, fixed when the header is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IpsTable {
     group: usize,
+    member: usize,
+    name: usize,
+}
+
+/// One row's cells, as the cloud gave them (made terminal-safe when printed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IpsRow {
+    pub group: String,
+    pub member: String,
+    pub name: String,
+    pub addresses: String,
 }
 
 impl IpsTable {
-    /// As wide as the widest of `groups` (as printed: controls made visible), at least the
-    /// title and at most `GROUP_MAX`.
+    /// For rows printed as they arrive: the group column as wide as the widest of `groups`
+    /// (as printed: controls made visible), at least its title and at most `GROUP_MAX`; the
+    /// member and name columns at their widest.
     pub fn fitting<'a>(groups: impl IntoIterator<Item = &'a str>) -> IpsTable {
-        let widest = groups
-            .into_iter()
-            .map(|g| width(&terminal_safe(g)))
-            .max()
-            .unwrap_or(0);
         IpsTable {
-            group: widest.clamp(GROUP_TITLE.len(), GROUP_MAX),
+            group: widest(groups, GROUP_TITLE, GROUP_MAX),
+            member: MEMBER_TITLE.len(),
+            name: NAME_MAX,
+        }
+    }
+
+    /// For rows printed together: each column as wide as the widest text it holds, at least
+    /// its title, at most its bound.
+    pub fn fitting_rows(rows: &[IpsRow]) -> IpsTable {
+        IpsTable {
+            group: widest(
+                rows.iter().map(|r| r.group.as_str()),
+                GROUP_TITLE,
+                GROUP_MAX,
+            ),
+            member: widest(
+                rows.iter().map(|r| r.member.as_str()),
+                MEMBER_TITLE,
+                MEMBER_MAX,
+            ),
+            name: widest(rows.iter().map(|r| r.name.as_str()), NAME_TITLE, NAME_MAX),
         }
     }
 
     pub fn header(&self) -> String {
-        self.row(GROUP_TITLE, "member", "name", "addresses")
+        self.row(GROUP_TITLE, MEMBER_TITLE, NAME_TITLE, "addresses")
     }
 
-    /// One row; every cell's control characters made visible, the group cut to its column.
+    /// One row; every cell's control characters made visible, each cut to its column.
     pub fn row(&self, group: &str, member: &str, name: &str, addresses: &str) -> String {
-        let group = cut_marked(terminal_safe(group).into_owned(), self.group);
-        let pad = " ".repeat(self.group.saturating_sub(width(&group)));
+        let cell = |text: &str, w: usize| cut_marked(terminal_safe(text).into_owned(), w);
+        let (group, member, name) = (
+            cell(group, self.group),
+            cell(member, self.member),
+            cell(name, self.name),
+        );
         format!(
-            "{group}{pad} {:>6}  {:<32} {}",
-            terminal_safe(member),
-            terminal_safe(name),
+            "{group}{} {}{member}  {name}{} {}",
+            pad(&group, self.group),
+            pad(&member, self.member),
+            pad(&name, self.name),
             terminal_safe(addresses)
         )
     }
+}
+
+/// Where the table's rows go: printed as they come (`--stream`), or held to the end.
+pub enum IpsOut {
+    /// The table's widths once its header is out.
+    Streamed(Option<IpsTable>),
+    Held(Vec<IpsRow>),
+}
+
+impl IpsOut {
+    pub fn new(streamed: bool) -> IpsOut {
+        match streamed {
+            true => IpsOut::Streamed(None),
+            false => IpsOut::Held(Vec::new()),
+        }
+    }
+
+    /// Streamed, prints the header with the group column fitting `groups`, unless it is out.
+    /// Held, nothing: the header waits for the rows.
+    pub fn header_once<'a>(
+        &mut self,
+        out: &mut impl Write,
+        groups: impl IntoIterator<Item = &'a str>,
+    ) -> io::Result<()> {
+        if let IpsOut::Streamed(table @ None) = self {
+            let t = IpsTable::fitting(groups);
+            writeln!(out, "{}", t.header())?;
+            out.flush()?;
+            *table = Some(t);
+        }
+        Ok(())
+    }
+
+    /// One row: printed now (with the header first if it is not out), or held.
+    pub fn write(&mut self, out: &mut impl Write, row: IpsRow) -> io::Result<()> {
+        match self {
+            IpsOut::Streamed(table) => {
+                let t = match table {
+                    Some(t) => *t,
+                    None => {
+                        let t = IpsTable::fitting([row.group.as_str()]);
+                        writeln!(out, "{}", t.header())?;
+                        *table = Some(t);
+                        t
+                    }
+                };
+                writeln!(
+                    out,
+                    "{}",
+                    t.row(&row.group, &row.member, &row.name, &row.addresses)
+                )?;
+                out.flush()
+            }
+            IpsOut::Held(rows) => {
+                rows.push(row);
+                Ok(())
+            }
+        }
+    }
+
+    /// The end: held rows are printed under a header fitting them all; a streamed table
+    /// with no row yet gets its header (fitting `groups`), so the output is never empty.
+    pub fn finish<'a>(
+        self,
+        out: &mut impl Write,
+        groups: impl IntoIterator<Item = &'a str>,
+    ) -> io::Result<()> {
+        match self {
+            IpsOut::Streamed(table @ None) => IpsOut::Streamed(table).header_once(out, groups),
+            IpsOut::Streamed(Some(_)) => Ok(()),
+            IpsOut::Held(rows) => {
+                let t = IpsTable::fitting_rows(&rows);
+                writeln!(out, "{}", t.header())?;
+                for r in &rows {
+                    writeln!(out, "{}", t.row(&r.group, &r.member, &r.name, &r.addresses))?;
+                }
+                out.flush()
+            }
+        }
+    }
+}
+
+/// The widest of `texts` as printed (controls made visible), at least `title`, at most `max`.
+fn widest<'a>(texts: impl IntoIterator<Item = &'a str>, title: &str, max: usize) -> usize {
+    texts
+        .into_iter()
+        .map(|t| width(&terminal_safe(t)))
+        .max()
+        .unwrap_or(0)
+        .clamp(title.len(), max)
+}
+
+/// The blanks that bring `cell` to `w` columns.
+fn pad(cell: &str, w: usize) -> String {
+    " ".repeat(w.saturating_sub(width(cell)))
 }
 
 /// Terminal columns `text` takes (a wide character two).
@@ -57,7 +193,26 @@ fn width(text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::IpsTable;
+    use super::{IpsOut, IpsRow, IpsTable};
+
+    fn row(group: &str, member: &str, name: &str, addresses: &str) -> IpsRow {
+        IpsRow {
+            group: group.into(),
+            member: member.into(),
+            name: name.into(),
+            addresses: addresses.into(),
+        }
+    }
+
+    fn printed(out: IpsOut, rows: Vec<IpsRow>) -> String {
+        let mut out = out;
+        let mut buf: Vec<u8> = Vec::new();
+        for r in rows {
+            out.write(&mut buf, r).expect("write");
+        }
+        out.finish(&mut buf, ["g"]).expect("finish");
+        String::from_utf8(buf).expect("utf-8")
+    }
 
     #[test]
     fn the_group_column_is_as_wide_as_its_widest_group_within_bounds() {
@@ -83,7 +238,7 @@ mod tests {
         let long = "prod-east-very-long-cluster-name-qhop75xocp9q/kube_minions";
         let t = IpsTable::fitting([long]);
         let row = t.row(long, "7", "-", "10.0.0.7");
-        let (group, rest) = row.split_at(row.find(' ').unwrap());
+        let (group, rest) = row.split_at(row.find(' ').expect("a blank"));
         assert_eq!(group.chars().count(), 40, "{row}");
         assert!(group.starts_with('…') && group.ends_with("qhop75xocp9q/kube_minions"));
         assert_eq!(rest, "      7  -                                10.0.0.7");
@@ -92,6 +247,51 @@ mod tests {
         assert!(t
             .row("racks/1/nodes", "1", "-", "x")
             .starts_with("…odes      1"));
+    }
+
+    #[test]
+    fn held_rows_print_with_every_column_as_wide_as_what_it_holds() {
+        let text = printed(
+            IpsOut::new(false),
+            vec![
+                row("web/tier", "2", "web-2", "10.0.0.2"),
+                row("web/tier", "10", "web-10", "10.0.0.10"),
+            ],
+        );
+        // Before: the name column was 32 wide whatever it held, the member column 6.
+        assert_eq!(
+            text,
+            "group    member  name   addresses\n\
+             web/tier      2  web-2  10.0.0.2\n\
+             web/tier     10  web-10 10.0.0.10\n"
+        );
+    }
+
+    #[test]
+    fn a_streamed_name_longer_than_its_column_is_cut_not_let_push_the_addresses() {
+        let long = "a-very-long-server-name-that-runs-past-the-column-0123456789";
+        let text = printed(IpsOut::new(true), vec![row("g", "1", long, "10.0.0.1")]);
+        let lines: Vec<&str> = text.lines().collect();
+        // In columns, not bytes (`…` is three bytes).
+        let at = |l: &str| {
+            let byte = l.find("10.0.0.1").or_else(|| l.find("addresses"));
+            byte.map(|b| l[..b].chars().count())
+        };
+        assert_eq!(at(lines[0]), at(lines[1]), "{text}");
+        assert!(lines[1].contains('…'), "{text}");
+    }
+
+    #[test]
+    fn with_no_row_the_header_is_still_printed_once() {
+        assert_eq!(
+            printed(IpsOut::new(false), vec![]),
+            "group member  name addresses\n"
+        );
+        assert_eq!(
+            printed(IpsOut::new(true), vec![]).lines().count(),
+            1,
+            "streamed"
+        );
     }
 
     #[test]

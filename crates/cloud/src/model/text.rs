@@ -174,7 +174,9 @@ pub const PATH_SEP: &str = " > ";
 /// `PATH_SEP`, ` > `) keeps its end: the member and the resource are what tell its rows apart
 /// (`…406 > kube-minion`, `…406 > kube-port`), the group they share is what goes. So does
 /// an action's target (`prod-east/workers-a/17`: one word of `/`-separated names), whose
-/// member is at its end. Any other text keeps its start.
+/// member is at its end. So does a Heat status (`UPDATE_IN_PROGRESS` → `…IN_PROGRESS`): its
+/// state (in progress, complete, failed) is what an operator reads it for. Any other text
+/// keeps its start.
 pub fn cut_marked(text: String, width: usize) -> String {
     if text.as_str().width() <= width {
         return text;
@@ -182,8 +184,16 @@ pub fn cut_marked(text: String, width: usize) -> String {
     if width == 0 {
         return String::new();
     }
-    let at_end =
-        text.contains(PATH_SEP) || (text.contains('/') && !text.chars().any(char::is_whitespace));
+    // A status too long keeps its state whole (`…COMPLETE`, not `…TE_COMPLETE`).
+    if is_heat_status(&text) {
+        let state = heat_state(&text);
+        if state.len() < width {
+            return format!("…{state}");
+        }
+    }
+    let at_end = text.contains(PATH_SEP)
+        || (text.contains('/') && !text.chars().any(char::is_whitespace))
+        || is_heat_status(&text);
     // A nested path's indentation goes first, unmarked: it is layout, not a name.
     let text = if at_end && text.starts_with(' ') {
         let names = text.trim_start();
@@ -210,6 +220,26 @@ pub fn cut_marked(text: String, width: usize) -> String {
     }
 }
 
+/// Whether `text` is one Heat (or Magnum) status, `ACTION_STATE`: an action in capitals
+/// (`UPDATE`, `ROLLBACK`, `CHECK`) and one of Heat's three states.
+pub fn is_heat_status(text: &str) -> bool {
+    let status = super::status::Status::parse(text);
+    status.state != super::status::StatusState::Unknown
+        && status.raw == text
+        && !status.action.is_empty()
+        && status.action.chars().all(|c| c.is_ascii_uppercase())
+}
+
+/// The state half of a Heat status (`IN_PROGRESS` of `UPDATE_IN_PROGRESS`).
+pub fn heat_state(status: &str) -> &'static str {
+    match super::status::Status::parse(status).state {
+        super::status::StatusState::InProgress => "IN_PROGRESS",
+        super::status::StatusState::Complete => "COMPLETE",
+        super::status::StatusState::Failed => "FAILED",
+        super::status::StatusState::Unknown => "",
+    }
+}
+
 /// How many of `chars`, in the order given, fit in `room` columns (a wide character counts
 /// two; one that would cross the edge stops the count).
 pub fn chars_fitting(chars: impl Iterator<Item = char>, room: usize) -> usize {
@@ -226,6 +256,20 @@ pub fn chars_fitting(chars: impl Iterator<Item = char>, room: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A status cut keeps its state: `UPDATE…` (before) could be in progress, failed or
+    /// complete; `…IN_PROGRESS` cannot.
+    #[test]
+    fn a_heat_status_cut_keeps_its_state() {
+        assert_eq!(cut_marked("UPDATE_IN_PROGRESS".into(), 12), "…IN_PROGRESS");
+        assert_eq!(cut_marked("CREATE_FAILED".into(), 8), "…FAILED");
+        assert_eq!(cut_marked("ROLLBACK_COMPLETE".into(), 12), "…COMPLETE");
+        // Narrower than its state: the state's end, marked.
+        assert_eq!(cut_marked("UPDATE_IN_PROGRESS".into(), 6), "…GRESS");
+        // Not a status: text keeps its start.
+        assert_eq!(cut_marked("Update in progress".into(), 8), "Update …");
+        assert_eq!(cut_marked("my_COMPLETE".into(), 6), "my_CO…");
+    }
 
     /// C1 (a one-byte CSI), DEL and every bidi override are `\uXXXX` in JSON, as C0 is; the
     /// value read back is exact, and the layout is serde_json's own.

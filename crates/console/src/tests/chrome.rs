@@ -15,6 +15,8 @@ async fn at_40_columns_every_cut_is_marked() {
     // The header (its first segment alone is wider than 40 columns), the title, the headings.
     assert!(lines[0].contains('…'), "{screen}");
     assert!(lines[3].contains("…"), "{screen}");
+    // The columns not drawn at this width are named on the bottom border, not dropped silently.
+    assert!(lines[21].contains(" hidden: "), "{screen}");
     h.open_prod().await;
     insta::assert_snapshot!("dashboard_1000_40x24", h.render(40, 24));
 }

@@ -254,6 +254,15 @@ async fn events_columns_get_widths_by_need_at_40_80_and_200() {
         assert!(r.contains('…'), "the cut path is marked: {r}");
     }
     insta::assert_snapshot!("events_by_need_60x20", mid);
+    // At 40 columns with the nested paths, nothing fits the member, TIME and STATUS whole:
+    // a status cut keeps its state (`…IN_PROGRESS`), never just its action (`UPDATE…`).
+    let narrow = h.render(40, 20);
+    insta::assert_snapshot!("events_by_need_nested_40x20", narrow);
+    assert!(!narrow.contains("UPDATE…"), "{narrow}");
+    assert!(
+        narrow.lines().any(|l| l.contains("IN_PROGRESS")),
+        "{narrow}"
+    );
     insta::assert_snapshot!("events_by_need_80x24", h.render(80, 24));
     let wide = h.render(200, 60);
     insta::assert_snapshot!("events_by_need_200x60", wide);

@@ -6,7 +6,7 @@
 use super::{Column, RowCtx, TableRow, TableState};
 use crate::model::terminal_safe;
 pub use crate::model::text::cut_marked;
-use crate::model::text::{chars_fitting, PATH_SEP};
+use crate::model::text::{chars_fitting, heat_state, is_heat_status, PATH_SEP};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -100,11 +100,12 @@ pub fn draw_table<T: TableRow>(
             area.width,
         ));
     let inner = block.inner(area);
-    frame.render_widget(block, area);
     if inner.height == 0 || inner.width == 0 {
+        frame.render_widget(block, area);
         return;
     }
     if state.is_empty() {
+        frame.render_widget(block, area);
         let text = if items.is_empty() {
             look.empty_text.to_string()
         } else {
@@ -165,6 +166,21 @@ pub fn draw_table<T: TableRow>(
                 .collect()
         })
         .collect();
+    // Columns not drawn at this width are named on the bottom border, so a narrow terminal
+    // never hides a column silently.
+    let hidden: Vec<&str> = columns
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !shown.iter().any(|(s, _)| s == i))
+        .map(|(_, c)| c.title)
+        .collect();
+    frame.render_widget(
+        match hidden_line(&hidden, area.width) {
+            Some(line) => block.title_bottom(line.style(th.muted())),
+            None => block,
+        },
+        area,
+    );
     let widths: Vec<Constraint> = std::iter::once(Constraint::Length(1))
         .chain(widths.into_iter().flatten())
         .collect();
@@ -294,6 +310,9 @@ enum Want {
     Apart { keep: u16, need: u16 },
     /// Fixed meaning: its widest text (or title), at most as declared.
     Natural(u16),
+    /// Heat statuses: `keep` shows each one's state (`…IN_PROGRESS`), given with what tells
+    /// rows apart; `need` shows them whole, given with the columns of fixed meaning.
+    State { keep: u16, need: u16 },
     /// Free text: what is left.
     Rest,
 }
@@ -308,6 +327,17 @@ impl Want {
             .max()
             .unwrap_or(0);
         let widest = u16::try_from(widest).unwrap_or(u16::MAX);
+        // A column of Heat statuses tells rows apart by their state (in progress, complete,
+        // failed): it keeps that much (`…IN_PROGRESS`) as a path keeps its member, before
+        // a time or a reason gets room, and its action (`UPDATE_`) when there is more.
+        if !texts.is_empty() && texts.iter().all(|t| is_heat_status(t)) {
+            let state = texts.iter().map(|t| state_width(t)).max().unwrap_or(0);
+            let need = widest.min(declared_width(declared));
+            return Want::State {
+                keep: state.min(need),
+                need,
+            };
+        }
         match declared {
             Constraint::Min(_) => {
                 let need = widest.min(FIT_CAP);
@@ -320,6 +350,23 @@ impl Want {
             Constraint::Length(n) | Constraint::Max(n) => Want::Natural(widest.min(n)),
             Constraint::Percentage(_) | Constraint::Ratio(_, _) => Want::Rest,
         }
+    }
+}
+
+/// The columns a Heat status's state takes with the `…` that marks its action cut:
+/// `…IN_PROGRESS` is 12.
+fn state_width(status: &str) -> u16 {
+    u16::try_from(heat_state(status).len() + 1).unwrap_or(u16::MAX)
+}
+
+/// A column's declared width where it has one (`Length`, `Max`), else no bound.
+fn declared_width(declared: Constraint) -> u16 {
+    match declared {
+        Constraint::Length(n) | Constraint::Max(n) => n,
+        Constraint::Min(_)
+        | Constraint::Fill(_)
+        | Constraint::Percentage(_)
+        | Constraint::Ratio(_, _) => FIT_CAP,
     }
 }
 
@@ -384,15 +431,15 @@ fn by_need(wants: &[Want], free: u16) -> Vec<Option<u16>> {
         *left -= n;
     };
     for (j, w) in wants.iter().enumerate() {
-        if let Want::Apart { keep, .. } = w {
+        if let Want::Apart { keep, .. } | Want::State { keep, .. } = w {
             give(&mut given, j, *keep, &mut left);
         }
     }
     for (j, w) in wants.iter().enumerate() {
-        if let Want::Natural(n) = w {
-            if left >= MIN_SHOWN.min(*n) {
-                give(&mut given, j, *n, &mut left);
-            }
+        match w {
+            Want::Natural(n) if left >= MIN_SHOWN.min(*n) => give(&mut given, j, *n, &mut left),
+            Want::State { keep, need } => give(&mut given, j, need - keep, &mut left),
+            Want::Natural(_) | Want::Apart { .. } | Want::Rest => {}
         }
     }
     // A few words of free text before the names grow further.
@@ -444,6 +491,7 @@ fn by_need(wants: &[Want], free: u16) -> Vec<Option<u16>> {
 fn natural(w: &Want) -> u16 {
     match w {
         Want::Apart { need, .. } => *need,
+        Want::State { keep, .. } => *keep,
         Want::Natural(n) => *n,
         Want::Rest => MIN_SHOWN,
     }
@@ -505,6 +553,16 @@ pub fn cut_line_marked<'a>(line: Line<'a>, width: usize) -> Line<'a> {
 /// the cut marked `…`: the border would cut it silently.
 pub fn pane_title<'a>(title: impl Into<Line<'a>>, width: u16) -> Line<'a> {
     cut_line_marked(title.into(), usize::from(width.saturating_sub(2)))
+}
+
+/// The bottom border's note of the columns a table does not draw at this width
+/// (` +2 hidden: ZONE STACK `, right-aligned, cut marked), or none when all are drawn.
+fn hidden_line(hidden: &[&str], width: u16) -> Option<Line<'static>> {
+    if hidden.is_empty() {
+        return None;
+    }
+    let text = format!(" +{} hidden: {} ", hidden.len(), hidden.join(", "));
+    Some(pane_title(text, width).right_aligned())
 }
 
 #[cfg(test)]
