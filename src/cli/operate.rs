@@ -676,6 +676,10 @@ async fn acknowledged(
                 e.user,
                 e.cloud
             );
+            // Taken, to apply later (a resume waiting for Heat to end a failed update).
+            if let (crate::journal::Outcome::Started, Some(when)) = (&e.outcome, &e.output) {
+                eprintln!("rollout {}: {}", plan.id, terminal_safe(when));
+            }
             Ok(())
         }
         control::Ack::Refused(e) => Err(format!(

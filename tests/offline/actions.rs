@@ -258,9 +258,11 @@ async fn sim_a_resumes_values_name_the_rollout_from_then_on() {
     )]
     .into();
     h.send(Control::Resume { parameters: fix }).expect("resume");
-    let end = tokio::time::timeout(env.timeout, h.wait())
-        .await
-        .expect("ends");
+    let watch = h.watch();
+    let Ok(end) = tokio::time::timeout(env.timeout, h.wait()).await else {
+        let last = watch.borrow().clone();
+        panic!("no end: {:#?} {:#?}", last.state, last.lines());
+    };
     assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
     let in_effect = "image=img-v2 node_fail_index=-1";
     assert_eq!(end.image, in_effect);

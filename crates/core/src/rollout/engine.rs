@@ -619,6 +619,7 @@ async fn spawn(
         journal_offset: journal_offset.min(requests_from),
         ignore_failures_until_update: None,
         draining: false,
+        resume_when_update_fails: None,
         plan,
     };
     runner.rebuild_pause(journaled_pause);
@@ -766,6 +767,11 @@ struct Runner {
     /// on hooks of the failed update makes Heat 27 update those members twice, the second
     /// attempt cancelling the first (measured).
     draining: bool,
+    /// A resume asked after a member failed, while Heat has not yet ended the update that
+    /// failure fails: it applies when Heat says the update failed (its values go with the
+    /// update sent again then). Applied before, the same failure would pause it again (and a
+    /// resume's values were refused as "nothing would send them").
+    resume_when_update_fails: Option<ParameterValues>,
 }
 
 /// An abort that cancelled Heat's update, until Heat settles.
@@ -1127,7 +1133,25 @@ impl Runner {
                 let e = self.record("rollout.skip", &self.member_target(&m), Outcome::Ok);
                 self.note(e).await;
             }
+            Control::Resume { parameters } if self.failure_before_heats() => {
+                let e = self
+                    .record("rollout.resume", &target, Outcome::Started)
+                    .output(format!(
+                        "a member failed and Heat has not ended its update yet (stack {}): \
+                         the resume applies when Heat says the update failed",
+                        self.obs.stack_status
+                    ));
+                if self.note(e).await {
+                    self.resume_when_update_fails = Some(parameters);
+                    if let Some(reason) = self.paused.take() {
+                        self.paused = Some(format!(
+                            "{reason}; resume taken: it applies when Heat ends the failed update"
+                        ));
+                    }
+                }
+            }
             Control::Resume { parameters } => {
+                self.resume_when_update_fails = None;
                 let failed = self.obs.stack_status.is_failed();
                 if let Some(error) = resume_overrides_refusal(failed, &parameters) {
                     let e = self.record("rollout.resume", &target, Outcome::Refused { error });
@@ -1588,6 +1612,18 @@ impl Runner {
             .position(|b| b.iter().any(|m| !self.settled(m)))
     }
 
+    /// Paused on a member's failure that Heat has not yet turned into its update's failure
+    /// (the member's stack failed; the group's update is still in progress).
+    fn failure_before_heats(&self) -> bool {
+        self.paused.is_some()
+            && !self.draining
+            && self.obs.stack_status.is_in_progress()
+            && self
+                .plan
+                .members()
+                .any(|m| self.obs.members.get(m).is_some_and(|t| t.failed.is_some()))
+    }
+
     fn failure(&self) -> Option<String> {
         if self.draining {
             return None;
@@ -1774,6 +1810,11 @@ impl Runner {
 
     async fn step(&mut self) -> Option<RolloutState> {
         self.closing_ended();
+        if !self.obs.stack_status.is_in_progress() {
+            if let Some(parameters) = self.resume_when_update_fails.take() {
+                self.apply_control(Control::Resume { parameters }).await;
+            }
+        }
         // Members Heat paused again though already updated (a resumed update re-pauses the
         // whole group): let them through at once, they are not part of any batch now.
         let through: Vec<String> = self
