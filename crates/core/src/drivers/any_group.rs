@@ -126,6 +126,11 @@ pub struct AlsoChanged {
     pub members: Option<usize>,
     /// The operator said Heat may update it (`--let-heat-update PATH`).
     pub allowed: bool,
+    /// The operator said caldera holds it too (`--also PATH`): its members (`names`) on
+    /// hooks, released one at a time before the target's.
+    pub held: bool,
+    /// A group's members now, by name (in index order).
+    pub names: Vec<String>,
 }
 
 impl AlsoChanged {
@@ -141,6 +146,17 @@ impl AlsoChanged {
                  signals (no node changes with it)",
                 self.path,
                 self.resource_type,
+                self.reads.join(", ")
+            );
+        }
+        if self.held {
+            return format!(
+                "  blast radius: {} ({}, {} member(s): {}) reads {} too: held by caldera \
+                 (--also), one at a time, before the target",
+                self.path,
+                self.resource_type,
+                self.names.len(),
+                self.names.join(", "),
                 self.reads.join(", ")
             );
         }
@@ -168,6 +184,9 @@ pub struct Allow {
     pub magnum: bool,
     /// Resources outside the target Heat may update unheld (their paths).
     pub heat_updates: Vec<String>,
+    /// Groups outside the target a rollout holds too (`--also`, their paths): hooked and
+    /// released by caldera one at a time, before the target's members.
+    pub held: Vec<String>,
 }
 
 impl GroupUpdatePlan {
@@ -183,6 +202,9 @@ impl GroupUpdatePlan {
             self.set.clone(),
         );
         plan.preview = self.lines();
+        for a in self.also.iter().filter(|a| a.held) {
+            plan.hold_also(&a.path, &a.names);
+        }
         plan
     }
 
@@ -428,8 +450,16 @@ fn also_reading_refusal(
              scale{at_once}"
         ),
     };
+    // A group a rollout changes can be held too, member by member (`--also`).
+    let hold = match (kind, members) {
+        (UpdateKind::Rollout, Some(_)) => format!(
+            "say --also {path} to hold it too (caldera releases its members one at a time, \
+             before {group}'s), or "
+        ),
+        _ => "say ".to_string(),
+    };
     format!(
-        "{path} ({resource_type}) reads {} too: {what}; say --let-heat-update {path} to let it",
+        "{path} ({resource_type}) reads {} too: {what}; {hold}--let-heat-update {path} to let it",
         reads.join(", ")
     )
 }
@@ -579,19 +609,23 @@ async fn plan_with_templates(
     }
     let mut also = Vec::new();
     for (path, resource_type, reads) in also_reading(templates, group, set) {
-        let members = match COUNT_PROPERTIES.iter().any(|(t, _)| *t == resource_type) {
-            true => group_members(heat, stack, &path)
-                .await
-                .ok()
-                .map(|m| m.len()),
+        let names = match COUNT_PROPERTIES.iter().any(|(t, _)| *t == resource_type) {
+            true => group_members(heat, stack, &path).await.ok(),
             false => None,
         };
+        let members = names.as_ref().map(Vec::len);
         let allowed = allow
             .heat_updates
             .iter()
             .any(|a| a.trim_matches('/') == path);
+        let held = kind == UpdateKind::Rollout && allow.held.iter().any(|a| a.trim_matches('/') == path);
+        if held {
+            if let Some(refusal) = held_group_refusal(templates, &path, names.as_deref()) {
+                refusals.push(refusal);
+            }
+        }
         let only_waits = WAITS_IN_PLACE.contains(&resource_type.as_str());
-        if !allowed && !only_waits {
+        if !allowed && !held && !only_waits {
             refusals.push(also_reading_refusal(
                 kind,
                 group,
@@ -607,8 +641,11 @@ async fn plan_with_templates(
             reads,
             members,
             allowed,
+            held,
+            names: names.unwrap_or_default(),
         });
     }
+    refusals.extend(held_name_refusals(&allow.held, group, &also));
     for a in &allow.heat_updates {
         if !also.iter().any(|x| x.path == a.trim_matches('/')) {
             refusals.push(format!(
@@ -630,6 +667,52 @@ async fn plan_with_templates(
         also,
         attribute_readers: attribute_readers(templates, group),
     })
+}
+
+/// Why `--also PATH` (one of `held`) cannot be: PATH is the target itself, or no group the
+/// change updates (naming the groups it would update, which `--also` may name).
+fn held_name_refusals(held: &[String], group: &str, also: &[AlsoChanged]) -> Vec<String> {
+    let groups: Vec<&str> = also
+        .iter()
+        .filter(|a| a.members.is_some())
+        .map(|a| a.path.as_str())
+        .collect();
+    held.iter()
+        .filter_map(|h| {
+            let path = h.trim_matches('/');
+            if path == group {
+                return Some(format!(
+                    "--also {h}: that is the rollout's target; --also names another group the \
+                     change updates"
+                ));
+            }
+            if also.iter().any(|a| a.path == path && a.members.is_some()) {
+                return None;
+            }
+            let would = match groups.is_empty() {
+                true => "none outside the target".to_string(),
+                false => groups.join(", "),
+            };
+            Some(format!(
+                "--also {h}: not a group this change updates (it reads none of the changed \
+                 parameters); the groups outside {group} it would update: {would}"
+            ))
+        })
+        .collect()
+}
+
+/// Why the group at `path` cannot be held by a rollout besides its target: caldera holds and
+/// releases a ResourceGroup's members only ([`rollout_kind_refusal`]), and needs them listed.
+fn held_group_refusal(templates: &[Value], path: &str, names: Option<&[String]>) -> Option<String> {
+    if let Some(kind) = rollout_kind_refusal(templates, path) {
+        return Some(format!("--also {path}: {kind}"));
+    }
+    match names {
+        Some(_) => None,
+        None => Some(format!(
+            "--also {path}: its members could not be listed, so none could be held"
+        )),
+    }
 }
 
 /// The resources along the group's path that read the attributes of the resource on the
@@ -2002,6 +2085,8 @@ mod tests {
             reads: vec!["app_count".into()],
             members: Some(2),
             allowed: false,
+            held: false,
+            names: Vec::new(),
         });
         let lines = plan.lines().join("\n");
         assert!(!lines.contains("hands every nested stack"), "{lines}");
@@ -2013,6 +2098,8 @@ mod tests {
             reads: vec!["app_count".into()],
             members: None,
             allowed: false,
+            held: false,
+            names: Vec::new(),
         });
         plan.refusals = vec!["db_tier reads app_count too".into()];
         assert_eq!(
@@ -2080,6 +2167,8 @@ mod tests {
             reads,
             members: None,
             allowed: false,
+            held: false,
+            names: Vec::new(),
         })
         .collect();
         let waits: Vec<(&str, bool)> = also
