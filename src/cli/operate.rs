@@ -411,9 +411,11 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                     .await;
             }
             if !also.is_empty() {
-                return Err("--also is for STACK/GROUP rollouts: it holds another group of the \
+                return Err(
+                    "--also is for STACK/GROUP rollouts: it holds another group of the \
                             same stack"
-                    .into());
+                        .into(),
+                );
             }
             let (target, driver) = ctx.resolve(&target).await?;
             ctx.action.check(

@@ -51,11 +51,19 @@ async fn mark(heat: &HeatClient, group: &StackRef) -> Option<String> {
 async fn held_masters_scenario(kill_after: Option<usize>) {
     let (sim, env, stack) = one_image().await;
     let heat = &env.heat;
-    let masters = group_members(heat, &stack, "kube_masters").await.expect("masters");
-    let minions = group_members(heat, &stack, "kube_minions").await.expect("minions");
+    let masters = group_members(heat, &stack, "kube_masters")
+        .await
+        .expect("masters");
+    let minions = group_members(heat, &stack, "kube_minions")
+        .await
+        .expect("minions");
     assert_eq!((masters.len(), minions.len()), (3, 4));
-    let masters_stack = group_stack_of(heat, &stack, "kube_masters").await.expect("rg");
-    let minions_stack = group_stack_of(heat, &stack, "kube_minions").await.expect("rg");
+    let masters_stack = group_stack_of(heat, &stack, "kube_masters")
+        .await
+        .expect("rg");
+    let minions_stack = group_stack_of(heat, &stack, "kube_minions")
+        .await
+        .expect("rg");
     let (m_mark, w_mark) = (
         mark(heat, &masters_stack).await,
         mark(heat, &minions_stack).await,
@@ -127,15 +135,24 @@ async fn held_masters_scenario(kill_after: Option<usize>) {
     assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
     assert_eq!((end.nodes.len(), end.done), (7, 7), "{:#?}", end.lines());
     assert_eq!(env.settle(&stack).await, "UPDATE_COMPLETE");
-    let hooks = heat.get_environment_hooks(&stack).await.expect("environment");
+    let hooks = heat
+        .get_environment_hooks(&stack)
+        .await
+        .expect("environment");
     assert!(
         hooks.paths_with("pre-update").is_empty(),
         "hooks left: {hooks:?} ({:?})",
         end.hooks_left
     );
     scenarios::assert_masters_one_at_a_time_then_minions(
-        (&masters, &stack_events(heat, &masters_stack, m_mark.as_deref()).await),
-        (&minions, &stack_events(heat, &minions_stack, w_mark.as_deref()).await),
+        (
+            &masters,
+            &stack_events(heat, &masters_stack, m_mark.as_deref()).await,
+        ),
+        (
+            &minions,
+            &stack_events(heat, &minions_stack, w_mark.as_deref()).await,
+        ),
     );
     sim.shutdown().await;
 }
@@ -156,10 +173,16 @@ async fn sim_also_held_masters_survive_a_killed_driver() {
 async fn sim_one_image_unheld_updates_the_masters_at_once() {
     let (sim, env, stack) = one_image().await;
     let heat = &env.heat;
-    let masters_stack = group_stack_of(heat, &stack, "kube_masters").await.expect("rg");
+    let masters_stack = group_stack_of(heat, &stack, "kube_masters")
+        .await
+        .expect("rg");
     let m_mark = mark(heat, &masters_stack).await;
     let update = caldera::api::heat::StackUpdate {
-        parameters: [("minion_image".to_string(), serde_json::json!("fedora-coreos-40"))].into(),
+        parameters: [(
+            "minion_image".to_string(),
+            serde_json::json!("fedora-coreos-40"),
+        )]
+        .into(),
         existing: true,
         ..Default::default()
     };

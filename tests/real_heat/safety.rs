@@ -613,8 +613,12 @@ async fn one_image_stack(
                  {{get_param: server_image}}\n      action_wait_secs: {{update: {secs}}}\n\n"
             );
             let text = match *n {
-                "kubemaster.yaml" => text.replacen("  kube-master:\n", &format!("{slow}  kube-master:\n"), 1),
-                "kubeminion.yaml" => text.replacen("  kube-minion:\n", &format!("{slow}  kube-minion:\n"), 1),
+                "kubemaster.yaml" => {
+                    text.replacen("  kube-master:\n", &format!("{slow}  kube-master:\n"), 1)
+                }
+                "kubeminion.yaml" => {
+                    text.replacen("  kube-minion:\n", &format!("{slow}  kube-minion:\n"), 1)
+                }
                 _ => text,
             };
             (n.to_string(), text)
@@ -690,12 +694,19 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
     );
     let (ok, out, err) = start(&["--also", "kube_minions"]);
     assert!(!ok, "{out}\n{err}");
-    assert!(out.contains("--also kube_minions: that is the rollout's target"), "{out}\n{err}");
+    assert!(
+        out.contains("--also kube_minions: that is the rollout's target"),
+        "{out}\n{err}"
+    );
     let d = heat.get_stack(&stack, false).await.expect("stack");
     assert_eq!(d.summary.updated_at, updated, "nothing sent");
 
-    let masters_stack = group_stack_of(&heat, &stack, "kube_masters").await.expect("rg");
-    let minions_stack = group_stack_of(&heat, &stack, "kube_minions").await.expect("rg");
+    let masters_stack = group_stack_of(&heat, &stack, "kube_masters")
+        .await
+        .expect("rg");
+    let minions_stack = group_stack_of(&heat, &stack, "kube_minions")
+        .await
+        .expect("rg");
     let mark = |events: Vec<caldera::model::StackEvent>| events.last().map(|e| e.id.clone());
     let m_mark = mark(stack_events(&heat, &masters_stack, None).await);
     let w_mark = mark(stack_events(&heat, &minions_stack, None).await);
@@ -712,8 +723,14 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
     wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
     let names = |n: u32| (0..n).map(|i| i.to_string()).collect::<Vec<_>>();
     assert_masters_one_at_a_time_then_minions(
-        (&names(3), &stack_events(&heat, &masters_stack, m_mark.as_deref()).await),
-        (&names(2), &stack_events(&heat, &minions_stack, w_mark.as_deref()).await),
+        (
+            &names(3),
+            &stack_events(&heat, &masters_stack, m_mark.as_deref()).await,
+        ),
+        (
+            &names(2),
+            &stack_events(&heat, &minions_stack, w_mark.as_deref()).await,
+        ),
     );
     let (registry_after, _) = registry_and_parameters(&heat, &stack).await;
     assert_eq!(
@@ -722,7 +739,10 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
         "the resource registry, entries that declare nothing aside: {registry_after}"
     );
     let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
-    assert!(ok && out.contains("completed") && out.contains("new 5/5"), "{out}\n{err}");
+    assert!(
+        ok && out.contains("completed") && out.contains("new 5/5"),
+        "{out}\n{err}"
+    );
     plain_update_runs_unheld(&heat, &stack, "fcos-42").await;
     heat.delete_stack(&stack).await.ok();
 }

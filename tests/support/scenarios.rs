@@ -1371,7 +1371,11 @@ pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
 
 /// The events of a group's nested stack `group` after the event `mark` (none: all), oldest
 /// first, up to the update that follows the rollout's (see [`until_next_update`]).
-pub async fn stack_events(heat: &HeatClient, group: &StackRef, mark: Option<&str>) -> Vec<StackEvent> {
+pub async fn stack_events(
+    heat: &HeatClient,
+    group: &StackRef,
+    mark: Option<&str>,
+) -> Vec<StackEvent> {
     let events: Vec<StackEvent> = heat
         .list_events(
             group.clone(),
@@ -1415,10 +1419,8 @@ pub fn assert_masters_one_at_a_time_then_minions(
             );
         }
     }
-    let mut spans: Vec<(DateTime<Utc>, DateTime<Utc>, &String)> = m_names
-        .iter()
-        .map(|n| (mw[n].0, mw[n].1, n))
-        .collect();
+    let mut spans: Vec<(DateTime<Utc>, DateTime<Utc>, &String)> =
+        m_names.iter().map(|n| (mw[n].0, mw[n].1, n)).collect();
     spans.sort();
     for pair in spans.windows(2) {
         assert!(

@@ -186,9 +186,23 @@ fn small(w: &mut World) {
 /// 0), so the control plane would be rebuilt all at once.
 fn magnum_one_image(w: &mut World) {
     let t = create_template(w, "k8s-v1.29", "fedora-coreos-39", "v1.29.4");
-    let mut master = spec("default-master", "master", 3, "fedora-coreos-39", "m1.medium", "az-1");
+    let mut master = spec(
+        "default-master",
+        "master",
+        3,
+        "fedora-coreos-39",
+        "m1.medium",
+        "az-1",
+    );
     master.is_default = true;
-    let mut worker = spec("default-worker", "worker", 4, "fedora-coreos-39", "m1.large", "az-1");
+    let mut worker = spec(
+        "default-worker",
+        "worker",
+        4,
+        "fedora-coreos-39",
+        "m1.large",
+        "az-1",
+    );
     worker.is_default = true;
     let c = create_cluster(
         w,
@@ -202,8 +216,7 @@ fn magnum_one_image(w: &mut World) {
     let masters = group_of(w, c, "default-master");
     w.groups[masters].image_param = Some("minion_image".into());
     if let Some(s) = w.stack_mut(w.groups[masters].ng_stack) {
-        s.params
-            .insert("update_max_batch_size".into(), "0".into());
+        s.params.insert("update_max_batch_size".into(), "0".into());
     }
 }
 

@@ -366,6 +366,25 @@ impl GroupUpdatePlan {
         )
     }
 
+    /// `line` with the `--also PATH` flags that would hold every group of the blast radius
+    /// instead (a rollout's other way out), when every refusal is a group's that `--also`
+    /// can hold (a ResourceGroup); `None` otherwise.
+    pub fn hold_flags(&self, line: CommandLine) -> Option<CommandLine> {
+        let refused: Vec<&AlsoChanged> = self
+            .also
+            .iter()
+            .filter(|a| !a.allowed && !a.held && !a.only_waits())
+            .collect();
+        let holdable = refused.iter().all(|a| a.members.is_some())
+            && refused.len() == self.refusals.len()
+            && !refused.is_empty();
+        holdable.then(|| {
+            refused
+                .into_iter()
+                .fold(line, |line, a| line.flag("also", a.path.clone()))
+        })
+    }
+
     /// A scale plan (from [`plan_group_scale`]) in the form the console's scale form shows
     /// and applies ([`super::ScalePlan`]); `None` for a plan that is no scale.
     pub fn scale_plan(&self) -> Option<super::ScalePlan> {
@@ -618,7 +637,8 @@ async fn plan_with_templates(
             .heat_updates
             .iter()
             .any(|a| a.trim_matches('/') == path);
-        let held = kind == UpdateKind::Rollout && allow.held.iter().any(|a| a.trim_matches('/') == path);
+        let held =
+            kind == UpdateKind::Rollout && allow.held.iter().any(|a| a.trim_matches('/') == path);
         if held {
             if let Some(refusal) = held_group_refusal(templates, &path, names.as_deref()) {
                 refusals.push(refusal);
@@ -2108,6 +2128,13 @@ mod tests {
                 .as_deref(),
             Some("caldera scale --let-heat-update db_tier")
         );
+        // The other way out: hold the group too (a group: it has members).
+        assert_eq!(
+            plan.hold_flags(CommandLine::caldera(&["rollout", "start"]))
+                .map(|l| l.to_string())
+                .as_deref(),
+            Some("caldera rollout start --also db_tier")
+        );
         // A refusal no flag lifts (an AutoScalingGroup is not rolled out member by member):
         // the command would be refused too, so none is offered.
         plan.refusals
@@ -2669,5 +2696,97 @@ mod tests {
         let computed = json!({"str_replace": {"template": "m1.$s", "params": {"$s": "small"}}});
         assert_eq!(resolved(&computed, &parameters), None);
         assert_eq!(resolved(&json!({"get_param": "unset"}), &parameters), None);
+    }
+
+    /// `--also PATH`: only a group the change updates, never the target; the plan's line
+    /// for a held group names its members and how caldera releases them; a rollout's
+    /// refusal names both ways out.
+    #[test]
+    fn also_names_a_group_the_change_updates_and_the_plan_says_it_is_held() {
+        let masters = AlsoChanged {
+            path: "kube_masters".into(),
+            resource_type: "OS::Heat::ResourceGroup".into(),
+            reads: vec!["minion_image".into()],
+            members: Some(3),
+            allowed: false,
+            held: true,
+            names: vec!["0".into(), "1".into(), "2".into()],
+        };
+        let wait = AlsoChanged {
+            path: "wait".into(),
+            resource_type: "OS::Heat::WaitCondition".into(),
+            reads: vec!["minion_image".into()],
+            members: None,
+            allowed: false,
+            held: false,
+            names: Vec::new(),
+        };
+        let also = [masters.clone(), wait];
+        let held = |names: &[&str]| {
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            held_name_refusals(&names, "kube_minions", &also)
+        };
+        assert!(held(&["kube_masters", "/kube_masters/"]).is_empty());
+        let refused = held(&["network", "kube_minions", "wait"]);
+        assert_eq!(refused.len(), 3, "{refused:?}");
+        assert!(
+            refused[0].starts_with("--also network: not a group this change updates")
+                && refused[0]
+                    .ends_with("the groups outside kube_minions it would update: kube_masters"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[1].contains("that is the rollout's target"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[2].starts_with("--also wait: not a group"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            masters.line(),
+            "  blast radius: kube_masters (OS::Heat::ResourceGroup, 3 member(s): 0, 1, 2) reads \
+             minion_image too: held by caldera (--also), one at a time, before the target"
+        );
+        let why = also_reading_refusal(
+            UpdateKind::Rollout,
+            "kube_minions",
+            "kube_masters",
+            "OS::Heat::ResourceGroup",
+            &["minion_image".into()],
+            Some(3),
+        );
+        assert!(
+            why.contains("say --also kube_masters to hold it too")
+                && why.ends_with("or --let-heat-update kube_masters to let it"),
+            "{why}"
+        );
+        let why = also_reading_refusal(
+            UpdateKind::Scale,
+            "kube_minions",
+            "kube_masters",
+            "OS::Heat::ResourceGroup",
+            &["number_of_minions".into()],
+            Some(3),
+        );
+        assert!(
+            !why.contains("--also")
+                && why.ends_with("say --let-heat-update kube_masters to let it"),
+            "{why}"
+        );
+        let top = json!({"resources": {
+            "kube_masters": {"type": "OS::Heat::AutoScalingGroup"},
+            "kube_minions": {"type": "OS::Heat::ResourceGroup"}}});
+        let names = vec!["a".to_string()];
+        assert!(
+            held_group_refusal(std::slice::from_ref(&top), "kube_masters", Some(&names))
+                .is_some_and(|r| r.starts_with(
+                    "--also kube_masters: kube_masters is an OS::Heat::AutoScalingGroup"
+                ))
+        );
+        assert!(held_group_refusal(std::slice::from_ref(&top), "kube_minions", None).is_some());
+        assert!(
+            held_group_refusal(std::slice::from_ref(&top), "kube_minions", Some(&names)).is_none()
+        );
     }
 }

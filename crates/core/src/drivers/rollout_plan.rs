@@ -385,7 +385,15 @@ impl RolloutPlan {
                 .iter()
                 .fold(line, |line, (k, v)| line.set(k, v)),
         };
-        self.options.with_flags(line)
+        self.options.with_flags(self.also_flags(line))
+    }
+
+    /// `line` with `--also PATH` for each group the rollout holds besides its target: the
+    /// same change reaches them again.
+    fn also_flags(&self, line: CommandLine) -> CommandLine {
+        self.also
+            .iter()
+            .fold(line, |line, h| line.flag("also", h.path.clone()))
     }
 
     /// The command that takes the members back (`from_image`, else a placeholder the
@@ -402,7 +410,7 @@ impl RolloutPlan {
                 .keys()
                 .fold(line, |line, k| line.set_placeholder(k, "<previous value>")),
         };
-        self.options.with_flags(line)
+        self.options.with_flags(self.also_flags(line))
     }
 
     /// Every hook path the rollout sets, with what it held before the start: the target's
@@ -424,7 +432,10 @@ impl RolloutPlan {
         for (keys, prior) in self.hook_entries() {
             let one = match prior {
                 Some(prior) => prior.adding(&keys, ROLLOUT_HOOK),
-                None => crate::api::heat::hooks_env::registry_patch(&keys, serde_json::json!({"hooks": [ROLLOUT_HOOK]})),
+                None => crate::api::heat::hooks_env::registry_patch(
+                    &keys,
+                    serde_json::json!({"hooks": [ROLLOUT_HOOK]}),
+                ),
             };
             merge_json(&mut env, one);
         }
@@ -819,5 +830,97 @@ mod tests {
             serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
         assert_eq!(back.group_resource(), "kube_minions");
         assert_eq!(back.image_parameter(), None);
+    }
+
+    /// `--also kube_masters`: the masters' members first, one batch each, keyed by their
+    /// group; one PATCH hooks both groups beside what their entries held, and the end's
+    /// PATCH puts both entries back; the plan names each group and the flag is carried on.
+    #[test]
+    fn a_held_group_goes_first_one_member_at_a_time_and_is_hooked_and_unhooked() {
+        let stack = StackRef {
+            name: "mystack".into(),
+            id: "1".into(),
+        };
+        let target = crate::drivers::any_group::group_target(&stack, "kube_minions");
+        let set = [("minion_image".to_string(), ParameterValue::text("fcos-40"))].into();
+        let minions: Vec<String> = ["0", "1", "2"].iter().map(|s| s.to_string()).collect();
+        let masters: Vec<String> = ["10", "2", "1"].iter().map(|s| s.to_string()).collect();
+        let options = RolloutOptions {
+            batch_size: 2,
+            ..RolloutOptions::default()
+        };
+        let mut plan =
+            RolloutPlan::for_group(target, stack, "kube_minions", &minions, options, set);
+        plan.hold_also("kube_masters", &masters);
+        assert_eq!(
+            plan.batches,
+            vec![
+                vec!["kube_masters/1"],
+                vec!["kube_masters/2"],
+                vec!["kube_masters/10"],
+                vec!["0", "1"],
+                vec!["2"]
+            ]
+        );
+        assert_eq!(plan.group_of("kube_masters/2"), "kube_masters");
+        assert_eq!(plan.group_of("2"), "kube_minions");
+        assert_eq!(
+            split_member_key("roles/Compute/3"),
+            (Some("roles/Compute"), "3")
+        );
+        // Before the start read them: the masters' entry held an operator's hook.
+        plan.hooks_before = Some(PriorEntry::AbsentFrom(1));
+        plan.also[0].hooks_before = Some(PriorEntry::Present(vec!["pre-delete".into()]));
+        let env = plan.hooks_environment();
+        let resources = &env["resource_registry"]["resources"];
+        assert_eq!(
+            resources["kube_minions"]["*"]["hooks"],
+            serde_json::json!(["pre-update"])
+        );
+        assert_eq!(
+            resources["kube_masters"]["*"]["hooks"],
+            serde_json::json!(["pre-delete", "pre-update"])
+        );
+        let back = plan.unhook_update().environment.unwrap();
+        let resources = &back["resource_registry"]["resources"];
+        assert_eq!(
+            resources["kube_minions"]["*"]["hooks"],
+            serde_json::Value::Null
+        );
+        assert_eq!(
+            resources["kube_masters"]["*"]["hooks"],
+            serde_json::json!(["pre-delete"])
+        );
+        let calls = plan.calls();
+        assert!(calls[1]
+            .path
+            .contains("<kube_masters nested stack>/resources/1/signal"));
+        assert!(calls[4]
+            .path
+            .contains("<kube_minions nested stack>/resources/0/signal"));
+        let lines = plan.lines().join("\n");
+        assert!(
+            lines.contains(
+                "group kube_masters (3 member(s): 1, 2, 10): held by caldera, one at a time, \
+                 before kube_minions"
+            ) && lines.contains("group kube_minions (3 member(s): 0, 1, 2): held by caldera, in the batches below, after kube_masters"),
+            "{lines}"
+        );
+        assert!(
+            plan.forward_command()
+                .to_string()
+                .contains("--also kube_masters"),
+            "{}",
+            plan.forward_command()
+        );
+        assert_eq!(plan.hooked_groups(), ["kube_minions", "kube_masters"]);
+        // The journal's spec reads back; a spec from before `--also` reads as holding none.
+        let back: RolloutPlan =
+            serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
+        assert_eq!(back, plan);
+        let mut old = serde_json::to_value(&plan).unwrap();
+        old.as_object_mut().unwrap().remove("also");
+        let old: RolloutPlan = serde_json::from_value(old).unwrap();
+        assert!(old.also.is_empty());
     }
 }

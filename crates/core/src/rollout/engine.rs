@@ -2149,7 +2149,7 @@ pub fn parse_request(label: &str, e: &Entry) -> Option<Control> {
                 .and_then(|s| serde_json::from_str(s).ok())
                 .unwrap_or(AbortMode::LeavePaused),
         )),
-        REQUEST_SKIP => Some(Control::Skip(member_of(&label, &e.target))),
+        REQUEST_SKIP => Some(Control::Skip(member_of(label, &e.target))),
         _ => None,
     }
 }
