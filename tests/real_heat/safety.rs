@@ -747,6 +747,111 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
     heat.delete_stack(&stack).await.ok();
 }
 
+/// The same held rollout whose driver is killed (`kill -9`) after the second master was
+/// released, then taken over by `caldera rollout resume`: the journal's plan names the held
+/// group, the status counts its members, and Heat's events still show every member updated
+/// once, never two masters at once, masters before minions, no hook left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn also_held_masters_survive_a_killed_driver_and_a_resume() {
+    use crate::support::scenarios::{assert_masters_one_at_a_time_then_minions, stack_events};
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = one_image_stack(&heat, "also-kill", (3, 2), 3).await;
+    let target = format!("{}/kube_minions", stack.name);
+    let masters_stack = group_stack_of(&heat, &stack, "kube_masters")
+        .await
+        .expect("rg");
+    let minions_stack = group_stack_of(&heat, &stack, "kube_minions")
+        .await
+        .expect("rg");
+    let mark = |events: Vec<caldera::model::StackEvent>| events.last().map(|e| e.id.clone());
+    let m_mark = mark(stack_events(&heat, &masters_stack, None).await);
+    let w_mark = mark(stack_events(&heat, &minions_stack, None).await);
+    let mut driving = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url()])
+        .args([
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "minion_image=fcos-41",
+            "--yes",
+        ])
+        .args([
+            "--also",
+            "kube_masters",
+            "--gate-secs",
+            "1",
+            "--poll-secs",
+            "0.5",
+        ])
+        .env("CALDERA_JOURNAL", &journal)
+        .env_remove("CALDERA_ACTIONS_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the driver starts");
+    let released = |key: &str| {
+        Journal::open(&journal)
+            .read_all()
+            .unwrap_or_default()
+            .iter()
+            .any(|e| {
+                e.action == "rollout.release"
+                    && e.outcome == Outcome::Ok
+                    && e.target.ends_with(&format!("/kube_masters/{key}"))
+            })
+    };
+    let t0 = Instant::now();
+    while !released("1") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "master 1 never released"
+        );
+        assert!(
+            driving.try_wait().expect("try_wait").is_none(),
+            "the driver ended early"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    driving.kill().expect("kill -9");
+    driving.wait().expect("reaped");
+    // Nobody drives: the status reads the held group from the journal's plan and Heat.
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(
+        ok && out.contains("kube_masters/2") && out.contains("/5"),
+        "{out}\n{err}"
+    );
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert!(
+        hooks.matches(&["kube_masters", "2"], "pre-update"),
+        "the masters stay held while nobody drives: {hooks:?}"
+    );
+    let (ok, out, err) = caldera(
+        &journal,
+        &["rollout", "resume", &target, "--poll-secs", "0.5"],
+    );
+    assert!(ok && out.contains("hooks: taken out"), "{out}\n{err}");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let names = |n: u32| (0..n).map(|i| i.to_string()).collect::<Vec<_>>();
+    assert_masters_one_at_a_time_then_minions(
+        (
+            &names(3),
+            &stack_events(&heat, &masters_stack, m_mark.as_deref()).await,
+        ),
+        (
+            &names(2),
+            &stack_events(&heat, &minions_stack, w_mark.as_deref()).await,
+        ),
+    );
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
+    heat.delete_stack(&stack).await.ok();
+}
+
 /// An AutoScalingGroup's members are updated in Heat's own order, several times each: a
 /// rollout refuses with the reason, and sends nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
