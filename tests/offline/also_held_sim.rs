@@ -167,6 +167,62 @@ async fn sim_also_held_masters_survive_a_killed_driver() {
     held_masters_scenario(Some(2)).await;
 }
 
+/// A held rollout aborted with rollback once the first master is done: Heat rolls both
+/// groups back through the hooks (cleared by the engine as Heat pauses each member), the
+/// rollout ends aborted, and the stack's environment holds no hook of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_also_held_rollout_aborted_with_rollback_leaves_no_hook() {
+    use caldera::rollout::{AbortMode, Control};
+    let (sim, env, stack) = one_image().await;
+    let heat = &env.heat;
+    let masters = group_members(heat, &stack, "kube_masters")
+        .await
+        .expect("masters");
+    let minions = group_members(heat, &stack, "kube_minions")
+        .await
+        .expect("minions");
+    let set = [(
+        "minion_image".to_string(),
+        ParameterValue::text("fedora-coreos-40"),
+    )]
+    .into();
+    let mut plan = RolloutPlan::for_group(
+        group_target(&stack, "kube_minions"),
+        stack.clone(),
+        "kube_minions",
+        &minions,
+        RolloutOptions::default(),
+        set,
+    );
+    plan.hold_also("kube_masters", &masters);
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("a master done in time");
+    h.send(Control::Abort(AbortMode::CancelUpdate))
+        .expect("abort");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("ends in time");
+    assert!(
+        matches!(end.state, RolloutState::Aborted { .. }),
+        "{:#?}",
+        end.lines()
+    );
+    let settled = env.settle(&stack).await;
+    assert_eq!(settled, "ROLLBACK_COMPLETE", "{:#?}", end.lines());
+    let hooks = heat
+        .get_environment_hooks(&stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "hooks left: {hooks:?} ({:?})",
+        end.hooks_left
+    );
+    sim.shutdown().await;
+}
+
 /// The simulator's layout does what the test relies on: unheld, an update of the one image
 /// parameter updates every master at once (so the rollout above is what keeps them apart).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
