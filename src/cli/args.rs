@@ -192,6 +192,10 @@ pub enum RolloutCommand {
         /// Repeatable. Refused when the change does not update that group.
         #[arg(long, value_name = "GROUP")]
         also: Vec<String>,
+        /// STACK/GROUP: as --also, but that group's members are released (one at a time)
+        /// AFTER the target's. Repeatable.
+        #[arg(long, value_name = "GROUP")]
+        also_after: Vec<String>,
         /// Seconds between looks at Heat.
         #[arg(long, default_value_t = 2.0, value_parser = secs(0.01, 3600.0))]
         poll_secs: f64,

@@ -267,6 +267,7 @@ pub async fn run(command: Command, conn: CloudConnection, args: &ActionArgs) -> 
                         magnum: allow_magnum_owned,
                         heat_updates: let_heat_update,
                         held: Vec::new(),
+                        held_after: Vec::new(),
                     },
                     no_wait,
                 };
@@ -366,6 +367,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             allow_magnum_owned,
             let_heat_update,
             also,
+            also_after,
             poll_secs,
         } => {
             let options = RolloutOptions {
@@ -391,6 +393,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                         magnum: allow_magnum_owned,
                         heat_updates: let_heat_update,
                         held: also,
+                        held_after: also_after,
                     },
                     no_wait: false,
                 };

@@ -45,10 +45,11 @@ async fn mark(heat: &HeatClient, group: &StackRef) -> Option<String> {
         .map(|(id, _)| id)
 }
 
-/// The rollout of `kube_minions` to `fedora-coreos-40` holding `kube_masters` too; when
-/// `kill_after` is given, its driver is killed once that many members are done and a new
-/// one resumes it from the journal and Heat.
-async fn held_masters_scenario(kill_after: Option<usize>) {
+/// The rollout of `kube_minions` to `fedora-coreos-40` holding `kube_masters` too, before
+/// the minions (`--also`) or `after` them (`--also-after`); when `kill_after` is given, its
+/// driver is killed once that many members are done and a new one resumes it from the
+/// journal and Heat.
+async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
     let (sim, env, stack) = one_image().await;
     let heat = &env.heat;
     let masters = group_members(heat, &stack, "kube_masters")
@@ -85,13 +86,14 @@ async fn held_masters_scenario(kill_after: Option<usize>) {
         options,
         set,
     );
-    plan.hold_also("kube_masters", &masters);
+    plan.hold_also("kube_masters", &masters, after);
     let lines = plan.lines().join("\n");
+    let when = if after { "after" } else { "before" };
     assert!(
-        lines.contains(
+        lines.contains(&format!(
             "group kube_masters (3 member(s): 0, 1, 2): held by caldera, one at a time, \
-             before kube_minions"
-        ),
+             {when} kube_minions"
+        )),
         "{lines}"
     );
     let mut h = env.start_rollout(&plan, HookSet::default()).await;
@@ -144,7 +146,7 @@ async fn held_masters_scenario(kill_after: Option<usize>) {
         "hooks left: {hooks:?} ({:?})",
         end.hooks_left
     );
-    scenarios::assert_masters_one_at_a_time_then_minions(
+    scenarios::assert_masters_one_at_a_time(
         (
             &masters,
             &stack_events(heat, &masters_stack, m_mark.as_deref()).await,
@@ -153,18 +155,24 @@ async fn held_masters_scenario(kill_after: Option<usize>) {
             &minions,
             &stack_events(heat, &minions_stack, w_mark.as_deref()).await,
         ),
+        !after,
     );
     sim.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_also_holds_the_masters_one_at_a_time_before_the_minions() {
-    held_masters_scenario(None).await;
+    held_masters_scenario(None, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_also_after_holds_the_masters_one_at_a_time_after_the_minions() {
+    held_masters_scenario(None, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_also_held_masters_survive_a_killed_driver() {
-    held_masters_scenario(Some(2)).await;
+    held_masters_scenario(Some(2), false).await;
 }
 
 /// A held rollout aborted with rollback once the first master is done: Heat rolls both
@@ -194,7 +202,7 @@ async fn sim_also_held_rollout_aborted_with_rollback_leaves_no_hook() {
         RolloutOptions::default(),
         set,
     );
-    plan.hold_also("kube_masters", &masters);
+    plan.hold_also("kube_masters", &masters, false);
     let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
         .await

@@ -593,17 +593,23 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
 /// Magnum's layout with `masters` masters and `minions` minions booting one image parameter
 /// (`minion_image`), each member's update taking `secs` seconds (a slow resource reading the
 /// image beside its server: in Heat's whole-second event times two members updating at once
-/// overlap, and show it), the operator's hooks in its environment.
+/// overlap, and show it), the operator's hooks in its environment. With `ordered`, the
+/// minions depend on the masters (as Magnum's own minions do through the API address), so
+/// Heat updates the masters' group first.
 async fn one_image_stack(
     heat: &HeatClient,
     prefix: &str,
     (masters, minions): (u32, u32),
     secs: u32,
+    ordered: bool,
 ) -> StackRef {
     let mut template: Value =
         serde_yaml_ng::from_str(&fixture("magnum/kubecluster.yaml")).expect("template YAML");
     template["resources"]["kube_masters"]["properties"]["resource_def"]["properties"]
         ["server_image"] = json!({"get_param": "minion_image"});
+    if ordered {
+        template["resources"]["kube_minions"]["depends_on"] = json!(["network", "kube_masters"]);
+    }
     let files: BTreeMap<String, String> = MAGNUM_FILES
         .iter()
         .map(|(n, p)| {
@@ -642,18 +648,20 @@ async fn one_image_stack(
 }
 
 /// The third choice for a group the change reaches: hold it too (`--also`). Refused with the
-/// reason, nothing sent, for a group the change does not update or the target itself; with
+/// reason, nothing sent, for a group the change does not update, the target itself, or a
+/// side of the target Heat's dependency order cannot keep (`--also-after` of the masters the
+/// minions depend on); with
 /// `--also kube_masters`, Heat's events show every master and minion updated once, never two
 /// masters at once, every master before the first minion; no hook is left, and a plain
 /// update afterwards holds no member.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
 async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
-    use crate::support::scenarios::{assert_masters_one_at_a_time_then_minions, stack_events};
+    use crate::support::scenarios::{assert_masters_one_at_a_time, stack_events};
     let heat = heat().await;
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.jsonl");
-    let stack = one_image_stack(&heat, "also", (3, 2), 3).await;
+    let stack = one_image_stack(&heat, "also", (3, 2), 3, true).await;
     let target = format!("{}/kube_minions", stack.name);
     let (registry_before, _) = registry_and_parameters(&heat, &stack).await;
     let updated = heat
@@ -692,6 +700,14 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
             && out.contains("it would update: kube_masters"),
         "{out}\n{err}"
     );
+    // Heat updates the masters first here (the minions depend on them): holding them until
+    // the minions are done would wait for ever.
+    let (ok, out, err) = start(&["--also-after", "kube_masters"]);
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        out.contains("--also-after kube_masters: Heat updates kube_masters before kube_minions"),
+        "{out}\n{err}"
+    );
     let (ok, out, err) = start(&["--also", "kube_minions"]);
     assert!(!ok, "{out}\n{err}");
     assert!(
@@ -722,7 +738,7 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
     );
     wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
     let names = |n: u32| (0..n).map(|i| i.to_string()).collect::<Vec<_>>();
-    assert_masters_one_at_a_time_then_minions(
+    assert_masters_one_at_a_time(
         (
             &names(3),
             &stack_events(&heat, &masters_stack, m_mark.as_deref()).await,
@@ -731,6 +747,7 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
             &names(2),
             &stack_events(&heat, &minions_stack, w_mark.as_deref()).await,
         ),
+        true,
     );
     let (registry_after, _) = registry_and_parameters(&heat, &stack).await;
     assert_eq!(
@@ -754,11 +771,11 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
 async fn also_held_masters_survive_a_killed_driver_and_a_resume() {
-    use crate::support::scenarios::{assert_masters_one_at_a_time_then_minions, stack_events};
+    use crate::support::scenarios::{assert_masters_one_at_a_time, stack_events};
     let heat = heat().await;
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.jsonl");
-    let stack = one_image_stack(&heat, "also-kill", (3, 2), 3).await;
+    let stack = one_image_stack(&heat, "also-kill", (3, 2), 3, false).await;
     let target = format!("{}/kube_minions", stack.name);
     let masters_stack = group_stack_of(&heat, &stack, "kube_masters")
         .await
@@ -837,7 +854,7 @@ async fn also_held_masters_survive_a_killed_driver_and_a_resume() {
     assert!(ok && out.contains("hooks: taken out"), "{out}\n{err}");
     wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
     let names = |n: u32| (0..n).map(|i| i.to_string()).collect::<Vec<_>>();
-    assert_masters_one_at_a_time_then_minions(
+    assert_masters_one_at_a_time(
         (
             &names(3),
             &stack_events(&heat, &masters_stack, m_mark.as_deref()).await,
@@ -846,6 +863,7 @@ async fn also_held_masters_survive_a_killed_driver_and_a_resume() {
             &names(2),
             &stack_events(&heat, &minions_stack, w_mark.as_deref()).await,
         ),
+        true,
     );
     let hooks = heat.get_environment_hooks(&stack).await.expect("env");
     assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");

@@ -1399,12 +1399,14 @@ pub async fn stack_events(
     until_next_update(events)
 }
 
-/// From Heat's events of a rollout of `minions` (the target) holding `masters` too
-/// (`--also`): every member of each group updated exactly once; never two masters updating
-/// at once; every master done before the first minion starts updating.
-pub fn assert_masters_one_at_a_time_then_minions(
+/// From Heat's events of a rollout of `minions` (the target) holding `masters` too: every
+/// member of each group updated exactly once; never two masters updating at once; every
+/// master done before the first minion starts updating (`--also`), or, `masters_first`
+/// false (`--also-after`), every minion done before the first master starts.
+pub fn assert_masters_one_at_a_time(
     masters: (&[String], &[StackEvent]),
     minions: (&[String], &[StackEvent]),
+    masters_first: bool,
 ) {
     let (m_names, m_events) = masters;
     let (w_names, w_events) = minions;
@@ -1430,10 +1432,19 @@ pub fn assert_masters_one_at_a_time_then_minions(
             pair[1].2
         );
     }
-    let last_master = spans.iter().map(|s| s.1).max().expect("masters");
-    let first_minion = w_names.iter().map(|n| ww[n].0).min().expect("minions");
-    assert!(
-        last_master <= first_minion,
-        "a minion started at {first_minion} before the masters were done at {last_master}"
-    );
+    if masters_first {
+        let last_master = spans.iter().map(|s| s.1).max().expect("masters");
+        let first_minion = w_names.iter().map(|n| ww[n].0).min().expect("minions");
+        assert!(
+            last_master <= first_minion,
+            "a minion started at {first_minion} before the masters were done at {last_master}"
+        );
+    } else {
+        let last_minion = w_names.iter().map(|n| ww[n].1).max().expect("minions");
+        let first_master = spans.iter().map(|s| s.0).min().expect("masters");
+        assert!(
+            last_minion <= first_master,
+            "a master started at {first_master} before the minions were done at {last_minion}"
+        );
+    }
 }

@@ -127,8 +127,10 @@ pub struct AlsoChanged {
     /// The operator said Heat may update it (`--let-heat-update PATH`).
     pub allowed: bool,
     /// The operator said caldera holds it too (`--also PATH`): its members (`names`) on
-    /// hooks, released one at a time before the target's.
+    /// hooks, released one at a time before the target's (after them: `after`,
+    /// `--also-after PATH`).
     pub held: bool,
+    pub after: bool,
     /// A group's members now, by name (in index order).
     pub names: Vec<String>,
 }
@@ -152,12 +154,14 @@ impl AlsoChanged {
         if self.held {
             return format!(
                 "  blast radius: {} ({}, {} member(s): {}) reads {} too: held by caldera \
-                 (--also), one at a time, before the target",
+                 ({}), one at a time, {} the target",
                 self.path,
                 self.resource_type,
                 self.names.len(),
                 self.names.join(", "),
-                self.reads.join(", ")
+                self.reads.join(", "),
+                if self.after { "--also-after" } else { "--also" },
+                if self.after { "after" } else { "before" }
             );
         }
         let what = match self.members {
@@ -187,6 +191,20 @@ pub struct Allow {
     /// Groups outside the target a rollout holds too (`--also`, their paths): hooked and
     /// released by caldera one at a time, before the target's members.
     pub held: Vec<String>,
+    /// The same, released after the target's members (`--also-after`).
+    pub held_after: Vec<String>,
+}
+
+impl Allow {
+    /// Whether the operator said to hold `path` too, and if so whether after the target.
+    fn hold_of(&self, path: &str) -> Option<bool> {
+        let named = |list: &[String]| list.iter().any(|a| a.trim_matches('/') == path);
+        match (named(&self.held), named(&self.held_after)) {
+            (true, _) => Some(false),
+            (false, true) => Some(true),
+            (false, false) => None,
+        }
+    }
 }
 
 impl GroupUpdatePlan {
@@ -203,7 +221,7 @@ impl GroupUpdatePlan {
         );
         plan.preview = self.lines();
         for a in self.also.iter().filter(|a| a.held) {
-            plan.hold_also(&a.path, &a.names);
+            plan.hold_also(&a.path, &a.names, a.after);
         }
         plan
     }
@@ -637,10 +655,13 @@ async fn plan_with_templates(
             .heat_updates
             .iter()
             .any(|a| a.trim_matches('/') == path);
-        let held =
-            kind == UpdateKind::Rollout && allow.held.iter().any(|a| a.trim_matches('/') == path);
-        if held {
+        let hold = allow.hold_of(&path).filter(|_| kind == UpdateKind::Rollout);
+        let held = hold.is_some();
+        if let Some(after) = hold {
             if let Some(refusal) = held_group_refusal(templates, &path, names.as_deref()) {
+                refusals.push(refusal);
+            }
+            if let Some(refusal) = held_order_refusal(templates, group, &path, after) {
                 refusals.push(refusal);
             }
         }
@@ -662,10 +683,17 @@ async fn plan_with_templates(
             members,
             allowed,
             held,
+            after: hold == Some(true),
             names: names.unwrap_or_default(),
         });
     }
-    refusals.extend(held_name_refusals(&allow.held, group, &also));
+    refusals.extend(held_name_refusals("also", &allow.held, group, &also));
+    refusals.extend(held_name_refusals(
+        "also-after",
+        &allow.held_after,
+        group,
+        &also,
+    ));
     for a in &allow.heat_updates {
         if !also.iter().any(|x| x.path == a.trim_matches('/')) {
             refusals.push(format!(
@@ -689,9 +717,15 @@ async fn plan_with_templates(
     })
 }
 
-/// Why `--also PATH` (one of `held`) cannot be: PATH is the target itself, or no group the
-/// change updates (naming the groups it would update, which `--also` may name).
-fn held_name_refusals(held: &[String], group: &str, also: &[AlsoChanged]) -> Vec<String> {
+/// Why `--FLAG PATH` (`--also`, `--also-after`; PATH one of `held`) cannot be: PATH is the
+/// target itself, or no group the change updates (naming the groups it would update, which
+/// the flag may name).
+fn held_name_refusals(
+    flag: &str,
+    held: &[String],
+    group: &str,
+    also: &[AlsoChanged],
+) -> Vec<String> {
     let groups: Vec<&str> = also
         .iter()
         .filter(|a| a.members.is_some())
@@ -702,8 +736,8 @@ fn held_name_refusals(held: &[String], group: &str, also: &[AlsoChanged]) -> Vec
             let path = h.trim_matches('/');
             if path == group {
                 return Some(format!(
-                    "--also {h}: that is the rollout's target; --also names another group the \
-                     change updates"
+                    "--{flag} {h}: that is the rollout's target; --{flag} names another group \
+                     the change updates"
                 ));
             }
             if also.iter().any(|a| a.path == path && a.members.is_some()) {
@@ -714,11 +748,96 @@ fn held_name_refusals(held: &[String], group: &str, also: &[AlsoChanged]) -> Vec
                 false => groups.join(", "),
             };
             Some(format!(
-                "--also {h}: not a group this change updates (it reads none of the changed \
+                "--{flag} {h}: not a group this change updates (it reads none of the changed \
                  parameters); the groups outside {group} it would update: {would}"
             ))
         })
         .collect()
+}
+
+/// Why the group at `held` cannot be released on the chosen side of the target `group`
+/// (`after`: `--also-after`): Heat walks an update in its dependency order, and does not
+/// start a resource until every resource it depends on (`depends_on`, `get_resource`,
+/// `get_attr`, transitively) is done. Where the target depends on `held`, Heat reaches the
+/// target's members only once `held` is updated, so `held` cannot wait for the target; where
+/// `held` depends on the target, the other way round. Either way the update would wait for
+/// ever, every member of both groups held.
+fn held_order_refusal(templates: &[Value], group: &str, held: &str, after: bool) -> Option<String> {
+    let (a, b) = (steps(group), steps(held));
+    let level = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let (target_at, held_at) = (a.get(level)?, b.get(level)?);
+    let resources = resources_at(templates, level)?;
+    let (first, then) = match after {
+        // The target first: it must not wait for `held`.
+        true => (target_at, held_at),
+        false => (held_at, target_at),
+    };
+    if !depends_on(resources, first, then) {
+        return None;
+    }
+    let flag = if after { "also-after" } else { "also" };
+    Some(format!(
+        "--{flag} {held}: Heat updates {then} before {first} ({first} depends on it in the \
+         template), so {held}'s members cannot be released {} {group}'s: the update would \
+         wait for ever; say --{} {held}",
+        if after { "after" } else { "before" },
+        if after { "also" } else { "also-after" }
+    ))
+}
+
+/// Whether resource `from` depends, directly or through others, on resource `to` among
+/// `resources` (one template's).
+fn depends_on(resources: &serde_json::Map<String, Value>, from: &str, to: &str) -> bool {
+    let mut seen: Vec<String> = Vec::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(r) = todo.pop() {
+        if seen.contains(&r) || seen.len() > resources.len() {
+            continue;
+        }
+        let mut direct = Vec::new();
+        if let Some(definition) = resources.get(&r) {
+            references(definition, &mut direct, 0);
+        }
+        if direct.iter().any(|d| d == to) {
+            return true;
+        }
+        seen.push(r);
+        todo.extend(direct);
+    }
+    false
+}
+
+/// The resources a definition names: `depends_on`, `get_resource`, `get_attr` (Heat's
+/// dependencies of a resource on others of its template).
+fn references(v: &Value, out: &mut Vec<String>, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            for (k, inner) in map {
+                let named: Vec<&str> = match (k.as_str(), inner) {
+                    ("depends_on", Value::String(s)) | ("get_resource", Value::String(s)) => {
+                        vec![s.as_str()]
+                    }
+                    ("depends_on", Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+                    ("get_attr", Value::Array(a)) => {
+                        a.first().and_then(Value::as_str).into_iter().collect()
+                    }
+                    ("get_attr", Value::String(s)) => s.split('.').next().into_iter().collect(),
+                    _ => Vec::new(),
+                };
+                out.extend(named.into_iter().map(str::to_string));
+                references(inner, out, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                references(item, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Why the group at `path` cannot be held by a rollout besides its target: caldera holds and
@@ -2106,6 +2225,7 @@ mod tests {
             members: Some(2),
             allowed: false,
             held: false,
+            after: false,
             names: Vec::new(),
         });
         let lines = plan.lines().join("\n");
@@ -2119,6 +2239,7 @@ mod tests {
             members: None,
             allowed: false,
             held: false,
+            after: false,
             names: Vec::new(),
         });
         plan.refusals = vec!["db_tier reads app_count too".into()];
@@ -2195,6 +2316,7 @@ mod tests {
             members: None,
             allowed: false,
             held: false,
+            after: false,
             names: Vec::new(),
         })
         .collect();
@@ -2710,6 +2832,7 @@ mod tests {
             members: Some(3),
             allowed: false,
             held: true,
+            after: false,
             names: vec!["0".into(), "1".into(), "2".into()],
         };
         let wait = AlsoChanged {
@@ -2719,12 +2842,13 @@ mod tests {
             members: None,
             allowed: false,
             held: false,
+            after: false,
             names: Vec::new(),
         };
         let also = [masters.clone(), wait];
         let held = |names: &[&str]| {
             let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-            held_name_refusals(&names, "kube_minions", &also)
+            held_name_refusals("also", &names, "kube_minions", &also)
         };
         assert!(held(&["kube_masters", "/kube_masters/"]).is_empty());
         let refused = held(&["network", "kube_minions", "wait"]);
@@ -2787,6 +2911,47 @@ mod tests {
         assert!(held_group_refusal(std::slice::from_ref(&top), "kube_minions", None).is_some());
         assert!(
             held_group_refusal(std::slice::from_ref(&top), "kube_minions", Some(&names)).is_none()
+        );
+    }
+
+    /// Magnum's layout: the minions reach the masters through the API address switch, so
+    /// Heat updates the masters first. Holding the masters after the minions, or the
+    /// minions before the masters (a rollout of the masters), would wait for ever: refused.
+    #[test]
+    fn a_held_group_must_be_released_in_heats_dependency_order() {
+        let top = json!({"resources": {
+            "network": {"type": "lib/network.yaml"},
+            "kube_masters": {"type": "OS::Heat::ResourceGroup", "depends_on": ["network"]},
+            "api_switch": {"type": "OS::Heat::Value", "properties": {
+                "value": {"get_attr": ["kube_masters", "resource.0.ip"]}}},
+            "kube_minions": {"type": "OS::Heat::ResourceGroup", "depends_on": "network",
+                "properties": {"resource_def": {"properties": {
+                    "master_ip": {"get_attr": ["api_switch", "value"]}}}}},
+        }});
+        let t = std::slice::from_ref(&top);
+        assert!(held_order_refusal(t, "kube_minions", "kube_masters", false).is_none());
+        let after = held_order_refusal(t, "kube_minions", "kube_masters", true).unwrap_or_default();
+        assert!(
+            after.starts_with(
+                "--also-after kube_masters: Heat updates kube_masters before kube_minions"
+            ) && after.ends_with("say --also kube_masters"),
+            "{after}"
+        );
+        assert!(held_order_refusal(t, "kube_masters", "kube_minions", true).is_none());
+        let before =
+            held_order_refusal(t, "kube_masters", "kube_minions", false).unwrap_or_default();
+        assert!(
+            before
+                .starts_with("--also kube_minions: Heat updates kube_masters before kube_minions"),
+            "{before}"
+        );
+        // No dependency either way: both sides are fine.
+        let free = json!({"resources": {
+            "a": {"type": "OS::Heat::ResourceGroup"}, "b": {"type": "OS::Heat::ResourceGroup"}}});
+        let f = std::slice::from_ref(&free);
+        assert!(
+            held_order_refusal(f, "a", "b", true).is_none()
+                && held_order_refusal(f, "a", "b", false).is_none()
         );
     }
 }

@@ -154,6 +154,19 @@ pub struct HeldGroup {
     /// [`RolloutPlan::since_event`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_event: Option<String>,
+    /// Released after the target's members (`--also-after`), not before (`--also`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after: bool,
+}
+
+impl HeldGroup {
+    /// When caldera releases its members, against the target's: `before` or `after`.
+    pub fn when(&self) -> &'static str {
+        match self.after {
+            true => "after",
+            false => "before",
+        }
+    }
 }
 
 /// The rollout's name for member `name` of the held group at `path`: `kube_masters/0`.
@@ -391,9 +404,10 @@ impl RolloutPlan {
     /// `line` with `--also PATH` for each group the rollout holds besides its target: the
     /// same change reaches them again.
     fn also_flags(&self, line: CommandLine) -> CommandLine {
-        self.also
-            .iter()
-            .fold(line, |line, h| line.flag("also", h.path.clone()))
+        self.also.iter().fold(line, |line, h| match h.after {
+            true => line.flag("also-after", h.path.clone()),
+            false => line.flag("also", h.path.clone()),
+        })
     }
 
     /// The command that takes the members back (`from_image`, else a placeholder the
@@ -465,25 +479,30 @@ impl RolloutPlan {
 
     /// Holds the members of the group at `path` too (`--also`): hooked by the same PATCH and
     /// released by caldera one at a time, each its own batch (a health gate between two),
-    /// before the target's batches. A control plane (`kube_masters`) never has two members
-    /// updating at once, and is done before the workers.
-    pub fn hold_also(&mut self, path: &str, members: &[String]) {
+    /// before the target's batches (after them with `after`, `--also-after`). A control
+    /// plane (`kube_masters`) never has two members updating at once, and is done before
+    /// the workers.
+    pub fn hold_also(&mut self, path: &str, members: &[String], after: bool) {
         let mut ordered = members.to_vec();
         ordered.sort_by(|a, b| member_order(a, b));
         let held: Vec<Vec<String>> = ordered
             .iter()
             .map(|m| vec![held_member_key(path, m)])
             .collect();
-        let at = self
-            .batches
-            .iter()
-            .position(|b| b.iter().all(|m| split_member_key(m).0.is_none()))
-            .unwrap_or(self.batches.len());
+        let at = match after {
+            true => self.batches.len(),
+            false => self
+                .batches
+                .iter()
+                .position(|b| b.iter().all(|m| split_member_key(m).0.is_none()))
+                .unwrap_or(self.batches.len()),
+        };
         self.batches.splice(at..at, held);
         self.also.push(HeldGroup {
             path: path.to_string(),
             hooks_before: None,
             since_event: None,
+            after,
         });
     }
 
@@ -506,23 +525,34 @@ impl RolloutPlan {
             .map(|h| {
                 let names = in_group(Some(h.path.as_str()));
                 format!(
-                    "  group {} ({} member(s): {}): held by caldera, one at a time, before {target}",
+                    "  group {} ({} member(s): {}): held by caldera, one at a time, {} {target}",
                     h.path,
                     names.len(),
-                    names.join(", ")
+                    names.join(", "),
+                    h.when()
                 )
             })
             .collect();
         let names = in_group(None);
+        // The target against the held groups: after those released before it, before those
+        // released after it.
+        let relative: Vec<String> = [(false, "after"), (true, "before")]
+            .into_iter()
+            .filter_map(|(after, word)| {
+                let paths: Vec<&str> = self
+                    .also
+                    .iter()
+                    .filter(|h| h.after == after)
+                    .map(|h| h.path.as_str())
+                    .collect();
+                (!paths.is_empty()).then(|| format!("{word} {}", paths.join(", ")))
+            })
+            .collect();
         out.push(format!(
-            "  group {target} ({} member(s): {}): held by caldera, in the batches below, after {}",
+            "  group {target} ({} member(s): {}): held by caldera, in the batches below, {}",
             names.len(),
             names.join(", "),
-            self.also
-                .iter()
-                .map(|h| h.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            relative.join(", ")
         ));
         out
     }
@@ -851,7 +881,7 @@ mod tests {
         };
         let mut plan =
             RolloutPlan::for_group(target, stack, "kube_minions", &minions, options, set);
-        plan.hold_also("kube_masters", &masters);
+        plan.hold_also("kube_masters", &masters, false);
         assert_eq!(
             plan.batches,
             vec![
@@ -914,6 +944,22 @@ mod tests {
             plan.forward_command()
         );
         assert_eq!(plan.hooked_groups(), ["kube_minions", "kube_masters"]);
+        // `--also-after`: that group's members after the target's.
+        let mut later = plan.clone();
+        later.hold_also("etcd", &["0".to_string()], true);
+        assert_eq!(later.batches.last().unwrap(), &vec!["etcd/0".to_string()]);
+        assert_eq!(later.batches[3], vec!["0", "1"]);
+        let lines = later.lines().join("\n");
+        assert!(
+            lines.contains(
+                "group etcd (1 member(s): 0): held by caldera, one at a time, after kube_minions"
+            ) && lines.contains("in the batches below, after kube_masters, before etcd"),
+            "{lines}"
+        );
+        assert!(later
+            .forward_command()
+            .to_string()
+            .contains("--also kube_masters --also-after etcd"));
         // The journal's spec reads back; a spec from before `--also` reads as holding none.
         let back: RolloutPlan =
             serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
