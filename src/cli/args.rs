@@ -185,6 +185,17 @@ pub enum RolloutCommand {
         /// Without it such a change is refused, naming what it would touch.
         #[arg(long, value_name = "PATH")]
         let_heat_update: Vec<String>,
+        /// STACK/GROUP: hold this other group of the stack (its path, as the plan's blast
+        /// radius names it: `kube_masters`) too, when the change updates it: its members are
+        /// hooked by the same update and released by caldera one at a time, with the health
+        /// gate between them, all BEFORE the target's members (control plane before workers).
+        /// Repeatable. Refused when the change does not update that group.
+        #[arg(long, value_name = "GROUP")]
+        also: Vec<String>,
+        /// STACK/GROUP: as --also, but that group's members are released (one at a time)
+        /// AFTER the target's. Repeatable.
+        #[arg(long, value_name = "GROUP")]
+        also_after: Vec<String>,
         /// Seconds between looks at Heat.
         #[arg(long, default_value_t = 2.0, value_parser = secs(0.01, 3600.0))]
         poll_secs: f64,

@@ -266,6 +266,8 @@ pub async fn run(command: Command, conn: CloudConnection, args: &ActionArgs) -> 
                     allow: any_group::Allow {
                         magnum: allow_magnum_owned,
                         heat_updates: let_heat_update,
+                        held: Vec::new(),
+                        held_after: Vec::new(),
                     },
                     no_wait,
                 };
@@ -364,6 +366,8 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             confirm,
             allow_magnum_owned,
             let_heat_update,
+            also,
+            also_after,
             poll_secs,
         } => {
             let options = RolloutOptions {
@@ -388,6 +392,8 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                     allow: any_group::Allow {
                         magnum: allow_magnum_owned,
                         heat_updates: let_heat_update,
+                        held: also,
+                        held_after: also_after,
                     },
                     no_wait: false,
                 };
@@ -406,6 +412,13 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 }
                 return rollout_any_group(ctx, &stack, &group, sets, options, opts, poll_secs)
                     .await;
+            }
+            if !also.is_empty() {
+                return Err(
+                    "--also is for STACK/GROUP rollouts: it holds another group of the \
+                            same stack"
+                        .into(),
+                );
             }
             let (target, driver) = ctx.resolve(&target).await?;
             ctx.action.check(

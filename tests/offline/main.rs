@@ -19,6 +19,7 @@ mod support {
 
 mod actions;
 mod actions_cli;
+mod also_held_sim;
 mod capi_cluster;
 mod cli_habits;
 mod closing_wait_sim;

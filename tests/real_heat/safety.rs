@@ -13,7 +13,9 @@
 //!   plan with Heat's preview, sends nothing unconfirmed, and with `--yes` takes them out;
 //! - a rollout of the minions where the masters read the same image parameter (as Magnum's
 //!   layout can) is refused, naming the masters and sending nothing, unless the operator
-//!   says `--let-heat-update kube_masters`.
+//!   says `--let-heat-update kube_masters`; with `--also kube_masters` the masters are held
+//!   too and released one at a time before the minions, each member updated once, no hook
+//!   left, and a plain update afterwards holds no member.
 //!
 //! `scripts/real-heat-suite.sh` starts a Heat and runs these with `--ignored`; HEAT_URL must
 //! point at it.
@@ -137,18 +139,23 @@ fn without_empty(v: &Value) -> Value {
 }
 
 /// A plain `PATCH` of one parameter, as `openstack stack update --existing --parameter`
-/// sends it, must end within `limit` with no member paused on a hook on the way.
+/// sends it, must end within `limit` with no member (of the masters or the minions) paused
+/// on a hook on the way.
 async fn plain_update_runs_unheld(heat: &HeatClient, stack: &StackRef, image: &str) {
-    let group = group_stack_of(heat, stack, "kube_minions")
-        .await
-        .expect("group");
-    let before: std::collections::BTreeSet<String> = heat
-        .list_events_page(&group, &oldest_first())
-        .await
-        .expect("events")
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let mut groups = Vec::new();
+    for path in ["kube_masters", "kube_minions"] {
+        groups.push(group_stack_of(heat, stack, path).await.expect("group"));
+    }
+    let mut before = std::collections::BTreeSet::new();
+    for group in &groups {
+        before.extend(
+            heat.list_events_page(group, &oldest_first())
+                .await
+                .expect("events")
+                .into_iter()
+                .map(|e| e.id),
+        );
+    }
     let update = StackUpdate {
         parameters: [("minion_image".to_string(), json!(image))].into(),
         existing: true,
@@ -173,19 +180,22 @@ async fn plain_update_runs_unheld(heat: &HeatClient, stack: &StackRef, image: &s
             "the plain update is still {status} after {limit:?}: a member is held"
         );
     }
-    let held: Vec<String> = heat
-        .list_events_page(&group, &oldest_first())
-        .await
-        .expect("events")
-        .into_iter()
-        .filter(|e| !before.contains(&e.id))
-        .filter(|e| {
-            e.status_reason
-                .as_deref()
-                .is_some_and(|r| r.contains("paused until Hook"))
-        })
-        .map(|e| e.resource_name)
-        .collect();
+    let mut held: Vec<String> = Vec::new();
+    for group in &groups {
+        held.extend(
+            heat.list_events_page(group, &oldest_first())
+                .await
+                .expect("events")
+                .into_iter()
+                .filter(|e| !before.contains(&e.id))
+                .filter(|e| {
+                    e.status_reason
+                        .as_deref()
+                        .is_some_and(|r| r.contains("paused until Hook"))
+                })
+                .map(|e| format!("{}/{}", group.name, e.resource_name)),
+        );
+    }
     assert!(
         held.is_empty(),
         "members held by the plain update: {held:?}"
@@ -575,6 +585,286 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
         "{out}"
     );
     wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
+    heat.delete_stack(&stack).await.ok();
+}
+
+/// Magnum's layout with `masters` masters and `minions` minions booting one image parameter
+/// (`minion_image`), each member's update taking `secs` seconds (a slow resource reading the
+/// image beside its server: in Heat's whole-second event times two members updating at once
+/// overlap, and show it), the operator's hooks in its environment. With `ordered`, the
+/// minions depend on the masters (as Magnum's own minions do through the API address), so
+/// Heat updates the masters' group first.
+async fn one_image_stack(
+    heat: &HeatClient,
+    prefix: &str,
+    (masters, minions): (u32, u32),
+    secs: u32,
+    ordered: bool,
+) -> StackRef {
+    let mut template: Value =
+        serde_yaml_ng::from_str(&fixture("magnum/kubecluster.yaml")).expect("template YAML");
+    template["resources"]["kube_masters"]["properties"]["resource_def"]["properties"]
+        ["server_image"] = json!({"get_param": "minion_image"});
+    if ordered {
+        template["resources"]["kube_minions"]["depends_on"] = json!(["network", "kube_masters"]);
+    }
+    let files: BTreeMap<String, String> = MAGNUM_FILES
+        .iter()
+        .map(|(n, p)| {
+            let text = fixture(p);
+            let slow = format!(
+                "  slow:\n    type: OS::Heat::TestResource\n    properties:\n      value: \
+                 {{get_param: server_image}}\n      action_wait_secs: {{update: {secs}}}\n\n"
+            );
+            let text = match *n {
+                "kubemaster.yaml" => {
+                    text.replacen("  kube-master:\n", &format!("{slow}  kube-master:\n"), 1)
+                }
+                "kubeminion.yaml" => {
+                    text.replacen("  kube-minion:\n", &format!("{slow}  kube-minion:\n"), 1)
+                }
+                _ => text,
+            };
+            (n.to_string(), text)
+        })
+        .collect();
+    let create = StackCreate {
+        name: unique(prefix),
+        template,
+        files,
+        parameters: serde_json::from_value(
+            json!({"number_of_masters": masters, "number_of_minions": minions}),
+        )
+        .expect("parameters"),
+        environment: Some(operators_environment()),
+        disable_rollback: Some(true),
+        ..Default::default()
+    };
+    let stack = heat.create_stack(&create).await.expect("stack create");
+    wait_status(heat, &stack, "CREATE_COMPLETE").await;
+    stack
+}
+
+/// The third choice for a group the change reaches: hold it too (`--also`). Refused with the
+/// reason, nothing sent, for a group the change does not update, the target itself, or a
+/// side of the target Heat's dependency order cannot keep (`--also-after` of the masters the
+/// minions depend on); with
+/// `--also kube_masters`, Heat's events show every master and minion updated once, never two
+/// masters at once, every master before the first minion; no hook is left, and a plain
+/// update afterwards holds no member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
+    use crate::support::scenarios::{assert_masters_one_at_a_time, stack_events};
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = one_image_stack(&heat, "also", (3, 2), 3, true).await;
+    let target = format!("{}/kube_minions", stack.name);
+    let (registry_before, _) = registry_and_parameters(&heat, &stack).await;
+    let updated = heat
+        .get_stack(&stack, false)
+        .await
+        .expect("stack")
+        .summary
+        .updated_at;
+    let start = |extra: &[&str]| {
+        let mut args = vec![
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "minion_image=fcos-41",
+            "--yes",
+            "--poll-secs",
+            "0.5",
+        ];
+        args.extend_from_slice(extra);
+        caldera(&journal, &args)
+    };
+    // Without a word on the masters: refused, naming both ways, nothing sent.
+    let (ok, out, err) = start(&[]);
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        out.contains("refused: kube_masters (OS::Heat::ResourceGroup) reads minion_image too")
+            && out.contains("say --also kube_masters to hold it too"),
+        "{out}\n{err}"
+    );
+    // A group the change does not update, and the target itself: refused with the reason.
+    let (ok, out, err) = start(&["--also", "network"]);
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        out.contains("--also network: not a group this change updates")
+            && out.contains("it would update: kube_masters"),
+        "{out}\n{err}"
+    );
+    // Heat updates the masters first here (the minions depend on them): holding them until
+    // the minions are done would wait for ever.
+    let (ok, out, err) = start(&["--also-after", "kube_masters"]);
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        out.contains("--also-after kube_masters: Heat updates kube_masters before kube_minions"),
+        "{out}\n{err}"
+    );
+    let (ok, out, err) = start(&["--also", "kube_minions"]);
+    assert!(!ok, "{out}\n{err}");
+    assert!(
+        out.contains("--also kube_minions: that is the rollout's target"),
+        "{out}\n{err}"
+    );
+    let d = heat.get_stack(&stack, false).await.expect("stack");
+    assert_eq!(d.summary.updated_at, updated, "nothing sent");
+
+    let masters_stack = group_stack_of(&heat, &stack, "kube_masters")
+        .await
+        .expect("rg");
+    let minions_stack = group_stack_of(&heat, &stack, "kube_minions")
+        .await
+        .expect("rg");
+    let mark = |events: Vec<caldera::model::StackEvent>| events.last().map(|e| e.id.clone());
+    let m_mark = mark(stack_events(&heat, &masters_stack, None).await);
+    let w_mark = mark(stack_events(&heat, &minions_stack, None).await);
+    let (ok, out, err) = start(&["--also", "kube_masters", "--gate-secs", "1"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains(
+            "group kube_masters (3 member(s): 0, 1, 2): held by caldera, one at a time, before \
+             kube_minions"
+        ) && out.contains("held by caldera (--also), one at a time, before the target")
+            && out.contains("hooks: taken out"),
+        "{out}\n{err}"
+    );
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let names = |n: u32| (0..n).map(|i| i.to_string()).collect::<Vec<_>>();
+    assert_masters_one_at_a_time(
+        (
+            &names(3),
+            &stack_events(&heat, &masters_stack, m_mark.as_deref()).await,
+        ),
+        (
+            &names(2),
+            &stack_events(&heat, &minions_stack, w_mark.as_deref()).await,
+        ),
+        true,
+    );
+    let (registry_after, _) = registry_and_parameters(&heat, &stack).await;
+    assert_eq!(
+        without_empty(&registry_after),
+        without_empty(&registry_before),
+        "the resource registry, entries that declare nothing aside: {registry_after}"
+    );
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(
+        ok && out.contains("completed") && out.contains("new 5/5"),
+        "{out}\n{err}"
+    );
+    plain_update_runs_unheld(&heat, &stack, "fcos-42").await;
+    heat.delete_stack(&stack).await.ok();
+}
+
+/// The same held rollout whose driver is killed (`kill -9`) after the second master was
+/// released, then taken over by `caldera rollout resume`: the journal's plan names the held
+/// group, the status counts its members, and Heat's events still show every member updated
+/// once, never two masters at once, masters before minions, no hook left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn also_held_masters_survive_a_killed_driver_and_a_resume() {
+    use crate::support::scenarios::{assert_masters_one_at_a_time, stack_events};
+    let heat = heat().await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let stack = one_image_stack(&heat, "also-kill", (3, 2), 3, false).await;
+    let target = format!("{}/kube_minions", stack.name);
+    let masters_stack = group_stack_of(&heat, &stack, "kube_masters")
+        .await
+        .expect("rg");
+    let minions_stack = group_stack_of(&heat, &stack, "kube_minions")
+        .await
+        .expect("rg");
+    let mark = |events: Vec<caldera::model::StackEvent>| events.last().map(|e| e.id.clone());
+    let m_mark = mark(stack_events(&heat, &masters_stack, None).await);
+    let w_mark = mark(stack_events(&heat, &minions_stack, None).await);
+    let mut driving = std::process::Command::new(env!("CARGO_BIN_EXE_caldera"))
+        .args(["--heat-url", &heat_url()])
+        .args([
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "minion_image=fcos-41",
+            "--yes",
+        ])
+        .args([
+            "--also",
+            "kube_masters",
+            "--gate-secs",
+            "1",
+            "--poll-secs",
+            "0.5",
+        ])
+        .env("CALDERA_JOURNAL", &journal)
+        .env_remove("CALDERA_ACTIONS_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the driver starts");
+    let released = |key: &str| {
+        Journal::open(&journal)
+            .read_all()
+            .unwrap_or_default()
+            .iter()
+            .any(|e| {
+                e.action == "rollout.release"
+                    && e.outcome == Outcome::Ok
+                    && e.target.ends_with(&format!("/kube_masters/{key}"))
+            })
+    };
+    let t0 = Instant::now();
+    while !released("1") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "master 1 never released"
+        );
+        assert!(
+            driving.try_wait().expect("try_wait").is_none(),
+            "the driver ended early"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    driving.kill().expect("kill -9");
+    driving.wait().expect("reaped");
+    // Nobody drives: the status reads the held group from the journal's plan and Heat.
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(
+        ok && out.contains("kube_masters/2") && out.contains("/5"),
+        "{out}\n{err}"
+    );
+    let hooks = heat.get_environment_hooks(&stack).await.expect("env");
+    assert!(
+        hooks.matches(&["kube_masters", "2"], "pre-update"),
+        "the masters stay held while nobody drives: {hooks:?}"
+    );
+    let (ok, out, err) = caldera(
+        &journal,
+        &["rollout", "resume", &target, "--poll-secs", "0.5"],
+    );
+    assert!(ok && out.contains("hooks: taken out"), "{out}\n{err}");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
+    let names = |n: u32| (0..n).map(|i| i.to_string()).collect::<Vec<_>>();
+    assert_masters_one_at_a_time(
+        (
+            &names(3),
+            &stack_events(&heat, &masters_stack, m_mark.as_deref()).await,
+        ),
+        (
+            &names(2),
+            &stack_events(&heat, &minions_stack, w_mark.as_deref()).await,
+        ),
+        true,
+    );
     let hooks = heat.get_environment_hooks(&stack).await.expect("env");
     assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
     heat.delete_stack(&stack).await.ok();

@@ -1368,3 +1368,83 @@ pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
     }
     env.delete(&target).await;
 }
+
+/// The events of a group's nested stack `group` after the event `mark` (none: all), oldest
+/// first, up to the update that follows the rollout's (see [`until_next_update`]).
+pub async fn stack_events(
+    heat: &HeatClient,
+    group: &StackRef,
+    mark: Option<&str>,
+) -> Vec<StackEvent> {
+    let events: Vec<StackEvent> = heat
+        .list_events(
+            group.clone(),
+            EventQuery {
+                sort_dir: Some(SortDir::Asc),
+                limit: Some(200),
+                ..Default::default()
+            },
+        )
+        .try_collect()
+        .await
+        .expect("events");
+    let events = match mark {
+        Some(mark) => events
+            .into_iter()
+            .skip_while(|e| e.id != mark)
+            .skip(1)
+            .collect(),
+        None => events,
+    };
+    until_next_update(events)
+}
+
+/// From Heat's events of a rollout of `minions` (the target) holding `masters` too: every
+/// member of each group updated exactly once; never two masters updating at once; every
+/// master done before the first minion starts updating (`--also`), or, `masters_first`
+/// false (`--also-after`), every minion done before the first master starts.
+pub fn assert_masters_one_at_a_time(
+    masters: (&[String], &[StackEvent]),
+    minions: (&[String], &[StackEvent]),
+    masters_first: bool,
+) {
+    let (m_names, m_events) = masters;
+    let (w_names, w_events) = minions;
+    let mw = update_windows(m_events);
+    let ww = update_windows(w_events);
+    for (names, windows, group) in [(m_names, &mw, "master"), (w_names, &ww, "minion")] {
+        for n in names {
+            assert_eq!(
+                windows.get(n).map(|w| w.2),
+                Some(1),
+                "{group} {n} updated once: {windows:?}"
+            );
+        }
+    }
+    let mut spans: Vec<(DateTime<Utc>, DateTime<Utc>, &String)> =
+        m_names.iter().map(|n| (mw[n].0, mw[n].1, n)).collect();
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(
+            pair[0].1 <= pair[1].0,
+            "masters {} and {} updating at once: {spans:?}",
+            pair[0].2,
+            pair[1].2
+        );
+    }
+    if masters_first {
+        let last_master = spans.iter().map(|s| s.1).max().expect("masters");
+        let first_minion = w_names.iter().map(|n| ww[n].0).min().expect("minions");
+        assert!(
+            last_master <= first_minion,
+            "a minion started at {first_minion} before the masters were done at {last_master}"
+        );
+    } else {
+        let last_minion = w_names.iter().map(|n| ww[n].1).max().expect("minions");
+        let first_master = spans.iter().map(|s| s.0).min().expect("masters");
+        assert!(
+            last_minion <= first_master,
+            "a master started at {first_master} before the minions were done at {last_minion}"
+        );
+    }
+}

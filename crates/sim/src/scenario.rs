@@ -12,6 +12,7 @@ pub const NAMES: &[&str] = &[
     "empty",
     "small",
     "hostile",
+    "magnum-one-image",
     "bench-1000",
     "bench-10000",
 ];
@@ -73,6 +74,7 @@ pub fn build(w: &mut World, name: &str) -> Result<(), String> {
         "empty" => {}
         "small" => small(w),
         "hostile" => hostile(w),
+        "magnum-one-image" => magnum_one_image(w),
         other => {
             let n = other
                 .strip_prefix("bench-")
@@ -175,6 +177,47 @@ fn small(w: &mut World) {
         },
     );
     finish_all(w);
+}
+
+/// Magnum's layout edited so that masters and minions boot one image parameter (the
+/// cluster stack's `minion_image`): cluster `one-image`, 3 masters and 4 minions on
+/// `fedora-coreos-39`. An update of `minion_image` changes both groups in the same stack
+/// update; unheld, Heat updates every member of a group at once (`update_max_batch_size`
+/// 0), so the control plane would be rebuilt all at once.
+fn magnum_one_image(w: &mut World) {
+    let t = create_template(w, "k8s-v1.29", "fedora-coreos-39", "v1.29.4");
+    let mut master = spec(
+        "default-master",
+        "master",
+        3,
+        "fedora-coreos-39",
+        "m1.medium",
+        "az-1",
+    );
+    master.is_default = true;
+    let mut worker = spec(
+        "default-worker",
+        "worker",
+        4,
+        "fedora-coreos-39",
+        "m1.large",
+        "az-1",
+    );
+    worker.is_default = true;
+    let c = create_cluster(
+        w,
+        ClusterSpec {
+            name: "one-image".into(),
+            template: t,
+            groups: vec![master, worker],
+        },
+    );
+    finish_all(w);
+    let masters = group_of(w, c, "default-master");
+    w.groups[masters].image_param = Some("minion_image".into());
+    if let Some(s) = w.stack_mut(w.groups[masters].ng_stack) {
+        s.params.insert("update_max_batch_size".into(), "0".into());
+    }
 }
 
 /// One cluster whose every name, reason, description, output and fault holds

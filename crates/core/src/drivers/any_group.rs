@@ -126,6 +126,13 @@ pub struct AlsoChanged {
     pub members: Option<usize>,
     /// The operator said Heat may update it (`--let-heat-update PATH`).
     pub allowed: bool,
+    /// The operator said caldera holds it too (`--also PATH`): its members (`names`) on
+    /// hooks, released one at a time before the target's (after them: `after`,
+    /// `--also-after PATH`).
+    pub held: bool,
+    pub after: bool,
+    /// A group's members now, by name (in index order).
+    pub names: Vec<String>,
 }
 
 impl AlsoChanged {
@@ -142,6 +149,19 @@ impl AlsoChanged {
                 self.path,
                 self.resource_type,
                 self.reads.join(", ")
+            );
+        }
+        if self.held {
+            return format!(
+                "  blast radius: {} ({}, {} member(s): {}) reads {} too: held by caldera \
+                 ({}), one at a time, {} the target",
+                self.path,
+                self.resource_type,
+                self.names.len(),
+                self.names.join(", "),
+                self.reads.join(", "),
+                if self.after { "--also-after" } else { "--also" },
+                if self.after { "after" } else { "before" }
             );
         }
         let what = match self.members {
@@ -168,6 +188,23 @@ pub struct Allow {
     pub magnum: bool,
     /// Resources outside the target Heat may update unheld (their paths).
     pub heat_updates: Vec<String>,
+    /// Groups outside the target a rollout holds too (`--also`, their paths): hooked and
+    /// released by caldera one at a time, before the target's members.
+    pub held: Vec<String>,
+    /// The same, released after the target's members (`--also-after`).
+    pub held_after: Vec<String>,
+}
+
+impl Allow {
+    /// Whether the operator said to hold `path` too, and if so whether after the target.
+    fn hold_of(&self, path: &str) -> Option<bool> {
+        let named = |list: &[String]| list.iter().any(|a| a.trim_matches('/') == path);
+        match (named(&self.held), named(&self.held_after)) {
+            (true, _) => Some(false),
+            (false, true) => Some(true),
+            (false, false) => None,
+        }
+    }
 }
 
 impl GroupUpdatePlan {
@@ -183,6 +220,9 @@ impl GroupUpdatePlan {
             self.set.clone(),
         );
         plan.preview = self.lines();
+        for a in self.also.iter().filter(|a| a.held) {
+            plan.hold_also(&a.path, &a.names, a.after);
+        }
         plan
     }
 
@@ -344,6 +384,25 @@ impl GroupUpdatePlan {
         )
     }
 
+    /// `line` with the `--also PATH` flags that would hold every group of the blast radius
+    /// instead (a rollout's other way out), when every refusal is a group's that `--also`
+    /// can hold (a ResourceGroup); `None` otherwise.
+    pub fn hold_flags(&self, line: CommandLine) -> Option<CommandLine> {
+        let refused: Vec<&AlsoChanged> = self
+            .also
+            .iter()
+            .filter(|a| !a.allowed && !a.held && !a.only_waits())
+            .collect();
+        let holdable = refused.iter().all(|a| a.members.is_some())
+            && refused.len() == self.refusals.len()
+            && !refused.is_empty();
+        holdable.then(|| {
+            refused
+                .into_iter()
+                .fold(line, |line, a| line.flag("also", a.path.clone()))
+        })
+    }
+
     /// A scale plan (from [`plan_group_scale`]) in the form the console's scale form shows
     /// and applies ([`super::ScalePlan`]); `None` for a plan that is no scale.
     pub fn scale_plan(&self) -> Option<super::ScalePlan> {
@@ -428,8 +487,16 @@ fn also_reading_refusal(
              scale{at_once}"
         ),
     };
+    // A group a rollout changes can be held too, member by member (`--also`).
+    let hold = match (kind, members) {
+        (UpdateKind::Rollout, Some(_)) => format!(
+            "say --also {path} to hold it too (caldera releases its members one at a time, \
+             before {group}'s), or "
+        ),
+        _ => "say ".to_string(),
+    };
     format!(
-        "{path} ({resource_type}) reads {} too: {what}; say --let-heat-update {path} to let it",
+        "{path} ({resource_type}) reads {} too: {what}; {hold}--let-heat-update {path} to let it",
         reads.join(", ")
     )
 }
@@ -579,19 +646,27 @@ async fn plan_with_templates(
     }
     let mut also = Vec::new();
     for (path, resource_type, reads) in also_reading(templates, group, set) {
-        let members = match COUNT_PROPERTIES.iter().any(|(t, _)| *t == resource_type) {
-            true => group_members(heat, stack, &path)
-                .await
-                .ok()
-                .map(|m| m.len()),
+        let names = match COUNT_PROPERTIES.iter().any(|(t, _)| *t == resource_type) {
+            true => group_members(heat, stack, &path).await.ok(),
             false => None,
         };
+        let members = names.as_ref().map(Vec::len);
         let allowed = allow
             .heat_updates
             .iter()
             .any(|a| a.trim_matches('/') == path);
+        let hold = allow.hold_of(&path).filter(|_| kind == UpdateKind::Rollout);
+        let held = hold.is_some();
+        if let Some(after) = hold {
+            if let Some(refusal) = held_group_refusal(templates, &path, names.as_deref()) {
+                refusals.push(refusal);
+            }
+            if let Some(refusal) = held_order_refusal(templates, group, &path, after) {
+                refusals.push(refusal);
+            }
+        }
         let only_waits = WAITS_IN_PLACE.contains(&resource_type.as_str());
-        if !allowed && !only_waits {
+        if !allowed && !held && !only_waits {
             refusals.push(also_reading_refusal(
                 kind,
                 group,
@@ -607,8 +682,18 @@ async fn plan_with_templates(
             reads,
             members,
             allowed,
+            held,
+            after: hold == Some(true),
+            names: names.unwrap_or_default(),
         });
     }
+    refusals.extend(held_name_refusals("also", &allow.held, group, &also));
+    refusals.extend(held_name_refusals(
+        "also-after",
+        &allow.held_after,
+        group,
+        &also,
+    ));
     for a in &allow.heat_updates {
         if !also.iter().any(|x| x.path == a.trim_matches('/')) {
             refusals.push(format!(
@@ -630,6 +715,143 @@ async fn plan_with_templates(
         also,
         attribute_readers: attribute_readers(templates, group),
     })
+}
+
+/// Why `--FLAG PATH` (`--also`, `--also-after`; PATH one of `held`) cannot be: PATH is the
+/// target itself, or no group the change updates (naming the groups it would update, which
+/// the flag may name).
+fn held_name_refusals(
+    flag: &str,
+    held: &[String],
+    group: &str,
+    also: &[AlsoChanged],
+) -> Vec<String> {
+    let groups: Vec<&str> = also
+        .iter()
+        .filter(|a| a.members.is_some())
+        .map(|a| a.path.as_str())
+        .collect();
+    held.iter()
+        .filter_map(|h| {
+            let path = h.trim_matches('/');
+            if path == group {
+                return Some(format!(
+                    "--{flag} {h}: that is the rollout's target; --{flag} names another group \
+                     the change updates"
+                ));
+            }
+            if also.iter().any(|a| a.path == path && a.members.is_some()) {
+                return None;
+            }
+            let would = match groups.is_empty() {
+                true => "none outside the target".to_string(),
+                false => groups.join(", "),
+            };
+            Some(format!(
+                "--{flag} {h}: not a group this change updates (it reads none of the changed \
+                 parameters); the groups outside {group} it would update: {would}"
+            ))
+        })
+        .collect()
+}
+
+/// Why the group at `held` cannot be released on the chosen side of the target `group`
+/// (`after`: `--also-after`): Heat walks an update in its dependency order, and does not
+/// start a resource until every resource it depends on (`depends_on`, `get_resource`,
+/// `get_attr`, transitively) is done. Where the target depends on `held`, Heat reaches the
+/// target's members only once `held` is updated, so `held` cannot wait for the target; where
+/// `held` depends on the target, the other way round. Either way the update would wait for
+/// ever, every member of both groups held.
+fn held_order_refusal(templates: &[Value], group: &str, held: &str, after: bool) -> Option<String> {
+    let (a, b) = (steps(group), steps(held));
+    let level = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let (target_at, held_at) = (a.get(level)?, b.get(level)?);
+    let resources = resources_at(templates, level)?;
+    let (first, then) = match after {
+        // The target first: it must not wait for `held`.
+        true => (target_at, held_at),
+        false => (held_at, target_at),
+    };
+    if !depends_on(resources, first, then) {
+        return None;
+    }
+    let flag = if after { "also-after" } else { "also" };
+    Some(format!(
+        "--{flag} {held}: Heat updates {then} before {first} ({first} depends on it in the \
+         template), so {held}'s members cannot be released {} {group}'s: the update would \
+         wait for ever; say --{} {held}",
+        if after { "after" } else { "before" },
+        if after { "also" } else { "also-after" }
+    ))
+}
+
+/// Whether resource `from` depends, directly or through others, on resource `to` among
+/// `resources` (one template's).
+fn depends_on(resources: &serde_json::Map<String, Value>, from: &str, to: &str) -> bool {
+    let mut seen: Vec<String> = Vec::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(r) = todo.pop() {
+        if seen.contains(&r) || seen.len() > resources.len() {
+            continue;
+        }
+        let mut direct = Vec::new();
+        if let Some(definition) = resources.get(&r) {
+            references(definition, &mut direct, 0);
+        }
+        if direct.iter().any(|d| d == to) {
+            return true;
+        }
+        seen.push(r);
+        todo.extend(direct);
+    }
+    false
+}
+
+/// The resources a definition names: `depends_on`, `get_resource`, `get_attr` (Heat's
+/// dependencies of a resource on others of its template).
+fn references(v: &Value, out: &mut Vec<String>, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            for (k, inner) in map {
+                let named: Vec<&str> = match (k.as_str(), inner) {
+                    ("depends_on", Value::String(s)) | ("get_resource", Value::String(s)) => {
+                        vec![s.as_str()]
+                    }
+                    ("depends_on", Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+                    ("get_attr", Value::Array(a)) => {
+                        a.first().and_then(Value::as_str).into_iter().collect()
+                    }
+                    ("get_attr", Value::String(s)) => s.split('.').next().into_iter().collect(),
+                    _ => Vec::new(),
+                };
+                out.extend(named.into_iter().map(str::to_string));
+                references(inner, out, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                references(item, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Why the group at `path` cannot be held by a rollout besides its target: caldera holds and
+/// releases a ResourceGroup's members only ([`rollout_kind_refusal`]), and needs them listed.
+fn held_group_refusal(templates: &[Value], path: &str, names: Option<&[String]>) -> Option<String> {
+    if let Some(kind) = rollout_kind_refusal(templates, path) {
+        return Some(format!("--also {path}: {kind}"));
+    }
+    match names {
+        Some(_) => None,
+        None => Some(format!(
+            "--also {path}: its members could not be listed, so none could be held"
+        )),
+    }
 }
 
 /// The resources along the group's path that read the attributes of the resource on the
@@ -2002,6 +2224,9 @@ mod tests {
             reads: vec!["app_count".into()],
             members: Some(2),
             allowed: false,
+            held: false,
+            after: false,
+            names: Vec::new(),
         });
         let lines = plan.lines().join("\n");
         assert!(!lines.contains("hands every nested stack"), "{lines}");
@@ -2013,6 +2238,9 @@ mod tests {
             reads: vec!["app_count".into()],
             members: None,
             allowed: false,
+            held: false,
+            after: false,
+            names: Vec::new(),
         });
         plan.refusals = vec!["db_tier reads app_count too".into()];
         assert_eq!(
@@ -2020,6 +2248,13 @@ mod tests {
                 .map(|l| l.to_string())
                 .as_deref(),
             Some("caldera scale --let-heat-update db_tier")
+        );
+        // The other way out: hold the group too (a group: it has members).
+        assert_eq!(
+            plan.hold_flags(CommandLine::caldera(&["rollout", "start"]))
+                .map(|l| l.to_string())
+                .as_deref(),
+            Some("caldera rollout start --also db_tier")
         );
         // A refusal no flag lifts (an AutoScalingGroup is not rolled out member by member):
         // the command would be refused too, so none is offered.
@@ -2080,6 +2315,9 @@ mod tests {
             reads,
             members: None,
             allowed: false,
+            held: false,
+            after: false,
+            names: Vec::new(),
         })
         .collect();
         let waits: Vec<(&str, bool)> = also
@@ -2580,5 +2818,140 @@ mod tests {
         let computed = json!({"str_replace": {"template": "m1.$s", "params": {"$s": "small"}}});
         assert_eq!(resolved(&computed, &parameters), None);
         assert_eq!(resolved(&json!({"get_param": "unset"}), &parameters), None);
+    }
+
+    /// `--also PATH`: only a group the change updates, never the target; the plan's line
+    /// for a held group names its members and how caldera releases them; a rollout's
+    /// refusal names both ways out.
+    #[test]
+    fn also_names_a_group_the_change_updates_and_the_plan_says_it_is_held() {
+        let masters = AlsoChanged {
+            path: "kube_masters".into(),
+            resource_type: "OS::Heat::ResourceGroup".into(),
+            reads: vec!["minion_image".into()],
+            members: Some(3),
+            allowed: false,
+            held: true,
+            after: false,
+            names: vec!["0".into(), "1".into(), "2".into()],
+        };
+        let wait = AlsoChanged {
+            path: "wait".into(),
+            resource_type: "OS::Heat::WaitCondition".into(),
+            reads: vec!["minion_image".into()],
+            members: None,
+            allowed: false,
+            held: false,
+            after: false,
+            names: Vec::new(),
+        };
+        let also = [masters.clone(), wait];
+        let held = |names: &[&str]| {
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            held_name_refusals("also", &names, "kube_minions", &also)
+        };
+        assert!(held(&["kube_masters", "/kube_masters/"]).is_empty());
+        let refused = held(&["network", "kube_minions", "wait"]);
+        assert_eq!(refused.len(), 3, "{refused:?}");
+        assert!(
+            refused[0].starts_with("--also network: not a group this change updates")
+                && refused[0]
+                    .ends_with("the groups outside kube_minions it would update: kube_masters"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[1].contains("that is the rollout's target"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[2].starts_with("--also wait: not a group"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            masters.line(),
+            "  blast radius: kube_masters (OS::Heat::ResourceGroup, 3 member(s): 0, 1, 2) reads \
+             minion_image too: held by caldera (--also), one at a time, before the target"
+        );
+        let why = also_reading_refusal(
+            UpdateKind::Rollout,
+            "kube_minions",
+            "kube_masters",
+            "OS::Heat::ResourceGroup",
+            &["minion_image".into()],
+            Some(3),
+        );
+        assert!(
+            why.contains("say --also kube_masters to hold it too")
+                && why.ends_with("or --let-heat-update kube_masters to let it"),
+            "{why}"
+        );
+        let why = also_reading_refusal(
+            UpdateKind::Scale,
+            "kube_minions",
+            "kube_masters",
+            "OS::Heat::ResourceGroup",
+            &["number_of_minions".into()],
+            Some(3),
+        );
+        assert!(
+            !why.contains("--also")
+                && why.ends_with("say --let-heat-update kube_masters to let it"),
+            "{why}"
+        );
+        let top = json!({"resources": {
+            "kube_masters": {"type": "OS::Heat::AutoScalingGroup"},
+            "kube_minions": {"type": "OS::Heat::ResourceGroup"}}});
+        let names = vec!["a".to_string()];
+        assert!(
+            held_group_refusal(std::slice::from_ref(&top), "kube_masters", Some(&names))
+                .is_some_and(|r| r.starts_with(
+                    "--also kube_masters: kube_masters is an OS::Heat::AutoScalingGroup"
+                ))
+        );
+        assert!(held_group_refusal(std::slice::from_ref(&top), "kube_minions", None).is_some());
+        assert!(
+            held_group_refusal(std::slice::from_ref(&top), "kube_minions", Some(&names)).is_none()
+        );
+    }
+
+    /// Magnum's layout: the minions reach the masters through the API address switch, so
+    /// Heat updates the masters first. Holding the masters after the minions, or the
+    /// minions before the masters (a rollout of the masters), would wait for ever: refused.
+    #[test]
+    fn a_held_group_must_be_released_in_heats_dependency_order() {
+        let top = json!({"resources": {
+            "network": {"type": "lib/network.yaml"},
+            "kube_masters": {"type": "OS::Heat::ResourceGroup", "depends_on": ["network"]},
+            "api_switch": {"type": "OS::Heat::Value", "properties": {
+                "value": {"get_attr": ["kube_masters", "resource.0.ip"]}}},
+            "kube_minions": {"type": "OS::Heat::ResourceGroup", "depends_on": "network",
+                "properties": {"resource_def": {"properties": {
+                    "master_ip": {"get_attr": ["api_switch", "value"]}}}}},
+        }});
+        let t = std::slice::from_ref(&top);
+        assert!(held_order_refusal(t, "kube_minions", "kube_masters", false).is_none());
+        let after = held_order_refusal(t, "kube_minions", "kube_masters", true).unwrap_or_default();
+        assert!(
+            after.starts_with(
+                "--also-after kube_masters: Heat updates kube_masters before kube_minions"
+            ) && after.ends_with("say --also kube_masters"),
+            "{after}"
+        );
+        assert!(held_order_refusal(t, "kube_masters", "kube_minions", true).is_none());
+        let before =
+            held_order_refusal(t, "kube_masters", "kube_minions", false).unwrap_or_default();
+        assert!(
+            before
+                .starts_with("--also kube_minions: Heat updates kube_masters before kube_minions"),
+            "{before}"
+        );
+        // No dependency either way: both sides are fine.
+        let free = json!({"resources": {
+            "a": {"type": "OS::Heat::ResourceGroup"}, "b": {"type": "OS::Heat::ResourceGroup"}}});
+        let f = std::slice::from_ref(&free);
+        assert!(
+            held_order_refusal(f, "a", "b", true).is_none()
+                && held_order_refusal(f, "a", "b", false).is_none()
+        );
     }
 }

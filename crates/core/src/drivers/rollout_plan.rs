@@ -134,6 +134,72 @@ pub struct RolloutPlan {
     /// plan so the operator confirms what Heat said, not just the batches.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preview: Vec<String>,
+    /// Groups outside the target that the update changes too and caldera holds as well
+    /// (`--also GROUP`): hooked by the same PATCH, their members released one at a time,
+    /// each its own batch, before the target's ([`RolloutPlan::hold_also`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<HeldGroup>,
+}
+
+/// A group outside a rollout's target held by the rollout too (`--also`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldGroup {
+    /// Its resource path in the stack (`kube_masters`).
+    pub path: String,
+    /// What the environment declared at its members' hook path before the start (see
+    /// [`RolloutPlan::hooks_before`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks_before: Option<PriorEntry>,
+    /// Its nested stack's newest event before the rollout's PATCH (see
+    /// [`RolloutPlan::since_event`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_event: Option<String>,
+    /// Released after the target's members (`--also-after`), not before (`--also`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after: bool,
+}
+
+impl HeldGroup {
+    /// When caldera releases its members, against the target's: `before` or `after`.
+    pub fn when(&self) -> &'static str {
+        match self.after {
+            true => "after",
+            false => "before",
+        }
+    }
+}
+
+/// The rollout's name for member `name` of the held group at `path`: `kube_masters/0`.
+/// The target's members go by their bare names (a member name never holds a `/`: Heat
+/// names a group's members by index or by a generated id).
+pub fn held_member_key(path: &str, name: &str) -> String {
+    format!("{path}/{name}")
+}
+
+/// Which group a rollout's member key is in and its name there: `(Some("kube_masters"),
+/// "0")` for a held group's member, `(None, "3")` for the target's.
+pub fn split_member_key(key: &str) -> (Option<&str>, &str) {
+    match key.rsplit_once('/') {
+        Some((path, name)) => (Some(path), name),
+        None => (None, key),
+    }
+}
+
+/// `b` merged into `a`, key by key (two environment PATCHes in one: Heat merges the same way).
+fn merge_json(a: &mut serde_json::Value, b: serde_json::Value) {
+    match (a, b) {
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get_mut(&k) {
+                    Some(slot) => merge_json(slot, v),
+                    None => {
+                        a.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, b) => *slot = b,
+    }
 }
 
 /// The tag a rollout's PATCH puts on the stack: `caldera-rollout=<id>@<host>`. Heat is the
@@ -279,6 +345,7 @@ impl RolloutPlan {
             started_on: None,
             hooks_before: None,
             preview: Vec::new(),
+            also: Vec::new(),
         }
     }
 
@@ -331,7 +398,16 @@ impl RolloutPlan {
                 .iter()
                 .fold(line, |line, (k, v)| line.set(k, v)),
         };
-        self.options.with_flags(line)
+        self.options.with_flags(self.also_flags(line))
+    }
+
+    /// `line` with `--also PATH` for each group the rollout holds besides its target: the
+    /// same change reaches them again.
+    fn also_flags(&self, line: CommandLine) -> CommandLine {
+        self.also.iter().fold(line, |line, h| match h.after {
+            true => line.flag("also-after", h.path.clone()),
+            false => line.flag("also", h.path.clone()),
+        })
     }
 
     /// The command that takes the members back (`from_image`, else a placeholder the
@@ -348,16 +424,36 @@ impl RolloutPlan {
                 .keys()
                 .fold(line, |line, k| line.set_placeholder(k, "<previous value>")),
         };
-        self.options.with_flags(line)
+        self.options.with_flags(self.also_flags(line))
     }
 
-    /// Breakpoints on every member of the rollout's group, beside any hook the environment
-    /// already declared there (an operator's own stays).
+    /// Every hook path the rollout sets, with what it held before the start: the target's
+    /// members first, then each held group's (`--also`).
+    pub fn hook_entries(&self) -> Vec<(Vec<&str>, Option<&PriorEntry>)> {
+        let mut out = vec![(self.hook_keys(), self.hooks_before.as_ref())];
+        out.extend(
+            self.also
+                .iter()
+                .map(|h| (member_hook_keys(&h.path), h.hooks_before.as_ref())),
+        );
+        out
+    }
+
+    /// Breakpoints on every member of the rollout's group and of the groups it holds too,
+    /// beside any hook the environment already declared there (an operator's own stays).
     pub fn hooks_environment(&self) -> serde_json::Value {
-        match &self.hooks_before {
-            Some(prior) => prior.adding(&self.hook_keys(), ROLLOUT_HOOK),
-            None => hooks_environment_for(self.group_resource()),
+        let mut env = serde_json::json!({});
+        for (keys, prior) in self.hook_entries() {
+            let one = match prior {
+                Some(prior) => prior.adding(&keys, ROLLOUT_HOOK),
+                None => crate::api::heat::hooks_env::registry_patch(
+                    &keys,
+                    serde_json::json!({"hooks": [ROLLOUT_HOOK]}),
+                ),
+            };
+            merge_json(&mut env, one);
         }
+        env
     }
 
     /// The environment's keys of the members' hook entry: the group's path, then `*`.
@@ -366,19 +462,111 @@ impl RolloutPlan {
     }
 
     /// The PATCH that takes the rollout's hooks out of the stack's environment again, and
-    /// nothing else: the entry at [`RolloutPlan::hook_keys`] as it was before the start
-    /// (Heat merges a PATCH's environment into the stored one, so only that path moves).
+    /// nothing else: each entry of [`RolloutPlan::hook_entries`] as it was before the start
+    /// (Heat merges a PATCH's environment into the stored one, so only those paths move).
     pub fn unhook_update(&self) -> crate::api::heat::StackUpdate {
-        let keys = self.hook_keys();
-        let prior = self
-            .hooks_before
-            .clone()
-            .unwrap_or(PriorEntry::Present(Vec::new()));
+        let mut env = serde_json::json!({});
+        for (keys, prior) in self.hook_entries() {
+            let prior = prior.cloned().unwrap_or(PriorEntry::Present(Vec::new()));
+            merge_json(&mut env, prior.restoring(&keys));
+        }
         crate::api::heat::StackUpdate {
-            environment: Some(prior.restoring(&keys)),
+            environment: Some(env),
             existing: true,
             ..Default::default()
         }
+    }
+
+    /// Holds the members of the group at `path` too (`--also`): hooked by the same PATCH and
+    /// released by caldera one at a time, each its own batch (a health gate between two),
+    /// before the target's batches (after them with `after`, `--also-after`). A control
+    /// plane (`kube_masters`) never has two members updating at once, and is done before
+    /// the workers.
+    pub fn hold_also(&mut self, path: &str, members: &[String], after: bool) {
+        let mut ordered = members.to_vec();
+        ordered.sort_by(|a, b| member_order(a, b));
+        let held: Vec<Vec<String>> = ordered
+            .iter()
+            .map(|m| vec![held_member_key(path, m)])
+            .collect();
+        let at = match after {
+            true => self.batches.len(),
+            false => self
+                .batches
+                .iter()
+                .position(|b| b.iter().all(|m| split_member_key(m).0.is_none()))
+                .unwrap_or(self.batches.len()),
+        };
+        self.batches.splice(at..at, held);
+        self.also.push(HeldGroup {
+            path: path.to_string(),
+            hooks_before: None,
+            since_event: None,
+            after,
+        });
+    }
+
+    /// The plan's word on each group it holds, group by group: the held groups' members,
+    /// how and when caldera releases them, then the target's.
+    pub fn held_lines(&self) -> Vec<String> {
+        if self.also.is_empty() {
+            return Vec::new();
+        }
+        let target = self.group_resource();
+        let in_group = |path: Option<&str>| -> Vec<&str> {
+            self.members()
+                .filter(|m| split_member_key(m).0 == path)
+                .map(|m| split_member_key(m).1)
+                .collect()
+        };
+        let mut out: Vec<String> = self
+            .also
+            .iter()
+            .map(|h| {
+                let names = in_group(Some(h.path.as_str()));
+                format!(
+                    "  group {} ({} member(s): {}): held by caldera, one at a time, {} {target}",
+                    h.path,
+                    names.len(),
+                    names.join(", "),
+                    h.when()
+                )
+            })
+            .collect();
+        let names = in_group(None);
+        // The target against the held groups: after those released before it, before those
+        // released after it.
+        let relative: Vec<String> = [(false, "after"), (true, "before")]
+            .into_iter()
+            .filter_map(|(after, word)| {
+                let paths: Vec<&str> = self
+                    .also
+                    .iter()
+                    .filter(|h| h.after == after)
+                    .map(|h| h.path.as_str())
+                    .collect();
+                (!paths.is_empty()).then(|| format!("{word} {}", paths.join(", ")))
+            })
+            .collect();
+        out.push(format!(
+            "  group {target} ({} member(s): {}): held by caldera, in the batches below, {}",
+            names.len(),
+            names.join(", "),
+            relative.join(", ")
+        ));
+        out
+    }
+
+    /// The groups whose members the rollout hooks: its target, then each it holds too.
+    pub fn hooked_groups(&self) -> Vec<&str> {
+        std::iter::once(self.group_resource())
+            .chain(self.also.iter().map(|h| h.path.as_str()))
+            .collect()
+    }
+
+    /// The group path a member key is in (the target's for a bare name).
+    pub fn group_of<'a>(&'a self, key: &'a str) -> &'a str {
+        split_member_key(key).0.unwrap_or(self.group_resource())
     }
 
     pub fn members(&self) -> impl Iterator<Item = &String> {
@@ -427,8 +615,9 @@ impl RolloutPlan {
             calls.push(ApiCall::new(
                 "POST",
                 format!(
-                    "/stacks/<{} nested stack>/resources/{m}/signal",
-                    self.group_resource()
+                    "/stacks/<{} nested stack>/resources/{}/signal",
+                    self.group_of(m),
+                    split_member_key(m).1
                 ),
                 r#"{"unset_hook":"pre-update"}"#,
             ));
@@ -467,6 +656,7 @@ impl RolloutPlan {
                 o.node_timeout_ms / 1000,
                 if o.pause_on_failure { "pause" } else { "stop" }
         ));
+        out.extend(self.held_lines());
         for (i, b) in self.batches.iter().enumerate() {
             out.push(format!("  batch {:>3}: {}", i + 1, b.join(", ")));
         }
@@ -670,5 +860,113 @@ mod tests {
             serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
         assert_eq!(back.group_resource(), "kube_minions");
         assert_eq!(back.image_parameter(), None);
+    }
+
+    /// `--also kube_masters`: the masters' members first, one batch each, keyed by their
+    /// group; one PATCH hooks both groups beside what their entries held, and the end's
+    /// PATCH puts both entries back; the plan names each group and the flag is carried on.
+    #[test]
+    fn a_held_group_goes_first_one_member_at_a_time_and_is_hooked_and_unhooked() {
+        let stack = StackRef {
+            name: "mystack".into(),
+            id: "1".into(),
+        };
+        let target = crate::drivers::any_group::group_target(&stack, "kube_minions");
+        let set = [("minion_image".to_string(), ParameterValue::text("fcos-40"))].into();
+        let minions: Vec<String> = ["0", "1", "2"].iter().map(|s| s.to_string()).collect();
+        let masters: Vec<String> = ["10", "2", "1"].iter().map(|s| s.to_string()).collect();
+        let options = RolloutOptions {
+            batch_size: 2,
+            ..RolloutOptions::default()
+        };
+        let mut plan =
+            RolloutPlan::for_group(target, stack, "kube_minions", &minions, options, set);
+        plan.hold_also("kube_masters", &masters, false);
+        assert_eq!(
+            plan.batches,
+            vec![
+                vec!["kube_masters/1"],
+                vec!["kube_masters/2"],
+                vec!["kube_masters/10"],
+                vec!["0", "1"],
+                vec!["2"]
+            ]
+        );
+        assert_eq!(plan.group_of("kube_masters/2"), "kube_masters");
+        assert_eq!(plan.group_of("2"), "kube_minions");
+        assert_eq!(
+            split_member_key("roles/Compute/3"),
+            (Some("roles/Compute"), "3")
+        );
+        // Before the start read them: the masters' entry held an operator's hook.
+        plan.hooks_before = Some(PriorEntry::AbsentFrom(1));
+        plan.also[0].hooks_before = Some(PriorEntry::Present(vec!["pre-delete".into()]));
+        let env = plan.hooks_environment();
+        let resources = &env["resource_registry"]["resources"];
+        assert_eq!(
+            resources["kube_minions"]["*"]["hooks"],
+            serde_json::json!(["pre-update"])
+        );
+        assert_eq!(
+            resources["kube_masters"]["*"]["hooks"],
+            serde_json::json!(["pre-delete", "pre-update"])
+        );
+        let back = plan.unhook_update().environment.unwrap();
+        let resources = &back["resource_registry"]["resources"];
+        assert_eq!(
+            resources["kube_minions"]["*"]["hooks"],
+            serde_json::Value::Null
+        );
+        assert_eq!(
+            resources["kube_masters"]["*"]["hooks"],
+            serde_json::json!(["pre-delete"])
+        );
+        let calls = plan.calls();
+        assert!(calls[1]
+            .path
+            .contains("<kube_masters nested stack>/resources/1/signal"));
+        assert!(calls[4]
+            .path
+            .contains("<kube_minions nested stack>/resources/0/signal"));
+        let lines = plan.lines().join("\n");
+        assert!(
+            lines.contains(
+                "group kube_masters (3 member(s): 1, 2, 10): held by caldera, one at a time, \
+                 before kube_minions"
+            ) && lines.contains("group kube_minions (3 member(s): 0, 1, 2): held by caldera, in the batches below, after kube_masters"),
+            "{lines}"
+        );
+        assert!(
+            plan.forward_command()
+                .to_string()
+                .contains("--also kube_masters"),
+            "{}",
+            plan.forward_command()
+        );
+        assert_eq!(plan.hooked_groups(), ["kube_minions", "kube_masters"]);
+        // `--also-after`: that group's members after the target's.
+        let mut later = plan.clone();
+        later.hold_also("etcd", &["0".to_string()], true);
+        assert_eq!(later.batches.last().unwrap(), &vec!["etcd/0".to_string()]);
+        assert_eq!(later.batches[3], vec!["0", "1"]);
+        let lines = later.lines().join("\n");
+        assert!(
+            lines.contains(
+                "group etcd (1 member(s): 0): held by caldera, one at a time, after kube_minions"
+            ) && lines.contains("in the batches below, after kube_masters, before etcd"),
+            "{lines}"
+        );
+        assert!(later
+            .forward_command()
+            .to_string()
+            .contains("--also kube_masters --also-after etcd"));
+        // The journal's spec reads back; a spec from before `--also` reads as holding none.
+        let back: RolloutPlan =
+            serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
+        assert_eq!(back, plan);
+        let mut old = serde_json::to_value(&plan).unwrap();
+        old.as_object_mut().unwrap().remove("also");
+        let old: RolloutPlan = serde_json::from_value(old).unwrap();
+        assert!(old.also.is_empty());
     }
 }

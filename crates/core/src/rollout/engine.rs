@@ -315,6 +315,11 @@ pub async fn start(
         )));
     }
     plan.hooks_before = Some(before.prior_entry(&plan.hook_keys()));
+    for held in plan.also.iter_mut() {
+        held.hooks_before = Some(before.prior_entry(&super::plan::member_hook_keys(&held.path)));
+        let group = group_stack_of(&heat, &plan.stack, &held.path).await?;
+        held.since_event = newest_event(&heat, &group).await?.map(|(id, _)| id);
+    }
     let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
     if let Some((id, time)) = newest_event(&heat, &group).await? {
         plan.since_event = Some(id);
@@ -326,7 +331,7 @@ pub async fn start(
     let nothing_sent = |e: ServiceError| {
         ServiceError::new(e.kind, format!("{}; nothing was sent to Heat", e.message))
     };
-    journal_memory(&ctx.journal, &plan.id).map_err(nothing_sent)?;
+    journal_memory(&ctx.journal, &plan).map_err(nothing_sent)?;
     let mut lines = plan.lines();
     lines.extend(options.hooks.plan_lines());
     ctx.record(
@@ -571,18 +576,11 @@ async fn spawn(
     paused: Option<String>,
 ) -> ServiceResult<RolloutHandle> {
     driver_lock.set_rollout(&plan.id);
-    let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
-    let mut obs = HeatReader::new(
-        heat.clone(),
-        plan.stack.clone(),
-        group,
-        plan.since_event.clone(),
-        plan.since_time,
-    );
+    let mut obs = reader_for(&heat, &plan).await?;
     obs.attach(plan.image_parameter()).await?;
     // Controls sent right after attaching (a resume) must see Heat's current state.
     obs.refresh().await?;
-    let (journal_offset, mut memory) = journal_memory(&ctx.journal, &plan.id)?;
+    let (journal_offset, mut memory) = journal_memory(&ctx.journal, &plan)?;
     let journaled_pause = std::mem::take(&mut memory.pause);
     let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
     for c in initial {
@@ -631,6 +629,23 @@ async fn spawn(
     })
 }
 
+/// The reader of Heat's events for `plan`: its target group's, and each group it holds too.
+async fn reader_for(heat: &HeatClient, plan: &RolloutPlan) -> ServiceResult<HeatReader> {
+    let group = group_stack_of(heat, &plan.stack, plan.group_resource()).await?;
+    let mut obs = HeatReader::new(
+        heat.clone(),
+        plan.stack.clone(),
+        group,
+        plan.since_event.clone(),
+        plan.since_time,
+    );
+    for held in &plan.also {
+        let group = group_stack_of(heat, &plan.stack, &held.path).await?;
+        obs.hold(&held.path, group, held.since_event.clone());
+    }
+    Ok(obs)
+}
+
 #[derive(Default)]
 struct Memory {
     skipped: BTreeSet<String>,
@@ -641,14 +656,20 @@ struct Memory {
     pause: JournaledPause,
 }
 
-fn member_of(target: &str) -> String {
-    target.rsplit('/').next().unwrap_or("").to_string()
+/// The member key a journal target names (`STACK/GROUP/3` -> `3`, `STACK/GROUP/kube_masters/0`
+/// -> `kube_masters/0`): what follows the rollout's target label.
+fn member_of(label: &str, target: &str) -> String {
+    match target.strip_prefix(label).and_then(|r| r.strip_prefix('/')) {
+        Some(key) => key.to_string(),
+        None => target.rsplit('/').next().unwrap_or("").to_string(),
+    }
 }
 
 /// What the journal remembers of this rollout that Heat cannot tell: hooks already run,
 /// batches already gated, members skipped. Also where the journal ends now (requests after
 /// that point are new).
-fn journal_memory(journal: &Journal, id: &str) -> ServiceResult<(u64, Memory)> {
+fn journal_memory(journal: &Journal, plan: &RolloutPlan) -> ServiceResult<(u64, Memory)> {
+    let (id, label) = (plan.id.as_str(), plan.target.label());
     let (entries, offset) = journal
         .read_from(0)
         .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
@@ -657,10 +678,10 @@ fn journal_memory(journal: &Journal, id: &str) -> ServiceResult<(u64, Memory)> {
         let ok = e.outcome == Outcome::Ok;
         match e.action.as_str() {
             "hook.pre_node" if ok => {
-                m.pre_node.insert(member_of(&e.target));
+                m.pre_node.insert(member_of(&label, &e.target));
             }
             "hook.post_node" if ok => {
-                m.post_node.insert(member_of(&e.target));
+                m.post_node.insert(member_of(&label, &e.target));
             }
             "rollout.batch_started" => {
                 if let Some(b) = batch_number(&e.target) {
@@ -673,7 +694,7 @@ fn journal_memory(journal: &Journal, id: &str) -> ServiceResult<(u64, Memory)> {
                 }
             }
             "rollout.skip" => {
-                m.skipped.insert(member_of(&e.target));
+                m.skipped.insert(member_of(&label, &e.target));
             }
             "rollout.pause" | "rollout.resume" => m.pause.read(e),
             _ => {}
@@ -1104,7 +1125,7 @@ impl Runner {
                 e.rollout.as_deref() == Some(self.plan.id.as_str())
                     || (e.rollout.is_none() && e.target.starts_with(&target))
             })
-            .filter_map(|e| parse_request(&e))
+            .filter_map(|e| parse_request(&target, &e))
             .collect()
     }
 
@@ -1337,9 +1358,18 @@ impl Runner {
             // Heat's update is over (a failure ends it at once): nothing waits on a hook,
             // and there is no update left to roll back or cancel. What stays is the hooks in
             // the stack's environment, which the next update would stop on.
-            let unhook = CommandLine::caldera(&["heat", "unhook"])
-                .arg(self.plan.stack.name.clone())
-                .arg(self.plan.group_resource().to_string());
+            let unhook = self
+                .plan
+                .hooked_groups()
+                .into_iter()
+                .map(|g| {
+                    CommandLine::caldera(&["heat", "unhook"])
+                        .arg(self.plan.stack.name.clone())
+                        .arg(g.to_string())
+                        .to_string()
+                })
+                .collect::<Vec<_>>()
+                .join("` and `");
             return format!(
                 "{done} of {total} nodes updated; Heat's update is over (stack {}), so no node \
                  waits on a hook: the rollout's hooks stay in the stack's environment and the \
@@ -1524,10 +1554,12 @@ impl Runner {
         if held.is_empty() {
             return String::new();
         }
-        let group = self.plan.group_resource();
         let clear = held.iter().fold(
             CommandLine::caldera(&["heat", "clear-hook"]).arg(self.plan.stack.name.clone()),
-            |line, m| line.arg(format!("{group}/{m}")),
+            |line, m| {
+                let name = super::plan::split_member_key(m).1;
+                line.arg(format!("{}/{name}", self.plan.group_of(m)))
+            },
         );
         format!(
             "; still held on its {} hook by Heat's cancelled update: {} (Heat's cancel does \
@@ -2140,8 +2172,9 @@ fn name_list(names: &[&str]) -> String {
     s
 }
 
-/// The control a journal entry asks for, when it is a request.
-pub fn parse_request(e: &Entry) -> Option<Control> {
+/// The control a journal entry asks for, when it is a request of the rollout of target
+/// `label`.
+pub fn parse_request(label: &str, e: &Entry) -> Option<Control> {
     match e.action.as_str() {
         REQUEST_PAUSE => Some(Control::Pause),
         REQUEST_RESUME => Some(Control::Resume {
@@ -2157,7 +2190,7 @@ pub fn parse_request(e: &Entry) -> Option<Control> {
                 .and_then(|s| serde_json::from_str(s).ok())
                 .unwrap_or(AbortMode::LeavePaused),
         )),
-        REQUEST_SKIP => Some(Control::Skip(member_of(&e.target))),
+        REQUEST_SKIP => Some(Control::Skip(member_of(label, &e.target))),
         _ => None,
     }
 }
@@ -2249,14 +2282,7 @@ pub async fn observe_status(
     journal: &Journal,
     plan: &RolloutPlan,
 ) -> ServiceResult<RolloutStatus> {
-    let group = group_stack_of(heat, &plan.stack, plan.group_resource()).await?;
-    let mut obs = HeatReader::new(
-        heat.clone(),
-        plan.stack.clone(),
-        group,
-        plan.since_event.clone(),
-        plan.since_time,
-    );
+    let mut obs = reader_for(heat, plan).await?;
     obs.attach(plan.image_parameter()).await?;
     // What the members' own stacks say is done, before the events are applied: the truth
     // after an abort (below).
@@ -2267,7 +2293,7 @@ pub async fn observe_status(
         .map(|(m, _)| m.clone())
         .collect();
     obs.refresh().await?;
-    let (_, memory) = journal_memory(journal, &plan.id)?;
+    let (_, memory) = journal_memory(journal, plan)?;
     let mut status = initial_status(plan);
     // The journal's last word on this rollout says whether it is paused or over.
     let entries = journal
@@ -2337,7 +2363,7 @@ pub async fn observe_status(
         let released: BTreeSet<String> = entries
             .iter()
             .filter(|e| e.action == "rollout.release" && e.outcome == Outcome::Ok)
-            .map(|e| member_of(&e.target))
+            .map(|e| member_of(&plan.target.label(), &e.target))
             .collect();
         mark_rolled_back(&mut status, &released);
     }
@@ -2394,7 +2420,7 @@ fn closing_words(
     stack_status: &crate::model::Status,
 ) -> (String, String) {
     let hook = super::plan::ROLLOUT_HOOK;
-    let group = plan.group_resource();
+    let group = plan.hooked_groups().join(" and ");
     match driver {
         DriverInfo::Here | DriverInfo::Process { .. } => (
             format!(

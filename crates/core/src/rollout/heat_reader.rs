@@ -48,17 +48,68 @@ pub struct MemberTrack {
     pub stack: Option<StackRef>,
 }
 
-pub struct HeatReader {
-    heat: HeatClient,
-    pub nodegroup_stack: StackRef,
-    pub group: StackRef,
-    /// Events older than this (Heat's time) belong to earlier actions.
-    since: Option<DateTime<Utc>>,
+/// The events of one held group's nested stack, read page by page.
+struct Feed {
+    group: StackRef,
+    /// Its path in the stack for a group held besides the target (`--also`): its members
+    /// are keyed `PATH/NAME` ([`super::plan::held_member_key`]); `None` for the target.
+    path: Option<String>,
     seen: HashSet<String>,
     /// Where the next read starts: an event `LATE_WRITER_SECS` behind the newest seen.
     marker: Option<String>,
     /// Events `(time, id)` seen inside that window, to move the marker along.
     recent: Vec<(DateTime<Utc>, String)>,
+}
+
+impl Feed {
+    fn new(group: StackRef, path: Option<String>, since_event: Option<String>) -> Feed {
+        Feed {
+            group,
+            path,
+            seen: since_event.iter().cloned().collect(),
+            marker: since_event,
+            recent: Vec::new(),
+        }
+    }
+
+    /// The rollout's key of this group's member `name`.
+    fn key(&self, name: &str) -> String {
+        match &self.path {
+            Some(p) => super::plan::held_member_key(p, name),
+            None => name.to_string(),
+        }
+    }
+
+    /// Whether the member key `key` is one of this group's.
+    fn owns(&self, key: &str) -> bool {
+        super::plan::split_member_key(key).0 == self.path.as_deref()
+    }
+
+    /// The next read starts at the newest event at least `LATE_WRITER_SECS` older than the
+    /// newest seen (or stays where it was when there is none yet).
+    fn move_marker(&mut self) {
+        let Some(newest) = self.recent.iter().map(|(t, _)| *t).max() else {
+            return;
+        };
+        let cutoff = newest - chrono::Duration::seconds(LATE_WRITER_SECS);
+        self.recent.sort();
+        if let Some(pos) = self.recent.iter().rposition(|(t, _)| *t <= cutoff) {
+            self.marker = Some(self.recent[pos].1.clone());
+            self.recent.drain(..pos);
+        }
+    }
+}
+
+pub struct HeatReader {
+    heat: HeatClient,
+    pub nodegroup_stack: StackRef,
+    /// The target group's nested stack.
+    pub group: StackRef,
+    /// Events older than this (Heat's time) belong to earlier actions.
+    since: Option<DateTime<Utc>>,
+    /// The target's group first, then each group held besides it.
+    feeds: Vec<Feed>,
+    /// Every held group's members by key (the target's by name, the others' `PATH/NAME`).
     pub members: BTreeMap<String, MemberTrack>,
     /// Group updates started since `since` (each PATCH of the node-group stack is one).
     pub group_updates: u32,
@@ -94,11 +145,9 @@ impl HeatReader {
         HeatReader {
             heat,
             nodegroup_stack,
+            feeds: vec![Feed::new(group.clone(), None, since_event)],
             group,
             since,
-            seen: since_event.iter().cloned().collect(),
-            marker: since_event,
-            recent: Vec::new(),
             members: BTreeMap::new(),
             group_updates: 0,
             stack_status: Status::parse("UNKNOWN"),
@@ -113,11 +162,33 @@ impl HeatReader {
         }
     }
 
+    /// Reads the members of the group at `path` too (held besides the target, `--also`),
+    /// its nested stack `group`, from the same baseline event time.
+    pub fn hold(&mut self, path: &str, group: StackRef, since_event: Option<String>) {
+        self.feeds
+            .push(Feed::new(group, Some(path.to_string()), since_event));
+    }
+
     /// Reads every member's own stack: which are already at `image` (done before we look,
     /// e.g. by an earlier process of this rollout whose events are gone).
     /// `None` (a group of an operator's template, no image parameter): only the members'
     /// resources are read; events alone say which are done.
     pub async fn attach(&mut self, image: Option<&str>) -> ServiceResult<()> {
+        for f in 1..self.feeds.len() {
+            let resources = self
+                .heat
+                .list_resources(&self.feeds[f].group, &ResourceQuery::default())
+                .await
+                .map_err(err)?;
+            for r in resources {
+                let m = self
+                    .members
+                    .entry(self.feeds[f].key(&r.resource.name))
+                    .or_default();
+                m.stack = r.resource.nested;
+                m.status = Some(r.resource.status);
+            }
+        }
         let resources = self
             .heat
             .list_resources(&self.group, &ResourceQuery::default())
@@ -171,11 +242,19 @@ impl HeatReader {
         self.stack_image = detail.parameters.get("image").cloned();
         self.stack_tags = detail.tags;
         self.stack_read_at = Some(std::time::Instant::now());
+        for f in 0..self.feeds.len() {
+            self.read_feed(f).await?;
+        }
+        Ok(())
+    }
+
+    /// New events of feed `f`'s group stack.
+    async fn read_feed(&mut self, f: usize) -> ServiceResult<()> {
         // Heat orders events by (whole-second time, random id): an event written a moment
         // after the newest one seen can sort before it and never come after a marker set on
         // the newest (measured: a member's pause missed, the rollout stuck). So each read
         // starts behind the newest second and re-reads that window; ids de-duplicate.
-        let mut page_marker = self.marker.clone();
+        let mut page_marker = self.feeds[f].marker.clone();
         loop {
             let query = EventQuery {
                 limit: Some(EVENT_PAGE),
@@ -185,7 +264,7 @@ impl HeatReader {
             };
             let page = self
                 .heat
-                .list_events_page(&self.group, &query)
+                .list_events_page(&self.feeds[f].group, &query)
                 .await
                 .map_err(err)?;
             let n = page.len();
@@ -194,43 +273,31 @@ impl HeatReader {
             }
             for e in page {
                 // Heat answers from the start when a marker was purged: dedup by id.
-                if self.seen.insert(e.id.clone()) {
-                    self.recent.push((e.time, e.id.clone()));
-                    self.apply(e);
+                if self.feeds[f].seen.insert(e.id.clone()) {
+                    self.feeds[f].recent.push((e.time, e.id.clone()));
+                    self.apply(f, e);
                 }
             }
             if n < EVENT_PAGE as usize {
                 break;
             }
         }
-        self.move_marker();
+        self.feeds[f].move_marker();
         Ok(())
     }
 
-    /// The next read starts at the newest event at least `LATE_WRITER_SECS` older than the
-    /// newest seen (or stays where it was when there is none yet).
-    fn move_marker(&mut self) {
-        let Some(newest) = self.recent.iter().map(|(t, _)| *t).max() else {
-            return;
-        };
-        let cutoff = newest - chrono::Duration::seconds(LATE_WRITER_SECS);
-        self.recent.sort();
-        if let Some(pos) = self.recent.iter().rposition(|(t, _)| *t <= cutoff) {
-            self.marker = Some(self.recent[pos].1.clone());
-            self.recent.drain(..pos);
-        }
-    }
-
-    fn apply(&mut self, e: StackEvent) {
+    fn apply(&mut self, f: usize, e: StackEvent) {
         // Only when the marker was purged does Heat send older events again.
         if self.since.is_some_and(|t| e.time < t) {
             return;
         }
         self.last_event_time = Some(e.time);
-        if e.resource_name == self.group.name {
+        let feed = &self.feeds[f];
+        if e.resource_name == feed.group.name {
             if e.status.raw == "UPDATE_IN_PROGRESS" {
+                // A new update of this group: its members (only) start again.
                 self.group_updates += 1;
-                for m in self.members.values_mut() {
+                for (_, m) in self.members.iter_mut().filter(|(k, _)| feed.owns(k)) {
                     m.paused = false;
                     m.released_at = None;
                     m.failed = None;
@@ -240,7 +307,7 @@ impl HeatReader {
             return;
         }
         let reason = e.status_reason.clone().unwrap_or_default();
-        let m = self.members.entry(e.resource_name.clone()).or_default();
+        let m = self.members.entry(feed.key(&e.resource_name)).or_default();
         if e.status.action == "CHECK" {
             // A check (or a mark unhealthy) says how the member is, not how its update went.
             m.status = Some(e.status.clone());
@@ -282,10 +349,22 @@ impl HeatReader {
         self.log.push(e);
     }
 
-    /// Clears a member's hook on the group's nested stack.
+    /// Clears a member's hook (by its key) on its group's nested stack.
     pub async fn release(&self, member: &str) -> ServiceResult<()> {
+        let (path, name) = super::plan::split_member_key(member);
+        let group = self
+            .feeds
+            .iter()
+            .find(|f| f.path.as_deref() == path)
+            .map(|f| &f.group)
+            .ok_or_else(|| {
+                ServiceError::new(
+                    crate::report::ErrorKind::NotFound,
+                    format!("{member}: no group of the rollout holds it"),
+                )
+            })?;
         self.heat
-            .unset_hook(&self.group, member, "pre-update")
+            .unset_hook(group, name, "pre-update")
             .await
             .map_err(err)
     }
@@ -321,6 +400,11 @@ impl HeatReader {
     /// `kube_minion_ip`, caldera's own `ip`, whatever the template calls it), else from its
     /// other address outputs.
     pub async fn member_ip(&mut self, member: &str) -> Option<String> {
+        // The address plan is the target group's: a held group's members (`--also`) keep
+        // theirs under other outputs (Magnum: `kube_master_ip`), not looked for here.
+        if super::plan::split_member_key(member).0.is_some() {
+            return None;
+        }
         let stack = self.members.get(member)?.stack.clone()?;
         let plan = self.address_plan().await?;
         let keys: Vec<String> = plan

@@ -42,25 +42,22 @@ pub enum Ending {
     Other,
 }
 
-/// The stack's environment at `keys` is back to `prior`; `None` when Heat cannot be read.
-async fn restored(
-    heat: &HeatClient,
-    stack: &StackRef,
-    prior: &PriorEntry,
-    keys: &[&str],
-) -> Option<bool> {
-    let env: EnvironmentHooks = heat.get_environment_hooks(stack).await.ok()?;
-    Some(prior.is_restored_in(&env, keys))
+/// Whether Heat's environment holds at each of the rollout's hook paths (its target's and
+/// every group it held too) what it held before the start (its hooks are out); `None` when
+/// Heat cannot be read.
+pub async fn hooks_out(heat: &HeatClient, plan: &RolloutPlan) -> Option<bool> {
+    let env: EnvironmentHooks = heat.get_environment_hooks(&plan.stack).await.ok()?;
+    Some(all_restored(plan, &env))
 }
 
-/// Whether Heat's environment holds at the rollout's hook path what it held before the
-/// start (its hooks are out); `None` when Heat cannot be read.
-pub async fn hooks_out(heat: &HeatClient, plan: &RolloutPlan) -> Option<bool> {
-    let prior = plan
-        .hooks_before
-        .clone()
-        .unwrap_or(PriorEntry::Present(Vec::new()));
-    restored(heat, &plan.stack, &prior, &plan.hook_keys()).await
+/// Whether `env` holds at every hook path of `plan` what it held before the start.
+fn all_restored(plan: &RolloutPlan, env: &EnvironmentHooks) -> bool {
+    plan.hook_entries().into_iter().all(|(keys, prior)| {
+        prior
+            .cloned()
+            .unwrap_or(PriorEntry::Present(Vec::new()))
+            .is_restored_in(env, &keys)
+    })
 }
 
 /// Takes the rollout's hooks out of the stack's environment when that changes nothing else
@@ -73,13 +70,9 @@ pub async fn take_out(
     ending: Ending,
     poll: Duration,
 ) -> String {
-    let keys = plan.hook_keys();
-    let group = plan.group_resource();
+    let group = plan.hooked_groups().join(" and ");
+    let group = group.as_str();
     let members = plan.members().count();
-    let prior = plan
-        .hooks_before
-        .clone()
-        .unwrap_or(PriorEntry::Present(Vec::new()));
     let detail = match heat.get_stack(&plan.stack, false).await {
         Ok(d) => d,
         Err(e) => {
@@ -91,7 +84,7 @@ pub async fn take_out(
         }
     };
     let status = &detail.summary.status;
-    match restored(heat, &plan.stack, &prior, &keys).await {
+    match hooks_out(heat, plan).await {
         Some(true) => {
             return "none left: the stack's environment holds on the members what it held \
                     before the rollout"
@@ -144,16 +137,7 @@ pub async fn take_out(
             e.message, plan.stack.name
         );
     }
-    let line = send_and_check(
-        heat,
-        &plan.stack,
-        &update,
-        &prior,
-        &keys,
-        detail.summary.updated_at,
-        poll,
-    )
-    .await;
+    let line = send_and_check_all(heat, plan, &update, detail.summary.updated_at, poll).await;
     let outcome = match &line {
         Ok(_) => Outcome::Ok,
         Err(e) => Outcome::Failed { error: e.clone() },
@@ -170,21 +154,20 @@ pub async fn take_out(
 }
 
 /// Sends the PATCH, waits for Heat's update it starts to end, and reads the environment
-/// back. `Ok` with the line to show, `Err` with what went wrong.
-pub async fn send_and_check(
+/// back at every hook path of `plan` (its target's and the groups it held). `Ok` with the
+/// line to show, `Err` with what went wrong.
+async fn send_and_check_all(
     heat: &HeatClient,
-    stack: &StackRef,
+    plan: &RolloutPlan,
     update: &StackUpdate,
-    prior: &PriorEntry,
-    keys: &[&str],
     updated_before: Option<DateTime<Utc>>,
     poll: Duration,
 ) -> Result<String, String> {
-    heat.update_stack(stack, update)
+    heat.update_stack(&plan.stack, update)
         .await
         .map_err(|e| format!("the PATCH that takes them out failed: {e}"))?;
-    let status = wait_update_end(heat, stack, updated_before, poll).await;
-    match restored(heat, stack, prior, keys).await {
+    let status = wait_update_end(heat, &plan.stack, updated_before, poll).await;
+    match hooks_out(heat, plan).await {
         Some(true) => Ok(format!(
             "taken out: Heat's environment holds on the members what it held before \
              (its update for it: {status})"

@@ -252,12 +252,20 @@ impl Inner {
 /// (the blast radius), the command that can, with its flags, since the form cannot take them.
 fn with_command_line(plan: &any_group::GroupUpdatePlan, command: CommandLine) -> String {
     let reasons = plan.refusals.join("; ");
+    let hold = plan.hold_flags(command.clone());
     match plan.override_flags(command) {
         None => reasons,
-        Some(command) => format!(
-            "{reasons}. The console does not let Heat update other resources unheld; from the \
-             command line, with its preview: `{command}`"
-        ),
+        Some(command) => {
+            let hold = hold
+                .map(|h| {
+                    format!("; or, to hold them too, one member at a time before the target: `{h}`")
+                })
+                .unwrap_or_default();
+            format!(
+                "{reasons}. The console does not let Heat update other resources unheld; from the \
+                 command line, with its preview: `{command}`{hold}"
+            )
+        }
     }
 }
 

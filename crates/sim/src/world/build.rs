@@ -473,6 +473,7 @@ fn add_group(
         ip_base: u32::from(std::net::Ipv4Addr::new(10, (gix % 250) as u8 + 1, 0, 0)),
         next_ip: 10,
         op: None,
+        image_param: None,
     });
     let mut params = w.stack(ng_ix).map(|s| s.params.clone()).unwrap_or_default();
     params.insert(layout.key("count").into(), spec.count.to_string());

@@ -271,13 +271,24 @@ pub struct Group {
     pub ip_base: u32,
     pub next_ip: u32,
     pub op: Option<GroupOp>,
+    /// The stack parameter its members' image reads when the template gives it another
+    /// group's (Magnum's layout edited so masters and minions boot one image parameter:
+    /// an update of it changes both groups); `None`: its layout's own.
+    pub image_param: Option<String>,
 }
 
 impl Group {
     pub fn image(&self, w: &World) -> String {
         w.stack(self.ng_stack)
-            .and_then(|s| s.params.get(self.layout.key("image")).cloned())
+            .and_then(|s| s.params.get(self.image_key()).cloned())
             .unwrap_or_default()
+    }
+
+    /// The stack parameter its members' image reads.
+    pub fn image_key(&self) -> &str {
+        self.image_param
+            .as_deref()
+            .unwrap_or(self.layout.key("image"))
     }
 
     pub fn hook_for(&self, member: u32, hook: &str) -> bool {
@@ -1022,7 +1033,7 @@ fn begin_update(w: &mut World, g: usize, req: UpdateRequest) -> Result<(), Strin
         .unwrap_or(0);
     let image = req
         .params
-        .get(layout.key("image"))
+        .get(w.groups[g].image_key())
         .cloned()
         .unwrap_or_default();
     // Heat (convergence) accepts an update while another runs: the new traversal

@@ -1,0 +1,262 @@
+//! A rollout of one group that holds another group of the same stack too (`--also`), on the
+//! simulator's Magnum layout edited so that masters and minions boot one image parameter
+//! (scenario `magnum-one-image`: an update of `minion_image` changes both groups, and Heat,
+//! unheld, updates every master at once). Checked from Heat's own events: never two masters
+//! updating at once, each master and minion updated exactly once, masters before minions,
+//! no hook left in the stack's environment after the end, also across a killed driver.
+
+use crate::support::scenarios::{self, stack_events, Env};
+use crate::support::sim_group;
+use caldera::api::heat::HeatClient;
+use caldera::drivers::any_group::{group_members, group_target};
+use caldera::drivers::heat_native::group_stack_of;
+use caldera::lifecycle::HookSet;
+use caldera::model::StackRef;
+use caldera::parameter_value::ParameterValue;
+use caldera::rollout::engine::{self, find_active};
+use caldera::rollout::heat_reader::newest_event;
+use caldera::rollout::{RolloutOptions, RolloutPlan, RolloutState};
+use caldera::sim::SimOptions;
+use std::time::Duration;
+
+/// The cluster stack of `one-image` and the simulator's Heat.
+async fn one_image() -> (caldera::sim::SimHandle, Env, StackRef) {
+    let (sim, conn) = sim_group::connected(SimOptions::fast("magnum-one-image", 50.0)).await;
+    let magnum = conn.magnum.clone().expect("simulator has Magnum");
+    let cluster = magnum.get_cluster("one-image").await.expect("cluster");
+    let stack = conn
+        .heat
+        .resolve(cluster.stack_id.as_deref().expect("cluster stack"))
+        .await
+        .expect("resolve");
+    let env = Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    );
+    (sim, env, stack)
+}
+
+async fn mark(heat: &HeatClient, group: &StackRef) -> Option<String> {
+    newest_event(heat, group)
+        .await
+        .expect("newest event")
+        .map(|(id, _)| id)
+}
+
+/// The rollout of `kube_minions` to `fedora-coreos-40` holding `kube_masters` too, before
+/// the minions (`--also`) or `after` them (`--also-after`); when `kill_after` is given, its
+/// driver is killed once that many members are done and a new one resumes it from the
+/// journal and Heat.
+async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
+    let (sim, env, stack) = one_image().await;
+    let heat = &env.heat;
+    let masters = group_members(heat, &stack, "kube_masters")
+        .await
+        .expect("masters");
+    let minions = group_members(heat, &stack, "kube_minions")
+        .await
+        .expect("minions");
+    assert_eq!((masters.len(), minions.len()), (3, 4));
+    let masters_stack = group_stack_of(heat, &stack, "kube_masters")
+        .await
+        .expect("rg");
+    let minions_stack = group_stack_of(heat, &stack, "kube_minions")
+        .await
+        .expect("rg");
+    let (m_mark, w_mark) = (
+        mark(heat, &masters_stack).await,
+        mark(heat, &minions_stack).await,
+    );
+    let set = [(
+        "minion_image".to_string(),
+        ParameterValue::text("fedora-coreos-40"),
+    )]
+    .into();
+    let options = RolloutOptions {
+        batch_size: 2,
+        ..RolloutOptions::default()
+    };
+    let mut plan = RolloutPlan::for_group(
+        group_target(&stack, "kube_minions"),
+        stack.clone(),
+        "kube_minions",
+        &minions,
+        options,
+        set,
+    );
+    plan.hold_also("kube_masters", &masters, after);
+    let lines = plan.lines().join("\n");
+    let when = if after { "after" } else { "before" };
+    assert!(
+        lines.contains(&format!(
+            "group kube_masters (3 member(s): 0, 1, 2): held by caldera, one at a time, \
+             {when} kube_minions"
+        )),
+        "{lines}"
+    );
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
+    let end = match kill_after {
+        None => tokio::time::timeout(env.timeout, h.wait())
+            .await
+            .expect("ends in time"),
+        Some(n) => {
+            tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= n))
+                .await
+                .expect("members done in time");
+            h.kill().await;
+            let found = find_active(&env.ctx.journal, &plan.target.label())
+                .expect("journal")
+                .expect("an active rollout");
+            // The journal's plan holds the group held too, and what its hook path held.
+            let held: Vec<(&str, bool)> = found
+                .also
+                .iter()
+                .map(|h| (h.path.as_str(), h.hooks_before.is_some()))
+                .collect();
+            assert_eq!(held, [("kube_masters", true)]);
+            let status = engine::observe_status(heat, &env.ctx.journal, &found)
+                .await
+                .expect("status");
+            assert_eq!(status.nodes.len(), 7, "{:#?}", status.lines());
+            let h2 = engine::reattach(
+                heat.clone(),
+                env.ctx.clone(),
+                found,
+                env.engine_options(HookSet::default()),
+                Vec::new(),
+            )
+            .await
+            .expect("reattach");
+            tokio::time::timeout(env.timeout, h2.wait())
+                .await
+                .expect("ends in time")
+        }
+    };
+    assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
+    assert_eq!((end.nodes.len(), end.done), (7, 7), "{:#?}", end.lines());
+    assert_eq!(env.settle(&stack).await, "UPDATE_COMPLETE");
+    let hooks = heat
+        .get_environment_hooks(&stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "hooks left: {hooks:?} ({:?})",
+        end.hooks_left
+    );
+    scenarios::assert_masters_one_at_a_time(
+        (
+            &masters,
+            &stack_events(heat, &masters_stack, m_mark.as_deref()).await,
+        ),
+        (
+            &minions,
+            &stack_events(heat, &minions_stack, w_mark.as_deref()).await,
+        ),
+        !after,
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_also_holds_the_masters_one_at_a_time_before_the_minions() {
+    held_masters_scenario(None, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_also_after_holds_the_masters_one_at_a_time_after_the_minions() {
+    held_masters_scenario(None, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_also_held_masters_survive_a_killed_driver() {
+    held_masters_scenario(Some(2), false).await;
+}
+
+/// A held rollout aborted with rollback once the first master is done: Heat rolls both
+/// groups back through the hooks (cleared by the engine as Heat pauses each member), the
+/// rollout ends aborted, and the stack's environment holds no hook of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_also_held_rollout_aborted_with_rollback_leaves_no_hook() {
+    use caldera::rollout::{AbortMode, Control};
+    let (sim, env, stack) = one_image().await;
+    let heat = &env.heat;
+    let masters = group_members(heat, &stack, "kube_masters")
+        .await
+        .expect("masters");
+    let minions = group_members(heat, &stack, "kube_minions")
+        .await
+        .expect("minions");
+    let set = [(
+        "minion_image".to_string(),
+        ParameterValue::text("fedora-coreos-40"),
+    )]
+    .into();
+    let mut plan = RolloutPlan::for_group(
+        group_target(&stack, "kube_minions"),
+        stack.clone(),
+        "kube_minions",
+        &minions,
+        RolloutOptions::default(),
+        set,
+    );
+    plan.hold_also("kube_masters", &masters, false);
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("a master done in time");
+    h.send(Control::Abort(AbortMode::CancelUpdate))
+        .expect("abort");
+    let end = tokio::time::timeout(env.timeout, h.wait())
+        .await
+        .expect("ends in time");
+    assert!(
+        matches!(end.state, RolloutState::Aborted { .. }),
+        "{:#?}",
+        end.lines()
+    );
+    let settled = env.settle(&stack).await;
+    assert_eq!(settled, "ROLLBACK_COMPLETE", "{:#?}", end.lines());
+    let hooks = heat
+        .get_environment_hooks(&stack)
+        .await
+        .expect("environment");
+    assert!(
+        hooks.paths_with("pre-update").is_empty(),
+        "hooks left: {hooks:?} ({:?})",
+        end.hooks_left
+    );
+    sim.shutdown().await;
+}
+
+/// The simulator's layout does what the test relies on: unheld, an update of the one image
+/// parameter updates every master at once (so the rollout above is what keeps them apart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_one_image_unheld_updates_the_masters_at_once() {
+    let (sim, env, stack) = one_image().await;
+    let heat = &env.heat;
+    let masters_stack = group_stack_of(heat, &stack, "kube_masters")
+        .await
+        .expect("rg");
+    let m_mark = mark(heat, &masters_stack).await;
+    let update = caldera::api::heat::StackUpdate {
+        parameters: [(
+            "minion_image".to_string(),
+            serde_json::json!("fedora-coreos-40"),
+        )]
+        .into(),
+        existing: true,
+        ..Default::default()
+    };
+    heat.update_stack(&stack, &update).await.expect("update");
+    assert_eq!(env.settle(&stack).await, "UPDATE_COMPLETE");
+    let events = stack_events(heat, &masters_stack, m_mark.as_deref()).await;
+    let windows = scenarios::update_windows(&events);
+    assert_eq!(windows.len(), 3, "{windows:?}");
+    let latest_start = windows.values().map(|w| w.0).max().expect("masters");
+    let earliest_end = windows.values().map(|w| w.1).min().expect("masters");
+    assert!(latest_start < earliest_end, "{windows:?}");
+    sim.shutdown().await;
+}
