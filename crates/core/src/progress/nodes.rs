@@ -12,23 +12,59 @@ pub fn of_nodes<'a>(
     nodegroup: &NodeGroup,
     now: DateTime<Utc>,
 ) -> Progress {
-    let facts = member_facts(nodes, nodegroup.image.as_deref());
+    let facts = member_facts(nodes, nodegroup);
     Progress::compute(&facts, &update_facts(nodegroup, &facts), now)
 }
 
-/// Each node's facts. An upgrade covers every member while any runs another image than the
-/// group's; at rest, only a member Heat works on (or holds) moves. Who holds a member is not
-/// known from the nodes: Heat (an owner this reading cannot name).
+/// When the update under way on the group began, as Heat says: a stack's (or a group
+/// resource's) `updated_time` is set when an update of it starts, and stays while it runs.
+/// `None` when no update runs on the group.
+fn update_began(g: &NodeGroup) -> Option<DateTime<Utc>> {
+    let updating = g.status.action == "UPDATE" && g.status.is_in_progress();
+    g.updated_at.filter(|_| updating)
+}
+
+/// Heat updated the member in the update under way (begun at `began`): its resource is
+/// `UPDATE_COMPLETE` since then. Heat updates a member only when the group's new definition
+/// changes it, and its nested stack then carries the new values: it is on the update's
+/// target, whatever Nova can say of its image (a server booted from an image named one way
+/// and listed the other, a member with no server Nova knows).
+fn updated_in_this_update(n: &Node, began: Option<DateTime<Utc>>) -> bool {
+    let Some(began) = began else {
+        return false;
+    };
+    n.status.action == "UPDATE" && n.status.is_complete() && n.since.is_some_and(|s| s >= began)
+}
+
+/// Whether Heat's update of the group goes over its members: a member runs another image
+/// than the group's, or Heat updated one in this update, holds one on a hook or updates
+/// one now. Heat updates (and holds on a `pre-update` hook) only members whose definition
+/// the update changes; a scale creates members and leaves the others alone, so it does not
+/// make the others old.
+fn members_updated(n: &Node, image: Option<&str>, began: Option<DateTime<Utc>>) -> bool {
+    n.image_phase(image) == Some(ImagePhase::Old)
+        || updated_in_this_update(n, began)
+        || n.hook_paused
+        || (n.status.action == "UPDATE" && n.status.is_in_progress())
+}
+
+/// Each node's facts. An upgrade covers every member while Heat's update goes over members
+/// ([`members_updated`]); at rest, only a member Heat works on (or holds) moves. Who holds a
+/// member is not known from the nodes: Heat (an owner this reading cannot name).
 fn member_facts<'a>(
     nodes: impl Iterator<Item = &'a Node> + Clone,
-    image: Option<&str>,
+    nodegroup: &NodeGroup,
 ) -> Vec<MemberFacts> {
-    let upgrading = nodes
-        .clone()
-        .any(|n| n.image_phase(image) == Some(ImagePhase::Old));
+    let image = nodegroup.image.as_deref();
+    let began = update_began(nodegroup);
+    let upgrading = nodes.clone().any(|n| members_updated(n, image, began));
     nodes
         .map(|n| {
-            let on_target = n.image_phase(image).map(|p| p == ImagePhase::New);
+            let by_image = n.image_phase(image).map(|p| p == ImagePhase::New);
+            let on_target = match updated_in_this_update(n, began) {
+                true => Some(true),
+                false => by_image,
+            };
             MemberFacts {
                 name: n.key.member.clone(),
                 status: n.status.clone(),
@@ -59,5 +95,89 @@ fn update_facts(nodegroup: &NodeGroup, members: &[MemberFacts]) -> UpdateFacts {
         batch: None,
         batches: 0,
         started_at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NodeKey, Role, Status};
+    use chrono::Duration;
+
+    fn at(mins_ago: i64) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-26T12:00:00Z")
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+            - Duration::minutes(mins_ago)
+    }
+
+    fn node(member: &str, status: &str, since_mins_ago: i64, held: bool) -> Node {
+        Node {
+            key: NodeKey {
+                nodegroup: "g".into(),
+                member: member.into(),
+            },
+            index: member.parse().ok(),
+            name: member.into(),
+            zone: None,
+            ip: None,
+            status: Status::parse(status),
+            status_reason: None,
+            image: None,
+            since: Some(at(since_mins_ago)),
+            hook_paused: held,
+            hook_inferred: false,
+            stack_id: None,
+            server_id: None,
+            created: None,
+        }
+    }
+
+    fn group(status: &str, updated_mins_ago: i64) -> NodeGroup {
+        let mut g = NodeGroup::of_stack("s", "nodes", Role::Other);
+        g.status = Status::parse(status);
+        g.updated_at = Some(at(updated_mins_ago));
+        g
+    }
+
+    /// A plain stack's group mid-rollout, its members' images unknown (a stack of test
+    /// machines, or servers Nova names by id where the group names its image): Heat updated
+    /// member 0 in this update (complete since the update began 10 minutes ago), holds 1 and
+    /// 2 on their hook, has not reached 3. Before: `new 0`, members 0 and 3 idle.
+    #[test]
+    fn members_heat_updated_in_this_update_are_new_without_images() {
+        let g = group("UPDATE_IN_PROGRESS", 10);
+        let nodes = [
+            node("0", "UPDATE_COMPLETE", 4, false),
+            node("1", "UPDATE_IN_PROGRESS", 3, true),
+            node("2", "UPDATE_IN_PROGRESS", 3, true),
+            node("3", "CREATE_COMPLETE", 90, false),
+        ];
+        let p = of_nodes(nodes.iter(), &g, at(0));
+        let c = p.counts;
+        assert_eq!(
+            (c.new, c.held, c.pending, c.not_in_update),
+            (1, 2, 1, 0),
+            "{c:?}"
+        );
+        assert_eq!(c.in_update_total(), 4);
+    }
+
+    /// A scale of the group: Heat creates members and leaves the others as they are; none
+    /// of them counts as old or new.
+    #[test]
+    fn a_scale_makes_no_member_old() {
+        let g = group("UPDATE_IN_PROGRESS", 2);
+        let nodes = [
+            node("0", "UPDATE_COMPLETE", 50, false),
+            node("1", "CREATE_COMPLETE", 90, false),
+            node("2", "CREATE_IN_PROGRESS", 1, false),
+        ];
+        let c = of_nodes(nodes.iter(), &g, at(0)).counts;
+        assert_eq!(
+            (c.new, c.pending, c.creating, c.not_in_update),
+            (0, 0, 1, 2),
+            "{c:?}"
+        );
     }
 }
