@@ -50,7 +50,7 @@ fn members_updated(n: &Node, image: Option<&str>, began: Option<DateTime<Utc>>) 
 
 /// Each node's facts. An upgrade covers every member while Heat's update goes over members
 /// ([`members_updated`]); at rest, only a member Heat works on (or holds) moves. Who holds a
-/// member is not known from the nodes: Heat (an owner this reading cannot name).
+/// member: [`holder`].
 fn member_facts<'a>(
     nodes: impl Iterator<Item = &'a Node> + Clone,
     nodegroup: &NodeGroup,
@@ -68,7 +68,7 @@ fn member_facts<'a>(
             MemberFacts {
                 name: n.key.member.clone(),
                 status: n.status.clone(),
-                held_by: n.hook_paused.then_some(Holder::Heat),
+                held_by: n.hook_paused.then(|| holder(n)),
                 on_target,
                 in_update: upgrading || n.status.is_in_progress() || n.hook_paused,
                 skipped: false,
@@ -79,6 +79,16 @@ fn member_facts<'a>(
             }
         })
         .collect()
+}
+
+/// Who holds a held member: the caldera rollout whose marker the stack under update carries
+/// (a rollout this machine drives is shown from its own model, so from the nodes it is
+/// another caldera's), else Heat (an owner this reading cannot name).
+fn holder(n: &Node) -> Holder {
+    match n.held_by_rollout {
+        Some(_) => Holder::OtherCaldera,
+        None => Holder::Heat,
+    }
 }
 
 /// The group's update as Magnum or Heat says: running while its status is in progress or
@@ -127,6 +137,7 @@ mod tests {
             since: Some(at(since_mins_ago)),
             hook_paused: held,
             hook_inferred: false,
+            held_by_rollout: None,
             stack_id: None,
             server_id: None,
             created: None,
@@ -161,6 +172,32 @@ mod tests {
             "{c:?}"
         );
         assert_eq!(c.in_update_total(), 4);
+    }
+
+    /// Members held while the stack under update carries another caldera's rollout marker:
+    /// held by another caldera, and the state says so. Before: held by Heat.
+    #[test]
+    fn members_held_under_a_rollouts_marker_are_held_by_another_caldera() {
+        let g = group("UPDATE_IN_PROGRESS", 10);
+        let mut held = node("1", "UPDATE_IN_PROGRESS", 3, true);
+        held.held_by_rollout = Some("r20261126T115000-0a0b0c0d".into());
+        let nodes = [node("0", "UPDATE_COMPLETE", 4, false), held];
+        let p = of_nodes(nodes.iter(), &g, at(0));
+        let phases: Vec<super::super::Phase> = p.members.iter().map(|m| m.phase).collect();
+        assert_eq!(
+            phases,
+            [
+                super::super::Phase::New,
+                super::super::Phase::Held(Holder::OtherCaldera)
+            ]
+        );
+        assert!(
+            p.state
+                .label()
+                .contains("held on a hook by another caldera"),
+            "{}",
+            p.state.label()
+        );
     }
 
     /// A scale of the group: Heat creates members and leaves the others as they are; none
