@@ -27,8 +27,7 @@ fn update_began(g: &NodeGroup) -> Option<DateTime<Utc>> {
 /// Heat updated the member in the update under way (begun at `began`): its resource is
 /// `UPDATE_COMPLETE` since then. Heat updates a member only when the group's new definition
 /// changes it, and its nested stack then carries the new values: it is on the update's
-/// target, whatever Nova can say of its image (a server booted from an image named one way
-/// and listed the other, a member with no server Nova knows).
+/// target, which is what tells old from new where the group's image is not known.
 fn updated_in_this_update(n: &Node, began: Option<DateTime<Utc>>) -> bool {
     let Some(began) = began else {
         return false;
@@ -56,15 +55,16 @@ fn member_facts<'a>(
     nodegroup: &NodeGroup,
 ) -> Vec<MemberFacts> {
     let image = nodegroup.image.as_deref();
-    let began = update_began(nodegroup);
+    // Where the group's image is known, Nova's image of each member against it says which
+    // are on it (a list read before Nova's images claims none); where it is not (a plain
+    // stack's group while Heat updates it, any stack's nodes), Heat's word that it updated a
+    // member in this update does.
+    let began = update_began(nodegroup).filter(|_| image.is_none());
     let upgrading = nodes.clone().any(|n| members_updated(n, image, began));
     nodes
         .map(|n| {
             let by_image = n.image_phase(image).map(|p| p == ImagePhase::New);
-            let on_target = match updated_in_this_update(n, began) {
-                true => Some(true),
-                false => by_image,
-            };
+            let on_target = by_image.or(updated_in_this_update(n, began).then_some(true));
             MemberFacts {
                 name: n.key.member.clone(),
                 status: n.status.clone(),
