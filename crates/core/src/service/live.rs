@@ -783,7 +783,7 @@ async fn forward_nodes(
             // whatever parameter their servers read (once settled, as above).
             let settled = detail
                 .as_ref()
-                .is_ok_and(|d| !d.summary.status.is_in_progress() && !d.summary.status.is_failed());
+                .is_ok_and(|d| crate::progress::at_rest(&d.summary.status));
             let by_group = match role {
                 crate::model::Role::Other if settled => plain.group_images(&stack).await,
                 _ => HashMap::new(),
@@ -925,8 +925,7 @@ fn magnum_settled_image(
     detail: &crate::api::heat::StackDetail,
     role: crate::model::Role,
 ) -> Option<String> {
-    let status = &detail.summary.status;
-    if status.is_in_progress() || status.is_failed() {
+    if !crate::progress::at_rest(&detail.summary.status) {
         return None;
     }
     detail
