@@ -148,3 +148,18 @@ async fn a_refresh_with_nothing_changed_walks_no_member_and_an_update_shows_the_
     );
     sim.shutdown().await;
 }
+
+/// Issue 25: a rollout of a plain stack's group mid-way: the nodes pane's model counts as
+/// `rollout status` does (`scenarios::plain_group_mid_rollout_scenario`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_stacks_group_mid_rollout_counts_as_rollout_status_does() {
+    let (sim, conn) = sim_group::connected(SimOptions::fast("empty", 50.0)).await;
+    let env = crate::support::scenarios::Env::new(
+        conn.heat.clone(),
+        Duration::from_millis(50),
+        Duration::from_secs(60),
+        0,
+    );
+    crate::support::scenarios::plain_group_mid_rollout_scenario(&conn, &env, "pl").await;
+    sim.shutdown().await;
+}

@@ -693,3 +693,22 @@ async fn a_group_inside_a_nested_stack_is_rolled_out_and_scaled_by_path() {
     );
     heat.delete_stack(&stack).await.ok();
 }
+
+/// Issue 25 on a real Heat: a rollout of a plain stack's group (`STACK/GROUP`) in the gate after
+/// its first member: the nodes pane's model of the group, from its row and its members as
+/// the console reads them, counts new, failed and left as `rollout status` does, and the
+/// members on the rollout's hooks are held by another caldera (the marker on the stack).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn a_plain_stacks_group_mid_rollout_counts_as_rollout_status_does() {
+    use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
+    let conn = CloudConnection::no_auth(
+        &NoAuthEndpoints::heat_only(crate::support::real_heat_env::heat_url()),
+        &ConnectOptions::default(),
+    )
+    .await
+    .expect("connect to the real Heat");
+    let env = crate::support::real_heat_env::env().await;
+    let name = crate::support::real_heat_env::unique("plmid");
+    crate::support::scenarios::plain_group_mid_rollout_scenario(&conn, &env, &name).await;
+}

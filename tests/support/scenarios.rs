@@ -1448,3 +1448,98 @@ pub fn assert_masters_one_at_a_time(
         );
     }
 }
+
+/// The last member list a node stream gives (with hook marks and images), read to its end.
+async fn nodes_of(
+    service: &caldera::service::live::LiveService,
+    row: &caldera::model::NodeGroup,
+) -> Vec<caldera::model::Node> {
+    use caldera::service::NodeUpdate;
+    use futures::StreamExt;
+    let mut stream = caldera::service::CloudService::stream_nodes(service, row.clone());
+    let mut last = Vec::new();
+    while let Some(update) = stream.next().await {
+        match update.expect("node stream") {
+            NodeUpdate::Members(nodes) | NodeUpdate::Listed { nodes, .. } => last = nodes,
+            NodeUpdate::Done => break,
+            NodeUpdate::Address(_)
+            | NodeUpdate::Named { .. }
+            | NodeUpdate::AddressFailed { .. } => {}
+        }
+    }
+    last
+}
+
+/// Issue 25: a rollout of a plain stack's group (`STACK/GROUP`, by what it sets), in the gate
+/// after its first member: the nodes pane's model of the group (its node row as the plain stack's
+/// node-groups pane lists it, its members as the nodes stream reads them) gives the counts
+/// `rollout status` gives: the member Heat updated is new (before: `new 0`, the others idle),
+/// and the members still on the rollout's hooks are held by another caldera, the marker on
+/// the stack naming the rollout (before: held by Heat).
+pub async fn plain_group_mid_rollout_scenario(
+    conn: &caldera::api::cloud::CloudConnection,
+    env: &Env,
+    name: &str,
+) {
+    use caldera::progress::{Holder, Phase};
+    let target = env.create(name, 4).await;
+    let stack = target.stack.clone().expect("stack");
+    let members = env.member_names(&target).await;
+    let group = caldera::drivers::any_group::group_target(&stack, "nodes");
+    let set = [("image".to_string(), ParameterValue::text("img-v2"))].into();
+    // A long gate after the first node: the rollout stands still, its first member new and
+    // the others on its hooks, while both readings are made.
+    let options = RolloutOptions {
+        gate_wait_ms: 60_000,
+        ..RolloutOptions::default()
+    };
+    let plan = RolloutPlan::for_group(group, stack.clone(), "nodes", &members, options, set);
+    let mut h = engine::start(
+        env.heat.clone(),
+        env.ctx.clone(),
+        plan,
+        env.engine_options(Default::default()),
+        None,
+    )
+    .await
+    .expect("start");
+    let paused = tokio::time::timeout(env.timeout, h.wait_for(|s| s.done == 1))
+        .await
+        .expect("the first member done");
+    assert_eq!(paused.state, RolloutState::Running, "{:#?}", paused.lines());
+    let want = paused.progress.counts;
+    assert!(want.new > 0 && want.held > 0, "{:#?}", paused.lines());
+
+    let service = caldera::service::live::LiveService::new(conn.clone());
+    let rows = caldera::service::CloudService::list_nodegroups(
+        &service,
+        caldera::service::plain_stack::cluster_of(&stack.id, &stack.name),
+    )
+    .await
+    .expect("node group rows");
+    let row = rows.iter().find(|r| r.name == "nodes").expect("nodes row");
+    let nodes = nodes_of(&service, row).await;
+    let p = caldera::progress::of_nodes(nodes.iter(), row, chrono::Utc::now());
+    let c = p.counts;
+    // Members of batches not started are `old` to the rollout (its own word: not reached
+    // yet) and held to the nodes (Heat holds every member on the rollout's hook): the
+    // members left are the same.
+    assert_eq!(
+        (c.new, c.failed, c.left(), c.total()),
+        (want.new, want.failed, want.left(), 4),
+        "nodes pane {c:?}, rollout status {:#?}",
+        paused.lines()
+    );
+    let held: Vec<Phase> = p
+        .members
+        .iter()
+        .map(|m| m.phase)
+        .filter(|p| matches!(p, Phase::Held(_)))
+        .collect();
+    assert!(
+        held.iter().all(|p| *p == Phase::Held(Holder::OtherCaldera)),
+        "{held:?}"
+    );
+    h.send(Control::Abort(AbortMode::CancelUpdate)).ok();
+    tokio::time::timeout(env.timeout, h.wait()).await.ok();
+}

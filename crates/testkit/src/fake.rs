@@ -557,6 +557,7 @@ fn add_cluster(
                 since: Some(d.now - ChronoDuration::seconds(since_s)),
                 hook_paused: paused,
                 hook_inferred: false,
+                held_by_rollout: None,
                 server_id: None,
                 created: None,
                 stack_id: Some(format!("{name}-{gname}-member-{i}")),

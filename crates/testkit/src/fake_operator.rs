@@ -295,6 +295,7 @@ impl FakeOperator {
                     since: Some(now),
                     hook_paused: false,
                     hook_inferred: false,
+                    held_by_rollout: None,
                     server_id: None,
                     created: None,
                     stack_id: None,

@@ -30,6 +30,11 @@ pub struct Node {
     /// stack's environment and times say it is held (see `ops::hooks`).
     #[serde(default)]
     pub hook_inferred: bool,
+    /// The caldera rollout whose hooks hold it (its id), when it is held while the stack
+    /// under update carries a rollout's marker tag (`caldera-rollout=<id>@<host>`): that
+    /// rollout's driver releases it, not Heat nor an operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by_rollout: Option<String>,
     /// The member's nested stack id, when it has one.
     pub stack_id: Option<String>,
     /// The Nova server's id when the listing that found the node knew it (Cluster API nodes
@@ -135,6 +140,7 @@ mod image_tests {
             since: None,
             hook_paused: paused,
             hook_inferred: false,
+            held_by_rollout: None,
             stack_id: None,
             server_id: None,
             created: None,

@@ -416,6 +416,7 @@ mod tests {
                 since: Some(now - Duration::seconds(age)),
                 hook_paused: paused,
                 hook_inferred: false,
+                held_by_rollout: None,
                 server_id: None,
                 created: None,
                 stack_id: None,

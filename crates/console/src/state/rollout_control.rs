@@ -429,6 +429,7 @@ mod tests {
             since: None,
             hook_paused: false,
             hook_inferred: false,
+            held_by_rollout: None,
             stack_id: None,
             server_id: None,
             created: None,

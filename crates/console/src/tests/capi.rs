@@ -63,6 +63,7 @@ fn stalled_capi(h: &Harness) {
                         }),
                         hook_paused: false,
                         hook_inferred: false,
+                        held_by_rollout: None,
                         stack_id: None,
                         server_id: Some(format!("srv-{i}")),
                         created: Some(created),

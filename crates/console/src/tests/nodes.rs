@@ -344,3 +344,61 @@ async fn ten_thousand_nodes_stay_cheap_per_frame() {
     assert!(h.app.view().table.len() == 8000);
     assert!(dash.as_millis() < 500 && nodes.as_millis() < 500 && keys.as_millis() < 20);
 }
+
+/// Issue 25: any stack's nodes pane (`:nodes` on a stack, no cluster of any driver) during an
+/// update caldera does not follow: the member Heat updated since the stack's update began is
+/// new, whatever Nova can say of its image, the held one held, the others old. The update and
+/// its start are the stack's, as the stack list read them. Before: `new 0/4`, member 0 old.
+#[tokio::test]
+async fn any_stacks_nodes_count_the_members_heat_updated_in_its_update_as_new() {
+    use crate::model::Status;
+    let (mut h, selected) = stack_list_selected().await;
+    let began = chrono::Utc::now() - chrono::Duration::minutes(10);
+    h.fake.with_data(|d| {
+        let stack = d
+            .stacks
+            .iter_mut()
+            .find(|s| s.stack.id == selected.id)
+            .expect("the selected stack");
+        stack.status = Status::parse("UPDATE_IN_PROGRESS");
+        stack.updated_at = Some(began);
+        let template = d
+            .nodes
+            .values()
+            .flat_map(|ns| ns.iter())
+            .next()
+            .cloned()
+            .expect("a node to copy");
+        let node = |i: u32, status: &str, since_mins: i64, held: bool| {
+            let mut n = template.clone();
+            n.key.nodegroup = selected.id.clone();
+            n.key.member = i.to_string();
+            n.index = Some(i);
+            n.name = format!("web-{i}");
+            n.status = Status::parse(status);
+            n.image = None;
+            n.since = Some(began + chrono::Duration::minutes(since_mins));
+            n.hook_paused = held;
+            n.hook_inferred = false;
+            n
+        };
+        d.nodes.insert(
+            selected.id.clone(),
+            vec![
+                node(0, "UPDATE_COMPLETE", 4, false),
+                node(1, "UPDATE_IN_PROGRESS", 5, true),
+                node(2, "CREATE_COMPLETE", -90, false),
+                node(3, "CREATE_COMPLETE", -90, false),
+            ],
+        );
+    });
+    h.command("stacks");
+    h.settle().await;
+    h.command("nodes");
+    h.settle().await;
+    assert!(matches!(h.app.view().kind, ViewKind::Nodes { .. }));
+    let screen = h.render(120, 30);
+    assert!(screen.contains("█ new 1/4"), "{screen}");
+    assert!(screen.contains("‖ held 1"), "{screen}");
+    assert!(screen.contains("▒ old 2"), "{screen}");
+}

@@ -443,6 +443,7 @@ pub fn node_from_resource(target: &NodeGroupTarget, r: &crate::model::StackResou
         since: r.updated_at,
         hook_paused: false,
         hook_inferred: false,
+        held_by_rollout: None,
         server_id: None,
         created: None,
         stack_id: r.nested.as_ref().map(|s| s.id.clone()),

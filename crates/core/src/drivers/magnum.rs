@@ -506,6 +506,7 @@ impl Driver for MagnumDriver {
                     since: r.resource.updated_at,
                     hook_paused: false,
                     hook_inferred: false,
+                    held_by_rollout: None,
                     server_id: None,
                     created: None,
                     stack_id: r.resource.nested.as_ref().map(|s| s.id.clone()),

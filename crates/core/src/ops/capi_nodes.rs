@@ -174,6 +174,7 @@ pub fn node_from_server(nodegroup_id: &str, s: &ServerInfo) -> Node {
         since: s.updated.or(s.created),
         hook_paused: false,
         hook_inferred: false,
+        held_by_rollout: None,
         server_id: Some(s.id.clone()),
         created: s.created,
         stack_id: None,

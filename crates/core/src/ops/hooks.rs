@@ -405,6 +405,9 @@ pub struct HeldMembers {
     /// Paths from the root stack (`kube_minions/3`) of those inferred held, their pause
     /// events purged ([`pending_hooks`]).
     pub inferred: HashSet<String>,
+    /// The caldera rollout whose marker the stack under update carries (its id): its hooks
+    /// hold these members (the caller reads the marker, [`crate::drivers::rollout_plan::marker_in`]).
+    pub rollout: Option<String>,
 }
 
 impl HeldMembers {
@@ -455,6 +458,7 @@ pub async fn with_inferred_members(
     let mut held = HeldMembers {
         seen: paused.names,
         inferred: HashSet::new(),
+        rollout: None,
     };
     if may_have_purged_pauses(root_update_began, paused.oldest_read) {
         held.inferred = pending_hooks(heat, root)
@@ -993,6 +997,7 @@ mod tests {
         let held = HeldMembers {
             seen: HashSet::from(["4".to_string()]),
             inferred: HashSet::from(["kube_minions/3".to_string(), "7".to_string()]),
+            rollout: None,
         };
         assert!(held.holds("4", "kube_minions"));
         assert!(held.holds("3", "kube_minions"));

@@ -40,6 +40,17 @@ pub fn computes_on_this_thread() -> u64 {
     COMPUTES.with(|c| c.get())
 }
 
+/// Whether Heat's status of a node group (its stack, or its group resource) says its members
+/// are as its definition says: nothing runs on it (`*_IN_PROGRESS`) and its last action did
+/// not fail (after a failed update, members are on either side of it). The one reading of
+/// that status: an update is looked for (and followed by the progress model) only where it
+/// is false, and what is read of a group's members only at rest (a plain stack's IMAGE and
+/// FLAVOR, kept by the status they were read at; a node stream's settled image) only where
+/// it is true, so the model and the facts it is given never disagree on it.
+pub fn at_rest(status: &Status) -> bool {
+    !status.is_in_progress() && !status.is_failed()
+}
+
 /// The window the pace is measured over: members that became new in the last ten minutes.
 /// A rollout's early minutes count over the time it has run (never less than a minute).
 pub const PACE_WINDOW_SECS: i64 = 600;

@@ -376,3 +376,13 @@ fn the_hook_cell_says_held_as_the_count_does() {
     assert_eq!(hook_cell(Some(Phase::Updating), false), "");
     assert_eq!(hook_cell(None, true), "");
 }
+
+/// One reading of a group's status for the model and the facts read at rest: settled and
+/// not failed is at rest; in progress or failed, an update is (or was) going over members.
+#[test]
+fn a_group_is_at_rest_only_settled_and_not_failed() {
+    let rest = |s: &str| super::at_rest(&Status::parse(s));
+    assert!(rest("UPDATE_COMPLETE") && rest("CREATE_COMPLETE") && rest("CHECK_COMPLETE"));
+    assert!(!rest("UPDATE_IN_PROGRESS") && !rest("ROLLBACK_IN_PROGRESS"));
+    assert!(!rest("UPDATE_FAILED") && !rest("CREATE_FAILED"));
+}

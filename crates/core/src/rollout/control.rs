@@ -58,7 +58,7 @@ pub async fn find_rollout(
         .await
         .map_err(crate::report::ServiceError::from)?;
     let status = &detail.summary.status;
-    if !status.is_in_progress() && !status.is_failed() {
+    if crate::progress::at_rest(status) {
         return Ok(None);
     }
     // Another operator's rollout holds its members on `pre-update` hooks; an update nobody

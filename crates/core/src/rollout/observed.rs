@@ -161,7 +161,14 @@ pub struct Timeline {
     /// the members. Needed once the update settles, when the node-group stack's
     /// `updated_time` may have moved on to the completion.
     pub group_update_started: Option<DateTime<Utc>>,
+    /// The group stack's own latest events (time, status, superseded), the newest
+    /// [`GROUP_EVENTS_KEPT`]: when its current run of updates began ([`Timeline::run_started`]).
+    pub group_events: std::collections::BTreeMap<DateTime<Utc>, (Status, bool)>,
 }
+
+/// The group stack's own events kept: a run of updates is a few events (one per update
+/// sent, and its end).
+const GROUP_EVENTS_KEPT: usize = 64;
 
 impl Timeline {
     /// Folds in events of the group's nested stack (any order; each is applied once by the
@@ -173,6 +180,15 @@ impl Timeline {
                     && self.group_update_started.is_none_or(|t| t < e.time)
                 {
                     self.group_update_started = Some(e.time);
+                }
+                let superseded = e
+                    .status_reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains(SUPERSEDED_MARK));
+                self.group_events
+                    .insert(e.time, (e.status.clone(), superseded));
+                while self.group_events.len() > GROUP_EVENTS_KEPT {
+                    self.group_events.pop_first();
                 }
                 continue;
             }
@@ -198,6 +214,28 @@ impl Timeline {
                 None => {}
             }
         }
+    }
+}
+
+impl Timeline {
+    /// When the group's current run of updates began: its earliest `UPDATE_IN_PROGRESS` since
+    /// it last settled. Heat accepts an update of a stack while another runs (a scale sent
+    /// during an upgrade): the newer one takes over the traversal and moves the stack's
+    /// `updated_time` to its own start, without the stack settling in between. The members
+    /// the first one updated are still updated by the run, so the run, not the newest
+    /// update, dates what is this update's. An attempt Heat abandoned for a newer traversal
+    /// (its failure says so) is not a settling. `None` when no start of the run was read
+    /// (purged events, or none read yet).
+    pub fn run_started(&self) -> Option<DateTime<Utc>> {
+        let mut start = None;
+        for (t, (status, superseded)) in self.group_events.iter().rev() {
+            if status.action == "UPDATE" && status.is_in_progress() {
+                start = Some(*t);
+            } else if status.is_complete() || (status.is_failed() && !superseded) {
+                break;
+            }
+        }
+        start
     }
 }
 
@@ -272,12 +310,16 @@ pub fn observed_status(
     now: DateTime<Utc>,
 ) -> RolloutStatus {
     let in_progress = facts.stack_status.is_in_progress();
-    // In progress, the stack's `updated_time` is the start; settled, the group's own start
-    // event (no later than that time) is, when still known.
+    // In progress, the run of updates under way began at the group's first start since it
+    // last settled (a scale sent meanwhile moves the stack's `updated_time`, not that), else
+    // at the stack's `updated_time`; settled, the group's own start event (no later than
+    // that time) dates it, when still known.
     let since = match (in_progress, timeline.group_update_started, facts.started_at) {
+        (true, _, Some(s)) => Some(timeline.run_started().map_or(s, |r| r.min(s))),
+        (true, _, None) => timeline.run_started(),
         (false, Some(g), Some(s)) if g <= s => Some(g),
         (false, Some(g), None) => Some(g),
-        _ => facts.started_at,
+        (false, _, _) => facts.started_at,
     };
     let settled = facts.stack_status.is_complete();
     let current = |x: Option<DateTime<Utc>>| x.filter(|x| since.is_none_or(|s| *x >= s));

@@ -251,3 +251,37 @@ fn a_settled_update_is_timed_from_the_groups_start_when_the_stack_moved_on() {
     assert_eq!(s.nodes[1].duration_ms(), Some(50_000));
     assert_eq!(t.group_update_started, Some(at(101)));
 }
+
+/// Issue 25: a scale sent during an upgrade (Heat takes the newer update over without the
+/// stack settling) moves the stack's `updated_time` to the scale's start; the members the
+/// upgrade updated before it are still done, and the pace is over the upgrade's age. A one-off
+/// `rollout status` has no journal to say when the upgrade began: Heat's events of the group
+/// do. Before: members 0 and 1 pending, the update's age that of the scale.
+#[test]
+fn a_scale_during_an_update_keeps_the_updates_start() {
+    let (mut f, mut t) = mid_update();
+    t.ingest(
+        "group",
+        &[
+            // An earlier update, settled: not this run.
+            ev("s0", "group", "UPDATE_IN_PROGRESS", "", 20),
+            ev("s1", "group", "UPDATE_COMPLETE", "", 30),
+            // The scale, taking the upgrade's traversal over at 200.
+            ev("s2", "group", "UPDATE_IN_PROGRESS", "", 200),
+        ],
+    );
+    f.started_at = Some(at(200));
+    assert_eq!(t.run_started(), Some(at(101)));
+    let s = observed_status(&f, &t, at(220));
+    assert_eq!((s.done, s.failed), (2, 1), "{:#?}", s.lines());
+    assert_eq!(s.nodes[0].duration_ms(), Some(30_000));
+    // Settled since: a new run begins with the next update.
+    t.ingest(
+        "group",
+        &[
+            ev("s3", "group", "UPDATE_COMPLETE", "", 300),
+            ev("s4", "group", "UPDATE_IN_PROGRESS", "", 400),
+        ],
+    );
+    assert_eq!(t.run_started(), Some(at(400)));
+}

@@ -48,8 +48,7 @@ pub fn nodegroup_row(target: &NodeGroupTarget, detail: &StackDetail) -> NodeGrou
 /// one, members differ and only their own stacks know (one request each, which the node
 /// list does not spend on a large group): `None`.
 pub fn settled_image(detail: &StackDetail) -> Option<String> {
-    let status = &detail.summary.status;
-    if status.is_in_progress() || status.is_failed() {
+    if !crate::progress::at_rest(&detail.summary.status) {
         return None;
     }
     detail

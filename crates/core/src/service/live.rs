@@ -90,6 +90,7 @@ fn node_from_member(nodegroup: &NodeGroup, m: &Member, hold: Option<HoldSeen>) -
         since: m.since,
         hook_paused: hold.is_some(),
         hook_inferred: hold == Some(HoldSeen::Inferred),
+        held_by_rollout: None,
         // A member that is a server itself (`resource_def: {type: OS::Nova::Server}`): Heat's
         // physical id is Nova's server id, so its detail needs no search by name or path.
         server_id: (m.resource_type == crate::ops::node_tree::NOVA_SERVER)
@@ -764,6 +765,13 @@ async fn forward_nodes(
                 Ok(seen) => with_inferred_members(&heat, &stack, began, seen).await,
                 Err(e) => Err(e),
             };
+            let paused = match (paused, &detail) {
+                (Ok(mut held), Ok(d)) if !(held.seen.is_empty() && held.inferred.is_empty()) => {
+                    held.rollout = rollout_holding(&heat, d).await;
+                    Ok(held)
+                }
+                (paused, _) => paused,
+            };
             let image = match &detail {
                 Ok(d) => settled_image(d).or_else(|| magnum_settled_image(d, role)),
                 Err(e) => {
@@ -775,7 +783,7 @@ async fn forward_nodes(
             // whatever parameter their servers read (once settled, as above).
             let settled = detail
                 .as_ref()
-                .is_ok_and(|d| !d.summary.status.is_in_progress() && !d.summary.status.is_failed());
+                .is_ok_and(|d| crate::progress::at_rest(&d.summary.status));
             let by_group = match role {
                 crate::model::Role::Other if settled => plain.group_images(&stack).await,
                 _ => HashMap::new(),
@@ -802,6 +810,7 @@ async fn forward_nodes(
             .map(|m| {
                 let hold = facts.and_then(|f| f.paused.hold(&m.name, &m.group));
                 let mut node = node_from_member(&nodegroup, m, hold);
+                node.held_by_rollout = hold.and(facts.and_then(|f| f.paused.rollout.clone()));
                 // The image its server runs (Nova), else, for a member that settled
                 // while its group is settled, the group's image.
                 node.image = facts.and_then(|f| f.member_image(m));
@@ -916,8 +925,7 @@ fn magnum_settled_image(
     detail: &crate::api::heat::StackDetail,
     role: crate::model::Role,
 ) -> Option<String> {
-    let status = &detail.summary.status;
-    if status.is_in_progress() || status.is_failed() {
+    if !crate::progress::at_rest(&detail.summary.status) {
         return None;
     }
     detail
@@ -925,6 +933,36 @@ fn magnum_settled_image(
         .get(magnum::image_parameter(role))
         .filter(|i| !i.is_empty())
         .cloned()
+}
+
+/// How many stacks up from a node group's stack the marker of a caldera rollout is looked
+/// for: a rollout of a plain stack's group PATCHes the stack the group is in, which may be a
+/// few nested stacks above the group's own (`racks/1/nodes`).
+const MARKER_LEVELS: usize = 4;
+
+/// The caldera rollout whose hooks hold members of the stack read as `detail`: a rollout's
+/// PATCH tags the stack it updates with its marker (`caldera-rollout=<id>@<host>`), and the
+/// marker says whose update runs only while that stack's update is in progress (a finished
+/// rollout may leave its marker behind). The stack itself, then its parents (one read each,
+/// at most [`MARKER_LEVELS`]), while each is under update: Heat updates a nested stack
+/// only within its parent's update.
+async fn rollout_holding(
+    heat: &HeatClient,
+    detail: &crate::api::heat::StackDetail,
+) -> Option<String> {
+    let mut current = detail.clone();
+    for _ in 0..MARKER_LEVELS {
+        if !current.summary.status.is_in_progress() {
+            return None;
+        }
+        if let Some((id, _)) = crate::drivers::rollout_plan::marker_in(&current.tags) {
+            return Some(id);
+        }
+        let parent = current.summary.parent.clone()?;
+        let stack = resolve(heat, &parent).await.ok()?;
+        current = heat.get_stack(&stack, false).await.ok()?;
+    }
+    None
 }
 
 /// What the side lookups of a node stream found.

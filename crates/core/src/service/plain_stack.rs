@@ -179,7 +179,7 @@ impl PlainStacks {
 /// rollout goes member by member): one member's is not the group's, so none is said; the
 /// progress model counts old and new.
 fn settled(g: &GroupShape) -> bool {
-    !g.status.is_in_progress() && !g.status.is_failed()
+    crate::progress::at_rest(&g.status)
 }
 
 /// What moves when Heat changes a group, read from the discovery that lists it (no request

@@ -110,7 +110,7 @@ pub async fn find_update(
     };
     let detail = heat.get_stack(&stack, false).await?;
     let status = &detail.summary.status;
-    if !status.is_in_progress() && !status.is_failed() {
+    if crate::progress::at_rest(status) {
         return Ok(None);
     }
     // The members live in the ResourceGroup's nested stack, as the drivers list them; a

@@ -1098,6 +1098,7 @@ mod tests {
             since: None,
             hook_paused: hook,
             hook_inferred: false,
+            held_by_rollout: None,
             stack_id: None,
             server_id: None,
             created: None,

@@ -138,7 +138,10 @@ impl Store {
             let Some(opened) = opened else {
                 continue;
             };
-            let g = self.current_nodegroup(&opened.cluster_id, opened);
+            let standin = self.standin_of_stack(opened);
+            let g = standin
+                .as_ref()
+                .unwrap_or_else(|| self.current_nodegroup(&opened.cluster_id, opened));
             let facts = Facts {
                 nodes: set.map_or(0, |s| s.meta.version),
                 groups: self
@@ -172,6 +175,23 @@ impl Store {
             }
         }
         fresh
+    }
+
+    /// A plain stack seen as one node group (the nodes pane of any stack) with the stack's
+    /// status and times as the stack list last read them: whether Heat runs an update on it,
+    /// and since when, are facts of the stack the model reads (a member Heat updated since
+    /// the update began is new). `None` for any other group, or a stack not listed.
+    fn standin_of_stack(&self, opened: &NodeGroup) -> Option<NodeGroup> {
+        if !crate::state::is_stack_standin(opened) {
+            return None;
+        }
+        let stacks = self.stacks.data.as_deref()?;
+        let stack = stacks.iter().find(|s| s.stack.id == opened.id)?;
+        let mut g = opened.clone();
+        g.status = stack.status.clone();
+        g.created_at = stack.created_at;
+        g.updated_at = stack.updated_at;
+        Some(g)
     }
 
     /// The groups a model is kept for: members read, or an update followed.
