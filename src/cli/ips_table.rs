@@ -7,15 +7,17 @@
 //! tells rows apart (a group path's end: `…qhop75xocp9q/kube_minions`), the cut marked `…`.
 
 use crate::model::terminal_safe;
-use crate::model::text::cut_marked;
+use crate::model::text::{chars_fitting, cut_marked};
 use ratatui::text::Span;
 use std::io::{self, Write};
 
 /// The widest the group column grows: a longer name is cut (the table stays readable on an
 /// 80-column terminal beside the member, name and address columns).
 const GROUP_MAX: usize = 40;
-/// The widest the name column grows; streamed, it is this wide from the first row.
-const NAME_MAX: usize = 32;
+/// The widest the name column grows where the rows are printed together.
+const NAME_MAX: usize = 64;
+/// The name column's width when rows are streamed (fixed before the first row).
+const NAME_STREAMED: usize = 32;
 /// The widest the member column grows (an index, or a Cluster API machine's `-`).
 const MEMBER_MAX: usize = 12;
 const GROUP_TITLE: &str = "group";
@@ -47,7 +49,7 @@ impl IpsTable {
         IpsTable {
             group: widest(groups, GROUP_TITLE, GROUP_MAX),
             member: MEMBER_TITLE.len(),
-            name: NAME_MAX,
+            name: NAME_STREAMED,
         }
     }
 
@@ -79,7 +81,7 @@ impl IpsTable {
         let (group, member, name) = (
             cell(group, self.group),
             cell(member, self.member),
-            cell(name, self.name),
+            end_kept(&terminal_safe(name), self.name),
         );
         format!(
             "{group}{} {}{member}  {name}{} {}",
@@ -181,6 +183,18 @@ fn widest<'a>(texts: impl IntoIterator<Item = &'a str>, title: &str, max: usize)
         .clamp(title.len(), max)
 }
 
+/// A server's name cut to `w` columns keeping its end, the cut marked: servers of one group
+/// share their start (`prod-east-workers-a-0m0dz479sdc2-node-`) and differ at the end.
+fn end_kept(name: &str, w: usize) -> String {
+    if width(name) <= w {
+        return name.to_string();
+    }
+    let chars: Vec<char> = name.chars().collect();
+    let kept = chars_fitting(chars.iter().rev().copied(), w.saturating_sub(1));
+    let tail: String = chars[chars.len() - kept..].iter().collect();
+    format!("…{tail}")
+}
+
 /// The blanks that bring `cell` to `w` columns.
 fn pad(cell: &str, w: usize) -> String {
     " ".repeat(w.saturating_sub(width(cell)))
@@ -278,7 +292,14 @@ mod tests {
             byte.map(|b| l[..b].chars().count())
         };
         assert_eq!(at(lines[0]), at(lines[1]), "{text}");
-        assert!(lines[1].contains('…'), "{text}");
+        // Cut keeping the end that tells one group's servers apart.
+        assert!(
+            lines[1].contains("…runs-past-the-column-0123456789 "),
+            "{text}"
+        );
+        // Printed together, the column fits names up to 64 columns whole.
+        let text = printed(IpsOut::new(false), vec![row("g", "1", long, "10.0.0.1")]);
+        assert!(text.contains(long), "{text}");
     }
 
     #[test]

@@ -402,3 +402,43 @@ async fn any_stacks_nodes_count_the_members_heat_updated_in_its_update_as_new() 
     assert!(screen.contains("‖ held 1"), "{screen}");
     assert!(screen.contains("▒ old 2"), "{screen}");
 }
+
+/// #26 item 9: a page key moves by the rows the nodes pane shows (it shares the screen with
+/// its heat map): PgDn from the top twice visits every row. It moved by the terminal's
+/// height less 8 (16 at 80x24) where the pane showed 10, so rows 17–22 were never on screen.
+#[tokio::test]
+async fn page_down_in_the_nodes_pane_skips_no_row() {
+    let mut h = Harness::demo(1000);
+    h.settle().await;
+    h.app
+        .update(Action::Command(crate::message::Command::NodeGroups));
+    h.settle().await;
+    h.key(KeyAction::Down);
+    h.key(KeyAction::Open);
+    h.settle().await;
+    // The node rows on screen: their first cell is the member index.
+    let shown = |screen: &str| -> Vec<usize> {
+        screen
+            .lines()
+            .skip_while(|l| !l.contains("Nodes of"))
+            .filter_map(|l| l.trim_start_matches('"').strip_prefix('│'))
+            .filter_map(|l| l.split_whitespace().next()?.parse::<usize>().ok())
+            .collect()
+    };
+    let first = shown(&h.render(80, 24));
+    assert!(first.len() >= 3, "{first:?}");
+    let mut seen: Vec<usize> = first.clone();
+    for _ in 0..3 {
+        h.key(KeyAction::PageDown);
+        let rows = shown(&h.render(80, 24));
+        let (Some(&lo), Some(&last)) = (rows.first(), seen.last()) else {
+            panic!("no rows: {rows:?}");
+        };
+        assert!(
+            lo <= last + 1,
+            "rows {}..{lo} never shown: {rows:?}",
+            last + 1
+        );
+        seen.extend(rows);
+    }
+}

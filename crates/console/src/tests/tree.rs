@@ -13,6 +13,26 @@ async fn snapshot_tree_and_why_stuck() {
     h.settle().await;
     assert!(matches!(h.app.view().kind, ViewKind::Tree { .. }));
     snap!(h, "tree");
+    // At 40 columns each status keeps its state (it was `…LETE`, `…RESS`).
+    let narrow = h.render(40, 24);
+    insta::assert_snapshot!("tree_40x24", narrow);
+    let states = [
+        "…COMPLETE",
+        "…IN_PROGRESS",
+        "…FAILED",
+        "_COMPLETE",
+        "_IN_PROGRESS",
+    ];
+    let rows: Vec<&str> = narrow
+        .lines()
+        .skip_while(|l| !l.contains("RESOURCE"))
+        .skip(1)
+        .take_while(|l| !l.trim_start_matches('"').starts_with('└'))
+        .collect();
+    assert!(rows.len() >= 5, "{narrow}");
+    for r in rows {
+        assert!(states.iter().any(|s| r.contains(s)), "{r}\n{narrow}");
+    }
     // Enter on the ResourceGroup drills into its nested stack.
     h.key(KeyAction::Open);
     h.settle().await;

@@ -132,8 +132,53 @@ pub struct ActionsConfig {
     pub hooks: HooksSection,
 }
 
+/// Every `timeout_secs` of the file is a whole number: a float (`1e308`, `inf`, `2.5`) or a
+/// string is refused in the words of the bound, naming where (the parser's own error named a
+/// 300-digit number and a Rust type).
+fn whole_timeouts(text: &str, origin: &str) -> Result<(), String> {
+    let Ok(raw) = toml::from_str::<toml::Table>(text) else {
+        return Ok(()); // the typed parse says what is wrong with the file
+    };
+    let Some(hooks) = raw.get("hooks").and_then(toml::Value::as_table) else {
+        return Ok(());
+    };
+    let nested = |kind: &'static str| {
+        hooks
+            .get(kind)
+            .and_then(toml::Value::as_table)
+            .into_iter()
+            .flatten()
+            .filter_map(move |(name, set)| {
+                Some((
+                    format!("[hooks.{kind}.{name}]"),
+                    set.as_table()?.get("timeout_secs")?,
+                ))
+            })
+    };
+    let levels = hooks
+        .get("timeout_secs")
+        .map(|v| ("[hooks]".to_string(), v))
+        .into_iter()
+        .chain(nested("clouds"))
+        .chain(nested("clusters"));
+    for (place, value) in levels {
+        let got = match value {
+            toml::Value::Integer(_) => continue,
+            toml::Value::Float(f) => format!("{f:?}"),
+            other => other.to_string(),
+        };
+        return Err(format!(
+            "{origin}: {place} timeout_secs: expected a whole number of seconds from 1 to \
+             {MAX_TIMEOUT_SECS}, got {}",
+            crate::model::terminal_safe(&got)
+        ));
+    }
+    Ok(())
+}
+
 impl ActionsConfig {
     pub fn parse(text: &str, origin: &str) -> Result<ActionsConfig, String> {
+        whole_timeouts(text, origin)?;
         let cfg: ActionsConfig = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
         // A hook killed after 0 s never runs; one left for days holds the rollout as long.
         let h = &cfg.hooks;
@@ -618,6 +663,20 @@ mod tests {
                 e.starts_with(&format!(
                     "actions.toml: {place}: expected a whole number of seconds from 1 to"
                 )),
+                "{e}"
+            );
+        }
+        // Not a whole number: the same words, not the parser's (it printed 1e308 in 309
+        // digits and a Rust type).
+        for (text, got) in [
+            ("[hooks]\ntimeout_secs = 1e308\n", "got 1e308"),
+            ("[hooks.clouds.p]\ntimeout_secs = inf\n", "got inf"),
+            ("[hooks]\ntimeout_secs = \"60\"\n", "got \"60\""),
+        ] {
+            let e = ActionsConfig::parse(text, "actions.toml").unwrap_err();
+            assert!(
+                e.contains("timeout_secs: expected a whole number of seconds from 1 to")
+                    && e.ends_with(got),
                 "{e}"
             );
         }

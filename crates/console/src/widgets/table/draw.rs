@@ -118,6 +118,7 @@ pub fn draw_table<T: TableRow>(
         return;
     }
     let body_height = inner.height.saturating_sub(1) as usize;
+    state.drawn_rows.set(body_height);
     let offset = state.visible_offset(body_height);
     let end = (offset + body_height).min(state.len());
     let selected = state.selected_pos();
@@ -430,8 +431,15 @@ fn by_need(wants: &[Want], free: u16) -> Vec<Option<u16>> {
         given[j] += n;
         *left -= n;
     };
+    // A status's state first (`…IN_PROGRESS`: without it a row says nothing of its resource),
+    // then what tells rows apart.
     for (j, w) in wants.iter().enumerate() {
-        if let Want::Apart { keep, .. } | Want::State { keep, .. } = w {
+        if let Want::State { keep, .. } = w {
+            give(&mut given, j, *keep, &mut left);
+        }
+    }
+    for (j, w) in wants.iter().enumerate() {
+        if let Want::Apart { keep, .. } = w {
             give(&mut given, j, *keep, &mut left);
         }
     }

@@ -26,8 +26,12 @@ pub struct TableState {
     selected_pos: usize,
     /// First visible row (a hint; drawing clamps it so the selection is visible).
     pub offset: usize,
-    /// Rows per page, as last laid out.
+    /// Rows per page, as the view estimates it from the terminal's height.
     pub page: usize,
+    /// Rows the table's body last showed, as drawn (a pane that shares the screen, as the
+    /// nodes pane does with its heat map, shows fewer than the estimate): a page moves by
+    /// this once the table was drawn, so no row is skipped.
+    pub drawn_rows: std::cell::Cell<usize>,
     marks: HashSet<String>,
     /// Times the view was recomputed (for tests and the debug log).
     pub recomputes: u64,
@@ -188,11 +192,19 @@ impl TableState {
     }
 
     pub fn page_down<T: TableRow>(&mut self, items: &[T]) {
-        self.move_by(self.page.max(1) as isize, items);
+        self.move_by(self.rows_per_page() as isize, items);
     }
 
     pub fn page_up<T: TableRow>(&mut self, items: &[T]) {
-        self.move_by(-(self.page.max(1) as isize), items);
+        self.move_by(-(self.rows_per_page() as isize), items);
+    }
+
+    /// The rows a page key moves by: as many as were drawn, else the estimate.
+    fn rows_per_page(&self) -> usize {
+        match self.drawn_rows.get() {
+            0 => self.page.max(1),
+            drawn => drawn,
+        }
     }
 
     pub fn top<T: TableRow>(&mut self, items: &[T]) {
