@@ -51,6 +51,22 @@ async fn stack_reports(
         if let Some(nova) = &conn.nova {
             why::with_nova(&mut report, nova).await;
         }
+        // A node group at rest in a stack that failed elsewhere: its own verdict stands, and
+        // the line says where the stack's failure is to be read (it read "CREATE_FAILED:
+        // settled" as if the two disagreed).
+        if !under.is_empty()
+            && report.verdict == Verdict::Settled
+            && caldera_cloud::model::Status::parse(&report.status).is_failed()
+        {
+            report.add(
+                Verdict::Settled,
+                format!(
+                    "{} is settled; the stack failed outside it: caldera why {}",
+                    terminal_safe(&under.join("/")),
+                    terminal_safe(target_head(target))
+                ),
+            );
+        }
         let left = crate::drivers::leftover_hooks::leftover_hooks(heat, &scope.stack).await?;
         for l in left {
             report.add(

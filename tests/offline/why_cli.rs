@@ -148,3 +148,22 @@ fn events_of_a_stack_path_are_those_of_that_group() {
     assert_eq!(rc, Some(1), "{none}\n{err}");
     assert!(err.contains("has no resource at nosuch"), "{err}");
 }
+
+/// #26: a node group at rest in a stack that failed elsewhere is settled (exit 0), and the
+/// report says where the stack's failure is read: it said `CREATE_FAILED: settled` alone,
+/// as if the verdict and Heat disagreed.
+#[test]
+fn a_settled_group_of_a_failed_stack_points_to_the_failure() {
+    let home = tempfile::tempdir().expect("home");
+    let (rc, out, err) = caldera(home.path(), &["why", "batch-jobs/default-master"]);
+    assert_eq!(rc, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains(
+            "kube_masters is settled; the stack failed outside it: caldera why batch-jobs"
+        ),
+        "{out}"
+    );
+    let (rc, out, err) = caldera(home.path(), &["why", "batch-jobs"]);
+    assert_eq!(rc, Some(6), "{out}\n{err}");
+    assert!(!out.contains("failed outside it"), "{out}");
+}
