@@ -162,7 +162,7 @@ pub struct Timeline {
     /// `updated_time` may have moved on to the completion.
     pub group_update_started: Option<DateTime<Utc>>,
     /// The group stack's own latest events (time, status, superseded), the newest
-    /// [`GROUP_EVENTS_KEPT`]: when its current run of updates began ([`Timeline::run_started`]).
+    /// `GROUP_EVENTS_KEPT`: when its current run of updates began ([`Timeline::run_started`]).
     pub group_events: std::collections::BTreeMap<DateTime<Utc>, (Status, bool)>,
 }
 
