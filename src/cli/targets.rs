@@ -59,12 +59,16 @@ pub async fn find_cluster(
         // Heat could not say: Magnum may still know the name.
         Err(e) => tracing::info!("stack lookup for '{name}': {e}"),
     }
-    let clusters = match service.list_clusters().await {
-        Ok(c) => c,
+    // Magnum's list alone: the Heat-native clusters were asked first (above), and joined to
+    // them a Magnum that failed would pass for one that has no such cluster whenever Heat
+    // holds a cluster of its own.
+    let clusters = match service.magnum_clusters().await {
+        None => return Ok(None),
+        Some(Ok(c)) => c,
         // No cluster source answered: the name may still be a stack's. Said on stderr, so
         // that "neither a cluster nor a stack" after it is not taken at its word when the
         // cluster list failed (a Magnum that does not answer is named with its timeout).
-        Err(e) => {
+        Some(Err(e)) => {
             tracing::info!("cluster lookup for '{name}': {e}");
             eprintln!(
                 "note: clusters could not be listed: {}",

@@ -48,6 +48,14 @@ pub struct LiveService {
 }
 
 impl LiveService {
+    /// Magnum's clusters alone (`None`: no Magnum here). A lookup that already asked Heat for
+    /// its own clusters reads Magnum's answer here, where a failure cannot be hidden by the
+    /// Heat-native clusters [`CloudService::list_clusters`] joins to it.
+    pub async fn magnum_clusters(&self) -> Option<ServiceResult<Vec<Cluster>>> {
+        let magnum = self.conn.magnum.clone()?;
+        Some(magnum_clusters(magnum).await)
+    }
+
     pub fn new(conn: CloudConnection) -> Self {
         LiveService {
             heat_native: Drivers::new(&conn).heat_native().clone(),
