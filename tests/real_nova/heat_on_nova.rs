@@ -282,6 +282,25 @@ async fn nodes_of(service: &LiveService, group: NodeGroup) -> Vec<Node> {
 /// Whether caldera shows `image` for a member: by the name Nova's image proxy gives for the
 /// id Nova has on the server (a plain stack's group has no image of its own, so names are
 /// for the operator's eyes).
+/// The nodes once Heat lists `member`'s replacement. While Heat replaces a member (new
+/// server first, then the old one deleted) its database holds two resources of that name,
+/// and the listing may give either: the old one `DELETE_IN_PROGRESS` (its server going, no
+/// image) until the delete ends. That is Heat's record of the moment, not caldera's; the
+/// nodes are read again until Heat gives the replacement (bounded by `SETTLE`).
+async fn settled_nodes(service: &LiveService, group: NodeGroup, member: &str) -> Vec<Node> {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let nodes = nodes_of(service, group.clone()).await;
+        let deleting = nodes
+            .iter()
+            .any(|n| n.key.member == member && n.status.raw == "DELETE_IN_PROGRESS");
+        if !deleting || Instant::now() >= deadline {
+            return nodes;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
 fn shows(nodes: &[Node], member: &str, image: (&str, &str)) -> bool {
     nodes
         .iter()
@@ -391,7 +410,7 @@ async fn rollout_on_nova(policy: Policy, tag: &str) {
     };
     let service = LiveService::new(heat_connection().await);
     let group = stack_nodes(&id, &name);
-    let nodes = nodes_of(&service, group.clone()).await;
+    let nodes = settled_nodes(&service, group.clone(), &first).await;
     for member in members.keys() {
         let expect = if *member == first { IMAGE_B } else { IMAGE_A };
         assert!(

@@ -206,13 +206,16 @@ impl Token {
         Ok(v)
     }
 
-    /// Whether to renew now: less than `margin` or a tenth of the lifetime left, whichever is
-    /// smaller (so short-lived tokens are not renewed on every request).
+    /// Whether to renew now: less than `margin` or a quarter of the lifetime left, whichever
+    /// is smaller (so short-lived tokens are not renewed on every request). A quarter, not
+    /// less: the token a request carries is used by the service after it was accepted — Heat
+    /// makes its trust with it a second or more into a stack create, and answers 500 when the
+    /// token expired in between — so a token sent must outlive the request by some seconds.
     pub fn needs_renewal(&self, now: DateTime<Utc>, margin: Duration) -> bool {
         let lifetime = (self.expires_at - self.issued_at)
             .to_std()
             .unwrap_or_default();
-        let threshold = margin.min(lifetime / 10);
+        let threshold = margin.min(lifetime / 4);
         match (self.expires_at - now).to_std() {
             Ok(left) => left <= threshold,
             Err(_) => true,

@@ -227,7 +227,7 @@ async fn renews_before_expiry() {
 }
 
 #[test]
-fn renewal_threshold_is_the_smaller_of_margin_and_a_tenth() {
+fn renewal_threshold_is_the_smaller_of_margin_and_a_quarter() {
     let issued = Utc::now();
     let token =
         |lifetime_s: i64| Token::for_tests(issued, issued + ChronoDuration::seconds(lifetime_s));
@@ -235,10 +235,11 @@ fn renewal_threshold_is_the_smaller_of_margin_and_a_tenth() {
     let hour = token(3600);
     assert!(!hour.needs_renewal(issued + ChronoDuration::seconds(3500), margin));
     assert!(hour.needs_renewal(issued + ChronoDuration::seconds(3541), margin));
-    // A 100 s token renews in its last 10 s, not from the start.
+    // A 100 s token renews in its last 25 s, not from the start.
     let short = token(100);
     assert!(!short.needs_renewal(issued + ChronoDuration::seconds(50), margin));
-    assert!(short.needs_renewal(issued + ChronoDuration::seconds(91), margin));
+    assert!(!short.needs_renewal(issued + ChronoDuration::seconds(74), margin));
+    assert!(short.needs_renewal(issued + ChronoDuration::seconds(76), margin));
     assert!(short.needs_renewal(issued + ChronoDuration::seconds(200), margin));
 }
 

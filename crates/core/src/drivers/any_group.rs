@@ -196,6 +196,16 @@ pub struct Allow {
 }
 
 impl Allow {
+    /// Where `path` comes in the order the operator named held groups: `--also` ones first,
+    /// then `--also-after` ones, each in the order given; a group not held last.
+    fn held_rank(&self, path: &str) -> usize {
+        self.held
+            .iter()
+            .chain(&self.held_after)
+            .position(|a| a.trim_matches('/') == path)
+            .unwrap_or(usize::MAX)
+    }
+
     /// Whether the operator said to hold `path` too, and if so whether after the target.
     fn hold_of(&self, path: &str) -> Option<bool> {
         let named = |list: &[String]| list.iter().any(|a| a.trim_matches('/') == path);
@@ -687,13 +697,18 @@ async fn plan_with_templates(
             names: names.unwrap_or_default(),
         });
     }
-    refusals.extend(held_name_refusals("also", &allow.held, group, &also));
+    let named = |path: &str| names_a_resource(templates, group, path);
+    refusals.extend(held_name_refusals("also", &allow.held, group, &also, named));
     refusals.extend(held_name_refusals(
         "also-after",
         &allow.held_after,
         group,
         &also,
+        named,
     ));
+    // Held groups are released in the order the operator named them (`--also` ones before
+    // the target, in their order; then `--also-after` ones), not in the template's.
+    also.sort_by_key(|a| allow.held_rank(&a.path));
     for a in &allow.heat_updates {
         if !also.iter().any(|x| x.path == a.trim_matches('/')) {
             refusals.push(format!(
@@ -717,14 +732,31 @@ async fn plan_with_templates(
     })
 }
 
+/// Whether `path` names a resource of the stack's templates along the target `group`'s
+/// path (`templates`, see [`templates_along`]): the resource at the first step where `path`
+/// leaves the target's path. A path deeper than that resource is not followed (its nested
+/// template is not read here).
+fn names_a_resource(templates: &[Value], group: &str, path: &str) -> bool {
+    let (target, held) = (steps(group), steps(path));
+    let level = target.iter().zip(&held).take_while(|(x, y)| x == y).count();
+    match (held.get(level), resources_at(templates, level)) {
+        (Some(step), Some(resources)) => resources.contains_key(*step),
+        // The path is the target's or one of its owners: not a held group, said elsewhere.
+        (None, _) => true,
+        // A template not read: nothing to say it is missing.
+        (Some(_), None) => true,
+    }
+}
+
 /// Why `--FLAG PATH` (`--also`, `--also-after`; PATH one of `held`) cannot be: PATH is the
-/// target itself, or no group the change updates (naming the groups it would update, which
-/// the flag may name).
+/// target itself, names no resource of the stack (`exists` says whether it does), or no
+/// group the change updates (naming the groups it would update, which the flag may name).
 fn held_name_refusals(
     flag: &str,
     held: &[String],
     group: &str,
     also: &[AlsoChanged],
+    exists: impl Fn(&str) -> bool,
 ) -> Vec<String> {
     let groups: Vec<&str> = also
         .iter()
@@ -742,6 +774,12 @@ fn held_name_refusals(
             }
             if also.iter().any(|a| a.path == path && a.members.is_some()) {
                 return None;
+            }
+            if !exists(path) {
+                return Some(format!(
+                    "--{flag} {h}: the stack has no resource by that path; --{flag} names \
+                     another group the change updates"
+                ));
             }
             let would = match groups.is_empty() {
                 true => "none outside the target".to_string(),
@@ -2820,6 +2858,35 @@ mod tests {
         assert_eq!(resolved(&json!({"get_param": "unset"}), &parameters), None);
     }
 
+    /// A held path names a resource where it leaves the target's path; held groups come in
+    /// the order the operator typed them (`--also` ones, then `--also-after` ones).
+    #[test]
+    fn held_paths_are_checked_against_the_template_and_kept_in_typed_order() {
+        let top = json!({"resources": {"kube_masters": {}, "kube_minions": {}, "roles": {}}});
+        let roles = json!({"resources": {"Compute": {}, "Controller": {}}});
+        let templates = [top, roles];
+        assert!(names_a_resource(&templates, "kube_minions", "kube_masters"));
+        assert!(!names_a_resource(&templates, "kube_minions", "nosuch"));
+        assert!(names_a_resource(
+            &templates,
+            "roles/Compute",
+            "roles/Controller"
+        ));
+        assert!(!names_a_resource(
+            &templates,
+            "roles/Compute",
+            "roles/Storage"
+        ));
+        let allow = Allow {
+            held: vec!["zeta".into(), "/alpha/".into()],
+            held_after: vec!["beta".into()],
+            ..Default::default()
+        };
+        let mut paths = vec!["wait", "alpha", "beta", "zeta"];
+        paths.sort_by_key(|p| allow.held_rank(p));
+        assert_eq!(paths, ["zeta", "alpha", "beta", "wait"]);
+    }
+
     /// `--also PATH`: only a group the change updates, never the target; the plan's line
     /// for a held group names its members and how caldera releases them; a rollout's
     /// refusal names both ways out.
@@ -2848,11 +2915,15 @@ mod tests {
         let also = [masters.clone(), wait];
         let held = |names: &[&str]| {
             let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-            held_name_refusals("also", &names, "kube_minions", &also)
+            held_name_refusals("also", &names, "kube_minions", &also, |p| p != "nosuch")
         };
         assert!(held(&["kube_masters", "/kube_masters/"]).is_empty());
-        let refused = held(&["network", "kube_minions", "wait"]);
-        assert_eq!(refused.len(), 3, "{refused:?}");
+        let refused = held(&["network", "kube_minions", "wait", "nosuch"]);
+        assert_eq!(refused.len(), 4, "{refused:?}");
+        assert!(
+            refused[3].starts_with("--also nosuch: the stack has no resource by that path"),
+            "{refused:?}"
+        );
         assert!(
             refused[0].starts_with("--also network: not a group this change updates")
                 && refused[0]

@@ -31,7 +31,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 mod closing;
+mod left;
 use closing::{operator_pause_after_heat, with_operator, JournaledPause, OPERATOR_PAUSE};
+use left::{closing_words, hooks_left_now};
 
 /// Longest a wait (the poll, a gate, a hook) goes without looking for control requests
 /// other processes wrote to the journal; the console's controls arrive at once.
@@ -2202,6 +2204,7 @@ fn fill_nodes(
     skipped: &BTreeSet<String>,
     current: Option<usize>,
 ) {
+    let updating = obs.stack_status.is_in_progress();
     for n in status.nodes.iter_mut() {
         let t = obs.members.get(&n.name);
         n.phase = if skipped.contains(&n.name) {
@@ -2213,7 +2216,12 @@ fn fill_nodes(
                 NodePhase::Failed
             } else if t.released_at.is_some() {
                 NodePhase::Updating
-            } else if t.paused && current == Some(n.batch) {
+            } else if t.paused && (current == Some(n.batch) || updating) {
+                // Heat holds it on the rollout's hook, whether or not its batch has come:
+                // Heat pauses every member it reaches at once (a group's members update
+                // side by side), so while the update runs a later batch's members are held,
+                // not merely old. Once the update has ended (failed), a later batch's pause
+                // is no longer Heat's work: the member is old.
                 NodePhase::Paused
             } else if current == Some(n.batch) {
                 NodePhase::Waiting
@@ -2408,66 +2416,6 @@ pub async fn observe_status(
         .map_or(Utc::now(), |t| t.max(Utc::now()));
     status.compute(now);
     Ok(status)
-}
-
-/// What a rollout whose members are all updated says while its hooks are still in the
-/// stack's environment: its state's reason, and its hooks line. While a live driver holds
-/// the rollout's lock, that driver's own PATCH takes them out: nothing else is offered (a
-/// `caldera heat unhook` then would race it). With nobody driving, a resume closes it.
-fn closing_words(
-    plan: &RolloutPlan,
-    driver: &DriverInfo,
-    stack_status: &crate::model::Status,
-) -> (String, String) {
-    let hook = super::plan::ROLLOUT_HOOK;
-    let group = plan.hooked_groups().join(" and ");
-    match driver {
-        DriverInfo::Here | DriverInfo::Process { .. } => (
-            format!(
-                "taking hooks out: every node is done; the driver puts the stack's environment \
-                 back as it was (stack {stack_status})"
-            ),
-            format!(
-                "being taken out by the rollout's driver: its PATCH puts {hook} on {group} back \
-                 as it was before the rollout; `caldera rollout status` says completed once \
-                 Heat's environment no longer holds them"
-            ),
-        ),
-        DriverInfo::Nobody { .. } => {
-            let resume = CommandLine::caldera(&["rollout", "resume"]).arg(plan.target.label());
-            (
-                format!(
-                    "hooks still in: every node is done, but the stack's environment still \
-                     holds the rollout's {hook} hooks on {group} and no process on this \
-                     machine takes them out (stack {stack_status})"
-                ),
-                format!(
-                    "still in the stack's environment ({hook} on {group}): the next update of \
-                     {} (by any tool) would stop on them; `{resume}` closes the rollout and \
-                     takes them out",
-                    plan.stack.name
-                ),
-            )
-        }
-    }
-}
-
-/// After a rollout's end, what Heat's environment holds now that would stop the stack's
-/// next update (read from Heat, whatever the journal says); `None` when it cannot be read.
-async fn hooks_left_now(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
-    let left = crate::drivers::leftover_hooks::leftover_hooks(heat, &plan.stack)
-        .await
-        .ok()?;
-    Some(match left.as_slice() {
-        [] => "none left: the stack's environment holds no pre-update hook that would stop \
-               its next update"
-            .to_string(),
-        l => l
-            .iter()
-            .map(|h| h.line(&plan.stack.name))
-            .collect::<Vec<_>>()
-            .join("; "),
-    })
 }
 
 /// A plan for a rollout Heat shows under way but this machine's journal does not know

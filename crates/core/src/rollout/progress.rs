@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NodePhase {
-    /// Not reached yet: its batch has not started.
+    /// Not reached yet: its batch has not started, and Heat has not paused it on the hook.
     Pending,
     /// Its batch started; Heat has not paused it on the hook yet.
     Waiting,
-    /// Paused on the `pre-update` hook, ready to be released.
+    /// Paused on the `pre-update` hook (Heat's event says so): released when its batch comes.
     Paused,
     /// Released; Heat is updating it.
     Updating,

@@ -1,0 +1,169 @@
+//! What a rollout leaves in Heat once its members are done: the hooks its driver is still
+//! taking out (the closing words), and after the end what would stop the stack's next
+//! update, read from Heat whatever the journal says.
+
+use super::{err, DriverInfo, RolloutPlan};
+use crate::api::heat::HeatClient;
+use crate::command_line::CommandLine;
+use crate::ops::hooks::{HookEvidence, PendingHook};
+use crate::report::ServiceResult;
+
+/// What a rollout whose members are all updated says while its hooks are still in the
+/// stack's environment: its state's reason, and its hooks line. While a live driver holds
+/// the rollout's lock, that driver's own PATCH takes them out: nothing else is offered (a
+/// `caldera heat unhook` then would race it). With nobody driving, a resume closes it.
+pub(super) fn closing_words(
+    plan: &RolloutPlan,
+    driver: &DriverInfo,
+    stack_status: &crate::model::Status,
+) -> (String, String) {
+    let hook = super::super::plan::ROLLOUT_HOOK;
+    let group = plan.hooked_groups().join(" and ");
+    match driver {
+        DriverInfo::Here | DriverInfo::Process { .. } => (
+            format!(
+                "taking hooks out: every node is done; the driver puts the stack's environment \
+                 back as it was (stack {stack_status})"
+            ),
+            format!(
+                "being taken out by the rollout's driver: its PATCH puts {hook} on {group} back \
+                 as it was before the rollout; `caldera rollout status` says completed once \
+                 Heat's environment no longer holds them"
+            ),
+        ),
+        DriverInfo::Nobody { .. } => {
+            let resume = CommandLine::caldera(&["rollout", "resume"]).arg(plan.target.label());
+            (
+                format!(
+                    "hooks still in: every node is done, but the stack's environment still \
+                     holds the rollout's {hook} hooks on {group} and no process on this \
+                     machine takes them out (stack {stack_status})"
+                ),
+                format!(
+                    "still in the stack's environment ({hook} on {group}): the next update of \
+                     {} (by any tool) would stop on them; `{resume}` closes the rollout and \
+                     takes them out",
+                    plan.stack.name
+                ),
+            )
+        }
+    }
+}
+
+/// After a rollout's end, what Heat holds now that would stop the stack's next update (read
+/// from Heat, whatever the journal says); `None` when it cannot be read. Two facts, both
+/// Heat's: the hooks its stored environment keeps, and the members whose newest event is
+/// still a pause on a hook while no update runs. The second outlives the first where an
+/// update was cancelled or rolled back while members waited on their hooks: the environment
+/// is put back, but Heat's events end on the pause, and releasing such a member later may
+/// wake the cancelled update's wait.
+pub(super) async fn hooks_left_now(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
+    let left = crate::drivers::leftover_hooks::leftover_hooks(heat, &plan.stack)
+        .await
+        .ok()?;
+    let mut lines: Vec<String> = left.iter().map(|h| h.line(&plan.stack.name)).collect();
+    match stale_waits(heat, &plan.stack).await {
+        Ok(waiting) => lines.extend(stale_waits_line(&plan.stack.name, &waiting)),
+        Err(e) => lines.push(format!(
+            "Heat's events not read ({e}): whether a member still waits on a hook is not known"
+        )),
+    }
+    Some(match lines.is_empty() {
+        true => "none left: the stack's environment holds no pre-update hook that would stop \
+                 its next update, and no member waits on one in Heat's events"
+            .to_string(),
+        false => lines.join("; "),
+    })
+}
+
+/// The resources of `stack`'s tree whose newest event is a pause on a hook while the stack
+/// is at rest (no update runs to release them): see [`hooks_left_now`]. Empty while an
+/// update runs (its pauses are in use then).
+async fn stale_waits(
+    heat: &HeatClient,
+    stack: &crate::model::StackRef,
+) -> ServiceResult<Vec<PendingHook>> {
+    let detail = heat.get_stack(stack, false).await.map_err(err)?;
+    if detail.summary.status.is_in_progress() {
+        return Ok(Vec::new());
+    }
+    let pending = crate::ops::hooks::pending_hooks(heat, stack)
+        .await
+        .map_err(err)?;
+    Ok(pending
+        .into_iter()
+        .filter(|p| p.evidence == HookEvidence::Seen)
+        .collect())
+}
+
+/// What the operator reads of the stale waits, naming up to five of them; `None` for none.
+fn stale_waits_line(stack: &str, waiting: &[PendingHook]) -> Option<String> {
+    if waiting.is_empty() {
+        return None;
+    }
+    let mut names: Vec<&str> = waiting.iter().take(5).map(|p| p.path.as_str()).collect();
+    let more = waiting.len().saturating_sub(names.len());
+    let more_text = format!("{more} more");
+    if more > 0 {
+        names.push(&more_text);
+    }
+    let hooks = CommandLine::caldera(&["heat", "hooks", stack]);
+    Some(format!(
+        "{} member(s) still paused on a hook in Heat's events with no update running ({}): \
+         a wait left by an update that was cancelled or rolled back; the stack's next update \
+         may stop on them; `{hooks}` lists them",
+        waiting.len(),
+        names.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::StackRef;
+    use chrono::Utc;
+
+    fn paused(path: &str) -> PendingHook {
+        PendingHook {
+            path: path.into(),
+            owner: StackRef {
+                name: "t23".into(),
+                id: "id".into(),
+            },
+            resource: path.rsplit('/').next().unwrap_or(path).into(),
+            hook: "pre-update".into(),
+            since: Utc::now(),
+            evidence: HookEvidence::Seen,
+        }
+    }
+
+    /// Members whose newest event is a pause with no update running are named (five at
+    /// most, the rest counted), with the command that lists them; none, no line.
+    #[test]
+    fn stale_waits_are_named_with_the_command_that_lists_them() {
+        assert_eq!(stale_waits_line("t23", &[]), None);
+        let waiting: Vec<PendingHook> = [
+            "api/0",
+            "api/1",
+            "workers/1",
+            "workers/2",
+            "workers/3",
+            "workers/4",
+        ]
+        .iter()
+        .map(|p| paused(p))
+        .collect();
+        let line = stale_waits_line("t23", &waiting).unwrap_or_default();
+        assert!(
+            line.starts_with(
+                "6 member(s) still paused on a hook in Heat's events with no update running \
+                 (api/0, api/1, workers/1, workers/2, workers/3, 1 more)"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("`caldera heat hooks t23` lists them"),
+            "{line}"
+        );
+    }
+}
