@@ -562,7 +562,7 @@ async fn ips(
                     }
                 }
                 // The table lists addresses; images are for the nodes view.
-                IpEvent::Image { .. } => {}
+                IpEvent::Server { .. } => {}
                 IpEvent::Pending { member, .. } => {
                     pending += 1;
                     pending_members.push(member);

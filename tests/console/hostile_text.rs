@@ -22,7 +22,7 @@ use caldera::sim::scenario::HOSTILE;
 use caldera::sim::{self, SimHandle, SimOptions};
 use caldera::tui::config::resolve;
 use caldera::tui::keys::KeyAction;
-use caldera::tui::message::{Action, Command, Reply, Request};
+use caldera::tui::message::{Action, Command, OperatorRequest, Reply, Request};
 use caldera::tui::state::action_dialogs::Dialog;
 use caldera::tui::state::{App, Mode};
 use caldera::tui::worker::Worker;
@@ -343,7 +343,7 @@ async fn every_console_view_escapes_what_the_cloud_sent() {
         .take_requests()
         .into_iter()
         .find_map(|r| match r {
-            Request::Journal { gen, .. } => Some(gen),
+            Request::Operator(OperatorRequest::Journal { gen, .. }) => Some(gen),
             _ => None,
         })
         .expect("the journal is asked for");

@@ -31,20 +31,72 @@ async fn create(driver: &HeatNativeDriver, cluster: &str, count: u32) -> NodeGro
 }
 
 fn caldera(clouds: &Path, journal: &Path, args: &[&str]) -> Output {
+    command(clouds, journal, args)
+        .output()
+        .expect("run caldera")
+}
+
+/// caldera on the simulator's cloud with `journal` (and an actions file beside it).
+fn command(clouds: &Path, journal: &Path, args: &[&str]) -> Command {
     // A named actions file must exist (a missing one is an error): none yet is no hooks.
     let actions = journal.with_extension("toml");
     if !actions.exists() {
         std::fs::write(&actions, "").expect("actions file");
     }
-    Command::new(env!("CARGO_BIN_EXE_caldera"))
-        .env("OS_CLIENT_CONFIG_FILE", clouds)
+    let mut c = Command::new(env!("CARGO_BIN_EXE_caldera"));
+    c.env("OS_CLIENT_CONFIG_FILE", clouds)
         .env("OS_CLOUD", "simcloud")
         .env("CALDERA_JOURNAL", journal)
         .env("CALDERA_ACTIONS_CONFIG", journal.with_extension("toml"))
         .env("XDG_STATE_HOME", journal.parent().expect("dir"))
-        .args(args)
-        .output()
-        .expect("run caldera")
+        .args(args);
+    c
+}
+
+/// Issue 25: a node group has two names, `CLUSTER/NODEGROUP` and its stack's `STACK/nodes`.
+/// A rollout started under one is found under the other with its live driver (not "no
+/// driver on this machine"), and a pause asked under the other name reaches that driver
+/// rather than offering to drive it a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_is_found_with_its_driver_under_the_groups_other_name() {
+    let (sim, driver) = start().await;
+    let t = create(&driver, "on", 4).await;
+    let stack = t.stack.clone().expect("stack");
+    let dir = tempfile::tempdir().expect("dir");
+    let clouds = sim_group::write_clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+    let start = ["rollout", "start", "on", "--image", "img-v2", "--yes"];
+    let gate = ["--gate-secs", "60", "--poll-secs", "0.05"];
+    let args: Vec<&str> = start.iter().chain(gate.iter()).copied().collect();
+    let mut child = command(&clouds, &journal, &args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start");
+    let other = format!("{}/nodes", stack.name);
+    let t0 = Instant::now();
+    let said = loop {
+        let out = caldera(&clouds, &journal, &["rollout", "status", &other]);
+        let (stdout, stderr) = text(&out);
+        if stdout.contains("driven by pid") && stdout.contains("new 1/4") {
+            break stdout;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{stdout}\n{stderr}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(said.contains("of on/workers"), "{said}");
+    assert!(!said.contains("no driver on this machine"), "{said}");
+
+    let out = caldera(&clouds, &journal, &["rollout", "pause", &other]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let out = caldera(&clouds, &journal, &["rollout", "status", "on"]);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("paused by the operator"), "{stdout}");
+
+    let _ = child.kill();
+    let _ = child.wait();
+    sim.shutdown().await;
 }
 
 fn text(o: &Output) -> (String, String) {

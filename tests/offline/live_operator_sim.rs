@@ -225,6 +225,15 @@ async fn heat_native_clusters_and_nodegroups_are_listed_and_nodes_stream_with_ip
         let ip = n.ip.as_deref().expect("address");
         assert!(ip.ends_with(&format!(".{}", i + 10)), "{ip} for member {i}");
     }
+    // Each member is a template holding its server: Heat's listing of the group gives the
+    // member's stack, Nova the server's id, which the node keeps (what `y` copies, what the
+    // node's detail opens). Before, a node carried only its member stack's id.
+    let servers: std::collections::BTreeSet<&str> = nodes
+        .iter()
+        .filter_map(|n| n.server_id.as_deref())
+        .collect();
+    assert_eq!(servers.len(), nodes.len(), "{nodes:?}");
+    assert!(nodes.iter().all(|n| n.server_id != n.stack_id), "{nodes:?}");
     env.sim.shutdown().await;
 }
 
@@ -930,7 +939,7 @@ async fn mid_upgrade_the_nodes_count_old_and_new_by_image_as_the_rollout_does() 
         "every node's image is known: {nodes:?}"
     );
     // The nodes' model and the rollout's say the same: as many left, as many new.
-    let counts = progress::of_nodes(nodes.iter(), &g, chrono::Utc::now()).counts;
+    let counts = progress::of_nodes(nodes.iter(), &g, &[], chrono::Utc::now()).counts;
     assert_eq!(counts.updating, 0, "{counts:?}");
     assert_eq!(
         counts.left(),
@@ -977,7 +986,7 @@ async fn magnum_nodes_mid_upgrade_carry_their_servers_image() {
             nodes.iter().all(|n| n.image_phase(image).is_some()),
             "every node's image is known: {nodes:?}"
         );
-        let counts = progress::of_nodes(nodes.iter(), &g, chrono::Utc::now()).counts;
+        let counts = progress::of_nodes(nodes.iter(), &g, &[], chrono::Utc::now()).counts;
         assert_eq!(counts.total(), nodes.len());
         if g.status.is_in_progress() && counts.pending + counts.held > 0 {
             assert_ne!(g.image.as_deref(), Some(old.as_str()), "the target image");
@@ -1019,7 +1028,7 @@ async fn demo_upgrade_nodes_left_on_the_old_image_match_the_rollout_view() {
     let after = op.observe_update(update).await.expect("observe");
     let image = g.image.as_deref();
     assert!(nodes.iter().all(|n| n.image_phase(image).is_some()));
-    let counts = progress::of_nodes(nodes.iter(), &g, chrono::Utc::now()).counts;
+    let counts = progress::of_nodes(nodes.iter(), &g, &[], chrono::Utc::now()).counts;
     assert_eq!(counts.total(), nodes.len());
     let left = counts.left();
     assert!(
@@ -1104,7 +1113,7 @@ async fn a_scale_counts_members_being_created_not_complete() {
     loop {
         let (_, g) = env.hn().await;
         let nodes = env.nodes(&g).await;
-        let p = progress::of_nodes(nodes.iter(), &g, chrono::Utc::now());
+        let p = progress::of_nodes(nodes.iter(), &g, &[], chrono::Utc::now());
         assert_eq!(p.counts.total(), nodes.len());
         for n in &nodes {
             let building = n.status.action == "INIT"

@@ -177,7 +177,7 @@ async fn fifty_member_group_events_and_ips() {
             // Names come from Heat's own server listing (its `name` attribute), once.
             IpEvent::Named { member, .. } => assert!(named.insert(member), "named twice"),
             // Images come from Nova, which `stream_ips` does not ask.
-            IpEvent::Image { member, .. } => panic!("member {member}'s image without Nova"),
+            IpEvent::Server { member, .. } => panic!("member {member}'s server without Nova"),
             IpEvent::NoNetwork(a) => panic!("member {} has no network", a.member),
             IpEvent::MoreAddresses(a, _) => {
                 got.insert(a.member, a.addresses);

@@ -167,7 +167,7 @@ async fn ips_with(
                 assert!(before.is_some_and(|b| b.is_subset(&set)), "{set:?}");
             }
             IpEvent::Done(stats) => seen.stats = stats,
-            IpEvent::Plan { .. } | IpEvent::Named { .. } | IpEvent::Image { .. } => {}
+            IpEvent::Plan { .. } | IpEvent::Named { .. } | IpEvent::Server { .. } => {}
             IpEvent::NoNetwork(a) => panic!("{} has no network", a.member),
         }
     }

@@ -129,7 +129,7 @@ async fn collect(
             // Heat's own server listing names them (its `name` attribute), once each.
             IpEvent::Named { member, .. } => assert!(c.named.insert(member), "named twice"),
             IpEvent::NoNetwork(a) => panic!("{} has no network", a.member),
-            IpEvent::Image { member, .. } => panic!("{member}'s image without Nova"),
+            IpEvent::Server { member, .. } => panic!("{member}'s server without Nova"),
             IpEvent::Pending { member, .. } => {
                 assert!(c.pending.insert(member));
             }

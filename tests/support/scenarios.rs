@@ -1519,7 +1519,7 @@ pub async fn plain_group_mid_rollout_scenario(
     .expect("node group rows");
     let row = rows.iter().find(|r| r.name == "nodes").expect("nodes row");
     let nodes = nodes_of(&service, row).await;
-    let p = caldera::progress::of_nodes(nodes.iter(), row, chrono::Utc::now());
+    let p = caldera::progress::of_nodes(nodes.iter(), row, &[], chrono::Utc::now());
     let c = p.counts;
     // One split for both: Heat holds every member it reached on the rollout's hook, those
     // of batches not started too, so both say held where Heat's events say paused (the

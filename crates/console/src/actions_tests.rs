@@ -6,7 +6,9 @@
 use super::config::{resolve, ConsoleOptions};
 use super::keys::KeyAction;
 use super::message::NO_ACTIONS;
-use super::message::{Action, Reply, Request, RolloutDriver};
+use super::message::{
+    Action, ActionReply, OperatorRequest, Reply, Request, RolloutDriver, RolloutReply,
+};
 use super::state::action_dialogs::Dialog;
 use super::state::view::ViewKind;
 use super::state::{App, Level, Mode};
@@ -57,20 +59,22 @@ impl H {
     /// Opens the rollout view of `g` with `plan` found as driven by this console's engine.
     fn rollout_driven_here(&mut self, g: &NodeGroup, plan: &RolloutPlan) {
         self.key(KeyAction::RolloutView);
-        self.app.update(Action::Reply(Reply::RolloutFound {
-            key: g.id.clone(),
-            gen: self.app.store().rollouts[&g.id].meta.gen,
-            result: Ok(Some((plan.clone(), RolloutDriver::Here))),
-        }));
+        self.app
+            .update(Action::Reply(Reply::Rollout(RolloutReply::Found {
+                key: g.id.clone(),
+                gen: self.app.store().rollouts[&g.id].meta.gen,
+                result: Ok(Some((plan.clone(), RolloutDriver::Here))),
+            })));
     }
 
     /// The engine here reports `status` for `g`'s rollout.
     fn rollout_status(&mut self, g: &NodeGroup, status: RolloutStatus) {
-        self.app.update(Action::Reply(Reply::Rollout {
-            key: g.id.clone(),
-            driver: RolloutDriver::Here,
-            result: Ok(status),
-        }));
+        self.app
+            .update(Action::Reply(Reply::Rollout(RolloutReply::Status {
+                key: g.id.clone(),
+                driver: RolloutDriver::Here,
+                result: Ok(status),
+            })));
     }
 
     /// The demo cloud with a fake operator (`guard`), or none.
@@ -193,7 +197,7 @@ async fn scale_form_refuses_bad_keys_then_plans_confirms_and_applies() {
     h.press(KeyCode::Enter);
     let reqs = h.app.take_requests();
     assert!(
-        matches!(&reqs[..], [Request::PlanScale { request, .. }] if request.count == Some(8) && request.remove.is_empty())
+        matches!(&reqs[..], [Request::Operator(OperatorRequest::PlanScale { request, .. })] if request.count == Some(8) && request.remove.is_empty())
     );
     for r in reqs {
         h.worker.submit(r);
@@ -316,11 +320,11 @@ async fn read_only_and_no_operator_refuse_before_asking_anything() {
         );
         assert_eq!(h.app.status().as_ref().map(|s| s.level), Some(Level::Error));
     }
-    assert!(h
-        .app
-        .take_requests()
-        .iter()
-        .all(|r| !matches!(r, Request::PlanScale { .. } | Request::PlanUpgrade { .. })));
+    assert!(h.app.take_requests().iter().all(|r| !matches!(
+        r,
+        Request::Operator(OperatorRequest::PlanScale { .. })
+            | Request::Operator(OperatorRequest::PlanUpgrade { .. })
+    )));
     // The operator's own read-only guard counts too.
     let mut h = H::new(
         Some(Guard {
@@ -438,7 +442,7 @@ async fn rollout_view_controls_send_the_right_control() {
     h.press(KeyCode::Char('p'));
     let reqs = h.app.take_requests();
     assert!(
-        matches!(&reqs[..], [Request::RolloutControl { control: Control::Pause, plan: None, key }] if *key == g.id),
+        matches!(&reqs[..], [Request::Operator(OperatorRequest::RolloutControl { control: Control::Pause, plan: None, key })] if *key == g.id),
         "{reqs:?}"
     );
     let mut paused = mid_run(&plan);
@@ -459,7 +463,7 @@ async fn rollout_view_controls_send_the_right_control() {
     h.press(KeyCode::Char('x'));
     let reqs = h.app.take_requests();
     assert!(
-        matches!(&reqs[..], [Request::RolloutControl { control: Control::Skip(n), .. }] if n == "5"),
+        matches!(&reqs[..], [Request::Operator(OperatorRequest::RolloutControl { control: Control::Skip(n), .. })] if n == "5"),
         "{reqs:?}"
     );
     // Abort asks how, then confirms.
@@ -481,10 +485,10 @@ async fn rollout_view_controls_send_the_right_control() {
     assert!(
         matches!(
             &reqs[..],
-            [Request::RolloutControl {
+            [Request::Operator(OperatorRequest::RolloutControl {
                 control: Control::Abort(AbortMode::CancelUpdate),
                 ..
-            }]
+            })]
         ),
         "{reqs:?}"
     );
@@ -620,11 +624,10 @@ async fn journal_view_tails_filters_shows_detail_and_exports() {
     // The next read goes on from the offset.
     h.app.set_now(h.app.now() + Chrono::seconds(10));
     h.app.plan_refresh(false);
-    assert!(h
-        .app
-        .take_requests()
-        .iter()
-        .any(|r| matches!(r, Request::Journal { offset: 1234, .. })));
+    assert!(h.app.take_requests().iter().any(|r| matches!(
+        r,
+        Request::Operator(OperatorRequest::Journal { offset: 1234, .. })
+    )));
     // Filter, detail, export of what is shown.
     h.key(KeyAction::Filter);
     h.type_str("edge");
@@ -668,7 +671,7 @@ async fn marked_nodes_can_be_removed_or_acted_on() {
     h.press(KeyCode::Char('X'));
     let reqs = h.app.take_requests();
     assert!(
-        matches!(&reqs[..], [Request::PlanScale { request, .. }] if request.count == Some(4) && request.remove == vec!["1".to_string(), "3".to_string()]),
+        matches!(&reqs[..], [Request::Operator(OperatorRequest::PlanScale { request, .. })] if request.count == Some(4) && request.remove == vec!["1".to_string(), "3".to_string()]),
         "{reqs:?}"
     );
     h.press(KeyCode::Esc);
@@ -771,7 +774,7 @@ async fn dialog_keys_follow_the_key_table_and_text_fields_take_every_letter() {
     assert!(h.dialog().is_none());
     let reqs = h.app.take_requests();
     assert!(
-        matches!(&reqs[..], [Request::NodeAction { command, .. }] if command == "yes | jk nq? o"),
+        matches!(&reqs[..], [Request::Operator(OperatorRequest::NodeAction { command, .. })] if command == "yes | jk nq? o"),
         "{reqs:?}"
     );
     // The new cancel key cancels a form.
@@ -981,15 +984,16 @@ mod heat_controls {
              Resource 3 is in progress (UPDATE_IN_PROGRESS)",
             "x".repeat(80)
         );
-        h.app.update(Action::Reply(Reply::ControlApplied {
-            action: "heat.mark_unhealthy",
-            target: "prod-k8s-stack/nodes/3".into(),
-            stack_id: "id".into(),
-            result: Err(crate::service::ServiceError::new(
-                crate::service::ErrorKind::Http,
-                long.clone(),
-            )),
-        }));
+        h.app
+            .update(Action::Reply(Reply::Action(ActionReply::ControlApplied {
+                action: "heat.mark_unhealthy",
+                target: "prod-k8s-stack/nodes/3".into(),
+                stack_id: "id".into(),
+                result: Err(crate::service::ServiceError::new(
+                    crate::service::ErrorKind::Http,
+                    long.clone(),
+                )),
+            })));
         let Some(Dialog::Text { lines, title, .. }) = h.dialog() else {
             panic!("no error dialog: {}", h.screen());
         };
@@ -1001,15 +1005,16 @@ mod heat_controls {
         assert!(h.status().contains("heat.mark_unhealthy"), "{}", h.status());
         // A control refused before anything was sent says so, as the journal does.
         h.press(KeyCode::Esc);
-        h.app.update(Action::Reply(Reply::ControlApplied {
-            action: "heat.clear_hook",
-            target: "prod-k8s-stack/nodes/3".into(),
-            stack_id: "id".into(),
-            result: Err(crate::service::ServiceError::new(
-                crate::service::ErrorKind::Refused,
-                "nodes/3 is not held on a hook",
-            )),
-        }));
+        h.app
+            .update(Action::Reply(Reply::Action(ActionReply::ControlApplied {
+                action: "heat.clear_hook",
+                target: "prod-k8s-stack/nodes/3".into(),
+                stack_id: "id".into(),
+                result: Err(crate::service::ServiceError::new(
+                    crate::service::ErrorKind::Refused,
+                    "nodes/3 is not held on a hook",
+                )),
+            })));
         let Some(Dialog::Text { title, .. }) = h.dialog() else {
             panic!("no error dialog: {}", h.screen());
         };
@@ -1029,11 +1034,11 @@ mod heat_controls {
         stacks_view(&mut h).await;
         h.press(KeyCode::Char('K'));
         let reqs = h.app.take_requests();
-        let [Request::PlanControl {
+        let [Request::Operator(OperatorRequest::PlanControl {
             stack,
             request: ControlRequest::Check,
             gen,
-        }] = &reqs[..]
+        })] = &reqs[..]
         else {
             panic!("{reqs:?}");
         };
@@ -1042,10 +1047,11 @@ mod heat_controls {
             id: "0b5c5ad1-aaaa-4bbb-8ccc-000000000001".into(),
         };
         let plan = plan_check(&stack, &settled(&stack));
-        h.app.update(Action::Reply(Reply::ControlPlan {
-            gen: *gen,
-            result: Ok(plan),
-        }));
+        h.app
+            .update(Action::Reply(Reply::Action(ActionReply::ControlPlan {
+                gen: *gen,
+                result: Ok(plan),
+            })));
         assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))));
         let screen = h.screen();
         assert!(screen.contains("/actions {\"check\":null}"), "{screen}");
@@ -1077,7 +1083,7 @@ mod heat_controls {
         stacks_view(&mut h).await;
         h.press(KeyCode::Char('K'));
         let reqs = h.app.take_requests();
-        let [Request::PlanControl { stack, gen, .. }] = &reqs[..] else {
+        let [Request::Operator(OperatorRequest::PlanControl { stack, gen, .. })] = &reqs[..] else {
             panic!("{reqs:?}");
         };
         let stack = StackRef {
@@ -1086,15 +1092,16 @@ mod heat_controls {
         };
         let mut busy = settled(&stack);
         busy.summary.status = Status::parse("UPDATE_IN_PROGRESS");
-        h.app.update(Action::Reply(Reply::ControlPlan {
-            gen: *gen,
-            result: Ok(plan_check(&stack, &busy)),
-        }));
+        h.app
+            .update(Action::Reply(Reply::Action(ActionReply::ControlPlan {
+                gen: *gen,
+                result: Ok(plan_check(&stack, &busy)),
+            })));
         assert!(h.dialog().is_none());
         assert!(h.status().contains("refused"), "{}", h.status());
         let reqs = h.app.take_requests();
         assert!(
-            matches!(&reqs[..], [Request::ApplyControl { plan, .. }] if !plan.refusals.is_empty())
+            matches!(&reqs[..], [Request::Operator(OperatorRequest::ApplyControl { plan, .. })] if !plan.refusals.is_empty())
         );
     }
 
@@ -1107,7 +1114,7 @@ mod heat_controls {
         stacks_view(&mut h).await;
         h.press(KeyCode::Char('C'));
         let reqs = h.app.take_requests();
-        let [Request::PlanControl {
+        let [Request::Operator(OperatorRequest::PlanControl {
             stack,
             request:
                 ControlRequest::Cancel {
@@ -1115,7 +1122,7 @@ mod heat_controls {
                     ..
                 },
             gen,
-        }] = &reqs[..]
+        })] = &reqs[..]
         else {
             panic!("{reqs:?}");
         };
@@ -1126,10 +1133,11 @@ mod heat_controls {
         let mut owned = settled(&stack);
         owned.summary.status = Status::parse("UPDATE_IN_PROGRESS");
         owned.parameters.insert("cluster_uuid".into(), "c1".into());
-        h.app.update(Action::Reply(Reply::ControlPlan {
-            gen: *gen,
-            result: Ok(plan_cancel(&stack, &owned, true, false)),
-        }));
+        h.app
+            .update(Action::Reply(Reply::Action(ActionReply::ControlPlan {
+                gen: *gen,
+                result: Ok(plan_cancel(&stack, &owned, true, false)),
+            })));
         let screen = h.screen();
         assert!(screen.contains("belongs to a Magnum cluster"), "{screen}");
         assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))), "{screen}");
@@ -1141,17 +1149,18 @@ mod heat_controls {
         // Again, and this time the name is typed: the plan is asked for with the override.
         h.press(KeyCode::Char('C'));
         let reqs = h.app.take_requests();
-        let [Request::PlanControl { gen, .. }] = &reqs[..] else {
+        let [Request::Operator(OperatorRequest::PlanControl { gen, .. })] = &reqs[..] else {
             panic!("{reqs:?}");
         };
-        h.app.update(Action::Reply(Reply::ControlPlan {
-            gen: *gen,
-            result: Ok(plan_cancel(&stack, &owned, true, false)),
-        }));
+        h.app
+            .update(Action::Reply(Reply::Action(ActionReply::ControlPlan {
+                gen: *gen,
+                result: Ok(plan_cancel(&stack, &owned, true, false)),
+            })));
         h.type_str(&stack.name);
         h.press(KeyCode::Enter);
         let reqs = h.app.take_requests();
-        let [Request::PlanControl {
+        let [Request::Operator(OperatorRequest::PlanControl {
             request:
                 ControlRequest::Cancel {
                     allow_magnum: true,
@@ -1159,15 +1168,16 @@ mod heat_controls {
                 },
             gen,
             ..
-        }] = &reqs[..]
+        })] = &reqs[..]
         else {
             panic!("{reqs:?}");
         };
         // The new plan has no refusal: it is confirmed as any other, then sent.
-        h.app.update(Action::Reply(Reply::ControlPlan {
-            gen: *gen,
-            result: Ok(plan_cancel(&stack, &owned, true, true)),
-        }));
+        h.app
+            .update(Action::Reply(Reply::Action(ActionReply::ControlPlan {
+                gen: *gen,
+                result: Ok(plan_cancel(&stack, &owned, true, true)),
+            })));
         assert!(matches!(h.dialog(), Some(Dialog::Confirm(_))));
         assert!(
             h.screen().contains("{\"cancel_update\":null}"),
@@ -1246,7 +1256,10 @@ async fn a_scale_settles_the_counts_on_screen_without_navigating() {
         h.worker.submit(r);
     }
     let applied = h.rx.recv().await.expect("the scale's answer");
-    assert!(matches!(applied, Reply::ScaleApplied { .. }), "{applied:?}");
+    assert!(
+        matches!(applied, Reply::Action(ActionReply::ScaleApplied { .. })),
+        "{applied:?}"
+    );
     // Accepted, but nothing counted yet: Heat has only just started.
     h.shape_edge(6, "UPDATE_IN_PROGRESS");
     h.app.update(Action::Reply(applied));
@@ -1456,12 +1469,13 @@ async fn a_heat_control_settles_on_its_stack() {
     };
     let id = set_status(&h, "CHECK_IN_PROGRESS");
     assert!(h.app.store().stacks.data.is_none());
-    h.app.update(Action::Reply(Reply::ControlApplied {
-        action: "heat.check",
-        target: "stack".into(),
-        stack_id: id.clone(),
-        result: Ok(()),
-    }));
+    h.app
+        .update(Action::Reply(Reply::Action(ActionReply::ControlApplied {
+            action: "heat.check",
+            target: "stack".into(),
+            stack_id: id.clone(),
+            result: Ok(()),
+        })));
     h.pump().await;
     assert!(
         h.app.store().stacks.data.is_some(),
@@ -1493,7 +1507,10 @@ impl H {
             self.worker.submit(r);
         }
         let applied = self.rx.recv().await.expect("the scale's answer");
-        assert!(matches!(applied, Reply::ScaleApplied { .. }), "{applied:?}");
+        assert!(
+            matches!(applied, Reply::Action(ActionReply::ScaleApplied { .. })),
+            "{applied:?}"
+        );
         applied
     }
 
@@ -1602,12 +1619,13 @@ async fn the_header_names_the_newest_burst_and_counts_the_others() {
         (d.stacks[0].stack.id.clone(), d.stacks[0].stack.name.clone())
     });
     h.tick_at(3).await;
-    h.app.update(Action::Reply(Reply::ControlApplied {
-        action: "heat.check",
-        target: "stack".into(),
-        stack_id: id,
-        result: Ok(()),
-    }));
+    h.app
+        .update(Action::Reply(Reply::Action(ActionReply::ControlApplied {
+            action: "heat.check",
+            target: "stack".into(),
+            stack_id: id,
+            result: Ok(()),
+        })));
     h.pump().await;
     h.tick_at(5).await;
     let header = h.header(200, 60);

@@ -264,6 +264,10 @@ impl Command {
 }
 
 /// Work for the background workers.
+// The operator's requests carry a cluster and a node group (about 800 bytes), the reads
+// about half that: a request is built once per key or tick and moved through a channel,
+// never held in numbers, so boxing them would buy nothing and cost every test's pattern.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Request {
     Clusters {
@@ -330,6 +334,26 @@ pub enum Request {
         path: PathBuf,
         contents: String,
     },
+    /// The clouds clouds.yaml names (`:cloud` with no name).
+    ListClouds,
+    /// Connect to another cloud (the runtime does it: the worker's service is replaced).
+    SwitchCloud {
+        name: String,
+        region: Option<String>,
+    },
+    /// Ask every cloud of clouds.yaml for its clusters (the fleet view).
+    Fleet {
+        gen: u64,
+    },
+    /// The operator's actions and rollouts: answered by the operator's jobs, refused
+    /// whole where the connection has no operator.
+    Operator(OperatorRequest),
+}
+
+/// What the operator asks to be planned, applied or followed (scale, upgrade, rollouts, Heat
+/// controls, the journal). Matched whole by the operator's jobs and by their refusal.
+#[derive(Debug, Clone)]
+pub enum OperatorRequest {
     PlanScale {
         cluster: Cluster,
         nodegroup: NodeGroup,
@@ -400,17 +424,6 @@ pub enum Request {
         offset: u64,
         gen: u64,
     },
-    /// The clouds clouds.yaml names (`:cloud` with no name).
-    ListClouds,
-    /// Connect to another cloud (the runtime does it: the worker's service is replaced).
-    SwitchCloud {
-        name: String,
-        region: Option<String>,
-    },
-    /// Ask every cloud of clouds.yaml for its clusters (the fleet view).
-    Fleet {
-        gen: u64,
-    },
     /// Plans a manual Heat control on `stack` (a name or id): read-only.
     PlanControl {
         stack: String,
@@ -422,6 +435,12 @@ pub enum Request {
         plan: Box<ControlPlan>,
         confirm: Option<String>,
     },
+}
+
+impl From<OperatorRequest> for Request {
+    fn from(r: OperatorRequest) -> Request {
+        Request::Operator(r)
+    }
 }
 
 /// Who drives a rollout the console shows.
@@ -512,6 +531,30 @@ pub enum Reply {
     Clouds {
         result: Result<(PathBuf, Vec<String>), String>,
     },
+    Journal {
+        gen: u64,
+        result: ServiceResult<(Vec<Entry>, u64)>,
+    },
+    /// One cloud's answer to `Request::Fleet`, as it comes.
+    FleetCloud {
+        gen: u64,
+        report: FleetReport,
+    },
+    /// Every cloud answered (or there is no clouds.yaml to ask).
+    FleetDone {
+        gen: u64,
+        result: ServiceResult<()>,
+    },
+    /// Plans and results of the operator's actions.
+    Action(ActionReply),
+    /// Rollouts found, followed and controlled.
+    Rollout(RolloutReply),
+}
+
+/// The answers of the operator's actions: plans, and what was applied. Matched whole by
+/// the state's action handler (a new answer is a compile error there until it is handled).
+#[derive(Debug)]
+pub enum ActionReply {
     ScalePlan {
         gen: u64,
         result: ServiceResult<ScalePlan>,
@@ -531,29 +574,6 @@ pub enum Reply {
         /// `true`: a rollout runs here (its status follows); `false`: Magnum took it.
         result: ServiceResult<bool>,
     },
-    /// What `FindRollout` found; `None` when nothing is under way.
-    RolloutFound {
-        key: String,
-        gen: u64,
-        result: ServiceResult<Option<(RolloutPlan, RolloutDriver)>>,
-    },
-    /// A rollout's newest status (from our engine, coalesced, or from an observation).
-    Rollout {
-        key: String,
-        driver: RolloutDriver,
-        result: ServiceResult<RolloutStatus>,
-    },
-    /// An observed update and its status; `None` when nothing is under way.
-    UpdateObserved {
-        key: String,
-        gen: u64,
-        result: ServiceResult<Option<(ObservedUpdate, RolloutStatus)>>,
-    },
-    RolloutControlled {
-        key: String,
-        what: String,
-        result: ServiceResult<()>,
-    },
     NodeActionDone {
         target: String,
         /// The node group the nodes are in.
@@ -562,23 +582,9 @@ pub enum Reply {
         result: ServiceResult<Vec<(String, HookRun)>>,
         asked: usize,
     },
-    Journal {
-        gen: u64,
-        result: ServiceResult<(Vec<Entry>, u64)>,
-    },
     ControlPlan {
         gen: u64,
         result: ServiceResult<ControlPlan>,
-    },
-    /// One cloud's answer to `Request::Fleet`, as it comes.
-    FleetCloud {
-        gen: u64,
-        report: FleetReport,
-    },
-    /// Every cloud answered (or there is no clouds.yaml to ask).
-    FleetDone {
-        gen: u64,
-        result: ServiceResult<()>,
     },
     ControlApplied {
         /// `heat.check`, ...
@@ -589,6 +595,47 @@ pub enum Reply {
         stack_id: String,
         result: ServiceResult<()>,
     },
+}
+
+/// The answers of rollouts: found, their status, an update observed, a control sent.
+/// Matched whole by the state's rollout handler.
+#[derive(Debug)]
+pub enum RolloutReply {
+    /// What `FindRollout` found; `None` when nothing is under way.
+    Found {
+        key: String,
+        gen: u64,
+        result: ServiceResult<Option<(RolloutPlan, RolloutDriver)>>,
+    },
+    /// A rollout's newest status (from our engine, coalesced, or from an observation).
+    Status {
+        key: String,
+        driver: RolloutDriver,
+        result: ServiceResult<RolloutStatus>,
+    },
+    /// An observed update and its status; `None` when nothing is under way.
+    Observed {
+        key: String,
+        gen: u64,
+        result: ServiceResult<Option<(ObservedUpdate, RolloutStatus)>>,
+    },
+    Controlled {
+        key: String,
+        what: String,
+        result: ServiceResult<()>,
+    },
+}
+
+impl From<ActionReply> for Reply {
+    fn from(r: ActionReply) -> Reply {
+        Reply::Action(r)
+    }
+}
+
+impl From<RolloutReply> for Reply {
+    fn from(r: RolloutReply) -> Reply {
+        Reply::Rollout(r)
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::{App, Level, Mode};
 use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
 use crate::drivers::{ScalePlan, ScaleRequest, UpgradePlan};
 use crate::keys::{self, KeyAction, KeyContext};
-use crate::message::{Reply, Request, NO_ACTIONS};
+use crate::message::{ActionReply, OperatorRequest, Request, NO_ACTIONS};
 use crate::model::{Cluster, DriverKind, Node, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{AbortMode, Control, RolloutOptions};
@@ -382,12 +382,13 @@ impl App {
             remove: nodes.iter().map(|n| n.key.member.clone()).collect(),
         };
         let gen = self.gen();
-        self.outbox.push(Request::PlanScale {
-            cluster: cluster.clone(),
-            nodegroup: nodegroup.clone(),
-            request,
-            gen,
-        });
+        self.outbox
+            .push(Request::Operator(OperatorRequest::PlanScale {
+                cluster: cluster.clone(),
+                nodegroup: nodegroup.clone(),
+                request,
+                gen,
+            }));
         self.open_dialog(Dialog::Waiting {
             title: format!("planning the removal of {} node(s)…", nodes.len()),
             gen,
@@ -548,15 +549,16 @@ impl App {
             FormPurpose::Scale { cluster, nodegroup } => {
                 let count = form.fields[0].number_value() as u32;
                 title = format!("planning the scale to {count} node(s)…");
-                self.outbox.push(Request::PlanScale {
-                    cluster: cluster.clone(),
-                    nodegroup: nodegroup.clone(),
-                    request: ScaleRequest {
-                        count: Some(count),
-                        remove: Vec::new(),
-                    },
-                    gen,
-                });
+                self.outbox
+                    .push(Request::Operator(OperatorRequest::PlanScale {
+                        cluster: cluster.clone(),
+                        nodegroup: nodegroup.clone(),
+                        request: ScaleRequest {
+                            count: Some(count),
+                            remove: Vec::new(),
+                        },
+                        gen,
+                    }));
             }
             FormPurpose::Upgrade { cluster, nodegroup } => {
                 let f = &form.fields;
@@ -569,13 +571,14 @@ impl App {
                 };
                 let to = f[0].value.trim().to_string();
                 title = format!("planning the upgrade to {to}…");
-                self.outbox.push(Request::PlanUpgrade {
-                    cluster: cluster.clone(),
-                    nodegroup: nodegroup.clone(),
-                    to,
-                    options,
-                    gen,
-                });
+                self.outbox
+                    .push(Request::Operator(OperatorRequest::PlanUpgrade {
+                        cluster: cluster.clone(),
+                        nodegroup: nodegroup.clone(),
+                        to,
+                        options,
+                        gen,
+                    }));
             }
             FormPurpose::NodeAction {
                 cluster,
@@ -637,11 +640,12 @@ impl App {
         match then {
             OnYes::ApplyScale { plan, nodegroup_id } => {
                 self.set_status(Level::Info, format!("scaling {}…", plan.target.label()));
-                self.outbox.push(Request::ApplyScale {
-                    plan,
-                    confirm: typed,
-                    nodegroup_id,
-                });
+                self.outbox
+                    .push(Request::Operator(OperatorRequest::ApplyScale {
+                        plan,
+                        confirm: typed,
+                        nodegroup_id,
+                    }));
             }
             OnYes::StartUpgrade {
                 plan,
@@ -654,11 +658,12 @@ impl App {
                     UpgradePlan::Rollout(p) => Some((**p).clone()),
                     UpgradePlan::Magnum(_) => None,
                 };
-                self.outbox.push(Request::StartUpgrade {
-                    plan,
-                    confirm: typed,
-                    key: key_sent,
-                });
+                self.outbox
+                    .push(Request::Operator(OperatorRequest::StartUpgrade {
+                        plan,
+                        confirm: typed,
+                        key: key_sent,
+                    }));
                 self.set_status(Level::Info, "starting the upgrade…");
                 if rollout.is_none() {
                     // Magnum's: the view opens on it once Magnum accepted (`UpgradeStarted`).
@@ -695,23 +700,25 @@ impl App {
                 // The marks were for this run: left in place, the next `!` or `X` would
                 // silently act on them again.
                 self.view_mut().table.clear_marks();
-                self.outbox.push(Request::NodeAction {
-                    cluster,
-                    nodegroup,
-                    command,
-                    nodes,
-                    batch_size,
-                });
+                self.outbox
+                    .push(Request::Operator(OperatorRequest::NodeAction {
+                        cluster,
+                        nodegroup,
+                        command,
+                        nodes,
+                        batch_size,
+                    }));
             }
             OnYes::Rollout { key, control } => self.send_control(key, control),
             OnYes::Quit => self.should_quit = true,
             OnYes::CancelUpdate { key, update } => {
-                self.outbox.push(Request::CancelUpdate {
-                    key,
-                    update,
-                    rollback: true,
-                    confirm: typed,
-                });
+                self.outbox
+                    .push(Request::Operator(OperatorRequest::CancelUpdate {
+                        key,
+                        update,
+                        rollback: true,
+                        confirm: typed,
+                    }));
                 self.set_status(Level::Info, "asking Heat to cancel the update…");
             }
             OnYes::ApplyControl { plan } => {
@@ -719,10 +726,11 @@ impl App {
                     Level::Info,
                     format!("{} {}: sending…", plan.control.action(), plan.target),
                 );
-                self.outbox.push(Request::ApplyControl {
-                    plan,
-                    confirm: typed,
-                });
+                self.outbox
+                    .push(Request::Operator(OperatorRequest::ApplyControl {
+                        plan,
+                        confirm: typed,
+                    }));
             }
             OnYes::PlanControl { stack, request } => {
                 let title = format!("planning it again for {}…", stack.label());
@@ -892,9 +900,9 @@ impl App {
     }
 
     /// The plan answers and the results of actions.
-    pub(super) fn apply_action_reply(&mut self, reply: Reply) {
+    pub(super) fn apply_action_reply(&mut self, reply: ActionReply) {
         match reply {
-            Reply::ScalePlan { gen, result } => {
+            ActionReply::ScalePlan { gen, result } => {
                 let Some((form, purpose)) = self.take_waiting(gen) else {
                     return;
                 };
@@ -921,7 +929,7 @@ impl App {
                     Err(e) => self.plan_failed(form, purpose, e.message),
                 }
             }
-            Reply::UpgradePlan { gen, result } => {
+            ActionReply::UpgradePlan { gen, result } => {
                 let Some((form, purpose)) = self.take_waiting(gen) else {
                     return;
                 };
@@ -943,7 +951,7 @@ impl App {
                     (Err(e), _) => self.plan_failed(form, purpose, e.message),
                 }
             }
-            Reply::ScaleApplied {
+            ActionReply::ScaleApplied {
                 target,
                 nodegroup_id,
                 result,
@@ -962,7 +970,7 @@ impl App {
                 }
                 Err(e) => self.set_status(Level::Error, format!("scale of {target} failed: {e}")),
             },
-            Reply::UpgradeStarted {
+            ActionReply::UpgradeStarted {
                 key,
                 target,
                 result,
@@ -988,7 +996,7 @@ impl App {
                     self.set_status(Level::Error, format!("upgrade not started: {e}"))
                 }
             },
-            Reply::NodeActionDone {
+            ActionReply::NodeActionDone {
                 target,
                 nodegroup_id,
                 result,
@@ -1037,7 +1045,7 @@ impl App {
                 }
                 Err(e) => self.set_status(Level::Error, format!("node action on {target}: {e}")),
             },
-            Reply::ControlPlan { gen, result } => {
+            ActionReply::ControlPlan { gen, result } => {
                 let Some((form, purpose)) = self.take_waiting(gen) else {
                     return;
                 };
@@ -1046,13 +1054,12 @@ impl App {
                     Err(e) => self.plan_failed(form, purpose, e.message),
                 }
             }
-            Reply::ControlApplied {
+            ActionReply::ControlApplied {
                 action,
                 target,
                 stack_id,
                 result,
             } => self.control_applied(action, &target, &stack_id, result),
-            _ => {}
         }
     }
 

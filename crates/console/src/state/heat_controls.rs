@@ -10,7 +10,7 @@ use super::view::{StackTarget, ViewKind};
 use super::{App, Level, Mode};
 use crate::drivers::guard::Reach;
 use crate::drivers::manual::{ControlPlan, Request as ControlRequest};
-use crate::message::Request;
+use crate::message::{OperatorRequest, Request};
 use crate::service::ServiceResult;
 
 /// The tree shows `nodes > 17 > server`; Heat's paths and the commands read `nodes/17/server`.
@@ -145,11 +145,12 @@ impl App {
         title: String,
     ) {
         let gen = self.gen();
-        self.outbox.push(Request::PlanControl {
-            stack: stack.name.clone().unwrap_or_else(|| stack.id.clone()),
-            request,
-            gen,
-        });
+        self.outbox
+            .push(Request::Operator(OperatorRequest::PlanControl {
+                stack: stack.name.clone().unwrap_or_else(|| stack.id.clone()),
+                request,
+                gen,
+            }));
         self.open_dialog(Dialog::Waiting {
             title,
             gen,
@@ -169,10 +170,11 @@ impl App {
                 Level::Error,
                 format!("{} refused: {}", plan.target, plan.refusals.join("; ")),
             );
-            self.outbox.push(Request::ApplyControl {
-                plan: Box::new(plan),
-                confirm: None,
-            });
+            self.outbox
+                .push(Request::Operator(OperatorRequest::ApplyControl {
+                    plan: Box::new(plan),
+                    confirm: None,
+                }));
             return;
         }
         // A cancel reaches the whole stack: on a production cloud its name is typed back.

@@ -5,7 +5,7 @@ use super::action_dialogs::Dialog;
 use super::view::ViewKind;
 use super::{App, Level, Mode};
 use crate::journal::{Entry, Outcome};
-use crate::message::Request;
+use crate::message::{OperatorRequest, Request};
 
 pub use super::store::{JournalLog, JournalRow};
 
@@ -56,7 +56,8 @@ impl App {
         let offset = log.offset;
         let gen = self.gen();
         self.store.journal.meta.begin(gen, now);
-        self.outbox.push(Request::Journal { offset, gen });
+        self.outbox
+            .push(Request::Operator(OperatorRequest::Journal { offset, gen }));
     }
 
     fn selected_entry(&self) -> Option<&JournalRow> {

@@ -778,11 +778,8 @@ impl App {
                     slot.finish(gen, result, now);
                 }
             }
-            r @ (Reply::RolloutFound { .. }
-            | Reply::Rollout { .. }
-            | Reply::UpdateObserved { .. }
-            | Reply::RolloutControlled { .. }) => self.apply_rollout_reply(r),
-            r => self.apply_action_reply(r),
+            Reply::Rollout(r) => self.apply_rollout_reply(r),
+            Reply::Action(r) => self.apply_action_reply(r),
         }
         // New facts: the models follow here, once, not in the frames that draw them.
         self.store.refresh_models(now);

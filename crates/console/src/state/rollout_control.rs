@@ -7,7 +7,7 @@
 use super::store::Settled;
 use super::view::ViewKind;
 use super::{App, Level};
-use crate::message::{Reply, Request, RolloutDriver};
+use crate::message::{OperatorRequest, Request, RolloutDriver, RolloutReply};
 use crate::model::{Cluster, NodeGroup};
 use crate::rollout::observed::ObservedUpdate;
 use crate::rollout::{Control, NodePhase, RolloutStatus};
@@ -88,32 +88,37 @@ impl App {
         };
         slot.meta.begin(gen, now);
         if let Some(update) = observed {
-            self.outbox.push(Request::ObserveUpdate {
-                cluster: cluster.clone(),
-                nodegroup: nodegroup.clone(),
-                update: Some(Box::new(update)),
-                gen,
-            });
+            self.outbox
+                .push(Request::Operator(OperatorRequest::ObserveUpdate {
+                    cluster: cluster.clone(),
+                    nodegroup: nodegroup.clone(),
+                    update: Some(Box::new(update)),
+                    gen,
+                }));
             return;
         }
         match plan {
-            Some(plan) => self.outbox.push(Request::ObserveRollout {
-                key,
-                plan: Box::new(plan),
-                gen,
-            }),
-            None => self.outbox.push(Request::FindRollout {
-                cluster: cluster.clone(),
-                nodegroup: nodegroup.clone(),
-                gen,
-            }),
+            Some(plan) => self
+                .outbox
+                .push(Request::Operator(OperatorRequest::ObserveRollout {
+                    key,
+                    plan: Box::new(plan),
+                    gen,
+                })),
+            None => self
+                .outbox
+                .push(Request::Operator(OperatorRequest::FindRollout {
+                    cluster: cluster.clone(),
+                    nodegroup: nodegroup.clone(),
+                    gen,
+                })),
         }
     }
 
-    pub(super) fn apply_rollout_reply(&mut self, reply: Reply) {
+    pub(super) fn apply_rollout_reply(&mut self, reply: RolloutReply) {
         let now = self.now;
         match reply {
-            Reply::RolloutFound { key, gen, result } => {
+            RolloutReply::Found { key, gen, result } => {
                 let Some(slot) = self.store.rollouts.get_mut(&key) else {
                     return;
                 };
@@ -141,12 +146,14 @@ impl App {
                                 if let Some(slot) = self.store.rollouts.get_mut(&key) {
                                     slot.meta.begin(gen, now);
                                 }
-                                self.outbox.push(Request::ObserveUpdate {
-                                    cluster,
-                                    nodegroup,
-                                    update: None,
-                                    gen,
-                                });
+                                self.outbox.push(Request::Operator(
+                                    OperatorRequest::ObserveUpdate {
+                                        cluster,
+                                        nodegroup,
+                                        update: None,
+                                        gen,
+                                    },
+                                ));
                                 return;
                             }
                         }
@@ -161,7 +168,7 @@ impl App {
                     }
                 }
             }
-            Reply::Rollout {
+            RolloutReply::Status {
                 key,
                 driver,
                 result,
@@ -183,7 +190,7 @@ impl App {
                     slot.status = Some(status);
                 }
             }
-            Reply::UpdateObserved { key, gen, result } => {
+            RolloutReply::Observed { key, gen, result } => {
                 let Some(slot) = self.store.rollouts.get_mut(&key) else {
                     return;
                 };
@@ -213,7 +220,7 @@ impl App {
                     }
                 }
             }
-            Reply::RolloutControlled { key, what, result } => {
+            RolloutReply::Controlled { key, what, result } => {
                 let label = self
                     .store
                     .rollouts
@@ -234,7 +241,6 @@ impl App {
                     }
                 }
             }
-            _ => {}
         }
     }
 
@@ -260,7 +266,11 @@ impl App {
             _ => slot.plan.clone().map(Box::new),
         };
         self.outbox
-            .push(Request::RolloutControl { key, plan, control });
+            .push(Request::Operator(OperatorRequest::RolloutControl {
+                key,
+                plan,
+                control,
+            }));
     }
 
     /// pause / resume / skip / abort from the rollout view's keys.

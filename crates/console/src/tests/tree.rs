@@ -2,6 +2,7 @@
 //! and a stalled server beside its siblings.
 
 use super::*;
+use crate::message::OperatorRequest;
 use crate::tests::node_detail::failed_server;
 
 #[tokio::test]
@@ -178,10 +179,10 @@ async fn marked_members_hooks_are_released_in_one_plan() {
     )));
     h.press(KeyCode::Char('H'));
     let reqs = h.app.take_requests();
-    let [Request::PlanControl {
+    let [Request::Operator(OperatorRequest::PlanControl {
         request: crate::drivers::manual::Request::ClearHook { patterns, .. },
         ..
-    }] = &reqs[..]
+    })] = &reqs[..]
     else {
         panic!("{reqs:?} {:?}", h.app.status());
     };

@@ -343,7 +343,7 @@ impl Worker {
             Request::SwitchCloud { name, .. } => {
                 tracing::warn!("switching to cloud {name} reached the worker: ignored");
             }
-            other => self.submit_action(other),
+            Request::Operator(r) => self.submit_action(r),
         }
     }
 }

@@ -3,7 +3,9 @@
 //! drives and forwards each status change (coalesced: only the newest matters).
 
 use super::Worker;
-use crate::message::{Reply, Request, RolloutDriver, NO_ACTIONS};
+use crate::message::{
+    ActionReply, OperatorRequest, Reply, RolloutDriver, RolloutReply, NO_ACTIONS,
+};
 use crate::rollout::{Control, RolloutHandle, RolloutPlan, RolloutStatus};
 use crate::service::{ErrorKind, ServiceError};
 use std::collections::HashMap;
@@ -43,21 +45,21 @@ async fn forward(tx: UnboundedSender<Reply>, key: String, mut rx: watch::Receive
     loop {
         let status = rx.borrow_and_update().clone();
         let last = status.state.is_final();
-        let reply = Reply::Rollout {
+        let reply = Reply::Rollout(RolloutReply::Status {
             key: key.clone(),
             driver: RolloutDriver::Here,
             result: Ok(status),
-        };
+        });
         if tx.send(reply).is_err() || last {
             return;
         }
         if rx.changed().await.is_err() {
             let status = rx.borrow().clone();
-            let _ = tx.send(Reply::Rollout {
+            let _ = tx.send(Reply::Rollout(RolloutReply::Status {
                 key,
                 driver: RolloutDriver::Here,
                 result: Ok(status),
-            });
+            }));
             return;
         }
         // A burst of changes becomes one reply: the watch keeps only the newest.
@@ -79,36 +81,36 @@ impl Worker {
         tokio::spawn(forward(tx.clone(), key, rx));
     }
 
-    pub(super) fn submit_action(&mut self, req: Request) {
+    pub(super) fn submit_action(&mut self, req: OperatorRequest) {
         let tx = self.tx.clone();
         let Some(op) = self.operator.clone() else {
             let _ = tx.send(refusal(req));
             return;
         };
         match req {
-            Request::PlanScale {
+            OperatorRequest::PlanScale {
                 cluster,
                 nodegroup,
                 request,
                 gen,
             } => self.spawn(async move {
                 let result = op.plan_scale(cluster, nodegroup, request).await;
-                let _ = tx.send(Reply::ScalePlan { gen, result });
+                let _ = tx.send(Reply::Action(ActionReply::ScalePlan { gen, result }));
             }),
-            Request::ApplyScale {
+            OperatorRequest::ApplyScale {
                 plan,
                 confirm,
                 nodegroup_id,
             } => self.spawn(async move {
                 let target = plan.target.label();
                 let result = op.apply_scale(*plan, confirm).await;
-                let _ = tx.send(Reply::ScaleApplied {
+                let _ = tx.send(Reply::Action(ActionReply::ScaleApplied {
                     target,
                     nodegroup_id,
                     result,
-                });
+                }));
             }),
-            Request::PlanUpgrade {
+            OperatorRequest::PlanUpgrade {
                 cluster,
                 nodegroup,
                 to,
@@ -116,9 +118,9 @@ impl Worker {
                 gen,
             } => self.spawn(async move {
                 let result = op.plan_upgrade(cluster, nodegroup, to, options).await;
-                let _ = tx.send(Reply::UpgradePlan { gen, result });
+                let _ = tx.send(Reply::Action(ActionReply::UpgradePlan { gen, result }));
             }),
-            Request::StartUpgrade { plan, confirm, key } => {
+            OperatorRequest::StartUpgrade { plan, confirm, key } => {
                 let rollouts = self.rollouts.clone();
                 self.spawn(async move {
                     let rollout_plan = match plan.as_ref() {
@@ -140,14 +142,14 @@ impl Worker {
                         Ok(None) => Ok(false),
                         Err(e) => Err(e),
                     };
-                    let _ = tx.send(Reply::UpgradeStarted {
+                    let _ = tx.send(Reply::Action(ActionReply::UpgradeStarted {
                         key,
                         target,
                         result,
-                    });
+                    }));
                 })
             }
-            Request::FindRollout {
+            OperatorRequest::FindRollout {
                 cluster,
                 nodegroup,
                 gen,
@@ -159,16 +161,16 @@ impl Worker {
                     .get(&key)
                     .map(|d| (d.plan.clone(), d.handle.status()));
                 if let Some((plan, status)) = ours {
-                    let _ = tx.send(Reply::RolloutFound {
+                    let _ = tx.send(Reply::Rollout(RolloutReply::Found {
                         key: key.clone(),
                         gen,
                         result: Ok(Some((plan, RolloutDriver::Here))),
-                    });
-                    let _ = tx.send(Reply::Rollout {
+                    }));
+                    let _ = tx.send(Reply::Rollout(RolloutReply::Status {
                         key,
                         driver: RolloutDriver::Here,
                         result: Ok(status),
-                    });
+                    }));
                     return;
                 }
                 self.spawn(async move {
@@ -176,30 +178,30 @@ impl Worker {
                         .find_rollout(cluster, nodegroup)
                         .await
                         .map(|found| found.map(|p| (p, RolloutDriver::Elsewhere)));
-                    let _ = tx.send(Reply::RolloutFound { key, gen, result });
+                    let _ = tx.send(Reply::Rollout(RolloutReply::Found { key, gen, result }));
                 })
             }
-            Request::ObserveRollout { key, plan, gen: _ } => {
+            OperatorRequest::ObserveRollout { key, plan, gen: _ } => {
                 let ours = self.rollouts.lock().get(&key).map(|d| d.handle.status());
                 if let Some(status) = ours {
                     // Driven here since: answer with the engine's own status.
-                    let _ = tx.send(Reply::Rollout {
+                    let _ = tx.send(Reply::Rollout(RolloutReply::Status {
                         key,
                         driver: RolloutDriver::Here,
                         result: Ok(status),
-                    });
+                    }));
                     return;
                 }
                 self.spawn(async move {
                     let result = op.observe_rollout(*plan).await;
-                    let _ = tx.send(Reply::Rollout {
+                    let _ = tx.send(Reply::Rollout(RolloutReply::Status {
                         key,
                         driver: RolloutDriver::Elsewhere,
                         result,
-                    });
+                    }));
                 })
             }
-            Request::ObserveUpdate {
+            OperatorRequest::ObserveUpdate {
                 nodegroup,
                 cluster,
                 update,
@@ -215,9 +217,9 @@ impl Worker {
                     Ok(None) => Ok(None),
                     Err(e) => Err(e),
                 };
-                let _ = tx.send(Reply::UpdateObserved { key, gen, result });
+                let _ = tx.send(Reply::Rollout(RolloutReply::Observed { key, gen, result }));
             }),
-            Request::CancelUpdate {
+            OperatorRequest::CancelUpdate {
                 key,
                 update,
                 rollback,
@@ -230,9 +232,13 @@ impl Worker {
                 }
                 .to_string();
                 let result = op.cancel_update(*update, rollback, confirm).await;
-                let _ = tx.send(Reply::RolloutControlled { key, what, result });
+                let _ = tx.send(Reply::Rollout(RolloutReply::Controlled {
+                    key,
+                    what,
+                    result,
+                }));
             }),
-            Request::RolloutControl { key, plan, control } => {
+            OperatorRequest::RolloutControl { key, plan, control } => {
                 let what = control_label(&control);
                 let sent = self
                     .rollouts
@@ -240,18 +246,22 @@ impl Worker {
                     .get(&key)
                     .map(|d| d.handle.send(control.clone()));
                 if let Some(result) = sent {
-                    let _ = tx.send(Reply::RolloutControlled { key, what, result });
+                    let _ = tx.send(Reply::Rollout(RolloutReply::Controlled {
+                        key,
+                        what,
+                        result,
+                    }));
                     return;
                 }
                 let Some(plan) = plan else {
-                    let _ = tx.send(Reply::RolloutControlled {
+                    let _ = tx.send(Reply::Rollout(RolloutReply::Controlled {
                         key,
                         what,
                         result: Err(ServiceError::new(
                             ErrorKind::NotFound,
                             "no rollout to control here",
                         )),
-                    });
+                    }));
                     return;
                 };
                 let rollouts = self.rollouts.clone();
@@ -279,10 +289,14 @@ impl Worker {
                     } else {
                         op.request_rollout(*plan, control).await
                     };
-                    let _ = tx.send(Reply::RolloutControlled { key, what, result });
+                    let _ = tx.send(Reply::Rollout(RolloutReply::Controlled {
+                        key,
+                        what,
+                        result,
+                    }));
                 })
             }
-            Request::NodeAction {
+            OperatorRequest::NodeAction {
                 cluster,
                 nodegroup,
                 command,
@@ -297,37 +311,36 @@ impl Worker {
                     .node_action(cluster, nodegroup, command, nodes, batch_size)
                     .await
                     .map(|runs| names.into_iter().zip(runs).collect());
-                let _ = tx.send(Reply::NodeActionDone {
+                let _ = tx.send(Reply::Action(ActionReply::NodeActionDone {
                     target,
                     nodegroup_id,
                     result,
                     asked,
-                });
+                }));
             }),
-            Request::Journal { offset, gen } => self.spawn(async move {
+            OperatorRequest::Journal { offset, gen } => self.spawn(async move {
                 let result = op.read_journal(offset).await;
                 let _ = tx.send(Reply::Journal { gen, result });
             }),
-            Request::PlanControl {
+            OperatorRequest::PlanControl {
                 stack,
                 request,
                 gen,
             } => self.spawn(async move {
                 let result = op.plan_control(stack, request).await;
-                let _ = tx.send(Reply::ControlPlan { gen, result });
+                let _ = tx.send(Reply::Action(ActionReply::ControlPlan { gen, result }));
             }),
-            Request::ApplyControl { plan, confirm } => self.spawn(async move {
+            OperatorRequest::ApplyControl { plan, confirm } => self.spawn(async move {
                 let (action, target) = (plan.control.action(), plan.target.clone());
                 let stack_id = plan.stack.id.clone();
                 let result = op.apply_control(*plan, confirm).await;
-                let _ = tx.send(Reply::ControlApplied {
+                let _ = tx.send(Reply::Action(ActionReply::ControlApplied {
                     action,
                     target,
                     stack_id,
                     result,
-                });
+                }));
             }),
-            other => tracing::error!(?other, "not an action request"),
         }
     }
 }
@@ -343,84 +356,85 @@ pub fn control_label(c: &Control) -> String {
 }
 
 /// The answer to an action request on a connection without an operator.
-fn refusal(req: Request) -> Reply {
+fn refusal(req: OperatorRequest) -> Reply {
     let e = unavailable;
     match req {
-        Request::PlanScale { gen, .. } => Reply::ScalePlan {
+        OperatorRequest::PlanScale { gen, .. } => Reply::Action(ActionReply::ScalePlan {
             gen,
             result: Err(e()),
-        },
-        Request::ApplyScale {
+        }),
+        OperatorRequest::ApplyScale {
             plan, nodegroup_id, ..
-        } => Reply::ScaleApplied {
+        } => Reply::Action(ActionReply::ScaleApplied {
             target: plan.target.label(),
             nodegroup_id,
             result: Err(e()),
-        },
-        Request::PlanUpgrade { gen, .. } => Reply::UpgradePlan {
+        }),
+        OperatorRequest::PlanUpgrade { gen, .. } => Reply::Action(ActionReply::UpgradePlan {
             gen,
             result: Err(e()),
-        },
-        Request::StartUpgrade { key, .. } => Reply::UpgradeStarted {
+        }),
+        OperatorRequest::StartUpgrade { key, .. } => Reply::Action(ActionReply::UpgradeStarted {
             key,
             target: String::new(),
             result: Err(e()),
-        },
-        Request::FindRollout { nodegroup, gen, .. } => Reply::RolloutFound {
-            key: nodegroup.id,
-            gen,
-            result: Err(e()),
-        },
-        Request::ObserveRollout { key, .. } => Reply::Rollout {
+        }),
+        OperatorRequest::FindRollout { nodegroup, gen, .. } => {
+            Reply::Rollout(RolloutReply::Found {
+                key: nodegroup.id,
+                gen,
+                result: Err(e()),
+            })
+        }
+        OperatorRequest::ObserveRollout { key, .. } => Reply::Rollout(RolloutReply::Status {
             key,
             driver: RolloutDriver::Elsewhere,
             result: Err(e()),
-        },
-        Request::ObserveUpdate { nodegroup, gen, .. } => Reply::UpdateObserved {
-            key: nodegroup.id,
-            gen,
-            result: Err(e()),
-        },
-        Request::CancelUpdate { key, .. } => Reply::RolloutControlled {
+        }),
+        OperatorRequest::ObserveUpdate { nodegroup, gen, .. } => {
+            Reply::Rollout(RolloutReply::Observed {
+                key: nodegroup.id,
+                gen,
+                result: Err(e()),
+            })
+        }
+        OperatorRequest::CancelUpdate { key, .. } => Reply::Rollout(RolloutReply::Controlled {
             key,
             what: "cancel".into(),
             result: Err(e()),
-        },
-        Request::RolloutControl { key, control, .. } => Reply::RolloutControlled {
-            key,
-            what: control_label(&control),
-            result: Err(e()),
-        },
-        Request::NodeAction {
+        }),
+        OperatorRequest::RolloutControl { key, control, .. } => {
+            Reply::Rollout(RolloutReply::Controlled {
+                key,
+                what: control_label(&control),
+                result: Err(e()),
+            })
+        }
+        OperatorRequest::NodeAction {
             cluster,
             nodegroup,
             nodes,
             ..
-        } => Reply::NodeActionDone {
+        } => Reply::Action(ActionReply::NodeActionDone {
             target: format!("{}/{}", cluster.name, nodegroup.name),
             nodegroup_id: nodegroup.id,
             result: Err(e()),
             asked: nodes.len(),
-        },
-        Request::Journal { gen, .. } => Reply::Journal {
+        }),
+        OperatorRequest::Journal { gen, .. } => Reply::Journal {
             gen,
             result: Err(e()),
         },
-        Request::PlanControl { gen, .. } => Reply::ControlPlan {
+        OperatorRequest::PlanControl { gen, .. } => Reply::Action(ActionReply::ControlPlan {
             gen,
             result: Err(e()),
-        },
-        Request::ApplyControl { plan, .. } => Reply::ControlApplied {
+        }),
+        OperatorRequest::ApplyControl { plan, .. } => Reply::Action(ActionReply::ControlApplied {
             action: plan.control.action(),
             stack_id: plan.stack.id.clone(),
             target: plan.target,
             result: Err(e()),
-        },
-        // Reads never come here; answer something harmless rather than panic.
-        _ => Reply::Journal {
-            gen: 0,
-            result: Err(e()),
-        },
+        }),
     }
 }
 
@@ -428,6 +442,7 @@ fn refusal(req: Request) -> Reply {
 mod tests {
     use super::*;
     use crate::drivers::ScaleRequest;
+    use crate::message::Request;
     use crate::rollout::{RolloutOptions, RolloutState};
     use crate::service::fake::FakeCloud;
     use crate::service::fake_operator::FakeOperator;
@@ -461,19 +476,22 @@ mod tests {
         let (c, g) = edge(&cloud).await;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let mut w = Worker::new(Arc::new(cloud), tx);
-        w.submit(Request::PlanScale {
+        w.submit(Request::Operator(OperatorRequest::PlanScale {
             cluster: c.clone(),
             nodegroup: g.clone(),
             request: ScaleRequest::default(),
             gen: 7,
-        });
+        }));
         match next(&mut rx).await {
-            Reply::ScalePlan { gen: 7, result } => {
+            Reply::Action(ActionReply::ScalePlan { gen: 7, result }) => {
                 assert_eq!(result.unwrap_err().message, NO_ACTIONS)
             }
             other => panic!("{other:?}"),
         }
-        w.submit(Request::Journal { offset: 0, gen: 1 });
+        w.submit(Request::Operator(OperatorRequest::Journal {
+            offset: 0,
+            gen: 1,
+        }));
         assert!(matches!(
             next(&mut rx).await,
             Reply::Journal { result: Err(e), .. } if e.message == NO_ACTIONS
@@ -497,59 +515,61 @@ mod tests {
             )
             .await
             .unwrap();
-        w.submit(Request::StartUpgrade {
+        w.submit(Request::Operator(OperatorRequest::StartUpgrade {
             plan: Box::new(plan),
             confirm: None,
             key: g.id.clone(),
-        });
+        }));
         let mut started = false;
         let mut running = false;
         while !(started && running) {
             match next(&mut rx).await {
-                Reply::UpgradeStarted { result, .. } => {
+                Reply::Action(ActionReply::UpgradeStarted { result, .. }) => {
                     assert_eq!(result, Ok(true));
                     started = true;
                 }
-                Reply::Rollout { result, driver, .. } => {
+                Reply::Rollout(RolloutReply::Status { result, driver, .. }) => {
                     assert_eq!(driver, RolloutDriver::Here);
                     running |= result.unwrap().state == RolloutState::Running;
                 }
                 other => panic!("{other:?}"),
             }
         }
-        w.submit(Request::RolloutControl {
+        w.submit(Request::Operator(OperatorRequest::RolloutControl {
             key: g.id.clone(),
             plan: None,
             control: Control::Pause,
-        });
+        }));
         loop {
-            if let Reply::Rollout { result: Ok(s), .. } = next(&mut rx).await {
+            if let Reply::Rollout(RolloutReply::Status { result: Ok(s), .. }) = next(&mut rx).await
+            {
                 if matches!(s.state, RolloutState::Paused { .. }) {
                     break;
                 }
             }
         }
         // Found again (the view re-opened): ours, driven here.
-        w.submit(Request::FindRollout {
+        w.submit(Request::Operator(OperatorRequest::FindRollout {
             cluster: c,
             nodegroup: g.clone(),
             gen: 3,
-        });
+        }));
         loop {
-            if let Reply::RolloutFound { result, .. } = next(&mut rx).await {
+            if let Reply::Rollout(RolloutReply::Found { result, .. }) = next(&mut rx).await {
                 assert_eq!(result.unwrap().unwrap().1, RolloutDriver::Here);
                 break;
             }
         }
-        w.submit(Request::RolloutControl {
+        w.submit(Request::Operator(OperatorRequest::RolloutControl {
             key: g.id,
             plan: None,
             control: Control::Resume {
                 parameters: BTreeMap::new(),
             },
-        });
+        }));
         loop {
-            if let Reply::Rollout { result: Ok(s), .. } = next(&mut rx).await {
+            if let Reply::Rollout(RolloutReply::Status { result: Ok(s), .. }) = next(&mut rx).await
+            {
                 if s.state == RolloutState::Completed {
                     assert_eq!(s.done, 6);
                     break;

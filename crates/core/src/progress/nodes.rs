@@ -6,13 +6,17 @@ use super::{Control, Holder, MemberFacts, Progress, UpdateFacts};
 use crate::model::{ImagePhase, Node, NodeGroup};
 use chrono::{DateTime, Utc};
 
-/// The model of `nodes`, members of `nodegroup`, at `now`.
+/// The model of `nodes`, members of `nodegroup`, at `now`. `driven_here`: the ids of the
+/// rollouts the reader drives itself (a console's own engines), whose held members are held
+/// by this rollout, not by another caldera, wherever they are read (a stack's `:nodes` pane
+/// follows no rollout).
 pub fn of_nodes<'a>(
     nodes: impl Iterator<Item = &'a Node> + Clone,
     nodegroup: &NodeGroup,
+    driven_here: &[String],
     now: DateTime<Utc>,
 ) -> Progress {
-    let facts = member_facts(nodes, nodegroup);
+    let facts = member_facts(nodes, nodegroup, driven_here);
     Progress::compute(&facts, &update_facts(nodegroup, &facts), now)
 }
 
@@ -53,6 +57,7 @@ fn members_updated(n: &Node, image: Option<&str>, began: Option<DateTime<Utc>>) 
 fn member_facts<'a>(
     nodes: impl Iterator<Item = &'a Node> + Clone,
     nodegroup: &NodeGroup,
+    driven_here: &[String],
 ) -> Vec<MemberFacts> {
     let image = nodegroup.image.as_deref();
     // Where the group's image is known, Nova's image of each member against it says which
@@ -68,7 +73,7 @@ fn member_facts<'a>(
             MemberFacts {
                 name: n.key.member.clone(),
                 status: n.status.clone(),
-                held_by: n.hook_paused.then(|| holder(n)),
+                held_by: n.hook_paused.then(|| holder(n, driven_here)),
                 on_target,
                 in_update: upgrading || n.status.is_in_progress() || n.hook_paused,
                 skipped: false,
@@ -82,10 +87,11 @@ fn member_facts<'a>(
 }
 
 /// Who holds a held member: the caldera rollout whose marker the stack under update carries
-/// (a rollout this machine drives is shown from its own model, so from the nodes it is
-/// another caldera's), else Heat (an owner this reading cannot name).
-fn holder(n: &Node) -> Holder {
-    match n.held_by_rollout {
+/// (this reader's own when its id is one of `driven_here`, else another caldera's), else
+/// Heat (an owner this reading cannot name).
+fn holder(n: &Node, driven_here: &[String]) -> Holder {
+    match &n.held_by_rollout {
+        Some(id) if driven_here.contains(id) => Holder::ThisRollout,
         Some(_) => Holder::OtherCaldera,
         None => Holder::Heat,
     }
@@ -164,7 +170,7 @@ mod tests {
             node("2", "UPDATE_IN_PROGRESS", 3, true),
             node("3", "CREATE_COMPLETE", 90, false),
         ];
-        let p = of_nodes(nodes.iter(), &g, at(0));
+        let p = of_nodes(nodes.iter(), &g, &[], at(0));
         let c = p.counts;
         assert_eq!(
             (c.new, c.held, c.pending, c.not_in_update),
@@ -182,7 +188,7 @@ mod tests {
         let mut held = node("1", "UPDATE_IN_PROGRESS", 3, true);
         held.held_by_rollout = Some("r20261126T115000-0a0b0c0d".into());
         let nodes = [node("0", "UPDATE_COMPLETE", 4, false), held];
-        let p = of_nodes(nodes.iter(), &g, at(0));
+        let p = of_nodes(nodes.iter(), &g, &[], at(0));
         let phases: Vec<super::super::Phase> = p.members.iter().map(|m| m.phase).collect();
         assert_eq!(
             phases,
@@ -198,6 +204,13 @@ mod tests {
             "{}",
             p.state.label()
         );
+        // The same members read by the console that drives that rollout: its own.
+        let ours = ["r20261126T115000-0a0b0c0d".to_string()];
+        let p = of_nodes(nodes.iter(), &g, &ours, at(0));
+        assert_eq!(
+            p.members[1].phase,
+            super::super::Phase::Held(Holder::ThisRollout)
+        );
     }
 
     /// A scale of the group: Heat creates members and leaves the others as they are; none
@@ -210,7 +223,7 @@ mod tests {
             node("1", "CREATE_COMPLETE", 90, false),
             node("2", "CREATE_IN_PROGRESS", 1, false),
         ];
-        let c = of_nodes(nodes.iter(), &g, at(0)).counts;
+        let c = of_nodes(nodes.iter(), &g, &[], at(0)).counts;
         assert_eq!(
             (c.new, c.pending, c.creating, c.not_in_update),
             (0, 0, 1, 2),

@@ -76,23 +76,25 @@ pub async fn find_rollout(
         return Ok(None);
     }
     let mut plan = plan_from_heat(heat, target, RolloutOptions::default()).await?;
-    keep_journaled_plan(&mut plan, &ctx.journal, &target.label())?;
+    keep_journaled_plan(&mut plan, &ctx.journal)?;
     Ok(Some(plan))
 }
 
-/// A rollout this machine's journal knows (Heat's marker names it) but no longer calls active
-/// (its driver ended it with members still held: skipped, or left paused by an abort) is the
-/// rollout its start journaled: what it sets (its values: read back from Heat alone, a group's
-/// rollout would be "an update started elsewhere" and the command offered to finish it would
-/// set nothing), its batches (else one member each: `batch 7/7` would become `batch 12/12`),
-/// its options, its baseline of events and the environment it found. Where the marker was
-/// started is Heat's word.
+/// A rollout this machine's journal knows (Heat's marker names it) is the rollout its start
+/// journaled: under the name it was started by (a group has two, `cluster/nodegroup` and
+/// `STACK/GROUP`; its driver's lock and control requests are kept under that one, so a
+/// group read by its other name still finds its live driver, and no second driver starts),
+/// what it sets (its values: read back from Heat alone, a group's rollout would be "an
+/// update started elsewhere" and the command offered to finish it would set nothing), its
+/// batches (else one member each: `batch 7/7` would become `batch 12/12`), its options, its
+/// baseline of events and the environment it found. That covers a rollout the journal no
+/// longer calls active too (its driver ended it with members still held: skipped, or left
+/// paused by an abort). Where the marker was started is Heat's word.
 fn keep_journaled_plan(
     plan: &mut RolloutPlan,
     journal: &crate::journal::Journal,
-    label: &str,
 ) -> ServiceResult<()> {
-    if let Some(known) = super::engine::find_latest(journal, label)?.filter(|p| p.id == plan.id) {
+    if let Some(known) = super::engine::find_started(journal, &plan.id)? {
         let started_on = plan.started_on.take();
         *plan = RolloutPlan {
             started_on,

@@ -520,6 +520,27 @@ pub fn find_latest(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
         .map(|plan| with_values_in_effect(plan, &entries)))
 }
 
+/// The plan of rollout `id` as its start journaled it, whatever name the group was given
+/// then (`cluster/nodegroup`, or `STACK/GROUP` of the same group): Heat's marker names the
+/// rollout by id, so a group read under its other name finds the same rollout, its driver's
+/// lock and its control requests (all kept under the name it was started by).
+pub fn find_started(journal: &Journal, id: &str) -> ServiceResult<Option<RolloutPlan>> {
+    let entries = journal
+        .read_all()
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    Ok(entries
+        .iter()
+        .rev()
+        .filter(|e| e.action == "rollout.start" && e.outcome == Outcome::Started)
+        .filter_map(|e| {
+            e.spec
+                .as_deref()
+                .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok())
+        })
+        .find(|plan| plan.id == id)
+        .map(|plan| with_values_in_effect(plan, &entries)))
+}
+
 /// `plan` (as its start journaled it) with the values its update sets now: a resume that
 /// sent overrides journaled every value in effect with its `rollout.resume` (its spec).
 fn with_values_in_effect(mut plan: RolloutPlan, entries: &[Entry]) -> RolloutPlan {

@@ -808,6 +808,9 @@ async fn forward_nodes(
     // Each member's image as Nova lists its server (the address stream's Nova source):
     // applied with the last member list, at `Done`.
     let mut images: HashMap<String, String> = HashMap::new();
+    // Each member's server id as Nova lists it: for a member that is a template holding its
+    // server, Heat's listing of the group gives only the member's stack.
+    let mut servers: HashMap<String, String> = HashMap::new();
     let mut paused: Option<SideFacts> = None;
     let mut members: Option<Vec<Member>> = None;
     let image_source = nova.clone();
@@ -822,6 +825,9 @@ async fn forward_nodes(
                 // The image its server runs (Nova), else, for a member that settled
                 // while its group is settled, the group's image.
                 node.image = facts.and_then(|f| f.member_image(m));
+                if node.server_id.is_none() {
+                    node.server_id = facts.and_then(|f| f.servers.get(&m.name)).cloned();
+                }
                 node
             })
             .collect();
@@ -889,8 +895,11 @@ async fn forward_nodes(
                 member,
                 error: ServiceError::new(super::ErrorKind::NotFound, reason),
             }),
-            Ok(IpEvent::Image { member, image }) => {
-                images.insert(member, image);
+            Ok(IpEvent::Server { member, id, image }) => {
+                if let Some(image) = image {
+                    images.insert(member.clone(), image);
+                }
+                servers.insert(member, id);
                 continue;
             }
             Ok(IpEvent::Done(_)) => {
@@ -909,6 +918,7 @@ async fn forward_nodes(
                     .await;
                 }
                 found.members.extend(read);
+                found.servers.extend(std::mem::take(&mut servers));
                 found.images_read = true;
                 // Every list before was provisional: this one, with all that is known,
                 // is the one a reader keeps.
@@ -982,6 +992,8 @@ struct SideFacts {
     /// Each member's image as Nova says its server runs it (during a rolling update members
     /// differ: this is how old and new nodes are told apart).
     members: HashMap<String, String>,
+    /// Each member's server id as Nova lists it (by member name).
+    servers: HashMap<String, String>,
     /// Nova's images have been read (they come with the addresses, at their end).
     images_read: bool,
 }
@@ -1017,6 +1029,7 @@ fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
             paused,
             image,
             members: HashMap::new(),
+            servers: HashMap::new(),
             images_read: false,
         },
         Ok((Err(e), image)) => {
@@ -1025,6 +1038,7 @@ fn hook_result(found: Result<SideLookup, tokio::task::JoinError>) -> SideFacts {
                 paused: HeldMembers::default(),
                 image,
                 members: HashMap::new(),
+                servers: HashMap::new(),
                 images_read: false,
             }
         }

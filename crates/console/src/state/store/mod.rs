@@ -815,6 +815,18 @@ impl Store {
 
 // ------------------------------------------------------------------ rollouts
 
+impl Store {
+    /// The ids of the rollouts an engine of this console drives: members Heat holds under
+    /// one of their markers are held by this console's rollout, in any pane that reads them.
+    pub fn rollouts_driven_here(&self) -> Vec<String> {
+        self.rollouts
+            .values()
+            .filter(|r| r.driver == Some(RolloutDriver::Here))
+            .filter_map(|r| r.status.as_ref().map(|s| s.id.clone()))
+            .collect()
+    }
+}
+
 /// What the console knows of one node group's rollout.
 #[derive(Debug, Clone)]
 pub struct RolloutSlot {

@@ -100,7 +100,15 @@ pub fn group_progress(
     {
         return Some((*st.progress).clone());
     }
-    set.map(|set| crate::progress::of_nodes(set.rows.iter().map(|r| &r.node), nodegroup, now))
+    let driven_here = store.rollouts_driven_here();
+    set.map(|set| {
+        crate::progress::of_nodes(
+            set.rows.iter().map(|r| &r.node),
+            nodegroup,
+            &driven_here,
+            now,
+        )
+    })
 }
 
 impl Store {

@@ -203,7 +203,7 @@ impl GroupRun<'_> {
                         None => nova_done = true,
                         Some(batch) => {
                             for found in batch {
-                                if !state.image(tx, &found.member, found.image.as_deref()).await {
+                                if !state.server(tx, &found.member, &found.server_id, found.image.as_deref()).await {
                                     return false;
                                 }
                                 // An output the operator named is the member's value: Nova

@@ -172,12 +172,14 @@ pub enum IpEvent {
     /// with no address, not a failure: its row (no addresses, its server name where Heat
     /// gives it).
     NoNetwork(NodeAddress),
-    /// The image a member's server runs, as Nova lists it (with its name): how the nodes
-    /// view tells members on the old image from updated ones during a rolling update. Sent
-    /// only by the Nova source, at most once per member.
-    Image {
+    /// A member's server as Nova lists it: its id (what the node's detail and a yank of the
+    /// node's id name), and the image it runs (none for a boot-from-volume server): how the
+    /// nodes view tells members on the old image from updated ones during a rolling update.
+    /// Sent only by the Nova source, at most once per member.
+    Server {
         member: String,
-        image: String,
+        id: String,
+        image: Option<String>,
     },
     Done(IpStats),
 }

@@ -14,6 +14,8 @@ pub(super) struct NovaMatch {
     pub(super) member: String,
     /// The server's name (Magnum's `k8s-prod-abc123-node-17`).
     pub(super) name: String,
+    /// Nova's id of the server.
+    pub(super) server_id: String,
     /// Empty while the server has no fixed address yet; its name is still worth sending.
     pub(super) addresses: Found,
     /// The image id the server was booted from (none for boot-from-volume).
@@ -103,6 +105,7 @@ pub(super) async fn nova_addresses(
                 Some(NovaMatch {
                     member: member.clone(),
                     name: server.name.clone(),
+                    server_id: server.id.clone(),
                     addresses: nova_found(server),
                     image: server.image.clone().filter(|i| !i.is_empty()),
                     no_network: server.status == "ACTIVE" && server.addresses.is_empty(),

@@ -188,17 +188,22 @@ impl Progress {
         }
     }
 
-    /// Sends a member's server image, once per member. False when the consumer is gone.
-    pub(super) async fn image(&mut self, tx: &Sink, member: &str, image: Option<&str>) -> bool {
-        let Some(image) = image else {
-            return true;
-        };
+    /// Sends a member's server (its id and image), once per member. False when the
+    /// consumer is gone.
+    pub(super) async fn server(
+        &mut self,
+        tx: &Sink,
+        member: &str,
+        id: &str,
+        image: Option<&str>,
+    ) -> bool {
         if !self.members.contains(member) || !self.imaged.insert(member.to_string()) {
             return true;
         }
-        let event = IpEvent::Image {
+        let event = IpEvent::Server {
             member: member.to_string(),
-            image: image.to_string(),
+            id: id.to_string(),
+            image: image.map(str::to_string),
         };
         tx.send(Ok(event)).await.is_ok()
     }
