@@ -570,9 +570,26 @@ async fn judge(id: &str) -> BTreeMap<&'static str, String> {
         }
     }
 
-    // Leave the shared Heat light: the stack is not needed any more.
+    // Leave the shared Heat light: the stack is not needed any more. Its delete is waited
+    // for (bounded): a corpus stack holds dozens of nested stacks, and their deletes running
+    // on beside the next tests' creates once wedged the test Heat (about 2,000 threads
+    // queued on its database pool, no answer for minutes: CI, twice at the same point).
     let url = format!("{}/stacks/{stack}", heat.base);
     let _ = heat.http.delete(&url).send().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let Ok(r) = heat.http.get(&url).send().await else {
+            continue;
+        };
+        if r.status() == reqwest::StatusCode::NOT_FOUND {
+            break;
+        }
+        let body = r.text().await.unwrap_or_default();
+        if body.contains("DELETE_COMPLETE") || body.contains("DELETE_FAILED") {
+            break;
+        }
+    }
     gaps
 }
 
