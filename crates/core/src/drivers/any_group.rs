@@ -738,7 +738,7 @@ async fn plan_with_templates(
 /// template is not read here).
 fn names_a_resource(templates: &[Value], group: &str, path: &str) -> bool {
     let (target, held) = (steps(group), steps(path));
-    let level = target.iter().zip(&held).take_while(|(x, y)| x == y).count();
+    let level = parting_level(&target, &held);
     match (held.get(level), resources_at(templates, level)) {
         (Some(step), Some(resources)) => resources.contains_key(*step),
         // The path is the target's or one of its owners: not a held group, said elsewhere.
@@ -802,7 +802,7 @@ fn held_name_refusals(
 /// ever, every member of both groups held.
 fn held_order_refusal(templates: &[Value], group: &str, held: &str, after: bool) -> Option<String> {
     let (a, b) = (steps(group), steps(held));
-    let level = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let level = parting_level(&a, &b);
     let (target_at, held_at) = (a.get(level)?, b.get(level)?);
     let resources = resources_at(templates, level)?;
     let (first, then) = match after {
@@ -1238,6 +1238,12 @@ fn top_resource(path: &str) -> &str {
 /// The steps of a resource path.
 fn steps(path: &str) -> Vec<&str> {
     path.split('/').filter(|s| !s.is_empty()).collect()
+}
+
+/// The level at which two resource paths part (their common steps): both name resources of
+/// the template at that level (`roles/Compute` and `roles/Controller` part at 1).
+fn parting_level(a: &[&str], b: &[&str]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// The templates from `stack` down to the one that defines the group at `path`: the stack's

@@ -504,20 +504,7 @@ pub fn driver_info(journal: &Journal, plan: &RolloutPlan) -> DriverInfo {
 
 /// The plan of the newest rollout of `target` in the journal, ended or not.
 pub fn find_latest(journal: &Journal, target: &str) -> ServiceResult<Option<RolloutPlan>> {
-    let entries = journal
-        .read_all()
-        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
-    Ok(entries
-        .iter()
-        .rev()
-        .filter(|e| e.target == target && e.action == "rollout.start")
-        .filter(|e| e.outcome == Outcome::Started)
-        .find_map(|e| {
-            e.spec
-                .as_deref()
-                .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok())
-        })
-        .map(|plan| with_values_in_effect(plan, &entries)))
+    newest_started(journal, |e, _| e.target == target)
 }
 
 /// The plan of rollout `id` as its start journaled it, whatever name the group was given
@@ -525,6 +512,15 @@ pub fn find_latest(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
 /// rollout by id, so a group read under its other name finds the same rollout, its driver's
 /// lock and its control requests (all kept under the name it was started by).
 pub fn find_started(journal: &Journal, id: &str) -> ServiceResult<Option<RolloutPlan>> {
+    newest_started(journal, |_, plan| plan.id == id)
+}
+
+/// The plan of the newest journaled start (`rollout.start`, `Started`) that `matches`, with
+/// the values in effect now.
+fn newest_started(
+    journal: &Journal,
+    matches: impl Fn(&Entry, &RolloutPlan) -> bool,
+) -> ServiceResult<Option<RolloutPlan>> {
     let entries = journal
         .read_all()
         .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
@@ -532,12 +528,10 @@ pub fn find_started(journal: &Journal, id: &str) -> ServiceResult<Option<Rollout
         .iter()
         .rev()
         .filter(|e| e.action == "rollout.start" && e.outcome == Outcome::Started)
-        .filter_map(|e| {
-            e.spec
-                .as_deref()
-                .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok())
+        .find_map(|e| {
+            let plan = serde_json::from_str::<RolloutPlan>(e.spec.as_deref()?).ok()?;
+            matches(e, &plan).then_some(plan)
         })
-        .find(|plan| plan.id == id)
         .map(|plan| with_values_in_effect(plan, &entries)))
 }
 

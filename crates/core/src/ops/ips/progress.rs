@@ -56,8 +56,8 @@ pub(super) struct Progress {
     pub(super) emitted: HashSet<String>,
     /// Members whose server name has been sent (with the address or after it).
     pub(super) named: HashSet<String>,
-    /// Members whose server image has been sent.
-    pub(super) imaged: HashSet<String>,
+    /// Members whose server (its id and image) has been sent.
+    pub(super) servers_sent: HashSet<String>,
     /// Names learned before any source had the member's address; they ride on that address.
     pub(super) pending_names: HashMap<String, String>,
     /// What was sent of each member: a later source's addresses are added to it.
@@ -83,7 +83,7 @@ impl Progress {
             members,
             emitted: HashSet::new(),
             named: HashSet::new(),
-            imaged: HashSet::new(),
+            servers_sent: HashSet::new(),
             pending_names: HashMap::new(),
             shown: HashMap::new(),
             label: None,
@@ -197,7 +197,7 @@ impl Progress {
         id: &str,
         image: Option<&str>,
     ) -> bool {
-        if !self.members.contains(member) || !self.imaged.insert(member.to_string()) {
+        if !self.members.contains(member) || !self.servers_sent.insert(member.to_string()) {
             return true;
         }
         let event = IpEvent::Server {

@@ -58,12 +58,22 @@ pub(super) fn closing_words(
 /// is put back, but Heat's events end on the pause, and releasing such a member later may
 /// wake the cancelled update's wait.
 pub(super) async fn hooks_left_now(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
-    let left = crate::drivers::leftover_hooks::leftover_hooks(heat, &plan.stack)
-        .await
-        .ok()?;
-    let mut lines: Vec<String> = left.iter().map(|h| h.line(&plan.stack.name)).collect();
-    match stale_waits(heat, &plan.stack).await {
-        Ok(waiting) => lines.extend(stale_waits_line(&plan.stack.name, &waiting)),
+    let stack = &plan.stack;
+    let detail = heat.get_stack(stack, false).await.ok()?;
+    // While an update runs its hooks and pauses are in use: nothing is left over.
+    let (left, waiting) = match detail.summary.status.is_in_progress() {
+        true => (Vec::new(), Ok(Vec::new())),
+        false => {
+            let (left, waiting) = futures::join!(
+                crate::drivers::leftover_hooks::in_environment(heat, stack),
+                stale_waits(heat, stack)
+            );
+            (left.ok()?, waiting)
+        }
+    };
+    let mut lines: Vec<String> = left.iter().map(|h| h.line(&stack.name)).collect();
+    match waiting {
+        Ok(waiting) => lines.extend(stale_waits_line(&stack.name, &waiting)),
         Err(e) => lines.push(format!(
             "Heat's events not read ({e}): whether a member still waits on a hook is not known"
         )),
@@ -76,17 +86,12 @@ pub(super) async fn hooks_left_now(heat: &HeatClient, plan: &RolloutPlan) -> Opt
     })
 }
 
-/// The resources of `stack`'s tree whose newest event is a pause on a hook while the stack
-/// is at rest (no update runs to release them): see [`hooks_left_now`]. Empty while an
-/// update runs (its pauses are in use then).
+/// The resources of `stack`'s tree whose newest event is a pause on a hook (read by the
+/// caller once it knows the stack is at rest: no update runs to release them).
 async fn stale_waits(
     heat: &HeatClient,
     stack: &crate::model::StackRef,
 ) -> ServiceResult<Vec<PendingHook>> {
-    let detail = heat.get_stack(stack, false).await.map_err(err)?;
-    if detail.summary.status.is_in_progress() {
-        return Ok(Vec::new());
-    }
     let pending = crate::ops::hooks::pending_hooks(heat, stack)
         .await
         .map_err(err)?;
