@@ -106,6 +106,18 @@ async fn application_credentials() {
     let id = op.create_stack(&stack, quick_template()).await;
     op.wait_stack(&stack, &id, Duration::from_secs(60)).await;
 
+    // Made first, with room: Keystone refuses an `expires_at` already past when the POST
+    // reaches it (a loaded CI machine took more than the 2 s this once allowed); the checks
+    // of the other credentials below run while it ages.
+    let expired_secret = format!("acExp1red{}", unique("x").replace('-', ""));
+    let expires = chrono::Utc::now() + chrono::Duration::seconds(20);
+    let expiring = op
+        .application_credential(json!({
+            "name": unique("caldera-expiring"),
+            "secret": expired_secret,
+            "expires_at": expires.format("%Y-%m-%dT%H:%M:%S").to_string(),
+        }))
+        .await;
     let secret = format!("acS3cret{}", unique("x").replace('-', ""));
     let full_name = unique("caldera-full");
     let full = op
@@ -117,15 +129,6 @@ async fn application_credentials() {
             "name": unique("caldera-list-only"),
             "secret": restricted_secret,
             "access_rules": [{"service": "orchestration", "method": "GET", "path": "/v1/*/stacks"}],
-        }))
-        .await;
-    let expired_secret = format!("acExp1red{}", unique("x").replace('-', ""));
-    let expires = chrono::Utc::now() + chrono::Duration::seconds(2);
-    let expiring = op
-        .application_credential(json!({
-            "name": unique("caldera-expiring"),
-            "secret": expired_secret,
-            "expires_at": expires.format("%Y-%m-%dT%H:%M:%S").to_string(),
         }))
         .await;
     let secrets = [
