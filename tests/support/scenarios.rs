@@ -1133,6 +1133,22 @@ pub async fn aborted_twice_scenario(env: &Env, cluster: &str) {
         .map(|h| h.path)
         .collect();
     assert_eq!(held, [format!("nodes/{second}")]);
+    // A clear of that hook now updates the member alone, the stack's update over: the plan
+    // says so before its call, for the operator to decide.
+    let request = caldera::drivers::manual::Request::ClearHook {
+        patterns: vec![format!("nodes/{second}")],
+        hook: "pre-update".into(),
+    };
+    let clear = caldera::drivers::manual::plan(&env.heat, &stack, &request)
+        .await
+        .expect("clear-hook plan");
+    let lines = clear.lines().join("\n");
+    assert!(
+        clear.refusals.is_empty()
+            && lines.contains("WARNING: no update of")
+            && lines.contains("each is updated to that update's definition, alone"),
+        "{lines}"
+    );
     env.delete(&target).await;
 }
 

@@ -39,7 +39,7 @@ use crate::api::heat::{
 };
 use crate::drivers::leftover_hooks::HELD_HOOK;
 use crate::journal::{ApiCall, Entry, Outcome};
-use crate::model::{SoftwareDeployment, StackRef, StackResource};
+use crate::model::{SoftwareDeployment, StackRef, StackResource, Status};
 use crate::ops::hooks::{self, PendingHook};
 use crate::report::{ServiceError, ServiceResult};
 
@@ -123,6 +123,9 @@ pub struct ControlPlan {
     pub calls: Vec<ApiCall>,
     /// Why it must not be sent; empty when it may.
     pub refusals: Vec<String>,
+    /// What the operator must know before confirming: it may be sent, but does more than its
+    /// words say (releasing a member whose update has ended, for one).
+    pub warnings: Vec<String>,
     /// The request to plan again when the only refusal is one the operator may override by
     /// saying so on purpose (a cancel on a stack Magnum owns: `allow_magnum`).
     pub override_with: Option<Request>,
@@ -138,8 +141,8 @@ impl ControlPlan {
                     .iter()
                     .filter(|h| h.evidence == hooks::HookEvidence::InferredPurged)
                     .count();
-                // Heat's `_unset_hook` clears the hook data whether set or not and writes a
-                // release event: a wrong inference costs one harmless event.
+                // Heat checks the hook data before it clears it (`_signal_check_hook`): a
+                // wrong inference is refused by Heat ("hook is not defined"), nothing else.
                 let note = match inferred {
                     0 => String::new(),
                     n => format!(" ({n} inferred: pause event purged)"),
@@ -191,6 +194,7 @@ impl ControlPlan {
                 }
             ),
         });
+        out.extend(self.warnings.iter().map(|w| format!("  WARNING: {w}")));
         out.extend(self.calls.iter().map(|c| format!("  {c}")));
         out.extend(self.refusals.iter().map(|r| format!("  REFUSED: {r}")));
         out
@@ -203,6 +207,7 @@ impl ControlPlan {
             target,
             calls: Vec::new(),
             refusals: Vec::new(),
+            warnings: Vec::new(),
             override_with: None,
         }
     }
@@ -236,12 +241,16 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 /// Plans clearing `hook` on the pending resources whose path matches `pattern` (a path
 /// like `kube_minions/3`, or a glob: `kube_minions/*`; `hook` may be a glob too, `*` for
 /// any). Only resources Heat holds now are signalled: a signal to one not paused would
-/// clear nothing.
+/// clear nothing. `status` is the stack's: where no operation runs on it, the members still
+/// paused wait for an update that has ended (cancelled without rollback, or failed): Heat
+/// lets the workers of a cancelled traversal run on (`worker.stop_traversal`), so a released
+/// member is updated then, on its own (measured on Heat 27); the plan says so.
 pub fn plan_clear_hook(
     stack: &StackRef,
     pending: &[PendingHook],
     patterns: &[String],
     hook: &str,
+    status: &Status,
 ) -> ControlPlan {
     let chosen: Vec<PendingHook> = pending
         .iter()
@@ -263,7 +272,17 @@ pub fn plan_clear_hook(
         [one] => format!("{}/{one}", stack.name),
         many => format!("{} ({} paths: {pattern})", stack.name, many.len()),
     };
+    let ended = !status.is_in_progress() && !chosen.is_empty();
     let mut plan = ControlPlan::new(stack, Control::ClearHook { hooks: chosen }, target);
+    if ended {
+        plan.warnings.push(format!(
+            "no update of {} runs now ({status}): these members wait on the hook of an update \
+             that has ended, and Heat still carries out their part of it once released (a \
+             cancelled update's waiting members are not stopped): each is updated to that \
+             update's definition, alone, with no rollback",
+            stack.name
+        ));
+    }
     plan.calls = calls;
     if plan.calls.is_empty() {
         let which = match hook {
@@ -592,8 +611,12 @@ pub async fn plan(
 ) -> ServiceResult<ControlPlan> {
     match request {
         Request::ClearHook { patterns, hook } => {
-            let pending = hooks::pending_hooks(heat, stack).await?;
-            Ok(plan_clear_hook(stack, &pending, patterns, hook))
+            let (pending, detail) = futures::join!(
+                hooks::pending_hooks(heat, stack),
+                heat.get_stack(stack, false)
+            );
+            let status = detail?.summary.status;
+            Ok(plan_clear_hook(stack, &pending?, patterns, hook, &status))
         }
         Request::Check => Ok(plan_check(stack, &heat.get_stack(stack, false).await?)),
         Request::Cancel {
@@ -918,7 +941,13 @@ mod tests {
             pending("nodes/3", "pre-create"),
             pending("lb/1", "pre-update"),
         ];
-        let plan = plan_clear_hook(&sref("s"), &hooks, &["nodes/*".to_string()], "pre-update");
+        let plan = plan_clear_hook(
+            &sref("s"),
+            &hooks,
+            &["nodes/*".to_string()],
+            "pre-update",
+            &busy(),
+        );
         assert!(plan.refusals.is_empty());
         let calls: Vec<String> = plan.calls.iter().map(|c| c.to_string()).collect();
         assert_eq!(
@@ -929,7 +958,13 @@ mod tests {
             ]
         );
         assert_eq!(plan.target, "s/nodes/*");
-        let none = plan_clear_hook(&sref("s"), &hooks, &["nodes/9".to_string()], "pre-update");
+        let none = plan_clear_hook(
+            &sref("s"),
+            &hooks,
+            &["nodes/9".to_string()],
+            "pre-update",
+            &busy(),
+        );
         assert_eq!(none.refusals.len(), 1);
     }
 
@@ -938,7 +973,13 @@ mod tests {
         let mut inferred = pending("nodes/2", "pre-update");
         inferred.evidence = hooks::HookEvidence::InferredPurged;
         let hooks = [pending("nodes/1", "pre-update"), inferred];
-        let plan = plan_clear_hook(&sref("s"), &hooks, &["nodes/*".to_string()], "pre-update");
+        let plan = plan_clear_hook(
+            &sref("s"),
+            &hooks,
+            &["nodes/*".to_string()],
+            "pre-update",
+            &busy(),
+        );
         assert_eq!(
             plan.lines()[1],
             "  release 2 resource(s) held on a hook (1 inferred: pause event purged)"
@@ -948,8 +989,37 @@ mod tests {
             &hooks[..1],
             &["nodes/*".to_string()],
             "pre-update",
+            &busy(),
         );
         assert_eq!(seen.lines()[1], "  release 1 resource(s) held on a hook");
+    }
+
+    fn busy() -> Status {
+        Status::parse("UPDATE_IN_PROGRESS")
+    }
+
+    /// A member still paused after its update ended (cancelled without rollback: Heat lets
+    /// the waiting worker run on) is updated when released: the plan warns, before the call;
+    /// while the update runs, no warning.
+    #[test]
+    fn releasing_a_member_of_an_ended_update_is_said_to_update_it_alone() {
+        let hooks = [pending("nodes/1", "pre-update")];
+        let pattern = ["nodes/*".to_string()];
+        let ended = Status::parse("UPDATE_FAILED");
+        let plan = plan_clear_hook(&sref("s"), &hooks, &pattern, "pre-update", &ended);
+        assert!(plan.refusals.is_empty());
+        let lines = plan.lines();
+        assert!(
+            lines[2].starts_with("  WARNING: no update of s runs now (UPDATE_FAILED)")
+                && lines[2].contains("each is updated to that update's definition, alone"),
+            "{lines:?}"
+        );
+        assert!(lines[3].starts_with("  POST "), "{lines:?}");
+        let running = plan_clear_hook(&sref("s"), &hooks, &pattern, "pre-update", &busy());
+        assert!(running.warnings.is_empty());
+        // Nothing to release, nothing to warn of.
+        let none = plan_clear_hook(&sref("s"), &[], &pattern, "pre-update", &ended);
+        assert!(none.warnings.is_empty() && none.refusals.len() == 1);
     }
 
     #[test]

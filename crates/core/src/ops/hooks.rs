@@ -43,7 +43,8 @@
 //! one of its resources is). Limit: a member released *unchanged* (its update found nothing
 //! to do, so its `updated_time` stays old) whose release event is purged too looks exactly
 //! like a held one; the label says "inferred" for that reason. Clearing such a hook is
-//! harmless: Heat's `_unset_hook` deletes the hook data whether set or not.
+//! harmless: Heat checks the hook data first (`_signal_check_hook`) and refuses the signal
+//! (`The "pre-update" hook is not defined`) when the member is not waiting.
 //!
 //! Who uses the inference: `caldera heat hooks` ([`pending_hooks`]), the console's why-stuck
 //! line ([`inferred_tree_holds`], from the resources its tree read listed: no call more
@@ -85,6 +86,22 @@ const PAGE: u32 = 500;
 /// Enough for a long-stuck rollout of thousands of members; older pauses are history.
 const MAX_PAGES: usize = 4;
 
+/// Heat's event when a resource's wait on a hook ends without a release: the task that waited
+/// was stopped, and `Resource._break_if_required` (heat/engine/resource.py) clears the hook
+/// data and writes this with the resource's unchanged status. A stack's status says nothing
+/// of the wait: a cancel without rollback lets the workers in progress finish
+/// (`worker.stop_traversal`), so a member paused then still waits on its hook with the stack
+/// `UPDATE_FAILED`, and clearing the hook later updates it (measured on Heat 27); only this
+/// event or a release ends a pause.
+pub const WAIT_FAILED: &str = "Failure occurred while waiting.";
+
+/// What an event says of a resource's wait on a hook: `Some(true)` a pause, `Some(false)`
+/// the end of the wait (a release, or [`WAIT_FAILED`]: its operation stopped), `None`
+/// neither. [`hook_event`] reads releases only, for a reader that tells them apart.
+pub fn wait_event(reason: &str) -> Option<bool> {
+    hook_event(reason, None).or_else(|| (reason.trim() == WAIT_FAILED).then_some(false))
+}
+
 /// Members (resource names in the group) whose newest hook event is a pause. `events` must be
 /// newest first.
 pub fn paused_from_newest_first(events: &[StackEvent]) -> HashSet<String> {
@@ -93,7 +110,7 @@ pub fn paused_from_newest_first(events: &[StackEvent]) -> HashSet<String> {
         let Some(reason) = e.status_reason.as_deref() else {
             continue;
         };
-        if let Some(paused) = hook_event(reason, None) {
+        if let Some(paused) = wait_event(reason) {
             latest.entry(e.resource_name.as_str()).or_insert(paused);
         }
     }
@@ -283,7 +300,7 @@ pub fn pending_from_newest_first(
         let Some(reason) = e.status_reason.as_deref() else {
             continue;
         };
-        let Some(paused) = hook_event(reason, None) else {
+        let Some(paused) = wait_event(reason) else {
             continue;
         };
         let owner = e.stack.clone().unwrap_or_else(|| root.clone());
@@ -544,7 +561,7 @@ pub fn pre_update_candidates(
         .filter(|e| {
             e.status_reason
                 .as_deref()
-                .is_some_and(|r| hook_event(r, None).is_some())
+                .is_some_and(|r| wait_event(r).is_some())
         })
         .map(|e| {
             let owner = e.stack.as_ref().map_or(root.id.clone(), |s| s.id.clone());
@@ -755,6 +772,32 @@ mod tests {
             None
         );
         assert_eq!(hook_event("state changed", None), None);
+        // A wait that ended with its operation is no release, but it is the wait's end.
+        assert_eq!(hook_event(WAIT_FAILED, None), None);
+        assert_eq!(wait_event(WAIT_FAILED), Some(false));
+        assert_eq!(wait_event(pause), Some(true));
+        assert_eq!(wait_event(clear), Some(false));
+        assert_eq!(wait_event("state changed"), None);
+    }
+
+    /// A member whose wait failed (its update cancelled) is no longer paused, for every
+    /// reader of pauses.
+    #[test]
+    fn a_wait_that_failed_ends_the_pause() {
+        let events = vec![
+            ev("1", 40, WAIT_FAILED),
+            ev("2", 35, "UPDATE paused until Hook pre-update is cleared"),
+            ev("1", 30, "UPDATE paused until Hook pre-update is cleared"),
+        ];
+        let paused: Vec<String> = paused_from_newest_first(&events).into_iter().collect();
+        assert_eq!(paused, ["2"]);
+        let root = StackRef {
+            name: "s".into(),
+            id: "s".into(),
+        };
+        let pending = pending_from_newest_first(&events, &root, |_| Some(vec![]));
+        let names: Vec<&str> = pending.iter().map(|p| p.resource.as_str()).collect();
+        assert_eq!(names, ["2"]);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! When the deepest cause is an `OS::Nova::Server`, its Nova record (status and fault) is the
 //! next thing an operator reads; [`nova_summary`] says it in one line.
 
-use super::hooks::{hook_event, PendingHook};
+use super::hooks::{hook_event, wait_event, PendingHook};
 use super::node_tree::is_nova_server_type;
 use crate::model::{ServerDetail, StackEvent, StackResource};
 use chrono::{DateTime, Utc};
@@ -214,7 +214,7 @@ fn hook_pauses(events: &[StackEvent]) -> HashMap<String, Option<(String, DateTim
         let (Some(path), Some(reason)) = (event_path(e), e.status_reason.as_deref()) else {
             continue;
         };
-        match hook_event(reason, None) {
+        match wait_event(reason) {
             Some(true) => latest.insert(path, Some((hook_name(reason), e.time))),
             Some(false) => latest.insert(path, None),
             None => None,
@@ -235,7 +235,7 @@ pub fn action_durations(events: &[StackEvent]) -> HashMap<(String, String), i64>
             continue;
         };
         let reason = e.status_reason.as_deref().unwrap_or("");
-        if hook_event(reason, None).is_some() {
+        if wait_event(reason).is_some() {
             continue;
         }
         let key = (path, e.status.action.clone());

@@ -328,6 +328,10 @@ impl HeatReader {
             m.paused = false;
             m.released_at = Some(e.time);
         } else {
+            // The wait ended with its update (cancelled): no longer paused, never released.
+            if reason.trim() == crate::ops::hooks::WAIT_FAILED {
+                m.paused = false;
+            }
             m.status = Some(e.status.clone());
             if m.released_at.is_some() && m.failed.is_none() {
                 if e.status.is_failed() && reason.contains(SUPERSEDED_MARK) {
