@@ -279,28 +279,36 @@ async fn nodes_of(service: &LiveService, group: NodeGroup) -> Vec<Node> {
     last
 }
 
-/// Whether caldera shows `image` for a member: by the name Nova's image proxy gives for the
-/// id Nova has on the server (a plain stack's group has no image of its own, so names are
-/// for the operator's eyes).
-/// The nodes once Heat lists `member`'s replacement. While Heat replaces a member (new
-/// server first, then the old one deleted) its database holds two resources of that name,
-/// and the listing may give either: the old one `DELETE_IN_PROGRESS` (its server going, no
-/// image) until the delete ends. That is Heat's record of the moment, not caldera's; the
-/// nodes are read again until Heat gives the replacement (bounded by `SETTLE`).
+/// The nodes once Heat has made `member`'s replacement. While Heat replaces a member its
+/// listing may still give the old row (with the reason `… requires replacement.`, then
+/// `DELETE_IN_PROGRESS`, then `DELETE_COMPLETE` until the whole update ends: all three seen
+/// in CI); caldera reads the replacement from Heat's events (`caldera::ops::replaced`), which
+/// name the new server once Heat has created it. Nova can have the new server ACTIVE a moment
+/// before that: the nodes are read again while the replacement is still being made, or not
+/// begun (bounded by `SETTLE`). A deleted old row is not waited out: caldera must see past it.
 async fn settled_nodes(service: &LiveService, group: NodeGroup, member: &str) -> Vec<Node> {
     let deadline = Instant::now() + SETTLE;
     loop {
         let nodes = nodes_of(service, group.clone()).await;
-        let deleting = nodes
+        let being_made = |n: &Node| {
+            n.status.raw == "CREATE_IN_PROGRESS"
+                || n.status_reason
+                    .as_deref()
+                    .is_some_and(|r| r.ends_with("requires replacement."))
+        };
+        let waiting = nodes
             .iter()
-            .any(|n| n.key.member == member && n.status.raw == "DELETE_IN_PROGRESS");
-        if !deleting || Instant::now() >= deadline {
+            .any(|n| n.key.member == member && being_made(n));
+        if !waiting || Instant::now() >= deadline {
             return nodes;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
 
+/// Whether caldera shows `image` for a member: by the name Nova's image proxy gives for the
+/// id Nova has on the server (a plain stack's group has no image of its own, so names are
+/// for the operator's eyes).
 fn shows(nodes: &[Node], member: &str, image: (&str, &str)) -> bool {
     nodes
         .iter()

@@ -18,7 +18,7 @@
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceInfo, ResourceQuery};
 use crate::model::{StackRef, Status};
-use crate::ops::node_tree;
+use crate::ops::{node_tree, replaced};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -102,7 +102,45 @@ pub async fn discover_groups(
         groups.extend(stack_as_group(stack, &root_listing));
     }
     groups.sort_by(|a, b| a.path.cmp(&b.path));
+    for g in &mut groups {
+        with_replacements(heat, g).await;
+    }
     Ok(groups)
+}
+
+/// Members Heat is replacing, as their replacement stands (see [`super::replaced`]): where the
+/// listing gave a member's old row (deleted, or marked for replacement), its group's newest
+/// events are read (a few pages, only then) and the replacement's newest event stands for
+/// it: status, reason, time and the new server's id. Members that are nested stacks are left
+/// as listed (Heat updates a template member in place). An unreadable event list leaves
+/// the listing as it is.
+async fn with_replacements(heat: &HeatClient, g: &mut GroupShape) {
+    let replaced = |m: &Member| {
+        m.stack.is_none()
+            && m.physical_id.is_some()
+            && replaced::may_be_replaced(&m.status, m.status_reason.as_deref())
+    };
+    let Some(stack) = g.stack.as_ref().filter(|_| g.members.iter().any(replaced)) else {
+        return;
+    };
+    let events = match replaced::group_events(heat, stack).await {
+        Ok(events) => events,
+        Err(e) => {
+            tracing::info!(
+                "events of {} not read for its replacements: {e}",
+                stack.name
+            );
+            return;
+        }
+    };
+    for m in g.members.iter_mut().filter(|m| replaced(m)) {
+        if let Some(r) = replaced::replacement_in(&events, &m.name, m.physical_id.as_deref()) {
+            m.status = r.status;
+            m.status_reason = r.reason;
+            m.since = Some(r.time);
+            m.physical_id = r.physical_id;
+        }
+    }
 }
 
 fn depth_one() -> ResourceQuery {

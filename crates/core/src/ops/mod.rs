@@ -13,6 +13,7 @@ pub mod hooks;
 pub mod image_names;
 pub mod ips;
 pub mod node_tree;
+pub mod replaced;
 pub mod stack_paths;
 pub mod stuck;
 pub mod warm_outputs;

@@ -32,6 +32,16 @@ impl GroupRun<'_> {
         (by_stack, by_name)
     }
 
+    /// The members that are servers themselves, by their server's id as discovery settled it
+    /// (a replacement's new server while Heat replaces one: `crate::ops::replaced`).
+    pub(super) fn server_members(&self) -> HashMap<String, String> {
+        self.keys
+            .iter()
+            .filter(|(_, m)| m.is_server())
+            .filter_map(|(k, m)| Some((m.physical_id.clone()?, k.clone())))
+            .collect()
+    }
+
     /// Runs the sources until every member of the group has its address or every source is
     /// done. Errors of a source become reasons in `reasons`. False when the consumer is gone.
     pub(super) async fn run(
@@ -82,8 +92,11 @@ impl GroupRun<'_> {
                 nova.clone(),
                 group_stack.clone(),
                 options.server_type.clone(),
-                by_stack.clone(),
-                by_name.clone(),
+                super::nova::MemberIndex {
+                    by_stack: by_stack.clone(),
+                    by_name: by_name.clone(),
+                    server_members: self.server_members(),
+                },
                 nova_tx,
             )))),
             None => {

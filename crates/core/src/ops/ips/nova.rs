@@ -25,6 +25,15 @@ pub(super) struct NovaMatch {
     pub(super) no_network: bool,
 }
 
+/// How a server found in Heat's listing is given to its member: by the member stack that
+/// owns it, by the member's name, and (for members that are servers themselves) by the server
+/// id discovery settled.
+pub(super) struct MemberIndex {
+    pub(super) by_stack: HashMap<String, String>,
+    pub(super) by_name: HashMap<String, String>,
+    pub(super) server_members: HashMap<String, String>,
+}
+
 /// Maps the members' servers to members, then pages through Nova's servers sending each
 /// page's matches. Errors end this source quietly: the other sources carry on.
 pub(super) async fn nova_addresses(
@@ -32,10 +41,14 @@ pub(super) async fn nova_addresses(
     nova: NovaClient,
     group_stack: StackRef,
     server_type: String,
-    by_stack: HashMap<String, String>,
-    by_name: HashMap<String, String>,
+    index: MemberIndex,
     out: mpsc::Sender<Vec<NovaMatch>>,
 ) {
+    let MemberIndex {
+        by_stack,
+        by_name,
+        server_members,
+    } = index;
     let query = ResourceQuery {
         nested_depth: Some(2),
         with_detail: false,
@@ -76,9 +89,14 @@ pub(super) async fn nova_addresses(
             }
         }
     }
+    // A member that is a server itself has the id discovery settled (its replacement's,
+    // where Heat's listing still gives the replaced row): that id stands.
+    let settled: HashSet<&String> = server_members.values().collect();
     let member_of: HashMap<String, String> = newest
         .into_iter()
+        .filter(|(member, _)| !settled.contains(member))
         .map(|(member, (_, id))| (id, member))
+        .chain(server_members.clone())
         .collect();
     if member_of.is_empty() {
         return;
