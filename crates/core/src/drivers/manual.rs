@@ -941,13 +941,7 @@ mod tests {
             pending("nodes/3", "pre-create"),
             pending("lb/1", "pre-update"),
         ];
-        let plan = plan_clear_hook(
-            &sref("s"),
-            &hooks,
-            &["nodes/*".to_string()],
-            "pre-update",
-            &busy(),
-        );
+        let plan = clear(&hooks, "nodes/*", "UPDATE_IN_PROGRESS");
         assert!(plan.refusals.is_empty());
         let calls: Vec<String> = plan.calls.iter().map(|c| c.to_string()).collect();
         assert_eq!(
@@ -958,13 +952,7 @@ mod tests {
             ]
         );
         assert_eq!(plan.target, "s/nodes/*");
-        let none = plan_clear_hook(
-            &sref("s"),
-            &hooks,
-            &["nodes/9".to_string()],
-            "pre-update",
-            &busy(),
-        );
+        let none = clear(&hooks, "nodes/9", "UPDATE_IN_PROGRESS");
         assert_eq!(none.refusals.len(), 1);
     }
 
@@ -973,29 +961,25 @@ mod tests {
         let mut inferred = pending("nodes/2", "pre-update");
         inferred.evidence = hooks::HookEvidence::InferredPurged;
         let hooks = [pending("nodes/1", "pre-update"), inferred];
-        let plan = plan_clear_hook(
-            &sref("s"),
-            &hooks,
-            &["nodes/*".to_string()],
-            "pre-update",
-            &busy(),
-        );
+        let plan = clear(&hooks, "nodes/*", "UPDATE_IN_PROGRESS");
         assert_eq!(
             plan.lines()[1],
             "  release 2 resource(s) held on a hook (1 inferred: pause event purged)"
         );
-        let seen = plan_clear_hook(
-            &sref("s"),
-            &hooks[..1],
-            &["nodes/*".to_string()],
-            "pre-update",
-            &busy(),
-        );
+        let seen = clear(&hooks[..1], "nodes/*", "UPDATE_IN_PROGRESS");
         assert_eq!(seen.lines()[1], "  release 1 resource(s) held on a hook");
     }
 
-    fn busy() -> Status {
-        Status::parse("UPDATE_IN_PROGRESS")
+    /// A clear of `pattern`'s pre-update hooks among `hooks`, the stack in `status`.
+    fn clear(hooks: &[PendingHook], pattern: &str, status: &str) -> ControlPlan {
+        let patterns = [pattern.to_string()];
+        plan_clear_hook(
+            &sref("s"),
+            hooks,
+            &patterns,
+            "pre-update",
+            &Status::parse(status),
+        )
     }
 
     /// A member still paused after its update ended (cancelled without rollback: Heat lets
@@ -1004,9 +988,7 @@ mod tests {
     #[test]
     fn releasing_a_member_of_an_ended_update_is_said_to_update_it_alone() {
         let hooks = [pending("nodes/1", "pre-update")];
-        let pattern = ["nodes/*".to_string()];
-        let ended = Status::parse("UPDATE_FAILED");
-        let plan = plan_clear_hook(&sref("s"), &hooks, &pattern, "pre-update", &ended);
+        let plan = clear(&hooks, "nodes/*", "UPDATE_FAILED");
         assert!(plan.refusals.is_empty());
         let lines = plan.lines();
         assert!(
@@ -1015,10 +997,10 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[3].starts_with("  POST "), "{lines:?}");
-        let running = plan_clear_hook(&sref("s"), &hooks, &pattern, "pre-update", &busy());
+        let running = clear(&hooks, "nodes/*", "UPDATE_IN_PROGRESS");
         assert!(running.warnings.is_empty());
         // Nothing to release, nothing to warn of.
-        let none = plan_clear_hook(&sref("s"), &[], &pattern, "pre-update", &ended);
+        let none = clear(&[], "nodes/*", "UPDATE_FAILED");
         assert!(none.warnings.is_empty() && none.refusals.len() == 1);
     }
 

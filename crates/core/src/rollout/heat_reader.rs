@@ -329,7 +329,7 @@ impl HeatReader {
             m.released_at = Some(e.time);
         } else {
             // The wait ended with its update (cancelled): no longer paused, never released.
-            if reason.trim() == crate::ops::hooks::WAIT_FAILED {
+            if crate::ops::hooks::wait_event(&reason) == Some(false) {
                 m.paused = false;
             }
             m.status = Some(e.status.clone());
