@@ -14,6 +14,7 @@
 //! point at it.
 
 use crate::support::heat_wait;
+use crate::support::heat_wait::delete_settled;
 use crate::support::real_heat_client;
 use crate::support::real_heat_client::caldera_journaled as caldera;
 use crate::support::scenarios::until_next_update;
@@ -194,20 +195,10 @@ async fn magnum_layout_scaled_and_rolled_out_by_path() {
     // The rollout: the image parameter of the operator's template, member by member, with a
     // post-node hook that writes each node's member, name and address as the hook sees them.
     let seen = event_ids(&heat, &stack, "kube_minions").await;
-    let actions = dir.path().join("actions.toml");
-    let hook_log = dir.path().join("hooks.log");
-    std::fs::write(
-        &actions,
-        format!(
-            "[hooks]\ntimeout_secs = 20\npost_node = \"echo $CALDERA_NODE_MEMBER \
-             $CALDERA_NODE_IP >> {}\"\n",
-            hook_log.display()
-        ),
-    )
-    .expect("actions.toml");
-    let (ok, out, err) = crate::support::cli::Caldera::heat(&heat_url())
-        .journal(&journal, &actions)
-        .args([
+    let (ok, out, err, got) = crate::support::real_heat_client::caldera_with_address_hook(
+        dir.path(),
+        &journal,
+        &[
             "rollout",
             "start",
             &target,
@@ -216,9 +207,8 @@ async fn magnum_layout_scaled_and_rolled_out_by_path() {
             "--yes",
             "--poll-secs",
             "0.5",
-        ])
-        .no_stdin()
-        .run_ok();
+        ],
+    );
     assert!(ok, "rollout failed:\n{out}\n{err}");
     // Each member's address as Heat resolves the template's own output (Magnum's
     // kube_minion_ip, no output named `ip`), in the hooks' CALDERA_NODE_IP.
@@ -229,8 +219,6 @@ async fn magnum_layout_scaled_and_rolled_out_by_path() {
         .enumerate()
         .map(|(i, ip)| format!("{i} {}", ip.as_str().unwrap_or_default()))
         .collect();
-    let hooks = std::fs::read_to_string(&hook_log).unwrap_or_default();
-    let got: Vec<&str> = hooks.lines().collect();
     assert_eq!(got, want, "post-node hooks' member and address");
     let preview_at = preview_updates(&out, "kube_minions");
     let plan_at = out.find("batch   3: 2");
@@ -320,7 +308,7 @@ async fn magnum_layout_scaled_and_rolled_out_by_path() {
         "{}",
         status.1
     );
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// TripleO-like role groups: the Compute role scaled by path; a parameter that does not
@@ -384,7 +372,7 @@ async fn tripleo_roles_scaled_and_a_change_that_cannot_reach_is_refused() {
         .unwrap()
         .value;
     assert_eq!(ips, json!(["192.168.25.0", "192.168.25.1"]));
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// A stack Magnum owns (Magnum's `cluster_uuid` parameter): refused unless the operator
@@ -430,7 +418,7 @@ async fn a_magnum_owned_stack_is_refused_unless_allowed() {
     assert!(preview_updates(&out, "kube_minions").is_some(), "{out}");
     assert!(out.contains("batch   1: 0"), "{out}");
     assert_eq!(updated_at(&heat, &stack).await, before, "nothing sent");
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// The controls of caldera's own rollouts on a group of an operator's stack: a rollout
@@ -517,7 +505,7 @@ async fn a_group_rollout_is_paused_and_resumed_by_path() {
             .collect(),
         "one update per member"
     );
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// Another machine's update replaces a group rollout in the worst place, while the rollout
@@ -610,7 +598,7 @@ async fn a_group_rollout_superseded_in_its_gate_releases_nothing_more() {
             caldera::api::heat::StackAction::CancelWithoutRollback,
         )
         .await;
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// A group inside a nested stack (`roles/Compute`, the stack's parameters passed down as the
@@ -691,7 +679,7 @@ async fn a_group_inside_a_nested_stack_is_rolled_out_and_scaled_by_path() {
         group_members(&heat, &stack, "roles/Compute").await.unwrap(),
         ["0", "1", "2"]
     );
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// Issue 25 on a real Heat: a rollout of a plain stack's group (`STACK/GROUP`) in the gate after

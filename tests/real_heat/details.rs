@@ -6,6 +6,7 @@
 //! `scripts/real-heat-suite.sh` (`--ignored`, HEAT_URL set).
 
 use crate::support::heat_wait;
+use crate::support::heat_wait::delete_settled;
 use crate::support::real_heat_client;
 
 use caldera::api::heat::StackCreate;
@@ -117,6 +118,6 @@ async fn details_of_a_tripleo_like_overcloud_and_a_hidden_parameter() {
     assert!(!format!("{shown:?}").contains("s3cr3t-value"));
 
     for s in [&overcloud, &secret] {
-        heat.delete_stack(s).await.expect("delete");
+        delete_settled(&heat, s).await;
     }
 }

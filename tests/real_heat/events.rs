@@ -10,6 +10,7 @@
 //! point at it. Everything is on 127.0.0.1; every wait is bounded.
 
 use crate::support::heat_wait;
+use crate::support::heat_wait::delete_settled;
 
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{EventQuery, SortDir};
@@ -120,5 +121,5 @@ async fn events_come_out_in_heats_order_within_a_second() {
         printed, heat_order,
         "caldera printed Heat's events in Heat's order"
     );
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(heat, &stack).await;
 }

@@ -9,6 +9,7 @@
 //! text through `caldera failures`, `caldera events` and `caldera stacks` (the real
 //! binary), while `--format json` keeps the exact name.
 
+use crate::support::heat_wait::delete_settled;
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{HeatClient, StackCreate};
 use caldera::model::{StackRef, StatusState};
@@ -156,5 +157,5 @@ async fn escape_sequences_in_a_resource_name_stay_visible_text() {
     assert!(ok);
     assert_inert("stacks csv", &out);
 
-    heat.delete_stack(&stack).await.expect("delete");
+    delete_settled(&heat, &stack).await;
 }

@@ -10,6 +10,7 @@
 //! `HEAT_URL` must point at a real Heat (`scripts/heat-standalone.sh start`).
 
 use crate::support::heat_wait;
+use crate::support::heat_wait::delete_settled;
 use crate::support::real_heat_client;
 use caldera::api::heat::{EventQuery, HeatClient, ResourceQuery, StackUpdate};
 use caldera::drivers::magnum::group_in_stack;
@@ -208,7 +209,7 @@ async fn magnum_default_node_groups_in_the_shared_cluster_stack() {
     assert_eq!(pane.len(), 6);
     assert!(!pane.contains_key("2"));
 
-    heat.delete_stack(&stack).await.expect("delete");
+    delete_settled(&heat, &stack).await;
 }
 
 /// Planning a parameter change for one group of a template nobody here wrote: refused where
@@ -282,5 +283,5 @@ async fn a_group_change_is_planned_from_heats_preview() {
     let detail = heat.get_stack(&stack, false).await.expect("show");
     assert_eq!(detail.summary.status.raw, "CREATE_COMPLETE");
 
-    heat.delete_stack(&stack).await.expect("delete");
+    delete_settled(&heat, &stack).await;
 }

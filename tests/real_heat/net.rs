@@ -4,6 +4,7 @@
 //! `scripts/real-heat-suite.sh` starts a Heat and runs these with `--ignored`; HEAT_URL must
 //! point at it. Everything is on 127.0.0.1; every wait is bounded.
 
+use crate::support::heat_wait::delete_settled;
 use caldera::api::cloud::{CloudConnection, ConnectOptions, NoAuthEndpoints};
 use caldera::api::heat::{EventQuery, HeatClient, SortDir};
 use caldera::model::StackRef;
@@ -152,7 +153,7 @@ async fn a_hung_magnum_beside_a_real_heat() {
     ] {
         assert!(stderr.contains(w), "{w:?} in {stderr}");
     }
-    conn.heat.delete_stack(&stack).await.ok();
+    delete_settled(&conn.heat, &stack).await;
 }
 
 /// A TCP proxy to Heat that can be cut (every connection dropped, the port closed) and
@@ -310,5 +311,5 @@ async fn events_follow_through_a_cut_connection_to_a_real_heat() {
         unique_ids, truth,
         "the follower printed exactly Heat's events"
     );
-    conn.heat.delete_stack(&stack).await.ok();
+    delete_settled(&conn.heat, &stack).await;
 }

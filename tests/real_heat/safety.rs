@@ -21,6 +21,7 @@
 //! point at it.
 
 use crate::support::heat_wait;
+use crate::support::heat_wait::delete_settled;
 use crate::support::pty;
 use crate::support::real_heat_client;
 use crate::support::real_heat_client::caldera_journaled as caldera;
@@ -295,7 +296,7 @@ async fn a_completed_rollout_leaves_the_environment_as_it_found_it() {
     plain_update_runs_unheld(&heat, &stack, "fedora-coreos-41").await;
     let (ok, out, err) = caldera(&journal, &["heat", "hooks", &stack.name]);
     assert!(ok && !out.contains("warning:"), "{out}\n{err}");
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -445,7 +446,7 @@ async fn hooks_a_cancelled_rollout_keeps_are_named_and_taken_out_on_request() {
         "{registry_after}"
     );
     plain_update_runs_unheld(&heat, &stack, "fcos-42").await;
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -587,7 +588,7 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
     wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
     let hooks = heat.get_environment_hooks(&stack).await.expect("env");
     assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// Magnum's layout with `masters` masters and `minions` minions booting one image parameter
@@ -726,7 +727,26 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
     let mark = |events: Vec<caldera::model::StackEvent>| events.last().map(|e| e.id.clone());
     let m_mark = mark(stack_events(&heat, &masters_stack, None).await);
     let w_mark = mark(stack_events(&heat, &minions_stack, None).await);
-    let (ok, out, err) = start(&["--also", "kube_masters", "--gate-secs", "1"]);
+    // Each node's post-node hook is given its address, the held masters' too (Magnum's
+    // `kube_master_ip`, another output than the minions' `kube_minion_ip`).
+    let (ok, out, err, mut hooks) = real_heat_client::caldera_with_address_hook(
+        dir.path(),
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "minion_image=fcos-41",
+            "--yes",
+            "--poll-secs",
+            "0.5",
+            "--also",
+            "kube_masters",
+            "--gate-secs",
+            "1",
+        ],
+    );
     assert!(ok, "{out}\n{err}");
     assert!(
         out.contains(
@@ -757,11 +777,28 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
     );
     let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
     assert!(
-        ok && out.contains("completed") && out.contains("new 5/5"),
+        ok && out.contains("completed")
+            && out.contains("new 5/5")
+            && out.contains("  kube_masters: new 3/3")
+            && out.contains("  kube_minions (target): new 2/2"),
         "{out}\n{err}"
     );
+    hooks.sort();
+    let mut want = Vec::new();
+    for (output, path) in [
+        ("kube_masters_private", "kube_masters/"),
+        ("kube_minions_private", ""),
+    ] {
+        let ips = heat.show_output(&stack, output).await.expect(output).value;
+        let ips = ips.as_array().cloned().unwrap_or_default();
+        for (i, ip) in ips.iter().enumerate() {
+            want.push(format!("{path}{i} {}", ip.as_str().unwrap_or_default()));
+        }
+    }
+    want.sort();
+    assert_eq!(hooks, want, "post-node hooks' member and address");
     plain_update_runs_unheld(&heat, &stack, "fcos-42").await;
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// The same held rollout whose driver is killed (`kill -9`) after the second master was
@@ -867,7 +904,7 @@ async fn also_held_masters_survive_a_killed_driver_and_a_resume() {
     );
     let hooks = heat.get_environment_hooks(&stack).await.expect("env");
     assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// An AutoScalingGroup's members are updated in Heat's own order, several times each: a
@@ -922,7 +959,7 @@ async fn a_rollout_of_an_autoscaling_group_is_refused_with_the_reason() {
     );
     let d = heat.get_stack(&stack, false).await.expect("stack");
     assert_eq!(d.summary.updated_at, updated, "nothing sent");
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }
 
 /// Chosen members of a group that is not caldera's own, through the parameter its
@@ -972,5 +1009,5 @@ async fn chosen_members_of_any_group_are_removed_through_its_removal_policies() 
     // A member that is not there is refused, and nothing is sent.
     let (ok, out, err) = caldera(&journal, &["scale", &target, "--remove", "9", "--yes"]);
     assert!(!ok && out.contains("has no member 9"), "{out}\n{err}");
-    heat.delete_stack(&stack).await.ok();
+    delete_settled(&heat, &stack).await;
 }

@@ -12,6 +12,7 @@
 //! point at it.
 
 use crate::support::heat_wait;
+use crate::support::heat_wait::delete_settled;
 use crate::support::real_heat_client;
 use crate::support::real_heat_client::caldera;
 
@@ -357,7 +358,7 @@ async fn magnum_cluster_layout() {
         "{out}"
     );
 
-    heat.delete_stack(&stack).await.expect("delete");
+    delete_settled(&heat, &stack).await;
 }
 
 /// TripleO-like roles, an AutoScalingGroup, a group in a nested stack, an address three
@@ -519,7 +520,7 @@ async fn shapes_from_the_wild() {
     assert!(err.contains("0/0 addresses, 0 failed"), "{err}");
 
     for s in [&tripleo, &asg, &nested, &deep, &json, &two, &empty] {
-        heat.delete_stack(s).await.expect("delete");
+        delete_settled(&heat, s).await;
     }
 }
 
@@ -603,8 +604,8 @@ async fn failing_and_pending_members() {
     assert!(ok, "pending members are no error: {err}");
     assert!(err.contains("2 pending"), "{err}");
 
-    heat.delete_stack(&failing).await.expect("delete");
-    heat.delete_stack(&slow).await.expect("delete");
+    delete_settled(&heat, &failing).await;
+    delete_settled(&heat, &slow).await;
 }
 
 /// Heat keeps an aggregate output once it has resolved it, until the group changes. caldera
@@ -680,5 +681,5 @@ async fn a_warm_aggregate_is_used_only_for_the_group_heat_resolved() {
     let after = collect(&heat, &stack, Some("kube_minions"), options).await;
     let stats = after.stats.clone().expect("done");
     assert_eq!((stats.found, stats.from_aggregate), (41, 0), "{stats:?}");
-    let _ = heat.delete_stack(&stack).await;
+    delete_settled(&heat, &stack).await;
 }

@@ -290,6 +290,7 @@ async fn settled_nodes(service: &LiveService, group: NodeGroup, member: &str) ->
     let deadline = Instant::now() + SETTLE;
     loop {
         let nodes = nodes_of(service, group.clone()).await;
+        replacements_count_as_updating(&nodes, &group);
         let being_made = |n: &Node| {
             n.status.raw == "CREATE_IN_PROGRESS"
                 || n.status_reason
@@ -304,6 +305,19 @@ async fn settled_nodes(service: &LiveService, group: NodeGroup, member: &str) ->
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+}
+
+/// No scale runs in these rollouts: a member Heat shows being created is a replacement, which
+/// caldera marks as such (from Heat's events) and counts as a member being updated, never as
+/// one a scale adds.
+fn replacements_count_as_updating(nodes: &[Node], group: &NodeGroup) {
+    let made: Vec<&Node> = nodes
+        .iter()
+        .filter(|n| n.status.action == "CREATE" && n.status.is_in_progress())
+        .collect();
+    assert!(made.iter().all(|n| n.replacing), "{made:#?}");
+    let counts = caldera::progress::of_nodes(nodes.iter(), group, &[], chrono::Utc::now()).counts;
+    assert_eq!(counts.creating, 0, "{counts:?} of {nodes:#?}");
 }
 
 /// Whether caldera shows `image` for a member: by the name Nova's image proxy gives for the

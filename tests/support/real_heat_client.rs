@@ -29,6 +29,34 @@ pub fn caldera_journaled(journal: &Path, args: &[&str]) -> (bool, String, String
         .run_ok()
 }
 
+/// `caldera --heat-url HEAT_URL ARGS` with a journal and an actions file (both in `dir`) whose
+/// post-node hook appends each node's `$CALDERA_NODE_MEMBER $CALDERA_NODE_IP` to a log: (exited
+/// 0, stdout, stderr, the log's lines in the order the hooks ran).
+pub fn caldera_with_address_hook(
+    dir: &Path,
+    journal: &Path,
+    args: &[&str],
+) -> (bool, String, String, Vec<String>) {
+    let actions = dir.join("actions.toml");
+    let hook_log = dir.join("hooks.log");
+    std::fs::write(
+        &actions,
+        format!(
+            "[hooks]\ntimeout_secs = 20\npost_node = \"echo $CALDERA_NODE_MEMBER \
+             $CALDERA_NODE_IP >> {}\"\n",
+            hook_log.display()
+        ),
+    )
+    .expect("actions.toml");
+    let (ok, out, err) = Caldera::heat(&heat_url())
+        .journal(journal, &actions)
+        .args(args)
+        .no_stdin()
+        .run_ok();
+    let hooks = std::fs::read_to_string(&hook_log).unwrap_or_default();
+    (ok, out, err, hooks.lines().map(str::to_string).collect())
+}
+
 pub async fn connect() -> CloudConnection {
     CloudConnection::no_auth(
         &NoAuthEndpoints::heat_only(heat_url()),

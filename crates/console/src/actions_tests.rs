@@ -428,6 +428,34 @@ fn edge_plan(c: &Cluster, g: &NodeGroup) -> RolloutPlan {
     p
 }
 
+/// A rollout holding a group beside its target (`--also`): the view gives each group's
+/// counts under the rollout's, as `rollout status` does, from the same model.
+#[tokio::test]
+async fn rollout_view_gives_each_held_groups_counts() {
+    let mut h = H::ops();
+    h.open_edge().await;
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    h.rollout_driven_here(&g, &plan);
+    let mut status = mid_run(&plan);
+    // The first batch's two members are another group's, held before the target's.
+    for n in status.nodes.iter_mut().filter(|n| n.batch == 0) {
+        n.name = format!("masters/{}", n.name);
+    }
+    status.compute(demo_epoch());
+    h.rollout_status(&g, status.clone());
+    let screen = h.screen();
+    for line in status.group_lines() {
+        assert!(screen.contains(line.trim_start()), "{line:?} in\n{screen}");
+    }
+    // Member 1 (a master here) failed in `mid_run`.
+    assert!(
+        screen.contains("masters: new 1/2 updating 0 held 0 old 0 failed 1")
+            && screen.contains("edge (target): new 0/4 updating 2 held 0 old 2"),
+        "{screen}"
+    );
+}
+
 #[tokio::test]
 async fn rollout_view_controls_send_the_right_control() {
     let mut h = H::ops();

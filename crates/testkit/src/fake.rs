@@ -561,6 +561,7 @@ fn add_cluster(
                 server_id: None,
                 created: None,
                 stack_id: Some(format!("{name}-{gname}-member-{i}")),
+                replacing: false,
             });
             if ng_upgrading && i < 40 {
                 d.event_seq += 1;

@@ -299,6 +299,7 @@ impl FakeOperator {
                     server_id: None,
                     created: None,
                     stack_id: None,
+                    replacing: false,
                 });
             }
             Ok(())

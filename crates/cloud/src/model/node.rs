@@ -44,6 +44,10 @@ pub struct Node {
     /// When the node's server was created (Nova), for how long builds take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<DateTime<Utc>>,
+    /// Heat is replacing the member (its update replaces the resource): status, reason and
+    /// server are its replacement's, which Heat creates (`CREATE_*`) as the member's update.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replacing: bool,
 }
 
 /// One member's addresses, as the IP fetcher streams them.
@@ -144,6 +148,7 @@ mod image_tests {
             stack_id: None,
             server_id: None,
             created: None,
+            replacing: false,
         }
     }
 

@@ -420,6 +420,7 @@ mod tests {
                 server_id: None,
                 created: None,
                 stack_id: None,
+                replacing: false,
             },
             ip_error: None,
             changed_at: None,

@@ -443,6 +443,7 @@ mod tests {
             stack_id: None,
             server_id: None,
             created: None,
+            replacing: false,
         }
     }
 

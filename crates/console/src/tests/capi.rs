@@ -67,6 +67,7 @@ fn stalled_capi(h: &Harness) {
                         stack_id: None,
                         server_id: Some(format!("srv-{i}")),
                         created: Some(created),
+                        replacing: false,
                     }
                 })
                 .collect();

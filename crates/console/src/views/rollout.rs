@@ -206,6 +206,13 @@ fn header_lines<'a>(app: &App, slot: &'a RolloutSlot, s: &'a RolloutStatus) -> V
             Span::styled(format!("  id {}", terminal_safe(&s.id)), m),
         ]),
     ];
+    // With groups held beside the target (`--also`): each group's counts, as `rollout status`.
+    for group in s.group_lines() {
+        lines.push(Line::from(Span::styled(
+            terminal_safe(group.trim_start()).into_owned(),
+            m,
+        )));
+    }
     if let Some(note) = slot.note() {
         lines.push(Line::from(Span::styled(
             terminal_safe(&note).into_owned(),

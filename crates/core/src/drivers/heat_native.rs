@@ -447,6 +447,7 @@ pub fn node_from_resource(target: &NodeGroupTarget, r: &crate::model::StackResou
         server_id: None,
         created: None,
         stack_id: r.nested.as_ref().map(|s| s.id.clone()),
+        replacing: false,
     }
 }
 

@@ -510,6 +510,7 @@ impl Driver for MagnumDriver {
                     server_id: None,
                     created: None,
                     stack_id: r.resource.nested.as_ref().map(|s| s.id.clone()),
+                    replacing: false,
                 })
                 .collect();
             nodes.sort_by(|a, b| member_order(&a.name, &b.name));

@@ -178,6 +178,7 @@ pub fn node_from_server(nodegroup_id: &str, s: &ServerInfo) -> Node {
         server_id: Some(s.id.clone()),
         created: s.created,
         stack_id: None,
+        replacing: false,
     }
 }
 

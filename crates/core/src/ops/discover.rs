@@ -139,6 +139,7 @@ async fn with_replacements(heat: &HeatClient, g: &mut GroupShape) {
             m.status_reason = r.reason;
             m.since = Some(r.time);
             m.physical_id = r.physical_id;
+            m.replacing = true;
         }
     }
 }
@@ -1032,6 +1033,11 @@ pub struct Member {
     /// The member resource's physical id: the Nova server's id when the member is a server
     /// itself, its nested stack's id when it is a template.
     pub physical_id: Option<String>,
+    /// Heat is replacing this member (its update replaces the resource: `UpdateReplace`), and
+    /// what is shown of it is its replacement's, read from the group's events (see
+    /// [`super::replaced`]): a replacement being created is the member's update, not a member
+    /// a scale adds.
+    pub replacing: bool,
 }
 
 impl Member {
@@ -1046,6 +1052,7 @@ impl Member {
             group: String::new(),
             resource_type: r.resource.resource_type.clone(),
             physical_id: r.resource.physical_id.clone(),
+            replacing: false,
         }
     }
 

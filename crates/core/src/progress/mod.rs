@@ -169,10 +169,15 @@ pub struct MemberFacts {
     pub since: Option<DateTime<Utc>>,
     /// When it became new (its update finished), for the pace.
     pub finished_at: Option<DateTime<Utc>>,
+    /// Heat's update replaces it: its status is its replacement's, whose `CREATE_*` is the
+    /// member's update (not a member a scale adds).
+    #[serde(default)]
+    pub replacing: bool,
 }
 
 /// The one phase of a member. Creation and removal come first (a member a scale is adding is
-/// not complete, whatever Heat's `INIT_COMPLETE` says), then failure and the operator's word,
+/// not complete, whatever Heat's `INIT_COMPLETE` says; one whose replacement Heat creates is
+/// being updated), then failure and the operator's word,
 /// then whether the update touches it, then the hook, then Heat's work and the image.
 pub fn phase_of(m: &MemberFacts) -> Phase {
     let action = m.status.action.as_str();
@@ -180,7 +185,13 @@ pub fn phase_of(m: &MemberFacts) -> Phase {
         return Phase::Removing;
     }
     if action == "INIT" || (action == "CREATE" && m.status.is_in_progress()) {
-        return Phase::Creating;
+        // A replacement Heat builds is the member's update (`UpdateReplace`): the member
+        // moves as any member being updated does.
+        return if m.replacing {
+            Phase::Updating
+        } else {
+            Phase::Creating
+        };
     }
     if m.status.is_failed() {
         return Phase::Failed;
@@ -434,6 +445,27 @@ impl Progress {
             .iter()
             .find(|m| m.name == name)
             .map(|m| m.phase)
+    }
+
+    /// The counts of each group these members belong to, in the order the groups first
+    /// appear: a member keyed `PATH/NAME` (a group held beside a rollout's target, `--also`;
+    /// a stream over several groups) counts under `PATH`, one keyed by its name alone under
+    /// `None` (the target's own). Made of the members' phases, so the groups' counts add up
+    /// to [`Progress::counts`].
+    pub fn counts_by_group(&self) -> Vec<(Option<&str>, Counts)> {
+        let mut out: Vec<(Option<&str>, Counts)> = Vec::new();
+        for m in &self.members {
+            let group = m.name.rsplit_once('/').map(|(path, _)| path);
+            let at = match out.iter().position(|(g, _)| *g == group) {
+                Some(at) => at,
+                None => {
+                    out.push((group, Counts::default()));
+                    out.len() - 1
+                }
+            };
+            out[at].1.add(m.phase);
+        }
+        out
     }
 
     /// The one computation: members' phases, counts, state, pace and ETA.

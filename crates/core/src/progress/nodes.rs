@@ -81,6 +81,7 @@ fn member_facts<'a>(
                 since: n.since,
                 // A member on the target image became new when it entered its status.
                 finished_at: n.since.filter(|_| on_target == Some(true)),
+                replacing: n.replacing,
             }
         })
         .collect()
@@ -147,6 +148,7 @@ mod tests {
             stack_id: None,
             server_id: None,
             created: None,
+            replacing: false,
         }
     }
 

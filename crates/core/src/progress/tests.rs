@@ -19,6 +19,7 @@ fn member(i: usize, status: &str) -> MemberFacts {
         rolled_back: false,
         since: Some(t0()),
         finished_at: None,
+        replacing: false,
     }
 }
 
@@ -385,4 +386,36 @@ fn a_group_is_at_rest_only_settled_and_not_failed() {
     assert!(rest("UPDATE_COMPLETE") && rest("CREATE_COMPLETE") && rest("CHECK_COMPLETE"));
     assert!(!rest("UPDATE_IN_PROGRESS") && !rest("ROLLBACK_IN_PROGRESS"));
     assert!(!rest("UPDATE_FAILED") && !rest("CREATE_FAILED"));
+}
+
+/// A member Heat's update replaces is updated while its replacement is created: counted with
+/// the members being updated, not with those a scale adds; once made, its image says new.
+#[test]
+fn a_replacement_being_created_is_a_member_being_updated() {
+    let mut replaced = member(0, "CREATE_IN_PROGRESS");
+    replaced.in_update = true;
+    replaced.replacing = true;
+    assert_eq!(phase_of(&replaced), Phase::Updating);
+    let mut added = replaced.clone();
+    added.replacing = false;
+    assert_eq!(phase_of(&added), Phase::Creating);
+    replaced.status = Status::parse("CREATE_COMPLETE");
+    replaced.on_target = Some(true);
+    assert_eq!(phase_of(&replaced), Phase::New);
+    let p = Progress::compute(
+        &[member(1, "UPDATE_COMPLETE"), {
+            let mut m = member(2, "CREATE_IN_PROGRESS");
+            (m.in_update, m.replacing) = (true, true);
+            m
+        }],
+        &UpdateFacts {
+            stack_status: Some(Status::parse("UPDATE_IN_PROGRESS")),
+            control: Control::Running,
+            batch: None,
+            batches: 0,
+            started_at: None,
+        },
+        t0(),
+    );
+    assert_eq!((p.counts.updating, p.counts.creating), (1, 0), "{p:?}");
 }

@@ -29,14 +29,7 @@ impl Progress {
     /// `new 5/17 updating 2 held 3 old 7 failed 0` (then the rarer phases when there are
     /// some): the counts line; the total after `new` is every member the counts add up to.
     pub fn counts_text(&self) -> String {
-        let mut out = Vec::new();
-        for (phase, n) in self.counts.items() {
-            out.push(match phase {
-                super::Phase::New => format!("new {n}/{}", self.counts.total()),
-                p => format!("{} {n}", p.label()),
-            });
-        }
-        out.join(" ")
+        self.counts.text()
     }
 
     /// `batch 3/7`, or nothing without a plan.
@@ -100,5 +93,20 @@ impl Progress {
             parts.push(format!("for {}", crate::model::short_duration(a)));
         }
         parts.join(" · ")
+    }
+}
+
+impl super::Counts {
+    /// `new 5/17 updating 2 held 3 old 7` (then the rarer phases when there are some): the
+    /// total after `new` is every member these counts add up to.
+    pub fn text(&self) -> String {
+        let mut out = Vec::new();
+        for (phase, n) in self.items() {
+            out.push(match phase {
+                super::Phase::New => format!("new {n}/{}", self.total()),
+                p => format!("{} {n}", p.label()),
+            });
+        }
+        out.join(" ")
     }
 }

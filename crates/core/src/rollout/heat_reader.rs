@@ -124,10 +124,11 @@ pub struct HeatReader {
     pub log: Vec<StackEvent>,
     /// Heat's time of the newest event seen.
     pub last_event_time: Option<DateTime<Utc>>,
-    /// Where the group's members keep their addresses (`crate::ops::discover`), once looked
-    /// for (`address_plan_read`): a hook's `CALDERA_NODE_IP`, in any operator's template.
-    address_plan: Option<AddressPlan>,
-    address_plan_read: bool,
+    /// Where each held group's members keep their addresses (`crate::ops::discover`), by the
+    /// group's nested stack id, looked for once each (`None`: not found): a hook's
+    /// `CALDERA_NODE_IP`, in any operator's template, for the target's members and for the
+    /// members of a group held beside it (Magnum's masters keep theirs under `kube_master_ip`).
+    address_plans: BTreeMap<String, Option<AddressPlan>>,
 }
 
 fn err(e: crate::api::ApiError) -> ServiceError {
@@ -157,8 +158,7 @@ impl HeatReader {
             stack_image: None,
             log: Vec::new(),
             last_event_time: None,
-            address_plan: None,
-            address_plan_read: false,
+            address_plans: BTreeMap::new(),
         }
     }
 
@@ -404,13 +404,18 @@ impl HeatReader {
     /// `kube_minion_ip`, caldera's own `ip`, whatever the template calls it), else from its
     /// other address outputs.
     pub async fn member_ip(&mut self, member: &str) -> Option<String> {
-        // The address plan is the target group's: a held group's members (`--also`) keep
-        // theirs under other outputs (Magnum: `kube_master_ip`), not looked for here.
-        if super::plan::split_member_key(member).0.is_some() {
-            return None;
-        }
+        // A held group's member (`PATH/NAME`) is its own group's: its plan is looked for there.
+        let group = match super::plan::split_member_key(member).0 {
+            Some(path) => self
+                .feeds
+                .iter()
+                .find(|f| f.path.as_deref() == Some(path))?
+                .group
+                .clone(),
+            None => self.group.clone(),
+        };
         let stack = self.members.get(member)?.stack.clone()?;
-        let plan = self.address_plan().await?;
+        let plan = self.address_plan(&group).await?;
         let keys: Vec<String> = plan
             .output_key
             .iter()
@@ -428,24 +433,28 @@ impl HeatReader {
         None
     }
 
-    /// The group's address plan, looked for once: the group is found among the node-group
-    /// stack's groups by its nested stack.
-    async fn address_plan(&mut self) -> Option<&AddressPlan> {
-        if !self.address_plan_read {
-            self.address_plan_read = true;
+    /// The address plan of the group whose nested stack is `group`, looked for once: the
+    /// group is found among the node-group stack's groups by its nested stack. A failed read
+    /// of Heat is not remembered: the next hook asks again.
+    async fn address_plan(&mut self, group: &StackRef) -> Option<&AddressPlan> {
+        if !self.address_plans.contains_key(&group.id) {
             let groups = match discover_groups(&self.heat, &self.nodegroup_stack).await {
                 Ok(groups) => groups,
                 Err(e) => {
-                    tracing::info!("member addresses of {}: {e}", self.group.name);
+                    tracing::info!("member addresses of {}: {e}", group.name);
                     return None;
                 }
             };
             let shape = groups
                 .into_iter()
-                .find(|g| g.stack.as_ref().is_some_and(|s| s.id == self.group.id))?;
-            self.address_plan = Some(plan_addresses(&self.heat, &shape, None).await);
+                .find(|g| g.stack.as_ref().is_some_and(|s| s.id == group.id));
+            let plan = match shape {
+                Some(shape) => Some(plan_addresses(&self.heat, &shape, None).await),
+                None => None,
+            };
+            self.address_plans.insert(group.id.clone(), plan);
         }
-        self.address_plan.as_ref()
+        self.address_plans.get(&group.id)?.as_ref()
     }
 }
 

@@ -368,6 +368,7 @@ impl RolloutStatus {
                     rolled_back: n.phase == NodePhase::RolledBack,
                     since: None,
                     finished_at: n.finished_at,
+                    replacing: false,
                 }
             })
             .collect()
@@ -463,6 +464,7 @@ impl RolloutStatus {
                 p.pace_eta_text()
             ),
         ];
+        out.extend(self.group_lines());
         if let Some(h) = &self.hooks_left {
             out.push(format!("  hooks: {h}"));
         }
@@ -473,6 +475,27 @@ impl RolloutStatus {
             ));
         }
         out
+    }
+
+    /// With groups held beside the target (`--also`): one counts line per group, the held
+    /// ones by their path, the target's by its own (`STACK/GROUP` without the stack), so an
+    /// operator sees the control plane done before the workers begin. None for one group.
+    pub fn group_lines(&self) -> Vec<String> {
+        let groups = self.progress.counts_by_group();
+        if groups.len() < 2 {
+            return Vec::new();
+        }
+        let target = self
+            .target
+            .split_once('/')
+            .map_or(self.target.as_str(), |(_, path)| path);
+        groups
+            .into_iter()
+            .map(|(group, counts)| match group {
+                Some(path) => format!("  {path}: {}", counts.text()),
+                None => format!("  {target} (target): {}", counts.text()),
+            })
+            .collect()
     }
 
     fn node_lines(&self) -> impl Iterator<Item = String> + '_ {
@@ -497,6 +520,67 @@ impl RolloutStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rollout holding the masters beside its target minions: one counts line per group,
+    /// adding up to the rollout's; a rollout of one group has none.
+    #[test]
+    fn held_groups_have_counts_of_their_own() {
+        let node = |name: &str, phase| NodeProgress {
+            name: name.into(),
+            index: None,
+            batch: 0,
+            phase,
+            released_at: None,
+            finished_at: None,
+            reason: None,
+            straggler: false,
+            server: None,
+            address: None,
+        };
+        let status = |nodes| {
+            let mut s = RolloutStatus::new(
+                "r".into(),
+                "k8s/kube_minions".into(),
+                "v2".into(),
+                RolloutState::Running,
+                nodes,
+                5,
+                Utc::now(),
+            );
+            s.stack_status = "UPDATE_IN_PROGRESS".into();
+            s.compute(Utc::now());
+            s.summary_lines()
+        };
+        let lines = status(vec![
+            node("kube_masters/0", NodePhase::Done),
+            node("kube_masters/1", NodePhase::Done),
+            node("kube_masters/2", NodePhase::Updating),
+            node("0", NodePhase::Pending),
+            node("1", NodePhase::Pending),
+        ]);
+        let groups: Vec<&str> = lines
+            .iter()
+            .filter(|l| l.contains(": new "))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                "  kube_masters: new 2/3 updating 1 held 0 old 0",
+                "  kube_minions (target): new 0/2 updating 0 held 0 old 2",
+            ],
+            "{lines:#?}"
+        );
+        assert!(
+            lines[1].contains("new 2/5 updating 1 held 0 old 2"),
+            "{lines:#?}"
+        );
+        let one = status(vec![
+            node("0", NodePhase::Done),
+            node("1", NodePhase::Pending),
+        ]);
+        assert!(!one.iter().any(|l| l.contains("(target)")), "{one:#?}");
+    }
 
     #[test]
     fn quantiles_and_eta() {

@@ -106,6 +106,7 @@ fn node_from_member(nodegroup: &NodeGroup, m: &Member, hold: Option<HoldSeen>) -
             .flatten(),
         created: None,
         stack_id: m.stack.as_ref().map(|s| s.id.clone()),
+        replacing: m.replacing,
     }
 }
 

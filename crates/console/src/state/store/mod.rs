@@ -1114,6 +1114,7 @@ mod tests {
             stack_id: None,
             server_id: None,
             created: None,
+            replacing: false,
         }
     }
 

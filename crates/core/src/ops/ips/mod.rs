@@ -627,6 +627,7 @@ mod tests {
             group: String::new(),
             resource_type: String::new(),
             physical_id: None,
+            replacing: false,
         }
     }
 
