@@ -174,6 +174,7 @@ fn stack_route(w: &mut World, sh: &Shared, req: &Req, ix: usize, tail: &[&str]) 
         [] if m == Method::GET => stack_routes::show(w, sh, req, ix),
         [] if m == Method::PATCH => stack_routes::update(w, sh, req, ix, true),
         [] if m == Method::PUT => stack_routes::update(w, sh, req, ix, false),
+        ["preview"] if m == Method::PATCH => stack_routes::preview(w, req, ix),
         [] if m == Method::DELETE => stack_routes::delete(w, ix),
         ["outputs"] if m == Method::GET => stack_routes::outputs_list(w, ix),
         ["outputs", key] if m == Method::GET => stack_routes::output_show(w, sh, ix, key),

@@ -251,6 +251,9 @@ pub fn template(w: &mut World, ix: usize) -> Reply {
         if let Some(properties) = server_properties(w, s.role, &r.name) {
             definition["properties"] = properties;
         }
+        if let Some(properties) = group_properties(w, r) {
+            definition["properties"] = properties;
+        }
         resources.insert(r.name.to_string(), definition);
     }
     let params: serde_json::Map<String, Value> = s
@@ -307,6 +310,27 @@ fn server_properties(w: &World, role: StackRole, resource: &str) -> Option<Value
         false => "image",
     };
     Some(json!({"image": {"get_param": image}, "flavor": group.flavor}))
+}
+
+/// A ResourceGroup as its template writes it: its count from the stack's parameter, and the
+/// member's definition passing the image parameter on (caldera's nodegroup.yaml `image:
+/// {get_param: image}`, Magnum's kubecluster.yaml `server_image: {get_param: minion_image}`,
+/// or the scenario's shared image parameter), so what reads the stack's template finds which
+/// parameter reaches which group's members, as on a real Heat.
+fn group_properties(w: &World, r: &crate::world::Resource) -> Option<Value> {
+    let nested = r.nested?;
+    let group = w.groups.iter().find(|g| g.rg_stack == nested)?;
+    let member_image = match group.layout.is_magnum() {
+        true => "server_image",
+        false => "image",
+    };
+    Some(json!({
+        "count": {"get_param": group.layout.key("count")},
+        "resource_def": {
+            "type": group.layout.member_type(),
+            "properties": {member_image: {"get_param": group.image_key()}},
+        },
+    }))
 }
 
 fn param_string(v: &Value) -> String {
@@ -887,4 +911,77 @@ fn tag_values(tags: Option<&Value>) -> Vec<String> {
             .collect(),
         _ => vec![],
     }
+}
+
+/// `PATCH .../preview` (Heat's preview of a PATCH update): what the update would do, nothing
+/// changed. Heat 27 answers it for a top-level stack (a nested one is refused as its update
+/// is); it lists every resource that owns a nested stack as `updated` whatever changed (Heat
+/// hands each nested stack the update and lets its members decide), a resource beside the
+/// groups as `updated` when the parameter it reads changes, and the others as `unchanged`.
+/// A count Heat's parameter refuses is refused as the update refuses it.
+pub fn preview(w: &World, req: &Req, ix: usize) -> Reply {
+    let body = match req.json_body() {
+        Ok(b) => b,
+        Err(e) => return bad(&e),
+    };
+    let Some(st) = w.stack(ix) else {
+        return stack_404("");
+    };
+    if st.deleted_ms.is_some() {
+        return stack_404(&st.name.clone());
+    }
+    if matches!(st.role, StackRole::Group(_) | StackRole::Member(..)) {
+        return heat_error(
+            StatusCode::BAD_REQUEST,
+            "NotSupported",
+            "Updating a nested stack directly is not supported; update its parent.",
+        );
+    }
+    let defaults = group_defaults(&st.params);
+    let params = match merged_params(&st.params, &defaults, &body, true) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    for &g in &w.stack_groups(ix) {
+        if let Some(c) = params.get(w.groups[g].layout.key("count")) {
+            if let Err(r) = count_param(c) {
+                return r;
+            }
+        }
+    }
+    let changed_sibling = |name: &str| {
+        w.siblings
+            .iter()
+            .filter(|s| s.stack == ix && s.name == name)
+            .any(|s| params.get(&s.param).is_some_and(|v| *v != s.value))
+    };
+    let (mut updated, mut unchanged) = (Vec::new(), Vec::new());
+    for r in &st.resources {
+        let entry = json!({
+            "resource_name": &*r.name,
+            "logical_resource_id": &*r.name,
+            "resource_type": &*r.rtype,
+            "physical_resource_id": "",
+            "resource_action": "INIT",
+            "resource_status": "COMPLETE",
+            "resource_status_reason": "",
+            "required_by": r.required_by.iter().map(|n| &**n).collect::<Vec<_>>(),
+            "description": r.description,
+            "stack_name": &st.name,
+        });
+        if r.nested.is_some() || changed_sibling(&r.name) {
+            updated.push(entry);
+        } else {
+            unchanged.push(entry);
+        }
+    }
+    Reply::ok(json!({
+        "resource_changes": {
+            "added": [],
+            "deleted": [],
+            "replaced": [],
+            "unchanged": unchanged,
+            "updated": updated,
+        }
+    }))
 }
