@@ -643,3 +643,110 @@ async fn a_resumes_values_take_the_types_the_stacks_template_declares() {
     assert_eq!(fitted["node_fail_index"].to_json(), serde_json::json!(-1));
     sim.shutdown().await;
 }
+
+/// The simulator's Magnum cluster `one-image` (scenario `magnum-one-image`: masters and
+/// minions read one image parameter) reached through a clouds.yaml in `dir`, with its
+/// minions' group by path (`STACK/kube_minions`): (simulator, clouds.yaml, journal, target).
+async fn one_image_by_path(
+    dir: &Path,
+) -> (SimHandle, std::path::PathBuf, std::path::PathBuf, String) {
+    let (sim, conn) = sim_group::connected(SimOptions::fast("magnum-one-image", 50.0)).await;
+    let magnum = conn.magnum.clone().expect("simulator has Magnum");
+    let cluster = magnum.get_cluster("one-image").await.expect("cluster");
+    let stack = conn
+        .heat
+        .resolve(cluster.stack_id.as_deref().expect("cluster stack"))
+        .await
+        .expect("resolve");
+    let clouds = sim_group::write_clouds_yaml(dir, &sim, "");
+    (
+        sim,
+        clouds,
+        dir.join("journal.jsonl"),
+        format!("{}/kube_minions", stack.name),
+    )
+}
+
+/// `rollout start TARGET` of the minions' new image holding the masters too, with `gate`
+/// seconds between members.
+fn held_rollout<'a>(target: &'a str, gate: &'a str) -> [&'a str; 13] {
+    [
+        "rollout",
+        "start",
+        target,
+        "--set",
+        "minion_image=fedora-coreos-40",
+        "--also",
+        "kube_masters",
+        "--allow-magnum-owned",
+        "--gate-secs",
+        gate,
+        "--poll-secs",
+        "0.05",
+        "--yes",
+    ]
+}
+
+/// A group of an operator's stack (`STACK/GROUP`; here Magnum's cluster stack whose masters
+/// read the minions' image parameter, scenario `magnum-one-image`) rolled out from the command
+/// line on the simulator as on a real Heat: Heat's preview of the update, the blast radius
+/// naming the masters (read from the stack's template), `--also` holding them before the
+/// minions; `rollout status` then gives each group's counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_of_an_operators_stack_is_rolled_out_by_path_with_heats_preview() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (sim, clouds, journal, target) = one_image_by_path(dir.path()).await;
+    let out = caldera(&clouds, &journal, &held_rollout(&target, "0"));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for said in [
+        "Heat's preview, updated: kube_masters, kube_minions",
+        "blast radius: kube_masters (OS::Heat::ResourceGroup, 3 member(s): 0, 1, 2) reads \
+         minion_image too: held by caldera (--also)",
+        ": completed",
+    ] {
+        assert!(stdout.contains(said), "{said:?} in\n{stdout}\n{stderr}");
+    }
+    let out = caldera(&clouds, &journal, &["rollout", "status", &target]);
+    let (stdout, stderr) = text(&out);
+    for said in [
+        "  kube_masters: new 3/3",
+        "  kube_minions (target): new 4/4",
+    ] {
+        assert!(stdout.contains(said), "{said:?} in\n{stdout}\n{stderr}");
+    }
+    sim.shutdown().await;
+}
+
+/// The same rollout of a Magnum cluster's stack, read under the Magnum names of the groups it
+/// runs (`CLUSTER/NODEGROUP`): caldera's rollout, with its driver (was: "Magnum update,
+/// observed: Magnum runs the batches", whose abort goes through Magnum), for the target's
+/// node group and for the one it holds beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_of_a_magnum_clusters_stack_is_read_as_ours_under_magnums_names() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (sim, clouds, journal, target) = one_image_by_path(dir.path()).await;
+    let mut child = command(&clouds, &journal, &held_rollout(&target, "60"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start");
+    for nodegroup in ["one-image/default-worker", "one-image/default-master"] {
+        let t0 = Instant::now();
+        let said = loop {
+            let out = caldera(&clouds, &journal, &["rollout", "status", nodegroup]);
+            let (stdout, stderr) = text(&out);
+            if stdout.contains("driven by pid") {
+                break stdout;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "{stdout}\n{stderr}");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert!(said.contains(&format!("of {target}")), "{said}");
+        assert!(said.contains("  kube_masters: new "), "{said}");
+        assert!(!said.contains("observed"), "{said}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    sim.shutdown().await;
+}

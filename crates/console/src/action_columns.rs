@@ -67,12 +67,21 @@ fn tail_cell(text: &str, width: usize) -> String {
     format!("…{tail}")
 }
 
+/// Heat's reason, then the whole name the NODE cell cut: a Cluster API machine's server,
+/// or a member of a group held beside the rollout's target (`kube_masters/0`).
 fn reason_cell(n: &NodeProgress) -> String {
     let reason = n.reason.clone().unwrap_or_default();
     if n.name.chars().count() <= NODE_WIDTH {
         return reason;
     }
-    format!("{reason}; server {}", n.name)
+    let whole = match n.name.contains('/') {
+        true => format!("node {}", n.name),
+        false => format!("server {}", n.name),
+    };
+    match reason.is_empty() {
+        true => whole,
+        false => format!("{reason}; {whole}"),
+    }
 }
 
 pub fn rollout_columns() -> Vec<Column<NodeProgress>> {

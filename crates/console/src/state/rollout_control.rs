@@ -183,8 +183,9 @@ impl App {
                 if driver == RolloutDriver::Elsewhere && slot.driver == Some(RolloutDriver::Here) {
                     return;
                 }
+                let viewed = slot.plan.as_ref().and_then(|p| p.viewed_group.clone());
                 if let Some(mut status) = slot.meta.record(result, now) {
-                    name_nodes(&mut status, self.store.nodes.get(&key));
+                    name_nodes(&mut status, self.store.nodes.get(&key), viewed.as_deref());
                     slot.driver = Some(driver);
                     slot.searched = true;
                     slot.status = Some(status);
@@ -206,7 +207,7 @@ impl App {
                         slot.searched = true;
                         match found {
                             Some((update, mut status)) => {
-                                name_nodes(&mut status, self.store.nodes.get(&key));
+                                name_nodes(&mut status, self.store.nodes.get(&key), None);
                                 slot.observed = Some(update);
                                 slot.status = Some(status);
                                 slot.expect_update = false;
@@ -392,8 +393,14 @@ impl App {
 }
 
 /// Gives each row of a rollout the server name and address the nodes pane has for that
-/// member (Heat names members by index only). Rows the pane does not know keep none.
-fn name_nodes(status: &mut RolloutStatus, nodes: Option<&super::store::NodeSet>) {
+/// member (Heat names members by index only). Rows the pane does not know keep none. The
+/// pane is the target's group, whose rows are named by member (`3`), or, `viewed`, a group
+/// the rollout holds beside its target, whose rows are `PATH/MEMBER` (`kube_masters/0`).
+fn name_nodes(
+    status: &mut RolloutStatus,
+    nodes: Option<&super::store::NodeSet>,
+    viewed: Option<&str>,
+) {
     let Some(set) = nodes else {
         return;
     };
@@ -407,8 +414,19 @@ fn name_nodes(status: &mut RolloutStatus, nodes: Option<&super::store::NodeSet>)
         })
         .collect();
     for n in &mut status.nodes {
-        if let Some(node) = known.get(n.name.as_str()) {
-            if node.name != n.name {
+        let member = match viewed {
+            Some(path) => match n
+                .name
+                .strip_prefix(path)
+                .and_then(|rest| rest.strip_prefix('/'))
+            {
+                Some(member) => member,
+                None => continue,
+            },
+            None => n.name.as_str(),
+        };
+        if let Some(node) = known.get(member) {
+            if node.name != member {
                 n.server = Some(node.name.clone());
             }
             n.address = node.ip.clone();
@@ -480,26 +498,42 @@ mod tests {
             "c/ng".into(),
             "img".into(),
             RolloutState::Running,
-            vec![progress("0"), progress("1"), progress("2")],
+            vec![
+                progress("masters/0"),
+                progress("0"),
+                progress("1"),
+                progress("2"),
+            ],
             3,
             now,
         );
-        name_nodes(&mut status, Some(&set));
+        name_nodes(&mut status, Some(&set), None);
         let got: Vec<(Option<&str>, Option<&str>)> = status
             .nodes
             .iter()
             .map(|n| (n.server.as_deref(), n.address.as_deref()))
             .collect();
-        // A member whose server name is not known yet shows none, not its index again.
+        // A member whose server name is not known yet shows none, not its index again; a
+        // held group's member (`masters/0`) is not the pane's.
         assert_eq!(
             got,
             [
+                (None, None),
                 (Some("prod-east-node-0"), Some("10.0.0.5")),
                 (None, None),
                 (None, None)
             ]
         );
-        name_nodes(&mut status, None);
-        assert_eq!(status.nodes[0].server.as_deref(), Some("prod-east-node-0"));
+        name_nodes(&mut status, None, None);
+        assert_eq!(status.nodes[1].server.as_deref(), Some("prod-east-node-0"));
+
+        // The pane of the group held beside the target (`masters`): its member 0 is the row
+        // `masters/0`, never the target's `0`.
+        for n in status.nodes.iter_mut() {
+            (n.server, n.address) = (None, None);
+        }
+        name_nodes(&mut status, Some(&set), Some("masters"));
+        let got: Vec<Option<&str>> = status.nodes.iter().map(|n| n.server.as_deref()).collect();
+        assert_eq!(got, [Some("prod-east-node-0"), None, None, None]);
     }
 }

@@ -139,6 +139,13 @@ pub struct RolloutPlan {
     /// each its own batch, before the target's ([`RolloutPlan::hold_also`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<HeldGroup>,
+    /// The held group (`also`) a reader found this plan by, when not the target: a Magnum
+    /// node group whose members the rollout holds beside its target (`CLUSTER/default-master`
+    /// is `kube_masters`), so what that reader knows of its members (servers, addresses) is
+    /// put on the rows `kube_masters/N`, not on the target's `N`. How the plan was found, not
+    /// what it does: never journaled.
+    #[serde(skip)]
+    pub viewed_group: Option<String>,
 }
 
 /// A group outside a rollout's target held by the rollout too (`--also`).
@@ -346,6 +353,7 @@ impl RolloutPlan {
             hooks_before: None,
             preview: Vec::new(),
             also: Vec::new(),
+            viewed_group: None,
         }
     }
 

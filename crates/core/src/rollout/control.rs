@@ -37,15 +37,16 @@ pub fn engine_options(
 
 /// The rollout under way on `target`: the newest unfinished one in the journal (ours, even
 /// from before a restart), else, when the node group's stack is in progress or failed,
-/// the one Heat shows (another operator's). `None` when nothing is under way. Magnum node
-/// groups have no rollouts of ours: Magnum runs their upgrades.
+/// the one Heat shows (another operator's). `None` when nothing is under way. A Magnum node
+/// group's updates are Magnum's, save a rollout of its cluster's stack this machine started
+/// (see `rollout_of_magnum_group`).
 pub async fn find_rollout(
     heat: &HeatClient,
     ctx: &ActionContext,
     target: &NodeGroupTarget,
 ) -> ServiceResult<Option<RolloutPlan>> {
     if target.driver != DriverKind::HeatNative {
-        return Ok(None);
+        return rollout_of_magnum_group(heat, ctx, target).await;
     }
     if let Some(plan) = find_active(&ctx.journal, &target.label())? {
         return Ok(Some(plan));
@@ -78,6 +79,59 @@ pub async fn find_rollout(
     let mut plan = plan_from_heat(heat, target, RolloutOptions::default()).await?;
     keep_journaled_plan(&mut plan, &ctx.journal)?;
     Ok(Some(plan))
+}
+
+/// The caldera rollout running a Magnum node group's members: a rollout of the cluster's
+/// stack by path (`rollout start STACK/kube_minions --allow-magnum-owned`) whose target, or
+/// a group it holds beside it (`--also kube_masters`), is the group holding this node
+/// group's members. Heat's marker on the stack names it while the stack's update runs, and
+/// this machine's journal gives its plan (under the name it was started by, so its driver
+/// and controls are found). Without it the update is Magnum's, and is observed as such.
+async fn rollout_of_magnum_group(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    target: &NodeGroupTarget,
+) -> ServiceResult<Option<RolloutPlan>> {
+    let Some(stack) = &target.stack else {
+        return Ok(None);
+    };
+    // A stack Heat does not show (gone, or a Magnum driver without Heat) holds no rollout of
+    // ours: what Magnum runs is observed elsewhere.
+    let Ok(detail) = heat.get_stack(stack, false).await else {
+        return Ok(None);
+    };
+    if !detail.summary.status.is_in_progress() {
+        return Ok(None);
+    }
+    let Some((id, _)) = super::plan::marker_in(&detail.tags) else {
+        return Ok(None);
+    };
+    let Some(plan) = engine::find_started(&ctx.journal, &id)? else {
+        return Ok(None);
+    };
+    if plan.target.stack.as_ref().map(|s| &s.id) != Some(&stack.id) {
+        return Ok(None);
+    }
+    let Ok(listed) = heat
+        .list_resources(stack, &crate::api::heat::ResourceQuery::default())
+        .await
+    else {
+        return Ok(None);
+    };
+    let top: Vec<crate::model::StackResource> = listed.into_iter().map(|r| r.resource).collect();
+    let role = crate::drivers::magnum::role_in_stack(&detail.parameters, &target.nodegroup)
+        .unwrap_or(crate::model::Role::Worker);
+    let Ok(Some(group)) = crate::drivers::magnum::pick_group(&top, role, &target.nodegroup) else {
+        return Ok(None);
+    };
+    if plan.target.nodegroup == group.name {
+        return Ok(Some(plan));
+    }
+    let held = plan.also.iter().any(|held| held.path == group.name);
+    Ok(held.then(|| RolloutPlan {
+        viewed_group: Some(group.name.clone()),
+        ..plan
+    }))
 }
 
 /// A rollout this machine's journal knows (Heat's marker names it) is the rollout its start
