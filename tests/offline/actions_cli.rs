@@ -650,14 +650,7 @@ async fn a_resumes_values_take_the_types_the_stacks_template_declares() {
 async fn one_image_by_path(
     dir: &Path,
 ) -> (SimHandle, std::path::PathBuf, std::path::PathBuf, String) {
-    let (sim, conn) = sim_group::connected(SimOptions::fast("magnum-one-image", 50.0)).await;
-    let magnum = conn.magnum.clone().expect("simulator has Magnum");
-    let cluster = magnum.get_cluster("one-image").await.expect("cluster");
-    let stack = conn
-        .heat
-        .resolve(cluster.stack_id.as_deref().expect("cluster stack"))
-        .await
-        .expect("resolve");
+    let (sim, _, stack) = sim_group::one_image_cluster().await;
     let clouds = sim_group::write_clouds_yaml(dir, &sim, "");
     (
         sim,

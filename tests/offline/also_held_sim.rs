@@ -16,19 +16,11 @@ use caldera::parameter_value::ParameterValue;
 use caldera::rollout::engine::{self, find_active};
 use caldera::rollout::heat_reader::newest_event;
 use caldera::rollout::{RolloutOptions, RolloutPlan, RolloutState};
-use caldera::sim::SimOptions;
 use std::time::Duration;
 
 /// The cluster stack of `one-image` and the simulator's Heat.
 async fn one_image() -> (caldera::sim::SimHandle, Env, StackRef) {
-    let (sim, conn) = sim_group::connected(SimOptions::fast("magnum-one-image", 50.0)).await;
-    let magnum = conn.magnum.clone().expect("simulator has Magnum");
-    let cluster = magnum.get_cluster("one-image").await.expect("cluster");
-    let stack = conn
-        .heat
-        .resolve(cluster.stack_id.as_deref().expect("cluster stack"))
-        .await
-        .expect("resolve");
+    let (sim, conn, stack) = sim_group::one_image_cluster().await;
     let env = Env::new(
         conn.heat.clone(),
         Duration::from_millis(50),

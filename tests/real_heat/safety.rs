@@ -468,20 +468,7 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
         .expect("stack")
         .summary
         .updated_at;
-    let start = |extra: &[&str]| {
-        let mut args = vec![
-            "rollout",
-            "start",
-            &target,
-            "--set",
-            "minion_image=fcos-41",
-            "--yes",
-            "--poll-secs",
-            "0.5",
-        ];
-        args.extend_from_slice(extra);
-        caldera(&journal, &args)
-    };
+    let start = |extra: &[&str]| caldera(&journal, &minion_rollout(&target, extra));
     let (ok, out, err) = start(&[]);
     assert!(!ok, "{out}\n{err}");
     assert!(
@@ -591,6 +578,22 @@ async fn a_change_that_reaches_another_group_is_refused_unless_the_operator_lets
     delete_settled(&heat, &stack).await;
 }
 
+/// `rollout start TARGET` of the minions' new image (`minion_image=fcos-41`) with `extra`.
+fn minion_rollout<'a>(target: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "rollout",
+        "start",
+        target,
+        "--set",
+        "minion_image=fcos-41",
+        "--yes",
+        "--poll-secs",
+        "0.5",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// Magnum's layout with `masters` masters and `minions` minions booting one image parameter
 /// (`minion_image`), each member's update taking `secs` seconds (a slow resource reading the
 /// image beside its server: in Heat's whole-second event times two members updating at once
@@ -671,20 +674,7 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
         .expect("stack")
         .summary
         .updated_at;
-    let start = |extra: &[&str]| {
-        let mut args = vec![
-            "rollout",
-            "start",
-            &target,
-            "--set",
-            "minion_image=fcos-41",
-            "--yes",
-            "--poll-secs",
-            "0.5",
-        ];
-        args.extend_from_slice(extra);
-        caldera(&journal, &args)
-    };
+    let start = |extra: &[&str]| caldera(&journal, &minion_rollout(&target, extra));
     // Without a word on the masters: refused, naming both ways, nothing sent.
     let (ok, out, err) = start(&[]);
     assert!(!ok, "{out}\n{err}");
@@ -729,24 +719,9 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
     let w_mark = mark(stack_events(&heat, &minions_stack, None).await);
     // Each node's post-node hook is given its address, the held masters' too (Magnum's
     // `kube_master_ip`, another output than the minions' `kube_minion_ip`).
-    let (ok, out, err, mut hooks) = real_heat_client::caldera_with_address_hook(
-        dir.path(),
-        &journal,
-        &[
-            "rollout",
-            "start",
-            &target,
-            "--set",
-            "minion_image=fcos-41",
-            "--yes",
-            "--poll-secs",
-            "0.5",
-            "--also",
-            "kube_masters",
-            "--gate-secs",
-            "1",
-        ],
-    );
+    let held = minion_rollout(&target, &["--also", "kube_masters", "--gate-secs", "1"]);
+    let (ok, out, err, mut hooks) =
+        real_heat_client::caldera_with_address_hook(dir.path(), &journal, &held);
     assert!(ok, "{out}\n{err}");
     assert!(
         out.contains(

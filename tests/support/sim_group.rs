@@ -25,6 +25,20 @@ pub async fn connected(opts: SimOptions) -> (SimHandle, CloudConnection) {
     (sim, conn)
 }
 
+/// The simulator's Magnum cluster `one-image` (scenario `magnum-one-image`: its masters and
+/// minions read one image parameter): the simulator, a connection, the cluster's stack.
+pub async fn one_image_cluster() -> (SimHandle, CloudConnection, StackRef) {
+    let (sim, conn) = connected(SimOptions::fast("magnum-one-image", 50.0)).await;
+    let magnum = conn.magnum.clone().expect("simulator has Magnum");
+    let cluster = magnum.get_cluster("one-image").await.expect("cluster");
+    let stack = conn
+        .heat
+        .resolve(cluster.stack_id.as_deref().expect("cluster stack"))
+        .await
+        .expect("resolve");
+    (sim, conn, stack)
+}
+
 /// A simulator started with `opts` and caldera's Heat-native driver on it.
 pub async fn sim_driver(opts: SimOptions) -> (SimHandle, HeatNativeDriver) {
     let (sim, conn) = connected(opts).await;

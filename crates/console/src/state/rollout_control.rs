@@ -466,18 +466,7 @@ mod tests {
     }
 
     fn progress(name: &str) -> NodeProgress {
-        NodeProgress {
-            name: name.into(),
-            index: name.parse().ok(),
-            batch: 0,
-            phase: NodePhase::Pending,
-            released_at: None,
-            finished_at: None,
-            reason: None,
-            straggler: false,
-            server: None,
-            address: None,
-        }
+        NodeProgress::pending(name, 0)
     }
 
     #[test]

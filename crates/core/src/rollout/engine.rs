@@ -734,20 +734,7 @@ pub fn initial_status(plan: &RolloutPlan) -> RolloutStatus {
         .batches
         .iter()
         .enumerate()
-        .flat_map(|(b, members)| {
-            members.iter().map(move |m| NodeProgress {
-                name: m.clone(),
-                index: m.parse().ok(),
-                batch: b,
-                phase: NodePhase::Pending,
-                released_at: None,
-                finished_at: None,
-                reason: None,
-                straggler: false,
-                server: None,
-                address: None,
-            })
-        })
+        .flat_map(|(b, members)| members.iter().map(move |m| NodeProgress::pending(m, b)))
         .collect();
     RolloutStatus::new(
         plan.id.clone(),

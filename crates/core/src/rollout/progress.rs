@@ -64,6 +64,23 @@ pub struct NodeProgress {
 }
 
 impl NodeProgress {
+    /// Member `name` of the plan's 0-based `batch`, not released yet: what a rollout starts
+    /// with for each of its members.
+    pub fn pending(name: &str, batch: usize) -> NodeProgress {
+        NodeProgress {
+            name: name.to_string(),
+            index: name.parse().ok(),
+            batch,
+            phase: NodePhase::Pending,
+            released_at: None,
+            finished_at: None,
+            reason: None,
+            straggler: false,
+            server: None,
+            address: None,
+        }
+    }
+
     pub fn duration_ms(&self) -> Option<i64> {
         Some((self.finished_at? - self.released_at?).num_milliseconds())
     }
@@ -526,16 +543,8 @@ mod tests {
     #[test]
     fn held_groups_have_counts_of_their_own() {
         let node = |name: &str, phase| NodeProgress {
-            name: name.into(),
-            index: None,
-            batch: 0,
             phase,
-            released_at: None,
-            finished_at: None,
-            reason: None,
-            straggler: false,
-            server: None,
-            address: None,
+            ..NodeProgress::pending(name, 0)
         };
         let status = |nodes| {
             let mut s = RolloutStatus::new(
