@@ -34,4 +34,5 @@ echo "real Heat on it at $HEAT_URL"
 
 # The real-Nova tests (the `real_nova` test binary) are #[ignore]d in a plain `cargo test`;
 # --ignored runs exactly them. Two threads: one Nova process (one compute host) on 2 cores.
-cargo test --locked --test real_nova -- --ignored --test-threads=2
+# Arguments pass on to the test binary (a name filter: `scripts/real-nova-suite.sh replaces`).
+cargo test --locked --test real_nova -- --ignored --test-threads=2 "$@"

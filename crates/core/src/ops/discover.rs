@@ -111,8 +111,9 @@ pub async fn discover_groups(
 /// Members Heat is replacing, as their replacement stands (see [`super::replaced`]): where the
 /// listing gave a member's old row (deleted, or marked for replacement), its group's newest
 /// events are read (a few pages, only then) and the replacement's newest event stands for
-/// it: status, reason, time and the new server's id. Members that are nested stacks are left
-/// as listed (Heat updates a template member in place). An unreadable event list leaves
+/// it: status, reason, time and the new server's id. Where it gave the replacement's own row
+/// (being created), the same events tell it from a member a scale adds. Members that are
+/// nested stacks are left as listed (Heat updates a template member in place). An unreadable event list leaves
 /// the listing as it is.
 async fn with_replacements(heat: &HeatClient, g: &mut GroupShape) {
     let replaced = |m: &Member| {
@@ -120,7 +121,15 @@ async fn with_replacements(heat: &HeatClient, g: &mut GroupShape) {
             && m.physical_id.is_some()
             && replaced::may_be_replaced(&m.status, m.status_reason.as_deref())
     };
-    let Some(stack) = g.stack.as_ref().filter(|_| g.members.iter().any(replaced)) else {
+    // The listing may give the replacement's own row instead, being created: told from a
+    // member a scale adds by the same events.
+    let being_made =
+        |m: &Member| m.stack.is_none() && m.status.action == "CREATE" && m.status.is_in_progress();
+    let Some(stack) = g
+        .stack
+        .as_ref()
+        .filter(|_| g.members.iter().any(|m| replaced(m) || being_made(m)))
+    else {
         return;
     };
     let events = match replaced::group_events(heat, stack).await {
@@ -133,13 +142,17 @@ async fn with_replacements(heat: &HeatClient, g: &mut GroupShape) {
             return;
         }
     };
-    for m in g.members.iter_mut().filter(|m| replaced(m)) {
-        if let Some(r) = replaced::replacement_in(&events, &m.name, m.physical_id.as_deref()) {
-            m.status = r.status;
-            m.status_reason = r.reason;
-            m.since = Some(r.time);
-            m.physical_id = r.physical_id;
-            m.replacing = true;
+    for m in g.members.iter_mut() {
+        if replaced(m) {
+            if let Some(r) = replaced::replacement_in(&events, &m.name, m.physical_id.as_deref()) {
+                m.status = r.status;
+                m.status_reason = r.reason;
+                m.since = Some(r.time);
+                m.physical_id = r.physical_id;
+                m.replacing = true;
+            }
+        } else if being_made(m) {
+            m.replacing = replaced::is_a_replacement(&events, &m.name, m.physical_id.as_deref());
         }
     }
 }

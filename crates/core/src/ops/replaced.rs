@@ -67,6 +67,26 @@ pub fn replacement_in(events: &[StackEvent], name: &str, old: Option<&str>) -> O
     None
 }
 
+/// Whether the listed row of `name` being created (`CREATE_IN_PROGRESS`, physical id `listed`
+/// or none yet) is a replacement: the listing may give the new row rather than the old one.
+/// Newest first, past the listed row's own creation, the next event is an older row's: a
+/// replacement is made while the row it replaces still lives (Heat deletes the old one only
+/// after), so any event but `DELETE_COMPLETE` there means one; a `DELETE_COMPLETE` (a name a
+/// scale down removed and a scale up reuses) or no older event means a member being added.
+pub fn is_a_replacement(events: &[StackEvent], name: &str, listed: Option<&str>) -> bool {
+    let own_creation = |e: &StackEvent| {
+        e.status.action == "CREATE"
+            && e.physical_id
+                .as_deref()
+                .is_none_or(|p| p.is_empty() || Some(p) == listed)
+    };
+    events
+        .iter()
+        .filter(|e| e.resource_name == name)
+        .find(|e| !own_creation(e))
+        .is_some_and(|e| e.status.raw != "DELETE_COMPLETE")
+}
+
 /// The newest events of a group's own stack (its members' events, not deeper): enough for
 /// the replacements under way (a few pages at most, as the hook reading takes them).
 pub async fn group_events(
@@ -134,6 +154,37 @@ mod tests {
             (r.status.raw.as_str(), r.physical_id),
             ("CREATE_IN_PROGRESS", None)
         );
+    }
+
+    /// The listing gives the replacement's own row, being created (seen on Heat 27 with a
+    /// real Nova): the old row's life before it, not ended, makes it a replacement; a name
+    /// whose older row was deleted before (a scale up after a scale down), or with no older
+    /// row, is a member being added.
+    #[test]
+    fn a_row_being_created_beside_a_living_old_row_is_a_replacement() {
+        let events = vec![
+            ev("0", 30, "CREATE_IN_PROGRESS", None, "state changed"),
+            ev(
+                "0",
+                20,
+                "CREATE_COMPLETE",
+                Some("old"),
+                "Hook pre-update is cleared",
+            ),
+            ev("0", 10, "CREATE_COMPLETE", Some("old"), "state changed"),
+        ];
+        assert!(is_a_replacement(&events, "0", Some("new")));
+        assert!(is_a_replacement(&events, "0", None));
+        let scaled_up_again = vec![
+            ev("3", 60, "CREATE_IN_PROGRESS", Some("y"), "state changed"),
+            ev("3", 55, "CREATE_IN_PROGRESS", None, "state changed"),
+            ev("3", 50, "DELETE_COMPLETE", Some("x"), "state changed"),
+            ev("3", 40, "DELETE_IN_PROGRESS", Some("x"), "state changed"),
+            ev("3", 30, "CREATE_COMPLETE", Some("x"), "state changed"),
+        ];
+        assert!(!is_a_replacement(&scaled_up_again, "3", Some("y")));
+        assert!(!is_a_replacement(&events[..1], "0", None));
+        assert!(!is_a_replacement(&events, "1", None));
     }
 
     /// A member a scale down deletes: its own life comes right after its delete, no
