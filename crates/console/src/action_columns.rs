@@ -74,7 +74,7 @@ fn reason_cell(n: &NodeProgress) -> String {
     if n.name.chars().count() <= NODE_WIDTH {
         return reason;
     }
-    let whole = match n.name.contains('/') {
+    let whole = match crate::model::split_member_key(&n.name).0.is_some() {
         true => format!("node {}", n.name),
         false => format!("server {}", n.name),
     };

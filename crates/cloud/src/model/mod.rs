@@ -16,7 +16,9 @@ pub use cluster::{
     state_since, CapiCluster, CapiDriver, Cluster, DriverKind, Health, NodeGroup, Role,
 };
 pub use deployment::{ConfigInput, SoftwareConfig, SoftwareDeployment};
-pub use node::{looks_like_uuid, ImagePhase, Node, NodeAddress, NodeKey};
+pub use node::{
+    looks_like_uuid, member_key, split_member_key, ImagePhase, Node, NodeAddress, NodeKey,
+};
 pub use server::{ConsoleTail, ServerDetail, ServerFault, ServerTarget};
 pub use stack::{StackEvent, StackRef, StackResource, StackSummary};
 pub use status::{short_duration, Status, StatusState};

@@ -9,6 +9,24 @@ pub struct NodeKey {
     pub member: String,
 }
 
+/// The name of member `name` of the group at `path` where members of several groups are
+/// told apart: `kube_masters/0` (a group a rollout holds beside its target; a stream of
+/// addresses over several groups). Members of the one group in view go by their bare names
+/// (a member name never holds a `/`: Heat names a group's members by index or by a
+/// generated id).
+pub fn member_key(path: &str, name: &str) -> String {
+    format!("{path}/{name}")
+}
+
+/// Which group a member key ([`member_key`]) is in and its name there: `(Some("kube_masters"),
+/// "0")` for a held group's member, `(None, "3")` for the target's.
+pub fn split_member_key(key: &str) -> (Option<&str>, &str) {
+    match key.rsplit_once('/') {
+        Some((path, name)) => (Some(path), name),
+        None => (None, key),
+    }
+}
+
 /// One node (one ResourceGroup member) as the console shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Node {

@@ -410,21 +410,14 @@ fn name_nodes(
         .map(|r| {
             let member = r.node.key.member.as_str();
             // A pane over several groups names members `group/7`.
-            (member.rsplit('/').next().unwrap_or(member), &r.node)
+            (crate::model::split_member_key(member).1, &r.node)
         })
         .collect();
     for n in &mut status.nodes {
-        let member = match viewed {
-            Some(path) => match n
-                .name
-                .strip_prefix(path)
-                .and_then(|rest| rest.strip_prefix('/'))
-            {
-                Some(member) => member,
-                None => continue,
-            },
-            None => n.name.as_str(),
-        };
+        let (path, member) = crate::model::split_member_key(&n.name);
+        if path != viewed {
+            continue;
+        }
         if let Some(node) = known.get(member) {
             if node.name != member {
                 n.server = Some(node.name.clone());

@@ -7,7 +7,7 @@ use crate::command_line::CommandLine;
 use crate::drivers::layout::{stack_path, GROUP_RESOURCE};
 use crate::drivers::{member_order, NodeGroupTarget};
 use crate::journal::ApiCall;
-use crate::model::StackRef;
+use crate::model::{member_key, split_member_key, StackRef};
 use crate::parameter_value::ParameterValues;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -173,22 +173,6 @@ impl HeldGroup {
             true => "after",
             false => "before",
         }
-    }
-}
-
-/// The rollout's name for member `name` of the held group at `path`: `kube_masters/0`.
-/// The target's members go by their bare names (a member name never holds a `/`: Heat
-/// names a group's members by index or by a generated id).
-pub fn held_member_key(path: &str, name: &str) -> String {
-    format!("{path}/{name}")
-}
-
-/// Which group a rollout's member key is in and its name there: `(Some("kube_masters"),
-/// "0")` for a held group's member, `(None, "3")` for the target's.
-pub fn split_member_key(key: &str) -> (Option<&str>, &str) {
-    match key.rsplit_once('/') {
-        Some((path, name)) => (Some(path), name),
-        None => (None, key),
     }
 }
 
@@ -493,10 +477,7 @@ impl RolloutPlan {
     pub fn hold_also(&mut self, path: &str, members: &[String], after: bool) {
         let mut ordered = members.to_vec();
         ordered.sort_by(|a, b| member_order(a, b));
-        let held: Vec<Vec<String>> = ordered
-            .iter()
-            .map(|m| vec![held_member_key(path, m)])
-            .collect();
+        let held: Vec<Vec<String>> = ordered.iter().map(|m| vec![member_key(path, m)]).collect();
         let at = match after {
             true => self.batches.len(),
             false => self

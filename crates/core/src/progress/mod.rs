@@ -455,7 +455,7 @@ impl Progress {
     pub fn counts_by_group(&self) -> Vec<(Option<&str>, Counts)> {
         let mut out: Vec<(Option<&str>, Counts)> = Vec::new();
         for m in &self.members {
-            let group = m.name.rsplit_once('/').map(|(path, _)| path);
+            let group = crate::model::split_member_key(&m.name).0;
             let at = match out.iter().position(|(g, _)| *g == group) {
                 Some(at) => at,
                 None => {

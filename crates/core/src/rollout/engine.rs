@@ -1561,7 +1561,7 @@ impl Runner {
         let clear = held.iter().fold(
             CommandLine::caldera(&["heat", "clear-hook"]).arg(self.plan.stack.name.clone()),
             |line, m| {
-                let name = super::plan::split_member_key(m).1;
+                let name = crate::model::split_member_key(m).1;
                 line.arg(format!("{}/{name}", self.plan.group_of(m)))
             },
         );

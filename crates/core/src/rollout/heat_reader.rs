@@ -52,7 +52,7 @@ pub struct MemberTrack {
 struct Feed {
     group: StackRef,
     /// Its path in the stack for a group held besides the target (`--also`): its members
-    /// are keyed `PATH/NAME` ([`super::plan::held_member_key`]); `None` for the target.
+    /// are keyed `PATH/NAME` ([`crate::model::member_key`]); `None` for the target.
     path: Option<String>,
     seen: HashSet<String>,
     /// Where the next read starts: an event `LATE_WRITER_SECS` behind the newest seen.
@@ -75,14 +75,14 @@ impl Feed {
     /// The rollout's key of this group's member `name`.
     fn key(&self, name: &str) -> String {
         match &self.path {
-            Some(p) => super::plan::held_member_key(p, name),
+            Some(p) => crate::model::member_key(p, name),
             None => name.to_string(),
         }
     }
 
     /// Whether the member key `key` is one of this group's.
     fn owns(&self, key: &str) -> bool {
-        super::plan::split_member_key(key).0 == self.path.as_deref()
+        crate::model::split_member_key(key).0 == self.path.as_deref()
     }
 
     /// The next read starts at the newest event at least `LATE_WRITER_SECS` older than the
@@ -355,7 +355,7 @@ impl HeatReader {
 
     /// Clears a member's hook (by its key) on its group's nested stack.
     pub async fn release(&self, member: &str) -> ServiceResult<()> {
-        let (path, name) = super::plan::split_member_key(member);
+        let (path, name) = crate::model::split_member_key(member);
         let group = self
             .feeds
             .iter()
@@ -405,7 +405,7 @@ impl HeatReader {
     /// other address outputs.
     pub async fn member_ip(&mut self, member: &str) -> Option<String> {
         // A held group's member (`PATH/NAME`) is its own group's: its plan is looked for there.
-        let group = match super::plan::split_member_key(member).0 {
+        let group = match crate::model::split_member_key(member).0 {
             Some(path) => self
                 .feeds
                 .iter()

@@ -288,7 +288,7 @@ fn keyed_members(groups: &[GroupShape]) -> Vec<Member> {
                 let mut m = m.clone();
                 m.group = g.path.clone();
                 if qualify {
-                    m.name = format!("{}/{}", group_label(g), m.name);
+                    m.name = crate::model::member_key(&group_label(g), &m.name);
                 }
                 m
             })

@@ -178,7 +178,7 @@ impl Progress {
         }
         NodeAddress {
             // `"17"`, or `"kube_minions/17"` in a stream over several groups.
-            index: member.rsplit('/').next().and_then(|i| i.parse().ok()),
+            index: crate::model::split_member_key(member).1.parse().ok(),
             member: member.to_string(),
             addresses: Vec::new(),
             name,
