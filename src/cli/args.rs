@@ -144,6 +144,7 @@ pub enum RolloutCommand {
     Start {
         /// CLUSTER/NODEGROUP (or CLUSTER when it has one node group), or STACK/GROUP: a
         /// scaling group of any stack, by its resource path (`--set` says what changes).
+        #[arg(value_parser = name_path)]
         target: String,
         /// New image: of caldera's node groups, or for STACK/GROUP the stack parameter its
         /// servers boot from, found from the templates (else name it with --set).
@@ -203,6 +204,7 @@ pub enum RolloutCommand {
     /// The rollout's state, from Heat and the journal.
     Status {
         /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
+        #[arg(value_parser = name_path)]
         target: String,
         #[arg(long, value_enum, default_value_t)]
         format: JournalFormat,
@@ -213,6 +215,7 @@ pub enum RolloutCommand {
     /// Ask the running rollout to stop releasing nodes (and wait for it to say it has).
     Pause {
         /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
+        #[arg(value_parser = name_path)]
         target: String,
         /// How long to wait for the engine's acknowledgement (exit 4 without one).
         #[arg(long, default_value_t = 15.0, value_parser = secs(0.0, 3600.0))]
@@ -221,6 +224,7 @@ pub enum RolloutCommand {
     /// Reattach to the rollout (after a pause, a failure or a restart) and follow it.
     Resume {
         /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
+        #[arg(value_parser = name_path)]
         target: String,
         /// Parameter overrides for the retried update, KEY=JSON (e.g. after fixing a cause):
         /// only after Heat's update failed (they go with the update the resume sends again).
@@ -235,6 +239,7 @@ pub enum RolloutCommand {
     /// Skip a node: it is never released by this rollout.
     Skip {
         /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
+        #[arg(value_parser = name_path)]
         target: String,
         node: String,
         /// How long to wait for the engine's acknowledgement (exit 4 without one).
@@ -244,6 +249,7 @@ pub enum RolloutCommand {
     /// Stop the rollout; optionally cancel Heat's update.
     Abort {
         /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
+        #[arg(value_parser = name_path)]
         target: String,
         /// `cancel_update`: Heat rolls the group back.
         #[arg(long, conflicts_with = "cancel")]
@@ -268,6 +274,7 @@ pub enum HeatCommand {
     /// and the hooks its environment keeps for the next update.
     Hooks {
         /// STACK (name or id), CLUSTER or CLUSTER/NODEGROUP (each of its stacks).
+        #[arg(value_parser = name_path)]
         stack: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -275,6 +282,7 @@ pub enum HeatCommand {
     /// Clear a pending hook: signal `{"unset_hook": HOOK}` to each matching resource.
     ClearHook {
         /// STACK: name or id (a cluster's stack by its own name).
+        #[arg(value_parser = name_path)]
         stack: String,
         /// The resources' paths from the stack down (`kube_minions/3 kube_minions/7`), or
         /// globs of paths (`kube_minions/*`): only resources held on HOOK now are signalled.
@@ -292,6 +300,7 @@ pub enum HeatCommand {
     /// Ask Heat to check a settled stack (`CHECK_COMPLETE` or `CHECK_FAILED`).
     Check {
         /// STACK: name or id (a cluster's stack by its own name).
+        #[arg(value_parser = name_path)]
         stack: String,
         #[arg(long)]
         yes: bool,
@@ -302,6 +311,7 @@ pub enum HeatCommand {
     /// --no-rollback stops where it is (`cancel_without_rollback`).
     Cancel {
         /// STACK: name or id (a cluster's stack by its own name).
+        #[arg(value_parser = name_path)]
         stack: String,
         #[arg(long)]
         no_rollback: bool,
@@ -319,6 +329,7 @@ pub enum HeatCommand {
     /// PATCH is an update of its own; the plan shows Heat's preview of it.
     Unhook {
         /// STACK: name or id (a cluster's stack by its own name).
+        #[arg(value_parser = name_path)]
         stack: String,
         /// The group's path from the stack down (`kube_minions`, `roles/Compute`), as
         /// `caldera heat hooks STACK` names it.
@@ -348,6 +359,7 @@ pub enum HeatCommand {
     /// Mark a resource unhealthy (`CHECK_FAILED`): the next update replaces it.
     MarkUnhealthy {
         /// STACK: name or id (a cluster's stack by its own name).
+        #[arg(value_parser = name_path)]
         stack: String,
         /// The resource's path from the stack down: `kube_minions/3`.
         resource_path: String,
@@ -385,6 +397,7 @@ pub enum Command {
     Nodegroups {
         /// CLUSTER (name or id) or STACK: the node groups of a cluster, or the groups of any
         /// stack whose members are nodes.
+        #[arg(value_parser = name_path)]
         cluster: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -402,6 +415,7 @@ pub enum Command {
         /// CLUSTER (its stacks as one timeline), CLUSTER/NODEGROUP (the group's own events,
         /// also where Magnum keeps it inside the cluster's stack), STACK, or STACK/PATH (the
         /// events of the resource at PATH and everything under it, e.g. `mystack/kube_minions`).
+        #[arg(value_parser = name_path)]
         stack: String,
         /// Keep polling for new events until interrupted (or until the stack settles with --until-complete).
         #[arg(long)]
@@ -438,6 +452,7 @@ pub enum Command {
         /// CLUSTER, CLUSTER/NODEGROUP, STACK (name or id: every node group Heat's types show
         /// in it), or STACK/PATH: one group by its resource path, nested groups too
         /// (`app/workers`, `inventory/racks/1/nodes`).
+        #[arg(value_parser = name_path)]
         target: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -464,6 +479,7 @@ pub enum Command {
     /// of its stacks).
     Why {
         /// CLUSTER, CLUSTER/NODEGROUP, or STACK (name or id).
+        #[arg(value_parser = name_path)]
         target: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -473,6 +489,7 @@ pub enum Command {
     /// agent's code and the tail of its stderr.
     Deployments {
         /// CLUSTER, CLUSTER/NODEGROUP, STACK or STACK/PATH (name or id).
+        #[arg(value_parser = name_path)]
         target: String,
         /// Only the failed ones and those waiting well past their siblings.
         #[arg(long)]
@@ -483,6 +500,7 @@ pub enum Command {
     /// The deepest failed resources of a stack, with dotted paths and reasons.
     Failures {
         /// CLUSTER, CLUSTER/NODEGROUP, or STACK (name or id).
+        #[arg(value_parser = name_path)]
         stack: String,
         #[arg(long, value_enum, default_value_t)]
         format: Format,
@@ -495,6 +513,7 @@ pub enum Command {
         /// CLUSTER/NODEGROUP (or CLUSTER when it has one node group), or STACK/GROUP: a
         /// scaling group of any stack by its resource path, scaled through the parameter
         /// its count reads (Heat's preview of the update is printed first).
+        #[arg(value_parser = name_path)]
         target: String,
         /// The new node count (default: the current count minus --remove).
         #[arg(long, value_parser = whole::<u32>(0, 100_000))]
@@ -557,6 +576,23 @@ pub enum Command {
         #[arg(long, default_value_t = 1.0, value_parser = number(0.001, 100_000.0))]
         speed: f64,
     },
+}
+
+/// A positional `CLUSTER`, `STACK`, `CLUSTER/NODEGROUP` or `STACK/PATH`: every part named. An
+/// empty part would reach the cloud as another request (`GET …/clusters/` is the list of
+/// clusters, not a cluster), so it is refused here, as are control characters.
+fn name_path(s: &str) -> Result<String, String> {
+    if s.chars().any(char::is_control) {
+        return Err("a name holds a control character".into());
+    }
+    if s.split('/').any(|part| part.trim().is_empty()) {
+        return Err(
+            "every part of a name path is a name (CLUSTER, CLUSTER/NODEGROUP, STACK, \
+             STACK/PATH); one is empty"
+                .into(),
+        );
+    }
+    Ok(s.to_string())
 }
 
 /// A flag's seconds, from `min` to `max` (see `caldera_cloud::config::bounds`): `1e308`,

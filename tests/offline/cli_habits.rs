@@ -273,6 +273,32 @@ fn subcommand_help_shows_its_own_options_first() {
     );
 }
 
+/// A name path with an empty part (`/kube_minions`, a stack name left out by a script whose
+/// variable was empty) is refused before anything is asked of a cloud: sent, `GET
+/// …/clusters/` would be the list of clusters, read as one cluster ("missing field `uuid`").
+#[test]
+fn a_name_path_with_an_empty_part_is_refused_before_the_cloud() {
+    let home = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 6] = [
+        &["rollout", "start", "/kube_minions", "--image", "x"],
+        &["nodegroups", ""],
+        &["ips", "one-image/"],
+        &["events", "stack//kube_minions"],
+        &["heat", "hooks", "  "],
+        &["why", "a\u{1b}[2Jb"],
+    ];
+    for args in cases {
+        let out = caldera(home.path()).args(args).output().expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("one is empty") || err.contains("control character"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains('\u{1b}'), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn config_errors_name_the_file_the_cloud_and_the_key() {
     let home = tempfile::tempdir().unwrap();

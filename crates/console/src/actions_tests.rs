@@ -470,7 +470,7 @@ async fn rollout_view_controls_send_the_right_control() {
     h.press(KeyCode::Char('p'));
     let reqs = h.app.take_requests();
     assert!(
-        matches!(&reqs[..], [Request::Operator(OperatorRequest::RolloutControl { control: Control::Pause, plan: None, key })] if *key == g.id),
+        matches!(&reqs[..], [Request::Operator(OperatorRequest::RolloutControl { control: Control::Pause, plan: None, key, take_over: false })] if *key == g.id),
         "{reqs:?}"
     );
     let mut paused = mid_run(&plan);
@@ -576,6 +576,56 @@ async fn a_rollout_elsewhere_is_observed_and_resume_takes_it_over() {
     );
     assert!(h.screen().contains("(driven here)"));
     assert!(!h.screen().contains("not driven by this console"));
+}
+
+/// A rollout another live caldera on this machine drives (its driver lock held): the view
+/// says so and its controls go to that process through the journal; resume is not a
+/// take-over (no confirmation, no engine here).
+#[tokio::test]
+async fn a_rollout_another_live_process_drives_gets_the_controls_not_a_take_over() {
+    let mut h = H::ops();
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    let mut status = mid_run(&plan);
+    status.state = RolloutState::Paused {
+        reason: "paused by the operator".into(),
+    };
+    status.driver = Some(crate::rollout::progress::DriverInfo::Process {
+        pid: 4242,
+        host: "ops-1".into(),
+        started_at: demo_epoch(),
+        last_seen: demo_epoch(),
+    });
+    status.compute(demo_epoch());
+    h.op = h.op.clone().with_foreign_rollout(plan.clone(), status);
+    h.open_edge().await;
+    h.key(KeyAction::RolloutView);
+    h.pump().await;
+    let screen = h.render(200, 40);
+    assert!(
+        screen.contains("another caldera on this machine drives it"),
+        "{screen}"
+    );
+    assert!(screen.contains("driven by pid 4242 on ops-1"), "{screen}");
+    assert!(!screen.contains("takes it over"), "{screen}");
+    h.press(KeyCode::Char('R'));
+    h.pump().await;
+    assert!(!h.screen().contains("Take over this rollout?"));
+    let calls = h.op.calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.starts_with("request_rollout edge-native/edge Resume")),
+        "{calls:?}"
+    );
+    assert!(
+        !calls.iter().any(|c| c.starts_with("reattach_rollout")),
+        "{calls:?}"
+    );
+    assert_eq!(
+        h.app.store().rollouts[&g.id].driver,
+        Some(RolloutDriver::Elsewhere)
+    );
 }
 
 #[tokio::test]

@@ -406,12 +406,15 @@ pub enum OperatorRequest {
         rollback: bool,
         confirm: Option<String>,
     },
-    /// A control for the rollout under `key`: sent to our engine, else a resume takes the
-    /// rollout over (`reattach_rollout`) and anything else is asked of its driver.
+    /// A control for the rollout under `key`: sent to our engine; else, `take_over`, an
+    /// engine here takes the rollout over with it (`reattach_rollout`: a resume, an abort),
+    /// unless a live driver holds the rollout after all, which is asked instead; anything
+    /// else is asked of its driver through the journal.
     RolloutControl {
         key: String,
         plan: Option<Box<RolloutPlan>>,
         control: Control,
+        take_over: bool,
     },
     NodeAction {
         cluster: Cluster,

@@ -266,11 +266,17 @@ impl App {
             Some(RolloutDriver::Here) => None,
             _ => slot.plan.clone().map(Box::new),
         };
+        // A resume or abort of a rollout no live process drives takes it over (an engine
+        // here drives it on); one a live process drives goes to that process.
+        let take_over = plan.is_some()
+            && matches!(control, Control::Resume { .. } | Control::Abort(_))
+            && !slot.driven_by_live_process();
         self.outbox
             .push(Request::Operator(OperatorRequest::RolloutControl {
                 key,
                 plan,
                 control,
+                take_over,
             }));
     }
 
@@ -298,12 +304,13 @@ impl App {
             .selected(slot.nodes())
             .map(|n| (n.name.clone(), n.phase));
         let driven_here = slot.driver == Some(RolloutDriver::Here);
+        let live_elsewhere = slot.driven_by_live_process();
         if !self.may_act(what) {
             return;
         }
         match what {
             "pause" => self.send_control(key, Control::Pause),
-            "resume" if !driven_here => self.confirm_take_over(key),
+            "resume" if !driven_here && !live_elsewhere => self.confirm_take_over(key),
             "resume" => self.send_control(
                 key,
                 Control::Resume {

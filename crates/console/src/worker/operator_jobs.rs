@@ -238,7 +238,12 @@ impl Worker {
                     result,
                 }));
             }),
-            OperatorRequest::RolloutControl { key, plan, control } => {
+            OperatorRequest::RolloutControl {
+                key,
+                plan,
+                control,
+                take_over,
+            } => {
                 let what = control_label(&control);
                 let sent = self
                     .rollouts
@@ -266,10 +271,10 @@ impl Worker {
                 };
                 let rollouts = self.rollouts.clone();
                 self.spawn(async move {
-                    let result = if matches!(control, Control::Resume { .. } | Control::Abort(_)) {
+                    let result = if take_over {
                         // Taking over: an engine here, resumed (or aborting, so the cancel
                         // is driven to its end and shown) before it first acts. When a live
-                        // process holds the rollout, an abort goes to it instead.
+                        // process holds the rollout after all, the control goes to it.
                         match op
                             .reattach_rollout((*plan).clone(), vec![control.clone()])
                             .await
@@ -278,10 +283,7 @@ impl Worker {
                                 Worker::adopt(&rollouts, &tx, key.clone(), *plan, handle);
                                 Ok(())
                             }
-                            Err(e)
-                                if e.kind == ErrorKind::Refused
-                                    && matches!(control, Control::Abort(_)) =>
-                            {
+                            Err(e) if e.kind == ErrorKind::Refused => {
                                 op.request_rollout(*plan, control).await
                             }
                             Err(e) => Err(e),
@@ -539,6 +541,7 @@ mod tests {
             key: g.id.clone(),
             plan: None,
             control: Control::Pause,
+            take_over: false,
         }));
         loop {
             if let Reply::Rollout(RolloutReply::Status { result: Ok(s), .. }) = next(&mut rx).await
@@ -566,6 +569,7 @@ mod tests {
             control: Control::Resume {
                 parameters: BTreeMap::new(),
             },
+            take_over: false,
         }));
         loop {
             if let Reply::Rollout(RolloutReply::Status { result: Ok(s), .. }) = next(&mut rx).await

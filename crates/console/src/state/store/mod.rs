@@ -12,6 +12,7 @@ use crate::model::{
 use crate::ops::hooks::PendingHook;
 use crate::ops::stuck::{assess_with_inferred, Assessment, Entry};
 use crate::rollout::observed::ObservedUpdate;
+use crate::rollout::progress::DriverInfo;
 use crate::rollout::{RolloutPlan, RolloutState, RolloutStatus};
 use crate::service::fleet_scan::{FleetReport, FleetRow};
 use crate::service::{EventCursor, NodeUpdate, ServiceResult};
@@ -861,6 +862,17 @@ impl RolloutSlot {
         }
     }
 
+    /// Another live process on this machine drives the rollout (its driver lock, as last
+    /// read): controls are asked of it, never taken over.
+    pub fn driven_by_live_process(&self) -> bool {
+        self.driver == Some(RolloutDriver::Elsewhere)
+            && self
+                .status
+                .as_ref()
+                .and_then(|s| s.driver.as_ref())
+                .is_some_and(|d| matches!(d, DriverInfo::Process { .. }))
+    }
+
     /// The one-line explanation under the header.
     pub fn note(&self) -> Option<String> {
         if let Some(u) = &self.observed {
@@ -871,6 +883,15 @@ impl RolloutSlot {
             ));
         }
         match (self.driver, &self.status) {
+            (Some(RolloutDriver::Elsewhere), Some(s))
+                if !s.state.is_final() && self.driven_by_live_process() =>
+            {
+                Some(
+                    "not driven by this console: another caldera on this machine drives it; \
+                     p/R/s/x are passed to it"
+                        .into(),
+                )
+            }
             (Some(RolloutDriver::Elsewhere), Some(s)) if !s.state.is_final() => Some(
                 "not driven by this console (another operator's, or from before a restart): \
                  resume (R) takes it over"
