@@ -131,6 +131,7 @@ impl StepProbe for Injector {
                         tags: Some(caldera::rollout::plan::with_marker(
                             &shown.tags,
                             &caldera::rollout::plan::marker_tag("r-other", "elsewhere"),
+                            &[],
                         )),
                         existing: true,
                         ..Default::default()

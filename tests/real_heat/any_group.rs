@@ -568,6 +568,7 @@ async fn a_group_rollout_superseded_in_its_gate_releases_nothing_more() {
         tags: Some(with_marker(
             &shown.tags,
             &marker_tag("r-other", "elsewhere"),
+            &[],
         )),
         existing: true,
         ..Default::default()

@@ -219,19 +219,70 @@ pub fn marker_in(tags: &[String]) -> Option<(String, String)> {
     })
 }
 
-/// `tags` with `marker` in place of any earlier marker.
-pub fn with_marker(tags: &[String], marker: &str) -> Vec<String> {
+/// The tag beside the marker for each group a rollout holds besides its target (`--also`):
+/// `caldera-also=before:kube_masters` (`after:` for `--also-after`). The stack's environment
+/// shows hooks but not whose they are (an operator's own `pre-update` hook on a group looks
+/// the same), so the group a rollout holds is said here, by the PATCH that sets its hooks: a
+/// caldera on another machine taking the rollout over from Heat alone
+/// ([`held_in`]) then releases those members too, instead of leaving them held forever.
+pub const HELD_PREFIX: &str = "caldera-also=";
+
+/// The held-group tags of `also`, or why one cannot be a tag (Heat keeps 80 characters, and
+/// a comma would split it): then the rollout cannot be taken over from Heat, so it does not
+/// start.
+pub fn held_tags(also: &[HeldGroup]) -> Result<Vec<String>, String> {
+    also.iter()
+        .map(|h| {
+            let tag = format!("{HELD_PREFIX}{}:{}", h.when(), h.path);
+            let (len, path_len) = (tag.chars().count(), h.path.chars().count());
+            if len > TAG_MAX || tag.contains(',') {
+                return Err(format!(
+                    "the held group's path {:?} does not fit the Heat tag that names it to a \
+                     caldera taking the rollout over (at most {} characters, no comma)",
+                    h.path,
+                    TAG_MAX.saturating_sub(len - path_len),
+                ));
+            }
+            Ok(tag)
+        })
+        .collect()
+}
+
+/// The groups a rollout holds besides its target, as its tags say ([`HELD_PREFIX`]): each
+/// group's path and whether it is released after the target.
+pub fn held_in(tags: &[String]) -> Vec<(String, bool)> {
+    tags.iter()
+        .filter_map(|t| {
+            let (when, path) = t.strip_prefix(HELD_PREFIX)?.split_once(':')?;
+            let after = match when {
+                "before" => false,
+                "after" => true,
+                _ => return None,
+            };
+            (!path.is_empty()).then(|| (path.to_string(), after))
+        })
+        .collect()
+}
+
+/// Whether a tag is one a rollout puts on the stack (its marker, its held groups).
+fn is_rollout_tag(tag: &str) -> bool {
+    tag.starts_with(MARKER_PREFIX) || tag.starts_with(HELD_PREFIX)
+}
+
+/// `tags` with `marker` and `held` ([`held_tags`]) in place of any earlier rollout's.
+pub fn with_marker(tags: &[String], marker: &str, held: &[String]) -> Vec<String> {
     let mut out: Vec<String> = tags
         .iter()
-        .filter(|t| !t.starts_with(MARKER_PREFIX))
+        .filter(|t| !is_rollout_tag(t))
         .cloned()
         .collect();
     out.push(marker.to_string());
+    out.extend(held.iter().cloned());
     out
 }
 
 /// The tags the end's PATCH gives the stack back: `tags` (the stack's, as read at the end)
-/// without rollout `id`'s marker. A PATCH's `tags` replace the stack's (Heat 27 keeps them
+/// without rollout `id`'s marker and held-group tags. A PATCH's `tags` replace the stack's (Heat 27 keeps them
 /// when a PATCH has none), so the marker goes out with the same PATCH that takes the hooks
 /// out. `None` (the PATCH keeps the stack's tags as they are) when the marker is not ours,
 /// or when it is the stack's only tag: Heat 27 cannot PATCH a stack back to no tags
@@ -242,7 +293,7 @@ pub fn tags_without_marker(tags: &[String], id: &str) -> Option<Vec<String>> {
     let (marked, _) = marker_in(tags)?;
     let others: Vec<String> = tags
         .iter()
-        .filter(|t| !t.starts_with(MARKER_PREFIX))
+        .filter(|t| !is_rollout_tag(t))
         .cloned()
         .collect();
     (marked == id && !others.is_empty()).then_some(others)
@@ -684,7 +735,7 @@ mod tests {
         ];
         let m = marker_tag("r20261125T101010-0a0b0c0d", "jump-1");
         assert_eq!(m, "caldera-rollout=r20261125T101010-0a0b0c0d@jump-1");
-        let new = with_marker(&tags, &m);
+        let new = with_marker(&tags, &m, &[]);
         assert_eq!(new, vec!["caldera-cluster=c1".to_string(), m.clone()]);
         assert_eq!(
             marker_in(&new),
@@ -708,6 +759,53 @@ mod tests {
         assert_eq!(tags_without_marker(&tags, "r2"), None);
         assert_eq!(tags_without_marker(&tags[1..], "r1"), None);
         assert_eq!(tags_without_marker(&tags[..1], "r1"), None);
+    }
+
+    /// The groups a rollout holds besides its target go to Heat as tags beside its marker,
+    /// are read back in order with their side of the target, replace an earlier rollout's,
+    /// and leave with the marker; a path no tag can carry is refused.
+    #[test]
+    fn held_groups_are_tagged_read_back_and_taken_out_with_the_marker() {
+        let held = |path: &str, after: bool| HeldGroup {
+            path: path.into(),
+            hooks_before: None,
+            since_event: None,
+            after,
+        };
+        let also = [held("kube_masters", false), held("roles/etcd", true)];
+        let tags = held_tags(&also).expect("short paths fit");
+        assert_eq!(
+            tags,
+            [
+                "caldera-also=before:kube_masters",
+                "caldera-also=after:roles/etcd"
+            ]
+        );
+        let earlier = vec![
+            "team=a".to_string(),
+            marker_tag("r0", "h"),
+            "caldera-also=before:old_group".to_string(),
+        ];
+        let now = with_marker(&earlier, &marker_tag("r1", "h"), &tags);
+        assert_eq!(
+            held_in(&now),
+            [
+                ("kube_masters".to_string(), false),
+                ("roles/etcd".to_string(), true)
+            ]
+        );
+        assert_eq!(marker_in(&now).map(|(id, _)| id), Some("r1".to_string()));
+        assert_eq!(
+            tags_without_marker(&now, "r1"),
+            Some(vec!["team=a".to_string()])
+        );
+        assert!(held_in(&["caldera-also=sideways:x".to_string()]).is_empty());
+        let long = held_tags(&[held(&"g".repeat(61), true)]).expect("61 fit after `after:`");
+        assert_eq!(long[0].chars().count(), TAG_MAX);
+        for bad in [held(&"g".repeat(61), false), held("a,b", false)] {
+            let e = held_tags(&[bad]).expect_err("refused");
+            assert!(e.contains("does not fit") && e.contains("at most"), "{e}");
+        }
     }
 
     #[test]

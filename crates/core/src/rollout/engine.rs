@@ -287,9 +287,12 @@ pub async fn start(
     let mut plan = plan;
     // The marker goes to Heat with the PATCH: another machine's start that raced this one
     // past the in-progress check finds which of the two Heat kept.
+    let held = super::plan::held_tags(&plan.also)
+        .map_err(|e| crate::drivers::refused(format!("{target}: {e}; nothing was sent to Heat")))?;
     plan.stack_tags = Some(super::plan::with_marker(
         &detail.tags,
         &super::plan::marker_tag(&plan.id, &super::lock::hostname()),
+        &held,
     ));
     // What the environment declares where the rollout puts its hook: the start keeps it
     // beside ours, the end puts it back. Without it the end could not leave the stack's
@@ -2475,6 +2478,15 @@ pub async fn plan_from_heat(
         plan.id = id;
         plan.started_on = Some(host);
         plan.stack_tags = Some(detail.tags.clone());
+        // The groups it holds besides its target, as its start tagged them: their members
+        // are released as its start planned (one at a time, on their side of the target).
+        if plan.group.is_some() {
+            for (path, after) in super::plan::held_in(&detail.tags) {
+                let members =
+                    crate::drivers::any_group::group_members(heat, &plan.stack, &path).await?;
+                plan.hold_also(&path, &members, after);
+            }
+        }
     }
     Ok(plan)
 }
