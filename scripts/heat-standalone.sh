@@ -8,6 +8,7 @@
 #                                        #   also stops the PostgreSQL cluster)
 #   scripts/heat-standalone.sh env       # prints: export HEAT_URL=http://127.0.0.1:8004/v1/admin
 #   scripts/heat-standalone.sh status    # exit 0 if Heat answers, 1 otherwise
+#   scripts/heat-standalone.sh size      # the running Heat's threads, memory and CPU seconds
 #
 #   eval "$(scripts/heat-standalone.sh start | grep '^HEAT_URL=')"; export HEAT_URL
 #
@@ -373,11 +374,24 @@ cmd_status() {
     return 1
 }
 
+# What the one process holds and has used: threads, resident memory, CPU seconds (user +
+# system, /proc/PID/stat fields 14 and 15 in clock ticks). For the suites' logs: how busy
+# Heat kept its core over a stage, and how far its thread pools grew.
+cmd_size() {
+    local pid ticks cpu
+    pid="$(heat_pid)" || { echo "not running"; return 1; }
+    ticks="$(getconf CLK_TCK)"
+    cpu="$(awk -v t="$ticks" '{ sub(/^.*\) /, ""); printf "%.0f", ($12 + $13) / t }' "/proc/$pid/stat")"
+    echo "pid $pid; $(grep -hE '^(Threads|VmRSS)' "/proc/$pid/status" | tr -s ' \t' ' ' |
+        paste -sd ';' | sed 's/;/; /'); CPU ${cpu} s"
+}
+
 case "${1:-}" in
     install) cmd_install ;;
     start) cmd_start ;;
     stop) shift; cmd_stop "${1:-}" ;;
     env) echo "export HEAT_URL=$URL" ;;
     status) cmd_status ;;
+    size) cmd_size ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
 esac

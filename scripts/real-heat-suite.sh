@@ -55,12 +55,8 @@ export CORPUS_PREPARED=1
 # a fresh process after the corpus starts the rest from a few threads. (The tests' stacks are
 # their own: a fresh database loses nothing they need.)
 cargo test --locked --test real_heat -- --ignored corpus:: --test-threads=2
-heat_size() {  # the test Heat's threads and memory, for the log (nothing depends on it)
-  local pid
-  local port="${HEAT_PORT:-8004}" run="${HEAT_RUN_DIR:-}"
-  [ -n "$run" ] || { [ "$port" = 8004 ] && run=target/heat-run || run="target/heat-run-$port"; }
-  pid="$(cat "$run/heat.pid" 2>/dev/null)" || return 0
-  grep -hE '^(Threads|VmRSS)' "/proc/$pid/status" 2>/dev/null | tr -s ' \t' ' ' | paste -sd ';' || true
+heat_size() {  # the test Heat's threads, memory and CPU, for the log (nothing depends on it)
+  scripts/heat-standalone.sh size || true
 }
 echo "real Heat after the corpus: $(heat_size)"
 scripts/heat-standalone.sh stop

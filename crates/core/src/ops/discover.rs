@@ -112,9 +112,10 @@ pub async fn discover_groups(
 /// listing gave a member's old row (deleted, or marked for replacement), its group's newest
 /// events are read (a few pages, only then) and the replacement's newest event stands for
 /// it: status, reason, time and the new server's id. Where it gave the replacement's own row
-/// (being created), the same events tell it from a member a scale adds. Members that are
-/// nested stacks are left as listed (Heat updates a template member in place). An unreadable event list leaves
-/// the listing as it is.
+/// (being created) in an update of the group, the same events tell it from a member a scale
+/// adds ([`replaced::group_may_replace`]). Members that are nested stacks are left as listed
+/// (Heat updates a template member in place). An unreadable event list leaves the listing as
+/// it is.
 async fn with_replacements(heat: &HeatClient, g: &mut GroupShape) {
     let replaced = |m: &Member| {
         m.stack.is_none()
@@ -122,9 +123,11 @@ async fn with_replacements(heat: &HeatClient, g: &mut GroupShape) {
             && replaced::may_be_replaced(&m.status, m.status_reason.as_deref())
     };
     // The listing may give the replacement's own row instead, being created: told from a
-    // member a scale adds by the same events.
-    let being_made =
-        |m: &Member| m.stack.is_none() && m.status.action == "CREATE" && m.status.is_in_progress();
+    // member a scale adds by the same events, while the group's update could replace.
+    let may_replace = replaced::group_may_replace(&g.status);
+    let being_made = |m: &Member| {
+        may_replace && m.stack.is_none() && m.status.action == "CREATE" && m.status.is_in_progress()
+    };
     let Some(stack) = g
         .stack
         .as_ref()

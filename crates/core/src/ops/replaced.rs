@@ -30,6 +30,15 @@ pub fn may_be_replaced(status: &Status, reason: Option<&str>) -> bool {
     status.action == "DELETE" || reason.is_some_and(|r| r.trim_end().ends_with(REPLACEMENT_REASON))
 }
 
+/// Whether a member listed as being created (`CREATE_IN_PROGRESS`) may be a replacement, from
+/// its group resource's status: Heat replaces members only in an update of their group (or
+/// that update's rollback, an update back to the old definition). While the group is being
+/// created every member being created is one it adds, and no event needs reading: a
+/// 1000-node cluster's first create lists a thousand such members on every refresh.
+pub fn group_may_replace(group: &Status) -> bool {
+    matches!(group.action.as_str(), "UPDATE" | "ROLLBACK")
+}
+
 /// What the replacement of a member looks like now, from its newest event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Replacement {
@@ -106,6 +115,20 @@ pub async fn group_events(
 mod tests {
     use super::*;
     use chrono::{TimeZone, Utc};
+
+    /// Only an update of the group, or its rollback, can make a replacement.
+    #[test]
+    fn only_an_update_of_the_group_or_its_rollback_replaces_members() {
+        for (group, may) in [
+            ("CREATE_IN_PROGRESS", false),
+            ("UPDATE_IN_PROGRESS", true),
+            ("ROLLBACK_IN_PROGRESS", true),
+            ("CHECK_IN_PROGRESS", false),
+            ("INIT_COMPLETE", false),
+        ] {
+            assert_eq!(group_may_replace(&Status::parse(group)), may, "{group}");
+        }
+    }
 
     fn ev(name: &str, secs: i64, status: &str, physical: Option<&str>, reason: &str) -> StackEvent {
         StackEvent {

@@ -866,11 +866,10 @@ impl RolloutSlot {
     /// read): controls are asked of it, never taken over.
     pub fn driven_by_live_process(&self) -> bool {
         self.driver == Some(RolloutDriver::Elsewhere)
-            && self
-                .status
-                .as_ref()
-                .and_then(|s| s.driver.as_ref())
-                .is_some_and(|d| matches!(d, DriverInfo::Process { .. }))
+            && matches!(
+                self.status.as_ref().and_then(|s| s.driver.as_ref()),
+                Some(DriverInfo::Process { .. })
+            )
     }
 
     /// The one-line explanation under the header.
