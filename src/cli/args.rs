@@ -184,18 +184,18 @@ pub enum RolloutCommand {
         /// STACK/GROUP: let Heat update this other resource of the stack (its path) in the
         /// same update, unheld, although it reads a changed parameter too (repeatable).
         /// Without it such a change is refused, naming what it would touch.
-        #[arg(long, value_name = "PATH")]
+        #[arg(long, value_name = "PATH", value_parser = name_path)]
         let_heat_update: Vec<String>,
         /// STACK/GROUP: hold this other group of the stack (its path, as the plan's blast
         /// radius names it: `kube_masters`) too, when the change updates it: its members are
         /// hooked by the same update and released by caldera one at a time, with the health
         /// gate between them, all BEFORE the target's members (control plane before workers).
         /// Repeatable. Refused when the change does not update that group.
-        #[arg(long, value_name = "GROUP")]
+        #[arg(long, value_name = "GROUP", value_parser = name_path)]
         also: Vec<String>,
         /// STACK/GROUP: as --also, but that group's members are released (one at a time)
         /// AFTER the target's. Repeatable.
-        #[arg(long, value_name = "GROUP")]
+        #[arg(long, value_name = "GROUP", value_parser = name_path)]
         also_after: Vec<String>,
         /// Seconds between looks at Heat.
         #[arg(long, default_value_t = 2.0, value_parser = secs(0.01, 3600.0))]
@@ -241,6 +241,7 @@ pub enum RolloutCommand {
         /// CLUSTER/NODEGROUP or STACK/GROUP, as the rollout was started.
         #[arg(value_parser = name_path)]
         target: String,
+        #[arg(value_parser = name_path)]
         node: String,
         /// How long to wait for the engine's acknowledgement (exit 4 without one).
         #[arg(long, default_value_t = 15.0, value_parser = secs(0.0, 3600.0))]
@@ -286,7 +287,7 @@ pub enum HeatCommand {
         stack: String,
         /// The resources' paths from the stack down (`kube_minions/3 kube_minions/7`), or
         /// globs of paths (`kube_minions/*`): only resources held on HOOK now are signalled.
-        #[arg(required = true)]
+        #[arg(required = true, value_parser = name_path)]
         resource_path: Vec<String>,
         #[arg(long, default_value = "pre-update")]
         hook: String,
@@ -333,6 +334,7 @@ pub enum HeatCommand {
         stack: String,
         /// The group's path from the stack down (`kube_minions`, `roles/Compute`), as
         /// `caldera heat hooks STACK` names it.
+        #[arg(value_parser = name_path)]
         group: String,
         #[arg(long)]
         yes: bool,
@@ -362,6 +364,7 @@ pub enum HeatCommand {
         #[arg(value_parser = name_path)]
         stack: String,
         /// The resource's path from the stack down: `kube_minions/3`.
+        #[arg(value_parser = name_path)]
         resource_path: String,
         /// Shown by Heat as the resource's status reason.
         #[arg(long)]
@@ -519,7 +522,7 @@ pub enum Command {
         #[arg(long, value_parser = whole::<u32>(0, 100_000))]
         count: Option<u32>,
         /// Nodes to remove, by member name: 3,7.
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, value_delimiter = ',', value_parser = name_path)]
         remove: Vec<String>,
         /// Don't ask.
         #[arg(long)]
@@ -533,7 +536,7 @@ pub enum Command {
         /// STACK/GROUP: let Heat update this other resource of the stack (its path) in the
         /// same update, unheld, although it reads a changed parameter too (repeatable).
         /// Without it such a change is refused, naming what it would touch.
-        #[arg(long, value_name = "PATH")]
+        #[arg(long, value_name = "PATH", value_parser = name_path)]
         let_heat_update: Vec<String>,
         /// Return once the request is accepted instead of following it.
         #[arg(long)]
@@ -588,7 +591,7 @@ fn name_path(s: &str) -> Result<String, String> {
     if s.split('/').any(|part| part.trim().is_empty()) {
         return Err(
             "every part of a name path is a name (CLUSTER, CLUSTER/NODEGROUP, STACK, \
-             STACK/PATH); one is empty"
+             STACK/PATH, a group's or member's path); one is empty"
                 .into(),
         );
     }

@@ -279,16 +279,29 @@ fn subcommand_help_shows_its_own_options_first() {
 #[test]
 fn a_name_path_with_an_empty_part_is_refused_before_the_cloud() {
     let home = tempfile::tempdir().unwrap();
-    let cases: [&[&str]; 6] = [
-        &["rollout", "start", "/kube_minions", "--image", "x"],
-        &["nodegroups", ""],
-        &["ips", "one-image/"],
-        &["events", "stack//kube_minions"],
-        &["heat", "hooks", "  "],
-        &["why", "a\u{1b}[2Jb"],
+    let start = ["rollout", "start", "s/kube_minions", "--set", "a=1"];
+    let with = |more: &[&'static str]| -> Vec<&'static str> {
+        start.iter().chain(more).copied().collect()
+    };
+    // Positional names, then the group and member paths flags and arguments name.
+    let cases: [Vec<&str>; 14] = [
+        vec!["rollout", "start", "/kube_minions", "--image", "x"],
+        vec!["nodegroups", ""],
+        vec!["ips", "one-image/"],
+        vec!["events", "stack//kube_minions"],
+        vec!["heat", "hooks", "  "],
+        vec!["why", "a\u{1b}[2Jb"],
+        with(&["--also", ""]),
+        with(&["--also-after", "kube_masters/"]),
+        with(&["--let-heat-update", "a\u{7}b"]),
+        vec!["scale", "s/g", "--remove", "3,,7"],
+        vec!["rollout", "skip", "s/g", " "],
+        vec!["heat", "unhook", "s", "roles//Compute"],
+        vec!["heat", "clear-hook", "s", "kube_minions/"],
+        vec!["heat", "mark-unhealthy", "s", "", "--reason", "r"],
     ];
     for args in cases {
-        let out = caldera(home.path()).args(args).output().expect("run");
+        let out = caldera(home.path()).args(&args).output().expect("run");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
