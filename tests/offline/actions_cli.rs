@@ -738,6 +738,18 @@ async fn a_rollout_of_a_magnum_clusters_stack_is_read_as_ours_under_magnums_name
         assert!(said.contains(&format!("of {target}")), "{said}");
         assert!(said.contains("  kube_masters: new "), "{said}");
         assert!(!said.contains("observed"), "{said}");
+        // Another machine (a journal and driver locks of its own) reads the same rollout
+        // from Heat alone: its marker, the held group's tag, the environment's hooks.
+        let away = tempfile::tempdir().expect("dir");
+        let out = caldera(
+            &clouds,
+            &away.path().join("journal.jsonl"),
+            &["rollout", "status", nodegroup],
+        );
+        let (said, stderr) = text(&out);
+        assert!(said.contains(&format!("of {target}")), "{said}\n{stderr}");
+        assert!(said.contains("  kube_masters: new "), "{said}");
+        assert!(!said.contains("observed"), "{said}");
     }
     let _ = child.kill();
     let _ = child.wait();

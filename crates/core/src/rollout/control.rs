@@ -8,6 +8,7 @@ use super::engine::{
 use super::lock::{self, Holder, LockState};
 use super::{RolloutOptions, RolloutPlan};
 use crate::api::heat::HeatClient;
+use crate::drivers::any_group::group_target;
 use crate::drivers::apply::ActionContext;
 use crate::drivers::guard::Reach;
 use crate::drivers::NodeGroupTarget;
@@ -38,8 +39,8 @@ pub fn engine_options(
 /// The rollout under way on `target`: the newest unfinished one in the journal (ours, even
 /// from before a restart), else, when the node group's stack is in progress or failed,
 /// the one Heat shows (another operator's). `None` when nothing is under way. A Magnum node
-/// group's updates are Magnum's, save a rollout of its cluster's stack this machine started
-/// (see `rollout_of_magnum_group`).
+/// group's updates are Magnum's, save a caldera rollout of its cluster's stack (see
+/// `rollout_of_magnum_group`).
 pub async fn find_rollout(
     heat: &HeatClient,
     ctx: &ActionContext,
@@ -86,7 +87,9 @@ pub async fn find_rollout(
 /// a group it holds beside it (`--also kube_masters`), is the group holding this node
 /// group's members. Heat's marker on the stack names it while the stack's update runs, and
 /// this machine's journal gives its plan (under the name it was started by, so its driver
-/// and controls are found). Without it the update is Magnum's, and is observed as such.
+/// and controls are found); a rollout another machine started is read back from Heat (its
+/// target from the stack's environment and tags, [`rollout_target_from_heat`]). Without a
+/// marker the update is Magnum's, and is observed as such.
 async fn rollout_of_magnum_group(
     heat: &HeatClient,
     ctx: &ActionContext,
@@ -106,11 +109,11 @@ async fn rollout_of_magnum_group(
     let Some((id, _)) = super::plan::marker_in(&detail.tags) else {
         return Ok(None);
     };
-    let Some(plan) = engine::find_started(&ctx.journal, &id)? else {
-        return Ok(None);
-    };
-    if plan.target.stack.as_ref().map(|s| &s.id) != Some(&stack.id) {
-        return Ok(None);
+    let journaled = engine::find_started(&ctx.journal, &id)?;
+    if let Some(plan) = &journaled {
+        if plan.target.stack.as_ref().map(|s| &s.id) != Some(&stack.id) {
+            return Ok(None);
+        }
     }
     let Ok(listed) = heat
         .list_resources(stack, &crate::api::heat::ResourceQuery::default())
@@ -124,6 +127,16 @@ async fn rollout_of_magnum_group(
     let Ok(Some(group)) = crate::drivers::magnum::pick_group(&top, role, &target.nodegroup) else {
         return Ok(None);
     };
+    let plan = match journaled {
+        Some(plan) => plan,
+        None => match rollout_target_from_heat(heat, stack, &detail.tags).await {
+            // Another machine's rollout: the group it targets, read back from Heat.
+            Some(target) => {
+                plan_from_heat(heat, &group_target(stack, &target), Default::default()).await?
+            }
+            None => return Ok(None),
+        },
+    };
     if plan.target.nodegroup == group.name {
         return Ok(Some(plan));
     }
@@ -132,6 +145,33 @@ async fn rollout_of_magnum_group(
         viewed_group: Some(group.name.clone()),
         ..plan
     }))
+}
+
+/// The group a caldera rollout this machine's journal does not know (another machine's)
+/// targets in `stack`, from Heat alone: the one group whose members the stack's environment
+/// holds on the rollout hook (`GROUP/*`) that its tags do not name as held beside the target
+/// ([`super::plan::held_in`]). `None` when that is not exactly one group: then nothing says
+/// the update is a rollout's.
+async fn rollout_target_from_heat(
+    heat: &HeatClient,
+    stack: &crate::model::StackRef,
+    tags: &[String],
+) -> Option<String> {
+    let hooks = heat.get_environment_hooks(stack).await.ok()?;
+    let held: Vec<String> = super::plan::held_in(tags)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    let mut targets = hooks
+        .paths_with(super::plan::ROLLOUT_HOOK)
+        .into_iter()
+        .filter_map(|mut path| {
+            // A rollout hooks every member of its groups: the pattern `*` under the group.
+            (path.pop().as_deref() == Some("*")).then(|| path.join("/"))
+        })
+        .filter(|group| !group.is_empty() && !held.contains(group));
+    let target = targets.next()?;
+    targets.next().is_none().then_some(target)
 }
 
 /// A rollout this machine's journal knows (Heat's marker names it) is the rollout its start
