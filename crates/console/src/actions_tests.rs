@@ -628,6 +628,54 @@ async fn a_rollout_another_live_process_drives_gets_the_controls_not_a_take_over
     );
 }
 
+/// A rollout Heat's marker says was started on another machine, with no driver here: its
+/// driver there cannot be seen, so the view says it runs (not "nobody releases"), says
+/// where it was started and to pause it there before a take-over, and the take-over's
+/// confirmation says two drivers release two nodes at once.
+#[tokio::test]
+async fn a_rollout_started_on_another_machine_warns_before_a_take_over() {
+    let mut h = H::ops();
+    let (c, g) = h.edge_rows().await;
+    let plan = edge_plan(&c, &g);
+    let mut status = mid_run(&plan);
+    status.driver = Some(crate::rollout::progress::DriverInfo::Nobody {
+        since: None,
+        last_pid: None,
+        started_on: Some("ops-2".into()),
+    });
+    status.compute(demo_epoch());
+    h.op = h.op.clone().with_foreign_rollout(plan.clone(), status);
+    h.open_edge().await;
+    h.key(KeyAction::RolloutView);
+    h.pump().await;
+    let screen = h.render(220, 40);
+    assert!(
+        screen.contains("started on ops-2, whose driver cannot be seen from here"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("two drivers release two nodes at once"),
+        "{screen}"
+    );
+    assert!(!screen.contains("nobody releases"), "{screen}");
+    h.press(KeyCode::Char('R'));
+    h.pump().await;
+    let screen = h.render(220, 50);
+    assert!(screen.contains("Take over this rollout?"), "{screen}");
+    assert!(screen.contains("(two at once)"), "{screen}");
+    assert!(
+        screen.contains("It was started on ops-2; its driver there cannot be seen"),
+        "{screen}"
+    );
+    assert!(
+        !h.op
+            .calls()
+            .iter()
+            .any(|c| c.starts_with("reattach_rollout")),
+        "nothing before the confirmation"
+    );
+}
+
 #[tokio::test]
 async fn no_rollout_under_way_says_so() {
     let mut h = H::ops();

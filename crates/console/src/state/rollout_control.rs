@@ -378,10 +378,16 @@ impl App {
         lines.extend([
             "  This console then releases the remaining nodes batch by batch, with the".to_string(),
             "  operator hooks and the health gate of this machine's actions.toml.".to_string(),
-            "  Heat refuses to release a node twice, so a console still driving it elsewhere"
+            "  Heat refuses to release a node twice, but a driver still alive elsewhere would"
                 .to_string(),
-            "  cannot make a node update twice; pause that one first all the same.".to_string(),
+            "  release the next nodes beside this one's (two at once): pause it there first."
+                .to_string(),
         ]);
+        if let Some(host) = slot.started_on_other_machine() {
+            lines.push(format!(
+                "  It was started on {host}; its driver there cannot be seen from here."
+            ));
+        }
         let name = self.production_name(&slot.cluster);
         self.open_dialog(super::action_dialogs::Dialog::Confirm(
             super::form::Confirm::new(

@@ -399,6 +399,13 @@ impl RolloutStatus {
         let control = match &self.state {
             RolloutState::Starting | RolloutState::Running | RolloutState::Closing { .. } => {
                 match &self.driver {
+                    // Started on another machine, as Heat's marker says: its driver there is
+                    // not visible from here, and may well be releasing members. "Nobody
+                    // releases" would invite a second driver (two members at once).
+                    Some(DriverInfo::Nobody {
+                        started_on: Some(_),
+                        ..
+                    }) => Control::Running,
                     Some(DriverInfo::Nobody { since, .. }) => Control::Paused {
                         why: "nobody releases its members: no driver on this machine".into(),
                         since: *since,
@@ -589,6 +596,39 @@ mod tests {
             node("1", NodePhase::Pending),
         ]);
         assert!(!one.iter().any(|l| l.contains("(target)")), "{one:#?}");
+    }
+
+    /// No driver on this machine: a rollout this machine started is paused, nobody releasing
+    /// its members; one Heat's marker says was started on another machine is not (its driver
+    /// there is not visible from here), and its members are held by another caldera.
+    #[test]
+    fn a_rollout_started_on_another_machine_is_not_said_to_be_released_by_nobody() {
+        let said = |started_on: Option<&str>| {
+            let mut s = RolloutStatus::new(
+                "r".into(),
+                "k8s/kube_minions".into(),
+                "v2".into(),
+                RolloutState::Running,
+                vec![NodeProgress::pending("0", 0)],
+                1,
+                Utc::now(),
+            );
+            s.stack_status = "UPDATE_IN_PROGRESS".into();
+            s.driver = Some(DriverInfo::Nobody {
+                since: None,
+                last_pid: None,
+                started_on: started_on.map(str::to_string),
+            });
+            s.compute(Utc::now());
+            (s.summary_lines().join("\n"), s.update_facts().control)
+        };
+        let (here, control) = said(None);
+        assert!(matches!(control, Control::Paused { .. }), "{here}");
+        assert!(here.contains("nobody releases its members"), "{here}");
+        let (away, control) = said(Some("ops-2"));
+        assert_eq!(control, Control::Running, "{away}");
+        assert!(!away.contains("nobody releases"), "{away}");
+        assert!(away.contains("started on ops-2"), "{away}");
     }
 
     #[test]

@@ -872,6 +872,18 @@ impl RolloutSlot {
             )
     }
 
+    /// The machine Heat's marker says the rollout was started on, when it is not this one
+    /// and no driver runs here: its driver there cannot be seen from here.
+    pub fn started_on_other_machine(&self) -> Option<&str> {
+        match self.status.as_ref().and_then(|s| s.driver.as_ref()) {
+            Some(DriverInfo::Nobody {
+                started_on: Some(host),
+                ..
+            }) => Some(host),
+            _ => None,
+        }
+    }
+
     /// The one-line explanation under the header.
     pub fn note(&self) -> Option<String> {
         if let Some(u) = &self.observed {
@@ -891,11 +903,20 @@ impl RolloutSlot {
                         .into(),
                 )
             }
-            (Some(RolloutDriver::Elsewhere), Some(s)) if !s.state.is_final() => Some(
-                "not driven by this console (another operator's, or from before a restart): \
-                 resume (R) takes it over"
-                    .into(),
-            ),
+            (Some(RolloutDriver::Elsewhere), Some(s)) if !s.state.is_final() => {
+                match self.started_on_other_machine() {
+                    Some(host) => Some(format!(
+                        "not driven by this console: started on {host}, whose driver cannot be \
+                         seen from here; pause it there (or check it is gone) before resume (R) \
+                         takes it over: two drivers release two nodes at once"
+                    )),
+                    None => Some(
+                        "not driven by this console (another operator's, or from before a \
+                         restart): resume (R) takes it over"
+                            .into(),
+                    ),
+                }
+            }
             // Paused after the last batch's nodes finished: the engine holds the last
             // batch's post hooks, gate and finish until resumed.
             (Some(RolloutDriver::Here), Some(s))
