@@ -772,6 +772,7 @@ async fn also_holds_the_masters_one_at_a_time_before_the_minions() {
     }
     want.sort();
     assert_eq!(hooks, want, "post-node hooks' member and address");
+    no_held_group_tag_left(&heat, &stack).await;
     plain_update_runs_unheld(&heat, &stack, "fcos-42").await;
     delete_settled(&heat, &stack).await;
 }
@@ -903,7 +904,18 @@ async fn killed_held_rollout_resumed(name: &str, elsewhere: bool) {
     );
     let hooks = heat.get_environment_hooks(&stack).await.expect("env");
     assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
+    no_held_group_tag_left(&heat, &stack).await;
     delete_settled(&heat, &stack).await;
+}
+
+/// The end's PATCH took the rollout's held-group tags out with its hooks (the stack has no
+/// tag of its own here: Heat keeps at least one, so the marker alone may stay).
+async fn no_held_group_tag_left(heat: &HeatClient, stack: &StackRef) {
+    let tags = heat.get_stack(stack, false).await.expect("stack").tags;
+    assert!(
+        caldera::rollout::plan::held_in(&tags).is_empty(),
+        "held-group tags left: {tags:?}"
+    );
 }
 
 /// An AutoScalingGroup's members are updated in Heat's own order, several times each: a

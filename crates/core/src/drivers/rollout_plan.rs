@@ -282,21 +282,32 @@ pub fn with_marker(tags: &[String], marker: &str, held: &[String]) -> Vec<String
 }
 
 /// The tags the end's PATCH gives the stack back: `tags` (the stack's, as read at the end)
-/// without rollout `id`'s marker and held-group tags. A PATCH's `tags` replace the stack's (Heat 27 keeps them
-/// when a PATCH has none), so the marker goes out with the same PATCH that takes the hooks
-/// out. `None` (the PATCH keeps the stack's tags as they are) when the marker is not ours,
-/// or when it is the stack's only tag: Heat 27 cannot PATCH a stack back to no tags
-/// (measured: `tags: ""` stores one empty tag). A marker left so names the last rollout
-/// and is harmless: it is read only while Heat runs an update with our hooks, and the next
-/// start replaces it.
+/// without rollout `id`'s marker and held-group tags. A PATCH's `tags` replace the stack's
+/// (Heat 27 keeps them when a PATCH has none), so the marker goes out with the same PATCH
+/// that takes the hooks out. `None` (the PATCH keeps the stack's tags as they are) when the
+/// marker is not ours. Heat 27 cannot PATCH a stack back to no tags (measured: `tags: ""`
+/// stores one empty tag), so where the rollout's tags are the stack's only ones the marker
+/// alone stays (`None` when it is all there is): it names the last rollout and is harmless,
+/// read only while Heat runs an update with our hooks, and the next start replaces it.
 pub fn tags_without_marker(tags: &[String], id: &str) -> Option<Vec<String>> {
     let (marked, _) = marker_in(tags)?;
+    if marked != id {
+        return None;
+    }
     let others: Vec<String> = tags
         .iter()
         .filter(|t| !is_rollout_tag(t))
         .cloned()
         .collect();
-    (marked == id && !others.is_empty()).then_some(others)
+    if !others.is_empty() {
+        return Some(others);
+    }
+    let marker: Vec<String> = tags
+        .iter()
+        .filter(|t| t.starts_with(MARKER_PREFIX))
+        .cloned()
+        .collect();
+    (marker.len() < tags.len()).then_some(marker)
 }
 
 /// Splits members (in order) into canary batches of one, then batches of `batch_size`.
@@ -798,6 +809,12 @@ mod tests {
         assert_eq!(
             tags_without_marker(&now, "r1"),
             Some(vec!["team=a".to_string()])
+        );
+        // No tag of the stack's own: Heat keeps at least one, so the marker alone stays.
+        let only_ours = with_marker(&[], &marker_tag("r1", "h"), &tags);
+        assert_eq!(
+            tags_without_marker(&only_ours, "r1"),
+            Some(vec![marker_tag("r1", "h")])
         );
         assert!(held_in(&["caldera-also=sideways:x".to_string()]).is_empty());
         let long = held_tags(&[held(&"g".repeat(61), true)]).expect("61 fit after `after:`");
