@@ -117,7 +117,7 @@ impl Screen for Rollout<'_> {
 fn state_color(app: &App, s: &State) -> ratatui::style::Color {
     let th = app.theme();
     match s {
-        State::Running => th.state_color(CellState::InProgress),
+        State::Running | State::Closing { .. } => th.state_color(CellState::InProgress),
         State::Paused { .. } | State::Superseded => th.state_color(CellState::Paused),
         State::Completed | State::Idle => th.state_color(CellState::Complete),
         State::Aborted { .. } | State::RolledBack | State::Failed { .. } => {

@@ -241,6 +241,12 @@ pub enum Control {
     },
     /// Another update replaced this one (a newer PATCH of the same stack).
     Superseded,
+    /// Every member released and Heat's update over, but the rollout's hooks are still in
+    /// the stack's environment (its end's PATCH is due, or runs); `why` says who takes them
+    /// out. Not finished: the next update of the stack would be held on them.
+    Closing {
+        why: String,
+    },
     /// The driver said it finished: still checked against Heat and the members.
     Finished,
 }
@@ -375,6 +381,11 @@ pub enum State {
         since: Option<DateTime<Utc>>,
     },
     Completed,
+    /// Every member new and Heat's update over, the rollout's hooks not yet out of the
+    /// stack's environment ([`Control::Closing`]): not completed yet.
+    Closing {
+        why: String,
+    },
     Aborted {
         why: String,
     },
@@ -397,6 +408,7 @@ impl State {
             } => format!("paused since {}: {why}", t.format("%H:%M:%S")),
             State::Paused { why, since: None } => format!("paused: {why}"),
             State::Completed => "completed".into(),
+            State::Closing { why } => format!("closing: {why}"),
             State::Aborted { why } => format!("aborted: {why}"),
             State::RolledBack => "rolled back".into(),
             State::Failed { why } => format!("failed: {why}"),
@@ -579,10 +591,11 @@ fn rank(s: &State) -> u8 {
         State::Completed => 1,
         State::Superseded => 2,
         State::RolledBack => 3,
-        State::Running => 4,
-        State::Aborted { .. } => 5,
-        State::Paused { .. } => 6,
-        State::Failed { .. } => 7,
+        State::Closing { .. } => 4,
+        State::Running => 5,
+        State::Aborted { .. } => 6,
+        State::Paused { .. } => 7,
+        State::Failed { .. } => 8,
     }
 }
 
@@ -616,7 +629,11 @@ fn state_of(members: &[MemberFacts], phases: &[Phase], c: &Counts, u: &UpdateFac
         Control::Aborted { why, .. } => return State::Aborted { why: why.clone() },
         Control::Failed { why } => return State::Failed { why: why.clone() },
         Control::Superseded => return State::Superseded,
-        Control::None | Control::Running | Control::Paused { .. } | Control::Finished => {}
+        Control::None
+        | Control::Running
+        | Control::Paused { .. }
+        | Control::Closing { .. }
+        | Control::Finished => {}
     }
     let covered = c.in_update_total();
     if covered == 0 {
@@ -624,7 +641,10 @@ fn state_of(members: &[MemberFacts], phases: &[Phase], c: &Counts, u: &UpdateFac
     }
     // Every member the update covers (but the skipped) is new, and Heat agrees.
     if c.new + c.skipped == covered && heat_done {
-        return State::Completed;
+        return match &u.control {
+            Control::Closing { why } => State::Closing { why: why.clone() },
+            _ => State::Completed,
+        };
     }
     if let Control::Paused { why, since } = &u.control {
         return State::Paused {

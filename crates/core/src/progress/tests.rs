@@ -162,6 +162,29 @@ fn every_member_new_while_heat_finishes_is_running_not_paused() {
     }
 }
 
+/// Every member new and Heat's update over, but the rollout's hooks still in the stack's
+/// environment (its end's PATCH due): closing, with who takes them out, not completed (the
+/// next update of the stack would be held on them); once they are out, completed.
+#[test]
+fn a_rollout_whose_hooks_are_still_in_the_environment_is_closing_not_completed() {
+    let now = t0() + Duration::seconds(600);
+    let ms: Vec<MemberFacts> = (0..3).map(|i| new_member(i, 100 * i as i64)).collect();
+    let closing = Control::Closing {
+        why: "its driver takes the hooks out".into(),
+    };
+    let p = Progress::compute(&ms, &update("UPDATE_COMPLETE", closing), now);
+    assert_eq!(
+        p.state,
+        State::Closing {
+            why: "its driver takes the hooks out".into()
+        }
+    );
+    assert_eq!(p.state.label(), "closing: its driver takes the hooks out");
+    assert_eq!((p.counts.left(), p.eta_secs), (0, None));
+    let done = Progress::compute(&ms, &update("UPDATE_COMPLETE", Control::Finished), now);
+    assert_eq!(done.state, State::Completed);
+}
+
 #[test]
 fn operator_pause_has_no_eta() {
     let now = t0() + Duration::seconds(600);

@@ -397,7 +397,10 @@ impl RolloutStatus {
         let stack = (!self.stack_status.is_empty()).then(|| Status::parse(&self.stack_status));
         let rolling_back = stack.as_ref().is_some_and(|s| s.action == "ROLLBACK");
         let control = match &self.state {
-            RolloutState::Starting | RolloutState::Running | RolloutState::Closing { .. } => {
+            RolloutState::Closing { reason } => Control::Closing {
+                why: reason.clone(),
+            },
+            RolloutState::Starting | RolloutState::Running => {
                 match &self.driver {
                     // Started on another machine, as Heat's marker says: its driver there is
                     // not visible from here, and may well be releasing members. "Nobody

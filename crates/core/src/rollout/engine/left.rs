@@ -31,6 +31,24 @@ pub(super) fn closing_words(
                  Heat's environment no longer holds them"
             ),
         ),
+        // Started on another machine: its driver there, if it lives, ends with the same
+        // PATCH after its last batch's hooks and gate; nothing here can see it.
+        DriverInfo::Nobody {
+            started_on: Some(host),
+            ..
+        } => (
+            format!(
+                "hooks still in: every node is done; the rollout's driver on {host} (not \
+                 visible from here) takes the stack's environment back as it was after its \
+                 last batch's hooks and gate, if it lives (stack {stack_status})"
+            ),
+            format!(
+                "still in the stack's environment ({hook} on {group}): its driver on {host} \
+                 takes them out at its end; if it is gone, `{}` here closes the rollout and \
+                 takes them out",
+                CommandLine::caldera(&["rollout", "resume"]).arg(plan.target.label())
+            ),
+        ),
         DriverInfo::Nobody { .. } => {
             let resume = CommandLine::caldera(&["rollout", "resume"]).arg(plan.target.label());
             (
@@ -140,6 +158,52 @@ mod tests {
             since: Utc::now(),
             evidence: HookEvidence::Seen,
         }
+    }
+
+    /// Who takes a closing rollout's hooks out, as its driver is seen from here: the driver
+    /// here or on this machine; nobody on this machine (then `rollout resume` does); or the
+    /// driver on the machine it was started on, which cannot be seen from here.
+    #[test]
+    fn a_closing_rollouts_words_name_who_takes_its_hooks_out() {
+        let stack = StackRef {
+            name: "k8s".into(),
+            id: "id".into(),
+        };
+        let plan = RolloutPlan::for_group(
+            crate::drivers::any_group::group_target(&stack, "kube_minions"),
+            stack,
+            "kube_minions",
+            &["0".to_string()],
+            Default::default(),
+            Default::default(),
+        );
+        let status = crate::model::Status::parse("UPDATE_COMPLETE");
+        let nobody = |started_on: Option<&str>| DriverInfo::Nobody {
+            since: None,
+            last_pid: None,
+            started_on: started_on.map(str::to_string),
+        };
+        let (here, _) = closing_words(&plan, &DriverInfo::Here, &status);
+        assert!(here.starts_with("taking hooks out"), "{here}");
+        let (gone, left) = closing_words(&plan, &nobody(None), &status);
+        assert!(
+            gone.contains("no process on this machine takes them out"),
+            "{gone}"
+        );
+        assert!(
+            left.contains("`caldera rollout resume k8s/kube_minions`"),
+            "{left}"
+        );
+        let (away, left) = closing_words(&plan, &nobody(Some("ops-1")), &status);
+        assert!(
+            away.contains("the rollout's driver on ops-1 (not visible from here)"),
+            "{away}"
+        );
+        assert!(!away.contains("no process"), "{away}");
+        assert!(
+            left.contains("its driver on ops-1 takes them out"),
+            "{left}"
+        );
     }
 
     /// Members whose newest event is a pause with no update running are named (five at
