@@ -58,14 +58,30 @@ cargo test --locked --test real_heat -- --ignored corpus:: --test-threads=2
 heat_size() {  # the test Heat's threads, memory and CPU, for the log (nothing depends on it)
   scripts/heat-standalone.sh size || true
 }
+fresh_heat() {  # stop the test Heat and start it afresh (about 25 s); exports its HEAT_URL
+  scripts/heat-standalone.sh stop
+  url_line="$(scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
+  export HEAT_URL="${url_line#HEAT_URL=}"
+  echo "real Heat afresh at $HEAT_URL"
+}
 echo "real Heat after the corpus: $(heat_size)"
-scripts/heat-standalone.sh stop
-url_line="$(scripts/heat-standalone.sh start | grep '^HEAT_URL=' | tail -n 1)"
-export HEAT_URL="${url_line#HEAT_URL=}"
-echo "real Heat afresh at $HEAT_URL"
-cargo test --locked --test real_heat -- --ignored --skip actions:: --skip purged_hooks:: \
-  --skip corpus:: --test-threads=2
-echo "real Heat after the rest: $(heat_size)"
+# The rest in two halves by module, each on a fresh process. In a later CI run the fresh process
+# the rest ran on went silent too, 16 minutes in (no log line for six minutes, then none at
+# all; five tests failed on it): in the silence it was running with 2,006 threads and its
+# CPU time grew almost all in the kernel (system time ~80 times user time: its threads
+# contending, in futex calls, for what Python runs one thread at a time). Each half runs
+# about 10 minutes on a process that has not grown its pools for the other. The second half
+# is everything the first does not name (and not the suites run elsewhere), so a new module
+# runs there without being listed.
+FIRST_HALF=(any_group:: api:: basics:: conformance:: control:: deployments:: details:: discovery::)
+fresh_heat
+cargo test --locked --test real_heat -- --ignored "${FIRST_HALF[@]}" --test-threads=2
+echo "real Heat after the first half of the rest: $(heat_size)"
+skips=(--skip actions:: --skip purged_hooks:: --skip corpus::)
+for m in "${FIRST_HALF[@]}"; do skips+=(--skip "$m"); done
+fresh_heat
+cargo test --locked --test real_heat -- --ignored "${skips[@]}" --test-threads=2
+echo "real Heat after the second half of the rest: $(heat_size)"
 
 # Hook pauses whose events the purging Heat deleted: started only now (nothing else uses it),
 # about 35 s with its start, then stopped.
