@@ -129,6 +129,7 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
     assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
     assert_eq!((end.nodes.len(), end.done), (7, 7), "{:#?}", end.lines());
     assert_eq!(env.settle(&stack).await, "UPDATE_COMPLETE");
+    assert_releases_journaled_as_sent(&env, &masters_stack, &minions_stack);
     let hooks = heat
         .get_environment_hooks(&stack)
         .await
@@ -150,6 +151,31 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
         !after,
     );
     sim.shutdown().await;
+}
+
+/// Every release the journal records names the call Heat was sent: a master's hook is
+/// cleared on the masters' nested stack under the member's own name, a minion's on the
+/// minions' (was: a master's recorded on the minions' stack as `kube_masters/0`).
+fn assert_releases_journaled_as_sent(env: &Env, masters: &StackRef, minions: &StackRef) {
+    let entries = env.ctx.journal.read_all().expect("journal");
+    let mut seen = 0;
+    for e in entries.iter().filter(|e| {
+        e.action == "rollout.release" && e.outcome == caldera::journal::Outcome::Started
+    }) {
+        let (group, member) = match e.target.rsplit_once('/') {
+            Some((g, m)) if g.ends_with("kube_masters") => (masters, m),
+            Some((_, m)) => (minions, m),
+            None => panic!("release of {}", e.target),
+        };
+        let want = format!(
+            "/stacks/{}/{}/resources/{member}/signal",
+            group.name, group.id
+        );
+        let paths: Vec<&str> = e.calls.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, [want.as_str()], "release of {}", e.target);
+        seen += 1;
+    }
+    assert!(seen >= 7, "{seen} releases journaled");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

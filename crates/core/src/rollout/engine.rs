@@ -1786,11 +1786,13 @@ impl Runner {
             return false;
         }
         let target = self.member_target(m);
-        let call = ApiCall::new(
-            "POST",
-            format!("{}/resources/{m}/signal", stack_path(&self.obs.group)),
-            r#"{"unset_hook":"pre-update"}"#,
-        );
+        let call = match self.obs.release_call(m) {
+            Ok(call) => call,
+            Err(e) => {
+                self.paused = Some(format!("{target}: {}", e.message));
+                return false;
+            }
+        };
         let action = if self.is_done(m) {
             "rollout.passthrough"
         } else {

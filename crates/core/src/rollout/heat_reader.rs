@@ -7,8 +7,11 @@
 //! of the group stack, e.g. the PATCH that resumes after a failure, starts a fresh one:
 //! Heat then pauses every member again) and, across updates, whether the member is done.
 
+use super::plan::ROLLOUT_HOOK;
 use crate::api::heat::{EventQuery, HeatClient, ResourceQuery, SortDir};
+use crate::drivers::layout::stack_path;
 use crate::fetch::fan_out;
+use crate::journal::ApiCall;
 use crate::model::{StackEvent, StackRef, Status};
 use crate::ops::address_values::found_in;
 use crate::ops::discover::{discover_groups, plan_addresses, AddressPlan};
@@ -318,7 +321,7 @@ impl HeatReader {
         if e.status.action == "UPDATE" {
             m.check_failed = None;
         }
-        let hook = crate::ops::hooks::hook_event(&reason, Some(super::plan::ROLLOUT_HOOK));
+        let hook = crate::ops::hooks::hook_event(&reason, Some(ROLLOUT_HOOK));
         if hook == Some(true) {
             // A pause starts a new attempt at this member, whatever happened before.
             m.paused = true;
@@ -353,8 +356,9 @@ impl HeatReader {
         self.log.push(e);
     }
 
-    /// Clears a member's hook (by its key) on its group's nested stack.
-    pub async fn release(&self, member: &str) -> ServiceResult<()> {
+    /// Where a member's hook is cleared: its own group's nested stack (a held group's member
+    /// `PATH/NAME` is on its group's stack, under `NAME`), and the member's name there.
+    fn hook_owner<'a>(&'a self, member: &'a str) -> ServiceResult<(&'a StackRef, &'a str)> {
         let (path, name) = crate::model::split_member_key(member);
         let group = self
             .feeds
@@ -367,8 +371,25 @@ impl HeatReader {
                     format!("{member}: no group of the rollout holds it"),
                 )
             })?;
+        Ok((group, name))
+    }
+
+    /// The call [`Self::release`] sends for a member, as the journal records it: the record
+    /// and the request are built from the same [`Self::hook_owner`].
+    pub fn release_call(&self, member: &str) -> ServiceResult<ApiCall> {
+        let (group, name) = self.hook_owner(member)?;
+        Ok(ApiCall::new(
+            "POST",
+            format!("{}/resources/{name}/signal", stack_path(group)),
+            format!(r#"{{"unset_hook":"{ROLLOUT_HOOK}"}}"#),
+        ))
+    }
+
+    /// Clears a member's hook (by its key) on its group's nested stack.
+    pub async fn release(&self, member: &str) -> ServiceResult<()> {
+        let (group, name) = self.hook_owner(member)?;
         self.heat
-            .unset_hook(group, name, "pre-update")
+            .unset_hook(group, name, ROLLOUT_HOOK)
             .await
             .map_err(err)
     }
