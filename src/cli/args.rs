@@ -230,7 +230,8 @@ pub enum RolloutCommand {
         /// only after Heat's update failed (they go with the update the resume sends again).
         #[arg(long = "set", value_name = "KEY=JSON")]
         set: Vec<String>,
-        /// Send the overrides without asking.
+        /// Send the overrides, or take over a rollout started on another machine, without
+        /// asking.
         #[arg(long)]
         yes: bool,
         #[arg(long, default_value_t = 2.0, value_parser = secs(0.01, 3600.0))]

@@ -573,12 +573,26 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                     return Err("not resumed".into());
                 }
             }
+            // A rollout started on another machine is taken over only when the operator
+            // says so: its driver there may live, and this machine cannot see it.
+            if let Some(host) = engine::started_elsewhere(&plan) {
+                print_lines(&[format!(
+                    "resume {}: rollout {}: {}",
+                    t.label(),
+                    plan.id,
+                    engine::started_elsewhere_words(host)
+                )])?;
+                if !yes && !confirm_prompt("take it over from this machine?")? {
+                    return Err("not taken over".into());
+                }
+            }
             let handle = engine::reattach(
                 ctx.conn.heat.clone(),
                 ctx.action.clone(),
                 plan,
                 ctx.engine_options(&t, poll_secs),
                 vec![Control::Resume { parameters }],
+                engine::TakeOver::AnyMachine,
             )
             .await?;
             follow(handle).await

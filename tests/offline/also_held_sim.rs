@@ -89,6 +89,12 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
         "{lines}"
     );
     let mut h = env.start_rollout(&plan, HookSet::default()).await;
+    // Another machine: nothing shared with the first but Heat (a journal of its own).
+    let away_dir = tempfile::tempdir().expect("dir");
+    let away = caldera::drivers::apply::ActionContext {
+        journal: caldera::journal::Journal::open(away_dir.path().join("journal.jsonl")),
+        ..env.ctx.clone()
+    };
     let end = match kill_after {
         None => tokio::time::timeout(env.timeout, h.wait())
             .await
@@ -112,24 +118,74 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
                 .await
                 .expect("status");
             assert_eq!(status.nodes.len(), 7, "{:#?}", status.lines());
-            let h2 = engine::reattach(
+            // The other machine reads the rollout from Heat alone (marker, held group's
+            // tag, hooks), with no values to name it by. Heat's marker read as a third
+            // machine's: a take-over is refused unless the operator said yes, before
+            // anything is journaled or sent.
+            let mut found = caldera::rollout::control::find_rollout(heat, &away, &plan.target)
+                .await
+                .expect("read from Heat")
+                .expect("the rollout, from Heat");
+            assert_eq!(found.id, plan.id);
+            assert!(
+                found.extra_parameters.is_empty(),
+                "{:?}",
+                found.extra_parameters
+            );
+            found.started_on = Some("ops-elsewhere".into());
+            let before = env.ctx.journal.read_all().expect("journal").len();
+            let refused = engine::reattach(
                 heat.clone(),
-                env.ctx.clone(),
-                found,
+                away.clone(),
+                found.clone(),
                 env.engine_options(HookSet::default()),
                 Vec::new(),
+                engine::TakeOver::ThisMachine,
+            )
+            .await
+            .err()
+            .expect("refused");
+            assert!(
+                refused.message.contains("started on ops-elsewhere")
+                    && refused
+                        .message
+                        .contains("two drivers release two nodes at once"),
+                "{}",
+                refused.message
+            );
+            assert_eq!(env.ctx.journal.read_all().expect("journal").len(), before);
+            assert!(away.journal.read_all().expect("journal").is_empty());
+            // Taken over by a resume with no values: the rollout keeps its name (was:
+            // "to : completed").
+            let name = found.image.clone();
+            let h2 = engine::reattach(
+                heat.clone(),
+                away.clone(),
+                found,
+                env.engine_options(HookSet::default()),
+                vec![caldera::rollout::Control::Resume {
+                    parameters: Default::default(),
+                }],
+                engine::TakeOver::AnyMachine,
             )
             .await
             .expect("reattach");
-            tokio::time::timeout(env.timeout, h2.wait())
+            let end = tokio::time::timeout(env.timeout, h2.wait())
                 .await
-                .expect("ends in time")
+                .expect("ends in time");
+            assert!(!name.is_empty());
+            assert_eq!(end.image, name, "{:#?}", end.lines());
+            end
         }
     };
     assert_eq!(end.state, RolloutState::Completed, "{:#?}", end.lines());
     assert_eq!((end.nodes.len(), end.done), (7, 7), "{:#?}", end.lines());
     assert_eq!(env.settle(&stack).await, "UPDATE_COMPLETE");
-    assert_releases_journaled_as_sent(&env, &masters_stack, &minions_stack);
+    assert_releases_journaled_as_sent(
+        &[&env.ctx.journal, &away.journal],
+        &masters_stack,
+        &minions_stack,
+    );
     let hooks = heat
         .get_environment_hooks(&stack)
         .await
@@ -156,8 +212,15 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
 /// Every release the journal records names the call Heat was sent: a master's hook is
 /// cleared on the masters' nested stack under the member's own name, a minion's on the
 /// minions' (was: a master's recorded on the minions' stack as `kube_masters/0`).
-fn assert_releases_journaled_as_sent(env: &Env, masters: &StackRef, minions: &StackRef) {
-    let entries = env.ctx.journal.read_all().expect("journal");
+fn assert_releases_journaled_as_sent(
+    journals: &[&caldera::journal::Journal],
+    masters: &StackRef,
+    minions: &StackRef,
+) {
+    let entries: Vec<_> = journals
+        .iter()
+        .flat_map(|j| j.read_all().expect("journal"))
+        .collect();
     let mut seen = 0;
     for e in entries.iter().filter(|e| {
         e.action == "rollout.release" && e.outcome == caldera::journal::Outcome::Started

@@ -123,6 +123,7 @@ async fn reattach(env: &Env, plan: &RolloutPlan, initial: Vec<Control>) -> Rollo
         found,
         env.engine_options(HookSet::default()),
         initial,
+        engine::TakeOver::ThisMachine,
     )
     .await
     .expect("reattach")

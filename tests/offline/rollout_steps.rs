@@ -338,6 +338,7 @@ async fn run_case(
                     found.clone(),
                     env.engine_options(hooks()),
                     vec![resume_for(&heat, &plan, &fix).await],
+                    engine::TakeOver::ThisMachine,
                 )
                 .await
                 {

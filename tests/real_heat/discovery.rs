@@ -996,6 +996,7 @@ async fn a_rollout_whose_members_are_done_while_heat_updates_beside_them_says_wh
         vec![Control::Resume {
             parameters: Default::default(),
         }],
+        engine::TakeOver::ThisMachine,
     )
     .await
     .expect("reattached");
@@ -1051,6 +1052,7 @@ async fn a_rollout_restarted_in_its_closing_wait_completes_by_itself_when_heat_d
             ..Default::default()
         },
         Vec::new(),
+        engine::TakeOver::ThisMachine,
     )
     .await
     .expect("reattached");

@@ -616,6 +616,7 @@ pub async fn kill_and_reattach_scenario(env: &Env, cluster: &str) {
         found,
         env.engine_options(HookSet::default()),
         Vec::new(),
+        engine::TakeOver::ThisMachine,
     )
     .await
     .expect("reattach");

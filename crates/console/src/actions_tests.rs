@@ -664,7 +664,7 @@ async fn a_rollout_started_on_another_machine_warns_before_a_take_over() {
     assert!(screen.contains("Take over this rollout?"), "{screen}");
     assert!(screen.contains("(two at once)"), "{screen}");
     assert!(
-        screen.contains("It was started on ops-2; its driver there cannot be seen"),
+        screen.contains("Note: it was started on ops-2, whose driver cannot be seen"),
         "{screen}"
     );
     assert!(

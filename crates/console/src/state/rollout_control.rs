@@ -385,7 +385,8 @@ impl App {
         ]);
         if let Some(host) = slot.started_on_other_machine() {
             lines.push(format!(
-                "  It was started on {host}; its driver there cannot be seen from here."
+                "  Note: {}.",
+                crate::rollout::engine::started_elsewhere_words(host)
             ));
         }
         let name = self.production_name(&slot.cluster);

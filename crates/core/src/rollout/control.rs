@@ -323,12 +323,15 @@ pub async fn abort(
         engine::request(ctx, plan, &Control::Abort(mode))?;
         return Ok(None);
     }
+    // An abort is the brake: Heat's cancel stops the update whichever driver still lives,
+    // so one started on another machine is taken over for it too.
     match engine::reattach(
         heat.clone(),
         ctx.clone(),
         plan.clone(),
         options,
         vec![Control::Abort(mode)],
+        engine::TakeOver::AnyMachine,
     )
     .await
     {

@@ -445,16 +445,52 @@ fn journal_len(journal: &Journal) -> u64 {
     journal.end_of_entries().unwrap_or(0)
 }
 
+/// Whether a take-over may drive a rollout Heat's marker says was started on another
+/// machine. Its driver there may still live, and this machine cannot see it (driver locks
+/// and control requests are each machine's own): two drivers would release two members at
+/// once. So every front end asks first, and says so here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TakeOver {
+    /// Only a rollout started on this machine (or by a start that left no marker).
+    ThisMachine,
+    /// Also one started on another machine: the operator was told and said yes (or the
+    /// control is an abort: Heat's cancel stops the update whichever driver lives).
+    AnyMachine,
+}
+
+/// The machine Heat's marker says `plan` was started on, when it is not this one.
+pub fn started_elsewhere(plan: &RolloutPlan) -> Option<&str> {
+    // The marker keeps the host cut to fit Heat's 80 characters: this machine's name is
+    // compared as its own marker would carry it.
+    let here = super::plan::marker_in(&[super::plan::marker_tag(&plan.id, &lock::hostname())])
+        .map(|(_, host)| host);
+    plan.started_on
+        .as_deref()
+        .filter(|h| !h.is_empty() && Some(*h) != here.as_deref())
+}
+
+/// What a take-over of a rollout started on `host` risks, in the words every front end
+/// shows before it asks.
+pub fn started_elsewhere_words(host: &str) -> String {
+    format!(
+        "it was started on {host}, whose driver cannot be seen from here: if it still \
+         runs there, two drivers release two nodes at once (pause it there, or check it is \
+         gone, first)"
+    )
+}
+
 /// Attaches to a rollout already under way (after a restart, or another operator's).
 /// `initial` controls (e.g. the resume that made the operator reattach) are applied before
 /// the engine first looks at Heat, so it never acts on a state they change. Refused while
-/// another process on this machine drives it.
+/// another process on this machine drives it, and, unless `take_over` allows it, when it
+/// was started on another machine ([`started_elsewhere`]).
 pub async fn reattach(
     heat: HeatClient,
     ctx: ActionContext,
     plan: RolloutPlan,
     options: EngineOptions,
     initial: Vec<Control>,
+    take_over: TakeOver,
 ) -> ServiceResult<RolloutHandle> {
     let target = plan.target.label();
     ctx.check(
@@ -464,6 +500,16 @@ pub async fn reattach(
         Reach::Nodes,
         None,
     )?;
+    if let (TakeOver::ThisMachine, Some(host)) = (take_over, started_elsewhere(&plan)) {
+        return Err(ServiceError::new(
+            ErrorKind::Refused,
+            format!(
+                "not taken over: rollout {} of {target}: {}",
+                plan.id,
+                started_elsewhere_words(host)
+            ),
+        ));
+    }
     let driver_lock = take_lock(&ctx, &target, &plan.id)?;
     let requests_from = journal_len(&ctx.journal);
     ctx.record(
@@ -500,7 +546,7 @@ pub fn driver_info(journal: &Journal, plan: &RolloutPlan) -> DriverInfo {
         lock::LockState::Free(last) => DriverInfo::Nobody {
             since: last.as_ref().map(|h| h.last_seen),
             last_pid: last.map(|h| h.pid),
-            started_on: plan.started_on.clone().filter(|h| *h != lock::hostname()),
+            started_on: started_elsewhere(plan).map(str::to_string),
         },
     }
 }
@@ -1187,11 +1233,14 @@ impl Runner {
                     return;
                 }
                 // Overrides apply to the update sent to retry failed members, and name the
-                // rollout from now on.
-                let mut values = self.plan.extra_parameters.clone();
-                values.extend(parameters);
-                self.plan.set_values(values);
-                self.status.image = self.plan.image.clone();
+                // rollout from now on. A resume without any keeps the rollout's name (one
+                // read back from Heat has no values to name it by: "to : completed").
+                if !parameters.is_empty() {
+                    let mut values = self.plan.extra_parameters.clone();
+                    values.extend(parameters);
+                    self.plan.set_values(values);
+                    self.status.image = self.plan.image.clone();
+                }
                 if self.obs.stack_status.is_failed() {
                     self.draining = true;
                 }

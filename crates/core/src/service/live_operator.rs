@@ -434,7 +434,17 @@ impl Operator for LiveOperator {
         let me = self.inner.clone();
         async move {
             let options = me.engine_options(&plan.target);
-            engine::reattach(me.heat.clone(), me.action.clone(), plan, options, initial).await
+            // The console asks before a take-over, and its question says where the
+            // rollout was started when that is another machine.
+            engine::reattach(
+                me.heat.clone(),
+                me.action.clone(),
+                plan,
+                options,
+                initial,
+                engine::TakeOver::AnyMachine,
+            )
+            .await
         }
         .boxed()
     }
