@@ -169,10 +169,16 @@ pub struct HeldGroup {
 impl HeldGroup {
     /// When caldera releases its members, against the target's: `before` or `after`.
     pub fn when(&self) -> &'static str {
-        match self.after {
-            true => "after",
-            false => "before",
-        }
+        Self::SIDES[usize::from(self.after)]
+    }
+
+    /// The words of [`Self::when`], by `after` (false, true).
+    const SIDES: [&'static str; 2] = ["before", "after"];
+
+    /// Whether `word` (as [`Self::when`] says it) releases after the target; `None` for
+    /// any other word.
+    pub fn after_from(word: &str) -> Option<bool> {
+        Self::SIDES.iter().position(|w| *w == word).map(|i| i == 1)
     }
 }
 
@@ -254,11 +260,7 @@ pub fn held_in(tags: &[String]) -> Vec<(String, bool)> {
     tags.iter()
         .filter_map(|t| {
             let (when, path) = t.strip_prefix(HELD_PREFIX)?.split_once(':')?;
-            let after = match when {
-                "before" => false,
-                "after" => true,
-                _ => return None,
-            };
+            let after = HeldGroup::after_from(when)?;
             (!path.is_empty()).then(|| (path.to_string(), after))
         })
         .collect()
@@ -714,7 +716,21 @@ impl RolloutPlan {
         out.push("  API calls:".into());
         let calls = self.calls();
         let shown = calls.len().min(4);
+        let after_patch = out.len() + 1;
         out.extend(calls[..shown].iter().map(|c| format!("    {c}")));
+        if self.stack_tags.is_none() {
+            // The start reads the stack's tags just before its PATCH: the plan shown before
+            // then says what the PATCH adds to them (the journal's plan has them all).
+            let held = held_tags(&self.also).unwrap_or_default();
+            let ours: Vec<String> =
+                std::iter::once(format!("{MARKER_PREFIX}{}@<this host>", self.id))
+                    .chain(held)
+                    .collect();
+            out.insert(
+                after_patch,
+                format!("    (its tags: the stack's own, with {})", ours.join(", ")),
+            );
+        }
         if calls.len() > shown {
             out.push(format!(
                 "    ... {} more signals, one per member",
@@ -725,8 +741,9 @@ impl RolloutPlan {
         // change (no parameter moves), so an operator watching events is not surprised.
         out.push(
             "  at the end: one more PATCH puts the environment's hooks back as they were (and \
-             the stack's tags without the rollout's marker); Heat passes it to every member at \
-             once, and none changes"
+             the stack's tags without the rollout's, but for its marker where it is the only \
+             tag: Heat cannot keep none); Heat passes it to every member at once, and none \
+             changes"
                 .into(),
         );
         out
@@ -1039,6 +1056,21 @@ mod tests {
                  before kube_minions"
             ) && lines.contains("group kube_minions (3 member(s): 0, 1, 2): held by caldera, in the batches below, after kube_masters"),
             "{lines}"
+        );
+        // The plan shown before the start read the stack says what its PATCH tags, right
+        // under the PATCH (was: the PATCH line alone, the journal's plan with the tags).
+        let shown = plan.lines();
+        let patch = shown
+            .iter()
+            .position(|l| l.starts_with("    PATCH "))
+            .expect("the PATCH line");
+        assert_eq!(
+            shown[patch + 1],
+            format!(
+                "    (its tags: the stack's own, with caldera-rollout={}@<this host>, \
+                 caldera-also=before:kube_masters)",
+                plan.id
+            )
         );
         assert!(
             plan.forward_command()

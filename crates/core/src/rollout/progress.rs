@@ -410,7 +410,7 @@ impl RolloutStatus {
                         ..
                     }) => Control::Running,
                     Some(DriverInfo::Nobody { since, .. }) => Control::Paused {
-                        why: "nobody releases its members: no driver on this machine".into(),
+                        why: "nobody releases its members".into(),
                         since: *since,
                     },
                     Some(DriverInfo::Here | DriverInfo::Process { .. }) | None => Control::Running,
@@ -628,6 +628,12 @@ mod tests {
         let (here, control) = said(None);
         assert!(matches!(control, Control::Paused { .. }), "{here}");
         assert!(here.contains("nobody releases its members"), "{here}");
+        // Said once (was: "… no driver on this machine (no driver on this machine)").
+        assert_eq!(
+            here.matches("no driver on this machine").count(),
+            1,
+            "{here}"
+        );
         let (away, control) = said(Some("ops-2"));
         assert_eq!(control, Control::Running, "{away}");
         assert!(!away.contains("nobody releases"), "{away}");
