@@ -1360,9 +1360,10 @@ pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
             shown.tags
         );
         for _ in 0..marked.map_or(0, |_| 2) {
-            let seen = engine::plan_from_heat(&env.heat, &target, RolloutOptions::default())
-                .await
-                .expect("plan from Heat");
+            let seen =
+                engine::plan_from_heat(&env.heat, &target, &shown, RolloutOptions::default())
+                    .await
+                    .expect("plan from Heat");
             assert_eq!(seen.id, winner.id);
         }
         // The node group's own tags are kept beside the marker.

@@ -77,7 +77,7 @@ pub async fn find_rollout(
     if !hooked && !members_hooked_in_environment(heat, stack, &detail, target).await {
         return Ok(None);
     }
-    let mut plan = plan_from_heat(heat, target, RolloutOptions::default()).await?;
+    let mut plan = plan_from_heat(heat, target, &detail, RolloutOptions::default()).await?;
     keep_journaled_plan(&mut plan, &ctx.journal)?;
     Ok(Some(plan))
 }
@@ -132,7 +132,13 @@ async fn rollout_of_magnum_group(
         None => match rollout_target_from_heat(heat, stack, &detail.tags).await {
             // Another machine's rollout: the group it targets, read back from Heat.
             Some(target) => {
-                plan_from_heat(heat, &group_target(stack, &target), Default::default()).await?
+                plan_from_heat(
+                    heat,
+                    &group_target(stack, &target),
+                    &detail,
+                    Default::default(),
+                )
+                .await?
             }
             None => return Ok(None),
         },

@@ -2476,9 +2476,11 @@ pub async fn observe_status(
 
 /// A plan for a rollout Heat shows under way but this machine's journal does not know
 /// (another operator's): the stack's image, every member not yet at it, `options`.
+/// `detail` is the target's stack as its caller just read it (read once per look).
 pub async fn plan_from_heat(
     heat: &HeatClient,
     target: &crate::drivers::NodeGroupTarget,
+    detail: &crate::api::heat::StackDetail,
     options: super::RolloutOptions,
 ) -> ServiceResult<RolloutPlan> {
     let stack = target.stack.clone().ok_or_else(|| {
@@ -2487,7 +2489,6 @@ pub async fn plan_from_heat(
             format!("{} has no stack", target.label()),
         )
     })?;
-    let detail = heat.get_stack(&stack, false).await.map_err(err)?;
     let mut plan = match detail.parameters.get("image") {
         // One of caldera's own node-group stacks: the `nodes` group, the `image` parameter.
         Some(image) => {
