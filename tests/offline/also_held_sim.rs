@@ -127,6 +127,8 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
                 .expect("read from Heat")
                 .expect("the rollout, from Heat");
             assert_eq!(found.id, plan.id);
+            // Its options too, from their tag (was: the defaults, no gate, one at a time).
+            assert_eq!(found.options, plan.options);
             assert!(
                 found.extra_parameters.is_empty(),
                 "{:?}",
@@ -175,6 +177,15 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
                 .expect("ends in time");
             assert!(!name.is_empty());
             assert_eq!(end.image, name, "{:#?}", end.lines());
+            // The machine that finished it finds it in its own journal afterwards (its
+            // take-over journaled the plan read from Heat).
+            let latest = engine::find_latest(&away.journal, &plan.target.label())
+                .expect("journal")
+                .expect("the rollout, in the journal of the machine that took it over");
+            assert_eq!(latest.id, plan.id);
+            assert!(find_active(&away.journal, &plan.target.label())
+                .expect("journal")
+                .is_none());
             end
         }
     };

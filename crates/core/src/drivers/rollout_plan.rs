@@ -41,7 +41,56 @@ impl Default for RolloutOptions {
     }
 }
 
+/// The tag beside the marker that carries the rollout's options:
+/// `caldera-options=b2:c1:g20000:t1800000:p` (batch size, canaries, gate and node timeout in
+/// ms, `p`ause or `s`top on a failure; no comma, which would split it in Heat's tag list). Heat holds nothing else of them, so without it a
+/// caldera on another machine taking the rollout over from Heat alone would release one
+/// member after another with no gate (measured by a tester: a 20 s gate became 0 s).
+pub const OPTIONS_PREFIX: &str = "caldera-options=";
+
 impl RolloutOptions {
+    /// Bounds of the options a tag may give (the CLI's own): a tag is read from Heat, and
+    /// anyone may have written it.
+    const MAX_BATCH: u64 = 100_000;
+    const MAX_GATE_MS: u64 = 86_400_000;
+    const MAX_TIMEOUT_MS: u64 = 7 * 86_400_000;
+
+    /// This rollout's options as its [`OPTIONS_PREFIX`] tag says them.
+    pub fn tag(&self) -> String {
+        format!(
+            "{OPTIONS_PREFIX}b{}:c{}:g{}:t{}:{}",
+            self.batch_size,
+            self.canary,
+            self.gate_wait_ms,
+            self.node_timeout_ms,
+            if self.pause_on_failure { "p" } else { "s" }
+        )
+    }
+
+    /// The options an [`OPTIONS_PREFIX`] tag among `tags` gives, each within the CLI's
+    /// bounds; `None` without a tag that reads whole.
+    pub fn from_tags(tags: &[String]) -> Option<RolloutOptions> {
+        let text = tags.iter().find_map(|t| t.strip_prefix(OPTIONS_PREFIX))?;
+        let mut o = RolloutOptions::default();
+        let mut seen = 0;
+        for part in text.split(':') {
+            let mut chars = part.chars();
+            let key = chars.next()?;
+            let value = chars.as_str();
+            let n = || value.parse::<u64>().ok();
+            match key {
+                'b' => o.batch_size = n()?.clamp(1, Self::MAX_BATCH) as usize,
+                'c' => o.canary = n()?.min(Self::MAX_BATCH) as usize,
+                'g' => o.gate_wait_ms = n()?.min(Self::MAX_GATE_MS),
+                't' => o.node_timeout_ms = n()?.clamp(1_000, Self::MAX_TIMEOUT_MS),
+                'p' | 's' if value.is_empty() => o.pause_on_failure = key == 'p',
+                _ => return None,
+            }
+            seen += 1;
+        }
+        (seen == 5).then_some(o)
+    }
+
     pub fn node_timeout(&self) -> Duration {
         Duration::from_millis(self.node_timeout_ms)
     }
@@ -254,6 +303,14 @@ pub fn held_tags(also: &[HeldGroup]) -> Result<Vec<String>, String> {
         .collect()
 }
 
+/// The tags a rollout's start puts beside its marker: its held groups' ([`held_tags`]) and
+/// its options' ([`OPTIONS_PREFIX`]), or why one cannot be a tag.
+pub fn rollout_tags(plan: &RolloutPlan) -> Result<Vec<String>, String> {
+    let mut tags = held_tags(&plan.also)?;
+    tags.push(plan.options.tag());
+    Ok(tags)
+}
+
 /// The groups a rollout holds besides its target, as its tags say ([`HELD_PREFIX`]): each
 /// group's path and whether it is released after the target.
 pub fn held_in(tags: &[String]) -> Vec<(String, bool)> {
@@ -266,9 +323,12 @@ pub fn held_in(tags: &[String]) -> Vec<(String, bool)> {
         .collect()
 }
 
-/// Whether a tag is one a rollout puts on the stack (its marker, its held groups).
+/// Whether a tag is one a rollout puts on the stack (its marker, its held groups, its
+/// options).
 fn is_rollout_tag(tag: &str) -> bool {
-    tag.starts_with(MARKER_PREFIX) || tag.starts_with(HELD_PREFIX)
+    [MARKER_PREFIX, HELD_PREFIX, OPTIONS_PREFIX]
+        .iter()
+        .any(|p| tag.starts_with(p))
 }
 
 /// `tags` with `marker` and `held` ([`held_tags`]) in place of any earlier rollout's.
@@ -721,10 +781,9 @@ impl RolloutPlan {
         if self.stack_tags.is_none() {
             // The start reads the stack's tags just before its PATCH: the plan shown before
             // then says what the PATCH adds to them (the journal's plan has them all).
-            let held = held_tags(&self.also).unwrap_or_default();
             let ours: Vec<String> =
                 std::iter::once(format!("{MARKER_PREFIX}{}@<this host>", self.id))
-                    .chain(held)
+                    .chain(rollout_tags(self).unwrap_or_default())
                     .collect();
             out.insert(
                 after_patch,
@@ -840,6 +899,64 @@ mod tests {
             let e = held_tags(&[bad]).expect_err("refused");
             assert!(e.contains("does not fit") && e.contains("at most"), "{e}");
         }
+    }
+
+    /// The options go to Heat in a tag and come back whole; a tag from Heat is hostile
+    /// until bounded: out-of-range numbers are brought within the CLI's bounds, and a tag
+    /// that does not read whole gives nothing.
+    #[test]
+    fn options_round_trip_through_their_tag_and_a_hostile_one_is_bounded() {
+        let o = RolloutOptions {
+            batch_size: 2,
+            canary: 1,
+            gate_wait_ms: 20_000,
+            pause_on_failure: false,
+            node_timeout_ms: 600_000,
+        };
+        let tag = o.tag();
+        assert_eq!(tag, "caldera-options=b2:c1:g20000:t600000:s");
+        assert!(tag.chars().count() <= TAG_MAX && !tag.contains(','));
+        let tags = vec!["mine".to_string(), tag.clone()];
+        assert_eq!(RolloutOptions::from_tags(&tags), Some(o.clone()));
+        let biggest = RolloutOptions {
+            batch_size: 100_000,
+            canary: 100_000,
+            gate_wait_ms: RolloutOptions::MAX_GATE_MS,
+            pause_on_failure: true,
+            node_timeout_ms: RolloutOptions::MAX_TIMEOUT_MS,
+        };
+        assert!(
+            biggest.tag().chars().count() <= TAG_MAX,
+            "{}",
+            biggest.tag()
+        );
+        let wild = ["caldera-options=b0:c99999999999:g99999999999999:t0:p".to_string()];
+        let bounded = RolloutOptions::from_tags(&wild).expect("reads whole");
+        assert_eq!(
+            (
+                bounded.batch_size,
+                bounded.canary,
+                bounded.gate_wait_ms,
+                bounded.node_timeout_ms
+            ),
+            (1, 100_000, 86_400_000, 1_000)
+        );
+        for bad in [
+            "caldera-options=",
+            "caldera-options=b2:c1:g1:t1000",
+            "caldera-options=b2:c1:g1:t1000:p:x1",
+            "caldera-options=b-1:c1:g1:t1000:p",
+            "caldera-options=b2:c1:g1:t1000:pp",
+            "caldera-options=bé:c1:g1:t1000:p",
+        ] {
+            assert_eq!(RolloutOptions::from_tags(&[bad.to_string()]), None, "{bad}");
+        }
+        // The end takes it out with the marker's other tags.
+        let end = tags_without_marker(
+            &with_marker(&["mine".into()], &marker_tag("r1", "h"), &[tag]),
+            "r1",
+        );
+        assert_eq!(end, Some(vec!["mine".to_string()]));
     }
 
     #[test]
@@ -1068,8 +1185,9 @@ mod tests {
             shown[patch + 1],
             format!(
                 "    (its tags: the stack's own, with caldera-rollout={}@<this host>, \
-                 caldera-also=before:kube_masters)",
-                plan.id
+                 caldera-also=before:kube_masters, {})",
+                plan.id,
+                plan.options.tag()
             )
         );
         assert!(

@@ -287,7 +287,7 @@ pub async fn start(
     let mut plan = plan;
     // The marker goes to Heat with the PATCH: another machine's start that raced this one
     // past the in-progress check finds which of the two Heat kept.
-    let held = super::plan::held_tags(&plan.also)
+    let held = super::plan::rollout_tags(&plan)
         .map_err(|e| crate::drivers::refused(format!("{target}: {e}; nothing was sent to Heat")))?;
     plan.stack_tags = Some(super::plan::with_marker(
         &detail.tags,
@@ -512,9 +512,16 @@ pub async fn reattach(
     }
     let driver_lock = take_lock(&ctx, &target, &plan.id)?;
     let requests_from = journal_len(&ctx.journal);
-    ctx.record(
-        &Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id),
-    )?;
+    let mut entry =
+        Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id);
+    // A rollout this journal has no start of (read back from Heat: another machine's) is
+    // journaled here with its plan, as a start is: this machine's later looks (`rollout
+    // status` after the end, the journal's history) find it (was: "no rollout … in this
+    // machine's journal" on the machine that finished it).
+    if find_started(&ctx.journal, &plan.id)?.is_none() {
+        entry = entry.spec(&plan);
+    }
+    ctx.record(&entry)?;
     spawn(
         heat,
         ctx,
@@ -576,12 +583,22 @@ fn newest_started(
     Ok(entries
         .iter()
         .rev()
-        .filter(|e| e.action == "rollout.start" && e.outcome == Outcome::Started)
+        .filter(|e| carries_plan(e))
         .find_map(|e| {
             let plan = serde_json::from_str::<RolloutPlan>(e.spec.as_deref()?).ok()?;
             matches(e, &plan).then_some(plan)
         })
         .map(|plan| with_values_in_effect(plan, &entries)))
+}
+
+/// Whether `e` journals a rollout's plan: its start, or the take-over of one this journal
+/// had no start of (read back from Heat).
+fn carries_plan(e: &Entry) -> bool {
+    match e.action.as_str() {
+        "rollout.start" => e.outcome == Outcome::Started,
+        "rollout.reattach" => e.outcome == Outcome::Ok && e.spec.is_some(),
+        _ => false,
+    }
 }
 
 /// `plan` (as its start journaled it) with the values its update sets now: a resume that
@@ -612,7 +629,7 @@ pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
     for e in entries.iter().filter(|e| e.target == target) {
         match e.action.as_str() {
             // A refused start (guard rails) has no plan and ends nothing.
-            "rollout.start" if e.outcome == Outcome::Started => {
+            "rollout.start" | "rollout.reattach" if carries_plan(e) => {
                 active = e
                     .spec
                     .as_deref()
@@ -2489,6 +2506,9 @@ pub async fn plan_from_heat(
             format!("{} has no stack", target.label()),
         )
     })?;
+    // The options its start chose, as its tag says (batches, gate, timeout): a take-over
+    // from Heat alone releases as the start would have.
+    let options = super::RolloutOptions::from_tags(&detail.tags).unwrap_or(options);
     let mut plan = match detail.parameters.get("image") {
         // One of caldera's own node-group stacks: the `nodes` group, the `image` parameter.
         Some(image) => {
