@@ -866,6 +866,10 @@ async fn killed_held_rollout_resumed(name: &str, elsewhere: bool) {
     }
     driving.kill().expect("kill -9");
     driving.wait().expect("reaped");
+    // Heat keeps the start's options in its tag, for a take-over from Heat alone.
+    let tags = heat.get_stack(&stack, false).await.expect("stack").tags;
+    let options = caldera::rollout::RolloutOptions::from_tags(&tags).expect("options tag");
+    assert_eq!(options.gate_wait_ms, 1000, "{tags:?}");
     // Another machine: a journal, and so driver locks, of its own.
     let away = tempfile::tempdir().unwrap();
     let journal = match elsewhere {
@@ -905,6 +909,9 @@ async fn killed_held_rollout_resumed(name: &str, elsewhere: bool) {
     let hooks = heat.get_environment_hooks(&stack).await.expect("env");
     assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
     no_held_group_tag_left(&heat, &stack).await;
+    // The machine that finished it finds it in its own journal afterwards.
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
+    assert!(ok && out.contains(": completed"), "{out}\n{err}");
     delete_settled(&heat, &stack).await;
 }
 
@@ -913,8 +920,9 @@ async fn killed_held_rollout_resumed(name: &str, elsewhere: bool) {
 async fn no_held_group_tag_left(heat: &HeatClient, stack: &StackRef) {
     let tags = heat.get_stack(stack, false).await.expect("stack").tags;
     assert!(
-        caldera::rollout::plan::held_in(&tags).is_empty(),
-        "held-group tags left: {tags:?}"
+        caldera::rollout::plan::held_in(&tags).is_empty()
+            && caldera::rollout::RolloutOptions::from_tags(&tags).is_none(),
+        "held-group or options tags left: {tags:?}"
     );
 }
 
