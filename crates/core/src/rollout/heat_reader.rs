@@ -375,7 +375,7 @@ impl HeatReader {
     }
 
     /// The call [`Self::release`] sends for a member, as the journal records it: the record
-    /// and the request are built from the same [`Self::hook_owner`].
+    /// and the request are built from the same `hook_owner`.
     pub fn release_call(&self, member: &str) -> ServiceResult<ApiCall> {
         let (group, name) = self.hook_owner(member)?;
         Ok(ApiCall::new(
