@@ -156,7 +156,21 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
                 refused.message
             );
             assert_eq!(env.ctx.journal.read_all().expect("journal").len(), before);
-            assert!(away.journal.read_all().expect("journal").is_empty());
+            let said: Vec<(String, bool)> = away
+                .journal
+                .read_all()
+                .expect("journal")
+                .into_iter()
+                .map(|e| {
+                    let refused = matches!(e.outcome, caldera::journal::Outcome::Refused { .. });
+                    (e.action, refused)
+                })
+                .collect();
+            assert_eq!(
+                said,
+                [("rollout.reattach".to_string(), true)],
+                "only the refusal"
+            );
             // Taken over by a resume with no values: the rollout keeps its name (was:
             // "to : completed").
             let name = found.image.clone();

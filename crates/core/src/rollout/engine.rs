@@ -501,10 +501,13 @@ pub async fn reattach(
         None,
     )?;
     if let (TakeOver::ThisMachine, Some(host)) = (take_over, started_elsewhere(&plan)) {
-        return Err(ServiceError::new(
-            ErrorKind::Refused,
+        // Journaled as a refusal (a blocked attempt is part of the audit trail); nothing
+        // goes to Heat.
+        return Err(ctx.refuse(
+            "rollout.reattach",
+            &target,
             format!(
-                "not taken over: rollout {} of {target}: {}",
+                "not taken over: rollout {}: {}",
                 plan.id,
                 started_elsewhere_words(host)
             ),
