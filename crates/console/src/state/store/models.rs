@@ -93,12 +93,14 @@ pub fn group_progress(
     set: Option<&NodeSet>,
     now: DateTime<Utc>,
 ) -> Option<Progress> {
-    if let Some(st) = store
-        .rollouts
-        .get(&nodegroup.id)
-        .and_then(|s| s.status.as_ref())
-    {
-        return Some((*st.progress).clone());
+    if let Some(slot) = store.rollouts.get(&nodegroup.id) {
+        if let Some(st) = &slot.status {
+            let mut progress = (*st.progress).clone();
+            if let Some(plan) = &slot.plan {
+                name_members_as_viewed(&mut progress, plan);
+            }
+            return Some(progress);
+        }
     }
     let driven_here = store.rollouts_driven_here();
     set.map(|set| {
@@ -109,6 +111,29 @@ pub fn group_progress(
             now,
         )
     })
+}
+
+/// A rollout's members named as the rows of the group it was found by name theirs. Found by
+/// a group it holds beside its target (a Magnum cluster's masters, `viewed_group`), the
+/// rollout names that group's members `kube_masters/N` and the target's `N`: the viewed
+/// group's rows (`N`) would read the target's phases (was: master 0, new, drawn held like
+/// minion 0). So the viewed group's members lose their path, and the target's gain theirs.
+fn name_members_as_viewed(progress: &mut Progress, plan: &crate::rollout::RolloutPlan) {
+    let Some(viewed) = plan.viewed_group.as_deref() else {
+        return;
+    };
+    let target = plan.group_resource();
+    for m in &mut progress.members {
+        m.name = match m
+            .name
+            .strip_prefix(viewed)
+            .and_then(|r| r.strip_prefix('/'))
+        {
+            Some(own) => own.to_string(),
+            None if !m.name.contains('/') => format!("{target}/{}", m.name),
+            None => continue,
+        };
+    }
 }
 
 impl Store {
@@ -266,7 +291,19 @@ impl Store {
         let mut observed = HashSet::new();
         for (cluster_id, slot) in &self.nodegroups {
             let groups = slot.data.as_deref().unwrap_or_default();
-            let parts = groups.iter().filter_map(|g| self.models.progress(&g.id));
+            // One rollout can hold several node groups (a Magnum cluster's masters held
+            // beside its minions): each group's model is that whole rollout's, so it is
+            // summed once (was: 7 nodes counted as `new 2/14 held 12`).
+            let mut rollouts_summed = HashSet::new();
+            let parts = groups
+                .iter()
+                .filter(|g| {
+                    self.rollouts
+                        .get(&g.id)
+                        .and_then(|r| r.status.as_ref())
+                        .is_none_or(|st| rollouts_summed.insert(st.id.clone()))
+                })
+                .filter_map(|g| self.models.progress(&g.id));
             sums.insert(cluster_id.clone(), Progress::sum(parts, now));
             let mut updating = groups.iter().filter(|g| {
                 self.models
