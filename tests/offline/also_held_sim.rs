@@ -13,10 +13,14 @@ use caldera::drivers::heat_native::group_stack_of;
 use caldera::lifecycle::HookSet;
 use caldera::model::StackRef;
 use caldera::parameter_value::ParameterValue;
-use caldera::rollout::engine::{self, find_active};
+use caldera::rollout::engine::{self, find_active, EngineStep, Probe, StepProbe};
 use caldera::rollout::heat_reader::newest_event;
 use caldera::rollout::{RolloutOptions, RolloutPlan, RolloutState};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// The cluster stack of `one-image` and the simulator's Heat.
 async fn one_image() -> (caldera::sim::SimHandle, Env, StackRef) {
@@ -37,11 +41,40 @@ async fn mark(heat: &HeatClient, group: &StackRef) -> Option<String> {
         .map(|(id, _)| id)
 }
 
+/// A probe that holds the engine forever at `step` (the test then kills it there), saying
+/// so once.
+struct HaltAt(EngineStep, Arc<Notify>);
+
+impl StepProbe for HaltAt {
+    fn at(&self, step: EngineStep, _member: Option<&str>) -> BoxFuture<'static, ()> {
+        if step == self.0 {
+            self.1.notify_one();
+            futures::future::pending().boxed()
+        } else {
+            futures::future::ready(()).boxed()
+        }
+    }
+}
+
+/// Where the driver that took the rollout over from another machine is killed.
+#[derive(Clone, Copy, PartialEq)]
+enum TakeOverKill {
+    /// Never: it runs to the end.
+    None,
+    /// Once its take-over is journaled, before it releases anything (its first
+    /// `BeforeRelease`); a third driver on the same machine then finishes the rollout.
+    BeforeFirstRelease,
+}
+
 /// The rollout of `kube_minions` to `fedora-coreos-40` holding `kube_masters` too, before
 /// the minions (`--also`) or `after` them (`--also-after`); when `kill_after` is given, its
-/// driver is killed once that many members are done and a new one resumes it from the
-/// journal and Heat.
-async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
+/// driver is killed once that many members are done and another machine takes it over from
+/// Heat alone (its own journal), that driver killed too as `takeover_kill` says.
+async fn held_masters_scenario(
+    kill_after: Option<usize>,
+    after: bool,
+    takeover_kill: TakeOverKill,
+) {
     let (sim, env, stack) = one_image().await;
     let heat = &env.heat;
     let masters = group_members(heat, &stack, "kube_masters")
@@ -174,18 +207,63 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
             // Taken over by a resume with no values: the rollout keeps its name (was:
             // "to : completed").
             let name = found.image.clone();
-            let h2 = engine::reattach(
+            let halted = Arc::new(Notify::new());
+            let mut options = env.engine_options(HookSet::default());
+            if takeover_kill == TakeOverKill::BeforeFirstRelease {
+                options.probe = Probe(Some(Arc::new(HaltAt(
+                    EngineStep::BeforeRelease,
+                    halted.clone(),
+                ))));
+            }
+            let resume = || {
+                vec![caldera::rollout::Control::Resume {
+                    parameters: Default::default(),
+                }]
+            };
+            let mut h2 = engine::reattach(
                 heat.clone(),
                 away.clone(),
                 found,
-                env.engine_options(HookSet::default()),
-                vec![caldera::rollout::Control::Resume {
-                    parameters: Default::default(),
-                }],
+                options,
+                resume(),
                 engine::TakeOver::AnyMachine,
             )
             .await
             .expect("reattach");
+            if takeover_kill == TakeOverKill::BeforeFirstRelease {
+                tokio::time::timeout(env.timeout, halted.notified())
+                    .await
+                    .expect("the take-over reaches its first release");
+                h2.kill().await;
+                // The machine that took it over knows the rollout from its own journal now
+                // (its take-over journaled the plan read from Heat), though it released
+                // nothing: a restart there resumes it, holding the masters still.
+                let again = find_active(&away.journal, &plan.target.label())
+                    .expect("journal")
+                    .expect("active in the journal of the machine that took it over");
+                assert_eq!(again.id, plan.id);
+                assert_eq!(again.options, plan.options);
+                let held: Vec<&str> = again.also.iter().map(|h| h.path.as_str()).collect();
+                assert_eq!(held, ["kube_masters"]);
+                let released_there = away
+                    .journal
+                    .read_all()
+                    .expect("journal")
+                    .iter()
+                    .filter(|e| e.action == "rollout.release")
+                    .count();
+                assert_eq!(released_there, 0, "killed before its first release");
+                h2 = engine::reattach(
+                    heat.clone(),
+                    away.clone(),
+                    again,
+                    env.engine_options(HookSet::default()),
+                    resume(),
+                    engine::TakeOver::AnyMachine,
+                )
+                .await
+                .expect("reattach after the killed take-over");
+            }
             let end = tokio::time::timeout(env.timeout, h2.wait())
                 .await
                 .expect("ends in time");
@@ -219,6 +297,17 @@ async fn held_masters_scenario(kill_after: Option<usize>, after: bool) {
         hooks.paths_with("pre-update").is_empty(),
         "hooks left: {hooks:?} ({:?})",
         end.hooks_left
+    );
+    // Nor its options' tag, nor its held groups': a stack whose only tags are the
+    // rollout's keeps its marker alone (Heat cannot PATCH tags back to none), naming the
+    // last rollout (`tags_without_marker`).
+    let tags = heat.get_stack(&stack, false).await.expect("stack").tags;
+    assert!(
+        !tags.iter().any(|t| {
+            use caldera::rollout::plan::{HELD_PREFIX, OPTIONS_PREFIX};
+            t.starts_with(OPTIONS_PREFIX) || t.starts_with(HELD_PREFIX)
+        }),
+        "tags left: {tags:?}"
     );
     scenarios::assert_masters_one_at_a_time(
         (
@@ -268,17 +357,24 @@ fn assert_releases_journaled_as_sent(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_also_holds_the_masters_one_at_a_time_before_the_minions() {
-    held_masters_scenario(None, false).await;
+    held_masters_scenario(None, false, TakeOverKill::None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_also_after_holds_the_masters_one_at_a_time_after_the_minions() {
-    held_masters_scenario(None, true).await;
+    held_masters_scenario(None, true, TakeOverKill::None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_also_held_masters_survive_a_killed_driver() {
-    held_masters_scenario(Some(2), false).await;
+    held_masters_scenario(Some(2), false, TakeOverKill::None).await;
+}
+
+/// The take-over itself killed between its journal entry and its first release: a restart
+/// on the machine that took it over finishes it, each member updated once, nothing left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_also_held_masters_survive_a_take_over_killed_before_its_first_release() {
+    held_masters_scenario(Some(2), false, TakeOverKill::BeforeFirstRelease).await;
 }
 
 /// A held rollout aborted with rollback once the first master is done: Heat rolls both

@@ -428,10 +428,9 @@ fn name_nodes(
         })
         .collect();
     for n in &mut status.nodes {
-        let (path, member) = crate::model::split_member_key(&n.name);
-        if path != viewed {
+        let Some(member) = crate::rollout::plan::row_in_viewed(&n.name, viewed) else {
             continue;
-        }
+        };
         if let Some(node) = known.get(member) {
             if node.name != member {
                 n.server = Some(node.name.clone());

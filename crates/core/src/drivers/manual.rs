@@ -260,11 +260,7 @@ pub fn plan_clear_hook(
     let calls = chosen
         .iter()
         .map(|h| {
-            ApiCall::new(
-                "POST",
-                format!("{}/signal", resource_path(&h.owner, &h.resource)),
-                format!("{{\"unset_hook\":\"{}\"}}", h.hook),
-            )
+            crate::drivers::layout::clear_hook_call(&stack_path(&h.owner), &h.resource, &h.hook)
         })
         .collect();
     let pattern = patterns.join(", ");

@@ -197,6 +197,16 @@ pub struct RolloutPlan {
     pub viewed_group: Option<String>,
 }
 
+/// A rollout member's row in the nodes pane of one group: `viewed` is a group held beside the
+/// target, or None for the target itself. A rollout names a held group's members
+/// `PATH/NAME` (`kube_masters/0`) and the target's `NAME`, while each group's pane names its
+/// own members `NAME`: so the row is the member's name when its path is the viewed group,
+/// and None when the member is another group's (master 0 is not minion 0's row).
+pub fn row_in_viewed<'a>(member: &'a str, viewed: Option<&str>) -> Option<&'a str> {
+    let (path, name) = split_member_key(member);
+    (path == viewed).then_some(name)
+}
+
 /// A group outside a rollout's target held by the rollout too (`--also`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeldGroup {
@@ -495,6 +505,12 @@ impl RolloutPlan {
         self.group.as_deref().unwrap_or(GROUP_RESOURCE)
     }
 
+    /// A member's row in the nodes pane of the group this plan was found by
+    /// ([`Self::viewed_group`], or the target): see [`row_in_viewed`].
+    pub fn row_of<'a>(&self, member: &'a str) -> Option<&'a str> {
+        row_in_viewed(member, self.viewed_group.as_deref())
+    }
+
     /// The `image` parameter members are compared with, for caldera's own node groups.
     pub fn image_parameter(&self) -> Option<&str> {
         match self.group {
@@ -725,14 +741,10 @@ impl RolloutPlan {
             crate::drivers::layout::update_body_text(&self.start_update()),
         )];
         for m in self.members() {
-            calls.push(ApiCall::new(
-                "POST",
-                format!(
-                    "/stacks/<{} nested stack>/resources/{}/signal",
-                    self.group_of(m),
-                    split_member_key(m).1
-                ),
-                r#"{"unset_hook":"pre-update"}"#,
+            calls.push(crate::drivers::layout::clear_hook_call(
+                &format!("/stacks/<{} nested stack>", self.group_of(m)),
+                split_member_key(m).1,
+                ROLLOUT_HOOK,
             ));
         }
         calls

@@ -378,10 +378,10 @@ impl HeatReader {
     /// and the request are built from the same `hook_owner`.
     pub fn release_call(&self, member: &str) -> ServiceResult<ApiCall> {
         let (group, name) = self.hook_owner(member)?;
-        Ok(ApiCall::new(
-            "POST",
-            format!("{}/resources/{name}/signal", stack_path(group)),
-            format!(r#"{{"unset_hook":"{ROLLOUT_HOOK}"}}"#),
+        Ok(crate::drivers::layout::clear_hook_call(
+            &stack_path(group),
+            name,
+            ROLLOUT_HOOK,
         ))
     }
 

@@ -117,21 +117,23 @@ pub fn group_progress(
 /// a group it holds beside its target (a Magnum cluster's masters, `viewed_group`), the
 /// rollout names that group's members `kube_masters/N` and the target's `N`: the viewed
 /// group's rows (`N`) would read the target's phases (was: master 0, new, drawn held like
-/// minion 0). So the viewed group's members lose their path, and the target's gain theirs.
+/// minion 0). So the viewed group's members take their row's name ([`RolloutPlan::row_of`]),
+/// and the target's gain their path.
+///
+/// [`RolloutPlan::row_of`]: crate::rollout::RolloutPlan::row_of
 fn name_members_as_viewed(progress: &mut Progress, plan: &crate::rollout::RolloutPlan) {
-    let Some(viewed) = plan.viewed_group.as_deref() else {
+    if plan.viewed_group.is_none() {
         return;
-    };
+    }
     let target = plan.group_resource();
     for m in &mut progress.members {
-        m.name = match m
-            .name
-            .strip_prefix(viewed)
-            .and_then(|r| r.strip_prefix('/'))
-        {
-            Some(own) => own.to_string(),
-            None if !m.name.contains('/') => format!("{target}/{}", m.name),
-            None => continue,
+        m.name = match (
+            plan.row_of(&m.name),
+            crate::model::split_member_key(&m.name).0,
+        ) {
+            (Some(row), _) => row.to_string(),
+            (None, None) => format!("{target}/{}", m.name),
+            (None, Some(_)) => continue,
         };
     }
 }
