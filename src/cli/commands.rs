@@ -248,7 +248,8 @@ async fn capi_verdicts(
 }
 
 /// The progress model of each node group under an update (Heat or Magnum says it runs), by
-/// group id: the same status `rollout status CLUSTER/GROUP` prints, so the two agree.
+/// group id: the same status `rollout status CLUSTER/GROUP` prints, so the two agree (a group
+/// a rollout holds beside its target counts its own members of it).
 async fn updates_of(
     conn: &CloudConnection,
     action: &ActionContext,
@@ -259,13 +260,13 @@ async fn updates_of(
     let mut out = HashMap::new();
     for g in groups.iter().filter(|g| g.status.is_in_progress()) {
         let label = format!("{}/{}", cluster.name, g.name);
-        let status = match drivers.resolve(&label).await {
-            Ok((target, _)) => super::operate::rollout_status(conn, action, &target).await,
+        let progress = match drivers.resolve(&label).await {
+            Ok((target, _)) => super::operate::group_progress(conn, action, &target).await,
             Err(e) => Err(e),
         };
-        match status {
-            Ok(s) => {
-                out.insert(g.id.clone(), (*s.progress).clone());
+        match progress {
+            Ok(p) => {
+                out.insert(g.id.clone(), p);
             }
             // The list stays whole: the group's row says nothing of its update.
             Err(e) => eprintln!(

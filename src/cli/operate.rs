@@ -600,29 +600,56 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
     }
 }
 
-/// What `rollout status` shows, in this order: the rollout under way (this machine's
-/// journal, or one Heat holds on our hooks), an update caldera does not drive (labelled as
-/// observed), the last rollout of this machine's journal (finished: its own id and end).
-/// The status of `target`'s update, as `rollout status` prints it (and `nodegroups` its
-/// progress): this machine's rollout, else an update Heat or Magnum runs, else the last
-/// rollout the journal holds.
+/// The status of `target`'s update, as `rollout status` prints it, in this order: the rollout
+/// under way (this machine's journal, or one Heat holds on our hooks), an update caldera does
+/// not drive (labelled as observed), the last rollout of this machine's journal (finished:
+/// its own id and end).
 pub(super) async fn rollout_status(
     conn: &CloudConnection,
     action: &ActionContext,
     target: &NodeGroupTarget,
 ) -> Result<RolloutStatus, ServiceError> {
+    status_and_plan(conn, action, target).await.map(|(s, _)| s)
+}
+
+/// The progress `nodegroups` shows in `target`'s row: its update's, as [`rollout_status`]
+/// reads it, counted over the group's own members where a rollout holds it beside its
+/// target (a Magnum cluster's masters: `new 1/3`, not the whole rollout's `new 1/7`).
+pub(super) async fn group_progress(
+    conn: &CloudConnection,
+    action: &ActionContext,
+    target: &NodeGroupTarget,
+) -> Result<crate::progress::Progress, ServiceError> {
+    let (status, plan) = status_and_plan(conn, action, target).await?;
+    Ok(match plan {
+        Some(plan) => plan.progress_as_viewed(&status.progress),
+        None => (*status.progress).clone(),
+    })
+}
+
+/// [`rollout_status`], with the plan of the rollout it read (none for an update caldera
+/// does not drive).
+async fn status_and_plan(
+    conn: &CloudConnection,
+    action: &ActionContext,
+    target: &NodeGroupTarget,
+) -> Result<(RolloutStatus, Option<RolloutPlan>), ServiceError> {
     let heat = &conn.heat;
     if let Some(plan) = control::find_rollout(heat, action, target).await? {
-        return observe_status(heat, &action.journal, &plan).await;
+        let status = observe_status(heat, &action.journal, &plan).await?;
+        return Ok((status, Some(plan)));
     }
     if let Some(update) = crate::service::watch::find_any(conn, target).await? {
         let watches = crate::service::watch::Watches::default();
         let mut status = crate::service::watch::observe_any(conn, &watches, &update).await?;
         status.id = format!("observed ({})", update.label());
-        return Ok(status);
+        return Ok((status, None));
     }
     match find_latest(&action.journal, &target.label())? {
-        Some(plan) => observe_status(heat, &action.journal, &plan).await,
+        Some(plan) => {
+            let status = observe_status(heat, &action.journal, &plan).await?;
+            Ok((status, Some(plan)))
+        }
         None => Err(ServiceError::new(
             ErrorKind::NotFound,
             format!(

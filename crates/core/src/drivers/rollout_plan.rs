@@ -505,6 +505,21 @@ impl RolloutPlan {
         self.group.as_deref().unwrap_or(GROUP_RESOURCE)
     }
 
+    /// The rollout's progress as the node group this plan was found by shows it: its own
+    /// members alone, named as its rows are, counted alone (a held group's PROGRESS column
+    /// says `new 2/3` of the masters, not `new 2/7` of the whole rollout); the rollout's
+    /// state, batch and ETA as they are. A rollout holding no group beside its target is its
+    /// target's whole.
+    pub fn progress_as_viewed(
+        &self,
+        progress: &crate::progress::Progress,
+    ) -> crate::progress::Progress {
+        if self.also.is_empty() {
+            return progress.clone();
+        }
+        progress.projected(|member| self.row_of(member))
+    }
+
     /// A member's row in the nodes pane of the group this plan was found by
     /// ([`Self::viewed_group`], or the target): see [`row_in_viewed`].
     pub fn row_of<'a>(&self, member: &'a str) -> Option<&'a str> {

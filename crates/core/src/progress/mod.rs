@@ -480,6 +480,30 @@ impl Progress {
         out
     }
 
+    /// This update's progress as one of its groups shows it: the members `row` gives a row
+    /// of that group's pane (a member's key to its row's name there; None for another
+    /// group's member), under their rows' names, and their counts. The state, pace, ETA,
+    /// batch and age stay the whole update's: every pane shows the one update (a rollout
+    /// holding a cluster's masters beside its minions has one ETA, not one per group).
+    pub fn projected<'a>(&'a self, row: impl Fn(&'a str) -> Option<&'a str>) -> Progress {
+        let mut counts = Counts::default();
+        let mut members = Vec::new();
+        for m in &self.members {
+            if let Some(name) = row(&m.name) {
+                counts.add(m.phase);
+                members.push(MemberPhase {
+                    name: name.to_string(),
+                    phase: m.phase,
+                });
+            }
+        }
+        Progress {
+            counts,
+            members,
+            ..self.clone()
+        }
+    }
+
     /// The one computation: members' phases, counts, state, pace and ETA.
     pub fn compute(members: &[MemberFacts], update: &UpdateFacts, now: DateTime<Utc>) -> Progress {
         COMPUTES.with(|c| c.set(c.get() + 1));

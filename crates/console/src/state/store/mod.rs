@@ -1068,8 +1068,8 @@ mod tests {
     }
 
     /// One rollout holding two node groups of a cluster (a Magnum cluster's masters held
-    /// beside its minions): each group's model is the whole rollout's, and the cluster's
-    /// sum counts its members once (was: `new 2/14 held 12` for 7 nodes).
+    /// beside its minions): each group's model is its own members' part of the rollout,
+    /// and the cluster's sum counts the rollout once (was: `new 2/14 held 12` for 7 nodes).
     #[test]
     fn a_rollout_holding_two_node_groups_is_summed_once_for_their_cluster() {
         use crate::rollout::{NodeProgress, RolloutState, RolloutStatus};
@@ -1143,10 +1143,33 @@ mod tests {
             store.rollouts.insert(g.id.clone(), slot);
         }
         store.refresh_models(now);
-        let one = store.models.progress("masters").expect("model").counts;
+        // Each group counts its own members (was: the masters' row said `new 1/7`), with
+        // the rollout's one state and ETA.
+        let masters = store.models.progress("masters").expect("model");
+        let minions = store.models.progress("minions").expect("model");
+        assert_eq!(
+            (
+                masters.counts.new,
+                masters.counts.held,
+                masters.counts.in_update_total()
+            ),
+            (1, 2, 3),
+            "{:?}",
+            masters.counts
+        );
+        assert_eq!(
+            (minions.counts.new, minions.counts.in_update_total()),
+            (0, 4),
+            "{:?}",
+            minions.counts
+        );
+        assert_eq!(
+            (&masters.state, masters.eta_secs),
+            (&minions.state, minions.eta_secs)
+        );
         let sum = store.models.cluster_progress("c1").expect("sum");
-        assert_eq!(one.in_update_total(), 7);
         assert_eq!(sum.counts.in_update_total(), 7, "{:?}", sum.counts);
+        assert_eq!(sum.counts.new, 1, "{:?}", sum.counts);
         // Each group's rows read their own members' phases (was: the masters' row 0 read
         // minion 0's, held, though master 0 is new).
         use crate::widgets::table::RowModels;

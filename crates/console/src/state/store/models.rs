@@ -95,11 +95,11 @@ pub fn group_progress(
 ) -> Option<Progress> {
     if let Some(slot) = store.rollouts.get(&nodegroup.id) {
         if let Some(st) = &slot.status {
-            let mut progress = (*st.progress).clone();
-            if let Some(plan) = &slot.plan {
-                name_members_as_viewed(&mut progress, plan);
-            }
-            return Some(progress);
+            // A group the rollout holds beside its target reads its own members.
+            return Some(match &slot.plan {
+                Some(plan) => plan.progress_as_viewed(&st.progress),
+                None => (*st.progress).clone(),
+            });
         }
     }
     let driven_here = store.rollouts_driven_here();
@@ -111,31 +111,6 @@ pub fn group_progress(
             now,
         )
     })
-}
-
-/// A rollout's members named as the rows of the group it was found by name theirs. Found by
-/// a group it holds beside its target (a Magnum cluster's masters, `viewed_group`), the
-/// rollout names that group's members `kube_masters/N` and the target's `N`: the viewed
-/// group's rows (`N`) would read the target's phases (was: master 0, new, drawn held like
-/// minion 0). So the viewed group's members take their row's name ([`RolloutPlan::row_of`]),
-/// and the target's gain their path.
-///
-/// [`RolloutPlan::row_of`]: crate::rollout::RolloutPlan::row_of
-fn name_members_as_viewed(progress: &mut Progress, plan: &crate::rollout::RolloutPlan) {
-    if plan.viewed_group.is_none() {
-        return;
-    }
-    let target = plan.group_resource();
-    for m in &mut progress.members {
-        m.name = match (
-            plan.row_of(&m.name),
-            crate::model::split_member_key(&m.name).0,
-        ) {
-            (Some(row), _) => row.to_string(),
-            (None, None) => format!("{target}/{}", m.name),
-            (None, Some(_)) => continue,
-        };
-    }
 }
 
 impl Store {
@@ -294,18 +269,20 @@ impl Store {
         for (cluster_id, slot) in &self.nodegroups {
             let groups = slot.data.as_deref().unwrap_or_default();
             // One rollout can hold several node groups (a Magnum cluster's masters held
-            // beside its minions): each group's model is that whole rollout's, so it is
-            // summed once (was: 7 nodes counted as `new 2/14 held 12`).
+            // beside its minions): each group's model is its own part of it, and the
+            // cluster sums the whole rollout once (its pace once, not once per group).
             let mut rollouts_summed = HashSet::new();
-            let parts = groups
-                .iter()
-                .filter(|g| {
-                    self.rollouts
-                        .get(&g.id)
-                        .and_then(|r| r.status.as_ref())
-                        .is_none_or(|st| rollouts_summed.insert(st.id.clone()))
-                })
-                .filter_map(|g| self.models.progress(&g.id));
+            let mut parts: Vec<&Progress> = Vec::new();
+            for g in groups {
+                match self.rollouts.get(&g.id).and_then(|r| r.status.as_ref()) {
+                    Some(st) => {
+                        if rollouts_summed.insert(st.id.clone()) {
+                            parts.push(&st.progress);
+                        }
+                    }
+                    None => parts.extend(self.models.progress(&g.id)),
+                }
+            }
             sums.insert(cluster_id.clone(), Progress::sum(parts, now));
             let mut updating = groups.iter().filter(|g| {
                 self.models
