@@ -509,12 +509,12 @@ impl RolloutPlan {
     /// members alone, named as its rows are, counted alone (a held group's PROGRESS column
     /// says `new 2/3` of the masters, not `new 2/7` of the whole rollout); the rollout's
     /// state, batch and ETA as they are. A rollout holding no group beside its target is its
-    /// target's whole.
+    /// target's whole, and so is a progress that names no members (counts alone).
     pub fn progress_as_viewed(
         &self,
         progress: &crate::progress::Progress,
     ) -> crate::progress::Progress {
-        if self.also.is_empty() {
+        if self.also.is_empty() || progress.members.is_empty() {
             return progress.clone();
         }
         progress.projected(|member| self.row_of(member))
