@@ -375,11 +375,25 @@ async fn run_case(
         .unwrap_or_else(|_| panic!("{name}: neither paused nor ended: {:#?}", h.status()));
         if mend_journal(&env.ctx.journal) {
             // The engine stopped on the broken journal, before any further change, and
-            // said so.
+            // said so. At the end's PATCH the change was journaled before the journal
+            // broke: it is sent, and only the end's own entries are lost.
             match &s.state {
                 RolloutState::Paused { reason } => {
                     assert!(reason.contains("journal"), "{name}: paused for {reason}");
                     journal_pauses += 1;
+                }
+                RolloutState::Completed if step == EngineStep::Unhook => {
+                    // Heat's facts say it is over, whatever entries the journal lacks
+                    // (was: "closing: hooks still in", with the hooks out).
+                    let status = engine::observe_status(&heat, &env.ctx.journal, &plan)
+                        .await
+                        .expect("status");
+                    assert_eq!(
+                        status.state,
+                        RolloutState::Completed,
+                        "{name}: {:#?}",
+                        status.lines()
+                    );
                 }
                 other => panic!("{name}: the broken journal did not pause it: {other:?}"),
             }
@@ -440,7 +454,7 @@ async fn run_case(
         let most = if fail && m == FAIL { 2 } else { 1 };
         assert!(n <= most, "{name}: member {m} released {n} times");
     }
-    if let Inject::JournalFault = inject {
+    if let (Inject::JournalFault, false) = (&inject, step == EngineStep::Unhook) {
         assert_eq!(
             journal_pauses, 1,
             "{name}: the broken journal did not stop the rollout once"
@@ -450,15 +464,26 @@ async fn run_case(
     let stack = target.stack.clone().expect("stack");
     // Left on hooks (an abort that only stops releasing, skipped members): Heat's update
     // stays in progress; otherwise Heat settles.
+    // Superseded once every member was done, at the end's PATCH: the rollout completed,
+    // and its hooks are the other update's now (that PATCH put them), not taken out.
+    let superseded_at_end = matches!(
+        (&inject, &end.state),
+        (Inject::Superseded, RolloutState::Completed)
+    ) && step == EngineStep::Unhook;
     let superseded = matches!(
         (&inject, &end.state),
         (Inject::Superseded, RolloutState::Failed { .. })
-    );
+    ) || superseded_at_end;
+    // (An abort that only stops releasing, asked once every member is done, at the end's
+    // PATCH, has nothing left to stop: the rollout completes.)
     let left_on_hooks = matches!(end.state, RolloutState::CompletedWithSkips)
         || superseded
         || matches!(
-            inject,
-            Inject::Request(Control::Abort(AbortMode::LeavePaused))
+            (&inject, &end.state),
+            (
+                Inject::Request(Control::Abort(AbortMode::LeavePaused)),
+                RolloutState::Aborted { .. }
+            )
         );
     let settled = if left_on_hooks {
         heat.get_stack(&stack, false)
@@ -565,6 +590,29 @@ async fn run_case(
                 "{name}: {after} released after being superseded"
             );
         }
+        (Inject::Superseded, RolloutState::Completed) if superseded_at_end => {
+            let said = end.hooks_left.clone().unwrap_or_default();
+            assert!(
+                said.starts_with(
+                    "left to the update that superseded this rollout (rollout r-other"
+                ),
+                "{name}: {said}"
+            );
+            assert_eq!(at_new, members.len(), "{name}: {images:?}");
+            // Its end's PATCH was not sent: the other start's marker stays (was: taken off
+            // with this rollout's, and that update's hooks taken out).
+            let tags = heat.get_stack(&stack, false).await.expect("stack").tags;
+            assert!(
+                tags.iter()
+                    .any(|t| t.starts_with("caldera-rollout=r-other")),
+                "{name}: {tags:?}"
+            );
+            let unsent = ours.iter().any(|e| {
+                e.action == "rollout.unhook"
+                    && matches!(&e.outcome, Outcome::Failed { error } if error.starts_with("not sent"))
+            });
+            assert!(unsent, "{name}: the unsent PATCH is journaled as not sent");
+        }
         (_, RolloutState::Completed) => {
             assert_eq!(settled, "UPDATE_COMPLETE", "{name}");
             assert_eq!(at_new, members.len(), "{name}: {images:?}");
@@ -580,7 +628,7 @@ async fn run_case(
         .await
         .expect("environment");
     let said = end.hooks_left.clone().unwrap_or_default();
-    let clean = matches!(end.state, RolloutState::Completed)
+    let clean = (matches!(end.state, RolloutState::Completed) && !superseded_at_end)
         || matches!(&end.state, RolloutState::Aborted { reason } if reason.starts_with("rolled back"));
     if clean {
         assert!(
@@ -656,6 +704,7 @@ fn steps() -> Vec<(EngineStep, usize)> {
         (EngineStep::PostHook, 1),
         (EngineStep::AfterFailure, 1),
         (EngineStep::JournalWrite, 7),
+        (EngineStep::Unhook, 1),
     ]
 }
 

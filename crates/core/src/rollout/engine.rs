@@ -124,6 +124,9 @@ pub enum EngineStep {
     AfterFailure,
     /// An entry was written to the journal.
     JournalWrite,
+    /// The end's PATCH that takes the rollout's hooks and tags out is journaled (started)
+    /// and about to be sent.
+    Unhook,
 }
 
 /// Told of each [`EngineStep`]; the engine waits for the returned future before going on.
@@ -1109,9 +1112,15 @@ impl Runner {
             RolloutState::Completed => super::unhook::Ending::Completed,
             _ => super::unhook::Ending::Other,
         };
-        let line =
-            super::unhook::take_out(&self.heat, &self.ctx, &self.plan, ending, self.options.poll)
-                .await;
+        let line = super::unhook::take_out(
+            &self.heat,
+            &self.ctx,
+            &self.plan,
+            ending,
+            self.options.poll,
+            self.probe(EngineStep::Unhook, None),
+        )
+        .await;
         Some(line)
     }
 
@@ -2453,11 +2462,20 @@ pub async fn observe_status(
     }
     // The end's PATCH that takes the hooks out was sent and has no outcome yet: its update
     // is the rollout's own closing, not a new one.
-    let unhooking = entries
+    let unhook_sent = entries
         .iter()
         .rev()
         .find(|e| e.action == "rollout.unhook")
-        .is_some_and(|e| e.outcome == Outcome::Started);
+        .filter(|e| e.outcome == Outcome::Started)
+        .map(|e| e.time);
+    // ... unless Heat started an update after it was journaled and has ended it: the PATCH
+    // landed, and only its outcome is missing (its driver died, or the journal broke,
+    // between the two entries). Heat's clock against ours: a skew hides it only while
+    // larger than the time from the unhook back to the rollout's own update.
+    let landed = unhook_sent
+        .zip(obs.stack_updated_at)
+        .is_some_and(|(sent, updated)| updated > sent);
+    let unhooking = unhook_sent.is_some() && !landed;
     let mut closing = false;
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
         // Heat's update is over with every node done: the rollout is complete once Heat's

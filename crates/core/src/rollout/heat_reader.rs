@@ -117,6 +117,8 @@ pub struct HeatReader {
     /// Group updates started since `since` (each PATCH of the node-group stack is one).
     pub group_updates: u32,
     pub stack_status: Status,
+    /// When Heat last started an update of the node-group stack (Heat's clock).
+    pub stack_updated_at: Option<DateTime<Utc>>,
     pub stack_reason: String,
     /// The node-group stack's tags (a rollout's marker among them), as last read, and when.
     pub stack_tags: Vec<String>,
@@ -155,6 +157,7 @@ impl HeatReader {
             members: BTreeMap::new(),
             group_updates: 0,
             stack_status: Status::parse("UNKNOWN"),
+            stack_updated_at: None,
             stack_reason: String::new(),
             stack_tags: Vec::new(),
             stack_read_at: None,
@@ -241,6 +244,7 @@ impl HeatReader {
             .await
             .map_err(err)?;
         self.stack_status = detail.summary.status;
+        self.stack_updated_at = detail.summary.updated_at;
         self.stack_reason = detail.summary.status_reason.unwrap_or_default();
         self.stack_image = detail.parameters.get("image").cloned();
         self.stack_tags = detail.tags;

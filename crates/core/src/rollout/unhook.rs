@@ -69,6 +69,7 @@ pub async fn take_out(
     plan: &RolloutPlan,
     ending: Ending,
     poll: Duration,
+    before_patch: impl std::future::Future<Output = ()>,
 ) -> String {
     let group = plan.hooked_groups().join(" and ");
     let group = group.as_str();
@@ -137,6 +138,17 @@ pub async fn take_out(
             e.message, plan.stack.name
         );
     }
+    before_patch.await;
+    // Another start may have replaced this rollout's update since the stack was read (its
+    // PATCH put its own marker on the stack, and its hooks): this PATCH would take its
+    // hooks out and its marker off, its members then updated unheld. Read once more, right
+    // before sending (Heat has no conditional update: this narrows the window to a read).
+    if let Some(line) = superseded_since(heat, plan, &detail.tags).await {
+        let _ = ctx.record(&entry(Outcome::Failed {
+            error: format!("not sent: {line}"),
+        }));
+        return line;
+    }
     let line = send_and_check_all(heat, plan, &update, detail.summary.updated_at, poll).await;
     let outcome = match &line {
         Ok(_) => Outcome::Ok,
@@ -151,6 +163,40 @@ pub async fn take_out(
             plan.stack.name
         ),
     }
+}
+
+/// Why the end's PATCH must not be sent: the stack's marker is no longer the one read at
+/// `tags` (another rollout's start replaced this one's update), or the stack cannot be read
+/// to tell. None when the marker is unchanged.
+async fn superseded_since(
+    heat: &HeatClient,
+    plan: &RolloutPlan,
+    tags: &[String],
+) -> Option<String> {
+    let group = plan.hooked_groups().join(" and ");
+    let read = match heat.get_stack(&plan.stack, false).await {
+        Ok(d) => d,
+        Err(e) => {
+            return Some(format!(
+                "still in the stack's environment ({ROLLOUT_HOOK} on {group}): the stack could \
+                 not be read again right before the PATCH that takes them out ({e}); `caldera \
+                 heat unhook {} {group}`",
+                plan.stack.name
+            ))
+        }
+    };
+    let marker = |tags: &[String]| super::plan::marker_in(tags).map(|(id, _)| id);
+    let now = marker(&read.tags);
+    if now == marker(tags) {
+        return None;
+    }
+    let by = now.map_or("another update".to_string(), |id| format!("rollout {id}"));
+    Some(format!(
+        "left to the update that superseded this rollout ({by} started since): its hooks on \
+         {group} are now that update's (`caldera heat hooks {}` shows what the environment \
+         holds)",
+        plan.stack.name
+    ))
 }
 
 /// Sends the PATCH, waits for Heat's update it starts to end, and reads the environment
