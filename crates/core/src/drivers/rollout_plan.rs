@@ -313,12 +313,102 @@ pub fn held_tags(also: &[HeldGroup]) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// The tags a rollout's start puts beside its marker: its held groups' ([`held_tags`]) and
-/// its options' ([`OPTIONS_PREFIX`]), or why one cannot be a tag.
+/// The tags a rollout's start puts beside its marker: its held groups' ([`held_tags`]), its
+/// options' ([`OPTIONS_PREFIX`]) and what its hook paths held before ([`before_tags`]), or
+/// why one cannot be a tag.
 pub fn rollout_tags(plan: &RolloutPlan) -> Result<Vec<String>, String> {
     let mut tags = held_tags(&plan.also)?;
     tags.push(plan.options.tag());
+    tags.extend(before_tags(plan));
     Ok(tags)
+}
+
+/// The tag beside the marker for each hook path a rollout sets, saying what the stack's
+/// environment declared there before its start: `caldera-before=:a1` for its target's
+/// members (an empty path), `caldera-before=kube_masters:pd` for a group it holds beside
+/// them. The end puts that back (an operator's own `pre-delete` on the masters stays); a
+/// caldera on another machine taking the rollout over from Heat alone cannot tell the
+/// operator's hooks from the rollout's in the environment, so without it its end would take
+/// them out too. The code: `aN`, the key at depth N of the path was absent (and all below);
+/// `p` and one letter per hook declared (`c`/`u`/`d` pre-create/update/delete, `C`/`U`/`D`
+/// post-…).
+pub const BEFORE_PREFIX: &str = "caldera-before=";
+
+/// Heat's hook types ([`BEFORE_PREFIX`]'s letters): Heat refuses any other.
+const HOOK_LETTERS: [(char, &str); 6] = [
+    ('c', "pre-create"),
+    ('u', "pre-update"),
+    ('d', "pre-delete"),
+    ('C', "post-create"),
+    ('U', "post-update"),
+    ('D', "post-delete"),
+];
+
+/// The deepest path a prior entry's code may name (a tag is read from Heat: anyone may have
+/// written it).
+const PRIOR_DEPTH_MAX: usize = 16;
+
+fn prior_code(prior: &PriorEntry) -> Option<String> {
+    match prior {
+        PriorEntry::AbsentFrom(depth) => Some(format!("a{depth}")),
+        PriorEntry::Present(hooks) => {
+            let letters: Option<String> = hooks
+                .iter()
+                .map(|h| HOOK_LETTERS.iter().find(|(_, n)| n == h).map(|(c, _)| *c))
+                .collect();
+            letters.map(|l| format!("p{l}"))
+        }
+    }
+}
+
+fn prior_from_code(code: &str) -> Option<PriorEntry> {
+    let mut chars = code.chars();
+    match chars.next()? {
+        'a' => {
+            let depth: usize = chars.as_str().parse().ok()?;
+            (depth <= PRIOR_DEPTH_MAX).then_some(PriorEntry::AbsentFrom(depth))
+        }
+        'p' if chars.as_str().chars().count() <= HOOK_LETTERS.len() => chars
+            .map(|c| {
+                HOOK_LETTERS
+                    .iter()
+                    .find(|(l, _)| *l == c)
+                    .map(|(_, n)| n.to_string())
+            })
+            .collect::<Option<Vec<String>>>()
+            .map(PriorEntry::Present),
+        _ => None,
+    }
+}
+
+/// The [`BEFORE_PREFIX`] tags of `plan`'s hook paths whose prior state is known and fits a
+/// tag (a path too long for Heat's 80 characters, or a hook Heat would not have taken, has
+/// none: a take-over then restores no hook there, as before the tag).
+pub fn before_tags(plan: &RolloutPlan) -> Vec<String> {
+    let target = std::iter::once(("", plan.hooks_before.as_ref()));
+    let held = plan
+        .also
+        .iter()
+        .map(|h| (h.path.as_str(), h.hooks_before.as_ref()));
+    target
+        .chain(held)
+        .filter_map(|(path, prior)| {
+            let tag = format!("{BEFORE_PREFIX}{path}:{}", prior_code(prior?)?);
+            (tag.chars().count() <= TAG_MAX && !tag.contains(',')).then_some(tag)
+        })
+        .collect()
+}
+
+/// What each hook path held before the rollout, as its [`BEFORE_PREFIX`] tags say: the
+/// path (empty for the target's members) and its prior entry. A tag that does not read
+/// whole is left out.
+pub fn befores_in(tags: &[String]) -> Vec<(String, PriorEntry)> {
+    tags.iter()
+        .filter_map(|t| {
+            let (path, code) = t.strip_prefix(BEFORE_PREFIX)?.rsplit_once(':')?;
+            Some((path.to_string(), prior_from_code(code)?))
+        })
+        .collect()
 }
 
 /// The groups a rollout holds besides its target, as its tags say ([`HELD_PREFIX`]): each
@@ -334,9 +424,9 @@ pub fn held_in(tags: &[String]) -> Vec<(String, bool)> {
 }
 
 /// Whether a tag is one a rollout puts on the stack (its marker, its held groups, its
-/// options).
+/// options, what its hook paths held before).
 fn is_rollout_tag(tag: &str) -> bool {
-    [MARKER_PREFIX, HELD_PREFIX, OPTIONS_PREFIX]
+    [MARKER_PREFIX, HELD_PREFIX, OPTIONS_PREFIX, BEFORE_PREFIX]
         .iter()
         .any(|p| tag.starts_with(p))
 }
@@ -808,9 +898,19 @@ impl RolloutPlan {
         if self.stack_tags.is_none() {
             // The start reads the stack's tags just before its PATCH: the plan shown before
             // then says what the PATCH adds to them (the journal's plan has them all).
+            // What a hook path held before is read by the start too: shown as found.
+            let unread = std::iter::once(("", self.hooks_before.is_none()))
+                .chain(
+                    self.also
+                        .iter()
+                        .map(|h| (h.path.as_str(), h.hooks_before.is_none())),
+                )
+                .filter(|(_, unread)| *unread)
+                .map(|(path, _)| format!("{BEFORE_PREFIX}{path}:<as found>"));
             let ours: Vec<String> =
                 std::iter::once(format!("{MARKER_PREFIX}{}@<this host>", self.id))
                     .chain(rollout_tags(self).unwrap_or_default())
+                    .chain(unread)
                     .collect();
             out.insert(
                 after_patch,
@@ -926,6 +1026,70 @@ mod tests {
             let e = held_tags(&[bad]).expect_err("refused");
             assert!(e.contains("does not fit") && e.contains("at most"), "{e}");
         }
+    }
+
+    /// What each hook path held before the start goes to Heat in a tag per path and comes
+    /// back whole, for the target (an empty path) and a held group; a hostile one gives
+    /// nothing, and one that cannot be said is not written (its path falls back to no hook).
+    #[test]
+    fn prior_hooks_round_trip_through_their_tags_and_a_hostile_one_gives_nothing() {
+        let stack = StackRef {
+            name: "c".into(),
+            id: "c-id".into(),
+        };
+        let target = crate::drivers::any_group::group_target(&stack, "kube_minions");
+        let mut plan = RolloutPlan::for_group(
+            target,
+            stack,
+            "kube_minions",
+            &["0".into()],
+            RolloutOptions::default(),
+            Default::default(),
+        );
+        plan.hold_also("kube_masters", &["0".into()], false);
+        plan.hold_also(&"g".repeat(70), &["0".into()], false);
+        plan.hooks_before = Some(PriorEntry::AbsentFrom(1));
+        plan.also[0].hooks_before = Some(PriorEntry::Present(vec![
+            "pre-delete".into(),
+            "post-update".into(),
+        ]));
+        plan.also[1].hooks_before = Some(PriorEntry::Present(vec!["pre-update".into()]));
+        let tags = before_tags(&plan);
+        assert_eq!(
+            tags,
+            ["caldera-before=:a1", "caldera-before=kube_masters:pdU"],
+            "the long path has no tag"
+        );
+        let mut all = vec!["mine".to_string()];
+        all.extend(tags.iter().cloned());
+        assert_eq!(
+            befores_in(&all),
+            [
+                ("".to_string(), PriorEntry::AbsentFrom(1)),
+                (
+                    "kube_masters".to_string(),
+                    PriorEntry::Present(vec!["pre-delete".into(), "post-update".into()])
+                ),
+            ]
+        );
+        // A hook Heat would not take has no letter: no tag for that path.
+        plan.also[0].hooks_before = Some(PriorEntry::Present(vec!["pre-coffee".into()]));
+        assert_eq!(before_tags(&plan), ["caldera-before=:a1"]);
+        for bad in [
+            "caldera-before=",
+            "caldera-before=:",
+            "caldera-before=:a",
+            "caldera-before=:a17",
+            "caldera-before=:a-1",
+            "caldera-before=:px",
+            "caldera-before=:puuuuuuu",
+            "caldera-before=:q1",
+        ] {
+            assert!(befores_in(&[bad.to_string()]).is_empty(), "{bad}");
+        }
+        // The end takes them out with the marker's other tags.
+        let end = tags_without_marker(&with_marker(&all, &marker_tag("r1", "h"), &tags), "r1");
+        assert_eq!(end, Some(vec!["mine".to_string()]));
     }
 
     /// The options go to Heat in a tag and come back whole; a tag from Heat is hostile
@@ -1212,7 +1376,8 @@ mod tests {
             shown[patch + 1],
             format!(
                 "    (its tags: the stack's own, with caldera-rollout={}@<this host>, \
-                 caldera-also=before:kube_masters, {})",
+                 caldera-also=before:kube_masters, {}, caldera-before=:a1, \
+                 caldera-before=kube_masters:pd)",
                 plan.id,
                 plan.options.tag()
             )

@@ -288,15 +288,6 @@ pub async fn start(
     }
     // The baseline: what Heat's group stack said last before our PATCH.
     let mut plan = plan;
-    // The marker goes to Heat with the PATCH: another machine's start that raced this one
-    // past the in-progress check finds which of the two Heat kept.
-    let held = super::plan::rollout_tags(&plan)
-        .map_err(|e| crate::drivers::refused(format!("{target}: {e}; nothing was sent to Heat")))?;
-    plan.stack_tags = Some(super::plan::with_marker(
-        &detail.tags,
-        &super::plan::marker_tag(&plan.id, &super::lock::hostname()),
-        &held,
-    ));
     // What the environment declares where the rollout puts its hook: the start keeps it
     // beside ours, the end puts it back. Without it the end could not leave the stack's
     // environment as it found it, so nothing starts.
@@ -328,6 +319,17 @@ pub async fn start(
         let group = group_stack_of(&heat, &plan.stack, &held.path).await?;
         held.since_event = newest_event(&heat, &group).await?.map(|(id, _)| id);
     }
+    // The marker goes to Heat with the PATCH: another machine's start that raced this one
+    // past the in-progress check finds which of the two Heat kept. Beside it, what a
+    // take-over from Heat alone needs: the held groups, the options, what the hook paths
+    // held before.
+    let held = super::plan::rollout_tags(&plan)
+        .map_err(|e| crate::drivers::refused(format!("{target}: {e}; nothing was sent to Heat")))?;
+    plan.stack_tags = Some(super::plan::with_marker(
+        &detail.tags,
+        &super::plan::marker_tag(&plan.id, &super::lock::hostname()),
+        &held,
+    ));
     let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
     if let Some((id, time)) = newest_event(&heat, &group).await? {
         plan.since_event = Some(id);
@@ -2578,6 +2580,15 @@ pub async fn plan_from_heat(
                 let members =
                     crate::drivers::any_group::group_members(heat, &plan.stack, &path).await?;
                 plan.hold_also(&path, &members, after);
+            }
+        }
+        // What its hook paths held before it: its end puts that back (an operator's own
+        // hooks there stay), as the start's machine would.
+        for (path, prior) in super::plan::befores_in(&detail.tags) {
+            if path.is_empty() {
+                plan.hooks_before = Some(prior);
+            } else if let Some(held) = plan.also.iter_mut().find(|h| h.path == path) {
+                held.hooks_before = Some(prior);
             }
         }
     }
