@@ -375,7 +375,26 @@ async fn nodegroups(
             .map(|g| crate::service::plain_stack::member_facts(&conn.heat, g)),
     )
     .await;
+    // Each group under an update: its progress as `rollout status STACK/GROUP` reads it
+    // (a group a rollout holds beside its target counts its own members of it).
+    let mut updates = HashMap::new();
+    for g in groups.iter().filter(|g| g.status.is_in_progress()) {
+        let label = group_label(g);
+        let target = crate::drivers::any_group::group_target(&stack, &label);
+        match super::operate::group_progress(conn, action, &target).await {
+            Ok(p) => {
+                updates.insert(label, p);
+            }
+            // The list stays whole: the group's row says nothing of its update.
+            Err(e) => eprintln!(
+                "group {}: its update could not be read: {}",
+                terminal_safe(&label),
+                terminal_safe(&e.to_string())
+            ),
+        }
+    }
     for (g, facts) in groups.iter().zip(facts) {
+        let [progress, state, pace, eta] = progress_cells(updates.get(&group_label(g)));
         t.push([
             group_label(g),
             g.stack.as_ref().map(|s| s.id.clone()).unwrap_or_default(),
@@ -390,11 +409,10 @@ async fn nodegroups(
             // A scaling group found in any stack: its resource status has no `created_at`.
             String::new(),
             String::new(),
-            // Its update: `rollout status STACK/GROUP` reads it.
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
+            progress,
+            state,
+            pace,
+            eta,
             g.owner.id.clone(),
         ]);
     }

@@ -611,6 +611,10 @@ async fn one_image_stack(
         serde_yaml_ng::from_str(&fixture("magnum/kubecluster.yaml")).expect("template YAML");
     template["resources"]["kube_masters"]["properties"]["resource_def"]["properties"]
         ["server_image"] = json!({"get_param": "minion_image"});
+    // A parameter named `image` that no group reads, as an operator's stack may well have:
+    // it must not make the stack pass for one of caldera's own node groups (was: a take-over
+    // from Heat looked for their `nodes` group, HTTP 404).
+    template["parameters"]["image"] = json!({"type": "string", "default": "unused"});
     if ordered {
         template["resources"]["kube_minions"]["depends_on"] = json!(["network", "kube_masters"]);
     }
@@ -881,6 +885,32 @@ async fn killed_held_rollout_resumed(name: &str, elsewhere: bool) {
     let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
     assert!(
         ok && out.contains("kube_masters/2") && out.contains("/5"),
+        "{out}\n{err}"
+    );
+    // The held group's look is that same rollout, each member counted once (was: a plan of
+    // its own with the masters as target and held too, or `resources/nodes: HTTP 404` from
+    // another machine, the stack having an `image` parameter).
+    let masters = format!("{}/kube_masters", stack.name);
+    let (ok, out, err) = caldera(&journal, &["rollout", "status", &masters]);
+    assert!(
+        ok && out.contains(&format!("of {target}"))
+            && out.contains("/5")
+            && !out.contains("/8")
+            && out.contains("kube_masters: new ")
+            && out.contains("kube_minions (target): new 0/2"),
+        "{out}\n{err}"
+    );
+    // And `nodegroups STACK` gives each group its own members' count (master 1 may still
+    // be updating or new by now).
+    let (ok, out, err) = caldera(&journal, &["nodegroups", &stack.name]);
+    let row = |group: &str| {
+        out.lines()
+            .find(|l| l.starts_with(group))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        ok && row("kube_masters").contains("/3 ") && row("kube_minions").contains("new 0/2 "),
         "{out}\n{err}"
     );
     let hooks = heat.get_environment_hooks(&stack).await.expect("env");

@@ -63,6 +63,10 @@ pub async fn find_rollout(
     if crate::progress::at_rest(status) {
         return Ok(None);
     }
+    // A rollout of another group of this stack holding this one beside its target.
+    if let Some(plan) = rollout_holding(heat, ctx, stack, &detail, &target.nodegroup).await? {
+        return Ok(Some(plan));
+    }
     // Another operator's rollout holds its members on `pre-update` hooks; an update nobody
     // drives that way (a plain PATCH from the CLI or Horizon) is not a rollout to take over:
     // the console observes it instead, and never releases hooks it did not set.
@@ -80,6 +84,50 @@ pub async fn find_rollout(
     let mut plan = plan_from_heat(heat, target, &detail, RolloutOptions::default()).await?;
     keep_journaled_plan(&mut plan, &ctx.journal)?;
     Ok(Some(plan))
+}
+
+/// The caldera rollout of another group of `stack` that holds `group` beside its target
+/// (`--also`), as the stack's tags say while its update runs: this machine's plan of it
+/// (found by the marker's id), else the plan read back from Heat, viewed from `group`. The
+/// held group's look is that rollout (was: a plan of its own with `group` as its target and
+/// held as well, every member counted twice).
+async fn rollout_holding(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    stack: &crate::model::StackRef,
+    detail: &crate::api::heat::StackDetail,
+    group: &str,
+) -> ServiceResult<Option<RolloutPlan>> {
+    if !super::plan::held_in(&detail.tags)
+        .iter()
+        .any(|(path, _)| path == group)
+    {
+        return Ok(None);
+    }
+    let Some((id, _)) = super::plan::marker_in(&detail.tags) else {
+        return Ok(None);
+    };
+    let plan = match engine::find_started(&ctx.journal, &id)? {
+        Some(plan) if plan.target.stack.as_ref().map(|s| &s.id) == Some(&stack.id) => plan,
+        Some(_) => return Ok(None),
+        None => match rollout_target_from_heat(heat, stack, &detail.tags).await {
+            Some(target) => {
+                plan_from_heat(
+                    heat,
+                    &group_target(stack, &target),
+                    detail,
+                    Default::default(),
+                )
+                .await?
+            }
+            None => return Ok(None),
+        },
+    };
+    let held = plan.target.nodegroup != group && plan.also.iter().any(|h| h.path == group);
+    Ok(held.then(|| RolloutPlan {
+        viewed_group: Some(group.to_string()),
+        ..plan
+    }))
 }
 
 /// The caldera rollout running a Magnum node group's members: a rollout of the cluster's

@@ -2532,7 +2532,15 @@ pub async fn plan_from_heat(
     // The options its start chose, as its tag says (batches, gate, timeout): a take-over
     // from Heat alone releases as the start would have.
     let options = super::RolloutOptions::from_tags(&detail.tags).unwrap_or(options);
-    let mut plan = match detail.parameters.get("image") {
+    // One of caldera's own node-group stacks is said by its role tag, which its driver set
+    // at create, not by resemblance: an operator's stack may well have an `image` parameter
+    // and no `nodes` group (was: a take-over of `twotier/workers` looked for `nodes`, 404).
+    let own = detail
+        .tags
+        .iter()
+        .any(|t| t == crate::drivers::heat_native::ROLE_NODEGROUP);
+    let own_image = detail.parameters.get("image").filter(|_| own);
+    let mut plan = match own_image {
         // One of caldera's own node-group stacks: the `nodes` group, the `image` parameter.
         Some(image) => {
             let nodes = crate::drivers::heat_native::member_nodes(heat, target).await?;
