@@ -351,6 +351,7 @@ async fn every_console_view_escapes_what_the_cloud_sent() {
         time: chrono::Utc::now(),
         cloud: format!("cloud{HOSTILE}"),
         user: "operator".into(),
+        host: format!("host{HOSTILE}"),
         action: "hook.post_node".into(),
         target: format!("evil{HOSTILE}/worker{HOSTILE}/1"),
         rollout: None,

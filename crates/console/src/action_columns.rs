@@ -215,7 +215,7 @@ pub fn journal_columns() -> Vec<Column<JournalRow>> {
             title: "WHO",
             hide_below: 100,
             width: Constraint::Length(22),
-            text: |r, _| format!("{}@{}", r.entry.user, r.entry.cloud),
+            text: |r, _| r.entry.who(),
             sort: |r, _| SortKey::str(&r.entry.user),
             style: muted,
         },

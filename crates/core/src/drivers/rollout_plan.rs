@@ -329,71 +329,16 @@ pub fn rollout_tags(plan: &RolloutPlan) -> Result<Vec<String>, String> {
 /// them. The end puts that back (an operator's own `pre-delete` on the masters stays); a
 /// caldera on another machine taking the rollout over from Heat alone cannot tell the
 /// operator's hooks from the rollout's in the environment, so without it its end would take
-/// them out too. The code: `aN`, the key at depth N of the path was absent (and all below);
-/// `p` and one letter per hook declared (`c`/`u`/`d` pre-create/update/delete, `C`/`U`/`D`
-/// post-…).
+/// them out too. The text after the path's `:` is [`PriorEntry::code`].
 pub const BEFORE_PREFIX: &str = "caldera-before=";
-
-/// Heat's hook types ([`BEFORE_PREFIX`]'s letters): Heat refuses any other.
-const HOOK_LETTERS: [(char, &str); 6] = [
-    ('c', "pre-create"),
-    ('u', "pre-update"),
-    ('d', "pre-delete"),
-    ('C', "post-create"),
-    ('U', "post-update"),
-    ('D', "post-delete"),
-];
-
-/// The deepest path a prior entry's code may name (a tag is read from Heat: anyone may have
-/// written it).
-const PRIOR_DEPTH_MAX: usize = 16;
-
-fn prior_code(prior: &PriorEntry) -> Option<String> {
-    match prior {
-        PriorEntry::AbsentFrom(depth) => Some(format!("a{depth}")),
-        PriorEntry::Present(hooks) => {
-            let letters: Option<String> = hooks
-                .iter()
-                .map(|h| HOOK_LETTERS.iter().find(|(_, n)| n == h).map(|(c, _)| *c))
-                .collect();
-            letters.map(|l| format!("p{l}"))
-        }
-    }
-}
-
-fn prior_from_code(code: &str) -> Option<PriorEntry> {
-    let mut chars = code.chars();
-    match chars.next()? {
-        'a' => {
-            let depth: usize = chars.as_str().parse().ok()?;
-            (depth <= PRIOR_DEPTH_MAX).then_some(PriorEntry::AbsentFrom(depth))
-        }
-        'p' if chars.as_str().chars().count() <= HOOK_LETTERS.len() => chars
-            .map(|c| {
-                HOOK_LETTERS
-                    .iter()
-                    .find(|(l, _)| *l == c)
-                    .map(|(_, n)| n.to_string())
-            })
-            .collect::<Option<Vec<String>>>()
-            .map(PriorEntry::Present),
-        _ => None,
-    }
-}
 
 /// The [`BEFORE_PREFIX`] tags of `plan`'s hook paths whose prior state is known and fits a
 /// tag (a path too long for Heat's 80 characters, or a hook Heat would not have taken, has
 /// none: a take-over then restores no hook there, as before the tag).
 pub fn before_tags(plan: &RolloutPlan) -> Vec<String> {
-    let target = std::iter::once(("", plan.hooks_before.as_ref()));
-    let held = plan
-        .also
-        .iter()
-        .map(|h| (h.path.as_str(), h.hooks_before.as_ref()));
-    target
-        .chain(held)
+    plan.hook_paths()
         .filter_map(|(path, prior)| {
-            let tag = format!("{BEFORE_PREFIX}{path}:{}", prior_code(prior?)?);
+            let tag = format!("{BEFORE_PREFIX}{path}:{}", prior?.code()?);
             (tag.chars().count() <= TAG_MAX && !tag.contains(',')).then_some(tag)
         })
         .collect()
@@ -406,7 +351,7 @@ pub fn befores_in(tags: &[String]) -> Vec<(String, PriorEntry)> {
     tags.iter()
         .filter_map(|t| {
             let (path, code) = t.strip_prefix(BEFORE_PREFIX)?.rsplit_once(':')?;
-            Some((path.to_string(), prior_from_code(code)?))
+            Some((path.to_string(), PriorEntry::from_code(code)?))
         })
         .collect()
 }
@@ -616,6 +561,33 @@ impl RolloutPlan {
         row_in_viewed(member, self.viewed_group.as_deref())
     }
 
+    /// A member's name in the journal (an entry's target): `STACK/GROUP/3` for the target's
+    /// member `3`, `STACK/kube_masters/0` for a held group's `kube_masters/0` (its path in the
+    /// stack, as Heat names it: not under the target's group, which does not hold it).
+    pub fn member_label(&self, member: &str) -> String {
+        match split_member_key(member) {
+            (Some(_), _) => format!("{}/{member}", self.target.cluster),
+            (None, _) => format!("{}/{member}", self.target.label()),
+        }
+    }
+
+    /// The member key a journal target names ([`Self::member_label`]): what follows the
+    /// target's label (`STACK/GROUP/3` -> `3`; journals before the held form also wrote
+    /// `STACK/GROUP/kube_masters/0`), else what follows the stack's (`STACK/kube_masters/0`
+    /// -> `kube_masters/0`), else the last name.
+    pub fn member_of_label(&self, label: &str) -> String {
+        let after = |prefix: &str| {
+            label
+                .strip_prefix(prefix)
+                .and_then(|r| r.strip_prefix('/'))
+                .filter(|r| !r.is_empty())
+                .map(str::to_string)
+        };
+        after(&self.target.label())
+            .or_else(|| after(&self.target.cluster))
+            .unwrap_or_else(|| label.rsplit('/').next().unwrap_or("").to_string())
+    }
+
     /// The `image` parameter members are compared with, for caldera's own node groups.
     pub fn image_parameter(&self) -> Option<&str> {
         match self.group {
@@ -667,13 +639,23 @@ impl RolloutPlan {
     /// Every hook path the rollout sets, with what it held before the start: the target's
     /// members first, then each held group's (`--also`).
     pub fn hook_entries(&self) -> Vec<(Vec<&str>, Option<&PriorEntry>)> {
-        let mut out = vec![(self.hook_keys(), self.hooks_before.as_ref())];
-        out.extend(
-            self.also
-                .iter()
-                .map(|h| (member_hook_keys(&h.path), h.hooks_before.as_ref())),
-        );
-        out
+        self.hook_paths()
+            .map(|(path, prior)| match path {
+                "" => (self.hook_keys(), prior),
+                held => (member_hook_keys(held), prior),
+            })
+            .collect()
+    }
+
+    /// Every hook path the rollout sets, named as its tags name it (empty for the target's
+    /// members, a held group's path), with what it held before the start: the target's
+    /// first, then each held group's (`--also`).
+    pub fn hook_paths(&self) -> impl Iterator<Item = (&str, Option<&PriorEntry>)> {
+        let held = self
+            .also
+            .iter()
+            .map(|h| (h.path.as_str(), h.hooks_before.as_ref()));
+        std::iter::once(("", self.hooks_before.as_ref())).chain(held)
     }
 
     /// Breakpoints on every member of the rollout's group and of the groups it holds too,
@@ -899,13 +881,9 @@ impl RolloutPlan {
             // The start reads the stack's tags just before its PATCH: the plan shown before
             // then says what the PATCH adds to them (the journal's plan has them all).
             // What a hook path held before is read by the start too: shown as found.
-            let unread = std::iter::once(("", self.hooks_before.is_none()))
-                .chain(
-                    self.also
-                        .iter()
-                        .map(|h| (h.path.as_str(), h.hooks_before.is_none())),
-                )
-                .filter(|(_, unread)| *unread)
+            let unread = self
+                .hook_paths()
+                .filter(|(_, prior)| prior.is_none())
                 .map(|(path, _)| format!("{BEFORE_PREFIX}{path}:<as found>"));
             let ours: Vec<String> =
                 std::iter::once(format!("{MARKER_PREFIX}{}@<this host>", self.id))
@@ -1090,6 +1068,44 @@ mod tests {
         // The end takes them out with the marker's other tags.
         let end = tags_without_marker(&with_marker(&all, &marker_tag("r1", "h"), &tags), "r1");
         assert_eq!(end, Some(vec!["mine".to_string()]));
+    }
+
+    /// A held group's member is journaled under the stack, by its path there (Heat's name
+    /// for it), not under the target's group; both forms, and the older one under the
+    /// target, read back as the member's key.
+    #[test]
+    fn members_are_journaled_by_their_path_in_the_stack_and_read_back() {
+        let stack = StackRef {
+            name: "twotier".into(),
+            id: "t-id".into(),
+        };
+        let target = crate::drivers::any_group::group_target(&stack, "workers");
+        let mut plan = RolloutPlan::for_group(
+            target,
+            stack,
+            "workers",
+            &["0".into(), "1".into()],
+            RolloutOptions::default(),
+            Default::default(),
+        );
+        plan.hold_also("frontends", &["0".into()], false);
+        assert_eq!(plan.member_label("1"), "twotier/workers/1");
+        assert_eq!(plan.member_label("frontends/0"), "twotier/frontends/0");
+        for (label, key) in [
+            ("twotier/workers/1", "1"),
+            ("twotier/frontends/0", "frontends/0"),
+            ("twotier/workers/frontends/0", "frontends/0"),
+            ("elsewhere/7", "7"),
+        ] {
+            assert_eq!(plan.member_of_label(label), key, "{label}");
+        }
+        let nested = crate::drivers::any_group::group_target(&plan.stack, "racks/1/nodes");
+        plan.target = nested;
+        assert_eq!(plan.member_of_label("twotier/racks/1/nodes/4"), "4");
+        assert_eq!(
+            plan.member_of_label("twotier/racks/0/nodes/4"),
+            "racks/0/nodes/4"
+        );
     }
 
     /// The options go to Heat in a tag and come back whole; a tag from Heat is hostile

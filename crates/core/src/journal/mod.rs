@@ -66,6 +66,27 @@ impl Actor {
     }
 }
 
+/// This machine's name (`/proc`, else `$HOSTNAME`, else `?`), read once: where an entry was
+/// written, a driver's lock held and a rollout's marker set, so the three name one host.
+pub fn hostname() -> String {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .map(|h| {
+                h.trim()
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(64)
+                    .collect()
+            })
+            .filter(|h: &String| !h.is_empty())
+            .unwrap_or_else(|| "?".into())
+    })
+    .clone()
+}
+
 /// The login name of this process's user from `/etc/passwd`, for shells, containers and
 /// service managers that set no `$USER` (the audit trail should still say who acted).
 fn login_of_this_process() -> Option<String> {
@@ -104,6 +125,9 @@ pub struct Entry {
     pub time: DateTime<Utc>,
     pub cloud: String,
     pub user: String,
+    /// The machine it was written on ([`hostname`]); empty in entries from before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host: String,
     /// e.g. `scale`, `rollout.start`, `rollout.release`, `rollout.pause`, `hook.post_node`.
     pub action: String,
     /// `cluster/nodegroup`, optionally `/member`.
@@ -132,6 +156,7 @@ impl Entry {
             time: Utc::now(),
             cloud: actor.cloud.clone(),
             user: actor.user.clone(),
+            host: hostname(),
             action: action.to_string(),
             target: target.to_string(),
             rollout: None,
@@ -142,6 +167,15 @@ impl Entry {
             output: None,
         }
     }
+    /// Who wrote it, where, on which cloud: `alice@bastion on prod` (the host as a rollout's
+    /// marker names it), `alice on prod` for an entry without its host.
+    pub fn who(&self) -> String {
+        match self.host.as_str() {
+            "" => format!("{} on {}", self.user, self.cloud),
+            host => format!("{}@{host} on {}", self.user, self.cloud),
+        }
+    }
+
     pub fn rollout(mut self, id: &str) -> Entry {
         self.rollout = Some(id.to_string());
         self
@@ -824,6 +858,25 @@ fn csv_field(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An entry says the machine it was written on, as a rollout's marker names it (was:
+    /// `root@standalone`, the cloud's name where a host is read); an entry from before reads
+    /// without it.
+    #[test]
+    fn an_entry_names_its_host_as_the_marker_does() {
+        let actor = Actor {
+            cloud: "standalone".into(),
+            user: "root".into(),
+        };
+        let e = Entry::new(&actor, "rollout.start", "s/g", Outcome::Started);
+        assert_eq!(e.host, hostname());
+        assert_eq!(e.who(), format!("root@{} on standalone", hostname()));
+        let line = serde_json::to_string(&e).expect("an entry serializes");
+        let old = line.replace(&format!(",\"host\":\"{}\"", hostname()), "");
+        assert_ne!(old, line);
+        let back: Entry = serde_json::from_str(&old).expect("an entry without host reads");
+        assert_eq!(back.who(), "root on standalone");
+    }
 
     #[test]
     fn login_name_comes_from_passwd_by_uid() {

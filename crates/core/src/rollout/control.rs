@@ -87,8 +87,7 @@ pub async fn find_rollout(
 }
 
 /// The caldera rollout of another group of `stack` that holds `group` beside its target
-/// (`--also`), as the stack's tags say while its update runs: this machine's plan of it
-/// (found by the marker's id), else the plan read back from Heat, viewed from `group`. The
+/// (`--also`), as the stack's tags say while its update runs, viewed from `group`. The
 /// held group's look is that rollout (was: a plan of its own with `group` as its target and
 /// held as well, every member counted twice).
 async fn rollout_holding(
@@ -104,40 +103,58 @@ async fn rollout_holding(
     {
         return Ok(None);
     }
+    let plan = rollout_by_marker(heat, ctx, stack, detail).await?;
+    Ok(plan.and_then(|plan| viewed_from_held(plan, group)))
+}
+
+/// The caldera rollout Heat's marker on `stack` names while the stack's update runs: this
+/// machine's plan of it (found by the marker's id, under the name it was started by, so its
+/// driver and controls are found), else the plan read back from Heat (another machine's
+/// rollout: its target from the stack's environment and tags, [`rollout_target_from_heat`]).
+/// `None` without a marker, when this machine's plan of that id is of another stack, or when
+/// Heat does not say which group the rollout targets.
+async fn rollout_by_marker(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    stack: &crate::model::StackRef,
+    detail: &crate::api::heat::StackDetail,
+) -> ServiceResult<Option<RolloutPlan>> {
     let Some((id, _)) = super::plan::marker_in(&detail.tags) else {
         return Ok(None);
     };
-    let plan = match engine::find_started(&ctx.journal, &id)? {
-        Some(plan) if plan.target.stack.as_ref().map(|s| &s.id) == Some(&stack.id) => plan,
-        Some(_) => return Ok(None),
+    match engine::find_started(&ctx.journal, &id)? {
+        Some(plan) if plan.target.stack.as_ref().map(|s| &s.id) == Some(&stack.id) => {
+            Ok(Some(plan))
+        }
+        Some(_) => Ok(None),
         None => match rollout_target_from_heat(heat, stack, &detail.tags).await {
             Some(target) => {
-                plan_from_heat(
-                    heat,
-                    &group_target(stack, &target),
-                    detail,
-                    Default::default(),
-                )
-                .await?
+                let target = group_target(stack, &target);
+                Ok(Some(
+                    plan_from_heat(heat, &target, detail, Default::default()).await?,
+                ))
             }
-            None => return Ok(None),
+            None => Ok(None),
         },
-    };
+    }
+}
+
+/// `plan` as seen from `group`, a group it holds beside its target (its rows are the
+/// group's own members, [`RolloutPlan::viewed_group`]); `None` when `group` is its target
+/// or a group it does not hold.
+fn viewed_from_held(plan: RolloutPlan, group: &str) -> Option<RolloutPlan> {
     let held = plan.target.nodegroup != group && plan.also.iter().any(|h| h.path == group);
-    Ok(held.then(|| RolloutPlan {
+    held.then(|| RolloutPlan {
         viewed_group: Some(group.to_string()),
         ..plan
-    }))
+    })
 }
 
 /// The caldera rollout running a Magnum node group's members: a rollout of the cluster's
 /// stack by path (`rollout start STACK/kube_minions --allow-magnum-owned`) whose target, or
 /// a group it holds beside it (`--also kube_masters`), is the group holding this node
-/// group's members. Heat's marker on the stack names it while the stack's update runs, and
-/// this machine's journal gives its plan (under the name it was started by, so its driver
-/// and controls are found); a rollout another machine started is read back from Heat (its
-/// target from the stack's environment and tags, [`rollout_target_from_heat`]). Without a
-/// marker the update is Magnum's, and is observed as such.
+/// group's members ([`rollout_by_marker`]). Without a marker the update is Magnum's, and is
+/// observed as such.
 async fn rollout_of_magnum_group(
     heat: &HeatClient,
     ctx: &ActionContext,
@@ -151,17 +168,8 @@ async fn rollout_of_magnum_group(
     let Ok(detail) = heat.get_stack(stack, false).await else {
         return Ok(None);
     };
-    if !detail.summary.status.is_in_progress() {
+    if !detail.summary.status.is_in_progress() || super::plan::marker_in(&detail.tags).is_none() {
         return Ok(None);
-    }
-    let Some((id, _)) = super::plan::marker_in(&detail.tags) else {
-        return Ok(None);
-    };
-    let journaled = engine::find_started(&ctx.journal, &id)?;
-    if let Some(plan) = &journaled {
-        if plan.target.stack.as_ref().map(|s| &s.id) != Some(&stack.id) {
-            return Ok(None);
-        }
     }
     let Ok(listed) = heat
         .list_resources(stack, &crate::api::heat::ResourceQuery::default())
@@ -175,30 +183,13 @@ async fn rollout_of_magnum_group(
     let Ok(Some(group)) = crate::drivers::magnum::pick_group(&top, role, &target.nodegroup) else {
         return Ok(None);
     };
-    let plan = match journaled {
-        Some(plan) => plan,
-        None => match rollout_target_from_heat(heat, stack, &detail.tags).await {
-            // Another machine's rollout: the group it targets, read back from Heat.
-            Some(target) => {
-                plan_from_heat(
-                    heat,
-                    &group_target(stack, &target),
-                    &detail,
-                    Default::default(),
-                )
-                .await?
-            }
-            None => return Ok(None),
-        },
+    let Some(plan) = rollout_by_marker(heat, ctx, stack, &detail).await? else {
+        return Ok(None);
     };
     if plan.target.nodegroup == group.name {
         return Ok(Some(plan));
     }
-    let held = plan.also.iter().any(|held| held.path == group.name);
-    Ok(held.then(|| RolloutPlan {
-        viewed_group: Some(group.name.clone()),
-        ..plan
-    }))
+    Ok(viewed_from_held(plan, &group.name))
 }
 
 /// The group a caldera rollout this machine's journal does not know (another machine's)
@@ -347,7 +338,7 @@ pub async fn ask(
                 &Entry::new(
                     &ctx.actor,
                     "rollout.skip",
-                    &format!("{}/{m}", t.label()),
+                    &plan.member_label(m),
                     Outcome::Ok,
                 )
                 .rollout(&plan.id),
@@ -438,7 +429,7 @@ pub async fn acknowledgement(
             && e.action == ack
             && !matches!(e.outcome, crate::journal::Outcome::Failed { .. })
             && match control {
-                Control::Skip(m) => e.target.ends_with(&format!("/{m}")),
+                Control::Skip(m) => plan.member_of_label(&e.target) == *m,
                 _ => true,
             }
     };

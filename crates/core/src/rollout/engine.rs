@@ -327,7 +327,7 @@ pub async fn start(
         .map_err(|e| crate::drivers::refused(format!("{target}: {e}; nothing was sent to Heat")))?;
     plan.stack_tags = Some(super::plan::with_marker(
         &detail.tags,
-        &super::plan::marker_tag(&plan.id, &super::lock::hostname()),
+        &super::plan::marker_tag(&plan.id, &crate::journal::hostname()),
         &held,
     ));
     let group = group_stack_of(&heat, &plan.stack, plan.group_resource()).await?;
@@ -467,8 +467,11 @@ pub enum TakeOver {
 pub fn started_elsewhere(plan: &RolloutPlan) -> Option<&str> {
     // The marker keeps the host cut to fit Heat's 80 characters: this machine's name is
     // compared as its own marker would carry it.
-    let here = super::plan::marker_in(&[super::plan::marker_tag(&plan.id, &lock::hostname())])
-        .map(|(_, host)| host);
+    let here = super::plan::marker_in(&[super::plan::marker_tag(
+        &plan.id,
+        &crate::journal::hostname(),
+    )])
+    .map(|(_, host)| host);
     plan.started_on
         .as_deref()
         .filter(|h| !h.is_empty() && Some(*h) != here.as_deref())
@@ -747,20 +750,11 @@ struct Memory {
     pause: JournaledPause,
 }
 
-/// The member key a journal target names (`STACK/GROUP/3` -> `3`, `STACK/GROUP/kube_masters/0`
-/// -> `kube_masters/0`): what follows the rollout's target label.
-fn member_of(label: &str, target: &str) -> String {
-    match target.strip_prefix(label).and_then(|r| r.strip_prefix('/')) {
-        Some(key) => key.to_string(),
-        None => target.rsplit('/').next().unwrap_or("").to_string(),
-    }
-}
-
 /// What the journal remembers of this rollout that Heat cannot tell: hooks already run,
 /// batches already gated, members skipped. Also where the journal ends now (requests after
 /// that point are new).
 fn journal_memory(journal: &Journal, plan: &RolloutPlan) -> ServiceResult<(u64, Memory)> {
-    let (id, label) = (plan.id.as_str(), plan.target.label());
+    let id = plan.id.as_str();
     let (entries, offset) = journal
         .read_from(0)
         .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
@@ -769,10 +763,10 @@ fn journal_memory(journal: &Journal, plan: &RolloutPlan) -> ServiceResult<(u64, 
         let ok = e.outcome == Outcome::Ok;
         match e.action.as_str() {
             "hook.pre_node" if ok => {
-                m.pre_node.insert(member_of(&label, &e.target));
+                m.pre_node.insert(plan.member_of_label(&e.target));
             }
             "hook.post_node" if ok => {
-                m.post_node.insert(member_of(&label, &e.target));
+                m.post_node.insert(plan.member_of_label(&e.target));
             }
             "rollout.batch_started" => {
                 if let Some(b) = batch_number(&e.target) {
@@ -785,7 +779,7 @@ fn journal_memory(journal: &Journal, plan: &RolloutPlan) -> ServiceResult<(u64, 
                 }
             }
             "rollout.skip" => {
-                m.skipped.insert(member_of(&label, &e.target));
+                m.skipped.insert(plan.member_of_label(&e.target));
             }
             "rollout.pause" | "rollout.resume" => m.pause.read(e),
             _ => {}
@@ -899,7 +893,7 @@ impl Runner {
     }
 
     fn member_target(&self, m: &str) -> String {
-        format!("{}/{m}", self.target())
+        self.plan.member_label(m)
     }
 
     fn batch_target(&self, b: usize) -> String {
@@ -1209,7 +1203,7 @@ impl Runner {
                 e.rollout.as_deref() == Some(self.plan.id.as_str())
                     || (e.rollout.is_none() && e.target.starts_with(&target))
             })
-            .filter_map(|e| parse_request(&target, &e))
+            .filter_map(|e| parse_request(&self.plan, &e))
             .collect()
     }
 
@@ -2204,12 +2198,9 @@ pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> Se
         Control::Abort(mode) => {
             Entry::new(&ctx.actor, REQUEST_ABORT, &target, Outcome::Ok).spec(mode)
         }
-        Control::Skip(m) => Entry::new(
-            &ctx.actor,
-            REQUEST_SKIP,
-            &format!("{target}/{m}"),
-            Outcome::Ok,
-        ),
+        Control::Skip(m) => {
+            Entry::new(&ctx.actor, REQUEST_SKIP, &plan.member_label(m), Outcome::Ok)
+        }
     };
     let _guard = ControlLock::acquire(&lock::lock_dir(ctx.journal.path()), &target)
         .map_err(|e| ServiceError::new(ErrorKind::Config, format!("the control lock: {e}")))?;
@@ -2261,9 +2252,8 @@ fn name_list(names: &[&str]) -> String {
     s
 }
 
-/// The control a journal entry asks for, when it is a request of the rollout of target
-/// `label`.
-pub fn parse_request(label: &str, e: &Entry) -> Option<Control> {
+/// The control a journal entry asks for, when it is a request of the rollout `plan`.
+pub fn parse_request(plan: &RolloutPlan, e: &Entry) -> Option<Control> {
     match e.action.as_str() {
         REQUEST_PAUSE => Some(Control::Pause),
         REQUEST_RESUME => Some(Control::Resume {
@@ -2279,7 +2269,7 @@ pub fn parse_request(label: &str, e: &Entry) -> Option<Control> {
                 .and_then(|s| serde_json::from_str(s).ok())
                 .unwrap_or(AbortMode::LeavePaused),
         )),
-        REQUEST_SKIP => Some(Control::Skip(member_of(label, &e.target))),
+        REQUEST_SKIP => Some(Control::Skip(plan.member_of_label(&e.target))),
         _ => None,
     }
 }
@@ -2458,7 +2448,7 @@ pub async fn observe_status(
         let released: BTreeSet<String> = entries
             .iter()
             .filter(|e| e.action == "rollout.release" && e.outcome == Outcome::Ok)
-            .map(|e| member_of(&plan.target.label(), &e.target))
+            .map(|e| plan.member_of_label(&e.target))
             .collect();
         mark_rolled_back(&mut status, &released);
     }

@@ -39,7 +39,7 @@ impl Holder {
         Holder {
             rollout: rollout.to_string(),
             pid: std::process::id(),
-            host: hostname(),
+            host: crate::journal::hostname(),
             started_at: now,
             last_seen: now,
         }
@@ -55,22 +55,6 @@ impl Holder {
             self.last_seen.format("%H:%M:%S")
         )
     }
-}
-
-/// This machine's name, for the lock's text (`/proc`, else `$HOSTNAME`, else `?`).
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| {
-            h.trim()
-                .chars()
-                .filter(|c| !c.is_control())
-                .take(64)
-                .collect()
-        })
-        .filter(|h: &String| !h.is_empty())
-        .unwrap_or_else(|| "?".into())
 }
 
 /// Where a node group's lock files live: `rollouts/` beside the journal.

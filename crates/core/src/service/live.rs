@@ -776,7 +776,7 @@ async fn forward_nodes(
             };
             let paused = match (paused, &detail) {
                 (Ok(mut held), Ok(d)) if !(held.seen.is_empty() && held.inferred.is_empty()) => {
-                    held.rollout = rollout_holding(&heat, d).await;
+                    held.rollout = marked_rollout_id(&heat, d).await;
                     Ok(held)
                 }
                 (paused, _) => paused,
@@ -959,13 +959,13 @@ fn magnum_settled_image(
 /// few nested stacks above the group's own (`racks/1/nodes`).
 const MARKER_LEVELS: usize = 4;
 
-/// The caldera rollout whose hooks hold members of the stack read as `detail`: a rollout's
-/// PATCH tags the stack it updates with its marker (`caldera-rollout=<id>@<host>`), and the
-/// marker says whose update runs only while that stack's update is in progress (a finished
-/// rollout may leave its marker behind). The stack itself, then its parents (one read each,
-/// at most [`MARKER_LEVELS`]), while each is under update: Heat updates a nested stack
-/// only within its parent's update.
-async fn rollout_holding(
+/// The id of the caldera rollout whose hooks hold members of the stack read as `detail`: a
+/// rollout's PATCH tags the stack it updates with its marker (`caldera-rollout=<id>@<host>`),
+/// and the marker says whose update runs only while that stack's update is in progress (a
+/// finished rollout may leave its marker behind). The stack itself, then its parents (one
+/// read each, at most [`MARKER_LEVELS`]), while each is under update: Heat updates a nested
+/// stack only within its parent's update.
+async fn marked_rollout_id(
     heat: &HeatClient,
     detail: &crate::api::heat::StackDetail,
 ) -> Option<String> {

@@ -189,7 +189,59 @@ pub enum PriorEntry {
     Present(Vec<String>),
 }
 
+/// Heat's hook types, each with its letter in [`PriorEntry::code`]: Heat refuses any other.
+const HOOK_LETTERS: [(char, &str); 6] = [
+    ('c', "pre-create"),
+    ('u', "pre-update"),
+    ('d', "pre-delete"),
+    ('C', "post-create"),
+    ('U', "post-update"),
+    ('D', "post-delete"),
+];
+
+/// The deepest path a prior entry's code may name (a code is read back from Heat's tags:
+/// anyone may have written it).
+const PRIOR_DEPTH_MAX: usize = 16;
+
 impl PriorEntry {
+    /// A few characters saying this entry, for a stack tag: `aN`, the key at depth N of the
+    /// path was absent (and all below); `p` and one letter per hook declared (`c`/`u`/`d`
+    /// pre-create/update/delete, `C`/`U`/`D` post-…). `None` for a hook Heat does not know.
+    pub fn code(&self) -> Option<String> {
+        match self {
+            PriorEntry::AbsentFrom(depth) => Some(format!("a{depth}")),
+            PriorEntry::Present(hooks) => {
+                let letters: Option<String> = hooks
+                    .iter()
+                    .map(|h| HOOK_LETTERS.iter().find(|(_, n)| n == h).map(|(c, _)| *c))
+                    .collect();
+                letters.map(|l| format!("p{l}"))
+            }
+        }
+    }
+
+    /// The entry a [`PriorEntry::code`] says; `None` for any text that does not read whole
+    /// (bounded: a depth up to [`PRIOR_DEPTH_MAX`], at most one letter per hook type).
+    pub fn from_code(code: &str) -> Option<PriorEntry> {
+        let mut chars = code.chars();
+        match chars.next()? {
+            'a' => {
+                let depth: usize = chars.as_str().parse().ok()?;
+                (depth <= PRIOR_DEPTH_MAX).then_some(PriorEntry::AbsentFrom(depth))
+            }
+            'p' if chars.as_str().chars().count() <= HOOK_LETTERS.len() => chars
+                .map(|c| {
+                    HOOK_LETTERS
+                        .iter()
+                        .find(|(l, _)| *l == c)
+                        .map(|(_, n)| n.to_string())
+                })
+                .collect::<Option<Vec<String>>>()
+                .map(PriorEntry::Present),
+            _ => None,
+        }
+    }
+
     /// The hooks the path holds with `hook` added to what was there.
     pub fn hooks_with(&self, hook: &str) -> Vec<String> {
         let mut hooks = match self {
