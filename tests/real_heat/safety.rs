@@ -811,6 +811,20 @@ async fn killed_held_rollout_resumed(name: &str, elsewhere: bool) {
     let journal = dir.path().join("journal.jsonl");
     let stack = one_image_stack(&heat, name, (3, 2), 3, false).await;
     let target = format!("{}/kube_minions", stack.name);
+    // The operator's own hook at the very path the rollout holds the masters on
+    // (`kube_masters/*`): in the environment it looks like the rollout's, so a take-over
+    // from Heat alone knows it only from the start's `caldera-before` tag. A `pre-create`
+    // holds nothing here (no master is created), and no delete.
+    let operators = StackUpdate {
+        environment: Some(json!({"resource_registry": {"resources": {
+            "kube_masters": {"*": {"hooks": ["pre-create"]}}}}})),
+        existing: true,
+        ..StackUpdate::default()
+    };
+    heat.update_stack(&stack, &operators)
+        .await
+        .expect("the operator's hook");
+    wait_status(&heat, &stack, "UPDATE_COMPLETE").await;
     let masters_stack = group_stack_of(&heat, &stack, "kube_masters")
         .await
         .expect("rg");
@@ -938,6 +952,11 @@ async fn killed_held_rollout_resumed(name: &str, elsewhere: bool) {
     );
     let hooks = heat.get_environment_hooks(&stack).await.expect("env");
     assert!(hooks.paths_with("pre-update").is_empty(), "{hooks:?}");
+    assert_eq!(
+        hooks.hooks_at(&["kube_masters", "*"]),
+        Some(&["pre-create".to_string()][..]),
+        "the operator's own hook at the held path stays: {hooks:?}"
+    );
     no_held_group_tag_left(&heat, &stack).await;
     // The machine that finished it finds it in its own journal afterwards.
     let (ok, out, err) = caldera(&journal, &["rollout", "status", &target]);
