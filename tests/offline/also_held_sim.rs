@@ -161,7 +161,8 @@ async fn held_masters_scenario(
                 .expect("status");
             assert_eq!(status.nodes.len(), 7, "{:#?}", status.lines());
             // The other machine reads the rollout from Heat alone (marker, held group's
-            // tag, hooks), with no values to name it by. Heat's marker read as a third
+            // tag, hooks), and what it sets: the keys from its start's tag, the values from
+            // the stack's parameters as Heat shows them. Heat's marker read as a third
             // machine's: a take-over is refused unless the operator said yes, before
             // anything is journaled or sent.
             let mut found = caldera::rollout::control::find_rollout(heat, &away, &plan.target)
@@ -171,11 +172,10 @@ async fn held_masters_scenario(
             assert_eq!(found.id, plan.id);
             // Its options too, from their tag (was: the defaults, no gate, one at a time).
             assert_eq!(found.options, plan.options);
-            assert!(
-                found.extra_parameters.is_empty(),
-                "{:?}",
-                found.extra_parameters
-            );
+            // Named by what it sets (was: "an update started elsewhere", with nothing to
+            // carry it on by).
+            assert_eq!(found.extra_parameters, plan.extra_parameters);
+            assert_eq!(found.image, "minion_image=fedora-coreos-40");
             found.started_on = Some("ops-elsewhere".into());
             let before = env.ctx.journal.read_all().expect("journal").len();
             let refused = engine::reattach(

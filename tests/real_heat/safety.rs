@@ -901,6 +901,12 @@ async fn killed_held_rollout_resumed(name: &str, elsewhere: bool) {
         ok && out.contains("kube_masters/2") && out.contains("/5"),
         "{out}\n{err}"
     );
+    // Named by what it sets, from another machine too: the keys from the start's tag, the
+    // values from Heat's parameters (was: "an update started elsewhere").
+    assert!(
+        out.contains("minion_image=fcos-41") && !out.contains("started elsewhere"),
+        "{out}\n{err}"
+    );
     // The held group's look is that same rollout, each member counted once (was: a plan of
     // its own with the masters as target and held too, or `resources/nodes: HTTP 404` from
     // another machine, the stack having an `image` parameter).

@@ -320,8 +320,56 @@ pub fn rollout_tags(plan: &RolloutPlan) -> Result<Vec<String>, String> {
     let mut tags = held_tags(&plan.also)?;
     tags.push(plan.options.tag());
     tags.extend(before_tags(plan));
+    tags.extend(sets_tags(plan));
     Ok(tags)
 }
+
+/// The tag beside the marker for each parameter a group's rollout sets:
+/// `caldera-sets=minion_image`. Heat shows the stack's parameters as the rollout's PATCH
+/// left them, but not which of them the rollout changed: a caldera on another machine
+/// taking the rollout over from Heat alone reads the keys here and their values from Heat,
+/// and names the rollout by what it sets (was: "an update started elsewhere", and the
+/// command offered to carry it on set nothing).
+pub const SETS_PREFIX: &str = "caldera-sets=";
+
+/// The most parameters a take-over reads from [`SETS_PREFIX`] tags (they come from Heat:
+/// anyone may have written them).
+const SETS_MAX: usize = 32;
+
+/// The [`SETS_PREFIX`] tags of a group's rollout, one per key that fits a tag (a key too
+/// long for Heat's 80 characters has none: its take-over names the others). Caldera's own
+/// node groups set their `image` parameter, which a take-over reads without a tag.
+pub fn sets_tags(plan: &RolloutPlan) -> Vec<String> {
+    if plan.group.is_none() {
+        return Vec::new();
+    }
+    plan.extra_parameters
+        .keys()
+        .map(|k| format!("{SETS_PREFIX}{k}"))
+        .filter(|t| t.chars().count() <= TAG_MAX && !t.contains(','))
+        .collect()
+}
+
+/// What a group's rollout sets, as its [`SETS_PREFIX`] tags name the keys and Heat's stack
+/// parameters give their values (as Heat shows them: text). A key the stack has no
+/// parameter of, or whose value Heat hides (`******`, a `hidden` parameter), is left out:
+/// a value read back is only ever what the update already set, never a guess.
+pub fn sets_in(tags: &[String], parameters: &BTreeMap<String, String>) -> ParameterValues {
+    tags.iter()
+        .filter_map(|t| t.strip_prefix(SETS_PREFIX))
+        .take(SETS_MAX)
+        .filter_map(|k| {
+            let value = parameters.get(k).filter(|v| v.as_str() != HIDDEN_VALUE)?;
+            Some((
+                k.to_string(),
+                crate::parameter_value::ParameterValue::text(value.clone()),
+            ))
+        })
+        .collect()
+}
+
+/// How Heat shows a `hidden` parameter's value.
+const HIDDEN_VALUE: &str = "******";
 
 /// The tag beside the marker for each hook path a rollout sets, saying what the stack's
 /// environment declared there before its start: `caldera-before=:a1` for its target's
@@ -369,11 +417,17 @@ pub fn held_in(tags: &[String]) -> Vec<(String, bool)> {
 }
 
 /// Whether a tag is one a rollout puts on the stack (its marker, its held groups, its
-/// options, what its hook paths held before).
+/// options, what its hook paths held before, the keys it sets).
 fn is_rollout_tag(tag: &str) -> bool {
-    [MARKER_PREFIX, HELD_PREFIX, OPTIONS_PREFIX, BEFORE_PREFIX]
-        .iter()
-        .any(|p| tag.starts_with(p))
+    [
+        MARKER_PREFIX,
+        HELD_PREFIX,
+        OPTIONS_PREFIX,
+        BEFORE_PREFIX,
+        SETS_PREFIX,
+    ]
+    .iter()
+    .any(|p| tag.starts_with(p))
 }
 
 /// `tags` with `marker` and `held` ([`held_tags`]) in place of any earlier rollout's.
@@ -1070,6 +1124,50 @@ mod tests {
         assert_eq!(end, Some(vec!["mine".to_string()]));
     }
 
+    /// A group's rollout names the keys it sets in tags, and a take-over reads their values
+    /// from Heat's parameters; a hidden value, a key the stack has no parameter of, a key
+    /// too long for a tag, and more keys than the bound give nothing.
+    #[test]
+    fn the_keys_a_rollout_sets_round_trip_through_tags_with_heats_values() {
+        let stack = StackRef {
+            name: "twotier".into(),
+            id: "t-id".into(),
+        };
+        let target = crate::drivers::any_group::group_target(&stack, "workers");
+        let long = "k".repeat(80);
+        let set: ParameterValues = [("image", "app-2.0"), ("secret", "s3"), (long.as_str(), "x")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), ParameterValue::text(v)))
+            .collect();
+        let plan = RolloutPlan::for_group(
+            target,
+            stack,
+            "workers",
+            &["0".into()],
+            RolloutOptions::default(),
+            set,
+        );
+        let tags = sets_tags(&plan);
+        assert_eq!(tags, ["caldera-sets=image", "caldera-sets=secret"]);
+        let heat: BTreeMap<String, String> = [("image", "app-2.0"), ("secret", "******")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut hostile = tags.clone();
+        hostile.push("caldera-sets=nosuch".into());
+        let read = sets_in(&hostile, &heat);
+        assert_eq!(values_label(&read), "image=app-2.0");
+        let flood: Vec<String> = (0..100).map(|i| format!("caldera-sets=p{i}")).collect();
+        let many: BTreeMap<String, String> = (0..100)
+            .map(|i| (format!("p{i}"), "v".to_string()))
+            .collect();
+        assert_eq!(sets_in(&flood, &many).len(), 32);
+        // The end takes them out with the marker's other tags.
+        let mine = ["mine".to_string()];
+        let end = tags_without_marker(&with_marker(&mine, &marker_tag("r1", "h"), &tags), "r1");
+        assert_eq!(end, Some(mine.to_vec()));
+    }
+
     /// A held group's member is journaled under the stack, by its path there (Heat's name
     /// for it), not under the target's group; both forms, and the older one under the
     /// target, read back as the member's key.
@@ -1393,7 +1491,7 @@ mod tests {
             format!(
                 "    (its tags: the stack's own, with caldera-rollout={}@<this host>, \
                  caldera-also=before:kube_masters, {}, caldera-before=:a1, \
-                 caldera-before=kube_masters:pd)",
+                 caldera-before=kube_masters:pd, caldera-sets=minion_image)",
                 plan.id,
                 plan.options.tag()
             )

@@ -2545,20 +2545,19 @@ pub async fn plan_from_heat(
                 BTreeMap::new(),
             )
         }
-        // A group of an operator's stack (STACK/GROUP): its members; what the update
-        // changes is the other driver's to know.
+        // A group of an operator's stack (STACK/GROUP): its members, and what the update
+        // sets as the start's tags name it (the keys) and Heat shows it (the values); an
+        // update whose start said nothing of it is named for what it is.
         None => {
             let group = target.nodegroup.as_str();
             let members = crate::drivers::any_group::group_members(heat, &stack, group).await?;
-            let mut plan = RolloutPlan::for_group(
-                target.clone(),
-                stack,
-                group,
-                &members,
-                options,
-                BTreeMap::new(),
-            );
-            plan.image = "an update started elsewhere".into();
+            let set = super::plan::sets_in(&detail.tags, &detail.parameters);
+            let named = !set.is_empty();
+            let mut plan =
+                RolloutPlan::for_group(target.clone(), stack, group, &members, options, set);
+            if !named {
+                plan.image = "an update started elsewhere".into();
+            }
             plan
         }
     };
