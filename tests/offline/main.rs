@@ -13,6 +13,7 @@ mod support {
     #[allow(dead_code)]
     pub mod cli;
     pub mod fuzzing;
+    pub mod rollout_steps;
     pub mod scenarios;
     pub mod sim_group;
 }

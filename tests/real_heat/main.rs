@@ -19,6 +19,7 @@ mod support {
     pub mod pty;
     pub mod real_heat_client;
     pub mod real_heat_env;
+    pub mod rollout_steps;
     pub mod scenarios;
 }
 
@@ -41,3 +42,4 @@ mod outside_shapes;
 mod purged_hooks;
 mod safety;
 mod shapes;
+mod steps;

@@ -2463,10 +2463,14 @@ pub async fn observe_status(
     // ... unless Heat started an update after it was journaled and has ended it: the PATCH
     // landed, and only its outcome is missing (its driver died, or the journal broke,
     // between the two entries). Heat's clock against ours: a skew hides it only while
-    // larger than the time from the unhook back to the rollout's own update.
+    // larger than the time from the unhook back to the rollout's own update. Heat says
+    // `updated_time` in whole seconds (cut, not rounded): an update it started in the
+    // entry's own second reads as that second, so the entry is compared at Heat's
+    // resolution (was: `12:00:07` against `12:00:07.6`, never after, and the rollout read
+    // "closing" forever on the real Heat).
     let landed = unhook_sent
         .zip(obs.stack_updated_at)
-        .is_some_and(|(sent, updated)| updated > sent);
+        .is_some_and(|(sent, updated)| updated >= chrono::SubsecRound::trunc_subsecs(sent, 0));
     let unhooking = unhook_sent.is_some() && !landed;
     let mut closing = false;
     if current.is_none() && !status.state.is_final() && obs.stack_status.is_complete() {
