@@ -83,7 +83,11 @@ pub async fn run(command: Command, conn: CloudConnection, actions: &ActionArgs) 
             failed,
             format,
         } => super::deployments::deployments(&service, &conn, &target, failed, format).await,
-        Command::Why { target, format } => super::why::why(&service, &conn, &target, format).await,
+        Command::Why { target, format } => {
+            // The journal: a rollout of this machine paused with nobody driving it is named.
+            let action = super::operate::action_context(&conn, actions);
+            super::why::why(&service, &conn, &action, &target, format).await
+        }
         Command::Sim { .. } => Err("`caldera sim` is handled before connecting".into()),
         Command::Bench(_) => Err("`caldera bench` is handled before connecting".into()),
         Command::Journal { .. } => Err("`caldera journal` is handled before connecting".into()),

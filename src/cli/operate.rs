@@ -469,15 +469,11 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             summary,
         } => {
             let target = ctx.resolve_target(&target).await?;
-            let mut status = rollout_status(&ctx.conn, &ctx.action, &target).await?;
+            let (status, plan) = status_and_plan(&ctx.conn, &ctx.action, &target).await?;
             match (format, summary) {
-                (JournalFormat::Json, true) => {
-                    status.nodes.clear();
-                    status.progress.members.clear();
-                    writeln!(io::stdout(), "{}", json_string_pretty(&status)?)?
-                }
-                (JournalFormat::Json, false) => {
-                    writeln!(io::stdout(), "{}", json_string_pretty(&status)?)?
+                (JournalFormat::Json, summary) => {
+                    let json = status_json(&status, plan.as_ref(), summary)?;
+                    writeln!(io::stdout(), "{}", json_string_pretty(&json)?)?
                 }
                 (JournalFormat::Text | JournalFormat::Csv, true) => {
                     print_lines(&status.summary_lines())?
@@ -546,6 +542,8 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
         } => {
             let t = ctx.resolve_target(&target).await?;
             let plan = active_plan(ctx, &t).await?;
+            // What it is about to drive, as `rollout start` says it first.
+            print_lines(&[resume_header(&plan)])?;
             let parameters =
                 any_group::fit_to_stack(&ctx.conn.heat, &plan.stack, parse_sets(&set)?).await?;
             if !parameters.is_empty() {
@@ -600,19 +598,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
     }
 }
 
-/// The status of `target`'s update, as `rollout status` prints it, in this order: the rollout
-/// under way (this machine's journal, or one Heat holds on our hooks), an update caldera does
-/// not drive (labelled as observed), the last rollout of this machine's journal (finished:
-/// its own id and end).
-pub(super) async fn rollout_status(
-    conn: &CloudConnection,
-    action: &ActionContext,
-    target: &NodeGroupTarget,
-) -> Result<RolloutStatus, ServiceError> {
-    status_and_plan(conn, action, target).await.map(|(s, _)| s)
-}
-
-/// The progress `nodegroups` shows in `target`'s row: its update's, as [`rollout_status`]
+/// The progress `nodegroups` shows in `target`'s row: its update's, as [`status_and_plan`]
 /// reads it, counted over the group's own members where a rollout holds it beside its
 /// target (a Magnum cluster's masters: `new 1/3`, not the whole rollout's `new 1/7`).
 pub(super) async fn group_progress(
@@ -627,7 +613,89 @@ pub(super) async fn group_progress(
     })
 }
 
-/// [`rollout_status`], with the plan of the rollout it read (none for an update caldera
+/// `rollout status --format json`: the status, its top-level fields as its progress model
+/// says them, as the text does: `current_batch` is the model's batch (1-based, the one
+/// `progress.batch` gives), `state` the model's state (`paused: nobody releases its
+/// members` where no driver runs) and the journal's word beside it as `journal_state`;
+/// what the rollout sets as `set` (its plan's values) and `image` only where it is
+/// caldera's own node group's image; with groups held beside the target, `groups`: each
+/// group's counts, as the text's `kube_masters: new …` lines give them. `summary`: no
+/// per-node entries (`nodes` empty, no `progress.members`).
+fn status_json(
+    status: &RolloutStatus,
+    plan: Option<&RolloutPlan>,
+    summary: bool,
+) -> Result<serde_json::Value, serde_json::Error> {
+    use serde_json::{json, Value};
+    let mut v = serde_json::to_value(status)?;
+    let Some(o) = v.as_object_mut() else {
+        return Ok(v);
+    };
+    if summary {
+        o.insert("nodes".into(), json!([]));
+        if let Some(progress) = o.get_mut("progress").and_then(Value::as_object_mut) {
+            progress.remove("members");
+        }
+    }
+    if let Some(journal) = o.remove("state") {
+        o.insert("journal_state".into(), journal);
+    }
+    o.insert(
+        "state".into(),
+        serde_json::to_value(&status.progress.state)?,
+    );
+    o.insert(
+        "current_batch".into(),
+        json!(status.progress.batch.map(|(b, _)| b)),
+    );
+    if let Some(plan) = plan {
+        match plan.image_parameter() {
+            Some(image) => o.insert("image".into(), json!(image)),
+            None => o.remove("image"),
+        };
+        if !plan.extra_parameters.is_empty() {
+            let set: serde_json::Map<String, Value> = plan
+                .extra_parameters
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.display_text())))
+                .collect();
+            o.insert("set".into(), Value::Object(set));
+        }
+    }
+    // The counts `RolloutStatus::group_lines` prints, named as it names them: a held group
+    // by its path, the target by its own (`STACK/GROUP` without the stack); none for a
+    // rollout of one group.
+    let groups = status.progress.counts_by_group();
+    if groups.len() > 1 {
+        let own = status
+            .target
+            .split_once('/')
+            .map_or(status.target.as_str(), |(_, path)| path);
+        let groups: Vec<Value> = groups
+            .into_iter()
+            .map(|(group, counts)| {
+                json!({"group": group.unwrap_or(own), "target": group.is_none(), "counts": counts})
+            })
+            .collect();
+        o.insert("groups".into(), Value::Array(groups));
+    }
+    Ok(v)
+}
+
+/// The first line of `rollout resume`: the rollout's head as its start printed it (id,
+/// target, what it sets) and where it was started.
+fn resume_header(plan: &RolloutPlan) -> String {
+    let head = plan.lines().into_iter().next().unwrap_or_default();
+    match crate::ops::why::rollout_started_on(plan) {
+        Some(host) => format!("resume {head}; started on {host}"),
+        None => format!("resume {head}"),
+    }
+}
+
+/// The status of `target`'s update, as `rollout status` prints it, in this order: the rollout
+/// under way (this machine's journal, or one Heat holds on our hooks), an update caldera does
+/// not drive (labelled as observed), the last rollout of this machine's journal (finished:
+/// its own id and end); with the plan of the rollout it read (none for an update caldera
 /// does not drive).
 async fn status_and_plan(
     conn: &CloudConnection,

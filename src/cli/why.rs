@@ -6,6 +6,7 @@
 use super::output::{print_lines, CmdResult, Format};
 use super::targets::{find_cluster, scopes_of, target_head, ClusterTarget};
 use crate::api::cloud::CloudConnection;
+use crate::drivers::apply::ActionContext;
 use crate::model::terminal_safe;
 use crate::ops::why::{self, StackWhy, Verdict};
 use crate::service::live::LiveService;
@@ -14,13 +15,14 @@ use std::io::{self, Write};
 pub async fn why(
     service: &LiveService,
     conn: &CloudConnection,
+    action: &ActionContext,
     target: &str,
     format: Format,
 ) -> CmdResult {
     let found = find_cluster(service, conn, target_head(target)).await?;
     let reports = match found.as_ref().and_then(|f| f.cluster.capi.as_ref()) {
         Some(_) => capi_reports(conn, found, target).await?,
-        None => stack_reports(conn, found, target).await?,
+        None => stack_reports(conn, action, found, target).await?,
     };
     let worst = reports
         .iter()
@@ -37,9 +39,11 @@ pub async fn why(
     }
 }
 
-/// One report per stack the target covers, with the hooks its environment keeps.
+/// One report per stack the target covers, with the hooks its environment keeps and the
+/// caldera rollouts paused there with nobody driving them.
 async fn stack_reports(
     conn: &CloudConnection,
+    action: &ActionContext,
     found: Option<ClusterTarget>,
     target: &str,
 ) -> CmdResult<Vec<StackWhy>> {
@@ -48,6 +52,13 @@ async fn stack_reports(
     for scope in scopes_of(conn, found, target).await? {
         let under = scope.under.clone().unwrap_or_default();
         let mut report = why::read(heat, &scope.stack, &under).await?;
+        // A rollout that cannot be read leaves the verdict Heat's, said so.
+        if let Err(e) = why::with_paused_rollouts(&mut report, heat, action, &scope.stack).await {
+            report.lines.push(format!(
+                "caldera's rollout of this stack could not be read: {}",
+                terminal_safe(&e.message)
+            ));
+        }
         if let Some(nova) = &conn.nova {
             why::with_nova(&mut report, nova).await;
         }

@@ -38,6 +38,7 @@ mod live_operator_sim;
 mod names_cli;
 mod nodegroups_progress;
 mod observed_update;
+mod paused_rollout_cli;
 mod plain_stack_facts;
 mod rollout_steps;
 mod secrets;
