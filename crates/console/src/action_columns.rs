@@ -214,7 +214,7 @@ pub fn journal_columns() -> Vec<Column<JournalRow>> {
         Column {
             title: "WHO",
             hide_below: 100,
-            width: Constraint::Length(22),
+            width: Constraint::Length(30),
             text: |r, _| r.entry.who(),
             sort: |r, _| SortKey::str(&r.entry.user),
             style: muted,

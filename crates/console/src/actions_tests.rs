@@ -701,6 +701,7 @@ fn entry(secs: i64, action: &str, target: &str, outcome: Outcome) -> Entry {
         outcome,
     );
     e.time = demo_epoch() - Chrono::seconds(secs);
+    e.host = "bastion".into();
     e
 }
 

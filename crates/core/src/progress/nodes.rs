@@ -112,6 +112,7 @@ fn update_facts(nodegroup: &NodeGroup, members: &[MemberFacts]) -> UpdateFacts {
         batch: None,
         batches: 0,
         started_at: None,
+        paused: Vec::new(),
     }
 }
 

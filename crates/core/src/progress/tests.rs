@@ -38,6 +38,7 @@ fn update(stack: &str, control: Control) -> UpdateFacts {
         batch: Some(1),
         batches: 7,
         started_at: Some(t0()),
+        paused: Vec::new(),
     }
 }
 
@@ -437,8 +438,60 @@ fn a_replacement_being_created_is_a_member_being_updated() {
             batch: None,
             batches: 0,
             started_at: None,
+            paused: Vec::new(),
         },
         t0(),
     );
     assert_eq!((p.counts.updating, p.counts.creating), (1, 0), "{p:?}");
+}
+
+/// The pace is measured over the time members were let move: a ten-minute pause inside the
+/// window is left out (was: 2 new over 10m, `0.2 nodes/min`, ETA 20m for 4 left; the two
+/// were done in the 6 minutes the rollout ran before and after its 4-minute pause).
+#[test]
+fn a_pause_inside_the_window_is_left_out_of_the_pace() {
+    let now = t0() + Duration::seconds(900);
+    let mut ms: Vec<MemberFacts> = vec![new_member(0, 350), new_member(1, 880)];
+    ms.extend((2..6).map(|i| member(i, "UPDATE_COMPLETE")));
+    let mut u = update("UPDATE_IN_PROGRESS", Control::Running);
+    u.started_at = Some(t0());
+    // Paused at 400 s, resumed at 640 s; an older pause before the window counts nothing.
+    u.paused = vec![
+        (
+            t0() + Duration::seconds(100),
+            Some(t0() + Duration::seconds(200)),
+        ),
+        (
+            t0() + Duration::seconds(400),
+            Some(t0() + Duration::seconds(640)),
+        ),
+    ];
+    let p = Progress::compute(&ms, &u, now);
+    let pace = p.pace.expect("a pace");
+    // The window is the last 600 s (300..900); 240 s of it paused: 360 s moving.
+    assert_eq!((pace.window_secs, pace.new_in_window), (360, 2), "{pace:?}");
+    assert_eq!(p.eta_secs, Some(720), "4 left at 2 per 6 minutes");
+    assert_eq!(p.pace_eta_text(), "pace 0.3 nodes/min over 6m ETA 12m00s");
+    // A pause still under way counts up to now (no pace then: the state is not moving,
+    // but the window math holds).
+    assert_eq!(paused_within(&[(t0(), None)], now, 600), 600);
+}
+
+/// A young rollout's pace is what was measured: 1 member new at 10 s of 6 is `over 10s`,
+/// ETA 50 s (was: `1.0 nodes/min over 1m ETA 5m00s`, the window stretched to a minute that
+/// had not passed, and the rollout over 40 s later).
+#[test]
+fn a_young_rollouts_pace_is_over_the_time_it_has_run() {
+    let now = t0() + Duration::seconds(10);
+    let mut ms: Vec<MemberFacts> = vec![new_member(0, 9)];
+    ms.extend((1..6).map(|i| member(i, "UPDATE_COMPLETE")));
+    let mut u = update("UPDATE_IN_PROGRESS", Control::Running);
+    u.started_at = Some(t0());
+    let p = Progress::compute(&ms, &u, now);
+    assert_eq!(p.pace.map(|p| p.window_secs), Some(10));
+    assert_eq!(p.eta_secs, Some(50));
+    // Never measured over less than PACE_MIN_SECS.
+    ms[0] = new_member(0, 2);
+    let p = Progress::compute(&ms, &u, t0() + Duration::seconds(3));
+    assert_eq!(p.pace.map(|p| p.window_secs), Some(PACE_MIN_SECS));
 }

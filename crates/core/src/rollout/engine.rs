@@ -2173,7 +2173,9 @@ impl Runner {
             };
         }
         self.status.driver = Some(DriverInfo::Here);
-        self.status.compute(self.now());
+        let now = self.now();
+        self.status.note_pause(now);
+        self.status.compute(now);
     }
 
     /// Durations and rates are in Heat's time: its newest event, or our clock if later.
@@ -2418,6 +2420,7 @@ pub async fn observe_status(
             }
             _ => {}
         }
+        status.note_pause(e.time);
     }
     if status.state == RolloutState::Running && memory.pause.operator {
         // A reattached engine keeps the operator's pause until a resume.

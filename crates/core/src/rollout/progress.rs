@@ -312,6 +312,24 @@ impl RolloutStatus {
     /// Computes the progress model from the nodes and the rollout's state, and copies its
     /// counters (done, failed, skipped, remaining, pace, ETA) into the fields the JSON has
     /// always had. Per-node timings (p50, p95, stragglers) are the rollout's own.
+    /// Keeps the times it stood paused ([`Progress::paused`], which its pace leaves out) in
+    /// step with the state as of `at`: a pause begins there, or the one under way ends (the
+    /// newest [`crate::progress::PAUSES_KEPT`] are kept). Fed by the journal's pauses and
+    /// resumes when a status is read from it, and by the engine's own state as it drives.
+    pub fn note_pause(&mut self, at: DateTime<Utc>) {
+        let paused = matches!(self.state, RolloutState::Paused { .. });
+        let spans = &mut self.progress.paused;
+        match (paused, spans.last_mut()) {
+            (true, Some((_, None))) | (false, None) | (false, Some((_, Some(_)))) => {}
+            (true, _) => {
+                spans.push((at, None));
+                let over = spans.len().saturating_sub(crate::progress::PAUSES_KEPT);
+                spans.drain(..over);
+            }
+            (false, Some((_, end))) => *end = Some(at),
+        }
+    }
+
     pub fn compute(&mut self, now: DateTime<Utc>) {
         *self.progress = Progress::compute(&self.member_facts(), &self.update_facts(), now);
         let c = self.progress.counts;
@@ -437,6 +455,7 @@ impl RolloutStatus {
             batch: self.current_batch,
             batches: self.batches,
             started_at: self.nodes.iter().filter_map(|n| n.released_at).min(),
+            paused: self.progress.paused.clone(),
         }
     }
 
