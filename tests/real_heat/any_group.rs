@@ -343,7 +343,7 @@ async fn tripleo_roles_scaled_and_a_change_that_cannot_reach_is_refused() {
     );
     assert!(!ok, "{out}\n{err}");
     assert!(
-        out.contains("refused: parameter ControllerCount does not reach Compute's members")
+        out.contains("refused: parameter ControllerCount does not reach the members of Compute")
             && out.contains("reads: ComputeCount"),
         "{out}\n{err}"
     );

@@ -272,7 +272,7 @@ async fn a_group_change_is_planned_from_heats_preview() {
     .expect("plan");
     assert_eq!(plan.refusals.len(), 3, "{:?}", plan.refusals);
     assert!(plan.refusals[0].contains("no parameter flavor"));
-    assert!(plan.refusals[1].contains("does not reach kube_minions"));
+    assert!(plan.refusals[1].contains("does not reach the members of kube_minions"));
     // And it would scale the masters, unheld: the blast radius says so.
     assert!(
         plan.refusals[2].contains("kube_masters (OS::Heat::ResourceGroup) reads number_of_masters"),

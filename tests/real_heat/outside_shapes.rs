@@ -709,7 +709,7 @@ async fn a_web_farm_with_floating_ips_and_a_rollout_that_sets_the_count() {
     );
     assert!(!ok, "{said}");
     assert!(
-        said.contains("web_count is web's member count")
+        said.contains("web_count is the member count of web")
             && said.contains(&format!("caldera scale {target} --count 2")),
         "{said}"
     );

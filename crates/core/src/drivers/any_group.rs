@@ -501,7 +501,7 @@ fn also_reading_refusal(
     let hold = match (kind, members) {
         (UpdateKind::Rollout, Some(_)) => format!(
             "say --also {path} to hold it too (caldera releases its members one at a time, \
-             before {group}'s), or "
+             before those of {group}), or "
         ),
         _ => "say ".to_string(),
     };
@@ -538,8 +538,8 @@ pub async fn plan_group_update(
 /// and the command line.
 pub fn image_parameter_refusal(label: &str, why: &str, command: &CommandLine) -> String {
     format!(
-        "which parameter is {label}'s image cannot be told from its templates ({why}). Where a \
-         parameter of the stack does set it, name it: `{command}`; an image written into a \
+        "which parameter is the image of {label} cannot be told from its templates ({why}). \
+         Where a parameter of the stack does set it, name it: `{command}`; an image written into a \
          template, or left to a nested template's default, changes only with the template"
     )
 }
@@ -816,7 +816,8 @@ fn held_order_refusal(templates: &[Value], group: &str, held: &str, after: bool)
     let flag = if after { "also-after" } else { "also" };
     Some(format!(
         "--{flag} {held}: Heat updates {then} before {first} ({first} depends on it in the \
-         template), so {held}'s members cannot be released {} {group}'s: the update would \
+         template), so the members of {held} cannot be released {} those of {group}: the \
+         update would \
          wait for ever; say --{} {held}",
         if after { "after" } else { "before" },
         if after { "also" } else { "also-after" }
@@ -1086,7 +1087,7 @@ fn rollout_count_refusal(
         .is_some_and(|now| ParameterValue::parse(now).to_json() == value.to_json());
     (!unchanged).then(|| {
         format!(
-            "{count} is {group}'s member count: a rollout changes the members there are, \
+            "{count} is the member count of {group}: a rollout changes the members there are, \
              it does not add or remove any (Heat would delete members the rollout waits on, \
              or add members no hook holds); scale first with `{}`, then roll out",
             CommandLine::caldera(&["scale"])
@@ -1375,17 +1376,17 @@ pub fn image_parameter_along(
 }
 
 fn no_server(path: &str) -> String {
-    format!("{path}'s members hold no server within {MEMBER_DEPTH} levels of nested stacks")
+    format!("the members of {path} hold no server within {MEMBER_DEPTH} levels of nested stacks")
 }
 
 /// `{get_param: P}` of a server's image property, as P.
 fn read_image(properties: Option<&Value>, property: &str, path: &str) -> Result<String, String> {
     let value = properties
         .and_then(|p| p.get(property))
-        .ok_or_else(|| format!("{path}'s servers have no {property}"))?;
+        .ok_or_else(|| format!("the servers of {path} have no {property}"))?;
     plain_param(value).ok_or_else(|| {
         format!(
-            "{path}'s servers take their {property} as {}, not from a parameter",
+            "the servers of {path} take their {property} as {}, not from a parameter",
             one_line(value)
         )
     })
@@ -1396,8 +1397,8 @@ fn read_image(properties: Option<&Value>, property: &str, path: &str) -> Result<
 fn passed_as(properties: Option<&Value>, inner: &str, owner: &str) -> Result<String, String> {
     let passed = properties.and_then(|p| p.get(inner)).ok_or_else(|| {
         format!(
-            "{owner}'s servers read their image from {inner}, which {owner}'s definition does \
-             not pass: the nested template's default decides it"
+            "the servers of {owner} read their image from {inner}, which the definition of \
+             {owner} does not pass: the nested template's default decides it"
         )
     })?;
     plain_param(passed).ok_or_else(|| {
@@ -1422,7 +1423,7 @@ fn servers_image_parameter(
         let expression = server_image_expression(template, server, path)?;
         let param = plain_param(expression).ok_or_else(|| {
             format!(
-                "{path}'s servers take their image as {}, not from a parameter",
+                "the servers of {path} take their image as {}, not from a parameter",
                 one_line(expression)
             )
         })?;
@@ -1443,7 +1444,7 @@ fn servers_in<'a>(
     let resources = template
         .get("resources")
         .and_then(Value::as_object)
-        .ok_or_else(|| format!("{path}'s member template has no resources"))?;
+        .ok_or_else(|| format!("the member template of {path} has no resources"))?;
     Ok(resources
         .iter()
         .filter(|(name, _)| present.is_none_or(|p| p.contains(*name)))
@@ -1498,7 +1499,7 @@ fn server_image_expression<'a>(
         }
     }
     Err(format!(
-        "{path}'s servers have no {property}, nor a boot volume made from an image"
+        "the servers of {path} have no {property}, nor a boot volume made from an image"
     ))
 }
 
@@ -1508,7 +1509,7 @@ fn one_parameter(found: Vec<String>, path: &str) -> Result<Option<String>, Strin
         [] => Ok(None),
         [one] => Ok(Some(one.clone())),
         many => Err(format!(
-            "{path}'s servers read their images from several parameters ({})",
+            "the servers of {path} read their images from several parameters ({})",
             many.join(", ")
         )),
     }
@@ -1911,7 +1912,7 @@ pub fn removal_parameter_along(
     };
     let found = found.ok_or_else(|| {
         format!(
-            "{path}'s removal_policies are not read from a parameter (the template says {}): \
+            "the removal_policies of {path} are not read from a parameter (the template says {}): \
              Heat can be told which members to remove only by a template update",
             policies.map_or_else(|| "none".to_string(), Value::to_string)
         )
@@ -1950,7 +1951,7 @@ pub fn count_parameter(template: &Value, group: &str) -> Result<String, String> 
     });
     param.ok_or_else(|| {
         format!(
-            "{group}'s {property} is not a parameter of the stack (the template says {}): \
+            "the {property} of {group} is not a parameter of the stack (the template says {}): \
              only a template update can change it",
             one_line(value)
         )
@@ -2067,7 +2068,7 @@ pub fn reach_refusals(
         }
         if let Some(owner) = lost {
             out.push(format!(
-                "parameter {key} does not reach {group}'s members: {owner} does not pass it \
+                "parameter {key} does not reach the members of {group}: {owner} does not pass it \
                  to its nested stack"
             ));
         } else if !read.iter().any(|r| names.contains(r)) {
@@ -2077,7 +2078,8 @@ pub fn reach_refusals(
                 String::new()
             };
             out.push(format!(
-                "parameter {key}{via} does not reach {group}'s members (its definition reads: {})",
+                "parameter {key}{via} does not reach the members of {group} (its definition \
+                 reads: {})",
                 if read.is_empty() {
                     "no parameter".to_string()
                 } else {
@@ -2521,7 +2523,7 @@ mod tests {
         assert_eq!(r.len(), 2, "{r:?}");
         assert!(r[0].contains("no parameter flavor"), "{r:?}");
         assert!(
-            r[1].contains("number_of_masters does not reach kube_minions")
+            r[1].contains("number_of_masters does not reach the members of kube_minions")
                 && r[1].contains("number_of_minions, minion_image"),
             "{r:?}"
         );
@@ -2600,7 +2602,7 @@ mod tests {
         )
         .expect("refused");
         assert!(
-            why.contains("compute_count is roles/Compute's member count")
+            why.contains("compute_count is the member count of roles/Compute")
                 && why.contains("caldera scale oc/roles/Compute --count 2"),
             "{why}"
         );
