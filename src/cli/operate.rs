@@ -125,10 +125,9 @@ fn entry_line(e: &Entry) -> String {
         .map(|c| format!("{} {}", c.method, c.path))
         .collect();
     format!(
-        "{} {}@{} {} {} {}{}{}",
+        "{} {} {} {} {}{}{}",
         e.time.format("%Y-%m-%dT%H:%M:%SZ"),
-        e.user,
-        e.cloud,
+        e.who(),
         e.action,
         e.target,
         outcome,
@@ -791,12 +790,11 @@ async fn acknowledged(
     match control::acknowledgement(&ctx.action.journal, plan, control, after, wait).await? {
         control::Ack::Honoured(e) => {
             eprintln!(
-                "rollout {}: {} honoured at {} by {}@{}",
+                "rollout {}: {} honoured at {} by {}",
                 plan.id,
                 e.action,
                 e.time.format("%H:%M:%S%.3f"),
-                e.user,
-                e.cloud
+                e.who()
             );
             // Taken, to apply later (a resume waiting for Heat to end a failed update).
             if let (crate::journal::Outcome::Started, Some(when)) = (&e.outcome, &e.output) {
