@@ -685,7 +685,7 @@ fn status_json(
 /// target, what it sets) and where it was started.
 fn resume_header(plan: &RolloutPlan) -> String {
     let head = plan.lines().into_iter().next().unwrap_or_default();
-    match crate::ops::why::rollout_started_on(plan) {
+    match plan.started_on_host() {
         Some(host) => format!("resume {head}; started on {host}"),
         None => format!("resume {head}"),
     }

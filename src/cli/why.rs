@@ -53,7 +53,14 @@ async fn stack_reports(
         let under = scope.under.clone().unwrap_or_default();
         let mut report = why::read(heat, &scope.stack, &under).await?;
         // A rollout that cannot be read leaves the verdict Heat's, said so.
-        if let Err(e) = why::with_paused_rollouts(&mut report, heat, action, &scope.stack).await {
+        if let Err(e) = crate::rollout::why_paused::name_paused_rollouts(
+            &mut report,
+            heat,
+            action,
+            &scope.stack,
+        )
+        .await
+        {
             report.lines.push(format!(
                 "caldera's rollout of this stack could not be read: {}",
                 terminal_safe(&e.message)

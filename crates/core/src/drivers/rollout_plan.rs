@@ -615,6 +615,21 @@ impl RolloutPlan {
         row_in_viewed(member, self.viewed_group.as_deref())
     }
 
+    /// The machine the rollout was started on: Heat's marker as read back (another
+    /// machine's rollout, [`Self::started_on`]), else the marker its start set in the stack's
+    /// tags; none in plans from before markers.
+    pub fn started_on_host(&self) -> Option<String> {
+        self.started_on
+            .clone()
+            .or_else(|| {
+                self.stack_tags
+                    .as_deref()
+                    .and_then(marker_in)
+                    .map(|(_, host)| host)
+            })
+            .filter(|h| !h.is_empty())
+    }
+
     /// A member's name in the journal (an entry's target): `STACK/GROUP/3` for the target's
     /// member `3`, `STACK/kube_masters/0` for a held group's `kube_masters/0` (its path in the
     /// stack, as Heat names it: not under the target's group, which does not hold it).

@@ -21,7 +21,6 @@ use super::stuck::{assess_with_inferred, Cause, Entry};
 use crate::api::error::ApiError;
 use crate::api::heat::{HeatClient, ResourceQuery};
 use crate::model::{StackEvent, StackRef, StackResource, Status};
-use crate::rollout::RolloutPlan;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -112,89 +111,6 @@ impl StackWhy {
             }
         }
     }
-}
-
-/// The machine a caldera rollout was started on: Heat's marker as read back (another
-/// machine's rollout, [`RolloutPlan::started_on`]), else the marker its start set in the
-/// stack's tags; none in plans from before markers.
-pub fn rollout_started_on(plan: &RolloutPlan) -> Option<String> {
-    plan.started_on
-        .clone()
-        .or_else(|| {
-            plan.stack_tags
-                .as_deref()
-                .and_then(crate::rollout::plan::marker_in)
-                .map(|(_, host)| host)
-        })
-        .filter(|h| !h.is_empty())
-}
-
-/// Names each caldera rollout of `stack` that is paused with no driver on this machine,
-/// first among the lines (the hooks holding its members follow, as [`read`] found them):
-/// `rollout r-… of STACK/GROUP (started on HOST) is paused: nobody releases its members —
-/// resume with: caldera rollout resume STACK/GROUP`. The rollouts are the ones
-/// `rollout status` finds ([`crate::rollout::control::find_rollout`]) for each group the
-/// stack's environment holds on the rollout hook, their state the progress model's of
-/// their status ([`crate::rollout::engine::observe_status`]), as `rollout status` says it.
-/// Nothing for a stack without a rollout's marker.
-pub async fn with_paused_rollouts(
-    why: &mut StackWhy,
-    heat: &HeatClient,
-    ctx: &crate::drivers::apply::ActionContext,
-    stack: &StackRef,
-) -> crate::service::ServiceResult<()> {
-    use crate::rollout::{control, engine, plan};
-    let detail = heat.get_stack(stack, false).await?;
-    if plan::marker_in(&detail.tags).is_none() {
-        return Ok(());
-    }
-    let hooks = heat.get_environment_hooks(stack).await?;
-    let mut groups: Vec<String> = hooks
-        .paths_with(plan::ROLLOUT_HOOK)
-        .into_iter()
-        .filter_map(|mut path| (path.pop().as_deref() == Some("*")).then(|| path.join("/")))
-        .filter(|g| !g.is_empty())
-        .collect();
-    groups.dedup();
-    let mut seen: Vec<String> = Vec::new();
-    let mut lines = Vec::new();
-    for group in groups {
-        let target = crate::drivers::any_group::group_target(stack, &group);
-        let Some(plan) = control::find_rollout(heat, ctx, &target).await? else {
-            continue;
-        };
-        if seen.contains(&plan.id) {
-            continue;
-        }
-        seen.push(plan.id.clone());
-        let status = engine::observe_status(heat, &ctx.journal, &plan).await?;
-        let nobody = matches!(
-            status.driver,
-            Some(crate::rollout::progress::DriverInfo::Nobody { .. })
-        );
-        if !nobody || !matches!(status.progress.state, crate::progress::State::Paused { .. }) {
-            continue;
-        }
-        let label = crate::model::terminal_safe(&plan.target.label()).into_owned();
-        let started = rollout_started_on(&plan)
-            .map(|h| format!(" (started on {})", crate::model::terminal_safe(&h)))
-            .unwrap_or_default();
-        lines.push(format!(
-            "rollout {} of {label}{started} is {} — resume with: caldera rollout resume {label}",
-            plan.id,
-            crate::model::terminal_safe(&status.progress.state.label()),
-        ));
-    }
-    if !lines.is_empty() {
-        why.verdict = why.verdict.max(Verdict::Held);
-        // The rollout first: what the operator does; the hooks it holds say the rest.
-        // (The Nova lines' indices shift with it.)
-        for s in &mut why.servers {
-            s.0 += lines.len();
-        }
-        why.lines.splice(0..0, lines);
-    }
-    Ok(())
 }
 
 /// Adds Nova's word on each server behind a failed or stalled cause under the line naming

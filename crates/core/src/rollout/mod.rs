@@ -25,6 +25,7 @@ pub mod observed_nova;
 pub use crate::drivers::rollout_plan as plan;
 pub mod progress;
 pub mod unhook;
+pub mod why_paused;
 
 pub use engine::{AbortMode, Control, EngineOptions, RolloutHandle};
 pub use plan::{RolloutOptions, RolloutPlan};

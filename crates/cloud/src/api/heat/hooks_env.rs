@@ -221,7 +221,7 @@ impl PriorEntry {
     }
 
     /// The entry a [`PriorEntry::code`] says; `None` for any text that does not read whole
-    /// (bounded: a depth up to [`PRIOR_DEPTH_MAX`], at most one letter per hook type).
+    /// (bounded: a depth up to 16, at most one letter per hook type).
     pub fn from_code(code: &str) -> Option<PriorEntry> {
         let mut chars = code.chars();
         match chars.next()? {
