@@ -352,14 +352,17 @@ pub fn sets_tags(plan: &RolloutPlan) -> Vec<String> {
 
 /// What a group's rollout sets, as its [`SETS_PREFIX`] tags name the keys and Heat's stack
 /// parameters give their values (as Heat shows them: text). A key the stack has no
-/// parameter of, or whose value Heat hides (`******`, a `hidden` parameter), is left out:
+/// parameter of, whose value Heat hides (`******`, a `hidden` parameter), or whose value is
+/// longer than [`SET_VALUE_MAX`], is left out:
 /// a value read back is only ever what the update already set, never a guess.
 pub fn sets_in(tags: &[String], parameters: &BTreeMap<String, String>) -> ParameterValues {
     tags.iter()
         .filter_map(|t| t.strip_prefix(SETS_PREFIX))
         .take(SETS_MAX)
         .filter_map(|k| {
-            let value = parameters.get(k).filter(|v| v.as_str() != HIDDEN_VALUE)?;
+            let value = parameters
+                .get(k)
+                .filter(|v| v.as_str() != HIDDEN_VALUE && v.chars().count() <= SET_VALUE_MAX)?;
             Some((
                 k.to_string(),
                 crate::parameter_value::ParameterValue::text(value.clone()),
@@ -370,6 +373,10 @@ pub fn sets_in(tags: &[String], parameters: &BTreeMap<String, String>) -> Parame
 
 /// How Heat shows a `hidden` parameter's value.
 const HIDDEN_VALUE: &str = "******";
+
+/// The longest value a take-over names a rollout by (a parameter may hold a whole file):
+/// a longer one is left out of its name, as a hidden one is.
+const SET_VALUE_MAX: usize = 255;
 
 /// The tag beside the marker for each hook path a rollout sets, saying what the stack's
 /// environment declared there before its start: `caldera-before=:a1` for its target's
@@ -1170,6 +1177,9 @@ mod tests {
             .collect();
         let mut hostile = tags.clone();
         hostile.push("caldera-sets=nosuch".into());
+        hostile.push("caldera-sets=file".into());
+        let mut heat = heat;
+        heat.insert("file".into(), "x".repeat(256));
         let read = sets_in(&hostile, &heat);
         assert_eq!(values_label(&read), "image=app-2.0");
         let flood: Vec<String> = (0..100).map(|i| format!("caldera-sets=p{i}")).collect();
