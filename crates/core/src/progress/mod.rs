@@ -52,7 +52,8 @@ pub fn at_rest(status: &Status) -> bool {
 }
 
 /// The window the pace is measured over: members that became new in the last ten minutes.
-/// A rollout's early minutes count over the time it has run (never less than a minute).
+/// A rollout's early minutes count over the time it has run (`over 10s` at 10 s old, never
+/// under 5 s); the time it stood paused in the window does not count.
 pub const PACE_WINDOW_SECS: i64 = 600;
 
 /// Who holds a member on a Heat hook. Heat pauses a member on a `pre-update` hook and waits for

@@ -445,9 +445,9 @@ fn a_replacement_being_created_is_a_member_being_updated() {
     assert_eq!((p.counts.updating, p.counts.creating), (1, 0), "{p:?}");
 }
 
-/// The pace is measured over the time members were let move: a ten-minute pause inside the
-/// window is left out (was: 2 new over 10m, `0.2 nodes/min`, ETA 20m for 4 left; the two
-/// were done in the 6 minutes the rollout ran before and after its 4-minute pause).
+/// The pace is measured over the time members were let move: a pause inside the window is
+/// left out (was: 2 new over 10m, `0.2 nodes/min`, ETA 20m for 4 left; the two were done in
+/// the 6 minutes the rollout ran before and after its 4-minute pause).
 #[test]
 fn a_pause_inside_the_window_is_left_out_of_the_pace() {
     let now = t0() + Duration::seconds(900);
@@ -490,8 +490,43 @@ fn a_young_rollouts_pace_is_over_the_time_it_has_run() {
     let p = Progress::compute(&ms, &u, now);
     assert_eq!(p.pace.map(|p| p.window_secs), Some(10));
     assert_eq!(p.eta_secs, Some(50));
+    assert_eq!(p.pace_eta_text(), "pace 6.0 nodes/min over 10s ETA 50s");
     // Never measured over less than PACE_MIN_SECS.
     ms[0] = new_member(0, 2);
     let p = Progress::compute(&ms, &u, t0() + Duration::seconds(3));
     assert_eq!(p.pace.map(|p| p.window_secs), Some(PACE_MIN_SECS));
+}
+
+/// An operator's ten-minute pause, resumed a minute and a half ago: the pace is that of the
+/// 90 s the rollout moved in its window (2 new since the resume: `1.3 nodes/min over 1m`,
+/// the window's 90 s said in whole minutes as ages are; ETA 3m for 4 left). Was: the same 2 over the whole 10m window, `0.2 nodes/min over 10m
+/// ETA 20m00s`, though the rollout had moved at 2 a minute before its pause too.
+#[test]
+fn a_ten_minute_pause_leaves_the_pace_of_the_time_it_moved() {
+    let at = |s: i64| t0() + Duration::seconds(s);
+    let mut ms: Vec<MemberFacts> = [30, 60, 720, 750]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| new_member(i, *s))
+        .collect();
+    ms.extend((4..8).map(|i| member(i, "UPDATE_COMPLETE")));
+    let mut u = update("UPDATE_IN_PROGRESS", Control::Running);
+    u.paused = vec![(at(90), Some(at(690)))];
+    let p = Progress::compute(&ms, &u, at(780));
+    let pace = p.pace.expect("a pace");
+    // The window is 180..780: 510 s of it paused, 90 s moving, 2 members new in it.
+    assert_eq!((pace.window_secs, pace.new_in_window), (90, 2), "{pace:?}");
+    assert_eq!(p.pace_eta_text(), "pace 1.3 nodes/min over 1m ETA 3m00s");
+    // The same rollout with no pause known reads as before the change.
+    u.paused.clear();
+    let p = Progress::compute(&ms, &u, at(780));
+    assert_eq!(p.pace_eta_text(), "pace 0.2 nodes/min over 10m ETA 20m00s");
+    // While the pause is under way nothing moves: no pace, no ETA.
+    u.paused = vec![(at(90), None)];
+    u.control = Control::Paused {
+        why: "paused by the operator".into(),
+        since: Some(at(90)),
+    };
+    let p = Progress::compute(&ms[..2], &u, at(300));
+    assert_eq!((p.pace, p.eta_secs), (None, None), "{p:?}");
 }

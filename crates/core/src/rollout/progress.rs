@@ -309,9 +309,6 @@ impl RolloutStatus {
             && !matches!(self.driver, Some(DriverInfo::Nobody { .. }))
     }
 
-    /// Computes the progress model from the nodes and the rollout's state, and copies its
-    /// counters (done, failed, skipped, remaining, pace, ETA) into the fields the JSON has
-    /// always had. Per-node timings (p50, p95, stragglers) are the rollout's own.
     /// Keeps the times it stood paused ([`Progress::paused`], which its pace leaves out) in
     /// step with the state as of `at`: a pause begins there, or the one under way ends (the
     /// newest [`crate::progress::PAUSES_KEPT`] are kept). Fed by the journal's pauses and
@@ -330,6 +327,9 @@ impl RolloutStatus {
         }
     }
 
+    /// Computes the progress model from the nodes and the rollout's state, and copies its
+    /// counters (done, failed, skipped, remaining, pace, ETA) into the fields the JSON has
+    /// always had. Per-node timings (p50, p95, stragglers) are the rollout's own.
     pub fn compute(&mut self, now: DateTime<Utc>) {
         *self.progress = Progress::compute(&self.member_facts(), &self.update_facts(), now);
         let c = self.progress.counts;
@@ -759,5 +759,80 @@ mod tests {
         s.compute(t0 + chrono::Duration::seconds(61));
         assert_eq!(s.stragglers, 1);
         assert_eq!(s.batch_shown(), 0, "a node still updating: not all settled");
+    }
+
+    /// The times the rollout stood paused follow its state as it is noted (the journal's
+    /// pauses and resumes, or the engine's own state), and its pace leaves them out: a
+    /// ten-minute pause resumed 90 s ago gives the pace of those 90 s (was: 2 new over the
+    /// whole window, 0.2 nodes/min, ETA 20m for 4 left).
+    #[test]
+    fn the_pace_leaves_out_the_time_the_rollout_stood_paused() {
+        let t0 = Utc::now() - chrono::Duration::seconds(3600);
+        let at = |s: i64| t0 + chrono::Duration::seconds(s);
+        let node = |i: u32, finished: Option<i64>| NodeProgress {
+            phase: if finished.is_some() {
+                NodePhase::Done
+            } else {
+                NodePhase::Pending
+            },
+            released_at: finished.map(|_| t0),
+            finished_at: finished.map(at),
+            ..NodeProgress::pending(&i.to_string(), 0)
+        };
+        let mut nodes: Vec<NodeProgress> = [30, 60, 720, 750]
+            .iter()
+            .zip(0..)
+            .map(|(f, i)| node(i, Some(*f)))
+            .collect();
+        nodes.extend((4..8).map(|i| node(i, None)));
+        let mut s = RolloutStatus::new(
+            "r".into(),
+            "c/w".into(),
+            "v2".into(),
+            RolloutState::Running,
+            nodes,
+            1,
+            t0,
+        );
+        s.current_batch = Some(0);
+        s.stack_status = "UPDATE_IN_PROGRESS".into();
+        s.note_pause(at(10));
+        assert!(s.progress.paused.is_empty(), "running: no pause begins");
+        s.state = RolloutState::Paused {
+            reason: "paused by the operator".into(),
+        };
+        s.note_pause(at(90));
+        s.note_pause(at(100));
+        assert_eq!(
+            s.progress.paused,
+            [(at(90), None)],
+            "one pause, still under way"
+        );
+        s.state = RolloutState::Running;
+        s.note_pause(at(690));
+        s.compute(at(780));
+        assert_eq!(
+            s.progress.paused,
+            [(at(90), Some(at(690)))],
+            "kept by compute"
+        );
+        let pace = s.progress.pace.expect("a pace");
+        assert_eq!((pace.window_secs, pace.new_in_window), (90, 2), "{pace:?}");
+        assert_eq!(
+            s.progress.pace_eta_text(),
+            "pace 1.3 nodes/min over 1m ETA 3m00s"
+        );
+        assert_eq!(s.eta_secs, Some(180.0));
+        // Only the newest pauses are kept.
+        for i in 0..100 {
+            s.state = RolloutState::Paused {
+                reason: "gate".into(),
+            };
+            s.note_pause(at(800 + 2 * i));
+            s.state = RolloutState::Running;
+            s.note_pause(at(801 + 2 * i));
+        }
+        assert_eq!(s.progress.paused.len(), crate::progress::PAUSES_KEPT);
+        assert_eq!(s.progress.paused.last(), Some(&(at(998), Some(at(999)))));
     }
 }
