@@ -614,7 +614,7 @@ pub(super) async fn group_progress(
 
 /// `rollout status --format json`: the status, its top-level fields as its progress model
 /// says them, as the text does: `current_batch` is the model's batch (1-based, the one
-/// `progress.batch` gives), `state` the model's state (`paused: nobody releases its
+/// `progress.batch` gives; each node's `batch` is 1-based too, as its text line's), `state` the model's state (`paused: nobody releases its
 /// members` where no driver runs) and the journal's word beside it as `journal_state`;
 /// what the rollout sets as `set` (its plan's values) and `image` only where it is
 /// caldera's own node group's image; with groups held beside the target, `groups`: each
@@ -634,6 +634,19 @@ fn status_json(
         o.insert("nodes".into(), json!([]));
         if let Some(progress) = o.get_mut("progress").and_then(Value::as_object_mut) {
             progress.remove("members");
+        }
+    }
+    // Each node's batch as the text's `batch 1` and `progress.batch` number it (1-based; the
+    // status keeps it 0-based, as the plan indexes its batches).
+    for (node, n) in o
+        .get_mut("nodes")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .zip(&status.nodes)
+    {
+        if let Some(node) = node.as_object_mut() {
+            node.insert("batch".into(), json!(n.batch + 1));
         }
     }
     if let Some(journal) = o.remove("state") {

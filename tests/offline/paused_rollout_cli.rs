@@ -152,6 +152,22 @@ async fn a_paused_group_rollouts_json_status_agrees_with_its_progress() {
         "{stdout}"
     );
     assert!(json.get("image").is_none(), "{stdout}");
+    // Each node's batch as its text line numbers it (`kube_masters/0 batch   1 done`; was
+    // 0 in the JSON).
+    for node in json["nodes"].as_array().expect("nodes") {
+        let name = node["name"].as_str().expect("name");
+        let batch = node["batch"].as_u64().expect("batch");
+        assert!(
+            text.lines().any(|l| {
+                let mut words = l.split_whitespace();
+                words.next() == Some(name)
+                    && words.next() == Some("batch")
+                    && words.next() == Some(batch.to_string().as_str())
+            }),
+            "{name} batch {batch} in\n{text}"
+        );
+    }
+    assert_eq!(json["nodes"][0]["batch"], 1, "{stdout}");
     // Each group's counts, as the text's lines give them (not recounted).
     let groups = json["groups"].as_array().expect("groups");
     let named: Vec<&str> = groups
@@ -193,8 +209,18 @@ async fn why_names_a_paused_rollout_nobody_drives_and_how_to_resume_it() {
     let (_, stdout, stderr) = caldera(&p.clouds, &p.journal, &["why", &p.stack]);
     let host = caldera::journal::hostname();
     let id = rollout_id(&p.journal);
-    let said = format!("rollout {id} of {} (started on {host}) is paused", p.target);
+    let said = format!("rollout {id} of {} (started on {host} at ", p.target);
     assert!(stdout.contains(&said), "{said:?} in\n{stdout}\n{stderr}");
+    // When it was started: its start's time (the id is stamped with it, to the second).
+    let at = stdout
+        .split(&said)
+        .nth(1)
+        .and_then(|rest| rest.split_once(") is paused"))
+        .map(|(at, _)| at)
+        .unwrap_or_else(|| panic!("a time and `) is paused` after {said:?} in\n{stdout}"));
+    let at = chrono::DateTime::parse_from_rfc3339(at).expect("an RFC 3339 time");
+    let stamped = at.format("r%Y%m%dT%H%M%S").to_string();
+    assert!(id.starts_with(&stamped), "{id} started at {at}");
     assert!(
         stdout.contains(&format!(
             "nobody releases its members — resume with: caldera rollout resume {}",
@@ -209,6 +235,13 @@ async fn why_names_a_paused_rollout_nobody_drives_and_how_to_resume_it() {
         &["why", &p.stack, "--format", "json"],
     );
     assert!(json.contains(&said), "{json}\n{stderr}");
+    assert!(
+        json.contains(&format!(
+            "(started on {host} at {}) is paused",
+            at.format("%Y-%m-%dT%H:%M:%SZ")
+        )),
+        "{json}"
+    );
     p.sim.shutdown().await;
 }
 
@@ -260,4 +293,39 @@ async fn rollout_resume_prints_a_header_before_it_drives() {
         assert!(first.contains(&said), "{said:?} in {first}");
     }
     p.sim.shutdown().await;
+}
+
+/// A rollout's refusal names a group without a possessive built on its name: `before those
+/// of kube_minions` (was: `before kube_minions's`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_names_the_target_group_without_a_built_possessive() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (sim, _, stack) = sim_group::one_image_cluster().await;
+    let clouds = sim_group::write_clouds_yaml(dir.path(), &sim, "");
+    let journal = dir.path().join("journal.jsonl");
+    let target = format!("{}/kube_minions", stack.name);
+    let (out, stdout, stderr) = caldera(
+        &clouds,
+        &journal,
+        &[
+            "rollout",
+            "start",
+            &target,
+            "--set",
+            "minion_image=fedora-coreos-40",
+            "--allow-magnum-owned",
+            "--yes",
+        ],
+    );
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    let said = "say --also kube_masters to hold it too (caldera releases its members one at a \
+                time, before those of kube_minions)";
+    assert!(stdout.contains(said), "{said:?} in\n{stdout}\n{stderr}");
+    assert!(stderr.contains(said), "{said:?} in\n{stderr}");
+    for out in [&stdout, &stderr] {
+        for name in ["kube_minions", "kube_masters", stack.name.as_str()] {
+            assert!(!out.contains(&format!("{name}'s")), "{out}");
+        }
+    }
+    sim.shutdown().await;
 }

@@ -10,8 +10,8 @@ use crate::ops::why::{StackWhy, Verdict};
 /// Names each caldera rollout of `stack` that is paused with no driver on this machine,
 /// first among the lines (the hooks holding its members follow, as [`crate::ops::why::read`]
 /// found them):
-/// `rollout r-… of STACK/GROUP (started on HOST) is paused: nobody releases its members —
-/// resume with: caldera rollout resume STACK/GROUP`. The rollouts are the ones
+/// `rollout r-… of STACK/GROUP (started on HOST at TIME) is paused: nobody releases its
+/// members — resume with: caldera rollout resume STACK/GROUP`. The rollouts are the ones
 /// `rollout status` finds ([`super::control::find_rollout`]) for each group the
 /// stack's environment holds on the rollout hook, their state the progress model's of
 /// their status ([`super::engine::observe_status`]), as `rollout status` says it.
@@ -54,9 +54,17 @@ pub async fn name_paused_rollouts(
             continue;
         }
         let label = crate::model::terminal_safe(&plan.target.label()).into_owned();
+        // When it was started: its start's own time where this machine's journal has it;
+        // for another machine's rollout read back from Heat, when Heat began its update.
+        let at = match plan.started_on {
+            None => Some(plan.created_at),
+            Some(_) => detail.summary.updated_at,
+        }
+        .map(|t| format!(" at {}", t.format("%Y-%m-%dT%H:%M:%SZ")))
+        .unwrap_or_default();
         let started = plan
             .started_on_host()
-            .map(|h| format!(" (started on {})", crate::model::terminal_safe(&h)))
+            .map(|h| format!(" (started on {}{at})", crate::model::terminal_safe(&h)))
             .unwrap_or_default();
         lines.push(format!(
             "rollout {} of {label}{started} is {} — resume with: caldera rollout resume {label}",
