@@ -681,7 +681,8 @@ async fn spawn(
         // The receiver is alive: it is moved into the task below.
         let _ = ctl_tx.send(c);
     }
-    let status = initial_status(&plan);
+    let mut status = initial_status(&plan);
+    status.progress.paused = std::mem::take(&mut memory.paused);
     let (st_tx, st_rx) = watch::channel(status.clone());
     let mut runner = Runner {
         heat,
@@ -748,6 +749,8 @@ struct Memory {
     batch_started: BTreeSet<usize>,
     batch_finished: BTreeSet<usize>,
     pause: JournaledPause,
+    /// The times the rollout stood paused, from its pauses and resumes.
+    paused: Vec<crate::progress::PauseSpan>,
 }
 
 /// What the journal remembers of this rollout that Heat cannot tell: hooks already run,
@@ -782,6 +785,16 @@ fn journal_memory(journal: &Journal, plan: &RolloutPlan) -> ServiceResult<(u64, 
                 m.skipped.insert(plan.member_of_label(&e.target));
             }
             "rollout.pause" | "rollout.resume" => m.pause.read(e),
+            _ => {}
+        }
+        // The times it stood paused, as `observe_status` reads them: a driver taking the
+        // rollout on keeps them out of its pace (was: a pause before a restart counted as
+        // time the members moved).
+        match (e.action.as_str(), &e.outcome) {
+            ("rollout.pause", _) => super::progress::note_pause_in(&mut m.paused, true, e.time),
+            ("rollout.resume", Outcome::Ok) | ("rollout.reattach", _) => {
+                super::progress::note_pause_in(&mut m.paused, false, e.time)
+            }
             _ => {}
         }
     }
@@ -2382,6 +2395,7 @@ pub async fn observe_status(
     obs.refresh().await?;
     let (_, memory) = journal_memory(journal, plan)?;
     let mut status = initial_status(plan);
+    status.progress.paused = memory.paused.clone();
     // The journal's last word on this rollout says whether it is paused or over.
     let entries = journal
         .rollout_entries(&plan.id)
@@ -2420,7 +2434,6 @@ pub async fn observe_status(
             }
             _ => {}
         }
-        status.note_pause(e.time);
     }
     if status.state == RolloutState::Running && memory.pause.operator {
         // A reattached engine keeps the operator's pause until a resume.

@@ -245,6 +245,20 @@ pub struct RolloutStatus {
     pub progress: Box<Progress>,
 }
 
+/// `spans` with the state as of `at` (`paused` or not): a pause begins there, or the one
+/// under way ends; the newest [`crate::progress::PAUSES_KEPT`] are kept.
+pub fn note_pause_in(spans: &mut Vec<crate::progress::PauseSpan>, paused: bool, at: DateTime<Utc>) {
+    match (paused, spans.last_mut()) {
+        (true, Some((_, None))) | (false, None) | (false, Some((_, Some(_)))) => {}
+        (true, _) => {
+            spans.push((at, None));
+            let over = spans.len().saturating_sub(crate::progress::PAUSES_KEPT);
+            spans.drain(..over);
+        }
+        (false, Some((_, end))) => *end = Some(at),
+    }
+}
+
 fn no_progress() -> Box<Progress> {
     Box::new(Progress::idle(Utc::now()))
 }
@@ -315,16 +329,7 @@ impl RolloutStatus {
     /// resumes when a status is read from it, and by the engine's own state as it drives.
     pub fn note_pause(&mut self, at: DateTime<Utc>) {
         let paused = matches!(self.state, RolloutState::Paused { .. });
-        let spans = &mut self.progress.paused;
-        match (paused, spans.last_mut()) {
-            (true, Some((_, None))) | (false, None) | (false, Some((_, Some(_)))) => {}
-            (true, _) => {
-                spans.push((at, None));
-                let over = spans.len().saturating_sub(crate::progress::PAUSES_KEPT);
-                spans.drain(..over);
-            }
-            (false, Some((_, end))) => *end = Some(at),
-        }
+        note_pause_in(&mut self.progress.paused, paused, at);
     }
 
     /// Computes the progress model from the nodes and the rollout's state, and copies its
