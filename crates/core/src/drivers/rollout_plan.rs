@@ -353,7 +353,7 @@ pub fn sets_tags(plan: &RolloutPlan) -> Vec<String> {
 /// What a group's rollout sets, as its [`SETS_PREFIX`] tags name the keys and Heat's stack
 /// parameters give their values (as Heat shows them: text). A key the stack has no
 /// parameter of, whose value Heat hides (`******`, a `hidden` parameter), or whose value is
-/// longer than [`SET_VALUE_MAX`], is left out:
+/// longer than 255 characters, is left out:
 /// a value read back is only ever what the update already set, never a guess.
 pub fn sets_in(tags: &[String], parameters: &BTreeMap<String, String>) -> ParameterValues {
     tags.iter()
