@@ -52,8 +52,9 @@ pub fn at_rest(status: &Status) -> bool {
 }
 
 /// The window the pace is measured over: members that became new in the last ten minutes.
-/// A rollout's early minutes count over the time it has run (`over 10s` at 10 s old, never
-/// under 5 s); the time it stood paused in the window does not count.
+/// A rollout's early minutes count over the time it has run (`over 10s` at 10 s old; no
+/// pace before [`PACE_MIN_SECS`] of it); the time it stood paused in the window does not
+/// count.
 pub const PACE_WINDOW_SECS: i64 = 600;
 
 /// Who holds a member on a Heat hook. Heat pauses a member on a `pre-update` hook and waits for
@@ -277,9 +278,13 @@ pub type PauseSpan = (DateTime<Utc>, Option<DateTime<Utc>>);
 /// ones never count.
 pub const PAUSES_KEPT: usize = 64;
 
-/// The shortest time a pace is measured over: below it, one member's finish would read as
-/// a rate of hundreds a minute.
-const PACE_MIN_SECS: i64 = 5;
+/// The shortest time a pace is measured over. Below it (a rollout a few seconds old, or one
+/// resumed a moment ago after a window all paused) there is no pace and no ETA yet (`pace -
+/// ETA -`, as before any member is new): one member's finish in a second or two would read
+/// as a rate of dozens a minute, and stretching the window to this length would state a
+/// time that was not measured (the fault of the minute it used to be stretched to). From
+/// it on, the pace is over the time measured (`over 5s`, `over 10s`).
+pub const PACE_MIN_SECS: i64 = 5;
 
 /// Members by phase. [`Counts::total`] is always the number of members.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -761,9 +766,10 @@ fn held_pause(members: &[MemberFacts], phases: &[Phase], c: &Counts) -> Option<S
 
 /// Members that became new within the window, per minute of the time the update moved in
 /// it: the window is the last [`PACE_WINDOW_SECS`], or the update's age when younger, less
-/// the time it stood paused (`started`, `paused`), and never under [`PACE_MIN_SECS`]. A
-/// young update's pace is what was measured (`over 10s`), not stretched to a minute that has
-/// not passed (was: `1.0 nodes/min over 1m` at 10 s old, ETA 5m for a rollout over in 50 s);
+/// the time it stood paused (`started`, `paused`); no pace while that is under
+/// [`PACE_MIN_SECS`]. A young update's pace is what was measured (`over 10s`), not stretched
+/// to a time that has not passed (was: `1.0 nodes/min over 1m` at 10 s old, ETA 5m for a
+/// rollout over in 50 s; then `over 5s` at 3 s old);
 /// after a ten-minute pause, the pace is that of the time members moved (was: divided by the
 /// pause too). When no new member's finish is known (a first look finds them done), the pace
 /// is theirs over the update's whole moving age.
@@ -780,9 +786,11 @@ fn pace_of(
         .map(|(m, _)| m)
         .collect();
     let age = started.map(|t| (now - t).num_seconds().max(0));
-    let moving = |secs: i64| (secs - paused_within(paused, now, secs)).max(PACE_MIN_SECS);
+    // The time measured: what the window says, never stretched to a time that has not run.
+    let moving =
+        |secs: i64| Some(secs - paused_within(paused, now, secs)).filter(|m| *m >= PACE_MIN_SECS);
     let (n, window) = if new.iter().all(|m| m.finished_at.is_none()) {
-        (new.len(), moving(age?))
+        (new.len(), moving(age?)?)
     } else {
         let wall = age.unwrap_or(PACE_WINDOW_SECS).min(PACE_WINDOW_SECS);
         let n = new
@@ -790,7 +798,7 @@ fn pace_of(
             .filter_map(|m| m.finished_at)
             .filter(|t| (now - *t).num_seconds() <= wall && *t <= now)
             .count();
-        (n, moving(wall))
+        (n, moving(wall)?)
     };
     (n > 0).then(|| Pace {
         window_secs: window,
@@ -799,17 +807,26 @@ fn pace_of(
     })
 }
 
-/// Seconds of the last `secs` before `now` that fall in a pause.
+/// Seconds of the last `secs` before `now` that fall in a pause. Pauses that overlap (the
+/// same one known from the journal and from the engine's state) count once.
 fn paused_within(paused: &[PauseSpan], now: DateTime<Utc>, secs: i64) -> i64 {
     let from = now - chrono::Duration::seconds(secs);
-    paused
+    let mut spans: Vec<(DateTime<Utc>, DateTime<Utc>)> = paused
         .iter()
-        .map(|(a, b)| {
-            let (a, b) = ((*a).max(from), b.unwrap_or(now).min(now));
-            (b - a).num_seconds().max(0)
-        })
-        .sum::<i64>()
-        .min(secs)
+        .map(|(a, b)| ((*a).max(from), b.unwrap_or(now).min(now)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    spans.sort();
+    let mut total = 0;
+    let mut counted_to = from;
+    for (a, b) in spans {
+        let a = a.max(counted_to);
+        if b > a {
+            total += (b - a).num_seconds();
+            counted_to = b;
+        }
+    }
+    total.min(secs)
 }
 
 /// Seconds left at the pace: only while running and some member is left.

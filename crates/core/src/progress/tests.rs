@@ -491,10 +491,56 @@ fn a_young_rollouts_pace_is_over_the_time_it_has_run() {
     assert_eq!(p.pace.map(|p| p.window_secs), Some(10));
     assert_eq!(p.eta_secs, Some(50));
     assert_eq!(p.pace_eta_text(), "pace 6.0 nodes/min over 10s ETA 50s");
-    // Never measured over less than PACE_MIN_SECS.
+    // Under PACE_MIN_SECS measured, no pace and no ETA yet (was: `over 5s` at 3 s old, a
+    // window that had not passed); from it on, over the time measured.
     ms[0] = new_member(0, 2);
-    let p = Progress::compute(&ms, &u, t0() + Duration::seconds(3));
+    let p = Progress::compute(&ms, &u, t0() + Duration::seconds(PACE_MIN_SECS - 2));
+    assert_eq!((p.pace, p.eta_secs), (None, None), "{p:?}");
+    assert_eq!(p.pace_eta_text(), "pace - ETA -");
+    let p = Progress::compute(&ms, &u, t0() + Duration::seconds(PACE_MIN_SECS));
     assert_eq!(p.pace.map(|p| p.window_secs), Some(PACE_MIN_SECS));
+}
+
+/// Resumed a moment ago after a window all but paused: too little moving time to measure,
+/// so no pace yet rather than a stretched one; once enough has run, members Heat finished
+/// during the pause count, over the moving time only.
+#[test]
+fn a_resume_a_moment_ago_has_no_pace_until_it_has_moved() {
+    let at = |s: i64| t0() + Duration::seconds(s);
+    // Paused at 1 s, resumed at 600 s; Heat finished two released members during the pause.
+    let mut ms: Vec<MemberFacts> = vec![new_member(0, 120), new_member(1, 300)];
+    ms.extend((2..6).map(|i| member(i, "UPDATE_COMPLETE")));
+    let mut u = update("UPDATE_IN_PROGRESS", Control::Running);
+    u.paused = vec![(at(1), Some(at(600)))];
+    let p = Progress::compute(&ms, &u, at(602));
+    assert_eq!((p.pace, p.eta_secs), (None, None), "2 s moved: {p:?}");
+    let p = Progress::compute(&ms, &u, at(610));
+    let pace = p.pace.expect("a pace");
+    // The window is 10..610: 590 s of it paused, 10 s moving, both finishes in it.
+    assert_eq!((pace.window_secs, pace.new_in_window), (10, 2), "{pace:?}");
+    assert_eq!(p.pace_eta_text(), "pace 12.0 nodes/min over 10s ETA 20s");
+}
+
+/// The same pause known twice (from the journal, and from the engine's state as it drove)
+/// or two pauses that overlap are left out once: the moving time is not made smaller than
+/// it was.
+#[test]
+fn overlapping_pauses_are_left_out_once() {
+    let at = |s: i64| t0() + Duration::seconds(s);
+    let now = at(900);
+    let one = [(at(400), Some(at(640)))];
+    let twice = [(at(400), Some(at(640))), (at(400), Some(at(640)))];
+    let overlapping = [(at(500), Some(at(640))), (at(400), Some(at(600)))];
+    assert_eq!(paused_within(&one, now, 600), 240);
+    assert_eq!(paused_within(&twice, now, 600), 240);
+    assert_eq!(paused_within(&overlapping, now, 600), 240);
+    // One under way inside a closed one, and one before the window: from 450 on, to now.
+    let open = [
+        (at(100), Some(at(200))),
+        (at(400), Some(at(500))),
+        (at(450), None),
+    ];
+    assert_eq!(paused_within(&open, now, 600), 500);
 }
 
 /// An operator's ten-minute pause, resumed a minute and a half ago: the pace is that of the
