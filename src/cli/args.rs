@@ -570,8 +570,8 @@ pub enum Command {
         /// Address to listen on (loopback).
         #[arg(long, default_value = "127.0.0.1:8787")]
         addr: SocketAddr,
-        /// Scenario: demo, empty, bench-1000, bench-10000.
-        #[arg(long, default_value = "demo")]
+        /// Scenario (the list is the simulator's own).
+        #[arg(long, default_value = "demo", help = scenario_help())]
         scenario: String,
         /// Seed for the simulated dynamics.
         #[arg(long, default_value_t = 1)]
@@ -580,6 +580,20 @@ pub enum Command {
         #[arg(long, default_value_t = 1.0, value_parser = number(0.001, 100_000.0))]
         speed: f64,
     },
+}
+
+/// `caldera sim --scenario`'s help, from the simulator's own lists (was: four names written
+/// here, three scenarios and every modifier missing).
+fn scenario_help() -> String {
+    let modifiers: Vec<String> = crate::sim::scenario::MODIFIERS
+        .iter()
+        .map(|(name, what)| format!("+{name} ({what})"))
+        .collect();
+    format!(
+        "Scenario: {} (bench-N or scale-N: N nodes); after it, fault modifiers: {}",
+        crate::sim::scenario::NAMES.join(", "),
+        modifiers.join(", ")
+    )
 }
 
 /// A positional `CLUSTER`, `STACK`, `CLUSTER/NODEGROUP` or `STACK/PATH`: every part named. An

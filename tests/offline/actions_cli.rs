@@ -221,28 +221,37 @@ async fn scale_rollout_and_journal_commands() {
     assert_eq!(json["progress"]["state"]["state"], "completed");
 
     // A start while another process drives the group is refused naming the holder: hold
-    // the group's driver lock as a live driver does.
+    // the driver lock of the group's stack as a live driver does. The lock is the stack's,
+    // so the same group named by its own stack (`STACK/nodes`) is refused too (was: one
+    // lock per name, two drivers of one update on one machine).
+    let ended = caldera::rollout::engine::find_latest(
+        &caldera::journal::Journal::open(&journal),
+        "cli/workers",
+    )
+    .expect("journal")
+    .expect("the rollout above");
     let lock_dir = caldera::rollout::lock::lock_dir(&journal);
-    let held = caldera::rollout::lock::DriverLock::acquire(&lock_dir, "cli/workers", "r-held")
-        .expect("lock");
-    let out = caldera(
-        &clouds,
-        &journal,
-        &[
-            "rollout",
-            "start",
-            "cli/workers",
-            "--image",
-            "img-v3",
-            "--yes",
-        ],
-    );
-    let (_, stderr) = text(&out);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("already has a driver: rollout r-held driven by pid"),
-        "{stderr}"
-    );
+    let held = caldera::rollout::lock::DriverLock::acquire(
+        &lock_dir,
+        &caldera::rollout::lock::key(&ended),
+        "r-held",
+    )
+    .expect("lock");
+    let by_stack = format!("{}/nodes", ended.stack.name);
+    for name in ["cli/workers", by_stack.as_str()] {
+        let out = caldera(
+            &clouds,
+            &journal,
+            &["rollout", "start", name, "--image", "img-v3", "--yes"],
+        );
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{name}: {stderr}");
+        assert!(
+            stderr.contains("already has a driver (stack ")
+                && stderr.contains("rollout r-held driven by pid"),
+            "{name}: {stderr}"
+        );
+    }
     drop(held);
 
     // The journal, as CSV: scale and rollout lines with their calls; hooks' output kept.

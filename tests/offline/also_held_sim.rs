@@ -98,6 +98,12 @@ async fn held_masters_scenario(
         let s = w.stack_mut(ix).expect("stack");
         s.environment["resource_registry"]["resources"]["kube_masters"]["*"] =
             serde_json::json!({"hooks": ["pre-delete"]});
+        // The operator's own tag where another machine takes over: the end then takes the
+        // marker off (a stack with no tag of its own keeps it alone, as the run to the end
+        // below shows).
+        if kill_after.is_some() {
+            s.tags = vec!["owner=ops".into()];
+        }
     });
     let (m_mark, w_mark) = (
         mark(heat, &masters_stack).await,
@@ -287,6 +293,7 @@ async fn held_masters_scenario(
             assert!(find_active(&away.journal, &plan.target.label())
                 .expect("journal")
                 .is_none());
+            first_machine_finds_it_ended_elsewhere(heat, &env, &plan).await;
             end
         }
     };
@@ -335,6 +342,66 @@ async fn held_masters_scenario(
         !after,
     );
     sim.shutdown().await;
+}
+
+/// The machine whose driver was killed comes back after another machine drove the rollout
+/// to its end: its resume drives nothing and journals the rollout over, from Heat's facts
+/// (the marker gone, the stack settled), not from its own journal, which still says it runs
+/// (was: taken over, resumed, then "failed: superseded: Heat now runs the update of an update
+/// without a rollout marker").
+async fn first_machine_finds_it_ended_elsewhere(heat: &HeatClient, env: &Env, plan: &RolloutPlan) {
+    assert_eq!(env.settle(&plan.stack).await, "UPDATE_COMPLETE");
+    let here = find_active(&env.ctx.journal, &plan.target.label())
+        .expect("journal")
+        .expect("still running, by this machine's journal");
+    let before = env.ctx.journal.read_all().expect("journal").len();
+    let refused = engine::reattach(
+        heat.clone(),
+        env.ctx.clone(),
+        here.clone(),
+        env.engine_options(HookSet::default()),
+        vec![caldera::rollout::Control::Resume {
+            parameters: Default::default(),
+        }],
+        engine::TakeOver::ThisMachine,
+    )
+    .await
+    .err()
+    .expect("nothing to resume");
+    assert!(
+        refused.message.contains("ended elsewhere: Heat's stack")
+            && refused.message.contains("UPDATE_COMPLETE")
+            && refused.message.ends_with("nothing was sent"),
+        "{}",
+        refused.message
+    );
+    let said: Vec<String> = env.ctx.journal.read_all().expect("journal")[before..]
+        .iter()
+        .map(|e| e.action.clone())
+        .collect();
+    assert_eq!(
+        said,
+        [engine::ENDED_ELSEWHERE],
+        "the end alone, no take-over"
+    );
+    assert!(find_active(&env.ctx.journal, &plan.target.label())
+        .expect("journal")
+        .is_none());
+    let status = engine::observe_status(heat, &env.ctx.journal, &here)
+        .await
+        .expect("status");
+    let RolloutState::EndedElsewhere { reason } = &status.state else {
+        panic!("{:#?}", status.lines());
+    };
+    assert!(
+        reason.contains("no longer carries this rollout's marker"),
+        "{reason}"
+    );
+    assert!(
+        !status.lines()[0].contains("failed"),
+        "{:#?}",
+        status.lines()
+    );
 }
 
 /// Every release the journal records names the call Heat was sent: a master's hook is

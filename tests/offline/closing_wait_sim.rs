@@ -382,8 +382,12 @@ async fn status_says_closing_while_the_rollouts_hooks_are_in_the_environment() {
 
     back_to_before_the_unhook(&sim, &env, &started, true);
     let lock_dir = caldera::rollout::lock::lock_dir(env.ctx.journal.path());
-    let driving = caldera::rollout::lock::DriverLock::acquire(&lock_dir, &target.label(), &plan.id)
-        .expect("the driver's lock");
+    let driving = caldera::rollout::lock::DriverLock::acquire(
+        &lock_dir,
+        &caldera::rollout::lock::key(&started),
+        &plan.id,
+    )
+    .expect("the driver's lock");
     let s = engine::observe_status(&env.heat, &env.ctx.journal, &started)
         .await
         .expect("status");

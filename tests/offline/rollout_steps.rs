@@ -373,7 +373,7 @@ async fn twenty_pairs_from_two_machines_heat_keeps_one() {
                 Some(s) => {
                     raced += 1;
                     assert!(
-                        matches!(&s.state, RolloutState::Failed { reason } if reason.contains("superseded")),
+                        matches!(&s.state, RolloutState::EndedElsewhere { reason } if reason.contains("superseded")),
                         "{label}: the loser ended {:?}",
                         s.state
                     );

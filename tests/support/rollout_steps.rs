@@ -477,7 +477,7 @@ pub async fn run_case(
     ) && step == EngineStep::Unhook;
     let superseded = matches!(
         (&inject, &end.state),
-        (Inject::Superseded, RolloutState::Failed { .. })
+        (Inject::Superseded, RolloutState::EndedElsewhere { .. })
     ) || superseded_at_end;
     // (An abort that only stops releasing, asked once every member is done, at the end's
     // PATCH, has nothing left to stop: the rollout completes.)
@@ -580,7 +580,7 @@ pub async fn run_case(
             // The skip came after that member was released: it has no effect.
             assert_eq!(at_new, members.len(), "{name}: {images:?}");
         }
-        (Inject::Superseded, RolloutState::Failed { reason }) => {
+        (Inject::Superseded, RolloutState::EndedElsewhere { reason }) => {
             assert!(reason.contains("superseded"), "{name}: {reason}");
             assert!(
                 reason.contains("rollout r-other from elsewhere"),

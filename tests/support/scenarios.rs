@@ -1314,7 +1314,9 @@ pub async fn two_machines_start_scenario(env: &Env, cluster: &str) {
                         .expect("ends");
                     match &end.state {
                         RolloutState::Completed => completed.push(plan),
-                        RolloutState::Failed { reason } if reason.contains("superseded") => {
+                        RolloutState::EndedElsewhere { reason }
+                            if reason.contains("superseded") =>
+                        {
                             lost.push((plan, reason.clone()))
                         }
                         other => panic!("{}: ended {other:?}\n{:#?}", plan.id, end.lines()),

@@ -118,7 +118,7 @@ fn state_color(app: &App, s: &State) -> ratatui::style::Color {
     let th = app.theme();
     match s {
         State::Running | State::Closing { .. } => th.state_color(CellState::InProgress),
-        State::Paused { .. } | State::Superseded => th.state_color(CellState::Paused),
+        State::Paused { .. } | State::EndedElsewhere { .. } => th.state_color(CellState::Paused),
         State::Completed | State::Idle => th.state_color(CellState::Complete),
         State::Aborted { .. } | State::RolledBack | State::Failed { .. } => {
             th.state_color(CellState::Failed)

@@ -241,8 +241,11 @@ pub enum Control {
     Failed {
         why: String,
     },
-    /// Another update replaced this one (a newer PATCH of the same stack).
-    Superseded,
+    /// Over before this machine saw its end: Heat's stack no longer runs the update
+    /// (another machine's driver ended it, or a newer update of the stack replaced it).
+    EndedElsewhere {
+        why: String,
+    },
     /// Every member released and Heat's update over, but the rollout's hooks are still in
     /// the stack's environment (its end's PATCH is due, or runs); `why` says who takes them
     /// out. Not finished: the next update of the stack would be held on them.
@@ -416,7 +419,10 @@ pub enum State {
     Failed {
         why: String,
     },
-    Superseded,
+    /// See [`Control::EndedElsewhere`].
+    EndedElsewhere {
+        why: String,
+    },
 }
 
 impl State {
@@ -434,7 +440,7 @@ impl State {
             State::Aborted { why } => format!("aborted: {why}"),
             State::RolledBack => "rolled back".into(),
             State::Failed { why } => format!("failed: {why}"),
-            State::Superseded => "superseded by a newer update".into(),
+            State::EndedElsewhere { why } => format!("ended elsewhere: {why}"),
         }
     }
 
@@ -642,7 +648,7 @@ fn rank(s: &State) -> u8 {
     match s {
         State::Idle => 0,
         State::Completed => 1,
-        State::Superseded => 2,
+        State::EndedElsewhere { .. } => 2,
         State::RolledBack => 3,
         State::Closing { .. } => 4,
         State::Running => 5,
@@ -681,7 +687,7 @@ fn state_of(members: &[MemberFacts], phases: &[Phase], c: &Counts, u: &UpdateFac
         }
         Control::Aborted { why, .. } => return State::Aborted { why: why.clone() },
         Control::Failed { why } => return State::Failed { why: why.clone() },
-        Control::Superseded => return State::Superseded,
+        Control::EndedElsewhere { why } => return State::EndedElsewhere { why: why.clone() },
         Control::None
         | Control::Running
         | Control::Paused { .. }

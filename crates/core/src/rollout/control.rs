@@ -276,7 +276,7 @@ async fn members_hooked_in_environment(
 /// Who drives `plan` on this machine: the live holder of its driver lock, or none (and
 /// the last one, when there was one).
 pub fn driver(ctx: &ActionContext, plan: &RolloutPlan) -> LockState {
-    lock::probe(&lock::lock_dir(ctx.journal.path()), &plan.target.label())
+    lock::probe(&lock::lock_dir(ctx.journal.path()), &lock::key(plan))
 }
 
 /// How a request that no engine would read is refused (the CLI's exit status tells it).
@@ -446,10 +446,13 @@ pub async fn acknowledgement(
                 _ => Ack::Honoured(e.clone()),
             });
         }
-        if let Some(e) = entries
-            .iter()
-            .find(|e| ours(e) && e.action == "rollout.finish")
-        {
+        if let Some(e) = entries.iter().find(|e| {
+            ours(e)
+                && matches!(
+                    e.action.as_str(),
+                    "rollout.finish" | engine::ENDED_ELSEWHERE
+                )
+        }) {
             return Ok(Ack::Ended(e.clone()));
         }
         if round < rounds {

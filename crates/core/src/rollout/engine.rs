@@ -233,11 +233,14 @@ fn err(e: crate::api::ApiError) -> ServiceError {
     ServiceError::from(e)
 }
 
-/// Takes `target`'s driver lock for rollout `id`, or refuses with who holds it.
-fn take_lock(ctx: &ActionContext, target: &str, id: &str) -> ServiceResult<DriverLock> {
-    DriverLock::acquire(&lock::lock_dir(ctx.journal.path()), target, id).map_err(|e| match e {
+/// Takes the driver lock of `plan`'s stack ([`lock::key`]), or refuses with who holds it.
+fn take_lock(ctx: &ActionContext, plan: &RolloutPlan) -> ServiceResult<DriverLock> {
+    let dir = lock::lock_dir(ctx.journal.path());
+    DriverLock::acquire(&dir, &lock::key(plan), &plan.id).map_err(|e| match e {
         lock::LockError::Held(_) => crate::drivers::refused(format!(
-            "{target} already has a driver: {e}; `caldera rollout status` shows it"
+            "{} already has a driver (stack {}): {e}; `caldera rollout status` shows it",
+            plan.target.label(),
+            plan.stack.name
         )),
         lock::LockError::Io(_) => ServiceError::new(ErrorKind::Config, e.to_string()),
     })
@@ -263,7 +266,7 @@ pub async fn start(
         Reach::Fleet,
         confirm,
     )?;
-    let driver_lock = take_lock(&ctx, &target, &plan.id)?;
+    let driver_lock = take_lock(&ctx, &plan)?;
     let requests_from = journal_len(&ctx.journal);
     let detail = heat.get_stack(&plan.stack, false).await.map_err(err)?;
     if detail.summary.status.is_in_progress() {
@@ -367,19 +370,13 @@ pub async fn start(
     // not on the stack lost: it ends here, having released nothing.
     if let Some(winner) = superseded_by(&heat, &plan).await {
         let reason = format!(
-            "superseded: {winner} was started at the same moment and Heat kept its update; \
-             nothing was released by this one"
+            "superseded: {winner} was sent at the same moment and Heat kept it; nothing \
+             was released by this one"
         );
         let _ = ctx.record(
-            &Entry::new(
-                &ctx.actor,
-                "rollout.finish",
-                &target,
-                Outcome::Failed {
-                    error: reason.clone(),
-                },
-            )
-            .rollout(&plan.id),
+            &Entry::new(&ctx.actor, ENDED_ELSEWHERE, &target, Outcome::Ok)
+                .rollout(&plan.id)
+                .output(reason.clone()),
         );
         return Err(crate::drivers::refused(format!("{target}: {reason}")));
     }
@@ -415,8 +412,8 @@ pub async fn start(
     })
 }
 
-/// The rollout whose marker Heat shows on `plan`'s stack, when it is not `plan`'s
-/// (`rollout ID from HOST`). `None` when the marker is ours, when the plan set none (a
+/// The update Heat runs on `plan`'s stack by its marker, when it is not `plan`'s (`the
+/// update of rollout ID from HOST`, or `an update without a rollout's marker`). `None` when the marker is ours, when the plan set none (a
 /// plan from before markers), or when Heat could not be read (the release that follows
 /// would fail the same way).
 async fn superseded_by(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
@@ -431,13 +428,55 @@ async fn superseded_by(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> 
     superseded_in(&detail.tags, plan)
 }
 
-/// The rollout that `tags` (the stack's, as read) name, when it is not `plan`'s.
+/// The journal's action for a rollout this machine found over when it came to drive it
+/// (see [`not_this_rollouts_update`]): it ends the rollout here as `rollout.finish` does,
+/// its `output` says what Heat showed.
+pub const ENDED_ELSEWHERE: &str = "rollout.ended_elsewhere";
+
+/// Why Heat's stack no longer runs `plan`'s update, when it does not: the stack carries
+/// another rollout's marker, or none (an end's PATCH takes it out), read now. `None` when
+/// the marker is `plan`'s, and for a plan from before markers (nothing to tell by).
+async fn not_this_rollouts_update(
+    heat: &HeatClient,
+    plan: &RolloutPlan,
+) -> ServiceResult<Option<String>> {
+    if plan.stack_tags.is_none() {
+        return Ok(None);
+    }
+    let detail = heat.get_stack(&plan.stack, false).await.map_err(err)?;
+    let Some(other) = superseded_in(&detail.tags, plan) else {
+        return Ok(None);
+    };
+    let status = &detail.summary.status;
+    let since = detail
+        .summary
+        .updated_at
+        .map(|t| format!(" since {}", t.format("%Y-%m-%d %H:%M:%S")))
+        .unwrap_or_default();
+    Ok(Some(if status.is_in_progress() {
+        format!(
+            "Heat's stack {} runs the update of {other} ({status}{since}), not this \
+             rollout's: that update's driver releases its members",
+            plan.stack.name
+        )
+    } else {
+        format!(
+            "Heat's stack {} is {status}{since} and no longer carries this rollout's \
+             marker: the driver that ended it (its journal says how; `caldera heat events \
+             {}` shows Heat's side), or a later update, has finished with it",
+            plan.stack.name, plan.stack.name
+        )
+    }))
+}
+
+/// The update that `tags` (the stack's, as read) name, when it is not `plan`'s (see
+/// [`superseded_by`]).
 fn superseded_in(tags: &[String], plan: &RolloutPlan) -> Option<String> {
     plan.stack_tags.as_ref()?;
     match super::plan::marker_in(tags) {
         Some((id, _)) if id == plan.id => None,
-        Some((id, host)) => Some(format!("rollout {id} from {host}")),
-        None => Some("an update without a rollout marker".to_string()),
+        Some((id, host)) => Some(format!("the update of rollout {id} from {host}")),
+        None => Some("an update without a rollout's marker".to_string()),
     }
 }
 
@@ -521,7 +560,25 @@ pub async fn reattach(
             ),
         ));
     }
-    let driver_lock = take_lock(&ctx, &target, &plan.id)?;
+    let driver_lock = take_lock(&ctx, &plan)?;
+    // Heat says first whether the update is still this rollout's: a rollout another
+    // machine drove to its end (or another update replaced) is over, and a driver started
+    // on it here would read Heat's next update as its own (was: `rollout resume` of a
+    // rollout finished elsewhere journaled "failed: superseded: … an update without a
+    // rollout marker", after a take-over and a resume it never did).
+    if let Some(reason) = not_this_rollouts_update(&heat, &plan).await? {
+        let ended = Entry::new(&ctx.actor, ENDED_ELSEWHERE, &target, Outcome::Ok)
+            .rollout(&plan.id)
+            .output(reason.clone());
+        if let Err(e) = ctx.record(&ended) {
+            tracing::warn!("rollout {}: journaling its end elsewhere: {e}", plan.id);
+        }
+        return Err(crate::drivers::refused(format!(
+            "rollout {} of {target}: {}; nothing was sent",
+            plan.id,
+            RolloutState::EndedElsewhere { reason }.label()
+        )));
+    }
     let requests_from = journal_len(&ctx.journal);
     let mut entry =
         Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id);
@@ -548,7 +605,7 @@ pub async fn reattach(
 
 /// Who drives `plan` on this machine, from its driver lock.
 pub fn driver_info(journal: &Journal, plan: &RolloutPlan) -> DriverInfo {
-    match lock::probe(&lock::lock_dir(journal.path()), &plan.target.label()) {
+    match lock::probe(&lock::lock_dir(journal.path()), &lock::key(plan)) {
         lock::LockState::Held(Some(h)) => DriverInfo::Process {
             pid: h.pid,
             host: h.host,
@@ -647,7 +704,7 @@ pub fn find_active(journal: &Journal, target: &str) -> ServiceResult<Option<Roll
                     .and_then(|s| serde_json::from_str::<RolloutPlan>(s).ok());
             }
             "rollout.started" if matches!(e.outcome, Outcome::Failed { .. }) => active = None,
-            "rollout.finish" | "rollout.abort"
+            "rollout.finish" | "rollout.abort" | ENDED_ELSEWHERE
                 if active.as_ref().map(|p| Some(&p.id) == e.rollout.as_ref()) == Some(true) =>
             {
                 active = None;
@@ -976,10 +1033,10 @@ impl Runner {
     /// driver releases from now on; this one ends without another signal.
     fn superseded(&mut self, winner: &str) {
         if self.ended.is_none() {
-            self.ended = Some(RolloutState::Failed {
+            self.ended = Some(RolloutState::EndedElsewhere {
                 reason: format!(
-                    "superseded: Heat now runs the update of {winner}; this rollout \
-                     released nothing more and ended ({})",
+                    "superseded: Heat now runs {winner}; this rollout released nothing \
+                     more ({})",
                     self.sent_so_far()
                 ),
             });
@@ -1086,6 +1143,15 @@ impl Runner {
             // An abort that did what was asked is not a failure: the reason says where
             // Heat was left.
             RolloutState::Aborted { .. } => ("rollout.abort", Outcome::Ok),
+            RolloutState::EndedElsewhere { .. } => (ENDED_ELSEWHERE, Outcome::Ok),
+            // The reason alone: a reader puts the state's word before it (was: "failed:
+            // failed: …" read back).
+            RolloutState::Failed { reason } => (
+                "rollout.finish",
+                Outcome::Failed {
+                    error: reason.clone(),
+                },
+            ),
             other => (
                 "rollout.finish",
                 Outcome::Failed {
@@ -1096,7 +1162,9 @@ impl Runner {
         let mut entry = self
             .record(action, &self.target(), outcome)
             .plan(self.status.lines());
-        if let RolloutState::Aborted { reason } = &self.status.state {
+        if let RolloutState::Aborted { reason } | RolloutState::EndedElsewhere { reason } =
+            &self.status.state
+        {
             entry = entry.output(reason.clone());
         }
         self.note(entry).await;
@@ -1108,14 +1176,12 @@ impl Runner {
     /// changes nothing else, else why they stay ([`super::unhook`]). A rollout another
     /// update superseded leaves the stack to that update.
     async fn take_out_hooks(&mut self) -> Option<String> {
-        if let RolloutState::Failed { reason } = &self.status.state {
-            if reason.starts_with("superseded") {
-                return Some(format!(
-                    "left to the update that superseded this rollout (`caldera heat hooks {}` \
-                     shows what the environment holds)",
-                    self.plan.stack.name
-                ));
-            }
+        if let RolloutState::EndedElsewhere { .. } = &self.status.state {
+            return Some(format!(
+                "left to the update that superseded this rollout (`caldera heat hooks {}` \
+                 shows what the environment holds)",
+                self.plan.stack.name
+            ));
         }
         let ending = match self.status.state {
             RolloutState::Completed => super::unhook::Ending::Completed,
@@ -1886,7 +1952,7 @@ impl Runner {
             "rollout.release"
         };
         {
-            let guard = match ControlLock::acquire(&self.lock_dir, &self.target()) {
+            let guard = match ControlLock::acquire(&self.lock_dir, &lock::key(&self.plan)) {
                 Ok(g) => g,
                 Err(e) => {
                     self.paused = Some(format!("the rollout's control lock: {e}"));
@@ -2217,7 +2283,7 @@ pub fn request(ctx: &ActionContext, plan: &RolloutPlan, control: &Control) -> Se
             Entry::new(&ctx.actor, REQUEST_SKIP, &plan.member_label(m), Outcome::Ok)
         }
     };
-    let _guard = ControlLock::acquire(&lock::lock_dir(ctx.journal.path()), &target)
+    let _guard = ControlLock::acquire(&lock::lock_dir(ctx.journal.path()), &lock::key(plan))
         .map_err(|e| ServiceError::new(ErrorKind::Config, format!("the control lock: {e}")))?;
     ctx.record_at(&entry.rollout(&plan.id))
 }
@@ -2429,7 +2495,13 @@ pub async fn observe_status(
             ("rollout.finish", Outcome::Ok) => status.state = RolloutState::Completed,
             ("rollout.finish", Outcome::Failed { error }) => {
                 status.state = RolloutState::Failed {
-                    reason: error.clone(),
+                    // Ends journaled before the reason was kept alone carry the word.
+                    reason: error.strip_prefix("failed: ").unwrap_or(error).to_string(),
+                }
+            }
+            (ENDED_ELSEWHERE, _) => {
+                status.state = RolloutState::EndedElsewhere {
+                    reason: e.output.clone().unwrap_or_default(),
                 }
             }
             _ => {}

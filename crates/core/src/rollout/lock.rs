@@ -1,8 +1,12 @@
-//! One driver per node group on this machine, and control requests ordered against releases.
+//! One driver per stack on this machine, and control requests ordered against releases.
 //!
-//! Each node group has two small files beside the journal, in `rollouts/`:
+//! A rollout is one update of one Heat stack, and Heat runs one update of a stack at a time:
+//! so the files are the stack's ([`key`]), not the node group's name, which has several
+//! (`cluster/nodegroup`, `STACK/GROUP`, the group's own stack `STACK-GROUP/nodes`): under two
+//! names, one rollout would have had two locks, and two drivers on one machine.
+//! Each stack has two small files beside the journal, in `rollouts/`:
 //!
-//! - `<group>.lock`: the **driver lock**. The process that drives a rollout holds an
+//! - `<stack>.lock`: the **driver lock**. The process that drives a rollout holds an
 //!   exclusive `flock` on it from before the in-progress check until its engine ends (a
 //!   killed process loses it with its file descriptors, so a crash never leaves it held). The
 //!   file's text says who holds it (rollout, pid, host, started, last seen); the engine
@@ -66,7 +70,18 @@ pub fn lock_dir(journal: &Path) -> PathBuf {
         .join("rollouts")
 }
 
-/// A file name for a node group's label (`cluster/ng`): safe characters kept, others
+/// The name of `plan`'s lock files: the stack its update runs on, by Heat's id (the same
+/// whatever name the group was given); a plan without an id (none is made without one)
+/// falls back to its group's label.
+pub fn key(plan: &super::RolloutPlan) -> String {
+    if plan.stack.id.is_empty() {
+        plan.target.label()
+    } else {
+        format!("stack-{}", plan.stack.id)
+    }
+}
+
+/// A file name for a lock's key (`cluster/ng`): safe characters kept, others
 /// escaped, so two labels never share a file.
 fn file_stem(target: &str) -> String {
     let mut out = String::new();

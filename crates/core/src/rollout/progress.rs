@@ -118,6 +118,12 @@ pub enum RolloutState {
     Failed {
         reason: String,
     },
+    /// Over before this machine drove it to its end: Heat's stack no longer runs its update
+    /// (another machine's driver ended it, or another update replaced it). How it ended is
+    /// that driver's to say; the reason says what Heat showed.
+    EndedElsewhere {
+        reason: String,
+    },
 }
 
 impl RolloutState {
@@ -128,6 +134,7 @@ impl RolloutState {
                 | RolloutState::Completed
                 | RolloutState::CompletedWithSkips
                 | RolloutState::Failed { .. }
+                | RolloutState::EndedElsewhere { .. }
         )
     }
     pub fn label(&self) -> String {
@@ -141,6 +148,7 @@ impl RolloutState {
             RolloutState::Completed => "completed".into(),
             RolloutState::CompletedWithSkips => "completed (skipped nodes left on hooks)".into(),
             RolloutState::Failed { reason } => format!("failed: {reason}"),
+            RolloutState::EndedElsewhere { reason } => format!("ended elsewhere: {reason}"),
         }
     }
 }
@@ -451,6 +459,9 @@ impl RolloutStatus {
             }
             RolloutState::Completed | RolloutState::CompletedWithSkips => Control::Finished,
             RolloutState::Failed { reason } => Control::Failed {
+                why: reason.clone(),
+            },
+            RolloutState::EndedElsewhere { reason } => Control::EndedElsewhere {
                 why: reason.clone(),
             },
         };
