@@ -89,6 +89,14 @@ pub async fn journal(args: &ActionArgs, follow: bool, format: JournalFormat) -> 
         // The audit view skips lines that are not entries, and says so on stderr.
         let scan = journal.scan_from(offset)?;
         report_unreadable(&journal, &scan);
+        if offset == 0 && scan.entries.is_empty() {
+            // Said, not left blank: an empty answer reads like a wrong path (was: nothing).
+            eprintln!(
+                "journal {}: no entries yet (caldera journals every action it sends here){}",
+                journal.path().display(),
+                if follow { "; following" } else { "" }
+            );
+        }
         offset = scan.next;
         let stdout = io::stdout();
         let mut out = stdout.lock();

@@ -261,6 +261,16 @@ async fn scale_rollout_and_journal_commands() {
         .lines()
         .any(|l| l.contains(",scale,cli/workers,") && l.contains("PATCH")));
     assert!(stdout.contains("rollout.finish"), "{stdout}");
+    // Each line says on which machine it was written (was: no host column).
+    let host = caldera::journal::hostname();
+    assert!(
+        stdout.starts_with("time,cloud,user,host,action,")
+            && stdout
+                .lines()
+                .skip(1)
+                .all(|l| l.contains(&format!(",{host},"))),
+        "{stdout}"
+    );
     let entries = caldera::journal::Journal::open(&journal)
         .read_all()
         .expect("journal");

@@ -271,6 +271,35 @@ fn subcommand_help_shows_its_own_options_first() {
         status.find("--format").expect("format") < status.find("--cloud").expect("cloud"),
         "{status}"
     );
+    // The simulator's help names every scenario it builds and every fault modifier, from
+    // its own lists (was: four names, three of its scenarios and the modifiers missing).
+    let sim = help(&["sim", "--help"]);
+    for name in caldera::sim::scenario::NAMES {
+        assert!(sim.contains(name), "{name}:\n{sim}");
+    }
+    for (modifier, _) in caldera::sim::scenario::MODIFIERS {
+        assert!(sim.contains(&format!("+{modifier}")), "{modifier}:\n{sim}");
+    }
+}
+
+/// A journal with nothing in it says so on stderr, and stdout stays empty for a script
+/// (was: nothing at all, which reads like a wrong path).
+#[test]
+fn an_empty_journal_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("j.jsonl");
+    let out = caldera(home.path())
+        .args(["journal", "--journal"])
+        .arg(&path)
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("journal {}: no entries yet", path.display())),
+        "{err}"
+    );
 }
 
 /// A name path with an empty part (`/kube_minions`, a stack name left out by a script whose

@@ -259,7 +259,7 @@ async fn a_pause_during_a_long_gate_releases_nothing_more() {
     };
     assert!(reason.starts_with("rolled back"), "{reason}");
     let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
-    assert_no_release_after_stop("gate", &journal);
+    assert_no_release_after_stop("gate", &plan, &journal);
     assert_eq!(
         releases(&journal).len(),
         1,

@@ -208,12 +208,14 @@ pub fn releases(entries: &[Entry]) -> Vec<&Entry> {
 
 /// No release after a recorded pause or abort (until a resume), nor of a member after its
 /// skip: in the journal's own order.
-pub fn assert_no_release_after_stop(case: &str, entries: &[Entry]) {
+/// Members are read from each entry's target as `plan` names them
+/// ([`RolloutPlan::member_of_label`]): a held group's `kube_masters/0` is not the target's `0`.
+pub fn assert_no_release_after_stop(case: &str, plan: &RolloutPlan, entries: &[Entry]) {
     let mut stopped: Option<&str> = None;
     let mut skipped: BTreeSet<String> = BTreeSet::new();
     let mut aborted = false;
     for e in entries {
-        let member = e.target.rsplit('/').next().unwrap_or("").to_string();
+        let member = plan.member_of_label(&e.target);
         match e.action.as_str() {
             "rollout.request.pause" | "rollout.pause" => stopped = Some("pause"),
             "rollout.request.abort" | "rollout.aborting" => aborted = true,
@@ -437,7 +439,7 @@ pub async fn run_case(
         .into_iter()
         .filter(|e| e.rollout.as_deref() == Some(plan.id.as_str()))
         .collect();
-    assert_no_release_after_stop(&name, &ours);
+    assert_no_release_after_stop(&name, &plan, &ours);
     // A resume asked the moment before a node failed is no answer to the failure's pause:
     // refused, and the rollout went on only after the resume the settle loop sent.
     if fail && matches!(inject, Inject::Request(Control::Resume { .. })) {
@@ -453,7 +455,7 @@ pub async fn run_case(
             .filter(|e| {
                 e.action == "rollout.release"
                     && e.outcome == Outcome::Ok
-                    && e.target.ends_with(&format!("/{m}"))
+                    && plan.member_of_label(&e.target) == *m
             })
             .count();
         let most = if fail && m == FAIL { 2 } else { 1 };
@@ -508,7 +510,7 @@ pub async fn run_case(
         let recorded = ours.iter().any(|e| {
             e.action == "rollout.release"
                 && e.outcome == Outcome::Started
-                && e.target.ends_with(&format!("/{m}"))
+                && plan.member_of_label(&e.target) == *m
         });
         assert!(
             image != "img-v2" || recorded,

@@ -124,7 +124,12 @@ impl ApiError {
         } else {
             TransportKind::Other
         };
-        let mut detail = error_chain(err);
+        // reqwest's own words name the URL ("error sending request for url (…)"): the error
+        // names it once already, redacted (was: printed twice, the second unredacted).
+        let mut detail = match err.url() {
+            Some(u) => error_chain(err).replacen(&format!(" for url ({u})"), "", 1),
+            None => error_chain(err),
+        };
         if detail.contains("InvalidContentType") {
             // rustls got a plain-HTTP answer to its ClientHello.
             detail.push_str(

@@ -699,6 +699,8 @@ async fn a_refused_connection_names_the_service_and_marks_it_down() {
         text.contains("/v2.1/servers") && text.contains("connection failed: Nova: "),
         "{text}"
     );
+    // The URL once (was: again inside reqwest's own words).
+    assert_eq!(text.matches("/v2.1/servers").count(), 1, "{text}");
     let health = base.health().get(Api::Nova).expect("nova listed");
     assert_eq!(health.health, Availability::Down);
     assert_eq!(health.label(), "nova: connection failed");

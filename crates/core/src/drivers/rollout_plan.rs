@@ -915,15 +915,22 @@ impl RolloutPlan {
 
     pub fn lines(&self) -> Vec<String> {
         let o = &self.options;
-        let head = match &self.group {
-            None => format!(
-                "rollout {} of {}: image {} -> {}",
+        let head = match (&self.group, &self.from_image) {
+            (None, Some(from)) => format!(
+                "rollout {} of {}: image {from} -> {}",
                 self.id,
                 self.target.label(),
-                self.from_image.as_deref().unwrap_or("?"),
                 self.image
             ),
-            Some(g) => format!(
+            // A plan read back from Heat (a take-over) knows the image it sets, not the one
+            // before (was: `image ? -> …`).
+            (None, None) => format!(
+                "rollout {} of {}: image to {}",
+                self.id,
+                self.target.label(),
+                self.image
+            ),
+            (Some(g), _) => format!(
                 "rollout {} of {} (group {g} of stack {}): set {}",
                 self.id,
                 self.target.label(),
@@ -1376,6 +1383,21 @@ mod tests {
             "pre-update"
         );
         assert!(plan.lines().iter().any(|l| l.contains("batch   3: 10")));
+        assert!(
+            plan.lines()[0].ends_with(": image img-v1 -> img-v2"),
+            "{:?}",
+            plan.lines()
+        );
+        // Read back from Heat, the image before is not known: said so, not `? ->`.
+        let taken_over = RolloutPlan {
+            from_image: None,
+            ..plan.clone()
+        };
+        assert!(
+            taken_over.lines()[0].ends_with(": image to img-v2"),
+            "{:?}",
+            taken_over.lines()
+        );
     }
 
     #[test]

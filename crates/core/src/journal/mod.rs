@@ -719,8 +719,9 @@ impl Journal {
             .collect())
     }
 
-    /// Writes the journal as a JSON array (`json`) or CSV (`csv`: time, cloud, user, action,
-    /// target, rollout, outcome, calls). An export of the audit trail skips lines that are
+    /// Writes the journal as a JSON array (`json`) or CSV (`csv`: time, cloud, user, host,
+    /// action, target, rollout, outcome, calls; `host` is empty in entries from before it was
+    /// kept). An export of the audit trail skips lines that are
     /// not entries and returns them (the caller says so).
     pub fn export(&self, out: &mut dyn Write, csv: bool) -> Result<Scan, JournalError> {
         let mut scan = self.scan_from(0)?;
@@ -729,7 +730,7 @@ impl Journal {
         if csv {
             w(writeln!(
                 out,
-                "time,cloud,user,action,target,rollout,outcome,calls"
+                "time,cloud,user,host,action,target,rollout,outcome,calls"
             ))?;
             for e in &entries {
                 let outcome = match &e.outcome {
@@ -743,6 +744,7 @@ impl Journal {
                     e.time.to_rfc3339(),
                     e.cloud.clone(),
                     e.user.clone(),
+                    e.host.clone(),
                     e.action.clone(),
                     e.target.clone(),
                     e.rollout.clone().unwrap_or_default(),
