@@ -362,6 +362,7 @@ async fn every_console_view_escapes_what_the_cloud_sent() {
             error: format!("hook said{HOSTILE}"),
         },
         output: Some(format!("hook output{HOSTILE}\nsecond{HOSTILE}")),
+        since: None,
     };
     h.app.update(Action::Reply(Reply::Journal {
         gen,

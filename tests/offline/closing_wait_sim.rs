@@ -193,8 +193,36 @@ async fn sim_a_rollout_killed_in_its_closing_wait_completes_by_itself_after_reat
     let plan = plan(&env, &target, &members);
     let h = start_until_closing(&env, &plan).await;
     h.kill().await;
+    let killed_at = chrono::Utc::now();
 
     let mut h = reattach(&env, &plan, Vec::new()).await;
+    // The take-over journals when the killed driver was last seen, and from then to its own
+    // start nobody released anything: a pause of the pace (was: time the members moved).
+    let entries = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    let reattached = entries
+        .iter()
+        .rev()
+        .find(|e| e.action == "rollout.reattach")
+        .expect("the take-over is journaled");
+    let since = reattached
+        .since
+        .expect("the killed driver's last heartbeat");
+    assert!(
+        plan.created_at <= since && since <= killed_at && since < reattached.time,
+        "{since} not in {} ..= {killed_at}",
+        plan.created_at
+    );
+    // (Here the closing wait's own pause was open already: the span covers both.)
+    assert!(
+        h.status()
+            .progress
+            .paused
+            .iter()
+            .any(|(from, to)| *from <= since && *to == Some(reattached.time)),
+        "{since} {} {:?}",
+        reattached.time,
+        h.status().progress.paused
+    );
     let t0 = Instant::now();
     let first = wait_for(&mut h, "a status", |s| s.state != RolloutState::Starting).await;
     assert_eq!(

@@ -148,6 +148,10 @@ pub struct Entry {
     /// Captured output of an operator hook (truncated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// Where a span the entry ends began: a take-over's (`rollout.reattach`) is the last
+    /// driver's last heartbeat, from which nobody released anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
 }
 
 impl Entry {
@@ -165,6 +169,7 @@ impl Entry {
             calls: Vec::new(),
             outcome,
             output: None,
+            since: None,
         }
     }
     /// Who wrote it, where, on which cloud: `alice@bastion on prod` (the host as a rollout's
@@ -194,6 +199,11 @@ impl Entry {
     }
     pub fn output(mut self, output: impl Into<String>) -> Entry {
         self.output = Some(output.into());
+        self
+    }
+
+    pub fn since(mut self, since: DateTime<Utc>) -> Entry {
+        self.since = Some(since);
         self
     }
 }

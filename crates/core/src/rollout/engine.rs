@@ -582,6 +582,12 @@ pub async fn reattach(
     let requests_from = journal_len(&ctx.journal);
     let mut entry =
         Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id);
+    // From the last driver's last heartbeat to now nobody released anything: a pause of the
+    // rollout's pace, as an operator's is (was: counted as time the members moved, the pace
+    // after a take-over too slow and its ETA too long).
+    if let Some(last) = driver_lock.previous().filter(|h| h.rollout == plan.id) {
+        entry = entry.since(last.last_seen);
+    }
     // A rollout this journal has no start of (read back from Heat: another machine's) is
     // journaled here with its plan, as a start is: this machine's later looks (`rollout
     // status` after the end, the journal's history) find it (was: "no rollout … in this
@@ -850,6 +856,10 @@ fn journal_memory(journal: &Journal, plan: &RolloutPlan) -> ServiceResult<(u64, 
         match (e.action.as_str(), &e.outcome) {
             ("rollout.pause", _) => super::progress::note_pause_in(&mut m.paused, true, e.time),
             ("rollout.resume", Outcome::Ok) | ("rollout.reattach", _) => {
+                // A take-over's driverless span: from the last driver's last heartbeat.
+                if let Some(since) = e.since.filter(|t| *t < e.time) {
+                    super::progress::note_pause_in(&mut m.paused, true, since);
+                }
                 super::progress::note_pause_in(&mut m.paused, false, e.time)
             }
             _ => {}
@@ -2723,5 +2733,57 @@ mod tests {
             let targets: Vec<&str> = entries.iter().map(|e| e.target.as_str()).collect();
             assert_eq!(targets, ["c1/w1"], "torn at byte {cut}");
         }
+    }
+
+    /// A take-over's driverless span (from the killed driver's last heartbeat, `since`, to
+    /// the take-over) is a pause of the pace, beside an operator's pause and resume; a
+    /// `since` not before its entry (a clock step) adds nothing.
+    #[test]
+    fn a_take_overs_driverless_span_is_kept_out_of_the_pace() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(dir.path().join("journal.jsonl"));
+        let plan = RolloutPlan::new(
+            crate::drivers::NodeGroupTarget {
+                cluster: "c1".into(),
+                nodegroup: "w".into(),
+                driver: crate::model::DriverKind::HeatNative,
+                stack: None,
+                cluster_id: None,
+                limits: Default::default(),
+            },
+            crate::model::StackRef {
+                name: "c1-w".into(),
+                id: "s1".into(),
+            },
+            "img-v2",
+            None,
+            &["0".to_string()],
+            Default::default(),
+            Default::default(),
+        );
+        let actor = Actor {
+            cloud: "prod".into(),
+            user: "alice".into(),
+        };
+        let base = Utc::now() - chrono::Duration::seconds(600);
+        let at = |secs: i64| base + chrono::Duration::seconds(secs);
+        let entry = |action: &str, secs: i64| {
+            let mut e = Entry::new(&actor, action, "c1/w", Outcome::Ok).rollout(&plan.id);
+            e.time = at(secs);
+            e
+        };
+        for e in [
+            entry("rollout.pause", 10),
+            entry("rollout.resume", 20),
+            entry("rollout.reattach", 100).since(at(40)),
+            entry("rollout.reattach", 200).since(at(250)),
+        ] {
+            j.append(&e).unwrap();
+        }
+        let (_, memory) = journal_memory(&j, &plan).unwrap();
+        assert_eq!(
+            memory.paused,
+            vec![(at(10), Some(at(20))), (at(40), Some(at(100)))]
+        );
     }
 }

@@ -129,6 +129,8 @@ impl std::fmt::Display for LockError {
 pub struct DriverLock {
     file: File,
     holder: Holder,
+    /// The text the last driver left (it is gone: its lock could be taken).
+    previous: Option<Holder>,
 }
 
 impl DriverLock {
@@ -142,9 +144,11 @@ impl DriverLock {
             }
             Err(e) => return Err(LockError::Io(e)),
         }
+        let previous = read_holder(&mut file);
         let mut lock = DriverLock {
             file,
             holder: Holder::here(rollout),
+            previous,
         };
         lock.write().map_err(LockError::Io)?;
         Ok(lock)
@@ -166,6 +170,12 @@ impl DriverLock {
 
     pub fn holder(&self) -> &Holder {
         &self.holder
+    }
+
+    /// The driver before this one, as its lock's text says (who, and when it was last
+    /// seen: from then on nobody released anything), when one ever held it.
+    pub fn previous(&self) -> Option<&Holder> {
+        self.previous.as_ref()
     }
 
     fn write(&mut self) -> std::io::Result<()> {
