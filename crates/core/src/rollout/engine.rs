@@ -413,9 +413,9 @@ pub async fn start(
 }
 
 /// The update Heat runs on `plan`'s stack by its marker, when it is not `plan`'s (`the
-/// update of rollout ID from HOST`, or `an update without a rollout's marker`). `None` when the marker is ours, when the plan set none (a
-/// plan from before markers), or when Heat could not be read (the release that follows
-/// would fail the same way).
+/// update of rollout ID from HOST`, or `an update without a rollout's marker`). `None`
+/// when the marker is ours, when the plan set none (a plan from before markers), or when
+/// Heat could not be read (the release that follows would fail the same way).
 async fn superseded_by(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
     plan.stack_tags.as_ref()?;
     let detail = match heat.get_stack(&plan.stack, false).await {
