@@ -5,6 +5,7 @@
 //! what it sets, each group's counts), `why STACK` (the paused rollout named, and how to
 //! resume it) and `rollout resume` (a header saying what it is about to drive).
 
+use crate::support::cli::Caldera;
 use crate::support::sim_group;
 use caldera::sim::SimHandle;
 use std::io::{BufRead, BufReader};
@@ -19,15 +20,12 @@ fn command(clouds: &Path, journal: &Path, args: &[&str]) -> Command {
     if !actions.exists() {
         std::fs::write(&actions, "").expect("actions file");
     }
-    let mut c = Command::new(env!("CARGO_BIN_EXE_caldera"));
-    c.env("OS_CLIENT_CONFIG_FILE", clouds)
-        .env("OS_CLOUD", "simcloud")
-        .env("CALDERA_JOURNAL", journal)
-        .env("CALDERA_ACTIONS_CONFIG", actions)
+    Caldera::cloud(clouds)
+        .journal(journal, &actions)
         .env("XDG_STATE_HOME", journal.parent().expect("dir"))
-        .stdin(Stdio::null())
-        .args(args);
-    c
+        .no_stdin()
+        .args(args)
+        .command()
 }
 
 fn caldera(clouds: &Path, journal: &Path, args: &[&str]) -> (Output, String, String) {

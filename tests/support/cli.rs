@@ -69,6 +69,11 @@ impl Caldera {
         self
     }
 
+    /// The command, to spawn (a driver the test stops or reads line by line).
+    pub fn command(self) -> Command {
+        self.0
+    }
+
     /// Runs it to its end: (exit code, stdout, stderr).
     pub fn run(mut self) -> (Option<i32>, String, String) {
         let o = self.0.output().expect("run caldera");
