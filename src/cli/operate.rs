@@ -533,8 +533,9 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                 // The live driver got the request: wait for it to record the abort.
                 None => {
                     eprintln!(
-                        "asked {} to abort rollout {} ({mode:?})",
+                        "asked {} to {} rollout {}",
                         who(&driven),
+                        Control::Abort(mode).label(),
                         plan.id
                     );
                     acknowledged(ctx, &plan, &Control::Abort(mode), 0, wait_secs).await
@@ -578,15 +579,23 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
                     return Err("not resumed".into());
                 }
             }
-            // A rollout started on another machine is taken over only when the operator
-            // says so: its driver there may live, and this machine cannot see it.
-            if let Some(host) = engine::started_elsewhere(&plan) {
-                print_lines(&[format!(
-                    "resume {}: rollout {}: {}",
-                    t.label(),
-                    plan.id,
-                    engine::started_elsewhere_words(host)
-                )])?;
+            // A rollout started on another machine, or whose members Heat shows released
+            // by a driver this journal does not know, is taken over only when the operator
+            // says so: that driver may live, and this machine cannot see it.
+            // (One Heat no longer runs is not asked about: the take-over says it ended.)
+            let heat = &ctx.conn.heat;
+            let ended = engine::ended_elsewhere(heat, &ctx.action.journal, &plan).await?;
+            let risk = match engine::started_elsewhere(&plan) {
+                _ if ended => None,
+                Some(host) => Some(engine::started_elsewhere_words(host)),
+                None => {
+                    let others =
+                        engine::released_elsewhere(heat, &ctx.action.journal, &plan).await?;
+                    (!others.is_empty()).then(|| engine::released_elsewhere_words(&others))
+                }
+            };
+            if let Some(risk) = risk {
+                print_lines(&[format!("resume {}: rollout {}: {risk}", t.label(), plan.id)])?;
                 if !yes && !confirm_prompt("take it over from this machine?")? {
                     return Err("not taken over".into());
                 }
@@ -766,13 +775,19 @@ async fn request(ctx: &Ctx, target: &str, control: Control, wait_secs: f64) -> C
     let driven = control::driver(&ctx.action, &plan);
     match control::ask(&ctx.conn.heat, &ctx.action, &plan, &control, options).await {
         Ok(Some(after)) => {
-            eprintln!("asked {} to {control:?} rollout {}", who(&driven), plan.id);
+            eprintln!(
+                "asked {} to {} rollout {}",
+                who(&driven),
+                control.label(),
+                plan.id
+            );
             acknowledged(ctx, &plan, &control, after, wait_secs).await
         }
         Ok(None) => {
             eprintln!(
-                "recorded {control:?} for rollout {}: nobody drives it now, the next driver \
-                 honours it",
+                "recorded: {} rollout {}; no driver on this machine now, the next one here \
+                 honours it (a driver on another machine cannot read this machine's journal)",
+                control.label(),
                 plan.id
             );
             Ok(())

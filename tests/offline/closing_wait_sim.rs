@@ -364,6 +364,10 @@ fn back_to_before_the_unhook(sim: &SimHandle, env: &Env, plan: &RolloutPlan, hoo
         } else if let Some(o) = registry.as_object_mut() {
             o.remove("*");
         }
+        // The end's PATCH took the marker off with the hooks: before it, it was there.
+        if let Some(tags) = &plan.stack_tags {
+            s.tags = tags.clone();
+        }
     });
     let journal = &env.ctx.journal;
     let kept: Vec<String> = journal

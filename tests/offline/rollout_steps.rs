@@ -401,3 +401,119 @@ async fn twenty_pairs_from_two_machines_heat_keeps_one() {
     }
     sim.shutdown().await;
 }
+
+/// A rollout started here whose driver died is taken over by another machine (nothing
+/// shared but Heat; here the same host name, as two operators' state directories on one
+/// bastion), whose driver releases members and dies too. A resume here must not take the
+/// rollout as this machine's own because its marker names this host: Heat shows members
+/// released that this journal never released, so the take-over is refused until the
+/// operator says so (was: taken over silently, while the other driver may still run). Once
+/// allowed, it completes, each member updated once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_after_another_machine_released_members_asks_first() {
+    use caldera::rollout::engine::{self, TakeOver};
+    let (sim, conn) = sim_group::connected(SimOptions::fast("empty", SPEED)).await;
+    let (here, there) = (pair_env(&conn), pair_env(&conn));
+    let target = here.create("relay", 6).await;
+    let members = here.member_names(&target).await;
+    let since = here.event_mark(&target).await;
+    let plan = here.plan(&target, &members, "img-v2", RolloutOptions::default(), &[]);
+    let mut h = here.start_rollout(&plan, HookSet::default()).await;
+    tokio::time::timeout(here.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("one done in time");
+    h.kill().await;
+    let resume = || {
+        vec![Control::Resume {
+            parameters: Default::default(),
+        }]
+    };
+    // The other machine finds the rollout from Heat alone and drives it a while.
+    let found = caldera::rollout::control::find_rollout(&there.heat, &there.ctx, &target)
+        .await
+        .expect("read from Heat")
+        .expect("the rollout, by its marker");
+    assert_eq!(found.id, plan.id);
+    let mut h2 = engine::reattach(
+        there.heat.clone(),
+        there.ctx.clone(),
+        found,
+        there.engine_options(HookSet::default()),
+        resume(),
+        TakeOver::AnyMachine,
+    )
+    .await
+    .expect("taken over there");
+    tokio::time::timeout(here.timeout, h2.wait_for(|s| s.done >= 3))
+        .await
+        .expect("three done in time");
+    h2.kill().await;
+    let released_there: std::collections::BTreeSet<String> = there
+        .ctx
+        .journal
+        .rollout_entries(&plan.id)
+        .expect("journal")
+        .iter()
+        .filter(|e| {
+            e.action == "rollout.release" && e.outcome == caldera::journal::Outcome::Started
+        })
+        .map(|e| plan.member_of_label(&e.target))
+        .collect();
+    assert!(
+        !released_there.is_empty(),
+        "the other machine released none"
+    );
+
+    let back = engine::find_active(&here.ctx.journal, &target.label())
+        .expect("journal")
+        .expect("still running, by this machine's journal");
+    let others = engine::released_elsewhere(&here.heat, &here.ctx.journal, &back)
+        .await
+        .expect("read");
+    let others: std::collections::BTreeSet<String> = others.into_iter().collect();
+    assert!(
+        released_there.is_subset(&others),
+        "{released_there:?} not in {others:?}"
+    );
+    let refused = engine::reattach(
+        here.heat.clone(),
+        here.ctx.clone(),
+        back.clone(),
+        here.engine_options(HookSet::default()),
+        resume(),
+        TakeOver::ThisMachine,
+    )
+    .await
+    .err()
+    .expect("asks first");
+    assert!(
+        refused
+            .message
+            .contains("released by a driver this machine's journal does not know"),
+        "{}",
+        refused.message
+    );
+    let h3 = engine::reattach(
+        here.heat.clone(),
+        here.ctx.clone(),
+        back,
+        here.engine_options(HookSet::default()),
+        resume(),
+        TakeOver::AnyMachine,
+    )
+    .await
+    .expect("taken over once allowed");
+    let end = tokio::time::timeout(here.timeout, h3.wait())
+        .await
+        .expect("ends in time");
+    scenarios::assert_completed_and_unhooked(&here, &target, &end).await;
+    let windows = scenarios::update_windows(&here.group_events(&target, since).await);
+    for m in &members {
+        assert_eq!(
+            windows.get(m).map(|w| w.2),
+            Some(1),
+            "member {m} updated once"
+        );
+    }
+    sim.shutdown().await;
+}

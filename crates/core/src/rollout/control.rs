@@ -49,9 +49,32 @@ pub async fn find_rollout(
     if target.driver != DriverKind::HeatNative {
         return rollout_of_magnum_group(heat, ctx, target).await;
     }
-    if let Some(plan) = find_active(&ctx.journal, &target.label())? {
-        return Ok(Some(plan));
+    let journaled = find_active(&ctx.journal, &target.label())?;
+    if let Some(plan) = &journaled {
+        // Heat unread (an outage) leaves the journal's word: a pause or an abort must still
+        // reach this machine's driver.
+        let ended = engine::ended_elsewhere(heat, &ctx.journal, plan)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!("rollout {}: reading Heat's marker: {e}", plan.id);
+                false
+            });
+        if !ended {
+            return Ok(journaled);
+        }
     }
+    // The journal's rollout ended elsewhere (Heat's marker is another's, or gone): the one
+    // Heat runs now is under way, when there is one (was: the journal's, stale, under this
+    // name while Heat ran another); else the journal's, whose resume says it ended.
+    Ok(heat_rollout(heat, ctx, target).await?.or(journaled))
+}
+
+/// The rollout Heat shows under way on `target`'s stack (see [`find_rollout`]).
+async fn heat_rollout(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    target: &NodeGroupTarget,
+) -> ServiceResult<Option<RolloutPlan>> {
     let Some(stack) = &target.stack else {
         return Ok(None);
     };
@@ -287,7 +310,9 @@ fn nobody_drives(plan: &RolloutPlan, last: Option<Holder>, what: &str) -> Servic
         .map(|h| {
             format!(
                 " (last driver: pid {} on {}, last seen {})",
-                h.pid, h.host, h.last_seen
+                h.pid,
+                h.host,
+                h.last_seen.format("%Y-%m-%d %H:%M:%S UTC")
             )
         })
         .unwrap_or_default();

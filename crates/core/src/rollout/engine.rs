@@ -82,6 +82,26 @@ pub enum Control {
     Abort(AbortMode),
 }
 
+impl Control {
+    /// In an operator's words: `pause`, `resume`, `skip member 10`, `abort (stop
+    /// releasing)` (was: Rust's own, `Skip("10")`).
+    pub fn label(&self) -> String {
+        match self {
+            Control::Pause => "pause".into(),
+            Control::Resume { parameters } if parameters.is_empty() => "resume".into(),
+            Control::Resume { parameters } => {
+                format!("resume with {}", super::plan::values_label(parameters))
+            }
+            Control::Skip(m) => format!("skip member {m}"),
+            Control::Abort(AbortMode::LeavePaused) => "abort (stop releasing)".into(),
+            Control::Abort(AbortMode::CancelUpdate) => "abort (Heat's cancel, rollback)".into(),
+            Control::Abort(AbortMode::CancelWithoutRollback) => {
+                "abort (Heat's cancel, no rollback)".into()
+            }
+        }
+    }
+}
+
 /// Journal actions other processes append to steer a running rollout (`caldera rollout
 /// pause|resume|abort`); the engine reads them as it polls.
 pub const REQUEST_PAUSE: &str = "rollout.request.pause";
@@ -435,38 +455,82 @@ pub const ENDED_ELSEWHERE: &str = "rollout.ended_elsewhere";
 
 /// Why Heat's stack no longer runs `plan`'s update, when it does not: the stack carries
 /// another rollout's marker, or none (an end's PATCH takes it out), read now. `None` when
-/// the marker is `plan`'s, and for a plan from before markers (nothing to tell by).
+/// the marker is `plan`'s, for a plan from before markers (nothing to tell by), and once
+/// this machine sent the rollout's own end (its PATCH takes the marker off: the rollout
+/// ended here, and its driver says how).
 async fn not_this_rollouts_update(
     heat: &HeatClient,
+    journal: &Journal,
     plan: &RolloutPlan,
 ) -> ServiceResult<Option<String>> {
     if plan.stack_tags.is_none() {
         return Ok(None);
     }
     let detail = heat.get_stack(&plan.stack, false).await.map_err(err)?;
-    let Some(other) = superseded_in(&detail.tags, plan) else {
-        return Ok(None);
-    };
-    let status = &detail.summary.status;
-    let since = detail
-        .summary
-        .updated_at
+    let entries = journal
+        .rollout_entries(&plan.id)
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    Ok(heat_runs_another(
+        plan,
+        &entries,
+        &detail.tags,
+        &detail.summary.status,
+        detail.summary.updated_at,
+    ))
+}
+
+/// Whether Heat no longer runs `plan`'s update (see [`not_this_rollouts_update`]).
+pub async fn ended_elsewhere(
+    heat: &HeatClient,
+    journal: &Journal,
+    plan: &RolloutPlan,
+) -> ServiceResult<bool> {
+    Ok(not_this_rollouts_update(heat, journal, plan)
+        .await?
+        .is_some())
+}
+
+/// See [`not_this_rollouts_update`]: from the stack as read (`tags`, `status`, `updated`)
+/// and this journal's `entries` of the rollout.
+fn heat_runs_another(
+    plan: &RolloutPlan,
+    entries: &[Entry],
+    tags: &[String],
+    status: &crate::model::Status,
+    updated: Option<chrono::DateTime<Utc>>,
+) -> Option<String> {
+    // Before its PATCH returned (`rollout.started`; a take-over that journaled the plan
+    // read it with the marker on the stack) Heat may not show the marker yet; after its
+    // end's PATCH was sent (`rollout.unhook`) the marker goes by its own hand.
+    let patched = entries
+        .iter()
+        .any(|e| e.action == "rollout.started" && e.outcome == Outcome::Ok)
+        || entries
+            .iter()
+            .any(|e| e.action == "rollout.reattach" && e.spec.is_some());
+    let own_end = entries.iter().any(|e| e.action == "rollout.unhook");
+    if !patched || own_end {
+        return None;
+    }
+    let other = superseded_in(tags, plan)?;
+    let since = updated
         .map(|t| format!(" since {}", t.format("%Y-%m-%d %H:%M:%S")))
         .unwrap_or_default();
-    Ok(Some(if status.is_in_progress() {
+    Some(if status.is_in_progress() {
         format!(
-            "Heat's stack {} runs the update of {other} ({status}{since}), not this \
-             rollout's: that update's driver releases its members",
-            plan.stack.name
+            "Heat's stack {} runs {other} ({status}{since}), not this rollout's: that one is \
+             what to follow, pause or take over (`caldera rollout status {}`)",
+            plan.stack.name,
+            plan.target.label()
         )
     } else {
         format!(
             "Heat's stack {} is {status}{since} and no longer carries this rollout's \
-             marker: the driver that ended it (its journal says how; `caldera heat events \
-             {}` shows Heat's side), or a later update, has finished with it",
+             marker: the driver that ended it (its journal says how; `caldera events {}` \
+             shows Heat's side), or a later update, has finished with it",
             plan.stack.name, plan.stack.name
         )
-    }))
+    })
 }
 
 /// The update that `tags` (the stack's, as read) name, when it is not `plan`'s (see
@@ -516,6 +580,60 @@ pub fn started_elsewhere(plan: &RolloutPlan) -> Option<&str> {
         .filter(|h| !h.is_empty() && Some(*h) != here.as_deref())
 }
 
+/// Members Heat shows released by `plan`'s update (updating, done or failed) that this
+/// machine's journal never released. Every release of this machine is journaled before its
+/// signal goes, so each one here was another driver's (another machine's, or another state
+/// directory's on this one, even under the same host name) or an operator's own hook
+/// clear: a driver there may still be releasing. A fact of Heat's against this journal, not
+/// a guess from names.
+pub async fn released_elsewhere(
+    heat: &HeatClient,
+    journal: &Journal,
+    plan: &RolloutPlan,
+) -> ServiceResult<Vec<String>> {
+    let status = observe_status(heat, journal, plan).await?;
+    let entries = journal
+        .rollout_entries(&plan.id)
+        .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    let ours: BTreeSet<String> = entries
+        .iter()
+        .filter(|e| {
+            matches!(e.action.as_str(), "rollout.release" | "rollout.passthrough")
+                && e.outcome == Outcome::Started
+        })
+        .map(|e| plan.member_of_label(&e.target))
+        .collect();
+    Ok(status
+        .nodes
+        .iter()
+        .filter(|n| {
+            matches!(
+                n.phase,
+                NodePhase::Updating | NodePhase::Done | NodePhase::Failed
+            ) && !ours.contains(&n.name)
+        })
+        .map(|n| n.name.clone())
+        .collect())
+}
+
+/// What a take-over of a rollout whose members `others` were released by another driver
+/// risks, in the words every front end shows before it asks.
+pub fn released_elsewhere_words(others: &[String]) -> String {
+    let shown: Vec<&str> = others.iter().take(8).map(String::as_str).collect();
+    let more = others.len().saturating_sub(shown.len());
+    format!(
+        "Heat shows member(s) {}{} released by a driver this machine's journal does not \
+         know (another machine, or another state directory here): if it still runs, two \
+         drivers release two nodes at once (pause it there, or check it is gone, first)",
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
 /// What a take-over of a rollout started on `host` risks, in the words every front end
 /// shows before it asks.
 pub fn started_elsewhere_words(host: &str) -> String {
@@ -547,6 +665,25 @@ pub async fn reattach(
         Reach::Nodes,
         None,
     )?;
+    // Heat says first whether the update is still this rollout's (before any question of
+    // who else drives it: an ended rollout has no driver to ask about): a rollout another
+    // machine drove to its end (or another update replaced) is over, and a driver started
+    // on it here would read Heat's next update as its own (was: `rollout resume` of a
+    // rollout finished elsewhere journaled "failed: superseded: … an update without a
+    // rollout marker", after a take-over and a resume it never did).
+    if let Some(reason) = not_this_rollouts_update(&heat, &ctx.journal, &plan).await? {
+        let ended = Entry::new(&ctx.actor, ENDED_ELSEWHERE, &target, Outcome::Ok)
+            .rollout(&plan.id)
+            .output(reason.clone());
+        if let Err(e) = ctx.record(&ended) {
+            tracing::warn!("rollout {}: journaling its end elsewhere: {e}", plan.id);
+        }
+        return Err(crate::drivers::refused(format!(
+            "rollout {} of {target}: {}; nothing was sent",
+            plan.id,
+            RolloutState::EndedElsewhere { reason }.label()
+        )));
+    }
     if let (TakeOver::ThisMachine, Some(host)) = (take_over, started_elsewhere(&plan)) {
         // Journaled as a refusal (a blocked attempt is part of the audit trail); nothing
         // goes to Heat.
@@ -560,25 +697,21 @@ pub async fn reattach(
             ),
         ));
     }
-    let driver_lock = take_lock(&ctx, &plan)?;
-    // Heat says first whether the update is still this rollout's: a rollout another
-    // machine drove to its end (or another update replaced) is over, and a driver started
-    // on it here would read Heat's next update as its own (was: `rollout resume` of a
-    // rollout finished elsewhere journaled "failed: superseded: … an update without a
-    // rollout marker", after a take-over and a resume it never did).
-    if let Some(reason) = not_this_rollouts_update(&heat, &plan).await? {
-        let ended = Entry::new(&ctx.actor, ENDED_ELSEWHERE, &target, Outcome::Ok)
-            .rollout(&plan.id)
-            .output(reason.clone());
-        if let Err(e) = ctx.record(&ended) {
-            tracing::warn!("rollout {}: journaling its end elsewhere: {e}", plan.id);
+    if take_over == TakeOver::ThisMachine {
+        let others = released_elsewhere(&heat, &ctx.journal, &plan).await?;
+        if !others.is_empty() {
+            return Err(ctx.refuse(
+                "rollout.reattach",
+                &target,
+                format!(
+                    "not taken over: rollout {}: {}",
+                    plan.id,
+                    released_elsewhere_words(&others)
+                ),
+            ));
         }
-        return Err(crate::drivers::refused(format!(
-            "rollout {} of {target}: {}; nothing was sent",
-            plan.id,
-            RolloutState::EndedElsewhere { reason }.label()
-        )));
     }
+    let driver_lock = take_lock(&ctx, &plan)?;
     let requests_from = journal_len(&ctx.journal);
     let mut entry =
         Entry::new(&ctx.actor, "rollout.reattach", &target, Outcome::Ok).rollout(&plan.id);
@@ -2515,6 +2648,20 @@ pub async fn observe_status(
                 }
             }
             _ => {}
+        }
+    }
+    // The journal says it runs, Heat that it runs another update or none: it ended
+    // elsewhere, whatever this journal last said (was: "running", or "paused: nobody
+    // releases its members", under one name while Heat ran another rollout).
+    if !status.state.is_final() {
+        if let Some(reason) = heat_runs_another(
+            plan,
+            &entries,
+            &obs.stack_tags,
+            &obs.stack_status,
+            obs.stack_updated_at,
+        ) {
+            status.state = RolloutState::EndedElsewhere { reason };
         }
     }
     if status.state == RolloutState::Running && memory.pause.operator {

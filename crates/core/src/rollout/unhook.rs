@@ -60,6 +60,17 @@ fn all_restored(plan: &RolloutPlan, env: &EnvironmentHooks) -> bool {
     })
 }
 
+/// The commands that take the rollout's hooks out by hand, one per hooked group (`heat
+/// unhook` takes one group): "`caldera heat unhook S kube_masters`, then `caldera heat
+/// unhook S kube_minions`" (was: one command naming "kube_masters and kube_minions").
+fn unhook_commands(plan: &RolloutPlan) -> String {
+    plan.hooked_groups()
+        .iter()
+        .map(|g| format!("`caldera heat unhook {} {g}`", plan.stack.name))
+        .collect::<Vec<_>>()
+        .join(", then ")
+}
+
 /// Takes the rollout's hooks out of the stack's environment when that changes nothing else
 /// (see the module's note), journaled first, and checks Heat's environment afterwards.
 /// Answers the line the rollout's status and its last journal entry carry.
@@ -104,9 +115,8 @@ pub async fn take_out(
     if status.is_in_progress() {
         return format!(
             "the {ROLLOUT_HOOK} hooks on {group} stay while Heat's update runs ({status}): \
-             they hold the members not released; once it ends, `caldera heat unhook {} {group}` \
-             takes them out",
-            plan.stack.name
+             they hold the members not released; once it ends, {} takes them out",
+            unhook_commands(plan)
         );
     }
     let safe = ending == Ending::Completed || status.raw == "ROLLBACK_COMPLETE";
@@ -115,8 +125,9 @@ pub async fn take_out(
             "left in the stack's environment on purpose: {ROLLOUT_HOOK} on {group}, so the \
              next update of {stack} (by any tool) holds its {members} member(s). Heat's \
              update ended {status} with members not on the stack's stored values, and taking \
-             the hooks out is an update that would bring them there unheld; `caldera heat \
-             unhook {stack} {group}` does it when you choose",
+             the hooks out is an update that would bring them there unheld; {} does it when \
+             you choose",
+            unhook_commands(plan),
             stack = plan.stack.name
         );
     }
@@ -134,8 +145,9 @@ pub async fn take_out(
         return format!(
             "still in the stack's environment ({ROLLOUT_HOOK} on {group}): the journal could \
              not take the entry of the PATCH that takes them out ({}), so it was not sent; \
-             `caldera heat unhook {} {group}`",
-            e.message, plan.stack.name
+             {}",
+            e.message,
+            unhook_commands(plan)
         );
     }
     before_patch.await;
@@ -158,9 +170,8 @@ pub async fn take_out(
     match line {
         Ok(l) => l,
         Err(e) => format!(
-            "still in the stack's environment ({ROLLOUT_HOOK} on {group}): {e}; `caldera heat \
-             unhook {} {group}`",
-            plan.stack.name
+            "still in the stack's environment ({ROLLOUT_HOOK} on {group}): {e}; {}",
+            unhook_commands(plan)
         ),
     }
 }
@@ -179,9 +190,8 @@ async fn superseded_since(
         Err(e) => {
             return Some(format!(
                 "still in the stack's environment ({ROLLOUT_HOOK} on {group}): the stack could \
-                 not be read again right before the PATCH that takes them out ({e}); `caldera \
-                 heat unhook {} {group}`",
-                plan.stack.name
+                 not be read again right before the PATCH that takes them out ({e}); {}",
+                unhook_commands(plan)
             ))
         }
     };
