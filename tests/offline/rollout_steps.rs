@@ -428,6 +428,19 @@ async fn a_resume_after_another_machine_released_members_asks_first() {
             parameters: Default::default(),
         }]
     };
+    // A skip asked here with no driver here is recorded for the next driver here: the
+    // other machine's never reads it.
+    let skipped = plan.batches[2][0].clone();
+    let asked = caldera::rollout::control::ask(
+        &here.heat,
+        &here.ctx,
+        &plan,
+        &Control::Skip(skipped.clone()),
+        here.engine_options(HookSet::default()),
+    )
+    .await
+    .expect("recorded");
+    assert_eq!(asked, None, "nobody drives here: recorded, not asked");
     // The other machine finds the rollout from Heat alone and drives it a while.
     let found = caldera::rollout::control::find_rollout(&there.heat, &there.ctx, &target)
         .await
@@ -474,6 +487,18 @@ async fn a_resume_after_another_machine_released_members_asks_first() {
     assert!(
         released_there.is_subset(&others),
         "{released_there:?} not in {others:?}"
+    );
+    // Heat updated the member skipped here: Heat's word wins (was: `skipped 1` beside
+    // `new` for it).
+    let seen = engine::observe_status(&here.heat, &here.ctx.journal, &back)
+        .await
+        .expect("status");
+    let row = seen.nodes.iter().find(|n| n.name == skipped).expect("row");
+    assert_eq!(
+        row.phase,
+        caldera::rollout::progress::NodePhase::Done,
+        "{:#?}",
+        seen.lines()
     );
     let refused = engine::reattach(
         here.heat.clone(),

@@ -2351,7 +2351,9 @@ impl Runner {
                 return None;
             }
         }
-        if !self.skipped.is_empty() {
+        // A skipped member Heat shows updated (released by a driver that never read the
+        // skip) left nothing on its hook.
+        if self.skipped.iter().any(|m| !self.is_done(m)) {
             return Some(RolloutState::CompletedWithSkips);
         }
         let s = &self.obs.stack_status;
@@ -2508,7 +2510,12 @@ fn fill_nodes(
     let updating = obs.stack_status.is_in_progress();
     for n in status.nodes.iter_mut() {
         let t = obs.members.get(&n.name);
-        n.phase = if skipped.contains(&n.name) {
+        // A skip counts until Heat shows the member updated (a driver elsewhere never read
+        // this journal's skip): then Heat's word wins (was: `skipped 1` beside `new` for a
+        // member Heat had updated). Only done: Heat's cancel clears and fails the members
+        // it held, a skipped one too, and that is no update.
+        let updated = t.is_some_and(|t| t.done);
+        n.phase = if skipped.contains(&n.name) && !updated {
             NodePhase::Skipped
         } else if let Some(t) = t {
             if t.done {
