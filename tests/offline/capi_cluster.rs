@@ -349,9 +349,23 @@ async fn the_driver_lists_nodes_and_removes_chosen_ones_by_server_id() {
         "{head}"
     );
     assert!(!head.contains("batches run by Magnum"), "{head}");
-    // A Magnum cluster on Heat keeps Magnum's batches.
-    let heat_target = magnum
+    // A Magnum cluster on Heat whose update runs (prod-east's rollout) is not upgraded
+    // beside it: refused, naming what to look at (was: planned and sent).
+    let busy = magnum
         .find_nodegroup("prod-east", "default-worker")
+        .await
+        .expect("heat-backed target");
+    let e = magnum
+        .plan_upgrade(&busy, "k8s-v1.31", 2)
+        .await
+        .expect_err("refused while its update runs");
+    assert!(
+        e.message.contains("UPDATE_IN_PROGRESS: wait for it to settle before upgrading"),
+        "{e}"
+    );
+    // A settled one keeps Magnum's batches.
+    let heat_target = magnum
+        .find_nodegroup("dev-small", "default-worker")
         .await
         .expect("heat-backed target");
     let plan = magnum

@@ -337,6 +337,42 @@ impl MagnumDriver {
             .ok_or_else(|| ServiceError::new(ErrorKind::NotFound, "no Magnum cluster id"))
     }
 
+    /// The cluster, when neither it nor the node group `ng` is being updated. An upgrade,
+    /// a resize or a caldera rollout of the cluster's stack under way (the node group's or
+    /// the cluster's update in progress): `doing` now would race it, as for a Heat-native
+    /// group. A create is not: a Cluster API cluster that cannot be built stays
+    /// CREATE_IN_PROGRESS for good, and a resize may be how it is mended.
+    async fn settled(
+        &self,
+        target: &NodeGroupTarget,
+        id: &str,
+        ng: &crate::model::NodeGroup,
+        doing: &str,
+    ) -> ServiceResult<crate::model::Cluster> {
+        let updating = |s: &crate::model::Status| s.is_in_progress() && s.action == "UPDATE";
+        if updating(&ng.status) {
+            return Err(refused(format!(
+                "{} is {}: wait for it to settle before {doing} (`caldera rollout status {}` \
+                 says what runs)",
+                target.label(),
+                ng.status,
+                target.label()
+            )));
+        }
+        let cluster = self.magnum.get_cluster(id).await.map_err(err)?;
+        if updating(&cluster.status) {
+            return Err(refused(format!(
+                "cluster {} is {}: wait for it to settle before {doing} {} (`caldera rollout \
+                 status {}` says what runs)",
+                cluster.name,
+                cluster.status,
+                target.nodegroup,
+                target.label()
+            )));
+        }
+        Ok(cluster)
+    }
+
     pub async fn plan_upgrade(
         &self,
         target: &NodeGroupTarget,
@@ -347,6 +383,14 @@ impl MagnumDriver {
         needs(v, UPGRADE, "upgrading a cluster")?;
         needs(v, NODEGROUPS, "upgrading one node group")?;
         let id = Self::cluster_id(target)?;
+        // (Was: sent while a caldera rollout of the cluster's stack stood paused, the
+        // cluster UPDATE_IN_PROGRESS.)
+        let ng = self
+            .magnum
+            .get_nodegroup(id, &target.nodegroup)
+            .await
+            .map_err(err)?;
+        self.settled(target, id, &ng, "upgrading").await?;
         let body = UpgradeRequest {
             cluster_template: cluster_template.to_string(),
             max_batch_size: Some(max_batch_size.max(1)),
@@ -534,25 +578,7 @@ impl Driver for MagnumDriver {
                 .get_nodegroup(id, &target.nodegroup)
                 .await
                 .map_err(err)?;
-            // An upgrade or another resize under way (the node group's or the cluster's
-            // update in progress): a resize now would race it, as for a Heat-native group.
-            // A create is not: a Cluster API cluster that cannot be built stays
-            // CREATE_IN_PROGRESS for good, and a resize may be how it is mended.
-            let updating = |s: &crate::model::Status| s.is_in_progress() && s.action == "UPDATE";
-            if updating(&ng.status) {
-                return Err(refused(format!(
-                    "{} is {}: wait for it to settle before scaling",
-                    target.label(),
-                    ng.status
-                )));
-            }
-            let mut cluster = self.magnum.get_cluster(id).await.map_err(err)?;
-            if updating(&cluster.status) {
-                return Err(refused(format!(
-                    "cluster {} is {}: wait for it to settle before scaling {}",
-                    cluster.name, cluster.status, target.nodegroup
-                )));
-            }
+            let mut cluster = self.settled(target, id, &ng, "scaling").await?;
             let from = ng.node_count;
             let to = request
                 .count

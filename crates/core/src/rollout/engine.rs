@@ -449,7 +449,7 @@ async fn superseded_by(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> 
 }
 
 /// The journal's action for a rollout this machine found over when it came to drive it
-/// (see [`not_this_rollouts_update`]): it ends the rollout here as `rollout.finish` does,
+/// (see [`ended_elsewhere`]): it ends the rollout here as `rollout.finish` does,
 /// its `output` says what Heat showed.
 pub const ENDED_ELSEWHERE: &str = "rollout.ended_elsewhere";
 
@@ -479,7 +479,9 @@ async fn not_this_rollouts_update(
     ))
 }
 
-/// Whether Heat no longer runs `plan`'s update (see [`not_this_rollouts_update`]).
+/// Whether Heat no longer runs `plan`'s update: the stack carries another rollout's marker,
+/// or none (an end's PATCH takes it out), while this machine's journal says the rollout's
+/// PATCH went out and not yet its end's.
 pub async fn ended_elsewhere(
     heat: &HeatClient,
     journal: &Journal,
