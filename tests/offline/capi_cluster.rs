@@ -360,7 +360,8 @@ async fn the_driver_lists_nodes_and_removes_chosen_ones_by_server_id() {
         .await
         .expect_err("refused while its update runs");
     assert!(
-        e.message.contains("UPDATE_IN_PROGRESS: wait for it to settle before upgrading"),
+        e.message
+            .contains("UPDATE_IN_PROGRESS: wait for it to settle before upgrading"),
         "{e}"
     );
     // A settled one keeps Magnum's batches.
