@@ -39,6 +39,13 @@ async fn sim_killed_engine_reattaches_and_updates_each_member_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_an_outside_update_under_the_marker_pauses_the_rollout() {
+    let (sim, env) = sim_env(50.0).await;
+    scenarios::outside_update_scenario(&env, "ro").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_failing_post_node_hook_pauses_at_that_node() {
     let (sim, env) = sim_env(50.0).await;
     scenarios::failing_hook_scenario(&env, "rh").await;

@@ -38,6 +38,12 @@ async fn real_killed_engine_reattaches_and_updates_each_member_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_an_outside_update_under_the_marker_pauses_the_rollout() {
+    scenarios::outside_update_scenario(&env().await, &unique("aout")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
 async fn real_failing_post_node_hook_pauses_at_that_node() {
     scenarios::failing_hook_scenario(&env().await, &unique("ahook")).await;
 }

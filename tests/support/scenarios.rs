@@ -1575,3 +1575,108 @@ pub async fn plain_group_mid_rollout_scenario(
     h.send(Control::Abort(AbortMode::CancelUpdate)).ok();
     tokio::time::timeout(env.timeout, h.wait()).await.ok();
 }
+
+/// Another update of the stack that keeps the rollout's marker (a PATCH of one parameter:
+/// `openstack stack update --existing`, Magnum's resize) while the rollout waits on its
+/// gate: the rollout pauses before its next release and names what the other update sets,
+/// Heat's values before and after; a restart finds it again from the journal and Heat; the
+/// operator's resume drives the update Heat runs now, to its values (was: the driver
+/// released every member into the other update's image and ended "completed" under its
+/// own).
+pub async fn outside_update_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 3).await;
+    let members = env.member_names(&target).await;
+    let options = RolloutOptions {
+        gate_wait_ms: 3_000,
+        ..Default::default()
+    };
+    let plan = env.plan(&target, &members, "img-v2", options, &[]);
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("first node done");
+    // The outside update: parameters alone, as `--existing` sends them (tags and the
+    // environment, hooks included, are kept by Heat).
+    let outside = caldera::api::heat::StackUpdate {
+        parameters: BTreeMap::from([("image".to_string(), serde_json::json!("img-v3"))]),
+        existing: true,
+        ..Default::default()
+    };
+    let stack = target.stack.clone().expect("stack");
+    env.heat
+        .update_stack(&stack, &outside)
+        .await
+        .expect("outside update");
+    let paused = tokio::time::timeout(
+        env.timeout,
+        h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
+    )
+    .await
+    .expect("the rollout pauses on the other update");
+    let RolloutState::Paused { reason } = &paused.state else {
+        panic!("not paused: {:?}", paused.state)
+    };
+    assert!(
+        reason.contains("Heat began another update of stack")
+            && reason.contains("image: img-v2 → img-v3"),
+        "{reason}"
+    );
+    // Nothing released since it paused, by a driver that sees it again after a restart.
+    h.kill().await;
+    let found = find_active(&env.ctx.journal, &target.label())
+        .expect("journal")
+        .expect("an active rollout");
+    let mut h2 = engine::reattach(
+        env.heat.clone(),
+        env.ctx.clone(),
+        found,
+        env.engine_options(HookSet::default()),
+        Vec::new(),
+        engine::TakeOver::ThisMachine,
+    )
+    .await
+    .expect("reattach");
+    let again = tokio::time::timeout(
+        env.timeout,
+        h2.wait_for(|s| {
+            matches!(&s.state, RolloutState::Paused { reason } if reason.contains("another update"))
+        }),
+    )
+    .await
+    .expect("paused again after the restart");
+    assert_eq!(again.done, paused.done, "nothing released while paused");
+    let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    let pause_at = journal
+        .iter()
+        .position(|e| e.action == "rollout.pause")
+        .expect("the pause journaled");
+    assert!(
+        !journal[pause_at..]
+            .iter()
+            .any(|e| e.action == "rollout.release"),
+        "released after the pause"
+    );
+    h2.send(Control::Resume {
+        parameters: Default::default(),
+    })
+    .expect("resume");
+    let end = tokio::time::timeout(env.timeout, h2.wait())
+        .await
+        .expect("finishes in time");
+    assert!(
+        matches!(end.state, RolloutState::Completed),
+        "{:?}",
+        end.state
+    );
+    assert_eq!(end.image, "img-v3", "named for what Heat's update sets");
+    let images = env.member_images(&target).await;
+    assert!(images.values().all(|i| i == "img-v3"), "{images:?}");
+    let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    assert!(
+        journal.iter().any(|e| e.action == "rollout.heat_update"
+            && e.output.as_deref().is_some_and(|o| o.contains("taken on"))),
+        "the resume journals the update it drives"
+    );
+    assert_completed_and_unhooked(env, &target, &end).await;
+    env.delete(&target).await;
+}

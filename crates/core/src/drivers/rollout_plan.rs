@@ -589,9 +589,17 @@ impl RolloutPlan {
 
     /// The values the rollout's update sets from now on (a resume's overrides over the
     /// start's): a group's rollout is named by them.
-    pub fn set_values(&mut self, values: ParameterValues) {
-        if self.group.is_some() {
-            self.image = values_label(&values);
+    pub fn set_values(&mut self, mut values: ParameterValues) {
+        match self.group {
+            Some(_) => self.image = values_label(&values),
+            // caldera's own node-group stack: its image is the `image` parameter, which
+            // the plan keeps apart (an `image` among the others would be sent, then
+            // overwritten by the plan's own).
+            None => {
+                if let Some(image) = values.remove("image") {
+                    self.image = image.display_text();
+                }
+            }
         }
         self.extra_parameters = values;
     }

@@ -31,8 +31,10 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 mod closing;
+mod heat_update;
 mod left;
 use closing::{operator_pause_after_heat, with_operator, JournaledPause, OPERATOR_PAUSE};
+use heat_update::HeatUpdate;
 use left::{closing_words, hooks_left_now};
 
 /// Longest a wait (the poll, a gate, a hook) goes without looking for control requests
@@ -911,6 +913,8 @@ async fn spawn(
         ignore_failures_until_update: None,
         draining: false,
         resume_when_update_fails: None,
+        following: memory.followed,
+        replaced: None,
         plan,
     };
     runner.rebuild_pause(journaled_pause);
@@ -949,6 +953,8 @@ struct Memory {
     pause: JournaledPause,
     /// The times the rollout stood paused, from its pauses and resumes.
     paused: Vec<crate::progress::PauseSpan>,
+    /// The update of the stack the rollout's driver followed last (see [`heat_update`]).
+    followed: Option<HeatUpdate>,
 }
 
 /// What the journal remembers of this rollout that Heat cannot tell: hooks already run,
@@ -983,6 +989,9 @@ fn journal_memory(journal: &Journal, plan: &RolloutPlan) -> ServiceResult<(u64, 
                 m.skipped.insert(plan.member_of_label(&e.target));
             }
             "rollout.pause" | "rollout.resume" => m.pause.read(e),
+            heat_update::FOLLOWS if ok => {
+                m.followed = e.spec.as_deref().and_then(|s| serde_json::from_str(s).ok());
+            }
             _ => {}
         }
         // The times it stood paused, as `observe_status` reads them: a driver taking the
@@ -1080,6 +1089,12 @@ struct Runner {
     /// update sent again then). Applied before, the same failure would pause it again (and a
     /// resume's values were refused as "nothing would send them").
     resume_when_update_fails: Option<ParameterValues>,
+    /// The update of the stack this driver follows, as Heat showed it with this rollout's
+    /// update in it (see [`heat_update`]); `None` until the first look at Heat.
+    following: Option<HeatUpdate>,
+    /// Another update Heat began since (the marker kept): the rollout paused on it, and a
+    /// resume drives it.
+    replaced: Option<HeatUpdate>,
 }
 
 /// An abort that cancelled Heat's update, until Heat settles.
@@ -1201,6 +1216,9 @@ impl Runner {
             match self.heat.get_stack(&self.plan.stack, false).await {
                 Ok(d) => {
                     self.obs.stack_tags = d.tags;
+                    self.obs.stack_status = d.summary.status;
+                    self.obs.stack_updated_at = d.summary.updated_at;
+                    self.obs.stack_parameters = d.parameters;
                     self.obs.stack_read_at = Some(std::time::Instant::now());
                 }
                 // The release that follows would fail the same way.
@@ -1215,7 +1233,7 @@ impl Runner {
                 self.superseded(&w);
                 false
             }
-            None => true,
+            None => self.same_heat_update().await,
         }
     }
 
@@ -1241,7 +1259,12 @@ impl Runner {
                     // superseded while it waits on Heat (no release due) ends all the same.
                     Ok(()) => match superseded_in(&self.obs.stack_tags, &self.plan) {
                         Some(winner) => self.superseded(&winner),
-                        None => end = self.step().await,
+                        // Another update under this marker pauses the rollout; the step
+                        // then releases nothing and says so.
+                        None => {
+                            self.same_heat_update().await;
+                            end = self.step().await;
+                        }
                     },
                     Err(e) => tracing::warn!("rollout {}: reading Heat: {e}", self.plan.id),
                 }
@@ -1481,6 +1504,10 @@ impl Runner {
                     self.note(e).await;
                     return;
                 }
+                // Another update Heat began under this rollout's marker (found now, or
+                // when it paused): the operator's resume drives it, with its values.
+                self.same_heat_update().await;
+                self.adopt_heat_update().await;
                 // Overrides apply to the update sent to retry failed members, and name the
                 // rollout from now on. A resume without any keeps the rollout's name (one
                 // read back from Heat has no values to name it by: "to : completed").
@@ -1924,6 +1951,7 @@ impl Runner {
             Ok(()) => {
                 self.ignore_failures_until_update = Some(seen);
                 self.draining = false;
+                self.follow_next_update();
                 self.write(self.record("rollout.retry", &target, Outcome::Ok));
                 true
             }

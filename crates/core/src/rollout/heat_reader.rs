@@ -123,8 +123,8 @@ pub struct HeatReader {
     /// The node-group stack's tags (a rollout's marker among them), as last read, and when.
     pub stack_tags: Vec<String>,
     pub stack_read_at: Option<std::time::Instant>,
-    /// The node-group stack's image parameter.
-    pub stack_image: Option<String>,
+    /// The node-group stack's parameters as Heat shows them (text), as last read.
+    pub stack_parameters: BTreeMap<String, String>,
     /// Every event applied, oldest first (tests check batches against Heat's own times).
     pub log: Vec<StackEvent>,
     /// Heat's time of the newest event seen.
@@ -161,7 +161,7 @@ impl HeatReader {
             stack_reason: String::new(),
             stack_tags: Vec::new(),
             stack_read_at: None,
-            stack_image: None,
+            stack_parameters: BTreeMap::new(),
             log: Vec::new(),
             last_event_time: None,
             address_plans: BTreeMap::new(),
@@ -246,7 +246,7 @@ impl HeatReader {
         self.stack_status = detail.summary.status;
         self.stack_updated_at = detail.summary.updated_at;
         self.stack_reason = detail.summary.status_reason.unwrap_or_default();
-        self.stack_image = detail.parameters.get("image").cloned();
+        self.stack_parameters = detail.parameters;
         self.stack_tags = detail.tags;
         self.stack_read_at = Some(std::time::Instant::now());
         for f in 0..self.feeds.len() {

@@ -398,7 +398,10 @@ impl World {
         if let Some(st) = self.stack_mut(ix) {
             st.status = status;
             st.reason = reason.clone();
-            if status.action != Action::Create {
+            // Heat sets `updated_time` when it begins an action other than a create (an
+            // update, a rollback, a check), not when it ends one: a stack's `updated_time`
+            // names the action it runs or ran last.
+            if status.action != Action::Create && status.state == State::InProgress {
                 st.updated_ms = Some(now);
             }
         }
