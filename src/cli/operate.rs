@@ -583,17 +583,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             // by a driver this journal does not know, is taken over only when the operator
             // says so: that driver may live, and this machine cannot see it.
             // (One Heat no longer runs is not asked about: the take-over says it ended.)
-            let heat = &ctx.conn.heat;
-            let ended = engine::ended_elsewhere(heat, &ctx.action.journal, &plan).await?;
-            let risk = match engine::started_elsewhere(&plan) {
-                _ if ended => None,
-                Some(host) => Some(engine::started_elsewhere_words(host)),
-                None => {
-                    let others =
-                        engine::released_elsewhere(heat, &ctx.action.journal, &plan).await?;
-                    (!others.is_empty()).then(|| engine::released_elsewhere_words(&others))
-                }
-            };
+            let risk = engine::take_over_risk(&ctx.conn.heat, &ctx.action.journal, &plan).await?;
             if let Some(risk) = risk {
                 print_lines(&[format!("resume {}: rollout {}: {risk}", t.label(), plan.id)])?;
                 if !yes && !confirm_prompt("take it over from this machine?")? {

@@ -512,7 +512,7 @@ fn heat_runs_another(
         || entries
             .iter()
             .any(|e| e.action == "rollout.reattach" && e.spec.is_some());
-    let own_end = entries.iter().any(|e| e.action == "rollout.unhook");
+    let own_end = entries.iter().any(super::unhook::own_end_sent);
     if !patched || own_end {
         return None;
     }
@@ -648,6 +648,35 @@ pub fn started_elsewhere_words(host: &str) -> String {
     )
 }
 
+/// What taking `plan` over from this machine risks, in the words every front end shows
+/// before it asks (`None`: nothing; the operator need not be asked): a driver that may
+/// still live elsewhere, as Heat's marker (started on another machine) or Heat's members
+/// (released by a driver this journal does not know) say. A rollout Heat no longer runs
+/// risks nothing (a take-over of it says it ended, and drives nothing).
+pub async fn take_over_risk(
+    heat: &HeatClient,
+    journal: &Journal,
+    plan: &RolloutPlan,
+) -> ServiceResult<Option<String>> {
+    if ended_elsewhere(heat, journal, plan).await? {
+        return Ok(None);
+    }
+    another_driver_risk(heat, journal, plan).await
+}
+
+/// [`take_over_risk`] of a rollout Heat still runs.
+async fn another_driver_risk(
+    heat: &HeatClient,
+    journal: &Journal,
+    plan: &RolloutPlan,
+) -> ServiceResult<Option<String>> {
+    if let Some(host) = started_elsewhere(plan) {
+        return Ok(Some(started_elsewhere_words(host)));
+    }
+    let others = released_elsewhere(heat, journal, plan).await?;
+    Ok((!others.is_empty()).then(|| released_elsewhere_words(&others)))
+}
+
 /// Attaches to a rollout already under way (after a restart, or another operator's).
 /// `initial` controls (e.g. the resume that made the operator reattach) are applied before
 /// the engine first looks at Heat, so it never acts on a state they change. Refused while
@@ -688,30 +717,14 @@ pub async fn reattach(
             RolloutState::EndedElsewhere { reason }.label()
         )));
     }
-    if let (TakeOver::ThisMachine, Some(host)) = (take_over, started_elsewhere(&plan)) {
-        // Journaled as a refusal (a blocked attempt is part of the audit trail); nothing
-        // goes to Heat.
-        return Err(ctx.refuse(
-            "rollout.reattach",
-            &target,
-            format!(
-                "not taken over: rollout {}: {}",
-                plan.id,
-                started_elsewhere_words(host)
-            ),
-        ));
-    }
     if take_over == TakeOver::ThisMachine {
-        let others = released_elsewhere(&heat, &ctx.journal, &plan).await?;
-        if !others.is_empty() {
+        if let Some(risk) = another_driver_risk(&heat, &ctx.journal, &plan).await? {
+            // Journaled as a refusal (a blocked attempt is part of the audit trail);
+            // nothing goes to Heat.
             return Err(ctx.refuse(
                 "rollout.reattach",
                 &target,
-                format!(
-                    "not taken over: rollout {}: {}",
-                    plan.id,
-                    released_elsewhere_words(&others)
-                ),
+                format!("not taken over: rollout {}: {risk}", plan.id),
             ));
         }
     }
@@ -2381,9 +2394,11 @@ impl Runner {
                 return None;
             }
         }
-        // A skipped member Heat shows updated (released by a driver that never read the
-        // skip) left nothing on its hook.
-        if self.skipped.iter().any(|m| !self.is_done(m)) {
+        if self
+            .skipped
+            .iter()
+            .any(|m| skip_stands(&self.skipped, &self.obs, m))
+        {
             return Some(RolloutState::CompletedWithSkips);
         }
         let s = &self.obs.stack_status;
@@ -2530,6 +2545,14 @@ pub fn parse_request(plan: &RolloutPlan, e: &Entry) -> Option<Control> {
     }
 }
 
+/// Whether member `m`'s skip (journaled here) still stands: until Heat shows the member
+/// updated (a driver elsewhere never read this journal's skip), then Heat's word wins (was:
+/// `skipped 1` beside `new` for a member Heat had updated). Only done: Heat's cancel
+/// clears and fails the members it held, a skipped one too, and that is no update.
+fn skip_stands(skipped: &BTreeSet<String>, obs: &HeatReader, m: &str) -> bool {
+    skipped.contains(m) && !obs.members.get(m).is_some_and(|t| t.done)
+}
+
 /// Node phases from what Heat says.
 fn fill_nodes(
     status: &mut RolloutStatus,
@@ -2540,12 +2563,7 @@ fn fill_nodes(
     let updating = obs.stack_status.is_in_progress();
     for n in status.nodes.iter_mut() {
         let t = obs.members.get(&n.name);
-        // A skip counts until Heat shows the member updated (a driver elsewhere never read
-        // this journal's skip): then Heat's word wins (was: `skipped 1` beside `new` for a
-        // member Heat had updated). Only done: Heat's cancel clears and fails the members
-        // it held, a skipped one too, and that is no update.
-        let updated = t.is_some_and(|t| t.done);
-        n.phase = if skipped.contains(&n.name) && !updated {
+        n.phase = if skip_stands(skipped, obs, &n.name) {
             NodePhase::Skipped
         } else if let Some(t) = t {
             if t.done {
@@ -2917,6 +2935,60 @@ mod tests {
             let targets: Vec<&str> = entries.iter().map(|e| e.target.as_str()).collect();
             assert_eq!(targets, ["c1/w1"], "torn at byte {cut}");
         }
+    }
+
+    /// The marker gone while this journal's end PATCH was never sent (refused as another
+    /// start's update was read right before it) is another's doing: ended elsewhere. Sent,
+    /// or perhaps sent (its `Started` alone), the marker may have gone by this end.
+    #[test]
+    fn only_an_end_patch_that_may_have_gone_out_explains_a_missing_marker() {
+        let actor = Actor {
+            cloud: "prod".into(),
+            user: "alice".into(),
+        };
+        let mut plan = RolloutPlan::new(
+            crate::drivers::NodeGroupTarget {
+                cluster: "c1".into(),
+                nodegroup: "w".into(),
+                driver: crate::model::DriverKind::HeatNative,
+                stack: None,
+                cluster_id: None,
+                limits: Default::default(),
+            },
+            crate::model::StackRef {
+                name: "c1-w".into(),
+                id: "s1".into(),
+            },
+            "img-2",
+            None,
+            &["0".to_string()],
+            super::super::RolloutOptions::default(),
+            BTreeMap::new(),
+        );
+        plan.stack_tags = Some(Vec::new());
+        let entry = |action: &str, outcome: Outcome| {
+            Entry::new(&actor, action, "c1/w", outcome).rollout(&plan.id)
+        };
+        let started = entry("rollout.started", Outcome::Ok);
+        let status = crate::model::Status::parse("UPDATE_COMPLETE");
+        let unhook = |outcome: Outcome| vec![started.clone(), entry("rollout.unhook", outcome)];
+        let not_sent = unhook(Outcome::Failed {
+            error: format!(
+                "{}left to the update that superseded it",
+                super::super::unhook::NOT_SENT
+            ),
+        });
+        assert!(heat_runs_another(&plan, &not_sent, &[], &status, None).is_some());
+        for sent in [
+            unhook(Outcome::Started),
+            unhook(Outcome::Ok),
+            unhook(Outcome::Failed {
+                error: "Heat's environment still declares them after the PATCH".into(),
+            }),
+        ] {
+            assert!(heat_runs_another(&plan, &sent, &[], &status, None).is_none());
+        }
+        assert!(heat_runs_another(&plan, &[started.clone()], &[], &status, None).is_some());
     }
 
     /// A take-over's driverless span (from the killed driver's last heartbeat, `since`, to

@@ -157,7 +157,7 @@ pub async fn take_out(
     // before sending (Heat has no conditional update: this narrows the window to a read).
     if let Some(line) = superseded_since(heat, plan, &detail.tags).await {
         let _ = ctx.record(&entry(Outcome::Failed {
-            error: format!("not sent: {line}"),
+            error: format!("{NOT_SENT}{line}"),
         }));
         return line;
     }
@@ -174,6 +174,19 @@ pub async fn take_out(
             unhook_commands(plan)
         ),
     }
+}
+
+/// How a `rollout.unhook` entry whose PATCH was never sent begins its error: the end's
+/// PATCH that takes the marker off did not go out, so the marker, if gone, went by
+/// another's hand.
+pub(super) const NOT_SENT: &str = "not sent: ";
+
+/// Whether `e` is the end's PATCH of a rollout, sent or perhaps sent (a `Started` alone: the
+/// process may have died mid-request): the marker may then have gone by this rollout's
+/// own end.
+pub(super) fn own_end_sent(e: &Entry) -> bool {
+    e.action == "rollout.unhook"
+        && !matches!(&e.outcome, Outcome::Failed { error } if error.starts_with(NOT_SENT))
 }
 
 /// Why the end's PATCH must not be sent: the stack's marker is no longer the one read at
