@@ -2988,7 +2988,9 @@ mod tests {
         ] {
             assert!(heat_runs_another(&plan, &sent, &[], &status, None).is_none());
         }
-        assert!(heat_runs_another(&plan, &[started.clone()], &[], &status, None).is_some());
+        assert!(
+            heat_runs_another(&plan, std::slice::from_ref(&started), &[], &status, None).is_some()
+        );
     }
 
     /// A take-over's driverless span (from the killed driver's last heartbeat, `since`, to
