@@ -19,6 +19,7 @@ use crate::parameter_value::{ParameterValue, ParameterValues};
 use crate::rollout::control;
 use crate::rollout::engine::{self, find_latest, observe_status, EngineOptions};
 use crate::rollout::lock::LockState;
+use crate::rollout::status_json::StatusJson;
 use crate::rollout::{
     AbortMode, Control, RolloutOptions, RolloutPlan, RolloutState, RolloutStatus,
 };
@@ -479,7 +480,7 @@ async fn rollout(ctx: &Ctx, command: RolloutCommand) -> CmdResult {
             let (status, plan) = status_and_plan(&ctx.conn, &ctx.action, &target).await?;
             match (format, summary) {
                 (JournalFormat::Json, summary) => {
-                    let json = status_json(&status, plan.as_ref(), summary)?;
+                    let json = StatusJson::new(&status, plan.as_ref(), summary);
                     writeln!(io::stdout(), "{}", json_string_pretty(&json)?)?
                 }
                 (JournalFormat::Text | JournalFormat::Csv, true) => {
@@ -617,88 +618,6 @@ pub(super) async fn group_progress(
         Some(plan) => plan.progress_as_viewed(&status.progress),
         None => (*status.progress).clone(),
     })
-}
-
-/// `rollout status --format json`: the status, its top-level fields as its progress model
-/// says them, as the text does: `current_batch` is the model's batch (1-based, the one
-/// `progress.batch` gives; each node's `batch` is 1-based too, as its text line's), `state` the model's state (`paused: nobody releases its
-/// members` where no driver runs) and the journal's word beside it as `journal_state`;
-/// what the rollout sets as `set` (its plan's values) and `image` only where it is
-/// caldera's own node group's image; with groups held beside the target, `groups`: each
-/// group's counts, as the text's `kube_masters: new …` lines give them. `summary`: no
-/// per-node entries (`nodes` empty, no `progress.members`).
-fn status_json(
-    status: &RolloutStatus,
-    plan: Option<&RolloutPlan>,
-    summary: bool,
-) -> Result<serde_json::Value, serde_json::Error> {
-    use serde_json::{json, Value};
-    let mut v = serde_json::to_value(status)?;
-    let Some(o) = v.as_object_mut() else {
-        return Ok(v);
-    };
-    if summary {
-        o.insert("nodes".into(), json!([]));
-        if let Some(progress) = o.get_mut("progress").and_then(Value::as_object_mut) {
-            progress.remove("members");
-        }
-    }
-    // Each node's batch as the text's `batch 1` and `progress.batch` number it (1-based; the
-    // status keeps it 0-based, as the plan indexes its batches).
-    for (node, n) in o
-        .get_mut("nodes")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .zip(&status.nodes)
-    {
-        if let Some(node) = node.as_object_mut() {
-            node.insert("batch".into(), json!(n.batch + 1));
-        }
-    }
-    if let Some(journal) = o.remove("state") {
-        o.insert("journal_state".into(), journal);
-    }
-    o.insert(
-        "state".into(),
-        serde_json::to_value(&status.progress.state)?,
-    );
-    o.insert(
-        "current_batch".into(),
-        json!(status.progress.batch.map(|(b, _)| b)),
-    );
-    if let Some(plan) = plan {
-        match plan.image_parameter() {
-            Some(image) => o.insert("image".into(), json!(image)),
-            None => o.remove("image"),
-        };
-        if !plan.extra_parameters.is_empty() {
-            let set: serde_json::Map<String, Value> = plan
-                .extra_parameters
-                .iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.display_text())))
-                .collect();
-            o.insert("set".into(), Value::Object(set));
-        }
-    }
-    // The counts `RolloutStatus::group_lines` prints, named as it names them: a held group
-    // by its path, the target by its own (`STACK/GROUP` without the stack); none for a
-    // rollout of one group.
-    let groups = status.progress.counts_by_group();
-    if groups.len() > 1 {
-        let own = status
-            .target
-            .split_once('/')
-            .map_or(status.target.as_str(), |(_, path)| path);
-        let groups: Vec<Value> = groups
-            .into_iter()
-            .map(|(group, counts)| {
-                json!({"group": group.unwrap_or(own), "target": group.is_none(), "counts": counts})
-            })
-            .collect();
-        o.insert("groups".into(), Value::Array(groups));
-    }
-    Ok(v)
 }
 
 /// The first line of `rollout resume`: the rollout's head as its start printed it (id,

@@ -13,6 +13,7 @@
 //! - [`lock`]: one driver per node group; control requests ordered against releases.
 //! - [`control`]: finding a rollout under way and steering it from outside its engine.
 //! - [`progress`]: [`progress::RolloutStatus`], the snapshot the console shows.
+//! - [`status_json`]: `rollout status --format json`, typed.
 //! - [`unhook`]: taking the rollout's hooks back out of the stack's environment at its end.
 
 pub mod control;
@@ -24,6 +25,7 @@ pub mod observed_nova;
 /// The plan types live with the drivers, which produce them (`UpgradePlan::Rollout`).
 pub use crate::drivers::rollout_plan as plan;
 pub mod progress;
+pub mod status_json;
 pub mod unhook;
 pub mod why_paused;
 
