@@ -179,12 +179,12 @@ pub async fn take_out(
 /// How a `rollout.unhook` entry whose PATCH was never sent begins its error: the end's
 /// PATCH that takes the marker off did not go out, so the marker, if gone, went by
 /// another's hand.
-pub(super) const NOT_SENT: &str = "not sent: ";
+pub(crate) const NOT_SENT: &str = "not sent: ";
 
 /// Whether `e` is the end's PATCH of a rollout, sent or perhaps sent (a `Started` alone: the
 /// process may have died mid-request): the marker may then have gone by this rollout's
 /// own end.
-pub(super) fn own_end_sent(e: &Entry) -> bool {
+pub(crate) fn own_end_sent(e: &Entry) -> bool {
     e.action == "rollout.unhook"
         && !matches!(&e.outcome, Outcome::Failed { error } if error.starts_with(NOT_SENT))
 }
