@@ -543,3 +543,112 @@ async fn sim_one_image_unheld_updates_the_masters_at_once() {
     assert!(latest_start < earliest_end, "{windows:?}");
     sim.shutdown().await;
 }
+
+/// The tester's case on Magnum's layout: while a master is being updated, someone runs
+/// `openstack stack update --existing --parameter minion_image=…` (a PATCH that keeps the
+/// rollout's marker and hooks). The rollout pauses before anything more is released, naming
+/// Heat's values before and after; the resume drives the update Heat runs now, and every
+/// master and minion ends on its image (was: released into it, and "completed … to
+/// minion_image=fedora-coreos-40" with every member on the other image; or stuck with the
+/// master "waiting" forever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outside_update_while_a_master_updates_pauses_then_the_resume_drives_it() {
+    let (sim, env, stack) = one_image().await;
+    let heat = &env.heat;
+    let masters = group_members(heat, &stack, "kube_masters")
+        .await
+        .expect("masters");
+    let minions = group_members(heat, &stack, "kube_minions")
+        .await
+        .expect("minions");
+    let set = [(
+        "minion_image".to_string(),
+        ParameterValue::text("fedora-coreos-40"),
+    )]
+    .into();
+    let mut plan = RolloutPlan::for_group(
+        group_target(&stack, "kube_minions"),
+        stack.clone(),
+        "kube_minions",
+        &minions,
+        RolloutOptions::default(),
+        set,
+    );
+    plan.hold_also("kube_masters", &masters, false);
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
+    tokio::time::timeout(
+        env.timeout,
+        h.wait_for(|s| {
+            s.nodes
+                .iter()
+                .any(|n| n.phase == caldera::rollout::NodePhase::Updating)
+        }),
+    )
+    .await
+    .expect("a master updating");
+    let outside = caldera::api::heat::StackUpdate {
+        parameters: [(
+            "minion_image".to_string(),
+            serde_json::json!("fedora-coreos-41"),
+        )]
+        .into(),
+        existing: true,
+        ..Default::default()
+    };
+    heat.update_stack(&stack, &outside)
+        .await
+        .expect("outside update");
+    let paused = tokio::time::timeout(
+        env.timeout,
+        h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
+    )
+    .await
+    .expect("paused on the other update");
+    let RolloutState::Paused { reason } = &paused.state else {
+        panic!("{:?}", paused.state)
+    };
+    assert!(
+        reason.contains("Heat began another update of stack")
+            && reason.contains("minion_image: fedora-coreos-40 → fedora-coreos-41"),
+        "{reason}"
+    );
+    // A moment later: nothing released since the pause.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    let pause_at = journal
+        .iter()
+        .position(|e| e.action == "rollout.pause")
+        .expect("pause journaled");
+    let after: Vec<&str> = journal[pause_at..]
+        .iter()
+        .filter(|e| e.action.starts_with("rollout.release") || e.action == "rollout.passthrough")
+        .map(|e| e.target.as_str())
+        .collect();
+    assert!(after.is_empty(), "released after the pause: {after:?}");
+    h.send(caldera::rollout::Control::Resume {
+        parameters: Default::default(),
+    })
+    .expect("resume");
+    let done = tokio::time::timeout(env.timeout, h.wait_for(|s| s.state.is_final())).await;
+    let end = h.status();
+    assert!(done.is_ok(), "not ended: {:#?}", end.lines());
+    assert!(
+        matches!(end.state, RolloutState::Completed),
+        "{:#?}",
+        end.lines()
+    );
+    assert_eq!(end.image, "minion_image=fedora-coreos-41");
+    let images: Vec<(String, String)> = sim.with_world(|w| {
+        w.groups
+            .iter()
+            .flat_map(|g| g.members.values())
+            .map(|m| (m.server_name.clone(), m.image.clone()))
+            .collect()
+    });
+    assert_eq!(images.len(), 7, "{images:?}");
+    assert!(
+        images.iter().all(|(_, i)| i == "fedora-coreos-41"),
+        "{images:?}"
+    );
+    sim.shutdown().await;
+}

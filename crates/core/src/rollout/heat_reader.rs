@@ -302,11 +302,18 @@ impl HeatReader {
         let feed = &self.feeds[f];
         if e.resource_name == feed.group.name {
             if e.status.raw == "UPDATE_IN_PROGRESS" {
-                // A new update of this group: its members (only) start again.
+                // A new update of this group: its members (only) start again, save one
+                // being updated (released, not yet done or failed): the new update takes
+                // it over where the old one left it, and its end is that release's
+                // (Heat cancels it and holds it on its hook again, or it finishes; was:
+                // its completion read as no release's, the member "waiting" for good).
                 self.group_updates += 1;
                 for (_, m) in self.members.iter_mut().filter(|(k, _)| feed.owns(k)) {
+                    let in_flight = m.released_at.is_some() && !m.done && m.failed.is_none();
                     m.paused = false;
-                    m.released_at = None;
+                    if !in_flight {
+                        m.released_at = None;
+                    }
                     m.failed = None;
                 }
             }

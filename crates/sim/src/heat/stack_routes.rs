@@ -659,6 +659,14 @@ pub fn update(w: &mut World, sh: &Shared, req: &Req, ix: usize, patch: bool) -> 
                     return bad(&e);
                 }
             }
+            // A PATCH while an update runs begins a new traversal all the same: Heat
+            // (convergence) says `Stack UPDATE started` again and sets the stack's
+            // `updated_time` (measured on Heat 27: what a driver tells another update by).
+            // One not under way is started by its first group below.
+            let updating = Status::new(Action::Update, State::InProgress);
+            if w.stack(ix).is_some_and(|s| s.status == updating) {
+                w.set_stack_status(ix, updating, started(Action::Update));
+            }
             // Resources beside the groups whose parameter changed start first: a group
             // with nothing to do must not complete the stack while they work.
             siblings::start_updates(w, ix, &params);
