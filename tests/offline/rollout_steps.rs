@@ -500,6 +500,42 @@ async fn a_resume_after_another_machine_released_members_asks_first() {
         "{:#?}",
         seen.lines()
     );
+    // What this machine says and does while that driver may still release (was: "paused:
+    // nobody releases its members"; a pause "nothing is being released"; an abort
+    // "aborted" while the other driver released 5 more nodes).
+    let words = seen.lines().join("\n");
+    assert!(!words.contains("nobody releases"), "{words}");
+    assert!(words.contains("released by a driver elsewhere"), "{words}");
+    for control in [
+        Control::Pause,
+        Control::Abort(caldera::rollout::AbortMode::LeavePaused),
+    ] {
+        let before = here.ctx.journal.read_all().expect("journal").len();
+        let refused = caldera::rollout::control::ask(
+            &here.heat,
+            &here.ctx,
+            &back,
+            &control,
+            here.engine_options(HookSet::default()),
+        )
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("{control:?}: taken as if nobody else drove"));
+        assert!(
+            refused.message.contains("a driver elsewhere may")
+                && refused.message.contains("rollout abort --rollback"),
+            "{}",
+            refused.message
+        );
+        let said = here.ctx.journal.read_all().expect("journal");
+        assert!(
+            said[before..]
+                .iter()
+                .all(|e| !matches!(e.outcome, caldera::journal::Outcome::Ok)),
+            "{control:?} journaled as done: {:?}",
+            &said[before..]
+        );
+    }
     let refused = engine::reattach(
         here.heat.clone(),
         here.ctx.clone(),

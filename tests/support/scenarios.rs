@@ -980,6 +980,17 @@ pub async fn abort_scenario(env: &Env, cluster: &str, mode: AbortMode) {
             let d = env.heat.get_stack(&stack, false).await.expect("stack");
             assert_eq!(d.summary.status.raw, "UPDATE_IN_PROGRESS");
             assert_eq!(end.done, at_new, "status {} done, Heat {at_new}", end.done);
+            // Its status, read with no driver: the hooks hold the members not released
+            // (was: "none left" beside members held on them).
+            let seen = engine::observe_status(&env.heat, &env.ctx.journal, &plan)
+                .await
+                .expect("status");
+            let hooks = seen.hooks_left.clone().unwrap_or_default();
+            assert!(
+                hooks.contains("stay while Heat's update runs (UPDATE_IN_PROGRESS)")
+                    && hooks.contains("caldera heat unhook"),
+                "{hooks}"
+            );
             // Finishing as the abort's reason says: an abort with rollback, from a process
             // that does not drive it (nobody does now): it takes the rollout over to do it.
             let found = caldera::rollout::control::find_rollout(&env.heat, &env.ctx, &target)

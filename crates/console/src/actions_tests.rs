@@ -642,6 +642,7 @@ async fn a_rollout_started_on_another_machine_warns_before_a_take_over() {
         since: None,
         last_pid: None,
         started_on: Some("ops-2".into()),
+        released_elsewhere: Vec::new(),
     });
     status.compute(demo_epoch());
     h.op = h.op.clone().with_foreign_rollout(plan.clone(), status);

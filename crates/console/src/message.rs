@@ -616,11 +616,12 @@ pub enum RolloutReply {
         driver: RolloutDriver,
         result: ServiceResult<RolloutStatus>,
     },
-    /// An observed update and its status; `None` when nothing is under way.
+    /// An observed update and its status; `None` when nothing is under way. (Boxed: the
+    /// largest of the replies, which the channel's every message would otherwise carry.)
     Observed {
         key: String,
         gen: u64,
-        result: ServiceResult<Option<(ObservedUpdate, RolloutStatus)>>,
+        result: ServiceResult<Option<Box<(ObservedUpdate, RolloutStatus)>>>,
     },
     Controlled {
         key: String,

@@ -205,7 +205,7 @@ impl App {
                     Settled::Stale | Settled::Failed => {}
                     Settled::Fresh(found) => {
                         slot.searched = true;
-                        match found {
+                        match found.map(|b| *b) {
                             Some((update, mut status)) => {
                                 name_nodes(&mut status, self.store.nodes.get(&key), None);
                                 slot.observed = Some(update);

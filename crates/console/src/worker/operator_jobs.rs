@@ -213,7 +213,10 @@ impl Worker {
                     None => op.find_update(cluster, nodegroup).await,
                 };
                 let result = match found {
-                    Ok(Some(u)) => op.observe_update(u.clone()).await.map(|s| Some((u, s))),
+                    Ok(Some(u)) => op
+                        .observe_update(u.clone())
+                        .await
+                        .map(|s| Some(Box::new((u, s)))),
                     Ok(None) => Ok(None),
                     Err(e) => Err(e),
                 };

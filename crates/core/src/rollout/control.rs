@@ -8,6 +8,7 @@ use super::engine::{
 use super::lock::{self, Holder, LockState};
 use super::{RolloutOptions, RolloutPlan};
 use crate::api::heat::HeatClient;
+use crate::command_line::CommandLine;
 use crate::drivers::any_group::group_target;
 use crate::drivers::apply::ActionContext;
 use crate::drivers::guard::Reach;
@@ -369,11 +370,55 @@ pub async fn ask(
                 .rollout(&plan.id),
             )
             .map(|()| None),
-        (LockState::Free(last), Control::Pause) => {
-            Err(nobody_drives(plan, last, "there is nothing to pause"))
+        (LockState::Free(last), _) => {
+            // A driver this machine cannot reach may be releasing (Heat says so): the
+            // refusal says that, never "nothing is being released".
+            if let Some(risk) = driver_elsewhere(heat, ctx, plan).await {
+                return Err(unreachable_driver(plan, &risk, control));
+            }
+            let what = match control {
+                Control::Pause => "there is nothing to pause",
+                _ => "nobody would read it",
+            };
+            Err(nobody_drives(plan, last, what))
         }
-        (LockState::Free(last), _) => Err(nobody_drives(plan, last, "nobody would read it")),
     }
+}
+
+/// What Heat says of a driver of `plan` this machine cannot see (see
+/// [`engine::take_over_risk`]); `None` when Heat says nothing of one, or cannot be read.
+async fn driver_elsewhere(
+    heat: &HeatClient,
+    ctx: &ActionContext,
+    plan: &RolloutPlan,
+) -> Option<String> {
+    engine::take_over_risk(heat, &ctx.journal, plan)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!("rollout {}: reading Heat for another driver: {e}", plan.id);
+            None
+        })
+}
+
+/// How a control this machine cannot deliver is refused when a driver elsewhere may be
+/// releasing `plan`'s members (`risk`, Heat's words): only that driver's own machine reaches
+/// it, and Heat's cancel stops the update whichever driver lives.
+fn unreachable_driver(plan: &RolloutPlan, risk: &str, control: &Control) -> ServiceError {
+    let target = plan.target.label();
+    let rollback = CommandLine::caldera(&["rollout", "abort", "--rollback"]).arg(&target);
+    let cancel = CommandLine::caldera(&["rollout", "abort", "--cancel"]).arg(&target);
+    ServiceError::new(
+        ErrorKind::Refused,
+        format!(
+            "{NOBODY_DRIVES} rollout {} of {target}, and a driver elsewhere may: {risk}. \
+             This machine cannot reach it (a driver reads its own machine's journal): the \
+             {} was not sent. Pause or abort it on its machine, or stop the update through \
+             Heat from here: `{rollback}` rolls it back, `{cancel}` stops it where it is \
+             (Heat's cancel stops it whichever driver lives)",
+            plan.id,
+            control.label()
+        ),
+    )
 }
 
 /// Aborts `plan`. The live driver on this machine does it when there is one (asked through
@@ -394,7 +439,16 @@ pub async fn abort(
         return Ok(None);
     }
     // An abort is the brake: Heat's cancel stops the update whichever driver still lives,
-    // so one started on another machine is taken over for it too.
+    // so one started on another machine is taken over for it too. An abort that leaves
+    // the members on their hooks sends nothing to Heat: it stops only this machine's
+    // driver, and none runs here. Where a driver elsewhere may be releasing, it would say
+    // "aborted" while that driver goes on (was: 5 more nodes released after it).
+    if mode == AbortMode::LeavePaused {
+        if let Some(risk) = driver_elsewhere(heat, ctx, plan).await {
+            let refused = unreachable_driver(plan, &risk, &Control::Abort(mode));
+            return Err(ctx.refuse("rollout.abort", &t.label(), refused.message));
+        }
+    }
     match engine::reattach(
         heat.clone(),
         ctx.clone(),

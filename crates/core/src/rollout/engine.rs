@@ -562,6 +562,7 @@ pub fn driver_info(journal: &Journal, plan: &RolloutPlan) -> DriverInfo {
             since: last.as_ref().map(|h| h.last_seen),
             last_pid: last.map(|h| h.pid),
             started_on: started_elsewhere(plan).map(str::to_string),
+            released_elsewhere: Vec::new(),
         },
     }
 }
@@ -1941,13 +1942,26 @@ pub fn resume_overrides_refusal(
 
 /// `a, b, c` (the first 20, then how many more), or `none`.
 fn name_list(names: &[&str]) -> String {
-    const SHOWN: usize = 20;
+    names_shown(names, 20)
+}
+
+/// Members as a line names them: `a, b, c` (the first 8, then how many more), or `none`.
+pub(crate) fn member_list(names: &[String]) -> String {
+    names_shown(names, 8)
+}
+
+/// `a, b, c` (the first `shown`, then how many more), or `none`.
+fn names_shown<S: AsRef<str>>(names: &[S], shown: usize) -> String {
     if names.is_empty() {
         return "none".into();
     }
-    let mut s = names[..names.len().min(SHOWN)].join(", ");
-    if names.len() > SHOWN {
-        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    let mut s = names[..names.len().min(shown)]
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > shown {
+        s.push_str(&format!(" and {} more", names.len() - shown));
     }
     s
 }

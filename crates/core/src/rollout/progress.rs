@@ -176,10 +176,22 @@ pub enum DriverInfo {
         /// this one: its driver may well be alive there.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         started_on: Option<String>,
+        /// Members Heat shows released by a driver this machine's journal does not know
+        /// (another machine's, or another state directory's here): it may be releasing now.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        released_elsewhere: Vec<String>,
     },
 }
 
 impl DriverInfo {
+    /// No driver here, and one on another machine (or another state directory) may be
+    /// releasing members: the marker says it was started elsewhere, or Heat shows members
+    /// released that this journal never released.
+    pub fn elsewhere_may_drive(&self) -> bool {
+        matches!(self, DriverInfo::Nobody { started_on, released_elsewhere, .. }
+            if started_on.is_some() || !released_elsewhere.is_empty())
+    }
+
     pub fn label(&self) -> String {
         match self {
             DriverInfo::Here => "driven here".into(),
@@ -196,6 +208,12 @@ impl DriverInfo {
                 started_on: Some(host),
                 ..
             } => format!("started on {host}; no driver on this machine"),
+            DriverInfo::Nobody {
+                released_elsewhere, ..
+            } if !released_elsewhere.is_empty() => format!(
+                "no driver on this machine; Heat shows {} released by a driver elsewhere",
+                crate::rollout::engine::member_list(released_elsewhere)
+            ),
             DriverInfo::Nobody {
                 since: Some(t),
                 last_pid,
@@ -377,10 +395,7 @@ impl RolloutStatus {
     /// says it was started on another machine and no driver runs here) another caldera.
     fn holder(&self) -> Holder {
         match &self.driver {
-            Some(DriverInfo::Nobody {
-                started_on: Some(_),
-                ..
-            }) => Holder::OtherCaldera,
+            Some(d) if d.elsewhere_may_drive() => Holder::OtherCaldera,
             Some(DriverInfo::Here | DriverInfo::Process { .. } | DriverInfo::Nobody { .. })
             | None => Holder::ThisRollout,
         }
@@ -433,13 +448,11 @@ impl RolloutStatus {
             },
             RolloutState::Starting | RolloutState::Running => {
                 match &self.driver {
-                    // Started on another machine, as Heat's marker says: its driver there is
-                    // not visible from here, and may well be releasing members. "Nobody
+                    // Started on another machine, as Heat's marker says, or Heat shows
+                    // members released by a driver this journal does not know: that driver
+                    // is not visible from here, and may well be releasing members. "Nobody
                     // releases" would invite a second driver (two members at once).
-                    Some(DriverInfo::Nobody {
-                        started_on: Some(_),
-                        ..
-                    }) => Control::Running,
+                    Some(d) if d.elsewhere_may_drive() => Control::Running,
                     Some(DriverInfo::Nobody { since, .. }) => Control::Paused {
                         why: "nobody releases its members".into(),
                         since: *since,
@@ -656,6 +669,7 @@ mod tests {
                 since: None,
                 last_pid: None,
                 started_on: started_on.map(str::to_string),
+                released_elsewhere: Vec::new(),
             });
             s.compute(Utc::now());
             (s.summary_lines().join("\n"), s.update_facts().control)
@@ -673,6 +687,32 @@ mod tests {
         assert_eq!(control, Control::Running, "{away}");
         assert!(!away.contains("nobody releases"), "{away}");
         assert!(away.contains("started on ops-2"), "{away}");
+        // Started here, taken over elsewhere: Heat shows a member released by a driver this
+        // journal does not know (was: "nobody releases its members" while it did).
+        let mut s = RolloutStatus::new(
+            "r".into(),
+            "k8s/kube_minions".into(),
+            "v2".into(),
+            RolloutState::Running,
+            vec![NodeProgress::pending("0", 0)],
+            1,
+            Utc::now(),
+        );
+        s.stack_status = "UPDATE_IN_PROGRESS".into();
+        s.driver = Some(DriverInfo::Nobody {
+            since: None,
+            last_pid: None,
+            started_on: None,
+            released_elsewhere: vec!["kube_masters/1".into()],
+        });
+        s.compute(Utc::now());
+        let said = s.summary_lines().join("\n");
+        assert_eq!(s.update_facts().control, Control::Running, "{said}");
+        assert!(!said.contains("nobody releases"), "{said}");
+        assert!(
+            said.contains("Heat shows kube_masters/1 released by a driver elsewhere"),
+            "{said}"
+        );
     }
 
     #[test]

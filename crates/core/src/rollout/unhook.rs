@@ -71,6 +71,17 @@ fn unhook_commands(plan: &RolloutPlan) -> String {
         .join(", then ")
 }
 
+/// What an ended rollout's hooks do while Heat's update still runs (`status`): they hold
+/// the members not released, and nothing can take them out before it ends.
+pub(crate) fn held_while_running(plan: &RolloutPlan, status: &crate::model::Status) -> String {
+    format!(
+        "the {ROLLOUT_HOOK} hooks on {} stay while Heat's update runs ({status}): they hold \
+         the members not released; once it ends, {} takes them out",
+        plan.hooked_groups().join(" and "),
+        unhook_commands(plan)
+    )
+}
+
 /// Takes the rollout's hooks out of the stack's environment when that changes nothing else
 /// (see the module's note), journaled first, and checks Heat's environment afterwards.
 /// Answers the line the rollout's status and its last journal entry carry.
@@ -113,11 +124,7 @@ pub async fn take_out(
         }
     }
     if status.is_in_progress() {
-        return format!(
-            "the {ROLLOUT_HOOK} hooks on {group} stay while Heat's update runs ({status}): \
-             they hold the members not released; once it ends, {} takes them out",
-            unhook_commands(plan)
-        );
+        return held_while_running(plan, status);
     }
     let safe = ending == Ending::Completed || status.raw == "ROLLBACK_COMPLETE";
     if !safe {

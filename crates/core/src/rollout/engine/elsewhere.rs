@@ -8,7 +8,7 @@
 
 use super::{
     err, observe_status, Entry, ErrorKind, HeatClient, Journal, NodePhase, Outcome, RolloutPlan,
-    ServiceError, ServiceResult, Utc,
+    RolloutStatus, ServiceError, ServiceResult, Utc,
 };
 use std::collections::BTreeSet;
 
@@ -168,6 +168,16 @@ pub async fn released_elsewhere(
     let entries = journal
         .rollout_entries(&plan.id)
         .map_err(|e| ServiceError::new(ErrorKind::Config, e.to_string()))?;
+    Ok(released_not_here(plan, &status, &entries))
+}
+
+/// See [`released_elsewhere`]: from the status as read (`status`, Heat's phases) and this
+/// journal's `entries` of the rollout.
+pub(super) fn released_not_here(
+    plan: &RolloutPlan,
+    status: &RolloutStatus,
+    entries: &[Entry],
+) -> Vec<String> {
     let ours: BTreeSet<String> = entries
         .iter()
         .filter(|e| {
@@ -176,7 +186,7 @@ pub async fn released_elsewhere(
         })
         .map(|e| plan.member_of_label(&e.target))
         .collect();
-    Ok(status
+    status
         .nodes
         .iter()
         .filter(|n| {
@@ -186,24 +196,17 @@ pub async fn released_elsewhere(
             ) && !ours.contains(&n.name)
         })
         .map(|n| n.name.clone())
-        .collect())
+        .collect()
 }
 
 /// What a take-over of a rollout whose members `others` were released by another driver
 /// risks, in the words every front end shows before it asks.
 pub fn released_elsewhere_words(others: &[String]) -> String {
-    let shown: Vec<&str> = others.iter().take(8).map(String::as_str).collect();
-    let more = others.len().saturating_sub(shown.len());
     format!(
-        "Heat shows member(s) {}{} released by a driver this machine's journal does not \
+        "Heat shows member(s) {} released by a driver this machine's journal does not \
          know (another machine, or another state directory here): if it still runs, two \
          drivers release two nodes at once (pause it there, or check it is gone, first)",
-        shown.join(", "),
-        if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        }
+        super::member_list(others)
     )
 }
 

@@ -49,6 +49,24 @@ pub(super) fn closing_words(
                 CommandLine::caldera(&["rollout", "resume"]).arg(plan.target.label())
             ),
         ),
+        // Heat shows members released by a driver this journal does not know: it may live
+        // (another machine, another state directory), and ends the same way.
+        DriverInfo::Nobody {
+            released_elsewhere, ..
+        } if !released_elsewhere.is_empty() => (
+            format!(
+                "hooks still in: every node is done; the driver that released {} (not this \
+                 machine's) takes the stack's environment back as it was at its end, if it \
+                 lives (stack {stack_status})",
+                super::member_list(released_elsewhere)
+            ),
+            format!(
+                "still in the stack's environment ({hook} on {group}): the driver elsewhere \
+                 takes them out at its end; if it is gone, `{}` here closes the rollout and \
+                 takes them out",
+                CommandLine::caldera(&["rollout", "resume"]).arg(plan.target.label())
+            ),
+        ),
         DriverInfo::Nobody { .. } => {
             let resume = CommandLine::caldera(&["rollout", "resume"]).arg(plan.target.label());
             (
@@ -78,17 +96,23 @@ pub(super) fn closing_words(
 pub(super) async fn hooks_left_now(heat: &HeatClient, plan: &RolloutPlan) -> Option<String> {
     let stack = &plan.stack;
     let detail = heat.get_stack(stack, false).await.ok()?;
-    // While an update runs its hooks and pauses are in use: nothing is left over.
-    let (left, waiting) = match detail.summary.status.is_in_progress() {
-        true => (Vec::new(), Ok(Vec::new())),
-        false => {
-            let (left, waiting) = futures::join!(
-                crate::drivers::leftover_hooks::in_environment(heat, stack),
-                stale_waits(heat, stack)
-            );
-            (left.ok()?, waiting)
-        }
-    };
+    // While Heat's update still runs (an abort that left it paused on its hooks), the
+    // rollout's hooks hold its members not released, when Heat's environment still has
+    // them (was: "none left" beside members held on them).
+    let status = &detail.summary.status;
+    if status.is_in_progress() {
+        return Some(match crate::rollout::unhook::hooks_out(heat, plan).await? {
+            true => {
+                format!("none left in the stack's environment (Heat's update still runs: {status})")
+            }
+            false => crate::rollout::unhook::held_while_running(plan, status),
+        });
+    }
+    let (left, waiting) = futures::join!(
+        crate::drivers::leftover_hooks::in_environment(heat, stack),
+        stale_waits(heat, stack)
+    );
+    let left = left.ok()?;
     let mut lines: Vec<String> = left.iter().map(|h| h.line(&stack.name)).collect();
     match waiting {
         Ok(waiting) => lines.extend(stale_waits_line(&stack.name, &waiting)),
@@ -182,6 +206,7 @@ mod tests {
             since: None,
             last_pid: None,
             started_on: started_on.map(str::to_string),
+            released_elsewhere: Vec::new(),
         };
         let (here, _) = closing_words(&plan, &DriverInfo::Here, &status);
         assert!(here.starts_with("taking hooks out"), "{here}");

@@ -157,7 +157,13 @@ pub async fn observe_status(
         closing = true;
     }
     if !status.state.is_final() {
-        let driver = driver_info(journal, plan);
+        let mut driver = driver_info(journal, plan);
+        if let DriverInfo::Nobody {
+            released_elsewhere, ..
+        } = &mut driver
+        {
+            *released_elsewhere = elsewhere::released_not_here(plan, &status, &entries);
+        }
         if closing {
             let (reason, hooks) = closing_words(plan, &driver, &obs.stack_status);
             status.state = RolloutState::Closing { reason };
