@@ -1671,6 +1671,8 @@ pub async fn outside_update_scenario(env: &Env, cluster: &str) {
         parameters: Default::default(),
     })
     .expect("resume");
+    let ended = tokio::time::timeout(env.timeout, h2.wait_for(|s| s.state.is_final())).await;
+    assert!(ended.is_ok(), "not ended: {:#?}", h2.status().lines());
     let end = tokio::time::timeout(env.timeout, h2.wait())
         .await
         .expect("finishes in time");

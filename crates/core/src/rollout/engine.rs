@@ -790,6 +790,13 @@ fn journal_memory(journal: &Journal, plan: &RolloutPlan) -> ServiceResult<(u64, 
             heat_update::FOLLOWS if ok => {
                 m.followed = e.spec.as_deref().and_then(|s| serde_json::from_str(s).ok());
             }
+            // This rollout's own PATCH (a retry; sent, or perhaps sent when its end is not
+            // journaled) began the update Heat runs from then on: the next look at Heat
+            // follows it (a driver killed before that look must not take its own retry for
+            // another's update).
+            "rollout.retry" if !matches!(e.outcome, Outcome::Failed { .. }) => {
+                m.followed = None;
+            }
             _ => {}
         }
         // The times it stood paused, as `observe_status` reads them: a driver taking the
