@@ -41,6 +41,32 @@ async fn mark(heat: &HeatClient, group: &StackRef) -> Option<String> {
         .map(|(id, _)| id)
 }
 
+/// The rollout of `kube_minions` to `fedora-coreos-40` holding `kube_masters` before them,
+/// one member per batch.
+async fn minions_holding_masters(heat: &HeatClient, stack: &StackRef) -> RolloutPlan {
+    let masters = group_members(heat, stack, "kube_masters")
+        .await
+        .expect("masters");
+    let minions = group_members(heat, stack, "kube_minions")
+        .await
+        .expect("minions");
+    let set = [(
+        "minion_image".to_string(),
+        ParameterValue::text("fedora-coreos-40"),
+    )]
+    .into();
+    let mut plan = RolloutPlan::for_group(
+        group_target(stack, "kube_minions"),
+        stack.clone(),
+        "kube_minions",
+        &minions,
+        RolloutOptions::default(),
+        set,
+    );
+    plan.hold_also("kube_masters", &masters, false);
+    plan
+}
+
 /// A probe that holds the engine forever at `step` (the test then kills it there), saying
 /// so once.
 struct HaltAt(EngineStep, Arc<Notify>);
@@ -466,26 +492,7 @@ async fn sim_also_held_rollout_aborted_with_rollback_leaves_no_hook() {
     use caldera::rollout::{AbortMode, Control};
     let (sim, env, stack) = one_image().await;
     let heat = &env.heat;
-    let masters = group_members(heat, &stack, "kube_masters")
-        .await
-        .expect("masters");
-    let minions = group_members(heat, &stack, "kube_minions")
-        .await
-        .expect("minions");
-    let set = [(
-        "minion_image".to_string(),
-        ParameterValue::text("fedora-coreos-40"),
-    )]
-    .into();
-    let mut plan = RolloutPlan::for_group(
-        group_target(&stack, "kube_minions"),
-        stack.clone(),
-        "kube_minions",
-        &minions,
-        RolloutOptions::default(),
-        set,
-    );
-    plan.hold_also("kube_masters", &masters, false);
+    let plan = minions_holding_masters(heat, &stack).await;
     let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
         .await
@@ -555,26 +562,7 @@ async fn sim_one_image_unheld_updates_the_masters_at_once() {
 async fn an_outside_update_while_a_master_updates_pauses_then_the_resume_drives_it() {
     let (sim, env, stack) = one_image().await;
     let heat = &env.heat;
-    let masters = group_members(heat, &stack, "kube_masters")
-        .await
-        .expect("masters");
-    let minions = group_members(heat, &stack, "kube_minions")
-        .await
-        .expect("minions");
-    let set = [(
-        "minion_image".to_string(),
-        ParameterValue::text("fedora-coreos-40"),
-    )]
-    .into();
-    let mut plan = RolloutPlan::for_group(
-        group_target(&stack, "kube_minions"),
-        stack.clone(),
-        "kube_minions",
-        &minions,
-        RolloutOptions::default(),
-        set,
-    );
-    plan.hold_also("kube_masters", &masters, false);
+    let plan = minions_holding_masters(heat, &stack).await;
     let mut h = env.start_rollout(&plan, HookSet::default()).await;
     tokio::time::timeout(
         env.timeout,

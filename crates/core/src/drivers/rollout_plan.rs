@@ -1005,6 +1005,32 @@ impl RolloutPlan {
     }
 }
 
+/// A plan of caldera's own node group `c1/w` (stack `c1-w`, id `s1`) to `image`, for unit
+/// tests of what reads plans.
+#[cfg(test)]
+pub(crate) fn sample_plan(image: &str, members: &[&str]) -> RolloutPlan {
+    let members: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+    RolloutPlan::new(
+        NodeGroupTarget {
+            cluster: "c1".into(),
+            nodegroup: "w".into(),
+            driver: crate::model::DriverKind::HeatNative,
+            stack: None,
+            cluster_id: None,
+            limits: Default::default(),
+        },
+        StackRef {
+            name: "c1-w".into(),
+            id: "s1".into(),
+        },
+        image,
+        None,
+        &members,
+        RolloutOptions::default(),
+        BTreeMap::new(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

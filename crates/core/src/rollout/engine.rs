@@ -2105,25 +2105,7 @@ mod tests {
     fn a_take_overs_driverless_span_is_kept_out_of_the_pace() {
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::open(dir.path().join("journal.jsonl"));
-        let plan = RolloutPlan::new(
-            crate::drivers::NodeGroupTarget {
-                cluster: "c1".into(),
-                nodegroup: "w".into(),
-                driver: crate::model::DriverKind::HeatNative,
-                stack: None,
-                cluster_id: None,
-                limits: Default::default(),
-            },
-            crate::model::StackRef {
-                name: "c1-w".into(),
-                id: "s1".into(),
-            },
-            "img-v2",
-            None,
-            &["0".to_string()],
-            Default::default(),
-            Default::default(),
-        );
+        let plan = crate::drivers::rollout_plan::sample_plan("img-v2", &["0"]);
         let actor = Actor {
             cloud: "prod".into(),
             user: "alice".into(),

@@ -654,7 +654,7 @@ mod tests {
     /// there is not visible from here), and its members are held by another caldera.
     #[test]
     fn a_rollout_started_on_another_machine_is_not_said_to_be_released_by_nobody() {
-        let said = |started_on: Option<&str>| {
+        let said = |started_on: Option<&str>, released_elsewhere: &[&str]| {
             let mut s = RolloutStatus::new(
                 "r".into(),
                 "k8s/kube_minions".into(),
@@ -669,12 +669,12 @@ mod tests {
                 since: None,
                 last_pid: None,
                 started_on: started_on.map(str::to_string),
-                released_elsewhere: Vec::new(),
+                released_elsewhere: released_elsewhere.iter().map(|m| m.to_string()).collect(),
             });
             s.compute(Utc::now());
             (s.summary_lines().join("\n"), s.update_facts().control)
         };
-        let (here, control) = said(None);
+        let (here, control) = said(None, &[]);
         assert!(matches!(control, Control::Paused { .. }), "{here}");
         assert!(here.contains("nobody releases its members"), "{here}");
         // Said once (was: "… no driver on this machine (no driver on this machine)").
@@ -683,35 +683,18 @@ mod tests {
             1,
             "{here}"
         );
-        let (away, control) = said(Some("ops-2"));
+        let (away, control) = said(Some("ops-2"), &[]);
         assert_eq!(control, Control::Running, "{away}");
         assert!(!away.contains("nobody releases"), "{away}");
         assert!(away.contains("started on ops-2"), "{away}");
         // Started here, taken over elsewhere: Heat shows a member released by a driver this
         // journal does not know (was: "nobody releases its members" while it did).
-        let mut s = RolloutStatus::new(
-            "r".into(),
-            "k8s/kube_minions".into(),
-            "v2".into(),
-            RolloutState::Running,
-            vec![NodeProgress::pending("0", 0)],
-            1,
-            Utc::now(),
-        );
-        s.stack_status = "UPDATE_IN_PROGRESS".into();
-        s.driver = Some(DriverInfo::Nobody {
-            since: None,
-            last_pid: None,
-            started_on: None,
-            released_elsewhere: vec!["kube_masters/1".into()],
-        });
-        s.compute(Utc::now());
-        let said = s.summary_lines().join("\n");
-        assert_eq!(s.update_facts().control, Control::Running, "{said}");
-        assert!(!said.contains("nobody releases"), "{said}");
+        let (taken, control) = said(None, &["kube_masters/1"]);
+        assert_eq!(control, Control::Running, "{taken}");
+        assert!(!taken.contains("nobody releases"), "{taken}");
         assert!(
-            said.contains("Heat shows kube_masters/1 released by a driver elsewhere"),
-            "{said}"
+            taken.contains("Heat shows kube_masters/1 released by a driver elsewhere"),
+            "{taken}"
         );
     }
 

@@ -149,25 +149,7 @@ mod tests {
     use super::*;
 
     fn plan() -> RolloutPlan {
-        RolloutPlan::new(
-            crate::drivers::NodeGroupTarget {
-                cluster: "c1".into(),
-                nodegroup: "w".into(),
-                driver: crate::model::DriverKind::HeatNative,
-                stack: None,
-                cluster_id: None,
-                limits: Default::default(),
-            },
-            crate::model::StackRef {
-                name: "c1-w".into(),
-                id: "s1".into(),
-            },
-            "img-2",
-            None,
-            &["0".to_string(), "1".to_string()],
-            super::super::RolloutOptions::default(),
-            BTreeMap::new(),
-        )
+        crate::drivers::rollout_plan::sample_plan("img-2", &["0", "1"])
     }
 
     #[test]

@@ -253,7 +253,6 @@ pub(super) async fn another_driver_risk(
 mod tests {
     use super::*;
     use crate::journal::Actor;
-    use std::collections::BTreeMap;
 
     /// The marker gone while this journal's end PATCH was never sent (refused as another
     /// start's update was read right before it) is another's doing: ended elsewhere. Sent,
@@ -264,25 +263,7 @@ mod tests {
             cloud: "prod".into(),
             user: "alice".into(),
         };
-        let mut plan = RolloutPlan::new(
-            crate::drivers::NodeGroupTarget {
-                cluster: "c1".into(),
-                nodegroup: "w".into(),
-                driver: crate::model::DriverKind::HeatNative,
-                stack: None,
-                cluster_id: None,
-                limits: Default::default(),
-            },
-            crate::model::StackRef {
-                name: "c1-w".into(),
-                id: "s1".into(),
-            },
-            "img-2",
-            None,
-            &["0".to_string()],
-            crate::rollout::RolloutOptions::default(),
-            BTreeMap::new(),
-        );
+        let mut plan = crate::drivers::rollout_plan::sample_plan("img-2", &["0"]);
         plan.stack_tags = Some(Vec::new());
         let entry = |action: &str, outcome: Outcome| {
             Entry::new(&actor, action, "c1/w", outcome).rollout(&plan.id)
