@@ -282,3 +282,65 @@ async fn sim_a_resumes_values_name_the_rollout_from_then_on() {
     assert_eq!(status.image, in_effect, "{:#?}", status.lines());
     sim.shutdown().await;
 }
+
+/// Heat's cancel sent by another hand while the rollout waits in its gate (another
+/// machine's `rollout abort --rollback`/`--cancel`, `openstack stack cancel`): the rollout
+/// pauses saying so, releasing nothing more (was: "stack UPDATE_FAILED: …", read as the
+/// update's failure).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_a_cancel_from_elsewhere_is_said_as_such() {
+    use caldera::api::heat::StackAction;
+    use caldera::lifecycle::HookSet;
+    use caldera::rollout::{AbortMode, Control, RolloutOptions, RolloutState};
+    let (sim, env) = sim_env(50.0).await;
+    for (cluster, action, words) in [
+        (
+            "cx1",
+            StackAction::CancelWithoutRollback,
+            "Heat's update was cancelled, not by this driver",
+        ),
+        (
+            "cx2",
+            StackAction::CancelUpdate,
+            "Heat is rolling the update back, not at this driver's word",
+        ),
+    ] {
+        let target = env.create(cluster, 3).await;
+        let members = env.member_names(&target).await;
+        let options = RolloutOptions {
+            gate_wait_ms: 2_000,
+            ..Default::default()
+        };
+        let plan = env.plan(&target, &members, "img-v2", options, &[]);
+        let mut h = env.start_rollout(&plan, HookSet::default()).await;
+        tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+            .await
+            .expect("first node done");
+        let stack = target.stack.clone().expect("stack");
+        env.heat.action(&stack, action).await.expect("cancel");
+        let paused = tokio::time::timeout(
+            env.timeout,
+            h.wait_for(|s| matches!(s.state, RolloutState::Paused { .. })),
+        )
+        .await
+        .expect("paused");
+        let RolloutState::Paused { reason } = &paused.state else {
+            panic!("{:?}", paused.state)
+        };
+        assert!(reason.contains(words), "{action:?}: {reason}");
+        assert!(!reason.starts_with("stack UPDATE_FAILED"), "{reason}");
+        let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+        let releases = journal
+            .iter()
+            .filter(|e| e.action == "rollout.release")
+            .count();
+        assert_eq!(releases, 2, "one release (started, ok) before the cancel");
+        h.send(Control::Abort(AbortMode::LeavePaused))
+            .expect("abort");
+        tokio::time::timeout(env.timeout, h.wait())
+            .await
+            .expect("ends");
+        env.delete(&target).await;
+    }
+    sim.shutdown().await;
+}

@@ -55,6 +55,10 @@ use heat_update::HeatUpdate;
 use left::{closing_words, hooks_left_now};
 pub use observe::{observe_status, plan_from_heat};
 
+/// How Heat's stack reason says its update was cancelled (`cancel_update`,
+/// `cancel_without_rollback`): `Stack UPDATE cancelled`.
+const CANCELLED: &str = "UPDATE cancelled";
+
 /// Longest a wait (the poll, a gate, a hook) goes without looking for control requests
 /// other processes wrote to the journal; the console's controls arrive at once.
 const CONTROL_POLL: Duration = Duration::from_millis(200);
@@ -1453,11 +1457,30 @@ impl Runner {
                 return Some(format!("node {m} failed: {reason}"));
             }
         }
-        if self.obs.stack_status.is_failed() {
+        let stack = &self.obs.stack_status;
+        // Heat's cancel of the update, or its rollback, by another hand (this driver's own
+        // abort does not come here): said as what it is, not as a failure of the update.
+        // Heat 27 says a `cancel_without_rollback` in the stack's reason (`Stack UPDATE
+        // cancelled`); a `cancel_update` is a rollback, as is Heat's own after a failure.
+        if stack.is_failed() && self.obs.stack_reason.contains(CANCELLED) {
             return Some(format!(
-                "stack {}: {}",
-                self.obs.stack_status, self.obs.stack_reason
+                "Heat's update was cancelled, not by this driver (another machine's `rollout \
+                 abort --cancel`, or `openstack stack cancel --no-rollback`): stack {stack}: \
+                 {}; nothing more is released here",
+                self.obs.stack_reason
             ));
+        }
+        if stack.action == "ROLLBACK" {
+            return Some(format!(
+                "Heat is rolling the update back, not at this driver's word (another \
+                 machine's `rollout abort --rollback`, `openstack stack cancel`, or Heat's \
+                 own rollback after a failure): stack {stack}: {}; nothing more is released \
+                 here",
+                self.obs.stack_reason
+            ));
+        }
+        if stack.is_failed() {
+            return Some(format!("stack {stack}: {}", self.obs.stack_reason));
         }
         None
     }
