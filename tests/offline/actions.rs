@@ -46,6 +46,13 @@ async fn sim_an_outside_update_under_the_marker_pauses_the_rollout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_an_outside_update_while_nobody_drives_is_said_before_a_resume_takes_it() {
+    let (sim, env) = sim_env(50.0).await;
+    scenarios::outside_update_unseen_scenario(&env, "ru").await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_failing_post_node_hook_pauses_at_that_node() {
     let (sim, env) = sim_env(50.0).await;
     scenarios::failing_hook_scenario(&env, "rh").await;

@@ -44,6 +44,12 @@ async fn real_an_outside_update_under_the_marker_pauses_the_rollout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
+async fn real_an_outside_update_while_nobody_drives_is_said_before_a_resume_takes_it() {
+    scenarios::outside_update_unseen_scenario(&env().await, &unique("aoun")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real Heat: run scripts/real-heat-suite.sh"]
 async fn real_failing_post_node_hook_pauses_at_that_node() {
     scenarios::failing_hook_scenario(&env().await, &unique("ahook")).await;
 }

@@ -1693,3 +1693,113 @@ pub async fn outside_update_scenario(env: &Env, cluster: &str) {
     assert_completed_and_unhooked(env, &target, &end).await;
     env.delete(&target).await;
 }
+
+/// The other update lands while nobody drives (the driver killed just before it), and the
+/// operator's `rollout resume` was asked without knowing of it: the driver started for that
+/// resume pauses on it and says so, the resume refused (was: the resume released the next
+/// member at once, into the other update's image, named for its own). The next resume
+/// drives Heat's update, the member done before it updated again in its batch, one member
+/// at a time (was: let through beside the batch under way).
+pub async fn outside_update_unseen_scenario(env: &Env, cluster: &str) {
+    let target = env.create(cluster, 3).await;
+    let members = env.member_names(&target).await;
+    let options = RolloutOptions {
+        gate_wait_ms: 2_000,
+        ..Default::default()
+    };
+    let plan = env.plan(&target, &members, "img-v2", options, &[]);
+    let mut h = env.start_rollout(&plan, HookSet::default()).await;
+    tokio::time::timeout(env.timeout, h.wait_for(|s| s.done >= 1))
+        .await
+        .expect("first node done");
+    h.kill().await;
+    let mark = env.event_mark(&target).await;
+    let outside = caldera::api::heat::StackUpdate {
+        parameters: BTreeMap::from([("image".to_string(), serde_json::json!("img-v3"))]),
+        existing: true,
+        ..Default::default()
+    };
+    let stack = target.stack.clone().expect("stack");
+    env.heat
+        .update_stack(&stack, &outside)
+        .await
+        .expect("outside update");
+    let found = find_active(&env.ctx.journal, &target.label())
+        .expect("journal")
+        .expect("an active rollout");
+    let mut h2 = engine::reattach(
+        env.heat.clone(),
+        env.ctx.clone(),
+        found,
+        env.engine_options(HookSet::default()),
+        vec![Control::Resume {
+            parameters: Default::default(),
+        }],
+        engine::TakeOver::ThisMachine,
+    )
+    .await
+    .expect("reattach");
+    let paused = tokio::time::timeout(
+        env.timeout,
+        h2.wait_for(|s| {
+            matches!(&s.state, RolloutState::Paused { reason } if reason.contains("another update"))
+        }),
+    )
+    .await
+    .expect("the resume's driver pauses on the other update");
+    assert_eq!(paused.done, 1, "{:#?}", paused.lines());
+    let journal = env.ctx.journal.rollout_entries(&plan.id).expect("journal");
+    assert!(
+        journal.iter().any(|e| e.action == "rollout.resume"
+            && matches!(&e.outcome, Outcome::Refused { error } if error.contains("another update"))),
+        "the resume asked before anyone knew is refused"
+    );
+    let reattached = journal
+        .iter()
+        .rposition(|e| e.action == "rollout.reattach")
+        .expect("reattach journaled");
+    assert!(
+        !journal[reattached..]
+            .iter()
+            .any(|e| e.action == "rollout.release"),
+        "released after the other update, before the operator was told"
+    );
+    h2.send(Control::Resume {
+        parameters: Default::default(),
+    })
+    .expect("resume");
+    let ended = tokio::time::timeout(env.timeout, h2.wait_for(|s| s.state.is_final())).await;
+    assert!(ended.is_ok(), "not ended: {:#?}", h2.status().lines());
+    let end = h2.wait().await;
+    assert!(
+        matches!(end.state, RolloutState::Completed),
+        "{:?}",
+        end.state
+    );
+    assert_eq!(end.image, "img-v3");
+    let images = env.member_images(&target).await;
+    assert!(images.values().all(|i| i == "img-v3"), "{images:?}");
+    // Heat's update of the other values, member by member: one at a time, in the plan's
+    // order, the member done before it included.
+    let windows = update_windows(&until_next_update(env.group_events(&target, mark).await));
+    let mut spans: Vec<_> = members
+        .iter()
+        .map(|m| {
+            let w = windows
+                .get(m)
+                .unwrap_or_else(|| panic!("member {m} not updated to img-v3"));
+            (w.0, w.1, m.clone())
+        })
+        .collect();
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(
+            pair[0].1 <= pair[1].0,
+            "{} and {} updated at once: {spans:?}",
+            pair[0].2,
+            pair[1].2
+        );
+    }
+    assert_completed_and_unhooked(env, &target, &end).await;
+    env.delete(&target).await;
+}

@@ -716,7 +716,7 @@ async fn spawn(
         draining: false,
         resume_when_update_fails: None,
         following: memory.followed,
-        replaced: None,
+        replaced: memory.replaced,
         plan,
     };
     runner.rebuild_pause(journaled_pause);
@@ -757,6 +757,8 @@ struct Memory {
     paused: Vec<crate::progress::PauseSpan>,
     /// The update of the stack the rollout's driver followed last (see [`heat_update`]).
     followed: Option<HeatUpdate>,
+    /// Another update Heat began, that the rollout paused on (the operator was told).
+    replaced: Option<HeatUpdate>,
 }
 
 /// What the journal remembers of this rollout that Heat cannot tell: hooks already run,
@@ -790,7 +792,19 @@ fn journal_memory(journal: &Journal, plan: &RolloutPlan) -> ServiceResult<(u64, 
             "rollout.skip" => {
                 m.skipped.insert(plan.member_of_label(&e.target));
             }
-            "rollout.pause" | "rollout.resume" => m.pause.read(e),
+            "rollout.pause" | "rollout.resume" => {
+                m.pause.read(e);
+                // A pause on another update Heat began carries it; a resume ends it.
+                m.replaced = match e.action.as_str() {
+                    "rollout.pause" => e
+                        .spec
+                        .as_deref()
+                        .and_then(|s| serde_json::from_str(s).ok())
+                        .or(m.replaced.take()),
+                    _ if e.outcome == Outcome::Ok => None,
+                    _ => m.replaced.take(),
+                };
+            }
             heat_update::FOLLOWS if ok => {
                 m.followed = e.spec.as_deref().and_then(|s| serde_json::from_str(s).ok());
             }
@@ -1293,10 +1307,22 @@ impl Runner {
                     self.note(e).await;
                     return;
                 }
-                // Another update Heat began under this rollout's marker (found now, or
-                // when it paused): the operator's resume drives it, with its values.
-                self.same_heat_update().await;
-                self.adopt_heat_update().await;
+                // Another update Heat began under this rollout's marker, that the operator
+                // was told of when it paused: their resume drives it, with its values. One
+                // found only now is said first (the rollout stays paused).
+                if !self.adopt_heat_update().await {
+                    let e = self.record(
+                        "rollout.resume",
+                        &target,
+                        Outcome::Refused {
+                            error: "Heat began another update of the stack since this resume \
+                                    was asked (see the pause): resume again to drive it"
+                                .into(),
+                        },
+                    );
+                    self.note(e).await;
+                    return;
+                }
                 // Overrides apply to the update sent to retry failed members, and name the
                 // rollout from now on. A resume without any keeps the rollout's name (one
                 // read back from Heat has no values to name it by: "to : completed").
@@ -1648,12 +1674,48 @@ impl Runner {
         true
     }
 
+    /// Pauses on the failure Heat shows (see [`Runner::failure`]), once, journaled; or
+    /// ends the rollout failed where the plan says to stop on a failure. Nothing is
+    /// released while it stands.
+    async fn pause_on_failure(&mut self) -> Option<RolloutState> {
+        let reason = self.failure()?;
+        if self.paused.is_none() {
+            self.probe(EngineStep::AfterFailure, None).await;
+            if self.ended.is_some() || self.aborting.is_some() {
+                return None;
+            }
+            if !self.plan.options.pause_on_failure {
+                return Some(RolloutState::Failed { reason });
+            }
+            let e = self.record(
+                "rollout.pause",
+                &self.target(),
+                Outcome::Failed {
+                    error: reason.clone(),
+                },
+            );
+            // A journal that failed just now paused the rollout too: both are said.
+            let journal = (!self.note(e).await).then(|| self.paused.take()).flatten();
+            self.paused = Some(match journal {
+                Some(j) => format!("{reason}; and {j}"),
+                None => reason,
+            });
+            self.answer_controls_asked_before_the_pause().await;
+        }
+        None
+    }
+
     async fn step(&mut self) -> Option<RolloutState> {
         self.closing_ended();
         if !self.obs.stack_status.is_in_progress() {
             if let Some(parameters) = self.resume_when_update_fails.take() {
                 self.apply_control(Control::Resume { parameters }).await;
             }
+        }
+        // A failure (or Heat's cancel, or its rollback) pauses before anything is let
+        // through: members Heat holds in a rollback are not this rollout's to release.
+        if self.failure().is_some() {
+            return self.pause_on_failure().await;
         }
         // Members Heat paused again though already updated (a resumed update re-pauses the
         // whole group): let them through at once, they are not part of any batch now.
@@ -1670,33 +1732,6 @@ impl Runner {
             }
             self.passthrough.insert(m.clone());
             self.release(&m).await;
-        }
-
-        if let Some(reason) = self.failure() {
-            if self.paused.is_none() {
-                self.probe(EngineStep::AfterFailure, None).await;
-                if self.ended.is_some() || self.aborting.is_some() {
-                    return None;
-                }
-                if !self.plan.options.pause_on_failure {
-                    return Some(RolloutState::Failed { reason });
-                }
-                let e = self.record(
-                    "rollout.pause",
-                    &self.target(),
-                    Outcome::Failed {
-                        error: reason.clone(),
-                    },
-                );
-                // A journal that failed just now paused the rollout too: both are said.
-                let journal = (!self.note(e).await).then(|| self.paused.take()).flatten();
-                self.paused = Some(match journal {
-                    Some(j) => format!("{reason}; and {j}"),
-                    None => reason,
-                });
-                self.answer_controls_asked_before_the_pause().await;
-            }
-            return None;
         }
 
         // Post-node hooks for members this rollout updated.

@@ -129,50 +129,100 @@ impl Runner {
         if !followed.replaced_by(&now) || self.obs.stack_status.action != "UPDATE" {
             return true;
         }
-        if self.replaced.is_none() {
-            let reason = format!(
-                "Heat began another update of stack {} at {} that kept this rollout's marker \
-                 (this rollout's began at {}): {}. Nothing more is released: `caldera rollout \
-                 resume` drives the update Heat runs now, with its values; `caldera rollout \
-                 abort` ends the rollout",
-                self.plan.stack.name,
-                when(now.began),
-                when(followed.began),
-                followed.changes(&now),
-            );
-            let e = self.record(
-                "rollout.pause",
-                &self.target(),
-                Outcome::Failed {
-                    error: reason.clone(),
-                },
-            );
-            self.note(e).await;
-            self.paused = Some(match self.paused.take() {
-                Some(before) => format!("{reason}; and {before}"),
-                None => reason,
-            });
-            self.replaced = Some(now);
+        // Journaled once (its pause carries it); a driver started after a restart pauses on
+        // it again from the journal's word.
+        let journaled = self.replaced.as_ref() == Some(&now);
+        if journaled && self.paused.is_some() {
+            return false;
         }
+        let reason = format!(
+            "Heat began another update of stack {} at {} that kept this rollout's marker \
+             (this rollout's began at {}): {}. Nothing more is released: `caldera rollout \
+             resume` drives the update Heat runs now, with its values; `caldera rollout \
+             abort` ends the rollout",
+            self.plan.stack.name,
+            when(now.began),
+            when(followed.began),
+            followed.changes(&now),
+        );
+        if !journaled {
+            // The update it pauses on goes with the pause: a resume in a later process
+            // knows the operator was told of it (see `adopt_heat_update`).
+            let e = self
+                .record(
+                    "rollout.pause",
+                    &self.target(),
+                    Outcome::Failed {
+                        error: reason.clone(),
+                    },
+                )
+                .spec(&now);
+            self.note(e).await;
+        }
+        self.paused = Some(match self.paused.take() {
+            Some(before) => format!("{reason}; and {before}"),
+            None => reason,
+        });
+        self.replaced = Some(now);
         false
     }
 
-    /// A resume after another update began: the rollout drives the update Heat runs now,
-    /// its values (as Heat shows them) in place of those that changed, from now on.
-    pub(super) async fn adopt_heat_update(&mut self) {
+    /// A resume: when the rollout paused on another update Heat began (the operator was
+    /// told: its pause is journaled with it), the rollout drives the update Heat runs now,
+    /// its values (as Heat shows them) in place of those that changed, from now on; members
+    /// done before it began are updated again in their batches (Heat holds them again for
+    /// its values). Another update found only now (a driver killed before it saw it, a
+    /// resume asked before anyone knew) is not taken on the strength of a resume that did
+    /// not know of it: false then, and the rollout stays paused saying why.
+    pub(super) async fn adopt_heat_update(&mut self) -> bool {
+        let known = self.replaced.is_some();
+        if !self.same_heat_update().await && !known {
+            return false;
+        }
         let Some(now) = self.replaced.take() else {
-            return;
+            return true;
         };
         if let Some(followed) = self.following.clone() {
             let values = followed.adopted_by(&self.plan, &now);
             let label = followed.changes(&now);
             self.plan.set_values(values);
             self.status.image = self.plan.image.clone();
+            self.redo_members_done_before(now.began);
             self.follow(
                 now,
                 Some(format!("taken on at the operator's resume: {label}")),
             )
             .await;
+        }
+        true
+    }
+
+    /// Members done before Heat began the update now driven are not done by it: Heat holds
+    /// them again for its values, and they are released in their batches, one at a time as
+    /// the plan says (was: let through at once beside the batch under way).
+    fn redo_members_done_before(&mut self, began: Option<DateTime<Utc>>) {
+        let Some(began) = began else {
+            return;
+        };
+        let mut redone = Vec::new();
+        for (m, t) in self.obs.members.iter_mut() {
+            if t.done && t.done_at.is_none_or(|at| at < began) {
+                t.done = false;
+                t.done_at = None;
+                t.done_released_at = None;
+                redone.push(m.clone());
+            }
+        }
+        for m in &redone {
+            self.post_node_done.remove(m);
+            self.pre_node_done.remove(m);
+        }
+        // Their batches start and close again (hooks and gate), the others stand.
+        for (k, batch) in self.plan.batches.iter().enumerate() {
+            if batch.iter().any(|m| redone.contains(m)) {
+                self.batch_started.remove(&k);
+                self.batch_finished.remove(&k);
+            }
         }
     }
 
