@@ -370,18 +370,17 @@ pub async fn ask(
                 .rollout(&plan.id),
             )
             .map(|()| None),
-        (LockState::Free(last), _) => {
+        (LockState::Free(last), Control::Pause) => {
             // A driver this machine cannot reach may be releasing (Heat says so): the
             // refusal says that, never "nothing is being released".
-            if let Some(risk) = driver_elsewhere(heat, ctx, plan).await {
-                return Err(unreachable_driver(plan, &risk, control));
+            match driver_elsewhere(heat, ctx, plan).await {
+                Some(risk) => Err(unreachable_driver(plan, &risk, control)),
+                None => Err(nobody_drives(plan, last, "there is nothing to pause")),
             }
-            let what = match control {
-                Control::Pause => "there is nothing to pause",
-                _ => "nobody would read it",
-            };
-            Err(nobody_drives(plan, last, what))
         }
+        // A resume nobody here would read: its callers take the rollout over (asking
+        // first where a driver elsewhere may live).
+        (LockState::Free(last), _) => Err(nobody_drives(plan, last, "nobody would read it")),
     }
 }
 

@@ -55,9 +55,9 @@ use heat_update::HeatUpdate;
 use left::{closing_words, hooks_left_now};
 pub use observe::{observe_status, plan_from_heat};
 
-/// How Heat's stack reason says its update was cancelled (`cancel_update`,
-/// `cancel_without_rollback`): `Stack UPDATE cancelled`.
-const CANCELLED: &str = "UPDATE cancelled";
+/// How Heat's stack reason says its update was cancelled (`cancel_without_rollback`), in
+/// its own words (a member's cancelled attempt reads `Resource UPDATE failed: …`).
+const CANCELLED: &str = "Stack UPDATE cancelled";
 
 /// Longest a wait (the poll, a gate, a hook) goes without looking for control requests
 /// other processes wrote to the journal; the console's controls arrive at once.
@@ -1398,7 +1398,11 @@ impl Runner {
         self.plan.members().all(|m| {
             self.skipped.contains(m)
                 || self.obs.members.get(m).is_none_or(|t| {
-                    t.done || t.failed.is_some() || (!t.paused && t.released_at.is_none())
+                    // Released and no longer being updated: Heat's last word on it is not
+                    // in progress (an attempt Heat cancelled, read as superseded, is over).
+                    let over = t.released_at.is_none()
+                        || t.status.as_ref().is_some_and(|s| !s.is_in_progress());
+                    t.done || t.failed.is_some() || (!t.paused && over)
                 })
         })
     }
@@ -1488,7 +1492,7 @@ impl Runner {
         // abort does not come here): said as what it is, not as a failure of the update.
         // Heat 27 says a `cancel_without_rollback` in the stack's reason (`Stack UPDATE
         // cancelled`); a `cancel_update` is a rollback, as is Heat's own after a failure.
-        if stack.is_failed() && self.obs.stack_reason.contains(CANCELLED) {
+        if stack.is_failed() && self.obs.stack_reason.starts_with(CANCELLED) {
             return Some(format!(
                 "Heat's update was cancelled, not by this driver (another machine's `rollout \
                  abort --cancel`, or `openstack stack cancel --no-rollback`): stack {stack}: \
@@ -2007,28 +2011,7 @@ pub fn resume_overrides_refusal(
 
 /// `a, b, c` (the first 20, then how many more), or `none`.
 fn name_list(names: &[&str]) -> String {
-    names_shown(names, 20)
-}
-
-/// Members as a line names them: `a, b, c` (the first 8, then how many more), or `none`.
-pub(crate) fn member_list(names: &[String]) -> String {
-    names_shown(names, 8)
-}
-
-/// `a, b, c` (the first `shown`, then how many more), or `none`.
-fn names_shown<S: AsRef<str>>(names: &[S], shown: usize) -> String {
-    if names.is_empty() {
-        return "none".into();
-    }
-    let mut s = names[..names.len().min(shown)]
-        .iter()
-        .map(AsRef::as_ref)
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > shown {
-        s.push_str(&format!(" and {} more", names.len() - shown));
-    }
-    s
+    super::progress::names_shown(names, 20)
 }
 
 /// The control a journal entry asks for, when it is a request of the rollout `plan`.

@@ -212,7 +212,7 @@ impl DriverInfo {
                 released_elsewhere, ..
             } if !released_elsewhere.is_empty() => format!(
                 "no driver on this machine; Heat shows {} released by a driver elsewhere",
-                crate::rollout::engine::member_list(released_elsewhere)
+                member_list(released_elsewhere)
             ),
             DriverInfo::Nobody {
                 since: Some(t),
@@ -226,6 +226,27 @@ impl DriverInfo {
             DriverInfo::Nobody { since: None, .. } => "no driver on this machine".into(),
         }
     }
+}
+
+/// Members as a line names them: `a, b, c` (the first 8, then how many more), or `none`.
+pub(crate) fn member_list(names: &[String]) -> String {
+    names_shown(names, 8)
+}
+
+/// `a, b, c` (the first `shown`, then how many more), or `none`.
+pub(crate) fn names_shown<S: AsRef<str>>(names: &[S], shown: usize) -> String {
+    if names.is_empty() {
+        return "none".into();
+    }
+    let mut s = names[..names.len().min(shown)]
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > shown {
+        s.push_str(&format!(" and {} more", names.len() - shown));
+    }
+    s
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -206,7 +206,7 @@ pub fn released_elsewhere_words(others: &[String]) -> String {
         "Heat shows member(s) {} released by a driver this machine's journal does not \
          know (another machine, or another state directory here): if it still runs, two \
          drivers release two nodes at once (pause it there, or check it is gone, first)",
-        super::member_list(others)
+        crate::rollout::progress::member_list(others)
     )
 }
 

@@ -169,15 +169,14 @@ impl Runner {
 
     /// A resume: when the rollout paused on another update Heat began (the operator was
     /// told: its pause is journaled with it), the rollout drives the update Heat runs now,
-    /// its values (as Heat shows them) in place of those that changed, from now on; members
-    /// done before it began are updated again in their batches (Heat holds them again for
-    /// its values). Another update found only now (a driver killed before it saw it, a
+    /// its values (as Heat shows them) in place of those that changed, from now on. Another update found only now (a driver killed before it saw it, a
     /// resume asked before anyone knew) is not taken on the strength of a resume that did
     /// not know of it: false then, and the rollout stays paused saying why.
     pub(super) async fn adopt_heat_update(&mut self) -> bool {
-        let known = self.replaced.is_some();
-        if !self.same_heat_update().await && !known {
-            return false;
+        // The update the operator was told of (journaled with the pause they resume).
+        let told = self.replaced.clone();
+        if !self.same_heat_update().await && self.replaced != told {
+            return false; // another one than they were told of: said now, first
         }
         let Some(now) = self.replaced.take() else {
             return true;
@@ -187,7 +186,6 @@ impl Runner {
             let label = followed.changes(&now);
             self.plan.set_values(values);
             self.status.image = self.plan.image.clone();
-            self.redo_members_done_before(now.began);
             self.follow(
                 now,
                 Some(format!("taken on at the operator's resume: {label}")),
@@ -195,35 +193,6 @@ impl Runner {
             .await;
         }
         true
-    }
-
-    /// Members done before Heat began the update now driven are not done by it: Heat holds
-    /// them again for its values, and they are released in their batches, one at a time as
-    /// the plan says (was: let through at once beside the batch under way).
-    fn redo_members_done_before(&mut self, began: Option<DateTime<Utc>>) {
-        let Some(began) = began else {
-            return;
-        };
-        let mut redone = Vec::new();
-        for (m, t) in self.obs.members.iter_mut() {
-            if t.done && t.done_at.is_none_or(|at| at < began) {
-                t.done = false;
-                t.done_at = None;
-                t.done_released_at = None;
-                redone.push(m.clone());
-            }
-        }
-        for m in &redone {
-            self.post_node_done.remove(m);
-            self.pre_node_done.remove(m);
-        }
-        // Their batches start and close again (hooks and gate), the others stand.
-        for (k, batch) in self.plan.batches.iter().enumerate() {
-            if batch.iter().any(|m| redone.contains(m)) {
-                self.batch_started.remove(&k);
-                self.batch_finished.remove(&k);
-            }
-        }
     }
 
     /// Journals `update` as the one this driver follows (`why`: how it came to).

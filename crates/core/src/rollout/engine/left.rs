@@ -58,7 +58,7 @@ pub(super) fn closing_words(
                 "hooks still in: every node is done; the driver that released {} (not this \
                  machine's) takes the stack's environment back as it was at its end, if it \
                  lives (stack {stack_status})",
-                super::member_list(released_elsewhere)
+                crate::rollout::progress::member_list(released_elsewhere)
             ),
             format!(
                 "still in the stack's environment ({hook} on {group}): the driver elsewhere \
